@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything ferryman needs on a fresh Debian machine (idempotent):
+# NGINX with its Lua and stream modules, uv, and the project's virtualenv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v nginx >/dev/null || need_apt+=(nginx)
+[ -e /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need_apt+=(libnginx-mod-http-lua)
+[ -e /usr/share/lua/5.1/resty/core.lua ] || need_apt+=(lua-resty-core)
+[ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need_apt+=(libnginx-mod-stream)
+command -v curl >/dev/null || need_apt+=(curl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} from Debian" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  # Debian's nginx package would start a system NGINX on port 80; ferryman runs its own.
+  RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${need_apt[@]}" >/dev/null
+  if command -v service >/dev/null; then $SUDO service nginx stop >/dev/null 2>&1 || true; fi
+fi
+
+if ! command -v uv >/dev/null; then
+  echo "setup: installing uv from PyPI" >&2
+  python3 -m pip install --quiet --user uv 2>/dev/null || python3 -m pip install --quiet uv
+  export PATH="$HOME/.local/bin:$PATH"
+fi
+uv sync --quiet --frozen

@@ -1,0 +1,183 @@
+"""The composition root: builds every part, wires them, runs them, stops them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import grp
+import logging
+import os
+import pwd
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ferryman.configs.model import MainConfig
+from ferryman.configs.render import Renderer
+from ferryman.controller import DEFAULT_LOCATIONS, Controller, keys_for_event
+from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
+from ferryman.dataplane.output import OutputDirectory
+from ferryman.metrics import Metrics
+from ferryman.probes import ProbeServer
+from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
+from ferryman.resources.meta import ObjectRef
+from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
+from ferryman.sources.manifests import ManifestsSource
+from ferryman.store import Store
+from ferryman.workqueue import WorkQueue
+
+log = logging.getLogger("ferryman")
+
+LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
+# ndk must load before the Lua module that links against it.
+MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so")
+
+
+class QueueingSink:
+    """Source events -> store, then the keys they affect -> queue."""
+
+    def __init__(self, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+        self._store = store
+        self._queue = queue
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        old = self._store.upsert(obj)
+        for key in keys_for_event(obj, old):
+            self._queue.add(key)
+
+    def delete(self, ref: ObjectRef) -> None:
+        old = self._store.delete(ref)
+        if old is not None:
+            for key in keys_for_event(old, None):
+                self._queue.add(key)
+
+
+def _worker_user() -> tuple[str | None, int | None]:
+    """NGINX workers drop root to nobody; unprivileged, they keep our user."""
+    if os.geteuid() != 0:
+        return None, None
+    nobody = pwd.getpwnam("nobody")
+    group = grp.getgrgid(nobody.pw_gid).gr_name
+    return f"nobody {group}", nobody.pw_uid
+
+
+def main_config(settings: Settings, state_dir: Path, worker_user: str | None) -> MainConfig:
+    modules = tuple(
+        str(settings.nginx_modules_dir / m)
+        for m in MODULES
+        if (settings.nginx_modules_dir / m).exists()
+    )
+    return MainConfig(
+        state_dir=str(state_dir),
+        http_port=settings.http_port,
+        https_port=settings.https_port,
+        lua_dir=str(LUA_DIR),
+        lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
+        modules=modules,
+        worker_processes=settings.worker_processes,
+        worker_user=worker_user,
+        endpoints_dict_size="64m",
+    )
+
+
+def _log_problem(where: str, message: str) -> None:
+    log.error("manifest rejected", extra={"fields": {"file": where, "reason": message}})
+
+
+async def run(settings: Settings) -> int:
+    assert settings.manifests is not None, "Kubernetes mode is not built yet"
+    paths = Paths(settings.state_dir.resolve())
+    user, uid = _worker_user()
+    prepare_state_dir(paths, uid)
+    renderer = Renderer(settings.http_port, settings.https_port)
+    metrics = Metrics()
+    queue: WorkQueue[ObjectRef] = WorkQueue(on_depth=metrics.workqueue_depth.set)
+    store = Store()
+    nginx = NginxManager(
+        settings.nginx_binary, paths, settings.nginx_reload_timeout, renderer.config_version
+    )
+    reporter: Reporter = LogReporter()
+    controller = Controller(
+        settings, store, queue, nginx, SecretStore(paths.secrets), reporter, metrics, renderer
+    )
+    source = ManifestsSource(settings.manifests, QueueingSink(store, queue), _log_problem)
+    ready = False
+    probes = ProbeServer(settings.ready_port, settings.metrics_port, metrics, lambda: ready)
+    await probes.start()
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    code = 0
+    try:
+        await nginx.start(
+            {
+                "nginx.conf": renderer.main(main_config(settings, paths.state_dir, user)),
+                DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
+            }
+        )
+        source.load()
+        await controller.drain()
+        ready = True
+        log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
+        tasks = {
+            asyncio.create_task(controller.run(), name="controller"),
+            asyncio.create_task(source.run(stop), name="manifests"),
+            asyncio.create_task(nginx.wait_exit(), name="nginx"),
+            asyncio.create_task(stop.wait(), name="stop"),
+        }
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for t in done:
+            if t.get_name() != "stop":
+                log.error("task ended unexpectedly", extra={"fields": {"task": t.get_name()}})
+                code = 1
+                with contextlib.suppress(asyncio.CancelledError):
+                    if (exc := t.exception()) is not None:
+                        log.error("task failed", exc_info=exc)
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        ready = False
+        await nginx.stop()
+        await probes.stop()
+    log.info("stopped", extra={"fields": {"code": code}})
+    return code
+
+
+async def render(settings: Settings, output: Path) -> list[str]:
+    """Render once into ``output``; returns every problem found (empty: all good)."""
+    assert settings.manifests is not None
+    output = output.resolve()
+    problems: list[str] = []
+    (output / "conf.d").mkdir(parents=True, exist_ok=True)
+    renderer = Renderer(settings.http_port, settings.https_port)
+    store = Store()
+    queue: WorkQueue[ObjectRef] = WorkQueue()
+    reporter = RecordingReporter()
+    dataplane = OutputDirectory(output)
+    controller = Controller(
+        settings, store, queue, dataplane, SecretStore(output / "secrets"), reporter,
+        Metrics(), renderer,
+    )  # fmt: skip
+    source = ManifestsSource(
+        settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")
+    )
+    await dataplane.apply(
+        {
+            "nginx.conf": renderer.main(main_config(settings, output, None)),
+            "config-version.conf": renderer.config_version(str(output), 0),
+            DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
+        }
+    )
+    source.load()
+    await controller.drain()
+    for ref, _, reason, message in reporter.events:
+        if reason == REJECTED or reason.endswith("WithError"):
+            problems.append(f"{ref}: {reason}: {message}")
+    return problems

@@ -1,0 +1,110 @@
+"""The ``ferryman`` command. Flag names follow NIC's where NIC has the flag."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from ferryman import __version__, app, logs
+from ferryman.settings import Settings
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--manifests", type=Path, help="serve the manifests in DIR (no cluster)")
+    p.add_argument("--http-port", type=int, default=80)
+    p.add_argument("--https-port", type=int, default=443)
+    p.add_argument("--ingress-class", default="ferryman", help="IngressClass to serve")
+    p.add_argument(
+        "--nginx-modules-dir",
+        type=Path,
+        default=Path("/usr/lib/nginx/modules"),
+        help="where NGINX's dynamic modules (Lua, stream) are",
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ferryman", description=__doc__)
+    p.add_argument("--version", action="version", version=f"ferryman {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run the controller and its NGINX")
+    _common(r)
+    r.add_argument("--kubeconfig", help="Kubernetes mode: kubeconfig file (default: KUBECONFIG)")
+    r.add_argument("--state-dir", type=Path, default=Path("/var/lib/ferryman"))
+    r.add_argument("--ready-port", type=int, default=8081, help="serves /nginx-ready")
+    r.add_argument("--metrics-port", type=int, default=9113, help="serves /metrics; 0 disables")
+    r.add_argument("--nginx-binary", default="nginx")
+    r.add_argument(
+        "--nginx-reload-timeout",
+        type=float,
+        default=60.0,
+        help="seconds to wait for NGINX to confirm a reload (NIC's flag takes ms if > 1000)",
+    )
+    r.add_argument("--worker-processes", default="auto")
+    r.add_argument(
+        "--watch-namespace",
+        default="",
+        help="comma-separated namespaces to watch (default: all)",
+    )
+    r.add_argument("--log-format", choices=("text", "json"), default="text")
+    r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+
+    rd = sub.add_parser("render", help="render the NGINX configuration once and exit")
+    _common(rd)
+    rd.add_argument("--output", type=Path, required=True)
+    return p
+
+
+def _reload_timeout(value: float) -> float:
+    # NIC's --nginx-reload-timeout is in milliseconds; accept both forms.
+    return value / 1000 if value > 1000 else value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "render":
+        logs.setup("text", "warning")
+        if args.manifests is None:
+            print("ferryman render: --manifests is required", file=sys.stderr)
+            return 2
+        settings = Settings(
+            state_dir=args.output,
+            manifests=args.manifests,
+            http_port=args.http_port,
+            https_port=args.https_port,
+            ingress_class=args.ingress_class,
+            nginx_modules_dir=args.nginx_modules_dir,
+        )
+        problems = asyncio.run(app.render(settings, args.output))
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return 1 if problems else 0
+
+    logs.setup(args.log_format, args.log_level)
+    if args.manifests is None and not (args.kubeconfig or os.environ.get("KUBECONFIG")):
+        print("ferryman run: Kubernetes mode is not available yet; use --manifests DIR",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    settings = Settings(
+        state_dir=args.state_dir,
+        manifests=args.manifests,
+        kubeconfig=args.kubeconfig,
+        http_port=args.http_port,
+        https_port=args.https_port,
+        ready_port=args.ready_port,
+        metrics_port=args.metrics_port,
+        ingress_class=args.ingress_class,
+        nginx_binary=args.nginx_binary,
+        nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
+        nginx_modules_dir=args.nginx_modules_dir,
+        worker_processes=args.worker_processes,
+        watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+    )
+    return asyncio.run(app.run(settings))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure translation from validated resources to the NGINX model and its text."""

@@ -1,0 +1,96 @@
+"""Which accepted Ingress owns each host: the pure state behind every sync.
+
+Ownership follows NIC: one owner per host, the oldest resource wins
+(creationTimestamp, then namespace/name). A resource without a timestamp
+(common in manifests mode) counts as newer than every resource that has one,
+and such resources are ordered by namespace/name alone. Host "" stands for the
+catch-all (rules without a host, or a lone defaultBackend).
+
+The class keeps its own state but does no I/O and reads no clock; each change
+returns the set of Ingresses whose served hosts may have changed, so the caller
+re-renders exactly those.
+"""
+
+from __future__ import annotations
+
+from ferryman.resources.ingress import Ingress
+from ferryman.resources.meta import ObjectRef
+
+AgeKey = tuple[bool, str, str, str]
+
+
+def age_key(ing: Ingress) -> AgeKey:
+    ts = ing.meta.creation_timestamp
+    return (ts is None, ts or "", ing.meta.namespace, ing.meta.name)
+
+
+def ingress_ref(ing: Ingress) -> ObjectRef:
+    return ObjectRef("Ingress", ing.meta.namespace, ing.meta.name)
+
+
+class Configuration:
+    def __init__(self) -> None:
+        self._ingresses: dict[ObjectRef, Ingress] = {}
+        self._claims: dict[str, set[ObjectRef]] = {}
+        self._owner: dict[str, ObjectRef] = {}
+
+    def __len__(self) -> int:
+        return len(self._ingresses)
+
+    def get(self, ref: ObjectRef) -> Ingress | None:
+        return self._ingresses.get(ref)
+
+    def refs(self) -> list[ObjectRef]:
+        return list(self._ingresses)
+
+    def upsert(self, ing: Ingress) -> set[ObjectRef]:
+        ref = ingress_ref(ing)
+        old = self._ingresses.get(ref)
+        self._ingresses[ref] = ing
+        old_hosts = set(old.hosts()) if old else set()
+        new_hosts = set(ing.hosts())
+        for host in old_hosts - new_hosts:
+            self._claims[host].discard(ref)
+        for host in new_hosts:
+            self._claims.setdefault(host, set()).add(ref)
+        return {ref} | self._reelect(old_hosts | new_hosts)
+
+    def delete(self, ref: ObjectRef) -> set[ObjectRef]:
+        old = self._ingresses.pop(ref, None)
+        if old is None:
+            return set()
+        for host in old.hosts():
+            self._claims[host].discard(ref)
+        return {ref} | self._reelect(set(old.hosts()))
+
+    def _reelect(self, hosts: set[str]) -> set[ObjectRef]:
+        affected: set[ObjectRef] = set()
+        for host in hosts:
+            claims = self._claims.get(host, set())
+            before = self._owner.get(host)
+            if claims:
+                after = min(claims, key=lambda r: age_key(self._ingresses[r]))
+                self._owner[host] = after
+                affected.add(after)
+            else:
+                self._claims.pop(host, None)
+                self._owner.pop(host, None)
+            if before is not None and before in self._ingresses:
+                affected.add(before)
+        return affected
+
+    def owner(self, host: str) -> ObjectRef | None:
+        return self._owner.get(host)
+
+    def owned_hosts(self, ref: ObjectRef) -> tuple[str, ...]:
+        ing = self._ingresses.get(ref)
+        if ing is None:
+            return ()
+        return tuple(h for h in ing.hosts() if self._owner.get(h) == ref)
+
+    def lost_hosts(self, ref: ObjectRef) -> dict[str, ObjectRef]:
+        """Hosts ``ref`` asks for but another resource owns, with the winner."""
+        ing = self._ingresses.get(ref)
+        if ing is None:
+            return {}
+        return {h: o for h in ing.hosts() if (o := self._owner[h]) != ref}

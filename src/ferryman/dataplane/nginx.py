@@ -1,0 +1,282 @@
+"""NGINX as a child process: start, test, reload, verify, push endpoints, quit.
+
+A reload is confirmed only when a worker answers the new configuration version
+on the version socket: the HUP merely asks the master to try, and a master
+that cannot apply a configuration keeps its old workers without telling us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from ferryman.dataplane.errors import (
+    ConfigTestError,
+    DataPlaneError,
+    EndpointsPushError,
+    ReloadError,
+)
+from ferryman.dataplane.files import atomic_write
+
+log = logging.getLogger("ferryman.nginx")
+nginx_log = logging.getLogger("ferryman.nginx.errorlog")
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.DEBUG,  # start/reload chatter; the level stays in the text
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "crit": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emerg": logging.CRITICAL,
+}
+_LEVEL_RE = re.compile(r"\[(debug|info|notice|warn|error|crit|alert|emerg)\]")
+_POLL_INTERVAL = 0.02  # seconds between version-socket polls
+
+
+@dataclass(frozen=True)
+class Paths:
+    state_dir: Path
+
+    @property
+    def main(self) -> Path:
+        return self.state_dir / "nginx.conf"
+
+    @property
+    def version_conf(self) -> Path:
+        return self.state_dir / "config-version.conf"
+
+    @property
+    def version_socket(self) -> Path:
+        return self.state_dir / "nginx-config-version.sock"
+
+    @property
+    def endpoints_socket(self) -> Path:
+        return self.state_dir / "nginx-endpoints.sock"
+
+    @property
+    def conf_d(self) -> Path:
+        return self.state_dir / "conf.d"
+
+    @property
+    def secrets(self) -> Path:
+        return self.state_dir / "secrets"
+
+    @property
+    def tmp(self) -> Path:
+        return self.state_dir / "tmp"
+
+
+def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
+    """Create the layout; drop configuration left by an earlier run."""
+    for d in (paths.state_dir, paths.conf_d, paths.tmp):
+        d.mkdir(parents=True, exist_ok=True)
+    paths.secrets.mkdir(mode=0o700, exist_ok=True)
+    for stale in paths.conf_d.glob("*.conf"):
+        stale.unlink()
+    for sock in (paths.version_socket, paths.endpoints_socket):
+        sock.unlink(missing_ok=True)
+    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        d = paths.tmp / sub
+        d.mkdir(exist_ok=True)
+        if worker_uid is not None:
+            os.chown(d, worker_uid, -1)
+
+
+def culprits_in(message: str, state_dir: Path) -> tuple[str, ...]:
+    """Files under the state dir that an ``nginx -t`` message points at."""
+    found = []
+    prefix = str(state_dir) + "/"
+    for m in re.finditer(r" in (\S+?):\d+", message):
+        if m.group(1).startswith(prefix):
+            found.append(m.group(1)[len(prefix) :])
+    return tuple(dict.fromkeys(found))
+
+
+class NginxManager:
+    def __init__(
+        self,
+        binary: str,
+        paths: Paths,
+        reload_timeout: float,
+        render_version: Callable[[str, int], str],
+    ) -> None:
+        self._binary = binary
+        self._paths = paths
+        self._reload_timeout = reload_timeout
+        self._render_version = render_version
+        self._proc: asyncio.subprocess.Process | None = None
+        self._version = 0
+        self._endpoints_version = 0
+        self._files: dict[str, str] = {}
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def _args(self, *extra: str) -> list[str]:
+        return [
+            self._binary,
+            "-p", str(self._paths.state_dir),
+            "-c", str(self._paths.main),
+            "-e", "stderr",
+            *extra,
+        ]  # fmt: skip
+
+    def write(self, files: Mapping[str, str | None]) -> None:
+        for rel, text in files.items():
+            path = self._paths.state_dir / rel
+            if text is None:
+                path.unlink(missing_ok=True)
+                self._files.pop(rel, None)
+            else:
+                atomic_write(path, text)
+                self._files[rel] = text
+
+    def _write_version(self, version: int) -> None:
+        atomic_write(
+            self._paths.version_conf,
+            self._render_version(str(self._paths.state_dir), version),
+        )
+
+    async def start(self, files: Mapping[str, str | None]) -> None:
+        """Write the initial files and start NGINX; returns once it answers."""
+        self.write(files)
+        self._write_version(self._version)
+        await self._test()
+        self._proc = await asyncio.create_subprocess_exec(
+            *self._args("-g", "daemon off;"),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # a terminal's ^C reaches ferryman only
+        )
+        self._stderr_task = asyncio.create_task(self._forward_stderr(self._proc))
+        await self._wait_version(self._version)
+        log.info("nginx started", extra={"fields": {"pid": self._proc.pid}})
+
+    async def _forward_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        async for raw in proc.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            m = _LEVEL_RE.search(line)
+            level = _LEVELS[m.group(1)] if m else logging.INFO
+            nginx_log.log(level, line)
+
+    async def _test(self) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            *self._args("-t", "-q"),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await proc.communicate()
+        if proc.returncode != 0:
+            message = out.decode(errors="replace").strip()
+            raise ConfigTestError(message, culprits_in(message, self._paths.state_dir))
+
+    async def apply(self, files: Mapping[str, str | None]) -> float:
+        if self._proc is None or self._proc.returncode is not None:
+            raise ReloadError("nginx is not running")
+        before = {rel: self._files.get(rel) for rel in files}
+        self.write(files)
+        version = self._version + 1
+        self._write_version(version)
+        started = time.monotonic()
+        try:
+            await self._test()
+            self._proc.send_signal(signal.SIGHUP)
+            await self._wait_version(version)
+        except (ConfigTestError, ReloadError):
+            self.write(before)
+            self._write_version(self._version)
+            raise
+        self._version = version
+        return time.monotonic() - started
+
+    async def _get(self, socket: Path, url: str) -> str:
+        connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp,
+        ):
+            return await resp.text()
+
+    async def _wait_version(self, version: int) -> None:
+        deadline = time.monotonic() + self._reload_timeout
+        want = str(version)
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self._proc is not None and self._proc.returncode is not None:
+                raise ReloadError(f"nginx exited with code {self._proc.returncode}")
+            try:
+                last = await self._get(self._paths.version_socket, "http://nginx/configVersion")
+                if last == want:
+                    return
+            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                last = str(e) or type(e).__name__
+            await asyncio.sleep(_POLL_INTERVAL)
+        raise ReloadError(
+            f"no worker answered configuration version {version} within "
+            f"{self._reload_timeout:g}s (last answer: {last})"
+        )
+
+    async def push_endpoints(self, sets: Mapping[str, str], full: bool) -> int:
+        version = self._endpoints_version + 1
+        lines = [f"{version} full" if full else str(version)]
+        lines += [f"{key}\t{peers}" for key, peers in sets.items()]
+        body = "\n".join(lines) + "\n"
+        connector = aiohttp.UnixConnector(path=str(self._paths.endpoints_socket), force_close=True)
+        try:
+            async with (
+                aiohttp.ClientSession(connector=connector) as session,
+                session.post(
+                    "http://nginx/endpoints",
+                    data=body.encode(),
+                    timeout=aiohttp.ClientTimeout(total=10),
+                ) as resp,
+            ):
+                answer = (await resp.text()).strip()
+                if resp.status != 200 or answer != str(version):
+                    raise EndpointsPushError(f"endpoints push refused: {resp.status} {answer}")
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise EndpointsPushError(f"endpoints socket: {e}") from e
+        self._endpoints_version = version
+        return version
+
+    async def stop(self, timeout: float = 30.0) -> None:
+        """Graceful quit (SIGQUIT lets workers finish their requests)."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        self._stopping = True
+        proc.send_signal(signal.SIGQUIT)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            log.warning("nginx did not quit in time; killing it")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+        if self._stderr_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, DataPlaneError):
+                await self._stderr_task
+        log.info("nginx stopped", extra={"fields": {"code": proc.returncode}})
+
+    async def wait_exit(self) -> int:
+        """Returns NGINX's exit code when it dies (or is stopped)."""
+        assert self._proc is not None
+        return await self._proc.wait()

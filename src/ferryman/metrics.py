@@ -1,0 +1,71 @@
+"""Prometheus collectors under NIC's names (so its dashboards work) and ferryman's own.
+
+Each process owns one registry; nothing is registered globally.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client.exposition import generate_latest
+
+NIC = "nginx_ingress_controller"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        # NIC exports no *_created series; their absence keeps dashboards identical.
+        disable_created_metrics()
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.reloads = Counter(
+            f"{NIC}_nginx_reloads",
+            "Number of successful NGINX reloads",
+            ["reason"],
+            registry=r,
+        )
+        self.reload_errors = Counter(
+            f"{NIC}_nginx_reload_errors", "Number of unsuccessful NGINX reloads", registry=r
+        )
+        self.last_reload_status = Gauge(
+            f"{NIC}_nginx_last_reload_status",
+            "Status of the last NGINX reload (1 success, 0 failure)",
+            registry=r,
+        )
+        self.last_reload_ms = Gauge(
+            f"{NIC}_nginx_last_reload_milliseconds",
+            "Duration in milliseconds of the last NGINX reload",
+            registry=r,
+        )
+        self.ingress_resources = Gauge(
+            f"{NIC}_ingress_resources_total",
+            "Number of handled Ingress resources",
+            ["type"],
+            registry=r,
+        )
+        self.workqueue_depth = Gauge(
+            f"{NIC}_workqueue_depth", "Current depth of the workqueue", registry=r
+        )
+        self.reload_seconds = Histogram(
+            "ferryman_nginx_reload_duration_seconds",
+            "Time from writing a configuration to a worker answering its version",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=r,
+        )
+        self.endpoint_pushes = Counter(
+            "ferryman_endpoints_pushes",
+            "Endpoint updates applied to NGINX without a reload",
+            registry=r,
+        )
+        self.reloads.labels(reason="other")
+        self.reloads.labels(reason="endpoints")
+        self.ingress_resources.labels(type="regular")
+        self.last_reload_status.set(1)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,48 @@
+"""HTTP endpoints for operators: ``/nginx-ready`` and ``/metrics``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from ferryman.metrics import Metrics
+
+
+class ProbeServer:
+    def __init__(
+        self, ready_port: int, metrics_port: int, metrics: Metrics, is_ready: Callable[[], bool]
+    ) -> None:
+        self._ports = (ready_port, metrics_port)
+        self._metrics = metrics
+        self._is_ready = is_ready
+        self._runners: list[web.AppRunner] = []
+
+    async def _ready(self, _: web.Request) -> web.Response:
+        if self._is_ready():
+            return web.Response(text="Ready\n")
+        return web.Response(status=503, text="Service Unavailable\n")
+
+    async def _scrape(self, _: web.Request) -> web.Response:
+        return web.Response(
+            body=self._metrics.exposition(),
+            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+        )
+
+    async def start(self) -> None:
+        ready_port, metrics_port = self._ports
+        routes = [(ready_port, "/nginx-ready", self._ready)]
+        if metrics_port:
+            routes.append((metrics_port, "/metrics", self._scrape))
+        apps: dict[int, web.Application] = {}
+        for port, path, handler in routes:
+            apps.setdefault(port, web.Application()).router.add_get(path, handler)
+        for port, app in apps.items():
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, "0.0.0.0", port).start()
+            self._runners.append(runner)
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()

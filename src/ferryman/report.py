@@ -1,0 +1,57 @@
+"""Events, as NIC reports them.
+
+In manifests mode an Event is a structured log line; in Kubernetes mode the
+reporter writes events.k8s.io/v1 objects (and, as leader, status).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from ferryman.resources.meta import ObjectRef
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+ADDED_OR_UPDATED = "AddedOrUpdated"
+ADDED_OR_UPDATED_WITH_WARNING = "AddedOrUpdatedWithWarning"
+ADDED_OR_UPDATED_WITH_ERROR = "AddedOrUpdatedWithError"
+REJECTED = "Rejected"
+
+log = logging.getLogger("ferryman.events")
+
+
+class Reporter(Protocol):
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
+
+
+class LogReporter:
+    """Events as log lines: ``kind``, ``namespace``, ``name``, ``reason``, ``message``."""
+
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        level = logging.INFO if type_ == NORMAL else logging.WARNING
+        log.log(
+            level,
+            "event",
+            extra={
+                "fields": {
+                    "kind": ref.kind,
+                    "namespace": ref.namespace,
+                    "name": ref.name,
+                    "type": type_,
+                    "reason": reason,
+                    "message": message,
+                }
+            },
+        )
+
+
+class RecordingReporter:
+    """Keeps events in memory; ``ferryman render`` and tests read them back."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[ObjectRef, str, str, str]] = []
+
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        self.events.append((ref, type_, reason, message))

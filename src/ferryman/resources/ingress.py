@@ -1,0 +1,228 @@
+"""networking.k8s.io/v1 Ingress: typed view and validation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ferryman.resources import validation
+from ferryman.resources.meta import InvalidResource, Meta, parse_meta
+
+LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+SSL_REDIRECT_ANNOTATION = "nginx.org/ssl-redirect"
+PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
+
+
+@dataclass(frozen=True)
+class ServiceBackend:
+    service: str
+    port: int | str  # a number, or a Service port name
+
+    @property
+    def port_ref(self) -> str:
+        return str(self.port)
+
+
+@dataclass(frozen=True)
+class HTTPPath:
+    path: str
+    path_type: str
+    backend: ServiceBackend
+
+
+@dataclass(frozen=True)
+class Rule:
+    host: str  # "" when the rule has no host: it applies to every host
+    paths: tuple[HTTPPath, ...]
+
+
+@dataclass(frozen=True)
+class TLS:
+    hosts: tuple[str, ...]
+    secret_name: str
+
+
+@dataclass(frozen=True)
+class Ingress:
+    meta: Meta
+    class_name: str | None
+    default_backend: ServiceBackend | None
+    rules: tuple[Rule, ...]
+    tls: tuple[TLS, ...]
+
+    @property
+    def ssl_redirect(self) -> bool:
+        return self.meta.annotations.get(SSL_REDIRECT_ANNOTATION, "true").lower() != "false"
+
+    def hosts(self) -> tuple[str, ...]:
+        """Every host the Ingress routes for, in rule order, "" for host-less rules."""
+        seen: dict[str, None] = {}
+        for rule in self.rules:
+            seen.setdefault(rule.host, None)
+        if not self.rules and self.default_backend is not None:
+            seen.setdefault("", None)
+        return tuple(seen)
+
+    def services(self) -> set[ServiceBackend]:
+        found = {p.backend for r in self.rules for p in r.paths}
+        if self.default_backend is not None:
+            found.add(self.default_backend)
+        return found
+
+
+def _backend(raw: object, where: str, errors: list[str]) -> ServiceBackend | None:
+    if not isinstance(raw, Mapping):
+        errors.append(f"{where}: must be an object")
+        return None
+    if "resource" in raw:
+        errors.append(
+            f"{where}.resource: resource backends are not supported by ferryman; "
+            "use a service backend"
+        )
+        return None
+    svc = raw.get("service")
+    if not isinstance(svc, Mapping):
+        errors.append(f"{where}.service: required")
+        return None
+    name = svc.get("name")
+    if not isinstance(name, str) or (problem := validation.dns1035_label(name)):
+        errors.append(f"{where}.service.name: {problem if isinstance(name, str) else 'required'}")
+        return None
+    port = svc.get("port")
+    if not isinstance(port, Mapping):
+        errors.append(f"{where}.service.port: required")
+        return None
+    number, pname = port.get("number"), port.get("name")
+    if number is not None and pname is not None:
+        errors.append(f"{where}.service.port: number and name are mutually exclusive")
+        return None
+    if number is not None:
+        if problem := validation.port_number(number):
+            errors.append(f"{where}.service.port.number: {problem}")
+            return None
+        return ServiceBackend(name, int(number))
+    if isinstance(pname, str):
+        if problem := validation.port_name(pname):
+            errors.append(f"{where}.service.port.name: {problem}")
+            return None
+        return ServiceBackend(name, pname)
+    errors.append(f"{where}.service.port: one of number or name is required")
+    return None
+
+
+def _rules(raw: object, errors: list[str]) -> list[Rule]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append("spec.rules: must be a list")
+        return []
+    rules = []
+    for i, r in enumerate(raw):
+        where = f"spec.rules[{i}]"
+        if not isinstance(r, Mapping):
+            errors.append(f"{where}: must be an object")
+            continue
+        host = r.get("host") or ""
+        if not isinstance(host, str):
+            errors.append(f"{where}.host: must be a string")
+            continue
+        if host and (problem := validation.host(host)):
+            errors.append(f"{where}.host: {host!r} {problem}")
+            continue
+        http = r.get("http")
+        paths: list[HTTPPath] = []
+        if http is not None:
+            raw_paths = http.get("paths") if isinstance(http, Mapping) else None
+            if not isinstance(raw_paths, list) or not raw_paths:
+                errors.append(f"{where}.http.paths: required")
+                continue
+            for j, p in enumerate(raw_paths):
+                parsed = _path(p, f"{where}.http.paths[{j}]", errors)
+                if parsed is not None:
+                    paths.append(parsed)
+        rules.append(Rule(host, tuple(paths)))
+    return rules
+
+
+def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
+    if not isinstance(raw, Mapping):
+        errors.append(f"{where}: must be an object")
+        return None
+    path_type = raw.get("pathType")
+    if path_type not in PATH_TYPES:
+        errors.append(f"{where}.pathType: must be one of {', '.join(PATH_TYPES)}")
+        return None
+    path = raw.get("path")
+    if path is None and path_type == "ImplementationSpecific":
+        path = "/"
+    if not isinstance(path, str):
+        errors.append(f"{where}.path: required")
+        return None
+    if problem := validation.http_path(path, path_type):
+        errors.append(f"{where}.path: {path!r} {problem}")
+        return None
+    backend = _backend(raw.get("backend"), f"{where}.backend", errors)
+    return HTTPPath(path, path_type, backend) if backend else None
+
+
+def _tls(raw: object, errors: list[str]) -> list[TLS]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append("spec.tls: must be a list")
+        return []
+    out = []
+    for i, t in enumerate(raw):
+        where = f"spec.tls[{i}]"
+        if not isinstance(t, Mapping):
+            errors.append(f"{where}: must be an object")
+            continue
+        hosts = t.get("hosts") or []
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            errors.append(f"{where}.hosts: must be a list of host names")
+            continue
+        bad = [h for h in hosts if validation.host(h)]
+        if bad:
+            errors.append(f"{where}.hosts: {bad[0]!r} {validation.host(bad[0])}")
+            continue
+        secret = t.get("secretName")
+        if not isinstance(secret, str) or (problem := validation.dns1123_subdomain(secret)):
+            errors.append(
+                f"{where}.secretName: {problem if isinstance(secret, str) else 'required'}"
+            )
+            continue
+        out.append(TLS(tuple(hosts), secret))
+    return out
+
+
+def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
+    """Validate a raw Ingress; raises InvalidResource listing every problem."""
+    meta = parse_meta(obj)
+    errors: list[str] = []
+    if problem := validation.dns1123_subdomain(meta.name):
+        errors.append(f"metadata.name: {problem}")
+    if problem := validation.dns1123_label(meta.namespace):
+        errors.append(f"metadata.namespace: {problem}")
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise InvalidResource([*errors, "spec: required"])
+    class_name = spec.get("ingressClassName")
+    if class_name is None:
+        class_name = meta.annotations.get(LEGACY_CLASS_ANNOTATION)
+    default_backend = None
+    if spec.get("defaultBackend") is not None:
+        default_backend = _backend(spec["defaultBackend"], "spec.defaultBackend", errors)
+    rules = _rules(spec.get("rules"), errors)
+    tls = _tls(spec.get("tls"), errors)
+    if not rules and spec.get("defaultBackend") is None and not errors:
+        errors.append("spec: either defaultBackend or rules must be specified")
+    if errors:
+        raise InvalidResource(errors)
+    return Ingress(
+        meta=meta,
+        class_name=str(class_name) if class_name is not None else None,
+        default_backend=default_backend,
+        rules=tuple(rules),
+        tls=tuple(tls),
+    )

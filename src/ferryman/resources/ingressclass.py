@@ -1,0 +1,59 @@
+"""networking.k8s.io/v1 IngressClass: which Ingresses are ferryman's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ferryman.resources.meta import parse_meta
+
+CONTROLLER_NAME = "ferryman.io/ingress-controller"
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+
+
+@dataclass(frozen=True)
+class IngressClass:
+    name: str
+    controller: str
+    is_default: bool
+
+
+def parse_ingress_class(obj: Mapping[str, Any]) -> IngressClass:
+    meta = parse_meta(obj)
+    spec = obj.get("spec")
+    controller = spec.get("controller") if isinstance(spec, Mapping) else None
+    return IngressClass(
+        name=meta.name,
+        controller=str(controller or ""),
+        is_default=meta.annotations.get(DEFAULT_CLASS_ANNOTATION, "").lower() == "true",
+    )
+
+
+@dataclass(frozen=True)
+class ClassPolicy:
+    """Decides whether an Ingress belongs to this controller.
+
+    ``served`` is ``--ingress-class``; ``ingress_class`` is that IngressClass
+    object when it exists (it may be absent in manifests mode).
+    """
+
+    served: str
+    ingress_class: IngressClass | None
+
+    def accepts(self, class_name: str | None) -> bool:
+        if class_name is None:
+            return self.ingress_class is not None and self.ingress_class.is_default
+        return class_name == self.served
+
+
+def raw_class_name(obj: Mapping[str, Any]) -> str | None:
+    """The class an unvalidated Ingress asks for: field first, then legacy annotation."""
+    spec = obj.get("spec")
+    if isinstance(spec, Mapping) and isinstance(spec.get("ingressClassName"), str):
+        return str(spec["ingressClassName"])
+    md = obj.get("metadata")
+    ann = md.get("annotations") if isinstance(md, Mapping) else None
+    if isinstance(ann, Mapping) and "kubernetes.io/ingress.class" in ann:
+        return str(ann["kubernetes.io/ingress.class"])
+    return None

@@ -1,0 +1,27 @@
+"""Settings shared by the composition root and the controller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path
+    manifests: Path | None = None
+    kubeconfig: str | None = None
+    http_port: int = 80
+    https_port: int = 443
+    ready_port: int = 8081
+    metrics_port: int = 9113
+    ingress_class: str = "ferryman"
+    nginx_binary: str = "nginx"
+    nginx_reload_timeout: float = 60.0
+    nginx_modules_dir: Path = Path("/usr/lib/nginx/modules")
+    worker_processes: str = "auto"
+    watch_namespaces: tuple[str, ...] = ()
+    # Changes arriving within this window after the queue empties join one reload.
+    batch_window: float = 0.05
+    # ...but a steady trickle of changes never holds a reload back longer than this.
+    batch_max_delay: float = 1.0

@@ -1,0 +1,20 @@
+"""Where objects come from: a manifests directory or the Kubernetes API.
+
+A source delivers upserts and deletions of raw objects to a ``Sink`` and says
+once when its initial state is complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ferryman.resources.meta import ObjectRef
+
+KINDS = ("Ingress", "IngressClass", "Service", "EndpointSlice", "Secret")
+CLUSTER_SCOPED = frozenset({"IngressClass"})
+
+
+class Sink(Protocol):
+    def upsert(self, obj: Mapping[str, Any]) -> None: ...
+    def delete(self, ref: ObjectRef) -> None: ...
