@@ -1,0 +1,451 @@
+"""Real components for integration tests: loopback HTTP backends and a
+``ferryman run`` process (with its real NGINX) driven through its CLI."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---- backends ------------------------------------------------------------------------
+
+
+class _EchoHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _EchoServer
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.server.hits += 1
+        self.server.peers.add(self.client_address)
+        payload = json.dumps(
+            {
+                "name": self.server.name,
+                "method": self.command,
+                "path": self.path,
+                "version": self.request_version,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body.decode("latin-1"),
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _EchoServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, name: str) -> None:
+        super().__init__(("127.0.0.1", 0), _EchoHandler)
+        self.name = name
+        self.hits = 0
+        self.peers: set[tuple[str, int]] = set()
+
+
+@dataclass
+class Backend:
+    name: str
+    server: _EchoServer
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
+    def hits(self) -> int:
+        return self.server.hits
+
+    @property
+    def connections(self) -> int:
+        """Distinct client (NGINX) source ports seen: one per upstream connection."""
+        return len(self.server.peers)
+
+
+class Backends:
+    def __init__(self) -> None:
+        self._all: list[Backend] = []
+
+    def start(self, name: str) -> Backend:
+        server = _EchoServer(name)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        b = Backend(name, server)
+        self._all.append(b)
+        return b
+
+    def stop_all(self) -> None:
+        for b in self._all:
+            b.server.shutdown()
+            b.server.server_close()
+
+
+# ---- manifests -----------------------------------------------------------------------
+
+
+def ingress(
+    name: str,
+    rules: list[dict[str, Any]] | None = None,
+    *,
+    tls: list[dict[str, Any]] | None = None,
+    default_backend: dict[str, Any] | None = None,
+    class_name: str | None = "ferryman",
+    annotations: dict[str, str] | None = None,
+    created: str | None = None,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        md["annotations"] = annotations
+    if created:
+        md["creationTimestamp"] = created
+    spec: dict[str, Any] = {}
+    if class_name is not None:
+        spec["ingressClassName"] = class_name
+    if rules is not None:
+        spec["rules"] = rules
+    if tls is not None:
+        spec["tls"] = tls
+    if default_backend is not None:
+        spec["defaultBackend"] = default_backend
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": md, "spec": spec}
+
+
+def backend(service: str, port: int | str = 80) -> dict[str, Any]:
+    key = "number" if isinstance(port, int) else "name"
+    return {"service": {"name": service, "port": {key: port}}}
+
+
+def path(p: str, service: str, path_type: str = "Prefix", port: int | str = 80) -> dict[str, Any]:
+    return {"path": p, "pathType": path_type, "backend": backend(service, port)}
+
+
+def rule(host: str | None, *paths: dict[str, Any]) -> dict[str, Any]:
+    r: dict[str, Any] = {"http": {"paths": list(paths)}}
+    if host:
+        r["host"] = host
+    return r
+
+
+def service(
+    name: str, port: int = 80, port_name: str | None = None, namespace: str = "default"
+) -> list[dict[str, Any]]:
+    p: dict[str, Any] = {"port": port}
+    if port_name:
+        p["name"] = port_name
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"ports": [p]},
+        }
+    ]
+
+
+def service_with_backends(
+    name: str,
+    backends: list[Backend],
+    *,
+    not_ready: tuple[Backend, ...] = (),
+    port: int = 80,
+    port_name: str | None = None,
+    namespace: str = "default",
+) -> list[dict[str, Any]]:
+    """A Service plus one EndpointSlice per backend (backends differ by port)."""
+    docs = service(name, port, port_name, namespace)
+    for b in backends:
+        sp: dict[str, Any] = {"port": b.port}
+        if port_name:
+            sp["name"] = port_name
+        docs.append(
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    "name": f"{name}-{b.name}",
+                    "namespace": namespace,
+                    "labels": {"kubernetes.io/service-name": name},
+                },
+                "addressType": "IPv4",
+                "ports": [sp],
+                "endpoints": [
+                    {"addresses": ["127.0.0.1"], "conditions": {"ready": b not in not_ready}}
+                ],
+            }
+        )
+    return docs
+
+
+def tls_secret(name: str, hosts: list[str], namespace: str = "default") -> dict[str, Any]:
+    import base64
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), False)
+        .sign(key, hashes.SHA256())
+    )
+    crt = cert.public_bytes(serialization.Encoding.PEM)
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {
+            "tls.crt": base64.b64encode(crt).decode(),
+            "tls.key": base64.b64encode(pem_key).decode(),
+        },
+    }
+
+
+# ---- the controller process --------------------------------------------------------------
+
+
+@functools.cache
+def _insecure_context() -> ssl.SSLContext:
+    # Test certificates are self-signed; what is checked is which one is served.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+_EVENT_RE = re.compile(r"msg=event (.*)$")
+
+
+@dataclass
+class Response:
+    status: int
+    headers: httpx.Headers
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+    @property
+    def served_by(self) -> str | None:
+        try:
+            return str(self.json()["name"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+@dataclass
+class Ferryman:
+    workdir: Path
+    extra_args: list[str] = field(default_factory=list)
+    http_port: int = field(default_factory=free_port)
+    https_port: int = field(default_factory=free_port)
+    ready_port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        self.manifests = self.workdir / "manifests"
+        self.state = self.workdir / "state"
+        self.log_path = self.workdir / "ferryman.log"
+        self.manifests.mkdir(parents=True, exist_ok=True)
+
+    # manifests
+    def write(self, name: str, *docs: dict[str, Any] | list[dict[str, Any]]) -> None:
+        flat: list[dict[str, Any]] = []
+        for d in docs:
+            flat.extend(d if isinstance(d, list) else [d])
+        tmp = self.manifests / f".{name}.tmp"
+        tmp.write_text(yaml.safe_dump_all(flat))
+        tmp.replace(self.manifests / f"{name}.yaml")
+
+    def write_text(self, name: str, text: str) -> None:
+        tmp = self.manifests / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(self.manifests / name)
+
+    def remove(self, name: str) -> None:
+        (self.manifests / f"{name}.yaml").unlink()
+
+    # lifecycle
+    def start(self, wait: bool = True) -> None:
+        args = [
+            str(FERRYMAN), "run",
+            "--manifests", str(self.manifests),
+            "--state-dir", str(self.state),
+            "--http-port", str(self.http_port),
+            "--https-port", str(self.https_port),
+            "--ready-port", str(self.ready_port),
+            "--metrics-port", str(self.metrics_port),
+            "--worker-processes", "2",
+            *self.extra_args,
+        ]  # fmt: skip
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=self._log)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        def ready() -> bool:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"ferryman exited {self.proc.returncode}:\n{self.logs()}")
+            try:
+                r = httpx.get(f"http://127.0.0.1:{self.ready_port}/nginx-ready", timeout=1)
+            except httpx.HTTPError:
+                return False
+            return r.status_code == 200
+
+        eventually(ready, timeout, "ferryman ready")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def nginx_master_pid(self) -> int | None:
+        try:
+            return int((self.state / "nginx.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def events(self) -> list[dict[str, str]]:
+        out = []
+        for line in self.logs().splitlines():
+            m = _EVENT_RE.search(line)
+            if m:
+                out.append(_parse_fields(m.group(1)))
+        return out
+
+    def events_for(self, name: str) -> list[dict[str, str]]:
+        return [e for e in self.events() if e.get("name") == name]
+
+    # traffic
+    def get(
+        self,
+        host: str,
+        path: str = "/",
+        *,
+        https: bool = False,
+        method: str = "GET",
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+        sni: str | None = None,
+    ) -> Response:
+        port = self.https_port if https else self.http_port
+        scheme = "https" if https else "http"
+        hdrs = {"Host": host, **(headers or {})}
+        ext = {"sni_hostname": sni or host} if https else {}
+        with httpx.Client(verify=_insecure_context(), timeout=10) as c:
+            req = c.build_request(
+                method,
+                f"{scheme}://127.0.0.1:{port}{path}",
+                headers=hdrs,
+                content=content,
+                extensions=ext,
+            )
+            r = c.send(req, follow_redirects=False)
+        return Response(r.status_code, r.headers, r.text)
+
+    def metrics(self) -> dict[str, float]:
+        text = httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).text
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+        return out
+
+    def reloads(self) -> int:
+        return int(self.metrics()['nginx_ingress_controller_nginx_reloads_total{reason="other"}'])
+
+
+def _parse_fields(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', text):
+        value = m.group(2)
+        out[m.group(1)] = json.loads(value) if value.startswith('"') else value
+    return out
+
+
+def eventually(check: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (and return it)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = check()
+            if last:
+                return last
+        except Exception:  # e.g. a refused handshake before the change is live
+            if time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last={last!r}")
+        time.sleep(0.05)
+
+
+def served_by(f: Ferryman, host: str, path: str, **kw: Any) -> str | None:
+    r = f.get(host, path, **kw)
+    return r.served_by if r.status == 200 else str(r.status)
+
+
+os.environ.setdefault("NO_PROXY", "*")

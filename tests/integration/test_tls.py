@@ -1,0 +1,131 @@
+"""TLS termination from kubernetes.io/tls Secrets, per host by SNI."""
+
+from __future__ import annotations
+
+import ssl
+import socket
+
+import pytest
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    service_with_backends,
+    tls_secret,
+)
+
+
+def _peer_cert_names(port: int, sni: str) -> list[str]:
+    from cryptography import x509
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname=sni) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    cert = x509.load_der_x509_certificate(der)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    return list(san.value.get_values_for_type(x509.DNSName))
+
+
+def _start(ferryman: Ferryman, backends: Backends, annotations: dict[str, str] | None = None) -> None:
+    ferryman.write("svc", service_with_backends("web", [backends.start("web")]))
+    ferryman.write("secret-a", tls_secret("a-tls", ["a.example.com"]))
+    ferryman.write(
+        "ing",
+        ingress(
+            "tls",
+            [rule("a.example.com", path("/", "web")), rule("b.example.com", path("/", "web"))],
+            tls=[
+                {"hosts": ["a.example.com"], "secretName": "a-tls"},
+                {"hosts": ["b.example.com"], "secretName": "missing-tls"},
+            ],
+            annotations=annotations,
+        ),
+    )
+    ferryman.start()
+
+
+def test_https_serves_the_hosts_certificate(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends)
+    assert _peer_cert_names(ferryman.https_port, "a.example.com") == ["a.example.com"]
+    r = ferryman.get("a.example.com", "/x", https=True)
+    assert r.status == 200
+    assert r.served_by == "web"
+    assert r.json()["headers"]["x-forwarded-proto"] == "https"
+
+
+def test_missing_secret_rejects_handshakes_for_that_host_only(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends)
+    with pytest.raises(ssl.SSLError):
+        _peer_cert_names(ferryman.https_port, "b.example.com")
+    with pytest.raises(ssl.SSLError):
+        _peer_cert_names(ferryman.https_port, "unknown.example.com")
+    assert ferryman.get("a.example.com", "/", https=True).status == 200
+    ev = ferryman.events_for("tls")[-1]
+    assert ev["reason"] == "AddedOrUpdatedWithWarning"
+    assert "default/missing-tls" in ev["message"]
+
+
+def test_secret_added_later_enables_tls(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends)
+    ferryman.write("secret-b", tls_secret("missing-tls", ["b.example.com"]))
+    eventually(
+        lambda: _peer_cert_names(ferryman.https_port, "b.example.com") == ["b.example.com"],
+        3,
+        "certificate for b",
+    )
+
+
+def test_invalid_secret_is_rejected_without_breaking_others(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    bad = tls_secret("missing-tls", ["b.example.com"])
+    bad["data"]["tls.key"] = tls_secret("other", ["c.example.com"])["data"]["tls.key"]
+    ferryman.write("secret-b", bad)
+    _start(ferryman, backends)
+    with pytest.raises(ssl.SSLError):
+        _peer_cert_names(ferryman.https_port, "b.example.com")
+    assert ferryman.get("a.example.com", "/", https=True).status == 200
+    ev = ferryman.events_for("tls")[-1]
+    assert "does not match" in ev["message"]
+    assert ferryman.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0
+
+
+def test_plain_http_redirects_to_https(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends)
+    r = ferryman.get("a.example.com", "/coffee?x=1")
+    assert r.status == 301
+    assert r.headers["location"] == f"https://a.example.com:{ferryman.https_port}/coffee?x=1"
+
+
+def test_ssl_redirect_annotation_can_turn_redirect_off(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends, {"nginx.org/ssl-redirect": "false"})
+    r = ferryman.get("a.example.com", "/coffee")
+    assert r.status == 200
+    assert r.served_by == "web"
+    assert ferryman.get("a.example.com", "/", https=True).status == 200
+
+
+def test_certificate_rotation_serves_the_new_certificate(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends)
+    ferryman.write("secret-a", tls_secret("a-tls", ["a.example.com", "rotated.example.com"]))
+    eventually(
+        lambda: "rotated.example.com" in _peer_cert_names(ferryman.https_port, "a.example.com"),
+        3,
+        "rotated certificate",
+    )
