@@ -8,6 +8,7 @@ import grp
 import logging
 import os
 import pwd
+import re
 import signal
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.controller import DEFAULT_LOCATIONS, Controller, keys_for_event
+from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.metrics import Metrics
@@ -63,14 +65,15 @@ def _worker_user() -> tuple[str | None, int | None]:
     return f"nobody {group}", nobody.pw_uid
 
 
-def main_config(settings: Settings, state_dir: Path, worker_user: str | None) -> MainConfig:
+def main_config(settings: Settings, paths: Paths, worker_user: str | None) -> MainConfig:
     modules = tuple(
         str(settings.nginx_modules_dir / m)
         for m in MODULES
         if (settings.nginx_modules_dir / m).exists()
     )
     return MainConfig(
-        state_dir=str(state_dir),
+        state_dir=str(paths.state_dir),
+        endpoints_socket=str(paths.endpoints_socket),
         http_port=settings.http_port,
         https_port=settings.https_port,
         lua_dir=str(LUA_DIR),
@@ -86,9 +89,23 @@ def _log_problem(where: str, message: str) -> None:
     log.error("manifest rejected", extra={"fields": {"file": where, "reason": message}})
 
 
+class SettingsError(ValueError):
+    pass
+
+
+def _checked_state_dir(state_dir: Path) -> Path:
+    resolved = state_dir.resolve()
+    # The path is written unquoted into nginx.conf.
+    if not re.fullmatch(r"[A-Za-z0-9/._+@-]+", str(resolved)):
+        raise SettingsError(
+            f"--state-dir {resolved}: only letters, digits and / . _ + @ - are allowed"
+        )
+    return resolved
+
+
 async def run(settings: Settings) -> int:
     assert settings.manifests is not None, "Kubernetes mode is not built yet"
-    paths = Paths(settings.state_dir.resolve())
+    paths = Paths(_checked_state_dir(settings.state_dir))
     user, uid = _worker_user()
     prepare_state_dir(paths, uid)
     renderer = Renderer(settings.http_port, settings.https_port)
@@ -114,12 +131,16 @@ async def run(settings: Settings) -> int:
 
     code = 0
     try:
-        await nginx.start(
-            {
-                "nginx.conf": renderer.main(main_config(settings, paths.state_dir, user)),
-                DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
-            }
-        )
+        try:
+            await nginx.start(
+                {
+                    "nginx.conf": renderer.main(main_config(settings, paths, user)),
+                    DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
+                }
+            )
+        except DataPlaneError as e:
+            log.error("nginx failed to start", extra={"fields": {"error": str(e)}})
+            return 1
         source.load()
         await controller.drain()
         ready = True
@@ -153,9 +174,9 @@ async def run(settings: Settings) -> int:
 async def render(settings: Settings, output: Path) -> list[str]:
     """Render once into ``output``; returns every problem found (empty: all good)."""
     assert settings.manifests is not None
-    output = output.resolve()
+    output = _checked_state_dir(output)
     problems: list[str] = []
-    (output / "conf.d").mkdir(parents=True, exist_ok=True)
+    prepare_state_dir(Paths(output), None)
     renderer = Renderer(settings.http_port, settings.https_port)
     store = Store()
     queue: WorkQueue[ObjectRef] = WorkQueue()
@@ -170,8 +191,8 @@ async def render(settings: Settings, output: Path) -> list[str]:
     )
     await dataplane.apply(
         {
-            "nginx.conf": renderer.main(main_config(settings, output, None)),
-            "config-version.conf": renderer.config_version(str(output), 0),
+            "nginx.conf": renderer.main(main_config(settings, Paths(output), None)),
+            "config-version.conf": renderer.config_version(str(Paths(output).version_socket), 0),
             DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
         }
     )

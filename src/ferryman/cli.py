@@ -78,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
             ingress_class=args.ingress_class,
             nginx_modules_dir=args.nginx_modules_dir,
         )
-        problems = asyncio.run(app.render(settings, args.output))
+        try:
+            problems = asyncio.run(app.render(settings, args.output))
+        except app.SettingsError as e:
+            print(f"ferryman render: {e}", file=sys.stderr)
+            return 2
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
@@ -103,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         worker_processes=args.worker_processes,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
     )
-    return asyncio.run(app.run(settings))
+    try:
+        return asyncio.run(app.run(settings))
+    except app.SettingsError as e:
+        print(f"ferryman run: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -340,6 +340,10 @@ class Controller:
             else:
                 self._applied_peers.pop(k, None)
         self._metrics.endpoint_pushes.inc()
+        log.info(
+            "endpoints updated without reload",
+            extra={"fields": {"backends": len(changes), "keys": ",".join(sorted(changes)[:5])}},
+        )
 
     def _reload_succeeded(self, changes: Mapping[str, str | None], seconds: float) -> None:
         for p, t in changes.items():

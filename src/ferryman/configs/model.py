@@ -48,6 +48,7 @@ class Server:
 @dataclass(frozen=True)
 class MainConfig:
     state_dir: str
+    endpoints_socket: str
     http_port: int
     https_port: int
     lua_dir: str

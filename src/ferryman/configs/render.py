@@ -27,9 +27,9 @@ class Renderer:
     def main(self, main: MainConfig) -> str:
         return self._env.get_template("nginx.conf.tmpl").render(main=main)
 
-    def config_version(self, state_dir: str, version: int) -> str:
+    def config_version(self, socket: str, version: int) -> str:
         return self._env.get_template("config-version.conf.tmpl").render(
-            state_dir=state_dir, version=version
+            socket=socket, version=version
         )
 
     def servers(self, source: str, servers: Sequence[Server]) -> str:

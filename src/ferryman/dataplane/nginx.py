@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import re
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -45,9 +47,21 @@ _LEVEL_RE = re.compile(r"\[(debug|info|notice|warn|error|crit|alert|emerg)\]")
 _POLL_INTERVAL = 0.02  # seconds between version-socket polls
 
 
+# sun_path is 108 bytes on Linux; NGINX refuses longer unix socket paths.
+_MAX_SOCKET_PATH = 100
+
+
 @dataclass(frozen=True)
 class Paths:
     state_dir: Path
+
+    @property
+    def socket_dir(self) -> Path:
+        """The state dir, or a short per-state-dir folder when its path is too long."""
+        if len(str(self.state_dir / "nginx-config-version.sock")) <= _MAX_SOCKET_PATH:
+            return self.state_dir
+        digest = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"ferryman-{digest}"
 
     @property
     def main(self) -> Path:
@@ -59,11 +73,11 @@ class Paths:
 
     @property
     def version_socket(self) -> Path:
-        return self.state_dir / "nginx-config-version.sock"
+        return self.socket_dir / "nginx-config-version.sock"
 
     @property
     def endpoints_socket(self) -> Path:
-        return self.state_dir / "nginx-endpoints.sock"
+        return self.socket_dir / "nginx-endpoints.sock"
 
     @property
     def conf_d(self) -> Path:
@@ -80,7 +94,7 @@ class Paths:
 
 def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
     """Create the layout; drop configuration left by an earlier run."""
-    for d in (paths.state_dir, paths.conf_d, paths.tmp):
+    for d in (paths.state_dir, paths.conf_d, paths.tmp, paths.socket_dir):
         d.mkdir(parents=True, exist_ok=True)
     paths.secrets.mkdir(mode=0o700, exist_ok=True)
     for stale in paths.conf_d.glob("*.conf"):
@@ -149,7 +163,7 @@ class NginxManager:
     def _write_version(self, version: int) -> None:
         atomic_write(
             self._paths.version_conf,
-            self._render_version(str(self._paths.state_dir), version),
+            self._render_version(str(self._paths.version_socket), version),
         )
 
     async def start(self, files: Mapping[str, str | None]) -> None:

@@ -30,7 +30,7 @@ def dns1123_label(value: str) -> str | None:
         return "must not be empty"
     if len(value) > 63:
         return "must be no more than 63 characters"
-    if not _DNS1123_LABEL_RE.match(value):
+    if not _DNS1123_LABEL_RE.fullmatch(value):
         return (
             "must consist of lower case alphanumeric characters or '-', and must "
             "start and end with an alphanumeric character"
@@ -43,7 +43,7 @@ def dns1123_subdomain(value: str) -> str | None:
         return "must not be empty"
     if len(value) > 253:
         return "must be no more than 253 characters"
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         return (
             "must consist of lower case alphanumeric characters, '-' or '.', and "
             "must start and end with an alphanumeric character"
@@ -58,7 +58,7 @@ def dns1035_label(value: str) -> str | None:
         return "must not be empty"
     if len(value) > 63:
         return "must be no more than 63 characters"
-    if not _DNS1035_LABEL_RE.match(value):
+    if not _DNS1035_LABEL_RE.fullmatch(value):
         return (
             "must consist of lower case alphanumeric characters or '-', start with "
             "an alphabetic character, and end with an alphanumeric character"
@@ -73,7 +73,7 @@ def host(value: str) -> str | None:
         return f"wildcard host {problem}" if problem else None
     if "*" in value:
         return "a wildcard '*' is only allowed as the whole first label ('*.example.com')"
-    if _IPV4_RE.match(value) or ":" in value:
+    if _IPV4_RE.fullmatch(value) or ":" in value:
         return "must be a DNS name, not an IP address"
     return dns1123_subdomain(value)
 
@@ -91,7 +91,7 @@ def port_name(value: str) -> str | None:
         return "must not be empty"
     if len(value) > 15:
         return "must be no more than 15 characters"
-    if not _IANA_SVC_NAME_RE.match(value):
+    if not _IANA_SVC_NAME_RE.fullmatch(value):
         return "must contain only lower case alphanumeric characters or '-'"
     if "--" in value:
         return "must not contain consecutive hyphens"
@@ -115,8 +115,8 @@ def http_path(value: str, path_type: str) -> str | None:
             "must not contain percent-encoding: NGINX matches decoded paths, so "
             "write the path unencoded"
         )
-    if not _PATH_RE.match(value):
-        bad_chars = sorted({c for c in value if not _PATH_RE.match("/" + c)})
+    if not _PATH_RE.fullmatch(value):
+        bad_chars = sorted({c for c in value if not _PATH_RE.fullmatch("/" + c)})
         shown = ", ".join(repr(c) for c in bad_chars)
         return f"contains characters that are not allowed: {shown}"
     return None

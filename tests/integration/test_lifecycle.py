@@ -1,0 +1,197 @@
+"""Live manifests, reload economy, start-up, shutdown and the render command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from tests.integration.harness import (
+    FERRYMAN,
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+)
+
+
+def _app(ferryman: Ferryman, backends: Backends) -> None:
+    ferryman.write("svc", service_with_backends("app", [backends.start("app")]))
+
+
+def test_file_added_edited_removed_applies_within_a_second(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _app(ferryman, backends)
+    ferryman.start()
+    assert served_by(ferryman, "live.test", "/") == "404"
+
+    started = time.monotonic()
+    ferryman.write("live", ingress("live", [rule("live.test", path("/a", "app"))]))
+    eventually(lambda: served_by(ferryman, "live.test", "/a") == "app", 1.0, "added")
+    ferryman.write("live", ingress("live", [rule("live.test", path("/b", "app"))]))
+    eventually(lambda: served_by(ferryman, "live.test", "/b") == "app", 1.0, "edited")
+    assert served_by(ferryman, "live.test", "/a") == "404"
+    ferryman.remove("live")
+    eventually(lambda: served_by(ferryman, "live.test", "/b") == "404", 1.0, "removed")
+    assert time.monotonic() - started < 4
+
+
+def test_multi_document_and_json_files(ferryman: Ferryman, backends: Backends) -> None:
+    pod = backends.start("pod")
+    ferryman.write_text(
+        "all.yml",
+        "\n---\n".join(
+            [
+                "# comment only document",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ignored}",
+                "apiVersion: v1\nkind: Service\nmetadata: {name: app}\nspec: {ports: [{port: 80}]}",
+            ]
+        ),
+    )
+    ferryman.write_text(
+        "slice.json",  # not a manifest extension: ignored
+        "{}",
+    )
+    slice_json = (
+        '{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", '
+        '"metadata": {"name": "app-1", "labels": {"kubernetes.io/service-name": "app"}}, '
+        '"addressType": "IPv4", "ports": [{"port": %d}], '
+        '"endpoints": [{"addresses": ["127.0.0.1"]}]}' % pod.port
+    )
+    ferryman.write_text("slice.yaml", slice_json)
+    ferryman.write("ing", ingress("json", [rule("json.test", path("/", "app"))]))
+    ferryman.start()
+    assert served_by(ferryman, "json.test", "/") == "pod"
+    assert "ignoring unsupported kind" in ferryman.logs()
+    assert "kind=ConfigMap" in ferryman.logs()
+
+
+def test_yaml_syntax_error_keeps_previous_objects(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.write("ing", ingress("keep", [rule("keep.test", path("/", "app"))]))
+    ferryman.start()
+    ferryman.write_text("ing.yaml", "apiVersion: networking.k8s.io/v1\nkind: Ingress\n  bad: [")
+    eventually(lambda: "invalid YAML" in ferryman.logs(), 3, "parse error logged")
+    assert "ing.yaml" in ferryman.logs()
+    assert served_by(ferryman, "keep.test", "/") == "app"
+
+
+def test_startup_with_100_ingresses_reloads_once(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    for i in range(100):
+        ferryman.write(f"ing{i}", ingress(f"i{i}", [rule(f"h{i}.test", path("/", "app"))]))
+    ferryman.start()
+    assert ferryman.reloads() == 1
+    assert served_by(ferryman, "h0.test", "/") == "app"
+    assert served_by(ferryman, "h99.test", "/") == "app"
+    m = ferryman.metrics()
+    assert m['nginx_ingress_controller_ingress_resources_total{type="regular"}'] == 100
+    assert m["nginx_ingress_controller_nginx_last_reload_status"] == 1
+    assert m["nginx_ingress_controller_nginx_last_reload_milliseconds"] > 0
+    assert m["nginx_ingress_controller_workqueue_depth"] == 0
+
+    # 50 new files at once: batched into at most two reloads.
+    for i in range(100, 150):
+        ferryman.write(f"ing{i}", ingress(f"i{i}", [rule(f"h{i}.test", path("/", "app"))]))
+    eventually(lambda: served_by(ferryman, "h149.test", "/") == "app", 5, "batch applied")
+    eventually(
+        lambda: ferryman.metrics()[
+            'nginx_ingress_controller_ingress_resources_total{type="regular"}'
+        ]
+        == 150,
+        5,
+        "150 ingresses",
+    )
+    assert 2 <= ferryman.reloads() <= 3
+    assert all(served_by(ferryman, f"h{i}.test", "/") == "app" for i in range(100, 150))
+
+
+def test_unchanged_configuration_does_not_reload(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.write("ing", ingress("same", [rule("same.test", path("/", "app"))]))
+    ferryman.start()
+    before = ferryman.reloads()
+    # Same objects, different formatting and an extra ignored field.
+    ferryman.write(
+        "ing",
+        {**ingress("same", [rule("same.test", path("/", "app"))]), "status": {"x": 1}},
+    )
+    time.sleep(1.0)
+    assert ferryman.reloads() == before
+
+
+def test_sigterm_quits_nginx_and_exits_zero(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.start()
+    pid = ferryman.nginx_master_pid()
+    assert pid is not None
+    os.kill(pid, 0)
+    assert ferryman.stop() == 0
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "NGINX master survived ferryman"
+
+
+def test_ready_probe_and_metrics_endpoint(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.start()
+    m = ferryman.metrics()
+    for name in (
+        'nginx_ingress_controller_nginx_reloads_total{reason="other"}',
+        'nginx_ingress_controller_nginx_reloads_total{reason="endpoints"}',
+        "nginx_ingress_controller_nginx_reload_errors_total",
+        "nginx_ingress_controller_nginx_last_reload_status",
+        "nginx_ingress_controller_nginx_last_reload_milliseconds",
+        'nginx_ingress_controller_ingress_resources_total{type="regular"}',
+        "nginx_ingress_controller_workqueue_depth",
+    ):
+        assert name in m, name
+
+
+def _render(manifests: Path, output: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(FERRYMAN), "render", "--manifests", str(manifests), "--output", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_render_writes_a_configuration_nginx_accepts(
+    ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> None:
+    _app(ferryman, backends)
+    ferryman.write("ing", ingress("r", [rule("r.test", path("/", "app"))]))
+    out = tmp_path / "out"
+    result = _render(ferryman.manifests, out)
+    assert result.returncode == 0, result.stderr
+    assert "server_name r.test;" in (out / "conf.d" / "default_r.conf").read_text()
+    assert "default/app:80\t127.0.0.1#" in (out / "endpoints.txt").read_text()
+    test = subprocess.run(
+        ["nginx", "-t", "-p", str(out), "-c", str(out / "nginx.conf"), "-e", "stderr"],
+        capture_output=True,
+        text=True,
+    )
+    assert test.returncode == 0, test.stderr
+
+
+def test_render_fails_with_every_reason(ferryman: Ferryman, tmp_path: Path) -> None:
+    ferryman.write("bad1", ingress("bad1", [rule("Bad_Host", path("/", "app"))]))
+    ferryman.write("bad2", ingress("bad2", [rule("ok.test", path("/x;y", "app"))]))
+    ferryman.write_text("broken.yaml", "kind: [")
+    result = _render(ferryman.manifests, tmp_path / "out")
+    assert result.returncode == 1
+    assert "Ingress default/bad1: Rejected" in result.stderr
+    assert "spec.rules[0].host" in result.stderr
+    assert "Ingress default/bad2: Rejected" in result.stderr
+    assert "spec.rules[0].http.paths[0].path" in result.stderr
+    assert "broken.yaml: invalid YAML" in result.stderr
