@@ -109,9 +109,7 @@ def test_dead_endpoint_is_skipped(ferryman: Ferryman, backends: Backends) -> Non
     assert _spread(ferryman, 10) == {"alive": 10}
 
 
-def test_upstream_keepalive_connections_are_reused(
-    ferryman: Ferryman, backends: Backends
-) -> None:
+def test_upstream_keepalive_connections_are_reused(ferryman: Ferryman, backends: Backends) -> None:
     pod = backends.start("pod")
     ferryman.write("svc", service_with_backends("app", [pod]))
     _ingress(ferryman)

@@ -105,9 +105,7 @@ def test_oldest_ingress_owns_a_contested_host(ferryman: Ferryman, backends: Back
 
     ferryman.remove("old")
     eventually(lambda: served_by(ferryman, host, "/") == "new", 3, "handover to newer")
-    eventually(
-        lambda: ferryman.events_for("newer")[-1]["reason"] == "AddedOrUpdated", 3, "event"
-    )
+    eventually(lambda: ferryman.events_for("newer")[-1]["reason"] == "AddedOrUpdated", 3, "event")
 
 
 def test_equal_timestamps_are_ordered_by_namespace_and_name(
@@ -128,13 +126,18 @@ def test_partly_contested_ingress_keeps_its_other_hosts(
     _services(ferryman, backends, "first", "second")
     ferryman.write(
         "first",
-        ingress("first", [rule("x.example.com", path("/", "first"))], created="2024-01-01T00:00:00Z"),
+        ingress(
+            "first", [rule("x.example.com", path("/", "first"))], created="2024-01-01T00:00:00Z"
+        ),
     )
     ferryman.write(
         "second",
         ingress(
             "second",
-            [rule("x.example.com", path("/", "second")), rule("y.example.com", path("/", "second"))],
+            [
+                rule("x.example.com", path("/", "second")),
+                rule("y.example.com", path("/", "second")),
+            ],
             created="2024-02-01T00:00:00Z",
         ),
     )

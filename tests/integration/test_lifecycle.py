@@ -101,10 +101,10 @@ def test_startup_with_100_ingresses_reloads_once(ferryman: Ferryman, backends: B
         ferryman.write(f"ing{i}", ingress(f"i{i}", [rule(f"h{i}.test", path("/", "app"))]))
     eventually(lambda: served_by(ferryman, "h149.test", "/") == "app", 5, "batch applied")
     eventually(
-        lambda: ferryman.metrics()[
-            'nginx_ingress_controller_ingress_resources_total{type="regular"}'
-        ]
-        == 150,
+        lambda: (
+            ferryman.metrics()['nginx_ingress_controller_ingress_resources_total{type="regular"}']
+            == 150
+        ),
         5,
         "150 ingresses",
     )

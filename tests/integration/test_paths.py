@@ -48,9 +48,7 @@ def test_prefix_trailing_slash_on_the_rule_is_ignored(
     assert served_by(ferryman, HOST, "/foox") == "404"
 
 
-def test_implementation_specific_behaves_as_prefix(
-    ferryman: Ferryman, backends: Backends
-) -> None:
+def test_implementation_specific_behaves_as_prefix(ferryman: Ferryman, backends: Backends) -> None:
     _serve(ferryman, backends, path("/foo", "a", "ImplementationSpecific"))
     assert served_by(ferryman, HOST, "/foo") == "a"
     assert served_by(ferryman, HOST, "/foo/bar") == "a"

@@ -100,7 +100,11 @@ def test_hostile_paths_are_rejected(
             "backend.resource",
             "not supported",
         ),
-        ({"rules": [rule("p.test", {"path": "/", "backend": backend("app")})]}, "pathType", "one of"),
+        (
+            {"rules": [rule("p.test", {"path": "/", "backend": backend("app")})]},
+            "pathType",
+            "one of",
+        ),
         ({}, "spec", "either defaultBackend or rules"),
         (
             {"rules": [rule("p.test", path("/", "app"))], "tls": [{"hosts": ["p.test"]}]},

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import ssl
 import socket
+import ssl
 
 import pytest
 
@@ -36,7 +36,9 @@ def _peer_cert_names(port: int, sni: str) -> list[str]:
     return list(san.value.get_values_for_type(x509.DNSName))
 
 
-def _start(ferryman: Ferryman, backends: Backends, annotations: dict[str, str] | None = None) -> None:
+def _start(
+    ferryman: Ferryman, backends: Backends, annotations: dict[str, str] | None = None
+) -> None:
     ferryman.write("svc", service_with_backends("web", [backends.start("web")]))
     ferryman.write("secret-a", tls_secret("a-tls", ["a.example.com"]))
     ferryman.write(

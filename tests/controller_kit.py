@@ -1,0 +1,52 @@
+"""Builds a Controller over a fake data plane (no NGINX, no files but secrets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ferryman.app import QueueingSink
+from ferryman.configs.render import Renderer
+from ferryman.controller import Controller
+from ferryman.dataplane.fake import FakeDataPlane
+from ferryman.metrics import Metrics
+from ferryman.report import RecordingReporter
+from ferryman.resources.meta import ObjectRef
+from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.workqueue import WorkQueue
+
+
+class Kit:
+    def __init__(self, tmp: Path, dataplane: FakeDataPlane | None = None) -> None:
+        self.store = Store()
+        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.dataplane = dataplane or FakeDataPlane()
+        self.reporter = RecordingReporter()
+        self.metrics = Metrics()
+        self.controller = Controller(
+            Settings(state_dir=tmp),
+            self.store,
+            self.queue,
+            self.dataplane,
+            SecretStore(tmp / "secrets"),
+            self.reporter,
+            self.metrics,
+            Renderer(80, 443),
+        )
+        self.sink = QueueingSink(self.store, self.queue)
+
+    def add(self, *objs: dict[str, Any]) -> None:
+        for o in objs:
+            self.sink.upsert(o)
+
+    async def drain(self) -> None:
+        await self.controller.drain()
+
+    def reasons(self, name: str) -> list[str]:
+        return [r for ref, _, r, _ in self.reporter.events if ref.name == name]
+
+    def metric(self, name: str) -> float:
+        value = self.metrics.registry.get_sample_value(name)
+        return float(value or 0.0)
