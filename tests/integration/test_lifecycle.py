@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -58,11 +59,15 @@ def test_multi_document_and_json_files(ferryman: Ferryman, backends: Backends) -
         "slice.json",  # not a manifest extension: ignored
         "{}",
     )
-    slice_json = (
-        '{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", '
-        '"metadata": {"name": "app-1", "labels": {"kubernetes.io/service-name": "app"}}, '
-        '"addressType": "IPv4", "ports": [{"port": %d}], '
-        '"endpoints": [{"addresses": ["127.0.0.1"]}]}' % pod.port
+    slice_json = json.dumps(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"name": "app-1", "labels": {"kubernetes.io/service-name": "app"}},
+            "addressType": "IPv4",
+            "ports": [{"port": pod.port}],
+            "endpoints": [{"addresses": ["127.0.0.1"]}],
+        }
     )
     ferryman.write_text("slice.yaml", slice_json)
     ferryman.write("ing", ingress("json", [rule("json.test", path("/", "app"))]))
