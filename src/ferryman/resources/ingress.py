@@ -154,7 +154,7 @@ def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
         errors.append(f"{where}.pathType: must be one of {', '.join(PATH_TYPES)}")
         return None
     path = raw.get("path")
-    if path is None and path_type == "ImplementationSpecific":
+    if path in (None, "") and path_type == "ImplementationSpecific":
         path = "/"
     if not isinstance(path, str):
         errors.append(f"{where}.path: required")

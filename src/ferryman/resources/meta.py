@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -72,14 +73,20 @@ def parse_meta(obj: Mapping[str, Any]) -> Meta:
 
 
 def _timestamp_text(ts: object) -> str | None:
+    """RFC 3339 in UTC with "Z", as the API server writes it, so text order is time order.
+
+    YAML hands over unquoted timestamps as datetimes, possibly with an offset.
+    """
     if ts is None or ts == "":
         return None
-    iso = getattr(ts, "isoformat", None)
-    if callable(iso):
-        text = str(iso())
-        # RFC 3339 as the API server writes it: second precision, "Z".
-        return text.replace("+00:00", "Z")
-    return str(ts)
+    if not isinstance(ts, datetime.datetime):
+        try:
+            ts = datetime.datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+        except ValueError:
+            return str(ts)
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=datetime.UTC)
+    return ts.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def ref_of(obj: Mapping[str, Any]) -> ObjectRef | None:

@@ -33,7 +33,8 @@ def _field(obj: Mapping[str, Any], key: str) -> bytes:
     data = obj.get("data")
     if isinstance(data, Mapping) and isinstance(data.get(key), str):
         try:
-            return base64.b64decode(data[key], validate=True)
+            # Like the API server's decoder, tolerate line-wrapped base64.
+            return base64.b64decode("".join(data[key].split()), validate=True)
         except (binascii.Error, ValueError) as e:
             raise InvalidSecret(f"data[{key!r}] is not valid base64") from e
     string_data = obj.get("stringData")

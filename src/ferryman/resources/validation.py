@@ -68,6 +68,8 @@ def dns1035_label(value: str) -> str | None:
 
 def host(value: str) -> str | None:
     """Ingress rule host: a DNS-1123 subdomain, optionally ``*.`` + subdomain."""
+    if len(value) > 253:
+        return "must be no more than 253 characters"
     if value.startswith("*."):
         problem = dns1123_subdomain(value[2:])
         return f"wildcard host {problem}" if problem else None
