@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.app import QueueingSink
-from ferryman.configs.render import Renderer
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.metrics import Metrics
@@ -30,10 +29,10 @@ class Kit:
             self.store,
             self.queue,
             self.dataplane,
-            SecretStore(tmp / "secrets"),
+            SecretStore(),
             self.reporter,
             self.metrics,
-            Renderer(80, 443),
+            {"nginx.conf": "bootstrap"},
         )
         self.sink = QueueingSink(self.store, self.queue)
 

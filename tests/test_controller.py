@@ -14,34 +14,29 @@ def _ing(name: str, host: str) -> dict[str, object]:
     return ingress(name, [rule(host, path("/", "app"))])
 
 
-def test_a_file_nginx_refuses_is_isolated_and_reported(tmp_path: Path) -> None:
-    kit = Kit(tmp_path, FakeDataPlane(refuse=frozenset({"conf.d/default_bad.conf"})))
-    kit.add(_ing("good", "good.test"), _ing("bad", "bad.test"))
+def test_a_configuration_nginx_refuses_keeps_the_last_good_one(tmp_path: Path) -> None:
+    kit = Kit(tmp_path, FakeDataPlane(refuse=frozenset({"broken"})))
+    kit.add(_ing("good", "good.test"))
+    kit.controller.set_file("nginx.conf", "broken")
     asyncio.run(kit.drain())
-    assert "conf.d/default_good.conf" in kit.dataplane.files
-    assert "conf.d/default_bad.conf" not in kit.dataplane.files
-    assert kit.reasons("bad") == ["AddedOrUpdatedWithError"]
-    assert kit.reasons("good") == ["AddedOrUpdated"]
+    assert kit.dataplane.reloads == 0
     assert kit.metric("nginx_ingress_controller_nginx_reload_errors_total") == 1
-    assert kit.metric("nginx_ingress_controller_nginx_last_reload_status") == 1
-    assert kit.dataplane.reloads == 1
+    assert kit.metric("nginx_ingress_controller_nginx_last_reload_status") == 0
+    # Routes do not depend on the refused file: the Ingress is live.
+    assert ("H", "good.test") in kit.dataplane.records
+    assert kit.reasons("good") == ["AddedOrUpdated"]
 
 
-def test_startup_applies_everything_with_one_reload(tmp_path: Path) -> None:
+def test_startup_applies_everything_with_one_push(tmp_path: Path) -> None:
     kit = Kit(tmp_path)
     kit.add(*(_ing(f"i{n}", f"h{n}.test") for n in range(50)))
     asyncio.run(kit.drain())
-    assert kit.dataplane.reloads == 1
-    assert len([p for p in kit.dataplane.files if p.startswith("conf.d/")]) == 50
-    assert (
-        kit.metrics.registry.get_sample_value(
-            "nginx_ingress_controller_nginx_reloads_total", {"reason": "other"}
-        )
-        == 1
-    )
+    assert kit.dataplane.pushes == 1
+    assert len([k for k in kit.dataplane.records if k[0] == "H"]) == 50
+    assert kit.reasons("i0") == ["AddedOrUpdated"]
 
 
-def test_queued_changes_are_batched_into_one_reload(tmp_path: Path) -> None:
+def test_queued_changes_are_batched_into_one_push(tmp_path: Path) -> None:
     async def scenario() -> int:
         kit = Kit(tmp_path)
         await kit.drain()
@@ -49,10 +44,10 @@ def test_queued_changes_are_batched_into_one_reload(tmp_path: Path) -> None:
         kit.add(*(_ing(f"i{n}", f"h{n}.test") for n in range(20)))
         for _ in range(100):
             await asyncio.sleep(0.01)
-            if kit.dataplane.reloads:
+            if kit.dataplane.pushes:
                 break
         await asyncio.sleep(0.2)
         task.cancel()
-        return kit.dataplane.reloads
+        return kit.dataplane.pushes
 
     assert asyncio.run(scenario()) == 1

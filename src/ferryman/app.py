@@ -16,8 +16,9 @@ from typing import Any
 
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
-from ferryman.controller import DEFAULT_LOCATIONS, Controller, keys_for_event
+from ferryman.controller import Controller, keys_for_event
 from ferryman.dataplane.errors import DataPlaneError
+from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.metrics import Metrics
@@ -65,7 +66,9 @@ def _worker_user() -> tuple[str | None, int | None]:
     return f"nobody {group}", nobody.pw_uid
 
 
-def main_config(settings: Settings, paths: Paths, worker_user: str | None) -> MainConfig:
+def main_config(
+    settings: Settings, paths: Paths, worker_user: str | None, *, public: bool
+) -> MainConfig:
     modules = tuple(
         str(settings.nginx_modules_dir / m)
         for m in MODULES
@@ -76,12 +79,13 @@ def main_config(settings: Settings, paths: Paths, worker_user: str | None) -> Ma
         endpoints_socket=str(paths.endpoints_socket),
         http_port=settings.http_port,
         https_port=settings.https_port,
-        lua_dir=str(LUA_DIR),
         lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
         modules=modules,
         worker_processes=settings.worker_processes,
         worker_user=worker_user,
-        endpoints_dict_size="64m",
+        shared_dict_size=settings.shared_dict_size,
+        fallback_certificate=str(paths.fallback_certificate),
+        public=public,
     )
 
 
@@ -108,16 +112,18 @@ async def run(settings: Settings) -> int:
     paths = Paths(_checked_state_dir(settings.state_dir))
     user, uid = _worker_user()
     prepare_state_dir(paths, uid)
-    renderer = Renderer(settings.http_port, settings.https_port)
+    ensure_fallback_certificate(paths.fallback_certificate)
+    renderer = Renderer()
     metrics = Metrics()
     queue: WorkQueue[ObjectRef] = WorkQueue(on_depth=metrics.workqueue_depth.set)
     store = Store()
     nginx = NginxManager(
         settings.nginx_binary, paths, settings.nginx_reload_timeout, renderer.config_version
     )
+    bootstrap = {"nginx.conf": renderer.main(main_config(settings, paths, user, public=False))}
     reporter: Reporter = LogReporter()
     controller = Controller(
-        settings, store, queue, nginx, SecretStore(paths.secrets), reporter, metrics, renderer
+        settings, store, queue, nginx, SecretStore(), reporter, metrics, bootstrap
     )
     source = ManifestsSource(settings.manifests, QueueingSink(store, queue), _log_problem)
     ready = False
@@ -132,16 +138,16 @@ async def run(settings: Settings) -> int:
     code = 0
     try:
         try:
-            await nginx.start(
-                {
-                    "nginx.conf": renderer.main(main_config(settings, paths, user)),
-                    DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
-                }
-            )
+            await nginx.start(bootstrap)
         except DataPlaneError as e:
             log.error("nginx failed to start", extra={"fields": {"error": str(e)}})
             return 1
         source.load()
+        # The listeners open with the first reload, after the whole initial state
+        # has been pushed: no request is answered from a half-loaded state.
+        controller.set_file(
+            "nginx.conf", renderer.main(main_config(settings, paths, user, public=True))
+        )
         await controller.drain()
         ready = True
         log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
@@ -172,29 +178,31 @@ async def run(settings: Settings) -> int:
 
 
 async def render(settings: Settings, output: Path) -> list[str]:
-    """Render once into ``output``; returns every problem found (empty: all good)."""
+    """Render once into ``output``; returns every problem found (empty: all good).
+
+    ``output`` gets nginx.conf (as it would run) and records.txt (what would be
+    pushed to NGINX's memory, in the push format).
+    """
     assert settings.manifests is not None
-    output = _checked_state_dir(output)
+    paths = Paths(_checked_state_dir(output))
     problems: list[str] = []
-    prepare_state_dir(Paths(output), None)
-    renderer = Renderer(settings.http_port, settings.https_port)
+    prepare_state_dir(paths, None)
+    ensure_fallback_certificate(paths.fallback_certificate)
+    renderer = Renderer()
     store = Store()
     queue: WorkQueue[ObjectRef] = WorkQueue()
     reporter = RecordingReporter()
-    dataplane = OutputDirectory(output)
+    dataplane = OutputDirectory(paths.state_dir)
+    files = {
+        "nginx.conf": renderer.main(main_config(settings, paths, None, public=True)),
+        "config-version.conf": renderer.config_version(str(paths.version_socket), 0),
+    }
+    await dataplane.apply(files)
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(output / "secrets"), reporter,
-        Metrics(), renderer,
-    )  # fmt: skip
+        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files
+    )
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")
-    )
-    await dataplane.apply(
-        {
-            "nginx.conf": renderer.main(main_config(settings, Paths(output), None)),
-            "config-version.conf": renderer.config_version(str(Paths(output).version_socket), 0),
-            DEFAULT_LOCATIONS: controller.files[DEFAULT_LOCATIONS],
-        }
     )
     source.load()
     await controller.drain()

@@ -1,11 +1,12 @@
 """The one worker: sync a key from the store into the desired state, then make
 NGINX match it.
 
-``sync`` turns one queued key into changes of the desired files and endpoint
-sets (no I/O beyond the secret store's files). ``flush`` pushes endpoint sets
-(never a reload), then applies changed files with one test + reload, isolating
-any file NGINX refuses, and finally reports Events. ``run`` batches: while the
-queue holds items, or new ones arrive within ``batch_window``, no flush happens.
+``sync`` turns one queued key into changes of the desired records (virtual
+hosts, certificates, endpoint sets) and files. ``flush`` pushes changed records
+(never a reload), then applies changed files with one test + reload (only
+ferryman's own settings change files), and finally reports Events. ``run``
+batches: while the queue holds items, or new ones arrive within
+``batch_window``, no flush happens.
 """
 
 from __future__ import annotations
@@ -16,16 +17,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferryman.configs.endpoints import port_ref_of, resolve_peers
-from ferryman.configs.ingress import SecretState, secret_names, servers_for
-from ferryman.configs.model import BackendKey, Location
-from ferryman.configs.render import Renderer
+from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
+from ferryman.configs.model import BackendKey, VirtualHost
+from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configuration import Configuration
-from ferryman.dataplane import DataPlane
-from ferryman.dataplane.errors import ConfigError, EndpointsPushError
+from ferryman.dataplane import DataPlane, RecordKey
+from ferryman.dataplane.errors import ConfigError, PushError
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
-    ADDED_OR_UPDATED_WITH_ERROR,
     ADDED_OR_UPDATED_WITH_WARNING,
     NORMAL,
     REJECTED,
@@ -51,22 +51,6 @@ from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
-
-DEFAULT_LOCATIONS = "default-locations.conf"
-NOT_FOUND = (Location(False, "/", None),)
-_MAX_ISOLATION_ROUNDS = 5
-
-
-def ingress_file(ref: ObjectRef) -> str:
-    # Namespaces are DNS labels and names DNS subdomains: neither contains "_".
-    return f"conf.d/{ref.namespace}_{ref.name}.conf"
-
-
-def _file_owner(path: str) -> ObjectRef | None:
-    if path.startswith("conf.d/") and path.endswith(".conf"):
-        ns, _, name = path[len("conf.d/") : -len(".conf")].partition("_")
-        return ObjectRef("Ingress", ns, name)
-    return None
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -94,8 +78,9 @@ class Controller:
         secrets: SecretStore,
         reporter: Reporter,
         metrics: Metrics,
-        renderer: Renderer,
+        files: Mapping[str, str],
     ) -> None:
+        """``files``: the configuration files NGINX was started with."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -103,14 +88,17 @@ class Controller:
         self._secrets = secrets
         self._reporter = reporter
         self._metrics = metrics
-        self._renderer = renderer
         self._config = Configuration()
         self._policy = ClassPolicy(settings.ingress_class, None)
-        # Desired and applied state: files (path -> text), endpoint sets (key -> peers).
-        self._files: dict[str, str] = {DEFAULT_LOCATIONS: self._not_found_locations()}
-        self._applied_files: dict[str, str] = dict(self._files)
-        self._peers: dict[BackendKey, str] = {}
-        self._applied_peers: dict[BackendKey, str] = {}
+        # Desired and applied state: files (path -> text) and pushed records.
+        self._files: dict[str, str] = dict(files)
+        self._applied_files: dict[str, str] = dict(files)
+        self._records: dict[RecordKey, str] = {}
+        self._applied_records: dict[RecordKey, str] = {}
+        # Who wrote each virtual host, and which hosts each Ingress wrote.
+        self._host_writer: dict[str, ObjectRef] = {}
+        self._ref_hosts: dict[ObjectRef, set[str]] = {}
+        self._host_cert: dict[str, str] = {}
         self._backends: dict[ObjectRef, frozenset[BackendKey]] = {}
         self._backend_users: dict[BackendKey, set[ObjectRef]] = {}
         self._service_backends: dict[tuple[str, str], set[BackendKey]] = {}
@@ -118,11 +106,9 @@ class Controller:
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._ref_secrets: dict[ObjectRef, set[str]] = {}
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
-        self.flushes = 0
 
-    @property
-    def files(self) -> Mapping[str, str]:
-        return self._files
+    def set_file(self, path: str, text: str) -> None:
+        self._files[path] = text
 
     # ---- sync: one key -> desired state -------------------------------------------
 
@@ -151,52 +137,50 @@ class Controller:
         affected = self._config.upsert(ing) if ing else self._config.delete(ref)
         for a in sorted(affected):
             self._render(a)
-        if self._config.owner("") is None:
-            self._files[DEFAULT_LOCATIONS] = self._not_found_locations()
-
-    def _not_found_locations(self) -> str:
-        return self._renderer.default_locations("no Ingress", NOT_FOUND)
 
     def _render(self, ref: ObjectRef) -> None:
+        """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
         ing = self._config.get(ref)
-        path = ingress_file(ref)
-        if ing is None:
-            self._files.pop(path, None)
-            self._set_backends(ref, frozenset())
-            self._set_secret_users(ref, set())
-            return
-        owned = self._config.owned_hosts(ref)
-        lost = self._config.lost_hosts(ref)
-        names = secret_names(ing)
+        old_hosts = self._ref_hosts.pop(ref, set())
+        vhosts: list[VirtualHost] = []
+        warnings: list[str] = []
+        names: set[str] = set()
+        if ing is not None:
+            names = secret_names(ing)
+            states = {n: self._secret_state(ref.namespace, n) for n in names}
+            vhosts, warnings = virtual_hosts(ing, self._config.owned_hosts(ref), states)
         self._set_secret_users(ref, names)
-        states = {n: self._secret_state(ref.namespace, n) for n in names}
-        servers, warnings = servers_for(ing, owned, states)
-        named = [s for s in servers if s.host]
-        if named:
-            self._files[path] = self._renderer.servers(str(ref), named)
-        else:
-            self._files.pop(path, None)
-        for s in servers:
-            if not s.host:
-                self._files[DEFAULT_LOCATIONS] = self._renderer.default_locations(
-                    str(ref), s.locations
-                )
-        self._set_backends(
-            ref,
-            frozenset(loc.backend for s in servers for loc in s.locations if loc.backend),
-        )
+        new_hosts = {vh.host for vh in vhosts}
+        for host in old_hosts - new_hosts:
+            if self._host_writer.get(host) == ref:
+                del self._host_writer[host]
+                self._records.pop(("H", host), None)
+                self._host_cert.pop(host, None)
+        for vh in vhosts:
+            self._records[("H", vh.host)] = encode_host(vh)
+            self._host_writer[vh.host] = ref
+            if vh.cert_id:
+                self._host_cert[vh.host] = vh.cert_id
+            else:
+                self._host_cert.pop(vh.host, None)
+        if new_hosts:
+            self._ref_hosts[ref] = new_hosts
+        backends: set[BackendKey] = set()
+        for vh in vhosts:
+            backends |= backends_of(vh)
+        self._set_backends(ref, frozenset(backends))
+        if ing is not None:
+            self._report(ref, bool(vhosts), warnings)
+
+    def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:
         taken = [
             f"host {h or '(any host)'} is taken by {o.namespace}/{o.name}"
-            for h, o in sorted(lost.items())
+            for h, o in sorted(self._config.lost_hosts(ref).items())
         ]
         who = f"{ref.namespace}/{ref.name}"
-        if not owned:
-            self._event(
-                ref,
-                WARNING,
-                REJECTED,
-                f"All hosts are taken by other resources: {'; '.join(taken)}",
-            )
+        if not serving:
+            message = f"All hosts are taken by other resources: {'; '.join(taken)}"
+            self._event(ref, WARNING, REJECTED, message)
         elif taken or warnings:
             self._event(
                 ref,
@@ -256,6 +240,17 @@ class Controller:
         for user in sorted(self._secret_users.get(key, ())):
             self._render(user)
 
+    def _certificate_records(self) -> None:
+        """Push exactly the certificates some virtual host refers to."""
+        needed = set(self._host_cert.values())
+        for key in [k for k in self._records if k[0] == "C" and k[1] not in needed]:
+            del self._records[key]
+        for cert_id in needed:
+            if ("C", cert_id) not in self._records:
+                record = self._secrets.record(cert_id)
+                if record is not None:
+                    self._records[("C", cert_id)] = record
+
     # ---- endpoints -----------------------------------------------------------------
 
     def _set_backends(self, ref: ObjectRef, backends: frozenset[BackendKey]) -> None:
@@ -267,7 +262,7 @@ class Controller:
         for key in backends - old:
             users = self._backend_users.setdefault(key, set())
             if not users:
-                ns, svc = self._split(key)[:2]
+                ns, svc, _ = _split(key)
                 self._service_backends.setdefault((ns, svc), set()).add(key)
                 self._compute_peers(key)
             users.add(ref)
@@ -276,76 +271,79 @@ class Controller:
             users.discard(ref)
             if not users:
                 self._backend_users.pop(key, None)
-                self._peers.pop(key, None)
-                ns, svc = self._split(key)[:2]
+                self._records.pop(("E", key), None)
+                ns, svc, _ = _split(key)
                 keys = self._service_backends.get((ns, svc), set())
                 keys.discard(key)
                 if not keys:
                     self._service_backends.pop((ns, svc), None)
 
-    @staticmethod
-    def _split(key: BackendKey) -> tuple[str, str, str]:
-        ns, _, rest = key.partition("/")
-        svc, _, port = rest.partition(":")
-        return ns, svc, port
-
     def _compute_peers(self, key: BackendKey) -> None:
-        ns, svc, port = self._split(key)
+        ns, svc, port = _split(key)
         raw = self._store.get("Service", ns, svc)
         service = parse_service(raw) if raw is not None else None
         slices = [parse_endpoint_slice(s) for s in self._store.slices_for(ns, svc)]
         peers = resolve_peers(service, slices, port_ref_of(port))
-        self._peers[key] = " ".join(f"{p.address}#{p.port}" for p in peers)
+        if peers:
+            self._records[("E", key)] = " ".join(f"{p.address}#{p.port}" for p in peers)
+        else:
+            self._records.pop(("E", key), None)
 
     # ---- flush: desired -> NGINX ---------------------------------------------------
 
-    def _file_changes(self) -> dict[str, str | None]:
+    async def flush(self) -> None:
+        self._certificate_records()
+        await self._push_records()
         changes: dict[str, str | None] = {
             p: t for p, t in self._files.items() if self._applied_files.get(p) != t
         }
-        changes.update({p: None for p in self._applied_files if p not in self._files})
-        return changes
-
-    async def flush(self) -> None:
-        await self._push_endpoints()
-        for _ in range(_MAX_ISOLATION_ROUNDS):
-            changes = self._file_changes()
-            if not changes:
-                break
-            try:
-                seconds = await self._dataplane.apply(changes)
-            except ConfigError as e:
-                self._reload_failed(changes, e)
-                continue
-            self._reload_succeeded(changes, seconds)
+        if changes:
+            await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
             self._reporter.event(ref, type_, reason, message)
-        self.flushes += 1
 
-    async def _push_endpoints(self) -> None:
-        changes = {k: v for k, v in self._peers.items() if self._applied_peers.get(k) != v}
-        changes.update({k: "" for k in self._applied_peers if k not in self._peers})
+    async def _push_records(self) -> None:
+        changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}
+        changes.update({k: "" for k in self._applied_records if k not in self._records})
         if not changes:
             return
+        started = time.monotonic()
         try:
-            await self._dataplane.push_endpoints(changes, full=False)
-        except EndpointsPushError:
-            log.exception("endpoints push failed; retrying with the next change")
+            await self._dataplane.push(changes, full=False)
+        except PushError:
+            log.exception("push to nginx failed; it is retried with the next change")
             return
         for k, v in changes.items():
             if v:
-                self._applied_peers[k] = v
+                self._applied_records[k] = v
             else:
-                self._applied_peers.pop(k, None)
+                self._applied_records.pop(k, None)
         self._metrics.endpoint_pushes.inc()
+        counts = {kind: sum(1 for k in changes if k[0] == kind) for kind in "HCE"}
         log.info(
-            "endpoints updated without reload",
-            extra={"fields": {"backends": len(changes), "keys": ",".join(sorted(changes)[:5])}},
+            "configuration pushed without reload",
+            extra={
+                "fields": {
+                    "hosts": counts["H"],
+                    "certificates": counts["C"],
+                    "endpoint_sets": counts["E"],
+                    "seconds": round(time.monotonic() - started, 3),
+                }
+            },
         )
 
-    def _reload_succeeded(self, changes: Mapping[str, str | None], seconds: float) -> None:
+    async def _reload(self, changes: Mapping[str, str | None]) -> None:
+        try:
+            seconds = await self._dataplane.apply(changes)
+        except ConfigError as e:
+            # Keep the last good files; nothing is retried until settings change.
+            self._metrics.reload_errors.inc()
+            self._metrics.last_reload_status.set(0)
+            log.error("nginx refused the configuration", extra={"fields": {"error": str(e)}})
+            self._files = dict(self._applied_files)
+            return
         for p, t in changes.items():
             if t is None:
                 self._applied_files.pop(p, None)
@@ -355,33 +353,10 @@ class Controller:
         self._metrics.last_reload_status.set(1)
         self._metrics.last_reload_ms.set(round(seconds * 1000))
         self._metrics.reload_seconds.observe(seconds)
-        self._secrets.collect_garbage()
         log.info(
             "nginx reloaded",
             extra={"fields": {"files": len(changes), "seconds": round(seconds, 3)}},
         )
-
-    def _reload_failed(self, changes: Mapping[str, str | None], e: ConfigError) -> None:
-        """Keep the last good files for whatever NGINX refused; report the culprits."""
-        self._metrics.reload_errors.inc()
-        self._metrics.last_reload_status.set(0)
-        log.error("nginx refused the configuration", extra={"fields": {"error": str(e)}})
-        culprits = [c for c in e.culprits if c in changes] or list(changes)
-        for path in culprits:
-            old = self._applied_files.get(path)
-            if old is None:
-                self._files.pop(path, None)
-            else:
-                self._files[path] = old
-            owner = _file_owner(path) or self._config.owner("")
-            if owner is not None:
-                self._event(
-                    owner,
-                    WARNING,
-                    ADDED_OR_UPDATED_WITH_ERROR,
-                    f"Configuration for {owner.namespace}/{owner.name} was added or updated, "
-                    f"but not applied: {e}",
-                )
 
     # ---- the worker ----------------------------------------------------------------
 
@@ -395,7 +370,7 @@ class Controller:
             self._queue.forget(ref)
 
     async def drain(self) -> None:
-        """Start-up: sync everything queued, then apply it with one reload."""
+        """Start-up: sync everything queued, then apply it with one flush."""
         while len(self._queue):
             self._sync_logged(await self._queue.get())
         await self.flush()
@@ -410,3 +385,9 @@ class Controller:
             ):
                 self._sync_logged(await self._queue.get())
             await self.flush()
+
+
+def _split(key: BackendKey) -> tuple[str, str, str]:
+    ns, _, rest = key.partition("/")
+    svc, _, port = rest.partition(":")
+    return ns, svc, port

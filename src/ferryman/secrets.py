@@ -1,51 +1,46 @@
-"""The local secret store: validated TLS pairs written as 0600 files for NGINX.
+"""The local secret store: validated TLS pairs, kept in memory for the push channel.
 
-Each file name carries a digest of its content, so a rotated certificate is a
-new path and therefore a configuration change NGINX picks up on reload, while
-the old file stays until a reload has succeeded (a rollback may still need it).
+Certificates reach NGINX over its unix socket (owner-only) and live in its
+shared memory; they are never written to disk. Each pair gets an id that names
+its content (``namespace/name@digest``), so a rotated certificate is a new id and
+a worker's parsed-certificate cache can never serve stale content.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ferryman.configs.ingress import SecretState
-from ferryman.dataplane.files import atomic_write
-from ferryman.resources.secret import InvalidSecret, parse_tls_secret
+from ferryman.resources.secret import InvalidSecret, TLSPair, parse_tls_secret
 
 
 class SecretStore:
-    def __init__(self, directory: Path) -> None:
-        self._dir = directory
-        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._states: dict[tuple[str, str], SecretState] = {}
+    def __init__(self) -> None:
+        self._pairs: dict[str, TLSPair] = {}
+        self._ids: dict[tuple[str, str], str] = {}
 
     def update(self, namespace: str, name: str, obj: Mapping[str, Any] | None) -> SecretState:
+        old = self._ids.pop((namespace, name), None)
+        if old is not None:
+            self._pairs.pop(old, None)
         if obj is None:
-            state = SecretState(None, "not found")
-        else:
-            try:
-                pair = parse_tls_secret(obj)
-            except InvalidSecret as e:
-                state = SecretState(None, str(e))
-            else:
-                digest = hashlib.sha256(pair.pem).hexdigest()[:16]
-                path = self._dir / f"{namespace}_{name}_{digest}.pem"
-                if not path.exists():
-                    atomic_write(path, pair.pem, mode=0o600)
-                state = SecretState(str(path), None)
-        self._states[(namespace, name)] = state
-        return state
+            return SecretState(None, "not found")
+        try:
+            pair = parse_tls_secret(obj)
+        except InvalidSecret as e:
+            return SecretState(None, str(e))
+        digest = hashlib.sha256(pair.chain + pair.key).hexdigest()[:16]
+        cert_id = f"{namespace}/{name}@{digest}"
+        self._pairs[cert_id] = pair
+        self._ids[(namespace, name)] = cert_id
+        return SecretState(cert_id, None)
 
-    def get(self, namespace: str, name: str) -> SecretState:
-        return self._states.get((namespace, name), SecretState(None, "not found"))
-
-    def collect_garbage(self) -> None:
-        """Remove files no current state points at; call after a good reload."""
-        live = {s.bundle_path for s in self._states.values() if s.bundle_path}
-        for path in self._dir.glob("*.pem"):
-            if str(path) not in live:
-                path.unlink(missing_ok=True)
+    def record(self, cert_id: str) -> str | None:
+        """The push record value for a certificate: base64 chain, tab, base64 key."""
+        pair = self._pairs.get(cert_id)
+        if pair is None:
+            return None
+        return base64.b64encode(pair.chain).decode() + "\t" + base64.b64encode(pair.key).decode()

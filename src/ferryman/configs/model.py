@@ -1,16 +1,25 @@
-"""The NGINX configuration model: what the templates render, nothing more.
+"""The data-plane model: what NGINX is told, as values.
 
-Every string here has passed ``ferryman.resources.validation`` or was built by
-ferryman itself; templates only loop and branch over these values.
+Two channels carry it. The NGINX configuration text (``MainConfig`` through the
+templates) changes only with ferryman's own settings. Everything that comes from
+resources — virtual hosts, their routes, certificates, endpoint sets — is pushed
+into NGINX's memory over a unix socket as single-line records, so a new Ingress,
+a moved endpoint or a rotated certificate needs no reload. Every string in a
+record has passed ``ferryman.resources.validation`` (no spaces, tabs, ``|`` or
+newlines can occur) or was built by ferryman itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# A backend is named in NGINX by its endpoints key: "namespace/service:port"
-# with the port as the Ingress wrote it (number or Service port name).
+# A backend is named by its endpoints key: "namespace/service:port", with the
+# port as the Ingress wrote it (number or Service port name).
 BackendKey = str
+
+# The virtual host that serves requests no other host claims (rules without a
+# host, an Ingress with only a defaultBackend). "_" is never a valid DNS name.
+CATCH_ALL = "_"
 
 
 def backend_key(namespace: str, service: str, port_ref: str) -> BackendKey:
@@ -18,31 +27,22 @@ def backend_key(namespace: str, service: str, port_ref: str) -> BackendKey:
 
 
 @dataclass(frozen=True)
-class Location:
+class Route:
+    """One Ingress path. Prefix paths are stored without their trailing slash."""
+
     exact: bool
     path: str
-    backend: BackendKey | None  # None: answer 404
+    backend: BackendKey
 
 
 @dataclass(frozen=True)
-class TLSConfig:
-    bundle_path: str | None  # None: the certificate is unusable, reject handshakes
-
-
-@dataclass(frozen=True)
-class Server:
-    host: str
-    tls: TLSConfig | None
-    redirect_https: bool
-    locations: tuple[Location, ...]
-
-    @property
-    def server_name(self) -> str:
-        if self.host.startswith("*."):
-            # NGINX's own "*.example.com" would also match "b.a.example.com";
-            # Kubernetes wildcards cover exactly one label.
-            return "~^[^.]+" + self.host[1:].replace(".", r"\.") + "$"
-        return self.host
+class VirtualHost:
+    host: str  # a DNS name, "*.suffix", or CATCH_ALL
+    routes: tuple[Route, ...]
+    default_backend: BackendKey | None  # None: unmatched paths answer 404
+    tls: bool = False
+    cert_id: str | None = None  # None with tls: the Secret is unusable, reject handshakes
+    redirect_https: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,12 @@ class MainConfig:
     endpoints_socket: str
     http_port: int
     https_port: int
-    lua_dir: str
     lua_package_path: str
     modules: tuple[str, ...]
     worker_processes: str
     worker_user: str | None
-    endpoints_dict_size: str
+    shared_dict_size: str
+    fallback_certificate: str
+    # False for the bootstrap configuration: no public listeners until the
+    # first complete state has been pushed, so nothing is answered half-configured.
+    public: bool

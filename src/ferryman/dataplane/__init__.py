@@ -1,13 +1,18 @@
-"""The data plane: files on disk, the NGINX process, and the endpoints push.
+"""The data plane: the NGINX process, its configuration files, and the push channel.
 
-``DataPlane`` is what the controller needs; ``NginxManager`` drives a real
-NGINX and ``OutputDirectory`` only writes files (``ferryman render``).
+``DataPlane`` is what the controller needs; ``NginxManager`` drives a real NGINX,
+``OutputDirectory`` only writes files (``ferryman render``) and ``FakeDataPlane``
+records calls (controller tests).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Protocol
+
+# A pushed record: (kind, key) -> value; kinds are "E" endpoint set, "H" virtual
+# host, "C" certificate (see dataplane/lua/ferryman.lua). "" removes the record.
+RecordKey = tuple[str, str]
 
 
 class DataPlane(Protocol):
@@ -18,6 +23,12 @@ class DataPlane(Protocol):
         """
         ...
 
-    async def push_endpoints(self, sets: Mapping[str, str], full: bool) -> int:
-        """Send endpoint sets (key -> encoded peers, "" removes); returns their version."""
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+        """Send records without a reload; returns the version now in force."""
         ...
+
+
+def push_body(version: int, records: Mapping[RecordKey, str], full: bool) -> str:
+    lines = [f"{version} full" if full else str(version)]
+    lines += [f"{kind}\t{key}\t{value}" for (kind, key), value in records.items()]
+    return "\n".join(lines) + "\n"

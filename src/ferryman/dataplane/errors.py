@@ -4,7 +4,7 @@ DataPlaneError
 ├── ConfigError        the new configuration was not taken; the old one serves
 │   ├── ConfigTestError     ``nginx -t`` refused it (``culprits``: files it named)
 │   └── ReloadError         NGINX did not confirm the new version in time
-└── EndpointsPushError  the endpoints socket refused or did not answer
+└── PushError  the endpoints socket refused or did not answer
 """
 
 from __future__ import annotations
@@ -28,5 +28,5 @@ class ReloadError(ConfigError):
     pass
 
 
-class EndpointsPushError(DataPlaneError):
+class PushError(DataPlaneError):
     pass

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import aiohttp
 
+from ferryman.dataplane import RecordKey, push_body
 from ferryman.dataplane.errors import (
     ConfigTestError,
     DataPlaneError,
-    EndpointsPushError,
+    PushError,
     ReloadError,
 )
 from ferryman.dataplane.files import atomic_write
@@ -57,9 +58,10 @@ class Paths:
 
     @property
     def socket_dir(self) -> Path:
-        """The state dir, or a short per-state-dir folder when its path is too long."""
-        if len(str(self.state_dir / "nginx-config-version.sock")) <= _MAX_SOCKET_PATH:
-            return self.state_dir
+        """``run/`` in the state dir, or a short per-state-dir folder when that path is too long."""
+        run = self.state_dir / "run"
+        if len(str(run / "nginx-config-version.sock")) <= _MAX_SOCKET_PATH:
+            return run
         digest = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
         return Path(tempfile.gettempdir()) / f"ferryman-{digest}"
 
@@ -80,12 +82,8 @@ class Paths:
         return self.socket_dir / "nginx-endpoints.sock"
 
     @property
-    def conf_d(self) -> Path:
-        return self.state_dir / "conf.d"
-
-    @property
-    def secrets(self) -> Path:
-        return self.state_dir / "secrets"
+    def fallback_certificate(self) -> Path:
+        return self.state_dir / "fallback.pem"
 
     @property
     def tmp(self) -> Path:
@@ -94,11 +92,13 @@ class Paths:
 
 def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
     """Create the layout; drop configuration left by an earlier run."""
-    for d in (paths.state_dir, paths.conf_d, paths.tmp, paths.socket_dir):
-        d.mkdir(parents=True, exist_ok=True)
-    paths.secrets.mkdir(mode=0o700, exist_ok=True)
-    for stale in paths.conf_d.glob("*.conf"):
-        stale.unlink()
+    paths.state_dir.mkdir(parents=True, exist_ok=True)
+    # Workers (maybe another user) must reach tmp/, but nobody else need list it.
+    paths.state_dir.chmod(0o711)
+    paths.socket_dir.mkdir(parents=True, exist_ok=True)
+    # The push socket accepts routes and keys: only ferryman's user may reach it.
+    paths.socket_dir.chmod(0o700)
+    paths.tmp.mkdir(exist_ok=True)
     for sock in (paths.version_socket, paths.endpoints_socket):
         sock.unlink(missing_ok=True)
     for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -132,7 +132,7 @@ class NginxManager:
         self._render_version = render_version
         self._proc: asyncio.subprocess.Process | None = None
         self._version = 0
-        self._endpoints_version = 0
+        self._push_version = 0
         self._files: dict[str, str] = {}
         self._stderr_task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -248,27 +248,25 @@ class NginxManager:
             f"{self._reload_timeout:g}s (last answer: {last})"
         )
 
-    async def push_endpoints(self, sets: Mapping[str, str], full: bool) -> int:
-        version = self._endpoints_version + 1
-        lines = [f"{version} full" if full else str(version)]
-        lines += [f"{key}\t{peers}" for key, peers in sets.items()]
-        body = "\n".join(lines) + "\n"
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+        version = self._push_version + 1
+        body = push_body(version, records, full)
         connector = aiohttp.UnixConnector(path=str(self._paths.endpoints_socket), force_close=True)
         try:
             async with (
                 aiohttp.ClientSession(connector=connector) as session,
                 session.post(
-                    "http://nginx/endpoints",
+                    "http://nginx/push",
                     data=body.encode(),
-                    timeout=aiohttp.ClientTimeout(total=10),
+                    timeout=aiohttp.ClientTimeout(total=30),
                 ) as resp,
             ):
                 answer = (await resp.text()).strip()
                 if resp.status != 200 or answer != str(version):
-                    raise EndpointsPushError(f"endpoints push refused: {resp.status} {answer}")
+                    raise PushError(f"push refused: {resp.status} {answer}")
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise EndpointsPushError(f"endpoints socket: {e}") from e
-        self._endpoints_version = version
+            raise PushError(f"push socket: {e}") from e
+        self._push_version = version
         return version
 
     async def stop(self, timeout: float = 30.0) -> None:

@@ -1,20 +1,22 @@
-"""A data plane that only writes files: ``ferryman render`` and tests of the controller."""
+"""A data plane that only writes files: ``ferryman render``.
+
+The configuration goes under ``root``; the records NGINX would be sent go to
+``records.txt`` in the push format (0600: it holds private keys).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
+from ferryman.dataplane import RecordKey, push_body
 from ferryman.dataplane.files import atomic_write
 
 
 class OutputDirectory:
-    """Writes the configuration under ``root``; endpoint sets go to ``endpoints.txt``."""
-
     def __init__(self, root: Path) -> None:
         self._root = root
-        self.endpoints: dict[str, str] = {}
-        self.reloads = 0
+        self.records: dict[RecordKey, str] = {}
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
         for rel, text in files.items():
@@ -24,17 +26,18 @@ class OutputDirectory:
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(path, text)
-        self.reloads += 1
         return 0.0
 
-    async def push_endpoints(self, sets: Mapping[str, str], full: bool) -> int:
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
         if full:
-            self.endpoints.clear()
-        for key, peers in sets.items():
-            if peers:
-                self.endpoints[key] = peers
+            self.records.clear()
+        for key, value in records.items():
+            if value:
+                self.records[key] = value
             else:
-                self.endpoints.pop(key, None)
-        lines = [f"{k}\t{v}\n" for k, v in sorted(self.endpoints.items())]
-        atomic_write(self._root / "endpoints.txt", "".join(lines))
-        return len(lines)
+                self.records.pop(key, None)
+        atomic_write(
+            self._root / "records.txt", push_body(0, dict(sorted(self.records.items())), True),
+            mode=0o600,
+        )  # fmt: skip
+        return 0

@@ -20,9 +20,10 @@ TLS_TYPE = "kubernetes.io/tls"
 
 @dataclass(frozen=True)
 class TLSPair:
-    """A validated pair, as one PEM bundle (key first) NGINX can read."""
+    """A validated pair, re-serialised so nothing but PEM blocks remains."""
 
-    pem: bytes
+    chain: bytes
+    key: bytes
 
 
 class InvalidSecret(ValueError):
@@ -62,11 +63,10 @@ def parse_tls_secret(obj: Mapping[str, Any]) -> TLSPair:
         0
     ].public_key().public_bytes(serialization.Encoding.PEM, pub):
         raise InvalidSecret("tls.key does not match the certificate in tls.crt")
-    # Re-serialise so nothing but PEM blocks reaches the file NGINX reads.
     key_out = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
     chain = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certs)
-    return TLSPair(key_out + chain)
+    return TLSPair(chain, key_out)

@@ -1,0 +1,71 @@
+"""Kubernetes path matching and the record format NGINX's Lua router reads.
+
+``match`` is the reference for what ``dataplane/lua/ferryman.lua`` does per
+request: an Exact path must equal the request path; a Prefix path matches
+element-wise (``/foo`` matches ``/foo``, ``/foo/``, ``/foo/bar``, never
+``/foobar``), longest first; the Ingress's defaultBackend, or 404, otherwise.
+An Exact match is always the longest possible, so it wins any tie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ferryman.configs.model import BackendKey, Route, VirtualHost
+
+NO_BACKEND = "-"
+
+
+def route_tables(routes: Iterable[Route]) -> tuple[dict[str, str], dict[str, str]]:
+    """(exact, prefix) path -> backend; the first route for a path wins."""
+    exact: dict[str, str] = {}
+    prefix: dict[str, str] = {}
+    for r in routes:
+        (exact if r.exact else prefix).setdefault(r.path, r.backend)
+    return exact, prefix
+
+
+def match(
+    exact: Mapping[str, str], prefix: Mapping[str, str], default: str | None, path: str
+) -> str | None:
+    if path in exact:
+        return exact[path]
+    candidate = path.rstrip("/") or "/"
+    while True:
+        if candidate in prefix:
+            return prefix[candidate]
+        if candidate == "/":
+            return default
+        candidate = candidate[: candidate.rfind("/")] or "/"
+
+
+def encode_host(vh: VirtualHost) -> str:
+    """``<tls> <redirect> <default> <E|P>|<path>|<backend> ...`` (one line).
+
+    tls: "-" plain HTTP only, "!" TLS with an unusable certificate, else the
+    certificate id. redirect: "1" sends plain HTTP to HTTPS.
+    """
+    tls = (vh.cert_id or "!") if vh.tls else "-"
+    exact, prefix = route_tables(vh.routes)
+    fields = [tls, "1" if vh.redirect_https else "0", vh.default_backend or NO_BACKEND]
+    fields += [f"E|{p}|{b}" for p, b in sorted(exact.items())]
+    fields += [f"P|{p}|{b}" for p, b in sorted(prefix.items())]
+    return " ".join(fields)
+
+
+def decode_host(line: str) -> tuple[str, bool, str | None, dict[str, str], dict[str, str]]:
+    """Inverse of ``encode_host`` (tests and ``ferryman render`` readers use it)."""
+    tls, redirect, default, *routes = line.split(" ")
+    exact: dict[str, str] = {}
+    prefix: dict[str, str] = {}
+    for r in routes:
+        kind, path, backend = r.split("|")
+        (exact if kind == "E" else prefix)[path] = backend
+    return tls, redirect == "1", None if default == NO_BACKEND else default, exact, prefix
+
+
+def backends_of(vh: VirtualHost) -> set[BackendKey]:
+    found = {r.backend for r in vh.routes}
+    if vh.default_backend:
+        found.add(vh.default_backend)
+    return found
