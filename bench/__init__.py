@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): ``./scripts/bench.sh``; see bench/README.md."""

@@ -147,21 +147,25 @@ function _M.route()
     if backend == nil then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    if #peers_for(backend) == 0 then
+    local peers = peers_for(backend)
+    if #peers == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
     ngx.var.ferryman_backend = backend
+    -- The balancer runs for this same request: hand it the set chosen here.
+    local ctx = ngx.ctx
+    ctx.ferryman_backend = backend
+    ctx.ferryman_peers = peers
 end
 
 function _M.balance()
-    refresh()
-    local key = ngx.var.ferryman_backend
-    local peers = peers_for(key)
-    local n = #peers
+    local ctx = ngx.ctx
+    local key = ctx.ferryman_backend
+    local peers = ctx.ferryman_peers
+    local n = peers and #peers or 0
     if n == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    local ctx = ngx.ctx
     local index = ctx.ferryman_index
     if index == nil then
         -- Round-robin shared by all workers, so spreading does not depend on

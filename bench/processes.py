@@ -1,0 +1,247 @@
+"""The real processes a benchmark drives: a backend NGINX, ferryman, wrk."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str, host: str | None = None, timeout: float = 2.0) -> tuple[int, str]:
+    req = urllib.request.Request(url, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except (urllib.error.URLError, OSError):
+        return 0, ""
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def pss_kib(pid: int) -> int:
+    """Proportional set size: shared pages split among the processes sharing them."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    m = re.search(r"^Pss:\s+(\d+)", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+class BackendNginx:
+    """A second NGINX as the backends: each port answers its own number, fast
+    enough that the data plane under test, not the backend, limits throughput."""
+
+    def __init__(self, workdir: Path, ports: list[int]) -> None:
+        self.dir = workdir
+        self.ports = ports
+        self.dir.mkdir(parents=True, exist_ok=True)
+        listens = "\n".join(f"        listen 127.0.0.1:{p} reuseport;" for p in ports)
+        (self.dir / "nginx.conf").write_text(
+            f"""
+worker_processes 1;
+pid {self.dir}/nginx.pid;
+error_log stderr error;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 100000;
+    server {{
+{listens}
+        location / {{ return 200 "$server_port\\n"; }}
+    }}
+}}
+"""
+        )
+        self.proc = subprocess.Popen(
+            ["nginx", "-p", str(self.dir), "-c", str(self.dir / "nginx.conf"), "-e", "stderr",
+             "-g", "daemon off;"],
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while get(f"http://127.0.0.1:{ports[0]}/")[0] != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError("backend nginx did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGQUIT)
+        self.proc.wait(10)
+
+
+def ingress_docs(i: int, ports: tuple[int, int], paths: int = 3) -> list[dict[str, Any]]:
+    """Ingress i: its own host with ``paths`` paths, its own Service with 2 endpoints."""
+    name = f"app{i}"
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "ingressClassName": "ferryman",
+                "rules": [
+                    {
+                        "host": f"{name}.bench.test",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": f"/p{j}",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": name, "port": {"number": 80}}},
+                                }
+                                for j in range(paths)
+                            ]
+                        },
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"ports": [{"port": 80, "name": "http"}]},
+        },
+        *endpoint_slices(name, ports),
+    ]
+
+
+def endpoint_slices(service: str, ports: tuple[int, ...]) -> list[dict[str, Any]]:
+    # One slice per port: an EndpointSlice has one port list for all its endpoints.
+    return [
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{service}-{k}",
+                "namespace": "default",
+                "labels": {"kubernetes.io/service-name": service},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": port}],
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+        }
+        for k, port in enumerate(ports)
+    ]
+
+
+def write_yaml(path: Path, docs: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    tmp.replace(path)
+
+
+@dataclass
+class Ferryman:
+    workdir: Path
+    http_port: int = field(default_factory=free_port)
+    https_port: int = field(default_factory=free_port)
+    ready_port: int = field(default_factory=free_port)
+    metrics_port: int = field(default_factory=free_port)
+
+    def __post_init__(self) -> None:
+        self.manifests = self.workdir / "manifests"
+        self.manifests.mkdir(parents=True, exist_ok=True)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> float:
+        """Start and wait until ready; returns seconds from spawn to ready."""
+        log = (self.workdir / "ferryman.log").open("ab")
+        started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [
+                str(FERRYMAN), "run", "--manifests", str(self.manifests),
+                "--state-dir", str(self.workdir / "state"),
+                "--http-port", str(self.http_port), "--https-port", str(self.https_port),
+                "--ready-port", str(self.ready_port), "--metrics-port", str(self.metrics_port),
+                "--worker-processes", "2", "--log-level", "warning",
+            ],
+            stdout=log,
+            stderr=log,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{self.ready_port}/nginx-ready"
+        while get(url, timeout=1)[0] != 200:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ferryman exited {self.proc.returncode}")
+            if time.monotonic() - started > 600:
+                raise RuntimeError("ferryman not ready after 600 s")
+            time.sleep(0.05)
+        return time.monotonic() - started
+
+    def request(self, host: str, path: str) -> tuple[int, str]:
+        return get(f"http://127.0.0.1:{self.http_port}{path}", host=host, timeout=5)
+
+    def metrics(self) -> dict[str, float]:
+        _, text = get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10)
+        out = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+        return out
+
+    def reloads(self) -> int:
+        return int(self.metrics()['nginx_ingress_controller_nginx_reloads_total{reason="other"}'])
+
+    def memory(self) -> dict[str, float]:
+        assert self.proc is not None
+        master = int((self.workdir / "state" / "nginx.pid").read_text())
+        nginx = [master, *children(master)]
+        return {
+            "controller_rss_mb": rss_kib(self.proc.pid) / 1024,
+            "nginx_pss_mb": sum(pss_kib(p) for p in nginx) / 1024,
+            "nginx_rss_mb": sum(rss_kib(p) for p in nginx) / 1024,
+        }
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(60)
+
+
+def wrk(url: str, host: str, seconds: int, connections: int = 64) -> dict[str, float]:
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-H", f"Host: {host}",
+         "--latency", url],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return {"rps": rps, "non_2xx": float(non2xx.group(1)) if non2xx else 0.0}
+
+
+def dump(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")

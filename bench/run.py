@@ -1,0 +1,283 @@
+"""ferryman's benchmark suite: real NGINX, real loopback backends, manifests mode.
+
+    ./scripts/bench.sh [--sizes 100,1000,10000] [--samples 30] [--out bench/results]
+
+Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
+
+* startup(N): N Ingresses (own host, 3 paths, own Service with 2 endpoints):
+  seconds to ready, reloads, controller RSS, NGINX PSS/RSS;
+* time-to-route(N): with N live, add one Ingress; seconds to its first 200 (p50/p99);
+* endpoint churn: 1,000 endpoint changes (10 rounds of 100 Services): reloads
+  and seconds until traffic follows;
+* batch: 1,000 Ingress files written at once: reloads, seconds to all routable;
+* throughput: wrk through ferryman vs a hand-written NGINX config for the same
+  route, in the same run, as a ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.processes import (
+    BackendNginx,
+    Ferryman,
+    dump,
+    free_port,
+    get,
+    ingress_docs,
+    write_yaml,
+)
+
+POOL = 8  # backend ports; Service i uses two of them
+
+
+def _ports(i: int, backends: BackendNginx) -> tuple[int, int]:
+    p = backends.ports
+    return p[i % POOL], p[(i + 1) % POOL]
+
+
+def _wait(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.005) -> float:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(interval)
+    return time.monotonic() - started
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def startup_and_route(n: int, samples: int, backends: BackendNginx, work: Path) -> dict[str, Any]:
+    f = Ferryman(work / f"n{n}")
+    for i in range(n):
+        write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, _ports(i, backends)))
+    ready = f.start()
+    try:
+        result: dict[str, Any] = {"ingresses": n, "ready_s": round(ready, 3)}
+        result["reloads"] = f.reloads()
+        m = f.metrics()
+        result["reload_ms"] = m["nginx_ingress_controller_nginx_last_reload_milliseconds"]
+        status, _ = f.request(f"app{n - 1}.bench.test", "/p2/x")
+        result["last_route_status"] = status
+        result.update({k: round(v, 1) for k, v in f.memory().items()})
+        ttr = []
+        for s in range(samples):
+            i = n + s
+            host = f"app{i}.bench.test"
+            started = time.monotonic()
+            write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, _ports(i, backends)))
+            _wait(lambda h=host: f.request(h, "/p0")[0] == 200, 60, host)  # type: ignore[misc]
+            ttr.append(time.monotonic() - started)
+        result["time_to_route_p50_s"] = round(statistics.median(ttr), 3)
+        result["time_to_route_p99_s"] = round(_percentile(ttr, 0.99), 3)
+        result["reloads_after_adds"] = f.reloads()
+        return result
+    finally:
+        f.stop()
+
+
+def endpoint_churn(backends: BackendNginx, work: Path, services: int = 1000) -> dict[str, Any]:
+    f = Ferryman(work / "churn")
+    for i in range(services):
+        write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, (backends.ports[i % POOL],) * 1))
+    f.start()
+    try:
+        reloads = f.reloads()
+        rounds, per_round = 10, 100
+        follow = []
+        for r in range(rounds):
+            changed = range(r * per_round, (r + 1) * per_round)
+            target = {i: backends.ports[(i + r + 1) % POOL] for i in changed}
+            started = time.monotonic()
+            for i in changed:
+                docs = ingress_docs(i, (target[i],))
+                write_yaml(f.manifests / f"app{i}.yaml", docs)
+            for i in changed:
+                host = f"app{i}.bench.test"
+                want = str(target[i])
+                _wait(
+                    lambda h=host, w=want: f.request(h, "/p0")[1].strip() == w,  # type: ignore[misc]
+                    30,
+                    host,
+                )
+            follow.append(time.monotonic() - started)
+        return {
+            "endpoint_changes": rounds * per_round,
+            "reloads": f.reloads() - reloads,
+            "follow_p50_s": round(statistics.median(follow), 3),
+            "follow_max_s": round(max(follow), 3),
+        }
+    finally:
+        f.stop()
+
+
+def batch(backends: BackendNginx, work: Path, n: int = 1000) -> dict[str, Any]:
+    f = Ferryman(work / "batch")
+    f.start()
+    try:
+        staging = work / "batch-staging"
+        staging.mkdir()
+        for i in range(n):
+            write_yaml(staging / f"app{i}.yaml", ingress_docs(i, _ports(i, backends)))
+        before = f.reloads()
+        started = time.monotonic()
+        for p in staging.iterdir():
+            p.rename(f.manifests / p.name)
+        for i in range(n):
+            _wait(lambda h=f"app{i}.bench.test": f.request(h, "/p1")[0] == 200, 60, "batch")  # type: ignore[misc]
+        return {
+            "ingresses": n,
+            "reloads": f.reloads() - before,
+            "all_routable_s": round(time.monotonic() - started, 3),
+        }
+    finally:
+        f.stop()
+
+
+def _hand_written(work: Path, port: int, backends: tuple[int, int]) -> subprocess.Popen[bytes]:
+    d = work / "handwritten"
+    (d / "tmp").mkdir(parents=True, exist_ok=True)
+    (d / "nginx.conf").write_text(
+        f"""
+worker_processes 2;
+pid {d}/nginx.pid;
+error_log stderr error;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    proxy_temp_path {d}/tmp;
+    upstream app {{
+        server 127.0.0.1:{backends[0]};
+        server 127.0.0.1:{backends[1]};
+        keepalive 64;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        server_name app0.bench.test;
+        location /p0 {{
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header X-Real-IP $remote_addr;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+        }}
+    }}
+}}
+"""
+    )
+    proc = subprocess.Popen(
+        ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"]
+    )
+    _wait(lambda: get(f"http://127.0.0.1:{port}/p0", "app0.bench.test")[0] == 200, 10, "nginx")
+    return proc
+
+
+def throughput(backends: BackendNginx, work: Path, seconds: int) -> dict[str, Any]:
+    from bench.processes import wrk
+
+    f = Ferryman(work / "throughput")
+    write_yaml(f.manifests / "app0.yaml", ingress_docs(0, _ports(0, backends)))
+    f.start()
+    port = free_port()
+    plain = _hand_written(work, port, _ports(0, backends))
+    try:
+        runs: dict[str, list[float]] = {"ferryman": [], "hand_written": []}
+        for _ in range(2):  # alternate, so drift hits both alike
+            runs["ferryman"].append(
+                wrk(f"http://127.0.0.1:{f.http_port}/p0/x", "app0.bench.test", seconds)["rps"]
+            )
+            runs["hand_written"].append(
+                wrk(f"http://127.0.0.1:{port}/p0/x", "app0.bench.test", seconds)["rps"]
+            )
+        ferry, hand = statistics.mean(runs["ferryman"]), statistics.mean(runs["hand_written"])
+        return {
+            "ferryman_rps": round(ferry),
+            "hand_written_rps": round(hand),
+            "ratio": round(ferry / hand, 3),
+            "wrk": f"-t2 -c64 -d{seconds}s, two alternating runs each",
+        }
+    finally:
+        plain.terminate()
+        plain.wait(10)
+        f.stop()
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = results["startup"]
+    ns = [r["ingresses"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    axes[0].plot(ns, [r["ready_s"] for r in rows], "o-")
+    axes[0].set(xscale="log", xlabel="Ingresses", ylabel="seconds", title="Start to ready")
+    axes[1].plot(ns, [r["time_to_route_p50_s"] for r in rows], "o-", label="p50")
+    axes[1].plot(ns, [r["time_to_route_p99_s"] for r in rows], "o-", label="p99")
+    axes[1].set(
+        xscale="log", xlabel="Ingresses live", ylabel="seconds", title="New Ingress to first 200"
+    )
+    axes[1].legend()
+    axes[2].plot(ns, [r["controller_rss_mb"] for r in rows], "o-", label="controller RSS")
+    axes[2].plot(ns, [r["nginx_pss_mb"] for r in rows], "o-", label="NGINX PSS")
+    axes[2].set(xscale="log", xlabel="Ingresses", ylabel="MB", title="Memory")
+    axes[2].legend()
+    fig.suptitle(f"ferryman bench — {results['when']} — {results['machine']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--samples", type=int, default=30)
+    ap.add_argument("--seconds", type=int, default=10, help="wrk duration per run")
+    ap.add_argument("--out", type=Path, default=Path("bench/results"))
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fbench-", dir="/tmp") as tmp:
+        work = Path(tmp)
+        backends = BackendNginx(work / "backends", [free_port() for _ in range(POOL)])
+        try:
+            results: dict[str, Any] = {
+                "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+                "startup": [],
+            }
+            for n in (int(x) for x in args.sizes.split(",")):
+                print(f"startup + time-to-route, {n} Ingresses ...", flush=True)
+                results["startup"].append(startup_and_route(n, args.samples, backends, work))
+                print(results["startup"][-1], flush=True)
+            print("endpoint churn ...", flush=True)
+            results["endpoint_churn"] = endpoint_churn(backends, work)
+            print(results["endpoint_churn"], flush=True)
+            print("batch ...", flush=True)
+            results["batch"] = batch(backends, work)
+            print(results["batch"], flush=True)
+            print("throughput ...", flush=True)
+            results["throughput"] = throughput(backends, work, args.seconds)
+            print(results["throughput"], flush=True)
+        finally:
+            backends.stop()
+    dump(args.out / "latest.json", results)
+    plot(results, args.out / "latest.png")
+    print(f"wrote {args.out / 'latest.json'} and {args.out / 'latest.png'}")
+
+
+if __name__ == "__main__":
+    main()
