@@ -40,10 +40,13 @@ class _EchoHandler(BaseHTTPRequestHandler):
     server: _EchoServer
 
     def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
         self.server.hits += 1
         self.server.peers.add(self.client_address)
+        delay = re.search(r"[?&]delay=([\d.]+)", self.path)
+        if delay:
+            time.sleep(float(delay.group(1)))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
         payload = json.dumps(
             {
                 "name": self.server.name,
@@ -93,6 +96,34 @@ class Backend:
     def connections(self) -> int:
         """Distinct client (NGINX) source ports seen: one per upstream connection."""
         return len(self.server.peers)
+
+
+class BrokenBackend:
+    """Accepts connections and closes them without answering: a failing peer."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.accepted = 0
+        self.name = "broken"
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 class Backends:
@@ -177,7 +208,7 @@ def service(
 
 def service_with_backends(
     name: str,
-    backends: list[Backend],
+    backends: list[Backend] | list[Backend | BrokenBackend],
     *,
     not_ready: tuple[Backend, ...] = (),
     port: int = 80,

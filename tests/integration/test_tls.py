@@ -125,9 +125,12 @@ def test_certificate_rotation_serves_the_new_certificate(
     ferryman: Ferryman, backends: Backends
 ) -> None:
     _start(ferryman, backends)
+    reloads = ferryman.reloads()
     ferryman.write("secret-a", tls_secret("a-tls", ["a.example.com", "rotated.example.com"]))
     eventually(
         lambda: "rotated.example.com" in _peer_cert_names(ferryman.https_port, "a.example.com"),
         3,
         "rotated certificate",
     )
+    assert ferryman.reloads() == reloads  # certificates travel without a reload
+    assert ferryman.get("a.example.com", "/", https=True).served_by == "web"

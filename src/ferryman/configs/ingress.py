@@ -50,7 +50,7 @@ def virtual_hosts(
     """The virtual hosts for the hosts this Ingress owns ("" is the catch-all),
     and warnings for its events. ``secrets`` maps its TLS secret names to state."""
     out: list[VirtualHost] = []
-    warnings: list[str] = []
+    warnings: list[str] = list(ing.warnings)
     default = backend_of(ing, ing.default_backend) if ing.default_backend else None
     for host in hosts:
         secret_name = _tls_secret(ing, host) if host else None
@@ -72,6 +72,7 @@ def virtual_hosts(
                 tls=tls,
                 cert_id=cert_id,
                 redirect_https=tls and ing.ssl_redirect,
+                balancing=ing.balancing.encode(),
             )
         )
     for t in ing.tls:

@@ -43,6 +43,7 @@ class VirtualHost:
     tls: bool = False
     cert_id: str | None = None  # None with tls: the Secret is unusable, reject handshakes
     redirect_https: bool = False
+    balancing: str = "rr:1:10"  # see resources.ingress.Balancing.encode
 
 
 @dataclass(frozen=True)

@@ -40,22 +40,28 @@ def match(
 
 
 def encode_host(vh: VirtualHost) -> str:
-    """``<tls> <redirect> <default> <E|P>|<path>|<backend> ...`` (one line).
+    """``<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...`` (one line).
 
     tls: "-" plain HTTP only, "!" TLS with an unusable certificate, else the
-    certificate id. redirect: "1" sends plain HTTP to HTTPS.
+    certificate id. redirect: "1" sends plain HTTP to HTTPS. balancing:
+    ``<rr|lc>:<max_fails>:<fail_timeout seconds>``.
     """
     tls = (vh.cert_id or "!") if vh.tls else "-"
     exact, prefix = route_tables(vh.routes)
-    fields = [tls, "1" if vh.redirect_https else "0", vh.default_backend or NO_BACKEND]
+    fields = [
+        tls,
+        "1" if vh.redirect_https else "0",
+        vh.default_backend or NO_BACKEND,
+        vh.balancing,
+    ]
     fields += [f"E|{p}|{b}" for p, b in sorted(exact.items())]
     fields += [f"P|{p}|{b}" for p, b in sorted(prefix.items())]
     return " ".join(fields)
 
 
 def decode_host(line: str) -> tuple[str, bool, str | None, dict[str, str], dict[str, str]]:
-    """Inverse of ``encode_host`` (tests and ``ferryman render`` readers use it)."""
-    tls, redirect, default, *routes = line.split(" ")
+    """Inverse of ``encode_host``, less balancing (tests and ``render`` readers use it)."""
+    tls, redirect, default, _balancing, *routes = line.split(" ")
     exact: dict[str, str] = {}
     prefix: dict[str, str] = {}
     for r in routes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,27 @@ from ferryman.resources.meta import InvalidResource, Meta, parse_meta
 
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 SSL_REDIRECT_ANNOTATION = "nginx.org/ssl-redirect"
+LB_METHOD_ANNOTATION = "nginx.org/lb-method"
+MAX_FAILS_ANNOTATION = "nginx.org/max-fails"
+FAIL_TIMEOUT_ANNOTATION = "nginx.org/fail-timeout"
 PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
+LB_METHODS = {"round_robin": "rr", "least_conn": "lc"}
+# NIC accepts these too; ferryman serves them with round-robin and says so.
+LB_METHODS_NOT_IMPLEMENTED = ("random", "random two", "random two least_conn", "ip_hash")
+_NGINX_TIME = re.compile(r"(\d+)(ms|s|m|h)?")
+_TIME_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+
+
+@dataclass(frozen=True)
+class Balancing:
+    """How a host's backends spread load (NIC's annotations, NGINX's defaults)."""
+
+    method: str = "rr"  # "rr" round-robin, "lc" least connections
+    max_fails: int = 1  # failed attempts before a peer is skipped; 0 never skips
+    fail_timeout: float = 10.0  # seconds a failing peer is skipped
+
+    def encode(self) -> str:
+        return f"{self.method}:{self.max_fails}:{self.fail_timeout:g}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +71,8 @@ class Ingress:
     default_backend: ServiceBackend | None
     rules: tuple[Rule, ...]
     tls: tuple[TLS, ...]
+    balancing: Balancing = Balancing()
+    warnings: tuple[str, ...] = ()  # accepted, but worth an event
 
     @property
     def ssl_redirect(self) -> bool:
@@ -196,6 +219,40 @@ def _tls(raw: object, errors: list[str]) -> list[TLS]:
     return out
 
 
+def _balancing(annotations: Mapping[str, str], errors: list[str], warnings: list[str]) -> Balancing:
+    where = "metadata.annotations"
+    method = "rr"
+    raw = annotations.get(LB_METHOD_ANNOTATION)
+    if raw is not None:
+        if raw in LB_METHODS:
+            method = LB_METHODS[raw]
+        elif raw in LB_METHODS_NOT_IMPLEMENTED:
+            warnings.append(f"{LB_METHOD_ANNOTATION} {raw!r} is not supported: using round_robin")
+        else:
+            errors.append(
+                f"{where}[{LB_METHOD_ANNOTATION}]: {raw!r} is not one of "
+                + ", ".join(sorted(LB_METHODS))
+            )
+    max_fails = 1
+    raw = annotations.get(MAX_FAILS_ANNOTATION)
+    if raw is not None:
+        if raw.isdigit() and len(raw) <= 6:
+            max_fails = int(raw)
+        else:
+            errors.append(f"{where}[{MAX_FAILS_ANNOTATION}]: {raw!r} is not a whole number")
+    fail_timeout = 10.0
+    raw = annotations.get(FAIL_TIMEOUT_ANNOTATION)
+    if raw is not None:
+        m = _NGINX_TIME.fullmatch(raw)
+        if m and len(raw) <= 10:
+            fail_timeout = int(m.group(1)) * _TIME_UNITS[m.group(2)]
+        else:
+            errors.append(
+                f"{where}[{FAIL_TIMEOUT_ANNOTATION}]: {raw!r} is not a time such as 10s or 1m"
+            )
+    return Balancing(method, max_fails, fail_timeout)
+
+
 def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     """Validate a raw Ingress; raises InvalidResource listing every problem."""
     meta = parse_meta(obj)
@@ -215,6 +272,8 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         default_backend = _backend(spec["defaultBackend"], "spec.defaultBackend", errors)
     rules = _rules(spec.get("rules"), errors)
     tls = _tls(spec.get("tls"), errors)
+    warnings: list[str] = []
+    balancing = _balancing(meta.annotations, errors, warnings)
     if not rules and spec.get("defaultBackend") is None and not errors:
         errors.append("spec: either defaultBackend or rules must be specified")
     if errors:
@@ -225,4 +284,6 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         default_backend=default_backend,
         rules=tuple(rules),
         tls=tuple(tls),
+        balancing=balancing,
+        warnings=tuple(warnings),
     )

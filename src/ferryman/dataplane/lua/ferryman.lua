@@ -4,7 +4,7 @@
 -- POST /push, body:
 --   line 1:   <version> [full]                  ("full" replaces everything)
 --   E\t<backend key>\t<addr>#<port> ...        endpoint set   (empty: remove)
---   H\t<host>\t<tls> <redirect> <default> <E|P>|<path>|<backend> ...   virtual host
+--   H\t<host>\t<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
 -- ferryman.configs.routes documents the host record and holds the reference
 -- implementation of the path matching done here.
@@ -53,7 +53,7 @@ local function peers_for(key)
         local raw = store:get("E:" .. key)
         if raw then
             for addr, port in string.gmatch(raw, "([^%s#]+)#(%d+)") do
-                peers[#peers + 1] = { addr, tonumber(port) }
+                peers[#peers + 1] = { addr, tonumber(port), addr .. "#" .. port }
             end
         end
         peers_cache[key] = peers
@@ -71,14 +71,19 @@ local function host_entry(host)
             entry = NONE
         else
             local fields = split(raw, " ")
+            local method, max_fails, fail_timeout =
+                string.match(fields[4] or "", "^(%a+):(%d+):([%d.]+)$")
             entry = {
                 tls = fields[1],
                 redirect = fields[2] == "1",
                 default = fields[3] ~= "-" and fields[3] or nil,
+                least_conn = method == "lc",
+                max_fails = tonumber(max_fails) or 1,
+                fail_timeout = tonumber(fail_timeout) or 10,
                 exact = {},
                 prefix = {},
             }
-            for i = 4, #fields do
+            for i = 5, #fields do
                 local kind, path, backend = string.match(fields[i], "^(%u)|([^|]+)|(.+)$")
                 if kind == "E" then
                     entry.exact[path] = backend
@@ -156,34 +161,88 @@ function _M.route()
     local ctx = ngx.ctx
     ctx.ferryman_backend = backend
     ctx.ferryman_peers = peers
+    ctx.ferryman_host = entry
+end
+
+-- Passive health, as NGINX's max_fails/fail_timeout: a peer that failed
+-- max_fails times is skipped for fail_timeout seconds, unless every peer is.
+local function is_down(peer, host)
+    if host.max_fails == 0 then
+        return false
+    end
+    local fails = counters:get("f:" .. peer[3])
+    return fails ~= nil and fails >= host.max_fails
+end
+
+-- Active requests per peer, kept for least_conn (and for draining endpoints).
+local function active(peer)
+    return counters:get("a:" .. peer[3]) or 0
+end
+
+local function choose(key, peers, host, tried)
+    local n = #peers
+    local start = (counters:incr("rr:" .. key, 1, 0) or 0) % n
+    local best, best_load, fallback
+    for offset = 0, n - 1 do
+        local peer = peers[((start + offset) % n) + 1]
+        if not tried[peer[3]] then
+            fallback = fallback or peer
+            if not is_down(peer, host) then
+                if not host.least_conn then
+                    return peer
+                end
+                local load = active(peer)
+                if best == nil or load < best_load then
+                    best, best_load = peer, load
+                end
+            end
+        end
+    end
+    return best or fallback
 end
 
 function _M.balance()
     local ctx = ngx.ctx
     local key = ctx.ferryman_backend
     local peers = ctx.ferryman_peers
+    local host = ctx.ferryman_host
     local n = peers and #peers or 0
     if n == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    local index = ctx.ferryman_index
-    if index == nil then
-        -- Round-robin shared by all workers, so spreading does not depend on
-        -- which worker took the connection.
-        index = counters:incr(key, 1, 0) or 0
+    local tried = ctx.ferryman_tried
+    if tried == nil then
+        tried = {}
+        ctx.ferryman_tried = tried
         if n > 1 then
-            -- A failed connect moves on to the next peer, each tried once.
+            -- A failed attempt moves on to another peer, each tried once.
             balancer.set_more_tries(n - 1)
         end
     else
-        index = index + 1
+        local previous = ctx.ferryman_peer
+        counters:incr("a:" .. previous[3], -1, 0)
+        if host.max_fails > 0 then
+            counters:incr("f:" .. previous[3], 1, 0, host.fail_timeout)
+        end
     end
-    ctx.ferryman_index = index
-    local peer = peers[(index % n) + 1]
+    local peer = choose(key, peers, host, tried)
+    if peer == nil then
+        return ngx.exit(ngx.HTTP_BAD_GATEWAY)
+    end
+    tried[peer[3]] = true
+    ctx.ferryman_peer = peer
+    counters:incr("a:" .. peer[3], 1, 0)
     local ok, err = balancer.set_current_peer(peer[1], peer[2])
     if not ok then
         ngx.log(ngx.ERR, "ferryman: cannot use peer ", peer[1], ":", peer[2], ": ", err)
         return ngx.exit(ngx.ERROR)
+    end
+end
+
+function _M.log()
+    local peer = ngx.ctx.ferryman_peer
+    if peer then
+        counters:incr("a:" .. peer[3], -1, 0)
     end
 end
 
