@@ -21,12 +21,15 @@ from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
 from ferryman.dataplane.output import OutputDirectory
+from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics
 from ferryman.probes import ProbeServer
 from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
+from ferryman.report.kubernetes import KubernetesReporter, external_addresses, instance_name
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
+from ferryman.sources.kubernetes import KubernetesSource, make_client
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
@@ -107,8 +110,51 @@ def _checked_state_dir(state_dir: Path) -> Path:
     return resolved
 
 
+class _Cluster:
+    """Kubernetes mode's parts: API client, informers, reporter, leader election."""
+
+    def __init__(self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+        self.settings = settings
+        self.client = make_client(settings.kubeconfig)
+        self.source = KubernetesSource(
+            self.client, QueueingSink(store, queue), settings.watch_namespaces
+        )
+        self.reporter = KubernetesReporter(self.client, store.uid)
+        self.elector = LeaderElector(
+            self.client,
+            settings.leader_lock_namespace,
+            settings.leader_lock_name,
+            instance_name(),
+            self.reporter.set_leader,
+            settings.lease_duration,
+            settings.renew_deadline,
+            settings.retry_period,
+        )
+
+    def tasks(self, stop: asyncio.Event, controller: Controller) -> list[asyncio.Task[Any]]:
+        tasks = [
+            asyncio.create_task(self.reporter.run(), name="reporter"),
+            asyncio.create_task(self._addresses(controller), name="addresses"),
+        ]
+        if self.settings.leader_election:
+            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+        else:
+            self.reporter.set_leader(True)
+        return tasks
+
+    async def _addresses(self, controller: Controller) -> None:
+        """Keep the status addresses current (``--external-service`` can change)."""
+        while True:
+            addresses = self.settings.ingress_addresses
+            if self.settings.external_service:
+                addresses = await external_addresses(self.client, self.settings.external_service)
+            controller.set_addresses(addresses)
+            if not self.settings.external_service:
+                return
+            await asyncio.sleep(10)
+
+
 async def run(settings: Settings) -> int:
-    assert settings.manifests is not None, "Kubernetes mode is not built yet"
     paths = Paths(_checked_state_dir(settings.state_dir))
     user, uid = _worker_user()
     prepare_state_dir(paths, uid)
@@ -121,11 +167,12 @@ async def run(settings: Settings) -> int:
         settings.nginx_binary, paths, settings.nginx_reload_timeout, renderer.config_version
     )
     bootstrap = {"nginx.conf": renderer.main(main_config(settings, paths, user, public=False))}
-    reporter: Reporter = LogReporter()
+    cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
+    reporter: Reporter = cluster.reporter if cluster else LogReporter()
+    status = cluster.reporter.status if cluster and settings.report_ingress_status else None
     controller = Controller(
-        settings, store, queue, nginx, SecretStore(), reporter, metrics, bootstrap
+        settings, store, queue, nginx, SecretStore(), reporter, metrics, bootstrap, status
     )
-    source = ManifestsSource(settings.manifests, QueueingSink(store, queue), _log_problem)
     ready = False
     probes = ProbeServer(settings.ready_port, settings.metrics_port, metrics, lambda: ready)
     await probes.start()
@@ -136,13 +183,23 @@ async def run(settings: Settings) -> int:
         loop.add_signal_handler(sig, stop.set)
 
     code = 0
+    tasks: list[asyncio.Task[Any]] = []
     try:
         try:
             await nginx.start(bootstrap)
         except DataPlaneError as e:
             log.error("nginx failed to start", extra={"fields": {"error": str(e)}})
             return 1
-        source.load()
+        if cluster is None:
+            assert settings.manifests is not None
+            manifests = ManifestsSource(
+                settings.manifests, QueueingSink(store, queue), _log_problem
+            )
+            manifests.load()
+            tasks.append(asyncio.create_task(manifests.run(stop), name="manifests"))
+        else:
+            tasks.append(asyncio.create_task(cluster.source.run(stop), name="informers"))
+            await cluster.source.wait_synced()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
         controller.set_file(
@@ -151,26 +208,28 @@ async def run(settings: Settings) -> int:
         await controller.drain()
         ready = True
         log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
-        tasks = {
+        if cluster is not None:
+            tasks += cluster.tasks(stop, controller)
+        tasks += [
             asyncio.create_task(controller.run(), name="controller"),
-            asyncio.create_task(source.run(stop), name="manifests"),
             asyncio.create_task(nginx.wait_exit(), name="nginx"),
-            asyncio.create_task(stop.wait(), name="stop"),
-        }
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        ]
+        stopper = asyncio.create_task(stop.wait(), name="stop")
+        done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
         for t in done:
-            if t.get_name() != "stop":
+            if t is not stopper and t.get_name() != "addresses":
                 log.error("task ended unexpectedly", extra={"fields": {"task": t.get_name()}})
                 code = 1
                 with contextlib.suppress(asyncio.CancelledError):
                     if (exc := t.exception()) is not None:
                         log.error("task failed", exc_info=exc)
         stop.set()
+        stopper.cancel()
+    finally:
+        ready = False
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        ready = False
         await nginx.stop()
         await probes.stop()
     log.info("stopped", extra={"fields": {"code": code}})

@@ -32,7 +32,11 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run the controller and its NGINX")
     _common(r)
-    r.add_argument("--kubeconfig", help="Kubernetes mode: kubeconfig file (default: KUBECONFIG)")
+    r.add_argument(
+        "--kubeconfig",
+        help="Kubernetes mode (no --manifests): kubeconfig file; default $KUBECONFIG, "
+        "~/.kube/config, then the in-cluster service account",
+    )
     r.add_argument("--state-dir", type=Path, default=Path("/var/lib/ferryman"))
     r.add_argument("--ready-port", type=int, default=8081, help="serves /nginx-ready")
     r.add_argument("--metrics-port", type=int, default=9113, help="serves /metrics; 0 disables")
@@ -49,6 +53,31 @@ def parser() -> argparse.ArgumentParser:
         default="",
         help="comma-separated namespaces to watch (default: all)",
     )
+    r.add_argument(
+        "--report-ingress-status",
+        action="store_true",
+        help="Kubernetes mode: write status.loadBalancer of served Ingresses",
+    )
+    r.add_argument("--external-service", help="namespace/name of ferryman's Service (status)")
+    r.add_argument(
+        "--ingress-address", default="", help="comma-separated addresses for Ingress status"
+    )
+    r.add_argument(
+        "--enable-leader-election",
+        type=_boolean,
+        default=True,
+        help="only the Lease holder writes status and Events (default true)",
+    )
+    r.add_argument("--leader-election-lock-name", default="ferryman-leader-election")
+    r.add_argument(
+        "--leader-election-namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        help="namespace of the Lease (default: $POD_NAMESPACE, else default)",
+    )
+    # Lease timings (NIC's defaults); tests shorten them.
+    r.add_argument("--leader-election-lease-duration", type=float, default=30.0)
+    r.add_argument("--leader-election-renew-deadline", type=float, default=15.0)
+    r.add_argument("--leader-election-retry-period", type=float, default=7.5)
     r.add_argument("--log-format", choices=("text", "json"), default="text")
     r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -56,6 +85,14 @@ def parser() -> argparse.ArgumentParser:
     _common(rd)
     rd.add_argument("--output", type=Path, required=True)
     return p
+
+
+def _boolean(value: str) -> bool:
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
 
 
 def _reload_timeout(value: float) -> float:
@@ -88,10 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
 
     logs.setup(args.log_format, args.log_level)
-    if args.manifests is None and not (args.kubeconfig or os.environ.get("KUBECONFIG")):
-        print("ferryman run: Kubernetes mode is not available yet; use --manifests DIR",
-              file=sys.stderr)  # fmt: skip
-        return 2
     settings = Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
@@ -106,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
         nginx_modules_dir=args.nginx_modules_dir,
         worker_processes=args.worker_processes,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+        report_ingress_status=args.report_ingress_status,
+        external_service=args.external_service,
+        ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
+        leader_election=args.enable_leader_election,
+        leader_lock_name=args.leader_election_lock_name,
+        leader_lock_namespace=args.leader_election_namespace,
+        lease_duration=args.leader_election_lease_duration,
+        renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period,
     )
     try:
         return asyncio.run(app.run(settings))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ferryman.configs.endpoints import port_ref_of, resolve_peers
@@ -52,6 +52,8 @@ from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
 
+StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
+
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
     """Map a stored object (and its previous version) to the keys to sync."""
@@ -79,8 +81,10 @@ class Controller:
         reporter: Reporter,
         metrics: Metrics,
         files: Mapping[str, str],
+        status: StatusSink | None = None,
     ) -> None:
-        """``files``: the configuration files NGINX was started with."""
+        """``files``: the configuration files NGINX was started with; ``status``
+        receives each Ingress's load-balancer addresses (Kubernetes mode)."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -106,9 +110,29 @@ class Controller:
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._ref_secrets: dict[ObjectRef, set[str]] = {}
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
+        self._status = status
+        self._addresses: tuple[str, ...] = ()
+        self._status_shown: set[ObjectRef] = set()
 
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
+
+    def set_addresses(self, addresses: tuple[str, ...]) -> None:
+        """The addresses Ingress status shows; every served Ingress is updated."""
+        if addresses != self._addresses:
+            self._addresses = addresses
+            for ref in self._config.refs():
+                self._publish_status(ref)
+
+    def _publish_status(self, ref: ObjectRef) -> None:
+        if self._status is None:
+            return
+        if ref in self._ref_hosts:
+            self._status(ref, self._addresses)
+            self._status_shown.add(ref)
+        elif ref in self._status_shown:  # rejected, deleted or no longer ours: clear
+            self._status(ref, ())
+            self._status_shown.discard(ref)
 
     # ---- sync: one key -> desired state -------------------------------------------
 
@@ -137,6 +161,11 @@ class Controller:
         affected = self._config.upsert(ing) if ing else self._config.delete(ref)
         for a in sorted(affected):
             self._render(a)
+        if ing is None:
+            if obj is None:
+                self._status_shown.discard(ref)  # deleted: no status to clear
+            else:
+                self._publish_status(ref)
 
     def _render(self, ref: ObjectRef) -> None:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
@@ -303,6 +332,8 @@ class Controller:
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
             self._reporter.event(ref, type_, reason, message)
+            if ref.kind == "Ingress":
+                self._publish_status(ref)
 
     async def _push_records(self) -> None:
         changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}

@@ -21,6 +21,16 @@ class Settings:
     nginx_modules_dir: Path = Path("/usr/lib/nginx/modules")
     worker_processes: str = "auto"
     watch_namespaces: tuple[str, ...] = ()
+    # Kubernetes mode: status, leader election.
+    report_ingress_status: bool = False
+    external_service: str | None = None  # namespace/name of ferryman's own Service
+    ingress_addresses: tuple[str, ...] = ()
+    leader_election: bool = True
+    leader_lock_name: str = "ferryman-leader-election"
+    leader_lock_namespace: str = "default"
+    lease_duration: float = 30.0
+    renew_deadline: float = 15.0
+    retry_period: float = 7.5
     # NGINX shared memory for hosts, routes, certificates and endpoint sets:
     # 10,000 hosts with TLS and 20,000 endpoints take about 40 MB.
     shared_dict_size: str = "128m"

@@ -58,6 +58,11 @@ class Store:
     def refs(self, kind: str) -> list[ObjectRef]:
         return [ObjectRef(kind, ns, n) for ns, n in self._objects.get(kind, {})]
 
+    def uid(self, ref: ObjectRef) -> str | None:
+        obj = self.get(ref.kind, ref.namespace, ref.name)
+        md = obj.get("metadata") if obj else None
+        return str(md["uid"]) if isinstance(md, Mapping) and md.get("uid") else None
+
     def count(self, kind: str) -> int:
         return len(self._objects.get(kind, {}))
 

@@ -87,7 +87,9 @@ def test_yaml_syntax_error_keeps_previous_objects(ferryman: Ferryman, backends: 
     assert served_by(ferryman, "keep.test", "/") == "app"
 
 
-def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(ferryman: Ferryman, backends: Backends) -> None:
+def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
+    ferryman: Ferryman, backends: Backends
+) -> None:
     _app(ferryman, backends)
     for i in range(100):
         ferryman.write(f"ing{i}", ingress(f"i{i}", [rule(f"h{i}.test", path("/", "app"))]))
@@ -180,7 +182,7 @@ def test_render_writes_a_configuration_nginx_accepts(
     result = _render(ferryman.manifests, out)
     assert result.returncode == 0, result.stderr
     records = (out / "records.txt").read_text()
-    assert "H\tr.test\t- 0 - P|/|default/app:80\n" in records
+    assert "H\tr.test\t- 0 - rr:1:10 P|/|default/app:80\n" in records
     assert "E\tdefault/app:80\t127.0.0.1#" in records
     test = subprocess.run(
         ["nginx", "-t", "-p", str(out), "-c", str(out / "nginx.conf"), "-e", "stderr"],

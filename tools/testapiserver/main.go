@@ -122,6 +122,10 @@ func run() int {
 		logf("%v", err)
 		return 1
 	}
+	if err := lockDir(o.dir); err != nil {
+		logf("%v", err)
+		return 1
+	}
 	pki, err := ensurePKI(filepath.Join(o.dir, "pki"))
 	if err != nil {
 		logf("certificates: %v", err)
@@ -276,6 +280,25 @@ func pickPort(preferred int) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// dirLock stays open (and flock'ed) for the life of the process.
+var dirLock *os.File
+
+// lockDir fails at once if another testapiserver is using dir; without it
+// the second one would clobber ports.json/kubeconfig and then hang on
+// etcd's database lock.
+func lockDir(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("%s is in use by another testapiserver: %w", dir, err)
+	}
+	dirLock = f
+	return nil
+}
+
 // ----------------------------------------------------------------- etcd
 
 func startEtcd(ctx context.Context, o *options, st state) (*embed.Etcd, error) {
@@ -294,22 +317,36 @@ func startEtcd(ctx context.Context, o *options, st state) (*embed.Etcd, error) {
 	cfg.LogLevel = "warn"
 	cfg.UnsafeNoFsync = !o.etcdFsync
 
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, err
+	// StartEtcd itself can block (e.g. on the database file lock), so run
+	// it aside and let a signal or the timeout win; the process exits
+	// right after a failure here, which also ends a stuck StartEtcd.
+	type result struct {
+		e   *embed.Etcd
+		err error
 	}
+	started := make(chan result, 1)
+	go func() {
+		e, err := embed.StartEtcd(cfg)
+		if err == nil {
+			select {
+			case <-e.Server.ReadyNotify():
+			case err = <-e.Err():
+				e.Close()
+				e = nil
+			}
+		}
+		started <- result{e, err}
+	}()
 	select {
-	case <-e.Server.ReadyNotify():
+	case r := <-started:
+		if r.err != nil {
+			return nil, r.err
+		}
 		logf("etcd ready on %s (data in %s)", cfg.ListenClientUrls[0].String(), cfg.Dir)
-		return e, nil
-	case err := <-e.Err():
-		e.Close()
-		return nil, err
+		return r.e, nil
 	case <-ctx.Done():
-		e.Close()
 		return nil, errors.New("interrupted while starting")
 	case <-time.After(time.Minute):
-		e.Close()
 		return nil, errors.New("not ready after 1m")
 	}
 }

@@ -1,0 +1,154 @@
+"""Reporting to the API server: events.k8s.io/v1 Events and Ingress status.
+
+``event`` is called from the sync path and must not block it, so events and
+status updates go through a queue that one task drains. Only the leader writes
+(``set_leader``); a replica that becomes leader republishes every status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lightkube import AsyncClient
+from lightkube.core.exceptions import ApiError
+from lightkube.models.core_v1 import ObjectReference
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Service
+from lightkube.resources.events_v1 import Event
+from lightkube.resources.networking_v1 import Ingress, IngressStatus
+from lightkube.types import PatchType
+
+from ferryman.resources.ingressclass import CONTROLLER_NAME
+from ferryman.resources.meta import ObjectRef
+
+log = logging.getLogger("ferryman.report")
+
+API_VERSIONS = {"Ingress": "networking.k8s.io/v1"}
+
+
+def instance_name() -> str:
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
+@dataclass(frozen=True)
+class _Event:
+    ref: ObjectRef
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class _Status:
+    ref: ObjectRef
+    addresses: tuple[str, ...]  # empty: clear
+
+
+class KubernetesReporter:
+    def __init__(self, client: AsyncClient, uid_of: Callable[[ObjectRef], str | None]) -> None:
+        self._client = client
+        self._uid_of = uid_of
+        self._queue: asyncio.Queue[_Event | _Status] = asyncio.Queue()
+        self._leader = False
+        self._written: dict[ObjectRef, tuple[str, ...]] = {}
+        self._wanted: dict[ObjectRef, tuple[str, ...]] = {}
+        self._instance = instance_name()
+
+    # Reporter protocol
+    def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        if self._leader:
+            self._queue.put_nowait(_Event(ref, type_, reason, message))
+
+    def status(self, ref: ObjectRef, addresses: tuple[str, ...]) -> None:
+        """The load-balancer addresses ``ref`` should show (empty: none)."""
+        self._wanted[ref] = addresses
+        if self._leader and self._written.get(ref) != addresses:
+            self._queue.put_nowait(_Status(ref, addresses))
+
+    def set_leader(self, leader: bool) -> None:
+        self._leader = leader
+        if leader:
+            self._written.clear()  # another replica may have written meanwhile
+            for ref, addresses in self._wanted.items():
+                self._queue.put_nowait(_Status(ref, addresses))
+
+    async def run(self) -> None:
+        while True:
+            item = await self._queue.get()
+            if not self._leader:
+                continue
+            try:
+                if isinstance(item, _Event):
+                    await self._write_event(item)
+                else:
+                    await self._write_status(item)
+            except ApiError as e:
+                if e.status.code != 404:  # the object is gone: nothing to report on
+                    log.warning("report failed", extra={"fields": {"error": str(e)}})
+
+    async def _write_event(self, e: _Event) -> None:
+        now = datetime.datetime.now(datetime.UTC)
+        await self._client.create(
+            Event(
+                metadata=ObjectMeta(generateName=f"{e.ref.name}.", namespace=e.ref.namespace),
+                eventTime=now,
+                reportingController=CONTROLLER_NAME,
+                reportingInstance=self._instance,
+                action="Sync",
+                reason=e.reason,
+                note=e.message[:1024],
+                type=e.type,
+                regarding=ObjectReference(
+                    apiVersion=API_VERSIONS.get(e.ref.kind),
+                    kind=e.ref.kind,
+                    namespace=e.ref.namespace,
+                    name=e.ref.name,
+                    uid=self._uid_of(e.ref),
+                ),
+            )
+        )
+
+    async def _write_status(self, s: _Status) -> None:
+        if self._wanted.get(s.ref) != s.addresses or self._written.get(s.ref) == s.addresses:
+            return  # superseded, or already there
+        current = await self._client.get(Ingress, s.ref.name, namespace=s.ref.namespace)
+        lb = current.status.loadBalancer if current.status else None
+        have = tuple(i.ip or i.hostname or "" for i in (lb.ingress if lb and lb.ingress else []))
+        if have != s.addresses:
+            # A merge patch replaces the list whole: no read-modify-write
+            # conflict to retry, and fields other controllers own stay.
+            await self._client.patch(
+                IngressStatus,
+                s.ref.name,
+                {"status": {"loadBalancer": {"ingress": [_lb_ingress(a) for a in s.addresses]}}},
+                namespace=s.ref.namespace,
+                patch_type=PatchType.MERGE,
+            )
+        self._written[s.ref] = s.addresses
+
+
+def _lb_ingress(address: str) -> dict[str, str]:
+    if address.replace(".", "").isdigit() or ":" in address:
+        return {"ip": address}
+    return {"hostname": address}
+
+
+async def external_addresses(client: AsyncClient, service: str) -> tuple[str, ...]:
+    """The addresses of ferryman's own Service: LoadBalancer ingress, else external IPs."""
+    namespace, _, name = service.partition("/")
+    try:
+        svc = await client.get(Service, name, namespace=namespace)
+    except ApiError as e:
+        log.warning("external service unreadable", extra={"fields": {"error": str(e)}})
+        return ()
+    lb = svc.status.loadBalancer if svc.status else None
+    found = [i.ip or i.hostname or "" for i in (lb.ingress if lb and lb.ingress else [])]
+    if not found and svc.spec and svc.spec.externalIPs:
+        found = list(svc.spec.externalIPs)
+    return tuple(a for a in found if a)
