@@ -36,6 +36,15 @@ from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman")
 
+# Tasks that may finish while ferryman runs; any other ending is a failure.
+FINITE_TASKS = frozenset({"addresses"})
+
+
+async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    return done
+
+
 LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
 # ndk must load before the Lua module that links against it.
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so")
@@ -215,14 +224,18 @@ async def run(settings: Settings) -> int:
             asyncio.create_task(nginx.wait_exit(), name="nginx"),
         ]
         stopper = asyncio.create_task(stop.wait(), name="stop")
-        done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
-        for t in done:
-            if t is not stopper and t.get_name() != "addresses":
+        pending: set[asyncio.Task[Any]] = {*tasks, stopper}
+        while stopper not in (done := await _first_done(pending)):
+            pending -= done
+            failed = [t for t in done if t.get_name() not in FINITE_TASKS]
+            for t in failed:
                 log.error("task ended unexpectedly", extra={"fields": {"task": t.get_name()}})
-                code = 1
                 with contextlib.suppress(asyncio.CancelledError):
                     if (exc := t.exception()) is not None:
                         log.error("task failed", exc_info=exc)
+            if failed:
+                code = 1
+                break
         stop.set()
         stopper.cancel()
     finally:

@@ -15,7 +15,6 @@ import datetime
 import logging
 from collections.abc import Callable
 
-import httpx
 from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
 from lightkube.models.coordination_v1 import LeaseSpec
@@ -67,7 +66,7 @@ class LeaderElector:
             while True:
                 try:
                     held = await self._acquire_or_renew()
-                except (ApiError, httpx.HTTPError, OSError) as e:
+                except Exception as e:  # API down or unreachable: keep trying
                     log.warning("lease update failed", extra={"fields": {"error": str(e)}})
                     held = self.leader and loop.time() - self._last_renew < self._renew_deadline
                 else:

@@ -60,3 +60,6 @@ def setup(fmt: str, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # One line per API request drowns everything else; failures surface as ours.
+    for noisy in ("httpx", "httpx2"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -13,7 +13,7 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -72,8 +72,8 @@ class _EchoHandler(BaseHTTPRequestHandler):
 class _EchoServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, name: str) -> None:
-        super().__init__(("127.0.0.1", 0), _EchoHandler)
+    def __init__(self, name: str, address: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__((address, port), _EchoHandler)
         self.name = name
         self.hits = 0
         self.peers: set[tuple[str, int]] = set()
@@ -124,6 +124,23 @@ class BrokenBackend:
 
     def close(self) -> None:
         self.sock.close()
+
+
+@dataclass
+class RemoteBackend:
+    """An echo backend in another network namespace (see tests/kubernetes/netns.py)."""
+
+    name: str
+    address: str
+    port: int
+    proc: subprocess.Popen[str]
+
+
+def serve_echo(name: str, address: str) -> None:
+    """Run one echo backend in the foreground; prints its port once listening."""
+    server = _EchoServer(name, address)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
 
 
 class Backends:
@@ -208,7 +225,7 @@ def service(
 
 def service_with_backends(
     name: str,
-    backends: list[Backend] | list[Backend | BrokenBackend],
+    backends: Sequence[Backend | BrokenBackend | RemoteBackend],
     *,
     not_ready: tuple[Backend, ...] = (),
     port: int = 80,
@@ -233,7 +250,10 @@ def service_with_backends(
                 "addressType": "IPv4",
                 "ports": [sp],
                 "endpoints": [
-                    {"addresses": ["127.0.0.1"], "conditions": {"ready": b not in not_ready}}
+                    {
+                        "addresses": [getattr(b, "address", "127.0.0.1")],
+                        "conditions": {"ready": b not in not_ready},
+                    }
                 ],
             }
         )
@@ -317,6 +337,8 @@ class Response:
 class Ferryman:
     workdir: Path
     extra_args: list[str] = field(default_factory=list)
+    kubeconfig: str | None = None  # Kubernetes mode instead of the manifests dir
+    env: dict[str, str] = field(default_factory=dict)
     http_port: int = field(default_factory=free_port)
     https_port: int = field(default_factory=free_port)
     ready_port: int = field(default_factory=free_port)
@@ -348,9 +370,13 @@ class Ferryman:
 
     # lifecycle
     def start(self, wait: bool = True) -> None:
+        source = (
+            ["--kubeconfig", self.kubeconfig]
+            if self.kubeconfig
+            else ["--manifests", str(self.manifests)]
+        )
         args = [
-            str(FERRYMAN), "run",
-            "--manifests", str(self.manifests),
+            str(FERRYMAN), "run", *source,
             "--state-dir", str(self.state),
             "--http-port", str(self.http_port),
             "--https-port", str(self.https_port),
@@ -360,7 +386,9 @@ class Ferryman:
             *self.extra_args,
         ]  # fmt: skip
         self._log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=self._log)
+        self.proc = subprocess.Popen(
+            args, stdout=self._log, stderr=self._log, env={**os.environ, **self.env}
+        )
         if wait:
             self.wait_ready()
 

@@ -2,7 +2,8 @@
 
 ``event`` is called from the sync path and must not block it, so events and
 status updates go through a queue that one task drains. Only the leader writes
-(``set_leader``); a replica that becomes leader republishes every status.
+(``set_leader``); a replica that becomes leader republishes every status and
+the latest event of each object it saw while it was not leading.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,12 +60,18 @@ class KubernetesReporter:
         self._leader = False
         self._written: dict[ObjectRef, tuple[str, ...]] = {}
         self._wanted: dict[ObjectRef, tuple[str, ...]] = {}
+        self._unwritten: dict[ObjectRef, _Event] = {}
         self._instance = instance_name()
 
     # Reporter protocol
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
+        e = _Event(ref, type_, reason, message)
         if self._leader:
-            self._queue.put_nowait(_Event(ref, type_, reason, message))
+            self._queue.put_nowait(e)
+        else:
+            # Kept (the latest per object) until this replica leads, so the
+            # start-up sync's events are written by whichever replica wins.
+            self._unwritten[ref] = e
 
     def status(self, ref: ObjectRef, addresses: tuple[str, ...]) -> None:
         """The load-balancer addresses ``ref`` should show (empty: none)."""
@@ -74,6 +82,9 @@ class KubernetesReporter:
     def set_leader(self, leader: bool) -> None:
         self._leader = leader
         if leader:
+            for e in self._unwritten.values():
+                self._queue.put_nowait(e)
+            self._unwritten.clear()
             self._written.clear()  # another replica may have written meanwhile
             for ref, addresses in self._wanted.items():
                 self._queue.put_nowait(_Status(ref, addresses))
@@ -91,12 +102,20 @@ class KubernetesReporter:
             except ApiError as e:
                 if e.status.code != 404:  # the object is gone: nothing to report on
                     log.warning("report failed", extra={"fields": {"error": str(e)}})
+            except Exception as e:  # API unreachable: status is retried, events dropped
+                log.warning("report failed", extra={"fields": {"error": str(e)}})
+                if isinstance(item, _Status):
+                    await asyncio.sleep(1)
+                    self._queue.put_nowait(item)
 
     async def _write_event(self, e: _Event) -> None:
         now = datetime.datetime.now(datetime.UTC)
         await self._client.create(
             Event(
-                metadata=ObjectMeta(generateName=f"{e.ref.name}.", namespace=e.ref.namespace),
+                # client-go's naming: the object's name and a unique suffix.
+                metadata=ObjectMeta(
+                    name=f"{e.ref.name}.{time.time_ns():x}", namespace=e.ref.namespace
+                ),
                 eventTime=now,
                 reportingController=CONTROLLER_NAME,
                 reportingInstance=self._instance,

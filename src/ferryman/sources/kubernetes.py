@@ -21,10 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Secret, Service
 from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.networking_v1 import Ingress, IngressClass
@@ -102,7 +100,7 @@ class KubernetesSource:
                 self._synced[(kind.name, namespace)].set()
                 delay = _RETRY_MIN
                 await self._watch(kind, namespace, version)
-            except (ApiError, httpx.HTTPError, OSError) as e:
+            except Exception as e:  # an informer must outlive any API or network failure
                 log.warning(
                     "watch interrupted; listing again",
                     extra={"fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}},

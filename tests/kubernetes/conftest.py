@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lightkube import Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
+
+from tests.kubernetes.apiserver import APIServer, build
+from tests.kubernetes.netns import BackendHost
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def apiserver_binary() -> Path:
+    return build()
+
+
+@pytest.fixture(scope="session")
+def apiserver(
+    apiserver_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[APIServer]:
+    server = APIServer(apiserver_binary, tmp_path_factory.mktemp("apiserver"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def kube(apiserver: APIServer) -> Client:
+    return apiserver.client()
+
+
+@pytest.fixture
+def namespace(kube: Client) -> str:
+    """A fresh namespace per test (nothing deletes namespaces without a controller-manager)."""
+    name = f"t{next(_names)}"
+    kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    return name
+
+
+@pytest.fixture(scope="session")
+def test_host() -> Iterator[BackendHost]:
+    host = BackendHost()
+    host.create()
+    yield host
+    host.destroy()
+
+
+@pytest.fixture
+def backends(test_host: BackendHost) -> Iterator[BackendHost]:
+    """Echo backends on the test host; ``backends.start(name)`` as in tests/integration."""
+    yield test_host
+    test_host.stop_backends()

@@ -1,0 +1,65 @@
+"""Backends on a test host of our own: a network namespace joined by a veth pair.
+
+The API server refuses loopback addresses in EndpointSlices, so backends for
+Kubernetes-mode tests live in a namespace this test run creates, on a /30 link
+that exists only inside this machine. Needs root and iproute2.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.harness import RemoteBackend
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+class BackendHost:
+    def __init__(self) -> None:
+        n = os.getpid() % 250 + 1
+        self.netns = f"ferryman-test-{os.getpid()}"
+        self.host_if, self.peer_if = f"fmh{os.getpid()}"[:15], f"fmp{os.getpid()}"[:15]
+        self.host_address, self.address = f"10.231.{n}.1", f"10.231.{n}.2"
+        self.backends: list[RemoteBackend] = []
+
+    def create(self) -> None:
+        _ip("netns", "add", self.netns)
+        _ip("link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
+        _ip("link", "set", self.peer_if, "netns", self.netns)
+        _ip("addr", "add", f"{self.host_address}/30", "dev", self.host_if)
+        _ip("link", "set", self.host_if, "up")
+        _ip("netns", "exec", self.netns, "ip", "addr", "add", f"{self.address}/30", "dev",
+            self.peer_if)  # fmt: skip
+        _ip("netns", "exec", self.netns, "ip", "link", "set", self.peer_if, "up")
+        _ip("netns", "exec", self.netns, "ip", "link", "set", "lo", "up")
+
+    def start(self, name: str) -> RemoteBackend:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns, sys.executable, "-c",
+             "import sys; from tests.integration.harness import serve_echo; "
+             "serve_echo(sys.argv[1], sys.argv[2])", name, self.address],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        backend = RemoteBackend(name, self.address, port, proc)
+        self.backends.append(backend)
+        return backend
+
+    def stop_backends(self) -> None:
+        for b in self.backends:
+            b.proc.kill()
+            b.proc.wait()
+        self.backends.clear()
+
+    def destroy(self) -> None:
+        self.stop_backends()
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
