@@ -1,0 +1,86 @@
+"""deploy/ applies to a real API server, and its RBAC is enough for ferryman."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from lightkube import Client, codecs
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace, ServiceAccount
+
+from tests.integration.harness import (
+    Ferryman,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+)
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.netns import BackendHost
+from tests.kubernetes.test_kubernetes_mode import _events, _status
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def _apply_deploy(kube: Client) -> None:
+    ordered = sorted(DEPLOY.glob("*.yaml"), key=lambda p: p.name != "namespace.yaml")
+    for f in ordered:
+        for obj in codecs.load_all_yaml(f.read_text()):
+            apply(kube, obj.to_dict())
+
+
+def _token_kubeconfig(apiserver: APIServer, kube: Client, out: Path) -> str:
+    request = ServiceAccount.Token(
+        metadata=ObjectMeta(name="ferryman", namespace="ferryman"),
+        spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+    )
+    token = kube.create(request, "ferryman", namespace="ferryman")
+    assert token.status is not None
+    admin = yaml.safe_load(Path(apiserver.kubeconfig).read_text())
+    cluster = admin["clusters"][0]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": "ferryman", "user": {"token": token.status.token}}],
+        "contexts": [
+            {"name": "ferryman", "context": {"cluster": cluster["name"], "user": "ferryman"}}
+        ],
+        "current-context": "ferryman",
+    }
+    out.write_text(yaml.safe_dump(config))
+    return str(out)
+
+
+def test_deploy_manifests_apply_and_rbac_suffices(
+    tmp_path: Path, apiserver: APIServer, kube: Client, backends: BackendHost
+) -> None:
+    _apply_deploy(kube)
+    deployment = kube.get(Deployment, "ferryman", namespace="ferryman")
+    assert deployment.spec is not None and deployment.spec.replicas == 2
+
+    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app")))
+    apply(kube, *service_with_backends("app", [backends.start("pod")], namespace="rbac-app"))
+    apply(kube, ingress("web", [rule("rbac.test", path("/", "app"))], namespace="rbac-app"))
+    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30"]
+    f = Ferryman(
+        tmp_path / "sa",
+        extra_args=tls,
+        kubeconfig=_token_kubeconfig(apiserver, kube, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "ferryman-sa", "POD_NAMESPACE": "ferryman"},
+    )
+    f.start()
+    try:
+        assert served_by(f, "rbac.test", "/") == "pod"
+        wait_until(lambda: _status(kube, "rbac-app", "web") == ["192.0.2.30"], 10, "status")
+        wait_until(lambda: _events(kube, "rbac-app", "web"), 5, "event")
+        lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
+        assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
