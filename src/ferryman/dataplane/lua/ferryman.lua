@@ -174,7 +174,7 @@ local function is_down(peer, host)
     return fails ~= nil and fails >= host.max_fails
 end
 
--- Active requests per peer, kept for least_conn (and for draining endpoints).
+-- Active requests per peer, counted for hosts that balance by least_conn.
 local function active(peer)
     return counters:get("a:" .. peer[3]) or 0
 end
@@ -220,7 +220,9 @@ function _M.balance()
         end
     else
         local previous = ctx.ferryman_peer
-        counters:incr("a:" .. previous[3], -1, 0)
+        if host.least_conn then
+            counters:incr("a:" .. previous[3], -1, 0)
+        end
         if host.max_fails > 0 then
             counters:incr("f:" .. previous[3], 1, 0, host.fail_timeout)
         end
@@ -231,7 +233,11 @@ function _M.balance()
     end
     tried[peer[3]] = true
     ctx.ferryman_peer = peer
-    counters:incr("a:" .. peer[3], 1, 0)
+    if host.least_conn then
+        -- Counted only where used: each count is a shared-memory write.
+        counters:incr("a:" .. peer[3], 1, 0)
+        ctx.ferryman_counted = true
+    end
     local ok, err = balancer.set_current_peer(peer[1], peer[2])
     if not ok then
         ngx.log(ngx.ERR, "ferryman: cannot use peer ", peer[1], ":", peer[2], ": ", err)
@@ -240,9 +246,9 @@ function _M.balance()
 end
 
 function _M.log()
-    local peer = ngx.ctx.ferryman_peer
-    if peer then
-        counters:incr("a:" .. peer[3], -1, 0)
+    local ctx = ngx.ctx
+    if ctx.ferryman_counted then
+        counters:incr("a:" .. ctx.ferryman_peer[3], -1, 0)
     end
 end
 
