@@ -270,6 +270,7 @@ async def render(settings: Settings, output: Path) -> list[str]:
         "config-version.conf": renderer.config_version(str(paths.version_socket), 0),
     }
     await dataplane.apply(files)
+    await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files
     )

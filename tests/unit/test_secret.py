@@ -1,15 +1,19 @@
-"""ferryman.resources.secret.parse_tls_secret: only usable pairs reach NGINX."""
+"""ferryman.resources.secret.parse_tls_secret and ferryman.secrets.SecretStore:
+only usable pairs reach NGINX, as push records named by their content."""
 
 from __future__ import annotations
 
 import base64
+import re
 import textwrap
 
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ferryman.resources.secret import InvalidSecret, parse_tls_secret
+from ferryman.configs.ingress import SecretState
+from ferryman.resources.secret import InvalidSecret, TLSPair, parse_tls_secret
+from ferryman.secrets import SecretStore
 
 from ._tls import b64, cert_pem, key_pem, tls_secret
 
@@ -20,27 +24,51 @@ def rejected(obj: dict[str, object]) -> str:
     return str(info.value)
 
 
-def test_valid_pair_becomes_one_pem_bundle_key_first() -> None:
+def certificates(chain: bytes) -> list[bytes]:
+    return [
+        c.public_bytes(serialization.Encoding.PEM) for c in x509.load_pem_x509_certificates(chain)
+    ]
+
+
+def only_pem_blocks(data: bytes, label: str) -> bool:
+    block = rf"-----BEGIN {label}-----\n[A-Za-z0-9+/=\n]+-----END {label}-----\n"
+    return re.fullmatch(rf"({block})+", data.decode("ascii")) is not None
+
+
+def test_valid_pair_is_the_chain_and_the_key() -> None:
     pair = parse_tls_secret(tls_secret("site"))
-    assert pair.pem.startswith(b"-----BEGIN PRIVATE KEY-----")
-    # The bundle holds the key and the very certificate that was given.
-    key = serialization.load_pem_private_key(pair.pem, password=None)
-    (cert,) = x509.load_pem_x509_certificates(pair.pem[pair.pem.index(b"-----BEGIN CERT") :])
-    assert cert.public_bytes(serialization.Encoding.PEM) == cert_pem("site.example.com")
+    assert only_pem_blocks(pair.chain, "CERTIFICATE")
+    assert only_pem_blocks(pair.key, "PRIVATE KEY")
+    # The very certificate that was given, and a key that belongs to it.
+    assert certificates(pair.chain) == [cert_pem("site.example.com")]
+    key = serialization.load_pem_private_key(pair.key, password=None)
+    cert = x509.load_pem_x509_certificate(pair.chain)
     pub = serialization.PublicFormat.SubjectPublicKeyInfo
     assert key.public_key().public_bytes(serialization.Encoding.PEM, pub) == (
         cert.public_key().public_bytes(serialization.Encoding.PEM, pub)
     )
 
 
+def test_traditional_key_is_re_serialised_as_pkcs8() -> None:
+    key = serialization.load_pem_private_key(key_pem("site.example.com"), password=None)
+    traditional = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    assert traditional.startswith(b"-----BEGIN EC PRIVATE KEY-----")
+    pair = parse_tls_secret(tls_secret("site", key=traditional))
+    assert pair.key == key_pem("site.example.com")
+
+
 def test_certificate_chain_is_kept_in_order() -> None:
     chain = cert_pem("site.example.com") + cert_pem("intermediate.example.com")
     pair = parse_tls_secret(tls_secret("site", cert=chain))
-    certs = x509.load_pem_x509_certificates(pair.pem[pair.pem.index(b"-----BEGIN CERT") :])
-    assert [c.public_bytes(serialization.Encoding.PEM) for c in certs] == [
+    assert certificates(pair.chain) == [
         cert_pem("site.example.com"),
         cert_pem("intermediate.example.com"),
     ]
+    assert pair.chain == chain
 
 
 def test_string_data_is_accepted() -> None:
@@ -51,7 +79,7 @@ def test_string_data_is_accepted() -> None:
             "tls.key": key_pem("site.example.com").decode(),
         },
     }
-    assert parse_tls_secret(obj).pem.startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert parse_tls_secret(obj) == parse_tls_secret(tls_secret("site"))
 
 
 def test_line_wrapped_base64_is_accepted_like_the_api_server_does() -> None:
@@ -61,7 +89,7 @@ def test_line_wrapped_base64_is_accepted_like_the_api_server_does() -> None:
     data = obj["data"]
     assert isinstance(data, dict)
     data["tls.crt"] = "\n".join(textwrap.wrap(data["tls.crt"], 76)) + "\n"
-    assert parse_tls_secret(obj).pem.startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert parse_tls_secret(obj) == parse_tls_secret(tls_secret("site"))
 
 
 def test_mismatched_key_is_rejected() -> None:
@@ -131,6 +159,93 @@ def test_extra_text_around_pem_blocks_does_not_reach_nginx() -> None:
     noisy = b"# a comment } ;\n" + cert_pem("site.example.com") + b"trailing junk\n"
     obj = tls_secret("site", cert=noisy)
     pair = parse_tls_secret(obj)
-    assert b"junk" not in pair.pem
-    assert b"comment" not in pair.pem
-    assert base64.b64decode(b64(pair.pem)) == pair.pem
+    assert pair.chain == cert_pem("site.example.com")
+    assert only_pem_blocks(pair.chain, "CERTIFICATE")
+    for field in (pair.chain, pair.key):
+        assert b"junk" not in field
+        assert b"comment" not in field
+
+
+# ---- SecretStore -------------------------------------------------------------------------
+
+ID_RE = re.compile(r"default/site@[0-9a-f]{16}")
+
+
+def decode_record(record: str) -> TLSPair:
+    chain, key = record.split("\t")
+    return TLSPair(base64.b64decode(chain, validate=True), base64.b64decode(key, validate=True))
+
+
+def test_store_names_a_valid_pair_and_records_it() -> None:
+    store = SecretStore()
+    state = store.update("default", "site", tls_secret("site"))
+    assert state.error is None
+    assert state.cert_id is not None
+    assert ID_RE.fullmatch(state.cert_id), state.cert_id
+    record = store.record(state.cert_id)
+    assert record is not None
+    # Two base64 fields, one tab between them, nothing else: one push-record value.
+    assert re.fullmatch(r"[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+", record), record
+    assert decode_record(record) == parse_tls_secret(tls_secret("site"))
+
+
+def test_store_id_names_the_content() -> None:
+    store = SecretStore()
+    first = store.update("default", "site", tls_secret("site")).cert_id
+    assert store.update("default", "site", tls_secret("site")).cert_id == first
+    # Same content under another name or namespace: another id.
+    other = store.update("other", "site", tls_secret("site")).cert_id
+    assert other is not None
+    assert other != first
+    assert other.startswith("other/site@")
+
+
+def test_store_rotation_changes_the_id_and_drops_the_old_record() -> None:
+    store = SecretStore()
+    old = store.update("default", "site", tls_secret("site")).cert_id
+    rotated = tls_secret(
+        "site", cert=cert_pem("site.example.com", "rotated"), key=key_pem("rotated")
+    )
+    new = store.update("default", "site", rotated).cert_id
+    assert old is not None
+    assert new is not None
+    assert new != old
+    assert ID_RE.fullmatch(new)
+    assert store.record(old) is None
+    record = store.record(new)
+    assert record is not None
+    assert decode_record(record).key == key_pem("rotated")
+
+
+def test_store_invalid_secret_has_no_id_and_says_why() -> None:
+    store = SecretStore()
+    old = store.update("default", "site", tls_secret("site")).cert_id
+    assert old is not None
+    state = store.update("default", "site", tls_secret("site", key=key_pem("someone-else")))
+    assert state.cert_id is None
+    assert state.error is not None
+    assert "does not match" in state.error
+    assert store.record(old) is None
+
+
+def test_store_deleted_secret_is_not_found() -> None:
+    store = SecretStore()
+    old = store.update("default", "site", tls_secret("site")).cert_id
+    assert old is not None
+    assert store.update("default", "site", None) == SecretState(None, "not found")
+    assert store.record(old) is None
+
+
+def test_store_keeps_other_secrets() -> None:
+    store = SecretStore()
+    a = store.update("default", "a", tls_secret("a")).cert_id
+    b = store.update("default", "b", tls_secret("b")).cert_id
+    assert a is not None
+    assert b is not None
+    store.update("default", "a", None)
+    assert store.record(a) is None
+    assert store.record(b) is not None
+
+
+def test_store_unknown_id_has_no_record() -> None:
+    assert SecretStore().record("default/site@0000000000000000") is None
