@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from ferryman.dataplane.fake import FakeDataPlane
-from tests.controller_kit import Kit
+from tests.unit.controller_kit import Kit
 from tests.integration.harness import ingress, path, rule
 
 
