@@ -10,6 +10,8 @@ command -v nginx >/dev/null || need_apt+=(nginx)
 [ -e /usr/share/lua/5.1/resty/core.lua ] || need_apt+=(lua-resty-core)
 [ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need_apt+=(libnginx-mod-stream)
 command -v curl >/dev/null || need_apt+=(curl)
+# Kubernetes-mode tests put their backends on a network namespace test host.
+command -v ip >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} from Debian" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
