@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 from ferryman.dataplane.fake import FakeDataPlane
-from tests.unit.controller_kit import Kit
 from tests.integration.harness import ingress, path, rule
+from tests.unit.controller_kit import Kit
 
 
 def _ing(name: str, host: str) -> dict[str, object]:
