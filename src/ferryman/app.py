@@ -119,6 +119,21 @@ def _checked_state_dir(state_dir: Path) -> Path:
     return resolved
 
 
+async def _keep_nginx_alive(nginx: NginxManager, controller: Controller, metrics: Metrics) -> None:
+    """NGINX died without being asked to: start it again and refill its memory."""
+    while True:
+        code = await nginx.wait_exit()
+        log.error("nginx exited unexpectedly; restarting it", extra={"fields": {"code": code}})
+        metrics.nginx_restarts.inc()
+        try:
+            await nginx.restart()
+        except DataPlaneError as e:
+            log.error("nginx failed to restart", extra={"fields": {"error": str(e)}})
+            await asyncio.sleep(1)
+            continue
+        controller.resend_everything()
+
+
 class _Cluster:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
@@ -221,7 +236,7 @@ async def run(settings: Settings) -> int:
             tasks += cluster.tasks(stop, controller)
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),
-            asyncio.create_task(nginx.wait_exit(), name="nginx"),
+            asyncio.create_task(_keep_nginx_alive(nginx, controller, metrics), name="nginx"),
         ]
         stopper = asyncio.create_task(stop.wait(), name="stop")
         pending: set[asyncio.Task[Any]] = {*tasks, stopper}

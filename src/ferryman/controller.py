@@ -53,6 +53,8 @@ from ferryman.workqueue import WorkQueue
 log = logging.getLogger("ferryman.controller")
 
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
+# A key that syncs nothing: it wakes the worker so that it flushes.
+RESYNC = ObjectRef("Resync", "", "")
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -110,6 +112,7 @@ class Controller:
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._ref_secrets: dict[ObjectRef, set[str]] = {}
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
+        self._full_push = False
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
@@ -335,16 +338,24 @@ class Controller:
             if ref.kind == "Ingress":
                 self._publish_status(ref)
 
+    def resend_everything(self) -> None:
+        """NGINX lost its memory (it was restarted): the next flush pushes all records."""
+        self._applied_records.clear()
+        self._full_push = True
+        self._queue.add(RESYNC)
+
     async def _push_records(self) -> None:
         changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}
         changes.update({k: "" for k in self._applied_records if k not in self._records})
-        if not changes:
+        full, self._full_push = self._full_push, False
+        if not changes and not full:
             return
         started = time.monotonic()
         try:
-            await self._dataplane.push(changes, full=False)
+            await self._dataplane.push(changes, full=full)
         except PushError:
             log.exception("push to nginx failed; it is retried with the next change")
+            self._full_push = full
             return
         for k, v in changes.items():
             if v:

@@ -62,6 +62,11 @@ class Metrics:
             "Endpoint updates applied to NGINX without a reload",
             registry=r,
         )
+        self.nginx_restarts = Counter(
+            "ferryman_nginx_restarts",
+            "Times NGINX died unexpectedly and was started again",
+            registry=r,
+        )
         self.reloads.labels(reason="other")
         self.reloads.labels(reason="endpoints")
         self.ingress_resources.labels(type="regular")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
+
+import httpx
 
 from tests.integration.harness import (
     FERRYMAN,
@@ -203,3 +206,69 @@ def test_render_fails_with_every_reason(ferryman: Ferryman, tmp_path: Path) -> N
     assert "Ingress default/bad2: Rejected" in result.stderr
     assert "spec.rules[0].http.paths[0].path" in result.stderr
     assert "broken.yaml: invalid YAML" in result.stderr
+
+
+def test_ready_probe_answers_503_until_the_first_configuration_is_live(
+    ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> None:
+    # The real NGINX, started through a wrapper that takes its time, so the
+    # window before the first configuration is live is wide enough to see.
+    slow = tmp_path / "slow-nginx"
+    slow.write_text('#!/bin/sh\nsleep 1\nexec nginx "$@"\n')
+    slow.chmod(0o755)
+    ferryman.extra_args = ["--nginx-binary", str(slow)]
+    _app(ferryman, backends)
+    ferryman.write("ing", ingress("r", [rule("ready.test", path("/", "app"))]))
+    ferryman.start(wait=False)
+    url = f"http://127.0.0.1:{ferryman.ready_port}/nginx-ready"
+
+    def status() -> int:
+        try:
+            return httpx.get(url, timeout=1).status_code
+        except httpx.HTTPError:
+            return 0
+
+    assert eventually(lambda: status() == 503, 10, "503 while starting")
+    eventually(lambda: status() == 200, 30, "200 once live")
+    assert served_by(ferryman, "ready.test", "/") == "app"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_nginx_killed_is_restarted_with_the_last_configuration(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _app(ferryman, backends)
+    ferryman.write("ing", ingress("r", [rule("restart.test", path("/", "app"))]))
+    ferryman.start()
+    old = ferryman.nginx_master_pid()
+    assert old is not None
+    killed = time.monotonic()
+    os.kill(old, signal.SIGKILL)
+    new = eventually(
+        lambda: (p := ferryman.nginx_master_pid()) not in (None, old) and _alive(p) and p,
+        10,
+        "a new NGINX master",
+    )
+    eventually(lambda: served_by(ferryman, "restart.test", "/") == "app", 10, "routes back")
+    gap = time.monotonic() - killed
+    print(f"service restored {gap:.2f}s after the kill")
+    assert gap < 5, f"service restored after {gap:.2f}s"
+    assert ferryman.proc is not None and ferryman.proc.poll() is None
+    assert ferryman.metrics()["ferryman_nginx_restarts_total"] == 1
+    assert _alive(new)
+
+
+def test_nginx_does_not_outlive_a_killed_ferryman(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.start()
+    master = ferryman.nginx_master_pid()
+    assert master is not None and ferryman.proc is not None
+    ferryman.proc.kill()
+    eventually(lambda: not _alive(master), 10, "NGINX gone with its controller")

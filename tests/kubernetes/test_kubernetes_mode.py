@@ -216,3 +216,39 @@ def test_watch_gap_after_compaction_is_recovered_by_relisting(
         kube.list(EndpointSlice, namespace="gap")
     finally:
         server.stop()
+
+
+def test_status_follows_the_external_service(
+    tmp_path: Path, apiserver: APIServer, kube: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    from lightkube.resources.core_v1 import Service as ServiceResource
+    from lightkube.types import PatchType
+
+    apply(
+        kube,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "edge", "namespace": namespace},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+        },
+    )
+    kube.patch(
+        ServiceResource.Status,
+        "edge",
+        {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+    )
+    apply(kube, *service_with_backends("app", [backends.start("a")], namespace=namespace))
+    apply(kube, ingress("web", [rule("ext.test", path("/", "app"))], namespace=namespace))
+    _start(
+        running,
+        _ferryman(
+            tmp_path, apiserver, namespace, "a",
+            "--report-ingress-status", "--external-service", f"{namespace}/edge",
+            "--enable-leader-election", "false",
+        ),
+    )  # fmt: skip
+    wait_until(lambda: _status(kube, namespace, "web") == ["203.0.113.7"], 10, "status")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import hashlib
 import logging
 import os
@@ -46,6 +47,7 @@ _LEVELS = {
 }
 _LEVEL_RE = re.compile(r"\[(debug|info|notice|warn|error|crit|alert|emerg)\]")
 _POLL_INTERVAL = 0.02  # seconds between version-socket polls
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 # sun_path is 108 bytes on Linux; NGINX refuses longer unix socket paths.
@@ -106,6 +108,16 @@ def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
         d.mkdir(exist_ok=True)
         if worker_uid is not None:
             os.chown(d, worker_uid, -1)
+
+
+# Loaded here, not in the forked child, which must not touch the loader's locks.
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: NGINX gets SIGTERM if ferryman dies, even by SIGKILL,
+    so no NGINX is ever left without its controller."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def culprits_in(message: str, state_dir: Path) -> tuple[str, ...]:
@@ -171,16 +183,34 @@ class NginxManager:
         self.write(files)
         self._write_version(self._version)
         await self._test()
+        await self._spawn()
+
+    async def _spawn(self) -> None:
+        for sock in (self._paths.version_socket, self._paths.endpoints_socket):
+            sock.unlink(missing_ok=True)  # left by a master that was killed
         self._proc = await asyncio.create_subprocess_exec(
             *self._args("-g", "daemon off;"),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # a terminal's ^C reaches ferryman only
+            preexec_fn=_die_with_parent,
         )
         self._stderr_task = asyncio.create_task(self._forward_stderr(self._proc))
         await self._wait_version(self._version)
         log.info("nginx started", extra={"fields": {"pid": self._proc.pid}})
+
+    async def restart(self) -> None:
+        """Start NGINX again with the last good configuration, after it died.
+
+        Workers of a master that was killed keep the listening sockets; they
+        share its process group, so the group is killed first.
+        """
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            await self.wait_exit()
+        await self._spawn()
 
     async def _forward_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -289,6 +319,12 @@ class NginxManager:
         log.info("nginx stopped", extra={"fields": {"code": proc.returncode}})
 
     async def wait_exit(self) -> int:
-        """Returns NGINX's exit code when it dies (or is stopped)."""
+        """Returns NGINX's exit code when the master dies (or is stopped).
+
+        Not ``Process.wait()``: it also waits for the stderr pipe to close, and
+        the workers of a killed master keep it open.
+        """
         assert self._proc is not None
-        return await self._proc.wait()
+        while self._proc.returncode is None:
+            await asyncio.sleep(0.1)
+        return self._proc.returncode
