@@ -325,6 +325,6 @@ class NginxManager:
         the workers of a killed master keep it open.
         """
         assert self._proc is not None
-        while self._proc.returncode is None:
+        while self._proc.returncode is None:  # noqa: ASYNC110 - set by the child watcher, no event
             await asyncio.sleep(0.1)
         return self._proc.returncode
