@@ -262,33 +262,10 @@ def service_with_backends(
 
 def tls_secret(name: str, hosts: list[str], namespace: str = "default") -> dict[str, Any]:
     import base64
-    import datetime
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
+    from ferryman.dataplane.fallback import self_signed
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), False)
-        .sign(key, hashes.SHA256())
-    )
-    crt = cert.public_bytes(serialization.Encoding.PEM)
-    pem_key = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
+    key_pem, crt = self_signed(hosts, days=30)
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -296,7 +273,7 @@ def tls_secret(name: str, hosts: list[str], namespace: str = "default") -> dict[
         "metadata": {"name": name, "namespace": namespace},
         "data": {
             "tls.crt": base64.b64encode(crt).decode(),
-            "tls.key": base64.b64encode(pem_key).decode(),
+            "tls.key": base64.b64encode(key_pem).decode(),
         },
     }
 

@@ -32,3 +32,14 @@ def push_body(version: int, records: Mapping[RecordKey, str], full: bool) -> str
     lines = [f"{version} full" if full else str(version)]
     lines += [f"{kind}\t{key}\t{value}" for (kind, key), value in records.items()]
     return "\n".join(lines) + "\n"
+
+
+def merge_records(into: dict[RecordKey, str], records: Mapping[RecordKey, str], full: bool) -> None:
+    """Apply a push to an in-memory copy, as the Lua side does."""
+    if full:
+        into.clear()
+    for key, value in records.items():
+        if value:
+            into[key] = value
+        else:
+            into.pop(key, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ferryman.dataplane import RecordKey
+from ferryman.dataplane import RecordKey, merge_records
 from ferryman.dataplane.errors import ConfigTestError
 
 
@@ -30,12 +30,6 @@ class FakeDataPlane:
         return 0.001
 
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
-        if full:
-            self.records.clear()
-        for key, value in records.items():
-            if value:
-                self.records[key] = value
-            else:
-                self.records.pop(key, None)
+        merge_records(self.records, records, full)
         self.pushes += 1
         return self.pushes

@@ -18,26 +18,32 @@ from cryptography.x509.oid import NameOID
 from ferryman.dataplane.files import atomic_write
 
 
-def ensure_fallback_certificate(path: Path) -> Path:
-    if path.exists():
-        return path
+def self_signed(names: list[str], days: int) -> tuple[bytes, bytes]:
+    """A fresh EC P-256 key and a self-signed certificate for ``names`` (PEM)."""
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ferryman-fallback")])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=3650))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), False)
         .sign(key, hashes.SHA256())
     )
-    pem = key.private_bytes(
+    key_pem = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
-    ) + cert.public_bytes(serialization.Encoding.PEM)
-    atomic_write(path, pem, mode=0o600)
+    )
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
+
+
+def ensure_fallback_certificate(path: Path) -> Path:
+    if not path.exists():
+        key_pem, cert_pem = self_signed(["ferryman-fallback"], days=3650)
+        atomic_write(path, key_pem + cert_pem, mode=0o600)
     return path

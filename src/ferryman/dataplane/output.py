@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ferryman.dataplane import RecordKey, push_body
+from ferryman.dataplane import RecordKey, merge_records, push_body
 from ferryman.dataplane.files import atomic_write
 
 
@@ -29,13 +29,7 @@ class OutputDirectory:
         return 0.0
 
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
-        if full:
-            self.records.clear()
-        for key, value in records.items():
-            if value:
-                self.records[key] = value
-            else:
-                self.records.pop(key, None)
+        merge_records(self.records, records, full)
         atomic_write(
             self._root / "records.txt", push_body(0, dict(sorted(self.records.items())), True),
             mode=0o600,
