@@ -97,6 +97,10 @@ def main_config(
         worker_user=worker_user,
         shared_dict_size=settings.shared_dict_size,
         fallback_certificate=str(paths.fallback_certificate),
+        status_socket=str(paths.status_socket),
+        status_port=settings.nginx_status_port,
+        status_allow=settings.nginx_status_allow,
+        health_uri=settings.health_uri,
         public=public,
     )
 
@@ -198,7 +202,9 @@ async def run(settings: Settings) -> int:
         settings, store, queue, nginx, SecretStore(), reporter, metrics, bootstrap, status
     )
     ready = False
-    probes = ProbeServer(settings.ready_port, settings.metrics_port, metrics, lambda: ready)
+    probes = ProbeServer(
+        settings.ready_port, settings.metrics_port, metrics, lambda: ready, nginx.stub_status
+    )
     await probes.start()
 
     stop = asyncio.Event()

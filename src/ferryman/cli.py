@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import os
 import sys
 from pathlib import Path
 
 from ferryman import __version__, app, logs
+from ferryman.resources import validation
 from ferryman.settings import Settings
 
 
@@ -78,6 +80,24 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--leader-election-lease-duration", type=float, default=30.0)
     r.add_argument("--leader-election-renew-deadline", type=float, default=15.0)
     r.add_argument("--leader-election-retry-period", type=float, default=7.5)
+    r.add_argument(
+        "--nginx-status-port",
+        type=int,
+        default=0,
+        help="serve NGINX stub_status at /stub_status on this port (0: off; NIC uses 8080)",
+    )
+    r.add_argument(
+        "--nginx-status-allow-cidrs",
+        type=_cidrs,
+        default=("127.0.0.1/32", "::1/128"),
+        help="comma-separated networks allowed to read the status port",
+    )
+    r.add_argument(
+        "--health-status",
+        action="store_true",
+        help="answer 200 on --health-status-uri for hosts no Ingress routes",
+    )
+    r.add_argument("--health-status-uri", type=_uri, default="/nginx-health")
     r.add_argument("--log-format", choices=("text", "json"), default="text")
     r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -85,6 +105,20 @@ def parser() -> argparse.ArgumentParser:
     _common(rd)
     rd.add_argument("--output", type=Path, required=True)
     return p
+
+
+def _cidrs(value: str) -> tuple[str, ...]:
+    """Networks as NGINX's allow directive reads them, normalised by ipaddress."""
+    try:
+        return tuple(str(ipaddress.ip_network(c.strip(), strict=False)) for c in value.split(","))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+def _uri(value: str) -> str:
+    if problem := validation.http_path(value, "Exact"):
+        raise argparse.ArgumentTypeError(f"{value!r} {problem}")
+    return value
 
 
 def _boolean(value: str) -> bool:
@@ -148,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
+        nginx_status_port=args.nginx_status_port,
+        nginx_status_allow=args.nginx_status_allow_cidrs,
+        health_uri=args.health_status_uri if args.health_status else "",
     )
     try:
         return asyncio.run(app.run(settings))

@@ -5,6 +5,9 @@ Each process owns one registry; nothing is registered globally.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -13,8 +16,55 @@ from prometheus_client import (
     disable_created_metrics,
 )
 from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 NIC = "nginx_ingress_controller"
+NGINX = "nginx_ingress_nginx"
+
+_STUB = re.compile(
+    r"Active connections:\s*(\d+).*?(\d+)\s+(\d+)\s+(\d+)\s*"
+    r"Reading:\s*(\d+)\s*Writing:\s*(\d+)\s*Waiting:\s*(\d+)",
+    re.S,
+)
+
+
+def parse_stub_status(text: str) -> dict[str, int] | None:
+    """stub_status's text as numbers, or None when it is not stub_status."""
+    m = _STUB.search(text)
+    if m is None:
+        return None
+    keys = ("active", "accepted", "handled", "requests", "reading", "writing", "waiting")
+    return dict(zip(keys, (int(g) for g in m.groups()), strict=True))
+
+
+class StubStatusCollector(Collector):
+    """NGINX's counters under NIC's names (nginx-prometheus-exporter's family).
+
+    NGINX keeps the running totals; the last reading is exported as is, which is
+    why these are not prometheus_client Counters (those count up themselves).
+    """
+
+    def __init__(self) -> None:
+        self.reading: dict[str, int] | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        up = Metric(f"{NGINX}_up", "Status of the last metric scrape of NGINX", "gauge")
+        up.add_sample(f"{NGINX}_up", {}, 1.0 if self.reading else 0.0)
+        yield up
+        if not self.reading:
+            return
+        r = self.reading
+        kinds = {"active": "gauge", "reading": "gauge", "writing": "gauge", "waiting": "gauge",
+                 "accepted": "counter", "handled": "counter"}  # fmt: skip
+        for key, kind in kinds.items():
+            name = f"{NGINX}_connections_{key}"
+            metric = Metric(name, f"{key.capitalize()} client connections", kind)
+            metric.add_sample(name, {}, float(r[key]))
+            yield metric
+        req = Metric(f"{NGINX}_http_requests", "Total http requests", "counter")
+        req.add_sample(f"{NGINX}_http_requests_total", {}, float(r["requests"]))
+        yield req
 
 
 class Metrics:
@@ -67,6 +117,8 @@ class Metrics:
             "Times NGINX died unexpectedly and was started again",
             registry=r,
         )
+        self.stub_status = StubStatusCollector()
+        r.register(self.stub_status)
         self.reloads.labels(reason="other")
         self.reloads.labels(reason="endpoints")
         self.ingress_resources.labels(type="regular")

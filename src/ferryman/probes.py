@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ferryman.metrics import Metrics
+from ferryman.metrics import Metrics, parse_stub_status
 
 
 class ProbeServer:
     def __init__(
-        self, ready_port: int, metrics_port: int, metrics: Metrics, is_ready: Callable[[], bool]
+        self,
+        ready_port: int,
+        metrics_port: int,
+        metrics: Metrics,
+        is_ready: Callable[[], bool],
+        stub_status: Callable[[], Awaitable[str]],
     ) -> None:
         self._ports = (ready_port, metrics_port)
         self._metrics = metrics
         self._is_ready = is_ready
+        self._stub_status = stub_status
         self._runners: list[web.AppRunner] = []
 
     async def _ready(self, _: web.Request) -> web.Response:
@@ -24,6 +30,11 @@ class ProbeServer:
         return web.Response(status=503, text="Service Unavailable\n")
 
     async def _scrape(self, _: web.Request) -> web.Response:
+        try:
+            reading = parse_stub_status(await self._stub_status())
+        except Exception:  # NGINX down or restarting: nginx_up says so
+            reading = None
+        self._metrics.stub_status.reading = reading
         return web.Response(
             body=self._metrics.exposition(),
             headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},

@@ -31,6 +31,12 @@ class Settings:
     lease_duration: float = 30.0
     renew_deadline: float = 15.0
     retry_period: float = 7.5
+    # NIC's --nginx-status/--health-status family.
+    # NIC serves stub_status on 8080 by default; ferryman only when asked, so
+    # instances sharing a machine (and --http-port 8080) cannot collide.
+    nginx_status_port: int = 0
+    nginx_status_allow: tuple[str, ...] = ("127.0.0.1", "::1")
+    health_uri: str = ""
     # NGINX shared memory for hosts, routes, certificates and endpoint sets:
     # 10,000 hosts with TLS and 20,000 endpoints take about 40 MB.
     shared_dict_size: str = "128m"

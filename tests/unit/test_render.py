@@ -39,6 +39,10 @@ MAIN = MainConfig(
     worker_user="nobody nogroup",
     shared_dict_size="128m",
     fallback_certificate=f"{STATE}/fallback.pem",
+    status_socket=f"{STATE}/run/nginx-status.sock",
+    status_port=8080,
+    status_allow=("127.0.0.1/32", "10.0.0.0/8"),
+    health_uri="/nginx-health",
     public=True,
 )
 BOOTSTRAP = dataclasses.replace(MAIN, public=False)
@@ -133,3 +137,17 @@ def test_golden_files_are_valid_nginx(tmp_path: Path, golden: str) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_stub_status_text_is_parsed() -> None:
+    from ferryman.metrics import parse_stub_status
+
+    text = (
+        "Active connections: 3 \nserver accepts handled requests\n 17 16 42 \n"
+        "Reading: 0 Writing: 1 Waiting: 2 \n"
+    )
+    assert parse_stub_status(text) == {
+        "active": 3, "accepted": 17, "handled": 16, "requests": 42,
+        "reading": 0, "writing": 1, "waiting": 2,
+    }  # fmt: skip
+    assert parse_stub_status("<html>502</html>") is None

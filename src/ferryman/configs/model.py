@@ -58,6 +58,10 @@ class MainConfig:
     worker_user: str | None
     shared_dict_size: str
     fallback_certificate: str
+    status_socket: str
+    status_port: int  # 0: no stub_status for admins over TCP
+    status_allow: tuple[str, ...]  # CIDRs, validated by the CLI with ipaddress
+    health_uri: str  # "" disables the health check on unknown hosts
     # False for the bootstrap configuration: no public listeners until the
     # first complete state has been pushed, so nothing is answered half-configured.
     public: bool

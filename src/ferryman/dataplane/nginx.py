@@ -80,6 +80,10 @@ class Paths:
         return self.socket_dir / "nginx-config-version.sock"
 
     @property
+    def status_socket(self) -> Path:
+        return self.socket_dir / "nginx-status.sock"
+
+    @property
     def endpoints_socket(self) -> Path:
         return self.socket_dir / "nginx-endpoints.sock"
 
@@ -101,7 +105,7 @@ def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
     # The push socket accepts routes and keys: only ferryman's user may reach it.
     paths.socket_dir.chmod(0o700)
     paths.tmp.mkdir(exist_ok=True)
-    for sock in (paths.version_socket, paths.endpoints_socket):
+    for sock in (paths.version_socket, paths.endpoints_socket, paths.status_socket):
         sock.unlink(missing_ok=True)
     for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         d = paths.tmp / sub
@@ -186,7 +190,11 @@ class NginxManager:
         await self._spawn()
 
     async def _spawn(self) -> None:
-        for sock in (self._paths.version_socket, self._paths.endpoints_socket):
+        for sock in (
+            self._paths.version_socket,
+            self._paths.endpoints_socket,
+            self._paths.status_socket,
+        ):
             sock.unlink(missing_ok=True)  # left by a master that was killed
         self._proc = await asyncio.create_subprocess_exec(
             *self._args("-g", "daemon off;"),
@@ -277,6 +285,13 @@ class NginxManager:
             f"no worker answered configuration version {version} within "
             f"{self._reload_timeout:g}s (last answer: {last})"
         )
+
+    async def stub_status(self) -> str:
+        """NGINX's stub_status text (raises DataPlaneError when NGINX does not answer)."""
+        try:
+            return await self._get(self._paths.status_socket, "http://nginx/stub_status")
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise DataPlaneError(f"stub_status: {e}") from e
 
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
         version = self._push_version + 1

@@ -141,6 +141,13 @@ function _M.route()
     local host = ngx.var.host
     local entry = named_host(host) or host_entry("_")
     if entry == nil then
+        -- NIC's --health-status: answered for hosts nobody routes.
+        local health = ngx.var.ferryman_health_uri
+        if health ~= "" and ngx.var.uri == health then
+            ngx.header["Content-Type"] = "text/plain"
+            ngx.say("healthy")
+            return ngx.exit(ngx.HTTP_OK)
+        end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
     if entry.redirect and ngx.var.scheme == "http" then

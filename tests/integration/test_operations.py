@@ -1,0 +1,88 @@
+"""Operator surfaces: NGINX's own counters, the status port, the health URI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    free_port,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+)
+
+
+def _app(ferryman: Ferryman, backends: Backends) -> None:
+    ferryman.write("svc", service_with_backends("app", [backends.start("app")]))
+    ferryman.write("ing", ingress("ops", [rule("ops.test", path("/", "app"))]))
+
+
+def test_stub_status_numbers_move_with_traffic(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.start()
+    before = ferryman.metrics()
+    assert before["nginx_ingress_nginx_up"] == 1
+    for i in range(10):
+        assert served_by(ferryman, "ops.test", f"/{i}") == "app"
+    after = ferryman.metrics()
+    # Our 10 requests, plus the stub_status request of the second scrape itself.
+    assert (
+        after["nginx_ingress_nginx_http_requests_total"]
+        - before["nginx_ingress_nginx_http_requests_total"]
+        == 11
+    )
+    assert after["nginx_ingress_nginx_connections_accepted"] >= 10
+    assert after["nginx_ingress_nginx_connections_handled"] >= 10
+    assert "nginx_ingress_nginx_connections_active" in after
+
+
+def test_status_port_serves_stub_status_to_allowed_networks(
+    tmp_path: Path, backends: Backends
+) -> None:
+    port = free_port()
+    allowed = Ferryman(tmp_path / "a", extra_args=["--nginx-status-port", str(port)])
+    _app(allowed, backends)
+    allowed.start()
+    try:
+        r = httpx.get(f"http://127.0.0.1:{port}/stub_status", timeout=5)
+        assert r.status_code == 200
+        assert r.text.startswith("Active connections:")
+    finally:
+        allowed.stop()
+    port = free_port()
+    denied = Ferryman(
+        tmp_path / "d",
+        extra_args=["--nginx-status-port", str(port), "--nginx-status-allow-cidrs", "10.0.0.0/8"],
+    )
+    _app(denied, backends)
+    denied.start()
+    try:
+        assert httpx.get(f"http://127.0.0.1:{port}/stub_status", timeout=5).status_code == 403
+    finally:
+        denied.stop()
+
+
+def test_health_status_answers_for_unrouted_hosts(tmp_path: Path, backends: Backends) -> None:
+    f = Ferryman(tmp_path, extra_args=["--health-status"])
+    _app(f, backends)
+    f.start()
+    try:
+        r = f.get("10.0.0.1", "/nginx-health")
+        assert r.status == 200
+        assert r.text == "healthy\n"
+        assert served_by(f, "ops.test", "/nginx-health") == "app"  # routed hosts are theirs
+        assert f.get("10.0.0.1", "/other").status == 404
+    finally:
+        f.stop()
+
+
+def test_health_status_is_off_by_default(ferryman: Ferryman, backends: Backends) -> None:
+    _app(ferryman, backends)
+    ferryman.start()
+    assert ferryman.get("10.0.0.1", "/nginx-health").status == 404
