@@ -188,8 +188,10 @@ async def run(settings: Settings) -> int:
     prepare_state_dir(paths, uid)
     ensure_fallback_certificate(paths.fallback_certificate)
     renderer = Renderer()
-    metrics = Metrics()
-    queue: WorkQueue[ObjectRef] = WorkQueue(on_depth=metrics.workqueue_depth.set)
+    metrics = Metrics(settings.ingress_class)
+    queue: WorkQueue[ObjectRef] = WorkQueue(
+        on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
+    )
     store = Store()
     nginx = NginxManager(
         settings.nginx_binary, paths, settings.nginx_reload_timeout, renderer.config_version
@@ -217,6 +219,7 @@ async def run(settings: Settings) -> int:
     try:
         try:
             await nginx.start(bootstrap)
+            metrics.workers.master_pid = lambda: nginx.pid
         except DataPlaneError as e:
             log.error("nginx failed to start", extra={"fields": {"error": str(e)}})
             return 1

@@ -363,6 +363,7 @@ class Controller:
             else:
                 self._applied_records.pop(k, None)
         self._metrics.endpoint_pushes.inc()
+        self._metrics.push_seconds.observe(time.monotonic() - started)
         counts = {kind: sum(1 for k in changes if k[0] == kind) for kind in "HCE"}
         log.info(
             "configuration pushed without reload",
@@ -383,7 +384,10 @@ class Controller:
             # Keep the last good files; nothing is retried until settings change.
             self._metrics.reload_errors.inc()
             self._metrics.last_reload_status.set(0)
-            log.error("nginx refused the configuration", extra={"fields": {"error": str(e)}})
+            log.error(
+                "nginx reload failed",
+                extra={"fields": {"reason": "other", "result": "error", "error": str(e)}},
+            )
             self._files = dict(self._applied_files)
             return
         for p, t in changes.items():
@@ -397,12 +401,20 @@ class Controller:
         self._metrics.reload_seconds.observe(seconds)
         log.info(
             "nginx reloaded",
-            extra={"fields": {"files": len(changes), "seconds": round(seconds, 3)}},
+            extra={
+                "fields": {
+                    "reason": "other",
+                    "result": "success",
+                    "files": len(changes),
+                    "seconds": round(seconds, 3),
+                }
+            },
         )
 
     # ---- the worker ----------------------------------------------------------------
 
     def _sync_logged(self, ref: ObjectRef) -> None:
+        started = time.monotonic()
         try:
             self.sync(ref)
         except Exception:
@@ -410,6 +422,7 @@ class Controller:
             log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})
         else:
             self._queue.forget(ref)
+        self._metrics.work_seconds.observe(time.monotonic() - started)
 
     async def drain(self) -> None:
         """Start-up: sync everything queued, then apply it with one flush."""

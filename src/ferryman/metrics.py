@@ -6,7 +6,8 @@ Each process owns one registry; nothing is registered globally.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from prometheus_client import (
     CollectorRegistry,
@@ -67,8 +68,55 @@ class StubStatusCollector(Collector):
         yield req
 
 
-class Metrics:
+class _ConstLabels(Collector):
+    """Adds NIC's constant labels (``class``) to every sample of a registry."""
+
+    def __init__(self, inner: CollectorRegistry, labels: dict[str, str]) -> None:
+        self._inner = inner
+        self._labels = labels
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._inner.collect():
+            metric.samples = [
+                s._replace(labels={**s.labels, **self._labels}) for s in metric.samples
+            ]
+            yield metric
+
+
+class WorkerCounter(Collector):
+    """NGINX worker processes by generation, as NIC counts them: workers still
+    draining after a reload retitle themselves "is shutting down"."""
+
     def __init__(self) -> None:
+        self.master_pid: Callable[[], int | None] = lambda: None
+
+    def collect(self) -> Iterator[Metric]:
+        counts = {"current": 0, "old": 0}
+        master = self.master_pid()
+        if master is not None:
+            for pid in _children(master):
+                try:
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"worker process" in title:
+                    counts["old" if b"shutting down" in title else "current"] += 1
+        name = f"{NIC}_nginx_worker_processes_total"
+        metric = Metric(name, "Number of NGINX worker processes by generation", "gauge")
+        for generation, n in counts.items():
+            metric.add_sample(name, {"generation": generation}, float(n))
+        yield metric
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+class Metrics:
+    def __init__(self, ingress_class: str = "ferryman") -> None:
         # NIC exports no *_created series; their absence keeps dashboards identical.
         disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped upstream
         self.registry = CollectorRegistry()
@@ -117,12 +165,33 @@ class Metrics:
             "Times NGINX died unexpectedly and was started again",
             registry=r,
         )
+        self.queue_seconds = Histogram(
+            f"{NIC}_workqueue_queue_duration_seconds",
+            "How long an item stays in the workqueue before it is synced",
+            registry=r,
+        )
+        self.work_seconds = Histogram(
+            f"{NIC}_workqueue_work_duration_seconds",
+            "How long syncing one item takes",
+            registry=r,
+        )
+        self.push_seconds = Histogram(
+            "ferryman_push_duration_seconds",
+            "Time to push changed hosts, certificates and endpoint sets into NGINX",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=r,
+        )
         self.stub_status = StubStatusCollector()
         r.register(self.stub_status)
+        self.workers = WorkerCounter()
+        r.register(self.workers)
+        # What /metrics serves: everything above, with NIC's constant label.
+        self._exposed = CollectorRegistry(auto_describe=False)
+        self._exposed.register(_ConstLabels(r, {"class": ingress_class}))
         self.reloads.labels(reason="other")
         self.reloads.labels(reason="endpoints")
         self.ingress_resources.labels(type="regular")
         self.last_reload_status.set(1)
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self._exposed)

@@ -7,6 +7,7 @@ once; a key that failed comes back after an exponentially growing delay.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -20,12 +21,18 @@ MAX_DELAY = 30.0
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, on_depth: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_depth: Callable[[int], None] | None = None,
+        on_wait: Callable[[float], None] | None = None,
+    ) -> None:
         self._items: deque[K] = deque()
         self._queued: set[K] = set()
         self._failures: dict[K, int] = {}
         self._nonempty = asyncio.Event()
         self._on_depth = on_depth or (lambda _: None)
+        self._on_wait = on_wait or (lambda _: None)
+        self._added: dict[K, float] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -34,6 +41,7 @@ class WorkQueue(Generic[K]):
         if key in self._queued:
             return
         self._queued.add(key)
+        self._added[key] = time.monotonic()
         self._items.append(key)
         self._nonempty.set()
         self._on_depth(len(self._items))
@@ -44,6 +52,7 @@ class WorkQueue(Generic[K]):
             await self._nonempty.wait()
         key = self._items.popleft()
         self._queued.discard(key)
+        self._on_wait(time.monotonic() - self._added.pop(key))
         self._on_depth(len(self._items))
         return key
 

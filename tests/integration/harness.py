@@ -26,6 +26,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
 
+def _without_class(sample: str) -> str:
+    """Drops NIC's constant ``class`` label, so samples read as in a one-class setup."""
+    sample = re.sub(r'class="[^"]*",?', "", sample)
+    return sample.replace(",}", "}").replace("{}", "")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -447,7 +453,7 @@ class Ferryman:
         for line in text.splitlines():
             if line and not line.startswith("#"):
                 name, _, value = line.rpartition(" ")
-                out[name] = float(value)
+                out[_without_class(name)] = float(value)
         return out
 
     def reloads(self) -> int:

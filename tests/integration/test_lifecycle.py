@@ -163,8 +163,20 @@ def test_ready_probe_and_metrics_endpoint(ferryman: Ferryman, backends: Backends
         "nginx_ingress_controller_nginx_last_reload_milliseconds",
         'nginx_ingress_controller_ingress_resources_total{type="regular"}',
         "nginx_ingress_controller_workqueue_depth",
+        "nginx_ingress_controller_workqueue_queue_duration_seconds_count",
+        "nginx_ingress_controller_workqueue_work_duration_seconds_count",
+        'nginx_ingress_controller_nginx_worker_processes_total{generation="current"}',
+        'nginx_ingress_controller_nginx_worker_processes_total{generation="old"}',
+        "ferryman_nginx_reload_duration_seconds_count",
+        "ferryman_push_duration_seconds_count",
+        "ferryman_endpoints_pushes_total",
+        "ferryman_nginx_restarts_total",
     ):
         assert name in m, name
+    assert m['nginx_ingress_controller_nginx_worker_processes_total{generation="current"}'] == 2
+    assert m["nginx_ingress_controller_workqueue_work_duration_seconds_count"] >= 1
+    raw = httpx.get(f"http://127.0.0.1:{ferryman.metrics_port}/metrics", timeout=5).text
+    assert 'nginx_ingress_controller_nginx_last_reload_status{class="ferryman"} 1.0' in raw
 
 
 def _render(manifests: Path, output: Path) -> subprocess.CompletedProcess[str]:
