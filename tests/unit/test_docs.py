@@ -1,0 +1,30 @@
+"""The operator's guide cannot drift from the code: every flag and metric is in it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ferryman.cli import parser
+from ferryman.metrics import Metrics
+
+GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+
+
+def _run_flags() -> list[str]:
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    run = sub.choices["run"]
+    return [
+        s for a in run._actions for s in a.option_strings if s.startswith("--") and s != "--help"
+    ]
+
+
+def test_every_run_flag_is_documented() -> None:
+    missing = [f for f in _run_flags() if f"`{f}" not in GUIDE]
+    assert missing == []
+
+
+def test_every_metric_is_documented() -> None:
+    names = {m.name for m in Metrics().registry.collect()}
+    missing = sorted(n for n in names if n not in GUIDE)
+    assert missing == []
