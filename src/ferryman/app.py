@@ -81,11 +81,8 @@ def _worker_user() -> tuple[str | None, int | None]:
 def main_config(
     settings: Settings, paths: Paths, worker_user: str | None, *, public: bool
 ) -> MainConfig:
-    modules = tuple(
-        str(settings.nginx_modules_dir / m)
-        for m in MODULES
-        if (settings.nginx_modules_dir / m).exists()
-    )
+    modules_dir = _checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
+    modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
     return MainConfig(
         state_dir=str(paths.state_dir),
         endpoints_socket=str(paths.endpoints_socket),
@@ -94,6 +91,7 @@ def main_config(
         lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
         modules=modules,
         worker_processes=settings.worker_processes,
+        worker_shutdown_timeout=settings.worker_shutdown_timeout,
         worker_user=worker_user,
         shared_dict_size=settings.shared_dict_size,
         fallback_certificate=str(paths.fallback_certificate),
@@ -113,14 +111,16 @@ class SettingsError(ValueError):
     pass
 
 
-def _checked_state_dir(state_dir: Path) -> Path:
-    resolved = state_dir.resolve()
+def _checked_path(flag: str, path: Path) -> Path:
+    resolved = path.resolve()
     # The path is written unquoted into nginx.conf.
     if not re.fullmatch(r"[A-Za-z0-9/._+@-]+", str(resolved)):
-        raise SettingsError(
-            f"--state-dir {resolved}: only letters, digits and / . _ + @ - are allowed"
-        )
+        raise SettingsError(f"{flag} {resolved}: only letters, digits and / . _ + @ - are allowed")
     return resolved
+
+
+def _checked_state_dir(state_dir: Path) -> Path:
+    return _checked_path("--state-dir", state_dir)
 
 
 async def _keep_nginx_alive(nginx: NginxManager, controller: Controller, metrics: Metrics) -> None:

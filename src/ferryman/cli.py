@@ -7,6 +7,7 @@ import asyncio
 import ipaddress
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ferryman import __version__, app, logs
@@ -49,7 +50,13 @@ def parser() -> argparse.ArgumentParser:
         default=60.0,
         help="seconds to wait for NGINX to confirm a reload (NIC's flag takes ms if > 1000)",
     )
-    r.add_argument("--worker-processes", default="auto")
+    r.add_argument("--worker-processes", type=_checked(validation.worker_processes), default="auto")
+    r.add_argument(
+        "--worker-shutdown-timeout",
+        type=_checked(validation.nginx_time),
+        default=None,
+        help="NGINX worker_shutdown_timeout: bound on draining old workers (default: none)",
+    )
     r.add_argument(
         "--watch-namespace",
         default="",
@@ -115,6 +122,17 @@ def _cidrs(value: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(e)) from e
 
 
+def _checked(check: Callable[[str], str | None]) -> Callable[[str], str]:
+    """An argparse type from a validation function: flags reach nginx.conf too."""
+
+    def parse(value: str) -> str:
+        if problem := check(value):
+            raise argparse.ArgumentTypeError(f"{value!r} {problem}")
+        return value
+
+    return parse
+
+
 def _uri(value: str) -> str:
     if problem := validation.http_path(value, "Exact"):
         raise argparse.ArgumentTypeError(f"{value!r} {problem}")
@@ -172,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
         nginx_modules_dir=args.nginx_modules_dir,
         worker_processes=args.worker_processes,
+        worker_shutdown_timeout=args.worker_shutdown_timeout or "",
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
         report_ingress_status=args.report_ingress_status,
         external_service=args.external_service,

@@ -20,6 +20,7 @@ class Settings:
     nginx_reload_timeout: float = 60.0
     nginx_modules_dir: Path = Path("/usr/lib/nginx/modules")
     worker_processes: str = "auto"
+    worker_shutdown_timeout: str = ""  # NGINX time; "" leaves old workers unbounded
     watch_namespaces: tuple[str, ...] = ()
     # Kubernetes mode: status, leader election.
     report_ingress_status: bool = False

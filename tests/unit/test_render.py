@@ -36,6 +36,7 @@ MAIN = MainConfig(
         "/usr/lib/nginx/modules/ngx_http_lua_module.so",
     ),
     worker_processes="auto",
+    worker_shutdown_timeout="",
     worker_user="nobody nogroup",
     shared_dict_size="128m",
     fallback_certificate=f"{STATE}/fallback.pem",

@@ -55,6 +55,7 @@ class MainConfig:
     lua_package_path: str
     modules: tuple[str, ...]
     worker_processes: str
+    worker_shutdown_timeout: str  # "" for none
     worker_user: str | None
     shared_dict_size: str
     fallback_certificate: str

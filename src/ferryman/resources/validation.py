@@ -102,6 +102,19 @@ def port_name(value: str) -> str | None:
     return None
 
 
+def nginx_time(value: str) -> str | None:
+    """An NGINX time such as 500ms, 10s, 1m or 2h (what `fail-timeout` and friends take)."""
+    if not re.fullmatch(r"\d{1,9}(ms|s|m|h|d)?", value):
+        return "must be a time such as 500ms, 10s, 1m or 2h"
+    return None
+
+
+def worker_processes(value: str) -> str | None:
+    if value == "auto" or re.fullmatch(r"[1-9]\d{0,3}", value):
+        return None
+    return "must be auto or a number of processes"
+
+
 def http_path(value: str, path_type: str) -> str | None:
     """An Ingress HTTP path, by the API server's rules plus the NGINX whitelist."""
     if not value.startswith("/"):

@@ -1,0 +1,422 @@
+"""charts/ferryman: lints, renders args the real CLI accepts, applies to a real API server,
+and its RBAC and args run the real controller under the chart's ServiceAccount."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import Client, codecs
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.coordination_v1 import Lease
+from lightkube.resources.core_v1 import Namespace, Service, ServiceAccount
+from lightkube.resources.events_v1 import Event
+from lightkube.resources.networking_v1 import Ingress, IngressClass
+from lightkube.resources.rbac_authorization_v1 import (
+    ClusterRole,
+    ClusterRoleBinding,
+    Role,
+    RoleBinding,
+)
+
+from ferryman import cli
+from tests.integration.harness import Ferryman, ingress, path, rule
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "ferryman"
+BUILD = ROOT / "tools" / "helm" / "build.sh"
+RELEASE = "edge"  # full name edge-ferryman: no clash with deploy/'s "ferryman" objects
+
+# `ferryman run` flags a chart has no value for: the image fixes them, or they are
+# not Kubernetes mode (--manifests), or the in-cluster account is what is used.
+NOT_IN_CHART = {"-h", "--help", "--manifests", "--kubeconfig", "--nginx-binary"}
+NOT_IN_CHART |= {"--nginx-modules-dir"}
+
+# Every value that turns a flag on or changes how it is rendered.
+EVERYTHING: dict[str, Any] = {
+    "controller.logFormat": "json",
+    "controller.logLevel": "debug",
+    "controller.watchNamespace": ["a", "b"],
+    "controller.nginxReloadTimeout": 2.5,
+    "controller.workerProcesses": 4,
+    "controller.workerShutdownTimeout": "30s",
+    "controller.reportIngressStatus.externalService": "other/lb",
+    "controller.reportIngressStatus.ingressAddress": ["192.0.2.1", "lb.example.com"],
+    "controller.leaderElection.lockName": "my-lock",
+    "controller.leaderElection.leaseDuration": 20,
+    "controller.leaderElection.renewDeadline": 10,
+    "controller.leaderElection.retryPeriod": 2,
+    "controller.nginxStatus.port": 8080,
+    "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
+    "controller.healthStatus.enable": True,
+    "controller.healthStatus.uri": "/healthz",
+    "controller.httpPort": 8000,
+    "controller.httpsPort": 8443,
+    "controller.readyPort": 8082,
+    "controller.metricsPort": 9100,
+}
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def helm_binary() -> Path:
+    """Builds helm from Go modules (or finds it in the cache); a cold build takes minutes."""
+    out = subprocess.run([str(BUILD)], capture_output=True, text=True, timeout=45 * 60, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"helm build failed:\n{out.stderr[-4000:]}")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def _helm(helm: Path, *args: str, stdin: str = "") -> str:
+    out = subprocess.run(
+        [str(helm), *args], input=stdin, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, f"helm {' '.join(args)}:\n{out.stdout}\n{out.stderr}"
+    return out.stdout
+
+
+def _values(dotted: dict[str, Any]) -> dict[str, Any]:
+    """{"a.b": 1} as {"a": {"b": 1}}: a values file, so types stay YAML's."""
+    out: dict[str, Any] = {}
+    for key, value in dotted.items():
+        *parents, last = key.split(".")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
+
+
+def _template(
+    helm: Path, *, namespace: str = "ingress", values: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    text = _helm(
+        helm, "template", RELEASE, str(CHART), "--namespace", namespace, "--values", "-",
+        stdin=yaml.safe_dump(_values(values or {})),
+    )  # fmt: skip
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    assert len(found) == 1, f"{kind} {name or ''}: {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def _container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = _one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def _args(docs: list[dict[str, Any]]) -> list[str]:
+    args = _container(docs)["args"]
+    assert all(isinstance(a, str) for a in args), args
+    return list(args)
+
+
+def _parse(args: list[str]) -> argparse.Namespace:
+    """The real CLI's parser; its SystemExit (a refused flag) fails the test with the args."""
+    try:
+        return cli.parser().parse_args(args)
+    except SystemExit as e:
+        pytest.fail(f"ferryman refuses the rendered args (exit {e.code}): {args}")
+
+
+def _run_flags() -> set[str]:
+    sub = next(
+        a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices["run"]
+    return {s for a in sub._actions for s in a.option_strings}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["--strict"], ["--strict", "--set", "serviceMonitor.enabled=true"]],
+    ids=["lint", "strict", "strict-servicemonitor"],
+)
+def test_lint(helm_binary: Path, extra: list[str]) -> None:
+    out = _helm(helm_binary, "lint", str(CHART), *extra)
+    assert "1 chart(s) linted, 0 chart(s) failed" in out
+
+
+def test_lint_rejects_bad_values(helm_binary: Path) -> None:
+    """values.schema.json: a log level the CLI does not know fails before any cluster sees it."""
+    out = subprocess.run(
+        [str(helm_binary), "template", RELEASE, str(CHART), "--set", "controller.logLevel=loud"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0 and "logLevel" in out.stderr
+
+
+def test_template_defaults(helm_binary: Path) -> None:
+    docs = _template(helm_binary, namespace="ingress")
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "IngressClass",
+            "Deployment",
+            "Service",
+        ]
+    )
+    name = f"{RELEASE}-ferryman"
+    assert all(d["metadata"].get("namespace") in (None, "ingress") for d in docs)
+
+    args = _args(docs)
+    assert args[0] == "run"
+    for flag in [
+        "--state-dir=/var/lib/ferryman",
+        "--http-port=80",
+        "--https-port=443",
+        "--ready-port=8081",
+        "--metrics-port=9113",
+        "--ingress-class=ferryman",
+        "--log-format=text",
+        "--log-level=info",
+        "--report-ingress-status",
+        f"--external-service=ingress/{name}",
+        "--enable-leader-election=true",
+        f"--leader-election-lock-name={name}-leader-election",
+        "--leader-election-namespace=ingress",
+        "--leader-election-lease-duration=30",
+        "--leader-election-renew-deadline=15",
+        "--leader-election-retry-period=7.5",
+        "--worker-processes=auto",
+    ]:
+        assert flag in args, (flag, args)
+    assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
+    assert not [a for a in args if a.startswith(("--health-status", "--nginx-status"))]
+
+    deployment = _one(docs, "Deployment", name)
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == name
+    assert pod["terminationGracePeriodSeconds"] == 60
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    container = _container(docs)
+    assert container["image"] == "ferryman:0.1.0"
+    assert container["imagePullPolicy"] == "IfNotPresent"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/nginx-ready", "port": "readiness"}
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+    }
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": 80, "https": 443, "readiness": 8081, "metrics": 9113}
+
+    service = _one(docs, "Service", name)
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert {p["name"]: p["targetPort"] for p in service["spec"]["ports"]} == {
+        "http": "http",
+        "https": "https",
+    }
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+
+    ingress_class = _one(docs, "IngressClass", "ferryman")
+    assert ingress_class["spec"]["controller"] == "ferryman.io/ingress-controller"
+    assert "annotations" not in ingress_class["metadata"]
+
+    # The same least-privilege rules as deploy/rbac.yaml.
+    deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
+    assert _one(docs, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"]
+    role = _one(docs, "Role", f"{name}-leader-election")
+    assert role["metadata"]["namespace"] == "ingress"
+    assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
+    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role")["rules"]]
+    assert [r["verbs"] for r in role["rules"]] == deploy_verbs
+    subjects = [_one(docs, kind)["subjects"] for kind in ("ClusterRoleBinding", "RoleBinding")]
+    assert subjects == [[{"kind": "ServiceAccount", "name": name, "namespace": "ingress"}]] * 2
+
+    parsed = _parse(args)
+    assert parsed.external_service == f"ingress/{name}"
+    assert parsed.report_ingress_status and parsed.enable_leader_election
+
+
+def test_template_service_monitor(helm_binary: Path) -> None:
+    docs = _template(
+        helm_binary,
+        values={"serviceMonitor.enabled": True, "ingressClass.setAsDefaultIngress": True},
+    )
+    monitor = _one(docs, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    metrics = _one(docs, "Service", f"{RELEASE}-ferryman-metrics")
+    assert metrics["spec"]["type"] == "ClusterIP"
+    assert metrics["spec"]["ports"] == [{"name": "metrics", "port": 9113, "targetPort": "metrics"}]
+    # The ServiceMonitor selects the metrics Service only, never the LoadBalancer.
+    selected = [
+        d["metadata"]["name"]
+        for d in docs
+        if d["kind"] == "Service"
+        and monitor["spec"]["selector"]["matchLabels"].items() <= d["metadata"]["labels"].items()
+    ]
+    assert selected == [f"{RELEASE}-ferryman-metrics"]
+    annotations = _one(docs, "IngressClass")["metadata"]["annotations"]
+    assert annotations == {"ingressclass.kubernetes.io/is-default-class": "true"}
+    assert "--report-ingress-status" in _args(docs)
+    _parse(_args(docs))
+
+
+def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
+    docs = _template(helm_binary, namespace="ingress", values=EVERYTHING)
+    args = _args(docs)
+    parsed = _parse(args)
+    assert parsed.log_format == "json" and parsed.log_level == "debug"
+    assert parsed.watch_namespace == "a,b"
+    assert parsed.nginx_reload_timeout == 2.5
+    assert parsed.worker_processes == "4"
+    assert parsed.external_service == "other/lb"
+    assert parsed.ingress_address == "192.0.2.1,lb.example.com"
+    assert parsed.leader_election_lock_name == "my-lock"
+    assert parsed.leader_election_namespace == "ingress"
+    timings = (
+        parsed.leader_election_lease_duration,
+        parsed.leader_election_renew_deadline,
+        parsed.leader_election_retry_period,
+    )
+    assert timings == (20, 10, 2)
+    assert parsed.nginx_status_port == 8080
+    assert parsed.nginx_status_allow_cidrs == ("10.0.0.0/8", "::1/128")
+    assert parsed.health_status and parsed.health_status_uri == "/healthz"
+    assert (parsed.http_port, parsed.https_port, parsed.ready_port, parsed.metrics_port) == (
+        8000,
+        8443,
+        8082,
+        9100,
+    )
+    ports = {p["name"]: p["containerPort"] for p in _container(docs)["ports"]}
+    assert ports == {
+        "http": 8000,
+        "https": 8443,
+        "readiness": 8082,
+        "metrics": 9100,
+        "nginx-status": 8080,
+    }
+    assert _one(docs, "Role")["rules"][1]["resourceNames"] == ["my-lock"]
+
+    # Every flag of `ferryman run` that makes sense in a cluster has a value.
+    rendered = {a.partition("=")[0] for a in args[1:]}
+    assert rendered == _run_flags() - NOT_IN_CHART
+
+    # Leader election off: no Role for the Lease, and the flag says false.
+    docs = _template(helm_binary, values={"controller.leaderElection.enable": False})
+    assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    assert _parse(_args(docs)).enable_leader_election is False
+    assert not [a for a in _args(docs) if a.startswith("--leader-election-")]
+    # Addresses given directly: no --external-service defaulted.
+    values = {"controller.reportIngressStatus.ingressAddress": ["192.0.2.9"]}
+    assert _parse(_args(_template(helm_binary, values=values))).external_service is None
+
+
+def _token_kubeconfig(apiserver: APIServer, kube: Client, namespace: str, out: Path) -> str:
+    name = f"{RELEASE}-ferryman"
+    request = ServiceAccount.Token(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+    )
+    token = kube.create(request, name, namespace=namespace)
+    assert token.status is not None
+    cluster = yaml.safe_load(Path(apiserver.kubeconfig).read_text())["clusters"][0]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": name, "user": {"token": token.status.token}}],
+        "contexts": [{"name": name, "context": {"cluster": cluster["name"], "user": name}}],
+        "current-context": name,
+    }
+    out.write_text(yaml.safe_dump(config))
+    return str(out)
+
+
+def test_rendered_chart_applies_and_runs(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """The rendered objects apply; the rendered args under the chart's ServiceAccount run
+    ferryman: it takes the Lease, and writes the Service's address and an Event."""
+    namespace = f"helm{next(_names)}"
+    ingress_class = f"{namespace}-class"
+    docs = _template(helm_binary, namespace=namespace, values={"ingressClass.name": ingress_class})
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+
+    name = f"{RELEASE}-ferryman"
+    deployment = kube.get(Deployment, name, namespace=namespace)
+    assert deployment.spec is not None and deployment.spec.replicas == 2
+    assert kube.get(ServiceAccount, name, namespace=namespace)
+    service = kube.get(Service, name, namespace=namespace)
+    assert service.spec is not None and service.spec.type == "LoadBalancer"
+    assert kube.get(ClusterRole, name).rules
+    binding = kube.get(ClusterRoleBinding, name)
+    assert binding.subjects is not None and binding.subjects[0].namespace == namespace
+    assert kube.get(Role, f"{name}-leader-election", namespace=namespace).rules
+    assert kube.get(RoleBinding, f"{name}-leader-election", namespace=namespace).subjects
+    ingress_class_object = kube.get(IngressClass, ingress_class)
+    assert ingress_class_object.spec is not None
+    assert ingress_class_object.spec.controller == "ferryman.io/ingress-controller"
+
+    # What a cloud's load balancer would do, then an Ingress of the class.
+    kube.patch(
+        Service.Status,
+        name,
+        {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.40"}]}}},
+        namespace=namespace,
+    )
+    apply(
+        kube,
+        ingress("web", [rule("helm.test", path("/", "app"))], class_name=ingress_class,
+                namespace=namespace),
+    )  # fmt: skip
+
+    # The rendered args, but the harness's state dir and free ports (it passes them).
+    own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
+    args = [a for a in _args(docs)[1:] if not a.startswith(own)]
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=args,
+        kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
+    )
+    f.start()
+    try:
+        lease = wait_until(
+            lambda: kube.get(Lease, f"{name}-leader-election", namespace=namespace), 10, "Lease"
+        )
+        assert lease.spec.holderIdentity == "edge-pod-0"
+
+        def status() -> list[str]:
+            ing = kube.get(Ingress, "web", namespace=namespace)
+            lb = ing.status.loadBalancer if ing.status else None
+            return [i.ip or "" for i in (lb.ingress or [])] if lb else []
+
+        wait_until(lambda: status() == ["192.0.2.40"], 10, "Ingress status from the Service")
+        wait_until(
+            lambda: [
+                e
+                for e in kube.list(Event, namespace=namespace)
+                if e.regarding is not None and e.regarding.name == "web"
+            ],
+            10,
+            "an Event for the Ingress",
+        )
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
