@@ -21,6 +21,7 @@ from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
 from ferryman.dataplane.output import OutputDirectory
+from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics
 from ferryman.probes import ProbeServer
@@ -78,6 +79,10 @@ def _worker_user() -> tuple[str | None, int | None]:
     return f"nobody {group}", nobody.pw_uid
 
 
+def _traversable_by_others(path: Path) -> bool:
+    return all(p.stat().st_mode & 0o001 for p in path.parents)
+
+
 def main_config(
     settings: Settings, paths: Paths, worker_user: str | None, *, public: bool
 ) -> MainConfig:
@@ -99,6 +104,7 @@ def main_config(
         status_port=settings.nginx_status_port,
         status_allow=settings.nginx_status_allow,
         health_uri=settings.health_uri,
+        latency_socket=str(paths.latency_socket) if settings.latency_metrics else "",
         public=public,
     )
 
@@ -186,6 +192,12 @@ async def run(settings: Settings) -> int:
     paths = Paths(_checked_state_dir(settings.state_dir))
     user, uid = _worker_user()
     prepare_state_dir(paths, uid)
+    if uid is not None and not _traversable_by_others(paths.state_dir):
+        log.warning(
+            "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
+            "to disk and latency metrics will fail; make its parents world-executable",
+            extra={"fields": {"state_dir": str(paths.state_dir)}},
+        )
     ensure_fallback_certificate(paths.fallback_certificate)
     renderer = Renderer()
     metrics = Metrics(settings.ingress_class)
@@ -217,6 +229,10 @@ async def run(settings: Settings) -> int:
     code = 0
     tasks: list[asyncio.Task[Any]] = []
     try:
+        if settings.latency_metrics:
+            receiver = LatencyReceiver(paths.latency_socket, metrics, controller.owner_of_host)
+            receiver.bind()
+            tasks.append(asyncio.create_task(receiver.run(), name="latency"))
         try:
             await nginx.start(bootstrap)
             metrics.workers.master_pid = lambda: nginx.pid

@@ -105,6 +105,11 @@ def parser() -> argparse.ArgumentParser:
         help="answer 200 on --health-status-uri for hosts no Ingress routes",
     )
     r.add_argument("--health-status-uri", type=_uri, default="/nginx-health")
+    r.add_argument(
+        "--enable-latency-metrics",
+        action="store_true",
+        help="export nginx_ingress_controller_upstream_server_response_latency_ms",
+    )
     r.add_argument("--log-format", choices=("text", "json"), default="text")
     r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -204,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",
+        latency_metrics=args.enable_latency_metrics,
     )
     try:
         return asyncio.run(app.run(settings))

@@ -117,6 +117,10 @@ class Controller:
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
 
+    def owner_of_host(self, host: str) -> ObjectRef | None:
+        """The Ingress whose virtual host ``host`` (a record key) is."""
+        return self._host_writer.get(host)
+
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
 

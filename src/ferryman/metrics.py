@@ -181,6 +181,14 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
             registry=r,
         )
+        self.upstream_latency = Histogram(
+            f"{NIC}_upstream_server_response_latency_ms",
+            "Upstream server response latency, in milliseconds",
+            ["upstream", "server", "code", "service", "resource_type", "resource_name",
+             "resource_namespace"],
+            buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
+            registry=r,
+        )  # fmt: skip
         self.stub_status = StubStatusCollector()
         r.register(self.stub_status)
         self.workers = WorkerCounter()

@@ -38,6 +38,7 @@ class Settings:
     nginx_status_port: int = 0
     nginx_status_allow: tuple[str, ...] = ("127.0.0.1", "::1")
     health_uri: str = ""
+    latency_metrics: bool = False
     # NGINX shared memory for hosts, routes, certificates and endpoint sets:
     # 10,000 hosts with TLS and 20,000 endpoints take about 40 MB.
     shared_dict_size: str = "128m"

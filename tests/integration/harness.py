@@ -32,6 +32,16 @@ def _without_class(sample: str) -> str:
     return sample.replace(",}", "}").replace("{}", "")
 
 
+def reachable(path: Path) -> Path:
+    """Let NGINX workers (``nobody`` when tests run as root) traverse to ``path``:
+    pytest makes its temporary directories owner-only."""
+    for p in (path, *path.parents):
+        if p == Path("/tmp") or p == p.parent:
+            break
+        p.chmod(p.stat().st_mode | 0o011)
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -333,6 +343,7 @@ class Ferryman:
         self.state = self.workdir / "state"
         self.log_path = self.workdir / "ferryman.log"
         self.manifests.mkdir(parents=True, exist_ok=True)
+        reachable(self.workdir)
 
     # manifests
     def write(self, name: str, *docs: dict[str, Any] | list[dict[str, Any]]) -> None:

@@ -9,6 +9,7 @@ import httpx
 from tests.integration.harness import (
     Backends,
     Ferryman,
+    eventually,
     free_port,
     ingress,
     path,
@@ -86,3 +87,32 @@ def test_health_status_is_off_by_default(ferryman: Ferryman, backends: Backends)
     _app(ferryman, backends)
     ferryman.start()
     assert ferryman.get("10.0.0.1", "/nginx-health").status == 404
+
+
+def test_latency_histogram_counts_every_proxied_request(tmp_path: Path, backends: Backends) -> None:
+    f = Ferryman(tmp_path, extra_args=["--enable-latency-metrics"])
+    _app(f, backends)
+    f.start()
+    try:
+        for i in range(7):
+            assert served_by(f, "ops.test", f"/slow{i}?delay=0.02") == "app"
+        assert f.get("ops.test-unknown", "/").status == 404  # not proxied: not counted
+        series = "nginx_ingress_controller_upstream_server_response_latency_ms_count"
+
+        def counted() -> float:
+            m = f.metrics()
+            return sum(v for k, v in m.items() if k.startswith(series))
+
+        assert eventually(lambda: counted() == 7, 5, "7 latency samples")
+        m = f.metrics()
+        key = next(k for k in m if k.startswith(series))
+        assert 'resource_name="ops"' in key and 'upstream="default/app:80"' in key
+        assert 'code="200"' in key and 'service="app"' in key
+        total = next(
+            v
+            for k, v in m.items()
+            if k.startswith("nginx_ingress_controller_upstream_server_response_latency_ms_sum")
+        )
+        assert total >= 7 * 20  # each request waited 20 ms in the backend
+    finally:
+        f.stop()

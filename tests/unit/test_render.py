@@ -44,6 +44,7 @@ MAIN = MainConfig(
     status_port=8080,
     status_allow=("127.0.0.1/32", "10.0.0.0/8"),
     health_uri="/nginx-health",
+    latency_socket=f"{STATE}/latency.sock",
     public=True,
 )
 BOOTSTRAP = dataclasses.replace(MAIN, public=False)

@@ -63,6 +63,7 @@ class MainConfig:
     status_port: int  # 0: no stub_status for admins over TCP
     status_allow: tuple[str, ...]  # CIDRs, validated by the CLI with ipaddress
     health_uri: str  # "" disables the health check on unknown hosts
+    latency_socket: str  # "" unless --enable-latency-metrics
     # False for the bootstrap configuration: no public listeners until the
     # first complete state has been pushed, so nothing is answered half-configured.
     public: bool

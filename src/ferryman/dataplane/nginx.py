@@ -80,6 +80,11 @@ class Paths:
         return self.socket_dir / "nginx-config-version.sock"
 
     @property
+    def latency_socket(self) -> Path:
+        # In the state dir itself (0711): NGINX workers, maybe another user, write to it.
+        return self.state_dir / "latency.sock"
+
+    @property
     def status_socket(self) -> Path:
         return self.socket_dir / "nginx-status.sock"
 

@@ -74,6 +74,7 @@ local function host_entry(host)
             local method, max_fails, fail_timeout =
                 string.match(fields[4] or "", "^(%a+):(%d+):([%d.]+)$")
             entry = {
+                key = host,
                 tls = fields[1],
                 redirect = fields[2] == "1",
                 default = fields[3] ~= "-" and fields[3] or nil,
@@ -164,6 +165,7 @@ function _M.route()
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
     ngx.var.ferryman_backend = backend
+    ngx.var.ferryman_vhost = entry.key
     -- The balancer runs for this same request: hand it the set chosen here.
     local ctx = ngx.ctx
     ctx.ferryman_backend = backend
