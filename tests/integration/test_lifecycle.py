@@ -173,7 +173,17 @@ def test_ready_probe_and_metrics_endpoint(ferryman: Ferryman, backends: Backends
         "ferryman_nginx_restarts_total",
     ):
         assert name in m, name
-    assert m['nginx_ingress_controller_nginx_worker_processes_total{generation="current"}'] == 2
+    # The bootstrap generation may still be on its way out right after start-up.
+    eventually(
+        lambda: (
+            ferryman.metrics()[
+                'nginx_ingress_controller_nginx_worker_processes_total{generation="current"}'
+            ]
+            == 2
+        ),
+        5,
+        "2 current workers",
+    )
     assert m["nginx_ingress_controller_workqueue_work_duration_seconds_count"] >= 1
     raw = httpx.get(f"http://127.0.0.1:{ferryman.metrics_port}/metrics", timeout=5).text
     assert 'nginx_ingress_controller_nginx_last_reload_status{class="ferryman"} 1.0' in raw

@@ -58,6 +58,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
     "controller.healthStatus.enable": True,
     "controller.healthStatus.uri": "/healthz",
+    "controller.enableLatencyMetrics": True,
     "controller.httpPort": 8000,
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
@@ -201,7 +202,8 @@ def test_template_defaults(helm_binary: Path) -> None:
     ]:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
-    assert not [a for a in args if a.startswith(("--health-status", "--nginx-status"))]
+    off = ("--health-status", "--nginx-status", "--enable-latency-metrics", "--worker-shutdown")
+    assert not [a for a in args if a.startswith(off)]
 
     deployment = _one(docs, "Deployment", name)
     assert deployment["spec"]["replicas"] == 2
@@ -295,6 +297,7 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert parsed.nginx_status_port == 8080
     assert parsed.nginx_status_allow_cidrs == ("10.0.0.0/8", "::1/128")
     assert parsed.health_status and parsed.health_status_uri == "/healthz"
+    assert parsed.enable_latency_metrics is True
     assert (parsed.http_port, parsed.https_port, parsed.ready_port, parsed.metrics_port) == (
         8000,
         8443,

@@ -1,0 +1,72 @@
+{{/* The chart's name, overridable. */}}
+{{- define "ferryman.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The release's full name: <release>-<chart>, or just <release> when it contains the
+chart's name. Truncated to 63 characters (a DNS label).
+*/}}
+{{- define "ferryman.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "ferryman.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "ferryman.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ferryman.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "ferryman.labels" -}}
+helm.sh/chart: {{ include "ferryman.chart" . }}
+{{ include "ferryman.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "ferryman.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "ferryman.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "ferryman.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The leader-election Lease's name. */}}
+{{- define "ferryman.lockName" -}}
+{{- default (printf "%s-leader-election" (include "ferryman.fullname" .)) .Values.controller.leaderElection.lockName }}
+{{- end }}
+
+{{/*
+--external-service: the value given, else the release's own Service, unless addresses
+are given directly (--ingress-address) or no Service is created. Empty: no flag.
+*/}}
+{{- define "ferryman.externalService" -}}
+{{- $status := .Values.controller.reportIngressStatus }}
+{{- if $status.externalService }}
+{{- $status.externalService }}
+{{- else if and .Values.service.create (not $status.ingressAddress) }}
+{{- printf "%s/%s" .Release.Namespace (include "ferryman.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The metrics Service exists (and a ServiceMonitor can use it). */}}
+{{- define "ferryman.metricsService" -}}
+{{- if and (gt (int .Values.controller.metricsPort) 0) (or .Values.metrics.service.create .Values.serviceMonitor.enabled) }}true{{ end }}
+{{- end }}
