@@ -8,4 +8,8 @@ export PATH="$HOME/.local/bin:$PATH"
 .venv/bin/ruff format --check src tests bench
 .venv/bin/mypy src
 .venv/bin/lint-imports
+# Build the Go tools the Kubernetes tests use before pytest (whose per-test
+# timeout would cut a cold build short); warm runs find them cached by input hash.
+tools/testapiserver/build.sh >/dev/null
+tools/helm/build.sh >/dev/null
 .venv/bin/pytest "$@"
