@@ -1,7 +1,7 @@
 """Write a kubernetes.io/tls Secret holding a fresh self-signed certificate.
 
-Used by scripts/demo.sh for the cafe example; needs ``cryptography`` (in the
-project's virtualenv)::
+Used by scripts/demo.sh for the cafe example; runs with the project's
+virtualenv, whose ferryman makes the certificate::
 
     .venv/bin/python examples/cafe/make_secret.py --output DIR/cafe-secret.yaml
 """
@@ -10,40 +10,11 @@ from __future__ import annotations
 
 import argparse
 import base64
-import datetime
 import os
 import sys
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-
-def self_signed(host: str, days: int) -> tuple[bytes, bytes]:
-    """A P-256 key and a certificate for ``host`` signed by that key (PEM)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+from ferryman.dataplane.fallback import self_signed
 
 
 def secret_yaml(name: str, namespace: str, cert: bytes, key: bytes) -> str:
@@ -72,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--days", type=int, default=365)
     p.add_argument("--output", type=Path, required=True, help="the YAML file to write")
     args = p.parse_args(argv)
-    cert, key = self_signed(args.host, args.days)
+    key, cert = self_signed([args.host], args.days)
     text = secret_yaml(args.name, args.namespace, cert, key)
     # Written whole, readable by its owner only (it holds a private key), then
     # renamed into place so a watcher never sees half a file.
