@@ -11,12 +11,16 @@ import pwd
 import re
 import signal
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ferryman.configs.angie import AngieRenderer
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.controller import Controller, keys_for_event
+from ferryman.dataplane import DataPlane
+from ferryman.dataplane.angie import AngieDataPlane, AngieOutputDirectory, AngiePaths
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
@@ -109,6 +113,35 @@ def main_config(
     )
 
 
+class _Flavour:
+    """What differs between the NGINX (Lua router) and Angie (classic) data planes."""
+
+    def __init__(self, name: str, settings: Settings, paths: Paths) -> None:
+        self.angie = name == "angie"
+        self.settings = settings
+        self.paths = paths
+        self.renderer = Renderer()
+        self.angie_renderer = AngieRenderer()
+        self.main_file = "angie.conf" if self.angie else "nginx.conf"
+
+    def main(self, user: str | None, *, public: bool) -> str:
+        main = main_config(self.settings, self.paths, user, public=public)
+        if self.angie:
+            # No Lua: Angie loads no dynamic modules.
+            return self.angie_renderer.main(replace(main, modules=()))
+        return self.renderer.main(main)
+
+    def config_version(self, socket: str, version: int) -> str:
+        if self.angie:
+            return self.angie_renderer.config_version(socket, version)
+        return self.renderer.config_version(socket, version)
+
+
+def _paths(data_plane: str, state_dir: Path) -> Paths:
+    checked = _checked_state_dir(state_dir)
+    return AngiePaths(checked) if data_plane == "angie" else Paths(checked)
+
+
 def _log_problem(where: str, message: str) -> None:
     log.error("manifest rejected", extra={"fields": {"file": where, "reason": message}})
 
@@ -188,8 +221,11 @@ class _Cluster:
             await asyncio.sleep(10)
 
 
-async def run(settings: Settings) -> int:
-    paths = Paths(_checked_state_dir(settings.state_dir))
+async def run(settings: Settings, data_plane: str = "nginx") -> int:
+    if data_plane == "angie" and settings.latency_metrics:
+        raise SettingsError("--enable-latency-metrics needs the NGINX data plane (Lua)")
+    paths = _paths(data_plane, settings.state_dir)
+    flavour = _Flavour(data_plane, settings, paths)
     user, uid = _worker_user()
     prepare_state_dir(paths, uid)
     if uid is not None and not _traversable_by_others(paths.state_dir):
@@ -199,21 +235,30 @@ async def run(settings: Settings) -> int:
             extra={"fields": {"state_dir": str(paths.state_dir)}},
         )
     ensure_fallback_certificate(paths.fallback_certificate)
-    renderer = Renderer()
     metrics = Metrics(settings.ingress_class)
     queue: WorkQueue[ObjectRef] = WorkQueue(
         on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
     )
     store = Store()
     nginx = NginxManager(
-        settings.nginx_binary, paths, settings.nginx_reload_timeout, renderer.config_version
+        settings.nginx_binary, paths, settings.nginx_reload_timeout, flavour.config_version
     )
-    bootstrap = {"nginx.conf": renderer.main(main_config(settings, paths, user, public=False))}
+    dataplane: DataPlane = nginx
+    if flavour.angie:
+        dataplane = AngieDataPlane(
+            nginx,
+            paths,
+            flavour.angie_renderer,
+            settings.http_port,
+            settings.https_port,
+            settings.health_uri,
+        )
+    bootstrap = {flavour.main_file: flavour.main(user, public=False)}
     cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
     status = cluster.reporter.status if cluster and settings.report_ingress_status else None
     controller = Controller(
-        settings, store, queue, nginx, SecretStore(), reporter, metrics, bootstrap, status
+        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
     )
     ready = False
     probes = ProbeServer(
@@ -251,9 +296,7 @@ async def run(settings: Settings) -> int:
             await cluster.source.wait_synced()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
-        controller.set_file(
-            "nginx.conf", renderer.main(main_config(settings, paths, user, public=True))
-        )
+        controller.set_file(flavour.main_file, flavour.main(user, public=True))
         await controller.drain()
         ready = True
         log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
@@ -289,25 +332,32 @@ async def run(settings: Settings) -> int:
     return code
 
 
-async def render(settings: Settings, output: Path) -> list[str]:
+async def render(settings: Settings, output: Path, data_plane: str = "nginx") -> list[str]:
     """Render once into ``output``; returns every problem found (empty: all good).
 
     ``output`` gets nginx.conf (as it would run) and records.txt (what would be
-    pushed to NGINX's memory, in the push format).
+    pushed to NGINX's memory, in the push format); with Angie, angie.conf,
+    servers.conf and certs/ instead of nginx.conf.
     """
     assert settings.manifests is not None
-    paths = Paths(_checked_state_dir(output))
+    paths = _paths(data_plane, output)
+    flavour = _Flavour(data_plane, settings, paths)
     problems: list[str] = []
     prepare_state_dir(paths, None)
     ensure_fallback_certificate(paths.fallback_certificate)
-    renderer = Renderer()
     store = Store()
     queue: WorkQueue[ObjectRef] = WorkQueue()
     reporter = RecordingReporter()
-    dataplane = OutputDirectory(paths.state_dir)
+    dataplane = (
+        AngieOutputDirectory(
+            paths.state_dir, flavour.angie_renderer, settings.http_port, settings.https_port
+        )
+        if flavour.angie
+        else OutputDirectory(paths.state_dir)
+    )
     files = {
-        "nginx.conf": renderer.main(main_config(settings, paths, None, public=True)),
-        "config-version.conf": renderer.config_version(str(paths.version_socket), 0),
+        flavour.main_file: flavour.main(None, public=True),
+        "config-version.conf": flavour.config_version(str(paths.version_socket), 0),
     }
     await dataplane.apply(files)
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served

@@ -26,6 +26,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=Path("/usr/lib/nginx/modules"),
         help="where NGINX's dynamic modules (Lua, stream) are",
     )
+    p.add_argument(
+        "--data-plane",
+        choices=("nginx", "angie"),
+        default="nginx",
+        help="nginx: NGINX with the Lua router (no reloads for resources); angie: Angie "
+        "with classic configuration, reloaded on every change",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,7 +50,12 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--state-dir", type=Path, default=Path("/var/lib/ferryman"))
     r.add_argument("--ready-port", type=int, default=8081, help="serves /nginx-ready")
     r.add_argument("--metrics-port", type=int, default=9113, help="serves /metrics; 0 disables")
-    r.add_argument("--nginx-binary", default="nginx")
+    r.add_argument("--nginx-binary", default="nginx", help="the NGINX to run (--data-plane nginx)")
+    r.add_argument(
+        "--data-plane-binary",
+        default=None,
+        help="the data plane's binary (default: --nginx-binary for nginx, angie for angie)",
+    )
     r.add_argument(
         "--nginx-reload-timeout",
         type=float,
@@ -152,6 +164,12 @@ def _boolean(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
 
 
+def _binary(args: argparse.Namespace) -> str:
+    if args.data_plane_binary:
+        return str(args.data_plane_binary)
+    return str(args.nginx_binary) if args.data_plane == "nginx" else "angie"
+
+
 def _reload_timeout(value: float) -> float:
     # NIC's --nginx-reload-timeout is in milliseconds; accept both forms.
     return value / 1000 if value > 1000 else value
@@ -173,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             nginx_modules_dir=args.nginx_modules_dir,
         )
         try:
-            problems = asyncio.run(app.render(settings, args.output))
+            problems = asyncio.run(app.render(settings, args.output, args.data_plane))
         except app.SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
@@ -191,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         ready_port=args.ready_port,
         metrics_port=args.metrics_port,
         ingress_class=args.ingress_class,
-        nginx_binary=args.nginx_binary,
+        nginx_binary=_binary(args),
         nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
         nginx_modules_dir=args.nginx_modules_dir,
         worker_processes=args.worker_processes,
@@ -212,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         latency_metrics=args.enable_latency_metrics,
     )
     try:
-        return asyncio.run(app.run(settings))
+        return asyncio.run(app.run(settings, args.data_plane))
     except app.SettingsError as e:
         print(f"ferryman run: {e}", file=sys.stderr)
         return 2

@@ -38,7 +38,7 @@ RELEASE = "edge"  # full name edge-ferryman: no clash with deploy/'s "ferryman" 
 # `ferryman run` flags a chart has no value for: the image fixes them, or they are
 # not Kubernetes mode (--manifests), or the in-cluster account is what is used.
 NOT_IN_CHART = {"-h", "--help", "--manifests", "--kubeconfig", "--nginx-binary"}
-NOT_IN_CHART |= {"--nginx-modules-dir"}
+NOT_IN_CHART |= {"--nginx-modules-dir", "--data-plane-binary"}
 
 # Every value that turns a flag on or changes how it is rendered.
 EVERYTHING: dict[str, Any] = {
@@ -48,6 +48,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.nginxReloadTimeout": 2.5,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
+    "controller.dataPlane": "angie",
     "controller.reportIngressStatus.externalService": "other/lb",
     "controller.reportIngressStatus.ingressAddress": ["192.0.2.1", "lb.example.com"],
     "controller.leaderElection.lockName": "my-lock",

@@ -1,0 +1,109 @@
+"""Angie as the data plane: classic configuration, one reload per change.
+
+Angie has no Lua module, so records cannot be pushed into its memory: every push
+re-renders ``servers.conf`` (servers and upstreams, ``configs/angie.py``) from
+the merged records, writes the certificates it names (0600 under ``certs/``) and
+reloads through ``NginxManager`` (``angie -t``, SIGHUP, then the version socket
+confirms). Endpoint changes therefore reload Angie, as they reload NGINX under
+NIC; the controller's batching groups them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ferryman.configs.angie import SERVERS_FILE, AngieRenderer, angie_config
+from ferryman.dataplane import RecordKey, merge_records
+from ferryman.dataplane.errors import ConfigError, PushError
+from ferryman.dataplane.files import atomic_write
+from ferryman.dataplane.nginx import NginxManager, Paths
+from ferryman.dataplane.output import OutputDirectory
+
+
+class AngiePaths(Paths):
+    """The NGINX layout, with ``angie.conf`` as the main file."""
+
+    @property
+    def main(self) -> Path:
+        return self.state_dir / "angie.conf"
+
+
+class AngieDataPlane:
+    def __init__(
+        self,
+        manager: NginxManager,
+        paths: Paths,
+        renderer: AngieRenderer,
+        http_port: int,
+        https_port: int,
+        health_uri: str = "",
+    ) -> None:
+        self.manager = manager
+        self._paths = paths
+        self._renderer = renderer
+        self._http_port = http_port
+        self._https_port = https_port
+        self._health_uri = health_uri
+        self._records: dict[RecordKey, str] = {}
+        self._servers: str | None = None  # the servers.conf Angie runs
+        self._certificates: set[str] = set()  # written certificate files (relative)
+        self._version = 0
+
+    async def apply(self, files: Mapping[str, str | None]) -> float:
+        return await self.manager.apply(files)
+
+    def _write_certificates(self, certificates: Mapping[str, bytes]) -> None:
+        for rel, data in certificates.items():
+            path = self._paths.state_dir / rel
+            # Named by content (the id holds a digest): an existing file is current.
+            if rel in self._certificates and path.exists():
+                continue
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            atomic_write(path, data, mode=0o600)
+            self._certificates.add(rel)
+
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+        """Re-render the servers from the merged records and reload when they changed."""
+        merged = dict(self._records)
+        merge_records(merged, records, full)
+        config = angie_config(merged, str(self._paths.state_dir), self._health_uri)
+        text = self._renderer.servers(config, self._http_port, self._https_port)
+        self._write_certificates(config.certificates)
+        if text != self._servers:
+            try:
+                await self.manager.apply({SERVERS_FILE: text})
+            except ConfigError as e:
+                raise PushError(f"angie did not take the new servers: {e}") from e
+            self._servers = text
+        for rel in self._certificates - config.certificates.keys():
+            (self._paths.state_dir / rel).unlink(missing_ok=True)
+        self._certificates &= config.certificates.keys()
+        self._records = merged
+        self._version += 1
+        return self._version
+
+
+class AngieOutputDirectory(OutputDirectory):
+    """``ferryman render --data-plane angie``: records.txt, plus the servers file
+    and certificates (0600) Angie would be given."""
+
+    def __init__(
+        self, root: Path, renderer: AngieRenderer, http_port: int, https_port: int
+    ) -> None:
+        super().__init__(root)
+        self._renderer = renderer
+        self._http_port = http_port
+        self._https_port = https_port
+
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+        version = await super().push(records, full)
+        config = angie_config(self.records, str(self._root))
+        for rel, data in config.certificates.items():
+            (self._root / rel).parent.mkdir(mode=0o700, exist_ok=True)
+            atomic_write(self._root / rel, data, mode=0o600)
+        atomic_write(
+            self._root / SERVERS_FILE,
+            self._renderer.servers(config, self._http_port, self._https_port),
+        )
+        return version

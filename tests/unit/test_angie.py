@@ -1,0 +1,633 @@
+"""The Angie flavour: records -> servers/upstreams text (configs/angie.py), the
+data plane that writes and reloads it, and real ``nginx -t`` runs of the output.
+
+Angie is not installable on this machine. NGINX accepts the same syntax except
+Angie's own directives, so the ``nginx -t`` checks render the version server
+without Angie's ``api`` location (``config_version(..., api=False)``); nothing
+else in the Angie configuration is Angie-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+from aiohttp import web
+from hypothesis import HealthCheck, assume, event, given, settings
+
+from ferryman import cli
+from ferryman.configs.angie import (
+    SERVERS_FILE,
+    AngieRenderer,
+    angie_config,
+    certificate_files,
+)
+from ferryman.configs.ingress import SecretState, virtual_hosts
+from ferryman.configs.model import MainConfig
+from ferryman.configs.routes import encode_host
+from ferryman.dataplane.angie import AngieDataPlane, AngiePaths
+from ferryman.dataplane.errors import ConfigTestError, PushError
+from ferryman.dataplane.nginx import NginxManager, prepare_state_dir
+from ferryman.resources.ingress import parse_ingress
+from ferryman.secrets import SecretStore
+
+from ._tls import b64, cert_pem, key_pem, tls_secret
+from .test_nginx_property import GOOD_SECRET, Case, ingress_cases, service_docs
+
+CERT = "ns/site@0123456789abcdef"
+CERT_RECORD = b64(cert_pem("a.example.com")) + "\t" + b64(key_pem("a.example.com"))
+STATE = "/state"
+RENDERER = AngieRenderer()
+
+Records = dict[tuple[str, str], str]
+
+
+def servers(records: Records, https_port: int = 443, health_uri: str = "") -> str:
+    return RENDERER.servers(angie_config(records, STATE, health_uri), 80, https_port)
+
+
+def server_block(text: str, name: str) -> str:
+    """The server block whose server_name is ``name``."""
+    for block in text.split("\nserver {")[1:]:
+        if f"    server_name {name};" in block:
+            return block
+    raise AssertionError(f"no server {name} in:\n{text}")
+
+
+def location_body(block: str, spec: str) -> str:
+    m = re.search(rf"\n    location {re.escape(spec)} {{\n(.*?)\n    }}", block, re.S)
+    assert m, f"no location {spec} in:\n{block}"
+    return m.group(1).strip()
+
+
+WEB = {("E", "ns/web:80"): "10.0.0.1#8080 10.0.0.2#8080"}
+
+
+def test_exact_host_gets_its_own_server_with_path_semantics() -> None:
+    text = servers(
+        {
+            ("H", "a.example.com"): "- 0 - rr:1:10 E|/e|ns/web:80 P|/p|ns/web:80",
+            **WEB,
+        }
+    )
+    block = server_block(text, "a.example.com")
+    assert "    listen 80;" in block
+    assert "ssl" not in block
+    assert location_body(block, "= /e") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    assert location_body(block, "= /p") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    assert location_body(block, "/p/") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    assert location_body(block, "/") == "return 404;"  # no defaultBackend
+    assert "location /e/" not in block
+
+
+def test_upstream_lists_ready_peers_with_passive_health() -> None:
+    text = servers({("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80", **WEB})
+    assert (
+        "upstream ns_web_80_rr_1_10s {\n"
+        "    server 10.0.0.1:8080 max_fails=1 fail_timeout=10s;\n"
+        "    server 10.0.0.2:8080 max_fails=1 fail_timeout=10s;\n"
+        "    keepalive 32;\n"
+        "}\n"
+    ) in text
+    assert "least_conn" not in text
+
+
+def test_least_conn_max_fails_and_fractional_fail_timeout() -> None:
+    text = servers(
+        {
+            ("H", "a.example.com"): "- 0 - lc:3:0.5 P|/|ns/web:80",
+            ("E", "ns/web:80"): "fd00::1#8080",
+        }
+    )
+    assert "upstream ns_web_80_lc_3_1s {\n    least_conn;\n" in text
+    assert "server [fd00::1]:8080 max_fails=3 fail_timeout=1s;" in text
+
+
+def test_same_backend_with_two_balancings_gets_two_upstreams() -> None:
+    text = servers(
+        {
+            ("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80",
+            ("H", "b.example.com"): "- 0 - lc:0:10 P|/|ns/web:80",
+            **WEB,
+        }
+    )
+    assert "upstream ns_web_80_rr_1_10s {" in text
+    assert "upstream ns_web_80_lc_0_10s {" in text
+    block = server_block(text, "b.example.com")
+    assert location_body(block, "/") == "proxy_pass http://ns_web_80_lc_0_10s;"
+
+
+def test_exact_wins_over_prefix_for_the_same_location() -> None:
+    text = servers(
+        {
+            ("H", "a.example.com"): "- 0 - rr:1:10 E|/p|ns/exact:80 P|/p|ns/web:80",
+            ("E", "ns/exact:80"): "10.0.0.9#80",
+            **WEB,
+        }
+    )
+    block = server_block(text, "a.example.com")
+    assert location_body(block, "= /p") == "proxy_pass http://ns_exact_80_rr_1_10s;"
+    assert location_body(block, "/p/") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    assert block.count("location = /p ") == 1
+
+
+def test_prefix_root_and_exact_root() -> None:
+    text = servers(
+        {
+            ("H", "a.example.com"): "- 0 ns/other:80 rr:1:10 E|/|ns/web:80 P|/|ns/web:80",
+            **WEB,
+        }
+    )
+    block = server_block(text, "a.example.com")
+    assert location_body(block, "= /") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    # Prefix / takes location / (not the defaultBackend).
+    assert location_body(block, "/") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    assert block.count("location / ") == 1
+
+
+def test_default_backend_is_the_fallback() -> None:
+    text = servers({("H", "a.example.com"): "- 0 ns/web:80 rr:1:10 E|/e|ns/web:80", **WEB})
+    block = server_block(text, "a.example.com")
+    assert location_body(block, "/") == "proxy_pass http://ns_web_80_rr_1_10s;"
+
+
+def test_backend_without_endpoints_answers_503_and_has_no_upstream() -> None:
+    text = servers({("H", "a.example.com"): "- 0 ns/gone:80 rr:1:10 P|/p|ns/gone:80"})
+    block = server_block(text, "a.example.com")
+    assert location_body(block, "= /p") == "return 503;"
+    assert location_body(block, "/p/") == "return 503;"
+    assert location_body(block, "/") == "return 503;"
+    assert "upstream" not in text
+
+
+def test_wildcard_host_is_a_one_label_regex() -> None:
+    text = servers({("H", "*.w.example.com"): "- 0 ns/web:80 rr:1:10", **WEB})
+    block = server_block(text, r"~^[^.]+\.w\.example\.com$")
+    assert location_body(block, "/") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    regex = re.compile(r"^[^.]+\.w\.example\.com$")
+    assert regex.match("a.w.example.com")
+    assert not regex.match("a.b.w.example.com")
+    assert not regex.match("w.example.com")
+
+
+def test_exact_servers_come_before_wildcards_and_the_default_last() -> None:
+    text = servers(
+        {
+            ("H", "_"): "- 0 ns/web:80 rr:1:10",
+            ("H", "*.example.com"): "- 0 ns/web:80 rr:1:10",
+            ("H", "z.example.com"): "- 0 ns/web:80 rr:1:10",
+            **WEB,
+        }
+    )
+    names = re.findall(r"server_name (\S+);", text)
+    assert names == ["z.example.com", r"~^[^.]+\.example\.com$", "_"]
+
+
+def test_catch_all_is_the_default_server() -> None:
+    text = servers({("H", "_"): "- 0 - rr:1:10 P|/app|ns/web:80", **WEB}, health_uri="/h")
+    block = server_block(text, "_")
+    assert "    listen 80 default_server;" in block
+    assert "    listen 443 ssl default_server;" in block
+    assert "ssl_reject_handshake on;" in block
+    assert location_body(block, "/app/") == "proxy_pass http://ns_web_80_rr_1_10s;"
+    assert "location = /h" not in block  # the catch-all routes every host
+    assert text.count("default_server;") == 2
+
+
+def test_without_catch_all_a_default_server_answers_404_and_health() -> None:
+    text = servers({("H", "a.example.com"): "- 0 - rr:1:10", **WEB}, health_uri="/nginx-health")
+    block = server_block(text, "_")
+    assert "    listen 80 default_server;" in block
+    assert "ssl_reject_handshake on;" in block
+    assert location_body(block, "/") == "return 404;"
+    assert 'return 200 "healthy\\n";' in location_body(block, "= /nginx-health")
+
+
+def test_usable_tls_writes_certificate_files() -> None:
+    records = {
+        ("H", "a.example.com"): f"{CERT} 0 ns/web:80 rr:1:10",
+        ("C", CERT): CERT_RECORD,
+        **WEB,
+    }
+    config = angie_config(records, STATE)
+    chain, key = certificate_files(CERT)
+    assert chain == "certs/ns_site@0123456789abcdef.crt"
+    assert config.certificates == {chain: cert_pem("a.example.com"), key: key_pem("a.example.com")}
+    block = server_block(RENDERER.servers(config, 80, 443), "a.example.com")
+    assert "    listen 443 ssl;" in block
+    assert f"    ssl_certificate {STATE}/{chain};" in block
+    assert f"    ssl_certificate_key {STATE}/{key};" in block
+    assert "ssl_reject_handshake" not in block
+    assert "return 301" not in block  # no redirect asked
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        {("H", "a.example.com"): "! 0 ns/web:80 rr:1:10"},
+        # A certificate id whose record is missing is as unusable.
+        {("H", "a.example.com"): f"{CERT} 0 ns/web:80 rr:1:10"},
+    ],
+)
+def test_unusable_tls_rejects_handshakes(records: Records) -> None:
+    config = angie_config({**records, **WEB}, STATE)
+    assert config.certificates == {}
+    block = server_block(RENDERER.servers(config, 80, 443), "a.example.com")
+    assert "    listen 443 ssl;" in block
+    assert "ssl_reject_handshake on;" in block
+    assert "ssl_certificate" not in block
+
+
+@pytest.mark.parametrize(
+    ("port", "target"),
+    [(443, "https://$host$request_uri"), (8443, "https://$host:8443$request_uri")],
+)
+def test_redirect_to_https(port: int, target: str) -> None:
+    records = {("H", "a.example.com"): f"{CERT} 1 ns/web:80 rr:1:10", ("C", CERT): CERT_RECORD}
+    block = server_block(servers({**records, **WEB}, https_port=port), "a.example.com")
+    assert f"    if ($scheme = http) {{\n        return 301 {target};\n    }}" in block
+
+
+def test_version_server_has_angie_api_unless_asked_not_to() -> None:
+    with_api = RENDERER.config_version("/run/v.sock", 7)
+    assert "location /status/ {\n        api /status/;\n    }" in with_api
+    assert 'return 200 "7";' in with_api
+    assert "api " not in RENDERER.config_version("/run/v.sock", 7, api=False)
+
+
+# ---- real nginx -t -------------------------------------------------------------------
+
+needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed")
+
+
+def main_config(state_dir: Path, public: bool = True) -> MainConfig:
+    paths = AngiePaths(state_dir)
+    return MainConfig(
+        state_dir=str(state_dir),
+        endpoints_socket="",
+        http_port=18080,
+        https_port=18443,
+        lua_package_path="",
+        modules=(),
+        worker_processes="1",
+        worker_shutdown_timeout="",
+        worker_user=None,
+        shared_dict_size="1m",
+        fallback_certificate="",
+        status_socket=str(paths.status_socket),
+        status_port=0,
+        status_allow=(),
+        health_uri="/nginx-health",
+        latency_socket="",
+        public=public,
+    )
+
+
+def nginx_test(records: Mapping[tuple[str, str], str]) -> str:
+    """Write the whole Angie configuration for ``records`` and run ``nginx -t`` on it."""
+    with tempfile.TemporaryDirectory(prefix="ferryman-angie-") as tmp:
+        state = Path(tmp)
+        paths = AngiePaths(state)
+        prepare_state_dir(paths, None)
+        config = angie_config(records, str(state), "/nginx-health")
+        (state / "angie.conf").write_text(RENDERER.main(main_config(state)))
+        # No Angie API: NGINX does not know the api directive.
+        (state / "config-version.conf").write_text(
+            RENDERER.config_version(str(paths.version_socket), 1, api=False)
+        )
+        text = RENDERER.servers(config, 18080, 18443)
+        (state / SERVERS_FILE).write_text(text)
+        for rel, data in config.certificates.items():
+            (state / rel).parent.mkdir(exist_ok=True)
+            (state / rel).write_bytes(data)
+        result = subprocess.run(
+            ["nginx", "-t", "-p", str(state), "-c", str(paths.main), "-e", "stderr"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr + "\n" + text
+        return text
+
+
+@needs_nginx
+def test_representative_configuration_passes_nginx_t() -> None:
+    nginx_test(
+        {
+            ("H", "a.example.com"): f"{CERT} 1 ns/web:80 lc:3:0.5 E|/x|ns/web:80 P|/|ns/web:80 "
+            "P|/x|ns/other:http P|/a(b)@c:d,e=f&g~h+i!j*k|ns/web:80",
+            ("H", "*.w.example.com"): "! 0 ns/web:80 rr:1:10 P|/api|ns/web:80",
+            ("H", "b.example.com"): "- 0 - rr:0:10 E|/|ns/gone:80",
+            ("H", "_"): "- 0 - rr:1:10 E|/e|ns/none:80",
+            ("E", "ns/web:80"): "10.0.0.1#8080 fd00::1#8080",
+            ("C", CERT): CERT_RECORD,
+        }
+    )
+
+
+@needs_nginx
+def test_no_hosts_at_all_passes_nginx_t() -> None:
+    text = nginx_test({})
+    assert "default_server" in text
+
+
+def records_for(cases: list[Case], peers: dict[str, bool]) -> Records:
+    """The records the controller would push for valid Ingresses (no host conflicts)."""
+    store = SecretStore()
+    records: Records = {}
+    for case in cases:
+        ing = parse_ingress(case.manifest)
+        ns = ing.meta.namespace
+        states = {GOOD_SECRET: store.update(ns, GOOD_SECRET, tls_secret(GOOD_SECRET, ns))}
+        for t in ing.tls:
+            states.setdefault(t.secret_name, SecretState(None, "not found"))
+        vhosts, _ = virtual_hosts(ing, ing.hosts(), states)
+        for vh in vhosts:
+            records[("H", vh.host)] = encode_host(vh)
+            if vh.cert_id is not None:
+                record = store.record(vh.cert_id)
+                assert record is not None
+                records[("C", vh.cert_id)] = record
+            backends = {r.backend for r in vh.routes} | (
+                {vh.default_backend} if vh.default_backend else set()
+            )
+            for b in backends:
+                if peers.setdefault(b, len(peers) % 3 != 0):
+                    records[("E", b)] = "10.0.0.1#8080 10.0.0.2#80 fd00::5#443"
+    return records
+
+
+@needs_nginx
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(cases=ingress_cases())
+def test_valid_ingresses_render_what_nginx_accepts(cases: list[Case]) -> None:
+    valid = [c for c in cases if not c.invalid]
+    assume(valid)  # the strategy makes one value in ten invalid (test_nginx_property)
+    event(f"valid ingresses: {len(valid)}")
+    text = nginx_test(records_for(valid, {}))
+    for case in valid:
+        for host in case.hosts:
+            if host.startswith("*."):
+                host = "~^[^.]+" + host[1:].replace(".", r"\.") + "$"
+            assert f"server_name {host};" in text
+
+
+# ---- the data plane ------------------------------------------------------------------
+
+
+class FakeManager:
+    def __init__(self, refuse: bool = False) -> None:
+        self.refuse = refuse
+        self.applied: list[dict[str, str | None]] = []
+
+    async def apply(self, files: Mapping[str, str | None]) -> float:
+        if self.refuse:
+            raise ConfigTestError("[emerg] refused", (SERVERS_FILE,))
+        self.applied.append(dict(files))
+        return 0.0
+
+
+def dataplane(state: Path, manager: FakeManager) -> AngieDataPlane:
+    return AngieDataPlane(manager, AngiePaths(state), RENDERER, 80, 443)  # type: ignore[arg-type]
+
+
+def test_push_renders_reloads_and_writes_private_certificates(tmp_path: Path) -> None:
+    manager = FakeManager()
+    dp = dataplane(tmp_path, manager)
+    records = {
+        ("H", "a.example.com"): f"{CERT} 0 ns/web:80 rr:1:10",
+        ("C", CERT): CERT_RECORD,
+        **WEB,
+    }
+    assert asyncio.run(dp.push(records, full=True)) == 1
+    assert len(manager.applied) == 1
+    text = manager.applied[0][SERVERS_FILE]
+    assert text is not None
+    assert "server_name a.example.com;" in text
+    chain, key = (tmp_path / f for f in certificate_files(CERT))
+    assert chain.read_bytes() == cert_pem("a.example.com")
+    assert key.read_bytes() == key_pem("a.example.com")
+    assert chain.stat().st_mode & 0o777 == 0o600
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert key.parent.stat().st_mode & 0o777 == 0o700
+
+    # Nothing that changes the text: no reload.
+    asyncio.run(dp.push(records, full=True))
+    assert len(manager.applied) == 1
+    # An endpoint change reloads.
+    asyncio.run(dp.push({("E", "ns/web:80"): "10.0.0.3#8080"}, full=False))
+    assert len(manager.applied) == 2
+    assert "server 10.0.0.3:8080" in (manager.applied[1][SERVERS_FILE] or "")
+    # The host leaves: its certificate files go.
+    asyncio.run(dp.push({("H", "a.example.com"): "", ("C", CERT): ""}, full=False))
+    assert not chain.exists()
+    assert not key.exists()
+
+
+def test_refused_configuration_is_a_push_error_and_keeps_old_records(tmp_path: Path) -> None:
+    manager = FakeManager()
+    dp = dataplane(tmp_path, manager)
+    asyncio.run(dp.push({("H", "a.example.com"): "- 0 - rr:1:10"}, full=True))
+    manager.refuse = True
+    with pytest.raises(PushError):
+        asyncio.run(dp.push({("H", "b.example.com"): "- 0 - rr:1:10"}, full=False))
+    manager.refuse = False
+    asyncio.run(dp.push({("H", "c.example.com"): "- 0 - rr:1:10"}, full=False))
+    text = manager.applied[-1][SERVERS_FILE] or ""
+    assert "server_name a.example.com;" in text
+    assert "server_name c.example.com;" in text
+    assert "b.example.com" not in text  # the refused push was not kept
+
+
+def test_angie_paths_use_angie_conf(tmp_path: Path) -> None:
+    assert AngiePaths(tmp_path).main == tmp_path / "angie.conf"
+    # Bootstrap: no public servers, so servers.conf is not included yet.
+    main = RENDERER.main(main_config(tmp_path, public=False))
+    assert SERVERS_FILE not in main
+    assert f"include {tmp_path}/{SERVERS_FILE};" in RENDERER.main(main_config(tmp_path))
+
+
+# ---- wiring: ferryman render --data-plane angie, the binary flags ---------------------
+
+
+@pytest.fixture
+def root_logger() -> Iterator[None]:
+    """``cli.main`` configures the root logger: put it back afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+INGRESS = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "Ingress",
+    "metadata": {"name": "site", "namespace": "default"},
+    "spec": {
+        "ingressClassName": "ferryman",
+        "tls": [{"hosts": ["a.example.com"], "secretName": GOOD_SECRET}],
+        "rules": [
+            {
+                "host": "a.example.com",
+                "http": {
+                    "paths": [
+                        {
+                            "path": "/app",
+                            "pathType": "Prefix",
+                            "backend": {"service": {"name": "web", "port": {"name": "http"}}},
+                        }
+                    ]
+                },
+            }
+        ],
+    },
+}
+
+
+@needs_nginx
+def test_render_angie_writes_what_nginx_accepts(tmp_path: Path, root_logger: None) -> None:
+    manifests, out = tmp_path / "manifests", tmp_path / "out"
+    manifests.mkdir()
+    docs = [tls_secret(GOOD_SECRET), *service_docs("default"), INGRESS]
+    (manifests / "all.yaml").write_text(yaml.safe_dump_all(docs))
+    code = cli.main(
+        [
+            *("render", "--manifests", str(manifests), "--output", str(out)),
+            *("--data-plane", "angie", "--http-port", "18080", "--https-port", "18443"),
+        ]
+    )
+    assert code == 0
+    assert not (out / "nginx.conf").exists()
+    assert "api /status/;" in (out / "config-version.conf").read_text()
+    text = (out / SERVERS_FILE).read_text()
+    block = server_block(text, "a.example.com")
+    assert location_body(block, "/app/") == "proxy_pass http://default_web_http_rr_1_10s;"
+    assert "server 10.0.0.1:8080 max_fails=1 fail_timeout=10s;" in text
+    certs = list((out / "certs").iterdir())
+    assert len(certs) == 2
+    assert all(c.stat().st_mode & 0o777 == 0o600 for c in certs)
+    # NGINX lacks Angie's api directive: test without it (see the module docstring).
+    paths = AngiePaths(out)
+    (out / "config-version.conf").write_text(
+        RENDERER.config_version(str(paths.version_socket), 0, api=False)
+    )
+    result = subprocess.run(
+        ["nginx", "-t", "-p", str(out), "-c", str(out / "angie.conf"), "-e", "stderr"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "binary"),
+    [
+        ([], "nginx"),
+        (["--nginx-binary", "/opt/nginx"], "/opt/nginx"),
+        (["--data-plane", "angie"], "angie"),
+        (["--data-plane", "angie", "--data-plane-binary", "/opt/angie"], "/opt/angie"),
+        (["--data-plane-binary", "/opt/n2"], "/opt/n2"),
+    ],
+)
+def test_data_plane_binary(argv: list[str], binary: str) -> None:
+    args = cli.parser().parse_args(["run", *argv])
+    assert cli._binary(args) == binary
+
+
+def test_angie_refuses_latency_metrics(tmp_path: Path, root_logger: None) -> None:
+    code = cli.main(
+        [
+            *("run", "--manifests", str(tmp_path), "--state-dir", str(tmp_path / "s")),
+            *("--data-plane", "angie", "--enable-latency-metrics"),
+        ]
+    )
+    assert code == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@needs_nginx
+def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
+    """``AngieDataPlane`` + ``NginxManager`` driving a real NGINX (the api location
+    left out): routes, 404/503, an endpoint change reloading to 503."""
+    http_port, backend_port = _free_port(), _free_port()
+
+    async def scenario() -> list[tuple[int, str]]:
+        paths = AngiePaths(tmp_path)
+        prepare_state_dir(paths, None)
+        app = web.Application()
+
+        async def echo(request: web.Request) -> web.Response:
+            return web.Response(text=f"backend {request.path}")
+
+        app.router.add_get("/{tail:.*}", echo)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", backend_port).start()
+        manager = NginxManager(
+            "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False)
+        )
+        dp = AngieDataPlane(manager, paths, RENDERER, http_port, _free_port())
+        main = replace(main_config(tmp_path), http_port=http_port)
+        await manager.start({"angie.conf": RENDERER.main(replace(main, public=False))})
+        answers = []
+        try:
+            await dp.push(
+                {
+                    ("H", "a.example.com"): "- 0 - rr:1:10 P|/app|ns/web:80 E|/gone|ns/gone:80",
+                    ("E", "ns/web:80"): f"127.0.0.1#{backend_port}",
+                },
+                full=True,
+            )
+            await manager.apply({"angie.conf": RENDERER.main(main)})
+            for host, path in [("a", "/app/x"), ("a", "/apple"), ("a", "/gone"), ("b", "/app")]:
+                answers.append(
+                    await asyncio.to_thread(_get, http_port, f"{host}.example.com", path)
+                )
+            await dp.push({("E", "ns/web:80"): ""}, full=False)
+            answers.append(await asyncio.to_thread(_get, http_port, "a.example.com", "/app"))
+        finally:
+            await manager.stop()
+            await runner.cleanup()
+        return answers
+
+    assert asyncio.run(scenario()) == [
+        (200, "backend /app/x"),
+        (404, ""),
+        (503, ""),
+        (404, ""),
+        (503, ""),
+    ]
+
+
+def _get(port: int, host: str, path: str) -> tuple[int, str]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Host": host})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
