@@ -156,7 +156,6 @@ class NginxManager:
         self._push_version = 0
         self._files: dict[str, str] = {}
         self._stderr_task: asyncio.Task[None] | None = None
-        self._stopping = False
 
     @property
     def pid(self) -> int | None:
@@ -322,9 +321,13 @@ class NginxManager:
     async def stop(self, timeout: float = 30.0) -> None:
         """Graceful quit (SIGQUIT lets workers finish their requests)."""
         proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if proc is None:
             return
-        self._stopping = True
+        if proc.returncode is not None:
+            # The master is already gone; its workers may not be (they keep serving).
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return
         proc.send_signal(signal.SIGQUIT)
         try:
             await asyncio.wait_for(proc.wait(), timeout)
