@@ -67,7 +67,11 @@ def test_api_changes_reach_nginx_within_a_second(
         wait_until(check, 1.0, what)
 
     apply(kube, *service_with_backends("app", [b], namespace=namespace))
-    follows(lambda: served_by(f, "k8s.test", "/x") == "b", "endpoint change")
+    kube.delete(EndpointSlice, "app-a", namespace=namespace)  # the rollout replaced a by b
+    follows(
+        lambda: {served_by(f, "k8s.test", f"/x{i}") for i in range(4)} == {"b"},
+        "endpoint change",
+    )
     apply(kube, ingress("web", [rule("k8s.test", path("/only", "app"))], namespace=namespace))
     follows(lambda: served_by(f, "k8s.test", "/x") == "404", "ingress update")
     assert served_by(f, "k8s.test", "/only") == "b"
