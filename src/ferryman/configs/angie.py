@@ -24,9 +24,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import jinja2
-
 from ferryman.configs.model import CATCH_ALL, MainConfig
+from ferryman.configs.render import template_environment
 from ferryman.configs.routes import decode_host
 
 SERVERS_FILE = "servers.conf"
@@ -181,14 +180,7 @@ def angie_config(
 
 class AngieRenderer:
     def __init__(self) -> None:
-        self._env = jinja2.Environment(
-            loader=jinja2.PackageLoader("ferryman.configs", "templates"),
-            undefined=jinja2.StrictUndefined,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=True,
-            autoescape=False,  # NGINX syntax; only validated strings reach it
-        )
+        self._env = template_environment()
 
     def main(self, main: MainConfig) -> str:
         return self._env.get_template("angie.conf.tmpl").render(
