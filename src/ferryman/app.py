@@ -10,6 +10,7 @@ import os
 import pwd
 import re
 import signal
+import socket
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from ferryman.configs.render import Renderer
 from ferryman.controller import Controller, keys_for_event
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.angie import AngieDataPlane, AngieOutputDirectory, AngiePaths
+from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
@@ -123,12 +125,13 @@ class _Flavour:
         self.renderer = Renderer()
         self.angie_renderer = AngieRenderer()
         self.main_file = "angie.conf" if self.angie else "nginx.conf"
+        self.dns_port = 0  # Angie: where ferryman's DNS server listens, once bound
 
     def main(self, user: str | None, *, public: bool) -> str:
         main = main_config(self.settings, self.paths, user, public=public)
         if self.angie:
             # No Lua: Angie loads no dynamic modules.
-            return self.angie_renderer.main(replace(main, modules=()))
+            return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
         return self.renderer.main(main)
 
     def config_version(self, socket: str, version: int) -> str:
@@ -140,6 +143,23 @@ class _Flavour:
 def _paths(data_plane: str, state_dir: Path) -> Paths:
     checked = _checked_state_dir(state_dir)
     return AngiePaths(checked) if data_plane == "angie" else Paths(checked)
+
+
+def _free_loopback_port() -> int:
+    """A port ``render`` can write for ``--angie-dns-port 0`` (run binds its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _start_dns(settings: Settings) -> DnsServer:
+    """Angie's upstreams resolve their peers here; it must answer before Angie starts."""
+    server = DnsServer(Zone(), settings.angie_dns_port)
+    try:
+        await server.start()
+    except OSError as e:
+        raise SettingsError(f"--angie-dns-port {settings.angie_dns_port}: {e}") from e
+    return server
 
 
 def _log_problem(where: str, message: str) -> None:
@@ -244,7 +264,10 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         settings.nginx_binary, paths, settings.nginx_reload_timeout, flavour.config_version
     )
     dataplane: DataPlane = nginx
+    dns: DnsServer | None = None
     if flavour.angie:
+        dns = await _start_dns(settings)
+        flavour.dns_port = dns.port
         dataplane = AngieDataPlane(
             nginx,
             paths,
@@ -252,6 +275,8 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             settings.http_port,
             settings.https_port,
             settings.health_uri,
+            zone=dns.zone,
+            zone_size=settings.shared_dict_size,
         )
     bootstrap = {flavour.main_file: flavour.main(user, public=False)}
     cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
@@ -327,6 +352,8 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await nginx.stop()
+        if dns is not None:
+            await dns.stop()
         await probes.stop()
     log.info("stopped", extra={"fields": {"code": code}})
     return code
@@ -342,6 +369,7 @@ async def render(settings: Settings, output: Path, data_plane: str = "nginx") ->
     assert settings.manifests is not None
     paths = _paths(data_plane, output)
     flavour = _Flavour(data_plane, settings, paths)
+    flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
     problems: list[str] = []
     prepare_state_dir(paths, None)
     ensure_fallback_certificate(paths.fallback_certificate)

@@ -31,7 +31,14 @@ def _common(p: argparse.ArgumentParser) -> None:
         choices=("nginx", "angie"),
         default="nginx",
         help="nginx: NGINX with the Lua router (no reloads for resources); angie: Angie "
-        "with classic configuration, reloaded on every change",
+        "with classic configuration (reloads for hosts and paths, DNS for endpoints)",
+    )
+    p.add_argument(
+        "--angie-dns-port",
+        type=_port,
+        default=0,
+        help="Angie: 127.0.0.1 port (UDP and TCP) of ferryman's DNS server for upstream "
+        "resolve (default 0: a free port chosen at start)",
     )
 
 
@@ -131,6 +138,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from e
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
+    return port
+
+
 def _cidrs(value: str) -> tuple[str, ...]:
     """Networks as NGINX's allow directive reads them, normalised by ipaddress."""
     try:
@@ -189,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             https_port=args.https_port,
             ingress_class=args.ingress_class,
             nginx_modules_dir=args.nginx_modules_dir,
+            angie_dns_port=args.angie_dns_port,
         )
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
@@ -228,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",
         latency_metrics=args.enable_latency_metrics,
+        angie_dns_port=args.angie_dns_port,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

@@ -39,6 +39,9 @@ class Settings:
     nginx_status_allow: tuple[str, ...] = ("127.0.0.1", "::1")
     health_uri: str = ""
     latency_metrics: bool = False
+    # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
+    # 0 picks a free one at start, so instances sharing a machine cannot collide.
+    angie_dns_port: int = 0
     # NGINX shared memory for hosts, routes, certificates and endpoint sets:
     # 10,000 hosts with TLS and 20,000 endpoints take about 40 MB.
     shared_dict_size: str = "128m"

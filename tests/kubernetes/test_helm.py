@@ -49,6 +49,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
     "controller.dataPlane": "angie",
+    "controller.angieDnsPort": 5353,
     "controller.reportIngressStatus.externalService": "other/lb",
     "controller.reportIngressStatus.ingressAddress": ["192.0.2.1", "lb.example.com"],
     "controller.leaderElection.lockName": "my-lock",

@@ -1,10 +1,14 @@
 """The Angie flavour: records -> servers/upstreams text (configs/angie.py), the
 data plane that writes and reloads it, and real ``nginx -t`` runs of the output.
 
-Angie is not installable on this machine. NGINX accepts the same syntax except
-Angie's own directives, so the ``nginx -t`` checks render the version server
-without Angie's ``api`` location (``config_version(..., api=False)``); nothing
-else in the Angie configuration is Angie-only.
+Angie is not installable on this machine. NGINX (Debian's 1.22) accepts the same
+syntax except Angie's own, so before ``nginx -t`` the checks leave out exactly:
+
+- the version server's ``api`` location (``config_version(..., api=False)``);
+- ``service=`` and ``resolve`` on upstream servers (NGINX 1.22 has neither):
+  ``for_nginx`` puts a static peer in place of each such server line, so
+  everything around it (``zone``, ``least_conn``, ``max_fails``, ``keepalive``,
+  the ``resolver`` directive) is still checked by NGINX.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import dns.message
 import pytest
 import yaml
 from aiohttp import web
@@ -32,12 +38,14 @@ from ferryman.configs.angie import (
     SERVERS_FILE,
     AngieRenderer,
     angie_config,
+    backend_dns_name,
     certificate_files,
 )
 from ferryman.configs.ingress import SecretState, virtual_hosts
 from ferryman.configs.model import MainConfig
 from ferryman.configs.routes import encode_host
-from ferryman.dataplane.angie import AngieDataPlane, AngiePaths
+from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngiePaths
+from ferryman.dataplane.dns import Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.nginx import NginxManager, prepare_state_dir
 from ferryman.resources.ingress import parse_ingress
@@ -92,16 +100,47 @@ def test_exact_host_gets_its_own_server_with_path_semantics() -> None:
     assert "location /e/" not in block
 
 
-def test_upstream_lists_ready_peers_with_passive_health() -> None:
+def upstream_block(text: str, name: str) -> str:
+    m = re.search(rf"\nupstream {name} {{\n(.*?)\n}}\n", text, re.S)
+    assert m, f"no upstream {name} in:\n{text}"
+    return "\n".join(line for line in m.group(1).splitlines() if not line.strip().startswith("#"))
+
+
+def test_upstream_resolves_the_backends_srv_name_with_passive_health() -> None:
     text = servers({("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80", **WEB})
-    assert (
-        "upstream ns_web_80_rr_1_10s {\n"
-        "    server 10.0.0.1:8080 max_fails=1 fail_timeout=10s;\n"
-        "    server 10.0.0.2:8080 max_fails=1 fail_timeout=10s;\n"
-        "    keepalive 32;\n"
-        "}\n"
-    ) in text
+    assert upstream_block(text, "ns_web_80_rr_1_10s") == (
+        "    zone ferryman_upstreams 128m;\n"
+        "    server 80.web.ns.ferryman.internal service=_http._tcp resolve"
+        " max_fails=1 fail_timeout=10s;\n"
+        "    keepalive 32;"
+    )
+    # The peers are DNS's business: the text does not name them.
+    assert "10.0.0.1" not in text
     assert "least_conn" not in text
+
+
+def test_endpoint_changes_leave_the_text_alone_but_not_the_first_or_last() -> None:
+    host = {("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80"}
+    before = servers({**host, **WEB})
+    assert servers({**host, ("E", "ns/web:80"): "10.9.9.9#9999"}) == before
+    assert servers(host) != before  # 0 endpoints: 503, no upstream
+
+
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [
+        ("ns/web:80", "80.web.ns.ferryman.internal"),
+        ("default/my-svc:http-alt", "http-alt.my-svc.default.ferryman.internal"),
+    ],
+)
+def test_backend_dns_names_are_readable(key: str, name: str) -> None:
+    assert backend_dns_name(key) == name
+
+
+@pytest.mark.parametrize("key", ["ns/a.b:80", "NS/web:80", "ns/web:", "ns/-web:80"])
+def test_backend_dns_name_refuses_what_is_not_a_label(key: str) -> None:
+    with pytest.raises(ValueError, match="not a DNS label"):
+        backend_dns_name(key)
 
 
 def test_least_conn_max_fails_and_fractional_fail_timeout() -> None:
@@ -111,8 +150,9 @@ def test_least_conn_max_fails_and_fractional_fail_timeout() -> None:
             ("E", "ns/web:80"): "fd00::1#8080",
         }
     )
-    assert "upstream ns_web_80_lc_3_1s {\n    least_conn;\n" in text
-    assert "server [fd00::1]:8080 max_fails=3 fail_timeout=1s;" in text
+    block = upstream_block(text, "ns_web_80_lc_3_1s")
+    assert "    least_conn;\n" in block
+    assert "service=_http._tcp resolve max_fails=3 fail_timeout=1s;" in block
 
 
 def test_same_backend_with_two_balancings_gets_two_upstreams() -> None:
@@ -272,6 +312,39 @@ def test_version_server_has_angie_api_unless_asked_not_to() -> None:
 needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed")
 
 
+DNS_PORT = 15353  # only written into angie.conf here; nothing listens
+
+
+def for_nginx(text: str, zone: Zone | None = None) -> str:
+    """Angie's servers.conf as NGINX 1.22 can load it: each ``server NAME service=...
+    resolve`` line becomes static peers, what the zone answers for NAME (or a
+    closed port when it answers nothing)."""
+
+    def static(m: re.Match[str]) -> str:
+        peers = zone_peers(zone, m.group(2)) if zone else []
+        return "".join(
+            f"{m.group(1)}server {peer}{m.group(3)}\n" for peer in peers or ["127.0.0.1:9"]
+        )
+
+    return re.sub(r"^( +)server (\S+) service=\S+ resolve( .*)?\n", static, text, flags=re.M)
+
+
+def zone_peers(zone: Zone, name: str) -> list[str]:
+    """``addr:port`` for each SRV record of ``_http._tcp.NAME``, through ``Zone.answer``."""
+    query = dns.message.make_query(f"_http._tcp.{name}", "SRV")
+    wire = zone.answer(query.to_wire(), tcp=True)
+    assert wire is not None
+    answer = dns.message.from_wire(wire)
+    peers = []
+    for rrset in answer.answer:
+        for srv in rrset:
+            addresses = dns.message.make_query(srv.target, "A")
+            a = dns.message.from_wire(zone.answer(addresses.to_wire()) or b"")
+            for a_rrset in a.answer:
+                peers += [f"{r.address}:{srv.port}" for r in a_rrset]
+    return sorted(peers)
+
+
 def main_config(state_dir: Path, public: bool = True) -> MainConfig:
     paths = AngiePaths(state_dir)
     return MainConfig(
@@ -302,13 +375,13 @@ def nginx_test(records: Mapping[tuple[str, str], str]) -> str:
         paths = AngiePaths(state)
         prepare_state_dir(paths, None)
         config = angie_config(records, str(state), "/nginx-health")
-        (state / "angie.conf").write_text(RENDERER.main(main_config(state)))
+        (state / "angie.conf").write_text(RENDERER.main(main_config(state), DNS_PORT))
         # No Angie API: NGINX does not know the api directive.
         (state / "config-version.conf").write_text(
             RENDERER.config_version(str(paths.version_socket), 1, api=False)
         )
         text = RENDERER.servers(config, 18080, 18443)
-        (state / SERVERS_FILE).write_text(text)
+        (state / SERVERS_FILE).write_text(for_nginx(text))
         for rel, data in config.certificates.items():
             (state / rel).parent.mkdir(exist_ok=True)
             (state / rel).write_bytes(data)
@@ -396,8 +469,12 @@ class FakeManager:
     def __init__(self, refuse: bool = False) -> None:
         self.refuse = refuse
         self.applied: list[dict[str, str | None]] = []
+        self.zone: Zone | None = None
+        self.peers_at_reload: list[list[str]] = []  # what DNS said as Angie reloaded
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
+        if self.zone is not None:
+            self.peers_at_reload.append(zone_peers(self.zone, "80.web.ns.ferryman.internal"))
         if self.refuse:
             raise ConfigTestError("[emerg] refused", (SERVERS_FILE,))
         self.applied.append(dict(files))
@@ -431,10 +508,17 @@ def test_push_renders_reloads_and_writes_private_certificates(tmp_path: Path) ->
     # Nothing that changes the text: no reload.
     asyncio.run(dp.push(records, full=True))
     assert len(manager.applied) == 1
-    # An endpoint change reloads.
-    asyncio.run(dp.push({("E", "ns/web:80"): "10.0.0.3#8080"}, full=False))
-    assert len(manager.applied) == 2
-    assert "server 10.0.0.3:8080" in (manager.applied[1][SERVERS_FILE] or "")
+    assert zone_peers(dp.zone, "80.web.ns.ferryman.internal") == [
+        "10.0.0.1:8080",
+        "10.0.0.2:8080",
+    ]
+    # An endpoint change does not reload: DNS answers the new endpoints.
+    asyncio.run(dp.push({("E", "ns/web:80"): "10.0.0.3#8080 10.0.0.3#8081"}, full=False))
+    assert len(manager.applied) == 1
+    assert zone_peers(dp.zone, "80.web.ns.ferryman.internal") == [
+        "10.0.0.3:8080",
+        "10.0.0.3:8081",
+    ]
     # The host leaves: its certificate files go.
     asyncio.run(dp.push({("H", "a.example.com"): "", ("C", CERT): ""}, full=False))
     assert not chain.exists()
@@ -456,12 +540,46 @@ def test_refused_configuration_is_a_push_error_and_keeps_old_records(tmp_path: P
     assert "b.example.com" not in text  # the refused push was not kept
 
 
+def test_only_the_first_and_last_endpoint_reload_and_dns_is_ready_for_both(
+    tmp_path: Path,
+) -> None:
+    manager = FakeManager()
+    dp = dataplane(tmp_path, manager)
+    manager.zone = dp.zone
+    name = "80.web.ns.ferryman.internal"
+    asyncio.run(dp.push({("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80"}, full=True))
+    assert len(manager.applied) == 1  # 503 for /
+    assert zone_peers(dp.zone, name) == []
+    for peers in ["10.0.0.1#80", "10.0.0.1#80 10.0.0.2#80", "10.0.0.2#80", ""]:
+        asyncio.run(dp.push({("E", "ns/web:80"): peers}, full=False))
+    # 0 -> 1 and 1 -> 0 reloaded; the moves in between did not.
+    assert len(manager.applied) == 3
+    assert "proxy_pass" in (manager.applied[1][SERVERS_FILE] or "")
+    assert "proxy_pass" not in (manager.applied[2][SERVERS_FILE] or "")
+    # The new upstream's workers resolve at once, so DNS answered before that
+    # reload; the emptied one kept its last answer until its locations said 503.
+    assert manager.peers_at_reload[1:] == [["10.0.0.1:80"], ["10.0.0.2:80"]]
+    assert zone_peers(dp.zone, name) == []
+
+
+def test_refused_reload_puts_the_zone_back(tmp_path: Path) -> None:
+    manager = FakeManager()
+    dp = dataplane(tmp_path, manager)
+    asyncio.run(dp.push({("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80"}, full=True))
+    manager.refuse = True
+    with pytest.raises(PushError):
+        asyncio.run(dp.push({("E", "ns/web:80"): "10.0.0.1#80"}, full=False))
+    assert zone_peers(dp.zone, "80.web.ns.ferryman.internal") == []
+
+
 def test_angie_paths_use_angie_conf(tmp_path: Path) -> None:
     assert AngiePaths(tmp_path).main == tmp_path / "angie.conf"
     # Bootstrap: no public servers, so servers.conf is not included yet.
-    main = RENDERER.main(main_config(tmp_path, public=False))
+    main = RENDERER.main(main_config(tmp_path, public=False), DNS_PORT)
     assert SERVERS_FILE not in main
-    assert f"include {tmp_path}/{SERVERS_FILE};" in RENDERER.main(main_config(tmp_path))
+    public = RENDERER.main(main_config(tmp_path), DNS_PORT)
+    assert f"include {tmp_path}/{SERVERS_FILE};" in public
+    assert f"    resolver 127.0.0.1:{DNS_PORT} valid=1s ipv6=on;\n" in public
 
 
 # ---- wiring: ferryman render --data-plane angie, the binary flags ---------------------
@@ -520,7 +638,18 @@ def test_render_angie_writes_what_nginx_accepts(tmp_path: Path, root_logger: Non
     text = (out / SERVERS_FILE).read_text()
     block = server_block(text, "a.example.com")
     assert location_body(block, "/app/") == "proxy_pass http://default_web_http_rr_1_10s;"
-    assert "server 10.0.0.1:8080 max_fails=1 fail_timeout=10s;" in text
+    assert (
+        "server http.web.default.ferryman.internal service=_http._tcp resolve "
+        "max_fails=1 fail_timeout=10s;"
+    ) in text
+    # What the DNS server would answer Angie, for operators to read.
+    zone = (out / ZONE_FILE).read_text()
+    assert (
+        "_http._tcp.http.web.default.ferryman.internal. 1 IN SRV 0 1 8080 "
+        "10-0-0-1.http.web.default.ferryman.internal."
+    ) in zone
+    assert "10-0-0-1.http.web.default.ferryman.internal. 1 IN A 10.0.0.1" in zone
+    assert re.search(r"resolver 127\.0\.0\.1:\d+ valid=1s", (out / "angie.conf").read_text())
     certs = list((out / "certs").iterdir())
     assert len(certs) == 2
     assert all(c.stat().st_mode & 0o777 == 0o600 for c in certs)
@@ -529,6 +658,7 @@ def test_render_angie_writes_what_nginx_accepts(tmp_path: Path, root_logger: Non
     (out / "config-version.conf").write_text(
         RENDERER.config_version(str(paths.version_socket), 0, api=False)
     )
+    (out / SERVERS_FILE).write_text(for_nginx(text))
     result = subprocess.run(
         ["nginx", "-t", "-p", str(out), "-c", str(out / "angie.conf"), "-e", "stderr"],
         capture_output=True,
@@ -588,12 +718,13 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
         runner = web.AppRunner(app)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", backend_port).start()
-        manager = NginxManager(
-            "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False)
+        zone = Zone()
+        manager = NginxForAngieText(
+            zone, "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False)
         )
-        dp = AngieDataPlane(manager, paths, RENDERER, http_port, _free_port())
+        dp = AngieDataPlane(manager, paths, RENDERER, http_port, _free_port(), zone=zone)
         main = replace(main_config(tmp_path), http_port=http_port)
-        await manager.start({"angie.conf": RENDERER.main(replace(main, public=False))})
+        await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), DNS_PORT)})
         answers = []
         try:
             await dp.push(
@@ -603,7 +734,7 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
                 },
                 full=True,
             )
-            await manager.apply({"angie.conf": RENDERER.main(main)})
+            await manager.apply({"angie.conf": RENDERER.main(main, DNS_PORT)})
             for host, path in [("a", "/app/x"), ("a", "/apple"), ("a", "/gone"), ("b", "/app")]:
                 answers.append(
                     await asyncio.to_thread(_get, http_port, f"{host}.example.com", path)
@@ -628,6 +759,23 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
         (404, ""),
         (503, ""),
     ]
+
+
+class NginxForAngieText(NginxManager):
+    """Writes servers.conf as NGINX 1.22 can load it (``for_nginx``): the peers DNS
+    would give Angie become static servers."""
+
+    def __init__(self, zone: Zone, *args: Any) -> None:
+        super().__init__(*args)
+        self._zone = zone
+
+    def write(self, files: Mapping[str, str | None]) -> None:
+        super().write(
+            {
+                rel: for_nginx(text, self._zone) if rel == SERVERS_FILE and text else text
+                for rel, text in files.items()
+            }
+        )
 
 
 def _get(port: int, host: str, path: str) -> tuple[int, str]:

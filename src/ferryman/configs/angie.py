@@ -1,7 +1,12 @@
 """Pushed records -> classic Angie configuration (no Lua): one server per virtual host.
 
 Angie has no Lua module, so the records the NGINX flavour keeps in memory are
-rendered here as plain directives instead, and every change means a reload:
+rendered here as plain directives instead. Hosts, paths and certificates change
+the text (a reload); endpoints do not: open-source Angie's only way to change
+upstream peers without a reload is ``server NAME service=... resolve``, so each
+upstream names its backend in ferryman's own DNS zone (``backend_dns_name``),
+which ferryman answers on loopback from the current endpoint sets
+(``dataplane/dns.py``):
 
 - a server per host: ``server_name`` exact, a one-label regex for ``*.suffix``,
   the default server for the catch-all ``_`` (or a 404 default server);
@@ -9,8 +14,9 @@ rendered here as plain directives instead, and every change means a reload:
   Prefix ``/p`` -> ``location = /p`` and ``location /p/``; Prefix ``/`` ->
   ``location /``; an Exact path wins a shared ``= /p``; ``location /`` falls back
   to the defaultBackend or answers 404;
-- an ``upstream`` per (backend, balancing) with the ready peers; a backend with no
-  ready peer has no upstream and its locations answer 503;
+- an ``upstream`` per (backend, balancing) resolving the backend's SRV name; a
+  backend with no ready peer has no upstream and its locations answer 503 (so
+  only a backend's 0 <-> N transitions change the text);
 - TLS per host from certificate files (``certificate_files``), or
   ``ssl_reject_handshake on`` when the Secret is unusable.
 
@@ -20,16 +26,32 @@ Every string here passed ``resources.validation`` or was built by ferryman.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ferryman.configs.model import CATCH_ALL, MainConfig
+from ferryman.configs.model import CATCH_ALL, BackendKey, MainConfig
 from ferryman.configs.render import template_environment
 from ferryman.configs.routes import decode_host
 
 SERVERS_FILE = "servers.conf"
 CERTS_DIR = "certs"
+
+# ferryman's private DNS zone for Angie's ``resolve``. ICANN reserved ``.internal``
+# for private use (2024): it is never delegated in public DNS, so no real name can
+# collide; and only ferryman's loopback server is ever asked (angie.conf's resolver).
+DNS_ZONE = "ferryman.internal"
+# The SRV service Angie looks up: ``_http._tcp.<backend name>`` (``service=`` with a
+# dot is used as the prefix as is).
+SRV_SERVICE = "_http._tcp"
+# The resolver's answers are trusted this long (seconds): Angie re-resolves about
+# once per ``valid`` + 1 s, which bounds how late an endpoint change takes effect.
+DNS_TTL = 1
+# The part of a backend key that becomes a DNS label: validated Kubernetes names
+# (DNS-1123 / DNS-1035 labels, IANA port names or numbers) already are labels.
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -56,7 +78,7 @@ class Server:
 class Upstream:
     name: str
     least_conn: bool
-    peers: tuple[str, ...]  # "addr:port", IPv6 in brackets
+    dns_name: str  # the backend's name in DNS_ZONE; its SRV records are the peers
     max_fails: int
     fail_timeout: str  # NGINX time
 
@@ -80,9 +102,44 @@ def _nginx_time(seconds: str) -> str:
     return f"{math.ceil(float(seconds))}s"
 
 
-def _peer(value: str) -> str:
-    addr, port = value.rsplit("#", 1)
-    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+def backend_dns_name(backend: BackendKey) -> str:
+    """``ns/svc:port`` -> ``port.svc.ns.ferryman.internal`` (no trailing dot).
+
+    Readable on purpose: Angie's log and API show it. The three parts passed
+    ``resources.validation``; anything else is refused rather than mangled.
+    """
+    namespace, rest = backend.split("/", 1)
+    service, port = rest.rsplit(":", 1)
+    for part in (namespace, service, port):
+        if not _LABEL.fullmatch(part):
+            raise ValueError(f"backend {backend!r}: {part!r} is not a DNS label")
+    return f"{port}.{service}.{namespace}.{DNS_ZONE}"
+
+
+def target_label(address: str) -> str:
+    """An endpoint address as the first label of its SRV target name:
+    ``10-0-0-1``, IPv6 written out in full with ``-`` for ``:``."""
+    ip = ipaddress.ip_address(address)
+    text = ip.exploded if ip.version == 6 else str(ip)
+    return text.replace(".", "-").replace(":", "-")
+
+
+def endpoint_sets(
+    records: Mapping[tuple[str, str], str],
+) -> dict[BackendKey, tuple[tuple[str, int], ...]]:
+    """Every backend the hosts name or the endpoint records list -> its ready
+    (address, port) pairs; ``()`` for a backend known to have none."""
+    sets: dict[BackendKey, tuple[tuple[str, int], ...]] = {}
+    for (kind, key), value in records.items():
+        if kind == "H":
+            _, _, default, exact, prefix = decode_host(value)
+            for backend in [*exact.values(), *prefix.values(), default]:
+                if backend is not None:
+                    sets.setdefault(backend, ())
+        elif kind == "E" and value:
+            pairs = (p.rsplit("#", 1) for p in value.split(" "))
+            sets[key] = tuple((addr, int(port)) for addr, port in pairs)
+    return sets
 
 
 def _server_name(host: str) -> str:
@@ -108,13 +165,7 @@ def angie_config(
         name = "_".join([*backend.replace("/", ":").split(":"), method, max_fails, timeout])
         upstreams.setdefault(
             name,
-            Upstream(
-                name,
-                method == "lc",
-                tuple(_peer(p) for p in peers[backend]),
-                int(max_fails),
-                timeout,
-            ),
+            Upstream(name, method == "lc", backend_dns_name(backend), int(max_fails), timeout),
         )
         return name
 
@@ -182,14 +233,22 @@ class AngieRenderer:
     def __init__(self) -> None:
         self._env = template_environment()
 
-    def main(self, main: MainConfig) -> str:
+    def main(self, main: MainConfig, dns_port: int) -> str:
+        """``dns_port``: where ferryman's DNS server answers on 127.0.0.1."""
         return self._env.get_template("angie.conf.tmpl").render(
-            main=main, servers_file=SERVERS_FILE
+            main=main, servers_file=SERVERS_FILE, dns_port=dns_port, dns_ttl=DNS_TTL
         )
 
-    def servers(self, config: AngieConfig, http_port: int, https_port: int) -> str:
+    def servers(
+        self, config: AngieConfig, http_port: int, https_port: int, zone_size: str = "128m"
+    ) -> str:
+        """``zone_size``: the one shared memory zone all upstreams' peers live in."""
         return self._env.get_template("angie-servers.conf.tmpl").render(
-            config=config, http_port=http_port, https_port=https_port
+            config=config,
+            http_port=http_port,
+            https_port=https_port,
+            zone_size=zone_size,
+            srv_service=SRV_SERVICE,
         )
 
     def config_version(self, socket: str, version: int, api: bool = True) -> str:

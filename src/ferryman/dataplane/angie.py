@@ -1,11 +1,13 @@
-"""Angie as the data plane: classic configuration, one reload per change.
+"""Angie as the data plane: classic configuration, endpoints through DNS.
 
 Angie has no Lua module, so records cannot be pushed into its memory: every push
 re-renders ``servers.conf`` (servers and upstreams, ``configs/angie.py``) from
-the merged records, writes the certificates it names (0600 under ``certs/``) and
-reloads through ``NginxManager`` (``angie -t``, SIGHUP, then the version socket
-confirms). Endpoint changes therefore reload Angie, as they reload NGINX under
-NIC; the controller's batching groups them.
+the merged records, writes the certificates it names (0600 under ``certs/``) and,
+when the text changed, reloads through ``NginxManager`` (``angie -t``, SIGHUP,
+then the version socket confirms). The text names each backend's DNS name, not
+its peers: endpoint changes only update the ``Zone`` that ferryman's DNS server
+answers Angie's ``resolve`` lookups from, with no reload. Only a backend's
+0 <-> N transitions change the text (no endpoints: its locations answer 503).
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ferryman.configs.angie import SERVERS_FILE, AngieRenderer, angie_config
+from ferryman.configs.angie import SERVERS_FILE, AngieRenderer, angie_config, endpoint_sets
 from ferryman.dataplane import RecordKey, merge_records
+from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, PushError
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.nginx import NginxManager, Paths
 from ferryman.dataplane.output import OutputDirectory
+
+ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax
 
 
 class AngiePaths(Paths):
@@ -38,6 +43,8 @@ class AngieDataPlane:
         http_port: int,
         https_port: int,
         health_uri: str = "",
+        zone: Zone | None = None,
+        zone_size: str = "128m",
     ) -> None:
         self.manager = manager
         self._paths = paths
@@ -45,7 +52,10 @@ class AngieDataPlane:
         self._http_port = http_port
         self._https_port = https_port
         self._health_uri = health_uri
+        self.zone = zone if zone is not None else Zone()
+        self._zone_size = zone_size
         self._records: dict[RecordKey, str] = {}
+        self._endpoints: dict[str, Endpoints] = {}  # what the zone answers
         self._servers: str | None = None  # the servers.conf Angie runs
         self._certificates: set[str] = set()  # written certificate files (relative)
         self._version = 0
@@ -68,14 +78,23 @@ class AngieDataPlane:
         merged = dict(self._records)
         merge_records(merged, records, full)
         config = angie_config(merged, str(self._paths.state_dir), self._health_uri)
-        text = self._renderer.servers(config, self._http_port, self._https_port)
+        text = self._renderer.servers(config, self._http_port, self._https_port, self._zone_size)
+        endpoints = endpoint_sets(merged)
         self._write_certificates(config.certificates)
         if text != self._servers:
+            # A new upstream's workers resolve at once: its names must answer
+            # before the reload. A backend that lost its last endpoint keeps its
+            # old answers until its locations answer 503 instead.
+            emptied = {b: old for b, old in self._endpoints.items() if old and not endpoints.get(b)}
+            self.zone.set_endpoints({**endpoints, **emptied})
             try:
                 await self.manager.apply({SERVERS_FILE: text})
             except ConfigError as e:
+                self.zone.set_endpoints(self._endpoints)
                 raise PushError(f"angie did not take the new servers: {e}") from e
             self._servers = text
+        self.zone.set_endpoints(endpoints)
+        self._endpoints = dict(endpoints)
         for rel in self._certificates - config.certificates.keys():
             (self._paths.state_dir / rel).unlink(missing_ok=True)
         self._certificates &= config.certificates.keys()
@@ -85,8 +104,9 @@ class AngieDataPlane:
 
 
 class AngieOutputDirectory(OutputDirectory):
-    """``ferryman render --data-plane angie``: records.txt, plus the servers file
-    and certificates (0600) Angie would be given."""
+    """``ferryman render --data-plane angie``: records.txt, plus the servers file,
+    certificates (0600) Angie would be given and the DNS zone it would be answered
+    (``zone.txt``)."""
 
     def __init__(
         self, root: Path, renderer: AngieRenderer, http_port: int, https_port: int
@@ -106,4 +126,7 @@ class AngieOutputDirectory(OutputDirectory):
             self._root / SERVERS_FILE,
             self._renderer.servers(config, self._http_port, self._https_port),
         )
+        zone = Zone()
+        zone.set_endpoints(endpoint_sets(self.records))
+        atomic_write(self._root / ZONE_FILE, zone.text())
         return version
