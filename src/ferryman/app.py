@@ -21,7 +21,13 @@ from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.controller import Controller, keys_for_event
 from ferryman.dataplane import DataPlane
-from ferryman.dataplane.angie import AngieDataPlane, AngieOutputDirectory, AngiePaths
+from ferryman.dataplane.angie import (
+    AngieDataPlane,
+    AngieGeneration,
+    AngieOutputDirectory,
+    AngiePaths,
+    angie_stub_status,
+)
 from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
@@ -261,7 +267,12 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
     )
     store = Store()
     nginx = NginxManager(
-        settings.nginx_binary, paths, settings.nginx_reload_timeout, flavour.config_version
+        settings.nginx_binary,
+        paths,
+        settings.nginx_reload_timeout,
+        flavour.config_version,
+        # Angie counts its configuration loads: a reload must move that on too.
+        AngieGeneration(paths.version_socket) if flavour.angie else None,
     )
     dataplane: DataPlane = nginx
     dns: DnsServer | None = None
@@ -286,8 +297,12 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
     )
     ready = False
+    # Angie's counters come from its /status/ API; NGINX's from stub_status.
+    read_status = (
+        (lambda: angie_stub_status(paths.version_socket)) if flavour.angie else nginx.stub_status
+    )
     probes = ProbeServer(
-        settings.ready_port, settings.metrics_port, metrics, lambda: ready, nginx.stub_status
+        settings.ready_port, settings.metrics_port, metrics, lambda: ready, read_status
     )
     await probes.start()
 

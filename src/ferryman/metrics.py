@@ -6,7 +6,7 @@ Each process owns one registry; nothing is registered globally.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from prometheus_client import (
@@ -37,6 +37,51 @@ def parse_stub_status(text: str) -> dict[str, int] | None:
         return None
     keys = ("active", "accepted", "handled", "requests", "reading", "writing", "waiting")
     return dict(zip(keys, (int(g) for g in m.groups()), strict=True))
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"not a counter: {value!r}")
+    return value
+
+
+def parse_angie_status(document: object) -> dict[str, int] | None:
+    """Angie's ``/status/`` JSON as stub_status's numbers, or None when it is not that.
+
+    ``connections`` has accepted, dropped, active and idle; requests are counted
+    per ``status_zone`` under ``http.server_zones.<zone>.requests.total`` (summed).
+    stub_status's other fields follow from those: handled = accepted - dropped,
+    waiting = idle, writing = active - idle; Angie does not tell reading apart (0).
+    """
+    try:
+        assert isinstance(document, Mapping)
+        conn = document["connections"]
+        active, idle = _count(conn["active"]), _count(conn["idle"])
+        accepted, dropped = _count(conn["accepted"]), _count(conn["dropped"])
+        zones = document.get("http", {}).get("server_zones", {})
+        requests = sum(_count(z["requests"]["total"]) for z in zones.values())
+    except (AssertionError, KeyError, TypeError, AttributeError, ValueError):
+        return None
+    return {
+        "active": active,
+        "accepted": accepted,
+        "handled": max(accepted - dropped, 0),
+        "requests": requests,
+        "reading": 0,
+        "writing": max(active - idle, 0),
+        "waiting": idle,
+    }
+
+
+def stub_status_text(reading: Mapping[str, int]) -> str:
+    """The numbers in stub_status's own text (what the /metrics scrape parses)."""
+    r = reading
+    return (
+        f"Active connections: {r['active']} \n"
+        "server accepts handled requests\n"
+        f" {r['accepted']} {r['handled']} {r['requests']} \n"
+        f"Reading: {r['reading']} Writing: {r['writing']} Waiting: {r['waiting']} \n"
+    )
 
 
 class StubStatusCollector(Collector):

@@ -8,7 +8,8 @@ syntax except Angie's own, so before ``nginx -t`` the checks leave out exactly:
 - ``service=`` and ``resolve`` on upstream servers (NGINX 1.22 has neither):
   ``for_nginx`` puts a static peer in place of each such server line, so
   everything around it (``zone``, ``least_conn``, ``max_fails``, ``keepalive``,
-  the ``resolver`` directive) is still checked by NGINX.
+  the ``resolver`` directive) is still checked by NGINX;
+- ``status_zone`` in servers (NGINX Plus and Angie only): ``for_nginx`` drops it.
 """
 
 from __future__ import annotations
@@ -326,6 +327,7 @@ def for_nginx(text: str, zone: Zone | None = None) -> str:
             f"{m.group(1)}server {peer}{m.group(3)}\n" for peer in peers or ["127.0.0.1:9"]
         )
 
+    text = re.sub(r"^ +status_zone \S+;\n", "", text, flags=re.M)
     return re.sub(r"^( +)server (\S+) service=\S+ resolve( .*)?\n", static, text, flags=re.M)
 
 
@@ -719,8 +721,14 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", backend_port).start()
         zone = Zone()
+        check = RecordingCheck()
         manager = NginxForAngieText(
-            zone, "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False)
+            zone,
+            "nginx",
+            paths,
+            10,
+            lambda s, v: RENDERER.config_version(s, v, api=False),
+            check,
         )
         dp = AngieDataPlane(manager, paths, RENDERER, http_port, _free_port(), zone=zone)
         main = replace(main_config(tmp_path), http_port=http_port)
@@ -747,6 +755,8 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
                     break
                 await asyncio.sleep(0.05)
             answers.append(answer)
+            # Every reload was also confirmed by the flavour's check, after the HUP.
+            assert check.calls == ["before", "confirm"] * 3
         finally:
             await manager.stop()
             await runner.cleanup()
@@ -759,6 +769,21 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
         (404, ""),
         (503, ""),
     ]
+
+
+class RecordingCheck:
+    """A ``ReloadCheck`` (Angie's generation in production) that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def before(self) -> int:
+        self.calls.append("before")
+        return len(self.calls)
+
+    async def confirm(self, before: int, deadline: float) -> None:
+        assert before == len(self.calls)
+        self.calls.append("confirm")
 
 
 class NginxForAngieText(NginxManager):

@@ -12,16 +12,22 @@ answers Angie's ``resolve`` lookups from, with no reload. Only a backend's
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
+
+import aiohttp
 
 from ferryman.configs.angie import SERVERS_FILE, AngieRenderer, angie_config, endpoint_sets
 from ferryman.dataplane import RecordKey, merge_records
 from ferryman.dataplane.dns import Endpoints, Zone
-from ferryman.dataplane.errors import ConfigError, PushError
+from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.nginx import NginxManager, Paths
 from ferryman.dataplane.output import OutputDirectory
+from ferryman.metrics import parse_angie_status, stub_status_text
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax
 
@@ -32,6 +38,69 @@ class AngiePaths(Paths):
     @property
     def main(self) -> Path:
         return self.state_dir / "angie.conf"
+
+
+async def _get_json(socket: Path, path: str) -> object:
+    """GET ``path`` of Angie's API on the version socket, as JSON."""
+    connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
+    try:
+        async with (
+            aiohttp.ClientSession(connector=connector) as session,
+            session.get(f"http://angie{path}", timeout=aiohttp.ClientTimeout(total=2)) as resp,
+        ):
+            text = await resp.text()
+    except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        raise DataPlaneError(f"angie {path}: {e or type(e).__name__}") from e
+    if resp.status != 200:
+        raise DataPlaneError(f"angie {path}: {resp.status} {text[:200]}")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise DataPlaneError(f"angie {path}: not JSON: {text[:200]!r}") from e
+
+
+async def angie_stub_status(socket: Path) -> str:
+    """Angie's ``/status/`` counters in stub_status's text, for the /metrics scrape
+    (Angie serves no stub_status of its own numbers for ``nginx_ingress_nginx_*``)."""
+    reading = parse_angie_status(await _get_json(socket, "/status/"))
+    if reading is None:
+        raise DataPlaneError("angie /status/: not Angie's status document")
+    return stub_status_text(reading)
+
+
+class AngieGeneration:
+    """Angie's ``/status/angie/generation`` (the version server's API location):
+    a counter of configuration loads. A reload is confirmed when it moved on,
+    besides the version socket answering the new version (``NginxManager``)."""
+
+    POLL_INTERVAL = 0.02  # seconds
+
+    def __init__(self, socket: Path) -> None:
+        self._socket = socket
+
+    async def read(self) -> int:
+        try:
+            value = await _get_json(self._socket, "/status/angie/generation")
+        except DataPlaneError as e:
+            raise ReloadError(str(e)) from e
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ReloadError(f"angie generation: not a number: {value!r}")
+        return value
+
+    async def before(self) -> int:
+        return await self.read()
+
+    async def confirm(self, before: int, deadline: float) -> None:
+        last: int | str = before
+        while time.monotonic() < deadline:
+            try:
+                last = await self.read()
+            except ReloadError as e:
+                last = str(e)
+            if isinstance(last, int) and last > before:
+                return
+            await asyncio.sleep(self.POLL_INTERVAL)
+        raise ReloadError(f"angie generation did not move on from {before} (last: {last})")
 
 
 class AngieDataPlane:

@@ -3,6 +3,7 @@
 A reload is confirmed only when a worker answers the new configuration version
 on the version socket: the HUP merely asks the master to try, and a master
 that cannot apply a configuration keeps its old workers without telling us.
+A flavour can ask for more (``ReloadCheck``: Angie's configuration generation).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 
@@ -101,6 +103,19 @@ class Paths:
         return self.state_dir / "tmp"
 
 
+class ReloadCheck(Protocol):
+    """A second confirmation of a reload, besides the version socket's answer."""
+
+    async def before(self) -> int:
+        """A reading taken before the HUP (raises ReloadError when there is none)."""
+        ...
+
+    async def confirm(self, before: int, deadline: float) -> None:
+        """Returns once the reading moved on from ``before``; raises ReloadError
+        when it has not by ``deadline`` (``time.monotonic()``)."""
+        ...
+
+
 def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
     """Create the layout; drop configuration left by an earlier run."""
     paths.state_dir.mkdir(parents=True, exist_ok=True)
@@ -146,8 +161,10 @@ class NginxManager:
         paths: Paths,
         reload_timeout: float,
         render_version: Callable[[str, int], str],
+        reload_check: ReloadCheck | None = None,
     ) -> None:
         self._binary = binary
+        self._reload_check = reload_check
         self._paths = paths
         self._reload_timeout = reload_timeout
         self._render_version = render_version
@@ -254,8 +271,12 @@ class NginxManager:
         started = time.monotonic()
         try:
             await self._test()
+            check = self._reload_check
+            reading = await check.before() if check is not None else 0
             self._proc.send_signal(signal.SIGHUP)
             await self._wait_version(version)
+            if check is not None:
+                await check.confirm(reading, started + self._reload_timeout)
         except (ConfigTestError, ReloadError):
             self.write(before)
             self._write_version(self._version)
