@@ -43,6 +43,8 @@ def _get(port: int) -> tuple[int, str]:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, ""
+    except urllib.error.URLError as e:  # NGINX still starting
+        return 0, str(e.reason)
 
 
 def _workers(master: int) -> set[int]:
