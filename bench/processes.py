@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -66,6 +67,18 @@ def children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(x) for x in text.split()]
+
+
+def cpu_seconds(master: int) -> float:
+    """User + system CPU of an NGINX master and its workers so far."""
+    ticks = 0
+    for pid in (master, *children(master)):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class BackendNginx:

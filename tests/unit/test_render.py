@@ -90,8 +90,8 @@ def test_bootstrap_has_no_public_listener() -> None:
 
 def test_public_listeners_use_the_configured_ports() -> None:
     text = Renderer().main(dataclasses.replace(MAIN, http_port=18080, https_port=18443))
-    assert "listen 18080 default_server;" in text
-    assert "listen 18443 ssl default_server;" in text
+    assert "listen 18080 default_server reuseport;" in text
+    assert "listen 18443 ssl default_server reuseport;" in text
     # The router builds redirects with the HTTPS port.
     assert 'set $ferryman_https_port "18443";' in text
 

@@ -13,6 +13,15 @@
 -- decodes what it needs and drops its copies when the dict's version moves, so a
 -- pushed version is in force for every worker's next request; GET /version says
 -- which version the dict holds.
+--
+-- Two paths per request. The fast one is the whole of most requests: the
+-- balancer of the shared upstream routes and picks the peer in one Lua call (no
+-- coroutine, no ngx.ctx, no other Lua phase), because every Lua phase a request
+-- passes costs a few percent of NGINX's throughput. Whatever that path does not
+-- finish (no route, no ready endpoint, a redirect, least_conn, the health URI)
+-- it hands over with an internal error, which `error_page 500 = @ferryman` turns
+-- into the slow path: route() in the access phase answers or proxies with
+-- balance() and log().
 
 local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
@@ -22,9 +31,26 @@ local counters = ngx.shared.ferryman_balancer
 
 local _M = {}
 
+local settings = { latency = false }
+
+-- From init_by_lua: latency = true when the access log feeds latency metrics,
+-- which then need the route's names in NGINX variables.
+function _M.configure(options)
+    settings.latency = options.latency and true or false
+end
+
 local cache_version = nil
 local peers_cache = {}
 local hosts_cache = {}
+-- Unknown Host headers are cached too (as NONE); they come from clients, so
+-- their number is bounded.
+local unknown_hosts = 0
+local MAX_UNKNOWN_HOSTS = 10000
+-- Matched paths per host (see route_of), bounded across all hosts.
+local cached_routes = 0
+local routes_generation = 0
+local MAX_CACHED_ROUTES = 20000
+local MAX_CACHED_PATH = 256
 local certs_cache = {} -- by certificate id; an id names immutable content
 local certs_cached = 0
 local MAX_CACHED_CERTS = 1000
@@ -34,6 +60,8 @@ local function refresh()
     if version ~= cache_version then
         peers_cache = {}
         hosts_cache = {}
+        unknown_hosts = 0
+        cached_routes = 0
         cache_version = version
     end
 end
@@ -46,14 +74,20 @@ local function split(text, sep)
     return out
 end
 
+-- A peer is { addr, port, id, failure counter key, active counter key, name };
+-- the keys are built once here rather than per request.
 local function peers_for(key)
     local peers = peers_cache[key]
     if peers == nil then
-        peers = {}
+        peers = { rr = "rr:" .. key }
         local raw = store:get("E:" .. key)
         if raw then
             for addr, port in string.gmatch(raw, "([^%s#]+)#(%d+)") do
-                peers[#peers + 1] = { addr, tonumber(port), addr .. "#" .. port }
+                local id = addr .. "#" .. port
+                -- As NGINX names the peer in $upstream_addr.
+                local name = (string.find(addr, ":", 1, true) and "[" .. addr .. "]" or addr)
+                    .. ":" .. port
+                peers[#peers + 1] = { addr, tonumber(port), id, "f:" .. id, "a:" .. id, name }
             end
         end
         peers_cache[key] = peers
@@ -69,6 +103,11 @@ local function host_entry(host)
         local raw = store:get("H:" .. host)
         if raw == nil then
             entry = NONE
+            unknown_hosts = unknown_hosts + 1
+            if unknown_hosts > MAX_UNKNOWN_HOSTS then
+                hosts_cache = {}
+                unknown_hosts = 1
+            end
         else
             local fields = split(raw, " ")
             local method, max_fails, fail_timeout =
@@ -113,30 +152,177 @@ local function named_host(host)
     return entry
 end
 
+local SLASH = string.byte("/")
+local byte, sub = string.byte, string.sub
+
+-- configs/routes.py::match, without patterns (LuaJIT compiles byte/sub, not
+-- gsub/match): Exact, then Prefix element by element, longest first.
 local function match(entry, path)
     local backend = entry.exact[path]
     if backend then
         return backend
     end
-    local candidate = string.gsub(path, "/+$", "")
-    if candidate == "" then
-        candidate = "/"
+    local prefix = entry.prefix
+    local last = #path
+    while last > 0 and byte(path, last) == SLASH do
+        last = last - 1
     end
-    while true do
-        backend = entry.prefix[candidate]
+    while last > 0 do
+        backend = prefix[sub(path, 1, last)]
         if backend then
             return backend
         end
-        if candidate == "/" then
-            return entry.default
+        -- Drop the last element: back to the slash before it, exclusive.
+        while last > 0 and byte(path, last) ~= SLASH do
+            last = last - 1
         end
-        candidate = string.match(candidate, "^(.*)/[^/]*$")
-        if candidate == "" then
-            candidate = "/"
+        last = last - 1
+    end
+    return prefix["/"] or entry.default
+end
+
+-- A path's match is kept per host until the dict's version moves: repeated
+-- paths then cost one lookup, and the fast path has no loop, which keeps
+-- LuaJIT compiling it (a loop inside aborts the trace of the whole request).
+local function route_of(entry, path)
+    if entry.routes_generation ~= routes_generation then
+        entry.routes = {}
+        entry.routes_generation = routes_generation
+    end
+    local backend = entry.routes[path]
+    if backend == nil then
+        backend = match(entry, path) or false
+        if #path <= MAX_CACHED_PATH then
+            if cached_routes >= MAX_CACHED_ROUTES then
+                routes_generation = routes_generation + 1
+                cached_routes = 0
+                entry.routes = {}
+                entry.routes_generation = routes_generation
+            end
+            entry.routes[path] = backend
+            cached_routes = cached_routes + 1
         end
+    end
+    return backend or nil
+end
+
+-- Passive health, as NGINX's max_fails/fail_timeout: a peer that failed
+-- max_fails times is skipped for fail_timeout seconds, unless every peer is.
+local function is_down(peer, host)
+    if host.max_fails == 0 then
+        return false
+    end
+    local fails = counters:get(peer[4])
+    return fails ~= nil and fails >= host.max_fails
+end
+
+-- Round-robin from a counter all workers share (so requests spread evenly
+-- whichever worker takes them), or the least active requests for least_conn.
+local function choose(peers, host, tried)
+    local n = #peers
+    local start = (counters:incr(peers.rr, 1, 0) or 0) % n
+    local best, best_load, fallback
+    for offset = 0, n - 1 do
+        local peer = peers[((start + offset) % n) + 1]
+        if not (tried and tried[peer[3]]) then
+            fallback = fallback or peer
+            if not is_down(peer, host) then
+                if not host.least_conn then
+                    return peer
+                end
+                local load = counters:get(peer[5]) or 0
+                if best == nil or load < best_load then
+                    best, best_load = peer, load
+                end
+            end
+        end
+    end
+    return best or fallback
+end
+
+local function use(peer)
+    local ok, err = balancer.set_current_peer(peer[1], peer[2])
+    if not ok then
+        ngx.log(ngx.ERR, "ferryman: cannot use peer ", peer[1], ":", peer[2], ": ", err)
+        return ngx.exit(ngx.ERROR)
     end
 end
 
+-- The route of this request for the fast path: nil when the slow path must
+-- answer (see the top of this file).
+local function fast_route()
+    refresh()
+    local var = ngx.var
+    local entry = named_host(var.host) or host_entry("_")
+    if entry == nil or entry.least_conn or (entry.redirect and var.https ~= "on") then
+        return nil
+    end
+    local backend = route_of(entry, var.uri)
+    if backend == nil then
+        return nil
+    end
+    local peers = peers_for(backend)
+    if #peers == 0 then
+        return nil
+    end
+    return entry, backend, peers
+end
+
+-- NGINX's $upstream_addr lists the peers this request tried ("a:p, b:p"), and
+-- the attempt being chosen now as an empty entry (" : ").
+local function tried_peers(peers)
+    local names, last = {}, nil
+    for name in string.gmatch(ngx.var.upstream_addr or "", "[^,%s]+") do
+        if name ~= ":" then
+            names[name] = true
+            last = name
+        end
+    end
+    local tried, previous = {}, nil
+    for _, peer in ipairs(peers) do
+        if names[peer[6]] then
+            tried[peer[3]] = true
+        end
+        if peer[6] == last then
+            previous = peer
+        end
+    end
+    return tried, previous
+end
+
+-- balancer_by_lua of the fast upstream: the whole per-request work of a proxied
+-- request on a round-robin host.
+function _M.fast()
+    local entry, backend, peers = fast_route()
+    if entry == nil then
+        -- To the slow path, through `error_page 500 = @ferryman`.
+        return ngx.exit(ngx.ERROR)
+    end
+    if balancer.get_last_failure() ~= nil then
+        -- The previous attempt failed to connect: count it, try another peer.
+        local tried, previous = tried_peers(peers)
+        if previous and entry.max_fails > 0 then
+            counters:incr(previous[4], 1, 0, entry.fail_timeout)
+        end
+        local peer = choose(peers, entry, tried)
+        if peer == nil or tried[peer[3]] then
+            return ngx.exit(ngx.ERROR)
+        end
+        return use(peer)
+    end
+    if #peers > 1 then
+        -- A failed connect moves on to another peer, each tried once.
+        balancer.set_more_tries(#peers - 1)
+    end
+    if settings.latency then
+        local var = ngx.var
+        var.ferryman_backend = backend
+        var.ferryman_vhost = entry.key
+    end
+    return use(choose(peers, entry, nil))
+end
+
+-- The slow path's access phase: answers what the fast path does not proxy.
 function _M.route()
     refresh()
     local host = ngx.var.host
@@ -168,51 +354,13 @@ function _M.route()
     ngx.var.ferryman_vhost = entry.key
     -- The balancer runs for this same request: hand it the set chosen here.
     local ctx = ngx.ctx
-    ctx.ferryman_backend = backend
     ctx.ferryman_peers = peers
     ctx.ferryman_host = entry
 end
 
--- Passive health, as NGINX's max_fails/fail_timeout: a peer that failed
--- max_fails times is skipped for fail_timeout seconds, unless every peer is.
-local function is_down(peer, host)
-    if host.max_fails == 0 then
-        return false
-    end
-    local fails = counters:get("f:" .. peer[3])
-    return fails ~= nil and fails >= host.max_fails
-end
-
--- Active requests per peer, counted for hosts that balance by least_conn.
-local function active(peer)
-    return counters:get("a:" .. peer[3]) or 0
-end
-
-local function choose(key, peers, host, tried)
-    local n = #peers
-    local start = (counters:incr("rr:" .. key, 1, 0) or 0) % n
-    local best, best_load, fallback
-    for offset = 0, n - 1 do
-        local peer = peers[((start + offset) % n) + 1]
-        if not tried[peer[3]] then
-            fallback = fallback or peer
-            if not is_down(peer, host) then
-                if not host.least_conn then
-                    return peer
-                end
-                local load = active(peer)
-                if best == nil or load < best_load then
-                    best, best_load = peer, load
-                end
-            end
-        end
-    end
-    return best or fallback
-end
-
+-- balancer_by_lua of the slow path's upstream (least_conn hosts proxy here).
 function _M.balance()
     local ctx = ngx.ctx
-    local key = ctx.ferryman_backend
     local peers = ctx.ferryman_peers
     local host = ctx.ferryman_host
     local n = peers and #peers or 0
@@ -224,19 +372,18 @@ function _M.balance()
         tried = {}
         ctx.ferryman_tried = tried
         if n > 1 then
-            -- A failed attempt moves on to another peer, each tried once.
             balancer.set_more_tries(n - 1)
         end
     else
         local previous = ctx.ferryman_peer
         if host.least_conn then
-            counters:incr("a:" .. previous[3], -1, 0)
+            counters:incr(previous[5], -1, 0)
         end
         if host.max_fails > 0 then
-            counters:incr("f:" .. previous[3], 1, 0, host.fail_timeout)
+            counters:incr(previous[4], 1, 0, host.fail_timeout)
         end
     end
-    local peer = choose(key, peers, host, tried)
+    local peer = choose(peers, host, tried)
     if peer == nil then
         return ngx.exit(ngx.HTTP_BAD_GATEWAY)
     end
@@ -244,20 +391,16 @@ function _M.balance()
     ctx.ferryman_peer = peer
     if host.least_conn then
         -- Counted only where used: each count is a shared-memory write.
-        counters:incr("a:" .. peer[3], 1, 0)
+        counters:incr(peer[5], 1, 0)
         ctx.ferryman_counted = true
     end
-    local ok, err = balancer.set_current_peer(peer[1], peer[2])
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot use peer ", peer[1], ":", peer[2], ": ", err)
-        return ngx.exit(ngx.ERROR)
-    end
+    return use(peer)
 end
 
 function _M.log()
     local ctx = ngx.ctx
     if ctx.ferryman_counted then
-        counters:incr("a:" .. ctx.ferryman_peer[3], -1, 0)
+        counters:incr(ctx.ferryman_peer[5], -1, 0)
     end
 end
 
