@@ -26,7 +26,7 @@ from ferryman.dataplane.angie import (
     AngieGeneration,
     AngieOutputDirectory,
     AngiePaths,
-    angie_stub_status,
+    angie_counters,
 )
 from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import DataPlaneError
@@ -35,7 +35,7 @@ from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
-from ferryman.metrics import Metrics
+from ferryman.metrics import Metrics, parse_stub_status
 from ferryman.probes import ProbeServer
 from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
 from ferryman.report.kubernetes import KubernetesReporter, external_addresses, instance_name
@@ -297,12 +297,14 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
     )
     ready = False
+
     # Angie's counters come from its /status/ API; NGINX's from stub_status.
-    read_status = (
-        (lambda: angie_stub_status(paths.version_socket)) if flavour.angie else nginx.stub_status
-    )
+    async def nginx_counters() -> dict[str, int] | None:
+        return parse_stub_status(await nginx.stub_status())
+
+    counters = (lambda: angie_counters(paths.version_socket)) if flavour.angie else nginx_counters
     probes = ProbeServer(
-        settings.ready_port, settings.metrics_port, metrics, lambda: ready, read_status
+        settings.ready_port, settings.metrics_port, metrics, lambda: ready, counters
     )
     await probes.start()
 

@@ -73,17 +73,6 @@ def parse_angie_status(document: object) -> dict[str, int] | None:
     }
 
 
-def stub_status_text(reading: Mapping[str, int]) -> str:
-    """The numbers in stub_status's own text (what the /metrics scrape parses)."""
-    r = reading
-    return (
-        f"Active connections: {r['active']} \n"
-        "server accepts handled requests\n"
-        f" {r['accepted']} {r['handled']} {r['requests']} \n"
-        f"Reading: {r['reading']} Writing: {r['writing']} Waiting: {r['waiting']} \n"
-    )
-
-
 class StubStatusCollector(Collector):
     """NGINX's counters under NIC's names (nginx-prometheus-exporter's family).
 

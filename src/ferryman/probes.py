@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from ferryman.metrics import Metrics, parse_stub_status
+from ferryman.metrics import Metrics
 
 
 class ProbeServer:
@@ -16,12 +16,13 @@ class ProbeServer:
         metrics_port: int,
         metrics: Metrics,
         is_ready: Callable[[], bool],
-        stub_status: Callable[[], Awaitable[str]],
+        # The data plane's connection and request counters (stub_status's fields).
+        counters: Callable[[], Awaitable[dict[str, int] | None]],
     ) -> None:
         self._ports = (ready_port, metrics_port)
         self._metrics = metrics
         self._is_ready = is_ready
-        self._stub_status = stub_status
+        self._counters = counters
         self._runners: list[web.AppRunner] = []
 
     async def _ready(self, _: web.Request) -> web.Response:
@@ -31,7 +32,7 @@ class ProbeServer:
 
     async def _scrape(self, _: web.Request) -> web.Response:
         try:
-            reading = parse_stub_status(await self._stub_status())
+            reading = await self._counters()
         except Exception:  # NGINX down or restarting: nginx_up says so
             reading = None
         self._metrics.stub_status.reading = reading

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from ferryman.dataplane.angie import AngieGeneration, angie_stub_status
+from ferryman.dataplane.angie import AngieGeneration, angie_counters
 from ferryman.dataplane.errors import DataPlaneError, ReloadError
-from ferryman.metrics import Metrics, parse_angie_status, parse_stub_status
+from ferryman.metrics import Metrics, parse_angie_status
 
 # The shape of Angie's /status/ (API docs, "Metrics"), trimmed to what is read.
 STATUS: dict[str, Any] = {
@@ -153,18 +153,18 @@ def test_no_server_zones_counts_zero_requests() -> None:
 
 def test_metrics_scrape_exports_angie_numbers_under_nic_names(tmp_path: Path) -> None:
     api = FakeAngieApi()
-    texts: list[str] = []
+    readings: list[dict[str, int]] = []
 
     async def body(socket: Path) -> None:
-        texts.append(await angie_stub_status(socket))
+        readings.append(await angie_counters(socket))
         api.status = {"not": "angie"}
         with pytest.raises(DataPlaneError):
-            await angie_stub_status(socket)
+            await angie_counters(socket)
 
     serve(tmp_path, api, body)
     metrics = Metrics("ferryman")
-    # The same path as the /metrics scrape: the text is stub_status's own.
-    metrics.stub_status.reading = parse_stub_status(texts[0])
+    # What the /metrics scrape does with the counters.
+    metrics.stub_status.reading = readings[0]
     exposed = metrics.exposition().decode()
     for line in [
         'nginx_ingress_nginx_up{class="ferryman"} 1.0',

@@ -27,7 +27,7 @@ from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, Re
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.nginx import NginxManager, Paths
 from ferryman.dataplane.output import OutputDirectory
-from ferryman.metrics import parse_angie_status, stub_status_text
+from ferryman.metrics import parse_angie_status
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax
 
@@ -59,13 +59,13 @@ async def _get_json(socket: Path, path: str) -> object:
         raise DataPlaneError(f"angie {path}: not JSON: {text[:200]!r}") from e
 
 
-async def angie_stub_status(socket: Path) -> str:
-    """Angie's ``/status/`` counters in stub_status's text, for the /metrics scrape
-    (Angie serves no stub_status of its own numbers for ``nginx_ingress_nginx_*``)."""
+async def angie_counters(socket: Path) -> dict[str, int]:
+    """Angie's ``/status/`` counters as stub_status's fields, for the /metrics scrape
+    (Angie's numbers for ``nginx_ingress_nginx_*``)."""
     reading = parse_angie_status(await _get_json(socket, "/status/"))
     if reading is None:
         raise DataPlaneError("angie /status/: not Angie's status document")
-    return stub_status_text(reading)
+    return reading
 
 
 class AngieGeneration:
