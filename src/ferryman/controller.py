@@ -112,6 +112,8 @@ class Controller:
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._ref_secrets: dict[ObjectRef, set[str]] = {}
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
+        # Seconds spent turning resources into records since the last flush.
+        self._generation_seconds = 0.0
         self._full_push = False
         self._status = status
         self._addresses: tuple[str, ...] = ()
@@ -328,11 +330,17 @@ class Controller:
     # ---- flush: desired -> NGINX ---------------------------------------------------
 
     async def flush(self) -> None:
+        started = time.monotonic()
         self._certificate_records()
-        await self._push_records()
+        records = self._record_changes()
         changes: dict[str, str | None] = {
             p: t for p, t in self._files.items() if self._applied_files.get(p) != t
         }
+        self._metrics.generation_seconds.observe(
+            self._generation_seconds + time.monotonic() - started
+        )
+        self._generation_seconds = 0.0
+        await self._push_records(records)
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
@@ -348,9 +356,13 @@ class Controller:
         self._full_push = True
         self._queue.add(RESYNC)
 
-    async def _push_records(self) -> None:
+    def _record_changes(self) -> dict[RecordKey, str]:
+        """Records that differ from what NGINX holds ("" deletes one)."""
         changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}
         changes.update({k: "" for k in self._applied_records if k not in self._records})
+        return changes
+
+    async def _push_records(self, changes: dict[RecordKey, str]) -> None:
         full, self._full_push = self._full_push, False
         if not changes and not full:
             return
@@ -426,7 +438,9 @@ class Controller:
             log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})
         else:
             self._queue.forget(ref)
-        self._metrics.work_seconds.observe(time.monotonic() - started)
+        seconds = time.monotonic() - started
+        self._metrics.work_seconds.observe(seconds)
+        self._generation_seconds += seconds
 
     async def drain(self) -> None:
         """Start-up: sync everything queued, then apply it with one flush."""

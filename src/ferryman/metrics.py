@@ -215,6 +215,13 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
             registry=r,
         )
+        self.generation_seconds = Histogram(
+            "ferryman_config_generation_seconds",
+            "Time to turn the resources changed since the last apply into NGINX's "
+            "records and files (syncs plus the diff), per apply",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=r,
+        )
         self.upstream_latency = Histogram(
             f"{NIC}_upstream_server_response_latency_ms",
             "Upstream server response latency, in milliseconds",

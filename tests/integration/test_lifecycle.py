@@ -169,6 +169,7 @@ def test_ready_probe_and_metrics_endpoint(ferryman: Ferryman, backends: Backends
         'nginx_ingress_controller_nginx_worker_processes_total{generation="old"}',
         "ferryman_nginx_reload_duration_seconds_count",
         "ferryman_push_duration_seconds_count",
+        "ferryman_config_generation_seconds_count",
         "ferryman_endpoints_pushes_total",
         "ferryman_nginx_restarts_total",
     ):
@@ -185,6 +186,9 @@ def test_ready_probe_and_metrics_endpoint(ferryman: Ferryman, backends: Backends
         "2 current workers",
     )
     assert m["nginx_ingress_controller_workqueue_work_duration_seconds_count"] >= 1
+    # Start-up generated the whole configuration once, and that took some time.
+    assert m["ferryman_config_generation_seconds_count"] >= 1
+    assert m["ferryman_config_generation_seconds_sum"] > 0
     raw = httpx.get(f"http://127.0.0.1:{ferryman.metrics_port}/metrics", timeout=5).text
     assert 'nginx_ingress_controller_nginx_last_reload_status{class="ferryman"} 1.0' in raw
 

@@ -51,3 +51,13 @@ def test_queued_changes_are_batched_into_one_push(tmp_path: Path) -> None:
         return kit.dataplane.pushes
 
     assert asyncio.run(scenario()) == 1
+
+
+def test_config_generation_is_measured_once_per_apply(tmp_path: Path) -> None:
+    kit = Kit(tmp_path)
+    kit.add(*(_ing(f"i{n}", f"h{n}.test") for n in range(50)))
+    asyncio.run(kit.drain())
+    assert kit.metric("ferryman_config_generation_seconds_count") == 1
+    # It covers the 50 syncs: at least the work the workqueue histogram saw.
+    work = kit.metric("nginx_ingress_controller_workqueue_work_duration_seconds_sum")
+    assert kit.metric("ferryman_config_generation_seconds_sum") >= work > 0
