@@ -248,8 +248,6 @@ class _Cluster:
 
 
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
-    if data_plane == "angie" and settings.latency_metrics:
-        raise SettingsError("--enable-latency-metrics needs the NGINX data plane (Lua)")
     paths = _paths(data_plane, settings.state_dir)
     flavour = _Flavour(data_plane, settings, paths)
     user, uid = _worker_user()
@@ -288,6 +286,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             settings.health_uri,
             zone=dns.zone,
             zone_size=settings.shared_dict_size,
+            latency=settings.latency_metrics,
         )
     bootstrap = {flavour.main_file: flavour.main(user, public=False)}
     cluster = _Cluster(settings, store, queue) if settings.manifests is None else None

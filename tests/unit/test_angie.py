@@ -49,6 +49,8 @@ from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngiePaths
 from ferryman.dataplane.dns import Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.nginx import NginxManager, prepare_state_dir
+from ferryman.latency import LatencyReceiver
+from ferryman.metrics import Metrics
 from ferryman.resources.ingress import parse_ingress
 from ferryman.secrets import SecretStore
 
@@ -686,14 +688,23 @@ def test_data_plane_binary(argv: list[str], binary: str) -> None:
     assert cli._binary(args) == binary
 
 
-def test_angie_refuses_latency_metrics(tmp_path: Path, root_logger: None) -> None:
-    code = cli.main(
-        [
-            *("run", "--manifests", str(tmp_path), "--state-dir", str(tmp_path / "s")),
-            *("--data-plane", "angie", "--enable-latency-metrics"),
-        ]
-    )
-    assert code == 2
+def test_latency_log_names_the_route_of_proxied_locations_only() -> None:
+    main = replace(main_config(Path("/s")), latency_socket="/s/latency.sock")
+    text = RENDERER.main(main, DNS_PORT)
+    assert "access_log syslog:server=unix:/s/latency.sock," in text
+    assert "access_log off;" not in text.split("server {")[0]
+    # Without the flag nothing is logged at all.
+    assert "syslog" not in RENDERER.main(main_config(Path("/s")), DNS_PORT)
+    records = {("H", "a.example.com"): "- 0 - rr:1:10 P|/p|ns/web:80", **WEB}
+    config = angie_config(records, STATE)
+    block = server_block(RENDERER.servers(config, 80, 443, latency=True), "a.example.com")
+    assert [line.strip() for line in location_body(block, "/p/").splitlines()][-3:] == [
+        'set $ferryman_vhost "a.example.com";',
+        'set $ferryman_backend "ns/web:80";',
+        "proxy_pass http://ns_web_80_rr_1_10s;",
+    ]
+    assert location_body(block, "/") == "return 404;"
+    assert "ferryman_vhost" not in RENDERER.servers(config, 80, 443)
 
 
 def _free_port() -> int:
@@ -769,6 +780,100 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
         (404, ""),
         (503, ""),
     ]
+
+
+@needs_nginx
+def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
+    """The Angie configuration's latency log, through a real NGINX, into the
+    histogram: one sample per proxied request, labelled with its route."""
+    http_port, backend_port = _free_port(), _free_port()
+    metrics = Metrics()
+    # NGINX's workers (nobody) must reach the socket: pytest's tmp_path is 0700.
+    state = Path(tempfile.mkdtemp(prefix="ferryman-latency-", dir="/tmp"))
+    state.chmod(0o755)
+
+    async def scenario() -> None:
+        paths = AngiePaths(state)
+        prepare_state_dir(paths, None)
+        receiver = LatencyReceiver(paths.latency_socket, metrics, lambda host: None)
+        receiver.bind()
+        receiving = asyncio.create_task(receiver.run())
+        app = web.Application()
+
+        async def echo(request: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        app.router.add_get("/{tail:.*}", echo)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", backend_port).start()
+        zone = Zone()
+        manager = NginxForAngieText(
+            zone, "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False)
+        )
+        dp = AngieDataPlane(
+            manager, paths, RENDERER, http_port, _free_port(), zone=zone, latency=True
+        )
+        main = replace(
+            main_config(state), http_port=http_port, latency_socket=str(paths.latency_socket)
+        )
+        await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), DNS_PORT)})
+        try:
+            await dp.push(
+                {
+                    ("H", "a.example.com"): "- 0 - rr:1:10 P|/app|ns/web:80",
+                    ("E", "ns/web:80"): f"127.0.0.1#{backend_port}",
+                },
+                full=True,
+            )
+            await manager.apply({"angie.conf": RENDERER.main(main, DNS_PORT)})
+            answers = [
+                await asyncio.to_thread(_get, http_port, "a.example.com", path)
+                for path in ["/app", "/app/1", "/app/2", "/nothing"]
+            ]
+            assert answers == [(200, "ok")] * 3 + [(404, "")]
+            for _ in range(100):  # the datagrams arrive on their own time
+                if _latency_count(metrics) >= 3:
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await manager.stop()
+            await runner.cleanup()
+            receiving.cancel()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    # The three proxied requests, none for the 404.
+    assert _latency_count(metrics) == 3
+
+
+def _latency_count(metrics: Metrics) -> float:
+    return (
+        metrics.registry.get_sample_value(
+            "nginx_ingress_controller_upstream_server_response_latency_ms_count",
+            {
+                "upstream": "ns/web:80",
+                "server": next(iter(_servers(metrics)), ""),
+                "code": "200",
+                "service": "web",
+                "resource_type": "",
+                "resource_name": "",
+                "resource_namespace": "",
+            },
+        )
+        or 0.0
+    )
+
+
+def _servers(metrics: Metrics) -> set[str]:
+    return {
+        sample.labels["server"]
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.name.endswith("latency_ms_count")
+    }
 
 
 class RecordingCheck:

@@ -60,6 +60,7 @@ class Location:
     path: str
     upstream: str | None  # None: answer ``status``
     status: int = 0
+    backend: str = ""  # the backend key, for the latency log
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def angie_config(
         if backend is None:
             return Location(exact, path, None, 404)
         name = upstream_for(backend, balancing)
-        return Location(exact, path, name, 0 if name else 503)
+        return Location(exact, path, name, 0 if name else 503, backend if name else "")
 
     hosts = sorted((key, value) for (kind, key), value in records.items() if kind == "H")
     for host, line in hosts:
@@ -240,15 +241,22 @@ class AngieRenderer:
         )
 
     def servers(
-        self, config: AngieConfig, http_port: int, https_port: int, zone_size: str = "128m"
+        self,
+        config: AngieConfig,
+        http_port: int,
+        https_port: int,
+        zone_size: str = "128m",
+        latency: bool = False,
     ) -> str:
-        """``zone_size``: the one shared memory zone all upstreams' peers live in."""
+        """``zone_size``: the one shared memory zone all upstreams' peers live in;
+        ``latency``: proxying locations name their route for the latency log."""
         return self._env.get_template("angie-servers.conf.tmpl").render(
             config=config,
             http_port=http_port,
             https_port=https_port,
             zone_size=zone_size,
             srv_service=SRV_SERVICE,
+            latency=latency,
         )
 
     def config_version(self, socket: str, version: int, api: bool = True) -> str:

@@ -114,6 +114,7 @@ class AngieDataPlane:
         health_uri: str = "",
         zone: Zone | None = None,
         zone_size: str = "128m",
+        latency: bool = False,
     ) -> None:
         self.manager = manager
         self._paths = paths
@@ -122,6 +123,7 @@ class AngieDataPlane:
         self._https_port = https_port
         self._health_uri = health_uri
         self.zone = zone if zone is not None else Zone()
+        self._latency = latency  # --enable-latency-metrics
         self._zone_size = zone_size
         self._records: dict[RecordKey, str] = {}
         self._endpoints: dict[str, Endpoints] = {}  # what the zone answers
@@ -147,7 +149,9 @@ class AngieDataPlane:
         merged = dict(self._records)
         merge_records(merged, records, full)
         config = angie_config(merged, str(self._paths.state_dir), self._health_uri)
-        text = self._renderer.servers(config, self._http_port, self._https_port, self._zone_size)
+        text = self._renderer.servers(
+            config, self._http_port, self._https_port, self._zone_size, self._latency
+        )
         endpoints = endpoint_sets(merged)
         self._write_certificates(config.certificates)
         if text != self._servers:
