@@ -28,13 +28,15 @@ def test_least_conn_avoids_the_busy_endpoint(ferryman: Ferryman, backends: Backe
     ferryman.write("ing", _ingress({"nginx.org/lb-method": "least_conn"}))
     ferryman.start()
     slow: list[str | None] = []
-    t = threading.Thread(target=lambda: slow.append(served_by(ferryman, HOST, "/s?delay=2")))
+    # Long enough to outlast the quick requests on a loaded machine.
+    t = threading.Thread(target=lambda: slow.append(served_by(ferryman, HOST, "/s?delay=6")))
     t.start()
     # Wait until the slow request is in flight on one backend.
     while a.hits + b.hits == 0:
         threading.Event().wait(0.01)
     busy = "a" if a.hits else "b"
     quick = {served_by(ferryman, HOST, f"/q{i}") for i in range(6)}
+    assert t.is_alive(), "the slow request ended before the quick ones: no load to avoid"
     t.join()
     assert slow == [busy]
     assert quick == {"b" if busy == "a" else "a"}
