@@ -15,6 +15,7 @@ syntax except Angie's own, so before ``nginx -t`` the checks leave out exactly:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import shutil
@@ -23,7 +24,7 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -713,47 +714,63 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.asynccontextmanager
+async def angie_text_on_nginx(
+    paths: AngiePaths,
+    http_port: int,
+    host: str,
+    reply: Callable[[str], str],
+    check: RecordingCheck | None = None,
+    latency_socket: str = "",
+) -> AsyncIterator[AngieDataPlane]:
+    """A real NGINX running the Angie text (``NginxForAngieText``) for one host
+    record, its backend ``ns/web:80`` a loopback server answering ``reply(path)``."""
+    backend_port = _free_port()
+    app = web.Application()
+
+    async def echo(request: web.Request) -> web.Response:
+        return web.Response(text=reply(request.path))
+
+    app.router.add_get("/{tail:.*}", echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", backend_port).start()
+    zone = Zone()
+    manager = NginxForAngieText(
+        zone, "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False), check
+    )
+    dp = AngieDataPlane(
+        manager, paths, RENDERER, http_port, _free_port(), zone=zone, latency=bool(latency_socket)
+    )
+    main = replace(main_config(paths.state_dir), http_port=http_port, latency_socket=latency_socket)
+    await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), DNS_PORT)})
+    try:
+        await dp.push(
+            {("H", "a.example.com"): host, ("E", "ns/web:80"): f"127.0.0.1#{backend_port}"},
+            full=True,
+        )
+        await manager.apply({"angie.conf": RENDERER.main(main, DNS_PORT)})
+        yield dp
+    finally:
+        await manager.stop()
+        await runner.cleanup()
+
+
 @needs_nginx
 def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
     """``AngieDataPlane`` + ``NginxManager`` driving a real NGINX (the api location
     left out): routes, 404/503, an endpoint change reloading to 503."""
-    http_port, backend_port = _free_port(), _free_port()
+    http_port = _free_port()
 
     async def scenario() -> list[tuple[int, str]]:
         paths = AngiePaths(tmp_path)
         prepare_state_dir(paths, None)
-        app = web.Application()
-
-        async def echo(request: web.Request) -> web.Response:
-            return web.Response(text=f"backend {request.path}")
-
-        app.router.add_get("/{tail:.*}", echo)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", backend_port).start()
-        zone = Zone()
         check = RecordingCheck()
-        manager = NginxForAngieText(
-            zone,
-            "nginx",
-            paths,
-            10,
-            lambda s, v: RENDERER.config_version(s, v, api=False),
-            check,
-        )
-        dp = AngieDataPlane(manager, paths, RENDERER, http_port, _free_port(), zone=zone)
-        main = replace(main_config(tmp_path), http_port=http_port)
-        await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), DNS_PORT)})
+        host = "- 0 - rr:1:10 P|/app|ns/web:80 E|/gone|ns/gone:80"
         answers = []
-        try:
-            await dp.push(
-                {
-                    ("H", "a.example.com"): "- 0 - rr:1:10 P|/app|ns/web:80 E|/gone|ns/gone:80",
-                    ("E", "ns/web:80"): f"127.0.0.1#{backend_port}",
-                },
-                full=True,
-            )
-            await manager.apply({"angie.conf": RENDERER.main(main, DNS_PORT)})
+        async with angie_text_on_nginx(
+            paths, http_port, host, lambda path: f"backend {path}", check
+        ) as dp:
             for host, path in [("a", "/app/x"), ("a", "/apple"), ("a", "/gone"), ("b", "/app")]:
                 answers.append(
                     await asyncio.to_thread(_get, http_port, f"{host}.example.com", path)
@@ -768,9 +785,6 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
             answers.append(answer)
             # Every reload was also confirmed by the flavour's check, after the HUP.
             assert check.calls == ["before", "confirm"] * 3
-        finally:
-            await manager.stop()
-            await runner.cleanup()
         return answers
 
     assert asyncio.run(scenario()) == [
@@ -786,7 +800,7 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
 def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
     """The Angie configuration's latency log, through a real NGINX, into the
     histogram: one sample per proxied request, labelled with its route."""
-    http_port, backend_port = _free_port(), _free_port()
+    http_port = _free_port()
     metrics = Metrics()
     # NGINX's workers (nobody) must reach the socket: pytest's tmp_path is 0700.
     state = Path(tempfile.mkdtemp(prefix="ferryman-latency-", dir="/tmp"))
@@ -798,47 +812,24 @@ def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
         receiver = LatencyReceiver(paths.latency_socket, metrics, lambda host: None)
         receiver.bind()
         receiving = asyncio.create_task(receiver.run())
-        app = web.Application()
-
-        async def echo(request: web.Request) -> web.Response:
-            return web.Response(text="ok")
-
-        app.router.add_get("/{tail:.*}", echo)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", backend_port).start()
-        zone = Zone()
-        manager = NginxForAngieText(
-            zone, "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False)
-        )
-        dp = AngieDataPlane(
-            manager, paths, RENDERER, http_port, _free_port(), zone=zone, latency=True
-        )
-        main = replace(
-            main_config(state), http_port=http_port, latency_socket=str(paths.latency_socket)
-        )
-        await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), DNS_PORT)})
         try:
-            await dp.push(
-                {
-                    ("H", "a.example.com"): "- 0 - rr:1:10 P|/app|ns/web:80",
-                    ("E", "ns/web:80"): f"127.0.0.1#{backend_port}",
-                },
-                full=True,
-            )
-            await manager.apply({"angie.conf": RENDERER.main(main, DNS_PORT)})
-            answers = [
-                await asyncio.to_thread(_get, http_port, "a.example.com", path)
-                for path in ["/app", "/app/1", "/app/2", "/nothing"]
-            ]
-            assert answers == [(200, "ok")] * 3 + [(404, "")]
-            for _ in range(100):  # the datagrams arrive on their own time
-                if _latency_count(metrics) >= 3:
-                    break
-                await asyncio.sleep(0.02)
+            async with angie_text_on_nginx(
+                paths,
+                http_port,
+                "- 0 - rr:1:10 P|/app|ns/web:80",
+                lambda path: "ok",
+                latency_socket=str(paths.latency_socket),
+            ):
+                answers = [
+                    await asyncio.to_thread(_get, http_port, "a.example.com", path)
+                    for path in ["/app", "/app/1", "/app/2", "/nothing"]
+                ]
+                assert answers == [(200, "ok")] * 3 + [(404, "")]
+                for _ in range(100):  # the datagrams arrive on their own time
+                    if _latency_count(metrics) >= 3:
+                        break
+                    await asyncio.sleep(0.02)
         finally:
-            await manager.stop()
-            await runner.cleanup()
             receiving.cancel()
 
     try:
@@ -850,30 +841,15 @@ def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
 
 
 def _latency_count(metrics: Metrics) -> float:
-    return (
-        metrics.registry.get_sample_value(
-            "nginx_ingress_controller_upstream_server_response_latency_ms_count",
-            {
-                "upstream": "ns/web:80",
-                "server": next(iter(_servers(metrics)), ""),
-                "code": "200",
-                "service": "web",
-                "resource_type": "",
-                "resource_name": "",
-                "resource_namespace": "",
-            },
-        )
-        or 0.0
-    )
-
-
-def _servers(metrics: Metrics) -> set[str]:
-    return {
-        sample.labels["server"]
+    """Samples of the latency histogram for ns/web:80 answering 200."""
+    return sum(
+        sample.value
         for family in metrics.registry.collect()
         for sample in family.samples
         if sample.name.endswith("latency_ms_count")
-    }
+        and sample.labels["upstream"] == "ns/web:80"
+        and sample.labels["code"] == "200"
+    )
 
 
 class RecordingCheck:

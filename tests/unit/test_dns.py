@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ferryman.configs.angie import backend_dns_name
 from ferryman.dataplane.dns import UDP_SIZE, DnsServer, Zone
+from tests.unit.strategies import backend_keys
 
 WEB = "80.web.ns.ferryman.internal"
 SETS = {
@@ -149,14 +150,9 @@ endpoint = st.tuples(
     ),
     st.integers(1, 65535),
 )
-label = st.from_regex(r"[a-z]([-a-z0-9]{0,10}[a-z0-9])?", fullmatch=True)
-backend = st.builds(
-    lambda ns, svc, port: f"{ns}/{svc}:{port}",
-    label,
-    label,
-    st.one_of(st.integers(1, 65535).map(str), label),
+endpoint_sets = st.dictionaries(
+    backend_keys, st.lists(endpoint, max_size=6, unique=True), max_size=6
 )
-endpoint_sets = st.dictionaries(backend, st.lists(endpoint, max_size=6, unique=True), max_size=6)
 
 
 def srv_peers(z: Zone, backend_key: str) -> list[tuple[str, int]]:

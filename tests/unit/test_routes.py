@@ -18,6 +18,7 @@ from ferryman.configs.routes import (
     route_tables,
 )
 from ferryman.resources.ingress import Balancing, Ingress, parse_ingress
+from tests.unit.strategies import backend_keys
 
 HOST = "a.example.com"
 
@@ -260,12 +261,6 @@ def test_encode_host_tls_fields() -> None:
 
 
 _name = st.from_regex(r"[a-z]([a-z0-9-]{0,6}[a-z0-9])?", fullmatch=True)
-_backend_key = st.builds(
-    lambda ns, svc, port: f"{ns}/{svc}:{port}",
-    _name,
-    _name,
-    st.one_of(st.integers(1, 65535).map(str), _name),
-)
 _path_chars = "abcXYZ019-._~!*+,=:@&()"
 _route_path = st.builds(
     lambda segs, slash: "/" + "/".join(segs) + ("/" if slash and segs else ""),
@@ -275,10 +270,10 @@ _route_path = st.builds(
 _virtual_host = st.builds(
     VirtualHost,
     host=st.sampled_from([HOST, "*.example.com", CATCH_ALL]),
-    routes=st.lists(st.builds(Route, st.booleans(), _route_path, _backend_key), max_size=8).map(
+    routes=st.lists(st.builds(Route, st.booleans(), _route_path, backend_keys), max_size=8).map(
         tuple
     ),
-    default_backend=st.one_of(st.none(), _backend_key),
+    default_backend=st.one_of(st.none(), backend_keys),
     tls=st.booleans(),
     cert_id=st.one_of(st.none(), st.builds(lambda n: f"ns/{n}@0123456789abcdef", _name)),
     redirect_https=st.booleans(),

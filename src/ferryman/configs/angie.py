@@ -153,13 +153,13 @@ def angie_config(
     records: Mapping[tuple[str, str], str], state_dir: str, health_uri: str = ""
 ) -> AngieConfig:
     """The model for the records the controller pushed (``("H"|"E"|"C", key) -> value``)."""
-    peers = {key: value.split(" ") for (kind, key), value in records.items() if kind == "E"}
+    ready = {key for (kind, key), value in records.items() if kind == "E" and value}
     upstreams: dict[str, Upstream] = {}
     certificates: dict[str, bytes] = {}
     servers: list[Server] = []
 
     def upstream_for(backend: str, balancing: str) -> str | None:
-        if not peers.get(backend):
+        if backend not in ready:
             return None
         method, max_fails, fail_timeout = balancing.split(":")
         timeout = _nginx_time(fail_timeout)

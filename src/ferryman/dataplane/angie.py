@@ -25,7 +25,7 @@ from ferryman.dataplane import RecordKey, merge_records
 from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
-from ferryman.dataplane.nginx import NginxManager, Paths
+from ferryman.dataplane.nginx import NginxManager, Paths, unix_get
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.metrics import parse_angie_status
 
@@ -42,17 +42,12 @@ class AngiePaths(Paths):
 
 async def _get_json(socket: Path, path: str) -> object:
     """GET ``path`` of Angie's API on the version socket, as JSON."""
-    connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
     try:
-        async with (
-            aiohttp.ClientSession(connector=connector) as session,
-            session.get(f"http://angie{path}", timeout=aiohttp.ClientTimeout(total=2)) as resp,
-        ):
-            text = await resp.text()
+        status, text = await unix_get(socket, f"http://angie{path}")
     except (aiohttp.ClientError, OSError, TimeoutError) as e:
         raise DataPlaneError(f"angie {path}: {e or type(e).__name__}") from e
-    if resp.status != 200:
-        raise DataPlaneError(f"angie {path}: {resp.status} {text[:200]}")
+    if status != 200:
+        raise DataPlaneError(f"angie {path}: {status} {text[:200]}")
     try:
         return json.loads(text)
     except ValueError as e:

@@ -116,6 +116,16 @@ class ReloadCheck(Protocol):
         ...
 
 
+async def unix_get(socket: Path, url: str) -> tuple[int, str]:
+    """GET ``url`` from the data plane's server on a unix socket: (status, body)."""
+    connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp,
+    ):
+        return resp.status, await resp.text()
+
+
 def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
     """Create the layout; drop configuration left by an earlier run."""
     paths.state_dir.mkdir(parents=True, exist_ok=True)
@@ -284,14 +294,6 @@ class NginxManager:
         self._version = version
         return time.monotonic() - started
 
-    async def _get(self, socket: Path, url: str) -> str:
-        connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
-        async with (
-            aiohttp.ClientSession(connector=connector) as session,
-            session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp,
-        ):
-            return await resp.text()
-
     async def _wait_version(self, version: int) -> None:
         deadline = time.monotonic() + self._reload_timeout
         want = str(version)
@@ -300,7 +302,7 @@ class NginxManager:
             if self._proc is not None and self._proc.returncode is not None:
                 raise ReloadError(f"nginx exited with code {self._proc.returncode}")
             try:
-                last = await self._get(self._paths.version_socket, "http://nginx/configVersion")
+                last = (await unix_get(self._paths.version_socket, "http://nginx/configVersion"))[1]
                 if last == want:
                     return
             except (aiohttp.ClientError, OSError, TimeoutError) as e:
@@ -314,7 +316,7 @@ class NginxManager:
     async def stub_status(self) -> str:
         """NGINX's stub_status text (raises DataPlaneError when NGINX does not answer)."""
         try:
-            return await self._get(self._paths.status_socket, "http://nginx/stub_status")
+            return (await unix_get(self._paths.status_socket, "http://nginx/stub_status"))[1]
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise DataPlaneError(f"stub_status: {e}") from e
 

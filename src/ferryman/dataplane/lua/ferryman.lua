@@ -152,6 +152,11 @@ local function named_host(host)
     return entry
 end
 
+-- The virtual host serving a request: its name's, else the catch-all "_".
+local function vhost(host)
+    return named_host(host) or host_entry("_")
+end
+
 local SLASH = string.byte("/")
 local byte, sub = string.byte, string.sub
 
@@ -253,7 +258,7 @@ end
 local function fast_route()
     refresh()
     local var = ngx.var
-    local entry = named_host(var.host) or host_entry("_")
+    local entry = vhost(var.host)
     if entry == nil or entry.least_conn or (entry.redirect and var.https ~= "on") then
         return nil
     end
@@ -326,7 +331,7 @@ end
 function _M.route()
     refresh()
     local host = ngx.var.host
-    local entry = named_host(host) or host_entry("_")
+    local entry = vhost(host)
     if entry == nil then
         -- NIC's --health-status: answered for hosts nobody routes.
         local health = ngx.var.ferryman_health_uri
