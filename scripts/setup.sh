@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything ferryman needs on a fresh Debian machine (idempotent):
-# NGINX with its Lua and stream modules, uv, and the project's virtualenv.
+# NGINX with its Lua and stream modules, ferryman's own NGINX module (built
+# against Debian's nginx-dev), uv, and the project's virtualenv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,10 @@ command -v nginx >/dev/null || need_apt+=(nginx)
 [ -e /usr/share/lua/5.1/resty/core.lua ] || need_apt+=(lua-resty-core)
 [ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need_apt+=(libnginx-mod-stream)
 command -v curl >/dev/null || need_apt+=(curl)
+# ngx_http_ferryman_module is built against NGINX's own headers and flags.
+[ -e /usr/share/nginx/src/configure ] || need_apt+=(nginx-dev)
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v make >/dev/null || need_apt+=(make)
 # Kubernetes-mode tests put their backends on a network namespace test host.
 command -v ip >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -21,6 +26,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     "${need_apt[@]}" >/dev/null
   if command -v service >/dev/null; then $SUDO service nginx stop >/dev/null 2>&1 || true; fi
 fi
+
+./scripts/build-module.sh
 
 if ! command -v uv >/dev/null; then
   echo "setup: installing uv from PyPI" >&2

@@ -60,7 +60,10 @@ async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
 
 LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
 # ndk must load before the Lua module that links against it.
-MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so")
+# ferryman's own module (dataplane/module, built by scripts/build-module.sh) is
+# optional: without it the Lua balancer serves the fast path, more slowly.
+FAST_MODULE = "ngx_http_ferryman_module.so"
+MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so", FAST_MODULE)
 
 
 class QueueingSink:
@@ -107,6 +110,7 @@ def main_config(
         https_port=settings.https_port,
         lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
         modules=modules,
+        fast_module=any(m.endswith("/" + FAST_MODULE) for m in modules),
         worker_processes=settings.worker_processes,
         worker_shutdown_timeout=settings.worker_shutdown_timeout,
         worker_user=worker_user,
@@ -299,7 +303,11 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
 
     # Angie's counters come from its /status/ API; NGINX's from stub_status.
     async def nginx_counters() -> dict[str, int] | None:
-        return parse_stub_status(await nginx.stub_status())
+        reading = parse_stub_status(await nginx.stub_status())
+        fast = await nginx.fast_path_counts()
+        if reading is not None and fast is not None:
+            reading["fast_path_proxied"], reading["fast_path_handed_over"] = fast
+        return reading
 
     counters = (lambda: angie_counters(paths.version_socket)) if flavour.angie else nginx_counters
     probes = ProbeServer(

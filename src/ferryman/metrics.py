@@ -100,6 +100,15 @@ class StubStatusCollector(Collector):
         req = Metric(f"{NGINX}_http_requests", "Total http requests", "counter")
         req.add_sample(f"{NGINX}_http_requests_total", {}, float(r["requests"]))
         yield req
+        if "fast_path_proxied" in r:
+            # ngx_http_ferryman_module's counts: how much traffic the C fast
+            # path proxies, and how much it hands to the Lua slow path.
+            name = "ferryman_fast_path_requests"
+            fast = Metric(name, "Requests routed by the fast path, by the path that served them",
+                          "counter")  # fmt: skip
+            fast.add_sample(f"{name}_total", {"path": "fast"}, float(r["fast_path_proxied"]))
+            fast.add_sample(f"{name}_total", {"path": "slow"}, float(r["fast_path_handed_over"]))
+            yield fast
 
 
 class _ConstLabels(Collector):

@@ -26,6 +26,27 @@ ROOT = Path(__file__).resolve().parents[2]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
 
+DEBIAN_MODULES = Path("/usr/lib/nginx/modules")
+
+
+def without_fast_module(workdir: Path) -> list[str]:
+    """``ferryman run`` arguments for a modules directory with Debian's modules
+    but not ngx_http_ferryman_module: the Lua balancer then is the fast path."""
+    modules = workdir / "modules"
+    modules.mkdir(exist_ok=True)
+    for name in ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so"):
+        if not (modules / name).exists():
+            (modules / name).symlink_to(DEBIAN_MODULES / name)
+    return ["--nginx-modules-dir", str(modules)]
+
+
+def fast_path_counts(f: Ferryman) -> tuple[float, float]:
+    """(proxied by the module, handed to the Lua slow path) requests so far."""
+    m = f.metrics()
+    name = "ferryman_fast_path_requests_total"
+    return m[f'{name}{{path="fast"}}'], m[f'{name}{{path="slow"}}']
+
+
 def _without_class(sample: str) -> str:
     """Drops NIC's constant ``class`` label, so samples read as in a one-class setup."""
     sample = re.sub(r'class="[^"]*",?', "", sample)
@@ -89,6 +110,8 @@ class _EchoServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, name: str, address: str = "127.0.0.1", port: int = 0) -> None:
+        if ":" in address:
+            self.address_family = socket.AF_INET6
         super().__init__((address, port), _EchoHandler)
         self.name = name
         self.hits = 0
@@ -163,8 +186,8 @@ class Backends:
     def __init__(self) -> None:
         self._all: list[Backend] = []
 
-    def start(self, name: str) -> Backend:
-        server = _EchoServer(name)
+    def start(self, name: str, address: str = "127.0.0.1") -> Backend:
+        server = _EchoServer(name, address)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         b = Backend(name, server)
         self._all.append(b)

@@ -1,4 +1,6 @@
-"""The Lua router in a real NGINX routes exactly like ``ferryman.configs.routes.match``.
+"""NGINX's router routes exactly like ``ferryman.configs.routes.match``: the fast path in
+ngx_http_ferryman_module (with the Lua slow path behind it), and the Lua fast path
+that serves when the module is absent.
 
 Hypothesis draws an Ingress (one host, 10-25 paths over a tiny alphabet so that
 duplicates, Exact/Prefix ties and prefix relations are frequent) and request
@@ -16,6 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,10 +34,12 @@ from tests.integration.harness import (
     Ferryman,
     backend,
     eventually,
+    fast_path_counts,
     ingress,
     path,
     rule,
     service_with_backends,
+    without_fast_module,
 )
 
 HOST = "router.example.com"
@@ -107,8 +112,13 @@ class Client:
         self._client.close()
 
 
-@pytest.fixture
-def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
+@pytest.fixture(params=["module", "lua"])
+def router(
+    request: pytest.FixtureRequest, ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> Iterator[tuple[Ferryman, Client]]:
+    """ferryman with the fast path in ngx_http_ferryman_module, or in Lua."""
+    if request.param == "lua":
+        ferryman.extra_args += without_fast_module(tmp_path)
     for name in (*SERVICES, MARKER_SERVICE):
         ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
     ferryman.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))
@@ -124,7 +134,7 @@ def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, C
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests)
-def test_lua_router_routes_like_match(
+def test_router_routes_like_match(
     router: tuple[Ferryman, Client],
     rules: list[tuple[str, str, str]],
     default: str | None,
@@ -139,11 +149,15 @@ def test_lua_router_routes_like_match(
     # The rule paths themselves and their neighbours, then random paths.
     near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
     checked = list(dict.fromkeys([*near, *requests]))[:80]
-    wrong = [
-        (request, want, got)
-        for request in checked
-        if (want := predicted(obj, request)) != (got := client.served_by(request))
-    ]
+    module = "--nginx-modules-dir" not in ferryman.extra_args
+    before = fast_path_counts(ferryman) if module else (0.0, 0.0)
+    answers = [(request, predicted(obj, request), client.served_by(request)) for request in checked]
+    wrong = [(request, want, got) for request, want, got in answers if want != got]
     assert not wrong, (
         f"rules={rules} default={default}: (request, match says, NGINX answered) {wrong}"
     )
+    if module:
+        # The module itself routed: every 200 was proxied by it, every 404 handed over.
+        after = fast_path_counts(ferryman)
+        routed = sum(got != "404" for _, _, got in answers)
+        assert (after[0] - before[0], after[1] - before[1]) == (routed, len(answers) - routed)

@@ -34,7 +34,9 @@ MAIN = MainConfig(
     modules=(
         "/usr/lib/nginx/modules/ndk_http_module.so",
         "/usr/lib/nginx/modules/ngx_http_lua_module.so",
+        "/usr/lib/nginx/modules/ngx_http_ferryman_module.so",
     ),
+    fast_module=True,
     worker_processes="auto",
     worker_shutdown_timeout="",
     worker_user="nobody nogroup",
@@ -48,6 +50,8 @@ MAIN = MainConfig(
     public=True,
 )
 BOOTSTRAP = dataclasses.replace(MAIN, public=False)
+# Without ngx_http_ferryman_module (not built): the Lua balancer is the fast path.
+LUA_FAST_PATH = dataclasses.replace(MAIN, modules=MAIN.modules[:2], fast_module=False)
 
 
 def check_golden(name: str, text: str) -> None:
@@ -68,6 +72,21 @@ def test_main_golden() -> None:
 
 def test_bootstrap_main_golden() -> None:
     check_golden("nginx-bootstrap.conf", Renderer().main(BOOTSTRAP))
+
+
+def test_lua_fast_path_golden() -> None:
+    check_golden("nginx-lua-fast-path.conf", Renderer().main(LUA_FAST_PATH))
+
+
+def test_the_fast_path_runs_in_the_module_when_it_is_loaded() -> None:
+    text = Renderer().main(MAIN)
+    assert "ferryman_fast_zone 128m;" in text
+    assert "ferryman.fast()" not in text
+    lua = Renderer().main(LUA_FAST_PATH)
+    assert "ferryman_fast" not in lua.replace("upstream ferryman_fast", "").replace(
+        "http://ferryman_fast", ""
+    )
+    assert "ferryman.fast()" in lua
 
 
 def test_config_version_golden() -> None:
@@ -112,11 +131,14 @@ def test_config_version_is_the_number_given() -> None:
     assert 'return 200 "7";' in text
 
 
-@pytest.mark.parametrize("golden", ["nginx.conf", "nginx-bootstrap.conf"])
+@pytest.mark.parametrize(
+    "golden", ["nginx.conf", "nginx-bootstrap.conf", "nginx-lua-fast-path.conf"]
+)
 def test_golden_files_are_valid_nginx(tmp_path: Path, golden: str) -> None:
     """The golden text, placed into a state directory, passes ``nginx -t``."""
     modules = Path("/usr/lib/nginx/modules")
     assert (modules / "ngx_http_lua_module.so").exists(), "scripts/setup.sh installs it"
+    assert (modules / "ngx_http_ferryman_module.so").exists(), "scripts/setup.sh builds it"
     lua = Path(ferryman.__file__).parent / "dataplane" / "lua"
     state = str(tmp_path)
     main = (GOLDEN / golden).read_text()

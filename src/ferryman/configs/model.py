@@ -67,3 +67,5 @@ class MainConfig:
     # False for the bootstrap configuration: no public listeners until the
     # first complete state has been pushed, so nothing is answered half-configured.
     public: bool
+    # ngx_http_ferryman_module is loaded: the fast path runs in C, not Lua.
+    fast_module: bool = False

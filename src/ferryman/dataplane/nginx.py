@@ -320,6 +320,18 @@ class NginxManager:
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise DataPlaneError(f"stub_status: {e}") from e
 
+    async def fast_path_counts(self) -> tuple[int, int] | None:
+        """(proxied, handed over) requests of ngx_http_ferryman_module's fast
+        path since NGINX started; None without the module."""
+        try:
+            status, text = await unix_get(self._paths.endpoints_socket, "http://nginx/fast-path")
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise DataPlaneError(f"fast-path counts: {e}") from e
+        fields = text.split()
+        if status != 200 or len(fields) != 2 or not all(f.isdigit() for f in fields):
+            return None
+        return int(fields[0]), int(fields[1])
+
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
         version = self._push_version + 1
         body = push_body(version, records, full)

@@ -29,6 +29,30 @@ local ssl = require("ngx.ssl")
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
 
+-- ngx_http_ferryman_module (dataplane/module), when NGINX loaded it: push()
+-- hands it the virtual hosts and endpoint sets its fast path routes with.
+-- NGINX loads modules with RTLD_GLOBAL, so LuaJIT's ffi.C finds its functions.
+local native = nil
+do
+    local ffi = require("ffi")
+    ffi.cdef([[
+        int ngx_http_ferryman_put(const char *key, size_t key_len,
+                                  const char *value, size_t value_len);
+        int ngx_http_ferryman_flush(void);
+        int ngx_http_ferryman_commit(void);
+        int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
+    ]])
+    local found = pcall(function()
+        return ffi.C.ngx_http_ferryman_put
+    end)
+    if found then
+        native = ffi.C
+    end
+end
+-- ngx_http_ferryman_put's answers (the module's FERRYMAN_* codes).
+local NATIVE_NO_ZONE, NATIVE_NO_MEMORY = 1, 2
+local native_counts = native and require("ffi").new("uint64_t[2]")
+
 local _M = {}
 
 local settings = { latency = false }
@@ -465,8 +489,12 @@ function _M.push()
         ngx.say("bad header")
         return
     end
+    local to_module = native
     if mode == "full" then
         store:flush_all()
+        if to_module and to_module.ngx_http_ferryman_flush() == NATIVE_NO_ZONE then
+            to_module = nil
+        end
     end
     for line in string.gmatch(rest, "[^\n]+") do
         local kind, key, value = string.match(line, "^([EHC])\t([^\t]+)\t?(.*)$")
@@ -475,19 +503,44 @@ function _M.push()
             ngx.say("bad record: ", string.sub(line, 1, 80))
             return
         end
+        local name = kind .. ":" .. key
         if value == "" then
-            store:delete(kind .. ":" .. key)
+            store:delete(name)
         else
-            local ok, err = store:safe_set(kind .. ":" .. key, value)
+            local ok, err = store:safe_set(name, value)
             if not ok then
                 ngx.status = ngx.HTTP_INSUFFICIENT_STORAGE
                 ngx.say("cannot store ", key, ": ", err)
                 return
             end
         end
+        if to_module and kind ~= "C" then
+            local rc = to_module.ngx_http_ferryman_put(name, #name, value, #value)
+            if rc == NATIVE_NO_MEMORY then
+                ngx.status = ngx.HTTP_INSUFFICIENT_STORAGE
+                ngx.say("cannot store ", key, ": the ferryman_fast zone is full")
+                return
+            elseif rc == NATIVE_NO_ZONE then
+                to_module = nil
+            end
+        end
     end
     store:set("version", tonumber(version))
+    if to_module then
+        to_module.ngx_http_ferryman_commit()
+    end
     ngx.say(version)
+end
+
+-- GET /fast-path: "<proxied> <handed over>" requests of the module's fast
+-- path (404 without the module).
+function _M.fast_path()
+    if native == nil or native.ngx_http_ferryman_counts(native_counts, native_counts + 1) ~= 0 then
+        ngx.status = ngx.HTTP_NOT_FOUND
+        ngx.say("no fast path module")
+        return
+    end
+    ngx.say(tonumber(native_counts[0]), " ", tonumber(native_counts[1]))
 end
 
 function _M.version()

@@ -1,0 +1,1440 @@
+/*
+ * ngx_http_ferryman_module: ferryman's fast path, in C.
+ *
+ * Why C: with Debian's lua-nginx-module (stock LuaJIT), every *_by_lua entry
+ * builds a fresh global environment and request context; measured here, that
+ * fixed cost alone kept a Lua balancer at 0.91-0.95 of a hand-written NGINX
+ * configuration's throughput. This module does the whole per-request work of
+ * a proxied request without entering Lua: it finds the virtual host, matches
+ * the path with Kubernetes' rules and picks the peer.
+ *
+ * Data: the Lua push handler (dataplane/lua/ferryman.lua) hands every virtual
+ * host (H) and endpoint set (E) record to ngx_http_ferryman_put() through
+ * LuaJIT's FFI (NGINX loads modules with RTLD_GLOBAL, so ffi.C finds the
+ * symbols) and calls ngx_http_ferryman_commit() once a push is complete.
+ * Records live in the shared zone "ferryman_fast" as the text ferryman sent
+ * (grammar: configs/routes.py, dataplane/lua/ferryman.lua). Each worker
+ * decodes what its requests need into a cache it drops when the zone's
+ * generation moves, so a committed push is in force from every worker's next
+ * request on, exactly as with the Lua router.
+ *
+ * Requests this module does not proxy (no virtual host, no route, no ready
+ * endpoint, plain HTTP on a redirecting host, least_conn hosts) fail the
+ * upstream's peer initialisation; `error_page 500 = @ferryman` hands them to
+ * the Lua slow path, which answers them.
+ *
+ * Balancing: round-robin over a counter every worker shares (per backend, in
+ * the zone), passive health with NGINX's max_fails/fail_timeout semantics
+ * (failures are counted per peer in the zone, so all workers agree), and a
+ * failed attempt moves on to a peer this request has not tried.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+
+#define FERRYMAN_RR_SLOTS        65536
+#define FERRYMAN_SLOT_SHARED     0x80000000
+#define FERRYMAN_MAX_KEY         1024
+/* A worker's cache is dropped and rebuilt past these: hosts come from
+ * clients' Host headers, so unknown ones must not grow it without bound. */
+#define FERRYMAN_MAX_ENTRIES     100000
+#define FERRYMAN_MAX_UNKNOWN     10000
+/* Request counters, one cache line per worker so workers never share one. */
+#define FERRYMAN_COUNTER_SLOTS   64
+#define FERRYMAN_COUNTER_STRIDE  8
+
+/* ngx_http_ferryman_put() results, also read by ferryman.lua. */
+#define FERRYMAN_OK              0
+#define FERRYMAN_NO_ZONE         1
+#define FERRYMAN_NO_MEMORY       2
+#define FERRYMAN_BAD_KEY         3
+
+
+typedef struct {
+    ngx_str_node_t          sn;          /* str: the key, "H:host" or "E:backend" */
+    ngx_str_t               value;
+    uint32_t                slot;        /* E records: round-robin counter */
+} ferryman_record_t;
+
+
+typedef struct {
+    ngx_str_node_t          sn;          /* str: the peer's name, as in $upstream_addr */
+    ngx_msec_t              expires;
+    ngx_uint_t              fails;
+} ferryman_failure_t;
+
+
+typedef struct {
+    ngx_rbtree_t            records;
+    ngx_rbtree_node_t       records_sentinel;
+    ngx_rbtree_t            failures;
+    ngx_rbtree_node_t       failures_sentinel;
+    ngx_atomic_t            generation;  /* moves on every commit */
+    ngx_atomic_t            nfailures;   /* entries in failures: 0 skips the look-ups */
+    ngx_uint_t              next_slot;
+    ngx_uint_t              nfree;
+    uint32_t                free_slots[FERRYMAN_RR_SLOTS];
+    ngx_atomic_t            rr[FERRYMAN_RR_SLOTS];
+    /* [worker][0]: proxied here; [worker][1]: handed to the slow path */
+    ngx_atomic_t            counts[FERRYMAN_COUNTER_SLOTS]
+                                  [FERRYMAN_COUNTER_STRIDE];
+} ferryman_shctx_t;
+
+
+typedef struct {
+    ngx_str_t               path;
+    ngx_str_t               backend;
+} ferryman_route_t;
+
+
+typedef struct {
+    ngx_str_node_t          sn;          /* str: the name looked up */
+    unsigned                found:1;
+    unsigned                redirect:1;
+    unsigned                least_conn:1;
+    ngx_uint_t              max_fails;
+    ngx_msec_t              fail_timeout;
+    ngx_str_t               default_backend;
+    ferryman_route_t       *exact;
+    ngx_uint_t              nexact;
+    ferryman_route_t       *prefix;
+    ngx_uint_t              nprefix;
+    ferryman_route_t       *root;        /* the Prefix "/" route */
+} ferryman_host_t;
+
+
+typedef struct {
+    struct sockaddr        *sockaddr;
+    socklen_t               socklen;
+    ngx_str_t               name;
+} ferryman_peer_t;
+
+
+typedef struct {
+    ngx_str_node_t          sn;          /* str: the backend key */
+    ferryman_peer_t        *peers;
+    ngx_uint_t              npeers;
+    uint32_t                slot;
+} ferryman_backend_t;
+
+
+/* One worker's decoded records for one generation of the zone. Requests in
+ * flight keep theirs alive (refs) after a newer one replaced it. */
+typedef struct {
+    ngx_pool_t             *pool;
+    ngx_atomic_uint_t       generation;
+    ngx_uint_t              refs;
+    ngx_uint_t              entries;
+    ngx_uint_t              unknown;
+    ngx_rbtree_t            hosts;
+    ngx_rbtree_node_t       hosts_sentinel;
+    ngx_rbtree_t            backends;
+    ngx_rbtree_node_t       backends_sentinel;
+} ferryman_cache_t;
+
+
+typedef struct {
+    ferryman_cache_t       *cache;
+    ferryman_host_t        *host;
+    ferryman_backend_t     *backend;
+    ferryman_peer_t        *current;
+    uint64_t               *tried;
+    uint64_t                tried_few;
+} ferryman_ctx_t;
+
+
+static char *ngx_http_ferryman_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_ferryman_preconfiguration(ngx_conf_t *cf);
+
+int ngx_http_ferryman_put(const u_char *key, size_t key_len,
+    const u_char *value, size_t value_len);
+int ngx_http_ferryman_flush(void);
+int ngx_http_ferryman_commit(void);
+int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
+
+
+static ngx_shm_zone_t    *ferryman_zone;
+static ferryman_cache_t  *ferryman_cache;
+
+
+static ngx_command_t  ngx_http_ferryman_commands[] = {
+
+    { ngx_string("ferryman_fast_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_ferryman_zone,
+      0,
+      0,
+      NULL },
+
+    { ngx_string("ferryman_fast"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_NOARGS,
+      ngx_http_ferryman_fast,
+      0,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_ferryman_module_ctx = {
+    ngx_http_ferryman_preconfiguration,    /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+    NULL,                                  /* create location configuration */
+    NULL                                   /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_ferryman_module = {
+    NGX_MODULE_V1,
+    &ngx_http_ferryman_module_ctx,         /* module context */
+    ngx_http_ferryman_commands,            /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ferryman_shctx_t *
+ferryman_shared(void)
+{
+    if (ferryman_zone == NULL) {
+        return NULL;
+    }
+
+    return ferryman_zone->data;
+}
+
+
+static ngx_slab_pool_t *
+ferryman_slab(void)
+{
+    return (ngx_slab_pool_t *) ferryman_zone->shm.addr;
+}
+
+
+/* Records: the write side, called by ferryman.lua's push handler. */
+
+static ferryman_record_t *
+ferryman_find_record(ferryman_shctx_t *sh, ngx_str_t *key, uint32_t hash)
+{
+    return (ferryman_record_t *) ngx_str_rbtree_lookup(&sh->records, key,
+                                                       hash);
+}
+
+
+static uint32_t
+ferryman_take_slot(ferryman_shctx_t *sh, uint32_t hash)
+{
+    if (sh->nfree > 0) {
+        return sh->free_slots[--sh->nfree];
+    }
+
+    if (sh->next_slot < FERRYMAN_RR_SLOTS) {
+        return (uint32_t) sh->next_slot++;
+    }
+
+    /* More backends than counters: some share one; still valid memory. */
+    return (hash % FERRYMAN_RR_SLOTS) | FERRYMAN_SLOT_SHARED;
+}
+
+
+static void
+ferryman_give_slot(ferryman_shctx_t *sh, uint32_t slot)
+{
+    if (!(slot & FERRYMAN_SLOT_SHARED) && sh->nfree < FERRYMAN_RR_SLOTS) {
+        sh->free_slots[sh->nfree++] = slot;
+    }
+}
+
+
+static void
+ferryman_remove_record(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
+    ferryman_record_t *rec)
+{
+    if (rec->sn.str.data[0] == 'E') {
+        ferryman_give_slot(sh, rec->slot);
+    }
+
+    ngx_rbtree_delete(&sh->records, &rec->sn.node);
+    ngx_slab_free_locked(shpool, rec);
+}
+
+
+int
+ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
+    size_t value_len)
+{
+    int                 rc;
+    u_char             *p;
+    uint32_t            hash;
+    ngx_str_t           name;
+    ngx_slab_pool_t    *shpool;
+    ferryman_shctx_t   *sh;
+    ferryman_record_t  *old, *rec;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return FERRYMAN_NO_ZONE;
+    }
+
+    if (key_len < 3 || key_len > FERRYMAN_MAX_KEY || key[1] != ':') {
+        return FERRYMAN_BAD_KEY;
+    }
+
+    if (key[0] != 'H' && key[0] != 'E') {
+        /* Only virtual hosts and endpoint sets serve the fast path. */
+        return FERRYMAN_OK;
+    }
+
+    name.data = (u_char *) key;
+    name.len = key_len;
+    hash = ngx_crc32_short(name.data, name.len);
+
+    shpool = ferryman_slab();
+    rc = FERRYMAN_OK;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    old = ferryman_find_record(sh, &name, hash);
+
+    if (value_len == 0) {
+        if (old != NULL) {
+            ferryman_remove_record(sh, shpool, old);
+        }
+        goto done;
+    }
+
+    if (old != NULL && old->value.len == value_len
+        && ngx_memcmp(old->value.data, value, value_len) == 0)
+    {
+        goto done;
+    }
+
+    rec = ngx_slab_alloc_locked(shpool,
+                                sizeof(ferryman_record_t) + key_len + value_len);
+    if (rec == NULL) {
+        rc = FERRYMAN_NO_MEMORY;
+        goto done;
+    }
+
+    p = (u_char *) rec + sizeof(ferryman_record_t);
+    rec->sn.str.data = p;
+    rec->sn.str.len = key_len;
+    p = ngx_cpymem(p, key, key_len);
+    rec->value.data = p;
+    rec->value.len = value_len;
+    ngx_memcpy(p, value, value_len);
+    rec->sn.node.key = hash;
+    rec->slot = 0;
+
+    if (old != NULL) {
+        /* Same backend: keep its counter, so round-robin goes on evenly. */
+        rec->slot = old->slot;
+        ngx_rbtree_delete(&sh->records, &old->sn.node);
+        ngx_slab_free_locked(shpool, old);
+
+    } else if (key[0] == 'E') {
+        rec->slot = ferryman_take_slot(sh, hash);
+    }
+
+    ngx_rbtree_insert(&sh->records, &rec->sn.node);
+
+done:
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return rc;
+}
+
+
+int
+ngx_http_ferryman_flush(void)
+{
+    ngx_slab_pool_t    *shpool;
+    ngx_rbtree_node_t  *node;
+    ferryman_shctx_t   *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return FERRYMAN_NO_ZONE;
+    }
+
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    while (sh->records.root != sh->records.sentinel) {
+        node = ngx_rbtree_min(sh->records.root, sh->records.sentinel);
+        ngx_rbtree_delete(&sh->records, node);
+        ngx_slab_free_locked(shpool, node);
+    }
+
+    sh->next_slot = 0;
+    sh->nfree = 0;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return FERRYMAN_OK;
+}
+
+
+int
+ngx_http_ferryman_commit(void)
+{
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return FERRYMAN_NO_ZONE;
+    }
+
+    (void) ngx_atomic_fetch_add(&sh->generation, 1);
+
+    return FERRYMAN_OK;
+}
+
+
+/* Requests proxied by the fast path and handed to the slow path, over all
+ * workers since the zone was created (ferryman_fast_path_requests_total). */
+int
+ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over)
+{
+    ngx_uint_t         i;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return FERRYMAN_NO_ZONE;
+    }
+
+    *proxied = 0;
+    *handed_over = 0;
+
+    for (i = 0; i < FERRYMAN_COUNTER_SLOTS; i++) {
+        *proxied += sh->counts[i][0];
+        *handed_over += sh->counts[i][1];
+    }
+
+    return FERRYMAN_OK;
+}
+
+
+static void
+ferryman_count(ferryman_shctx_t *sh, ngx_uint_t which)
+{
+    /* Old workers of a reload may share a slot with new ones: atomic. */
+    (void) ngx_atomic_fetch_add(
+                     &sh->counts[ngx_worker % FERRYMAN_COUNTER_SLOTS][which], 1);
+}
+
+
+/* The worker's cache: decoding records. */
+
+static ngx_int_t
+ferryman_field(u_char **pos, u_char *end, ngx_str_t *field)
+{
+    u_char  *p;
+
+    p = *pos;
+
+    while (p < end && *p == ' ') {
+        p++;
+    }
+
+    if (p == end) {
+        return NGX_DONE;
+    }
+
+    field->data = p;
+
+    while (p < end && *p != ' ') {
+        p++;
+    }
+
+    field->len = p - field->data;
+    *pos = p;
+
+    return NGX_OK;
+}
+
+
+/* "<rr|lc>:<max_fails>:<fail_timeout seconds>"; anything else keeps the
+ * defaults (round-robin, 1, 10 s), as ferryman.lua does. */
+static void
+ferryman_parse_balancing(ferryman_host_t *host, ngx_str_t *field)
+{
+    u_char     *p, *end, *colon;
+    ngx_int_t   max_fails, timeout;
+
+    host->least_conn = 0;
+    host->max_fails = 1;
+    host->fail_timeout = 10000;
+
+    p = field->data;
+    end = p + field->len;
+
+    colon = ngx_strlchr(p, end, ':');
+    if (colon == NULL || colon == p) {
+        return;
+    }
+
+    p = colon + 1;
+    colon = ngx_strlchr(p, end, ':');
+    if (colon == NULL) {
+        return;
+    }
+
+    max_fails = ngx_atoi(p, colon - p);
+    timeout = ngx_atofp(colon + 1, end - colon - 1, 3);
+    if (max_fails == NGX_ERROR || timeout == NGX_ERROR) {
+        return;
+    }
+
+    host->least_conn = (field->data[0] == 'l' && field->data[1] == 'c');
+    host->max_fails = max_fails;
+    host->fail_timeout = timeout;
+}
+
+
+/* "E|<path>|<backend>" or "P|<path>|<backend>". */
+static ngx_int_t
+ferryman_parse_route(ngx_str_t *field, ferryman_route_t *route)
+{
+    u_char  *p, *end, *bar;
+
+    if (field->len < 5 || field->data[1] != '|') {
+        return NGX_DECLINED;
+    }
+
+    p = field->data + 2;
+    end = field->data + field->len;
+
+    bar = ngx_strlchr(p, end, '|');
+    if (bar == NULL || bar == p || bar + 1 == end) {
+        return NGX_DECLINED;
+    }
+
+    route->path.data = p;
+    route->path.len = bar - p;
+    route->backend.data = bar + 1;
+    route->backend.len = end - bar - 1;
+
+    return NGX_OK;
+}
+
+
+/* "<tls> <redirect> <default> <balancing> <route> ..." (configs/routes.py). */
+static ngx_int_t
+ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
+{
+    u_char            *pos, *end;
+    ngx_str_t          field;
+    ngx_uint_t         n, fields;
+    ferryman_route_t   route, *r;
+
+    pos = text->data;
+    end = pos + text->len;
+
+    fields = 1;
+    for (n = 0; n < text->len; n++) {
+        if (text->data[n] == ' ') {
+            fields++;
+        }
+    }
+
+    host->exact = ngx_palloc(pool, fields * sizeof(ferryman_route_t));
+    host->prefix = ngx_palloc(pool, fields * sizeof(ferryman_route_t));
+    if (host->exact == NULL || host->prefix == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (n = 0; ferryman_field(&pos, end, &field) == NGX_OK; n++) {
+
+        switch (n) {
+
+        case 0:  /* tls: the certificate phase's business */
+            break;
+
+        case 1:
+            host->redirect = (field.len == 1 && field.data[0] == '1');
+            break;
+
+        case 2:
+            if (!(field.len == 1 && field.data[0] == '-')) {
+                host->default_backend = field;
+            }
+            break;
+
+        case 3:
+            ferryman_parse_balancing(host, &field);
+            break;
+
+        default:
+            if (ferryman_parse_route(&field, &route) != NGX_OK) {
+                break;
+            }
+
+            if (field.data[0] == 'E') {
+                host->exact[host->nexact++] = route;
+
+            } else if (field.data[0] == 'P') {
+                r = &host->prefix[host->nprefix++];
+                *r = route;
+                if (route.path.len == 1 && route.path.data[0] == '/') {
+                    host->root = r;
+                }
+            }
+        }
+    }
+
+    if (n < 4) {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* "<addr>#<port> ..." with IPv6 addresses unbracketed. */
+static ngx_int_t
+ferryman_parse_peers(ngx_pool_t *pool, ferryman_backend_t *backend,
+    ngx_str_t *text)
+{
+    u_char           *pos, *end, *hash, *name;
+    ngx_int_t         port;
+    ngx_str_t         field;
+    ngx_uint_t        n;
+    ngx_addr_t        addr;
+    ferryman_peer_t  *peer;
+
+    n = 1;
+    for (pos = text->data, end = pos + text->len; pos < end; pos++) {
+        if (*pos == ' ') {
+            n++;
+        }
+    }
+
+    backend->peers = ngx_palloc(pool, n * sizeof(ferryman_peer_t));
+    if (backend->peers == NULL) {
+        return NGX_ERROR;
+    }
+
+    pos = text->data;
+
+    while (ferryman_field(&pos, end, &field) == NGX_OK) {
+
+        hash = NULL;
+        for (n = field.len; n > 0; n--) {
+            if (field.data[n - 1] == '#') {
+                hash = field.data + n - 1;
+                break;
+            }
+        }
+
+        if (hash == NULL) {
+            continue;
+        }
+
+        port = ngx_atoi(hash + 1, field.data + field.len - hash - 1);
+        if (port < 1 || port > 65535) {
+            continue;
+        }
+
+        if (ngx_parse_addr(pool, &addr, field.data, hash - field.data)
+            != NGX_OK)
+        {
+            continue;
+        }
+
+        ngx_inet_set_port(addr.sockaddr, (in_port_t) port);
+
+        name = ngx_pnalloc(pool, NGX_SOCKADDR_STRLEN);
+        if (name == NULL) {
+            return NGX_ERROR;
+        }
+
+        peer = &backend->peers[backend->npeers++];
+        peer->sockaddr = addr.sockaddr;
+        peer->socklen = addr.socklen;
+        peer->name.data = name;
+        peer->name.len = ngx_sock_ntop(addr.sockaddr, addr.socklen, name,
+                                       NGX_SOCKADDR_STRLEN, 1);
+    }
+
+    return NGX_OK;
+}
+
+
+/* A copy of the value of record kind:name, or len 0 when there is none. */
+static ngx_int_t
+ferryman_fetch(ferryman_cache_t *cache, u_char kind, ngx_str_t *name,
+    ngx_str_t *value)
+{
+    u_char              buf[FERRYMAN_MAX_KEY];
+    ngx_str_t           key;
+    ngx_slab_pool_t    *shpool;
+    ferryman_shctx_t   *sh;
+    ferryman_record_t  *rec;
+
+    value->len = 0;
+    value->data = NULL;
+
+    if (name->len + 2 > FERRYMAN_MAX_KEY) {
+        return NGX_OK;
+    }
+
+    buf[0] = kind;
+    buf[1] = ':';
+    ngx_memcpy(buf + 2, name->data, name->len);
+    key.data = buf;
+    key.len = name->len + 2;
+
+    sh = ferryman_shared();
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    rec = ferryman_find_record(sh, &key, ngx_crc32_short(key.data, key.len));
+
+    if (rec != NULL) {
+        value->data = ngx_pnalloc(cache->pool, rec->value.len);
+        if (value->data == NULL) {
+            ngx_shmtx_unlock(&shpool->mutex);
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(value->data, rec->value.data, rec->value.len);
+        value->len = rec->value.len;
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+static ferryman_host_t *
+ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
+{
+    uint32_t          hash;
+    ngx_str_t         value;
+    ferryman_host_t  *host;
+
+    hash = ngx_crc32_short(name->data, name->len);
+
+    host = (ferryman_host_t *) ngx_str_rbtree_lookup(&cache->hosts, name, hash);
+
+    if (host == NULL) {
+        if (ferryman_fetch(cache, 'H', name, &value) != NGX_OK) {
+            return NULL;
+        }
+
+        host = ngx_pcalloc(cache->pool, sizeof(ferryman_host_t));
+        if (host == NULL) {
+            return NULL;
+        }
+
+        host->sn.str.data = ngx_pstrdup(cache->pool, name);
+        if (host->sn.str.data == NULL) {
+            return NULL;
+        }
+
+        host->sn.str.len = name->len;
+        host->sn.node.key = hash;
+
+        if (value.len > 0
+            && ferryman_parse_host(cache->pool, host, &value) == NGX_OK)
+        {
+            host->found = 1;
+
+        } else {
+            cache->unknown++;
+        }
+
+        ngx_rbtree_insert(&cache->hosts, &host->sn.node);
+        cache->entries++;
+    }
+
+    return host->found ? host : NULL;
+}
+
+
+/* The virtual host serving a name: exact, then the wildcard covering exactly
+ * one more label, then the catch-all "_". */
+static ferryman_host_t *
+ferryman_vhost(ferryman_cache_t *cache, ngx_str_t *name)
+{
+    u_char            buf[FERRYMAN_MAX_KEY], *dot, *end;
+    ngx_str_t         wildcard;
+    ferryman_host_t  *host;
+
+    static ngx_str_t  catch_all = ngx_string("_");
+
+    host = ferryman_host(cache, name);
+    if (host != NULL) {
+        return host;
+    }
+
+    end = name->data + name->len;
+    dot = ngx_strlchr(name->data, end, '.');
+
+    if (dot != NULL && dot != name->data && dot + 1 < end
+        && (size_t) (end - dot) + 1 <= FERRYMAN_MAX_KEY)
+    {
+        buf[0] = '*';
+        ngx_memcpy(buf + 1, dot, end - dot);
+        wildcard.data = buf;
+        wildcard.len = end - dot + 1;
+
+        host = ferryman_host(cache, &wildcard);
+        if (host != NULL) {
+            return host;
+        }
+    }
+
+    return ferryman_host(cache, &catch_all);
+}
+
+
+/* configs/routes.py::match: Exact on the path as it is; then the longest
+ * Prefix that equals the path without its trailing slashes, or a part of it
+ * that ends just before a "/"; then "/", then the default backend. */
+static ngx_str_t *
+ferryman_match(ferryman_host_t *host, ngx_str_t *uri)
+{
+    size_t             stripped;
+    ngx_uint_t         i;
+    ferryman_route_t  *r, *best;
+
+    for (i = 0; i < host->nexact; i++) {
+        r = &host->exact[i];
+        if (r->path.len == uri->len
+            && ngx_memcmp(r->path.data, uri->data, uri->len) == 0)
+        {
+            return &r->backend;
+        }
+    }
+
+    stripped = uri->len;
+    while (stripped > 0 && uri->data[stripped - 1] == '/') {
+        stripped--;
+    }
+
+    best = NULL;
+
+    for (i = 0; i < host->nprefix; i++) {
+        r = &host->prefix[i];
+
+        if (r == host->root || r->path.len > stripped
+            || (best != NULL && r->path.len <= best->path.len))
+        {
+            continue;
+        }
+
+        if (ngx_memcmp(r->path.data, uri->data, r->path.len) == 0
+            && (r->path.len == stripped || uri->data[r->path.len] == '/'))
+        {
+            best = r;
+        }
+    }
+
+    if (best == NULL) {
+        best = host->root;
+    }
+
+    if (best != NULL) {
+        return &best->backend;
+    }
+
+    return host->default_backend.len ? &host->default_backend : NULL;
+}
+
+
+static ferryman_backend_t *
+ferryman_backend(ferryman_cache_t *cache, ngx_str_t *name)
+{
+    u_char              buf[FERRYMAN_MAX_KEY];
+    uint32_t            hash;
+    ngx_str_t           key, value;
+    ngx_slab_pool_t    *shpool;
+    ferryman_shctx_t   *sh;
+    ferryman_record_t  *rec;
+    ferryman_backend_t *backend;
+
+    hash = ngx_crc32_short(name->data, name->len);
+
+    backend = (ferryman_backend_t *) ngx_str_rbtree_lookup(&cache->backends,
+                                                           name, hash);
+    if (backend != NULL) {
+        return backend;
+    }
+
+    if (name->len + 2 > FERRYMAN_MAX_KEY) {
+        return NULL;
+    }
+
+    backend = ngx_pcalloc(cache->pool, sizeof(ferryman_backend_t));
+    if (backend == NULL) {
+        return NULL;
+    }
+
+    backend->sn.str.data = ngx_pstrdup(cache->pool, name);
+    if (backend->sn.str.data == NULL) {
+        return NULL;
+    }
+
+    backend->sn.str.len = name->len;
+    backend->sn.node.key = hash;
+
+    buf[0] = 'E';
+    buf[1] = ':';
+    ngx_memcpy(buf + 2, name->data, name->len);
+    key.data = buf;
+    key.len = name->len + 2;
+
+    value.len = 0;
+
+    sh = ferryman_shared();
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    rec = ferryman_find_record(sh, &key, ngx_crc32_short(key.data, key.len));
+
+    if (rec != NULL) {
+        value.data = ngx_pnalloc(cache->pool, rec->value.len);
+        if (value.data != NULL) {
+            ngx_memcpy(value.data, rec->value.data, rec->value.len);
+            value.len = rec->value.len;
+        }
+        /* An index into a fixed array: always valid memory, even after the
+         * record is gone (the worst a stale one can do is share a counter). */
+        backend->slot = rec->slot & ~FERRYMAN_SLOT_SHARED;
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    if (value.len > 0
+        && ferryman_parse_peers(cache->pool, backend, &value) != NGX_OK)
+    {
+        return NULL;
+    }
+
+    ngx_rbtree_insert(&cache->backends, &backend->sn.node);
+    cache->entries++;
+
+    return backend;
+}
+
+
+static ferryman_cache_t *
+ferryman_current_cache(ferryman_shctx_t *sh)
+{
+    ngx_pool_t         *pool;
+    ngx_atomic_uint_t   generation;
+    ferryman_cache_t   *cache;
+
+    generation = sh->generation;
+    cache = ferryman_cache;
+
+    if (cache != NULL && cache->generation == generation
+        && cache->entries < FERRYMAN_MAX_ENTRIES
+        && cache->unknown < FERRYMAN_MAX_UNKNOWN)
+    {
+        return cache;
+    }
+
+    ferryman_cache = NULL;
+
+    if (cache != NULL && cache->refs == 0) {
+        ngx_destroy_pool(cache->pool);
+    }
+
+    /* The cycle's log: a request's log dies with its connection. */
+    pool = ngx_create_pool(16384, ngx_cycle->log);
+    if (pool == NULL) {
+        return NULL;
+    }
+
+    cache = ngx_pcalloc(pool, sizeof(ferryman_cache_t));
+    if (cache == NULL) {
+        ngx_destroy_pool(pool);
+        return NULL;
+    }
+
+    cache->pool = pool;
+    cache->generation = generation;
+    ngx_rbtree_init(&cache->hosts, &cache->hosts_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_rbtree_init(&cache->backends, &cache->backends_sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    ferryman_cache = cache;
+
+    return cache;
+}
+
+
+static void
+ferryman_release_cache(void *data)
+{
+    ferryman_cache_t  *cache = data;
+
+    if (--cache->refs == 0 && cache != ferryman_cache) {
+        ngx_destroy_pool(cache->pool);
+    }
+}
+
+
+/* Passive health. Called with the zone locked. */
+static ngx_uint_t
+ferryman_is_down(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
+    ferryman_peer_t *peer, ngx_uint_t max_fails)
+{
+    ferryman_failure_t  *f;
+
+    f = (ferryman_failure_t *) ngx_str_rbtree_lookup(&sh->failures,
+                         &peer->name, ngx_crc32_short(peer->name.data,
+                                                      peer->name.len));
+    if (f == NULL) {
+        return 0;
+    }
+
+    if ((ngx_msec_int_t) (f->expires - ngx_current_msec) <= 0) {
+        ngx_rbtree_delete(&sh->failures, &f->sn.node);
+        ngx_slab_free_locked(shpool, f);
+        (void) ngx_atomic_fetch_add(&sh->nfailures, -1);
+        return 0;
+    }
+
+    return f->fails >= max_fails;
+}
+
+
+/* A failure opens a window of fail_timeout; max_fails failures within it
+ * take the peer out until the window closes. */
+static void
+ferryman_count_failure(ferryman_peer_t *peer, ngx_msec_t fail_timeout)
+{
+    uint32_t             hash;
+    ngx_slab_pool_t     *shpool;
+    ferryman_shctx_t    *sh;
+    ferryman_failure_t  *f;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return;
+    }
+
+    shpool = ferryman_slab();
+    hash = ngx_crc32_short(peer->name.data, peer->name.len);
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    f = (ferryman_failure_t *) ngx_str_rbtree_lookup(&sh->failures,
+                                                     &peer->name, hash);
+    if (f == NULL) {
+        f = ngx_slab_alloc_locked(shpool,
+                                  sizeof(ferryman_failure_t) + peer->name.len);
+        if (f == NULL) {
+            ngx_shmtx_unlock(&shpool->mutex);
+            return;
+        }
+
+        f->sn.str.data = (u_char *) f + sizeof(ferryman_failure_t);
+        f->sn.str.len = peer->name.len;
+        ngx_memcpy(f->sn.str.data, peer->name.data, peer->name.len);
+        f->sn.node.key = hash;
+        f->fails = 0;
+        f->expires = ngx_current_msec;
+        ngx_rbtree_insert(&sh->failures, &f->sn.node);
+        (void) ngx_atomic_fetch_add(&sh->nfailures, 1);
+    }
+
+    if ((ngx_msec_int_t) (f->expires - ngx_current_msec) <= 0) {
+        f->fails = 0;
+        f->expires = ngx_current_msec + fail_timeout;
+    }
+
+    f->fails++;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+
+static ngx_uint_t
+ferryman_tried(ferryman_ctx_t *ctx, ngx_uint_t i)
+{
+    return (ctx->tried[i / 64] >> (i % 64)) & 1;
+}
+
+
+static ngx_int_t
+ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ferryman_ctx_t  *ctx = data;
+
+    ngx_uint_t           n, i, offset, start, chosen, fallback, check;
+    ngx_slab_pool_t     *shpool;
+    ferryman_shctx_t    *sh;
+    ferryman_peer_t     *peers;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    peers = ctx->backend->peers;
+    n = ctx->backend->npeers;
+    start = ngx_atomic_fetch_add(&sh->rr[ctx->backend->slot], 1) % n;
+
+    check = ctx->host->max_fails > 0 && sh->nfailures > 0;
+    shpool = ferryman_slab();
+    chosen = n;
+    fallback = n;
+
+    if (check) {
+        ngx_shmtx_lock(&shpool->mutex);
+    }
+
+    for (offset = 0; offset < n; offset++) {
+        i = (start + offset) % n;
+
+        if (ferryman_tried(ctx, i)) {
+            continue;
+        }
+
+        if (fallback == n) {
+            fallback = i;
+        }
+
+        if (!check
+            || !ferryman_is_down(sh, shpool, &peers[i], ctx->host->max_fails))
+        {
+            chosen = i;
+            break;
+        }
+    }
+
+    if (check) {
+        ngx_shmtx_unlock(&shpool->mutex);
+    }
+
+    if (chosen == n) {
+        /* Every peer is down: NGINX's rule, try one anyway. */
+        chosen = fallback;
+    }
+
+    if (chosen == n) {
+        return NGX_BUSY;
+    }
+
+    ctx->tried[chosen / 64] |= (uint64_t) 1 << (chosen % 64);
+    ctx->current = &peers[chosen];
+
+    pc->sockaddr = peers[chosen].sockaddr;
+    pc->socklen = peers[chosen].socklen;
+    pc->name = &peers[chosen].name;
+
+    return NGX_OK;
+}
+
+
+static void
+ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
+{
+    ferryman_ctx_t  *ctx = data;
+
+    if ((state & NGX_PEER_FAILED) && ctx->current != NULL
+        && ctx->host->max_fails > 0)
+    {
+        ferryman_count_failure(ctx->current, ctx->host->fail_timeout);
+    }
+
+    if (pc->tries) {
+        pc->tries--;
+    }
+}
+
+
+static ngx_int_t
+ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
+{
+    ngx_str_t                 *name, *backend_name;
+    ngx_uint_t                 https;
+    ferryman_ctx_t            *ctx;
+    ferryman_host_t           *host;
+    ferryman_cache_t          *cache;
+    ferryman_backend_t        *backend;
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    cache = ferryman_current_cache(sh);
+    if (cache == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* $host: the Host header's name, else the server's name ("_"). */
+    name = &r->headers_in.server;
+    if (name->len == 0) {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        name = &cscf->server_name;
+    }
+
+    host = ferryman_vhost(cache, name);
+    if (host == NULL || host->least_conn) {
+        return NGX_ERROR;
+    }
+
+    https = 0;
+#if (NGX_HTTP_SSL)
+    https = r->connection->ssl != NULL;
+#endif
+
+    if (host->redirect && !https) {
+        return NGX_ERROR;
+    }
+
+    backend_name = ferryman_match(host, &r->uri);
+    if (backend_name == NULL) {
+        return NGX_ERROR;
+    }
+
+    backend = ferryman_backend(cache, backend_name);
+    if (backend == NULL || backend->npeers == 0) {
+        return NGX_ERROR;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ferryman_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (backend->npeers <= 64) {
+        ctx->tried = &ctx->tried_few;
+
+    } else {
+        ctx->tried = ngx_pcalloc(r->pool,
+                                 (backend->npeers + 63) / 64 * sizeof(uint64_t));
+        if (ctx->tried == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ferryman_release_cache;
+    cln->data = cache;
+    cache->refs++;
+
+    ctx->cache = cache;
+    ctx->host = host;
+    ctx->backend = backend;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
+
+    r->upstream->peer.get = ferryman_get_peer;
+    r->upstream->peer.free = ferryman_free_peer;
+    r->upstream->peer.data = ctx;
+    /* A failed attempt moves on to another peer, each tried once. */
+    r->upstream->peer.tries = backend->npeers;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_int_t          rc;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* NGX_ERROR is the hand-over to the slow path (error_page 500). */
+    rc = ferryman_route(r, sh);
+    ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+
+    return rc;
+}
+
+
+static ngx_int_t
+ferryman_init_upstream(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
+{
+    us->peer.init = ferryman_init_peer;
+
+    return NGX_OK;
+}
+
+
+/* $ferryman_vhost and $ferryman_backend for the access log (latency
+ * metrics); the slow path sets the same variables from Lua. */
+static ngx_int_t
+ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t       *s;
+    ferryman_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    s = data ? &ctx->backend->sn.str : &ctx->host->sn.str;
+
+    v->data = s->data;
+    v->len = s->len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_variable_t  ferryman_variables[] = {
+
+    { ngx_string("ferryman_vhost"), NULL, ferryman_variable, 0,
+      NGX_HTTP_VAR_CHANGEABLE|NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("ferryman_backend"), NULL, ferryman_variable, 1,
+      NGX_HTTP_VAR_CHANGEABLE|NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_ferryman_preconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    /* The module stays loaded across reloads: forget the last cycle's zone. */
+    ferryman_zone = NULL;
+
+    for (v = ferryman_variables; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ferryman_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t   *shpool;
+    ferryman_shctx_t  *sh;
+
+    if (data) {
+        /* A reload: the records stay. */
+        shm_zone->data = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        shm_zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_calloc(shpool, sizeof(ferryman_shctx_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_rbtree_init(&sh->records, &sh->records_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_rbtree_init(&sh->failures, &sh->failures_sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    shpool->data = sh;
+    /* A full zone is reported to ferryman by the push, not logged per try. */
+    shpool->log_nomem = 0;
+    shm_zone->data = sh;
+
+    return NGX_OK;
+}
+
+
+static char *
+ngx_http_ferryman_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ssize_t          size;
+    ngx_str_t       *value;
+
+    static ngx_str_t  name = ngx_string("ferryman_fast");
+
+    value = cf->args->elts;
+
+    if (ferryman_zone != NULL) {
+        return "is duplicate";
+    }
+
+    size = ngx_parse_size(&value[1]);
+    if (size == NGX_ERROR || size < (ssize_t) (sizeof(ferryman_shctx_t) * 2)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone size \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    ferryman_zone = ngx_shared_memory_add(cf, &name, size,
+                                          &ngx_http_ferryman_module);
+    if (ferryman_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ferryman_zone->init = ferryman_init_zone;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (uscf->peer.init_upstream) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "load balancing method redefined");
+    }
+
+    uscf->peer.init_upstream = ferryman_init_upstream;
+
+    return NGX_CONF_OK;
+}
