@@ -293,6 +293,17 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             latency=settings.latency_metrics,
         )
     bootstrap = {flavour.main_file: flavour.main(user, public=False)}
+    if not flavour.angie:
+        fast = (settings.nginx_modules_dir / FAST_MODULE).exists()
+        log.info(
+            "fast path",
+            extra={
+                "fields": {
+                    "runs_in": "ngx_http_ferryman_module" if fast else "lua",
+                    "module": str(settings.nginx_modules_dir / FAST_MODULE),
+                }
+            },
+        )
     cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
     status = cluster.reporter.status if cluster and settings.report_ingress_status else None

@@ -43,6 +43,7 @@ def test_round_robin_hosts_run_in_the_module_and_the_rest_is_handed_over(
     )
     ferryman.start()
     assert "ferryman_fast;" in (ferryman.state / "nginx.conf").read_text()
+    assert "runs_in=ngx_http_ferryman_module" in ferryman.logs()
     fast, slow = fast_path_counts(ferryman)
 
     spread = Counter(served_by(ferryman, RR, f"/app/{i}") for i in range(10))
@@ -105,6 +106,7 @@ def test_without_the_module_the_lua_balancer_is_the_fast_path(
     conf = (ferryman.state / "nginx.conf").read_text()
     assert "ferryman.fast()" in conf
     assert "ngx_http_ferryman_module" not in conf
+    assert "runs_in=lua" in ferryman.logs()
     assert Counter(served_by(ferryman, RR, f"/r{i}") for i in range(30)) == {
         "pod0": 10,
         "pod1": 10,

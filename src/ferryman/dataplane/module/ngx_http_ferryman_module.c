@@ -73,6 +73,7 @@ typedef struct {
     ngx_rbtree_node_t       failures_sentinel;
     ngx_atomic_t            generation;  /* moves on every commit */
     ngx_atomic_t            nfailures;   /* entries in failures: 0 skips the look-ups */
+    ngx_msec_t              sweep_at;    /* next removal of expired failures */
     ngx_uint_t              next_slot;
     ngx_uint_t              nfree;
     uint32_t                free_slots[FERRYMAN_RR_SLOTS];
@@ -681,19 +682,22 @@ ferryman_parse_peers(ngx_pool_t *pool, ferryman_backend_t *backend,
 }
 
 
-/* A copy of the value of record kind:name, or len 0 when there is none. */
+/* A copy of the value of record kind:name (len 0 when there is none) and, for
+ * an endpoint set, its round-robin counter. */
 static ngx_int_t
 ferryman_fetch(ferryman_cache_t *cache, u_char kind, ngx_str_t *name,
-    ngx_str_t *value)
+    ngx_str_t *value, uint32_t *slot)
 {
     u_char              buf[FERRYMAN_MAX_KEY];
     ngx_str_t           key;
+    ngx_int_t           rc;
     ngx_slab_pool_t    *shpool;
     ferryman_shctx_t   *sh;
     ferryman_record_t  *rec;
 
     value->len = 0;
     value->data = NULL;
+    *slot = 0;
 
     if (name->len + 2 > FERRYMAN_MAX_KEY) {
         return NGX_OK;
@@ -707,6 +711,7 @@ ferryman_fetch(ferryman_cache_t *cache, u_char kind, ngx_str_t *name,
 
     sh = ferryman_shared();
     shpool = ferryman_slab();
+    rc = NGX_OK;
 
     ngx_shmtx_lock(&shpool->mutex);
 
@@ -714,25 +719,29 @@ ferryman_fetch(ferryman_cache_t *cache, u_char kind, ngx_str_t *name,
 
     if (rec != NULL) {
         value->data = ngx_pnalloc(cache->pool, rec->value.len);
-        if (value->data == NULL) {
-            ngx_shmtx_unlock(&shpool->mutex);
-            return NGX_ERROR;
-        }
 
-        ngx_memcpy(value->data, rec->value.data, rec->value.len);
-        value->len = rec->value.len;
+        if (value->data == NULL) {
+            rc = NGX_ERROR;
+
+        } else {
+            ngx_memcpy(value->data, rec->value.data, rec->value.len);
+            value->len = rec->value.len;
+            /* An index into a fixed array: always valid memory, even after
+             * the record is gone (a stale one can at worst share a counter). */
+            *slot = rec->slot & ~FERRYMAN_SLOT_SHARED;
+        }
     }
 
     ngx_shmtx_unlock(&shpool->mutex);
 
-    return NGX_OK;
+    return rc;
 }
 
 
 static ferryman_host_t *
 ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
 {
-    uint32_t          hash;
+    uint32_t          hash, slot;
     ngx_str_t         value;
     ferryman_host_t  *host;
 
@@ -741,7 +750,7 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
     host = (ferryman_host_t *) ngx_str_rbtree_lookup(&cache->hosts, name, hash);
 
     if (host == NULL) {
-        if (ferryman_fetch(cache, 'H', name, &value) != NGX_OK) {
+        if (ferryman_fetch(cache, 'H', name, &value, &slot) != NGX_OK) {
             return NULL;
         }
 
@@ -869,13 +878,9 @@ ferryman_match(ferryman_host_t *host, ngx_str_t *uri)
 static ferryman_backend_t *
 ferryman_backend(ferryman_cache_t *cache, ngx_str_t *name)
 {
-    u_char              buf[FERRYMAN_MAX_KEY];
-    uint32_t            hash;
-    ngx_str_t           key, value;
-    ngx_slab_pool_t    *shpool;
-    ferryman_shctx_t   *sh;
-    ferryman_record_t  *rec;
-    ferryman_backend_t *backend;
+    uint32_t             hash;
+    ngx_str_t            value;
+    ferryman_backend_t  *backend;
 
     hash = ngx_crc32_short(name->data, name->len);
 
@@ -883,10 +888,6 @@ ferryman_backend(ferryman_cache_t *cache, ngx_str_t *name)
                                                            name, hash);
     if (backend != NULL) {
         return backend;
-    }
-
-    if (name->len + 2 > FERRYMAN_MAX_KEY) {
-        return NULL;
     }
 
     backend = ngx_pcalloc(cache->pool, sizeof(ferryman_backend_t));
@@ -902,33 +903,9 @@ ferryman_backend(ferryman_cache_t *cache, ngx_str_t *name)
     backend->sn.str.len = name->len;
     backend->sn.node.key = hash;
 
-    buf[0] = 'E';
-    buf[1] = ':';
-    ngx_memcpy(buf + 2, name->data, name->len);
-    key.data = buf;
-    key.len = name->len + 2;
-
-    value.len = 0;
-
-    sh = ferryman_shared();
-    shpool = ferryman_slab();
-
-    ngx_shmtx_lock(&shpool->mutex);
-
-    rec = ferryman_find_record(sh, &key, ngx_crc32_short(key.data, key.len));
-
-    if (rec != NULL) {
-        value.data = ngx_pnalloc(cache->pool, rec->value.len);
-        if (value.data != NULL) {
-            ngx_memcpy(value.data, rec->value.data, rec->value.len);
-            value.len = rec->value.len;
-        }
-        /* An index into a fixed array: always valid memory, even after the
-         * record is gone (the worst a stale one can do is share a counter). */
-        backend->slot = rec->slot & ~FERRYMAN_SLOT_SHARED;
+    if (ferryman_fetch(cache, 'E', name, &value, &backend->slot) != NGX_OK) {
+        return NULL;
     }
-
-    ngx_shmtx_unlock(&shpool->mutex);
 
     if (value.len > 0
         && ferryman_parse_peers(cache->pool, backend, &value) != NGX_OK)
@@ -1027,6 +1004,38 @@ ferryman_is_down(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
 }
 
 
+/* Drops expired failures, so that once peers recover (or are gone from every
+ * endpoint set) nfailures falls back to 0 and requests skip the lock again.
+ * Called with the zone locked. */
+static void
+ferryman_sweep(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool)
+{
+    ngx_rbtree_node_t   *node, *next, *sentinel;
+    ferryman_failure_t  *f;
+
+    sh->sweep_at = ngx_current_msec + 1000;
+    sentinel = sh->failures.sentinel;
+
+    if (sh->failures.root == sentinel) {
+        return;
+    }
+
+    for (node = ngx_rbtree_min(sh->failures.root, sentinel);
+         node != NULL;
+         node = next)
+    {
+        next = ngx_rbtree_next(&sh->failures, node);
+        f = (ferryman_failure_t *) node;
+
+        if ((ngx_msec_int_t) (f->expires - ngx_current_msec) <= 0) {
+            ngx_rbtree_delete(&sh->failures, node);
+            ngx_slab_free_locked(shpool, f);
+            (void) ngx_atomic_fetch_add(&sh->nfailures, -1);
+        }
+    }
+}
+
+
 /* A failure opens a window of fail_timeout; max_fails failures within it
  * take the peer out until the window closes. */
 static void
@@ -1046,6 +1055,8 @@ ferryman_count_failure(ferryman_peer_t *peer, ngx_msec_t fail_timeout)
     hash = ngx_crc32_short(peer->name.data, peer->name.len);
 
     ngx_shmtx_lock(&shpool->mutex);
+
+    ferryman_sweep(sh, shpool);
 
     f = (ferryman_failure_t *) ngx_str_rbtree_lookup(&sh->failures,
                                                      &peer->name, hash);
@@ -1111,6 +1122,10 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
 
     if (check) {
         ngx_shmtx_lock(&shpool->mutex);
+
+        if ((ngx_msec_int_t) (ngx_current_msec - sh->sweep_at) >= 0) {
+            ferryman_sweep(sh, shpool);
+        }
     }
 
     for (offset = 0; offset < n; offset++) {
