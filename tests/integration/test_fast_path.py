@@ -105,7 +105,7 @@ def test_without_the_module_the_lua_balancer_is_the_fast_path(
     ferryman.start()
     conf = (ferryman.state / "nginx.conf").read_text()
     assert "ferryman.fast()" in conf
-    assert "ngx_http_ferryman_module" not in conf
+    assert "ngx_http_ferryman_module.so" not in conf
     assert "runs_in=lua" in ferryman.logs()
     assert Counter(served_by(ferryman, RR, f"/r{i}") for i in range(30)) == {
         "pod0": 10,

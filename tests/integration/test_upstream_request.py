@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
 from tests.integration.harness import (
     Backends,
     Ferryman,
@@ -9,6 +15,7 @@ from tests.integration.harness import (
     path,
     rule,
     service_with_backends,
+    without_fast_module,
 )
 
 HOST = "echo.example.com"
@@ -59,3 +66,42 @@ def test_host_and_forwarding_headers(ferryman: Ferryman, backends: Backends) -> 
     assert h["x-real-ip"] == "127.0.0.1"
     assert h["x-forwarded-proto"] == "http"
     assert h["x-forwarded-host"] == HOST
+
+
+@pytest.fixture(params=["module", "lua"])
+def either_fast_path(
+    request: pytest.FixtureRequest, ferryman: Ferryman, tmp_path: Path
+) -> Ferryman:
+    """ferryman whose Host and Connection values come from the module or from maps."""
+    if request.param == "lua":
+        ferryman.extra_args += without_fast_module(tmp_path)
+    return ferryman
+
+
+def test_upgrade_and_connection_headers(either_fast_path: Ferryman, backends: Backends) -> None:
+    ferryman = either_fast_path
+    _start(ferryman, backends)
+    plain = ferryman.get(HOST, "/").json()["headers"]
+    assert "upgrade" not in plain
+    assert "connection" not in plain  # HTTP/1.1 keepalive to the backend
+    ws = ferryman.get(HOST, "/ws", headers={"Upgrade": "websocket", "Connection": "Upgrade"})
+    h = ws.json()["headers"]
+    assert (h["upgrade"], h["connection"]) == ("websocket", "upgrade")
+
+
+def test_request_without_host_header(either_fast_path: Ferryman, backends: Backends) -> None:
+    """HTTP/1.0 without Host reaches host-less rules; the backend still gets a Host."""
+    ferryman = either_fast_path
+    ferryman.write("svc", service_with_backends("echo", [backends.start("echo")]))
+    ferryman.write("ing", ingress("echo", [rule(None, path("/", "echo"))]))
+    ferryman.start()
+    with socket.create_connection(("127.0.0.1", ferryman.http_port), timeout=10) as s:
+        s.sendall(b"GET /plain HTTP/1.0\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    seen = json.loads(body)
+    assert seen["path"] == "/plain"
+    assert seen["headers"]["host"] == "_"  # $host: the server's name

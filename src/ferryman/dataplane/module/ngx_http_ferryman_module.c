@@ -133,6 +133,13 @@ typedef struct {
     ngx_rbtree_node_t       hosts_sentinel;
     ngx_rbtree_t            backends;
     ngx_rbtree_node_t       backends_sentinel;
+    /* The last look-ups: traffic repeats names, and this skips a hash and
+     * a tree walk per request. */
+    u_char                  last_name[256];
+    size_t                  last_name_len;   /* 0: none */
+    ferryman_host_t        *last_vhost;
+    u_char                 *last_backend_name;  /* a route's string, by address */
+    ferryman_backend_t     *last_backend;
 } ferryman_cache_t;
 
 
@@ -787,7 +794,7 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
 /* The virtual host serving a name: exact, then the wildcard covering exactly
  * one more label, then the catch-all "_". */
 static ferryman_host_t *
-ferryman_vhost(ferryman_cache_t *cache, ngx_str_t *name)
+ferryman_vhost_lookup(ferryman_cache_t *cache, ngx_str_t *name)
 {
     u_char            buf[FERRYMAN_MAX_KEY], *dot, *end;
     ngx_str_t         wildcard;
@@ -818,6 +825,29 @@ ferryman_vhost(ferryman_cache_t *cache, ngx_str_t *name)
     }
 
     return ferryman_host(cache, &catch_all);
+}
+
+
+static ferryman_host_t *
+ferryman_vhost(ferryman_cache_t *cache, ngx_str_t *name)
+{
+    ferryman_host_t  *host;
+
+    if (cache->last_name_len == name->len && name->len > 0
+        && ngx_memcmp(cache->last_name, name->data, name->len) == 0)
+    {
+        return cache->last_vhost;
+    }
+
+    host = ferryman_vhost_lookup(cache, name);
+
+    if (name->len <= sizeof(cache->last_name)) {
+        ngx_memcpy(cache->last_name, name->data, name->len);
+        cache->last_name_len = name->len;
+        cache->last_vhost = host;
+    }
+
+    return host;
 }
 
 
@@ -1231,7 +1261,18 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
         return NGX_ERROR;
     }
 
-    backend = ferryman_backend(cache, backend_name);
+    if (cache->last_backend_name == backend_name->data) {
+        backend = cache->last_backend;
+
+    } else {
+        backend = ferryman_backend(cache, backend_name);
+
+        if (backend != NULL) {
+            cache->last_backend_name = backend_name->data;
+            cache->last_backend = backend;
+        }
+    }
+
     if (backend == NULL || backend->npeers == 0) {
         return NGX_ERROR;
     }
@@ -1332,7 +1373,70 @@ ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 }
 
 
+/* $ferryman_host: the Host header as the client sent it (port included),
+ * else $host. Upstream requests carry it, as Kubernetes' Ingress expects. */
+static ngx_int_t
+ferryman_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t                 *s;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    if (r->headers_in.host != NULL && r->headers_in.host->value.len > 0) {
+        s = &r->headers_in.host->value;
+
+    } else if (r->headers_in.server.len > 0) {
+        s = &r->headers_in.server;
+
+    } else {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        s = &cscf->server_name;
+    }
+
+    v->data = s->data;
+    v->len = s->len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* $ferryman_connection: "upgrade" when the client asks for one (WebSocket),
+ * else empty, which leaves the upstream Connection header out (keepalive). */
+static ngx_int_t
+ferryman_connection_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_table_elt_t  *upgrade;
+
+    upgrade = r->headers_in.upgrade;
+
+    if (upgrade != NULL && upgrade->value.len > 0) {
+        v->data = (u_char *) "upgrade";
+        v->len = sizeof("upgrade") - 1;
+
+    } else {
+        v->data = (u_char *) "";
+        v->len = 0;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
 static ngx_http_variable_t  ferryman_variables[] = {
+
+    /* Without this module, maps in nginx.conf define these two. */
+    { ngx_string("ferryman_host"), NULL, ferryman_host_variable, 0, 0, 0 },
+
+    { ngx_string("ferryman_connection"), NULL, ferryman_connection_variable,
+      0, 0, 0 },
 
     { ngx_string("ferryman_vhost"), NULL, ferryman_variable, 0,
       NGX_HTTP_VAR_CHANGEABLE|NGX_HTTP_VAR_NOCACHEABLE, 0 },
