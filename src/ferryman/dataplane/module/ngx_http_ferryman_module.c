@@ -1404,22 +1404,29 @@ ferryman_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
 
 /* $ferryman_connection: "upgrade" when the client asks for one (WebSocket),
- * else empty, which leaves the upstream Connection header out (keepalive). */
+ * else empty, which leaves the upstream Connection header out (keepalive).
+ * $ferryman_upgrade: the client's Upgrade header. NGINX's own $http_upgrade
+ * searches the request's header list on every request; this reads the field
+ * NGINX already keeps. */
 static ngx_int_t
-ferryman_connection_variable(ngx_http_request_t *r,
+ferryman_upgrade_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
     ngx_table_elt_t  *upgrade;
 
     upgrade = r->headers_in.upgrade;
 
-    if (upgrade != NULL && upgrade->value.len > 0) {
+    if (upgrade == NULL || upgrade->value.len == 0) {
+        v->data = (u_char *) "";
+        v->len = 0;
+
+    } else if (data) {
         v->data = (u_char *) "upgrade";
         v->len = sizeof("upgrade") - 1;
 
     } else {
-        v->data = (u_char *) "";
-        v->len = 0;
+        v->data = upgrade->value.data;
+        v->len = upgrade->value.len;
     }
 
     v->valid = 1;
@@ -1432,11 +1439,13 @@ ferryman_connection_variable(ngx_http_request_t *r,
 
 static ngx_http_variable_t  ferryman_variables[] = {
 
-    /* Without this module, maps in nginx.conf define these two. */
+    /* Without this module, nginx.conf defines these three itself. */
     { ngx_string("ferryman_host"), NULL, ferryman_host_variable, 0, 0, 0 },
 
-    { ngx_string("ferryman_connection"), NULL, ferryman_connection_variable,
-      0, 0, 0 },
+    { ngx_string("ferryman_connection"), NULL, ferryman_upgrade_variable,
+      1, 0, 0 },
+
+    { ngx_string("ferryman_upgrade"), NULL, ferryman_upgrade_variable, 0, 0, 0 },
 
     { ngx_string("ferryman_vhost"), NULL, ferryman_variable, 0,
       NGX_HTTP_VAR_CHANGEABLE|NGX_HTTP_VAR_NOCACHEABLE, 0 },
