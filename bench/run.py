@@ -38,6 +38,7 @@ from bench.processes import (
 )
 
 POOL = 8  # backend ports; Service i uses two of them
+WARM_UP_SECONDS = 3
 
 
 def _ports(i: int, backends: BackendNginx) -> tuple[int, int]:
@@ -203,6 +204,10 @@ def throughput(backends: BackendNginx, work: Path, seconds: int, rounds: int) ->
         "hand_written": (port, plain.pid),
     }
     try:
+        # Not recorded: right after start-up both sides ran measurably slower
+        # (caches, fresh workers), and round 1 would carry that.
+        for target_port, _ in targets.values():
+            wrk(f"http://127.0.0.1:{target_port}/p0/x", "app0.bench.test", WARM_UP_SECONDS)
         rps: dict[str, list[float]] = {name: [] for name in targets}
         cpu_us: dict[str, list[float]] = {name: [] for name in targets}
         ratios = []
@@ -224,7 +229,8 @@ def throughput(backends: BackendNginx, work: Path, seconds: int, rounds: int) ->
             "nginx_cpu_us_per_request": {
                 name: round(statistics.median(v), 2) for name, v in cpu_us.items()
             },
-            "wrk": f"-t2 -c64 -d{seconds}s, {rounds} rounds of one run each, order alternating",
+            "wrk": f"-t2 -c64 -d{seconds}s, {rounds} rounds of one run each, order alternating, "
+            f"after a {WARM_UP_SECONDS}s warm-up of each",
         }
     finally:
         plain.terminate()
