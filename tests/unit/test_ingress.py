@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ferryman.resources.ingress import Ingress, ServiceBackend, parse_ingress
+from ferryman.resources.ingress import Balancing, Ingress, ServiceBackend, parse_ingress
 from ferryman.resources.meta import InvalidResource
 
 
@@ -333,3 +333,12 @@ def test_tls_with_wildcard_host_and_without_hosts() -> None:
         (("*.b.example.com",), "wild"),
         ((), "nohosts"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("fail_timeout", "encoded"),
+    [(10.0, "rr:1:10"), (1.5, "rr:1:1.5"), (0.001, "rr:1:0.001"), (3600 * 300, "rr:1:1080000")],
+)
+def test_balancing_encodes_fail_timeout_in_fixed_point(fail_timeout: float, encoded: str) -> None:
+    """The NGINX routers parse digits and a dot: no exponent, even for long timeouts."""
+    assert Balancing("rr", 1, fail_timeout).encode() == encoded

@@ -32,7 +32,10 @@ class Balancing:
     fail_timeout: float = 10.0  # seconds a failing peer is skipped
 
     def encode(self) -> str:
-        return f"{self.method}:{self.max_fails}:{self.fail_timeout:g}"
+        # Fixed point: the routers read digits and a dot, never an exponent
+        # (":g" wrote 1e+06 for a 12-day timeout, which they took as the default).
+        timeout = f"{self.fail_timeout:.3f}".rstrip("0").rstrip(".")
+        return f"{self.method}:{self.max_fails}:{timeout}"
 
 
 @dataclass(frozen=True)
