@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import Backends, Ferryman
+from tests.integration.harness import Backends, Ferryman, without_fast_module
 
 
 @pytest.fixture
@@ -22,3 +22,14 @@ def ferryman(tmp_path: Path) -> Iterator[Ferryman]:
     yield f
     if f.proc is not None:
         f.stop()
+
+
+@pytest.fixture(params=["module", "lua"])
+def either_fast_path(
+    request: pytest.FixtureRequest, ferryman: Ferryman, tmp_path: Path
+) -> Ferryman:
+    """The ``ferryman`` fixture, with the fast path in ngx_http_ferryman_module or,
+    as when the module is not built, in Lua: for behaviour both must share."""
+    if request.param == "lua":
+        ferryman.extra_args += without_fast_module(tmp_path)
+    return ferryman

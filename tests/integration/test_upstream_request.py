@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
-
-import pytest
 
 from tests.integration.harness import (
     Backends,
@@ -15,7 +12,6 @@ from tests.integration.harness import (
     path,
     rule,
     service_with_backends,
-    without_fast_module,
 )
 
 HOST = "echo.example.com"
@@ -66,16 +62,6 @@ def test_host_and_forwarding_headers(ferryman: Ferryman, backends: Backends) -> 
     assert h["x-real-ip"] == "127.0.0.1"
     assert h["x-forwarded-proto"] == "http"
     assert h["x-forwarded-host"] == HOST
-
-
-@pytest.fixture(params=["module", "lua"])
-def either_fast_path(
-    request: pytest.FixtureRequest, ferryman: Ferryman, tmp_path: Path
-) -> Ferryman:
-    """ferryman whose Host and Connection values come from the module or from maps."""
-    if request.param == "lua":
-        ferryman.extra_args += without_fast_module(tmp_path)
-    return ferryman
 
 
 def test_upgrade_and_connection_headers(either_fast_path: Ferryman, backends: Backends) -> None:

@@ -19,14 +19,16 @@
  * request on, exactly as with the Lua router.
  *
  * Requests this module does not proxy (no virtual host, no route, no ready
- * endpoint, plain HTTP on a redirecting host, least_conn hosts) fail the
- * upstream's peer initialisation; `error_page 500 = @ferryman` hands them to
- * the Lua slow path, which answers them.
+ * endpoint, plain HTTP on a redirecting host) fail the upstream's peer
+ * initialisation; `error_page 500 = @ferryman` hands them to the Lua slow
+ * path, which answers them.
  *
  * Balancing: round-robin over a counter every worker shares (per backend, in
- * the zone), passive health with NGINX's max_fails/fail_timeout semantics
- * (failures are counted per peer in the zone, so all workers agree), and a
- * failed attempt moves on to a peer this request has not tried.
+ * the zone), or least_conn (the fewest requests in flight, counted per peer in
+ * the zone, ties broken in round-robin order); passive health with NGINX's
+ * max_fails/fail_timeout semantics (failures are counted per peer in the zone,
+ * so all workers agree); a failed attempt moves on to a peer this request has
+ * not tried.
  */
 
 #include <ngx_config.h>
@@ -67,10 +69,18 @@ typedef struct {
 
 
 typedef struct {
+    ngx_str_node_t          sn;          /* str: the peer's name */
+    ngx_uint_t              requests;    /* in flight, for least_conn */
+} ferryman_active_t;
+
+
+typedef struct {
     ngx_rbtree_t            records;
     ngx_rbtree_node_t       records_sentinel;
     ngx_rbtree_t            failures;
     ngx_rbtree_node_t       failures_sentinel;
+    ngx_rbtree_t            active;
+    ngx_rbtree_node_t       active_sentinel;
     ngx_atomic_t            generation;  /* moves on every commit */
     ngx_atomic_t            nfailures;   /* entries in failures: 0 skips the look-ups */
     ngx_msec_t              sweep_at;    /* next removal of expired failures */
@@ -148,6 +158,7 @@ typedef struct {
     ferryman_host_t        *host;
     ferryman_backend_t     *backend;
     ferryman_peer_t        *current;
+    ngx_uint_t              counted;     /* current is in the active counts */
     uint64_t               *tried;
     uint64_t                tried_few;
 } ferryman_ctx_t;
@@ -1119,6 +1130,62 @@ ferryman_count_failure(ferryman_peer_t *peer, ngx_msec_t fail_timeout)
 }
 
 
+/* least_conn: requests in flight per peer. Called with the zone locked. */
+static ngx_uint_t
+ferryman_active_load(ferryman_shctx_t *sh, ferryman_peer_t *peer)
+{
+    ferryman_active_t  *a;
+
+    a = (ferryman_active_t *) ngx_str_rbtree_lookup(&sh->active, &peer->name,
+                         ngx_crc32_short(peer->name.data, peer->name.len));
+
+    return a ? a->requests : 0;
+}
+
+
+/* Returns whether the peer is counted (a full zone leaves it uncounted).
+ * Called with the zone locked. */
+static ngx_uint_t
+ferryman_active_add(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
+    ferryman_peer_t *peer, ngx_int_t delta)
+{
+    uint32_t            hash;
+    ferryman_active_t  *a;
+
+    hash = ngx_crc32_short(peer->name.data, peer->name.len);
+    a = (ferryman_active_t *) ngx_str_rbtree_lookup(&sh->active, &peer->name,
+                                                    hash);
+
+    if (delta < 0) {
+        if (a != NULL && --a->requests == 0) {
+            ngx_rbtree_delete(&sh->active, &a->sn.node);
+            ngx_slab_free_locked(shpool, a);
+        }
+
+        return 0;
+    }
+
+    if (a == NULL) {
+        a = ngx_slab_alloc_locked(shpool,
+                                  sizeof(ferryman_active_t) + peer->name.len);
+        if (a == NULL) {
+            return 0;
+        }
+
+        a->sn.str.data = (u_char *) a + sizeof(ferryman_active_t);
+        a->sn.str.len = peer->name.len;
+        ngx_memcpy(a->sn.str.data, peer->name.data, peer->name.len);
+        a->sn.node.key = hash;
+        a->requests = 0;
+        ngx_rbtree_insert(&sh->active, &a->sn.node);
+    }
+
+    a->requests++;
+
+    return 1;
+}
+
+
 static ngx_uint_t
 ferryman_tried(ferryman_ctx_t *ctx, ngx_uint_t i)
 {
@@ -1131,7 +1198,8 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
 {
     ferryman_ctx_t  *ctx = data;
 
-    ngx_uint_t           n, i, offset, start, chosen, fallback, check;
+    ngx_uint_t           n, i, offset, start, chosen, fallback, check, lc,
+                         locked, load, best_load;
     ngx_slab_pool_t     *shpool;
     ferryman_shctx_t    *sh;
     ferryman_peer_t     *peers;
@@ -1146,14 +1214,20 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
     start = ngx_atomic_fetch_add(&sh->rr[ctx->backend->slot], 1) % n;
 
     check = ctx->host->max_fails > 0 && sh->nfailures > 0;
+    lc = ctx->host->least_conn;
+    /* Round-robin without failures on record, the common case, locks nothing. */
+    locked = check || lc;
     shpool = ferryman_slab();
     chosen = n;
     fallback = n;
+    best_load = 0;
 
-    if (check) {
+    if (locked) {
         ngx_shmtx_lock(&shpool->mutex);
 
-        if ((ngx_msec_int_t) (ngx_current_msec - sh->sweep_at) >= 0) {
+        if (check
+            && (ngx_msec_int_t) (ngx_current_msec - sh->sweep_at) >= 0)
+        {
             ferryman_sweep(sh, shpool);
         }
     }
@@ -1169,21 +1243,36 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
             fallback = i;
         }
 
-        if (!check
-            || !ferryman_is_down(sh, shpool, &peers[i], ctx->host->max_fails))
+        if (check
+            && ferryman_is_down(sh, shpool, &peers[i], ctx->host->max_fails))
         {
+            continue;
+        }
+
+        if (!lc) {
             chosen = i;
             break;
         }
-    }
 
-    if (check) {
-        ngx_shmtx_unlock(&shpool->mutex);
+        load = ferryman_active_load(sh, &peers[i]);
+
+        if (chosen == n || load < best_load) {
+            chosen = i;
+            best_load = load;
+        }
     }
 
     if (chosen == n) {
         /* Every peer is down: NGINX's rule, try one anyway. */
         chosen = fallback;
+    }
+
+    if (chosen != n && lc) {
+        ctx->counted = ferryman_active_add(sh, shpool, &peers[chosen], 1);
+    }
+
+    if (locked) {
+        ngx_shmtx_unlock(&shpool->mutex);
     }
 
     if (chosen == n) {
@@ -1205,6 +1294,21 @@ static void
 ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 {
     ferryman_ctx_t  *ctx = data;
+
+    ngx_slab_pool_t   *shpool;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+
+    /* Called once per attempt: a failed one before the next, the last when
+     * the request ends. */
+    if (ctx->counted && sh != NULL) {
+        shpool = ferryman_slab();
+        ngx_shmtx_lock(&shpool->mutex);
+        (void) ferryman_active_add(sh, shpool, ctx->current, -1);
+        ngx_shmtx_unlock(&shpool->mutex);
+        ctx->counted = 0;
+    }
 
     if ((state & NGX_PEER_FAILED) && ctx->current != NULL
         && ctx->host->max_fails > 0)
@@ -1243,7 +1347,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     }
 
     host = ferryman_vhost(cache, name);
-    if (host == NULL || host->least_conn) {
+    if (host == NULL) {
         return NGX_ERROR;
     }
 
@@ -1506,6 +1610,8 @@ ferryman_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&sh->records, &sh->records_sentinel,
                     ngx_str_rbtree_insert_value);
     ngx_rbtree_init(&sh->failures, &sh->failures_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_rbtree_init(&sh->active, &sh->active_sentinel,
                     ngx_str_rbtree_insert_value);
 
     shpool->data = sh;
