@@ -180,8 +180,12 @@ http {{
 }}
 """
     )
+    # Its own session, as ferryman's NGINX has and a service manager would give
+    # it: with the kernel's autogroup scheduling, a session is a scheduling
+    # group, and sharing wrk's would favour this side.
     proc = subprocess.Popen(
-        ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"]
+        ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
+        start_new_session=True,
     )
     _wait(lambda: get(f"http://127.0.0.1:{port}/p0", "app0.bench.test")[0] == 200, 10, "nginx")
     return proc
