@@ -83,7 +83,7 @@ def startup_and_route(n: int, samples: int, backends: BackendNginx, work: Path) 
             ttr.append(time.monotonic() - started)
         result["time_to_route_p50_s"] = round(statistics.median(ttr), 3)
         result["time_to_route_p99_s"] = round(_percentile(ttr, 0.99), 3)
-        result["reloads_after_adds"] = f.reloads()
+        result["reloads_for_new_ingresses"] = f.reloads() - result["reloads"]
         return result
     finally:
         f.stop()
