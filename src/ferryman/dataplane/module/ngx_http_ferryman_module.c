@@ -756,6 +756,31 @@ ferryman_fetch(ferryman_cache_t *cache, u_char kind, ngx_str_t *name,
 }
 
 
+/* A zeroed cache entry of the given size, named: hosts and backends both
+ * start with their ngx_str_node_t. */
+static void *
+ferryman_cache_node(ferryman_cache_t *cache, ngx_str_t *name, uint32_t hash,
+    size_t size)
+{
+    ngx_str_node_t  *sn;
+
+    sn = ngx_pcalloc(cache->pool, size);
+    if (sn == NULL) {
+        return NULL;
+    }
+
+    sn->str.data = ngx_pstrdup(cache->pool, name);
+    if (sn->str.data == NULL) {
+        return NULL;
+    }
+
+    sn->str.len = name->len;
+    sn->node.key = hash;
+
+    return sn;
+}
+
+
 static ferryman_host_t *
 ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
 {
@@ -772,18 +797,11 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
             return NULL;
         }
 
-        host = ngx_pcalloc(cache->pool, sizeof(ferryman_host_t));
+        host = ferryman_cache_node(cache, name, hash,
+                                   sizeof(ferryman_host_t));
         if (host == NULL) {
             return NULL;
         }
-
-        host->sn.str.data = ngx_pstrdup(cache->pool, name);
-        if (host->sn.str.data == NULL) {
-            return NULL;
-        }
-
-        host->sn.str.len = name->len;
-        host->sn.node.key = hash;
 
         if (value.len > 0
             && ferryman_parse_host(cache->pool, host, &value) == NGX_OK)
@@ -931,18 +949,11 @@ ferryman_backend(ferryman_cache_t *cache, ngx_str_t *name)
         return backend;
     }
 
-    backend = ngx_pcalloc(cache->pool, sizeof(ferryman_backend_t));
+    backend = ferryman_cache_node(cache, name, hash,
+                                  sizeof(ferryman_backend_t));
     if (backend == NULL) {
         return NULL;
     }
-
-    backend->sn.str.data = ngx_pstrdup(cache->pool, name);
-    if (backend->sn.str.data == NULL) {
-        return NULL;
-    }
-
-    backend->sn.str.len = name->len;
-    backend->sn.node.key = hash;
 
     if (ferryman_fetch(cache, 'E', name, &value, &backend->slot) != NGX_OK) {
         return NULL;
