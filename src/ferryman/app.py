@@ -110,7 +110,7 @@ def main_config(
         https_port=settings.https_port,
         lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
         modules=modules,
-        fast_module=any(m.endswith("/" + FAST_MODULE) for m in modules),
+        fast_module=str(modules_dir / FAST_MODULE) in modules,
         worker_processes=settings.worker_processes,
         worker_shutdown_timeout=settings.worker_shutdown_timeout,
         worker_user=worker_user,
@@ -294,7 +294,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         )
     bootstrap = {flavour.main_file: flavour.main(user, public=False)}
     if not flavour.angie:
-        fast = (settings.nginx_modules_dir / FAST_MODULE).exists()
+        fast = main_config(settings, flavour.paths, user, public=False).fast_module
         log.info(
             "fast path",
             extra={

@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 import yaml
 
+from ferryman.app import FAST_MODULE, MODULES
+
 ROOT = Path(__file__).resolve().parents[2]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
@@ -34,8 +36,8 @@ def without_fast_module(workdir: Path) -> list[str]:
     but not ngx_http_ferryman_module: the Lua balancer then is the fast path."""
     modules = workdir / "modules"
     modules.mkdir(exist_ok=True)
-    for name in ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so"):
-        if not (modules / name).exists():
+    for name in MODULES:
+        if name != FAST_MODULE and not (modules / name).exists():
             (modules / name).symlink_to(DEBIAN_MODULES / name)
     return ["--nginx-modules-dir", str(modules)]
 

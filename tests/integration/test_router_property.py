@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,7 +38,6 @@ from tests.integration.harness import (
     path,
     rule,
     service_with_backends,
-    without_fast_module,
 )
 
 HOST = "router.example.com"
@@ -112,13 +110,10 @@ class Client:
         self._client.close()
 
 
-@pytest.fixture(params=["module", "lua"])
-def router(
-    request: pytest.FixtureRequest, ferryman: Ferryman, backends: Backends, tmp_path: Path
-) -> Iterator[tuple[Ferryman, Client]]:
+@pytest.fixture
+def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
     """ferryman with the fast path in ngx_http_ferryman_module, or in Lua."""
-    if request.param == "lua":
-        ferryman.extra_args += without_fast_module(tmp_path)
+    ferryman = either_fast_path
     for name in (*SERVICES, MARKER_SERVICE):
         ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
     ferryman.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))

@@ -32,9 +32,9 @@ local counters = ngx.shared.ferryman_balancer
 -- ngx_http_ferryman_module (dataplane/module), when NGINX loaded it: push()
 -- hands it the virtual hosts and endpoint sets its fast path routes with.
 -- NGINX loads modules with RTLD_GLOBAL, so LuaJIT's ffi.C finds its functions.
+local ffi = require("ffi")
 local native = nil
 do
-    local ffi = require("ffi")
     ffi.cdef([[
         int ngx_http_ferryman_put(const char *key, size_t key_len,
                                   const char *value, size_t value_len);
@@ -51,7 +51,7 @@ do
 end
 -- ngx_http_ferryman_put's answers (the module's FERRYMAN_* codes).
 local NATIVE_NO_ZONE, NATIVE_NO_MEMORY = 1, 2
-local native_counts = native and require("ffi").new("uint64_t[2]")
+local native_counts = native and ffi.new("uint64_t[2]")
 
 local _M = {}
 

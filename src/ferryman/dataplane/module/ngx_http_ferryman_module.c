@@ -120,6 +120,7 @@ typedef struct {
     struct sockaddr        *sockaddr;
     socklen_t               socklen;
     ngx_str_t               name;
+    uint32_t                hash;        /* of name: the zone's peer trees' key */
 } ferryman_peer_t;
 
 
@@ -493,6 +494,23 @@ ferryman_field(u_char **pos, u_char *end, ngx_str_t *field)
 }
 
 
+/* An upper bound of ferryman_field()'s results: one more than the spaces. */
+static ngx_uint_t
+ferryman_count_fields(ngx_str_t *text)
+{
+    ngx_uint_t  i, n;
+
+    n = 1;
+    for (i = 0; i < text->len; i++) {
+        if (text->data[i] == ' ') {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
 /* "<rr|lc>:<max_fails>:<fail_timeout seconds>"; anything else keeps the
  * defaults (round-robin, 1, 10 s), as ferryman.lua does. */
 static void
@@ -569,13 +587,7 @@ ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
 
     pos = text->data;
     end = pos + text->len;
-
-    fields = 1;
-    for (n = 0; n < text->len; n++) {
-        if (text->data[n] == ' ') {
-            fields++;
-        }
-    }
+    fields = ferryman_count_fields(text);
 
     host->exact = ngx_palloc(pool, fields * sizeof(ferryman_route_t));
     host->prefix = ngx_palloc(pool, fields * sizeof(ferryman_route_t));
@@ -642,19 +654,14 @@ ferryman_parse_peers(ngx_pool_t *pool, ferryman_backend_t *backend,
     ngx_addr_t        addr;
     ferryman_peer_t  *peer;
 
-    n = 1;
-    for (pos = text->data, end = pos + text->len; pos < end; pos++) {
-        if (*pos == ' ') {
-            n++;
-        }
-    }
-
-    backend->peers = ngx_palloc(pool, n * sizeof(ferryman_peer_t));
+    backend->peers = ngx_palloc(pool, ferryman_count_fields(text)
+                                      * sizeof(ferryman_peer_t));
     if (backend->peers == NULL) {
         return NGX_ERROR;
     }
 
     pos = text->data;
+    end = pos + text->len;
 
     while (ferryman_field(&pos, end, &field) == NGX_OK) {
 
@@ -694,6 +701,7 @@ ferryman_parse_peers(ngx_pool_t *pool, ferryman_backend_t *backend,
         peer->name.data = name;
         peer->name.len = ngx_sock_ntop(addr.sockaddr, addr.socklen, name,
                                        NGX_SOCKADDR_STRLEN, 1);
+        peer->hash = ngx_crc32_short(name, peer->name.len);
     }
 
     return NGX_OK;
@@ -1031,6 +1039,47 @@ ferryman_release_cache(void *data)
 }
 
 
+/* A failure window that has closed is removed, so that nfailures counts
+ * open ones only. Called with the zone locked. */
+static ngx_uint_t
+ferryman_drop_if_expired(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
+    ferryman_failure_t *f)
+{
+    if ((ngx_msec_int_t) (f->expires - ngx_current_msec) > 0) {
+        return 0;
+    }
+
+    ngx_rbtree_delete(&sh->failures, &f->sn.node);
+    ngx_slab_free_locked(shpool, f);
+    (void) ngx_atomic_fetch_add(&sh->nfailures, -1);
+
+    return 1;
+}
+
+
+/* A zone entry of the given size keyed by the peer's name (stored after it),
+ * inserted into tree. Called with the zone locked. */
+static void *
+ferryman_peer_node(ngx_slab_pool_t *shpool, ngx_rbtree_t *tree,
+    ferryman_peer_t *peer, size_t size)
+{
+    ngx_str_node_t  *sn;
+
+    sn = ngx_slab_calloc_locked(shpool, size + peer->name.len);
+    if (sn == NULL) {
+        return NULL;
+    }
+
+    sn->str.data = (u_char *) sn + size;
+    sn->str.len = peer->name.len;
+    ngx_memcpy(sn->str.data, peer->name.data, peer->name.len);
+    sn->node.key = peer->hash;
+    ngx_rbtree_insert(tree, &sn->node);
+
+    return sn;
+}
+
+
 /* Passive health. Called with the zone locked. */
 static ngx_uint_t
 ferryman_is_down(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
@@ -1039,16 +1088,12 @@ ferryman_is_down(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
     ferryman_failure_t  *f;
 
     f = (ferryman_failure_t *) ngx_str_rbtree_lookup(&sh->failures,
-                         &peer->name, ngx_crc32_short(peer->name.data,
-                                                      peer->name.len));
+                                                     &peer->name, peer->hash);
     if (f == NULL) {
         return 0;
     }
 
-    if ((ngx_msec_int_t) (f->expires - ngx_current_msec) <= 0) {
-        ngx_rbtree_delete(&sh->failures, &f->sn.node);
-        ngx_slab_free_locked(shpool, f);
-        (void) ngx_atomic_fetch_add(&sh->nfailures, -1);
+    if (ferryman_drop_if_expired(sh, shpool, f)) {
         return 0;
     }
 
@@ -1062,8 +1107,7 @@ ferryman_is_down(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
 static void
 ferryman_sweep(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool)
 {
-    ngx_rbtree_node_t   *node, *next, *sentinel;
-    ferryman_failure_t  *f;
+    ngx_rbtree_node_t  *node, *next, *sentinel;
 
     sh->sweep_at = ngx_current_msec + 1000;
     sentinel = sh->failures.sentinel;
@@ -1077,13 +1121,8 @@ ferryman_sweep(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool)
          node = next)
     {
         next = ngx_rbtree_next(&sh->failures, node);
-        f = (ferryman_failure_t *) node;
-
-        if ((ngx_msec_int_t) (f->expires - ngx_current_msec) <= 0) {
-            ngx_rbtree_delete(&sh->failures, node);
-            ngx_slab_free_locked(shpool, f);
-            (void) ngx_atomic_fetch_add(&sh->nfailures, -1);
-        }
+        (void) ferryman_drop_if_expired(sh, shpool,
+                                        (ferryman_failure_t *) node);
     }
 }
 
@@ -1093,7 +1132,6 @@ ferryman_sweep(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool)
 static void
 ferryman_count_failure(ferryman_peer_t *peer, ngx_msec_t fail_timeout)
 {
-    uint32_t             hash;
     ngx_slab_pool_t     *shpool;
     ferryman_shctx_t    *sh;
     ferryman_failure_t  *f;
@@ -1104,29 +1142,22 @@ ferryman_count_failure(ferryman_peer_t *peer, ngx_msec_t fail_timeout)
     }
 
     shpool = ferryman_slab();
-    hash = ngx_crc32_short(peer->name.data, peer->name.len);
 
     ngx_shmtx_lock(&shpool->mutex);
 
     ferryman_sweep(sh, shpool);
 
     f = (ferryman_failure_t *) ngx_str_rbtree_lookup(&sh->failures,
-                                                     &peer->name, hash);
+                                                     &peer->name, peer->hash);
     if (f == NULL) {
-        f = ngx_slab_alloc_locked(shpool,
-                                  sizeof(ferryman_failure_t) + peer->name.len);
+        f = ferryman_peer_node(shpool, &sh->failures, peer,
+                               sizeof(ferryman_failure_t));
         if (f == NULL) {
             ngx_shmtx_unlock(&shpool->mutex);
             return;
         }
 
-        f->sn.str.data = (u_char *) f + sizeof(ferryman_failure_t);
-        f->sn.str.len = peer->name.len;
-        ngx_memcpy(f->sn.str.data, peer->name.data, peer->name.len);
-        f->sn.node.key = hash;
-        f->fails = 0;
         f->expires = ngx_current_msec;
-        ngx_rbtree_insert(&sh->failures, &f->sn.node);
         (void) ngx_atomic_fetch_add(&sh->nfailures, 1);
     }
 
@@ -1148,7 +1179,7 @@ ferryman_active_load(ferryman_shctx_t *sh, ferryman_peer_t *peer)
     ferryman_active_t  *a;
 
     a = (ferryman_active_t *) ngx_str_rbtree_lookup(&sh->active, &peer->name,
-                         ngx_crc32_short(peer->name.data, peer->name.len));
+                                                    peer->hash);
 
     return a ? a->requests : 0;
 }
@@ -1160,12 +1191,10 @@ static ngx_uint_t
 ferryman_active_add(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
     ferryman_peer_t *peer, ngx_int_t delta)
 {
-    uint32_t            hash;
     ferryman_active_t  *a;
 
-    hash = ngx_crc32_short(peer->name.data, peer->name.len);
     a = (ferryman_active_t *) ngx_str_rbtree_lookup(&sh->active, &peer->name,
-                                                    hash);
+                                                    peer->hash);
 
     if (delta < 0) {
         if (a != NULL && --a->requests == 0) {
@@ -1177,18 +1206,11 @@ ferryman_active_add(ferryman_shctx_t *sh, ngx_slab_pool_t *shpool,
     }
 
     if (a == NULL) {
-        a = ngx_slab_alloc_locked(shpool,
-                                  sizeof(ferryman_active_t) + peer->name.len);
+        a = ferryman_peer_node(shpool, &sh->active, peer,
+                               sizeof(ferryman_active_t));
         if (a == NULL) {
             return 0;
         }
-
-        a->sn.str.data = (u_char *) a + sizeof(ferryman_active_t);
-        a->sn.str.len = peer->name.len;
-        ngx_memcpy(a->sn.str.data, peer->name.data, peer->name.len);
-        a->sn.node.key = hash;
-        a->requests = 0;
-        ngx_rbtree_insert(&sh->active, &a->sn.node);
     }
 
     a->requests++;
@@ -1461,6 +1483,19 @@ ferryman_init_upstream(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
 }
 
 
+static ngx_int_t
+ferryman_set_variable(ngx_http_variable_value_t *v, u_char *data, size_t len)
+{
+    v->data = data;
+    v->len = len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
 /* $ferryman_vhost and $ferryman_backend for the access log (latency
  * metrics); the slow path sets the same variables from Lua. */
 static ngx_int_t
@@ -1478,13 +1513,7 @@ ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
     s = data ? &ctx->backend->sn.str : &ctx->host->sn.str;
 
-    v->data = s->data;
-    v->len = s->len;
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-
-    return NGX_OK;
+    return ferryman_set_variable(v, s->data, s->len);
 }
 
 
@@ -1508,13 +1537,7 @@ ferryman_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
         s = &cscf->server_name;
     }
 
-    v->data = s->data;
-    v->len = s->len;
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
-
-    return NGX_OK;
+    return ferryman_set_variable(v, s->data, s->len);
 }
 
 
@@ -1532,23 +1555,15 @@ ferryman_upgrade_variable(ngx_http_request_t *r,
     upgrade = r->headers_in.upgrade;
 
     if (upgrade == NULL || upgrade->value.len == 0) {
-        v->data = (u_char *) "";
-        v->len = 0;
-
-    } else if (data) {
-        v->data = (u_char *) "upgrade";
-        v->len = sizeof("upgrade") - 1;
-
-    } else {
-        v->data = upgrade->value.data;
-        v->len = upgrade->value.len;
+        return ferryman_set_variable(v, (u_char *) "", 0);
     }
 
-    v->valid = 1;
-    v->no_cacheable = 0;
-    v->not_found = 0;
+    if (data) {
+        return ferryman_set_variable(v, (u_char *) "upgrade",
+                                     sizeof("upgrade") - 1);
+    }
 
-    return NGX_OK;
+    return ferryman_set_variable(v, upgrade->value.data, upgrade->value.len);
 }
 
 
