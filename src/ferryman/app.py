@@ -31,8 +31,14 @@ from ferryman.dataplane.angie import (
 from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
-from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
+from ferryman.dataplane.nginx import (
+    NginxManager,
+    Paths,
+    prepare_state_dir,
+    remove_short_socket_dir,
+)
 from ferryman.dataplane.output import OutputDirectory
+from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics, parse_stub_status
@@ -192,14 +198,21 @@ def _checked_state_dir(state_dir: Path) -> Path:
     return _checked_path("--state-dir", state_dir)
 
 
-async def _keep_nginx_alive(nginx: NginxManager, controller: Controller, metrics: Metrics) -> None:
-    """NGINX died without being asked to: start it again and refill its memory."""
+async def _keep_nginx_alive(
+    nginx: NginxManager, controller: Controller, metrics: Metrics, closed_main: str | None
+) -> None:
+    """NGINX died without being asked to: start it again and refill its memory.
+
+    ``closed_main``: NGINX (whose memory the records fill) restarts as it starts,
+    without public listeners until the records are back; Angie's configuration
+    is all in files, so it comes back whole with them.
+    """
     while True:
         code = await nginx.wait_exit()
         log.error("nginx exited unexpectedly; restarting it", extra={"fields": {"code": code}})
         metrics.nginx_restarts.inc()
         try:
-            await nginx.restart()
+            await nginx.restart(closed_main)
         except DataPlaneError as e:
             log.error("nginx failed to restart", extra={"fields": {"error": str(e)}})
             await asyncio.sleep(1)
@@ -251,11 +264,26 @@ class _Cluster:
             await asyncio.sleep(10)
 
 
+def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
+    try:
+        return prepare_state_dir(paths, worker_uid)
+    except UnsafeDirectoryError as e:
+        raise SettingsError(f"{flag} {paths.state_dir}: {e}") from e
+
+
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
-    paths = _paths(data_plane, settings.state_dir)
-    flavour = _Flavour(data_plane, settings, paths)
     user, uid = _worker_user()
-    prepare_state_dir(paths, uid)
+    paths = _prepared(_paths(data_plane, settings.state_dir), uid)
+    try:
+        return await _run(settings, data_plane, paths, user, uid)
+    finally:
+        remove_short_socket_dir(paths)
+
+
+async def _run(
+    settings: Settings, data_plane: str, paths: Paths, user: str | None, uid: int | None
+) -> int:
+    flavour = _Flavour(data_plane, settings, paths)
     if uid is not None and not _traversable_by_others(paths.state_dir):
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
@@ -292,7 +320,8 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             zone_size=settings.shared_dict_size,
             latency=settings.latency_metrics,
         )
-    bootstrap = {flavour.main_file: flavour.main(user, public=False)}
+    bootstrap_main = flavour.main(user, public=False)
+    bootstrap = {flavour.main_file: bootstrap_main}
     if not flavour.angie:
         fast = main_config(settings, flavour.paths, user, public=False).fast_module
         log.info(
@@ -364,7 +393,12 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             tasks += cluster.tasks(stop, controller)
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),
-            asyncio.create_task(_keep_nginx_alive(nginx, controller, metrics), name="nginx"),
+            asyncio.create_task(
+                _keep_nginx_alive(
+                    nginx, controller, metrics, None if flavour.angie else bootstrap_main
+                ),
+                name="nginx",
+            ),
         ]
         stopper = asyncio.create_task(stop.wait(), name="stop")
         pending: set[asyncio.Task[Any]] = {*tasks, stopper}
@@ -401,12 +435,19 @@ async def render(settings: Settings, output: Path, data_plane: str = "nginx") ->
     pushed to NGINX's memory, in the push format); with Angie, angie.conf,
     servers.conf and certs/ instead of nginx.conf.
     """
+    paths = _prepared(_paths(data_plane, output), None, "--output")
+    try:
+        return await _render(settings, paths, data_plane)
+    finally:
+        # Named in the output as a run would name its own; nothing listens there.
+        remove_short_socket_dir(paths)
+
+
+async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str]:
     assert settings.manifests is not None
-    paths = _paths(data_plane, output)
     flavour = _Flavour(data_plane, settings, paths)
     flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
     problems: list[str] = []
-    prepare_state_dir(paths, None)
     ensure_fallback_certificate(paths.fallback_certificate)
     store = Store()
     queue: WorkQueue[ObjectRef] = WorkQueue()

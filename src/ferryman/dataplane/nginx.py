@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import hashlib
 import logging
 import os
 import re
+import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -27,12 +26,14 @@ import aiohttp
 
 from ferryman.dataplane import RecordKey, push_body
 from ferryman.dataplane.errors import (
+    ConfigError,
     ConfigTestError,
     DataPlaneError,
     PushError,
     ReloadError,
 )
 from ferryman.dataplane.files import atomic_write
+from ferryman.dataplane.private_dir import new_private_directory, private_directory
 
 log = logging.getLogger("ferryman.nginx")
 nginx_log = logging.getLogger("ferryman.nginx.errorlog")
@@ -59,15 +60,19 @@ _MAX_SOCKET_PATH = 100
 @dataclass(frozen=True)
 class Paths:
     state_dir: Path
+    # Where the sockets go when run/ in the state dir makes their paths too long:
+    # a private directory with a random name (see socket_dir.py).
+    short_socket_dir: Path | None = None
+
+    @property
+    def sockets_fit_in_state_dir(self) -> bool:
+        longest = self.state_dir / "run" / "nginx-config-version.sock"
+        return len(str(longest)) <= _MAX_SOCKET_PATH
 
     @property
     def socket_dir(self) -> Path:
-        """``run/`` in the state dir, or a short per-state-dir folder when that path is too long."""
-        run = self.state_dir / "run"
-        if len(str(run / "nginx-config-version.sock")) <= _MAX_SOCKET_PATH:
-            return run
-        digest = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]
-        return Path(tempfile.gettempdir()) / f"ferryman-{digest}"
+        """``run/`` in the state dir, or the short directory made for this run."""
+        return self.short_socket_dir or self.state_dir / "run"
 
     @property
     def main(self) -> Path:
@@ -126,22 +131,28 @@ async def unix_get(socket: Path, url: str) -> tuple[int, str]:
         return resp.status, await resp.text()
 
 
-def prepare_state_dir(paths: Paths, worker_uid: int | None) -> None:
-    """Create the layout; drop configuration left by an earlier run."""
+def prepare_state_dir(paths: Paths, worker_uid: int | None) -> Paths:
+    """Create the layout; returns ``paths`` with the private socket directory
+    (``private_dir``: raises ``UnsafeDirectoryError`` when it is not private)."""
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     # Workers (maybe another user) must reach tmp/, but nobody else need list it.
     paths.state_dir.chmod(0o711)
-    paths.socket_dir.mkdir(parents=True, exist_ok=True)
-    # The push socket accepts routes and keys: only ferryman's user may reach it.
-    paths.socket_dir.chmod(0o700)
     paths.tmp.mkdir(exist_ok=True)
-    for sock in (paths.version_socket, paths.endpoints_socket, paths.status_socket):
-        sock.unlink(missing_ok=True)
     for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         d = paths.tmp / sub
         d.mkdir(exist_ok=True)
         if worker_uid is not None:
             os.chown(d, worker_uid, -1)
+    if paths.sockets_fit_in_state_dir:
+        private_directory(paths.socket_dir)
+        return paths
+    return replace(paths, short_socket_dir=new_private_directory("ferryman-"))
+
+
+def remove_short_socket_dir(paths: Paths) -> None:
+    """The random directory made for the sockets, at exit (NGINX removed its sockets)."""
+    if paths.short_socket_dir is not None:
+        shutil.rmtree(paths.short_socket_dir, ignore_errors=True)
 
 
 # Loaded here, not in the forked child, which must not touch the loader's locks.
@@ -183,6 +194,12 @@ class NginxManager:
         self._push_version = 0
         self._files: dict[str, str] = {}
         self._stderr_task: asyncio.Task[None] | None = None
+        # Set while a restarted NGINX runs without public listeners: the main
+        # file to reopen them with once the records are back (``restart``).
+        self._reopen_main: str | None = None
+        # A restart must not interleave with a reload or a push: either would
+        # write or signal for the NGINX being replaced.
+        self._lock = asyncio.Lock()
 
     @property
     def pid(self) -> int | None:
@@ -239,17 +256,42 @@ class NginxManager:
         await self._wait_version(self._version)
         log.info("nginx started", extra={"fields": {"pid": self._proc.pid}})
 
-    async def restart(self) -> None:
+    async def restart(self, closed_main: str | None = None) -> None:
         """Start NGINX again with the last good configuration, after it died.
 
         Workers of a master that was killed keep the listening sockets; they
         share its process group, so the group is killed first.
+
+        The new NGINX's memory is empty: with its listeners open it would answer
+        404 for every routed host until the records are pushed again. Given
+        ``closed_main`` (the main file without public listeners, as at start-up)
+        it starts with that, so clients are refused rather than answered wrongly,
+        and the next full push reopens the listeners with the last main file.
         """
-        if self._proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            await self.wait_exit()
-        await self._spawn()
+        async with self._lock:
+            if self._proc is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                await self.wait_exit()
+            if closed_main is not None:
+                main = self._main_file()
+                if self._reopen_main is None:  # not when an earlier restart failed
+                    self._reopen_main = self._files[main]
+                self.write({main: closed_main})
+            await self._spawn()
+
+    def _main_file(self) -> str:
+        return str(self._paths.main.relative_to(self._paths.state_dir))
+
+    async def _reopen_listeners(self) -> None:
+        """After a restart, the first full push is in: open the public listeners."""
+        assert self._reopen_main is not None
+        try:
+            await self._apply({self._main_file(): self._reopen_main})
+        except ConfigError as e:
+            raise PushError(f"records are back, but the listeners did not reopen: {e}") from e
+        self._reopen_main = None
+        log.info("nginx listeners reopened after the restart")
 
     async def _forward_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -272,6 +314,10 @@ class NginxManager:
             raise ConfigTestError(message, culprits_in(message, self._paths.state_dir))
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
+        async with self._lock:
+            return await self._apply(files)
+
+    async def _apply(self, files: Mapping[str, str | None]) -> float:
         if self._proc is None or self._proc.returncode is not None:
             raise ReloadError("nginx is not running")
         before = {rel: self._files.get(rel) for rel in files}
@@ -333,6 +379,13 @@ class NginxManager:
         return int(fields[0]), int(fields[1])
 
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+        async with self._lock:
+            version = await self._push(records, full)
+            if full and self._reopen_main is not None:
+                await self._reopen_listeners()
+            return version
+
+    async def _push(self, records: Mapping[RecordKey, str], full: bool) -> int:
         version = self._push_version + 1
         body = push_body(version, records, full)
         connector = aiohttp.UnixConnector(path=str(self._paths.endpoints_socket), force_close=True)
