@@ -100,6 +100,11 @@ def _worker_user() -> tuple[str | None, int | None]:
     return f"nobody {group}", nobody.pw_uid
 
 
+def _worker_gid() -> int | None:
+    """The group of NGINX's workers when they run as another user (``_worker_user``)."""
+    return pwd.getpwnam("nobody").pw_gid if os.geteuid() == 0 else None
+
+
 def _traversable_by_others(path: Path) -> bool:
     return all(p.stat().st_mode & 0o001 for p in path.parents)
 
@@ -364,8 +369,8 @@ async def _run(
     tasks: list[asyncio.Task[Any]] = []
     try:
         if settings.latency_metrics:
-            receiver = LatencyReceiver(paths.latency_socket, metrics, controller.owner_of_host)
-            receiver.bind()
+            receiver = LatencyReceiver(paths.latency_socket, metrics, controller.latency_owner)
+            receiver.bind(_worker_gid())
             tasks.append(asyncio.create_task(receiver.run(), name="latency"))
         try:
             await nginx.start(bootstrap)

@@ -119,9 +119,16 @@ class Controller:
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
 
-    def owner_of_host(self, host: str) -> ObjectRef | None:
-        """The Ingress whose virtual host ``host`` (a record key) is."""
-        return self._host_writer.get(host)
+    def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
+        """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
+        (``address:port`` as NGINX logs it) is one of that backend's peers; None
+        for anything else (a forged or stale latency sample)."""
+        owner = self._host_writer.get(host)
+        if owner is None or backend not in self._backends.get(owner, ()):
+            return None
+        peers = self._records.get(("E", backend))
+        address, _, port = server.rpartition(":")
+        return owner if peers and f"{address.strip('[]')}#{port}" in peers.split(" ") else None
 
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text

@@ -208,6 +208,13 @@ class Metrics:
             "Times NGINX died unexpectedly and was started again",
             registry=r,
         )
+        self.latency_samples_dropped = Counter(
+            "ferryman_latency_samples_dropped",
+            "Upstream latency samples not counted: for a host, backend or peer ferryman "
+            "does not route to (unknown), or past the cap on series (series_limit)",
+            ["reason"],
+            registry=r,
+        )
         self.queue_seconds = Histogram(
             f"{NIC}_workqueue_queue_duration_seconds",
             "How long an item stays in the workqueue before it is synced",

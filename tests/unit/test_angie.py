@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import pwd
 import re
 import shutil
 import socket
@@ -53,6 +55,7 @@ from ferryman.dataplane.nginx import NginxManager, prepare_state_dir
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics
 from ferryman.resources.ingress import parse_ingress
+from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 
 from ._tls import b64, cert_pem, key_pem, tls_secret
@@ -809,8 +812,10 @@ def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
     async def scenario() -> None:
         paths = AngiePaths(state)
         prepare_state_dir(paths, None)
-        receiver = LatencyReceiver(paths.latency_socket, metrics, lambda host: None)
-        receiver.bind()
+        owner = ObjectRef("Ingress", "ns", "web")
+        receiver = LatencyReceiver(paths.latency_socket, metrics, lambda *where: owner)
+        # NGINX run by root without a user directive: workers are nobody:nogroup.
+        receiver.bind(pwd.getpwnam("nobody").pw_gid if os.geteuid() == 0 else None)
         receiving = asyncio.create_task(receiver.run())
         try:
             async with angie_text_on_nginx(
