@@ -48,7 +48,7 @@ from ferryman.report.kubernetes import KubernetesReporter, external_addresses, i
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
-from ferryman.sources.kubernetes import KubernetesSource, make_client
+from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
@@ -230,7 +230,10 @@ class _Cluster:
 
     def __init__(self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef]) -> None:
         self.settings = settings
-        self.client = make_client(settings.kubeconfig)
+        try:
+            self.client = make_client(settings.kubeconfig)
+        except KubeconfigError as e:
+            raise SettingsError(str(e)) from e
         self.source = KubernetesSource(
             self.client, QueueingSink(store, queue), settings.watch_namespaces
         )

@@ -5,26 +5,80 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import math
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from ferryman import __version__, app, logs
 from ferryman.resources import validation
 from ferryman.settings import Settings
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--manifests", type=Path, help="serve the manifests in DIR (no cluster)")
-    p.add_argument("--http-port", type=int, default=80)
-    p.add_argument("--https-port", type=int, default=443)
-    p.add_argument("--ingress-class", default="ferryman", help="IngressClass to serve")
+class _Parser(argparse.ArgumentParser):
+    """A wrong flag or value is one line and exit code 2, not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class _Help(argparse.HelpFormatter):
+    """Every flag's help ends with its default, unless it already names one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.required
+            or action.default is argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return text
+        if action.nargs == 0:  # store_true
+            return f"{text} (default: off)"
+        default = action.default
+        if isinstance(default, tuple):
+            default = ",".join(default)
+        return f"{text} (default: {default})"
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # Paths and flags in the help stay whole.
+        return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+
+def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
+    p.add_argument(
+        "--manifests",
+        type=_existing_dir,
+        metavar="DIR",
+        required=render,
+        help="the YAML files to render"
+        if render
+        else "manifests mode: serve the YAML files in DIR, watched for changes "
+        "(default: none, Kubernetes mode)",
+    )
+    p.add_argument(
+        "--http-port", type=_listen_port, default=80, metavar="PORT", help="NGINX's HTTP listener"
+    )
+    p.add_argument(
+        "--https-port",
+        type=_listen_port,
+        default=443,
+        metavar="PORT",
+        help="NGINX's HTTPS listener",
+    )
+    p.add_argument(
+        "--ingress-class", default="ferryman", metavar="NAME", help="IngressClass to serve"
+    )
     p.add_argument(
         "--nginx-modules-dir",
         type=Path,
         default=Path("/usr/lib/nginx/modules"),
-        help="where NGINX's dynamic modules (Lua, stream) are",
+        metavar="DIR",
+        help="where NGINX's dynamic modules (Lua, stream, ngx_http_ferryman_module) are",
     )
     p.add_argument(
         "--data-plane",
@@ -37,48 +91,84 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--angie-dns-port",
         type=_port,
         default=0,
+        metavar="PORT",
         help="Angie: 127.0.0.1 port (UDP and TCP) of ferryman's DNS server for upstream "
-        "resolve (default 0: a free port chosen at start)",
+        "resolve (default: 0, a free port chosen at start)",
     )
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ferryman", description=__doc__)
+    p = _Parser(prog="ferryman", description=__doc__, formatter_class=_Help)
     p.add_argument("--version", action="version", version=f"ferryman {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="run the controller and its NGINX")
+    r = sub.add_parser("run", help="run the controller and its NGINX", formatter_class=_Help)
     _common(r)
     r.add_argument(
         "--kubeconfig",
-        help="Kubernetes mode (no --manifests): kubeconfig file; default $KUBECONFIG, "
-        "~/.kube/config, then the in-cluster service account",
+        type=_readable_file,
+        metavar="PATH",
+        help="Kubernetes mode (no --manifests): kubeconfig file (default: $KUBECONFIG, "
+        "~/.kube/config, then the in-cluster service account)",
     )
-    r.add_argument("--state-dir", type=Path, default=Path("/var/lib/ferryman"))
-    r.add_argument("--ready-port", type=int, default=8081, help="serves /nginx-ready")
-    r.add_argument("--metrics-port", type=int, default=9113, help="serves /metrics; 0 disables")
-    r.add_argument("--nginx-binary", default="nginx", help="the NGINX to run (--data-plane nginx)")
+    r.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path("/var/lib/ferryman"),
+        metavar="DIR",
+        help="NGINX's configuration, certificates and sockets (made 0711)",
+    )
+    r.add_argument(
+        "--ready-port",
+        type=_port,
+        default=8081,
+        metavar="PORT",
+        help="serves GET /nginx-ready on this port",
+    )
+    r.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=9113,
+        metavar="PORT",
+        help="serves GET /metrics; 0 disables",
+    )
+    r.add_argument(
+        "--nginx-binary",
+        default="nginx",
+        metavar="PATH",
+        help="the NGINX to run (--data-plane nginx)",
+    )
     r.add_argument(
         "--data-plane-binary",
         default=None,
+        metavar="PATH",
         help="the data plane's binary (default: --nginx-binary for nginx, angie for angie)",
     )
     r.add_argument(
         "--nginx-reload-timeout",
-        type=float,
+        type=_seconds,
         default=60.0,
+        metavar="SECONDS",
         help="seconds to wait for NGINX to confirm a reload (NIC's flag takes ms if > 1000)",
     )
-    r.add_argument("--worker-processes", type=_checked(validation.worker_processes), default="auto")
+    r.add_argument(
+        "--worker-processes",
+        type=_checked(validation.worker_processes),
+        default="auto",
+        metavar="N",
+        help="NGINX worker_processes: auto or a number",
+    )
     r.add_argument(
         "--worker-shutdown-timeout",
         type=_checked(validation.nginx_time),
         default=None,
+        metavar="TIME",
         help="NGINX worker_shutdown_timeout: bound on draining old workers (default: none)",
     )
     r.add_argument(
         "--watch-namespace",
         default="",
+        metavar="NAMESPACES",
         help="comma-separated namespaces to watch (default: all)",
     )
     r.add_argument(
@@ -86,36 +176,70 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Kubernetes mode: write status.loadBalancer of served Ingresses",
     )
-    r.add_argument("--external-service", help="namespace/name of ferryman's Service (status)")
     r.add_argument(
-        "--ingress-address", default="", help="comma-separated addresses for Ingress status"
+        "--external-service",
+        metavar="NAMESPACE/NAME",
+        help="ferryman's Service, whose addresses Ingress status shows (default: none)",
+    )
+    r.add_argument(
+        "--ingress-address",
+        default="",
+        metavar="ADDRESSES",
+        help="comma-separated addresses for Ingress status (default: none)",
     )
     r.add_argument(
         "--enable-leader-election",
         type=_boolean,
         default=True,
-        help="only the Lease holder writes status and Events (default true)",
+        metavar="BOOL",
+        help="only the Lease holder writes status and Events (default: true)",
     )
-    r.add_argument("--leader-election-lock-name", default="ferryman-leader-election")
+    r.add_argument(
+        "--leader-election-lock-name",
+        default="ferryman-leader-election",
+        metavar="NAME",
+        help="name of the Lease",
+    )
     r.add_argument(
         "--leader-election-namespace",
         default=os.environ.get("POD_NAMESPACE", "default"),
+        metavar="NAMESPACE",
         help="namespace of the Lease (default: $POD_NAMESPACE, else default)",
     )
     # Lease timings (NIC's defaults); tests shorten them.
-    r.add_argument("--leader-election-lease-duration", type=float, default=30.0)
-    r.add_argument("--leader-election-renew-deadline", type=float, default=15.0)
-    r.add_argument("--leader-election-retry-period", type=float, default=7.5)
+    r.add_argument(
+        "--leader-election-lease-duration",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds a Lease lasts without renewal",
+    )
+    r.add_argument(
+        "--leader-election-renew-deadline",
+        type=_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds the leader keeps leading while its renewals fail",
+    )
+    r.add_argument(
+        "--leader-election-retry-period",
+        type=_seconds,
+        default=7.5,
+        metavar="SECONDS",
+        help="seconds between tries to take or renew the Lease",
+    )
     r.add_argument(
         "--nginx-status-port",
-        type=int,
+        type=_port,
         default=0,
+        metavar="PORT",
         help="serve NGINX stub_status at /stub_status on this port (0: off; NIC uses 8080)",
     )
     r.add_argument(
         "--nginx-status-allow-cidrs",
         type=_cidrs,
         default=("127.0.0.1/32", "::1/128"),
+        metavar="CIDRS",
         help="comma-separated networks allowed to read the status port",
     )
     r.add_argument(
@@ -123,19 +247,72 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="answer 200 on --health-status-uri for hosts no Ingress routes",
     )
-    r.add_argument("--health-status-uri", type=_uri, default="/nginx-health")
+    r.add_argument(
+        "--health-status-uri",
+        type=_uri,
+        default="/nginx-health",
+        metavar="PATH",
+        help="the path --health-status answers on",
+    )
     r.add_argument(
         "--enable-latency-metrics",
         action="store_true",
         help="export nginx_ingress_controller_upstream_server_response_latency_ms",
     )
-    r.add_argument("--log-format", choices=("text", "json"), default="text")
-    r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    r.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
+    )
+    r.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="the least severe level logged",
+    )
 
-    rd = sub.add_parser("render", help="render the NGINX configuration once and exit")
-    _common(rd)
-    rd.add_argument("--output", type=Path, required=True)
+    rd = sub.add_parser(
+        "render", help="render the NGINX configuration once and exit", formatter_class=_Help
+    )
+    _common(rd, render=True)
+    rd.add_argument(
+        "--output",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="where the configuration and records.txt are written",
+    )
     return p
+
+
+def _listen_port(value: str) -> int:
+    port = _port(value)
+    if port == 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port NGINX can listen on")
+    return port
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from e
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return seconds
+
+
+def _existing_dir(value: str) -> Path:
+    path = Path(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
+    return path
+
+
+def _readable_file(value: str) -> str:
+    try:
+        Path(value).open("rb").close()
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{value!r} cannot be read: {e.strerror}") from e
+    return value
 
 
 def _port(value: str) -> int:
@@ -196,9 +373,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "render":
         logs.setup("text", "warning")
-        if args.manifests is None:
-            print("ferryman render: --manifests is required", file=sys.stderr)
-            return 2
         settings = Settings(
             state_dir=args.output,
             manifests=args.manifests,

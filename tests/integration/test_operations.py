@@ -8,6 +8,7 @@ import httpx
 
 from tests.integration.harness import (
     Backends,
+    BrokenBackend,
     Ferryman,
     eventually,
     free_port,
@@ -117,3 +118,33 @@ def test_latency_histogram_counts_every_proxied_request(tmp_path: Path, backends
         assert total >= 7 * 20  # each request waited 20 ms in the backend
     finally:
         f.stop()
+
+
+def test_upstream_failures_nginx_retried_are_warnings_not_errors(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    good, broken = backends.start("good"), BrokenBackend()
+    ferryman.write("svc", service_with_backends("app", [good, broken]))
+    ferryman.write("ing", ingress("ops", [rule("ops.test", path("/", "app"))]))
+    ferryman.start()
+    try:
+        assert [served_by(ferryman, "ops.test", f"/r{i}") for i in range(4)] == ["good"] * 4
+        assert broken.accepted == 1
+        # NGINX's line about the failed attempt, mirrored into ferryman's log.
+        line = eventually(
+            lambda: next(
+                (
+                    entry
+                    for entry in ferryman.logs().splitlines()
+                    if "logger=ferryman.nginx.errorlog" in entry and "from upstream" in entry
+                ),
+                None,
+            ),
+            5,
+            "NGINX's upstream error line",
+        )
+        assert "level=warning" in line, line
+        assert "[error]" in line  # NGINX's own level stays in the text
+        assert "level=error" not in ferryman.logs()
+    finally:
+        broken.close()

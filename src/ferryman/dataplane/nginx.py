@@ -49,6 +49,16 @@ _LEVELS = {
     "emerg": logging.CRITICAL,
 }
 _LEVEL_RE = re.compile(r"\[(debug|info|notice|warn|error|crit|alert|emerg)\]")
+# NGINX logs every failed attempt at a peer as an error, also when the next peer
+# then answered (proxy_next_upstream retries errors and timeouts before the
+# response starts): the line cannot tell, so an attempt is a warning; what the
+# client got is the request's status (--enable-latency-metrics counts 502/504s).
+# "no live upstreams" (no peer left to try) stays an error, as do failures after
+# the response began ("while reading upstream"), which nothing retries.
+_ATTEMPT_RE = re.compile(
+    r"while (?:connecting to|sending request to|reading response header from|"
+    r"SSL handshaking to) upstream"
+)
 _POLL_INTERVAL = 0.02  # seconds between version-socket polls
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -106,6 +116,15 @@ class Paths:
     @property
     def tmp(self) -> Path:
         return self.state_dir / "tmp"
+
+
+def level_of(line: str) -> int:
+    """The level ferryman logs a line of NGINX's error log at."""
+    m = _LEVEL_RE.search(line)
+    level = _LEVELS[m.group(1)] if m else logging.INFO
+    if level == logging.ERROR and _ATTEMPT_RE.search(line) and "no live upstreams" not in line:
+        return logging.WARNING
+    return level
 
 
 class ReloadCheck(Protocol):
@@ -297,9 +316,7 @@ class NginxManager:
         assert proc.stderr is not None
         async for raw in proc.stderr:
             line = raw.decode(errors="replace").rstrip()
-            m = _LEVEL_RE.search(line)
-            level = _LEVELS[m.group(1)] if m else logging.INFO
-            nginx_log.log(level, line)
+            nginx_log.log(level_of(line), line)
 
     async def _test(self) -> None:
         proc = await asyncio.create_subprocess_exec(

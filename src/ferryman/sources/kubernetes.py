@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,10 +56,23 @@ KINDS = (
 )
 
 
+class KubeconfigError(ValueError):
+    """No usable configuration to reach the Kubernetes API."""
+
+
 def make_client(kubeconfig: str | None) -> AsyncClient:
     """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster."""
-    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-    return AsyncClient(config=config, field_manager="ferryman")
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        return AsyncClient(config=config, field_manager="ferryman")
+    # lightkube lets through whatever reading a malformed file raises (YAML
+    # errors, KeyError, AttributeError): each is a configuration ferryman cannot use.
+    except Exception as e:
+        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config or in-cluster"
+        reason = " ".join(str(e).split())
+        raise KubeconfigError(
+            f"no usable kubeconfig ({where}): {type(e).__name__}: {reason}"
+        ) from e
 
 
 def _plain(obj: Any, kind: str) -> dict[str, Any]:

@@ -1,0 +1,95 @@
+"""The command line: every flag explained with its default; a wrong value is one
+line and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ferryman import cli
+
+
+def _subcommand(name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices[name]
+    return parser
+
+
+def _help_by_flag(command: str) -> dict[str, str]:
+    """``ferryman <command> --help``: each flag's help text, joined from its lines."""
+    text = _subcommand(command).format_help()
+    out: dict[str, str] = {}
+    flag = ""
+    for line in text[text.index("options:") :].splitlines()[1:]:
+        if line.startswith("  -"):
+            # "  --flag METAVAR   help..." or, when the flag is long, help below.
+            invocation, _, rest = line.strip().partition("  ")
+            flag = next(t.rstrip(",") for t in invocation.split() if t.startswith("--"))
+            out[flag] = rest.strip()
+        else:
+            out[flag] = f"{out[flag]} {line.strip()}".strip()
+    return out
+
+
+@pytest.mark.parametrize("command", ["run", "render"])
+def test_every_flag_has_a_help_line_with_its_default(command: str) -> None:
+    parser = _subcommand(command)
+    helps = _help_by_flag(command)
+    for action in parser._actions:
+        flag = next(s for s in action.option_strings if s.startswith("--"))
+        if flag == "--help":
+            continue
+        text = helps[flag]
+        assert action.help, f"{flag} has no help"
+        assert "default" in text or action.required, f"{flag} names no default: {text!r}"
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        cli.parser().parse_args(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err  # one line, not the usage
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "--http-port", "70000"], "--http-port: '70000' is not a port number"),
+        (["run", "--https-port", "0"], "--https-port: '0' is not a port NGINX can listen on"),
+        (["run", "--ready-port", "-1"], "--ready-port: '-1' is not a port number"),
+        (["run", "--metrics-port", "x"], "--metrics-port: 'x' is not a port number"),
+        (["run", "--nginx-status-port", "65536"], "'65536' is not a port number"),
+        (["run", "--manifests", "/nonexistent/manifests"], "is not a directory"),
+        (["run", "--kubeconfig", "/nonexistent/kubeconfig"], "cannot be read"),
+        (["run", "--nginx-reload-timeout", "0"], "not a positive number of seconds"),
+        (["run", "--leader-election-retry-period", "nan"], "not a positive number of seconds"),
+        (["render", "--output", "/tmp/out"], "required: --manifests"),
+    ],
+)
+def test_a_wrong_value_is_one_line_and_exit_code_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _refused(argv, capsys)
+    assert says in err
+    assert err.startswith(f"ferryman {argv[0]}: ")
+
+
+def test_a_kubeconfig_that_is_not_one_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("not: [a kubeconfig\n")
+    argv = ["run", "--kubeconfig", str(kubeconfig), "--state-dir", str(tmp_path / "state")]
+    result = subprocess.run(
+        [sys.executable, "-m", "ferryman.cli", *argv, "--metrics-port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"ferryman run: no usable kubeconfig ({kubeconfig}): " in result.stderr
