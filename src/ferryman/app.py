@@ -223,6 +223,33 @@ async def _keep_nginx_alive(
             await asyncio.sleep(1)
             continue
         controller.resend_everything()
+        await _until_reopened(nginx, controller)
+
+
+# A full push of 10,000 hosts takes seconds; a restarted NGINX whose listeners
+# are still closed this long after is pushed everything again: the push or the
+# reload that reopens them failed (a port taken meanwhile), and no resource
+# change may come to retry it.
+REOPEN_CHECK = 5.0
+REOPEN_CHECK_MAX = 60.0
+
+
+async def _until_reopened(nginx: NginxManager, controller: Controller) -> None:
+    """Returns once the restarted NGINX has its listeners, or has died again."""
+    delay = REOPEN_CHECK
+    while nginx.listeners_closed:
+        try:
+            await asyncio.wait_for(nginx.wait_exit(), delay)
+            return
+        except TimeoutError:
+            pass
+        if nginx.listeners_closed:
+            log.warning(
+                "nginx listeners still closed after the restart; pushing everything again",
+                extra={"fields": {"waited": delay}},
+            )
+            controller.resend_everything()
+            delay = min(delay * 2, REOPEN_CHECK_MAX)
 
 
 class _Cluster:

@@ -371,3 +371,30 @@ def test_nginx_killed_under_load_refuses_but_never_answers_wrongly(
     answers = {k: n for k, n in outcomes.items() if k.isdigit()}
     assert answers.keys() == {"200"}, f"wrong answers during the restart: {dict(outcomes)}"
     assert answers["200"] > 100  # the load really ran before and after
+
+
+def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    ferryman.extra_args = ["--nginx-reload-timeout", "2"]
+    _app(ferryman, backends)
+    ferryman.write("ing", ingress("r", [rule("reopen.test", path("/", "app"))]))
+    ferryman.start()
+    old = ferryman.nginx_master_pid()
+    assert old is not None
+    os.kill(old, signal.SIGKILL)
+    # Another process takes the HTTP port as soon as the killed NGINX's workers
+    # let go of it, so the reload that reopens the listeners fails; it lets go again.
+    with socket.socket() as squatter:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                squatter.bind(("0.0.0.0", ferryman.http_port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the old workers kept the port"
+                time.sleep(0.001)
+        squatter.listen()
+        eventually(lambda: "listeners did not reopen" in ferryman.logs(), 10, "a failed reopen")
+    eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 30, "listeners back")
+    assert "listeners still closed after the restart" in ferryman.logs()

@@ -221,6 +221,11 @@ class NginxManager:
         self._lock = asyncio.Lock()
 
     @property
+    def listeners_closed(self) -> bool:
+        """True while a restarted NGINX waits for its records (``restart``)."""
+        return self._reopen_main is not None
+
+    @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
