@@ -386,7 +386,12 @@ async def _run(
 
     counters = (lambda: angie_counters(paths.version_socket)) if flavour.angie else nginx_counters
     probes = ProbeServer(
-        settings.ready_port, settings.metrics_port, metrics, lambda: ready, counters
+        settings.ready_port,
+        settings.metrics_port,
+        metrics,
+        # Not while a restarted NGINX waits for its records with its listeners closed.
+        lambda: ready and not nginx.listeners_closed,
+        counters,
     )
     await probes.start()
 

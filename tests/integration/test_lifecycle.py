@@ -382,6 +382,7 @@ def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
     ferryman.start()
     old = ferryman.nginx_master_pid()
     assert old is not None
+    ready = f"http://127.0.0.1:{ferryman.ready_port}/nginx-ready"
     os.kill(old, signal.SIGKILL)
     # Another process takes the HTTP port as soon as the killed NGINX's workers
     # let go of it, so the reload that reopens the listeners fails; it lets go again.
@@ -396,5 +397,7 @@ def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
                 time.sleep(0.001)
         squatter.listen()
         eventually(lambda: "listeners did not reopen" in ferryman.logs(), 10, "a failed reopen")
+        assert httpx.get(ready, timeout=5).status_code == 503  # not serving: not ready
     eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 30, "listeners back")
     assert "listeners still closed after the restart" in ferryman.logs()
+    assert httpx.get(ready, timeout=5).status_code == 200

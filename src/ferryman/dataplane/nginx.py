@@ -71,7 +71,7 @@ _MAX_SOCKET_PATH = 100
 class Paths:
     state_dir: Path
     # Where the sockets go when run/ in the state dir makes their paths too long:
-    # a private directory with a random name (see socket_dir.py).
+    # a private directory with a random name (see private_dir.py).
     short_socket_dir: Path | None = None
 
     @property
