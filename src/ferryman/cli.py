@@ -129,6 +129,19 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="export nginx_ingress_controller_upstream_server_response_latency_ms",
     )
+    r.add_argument(
+        "--compute-full-forwarded-for",
+        type=_boolean,
+        default=True,
+        help="append the client's address to its X-Forwarded-For (true, NIC's way); false "
+        "replaces the header with the client's address (default true)",
+    )
+    r.add_argument(
+        "--strict-request-paths",
+        action="store_true",
+        help="answer 400 for request paths a backend may read otherwise than the Ingress "
+        "paths were matched (dot segments, '..;', encoded '.', '/', '\\', ';'; default off)",
+    )
     r.add_argument("--log-format", choices=("text", "json"), default="text")
     r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -247,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         health_uri=args.health_status_uri if args.health_status else "",
         latency_metrics=args.enable_latency_metrics,
         angie_dns_port=args.angie_dns_port,
+        compute_full_forwarded_for=args.compute_full_forwarded_for,
+        strict_request_paths=args.strict_request_paths,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))
