@@ -231,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
 
     logs.setup(args.log_format, args.log_level)
+    if args.strict_request_paths and args.data_plane == "angie":
+        # Angie's servers.conf has no such check (yet): refuse rather than ignore.
+        print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
+        return 2
     settings = Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
