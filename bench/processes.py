@@ -190,6 +190,7 @@ class Ferryman:
     https_port: int = field(default_factory=free_port)
     ready_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
+    extra_args: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.manifests = self.workdir / "manifests"
@@ -207,6 +208,7 @@ class Ferryman:
                 "--http-port", str(self.http_port), "--https-port", str(self.https_port),
                 "--ready-port", str(self.ready_port), "--metrics-port", str(self.metrics_port),
                 "--worker-processes", "2", "--log-level", "warning",
+                *self.extra_args,
             ],
             stdout=log,
             stderr=log,

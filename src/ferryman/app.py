@@ -133,6 +133,8 @@ def main_config(
         health_uri=settings.health_uri,
         latency_socket=str(paths.latency_socket) if settings.latency_metrics else "",
         public=public,
+        compute_full_forwarded_for=settings.compute_full_forwarded_for,
+        strict_request_paths=settings.strict_request_paths,
     )
 
 

@@ -260,6 +260,19 @@ def parser() -> argparse.ArgumentParser:
         help="export nginx_ingress_controller_upstream_server_response_latency_ms",
     )
     r.add_argument(
+        "--compute-full-forwarded-for",
+        type=_boolean,
+        default=True,
+        help="append the client's address to its X-Forwarded-For (true, NIC's way); false "
+        "replaces the header with the client's address (default true)",
+    )
+    r.add_argument(
+        "--strict-request-paths",
+        action="store_true",
+        help="answer 400 for request paths a backend may read otherwise than the Ingress "
+        "paths were matched (dot segments, '..;', encoded '.', '/', '\\', ';'; default off)",
+    )
+    r.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
     )
     r.add_argument(
@@ -392,6 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
 
     logs.setup(args.log_format, args.log_level)
+    if args.strict_request_paths and args.data_plane == "angie":
+        # Angie's servers.conf has no such check (yet): refuse rather than ignore.
+        print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
+        return 2
     settings = Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
@@ -421,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
         health_uri=args.health_status_uri if args.health_status else "",
         latency_metrics=args.enable_latency_metrics,
         angie_dns_port=args.angie_dns_port,
+        compute_full_forwarded_for=args.compute_full_forwarded_for,
+        strict_request_paths=args.strict_request_paths,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

@@ -39,6 +39,9 @@ class Settings:
     nginx_status_allow: tuple[str, ...] = ("127.0.0.1", "::1")
     health_uri: str = ""
     latency_metrics: bool = False
+    # Request hygiene (docs/operations.md, "Requests and headers").
+    compute_full_forwarded_for: bool = True
+    strict_request_paths: bool = False
     # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
     # 0 picks a free one at start, so instances sharing a machine cannot collide.
     angie_dns_port: int = 0

@@ -61,6 +61,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.healthStatus.enable": True,
     "controller.healthStatus.uri": "/healthz",
     "controller.enableLatencyMetrics": True,
+    "controller.computeFullForwardedFor": False,
+    "controller.strictRequestPaths": True,
     "controller.httpPort": 8000,
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
@@ -201,10 +203,12 @@ def test_template_defaults(helm_binary: Path) -> None:
         "--leader-election-renew-deadline=15",
         "--leader-election-retry-period=7.5",
         "--worker-processes=auto",
+        "--compute-full-forwarded-for=true",
     ]:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
     off = ("--health-status", "--nginx-status", "--enable-latency-metrics", "--worker-shutdown")
+    off += ("--strict-request-paths",)
     assert not [a for a in args if a.startswith(off)]
 
     deployment = _one(docs, "Deployment", name)
@@ -300,6 +304,8 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert parsed.nginx_status_allow_cidrs == ("10.0.0.0/8", "::1/128")
     assert parsed.health_status and parsed.health_status_uri == "/healthz"
     assert parsed.enable_latency_metrics is True
+    assert parsed.compute_full_forwarded_for is False
+    assert parsed.strict_request_paths is True
     assert (parsed.http_port, parsed.https_port, parsed.ready_port, parsed.metrics_port) == (
         8000,
         8443,

@@ -51,7 +51,14 @@ MAIN = MainConfig(
 )
 BOOTSTRAP = dataclasses.replace(MAIN, public=False)
 # Without ngx_http_ferryman_module (not built): the Lua balancer is the fast path.
-LUA_FAST_PATH = dataclasses.replace(MAIN, modules=MAIN.modules[:2], fast_module=False)
+# The non-default request settings ride along, so nginx -t sees their text too.
+LUA_FAST_PATH = dataclasses.replace(
+    MAIN,
+    modules=MAIN.modules[:2],
+    fast_module=False,
+    compute_full_forwarded_for=False,
+    strict_request_paths=True,
+)
 
 
 def check_golden(name: str, text: str) -> None:

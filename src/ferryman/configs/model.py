@@ -69,3 +69,8 @@ class MainConfig:
     public: bool
     # ngx_http_ferryman_module is loaded: the fast path runs in C, not Lua.
     fast_module: bool = False
+    # False: X-Forwarded-For is the client's address alone, not the client's
+    # list with it appended (--compute-full-forwarded-for).
+    compute_full_forwarded_for: bool = True
+    # 400 for request paths a backend may read otherwise than the router did.
+    strict_request_paths: bool = False

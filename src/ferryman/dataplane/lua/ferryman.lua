@@ -15,13 +15,15 @@
 -- which version the dict holds.
 --
 -- Two paths per request. The fast one is the whole of most requests: the
--- balancer of the shared upstream routes and picks the peer in one Lua call (no
--- coroutine, no ngx.ctx, no other Lua phase), because every Lua phase a request
--- passes costs a few percent of NGINX's throughput. Whatever that path does not
--- finish (no route, no ready endpoint, a redirect, least_conn, the health URI)
--- it hands over with an internal error, which `error_page 500 = @ferryman` turns
--- into the slow path: route() in the access phase answers or proxies with
--- balance() and log().
+-- balancer of the shared upstream routes and picks the peer (no coroutine, no
+-- ngx.ctx), because every Lua phase a request passes costs a few percent of
+-- NGINX's throughput. Whatever that path does not finish (no route, no ready
+-- endpoint, a redirect, least_conn, the health URI) fast_check() in the access
+-- phase hands to the slow path, the named location @ferryman: route() there
+-- answers or proxies with balance() and log(). (Handing over from the balancer
+-- would take a 500, after which NGINX closes the connection whatever the
+-- answer.) With ngx_http_ferryman_module loaded, the module is the fast path
+-- and hands over the same way, in C.
 
 local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
@@ -66,14 +68,19 @@ end
 local cache_version = nil
 local peers_cache = {}
 local hosts_cache = {}
--- Unknown Host headers are cached too (as NONE); they come from clients, so
--- their number is bounded.
-local unknown_hosts = 0
-local MAX_UNKNOWN_HOSTS = 10000
--- Matched paths per host (see route_of), bounded across all hosts.
-local cached_routes = 0
+-- Unknown names are cached too (as NONE); they come from clients (Host, SNI),
+-- so the bytes they take are bounded (a table slot and a string, ~64 bytes,
+-- plus the name), as in the module (FERRYMAN_MAX_UNKNOWN_BYTES). Only names a
+-- virtual host could have are looked up at all (possible_host).
+local unknown_bytes = 0
+local MAX_UNKNOWN_BYTES = 4 * 1024 * 1024
+local ENTRY_BYTES = 64
+-- RFC 1035's longest name; validated virtual host names are never longer.
+local MAX_HOST_NAME = 253
+-- Matched paths per host (see route_of), bounded in bytes across all hosts.
+local cached_route_bytes = 0
 local routes_generation = 0
-local MAX_CACHED_ROUTES = 20000
+local MAX_CACHED_ROUTE_BYTES = 4 * 1024 * 1024
 local MAX_CACHED_PATH = 256
 local certs_cache = {} -- by certificate id; an id names immutable content
 local certs_cached = 0
@@ -84,8 +91,8 @@ local function refresh()
     if version ~= cache_version then
         peers_cache = {}
         hosts_cache = {}
-        unknown_hosts = 0
-        cached_routes = 0
+        unknown_bytes = 0
+        cached_route_bytes = 0
         cache_version = version
     end
 end
@@ -127,10 +134,10 @@ local function host_entry(host)
         local raw = store:get("H:" .. host)
         if raw == nil then
             entry = NONE
-            unknown_hosts = unknown_hosts + 1
-            if unknown_hosts > MAX_UNKNOWN_HOSTS then
+            unknown_bytes = unknown_bytes + ENTRY_BYTES + #host
+            if unknown_bytes > MAX_UNKNOWN_BYTES then
                 hosts_cache = {}
-                unknown_hosts = 1
+                unknown_bytes = ENTRY_BYTES + #host
             end
         else
             local fields = split(raw, " ")
@@ -164,8 +171,20 @@ local function host_entry(host)
     return entry
 end
 
+-- Whether a name could be a virtual host's (a validated DNS name, lowercase
+-- as $host is): any other is neither looked up nor cached, so clients cannot
+-- fill the cache with names no host has.
+local function possible_host(host)
+    return #host <= MAX_HOST_NAME and string.find(host, "^[a-z0-9.-]+$") ~= nil
+end
+
 -- Exact host, then the wildcard covering exactly one more label.
 local function named_host(host)
+    -- Known names are answered from the cache without the check (a pattern
+    -- would keep LuaJIT from compiling the fast path).
+    if hosts_cache[host] == nil and not possible_host(host) then
+        return nil
+    end
     local entry = host_entry(host)
     if entry == nil then
         local suffix = string.match(host, "^[^.]+(%..+)$")
@@ -222,14 +241,14 @@ local function route_of(entry, path)
     if backend == nil then
         backend = match(entry, path) or false
         if #path <= MAX_CACHED_PATH then
-            if cached_routes >= MAX_CACHED_ROUTES then
+            if cached_route_bytes >= MAX_CACHED_ROUTE_BYTES then
                 routes_generation = routes_generation + 1
-                cached_routes = 0
+                cached_route_bytes = 0
                 entry.routes = {}
                 entry.routes_generation = routes_generation
             end
             entry.routes[path] = backend
-            cached_routes = cached_routes + 1
+            cached_route_bytes = cached_route_bytes + ENTRY_BYTES + #path
         end
     end
     return backend or nil
@@ -319,12 +338,21 @@ local function tried_peers(peers)
     return tried, previous
 end
 
+-- access_by_lua of the fast path's location (without the module): what the
+-- balancer will not proxy goes to the slow path now, keeping the connection.
+function _M.fast_check()
+    if fast_route() == nil then
+        return ngx.exec("@ferryman")
+    end
+end
+
 -- balancer_by_lua of the fast upstream: the whole per-request work of a proxied
 -- request on a round-robin host.
 function _M.fast()
     local entry, backend, peers = fast_route()
     if entry == nil then
-        -- To the slow path, through `error_page 500 = @ferryman`.
+        -- A push since fast_check(): to the slow path, through
+        -- `error_page 500 = @ferryman`.
         return ngx.exit(ngx.ERROR)
     end
     if balancer.get_last_failure() ~= nil then

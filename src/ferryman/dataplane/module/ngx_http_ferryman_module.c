@@ -18,10 +18,11 @@
  * generation moves, so a committed push is in force from every worker's next
  * request on, exactly as with the Lua router.
  *
- * Requests this module does not proxy (no virtual host, no route, no ready
- * endpoint, plain HTTP on a redirecting host) fail the upstream's peer
- * initialisation; `error_page 500 = @ferryman` hands them to the Lua slow
- * path, which answers them.
+ * Routing runs in the precontent phase of the location marked
+ * `ferryman_route @ferryman`: requests this module does not proxy (no virtual
+ * host, no route, no ready endpoint, plain HTTP on a redirecting host) go to
+ * that named location, the Lua slow path, which answers them; the others go
+ * on to proxy_pass, whose upstream (`ferryman_fast`) picks the peer.
  *
  * Balancing: round-robin over a counter every worker shares (per backend, in
  * the zone), or least_conn (the fewest requests in flight, counted per peer in
@@ -40,9 +41,13 @@
 #define FERRYMAN_SLOT_SHARED     0x80000000
 #define FERRYMAN_MAX_KEY         1024
 /* A worker's cache is dropped and rebuilt past these: hosts come from
- * clients' Host headers, so unknown ones must not grow it without bound. */
+ * clients' Host headers, so unknown ones must not grow it without bound.
+ * Bytes, not entries: a name can be as long as NGINX's header buffers. */
 #define FERRYMAN_MAX_ENTRIES     100000
-#define FERRYMAN_MAX_UNKNOWN     10000
+#define FERRYMAN_MAX_UNKNOWN_BYTES  (4 * 1024 * 1024)
+/* RFC 1035's longest name: no virtual host (validated DNS names, "*.suffix",
+ * "_") is longer, so a longer Host can only reach the catch-all. */
+#define FERRYMAN_MAX_HOST_NAME   253
 /* Request counters, one cache line per worker so workers never share one. */
 #define FERRYMAN_COUNTER_SLOTS   64
 #define FERRYMAN_COUNTER_STRIDE  8
@@ -139,7 +144,7 @@ typedef struct {
     ngx_atomic_uint_t       generation;
     ngx_uint_t              refs;
     ngx_uint_t              entries;
-    ngx_uint_t              unknown;
+    size_t                  unknown_bytes;  /* names no record has, and their entries */
     ngx_rbtree_t            hosts;
     ngx_rbtree_node_t       hosts_sentinel;
     ngx_rbtree_t            backends;
@@ -152,6 +157,11 @@ typedef struct {
     u_char                 *last_backend_name;  /* a route's string, by address */
     ferryman_backend_t     *last_backend;
 } ferryman_cache_t;
+
+
+typedef struct {
+    ngx_str_t               slow_path;   /* ferryman_route's named location */
+} ferryman_loc_conf_t;
 
 
 typedef struct {
@@ -170,6 +180,10 @@ static char *ngx_http_ferryman_zone(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_ferryman_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_ferryman_postconfiguration(ngx_conf_t *cf);
+static void *ngx_http_ferryman_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_ferryman_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
 
 int ngx_http_ferryman_put(const u_char *key, size_t key_len,
     const u_char *value, size_t value_len);
@@ -198,19 +212,28 @@ static ngx_command_t  ngx_http_ferryman_commands[] = {
       0,
       NULL },
 
+    /* ferryman_route @named_location: route in the precontent phase, hand
+     * what the fast path does not proxy to that location. */
+    { ngx_string("ferryman_route"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ferryman_loc_conf_t, slow_path),
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_http_module_t  ngx_http_ferryman_module_ctx = {
     ngx_http_ferryman_preconfiguration,    /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_ferryman_postconfiguration,   /* postconfiguration */
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
     NULL,                                  /* create server configuration */
     NULL,                                  /* merge server configuration */
-    NULL,                                  /* create location configuration */
-    NULL                                   /* merge location configuration */
+    ngx_http_ferryman_create_loc_conf,     /* create location configuration */
+    ngx_http_ferryman_merge_loc_conf       /* merge location configuration */
 };
 
 
@@ -576,6 +599,71 @@ ferryman_parse_route(ngx_str_t *field, ferryman_route_t *route)
 }
 
 
+/* Routes ordered by path length, then bytes; equal paths keep the record's
+ * order (each path's data lies in the record, in order), so the first one
+ * wins as in ferryman.lua and configs/routes.py. */
+static int ngx_libc_cdecl
+ferryman_route_cmp(const void *one, const void *two)
+{
+    const ferryman_route_t  *a = one, *b = two;
+
+    int  rc;
+
+    if (a->path.len != b->path.len) {
+        return a->path.len < b->path.len ? -1 : 1;
+    }
+
+    rc = ngx_memcmp(a->path.data, b->path.data, a->path.len);
+    if (rc != 0) {
+        return rc;
+    }
+
+    return (a->path.data > b->path.data) - (a->path.data < b->path.data);
+}
+
+
+/* The first route (in record order) whose path is data[0..len). */
+static ferryman_route_t *
+ferryman_find_route(ferryman_route_t *routes, ngx_uint_t n, u_char *data,
+    size_t len)
+{
+    int                rc;
+    ngx_uint_t         lo, hi, mid;
+    ferryman_route_t  *r;
+
+    lo = 0;
+    hi = n;
+
+    /* The lowest index whose path is not below the key. */
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        r = &routes[mid];
+
+        if (r->path.len != len) {
+            rc = r->path.len < len ? -1 : 1;
+
+        } else {
+            rc = ngx_memcmp(r->path.data, data, len);
+        }
+
+        if (rc < 0) {
+            lo = mid + 1;
+
+        } else {
+            hi = mid;
+        }
+    }
+
+    if (lo < n && routes[lo].path.len == len
+        && ngx_memcmp(routes[lo].path.data, data, len) == 0)
+    {
+        return &routes[lo];
+    }
+
+    return NULL;
+}
+
+
 /* "<tls> <redirect> <default> <balancing> <route> ..." (configs/routes.py). */
 static ngx_int_t
 ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
@@ -583,7 +671,7 @@ ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
     u_char            *pos, *end;
     ngx_str_t          field;
     ngx_uint_t         n, fields;
-    ferryman_route_t   route, *r;
+    ferryman_route_t   route;
 
     pos = text->data;
     end = pos + text->len;
@@ -625,11 +713,7 @@ ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
                 host->exact[host->nexact++] = route;
 
             } else if (field.data[0] == 'P') {
-                r = &host->prefix[host->nprefix++];
-                *r = route;
-                if (route.path.len == 1 && route.path.data[0] == '/') {
-                    host->root = r;
-                }
+                host->prefix[host->nprefix++] = route;
             }
         }
     }
@@ -637,6 +721,16 @@ ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
     if (n < 4) {
         return NGX_DECLINED;
     }
+
+    /* Sorted, so a path is found in log time whatever the number of routes
+     * (ferryman.lua hashes them instead). */
+    ngx_qsort(host->exact, host->nexact, sizeof(ferryman_route_t),
+              ferryman_route_cmp);
+    ngx_qsort(host->prefix, host->nprefix, sizeof(ferryman_route_t),
+              ferryman_route_cmp);
+
+    host->root = ferryman_find_route(host->prefix, host->nprefix,
+                                     (u_char *) "/", 1);
 
     return NGX_OK;
 }
@@ -817,7 +911,7 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
             host->found = 1;
 
         } else {
-            cache->unknown++;
+            cache->unknown_bytes += sizeof(ferryman_host_t) + name->len;
         }
 
         ngx_rbtree_insert(&cache->hosts, &host->sn.node);
@@ -825,6 +919,34 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
     }
 
     return host->found ? host : NULL;
+}
+
+
+/* Whether a name could be a virtual host's (a validated DNS name; $host is
+ * lowercased): only those are looked up and cached, any other reaches the
+ * catch-all at once, so clients cannot fill the cache with them. */
+static ngx_uint_t
+ferryman_possible_host(ngx_str_t *name)
+{
+    u_char  c, *p, *end;
+
+    if (name->len == 0 || name->len > FERRYMAN_MAX_HOST_NAME) {
+        return 0;
+    }
+
+    end = name->data + name->len;
+
+    for (p = name->data; p < end; p++) {
+        c = *p;
+
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+              || c == '-' || c == '.'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 
@@ -838,6 +960,10 @@ ferryman_vhost_lookup(ferryman_cache_t *cache, ngx_str_t *name)
     ferryman_host_t  *host;
 
     static ngx_str_t  catch_all = ngx_string("_");
+
+    if (!ferryman_possible_host(name)) {
+        return ferryman_host(cache, &catch_all);
+    }
 
     host = ferryman_host(cache, name);
     if (host != NULL) {
@@ -894,48 +1020,34 @@ ferryman_vhost(ferryman_cache_t *cache, ngx_str_t *name)
 static ngx_str_t *
 ferryman_match(ferryman_host_t *host, ngx_str_t *uri)
 {
-    size_t             stripped;
-    ngx_uint_t         i;
-    ferryman_route_t  *r, *best;
+    size_t             len;
+    ferryman_route_t  *r;
 
-    for (i = 0; i < host->nexact; i++) {
-        r = &host->exact[i];
-        if (r->path.len == uri->len
-            && ngx_memcmp(r->path.data, uri->data, uri->len) == 0)
-        {
+    r = ferryman_find_route(host->exact, host->nexact, uri->data, uri->len);
+    if (r != NULL) {
+        return &r->backend;
+    }
+
+    len = uri->len;
+    while (len > 0 && uri->data[len - 1] == '/') {
+        len--;
+    }
+
+    /* The path without its trailing slashes, then each part of it that ends
+     * just before a "/", longest first: one look-up per path element. */
+    while (len > 0) {
+        r = ferryman_find_route(host->prefix, host->nprefix, uri->data, len);
+        if (r != NULL) {
             return &r->backend;
         }
+
+        do {
+            len--;
+        } while (len > 0 && uri->data[len] != '/');
     }
 
-    stripped = uri->len;
-    while (stripped > 0 && uri->data[stripped - 1] == '/') {
-        stripped--;
-    }
-
-    best = NULL;
-
-    for (i = 0; i < host->nprefix; i++) {
-        r = &host->prefix[i];
-
-        if (r == host->root || r->path.len > stripped
-            || (best != NULL && r->path.len <= best->path.len))
-        {
-            continue;
-        }
-
-        if (ngx_memcmp(r->path.data, uri->data, r->path.len) == 0
-            && (r->path.len == stripped || uri->data[r->path.len] == '/'))
-        {
-            best = r;
-        }
-    }
-
-    if (best == NULL) {
-        best = host->root;
-    }
-
-    if (best != NULL) {
-        return &best->backend;
+    if (host->root != NULL) {
+        return &host->root->backend;
     }
 
     return host->default_backend.len ? &host->default_backend : NULL;
@@ -992,7 +1104,7 @@ ferryman_current_cache(ferryman_shctx_t *sh)
 
     if (cache != NULL && cache->generation == generation
         && cache->entries < FERRYMAN_MAX_ENTRIES
-        && cache->unknown < FERRYMAN_MAX_UNKNOWN)
+        && cache->unknown_bytes < FERRYMAN_MAX_UNKNOWN_BYTES)
     {
         return cache;
     }
@@ -1445,13 +1557,48 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
 
     ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
 
-    r->upstream->peer.get = ferryman_get_peer;
-    r->upstream->peer.free = ferryman_free_peer;
-    r->upstream->peer.data = ctx;
-    /* A failed attempt moves on to another peer, each tried once. */
-    r->upstream->peer.tries = backend->npeers;
-
     return NGX_OK;
+}
+
+
+/* The precontent phase of locations with "ferryman_route": a request the
+ * fast path proxies goes on to proxy_pass with its route in the module's
+ * context; any other is handed to the slow path's named location. Routing
+ * here rather than in the upstream's peer initialisation keeps the
+ * connection alive: a failed initialisation ends in a 500, and NGINX closes
+ * the connection after any 500, even one error_page turns into a 404. */
+static ngx_int_t
+ngx_http_ferryman_route_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ferryman_shctx_t         *sh;
+    ferryman_loc_conf_t      *flcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_ferryman_module);
+
+    if (flcf->slow_path.len == 0 || r != r->main
+        || ngx_http_get_module_ctx(r, ngx_http_ferryman_module) != NULL)
+    {
+        return NGX_DECLINED;
+    }
+
+    sh = ferryman_shared();
+    rc = NGX_DECLINED;
+
+    if (sh != NULL) {
+        rc = ferryman_route(r, sh);
+        ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+    }
+
+    if (rc == NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    (void) ngx_http_named_location(r, &flcf->slow_path);
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
 }
 
 
@@ -1459,18 +1606,37 @@ static ngx_int_t
 ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
 {
     ngx_int_t          rc;
+    ferryman_ctx_t    *ctx;
     ferryman_shctx_t  *sh;
 
-    sh = ferryman_shared();
-    if (sh == NULL) {
-        return NGX_ERROR;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+    if (ctx == NULL) {
+        /* A location without ferryman_route (an nginx.conf older than this
+         * module): route here; NGX_ERROR ends in a 500 that its
+         * `error_page 500 = @ferryman` hands to the slow path. */
+        sh = ferryman_shared();
+        if (sh == NULL) {
+            return NGX_ERROR;
+        }
+
+        rc = ferryman_route(r, sh);
+        ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+
+        if (rc != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
     }
 
-    /* NGX_ERROR is the hand-over to the slow path (error_page 500). */
-    rc = ferryman_route(r, sh);
-    ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+    r->upstream->peer.get = ferryman_get_peer;
+    r->upstream->peer.free = ferryman_free_peer;
+    r->upstream->peer.data = ctx;
+    /* A failed attempt moves on to another peer, each tried once. */
+    r->upstream->peer.tries = ctx->backend->npeers;
 
-    return rc;
+    return NGX_OK;
 }
 
 
@@ -1517,14 +1683,25 @@ ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 }
 
 
-/* $ferryman_host: the Host header as the client sent it (port included),
- * else $host. Upstream requests carry it, as Kubernetes' Ingress expects. */
+/* $ferryman_host: the authority requests were routed by, as the client sent
+ * it (port included): an absolute-form request-target's (RFC 9112 3.2.2: it
+ * wins over Host, as in $host), else the Host header, else $host. Upstream
+ * requests carry it, as Kubernetes' Ingress expects. */
 static ngx_int_t
 ferryman_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data)
 {
+    u_char                    *end;
     ngx_str_t                 *s;
     ngx_http_core_srv_conf_t  *cscf;
+
+    if (r->host_start != NULL && r->host_end != NULL) {
+        /* The parser leaves these set for absolute-form targets only. */
+        end = (r->port_end != NULL && r->port_end > r->host_end)
+              ? r->port_end : r->host_end;
+
+        return ferryman_set_variable(v, r->host_start, end - r->host_start);
+    }
 
     if (r->headers_in.host != NULL && r->headers_in.host->value.len > 0) {
         s = &r->headers_in.host->value;
@@ -1541,11 +1718,13 @@ ferryman_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 }
 
 
-/* $ferryman_connection: "upgrade" when the client asks for one (WebSocket),
+/* $ferryman_connection: "upgrade" when the client asks for a WebSocket,
  * else empty, which leaves the upstream Connection header out (keepalive).
- * $ferryman_upgrade: the client's Upgrade header. NGINX's own $http_upgrade
- * searches the request's header list on every request; this reads the field
- * NGINX already keeps. */
+ * $ferryman_upgrade: the client's Upgrade header when it asks for a
+ * WebSocket, else empty: no other protocol is forwarded (h2c would let a
+ * client talk HTTP/2 to the backend past every rule). NGINX's own
+ * $http_upgrade searches the request's header list on every request; this
+ * reads the field NGINX already keeps. */
 static ngx_int_t
 ferryman_upgrade_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
@@ -1554,7 +1733,10 @@ ferryman_upgrade_variable(ngx_http_request_t *r,
 
     upgrade = r->headers_in.upgrade;
 
-    if (upgrade == NULL || upgrade->value.len == 0) {
+    if (upgrade == NULL || upgrade->value.len != sizeof("websocket") - 1
+        || ngx_strncasecmp(upgrade->value.data, (u_char *) "websocket",
+                           sizeof("websocket") - 1) != 0)
+    {
         return ferryman_set_variable(v, (u_char *) "", 0);
     }
 
@@ -1606,6 +1788,52 @@ ngx_http_ferryman_preconfiguration(ngx_conf_t *cf)
     }
 
     return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_ferryman_route_handler;
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_ferryman_create_loc_conf(ngx_conf_t *cf)
+{
+    /* slow_path: { 0, NULL }, i.e. unset */
+    return ngx_pcalloc(cf->pool, sizeof(ferryman_loc_conf_t));
+}
+
+
+static char *
+ngx_http_ferryman_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ferryman_loc_conf_t  *prev = parent;
+    ferryman_loc_conf_t  *conf = child;
+
+    ngx_conf_merge_str_value(conf->slow_path, prev->slow_path, "");
+
+    if (conf->slow_path.len > 0 && conf->slow_path.data[0] != '@') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "ferryman_route needs a named location, not \"%V\"",
+                           &conf->slow_path);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
 }
 
 
