@@ -400,4 +400,6 @@ def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
         assert httpx.get(ready, timeout=5).status_code == 503  # not serving: not ready
     eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 30, "listeners back")
     assert "listeners still closed after the restart" in ferryman.logs()
-    assert httpx.get(ready, timeout=5).status_code == 200
+    # On a loaded machine the reopening reload may be confirmed only by a later
+    # retry (the 2 s reload timeout): readiness follows within one more round.
+    eventually(lambda: httpx.get(ready, timeout=5).status_code == 200, 30, "ready again")
