@@ -11,6 +11,7 @@ import pwd
 import re
 import signal
 import socket
+import stat
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -192,6 +193,31 @@ def _checked_state_dir(state_dir: Path) -> Path:
     return _checked_path("--state-dir", state_dir)
 
 
+def _own_state_dir(state_dir: Path) -> Path:
+    """Where ``run`` keeps its state: ``state_dir``, or a folder of its own in it.
+
+    The state dir is made owner-only (0711) so that nobody else can replace the
+    configuration NGINX loads or reach the push socket; that needs its owner. A
+    Kubernetes emptyDir is root's (mode 0777) while ferryman runs as uid 101, so
+    then ferryman makes ``ferryman-<uid>`` inside it and keeps everything there.
+    """
+    uid = os.geteuid()
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        if uid == 0 or state_dir.stat().st_uid == uid:
+            return state_dir
+        own = state_dir / f"ferryman-{uid}"
+        with contextlib.suppress(FileExistsError):
+            own.mkdir(mode=0o700)
+        st = own.lstat()
+    except OSError as e:
+        raise SettingsError(f"--state-dir {state_dir}: {e.strerror} (ferryman is uid {uid})") from e
+    # A folder somebody else put there first could hold their configuration.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        raise SettingsError(f"--state-dir {state_dir}: {own} exists and is not uid {uid}'s folder")
+    return own
+
+
 async def _keep_nginx_alive(nginx: NginxManager, controller: Controller, metrics: Metrics) -> None:
     """NGINX died without being asked to: start it again and refill its memory."""
     while True:
@@ -252,7 +278,7 @@ class _Cluster:
 
 
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
-    paths = _paths(data_plane, settings.state_dir)
+    paths = _paths(data_plane, _own_state_dir(_checked_state_dir(settings.state_dir)))
     flavour = _Flavour(data_plane, settings, paths)
     user, uid = _worker_user()
     prepare_state_dir(paths, uid)
