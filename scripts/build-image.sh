@@ -83,7 +83,7 @@ if ! "${podman[@]}" image exists "$image"; then
   # pip verifies PyPI against the host's CA bundle (which may hold a proxy's CA).
   host_ca=/etc/ssl/certs/ca-certificates.crt
   [ -e "$host_ca" ] && ca=(--volume "$host_ca:/run/host-ca.crt:ro" --build-arg PIP_CERT=/run/host-ca.crt)
-  "${podman[@]}" build --network=host "${ulimits[@]}" "${ca[@]}" --build-arg "BASE=$base" \
+  "${podman[@]}" build --jobs 2 --network=host "${ulimits[@]}" "${ca[@]}" --build-arg "BASE=$base" \
     --tag "$image" --file Dockerfile . >"$cache/build-image.log" 2>&1 \
     || { tail -40 "$cache/build-image.log" >&2; exit 1; }
   echo "build-image: built in $((SECONDS - start))s" >&2
