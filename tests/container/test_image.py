@@ -159,6 +159,8 @@ def test_image_runs_as_deploy_runs_it_and_serves(
         _wait_ready(name, f"{base}:{ports['readiness']}/nginx-ready", logs)
         r = httpx.get(f"{base}:{ports['http']}/x", headers={"Host": "web.test"}, timeout=5)
         assert r.status_code == 200 and r.json()["name"] == "app", logs()
+        # The module built in the Dockerfile's first stage is the fast path.
+        assert "runs_in=ngx_http_ferryman_module" in logs()
 
         # A manifest written afterwards is served too (the mounted folder is watched).
         other = pod_network.start("other")
