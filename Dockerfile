@@ -4,30 +4,50 @@
 # (mount an emptyDir there). Ports below 1024 need the pod sysctl
 # net.ipv4.ip_unprivileged_port_start=0 (deploy/deployment.yaml sets it).
 #
-# No container engine runs on the machines this project is built on, so this
-# file is checked by reading, not by building; see docs/operations.md.
-FROM debian:bookworm-slim AS module
+# BASE is any Debian bookworm image; scripts/build-image.sh makes one with
+# debootstrap from Debian's packages, builds this file on it and tests it
+# (tests/container/). Behind a TLS-intercepting proxy, give pip its CA bundle:
+#   --volume /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro --build-arg PIP_CERT=/run/host-ca.crt
+ARG BASE=debian:bookworm-slim
+
+FROM ${BASE} AS module
 # ferryman's NGINX module (the fast path in C), built against Debian's nginx-dev.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends nginx nginx-dev gcc make
 COPY scripts/build-module.sh /build/scripts/
 COPY src/ferryman/dataplane/module /build/src/ferryman/dataplane/module
-RUN /build/scripts/build-module.sh
+# nginx alone ships no dynamic module, so the folder the script installs into is made here.
+RUN install -d /usr/lib/nginx/modules && /build/scripts/build-module.sh
 
-FROM debian:bookworm-slim
+FROM ${BASE} AS python
+# The virtualenv, with exactly the versions and hashes in uv.lock: uv (pinned,
+# only in this stage) turns the lock into a hashed requirements file and pip
+# refuses anything else. ferryman itself goes in without dependencies.
+ARG PIP_CERT
+ARG UV_VERSION=0.13.9
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates
+RUN python3 -m venv /opt/uv \
+ && /opt/uv/bin/pip install --no-cache-dir "uv==${UV_VERSION}"
+COPY pyproject.toml uv.lock README.md /build/
+COPY src /build/src
+RUN cd /build \
+ && /opt/uv/bin/uv export --frozen --no-dev --no-emit-project --no-header \
+      --format requirements-txt --output-file /build/requirements.txt >/dev/null \
+ && python3 -m venv /opt/ferryman \
+ && /opt/ferryman/bin/pip install --no-cache-dir --require-hashes -r /build/requirements.txt \
+ && /opt/ferryman/bin/pip install --no-cache-dir --no-deps /build
+
+FROM ${BASE}
 
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       nginx libnginx-mod-http-lua lua-resty-core libnginx-mod-stream \
-      python3 python3-venv ca-certificates \
+      python3 ca-certificates \
  && rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled/default
 
 COPY --from=module /usr/lib/nginx/modules/ngx_http_ferryman_module.so /usr/lib/nginx/modules/
-COPY pyproject.toml uv.lock README.md /build/
-COPY src /build/src
-RUN python3 -m venv /opt/ferryman \
- && /opt/ferryman/bin/pip install --no-cache-dir /build \
- && rm -rf /build
+COPY --from=python /opt/ferryman /opt/ferryman
 
 RUN useradd --system --uid 101 --user-group --home-dir /var/lib/ferryman ferryman \
  && install -d -o ferryman -g ferryman -m 0711 /var/lib/ferryman

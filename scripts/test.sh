@@ -12,4 +12,6 @@ export PATH="$HOME/.local/bin:$PATH"
 # timeout would cut a cold build short); warm runs find them cached by input hash.
 tools/testapiserver/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
+# The same for the container image tests/container runs (podman on a debootstrap base).
+./scripts/build-image.sh >/dev/null
 .venv/bin/pytest "$@"

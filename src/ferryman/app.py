@@ -11,6 +11,7 @@ import pwd
 import re
 import signal
 import socket
+import stat
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -205,6 +206,31 @@ def _checked_state_dir(state_dir: Path) -> Path:
     return _checked_path("--state-dir", state_dir)
 
 
+def _own_state_dir(state_dir: Path) -> Path:
+    """Where ``run`` keeps its state: ``state_dir``, or a folder of its own in it.
+
+    The state dir is made owner-only (0711) so that nobody else can replace the
+    configuration NGINX loads or reach the push socket; that needs its owner. A
+    Kubernetes emptyDir is root's (mode 0777) while ferryman runs as uid 101, so
+    then ferryman makes ``ferryman-<uid>`` inside it and keeps everything there.
+    """
+    uid = os.geteuid()
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        if uid == 0 or state_dir.stat().st_uid == uid:
+            return state_dir
+        own = state_dir / f"ferryman-{uid}"
+        with contextlib.suppress(FileExistsError):
+            own.mkdir(mode=0o700)
+        st = own.lstat()
+    except OSError as e:
+        raise SettingsError(f"--state-dir {state_dir}: {e.strerror} (ferryman is uid {uid})") from e
+    # A folder somebody else put there first could hold their configuration.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        raise SettingsError(f"--state-dir {state_dir}: {own} exists and is not uid {uid}'s folder")
+    return own
+
+
 async def _keep_nginx_alive(
     nginx: NginxManager, controller: Controller, metrics: Metrics, closed_main: str | None
 ) -> None:
@@ -310,7 +336,8 @@ def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -
 
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
     user, uid = _worker_user()
-    paths = _prepared(_paths(data_plane, settings.state_dir), uid)
+    state_dir = _own_state_dir(_checked_state_dir(settings.state_dir))
+    paths = _prepared(_paths(data_plane, state_dir), uid)
     try:
         return await _run(settings, data_plane, paths, user, uid)
     finally:

@@ -361,6 +361,8 @@ class Ferryman:
     https_port: int = field(default_factory=free_port)
     ready_port: int = field(default_factory=free_port)
     metrics_port: int = field(default_factory=free_port)
+    # Runs ferryman through another program, e.g. setpriv to run it as another user.
+    command_prefix: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
@@ -395,7 +397,7 @@ class Ferryman:
             else ["--manifests", str(self.manifests)]
         )
         args = [
-            str(FERRYMAN), "run", *source,
+            *self.command_prefix, str(FERRYMAN), "run", *source,
             "--state-dir", str(self.state),
             "--http-port", str(self.http_port),
             "--https-port", str(self.https_port),

@@ -22,11 +22,14 @@ def _ip(*args: str) -> None:
 
 
 class BackendHost:
-    def __init__(self) -> None:
+    """``name``, ``prefix`` (of the veth names) and ``net`` tell apart two hosts of one run."""
+
+    def __init__(self, name: str = "test", prefix: str = "fm", net: str = "10.231") -> None:
         n = os.getpid() % 250 + 1
-        self.netns = f"ferryman-test-{os.getpid()}"
-        self.host_if, self.peer_if = f"fmh{os.getpid()}"[:15], f"fmp{os.getpid()}"[:15]
-        self.host_address, self.address = f"10.231.{n}.1", f"10.231.{n}.2"
+        self.netns = f"ferryman-{name}-{os.getpid()}"
+        self.host_if = f"{prefix}h{os.getpid()}"[:15]
+        self.peer_if = f"{prefix}p{os.getpid()}"[:15]
+        self.host_address, self.address = f"{net}.{n}.1", f"{net}.{n}.2"
         self.backends: list[RemoteBackend] = []
 
     def create(self) -> None:

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import Client, codecs
+from lightkube import ApiError, Client, KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Service, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Secret, Service, ServiceAccount
 from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressClass
 from lightkube.resources.rbac_authorization_v1 import (
@@ -178,6 +178,7 @@ def test_template_defaults(helm_binary: Path) -> None:
             "IngressClass",
             "Deployment",
             "Service",
+            "NetworkPolicy",
         ]
     )
     name = f"{RELEASE}-ferryman"
@@ -256,6 +257,50 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert parsed.external_service == f"ingress/{name}"
     assert parsed.report_ingress_status and parsed.enable_leader_election
 
+    # As deploy/: RuntimeDefault seccomp and a memory limit.
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+
+
+def _secret_verbs(rules: list[dict[str, Any]]) -> list[list[str]]:
+    return [r["verbs"] for r in rules if "secrets" in r["resources"]]
+
+
+def test_secrets_are_listed_and_watched_never_fetched(helm_binary: Path) -> None:
+    """ferryman lists and watches Secrets; a `get` would let a compromised pod read any
+    Secret by name without leaving a watch behind."""
+    deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
+    assert _secret_verbs(_one(deploy, "ClusterRole")["rules"]) == [["list", "watch"]]
+    docs = _template(helm_binary)
+    assert _secret_verbs(_one(docs, "ClusterRole")["rules"]) == [["list", "watch"]]
+    docs = _template(helm_binary, values={"controller.watchNamespace": ["a", "b"]})
+    roles = [d for d in docs if d["kind"] == "Role" and "secrets" in str(d["rules"])]
+    assert [_secret_verbs(r["rules"]) for r in roles] == [[["list", "watch"]]] * 2
+
+
+def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
+    docs = _template(helm_binary, values={"controller.nginxStatus.port": 8080})
+    policy = _one(docs, "NetworkPolicy")["spec"]
+    assert (
+        policy["podSelector"]["matchLabels"]
+        == (_one(docs, "Deployment")["spec"]["selector"]["matchLabels"])
+    )
+    open_to_all, scrapers = policy["ingress"]
+    assert "from" not in open_to_all
+    assert [p["port"] for p in open_to_all["ports"]] == ["http", "https", "readiness"]
+    assert [p["port"] for p in scrapers["ports"]] == ["metrics", "nginx-status"]
+    monitoring = {"kubernetes.io/metadata.name": "monitoring"}
+    assert scrapers["from"] == [{"namespaceSelector": {"matchLabels": monitoring}}]
+    # Every port named is one the container has.
+    names = {p["name"] for p in _container(docs)["ports"]}
+    assert {p["port"] for rule in policy["ingress"] for p in rule["ports"]} <= names
+    # deploy/ has the same policy.
+    deploy = yaml.safe_load((ROOT / "deploy" / "networkpolicy.yaml").read_text())["spec"]
+    assert [p["port"] for p in deploy["ingress"][0]["ports"]] == ["http", "https", "readiness"]
+    assert deploy["ingress"][1] == {"ports": [{"port": "metrics"}], "from": scrapers["from"]}
+    assert not [d for d in _template(helm_binary, values={"networkPolicy.create": False})
+                if d["kind"] == "NetworkPolicy"]  # fmt: skip
+
 
 def test_template_service_monitor(helm_binary: Path) -> None:
     docs = _template(
@@ -320,7 +365,8 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
         "metrics": 9100,
         "nginx-status": 8080,
     }
-    assert _one(docs, "Role")["rules"][1]["resourceNames"] == ["my-lock"]
+    lease_role = _one(docs, "Role", f"{RELEASE}-ferryman-leader-election")
+    assert lease_role["rules"][1]["resourceNames"] == ["my-lock"]
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}
@@ -423,6 +469,72 @@ def test_rendered_chart_applies_and_runs(
             lambda: [
                 e
                 for e in kube.list(Event, namespace=namespace)
+                if e.regarding is not None and e.regarding.name == "web"
+            ],
+            10,
+            "an Event for the Ingress",
+        )
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
+
+
+def test_watch_namespace_runs_on_namespaced_roles(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """With watchNamespace the ServiceAccount may read only the watched namespaces (and
+    IngressClasses): ferryman still serves there, writes status and Events, and cannot
+    list Secrets anywhere else."""
+    namespace = f"helm{next(_names)}"
+    apps = f"{namespace}-apps"
+    ingress_class = f"{namespace}-class"
+    values = {"ingressClass.name": ingress_class, "controller.watchNamespace": [apps]}
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    for ns in (namespace, apps):
+        kube.create(Namespace(metadata=ObjectMeta(name=ns)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    name = f"{RELEASE}-ferryman"
+    kube.patch(
+        Service.Status,
+        name,
+        {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.41"}]}}},
+        namespace=namespace,
+    )
+    apply(
+        kube,
+        ingress("web", [rule("ns.test", path("/", "app"))], class_name=ingress_class,
+                namespace=apps),
+    )  # fmt: skip
+
+    kubeconfig = _token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig")
+    sa = Client(config=KubeConfig.from_file(kubeconfig), field_manager="tests")
+    assert list(sa.list(Secret, namespace=apps)) == []
+    for where in (namespace, "default", "*"):
+        with pytest.raises(ApiError) as e:
+            list(sa.list(Secret, namespace=where))
+        assert e.value.status.code == 403, where
+
+    own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=[a for a in _args(docs)[1:] if not a.startswith(own)],
+        kubeconfig=kubeconfig,
+        env={"POD_NAME": "edge-pod-ns", "POD_NAMESPACE": namespace},
+    )
+    f.start()
+    try:
+
+        def status() -> list[str]:
+            ing = kube.get(Ingress, "web", namespace=apps)
+            lb = ing.status.loadBalancer if ing.status else None
+            return [i.ip or "" for i in (lb.ingress or [])] if lb else []
+
+        wait_until(lambda: status() == ["192.0.2.41"], 10, "Ingress status from the Service")
+        wait_until(
+            lambda: [
+                e
+                for e in kube.list(Event, namespace=apps)
                 if e.regarding is not None and e.regarding.name == "web"
             ],
             10,

@@ -70,3 +70,26 @@ are given directly (--ingress-address) or no Service is created. Empty: no flag.
 {{- define "ferryman.metricsService" -}}
 {{- if and (gt (int .Values.controller.metricsPort) 0) (or .Values.metrics.service.create .Values.serviceMonitor.enabled) }}true{{ end }}
 {{- end }}
+
+{{/*
+RBAC rules for what lives in a namespace, after the Ingress read rule: cluster-wide in
+the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
+(TLS), never fetched one by one.
+*/}}
+{{- define "ferryman.namespacedRules" }}
+  - apiGroups: ["networking.k8s.io"]
+    resources: ["ingresses/status"]
+    verbs: ["patch"]
+  - apiGroups: [""]
+    resources: ["services"]
+    verbs: ["get", "list", "watch"]
+  - apiGroups: [""]
+    resources: ["secrets"]
+    verbs: ["list", "watch"]
+  - apiGroups: ["discovery.k8s.io"]
+    resources: ["endpointslices"]
+    verbs: ["list", "watch"]
+  - apiGroups: ["events.k8s.io"]
+    resources: ["events"]
+    verbs: ["create"]
+{{- end }}
