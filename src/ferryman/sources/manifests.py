@@ -5,6 +5,13 @@ keeps its previous objects (a half-written edit must not take routes down) and
 is reported with the parser's line and column. When two files define the same
 object, the file whose name sorts first wins and the other is reported.
 Namespaced objects without a namespace land in "default", as with kubectl.
+
+A file is measured before anything is built from it: its size, how deep its
+collections nest and how many nodes its aliases stand for (see ``_check_shape``).
+libyaml's composer recurses once per nesting level, in C, so a few tens of
+thousands of ``[`` overflow the stack and kill the process; and a few hundred
+bytes of nested aliases ("billion laughs") stand for billions of nodes that
+later code walks. A file over a limit is reported and keeps its previous objects.
 """
 
 from __future__ import annotations
@@ -29,6 +36,27 @@ ProblemHandler = Callable[[str, str], None]  # (file, message)
 # libyaml's loader is ~10x faster on 10,000 manifests; PyPI wheels ship it.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+# The API server takes request bodies up to 3 MiB and etcd stores objects up to
+# 1.5 MiB; 16 MiB holds ten thousand ordinary Ingresses in one file, and keeps
+# the memory one file can take (a few hundred MB once built) bounded.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+# Built-in objects nest about 12 levels, CRD validation schemas (which may share
+# a file with Ingresses) up to ~60. libyaml's composer overflowed the 8 MiB
+# main-thread stack between 20,000 and 30,000 levels here, and comparing two
+# objects recurses in Python (limit 1,000): 256 is generous and far from both.
+MAX_DEPTH = 256
+# Aliases may stand for at most this many nodes, or as many as the file writes
+# out itself if that is more: a shared block of labels reused by every object
+# stays well inside, while expansion stays linear in the file's size (go-yaml,
+# which kubectl uses, caps the alias ratio the same way).
+MAX_ALIAS_NODES = 100_000
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+class _TooLarge(Exception):
+    """A file over one of the limits; the message names the limit."""
+
 
 def _is_manifest(path: Path) -> bool:
     return path.suffix in (".yaml", ".yml") and not path.name.startswith(".")
@@ -37,12 +65,21 @@ def _is_manifest(path: Path) -> bool:
 def parse_file(path: Path, on_problem: ProblemHandler) -> Objects | None:
     """The objects in one file, or None when the file cannot be parsed at all."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            on_problem(str(path), f"file is larger than {MAX_FILE_BYTES} bytes: not read")
+            return None
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         on_problem(str(path), f"cannot read: {e}")
         return None
     try:
+        _check_shape(text)
         docs = list(yaml.load_all(text, Loader=_Loader))
+    except _TooLarge as e:
+        on_problem(str(path), f"not read: {e}")
+        return None
     except yaml.YAMLError as e:
         on_problem(str(path), f"invalid YAML: {' '.join(str(e).split())}")
         return None
@@ -53,6 +90,53 @@ def parse_file(path: Path, on_problem: ProblemHandler) -> Objects | None:
         for obj in _items(doc):
             _add(objects, obj, f"{path} (document {i + 1})", on_problem)
     return objects
+
+
+def _check_shape(text: str) -> None:
+    """Raise _TooLarge when the file nests too deep or its aliases expand too far.
+
+    Walks libyaml's event stream, which its parser produces with an explicit
+    stack (no recursion), before the composer builds anything. ``sizes`` holds,
+    per open collection, the nodes it stands for so far, aliases expanded.
+    """
+    loader = _Loader(text)
+    sizes = [0]  # the stream itself at the bottom, so a node always has a parent
+    anchors: dict[str, int] = {}
+    opened: list[str | None] = []  # the anchor of each open collection
+    written = aliased = 0
+    try:
+        while (event := loader.get_event()) is not None:
+            kind = type(event)  # most events are scalars: test the cheap way first
+            if kind is yaml.ScalarEvent:
+                written += 1
+                sizes[-1] += 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = 1
+            elif kind in _OPEN:
+                written += 1
+                if len(sizes) > MAX_DEPTH:
+                    raise _TooLarge(
+                        f"collections nest deeper than {MAX_DEPTH} levels "
+                        f"(line {event.start_mark.line + 1})"
+                    )
+                sizes.append(1)
+                opened.append(event.anchor)
+            elif kind in _CLOSE:
+                size = sizes.pop()
+                sizes[-1] += size
+                if (anchor := opened.pop()) is not None:
+                    anchors[anchor] = size
+            elif kind is yaml.AliasEvent:
+                size = anchors.get(event.anchor, 1)
+                aliased += size
+                sizes[-1] += size
+                if aliased > (limit := max(MAX_ALIAS_NODES, written)):
+                    raise _TooLarge(
+                        f"aliases stand for more than {limit} nodes "
+                        f"(line {event.start_mark.line + 1})"
+                    )
+    finally:
+        loader.dispose()
 
 
 def _items(doc: object) -> list[object]:
