@@ -107,8 +107,9 @@ def parse_meta(obj: Mapping[str, Any]) -> Meta:
 def _timestamp_text(ts: object, errors: list[str]) -> str | None:
     """RFC 3339 in UTC with "Z", as the API server writes it, so text order is time order.
 
-    YAML hands over unquoted timestamps as datetimes (dates when there is no
-    time), possibly with an offset. Text that is not a time is kept as it is.
+    Both sources hand over text (the manifests loader keeps YAML timestamps as
+    text, as kubectl does); datetimes and dates, possibly with an offset, are
+    read too. Text that is not a time is kept as it is.
     """
     if ts is None or ts == "":
         return None

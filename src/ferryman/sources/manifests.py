@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import watchfiles
 import yaml
@@ -34,7 +34,27 @@ Objects = dict[ObjectRef, Mapping[str, Any]]
 ProblemHandler = Callable[[str, str], None]  # (file, message)
 
 # libyaml's loader is ~10x faster on 10,000 manifests; PyPI wheels ship it.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SafeLoader):
+    """The safe loader, except that timestamps stay text, as kubectl keeps them.
+
+    PyYAML resolves ``2024-02-30`` or ``1921-01-01 00:00:00-05:48:52`` as
+    timestamps, then fails to build them with ValueError or AttributeError
+    rather than YAMLError; and an unquoted date in an annotation is a string
+    to the API server.
+    """
+
+
+def _timestamp_as_text(loader: _Loader, node: yaml.Node) -> object:
+    return loader.construct_yaml_str(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 # The API server takes request bodies up to 3 MiB and etcd stores objects up to
 # 1.5 MiB; 16 MiB holds ten thousand ordinary Ingresses in one file, and keeps
@@ -99,7 +119,7 @@ def _check_shape(text: str) -> None:
     stack (no recursion), before the composer builds anything. ``sizes`` holds,
     per open collection, the nodes it stands for so far, aliases expanded.
     """
-    loader = _Loader(text)
+    loader: Any = _Loader(text)  # PyYAML's event methods carry no types
     sizes = [0]  # the stream itself at the bottom, so a node always has a parent
     anchors: dict[str, int] = {}
     opened: list[str | None] = []  # the anchor of each open collection
