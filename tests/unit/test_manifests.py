@@ -153,6 +153,25 @@ def test_malformed_documents_are_reported(tmp_path: Path) -> None:
     assert "metadata.name" in messages[2]
 
 
+def test_timestamps_stay_text_as_kubectl_keeps_them(tmp_path: Path) -> None:
+    """PyYAML resolves these as timestamps, then cannot build them (ValueError,
+    AttributeError: not YAMLError, so they escaped the reader)."""
+    text = SERVICE.replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  creationTimestamp: 1921-01-01 00:00:00-05:48:52\n"
+        "  annotations: {released: 2024-02-30, built: 2024-01-02T03:04:05Z}\n",
+    )
+    objs, problems = parse(tmp_path / "a.yaml", text)
+    assert problems == []
+    assert objs is not None
+    (svc,) = objs.values()
+    assert svc["metadata"]["creationTimestamp"] == "1921-01-01 00:00:00-05:48:52"
+    assert svc["metadata"]["annotations"] == {
+        "released": "2024-02-30",
+        "built": "2024-01-02T03:04:05Z",
+    }
+
+
 def test_empty_file(tmp_path: Path) -> None:
     assert parse(tmp_path / "empty.yaml", "") == ({}, [])
 
