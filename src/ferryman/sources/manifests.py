@@ -60,10 +60,11 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 # 1.5 MiB; 16 MiB holds ten thousand ordinary Ingresses in one file, and keeps
 # the memory one file can take (a few hundred MB once built) bounded.
 MAX_FILE_BYTES = 16 * 1024 * 1024
-# Built-in objects nest about 12 levels, CRD validation schemas (which may share
-# a file with Ingresses) up to ~60. libyaml's composer overflowed the 8 MiB
-# main-thread stack between 20,000 and 30,000 levels here, and comparing two
-# objects recurses in Python (limit 1,000): 256 is generous and far from both.
+# Built-in objects nest about 12 levels; a CRD's validation schema (which may
+# share a file with Ingresses) takes two levels per level of its objects.
+# libyaml's composer overflowed the 8 MiB main-thread stack between 20,000 and
+# 30,000 levels here, and comparing two objects recurses in Python (limit
+# 1,000): 256 is generous and far from both.
 MAX_DEPTH = 256
 # Aliases may stand for at most this many nodes, or as many as the file writes
 # out itself if that is more: a shared block of labels reused by every object
