@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ferryman import logs
 from ferryman.resources.meta import ObjectRef
 from ferryman.sources import manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file
+
+from .strategies import yaml_values
 
 SERVICE = """\
 apiVersion: v1
@@ -303,6 +308,43 @@ def test_aliases_may_expand_as_far_as_the_file_is_long(tmp_path: Path) -> None:
     objs, problems = parse(tmp_path / "a.yaml", SERVICE + padding + block + uses)
     assert problems == []
     assert objs is not None
+
+
+def depth(text: str) -> int:
+    """How deep the loader would get: up to a syntax error, if there is one."""
+    deepest = level = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                level += 1
+                deepest = max(deepest, level)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                level -= 1
+    except yaml.YAMLError:
+        pass
+    return deepest
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- - - - x\n", "? - a\n: b\n", "[[[]]]", "{a: {b: {}}}", "a:\n  b:\n    - c\n", "!!map {}"],
+)
+def test_the_nesting_bound_holds_for_compact_forms(text: str) -> None:
+    assert depth(text) <= manifests.nesting_bound(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=yaml_values, flow=st.booleans() | st.none())
+def test_the_nesting_bound_holds(value: object, flow: bool | None) -> None:
+    """Files under the bound skip the event walk: the bound must never be low."""
+    text = yaml.safe_dump(value, default_flow_style=flow)
+    assert depth(text) <= manifests.nesting_bound(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="[]{}-:?!&*|>#,'\" \nab", max_size=60))
+def test_the_nesting_bound_holds_for_any_text(text: str) -> None:
+    assert depth(text) <= manifests.nesting_bound(text)
 
 
 def test_a_file_over_the_size_limit_is_not_read(tmp_path: Path) -> None:
