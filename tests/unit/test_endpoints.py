@@ -201,6 +201,11 @@ def test_addresses_are_kept_in_canonical_form() -> None:
     assert sl.endpoints[0].addresses == ("fd00::1",)
 
 
+def test_fully_qualified_names_may_end_with_a_dot() -> None:
+    sl = parse_endpoint_slice(raw_slice([endpoint("db.example.com.")], "FQDN"))
+    assert sl.endpoints[0].addresses == ("db.example.com.",)
+
+
 @pytest.mark.parametrize(
     ("mutate", "error"),
     [

@@ -101,8 +101,8 @@ def _address(value: object, address_type: str) -> str | None:
     """The address in canonical form, or None when it is not one of ``address_type``."""
     if not isinstance(value, str):
         return None
-    if address_type == "FQDN":
-        return None if validation.dns1123_subdomain(value) else value
+    if address_type == "FQDN":  # never routed to (see configs/endpoints.py), but checked
+        return None if validation.dns1123_subdomain(value.removesuffix(".")) else value
     family = ipaddress.IPv4Address if address_type == "IPv4" else ipaddress.IPv6Address
     try:
         ip = family(value)
