@@ -287,6 +287,25 @@ def test_an_alias_bomb_is_reported_and_nothing_is_built(tmp_path: Path) -> None:
     assert message.startswith(f"not read: aliases stand for more than {manifests.MAX_ALIAS_NODES}")
 
 
+@pytest.mark.parametrize(
+    "loop", ["  extra: &a [1, *a]\n", "  extra: &a {b: {c: *a}}\n", "  extra: &a [[[*a]]]\n"]
+)
+def test_an_alias_inside_what_it_names_is_refused(tmp_path: Path, loop: str) -> None:
+    """It built an object holding itself: comparing two versions of it (every edit
+    of the file) raised RecursionError out of the manifests source."""
+    path = tmp_path / "web.yaml"
+    path.write_text(SERVICE + loop)
+    sink, problems = RecordingSink(), Problems()
+    source = ManifestsSource(tmp_path, sink, problems)
+    source.load()
+    path.write_text(SERVICE + loop + "# edited\n")  # the same objects: compared in full
+    source._reload({path})
+    assert sink.objects == {}
+    assert [m for _, m in problems] == [
+        "not read: alias *a is inside the collection it names (line 8)"
+    ] * 2
+
+
 def test_ordinary_aliases_are_read(tmp_path: Path) -> None:
     text = (
         "apiVersion: v1\nkind: Service\n"

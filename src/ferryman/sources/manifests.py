@@ -11,7 +11,8 @@ collections nest and how many nodes its aliases stand for (see ``_check_shape``)
 libyaml's composer recurses once per nesting level, in C, so a few tens of
 thousands of ``[`` overflow the stack and kill the process; and a few hundred
 bytes of nested aliases ("billion laughs") stand for billions of nodes that
-later code walks. A file over a limit is reported and keeps its previous objects.
+later code walks; an alias inside the collection it names makes a cycle. A file
+over a limit, or with such a loop, is reported and keeps its previous objects.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-class _TooLarge(Exception):
-    """A file over one of the limits; the message names the limit."""
+class _Refused(Exception):
+    """A file over one of the limits, or whose aliases loop; the message says which."""
 
 
 def _is_manifest(path: Path) -> bool:
@@ -105,7 +106,7 @@ def parse_file(path: Path, on_problem: ProblemHandler) -> Objects | None:
         if not _obviously_small(text):
             _check_shape(text)
         docs = list(yaml.load_all(text, Loader=_Loader))
-    except _TooLarge as e:
+    except _Refused as e:
         on_problem(str(path), f"not read: {e}")
         return None
     except yaml.YAMLError as e:
@@ -140,7 +141,8 @@ def _obviously_small(text: str) -> bool:
 
 
 def _check_shape(text: str) -> None:
-    """Raise _TooLarge when the file nests too deep or its aliases expand too far.
+    """Raise _Refused when the file nests too deep or its aliases expand too far
+    or loop.
 
     Walks libyaml's event stream, which its parser produces with an explicit
     stack (no recursion), before the composer builds anything. ``sizes`` holds,
@@ -162,7 +164,7 @@ def _check_shape(text: str) -> None:
             elif kind in _OPEN:
                 written += 1
                 if len(sizes) > MAX_DEPTH:
-                    raise _TooLarge(
+                    raise _Refused(
                         f"collections nest deeper than {MAX_DEPTH} levels "
                         f"(line {event.start_mark.line + 1})"
                     )
@@ -174,11 +176,18 @@ def _check_shape(text: str) -> None:
                 if (anchor := opened.pop()) is not None:
                     anchors[anchor] = size
             elif kind is yaml.AliasEvent:
+                if event.anchor in opened:
+                    # A collection holding itself: a cycle every comparison of
+                    # two versions of the object recursed on until RecursionError.
+                    raise _Refused(
+                        f"alias *{event.anchor} is inside the collection it names "
+                        f"(line {event.start_mark.line + 1})"
+                    )
                 size = anchors.get(event.anchor, 1)
                 aliased += size
                 sizes[-1] += size
                 if aliased > (limit := max(MAX_ALIAS_NODES, written)):
-                    raise _TooLarge(
+                    raise _Refused(
                         f"aliases stand for more than {limit} nodes "
                         f"(line {event.start_mark.line + 1})"
                     )
