@@ -177,6 +177,39 @@ def test_timestamps_stay_text_as_kubectl_keeps_them(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "!!int x",  # ValueError from int()
+        "!!float x",  # ValueError from float()
+        "!!bool x",  # KeyError
+        "!!int 1.5",
+        "1" * 5000,  # past Python's 4,300 digits for int()
+        "0x" + "f" * 5000,  # read, but str() of it raises
+        "9223372036854775808",  # past int64
+        "[1, {b: !!bool maybe}]",
+    ],
+)
+def test_values_pyyaml_cannot_build_are_reported_with_the_line(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "a.yaml"
+    objs, problems = parse(path, SERVICE + f"  extra: {value}\n")
+    assert objs is None
+    ((where, message),) = problems
+    assert where == str(path)
+    assert message.startswith("invalid YAML: ")
+    assert "line 8" in message
+
+
+def test_int64_is_read(tmp_path: Path) -> None:
+    text = SERVICE + "  big: 9223372036854775807\n  small: -9223372036854775808\n"
+    path = tmp_path / "a.yaml"
+    objs, problems = parse(path, text)
+    assert problems == []
+    assert objs is not None
+    (svc,) = objs.values()
+    assert (svc["spec"]["big"], svc["spec"]["small"]) == (2**63 - 1, -(2**63))
+
+
 def test_empty_file(tmp_path: Path) -> None:
     assert parse(tmp_path / "empty.yaml", "") == ({}, [])
 

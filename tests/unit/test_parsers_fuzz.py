@@ -255,7 +255,8 @@ mangled = st.builds(
     lambda text, at, insert: text[: at % (len(text) + 1)] + insert + text[at % (len(text) + 1) :],
     yaml_documents,
     st.integers(0, 10_000),
-    st.text(alphabet="[]{}&*!|>:-,'\"\n #%@`?\t", max_size=6),
+    st.text(alphabet="[]{}&*!|>:-,'\"\n #%@`?\t", max_size=6)
+    | st.sampled_from(["!!int ", "!!float ", "!!bool ", "!!binary ", "!!set ", "!!omap ", "<<: "]),
 )
 
 

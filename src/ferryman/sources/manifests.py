@@ -43,20 +43,42 @@ else:
 
 
 class _Loader(_SafeLoader):
-    """The safe loader, except that timestamps stay text, as kubectl keeps them.
+    """The safe loader, with every failure a YAMLError that names the line.
 
-    PyYAML resolves ``2024-02-30`` or ``1921-01-01 00:00:00-05:48:52`` as
-    timestamps, then fails to build them with ValueError or AttributeError
-    rather than YAMLError; and an unquoted date in an annotation is a string
-    to the API server.
+    PyYAML's constructors raise what Python raises: ``!!int x`` ValueError,
+    ``!!bool x`` KeyError, 5,000 digits ValueError (Python's limit for int()),
+    all of which escaped the reader. Timestamps stay text, as kubectl keeps
+    them: PyYAML resolves ``2024-02-30`` as one, then cannot build it, and an
+    unquoted date in an annotation is a string to the API server. Integers are
+    the API's int64: a larger one is refused (``str()`` of a 5,000-digit one
+    raises, and no field takes one).
     """
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
+            shown = f" {node.value[:40]!r}" if isinstance(node, yaml.ScalarNode) else ""
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.tag}{shown}", node.start_mark
+            ) from e
 
 
 def _timestamp_as_text(loader: _Loader, node: yaml.Node) -> object:
     return loader.construct_yaml_str(node)
 
 
+def _int64(loader: _Loader, node: yaml.Node) -> object:
+    if not isinstance(node, yaml.ScalarNode):  # "!!int [1]"
+        raise ValueError("not a scalar")
+    value = loader.construct_yaml_int(node)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError("out of int64's range")
+    return value
+
+
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+_Loader.add_constructor("tag:yaml.org,2002:int", _int64)
 
 # The API server takes request bodies up to 3 MiB and etcd stores objects up to
 # 1.5 MiB; 16 MiB holds ten thousand ordinary Ingresses in one file, and keeps
@@ -71,7 +93,7 @@ MAX_DEPTH = 256
 # Aliases may stand for at most this many nodes, or as many as the file writes
 # out itself if that is more: a shared block of labels reused by every object
 # stays well inside, while expansion stays linear in the file's size (go-yaml,
-# which kubectl uses, caps the alias ratio the same way).
+# which kubectl uses, also bounds aliasing by a ratio to the document's size).
 MAX_ALIAS_NODES = 100_000
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
