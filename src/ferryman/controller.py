@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ferryman.configs.endpoints import port_ref_of, resolve_peers
 from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
@@ -39,11 +39,11 @@ from ferryman.resources.ingressclass import (
     parse_ingress_class,
     raw_class_name,
 )
-from ferryman.resources.meta import InvalidResource, ObjectRef
+from ferryman.resources.meta import InvalidResource, ObjectRef, ref_of
 from ferryman.resources.service import (
-    SERVICE_NAME_LABEL,
     parse_endpoint_slice,
     parse_service,
+    service_name_of,
 )
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
@@ -55,6 +55,7 @@ log = logging.getLogger("ferryman.controller")
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
+T = TypeVar("T")
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -65,9 +66,8 @@ def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
     if kind == "EndpointSlice":
         keys = []
         for o in (obj, old):
-            svc = ((o or {}).get("metadata") or {}).get("labels", {}).get(SERVICE_NAME_LABEL)
-            if svc:
-                keys.append(ObjectRef("Service", ns, str(svc)))
+            if o is not None and (svc := service_name_of(o)):
+                keys.append(ObjectRef("Service", ns, svc))
         return keys
     return [ObjectRef(kind, ns, name)]
 
@@ -242,8 +242,7 @@ class Controller:
     def _sync_class(self, ref: ObjectRef) -> None:
         if ref.name != self._settings.ingress_class:
             return
-        obj = self._store.get("IngressClass", "", ref.name)
-        cls = parse_ingress_class(obj) if obj is not None else None
+        cls = _valid(parse_ingress_class, self._store.get("IngressClass", "", ref.name))
         if cls is not None and cls.controller != CONTROLLER_NAME:
             log.warning(
                 "IngressClass names another controller; serving only Ingresses that name it",
@@ -325,9 +324,12 @@ class Controller:
 
     def _compute_peers(self, key: BackendKey) -> None:
         ns, svc, port = _split(key)
-        raw = self._store.get("Service", ns, svc)
-        service = parse_service(raw) if raw is not None else None
-        slices = [parse_endpoint_slice(s) for s in self._store.slices_for(ns, svc)]
+        service = _valid(parse_service, self._store.get("Service", ns, svc))
+        slices = [
+            s
+            for raw in self._store.slices_for(ns, svc)
+            if (s := _valid(parse_endpoint_slice, raw)) is not None
+        ]
         peers = resolve_peers(service, slices, port_ref_of(port))
         if peers:
             self._records[("E", key)] = " ".join(f"{p.address}#{p.port}" for p in peers)
@@ -465,6 +467,23 @@ class Controller:
             ):
                 self._sync_logged(await self._queue.get())
             await self.flush()
+
+
+def _valid(parse: Callable[[Mapping[str, Any]], T], obj: Mapping[str, Any] | None) -> T | None:
+    """A Service, EndpointSlice or IngressClass; None when absent, or invalid (logged).
+
+    The API server admits none of these invalid; hand-written manifests may.
+    """
+    if obj is None:
+        return None
+    try:
+        return parse(obj)
+    except InvalidResource as e:
+        log.warning(
+            "ignoring an invalid object",
+            extra={"fields": {"object": str(ref_of(obj)), "reason": str(e)}},
+        )
+        return None
 
 
 def _split(key: BackendKey) -> tuple[str, str, str]:

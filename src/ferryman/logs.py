@@ -60,6 +60,7 @@ def setup(fmt: str, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # One line per API request drowns everything else; failures surface as ours.
-    for noisy in ("httpx", "httpx2"):
+    # One line per API request (httpx) or per batch of file changes (watchfiles)
+    # drowns everything else; failures surface as ours.
+    for noisy in ("httpx", "httpx2", "watchfiles"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferryman.configs.ingress import SecretState
-from ferryman.resources.secret import InvalidSecret, TLSPair, parse_tls_secret
+from ferryman.resources.meta import InvalidResource
+from ferryman.resources.secret import TLSPair, parse_tls_secret
 
 
 class SecretStore:
@@ -30,7 +31,7 @@ class SecretStore:
             return SecretState(None, "not found")
         try:
             pair = parse_tls_secret(obj)
-        except InvalidSecret as e:
+        except InvalidResource as e:
             return SecretState(None, str(e))
         digest = hashlib.sha256(pair.chain + pair.key).hexdigest()[:16]
         cert_id = f"{namespace}/{name}@{digest}"

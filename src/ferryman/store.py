@@ -7,15 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef, ref_of
-from ferryman.resources.service import SERVICE_NAME_LABEL
+from ferryman.resources.service import service_name_of
 
 RawObject = Mapping[str, Any]
-
-
-def _service_of_slice(obj: RawObject) -> str:
-    md = obj.get("metadata") or {}
-    labels = md.get("labels") or {}
-    return str(labels.get(SERVICE_NAME_LABEL) or "")
 
 
 class Store:
@@ -32,7 +26,7 @@ class Store:
         if ref.kind == "EndpointSlice":
             if old is not None:
                 self._unindex_slice(ref, old)
-            self._slices.setdefault((ref.namespace, _service_of_slice(obj)), set()).add(ref.name)
+            self._slices.setdefault((ref.namespace, service_name_of(obj)), set()).add(ref.name)
         return old
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
@@ -42,7 +36,7 @@ class Store:
         return old
 
     def _unindex_slice(self, ref: ObjectRef, obj: RawObject) -> None:
-        key = (ref.namespace, _service_of_slice(obj))
+        key = (ref.namespace, service_name_of(obj))
         names = self._slices.get(key)
         if names is not None:
             names.discard(ref.name)

@@ -119,3 +119,45 @@ def test_upstream_keepalive_connections_are_reused(ferryman: Ferryman, backends:
     # Two NGINX workers may each open their own connection; 20 requests over
     # fresh upstream connections would show 20.
     assert pod.connections <= 4
+
+
+def test_an_address_holding_a_record_cannot_re_point_another_namespaces_host(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """A newline in an address once ended the endpoint record and began a host record
+    (pushed records are lines of tab-separated fields): the slice re-pointed
+    bank.example.com, in another namespace, at its own pod. Addresses are now
+    checked against the slice's addressType, and the slice is ignored, with a reason."""
+    bank, evil, marker = backends.start("bank"), backends.start("evil"), backends.start("marker")
+    ferryman.write("bank", service_with_backends("bank", [bank], namespace="bank"))
+    ferryman.write(
+        "bank-ing",
+        ingress("bank", [rule("bank.example.com", path("/", "bank"))], namespace="bank"),
+    )
+    ferryman.write(
+        "evil-ing",
+        ingress(
+            "evil",
+            [rule("evil.example.com", path("/", "app"), path("/marker", "marker"))],
+            namespace="evil",
+        ),
+    )
+    ferryman.write("evil", service("app", namespace="evil"))
+    ferryman.start()
+    assert served_by(ferryman, "bank.example.com", "/") == "bank"
+
+    hijack = (
+        f"127.0.0.1#{evil.port}\n"
+        f"H\tbank.example.com\t- 0 evil/app:80 rr:1:10 P|/zz|none"  # "#<port>" lands here
+    )
+    (inject,) = service_with_backends("app", [evil], namespace="evil")[1:]
+    inject["endpoints"][0]["addresses"] = [hijack]
+    # The marker Service in the same file: once it serves, the push that would
+    # have carried the hijack is in.
+    ferryman.write("inject", inject, service_with_backends("marker", [marker], namespace="evil"))
+    eventually(lambda: served_by(ferryman, "evil.example.com", "/marker") == "marker", 5, "marker")
+    assert [served_by(ferryman, "bank.example.com", f"/r{i}") for i in range(5)] == ["bank"] * 5
+    assert ferryman.get("evil.example.com", "/").status == 503  # the slice is not used
+    assert "ignoring an invalid object" in ferryman.logs()
+    assert "EndpointSlice evil/app-evil" in ferryman.logs()
+    assert "is not an IPv4 address" in ferryman.logs()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from ferryman.configs.endpoints import Peer, port_ref_of, resolve_peers
+from ferryman.resources.meta import InvalidResource
 from ferryman.resources.service import EndpointSlice, Service, parse_endpoint_slice, parse_service
 
 
@@ -139,3 +143,133 @@ def test_ipv6_is_used_and_fqdn_ignored() -> None:
 def test_port_ref_of_backend_key_text() -> None:
     assert port_ref_of("80") == 80
     assert port_ref_of("http") == "http"
+
+
+# ---- parse_endpoint_slice: only addresses of the slice's type reach NGINX --------------
+
+
+def raw_slice(
+    endpoints: object, address_type: object = "IPv4", ports: object = None
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "ns",
+            "labels": {"kubernetes.io/service-name": "web"},
+        },
+        "addressType": address_type,
+        "ports": [{"name": "http", "port": 8080}] if ports is None else ports,
+        "endpoints": endpoints,
+    }
+    return obj
+
+
+def slice_errors(obj: dict[str, Any]) -> list[str]:
+    with pytest.raises(InvalidResource) as info:
+        parse_endpoint_slice(obj)
+    return info.value.errors
+
+
+@pytest.mark.parametrize(
+    ("address", "address_type"),
+    [
+        ("10.0.0.1\nH evil.example.com 1", "IPv4"),  # a newline: a second push record
+        ("10.0.0.1 10.0.0.2", "IPv4"),
+        ("10.0.0.256", "IPv4"),
+        ("010.0.0.1", "IPv4"),  # leading zeros: octal to some parsers
+        ("fd00::1", "IPv4"),
+        ("10.0.0.1", "IPv6"),
+        ("fe80::1%eth0", "IPv6"),  # a scope is free text
+        ("fe80::1%a\nb", "IPv6"),
+        ("db.example.com\n", "FQDN"),
+        ("\u0661\u0660.0.0.1", "IPv4"),  # Arabic-Indic digits
+        (10, "IPv4"),
+    ],
+)
+def test_addresses_not_of_the_slices_type_reject_the_slice(
+    address: object, address_type: str
+) -> None:
+    good = {"IPv4": "10.0.0.9", "IPv6": "fd00::9", "FQDN": "db.example.com"}[address_type]
+    errors = slice_errors(raw_slice([endpoint(good), {"addresses": [address]}], address_type))
+    assert errors == [f"endpoints[1].addresses[0]: {address!r} is not an {address_type} address"]
+
+
+def test_addresses_are_kept_in_canonical_form() -> None:
+    sl = parse_endpoint_slice(raw_slice([endpoint("FD00:0::1")], "IPv6"))
+    assert sl.endpoints[0].addresses == ("fd00::1",)
+
+
+def test_fully_qualified_names_may_end_with_a_dot() -> None:
+    sl = parse_endpoint_slice(raw_slice([endpoint("db.example.com.")], "FQDN"))
+    assert sl.endpoints[0].addresses == ("db.example.com.",)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "error"),
+    [
+        (lambda o: o.update(ports={"name": "http"}), "ports: must be a list"),
+        (lambda o: o.update(ports=7), "ports: must be a list"),
+        (lambda o: o.update(endpoints={"addresses": []}), "endpoints: must be a list"),
+        (lambda o: o.update(endpoints="10.0.0.1"), "endpoints: must be a list"),
+        (lambda o: o.update(addressType="ipv4"), "addressType: must be one of IPv4, IPv6, FQDN"),
+        (lambda o: o.update(addressType=["IPv4"]), "addressType: must be one of IPv4, IPv6, FQDN"),
+        (lambda o: o["endpoints"].append("10.0.0.2"), "endpoints[1]: must be an object"),
+        (
+            lambda o: o["endpoints"].append({"addresses": []}),
+            "endpoints[1].addresses: must be a list of 1 to 100 addresses",
+        ),
+        (
+            lambda o: o["endpoints"].append({"addresses": "10.0.0.2"}),
+            "endpoints[1].addresses: must be a list of 1 to 100 addresses",
+        ),
+        (
+            lambda o: o.update(endpoints=[endpoint("10.0.0.1")] * 1001),
+            "endpoints: more than 1000",
+        ),
+        (
+            lambda o: o["metadata"]["labels"].update({"kubernetes.io/service-name": ["web"]}),
+            "metadata.labels[kubernetes.io/service-name]: must be a string, not list",
+        ),
+    ],
+)
+def test_a_slice_of_the_wrong_shape_is_rejected(
+    mutate: Callable[[dict[str, Any]], None], error: str
+) -> None:
+    obj = raw_slice([endpoint("10.0.0.1")])
+    mutate(obj)
+    assert slice_errors(obj) == [error]
+
+
+def test_many_bad_addresses_are_named_a_few_at_a_time() -> None:
+    errors = slice_errors(raw_slice([{"addresses": [f"bad{i}" for i in range(100)]}]))
+    assert len(errors) == 6
+    assert errors[-1] == "and 95 more"
+
+
+def test_malformed_ports_are_skipped() -> None:
+    ports = [{"name": "http", "port": 8080}, {"name": 5, "port": 1}, {"port": True}]
+    ports += [{"name": "x", "port": 0}, {"name": "y", "port": 70000}, "z", {"port": "80"}]
+    sl = parse_endpoint_slice(raw_slice([endpoint("10.0.0.1")], ports=ports))
+    assert sl.ports == {"http": 8080}
+    svc = parse_service(
+        {
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"ports": ports},
+        }
+    )
+    assert [(p.name, p.port) for p in svc.ports] == [("http", 8080)]
+
+
+@pytest.mark.parametrize("spec", [{"ports": {"port": 80}}, {"ports": 80}, ["ports"], "spec"])
+def test_a_service_of_the_wrong_shape_is_rejected(spec: object) -> None:
+    with pytest.raises(InvalidResource):
+        parse_service({"kind": "Service", "metadata": {"name": "web"}, "spec": spec})
+
+
+def test_an_absent_address_type_means_ipv4() -> None:
+    obj = raw_slice([endpoint("10.0.0.1")])
+    del obj["addressType"]
+    assert parse_endpoint_slice(obj).address_type == "IPv4"

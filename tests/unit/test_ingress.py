@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from ferryman.resources.ingress import Balancing, Ingress, ServiceBackend, parse_ingress
+from ferryman.resources.ingress import (
+    MAX_PATH_LENGTH,
+    MAX_PATHS,
+    MAX_RULES,
+    Balancing,
+    Ingress,
+    ServiceBackend,
+    parse_ingress,
+)
 from ferryman.resources.meta import InvalidResource
 
 
@@ -106,6 +114,16 @@ def _set(path: str, value: object) -> Callable[[dict[str, Any]], None]:
 _DELETE = object()
 P1 = "spec.rules.0.http.paths.1"
 B1 = f"{P1}.backend"
+MAX_FAILS = "nginx.org/max-fails"
+FAIL_TIMEOUT = "nginx.org/fail-timeout"
+
+
+def _annotation(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    return _set("metadata.annotations", {key: value})
+
+
+def _path(path: str) -> dict[str, Any]:
+    return {"path": path, "pathType": "Prefix", "backend": backend()}
 
 
 @pytest.mark.parametrize(
@@ -184,6 +202,43 @@ B1 = f"{P1}.backend"
         (_set("metadata.namespace", "Shop"), "metadata.namespace"),
         (_set("metadata.name", _DELETE), "metadata.name"),
         (_set("spec", _DELETE), "spec"),
+        # Annotation and label values are strings, as the API server insists.
+        (
+            _set("metadata.annotations", {"nginx.org/ssl-redirect": False}),
+            "metadata.annotations[nginx.org/ssl-redirect]",
+        ),
+        (_set("metadata.annotations", ["a"]), "metadata.annotations"),
+        (_set("metadata.labels", {"app": ["web"]}), "metadata.labels[app]"),
+        (_set("metadata.labels", {1: "web"}), "metadata.labels"),
+        (_set("metadata.namespace", ["shop"]), "metadata.namespace"),
+        (_set("metadata.uid", {"a": 1}), "metadata.uid"),
+        # Before the calendar starts once converted to UTC.
+        (
+            _set("metadata.creationTimestamp", "0001-01-01T00:00:00+05:00"),
+            "metadata.creationTimestamp",
+        ),
+        (_set("metadata.creationTimestamp", [2024]), "metadata.creationTimestamp"),
+        (_set("spec.ingressClassName", 5), "spec.ingressClassName"),
+        (_set("spec.rules.1.host", 0), "spec.rules[1].host"),
+        (_set("spec.rules.1.host", False), "spec.rules[1].host"),
+        # Numbers are ASCII digits: "²" passes str.isdigit() and fails int();
+        # int() reads "٣" (Arabic-Indic three) as 3.
+        (_annotation(MAX_FAILS, "²"), f"metadata.annotations[{MAX_FAILS}]"),
+        (_annotation(MAX_FAILS, "٣"), f"metadata.annotations[{MAX_FAILS}]"),
+        (_annotation(MAX_FAILS, "1234567"), f"metadata.annotations[{MAX_FAILS}]"),
+        (_annotation(FAIL_TIMEOUT, "٣s"), f"metadata.annotations[{FAIL_TIMEOUT}]"),
+        (_annotation(FAIL_TIMEOUT, "1²s"), f"metadata.annotations[{FAIL_TIMEOUT}]"),
+        (_annotation(FAIL_TIMEOUT, "1" * 10 + "s"), f"metadata.annotations[{FAIL_TIMEOUT}]"),
+        # Caps (see the constants in resources/ingress.py).
+        (_set(f"{P1}.path", "/" + "a" * MAX_PATH_LENGTH), "spec.rules[0].http.paths[1].path"),
+        (
+            _set("spec.rules.0.http.paths", [_path(f"/p{i}") for i in range(MAX_PATHS + 1)]),
+            "spec.rules",
+        ),
+        (
+            _set("spec.rules", [{"host": f"h{i}.example.com"} for i in range(MAX_RULES + 1)]),
+            "spec.rules",
+        ),
     ],
 )
 def test_every_rejection_names_the_field(
@@ -312,7 +367,6 @@ def test_legacy_class_annotation() -> None:
         ({"nginx.org/ssl-redirect": "true"}, True),
         ({"nginx.org/ssl-redirect": "false"}, False),
         ({"nginx.org/ssl-redirect": "False"}, False),
-        ({"nginx.org/ssl-redirect": False}, False),  # unquoted YAML boolean
     ],
 )
 def test_ssl_redirect_annotation(annotations: dict[str, object], redirect: bool) -> None:
@@ -342,3 +396,45 @@ def test_tls_with_wildcard_host_and_without_hosts() -> None:
 def test_balancing_encodes_fail_timeout_in_fixed_point(fail_timeout: float, encoded: str) -> None:
     """The NGINX routers parse digits and a dot: no exponent, even for long timeouts."""
     assert Balancing("rr", 1, fail_timeout).encode() == encoded
+
+
+def test_limits_are_inclusive() -> None:
+    obj = raw_ingress()
+    long_path = "/" + "a" * (MAX_PATH_LENGTH - 1)
+    paths = [_path(long_path)] + [_path(f"/p{i}") for i in range(MAX_PATHS - 1)]
+    obj["spec"]["rules"] = [{"host": "a.example.com", "http": {"paths": paths}}] + [
+        {"host": f"h{i}.example.com"} for i in range(MAX_RULES - 1)
+    ]
+    ing = parse_ingress(obj)
+    assert len(ing.rules) == MAX_RULES
+    assert ing.rules[0].paths[0].path == long_path
+    assert len(ing.rules[0].paths) == MAX_PATHS
+
+
+def test_the_caps_name_field_and_limit() -> None:
+    obj = raw_ingress()
+    obj["spec"]["rules"][0]["http"]["paths"][0]["path"] = "/" + "a" * MAX_PATH_LENGTH
+    assert errors_of(obj) == [
+        f"spec.rules[0].http.paths[0].path: {MAX_PATH_LENGTH + 1} characters long; "
+        f"at most {MAX_PATH_LENGTH} are allowed"
+    ]
+    obj["spec"]["rules"][0]["http"]["paths"] = [_path(f"/{i}") for i in range(MAX_PATHS + 1)]
+    assert errors_of(obj) == [
+        f"spec.rules: {MAX_PATHS + 2} paths in all; at most {MAX_PATHS} are allowed"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "balancing"),
+    [
+        ({}, Balancing("rr", 1, 10.0)),
+        ({MAX_FAILS: "0", FAIL_TIMEOUT: "30s"}, Balancing("rr", 0, 30.0)),
+        ({MAX_FAILS: "999999", FAIL_TIMEOUT: "500ms"}, Balancing("rr", 999999, 0.5)),
+        ({"nginx.org/lb-method": "least_conn", FAIL_TIMEOUT: "2h"}, Balancing("lc", 1, 7200.0)),
+        ({FAIL_TIMEOUT: "999999999"}, Balancing("rr", 1, 999999999.0)),
+    ],
+)
+def test_balancing_annotations(annotations: dict[str, str], balancing: Balancing) -> None:
+    obj = raw_ingress()
+    obj["metadata"]["annotations"] = annotations
+    assert parse_ingress(obj).balancing == balancing

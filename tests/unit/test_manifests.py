@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ferryman import logs
 from ferryman.resources.meta import ObjectRef
+from ferryman.sources import manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file
+
+from .strategies import yaml_values
 
 SERVICE = """\
 apiVersion: v1
@@ -145,6 +158,58 @@ def test_malformed_documents_are_reported(tmp_path: Path) -> None:
     assert "metadata.name" in messages[2]
 
 
+def test_timestamps_stay_text_as_kubectl_keeps_them(tmp_path: Path) -> None:
+    """PyYAML resolves these as timestamps, then cannot build them (ValueError,
+    AttributeError: not YAMLError, so they escaped the reader)."""
+    text = SERVICE.replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  creationTimestamp: 1921-01-01 00:00:00-05:48:52\n"
+        "  annotations: {released: 2024-02-30, built: 2024-01-02T03:04:05Z}\n",
+    )
+    objs, problems = parse(tmp_path / "a.yaml", text)
+    assert problems == []
+    assert objs is not None
+    (svc,) = objs.values()
+    assert svc["metadata"]["creationTimestamp"] == "1921-01-01 00:00:00-05:48:52"
+    assert svc["metadata"]["annotations"] == {
+        "released": "2024-02-30",
+        "built": "2024-01-02T03:04:05Z",
+    }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "!!int x",  # ValueError from int()
+        "!!float x",  # ValueError from float()
+        "!!bool x",  # KeyError
+        "!!int 1.5",
+        "1" * 5000,  # past Python's 4,300 digits for int()
+        "0x" + "f" * 5000,  # read, but str() of it raises
+        "9223372036854775808",  # past int64
+        "[1, {b: !!bool maybe}]",
+    ],
+)
+def test_values_pyyaml_cannot_build_are_reported_with_the_line(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "a.yaml"
+    objs, problems = parse(path, SERVICE + f"  extra: {value}\n")
+    assert objs is None
+    ((where, message),) = problems
+    assert where == str(path)
+    assert message.startswith("invalid YAML: ")
+    assert "line 8" in message
+
+
+def test_int64_is_read(tmp_path: Path) -> None:
+    text = SERVICE + "  big: 9223372036854775807\n  small: -9223372036854775808\n"
+    path = tmp_path / "a.yaml"
+    objs, problems = parse(path, text)
+    assert problems == []
+    assert objs is not None
+    (svc,) = objs.values()
+    assert (svc["spec"]["big"], svc["spec"]["small"]) == (2**63 - 1, -(2**63))
+
+
 def test_empty_file(tmp_path: Path) -> None:
     assert parse(tmp_path / "empty.yaml", "") == ({}, [])
 
@@ -184,3 +249,218 @@ def test_directory_load_first_file_wins_and_only_yaml_files_count(tmp_path: Path
     ((where, message),) = problems
     assert where == str(tmp_path / "b.yml")
     assert "already defined" in message
+
+
+# ---- hostile files: size, depth and alias limits ---------------------------------------
+
+
+def nested(depth: int) -> str:
+    """A Service whose spec holds a list nested ``depth`` levels in all."""
+    inner = "[" * (depth - 2) + "1" + "]" * (depth - 2)
+    return SERVICE + f"  extra: {inner}\n"
+
+
+def alias_bomb(levels: int) -> str:
+    """Each level lists the previous one nine times: 9**levels nodes in ~70 bytes a level."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    return SERVICE + "".join(f"  {line}\n" for line in lines)
+
+
+def test_nesting_up_to_the_limit_is_read(tmp_path: Path) -> None:
+    objs, problems = parse(tmp_path / "deep.yaml", nested(manifests.MAX_DEPTH))
+    assert problems == []
+    assert objs is not None and len(objs) == 1
+
+
+def test_nesting_beyond_the_limit_is_reported_and_nothing_is_built(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    objs, problems = parse(path, nested(manifests.MAX_DEPTH + 1))
+    assert objs is None
+    assert problems == [
+        (str(path), f"not read: collections nest deeper than {manifests.MAX_DEPTH} levels (line 8)")
+    ]
+
+
+def test_a_deeply_nested_file_does_not_crash_ferryman(tmp_path: Path) -> None:
+    """40,000 ``[`` overflowed libyaml's recursive composer: a segfault, at every start.
+
+    ``ferryman render`` runs in its own process, so a crash fails this test
+    instead of taking pytest down with it.
+    """
+    manifests_dir = tmp_path / "manifests"
+    manifests_dir.mkdir()
+    (manifests_dir / "web.yaml").write_text(SERVICE)
+    (manifests_dir / "deep.yaml").write_text("[" * 40_000)
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ferryman"),
+            "render",
+            "--manifests",
+            str(manifests_dir),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert f"{manifests_dir / 'deep.yaml'}: not read: collections nest deeper" in result.stderr
+
+
+def test_an_alias_bomb_is_reported_and_nothing_is_built(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    objs, problems = parse(path, alias_bomb(8))  # 43 million nodes in 660 bytes
+    assert objs is None
+    ((where, message),) = problems
+    assert where == str(path)
+    assert message.startswith(f"not read: aliases stand for more than {manifests.MAX_ALIAS_NODES}")
+
+
+@pytest.mark.parametrize(
+    "loop", ["  extra: &a [1, *a]\n", "  extra: &a {b: {c: *a}}\n", "  extra: &a [[[*a]]]\n"]
+)
+def test_an_alias_inside_what_it_names_is_refused(tmp_path: Path, loop: str) -> None:
+    """It built an object holding itself: comparing two versions of it (every edit
+    of the file) raised RecursionError out of the manifests source."""
+    path = tmp_path / "web.yaml"
+    path.write_text(SERVICE + loop)
+    sink, problems = RecordingSink(), Problems()
+    source = ManifestsSource(tmp_path, sink, problems)
+    source.load()
+    path.write_text(SERVICE + loop + "# edited\n")  # the same objects: compared in full
+    source._reload({path})
+    assert sink.objects == {}
+    assert [m for _, m in problems] == [
+        "not read: alias *a is inside the collection it names (line 8)"
+    ] * 2
+
+
+def test_ordinary_aliases_are_read(tmp_path: Path) -> None:
+    text = (
+        "apiVersion: v1\nkind: Service\n"
+        "metadata: {name: a, namespace: shop, labels: &labels {app: web, tier: front}}\n"
+        "spec:\n  selector: *labels\n  ports: [{port: 80}]\n"
+    )
+    objs, problems = parse(tmp_path / "a.yaml", text)
+    assert problems == []
+    assert objs is not None
+    (svc,) = objs.values()
+    assert svc["spec"]["selector"] == {"app": "web", "tier": "front"}
+
+
+def test_aliases_may_expand_as_far_as_the_file_is_long(tmp_path: Path) -> None:
+    """Past MAX_ALIAS_NODES, aliases may stand for as many nodes as the file writes."""
+    block = "  shared: &s [" + ",".join(str(i) for i in range(99)) + "]\n"
+    uses = "".join(f"  u{i}: *s\n" for i in range(1_100))  # 110,000 nodes by alias
+    padding = "  pad: [" + ",".join("0" * 1 for _ in range(120_000)) + "]\n"
+    objs, problems = parse(tmp_path / "a.yaml", SERVICE + padding + block + uses)
+    assert problems == []
+    assert objs is not None
+
+
+def depth(text: str) -> int:
+    """How deep the loader would get: up to a syntax error, if there is one."""
+    deepest = level = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                level += 1
+                deepest = max(deepest, level)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                level -= 1
+    except yaml.YAMLError:
+        pass
+    return deepest
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- - - - x\n", "? - a\n: b\n", "[[[]]]", "{a: {b: {}}}", "a:\n  b:\n    - c\n", "!!map {}"],
+)
+def test_the_nesting_bound_holds_for_compact_forms(text: str) -> None:
+    assert depth(text) <= manifests.nesting_bound(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=yaml_values, flow=st.booleans() | st.none())
+def test_the_nesting_bound_holds(value: object, flow: bool | None) -> None:
+    """Files under the bound skip the event walk: the bound must never be low."""
+    text = yaml.safe_dump(value, default_flow_style=flow)
+    assert depth(text) <= manifests.nesting_bound(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="[]{}-:?!&*|>#,'\" \nab", max_size=60))
+def test_the_nesting_bound_holds_for_any_text(text: str) -> None:
+    assert depth(text) <= manifests.nesting_bound(text)
+
+
+def test_a_file_over_the_size_limit_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(SERVICE + "#" * manifests.MAX_FILE_BYTES)
+    problems = Problems()
+    assert parse_file(path, problems) is None
+    assert problems == [
+        (str(path), f"file is larger than {manifests.MAX_FILE_BYTES} bytes: not read")
+    ]
+
+
+def test_a_hostile_edit_keeps_the_previous_objects(tmp_path: Path) -> None:
+    path = tmp_path / "web.yaml"
+    path.write_text(SERVICE)
+    sink, problems = RecordingSink(), Problems()
+    source = ManifestsSource(tmp_path, sink, problems)
+    source.load()
+    before = dict(sink.objects)
+    for hostile in (nested(manifests.MAX_DEPTH + 1), alias_bomb(8)):
+        path.write_text(hostile.replace("port: 80", "port: 81"))
+        source._reload({path})
+        assert sink.objects == before
+    assert [m.split(":")[0] for _, m in problems] == ["not read", "not read"]
+
+
+# ---- log noise -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def root_logger() -> Iterator[None]:
+    """``logs.setup`` configures the root logger: put it back afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("root_logger")
+def test_watchfiles_own_lines_stay_out_of_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """watchfiles logs "N changes detected" at INFO for every batch of edits."""
+    logs.setup("text", "info")
+    sink = RecordingSink()
+    source = ManifestsSource(tmp_path, sink, Problems())
+    source.load()
+
+    async def edit_and_watch() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(source.run(stop))
+        for port in range(81, 84):
+            await asyncio.sleep(0.3)  # let the watch start, then one batch per edit
+            (tmp_path / "web.yaml").write_text(SERVICE.replace("port: 80", f"port: {port}"))
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            refs = list(sink.objects.values())
+            if refs and refs[0]["spec"]["ports"][0]["port"] == 83:
+                break
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(edit_and_watch())
+    assert sink.objects[ObjectRef("Service", "shop", "web")]["spec"]["ports"][0]["port"] == 83
+    err = capsys.readouterr().err
+    assert "logger=watchfiles" not in err

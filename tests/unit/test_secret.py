@@ -12,7 +12,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from ferryman.configs.ingress import SecretState
-from ferryman.resources.secret import InvalidSecret, TLSPair, parse_tls_secret
+from ferryman.resources.meta import InvalidResource
+from ferryman.resources.secret import (
+    MAX_CHAIN_BYTES,
+    MAX_KEY_BYTES,
+    InvalidSecret,
+    TLSPair,
+    parse_tls_secret,
+)
 from ferryman.secrets import SecretStore
 
 from ._tls import b64, cert_pem, key_pem, tls_secret
@@ -249,3 +256,73 @@ def test_store_keeps_other_secrets() -> None:
 
 def test_store_unknown_id_has_no_record() -> None:
     assert SecretStore().record("default/site@0000000000000000") is None
+
+
+# ---- hostile and unusual input: every failure is InvalidSecret, an InvalidResource ----
+
+# secp112r1: OpenSSL makes and reads it, cryptography refuses it (UnsupportedAlgorithm).
+# Made with `openssl ecparam -name secp112r1 -genkey -noout` and `openssl req -x509`.
+SECP112R1_KEY = b"""\
+-----BEGIN EC PRIVATE KEY-----
+MD4CAQEEDqu2K77szx2IoN6cwZYyoAcGBSuBBAAGoSADHgAEooNkKuO7HLL9vzH3
+Cl26alKIMQjqc57na8Z47Q==
+-----END EC PRIVATE KEY-----
+"""
+SECP112R1_CERT = b"""\
+-----BEGIN CERTIFICATE-----
+MIIBITCB7KADAgECAhQ6YObTHvLeM7zYcTfCq5++S9q2rzAKBggqhkjOPQQDAjAM
+MQowCAYDVQQDDAF4MB4XDTI2MTEyMzEyNDczN1oXDTI2MTEyNDEyNDczN1owDDEK
+MAgGA1UEAwwBeDAyMBAGByqGSM49AgEGBSuBBAAGAx4ABKKDZCrjuxyy/b8x9wpd
+umpSiDEI6nOe52vGeO2jUzBRMB0GA1UdDgQWBBS9L/A7lliDEOtmNFPNPPCTqo7o
+EjAfBgNVHSMEGDAWgBS9L/A7lliDEOtmNFPNPPCTqo7oEjAPBgNVHRMBAf8EBTAD
+AQH/MAoGCCqGSM49BAMCAyQAMCECDmAv4O2rumhS6vG88riqAg8A0DTTRFNc8xJL
+tc7clAo=
+-----END CERTIFICATE-----
+"""
+
+
+def test_invalid_secret_is_an_invalid_resource() -> None:
+    assert issubclass(InvalidSecret, InvalidResource)
+    assert InvalidSecret("tls.crt: bad").errors == ["tls.crt: bad"]
+
+
+def test_a_key_on_an_unsupported_curve_is_rejected() -> None:
+    message = rejected(tls_secret("site", cert=SECP112R1_CERT, key=SECP112R1_KEY))
+    assert message.startswith("tls.key is not an unencrypted PEM private key: ")
+    assert "not supported" in message
+
+
+def test_a_certificate_on_an_unsupported_curve_is_rejected() -> None:
+    message = rejected(tls_secret("site", cert=SECP112R1_CERT))
+    assert message.startswith("tls.crt has a public key ferryman cannot use: ")
+
+
+def test_the_store_reports_an_unsupported_curve() -> None:
+    state = SecretStore().update("default", "site", tls_secret("site", key=SECP112R1_KEY))
+    assert state.cert_id is None
+    assert state.error is not None and "tls.key" in state.error
+
+
+def test_a_chain_over_the_limit_is_rejected() -> None:
+    leaf = cert_pem("site.example.com")
+    count = MAX_CHAIN_BYTES // len(leaf)
+    assert parse_tls_secret(tls_secret("site", cert=leaf * count)).chain == leaf * count
+    chain = leaf * (count + 1)
+    assert rejected(tls_secret("site", cert=chain)) == (
+        f"tls.crt is {len(chain)} bytes; at most {MAX_CHAIN_BYTES} are allowed"
+    )
+
+
+def test_a_key_over_the_limit_is_rejected() -> None:
+    key = key_pem("site.example.com") + b"\n" * MAX_KEY_BYTES
+    assert rejected(tls_secret("site", key=key)) == (
+        f"tls.key is {len(key)} bytes; at most {MAX_KEY_BYTES} are allowed"
+    )
+
+
+def test_string_data_that_is_not_text_is_rejected() -> None:
+    obj = {
+        "type": "kubernetes.io/tls",
+        "stringData": {"tls.crt": "\ud800", "tls.key": key_pem("site.example.com").decode()},
+    }
+    assert rejected(obj) == "stringData['tls.crt'] is not valid text"

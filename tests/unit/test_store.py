@@ -108,3 +108,15 @@ def test_delete_returns_the_last_version() -> None:
     s.upsert(svc)
     assert s.delete(ObjectRef("Service", "ns", "web")) is svc
     assert s.get("Service", "ns", "web") is None
+
+
+@pytest.mark.parametrize("labels", [["web"], "web", {"kubernetes.io/service-name": ["web"]}])
+def test_a_slice_with_malformed_labels_belongs_to_no_service(labels: object) -> None:
+    """Manifests mode hands over whatever was written; ``labels.get`` on a list raised."""
+    s = Store()
+    bad = es("web-bad", "web")
+    bad["metadata"]["labels"] = labels
+    s.upsert(bad)
+    assert s.slices_for("ns", "web") == []
+    s.delete(ObjectRef("EndpointSlice", "ns", "web-bad"))
+    assert s.get("EndpointSlice", "ns", "web-bad") is None

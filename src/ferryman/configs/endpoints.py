@@ -42,4 +42,4 @@ def resolve_peers(
 
 def port_ref_of(text: str) -> int | str:
     """Backend keys carry the port as text; digits mean a port number."""
-    return int(text) if text.isdigit() else text
+    return int(text) if text.isascii() and text.isdigit() else text

@@ -19,7 +19,19 @@ PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
 LB_METHODS = {"round_robin": "rr", "least_conn": "lc"}
 # NIC accepts these too; ferryman serves them with round-robin and says so.
 LB_METHODS_NOT_IMPLEMENTED = ("random", "random two", "random two least_conn", "ip_hash")
-_NGINX_TIME = re.compile(r"(\d+)(ms|s|m|h)?")
+# ASCII digits only: int() also takes "٣" and str.isdigit() also passes "²".
+_NGINX_TIME = re.compile(r"([0-9]{1,9})(ms|s|m|h)?")
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,6}")
+# NGINX answers 414 to a request line over 8 KB (large_client_header_buffers
+# 4 8k), so a longer path could never match; 4 KiB leaves room for the query.
+MAX_PATH_LENGTH = 4096
+# The largest Ingresses in real use (generated from API gateway routes) hold a
+# few hundred paths; every path is matched per request from one host record,
+# so a thousand keeps that record, and the work to rebuild it, bounded.
+MAX_PATHS = 1000
+# One rule per host: a thousand hosts in one Ingress is far past real use
+# (cert-manager's own limit for one certificate is 100 names).
+MAX_RULES = 1000
 _TIME_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
 
 
@@ -143,13 +155,21 @@ def _rules(raw: object, errors: list[str]) -> list[Rule]:
     if not isinstance(raw, list):
         errors.append("spec.rules: must be a list")
         return []
+    if len(raw) > MAX_RULES:
+        errors.append(f"spec.rules: {len(raw)} rules; at most {MAX_RULES} are allowed")
+        return []
+    if (count := _path_count(raw)) > MAX_PATHS:
+        errors.append(f"spec.rules: {count} paths in all; at most {MAX_PATHS} are allowed")
+        return []
     rules = []
     for i, r in enumerate(raw):
         where = f"spec.rules[{i}]"
         if not isinstance(r, Mapping):
             errors.append(f"{where}: must be an object")
             continue
-        host = r.get("host") or ""
+        host = r.get("host")
+        if host is None:
+            host = ""
         if not isinstance(host, str):
             errors.append(f"{where}.host: must be a string")
             continue
@@ -171,6 +191,15 @@ def _rules(raw: object, errors: list[str]) -> list[Rule]:
     return rules
 
 
+def _path_count(rules: list[object]) -> int:
+    count = 0
+    for r in rules:
+        http = r.get("http") if isinstance(r, Mapping) else None
+        paths = http.get("paths") if isinstance(http, Mapping) else None
+        count += len(paths) if isinstance(paths, list) else 0
+    return count
+
+
 def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
     if not isinstance(raw, Mapping):
         errors.append(f"{where}: must be an object")
@@ -184,6 +213,11 @@ def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
         path = "/"
     if not isinstance(path, str):
         errors.append(f"{where}.path: required")
+        return None
+    if len(path) > MAX_PATH_LENGTH:
+        errors.append(
+            f"{where}.path: {len(path)} characters long; at most {MAX_PATH_LENGTH} are allowed"
+        )
         return None
     if problem := validation.http_path(path, path_type):
         errors.append(f"{where}.path: {path!r} {problem}")
@@ -239,7 +273,7 @@ def _balancing(annotations: Mapping[str, str], errors: list[str], warnings: list
     max_fails = 1
     raw = annotations.get(MAX_FAILS_ANNOTATION)
     if raw is not None:
-        if raw.isdigit() and len(raw) <= 6:
+        if _WHOLE_NUMBER.fullmatch(raw):
             max_fails = int(raw)
         else:
             errors.append(f"{where}[{MAX_FAILS_ANNOTATION}]: {raw!r} is not a whole number")
@@ -247,7 +281,7 @@ def _balancing(annotations: Mapping[str, str], errors: list[str], warnings: list
     raw = annotations.get(FAIL_TIMEOUT_ANNOTATION)
     if raw is not None:
         m = _NGINX_TIME.fullmatch(raw)
-        if m and len(raw) <= 10:
+        if m:
             fail_timeout = int(m.group(1)) * _TIME_UNITS[m.group(2)]
         else:
             errors.append(
@@ -270,6 +304,8 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     class_name = spec.get("ingressClassName")
     if class_name is None:
         class_name = meta.annotations.get(LEGACY_CLASS_ANNOTATION)
+    elif not isinstance(class_name, str):
+        errors.append("spec.ingressClassName: must be a string")
     default_backend = None
     if spec.get("defaultBackend") is not None:
         default_backend = _backend(spec["defaultBackend"], "spec.defaultBackend", errors)
@@ -283,7 +319,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         raise InvalidResource(errors)
     return Ingress(
         meta=meta,
-        class_name=str(class_name) if class_name is not None else None,
+        class_name=class_name,
         default_backend=default_backend,
         rules=tuple(rules),
         tls=tuple(tls),

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.resources.meta import parse_meta
+from ferryman.resources.meta import InvalidResource, parse_meta
 
 CONTROLLER_NAME = "ferryman.io/ingress-controller"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
@@ -20,12 +20,17 @@ class IngressClass:
 
 
 def parse_ingress_class(obj: Mapping[str, Any]) -> IngressClass:
+    """Raises InvalidResource when the class cannot be read at all."""
     meta = parse_meta(obj)
     spec = obj.get("spec")
-    controller = spec.get("controller") if isinstance(spec, Mapping) else None
+    if spec is not None and not isinstance(spec, Mapping):
+        raise InvalidResource(["spec: must be an object"])
+    controller = spec.get("controller") if spec is not None else None
+    if controller is not None and not isinstance(controller, str):
+        raise InvalidResource(["spec.controller: must be a string"])
     return IngressClass(
         name=meta.name,
-        controller=str(controller or ""),
+        controller=controller or "",
         is_default=meta.annotations.get(DEFAULT_CLASS_ANNOTATION, "").lower() == "true",
     )
 

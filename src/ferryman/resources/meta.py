@@ -43,10 +43,37 @@ class InvalidResource(ValueError):
         self.errors = errors
 
 
-def _str_map(value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
+def _str_map(value: object, where: str, errors: list[str]) -> dict[str, str]:
+    """Annotations and labels: strings to strings, as the API server insists.
+
+    A YAML ``true`` or a nested list in manifests mode is refused rather than
+    turned into text: ``str()`` of an aliased structure can be gigabytes.
+    """
+    if value is None:
         return {}
-    return {str(k): str(v) for k, v in value.items()}
+    if not isinstance(value, Mapping):
+        errors.append(f"{where}: must be a map of strings")
+        return {}
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            errors.append(f"{where}: keys must be strings, not {type(k).__name__}")
+        elif not isinstance(v, str):
+            errors.append(f"{where}[{k}]: must be a string, not {type(v).__name__}")
+        else:
+            out[k] = v
+    return out
+
+
+def _text(md: Mapping[str, Any], key: str, errors: list[str]) -> str:
+    """An optional scalar field as text; numbers pass (hand-written manifests)."""
+    value = md.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        errors.append(f"metadata.{key}: must be a string")
+        return ""
+    return str(value)
 
 
 def parse_meta(obj: Mapping[str, Any]) -> Meta:
@@ -56,37 +83,55 @@ def parse_meta(obj: Mapping[str, Any]) -> Meta:
     name = md.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidResource(["metadata.name: required"])
+    errors: list[str] = []
     namespace = md.get("namespace") or ""
-    ts = md.get("creationTimestamp")
+    if not isinstance(namespace, str):
+        errors.append("metadata.namespace: must be a string")
+        namespace = ""
     gen = md.get("generation", 0)
-    return Meta(
+    meta = Meta(
         name=name,
-        namespace=str(namespace),
-        # YAML may hand us a datetime for an unquoted timestamp; normalise to text.
-        creation_timestamp=_timestamp_text(ts),
-        uid=str(md.get("uid") or ""),
-        resource_version=str(md.get("resourceVersion") or ""),
-        generation=gen if isinstance(gen, int) else 0,
-        annotations=_str_map(md.get("annotations")),
-        labels=_str_map(md.get("labels")),
+        namespace=namespace,
+        creation_timestamp=_timestamp_text(md.get("creationTimestamp"), errors),
+        uid=_text(md, "uid", errors),
+        resource_version=_text(md, "resourceVersion", errors),
+        generation=gen if isinstance(gen, int) and not isinstance(gen, bool) else 0,
+        annotations=_str_map(md.get("annotations"), "metadata.annotations", errors),
+        labels=_str_map(md.get("labels"), "metadata.labels", errors),
     )
+    if errors:
+        raise InvalidResource(errors)
+    return meta
 
 
-def _timestamp_text(ts: object) -> str | None:
+def _timestamp_text(ts: object, errors: list[str]) -> str | None:
     """RFC 3339 in UTC with "Z", as the API server writes it, so text order is time order.
 
-    YAML hands over unquoted timestamps as datetimes, possibly with an offset.
+    Both sources hand over text (the manifests loader keeps YAML timestamps as
+    text, as kubectl does); datetimes and dates, possibly with an offset, are
+    read too. Text that is not a time is kept as it is.
     """
     if ts is None or ts == "":
         return None
-    if not isinstance(ts, datetime.datetime):
+    if isinstance(ts, datetime.date) and not isinstance(ts, datetime.datetime):
+        ts = ts.isoformat()
+    if not isinstance(ts, str | datetime.datetime):
+        errors.append("metadata.creationTimestamp: must be a time such as 2024-01-02T03:04:05Z")
+        return None
+    if isinstance(ts, str):
         try:
-            ts = datetime.datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+            when = datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
         except ValueError:
-            return str(ts)
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=datetime.UTC)
-    return ts.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return ts
+    else:
+        when = ts
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    try:
+        return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except OverflowError:  # year 1 with a positive offset: before the calendar starts
+        errors.append("metadata.creationTimestamp: out of range")
+        return None
 
 
 def ref_of(obj: Mapping[str, Any]) -> ObjectRef | None:

@@ -18,7 +18,8 @@ _DNS1123_LABEL_RE = re.compile(rf"^{_DNS1123_LABEL}$")
 _DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
 _DNS1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _IANA_SVC_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_IPV4_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+# [0-9], not \d: \d also matches other scripts' digits, which int() then reads.
+_IPV4_RE = re.compile(r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$")
 # RFC 3986 path characters minus everything NGINX would interpret: no quotes,
 # no ";", "{", "}", "$", "\\", "#", "?", whitespace or control characters.
 _PATH_RE = re.compile(r"^/[A-Za-z0-9\-._~/!*+,=:@&()]*$")
@@ -104,13 +105,13 @@ def port_name(value: str) -> str | None:
 
 def nginx_time(value: str) -> str | None:
     """An NGINX time such as 500ms, 10s, 1m or 2h (what `fail-timeout` and friends take)."""
-    if not re.fullmatch(r"\d{1,9}(ms|s|m|h|d)?", value):
+    if not re.fullmatch(r"[0-9]{1,9}(ms|s|m|h|d)?", value):
         return "must be a time such as 500ms, 10s, 1m or 2h"
     return None
 
 
 def worker_processes(value: str) -> str | None:
-    if value == "auto" or re.fullmatch(r"[1-9]\d{0,3}", value):
+    if value == "auto" or re.fullmatch(r"[1-9][0-9]{0,3}", value):
         return None
     return "must be auto or a number of processes"
 
