@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ferryman import __version__, app, logs
+from ferryman.configs.model import size_bytes
 from ferryman.resources import validation
 from ferryman.settings import Settings
 
@@ -129,6 +130,20 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="export nginx_ingress_controller_upstream_server_response_latency_ms",
     )
+    r.add_argument(
+        "--records-memory-size",
+        type=_memory_size,
+        default="128m",
+        help="NGINX shared memory for pushed hosts, certificates and endpoint sets "
+        "(NGINX size, at least 1m; default 128m)",
+    )
+    r.add_argument(
+        "--max-record-bytes",
+        type=_positive,
+        default=512 * 1024,
+        help="largest record (one host's routes, one certificate, one endpoint set) "
+        "pushed to NGINX; its resource is rejected above it (default 524288)",
+    )
     r.add_argument("--log-format", choices=("text", "json"), default="text")
     r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -146,6 +161,27 @@ def _port(value: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
     return port
+
+
+def _memory_size(value: str) -> str:
+    """An NGINX size for the records' shared memory; nginx.conf gets it verbatim."""
+    try:
+        size = size_bytes(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    if size < 1 << 20:
+        raise argparse.ArgumentTypeError(f"{value!r} is less than 1m")
+    return value
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from e
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not positive")
+    return number
 
 
 def _cidrs(value: str) -> tuple[str, ...]:
@@ -247,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         health_uri=args.health_status_uri if args.health_status else "",
         latency_metrics=args.enable_latency_metrics,
         angie_dns_port=args.angie_dns_port,
+        shared_dict_size=args.records_memory_size,
+        max_record_bytes=args.max_record_bytes,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))
