@@ -7,13 +7,19 @@ hosts, certificates, endpoint sets) and files. ``flush`` pushes changed records
 ferryman's own settings change files), and finally reports Events. ``run``
 batches: while the queue holds items, or new ones arrive within
 ``batch_window``, no flush happens.
+
+One resource's failure rejects that resource only: an Ingress whose parsing or
+rendering raises, or whose record is too large or does not fit in NGINX's
+memory, is taken out of the configuration (its records withdrawn, a Rejected
+Event naming the reason) until it changes, and every other one is still synced
+and pushed.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ferryman.configs.endpoints import port_ref_of, resolve_peers
@@ -21,7 +27,17 @@ from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configuration import Configuration
-from ferryman.dataplane import DataPlane, RecordKey
+from ferryman.dataplane import (
+    BAD_KEY,
+    FAST_ZONE_FULL,
+    NO_MEMORY,
+    RESERVED,
+    DataPlane,
+    PushResult,
+    RecordKey,
+    push_order,
+    record_problem,
+)
 from ferryman.dataplane.errors import ConfigError, PushError
 from ferryman.metrics import Metrics
 from ferryman.report import (
@@ -32,7 +48,7 @@ from ferryman.report import (
     WARNING,
     Reporter,
 )
-from ferryman.resources.ingress import parse_ingress
+from ferryman.resources.ingress import Ingress, parse_ingress
 from ferryman.resources.ingressclass import (
     CONTROLLER_NAME,
     ClassPolicy,
@@ -55,6 +71,14 @@ log = logging.getLogger("ferryman.controller")
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
+# Above this fill ratio of NGINX's record memory ferryman logs a warning: from
+# 0.9 on, only endpoint sets may still grow (ferryman.lua's ENDPOINT_RESERVE).
+MEMORY_WARNING_RATIO = 0.8
+# Pushes per flush: a refused record rejects its resource, whose withdrawal (and
+# the hosts other Ingresses take over) goes in the next round.
+PUSH_ROUNDS = 4
+# Events that say a resource is live: held back while its records are not.
+_LIVE = (ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING)
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -118,6 +142,7 @@ class Controller:
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
+        self._memory_ratio: dict[str, float] = {}  # store -> last fill ratio NGINX told
 
     def owner_of_host(self, host: str) -> ObjectRef | None:
         """The Ingress whose virtual host ``host`` (a record key) is."""
@@ -151,8 +176,14 @@ class Controller:
         elif ref.kind == "IngressClass":
             self._sync_class(ref)
         elif ref.kind == "Service":
-            for key in self._service_backends.get((ref.namespace, ref.name), ()):
-                self._compute_peers(key)
+            for key in sorted(self._service_backends.get((ref.namespace, ref.name), ())):
+                try:
+                    self._compute_peers(key)
+                except Exception as e:
+                    log.exception("endpoints failed", extra={"fields": {"backend": key}})
+                    self._records.pop(("E", key), None)
+                    for user in sorted(self._backend_users.get(key, ())):
+                        self._reject(user, f"the endpoints of {key} failed: {_internal(e)}")
         elif ref.kind == "Secret":
             self._sync_secret(ref)
 
@@ -161,20 +192,60 @@ class Controller:
 
     def _sync_ingress(self, ref: ObjectRef) -> None:
         obj = self._store.get("Ingress", ref.namespace, ref.name)
-        ing = None
-        if obj is not None and self._policy.accepts(raw_class_name(obj)):
-            try:
-                ing = parse_ingress(obj)
-            except InvalidResource as e:
-                self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {e}")
-        affected = self._config.upsert(ing) if ing else self._config.delete(ref)
-        for a in sorted(affected):
-            self._render(a)
+        try:
+            ing = self._parse_ingress(ref, obj)
+            affected = self._config.upsert(ing) if ing else self._config.delete(ref)
+        except Exception as e:
+            log.exception("sync failed", extra={"fields": {"key": str(ref)}})
+            self._reject(ref, _internal(e))
+            return
+        self._render_all(affected)
         if ing is None:
             if obj is None:
                 self._status_shown.discard(ref)  # deleted: no status to clear
             else:
                 self._publish_status(ref)
+
+    def _parse_ingress(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
+        """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
+        if obj is None or not self._policy.accepts(raw_class_name(obj)):
+            return None
+        try:
+            return parse_ingress(obj)
+        except InvalidResource as e:
+            self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {e}")
+            return None
+
+    def _render_all(self, refs: Iterable[ObjectRef]) -> None:
+        """Render each; one that fails is rejected and the others still render."""
+        for ref in sorted(refs):
+            try:
+                self._render(ref)
+            except Exception as e:
+                log.exception("render failed", extra={"fields": {"key": str(ref)}})
+                self._reject(ref, _internal(e))
+
+    def _reject(self, ref: ObjectRef, reason: str) -> None:
+        """Take ``ref`` out of the configuration until it changes: withdraw what it
+        wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
+        self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {reason}")
+        affected = self._config.delete(ref)
+        try:
+            self._withdraw(ref)
+        except Exception:
+            log.exception("withdrawing records failed", extra={"fields": {"key": str(ref)}})
+        self._render_all(affected - {ref})
+
+    def _withdraw(self, ref: ObjectRef) -> None:
+        """Drop every record ``ref`` wrote, without trusting ``_ref_hosts``: a render
+        that failed half-way may have written hosts it has not recorded there."""
+        self._ref_hosts.pop(ref, None)
+        for host in [h for h, writer in self._host_writer.items() if writer == ref]:
+            del self._host_writer[host]
+            self._records.pop(("H", host), None)
+            self._host_cert.pop(host, None)
+        self._set_secret_users(ref, set())
+        self._set_backends(ref, frozenset())
 
     def _render(self, ref: ObjectRef) -> None:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
@@ -275,8 +346,7 @@ class Controller:
     def _sync_secret(self, ref: ObjectRef) -> None:
         key = (ref.namespace, ref.name)
         self._secret_states.pop(key, None)
-        for user in sorted(self._secret_users.get(key, ())):
-            self._render(user)
+        self._render_all(set(self._secret_users.get(key, ())))
 
     def _certificate_records(self) -> None:
         """Push exactly the certificates some virtual host refers to."""
@@ -318,9 +388,20 @@ class Controller:
 
     def _compute_peers(self, key: BackendKey) -> None:
         ns, svc, port = _split(key)
-        raw = self._store.get("Service", ns, svc)
-        service = parse_service(raw) if raw is not None else None
-        slices = [parse_endpoint_slice(s) for s in self._store.slices_for(ns, svc)]
+        service = None
+        if (raw := self._store.get("Service", ns, svc)) is not None:
+            try:
+                service = parse_service(raw)
+            except InvalidResource as e:
+                log.warning("Service ignored", extra={"fields": {"backend": key, "error": str(e)}})
+        slices = []
+        for raw_slice in self._store.slices_for(ns, svc):
+            try:
+                slices.append(parse_endpoint_slice(raw_slice))
+            except InvalidResource as e:
+                log.warning(
+                    "EndpointSlice ignored", extra={"fields": {"backend": key, "error": str(e)}}
+                )
         peers = resolve_peers(service, slices, port_ref_of(port))
         if peers:
             self._records[("E", key)] = " ".join(f"{p.address}#{p.port}" for p in peers)
@@ -340,12 +421,16 @@ class Controller:
             self._generation_seconds + time.monotonic() - started
         )
         self._generation_seconds = 0.0
-        await self._push_records(records)
+        pushed = await self._push_records(records)
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
+            if not pushed and reason in _LIVE:
+                # Its records are not in NGINX yet: said once a push goes through.
+                self._pending.setdefault(ref, (type_, reason, message))
+                continue
             self._reporter.event(ref, type_, reason, message)
             if ref.kind == "Ingress":
                 self._publish_status(ref)
@@ -362,25 +447,43 @@ class Controller:
         changes.update({k: "" for k in self._applied_records if k not in self._records})
         return changes
 
-    async def _push_records(self, changes: dict[RecordKey, str]) -> None:
+    async def _push_records(self, changes: dict[RecordKey, str]) -> bool:
+        """Push ``changes``; a record that is refused (too large, not encodable, no
+        room in NGINX) rejects its resource, whose withdrawal goes in the next round.
+        False when NGINX could not be reached (retried with backoff)."""
         full, self._full_push = self._full_push, False
         if not changes and not full:
-            return
+            return True
         started = time.monotonic()
-        try:
-            await self._dataplane.push(changes, full=full)
-        except PushError:
-            log.exception("push to nginx failed; it is retried with the next change")
-            self._full_push = full
-            return
-        for k, v in changes.items():
-            if v:
-                self._applied_records[k] = v
-            else:
-                self._applied_records.pop(k, None)
+        counts = dict.fromkeys("HCE", 0)
+        for _ in range(PUSH_ROUNDS):
+            refused = self._screen(changes)
+            sendable = push_order({k: v for k, v in changes.items() if k not in refused})
+            if sendable or full:
+                try:
+                    result = await self._dataplane.push(sendable, full=full)
+                except PushError:
+                    log.exception("push to nginx failed; it is retried")
+                    self._full_push = full
+                    self._queue.retry(RESYNC)
+                    return False
+                full = False
+                self._applied(sendable, result)
+                for key, code in result.refused.items():
+                    refused[key] = self._refusal(code)
+                    self._metrics.records_refused.labels(reason=code).inc()
+                for key in sendable:
+                    counts[key[0]] = counts.get(key[0], 0) + 1
+            if not refused:
+                break
+            self._refuse(refused)
+            self._certificate_records()
+            changes = self._record_changes()
+            if not changes:
+                break
+        self._queue.forget(RESYNC)
         self._metrics.endpoint_pushes.inc()
         self._metrics.push_seconds.observe(time.monotonic() - started)
-        counts = {kind: sum(1 for k in changes if k[0] == kind) for kind in "HCE"}
         log.info(
             "configuration pushed without reload",
             extra={
@@ -392,6 +495,76 @@ class Controller:
                 }
             },
         )
+        return True
+
+    def _screen(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
+        """Records that must not be sent at all, with why: too large, or not one line."""
+        limit = self._settings.max_record_bytes
+        refused: dict[RecordKey, str] = {}
+        for key, value in changes.items():
+            if not value:
+                continue
+            if problem := record_problem(key, value):
+                refused[key] = f"cannot be pushed to NGINX: {problem}"
+                self._metrics.records_refused.labels(reason="unencodable").inc()
+            elif (size := len(value.encode())) > limit:
+                refused[key] = f"is {size} bytes, more than --max-record-bytes {limit}"
+                self._metrics.records_refused.labels(reason="too_large").inc()
+        return refused
+
+    def _applied(self, sent: Mapping[RecordKey, str], result: PushResult) -> None:
+        for key, value in sent.items():
+            if value and key not in result.refused:
+                self._applied_records[key] = value
+            else:  # removed, or refused (NGINX then holds no value for it either)
+                self._applied_records.pop(key, None)
+        for store, ratio in result.memory.items():
+            self._metrics.records_memory.labels(store=store).set(ratio)
+            before = self._memory_ratio.get(store, 0.0)
+            self._memory_ratio[store] = ratio
+            fields = {"store": store, "ratio": round(ratio, 3), "limit": MEMORY_WARNING_RATIO}
+            if ratio >= MEMORY_WARNING_RATIO > before:
+                log.warning(
+                    "NGINX's record memory is filling up: raise --records-memory-size",
+                    extra={"fields": {**fields, "size": self._settings.shared_dict_size}},
+                )
+            elif before >= MEMORY_WARNING_RATIO > ratio:
+                log.info("NGINX's record memory is below the warning ratio again",
+                         extra={"fields": fields})  # fmt: skip
+
+    def _refusal(self, code: str) -> str:
+        """A refusal's reason, naming the limit that was hit."""
+        size = f"--records-memory-size {self._settings.shared_dict_size}"
+        full = f"{self._memory_ratio.get('dict', 1.0):.0%} full"
+        if code == NO_MEMORY:
+            return f"does not fit in NGINX's record memory ({size}, {full})"
+        if code == RESERVED:
+            return (
+                f"does not fit in NGINX's record memory ({size}, {full}): its last 10% "
+                "is kept for endpoint sets"
+            )
+        if code == FAST_ZONE_FULL:
+            return f"does not fit in the fast path module's zone (sized from {size})"
+        if code == BAD_KEY:
+            return "has a key longer than the fast path module takes"
+        return f"was refused by NGINX ({code})"
+
+    def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
+        """Reject the resources whose records were refused."""
+        for (kind, name), why in sorted(refused.items()):
+            if kind == "H":
+                if (owner := self._host_writer.get(name)) is not None:
+                    self._reject(owner, f"the virtual host {name} {why}")
+            elif kind == "E":
+                for user in sorted(self._backend_users.get(name, ())):
+                    self._reject(user, f"the endpoints of {name} {why}")
+            elif kind == "C":
+                # The Secret becomes unusable (its users serve without TLS on
+                # those hosts, with a warning) until it changes.
+                namespace, _, rest = name.partition("/")
+                secret = (namespace, rest.partition("@")[0])
+                self._secret_states[secret] = SecretState(None, f"its certificate {why}")
+                self._render_all(set(self._secret_users.get(secret, ())))
 
     async def _reload(self, changes: Mapping[str, str | None]) -> None:
         try:
@@ -433,9 +606,14 @@ class Controller:
         started = time.monotonic()
         try:
             self.sync(ref)
-        except Exception:
-            delay = self._queue.retry(ref)
-            log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})
+        except Exception as e:
+            if ref.kind == "Ingress":
+                # A retry would fail the same way: rejected until it changes.
+                log.exception("sync failed", extra={"fields": {"key": str(ref)}})
+                self._reject(ref, _internal(e))
+            else:
+                delay = self._queue.retry(ref)
+                log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})
         else:
             self._queue.forget(ref)
         seconds = time.monotonic() - started
@@ -458,6 +636,10 @@ class Controller:
             ):
                 self._sync_logged(await self._queue.get())
             await self.flush()
+
+
+def _internal(e: Exception) -> str:
+    return f"internal error ({type(e).__name__}: {e}); please report it"
 
 
 def _split(key: BackendKey) -> tuple[str, str, str]:

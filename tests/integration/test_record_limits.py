@@ -20,6 +20,7 @@ from tests.integration.harness import (
 # One hog's host record: 100 paths of ~200 bytes, ~21 kB. Moderate paths and
 # counts on purpose: the test is about the shared memory, not the parser's caps.
 HOG_PATHS = 100
+HOGS = 130
 
 
 def _hog(n: int) -> dict[str, Any]:
@@ -36,20 +37,20 @@ def test_a_full_record_memory_rejects_only_what_does_not_fit(
 ) -> None:
     f = either_fast_path
     a, b, c = backends.start("a"), backends.start("b"), backends.start("c")
-    # 4 MiB of records and a cap above each hog's record: the memory is what fills.
-    f.extra_args += ["--records-memory-size", "4m", "--max-record-bytes", "1000000"]
+    # 2 MiB of records and a cap above each hog's record: the memory is what fills.
+    f.extra_args += ["--records-memory-size", "2m", "--max-record-bytes", "1000000"]
     f.write("web-svc", service_with_backends("web", [a], namespace="web"))
     f.write("web", ingress("web", [rule("web.test", path("/", "web"))], namespace="web"))
     f.write("hog-svc", service_with_backends("hog", [c], namespace="hog"))
     f.start()
     assert served_by(f, "web.test", "/") == "a"
 
-    # ~6 MB of host records from one tenant: more than the memory holds.
-    f.write("hogs", *[_hog(n) for n in range(300)])
+    # ~2.8 MB of host records from one tenant: more than the memory holds.
+    f.write("hogs", *[_hog(n) for n in range(HOGS)])
     rejected = eventually(lambda: _rejected(f), 30, "a hog rejected")
     eventually(lambda: len(_rejected(f)) == len(rejected), 5, "rejections to settle")
     message = next(iter(rejected.values()))
-    assert "--records-memory-size 4m" in message, message
+    assert "--records-memory-size 2m" in message, message
 
     # Another tenant's endpoint change and new Ingress still go live.
     f.write("web-svc", service_with_backends("web", [b], namespace="web"))
@@ -65,7 +66,7 @@ def test_a_full_record_memory_rejects_only_what_does_not_fit(
     rejected = _rejected(f)
     live = [e["name"] for e in f.events() if e["reason"] == "AddedOrUpdated"]
     assert not set(rejected) & set(live)
-    assert 0 < len(rejected) < 300
+    assert 0 < len(rejected) < HOGS
     name = sorted(rejected)[0]
     assert served_by(f, f"{name}.test", f"/{int(name[4:]):04d}/000/" + "x" * 190) == "404"
     first_live = sorted(n for n in live if n.startswith("hog-"))[0]

@@ -83,7 +83,8 @@ class MainConfig:
         reserve for endpoint sets are measured there). Shared memory NGINX does
         not use costs address space, not RAM.
         """
-        return f"{(2 * size_bytes(self.shared_dict_size) >> 10) + 1024}k"
+        size = 2 * size_bytes(self.shared_dict_size) + (1 << 20)
+        return f"{size >> 20}m" if size % (1 << 20) == 0 else f"{-(-size // 1024)}k"
 
 
 _SIZE_RE = re.compile(r"([1-9][0-9]*)([kKmM]?)")
