@@ -48,6 +48,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.nginxReloadTimeout": 2.5,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
+    "controller.recordsMemorySize": "256m",
+    "controller.maxRecordBytes": 100000,
     "controller.dataPlane": "angie",
     "controller.angieDnsPort": 5353,
     "controller.reportIngressStatus.externalService": "other/lb",
@@ -286,6 +288,7 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert parsed.watch_namespace == "a,b"
     assert parsed.nginx_reload_timeout == 2.5
     assert parsed.worker_processes == "4"
+    assert (parsed.records_memory_size, parsed.max_record_bytes) == ("256m", 100000)
     assert parsed.external_service == "other/lb"
     assert parsed.ingress_address == "192.0.2.1,lb.example.com"
     assert parsed.leader_election_lock_name == "my-lock"
