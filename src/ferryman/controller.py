@@ -421,14 +421,15 @@ class Controller:
             self._generation_seconds + time.monotonic() - started
         )
         self._generation_seconds = 0.0
-        pushed = await self._push_records(records)
+        await self._push_records(records)
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
+        waiting = self._waiting()
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
-            if not pushed and reason in _LIVE:
-                # Its records are not in NGINX yet: said once a push goes through.
+            if reason in _LIVE and ref in waiting:
+                # Its records are not in NGINX yet: said once a push takes them.
                 self._pending.setdefault(ref, (type_, reason, message))
                 continue
             self._reporter.event(ref, type_, reason, message)
@@ -441,19 +442,32 @@ class Controller:
         self._full_push = True
         self._queue.add(RESYNC)
 
+    def _waiting(self) -> set[ObjectRef]:
+        """Ingresses with records NGINX does not hold yet (a push failed, or
+        rejections are still being worked through)."""
+        waiting: set[ObjectRef] = set()
+        for kind, name in self._record_changes():
+            if kind == "H" and (writer := self._host_writer.get(name)) is not None:
+                waiting.add(writer)
+            elif kind == "E":
+                waiting |= self._backend_users.get(name, set())
+            elif kind == "C":
+                waiting |= {self._host_writer[h] for h, c in self._host_cert.items() if c == name}
+        return waiting
+
     def _record_changes(self) -> dict[RecordKey, str]:
         """Records that differ from what NGINX holds ("" deletes one)."""
         changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}
         changes.update({k: "" for k in self._applied_records if k not in self._records})
         return changes
 
-    async def _push_records(self, changes: dict[RecordKey, str]) -> bool:
+    async def _push_records(self, changes: dict[RecordKey, str]) -> None:
         """Push ``changes``; a record that is refused (too large, not encodable, no
         room in NGINX) rejects its resource, whose withdrawal goes in the next round.
-        False when NGINX could not be reached (retried with backoff)."""
+        When NGINX cannot be reached, the push is retried with backoff."""
         full, self._full_push = self._full_push, False
         if not changes and not full:
-            return True
+            return
         started = time.monotonic()
         counts = dict.fromkeys("HCE", 0)
         for _ in range(PUSH_ROUNDS):
@@ -466,7 +480,7 @@ class Controller:
                     log.exception("push to nginx failed; it is retried")
                     self._full_push = full
                     self._queue.retry(RESYNC)
-                    return False
+                    return
                 full = False
                 self._applied(sendable, result)
                 for key, code in result.refused.items():
@@ -481,7 +495,12 @@ class Controller:
             changes = self._record_changes()
             if not changes:
                 break
-        self._queue.forget(RESYNC)
+        else:
+            # Withdrawals still to push: another flush, backing off in case a
+            # refused record cannot be traced to a resource and comes back.
+            self._queue.retry(RESYNC)
+        if not changes or not refused:
+            self._queue.forget(RESYNC)
         self._metrics.endpoint_pushes.inc()
         self._metrics.push_seconds.observe(time.monotonic() - started)
         log.info(
@@ -495,7 +514,6 @@ class Controller:
                 }
             },
         )
-        return True
 
     def _screen(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
         """Records that must not be sent at all, with why: too large, or not one line."""

@@ -290,3 +290,31 @@ def test_an_error_computing_endpoints_rejects_their_users_only(
     assert _hosts(kit) == {"w.test"}
     assert kit.dataplane.records[("E", "default/web:80")] == "10.0.0.4#8080"
     assert not len(kit.queue)
+
+
+def test_a_chain_of_rejections_settles_over_more_flushes(tmp_path: Path) -> None:
+    """Each rejected owner hands the host to the next claimant, whose record is
+    screened in the next round; past PUSH_ROUNDS another flush comes by itself."""
+
+    async def scenario(kit: Kit) -> None:
+        await kit.drain()
+        task = asyncio.create_task(kit.controller.run())
+        for _ in range(300):
+            await asyncio.sleep(0.01)
+            if kit.reasons("small")[-1:] == ["AddedOrUpdated"]:
+                break
+        task.cancel()
+
+    kit = Kit(tmp_path, max_record_bytes=2000)
+    claimants = [_big(f"big-{n}", "shared.test") for n in range(6)] + [
+        _small("small", "shared.test")
+    ]
+    for n, obj in enumerate(claimants):
+        obj["metadata"]["creationTimestamp"] = f"2020-01-0{n + 1}T00:00:00Z"
+    kit.add(*_service("app", "10.0.0.1"), *claimants)
+    asyncio.run(scenario(kit))
+    # Never reported live: their records never reached NGINX.
+    assert all(kit.reasons(f"big-{n}")[-1] == "Rejected" for n in range(6))
+    assert not [r for n in range(6) for r in kit.reasons(f"big-{n}") if r == "AddedOrUpdated"]
+    assert kit.reasons("small")[-1] == "AddedOrUpdated"
+    assert kit.dataplane.records[("H", "shared.test")] == "- 0 - rr:1:10 P|/|default/app:80"
