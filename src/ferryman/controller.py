@@ -27,18 +27,9 @@ from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configuration import Configuration
-from ferryman.dataplane import (
-    BAD_KEY,
-    FAST_ZONE_FULL,
-    NO_MEMORY,
-    RESERVED,
-    DataPlane,
-    PushResult,
-    RecordKey,
-    push_order,
-    record_problem,
-)
+from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, PushError
+from ferryman.dataplane.records import AppliedRecords
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -71,9 +62,6 @@ log = logging.getLogger("ferryman.controller")
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
-# Above this fill ratio of NGINX's record memory ferryman logs a warning: from
-# 0.9 on, only endpoint sets may still grow (ferryman.lua's ENDPOINT_RESERVE).
-MEMORY_WARNING_RATIO = 0.8
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
 PUSH_ROUNDS = 4
@@ -124,7 +112,7 @@ class Controller:
         self._files: dict[str, str] = dict(files)
         self._applied_files: dict[str, str] = dict(files)
         self._records: dict[RecordKey, str] = {}
-        self._applied_records: dict[RecordKey, str] = {}
+        self._applied = AppliedRecords(dataplane, settings, metrics)
         # Who wrote each virtual host, and which hosts each Ingress wrote.
         self._host_writer: dict[str, ObjectRef] = {}
         self._ref_hosts: dict[ObjectRef, set[str]] = {}
@@ -138,11 +126,9 @@ class Controller:
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
-        self._full_push = False
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
-        self._memory_ratio: dict[str, float] = {}  # store -> last fill ratio NGINX told
 
     def owner_of_host(self, host: str) -> ObjectRef | None:
         """The Ingress whose virtual host ``host`` (a record key) is."""
@@ -438,8 +424,7 @@ class Controller:
 
     def resend_everything(self) -> None:
         """NGINX lost its memory (it was restarted): the next flush pushes all records."""
-        self._applied_records.clear()
-        self._full_push = True
+        self._applied.forget_all()
         self._queue.add(RESYNC)
 
     def _waiting(self) -> set[ObjectRef]:
@@ -457,37 +442,25 @@ class Controller:
 
     def _record_changes(self) -> dict[RecordKey, str]:
         """Records that differ from what NGINX holds ("" deletes one)."""
-        changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}
-        changes.update({k: "" for k in self._applied_records if k not in self._records})
-        return changes
+        return self._applied.changes(self._records)
 
     async def _push_records(self, changes: dict[RecordKey, str]) -> None:
         """Push ``changes``; a record that is refused (too large, not encodable, no
         room in NGINX) rejects its resource, whose withdrawal goes in the next round.
         When NGINX cannot be reached, the push is retried with backoff."""
-        full, self._full_push = self._full_push, False
-        if not changes and not full:
+        if not changes and not self._applied.full:
             return
         started = time.monotonic()
         counts = dict.fromkeys("HCE", 0)
         for _ in range(PUSH_ROUNDS):
-            refused = self._screen(changes)
-            sendable = push_order({k: v for k, v in changes.items() if k not in refused})
-            if sendable or full:
-                try:
-                    result = await self._dataplane.push(sendable, full=full)
-                except PushError:
-                    log.exception("push to nginx failed; it is retried")
-                    self._full_push = full
-                    self._queue.retry(RESYNC)
-                    return
-                full = False
-                self._applied(sendable, result)
-                for key, code in result.refused.items():
-                    refused[key] = self._refusal(code)
-                    self._metrics.records_refused.labels(reason=code).inc()
-                for key in sendable:
-                    counts[key[0]] = counts.get(key[0], 0) + 1
+            try:
+                refused = await self._applied.push(changes)
+            except PushError:
+                log.exception("push to nginx failed; it is retried")
+                self._queue.retry(RESYNC)
+                return
+            for kind, _ in changes:
+                counts[kind] = counts.get(kind, 0) + 1
             if not refused:
                 break
             self._refuse(refused)
@@ -514,58 +487,6 @@ class Controller:
                 }
             },
         )
-
-    def _screen(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
-        """Records that must not be sent at all, with why: too large, or not one line."""
-        limit = self._settings.max_record_bytes
-        refused: dict[RecordKey, str] = {}
-        for key, value in changes.items():
-            if not value:
-                continue
-            if problem := record_problem(key, value):
-                refused[key] = f"cannot be pushed to NGINX: {problem}"
-                self._metrics.records_refused.labels(reason="unencodable").inc()
-            elif (size := len(value.encode())) > limit:
-                refused[key] = f"is {size} bytes, more than --max-record-bytes {limit}"
-                self._metrics.records_refused.labels(reason="too_large").inc()
-        return refused
-
-    def _applied(self, sent: Mapping[RecordKey, str], result: PushResult) -> None:
-        for key, value in sent.items():
-            if value and key not in result.refused:
-                self._applied_records[key] = value
-            else:  # removed, or refused (NGINX then holds no value for it either)
-                self._applied_records.pop(key, None)
-        for store, ratio in result.memory.items():
-            self._metrics.records_memory.labels(store=store).set(ratio)
-            before = self._memory_ratio.get(store, 0.0)
-            self._memory_ratio[store] = ratio
-            fields = {"store": store, "ratio": round(ratio, 3), "limit": MEMORY_WARNING_RATIO}
-            if ratio >= MEMORY_WARNING_RATIO > before:
-                log.warning(
-                    "NGINX's record memory is filling up: raise --records-memory-size",
-                    extra={"fields": {**fields, "size": self._settings.shared_dict_size}},
-                )
-            elif before >= MEMORY_WARNING_RATIO > ratio:
-                log.info("NGINX's record memory is below the warning ratio again",
-                         extra={"fields": fields})  # fmt: skip
-
-    def _refusal(self, code: str) -> str:
-        """A refusal's reason, naming the limit that was hit."""
-        size = f"--records-memory-size {self._settings.shared_dict_size}"
-        full = f"{self._memory_ratio.get('dict', 1.0):.0%} full"
-        if code == NO_MEMORY:
-            return f"does not fit in NGINX's record memory ({size}, {full})"
-        if code == RESERVED:
-            return (
-                f"does not fit in NGINX's record memory ({size}, {full}): its last 10% "
-                "is kept for endpoint sets"
-            )
-        if code == FAST_ZONE_FULL:
-            return f"does not fit in the fast path module's zone (sized from {size})"
-        if code == BAD_KEY:
-            return "has a key longer than the fast path module takes"
-        return f"was refused by NGINX ({code})"
 
     def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
         """Reject the resources whose records were refused."""

@@ -198,7 +198,7 @@ def test_memory_fill_ratio_is_exported_and_warned_about(
 ) -> None:
     kit = Kit(tmp_path, FakeDataPlane(capacity=5_000))
     kit.add(*_service("app", "10.0.0.1"), _big("a", "a.test"))
-    with caplog.at_level(logging.INFO, "ferryman.controller"):
+    with caplog.at_level(logging.INFO, "ferryman.records"):
         asyncio.run(kit.drain())
         ratio = kit.metric("ferryman_records_memory_ratio", {"store": "dict"})
         assert 0.8 < ratio <= 1
