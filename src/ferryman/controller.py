@@ -169,7 +169,9 @@ class Controller:
                     log.exception("endpoints failed", extra={"fields": {"backend": key}})
                     self._records.pop(("E", key), None)
                     for user in sorted(self._backend_users.get(key, ())):
-                        self._reject(user, f"the endpoints of {key} failed: {_internal(e)}")
+                        self._reject(
+                            user, f"computing the endpoint set {key} failed: {_internal(e)}"
+                        )
         elif ref.kind == "Secret":
             self._sync_secret(ref)
 
@@ -496,7 +498,7 @@ class Controller:
                     self._reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":
                 for user in sorted(self._backend_users.get(name, ())):
-                    self._reject(user, f"the endpoints of {name} {why}")
+                    self._reject(user, f"the endpoint set {name} {why}")
             elif kind == "C":
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.

@@ -153,6 +153,21 @@ def test_an_unencodable_record_rejects_its_resource_not_the_push(
     assert _hosts(kit) == {"good.test"}
 
 
+def test_an_endpoint_set_over_the_cap_rejects_the_ingresses_routing_to_it(tmp_path: Path) -> None:
+    kit = Kit(tmp_path, max_record_bytes=300)
+    kit.add(*_service("app", *(f"10.0.0.{n}" for n in range(1, 40))), *_service("web", "10.0.1.1"))
+    kit.add(_small("a", "a.test"), _small("b", "b.test"), _small("w", "w.test", svc="web"))
+    asyncio.run(kit.drain())
+    for name in ("a", "b"):
+        assert kit.reasons(name) == ["Rejected"]
+        message = kit.messages(name)[0]
+        assert "the endpoint set default/app:80 is " in message
+        assert "more than --max-record-bytes 300" in message
+    assert kit.reasons("w") == ["AddedOrUpdated"]
+    assert _hosts(kit) == {"w.test"}
+    assert [k for k in kit.dataplane.records if k[0] == "E"] == [("E", "default/web:80")]
+
+
 def test_an_unusable_certificate_record_leaves_its_hosts_without_tls(tmp_path: Path) -> None:
     kit = Kit(tmp_path, max_record_bytes=600)
     kit.add(*_service("app", "10.0.0.1"), tls_secret("tls", ["s.test"]))
@@ -286,7 +301,9 @@ def test_an_error_computing_endpoints_rejects_their_users_only(
     kit.add(*_service("app", "10.0.0.3"), *_service("web", "10.0.0.4"))
     asyncio.run(kit.drain())
     assert kit.reasons("a")[-1] == "Rejected"
-    assert "endpoints of default/app:80 failed: internal error" in kit.messages("a")[-1]
+    assert (
+        "computing the endpoint set default/app:80 failed: internal error" in kit.messages("a")[-1]
+    )
     assert _hosts(kit) == {"w.test"}
     assert kit.dataplane.records[("E", "default/web:80")] == "10.0.0.4#8080"
     assert not len(kit.queue)
