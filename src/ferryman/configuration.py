@@ -6,9 +6,13 @@ Ownership follows NIC: one owner per host, the oldest resource wins
 and such resources are ordered by namespace/name alone. Host "" stands for the
 catch-all (rules without a host, or a lone defaultBackend).
 
+A wildcard ``*.suffix`` covers one more label, but an exact host under it wins
+every request for that name, whoever owns it; ``shadowed`` tells the wildcard's
+owner which of its names another namespace serves.
+
 The class keeps its own state but does no I/O and reads no clock; each change
-returns the set of Ingresses whose served hosts may have changed, so the caller
-re-renders exactly those.
+returns the set of Ingresses whose served hosts (or shadowed names) may have
+changed, so the caller re-renders exactly those.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class Configuration:
         self._ingresses: dict[ObjectRef, Ingress] = {}
         self._claims: dict[str, set[ObjectRef]] = {}
         self._owner: dict[str, ObjectRef] = {}
+        # Exact hosts with an owner, by the wildcard that covers them ("*.suffix").
+        self._under: dict[str, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._ingresses)
@@ -68,15 +74,24 @@ class Configuration:
         for host in hosts:
             claims = self._claims.get(host, set())
             before = self._owner.get(host)
+            wildcard = covering_wildcard(host)
             if claims:
                 after = min(claims, key=lambda r: age_key(self._ingresses[r]))
                 self._owner[host] = after
                 affected.add(after)
+                if wildcard:
+                    self._under.setdefault(wildcard, set()).add(host)
             else:
                 self._claims.pop(host, None)
                 self._owner.pop(host, None)
+                if wildcard and (under := self._under.get(wildcard)) is not None:
+                    under.discard(host)
+                    if not under:
+                        del self._under[wildcard]
             if before is not None and before in self._ingresses:
                 affected.add(before)
+            if wildcard and (shadowed := self._owner.get(wildcard)) is not None:
+                affected.add(shadowed)
         return affected
 
     def owner(self, host: str) -> ObjectRef | None:
@@ -88,9 +103,27 @@ class Configuration:
             return ()
         return tuple(h for h in ing.hosts() if self._owner.get(h) == ref)
 
+    def shadowed(self, ref: ObjectRef) -> dict[str, ObjectRef]:
+        """Names under ``ref``'s wildcards that another namespace's exact host
+        serves instead, with that host's owner."""
+        found: dict[str, ObjectRef] = {}
+        for wildcard in self.owned_hosts(ref):
+            for host in self._under.get(wildcard, ()):
+                owner = self._owner[host]
+                if owner.namespace != ref.namespace:
+                    found[host] = owner
+        return found
+
     def lost_hosts(self, ref: ObjectRef) -> dict[str, ObjectRef]:
         """Hosts ``ref`` asks for but another resource owns, with the winner."""
         ing = self._ingresses.get(ref)
         if ing is None:
             return {}
         return {h: o for h in ing.hosts() if (o := self._owner[h]) != ref}
+
+
+def covering_wildcard(host: str) -> str | None:
+    """The wildcard that would serve an exact ``host`` ("a.b.c" -> "*.b.c")."""
+    if host.startswith("*.") or "." not in host:
+        return None
+    return "*." + host.partition(".")[2]

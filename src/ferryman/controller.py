@@ -26,7 +26,7 @@ from ferryman.configs.endpoints import port_ref_of, resolve_peers
 from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
-from ferryman.configuration import Configuration
+from ferryman.configuration import Configuration, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, PushError
 from ferryman.dataplane.records import AppliedRecords
@@ -273,6 +273,11 @@ class Controller:
         taken = [
             f"host {h or '(any host)'} is taken by {o.namespace}/{o.name}"
             for h, o in sorted(self._config.lost_hosts(ref).items())
+        ]
+        warnings = warnings + [
+            f"host {h} under {covering_wildcard(h)} is served by {o.namespace}/{o.name} "
+            "(an exact host wins over a wildcard)"
+            for h, o in sorted(self._config.shadowed(ref).items())
         ]
         who = f"{ref.namespace}/{ref.name}"
         if not serving:

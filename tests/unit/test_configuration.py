@@ -233,3 +233,19 @@ def test_ownership_matches_a_model_and_every_change_is_reported(
         for x, (_, hs) in model.items():
             assert set(c.owned_hosts(x)) | set(c.lost_hosts(x)) == set(hs)
             assert all(c.owner(h) == w != x for h, w in c.lost_hosts(x).items())
+
+
+def test_a_wildcard_owner_learns_which_names_another_namespace_serves() -> None:
+    config = Configuration()
+    wild = ingress("wild", ("*.example.com",), T1, namespace="a")
+    config.upsert(wild)
+    w = ObjectRef("Ingress", "a", "wild")
+    mine = ingress("mine", ("x.example.com",), T2, namespace="a")
+    config.upsert(mine)
+    assert config.shadowed(w) == {}  # the same tenant's
+    theirs = ingress("theirs", ("y.example.com", "z.y.example.com"), T3, namespace="b")
+    # The wildcard's owner is among those to re-render when a name under it changes hands.
+    assert w in config.upsert(theirs)
+    assert config.shadowed(w) == {"y.example.com": ObjectRef("Ingress", "b", "theirs")}
+    assert w in config.delete(ObjectRef("Ingress", "b", "theirs"))
+    assert config.shadowed(w) == {}

@@ -335,3 +335,21 @@ def test_a_chain_of_rejections_settles_over_more_flushes(tmp_path: Path) -> None
     assert not [r for n in range(6) for r in kit.reasons(f"big-{n}") if r == "AddedOrUpdated"]
     assert kit.reasons("small")[-1] == "AddedOrUpdated"
     assert kit.dataplane.records[("H", "shared.test")] == "- 0 - rr:1:10 P|/|default/app:80"
+
+
+def test_a_wildcard_owner_is_warned_when_another_namespace_takes_a_name(tmp_path: Path) -> None:
+    kit = Kit(tmp_path)
+    kit.add(
+        *_service("app", "10.0.0.1", namespace="a"), *_service("app", "10.0.0.2", namespace="b")
+    )
+    kit.add(_small("wild", "*.example.com", namespace="a"))
+    asyncio.run(kit.drain())
+    kit.add(_small("exact", "shop.example.com", namespace="b"))
+    asyncio.run(kit.drain())
+    assert kit.reasons("wild") == ["AddedOrUpdated", "AddedOrUpdatedWithWarning"]
+    assert (
+        "host shop.example.com under *.example.com is served by b/exact" in kit.messages("wild")[-1]
+    )
+    kit.sink.delete(ObjectRef("Ingress", "b", "exact"))
+    asyncio.run(kit.drain())
+    assert kit.reasons("wild")[-1] == "AddedOrUpdated"
