@@ -144,6 +144,14 @@ def parser() -> argparse.ArgumentParser:
         help="largest record (one host's routes, one certificate, one endpoint set) "
         "pushed to NGINX; its resource is rejected above it (default 524288)",
     )
+    r.add_argument(
+        "--allowed-host-suffixes",
+        type=_host_suffixes,
+        default=(),
+        help="opt-in host policy: NAMESPACE=SUFFIX pairs, comma-separated (repeat a "
+        "namespace for more suffixes; SUFFIX * allows every host); a namespace claims "
+        "only hosts equal to or under its suffixes, an unlisted one none (default: no policy)",
+    )
     r.add_argument("--log-format", choices=("text", "json"), default="text")
     r.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
 
@@ -182,6 +190,22 @@ def _positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not positive")
     return number
+
+
+def _host_suffixes(value: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in (i.strip() for i in value.split(",") if i.strip()):
+        namespace, sep, suffix = item.partition("=")
+        problem = (
+            "is not NAMESPACE=SUFFIX"
+            if not sep
+            else validation.dns1123_label(namespace)
+            or (validation.dns1123_subdomain(suffix) if suffix != "*" else None)
+        )
+        if problem:
+            raise argparse.ArgumentTypeError(f"{item!r} {problem}")
+        pairs.append((namespace, suffix))
+    return tuple(pairs)
 
 
 def _cidrs(value: str) -> tuple[str, ...]:
@@ -285,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         angie_dns_port=args.angie_dns_port,
         shared_dict_size=args.records_memory_size,
         max_record_bytes=args.max_record_bytes,
+        allowed_host_suffixes=args.allowed_host_suffixes,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

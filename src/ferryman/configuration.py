@@ -6,6 +6,9 @@ Ownership follows NIC: one owner per host, the oldest resource wins
 and such resources are ordered by namespace/name alone. Host "" stands for the
 catch-all (rules without a host, or a lone defaultBackend).
 
+With a ``HostPolicy`` (``--allowed-host-suffixes``, opt-in) a namespace claims only
+the hosts its suffixes cover; the others are reported, never claimed.
+
 A wildcard ``*.suffix`` covers one more label, but an exact host under it wins
 every request for that name, whoever owns it; ``shadowed`` tells the wildcard's
 owner which of its names another namespace serves.
@@ -16,6 +19,8 @@ changed, so the caller re-renders exactly those.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from ferryman.resources.ingress import Ingress
 from ferryman.resources.meta import ObjectRef
@@ -32,8 +37,27 @@ def ingress_ref(ing: Ingress) -> ObjectRef:
     return ObjectRef("Ingress", ing.meta.namespace, ing.meta.name)
 
 
+class HostPolicy:
+    """Which hosts each namespace may claim: a host equal to one of its suffixes or
+    under it (``*.suffix`` counts as under ``suffix``); ``*`` allows every host and
+    the catch-all. A namespace without suffixes may claim none."""
+
+    def __init__(self, suffixes: Iterable[tuple[str, str]]) -> None:
+        self._suffixes: dict[str, set[str]] = {}
+        for namespace, suffix in suffixes:
+            self._suffixes.setdefault(namespace, set()).add(suffix)
+
+    def allows(self, namespace: str, host: str) -> bool:
+        suffixes = self._suffixes.get(namespace, set())
+        if "*" in suffixes:
+            return True
+        name = host.removeprefix("*.")
+        return bool(name) and any(name == s or name.endswith("." + s) for s in suffixes)
+
+
 class Configuration:
-    def __init__(self) -> None:
+    def __init__(self, policy: HostPolicy | None = None) -> None:
+        self._policy = policy
         self._ingresses: dict[ObjectRef, Ingress] = {}
         self._claims: dict[str, set[ObjectRef]] = {}
         self._owner: dict[str, ObjectRef] = {}
@@ -49,12 +73,25 @@ class Configuration:
     def refs(self) -> list[ObjectRef]:
         return list(self._ingresses)
 
+    def _claimable(self, ing: Ingress) -> list[str]:
+        policy = self._policy
+        hosts = ing.hosts()
+        return [h for h in hosts if policy.allows(ing.meta.namespace, h)] if policy else list(hosts)
+
+    def denied_hosts(self, ref: ObjectRef) -> list[str]:
+        """Hosts ``ref`` asks for that the host policy does not allow its namespace."""
+        ing = self._ingresses.get(ref)
+        if ing is None:
+            return []
+        claimable = set(self._claimable(ing))
+        return [h for h in ing.hosts() if h not in claimable]
+
     def upsert(self, ing: Ingress) -> set[ObjectRef]:
         ref = ingress_ref(ing)
         old = self._ingresses.get(ref)
         self._ingresses[ref] = ing
-        old_hosts = set(old.hosts()) if old else set()
-        new_hosts = set(ing.hosts())
+        old_hosts = set(self._claimable(old)) if old else set()
+        new_hosts = set(self._claimable(ing))
         for host in old_hosts - new_hosts:
             self._claims[host].discard(ref)
         for host in new_hosts:
@@ -65,9 +102,10 @@ class Configuration:
         old = self._ingresses.pop(ref, None)
         if old is None:
             return set()
-        for host in old.hosts():
+        hosts = set(self._claimable(old))
+        for host in hosts:
             self._claims[host].discard(ref)
-        return {ref} | self._reelect(set(old.hosts()))
+        return {ref} | self._reelect(hosts)
 
     def _reelect(self, hosts: set[str]) -> set[ObjectRef]:
         affected: set[ObjectRef] = set()
@@ -119,7 +157,7 @@ class Configuration:
         ing = self._ingresses.get(ref)
         if ing is None:
             return {}
-        return {h: o for h in ing.hosts() if (o := self._owner[h]) != ref}
+        return {h: o for h in self._claimable(ing) if (o := self._owner[h]) != ref}
 
 
 def covering_wildcard(host: str) -> str | None:

@@ -26,7 +26,7 @@ from ferryman.configs.endpoints import port_ref_of, resolve_peers
 from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
-from ferryman.configuration import Configuration, covering_wildcard
+from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, PushError
 from ferryman.dataplane.records import AppliedRecords
@@ -106,7 +106,8 @@ class Controller:
         self._secrets = secrets
         self._reporter = reporter
         self._metrics = metrics
-        self._config = Configuration()
+        policy = settings.allowed_host_suffixes
+        self._config = Configuration(HostPolicy(policy) if policy else None)
         self._policy = ClassPolicy(settings.ingress_class, None)
         # Desired and applied state: files (path -> text) and pushed records.
         self._files: dict[str, str] = dict(files)
@@ -274,6 +275,11 @@ class Controller:
             f"host {h or '(any host)'} is taken by {o.namespace}/{o.name}"
             for h, o in sorted(self._config.lost_hosts(ref).items())
         ]
+        denied = [
+            f"host {h or '(any host)'} is not allowed in namespace {ref.namespace} "
+            "(--allowed-host-suffixes)"
+            for h in self._config.denied_hosts(ref)
+        ]
         warnings = warnings + [
             f"host {h} under {covering_wildcard(h)} is served by {o.namespace}/{o.name} "
             "(an exact host wins over a wildcard)"
@@ -281,15 +287,16 @@ class Controller:
         ]
         who = f"{ref.namespace}/{ref.name}"
         if not serving:
-            message = f"All hosts are taken by other resources: {'; '.join(taken)}"
-            self._event(ref, WARNING, REJECTED, message)
-        elif taken or warnings:
+            # NIC's words when only ownership is in the way.
+            lead = "No host can be served" if denied else "All hosts are taken by other resources"
+            self._event(ref, WARNING, REJECTED, f"{lead}: {'; '.join(taken + denied)}")
+        elif taken or denied or warnings:
             self._event(
                 ref,
                 WARNING,
                 ADDED_OR_UPDATED_WITH_WARNING,
                 f"Configuration for {who} was added or updated with warning(s): "
-                + "; ".join(taken + warnings),
+                + "; ".join(taken + denied + warnings),
             )
         else:
             self._event(

@@ -50,6 +50,8 @@ class Settings:
     # host record and an endpoint set of 10,000 IPv6 endpoints (~460 kB), yet
     # 256 of them are needed to fill the default 128m.
     max_record_bytes: int = 512 * 1024
+    # --allowed-host-suffixes: (namespace, suffix) pairs; empty: no host policy.
+    allowed_host_suffixes: tuple[tuple[str, str], ...] = ()
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

@@ -353,3 +353,29 @@ def test_a_wildcard_owner_is_warned_when_another_namespace_takes_a_name(tmp_path
     kit.sink.delete(ObjectRef("Ingress", "b", "exact"))
     asyncio.run(kit.drain())
     assert kit.reasons("wild")[-1] == "AddedOrUpdated"
+
+
+def test_a_host_policy_keeps_a_namespace_to_its_suffixes(tmp_path: Path) -> None:
+    kit = Kit(tmp_path, allowed_host_suffixes=(("a", "a.example.com"), ("b", "b.example.com")))
+    kit.add(
+        *_service("app", "10.0.0.1", namespace="a"), *_service("app", "10.0.0.2", namespace="b")
+    )
+    squat = ingress(
+        "squat",
+        [rule("www.a.example.com", path("/", "app")), rule("b.example.com", path("/", "app"))],
+        namespace="b",
+    )
+    squat["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+    kit.add(squat, _small("www", "www.a.example.com", namespace="a"))
+    kit.add(_small("other", "c.example.com", namespace="c"))
+    asyncio.run(kit.drain())
+    assert kit.reasons("www") == ["AddedOrUpdated"]
+    assert kit.dataplane.records[("H", "www.a.example.com")].endswith("P|/|a/app:80")
+    assert kit.reasons("squat") == ["AddedOrUpdatedWithWarning"]
+    assert (
+        "host www.a.example.com is not allowed in namespace b (--allowed-host-suffixes)"
+        in kit.messages("squat")[0]
+    )
+    assert kit.reasons("other") == ["Rejected"]
+    assert kit.messages("other")[0].startswith("No host can be served: host c.example.com")
+    assert _hosts(kit) == {"www.a.example.com", "b.example.com"}
