@@ -421,11 +421,11 @@ class Controller:
             self._generation_seconds + time.monotonic() - started
         )
         self._generation_seconds = 0.0
-        await self._push_records(records)
+        outstanding = await self._push_records(records)
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
-        waiting = self._waiting()
+        waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
             if reason in _LIVE and ref in waiting:
@@ -441,11 +441,10 @@ class Controller:
         self._applied.forget_all()
         self._queue.add(RESYNC)
 
-    def _waiting(self) -> set[ObjectRef]:
-        """Ingresses with records NGINX does not hold yet (a push failed, or
-        rejections are still being worked through)."""
+    def _waiting(self, outstanding: Iterable[RecordKey]) -> set[ObjectRef]:
+        """Ingresses with some of the ``outstanding`` records NGINX does not hold yet."""
         waiting: set[ObjectRef] = set()
-        for kind, name in self._record_changes():
+        for kind, name in outstanding:
             if kind == "H" and (writer := self._host_writer.get(name)) is not None:
                 waiting.add(writer)
             elif kind == "E":
@@ -458,12 +457,13 @@ class Controller:
         """Records that differ from what NGINX holds ("" deletes one)."""
         return self._applied.changes(self._records)
 
-    async def _push_records(self, changes: dict[RecordKey, str]) -> None:
+    async def _push_records(self, changes: dict[RecordKey, str]) -> dict[RecordKey, str]:
         """Push ``changes``; a record that is refused (too large, not encodable, no
         room in NGINX) rejects its resource, whose withdrawal goes in the next round.
-        When NGINX cannot be reached, the push is retried with backoff."""
+        When NGINX cannot be reached, the push is retried with backoff. Returns the
+        changes still outstanding (a push failed, or rejections outlasted the rounds)."""
         if not changes and not self._applied.full:
-            return
+            return {}
         started = time.monotonic()
         counts = dict.fromkeys("HCE", 0)
         for _ in range(PUSH_ROUNDS):
@@ -472,7 +472,7 @@ class Controller:
             except PushError:
                 log.exception("push to nginx failed; it is retried")
                 self._queue.retry(RESYNC)
-                return
+                return self._record_changes()
             for kind, _ in changes:
                 counts[kind] = counts.get(kind, 0) + 1
             if not refused:
@@ -488,6 +488,7 @@ class Controller:
             self._queue.retry(RESYNC)
         if not changes or not refused:
             self._queue.forget(RESYNC)
+            changes = {}
         self._metrics.endpoint_pushes.inc()
         self._metrics.push_seconds.observe(time.monotonic() - started)
         log.info(
@@ -501,6 +502,7 @@ class Controller:
                 }
             },
         )
+        return changes
 
     def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
         """Reject the resources whose records were refused."""
