@@ -234,7 +234,8 @@ class Metrics:
         self.records_memory = Gauge(
             "ferryman_records_memory_ratio",
             "How full NGINX's memory for pushed records is (0..1), by store; "
-            "from 0.9 only endpoint sets may grow",
+            "from 0.9 only records up to 4 KiB and endpoint sets may grow, from 0.98 only "
+            "endpoint sets",
             ["store"],
             registry=r,
         )

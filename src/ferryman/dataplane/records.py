@@ -29,8 +29,10 @@ from ferryman.settings import Settings
 log = logging.getLogger("ferryman.records")
 
 # Above this fill ratio of NGINX's record memory ferryman logs a warning: from
-# 0.9 on, only endpoint sets may still grow (ferryman.lua's ENDPOINT_RESERVE).
+# 0.9 on, only records up to 4 KiB and endpoint sets may still grow, from 0.98
+# only endpoint sets (ferryman.lua's LARGE_RECORD and reserves).
 MEMORY_WARNING_RATIO = 0.8
+LARGE_RECORD = 4096
 
 
 class AppliedRecords:
@@ -64,7 +66,7 @@ class AppliedRecords:
         self.full = False
         self._record(sendable, result)
         for key, code in result.refused.items():
-            refused[key] = self._refusal(code)
+            refused[key] = self._refusal(code, len(sendable.get(key, "")))
             self._metrics.records_refused.labels(reason=code).inc()
         return refused
 
@@ -105,19 +107,21 @@ class AppliedRecords:
                     extra={"fields": fields},
                 )
 
-    def _refusal(self, code: str) -> str:
+    def _refusal(self, code: str, size: int) -> str:
         """A refusal's reason, naming the limit that was hit."""
-        size = f"--records-memory-size {self._settings.shared_dict_size}"
+        memory = f"--records-memory-size {self._settings.shared_dict_size}"
         full = f"{self._memory.get('dict', 1.0):.0%} full"
         if code == NO_MEMORY:
-            return f"does not fit in NGINX's record memory ({size}, {full})"
+            return f"does not fit in NGINX's record memory ({memory}, {full})"
         if code == RESERVED:
-            return (
-                f"does not fit in NGINX's record memory ({size}, {full}): its last 10% "
-                "is kept for endpoint sets"
+            kept = (
+                "its last 10% is kept for records up to 4 KiB and endpoint sets"
+                if size > LARGE_RECORD
+                else "its last 2% is kept for endpoint sets"
             )
+            return f"does not fit in NGINX's record memory ({memory}, {full}): {kept}"
         if code == FAST_ZONE_FULL:
-            return f"does not fit in the fast path module's zone (sized from {size})"
+            return f"does not fit in the fast path module's zone (sized from {memory})"
         if code == BAD_KEY:
             return "has a key longer than the fast path module takes"
         return f"was refused by NGINX ({code})"

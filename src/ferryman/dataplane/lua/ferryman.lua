@@ -479,10 +479,14 @@ function _M.certificate()
     end
 end
 
--- Endpoint sets may use the last part of the dict that hosts and certificates
--- may not: when one tenant's records fill the memory, endpoint changes (traffic
--- to pods that are gone) still go through. A fraction of the dict's capacity.
-local ENDPOINT_RESERVE = 0.1
+-- The end of the dict is kept: virtual hosts and certificates larger than
+-- LARGE_RECORD bytes may not use its last LARGE_RESERVE, smaller ones not its
+-- last SMALL_RESERVE; endpoint sets may use all of it. So when one tenant's big
+-- records fill the memory, other tenants' ordinary Ingresses still go live and
+-- endpoint changes (traffic to pods that are gone) still go through. Fractions
+-- of the dict's capacity.
+local LARGE_RECORD = 4096
+local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 
 -- Stores one record in the dict and, for hosts and endpoint sets, in the
 -- module's zone. Returns nil, or why it was refused (the push answer's codes,
@@ -504,7 +508,8 @@ local function store_record(module, kind, name, value)
         problem = err == "no memory" and "no_memory" or ("dict: " .. tostring(err))
     elseif kind ~= "E" then
         local free = store:free_space()
-        if free < free_before and free < ENDPOINT_RESERVE * store:capacity() then
+        local reserve = #value > LARGE_RECORD and LARGE_RESERVE or SMALL_RESERVE
+        if free < free_before and free < reserve * store:capacity() then
             problem = "reserved"
         end
     end
