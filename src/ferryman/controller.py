@@ -450,7 +450,8 @@ class Controller:
             elif kind == "E":
                 waiting |= self._backend_users.get(name, set())
             elif kind == "C":
-                waiting |= {self._host_writer[h] for h, c in self._host_cert.items() if c == name}
+                hosts = [h for h, cert in self._host_cert.items() if cert == name]
+                waiting |= {w for h in hosts if (w := self._host_writer.get(h)) is not None}
         return waiting
 
     def _record_changes(self) -> dict[RecordKey, str]:
