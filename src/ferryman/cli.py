@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ferryman import __version__, app, logs
+from ferryman.configs.model import size_bytes
 from ferryman.resources import validation
 from ferryman.settings import Settings
 
@@ -273,6 +274,28 @@ def parser() -> argparse.ArgumentParser:
         "paths were matched (dot segments, '..;', encoded '.', '/', '\\', ';'; default off)",
     )
     r.add_argument(
+        "--records-memory-size",
+        type=_memory_size,
+        default="128m",
+        help="NGINX shared memory for pushed hosts, certificates and endpoint sets "
+        "(NGINX size, at least 1m; default 128m)",
+    )
+    r.add_argument(
+        "--max-record-bytes",
+        type=_positive,
+        default=512 * 1024,
+        help="largest record (one host's routes, one certificate, one endpoint set) "
+        "pushed to NGINX; its resource is rejected above it (default 524288)",
+    )
+    r.add_argument(
+        "--allowed-host-suffixes",
+        type=_host_suffixes,
+        default=(),
+        help="opt-in host policy: NAMESPACE=SUFFIX pairs, comma-separated (repeat a "
+        "namespace for more suffixes; SUFFIX * allows every host); a namespace claims "
+        "only hosts equal to or under its suffixes, an unlisted one none (default: no policy)",
+    )
+    r.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
     )
     r.add_argument(
@@ -336,6 +359,43 @@ def _port(value: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
     return port
+
+
+def _memory_size(value: str) -> str:
+    """An NGINX size for the records' shared memory; nginx.conf gets it verbatim."""
+    try:
+        size = size_bytes(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    if size < 1 << 20:
+        raise argparse.ArgumentTypeError(f"{value!r} is less than 1m")
+    return value
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from e
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not positive")
+    return number
+
+
+def _host_suffixes(value: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in (i.strip() for i in value.split(",") if i.strip()):
+        namespace, sep, suffix = item.partition("=")
+        problem = (
+            "is not NAMESPACE=SUFFIX"
+            if not sep
+            else validation.dns1123_label(namespace)
+            or (validation.dns1123_subdomain(suffix) if suffix != "*" else None)
+        )
+        if problem:
+            raise argparse.ArgumentTypeError(f"{item!r} {problem}")
+        pairs.append((namespace, suffix))
+    return tuple(pairs)
 
 
 def _cidrs(value: str) -> tuple[str, ...]:
@@ -440,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         angie_dns_port=args.angie_dns_port,
         compute_full_forwarded_for=args.compute_full_forwarded_for,
         strict_request_paths=args.strict_request_paths,
+        shared_dict_size=args.records_memory_size,
+        max_record_bytes=args.max_record_bytes,
+        allowed_host_suffixes=args.allowed_host_suffixes,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

@@ -6,12 +6,21 @@ Ownership follows NIC: one owner per host, the oldest resource wins
 and such resources are ordered by namespace/name alone. Host "" stands for the
 catch-all (rules without a host, or a lone defaultBackend).
 
+With a ``HostPolicy`` (``--allowed-host-suffixes``, opt-in) a namespace claims only
+the hosts its suffixes cover; the others are reported, never claimed.
+
+A wildcard ``*.suffix`` covers one more label, but an exact host under it wins
+every request for that name, whoever owns it; ``shadowed`` tells the wildcard's
+owner which of its names another namespace serves.
+
 The class keeps its own state but does no I/O and reads no clock; each change
-returns the set of Ingresses whose served hosts may have changed, so the caller
-re-renders exactly those.
+returns the set of Ingresses whose served hosts (or shadowed names) may have
+changed, so the caller re-renders exactly those.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from ferryman.resources.ingress import Ingress
 from ferryman.resources.meta import ObjectRef
@@ -28,11 +37,32 @@ def ingress_ref(ing: Ingress) -> ObjectRef:
     return ObjectRef("Ingress", ing.meta.namespace, ing.meta.name)
 
 
+class HostPolicy:
+    """Which hosts each namespace may claim: a host equal to one of its suffixes or
+    under it (``*.suffix`` counts as under ``suffix``); ``*`` allows every host and
+    the catch-all. A namespace without suffixes may claim none."""
+
+    def __init__(self, suffixes: Iterable[tuple[str, str]]) -> None:
+        self._suffixes: dict[str, set[str]] = {}
+        for namespace, suffix in suffixes:
+            self._suffixes.setdefault(namespace, set()).add(suffix)
+
+    def allows(self, namespace: str, host: str) -> bool:
+        suffixes = self._suffixes.get(namespace, set())
+        if "*" in suffixes:
+            return True
+        name = host.removeprefix("*.")
+        return bool(name) and any(name == s or name.endswith("." + s) for s in suffixes)
+
+
 class Configuration:
-    def __init__(self) -> None:
+    def __init__(self, policy: HostPolicy | None = None) -> None:
+        self._policy = policy
         self._ingresses: dict[ObjectRef, Ingress] = {}
         self._claims: dict[str, set[ObjectRef]] = {}
         self._owner: dict[str, ObjectRef] = {}
+        # Exact hosts with an owner, by the wildcard that covers them ("*.suffix").
+        self._under: dict[str, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._ingresses)
@@ -43,12 +73,25 @@ class Configuration:
     def refs(self) -> list[ObjectRef]:
         return list(self._ingresses)
 
+    def _claimable(self, ing: Ingress) -> list[str]:
+        policy = self._policy
+        hosts = ing.hosts()
+        return [h for h in hosts if policy.allows(ing.meta.namespace, h)] if policy else list(hosts)
+
+    def denied_hosts(self, ref: ObjectRef) -> list[str]:
+        """Hosts ``ref`` asks for that the host policy does not allow its namespace."""
+        ing = self._ingresses.get(ref)
+        if ing is None:
+            return []
+        claimable = set(self._claimable(ing))
+        return [h for h in ing.hosts() if h not in claimable]
+
     def upsert(self, ing: Ingress) -> set[ObjectRef]:
         ref = ingress_ref(ing)
         old = self._ingresses.get(ref)
         self._ingresses[ref] = ing
-        old_hosts = set(old.hosts()) if old else set()
-        new_hosts = set(ing.hosts())
+        old_hosts = set(self._claimable(old)) if old else set()
+        new_hosts = set(self._claimable(ing))
         for host in old_hosts - new_hosts:
             self._claims[host].discard(ref)
         for host in new_hosts:
@@ -59,24 +102,34 @@ class Configuration:
         old = self._ingresses.pop(ref, None)
         if old is None:
             return set()
-        for host in old.hosts():
+        hosts = set(self._claimable(old))
+        for host in hosts:
             self._claims[host].discard(ref)
-        return {ref} | self._reelect(set(old.hosts()))
+        return {ref} | self._reelect(hosts)
 
     def _reelect(self, hosts: set[str]) -> set[ObjectRef]:
         affected: set[ObjectRef] = set()
         for host in hosts:
             claims = self._claims.get(host, set())
             before = self._owner.get(host)
+            wildcard = covering_wildcard(host)
             if claims:
                 after = min(claims, key=lambda r: age_key(self._ingresses[r]))
                 self._owner[host] = after
                 affected.add(after)
+                if wildcard:
+                    self._under.setdefault(wildcard, set()).add(host)
             else:
                 self._claims.pop(host, None)
                 self._owner.pop(host, None)
+                if wildcard and (under := self._under.get(wildcard)) is not None:
+                    under.discard(host)
+                    if not under:
+                        del self._under[wildcard]
             if before is not None and before in self._ingresses:
                 affected.add(before)
+            if wildcard and (shadowed := self._owner.get(wildcard)) is not None:
+                affected.add(shadowed)
         return affected
 
     def owner(self, host: str) -> ObjectRef | None:
@@ -88,9 +141,27 @@ class Configuration:
             return ()
         return tuple(h for h in ing.hosts() if self._owner.get(h) == ref)
 
+    def shadowed(self, ref: ObjectRef) -> dict[str, ObjectRef]:
+        """Names under ``ref``'s wildcards that another namespace's exact host
+        serves instead, with that host's owner."""
+        found: dict[str, ObjectRef] = {}
+        for wildcard in self.owned_hosts(ref):
+            for host in self._under.get(wildcard, ()):
+                owner = self._owner[host]
+                if owner.namespace != ref.namespace:
+                    found[host] = owner
+        return found
+
     def lost_hosts(self, ref: ObjectRef) -> dict[str, ObjectRef]:
         """Hosts ``ref`` asks for but another resource owns, with the winner."""
         ing = self._ingresses.get(ref)
         if ing is None:
             return {}
-        return {h: o for h in ing.hosts() if (o := self._owner[h]) != ref}
+        return {h: o for h in self._claimable(ing) if (o := self._owner[h]) != ref}
+
+
+def covering_wildcard(host: str) -> str | None:
+    """The wildcard that would serve an exact ``host`` ("a.b.c" -> "*.b.c")."""
+    if host.startswith("*.") or "." not in host:
+        return None
+    return "*." + host.partition(".")[2]

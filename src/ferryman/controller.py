@@ -7,22 +7,29 @@ hosts, certificates, endpoint sets) and files. ``flush`` pushes changed records
 ferryman's own settings change files), and finally reports Events. ``run``
 batches: while the queue holds items, or new ones arrive within
 ``batch_window``, no flush happens.
+
+One resource's failure rejects that resource only: an Ingress whose parsing or
+rendering raises, or whose record is too large or does not fit in NGINX's
+memory, is taken out of the configuration (its records withdrawn, a Rejected
+Event naming the reason) until it changes, and every other one is still synced
+and pushed.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from ferryman.configs.endpoints import port_ref_of, resolve_peers
 from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
-from ferryman.configuration import Configuration
+from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, PushError
+from ferryman.dataplane.records import AppliedRecords
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -32,7 +39,7 @@ from ferryman.report import (
     WARNING,
     Reporter,
 )
-from ferryman.resources.ingress import parse_ingress
+from ferryman.resources.ingress import Ingress, parse_ingress
 from ferryman.resources.ingressclass import (
     CONTROLLER_NAME,
     ClassPolicy,
@@ -56,6 +63,11 @@ StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
 T = TypeVar("T")
+# Pushes per flush: a refused record rejects its resource, whose withdrawal (and
+# the hosts other Ingresses take over) goes in the next round.
+PUSH_ROUNDS = 4
+# Events that say a resource is live: held back while its records are not.
+_LIVE = (ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING)
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -94,13 +106,14 @@ class Controller:
         self._secrets = secrets
         self._reporter = reporter
         self._metrics = metrics
-        self._config = Configuration()
+        policy = settings.allowed_host_suffixes
+        self._config = Configuration(HostPolicy(policy) if policy else None)
         self._policy = ClassPolicy(settings.ingress_class, None)
         # Desired and applied state: files (path -> text) and pushed records.
         self._files: dict[str, str] = dict(files)
         self._applied_files: dict[str, str] = dict(files)
         self._records: dict[RecordKey, str] = {}
-        self._applied_records: dict[RecordKey, str] = {}
+        self._applied = AppliedRecords(dataplane, settings, metrics)
         # Who wrote each virtual host, and which hosts each Ingress wrote.
         self._host_writer: dict[str, ObjectRef] = {}
         self._ref_hosts: dict[ObjectRef, set[str]] = {}
@@ -114,7 +127,6 @@ class Controller:
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
-        self._full_push = False
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
@@ -158,8 +170,16 @@ class Controller:
         elif ref.kind == "IngressClass":
             self._sync_class(ref)
         elif ref.kind == "Service":
-            for key in self._service_backends.get((ref.namespace, ref.name), ()):
-                self._compute_peers(key)
+            for key in sorted(self._service_backends.get((ref.namespace, ref.name), ())):
+                try:
+                    self._compute_peers(key)
+                except Exception as e:
+                    log.exception("endpoints failed", extra={"fields": {"backend": key}})
+                    self._records.pop(("E", key), None)
+                    for user in sorted(self._backend_users.get(key, ())):
+                        self._reject(
+                            user, f"computing the endpoint set {key} failed: {_internal(e)}"
+                        )
         elif ref.kind == "Secret":
             self._sync_secret(ref)
 
@@ -168,20 +188,60 @@ class Controller:
 
     def _sync_ingress(self, ref: ObjectRef) -> None:
         obj = self._store.get("Ingress", ref.namespace, ref.name)
-        ing = None
-        if obj is not None and self._policy.accepts(raw_class_name(obj)):
-            try:
-                ing = parse_ingress(obj)
-            except InvalidResource as e:
-                self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {e}")
-        affected = self._config.upsert(ing) if ing else self._config.delete(ref)
-        for a in sorted(affected):
-            self._render(a)
+        try:
+            ing = self._parse_ingress(ref, obj)
+            affected = self._config.upsert(ing) if ing else self._config.delete(ref)
+        except Exception as e:
+            log.exception("sync failed", extra={"fields": {"key": str(ref)}})
+            self._reject(ref, _internal(e))
+            return
+        self._render_all(affected)
         if ing is None:
             if obj is None:
                 self._status_shown.discard(ref)  # deleted: no status to clear
             else:
                 self._publish_status(ref)
+
+    def _parse_ingress(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
+        """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
+        if obj is None or not self._policy.accepts(raw_class_name(obj)):
+            return None
+        try:
+            return parse_ingress(obj)
+        except InvalidResource as e:
+            self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {e}")
+            return None
+
+    def _render_all(self, refs: Iterable[ObjectRef]) -> None:
+        """Render each; one that fails is rejected and the others still render."""
+        for ref in sorted(refs):
+            try:
+                self._render(ref)
+            except Exception as e:
+                log.exception("render failed", extra={"fields": {"key": str(ref)}})
+                self._reject(ref, _internal(e))
+
+    def _reject(self, ref: ObjectRef, reason: str) -> None:
+        """Take ``ref`` out of the configuration until it changes: withdraw what it
+        wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
+        self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {reason}")
+        affected = self._config.delete(ref)
+        try:
+            self._withdraw(ref)
+        except Exception:
+            log.exception("withdrawing records failed", extra={"fields": {"key": str(ref)}})
+        self._render_all(affected - {ref})
+
+    def _withdraw(self, ref: ObjectRef) -> None:
+        """Drop every record ``ref`` wrote, without trusting ``_ref_hosts``: a render
+        that failed half-way may have written hosts it has not recorded there."""
+        self._ref_hosts.pop(ref, None)
+        for host in [h for h, writer in self._host_writer.items() if writer == ref]:
+            del self._host_writer[host]
+            self._records.pop(("H", host), None)
+            self._host_cert.pop(host, None)
+        self._set_secret_users(ref, set())
+        self._set_backends(ref, frozenset())
 
     def _render(self, ref: ObjectRef) -> None:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
@@ -222,17 +282,28 @@ class Controller:
             f"host {h or '(any host)'} is taken by {o.namespace}/{o.name}"
             for h, o in sorted(self._config.lost_hosts(ref).items())
         ]
+        denied = [
+            f"host {h or '(any host)'} is not allowed in namespace {ref.namespace} "
+            "(--allowed-host-suffixes)"
+            for h in self._config.denied_hosts(ref)
+        ]
+        warnings = warnings + [
+            f"host {h} under {covering_wildcard(h)} is served by {o.namespace}/{o.name} "
+            "(an exact host wins over a wildcard)"
+            for h, o in sorted(self._config.shadowed(ref).items())
+        ]
         who = f"{ref.namespace}/{ref.name}"
         if not serving:
-            message = f"All hosts are taken by other resources: {'; '.join(taken)}"
-            self._event(ref, WARNING, REJECTED, message)
-        elif taken or warnings:
+            # NIC's words when only ownership is in the way.
+            lead = "No host can be served" if denied else "All hosts are taken by other resources"
+            self._event(ref, WARNING, REJECTED, f"{lead}: {'; '.join(taken + denied)}")
+        elif taken or denied or warnings:
             self._event(
                 ref,
                 WARNING,
                 ADDED_OR_UPDATED_WITH_WARNING,
                 f"Configuration for {who} was added or updated with warning(s): "
-                + "; ".join(taken + warnings),
+                + "; ".join(taken + denied + warnings),
             )
         else:
             self._event(
@@ -281,8 +352,7 @@ class Controller:
     def _sync_secret(self, ref: ObjectRef) -> None:
         key = (ref.namespace, ref.name)
         self._secret_states.pop(key, None)
-        for user in sorted(self._secret_users.get(key, ())):
-            self._render(user)
+        self._render_all(set(self._secret_users.get(key, ())))
 
     def _certificate_records(self) -> None:
         """Push exactly the certificates some virtual host refers to."""
@@ -349,47 +419,77 @@ class Controller:
             self._generation_seconds + time.monotonic() - started
         )
         self._generation_seconds = 0.0
-        await self._push_records(records)
+        outstanding = await self._push_records(records)
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
+        waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
+            if reason in _LIVE and ref in waiting:
+                # Its records are not in NGINX yet: said once a push takes them.
+                self._pending.setdefault(ref, (type_, reason, message))
+                continue
             self._reporter.event(ref, type_, reason, message)
             if ref.kind == "Ingress":
                 self._publish_status(ref)
 
     def resend_everything(self) -> None:
         """NGINX lost its memory (it was restarted): the next flush pushes all records."""
-        self._applied_records.clear()
-        self._full_push = True
+        self._applied.forget_all()
         self._queue.add(RESYNC)
+
+    def _waiting(self, outstanding: Iterable[RecordKey]) -> set[ObjectRef]:
+        """Ingresses with some of the ``outstanding`` records NGINX does not hold yet."""
+        waiting: set[ObjectRef] = set()
+        for kind, name in outstanding:
+            if kind == "H" and (writer := self._host_writer.get(name)) is not None:
+                waiting.add(writer)
+            elif kind == "E":
+                waiting |= self._backend_users.get(name, set())
+            elif kind == "C":
+                hosts = [h for h, cert in self._host_cert.items() if cert == name]
+                waiting |= {w for h in hosts if (w := self._host_writer.get(h)) is not None}
+        return waiting
 
     def _record_changes(self) -> dict[RecordKey, str]:
         """Records that differ from what NGINX holds ("" deletes one)."""
-        changes = {k: v for k, v in self._records.items() if self._applied_records.get(k) != v}
-        changes.update({k: "" for k in self._applied_records if k not in self._records})
-        return changes
+        return self._applied.changes(self._records)
 
-    async def _push_records(self, changes: dict[RecordKey, str]) -> None:
-        full, self._full_push = self._full_push, False
-        if not changes and not full:
-            return
+    async def _push_records(self, changes: dict[RecordKey, str]) -> dict[RecordKey, str]:
+        """Push ``changes``; a record that is refused (too large, not encodable, no
+        room in NGINX) rejects its resource, whose withdrawal goes in the next round.
+        When NGINX cannot be reached, the push is retried with backoff. Returns the
+        changes still outstanding (a push failed, or rejections outlasted the rounds)."""
+        if not changes and not self._applied.full:
+            return {}
         started = time.monotonic()
-        try:
-            await self._dataplane.push(changes, full=full)
-        except PushError:
-            log.exception("push to nginx failed; it is retried with the next change")
-            self._full_push = full
-            return
-        for k, v in changes.items():
-            if v:
-                self._applied_records[k] = v
-            else:
-                self._applied_records.pop(k, None)
+        counts = dict.fromkeys("HCE", 0)
+        for _ in range(PUSH_ROUNDS):
+            try:
+                refused = await self._applied.push(changes)
+            except PushError:
+                log.exception("push to nginx failed; it is retried")
+                self._queue.retry(RESYNC)
+                return self._record_changes()
+            for kind, _ in changes:
+                counts[kind] = counts.get(kind, 0) + 1
+            if not refused:
+                break
+            self._refuse(refused)
+            self._certificate_records()
+            changes = self._record_changes()
+            if not changes:
+                break
+        else:
+            # Withdrawals still to push: another flush, backing off in case a
+            # refused record cannot be traced to a resource and comes back.
+            self._queue.retry(RESYNC)
+        if not changes or not refused:
+            self._queue.forget(RESYNC)
+            changes = {}
         self._metrics.endpoint_pushes.inc()
         self._metrics.push_seconds.observe(time.monotonic() - started)
-        counts = {kind: sum(1 for k in changes if k[0] == kind) for kind in "HCE"}
         log.info(
             "configuration pushed without reload",
             extra={
@@ -401,6 +501,24 @@ class Controller:
                 }
             },
         )
+        return changes
+
+    def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
+        """Reject the resources whose records were refused."""
+        for (kind, name), why in sorted(refused.items()):
+            if kind == "H":
+                if (owner := self._host_writer.get(name)) is not None:
+                    self._reject(owner, f"the virtual host {name} {why}")
+            elif kind == "E":
+                for user in sorted(self._backend_users.get(name, ())):
+                    self._reject(user, f"the endpoint set {name} {why}")
+            elif kind == "C":
+                # The Secret becomes unusable (its users serve without TLS on
+                # those hosts, with a warning) until it changes.
+                namespace, _, rest = name.partition("/")
+                secret = (namespace, rest.partition("@")[0])
+                self._secret_states[secret] = SecretState(None, f"its certificate {why}")
+                self._render_all(set(self._secret_users.get(secret, ())))
 
     async def _reload(self, changes: Mapping[str, str | None]) -> None:
         try:
@@ -442,9 +560,14 @@ class Controller:
         started = time.monotonic()
         try:
             self.sync(ref)
-        except Exception:
-            delay = self._queue.retry(ref)
-            log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})
+        except Exception as e:
+            if ref.kind == "Ingress":
+                # A retry would fail the same way: rejected until it changes.
+                log.exception("sync failed", extra={"fields": {"key": str(ref)}})
+                self._reject(ref, _internal(e))
+            else:
+                delay = self._queue.retry(ref)
+                log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})
         else:
             self._queue.forget(ref)
         seconds = time.monotonic() - started
@@ -484,6 +607,10 @@ def _valid(parse: Callable[[Mapping[str, Any]], T], obj: Mapping[str, Any] | Non
             extra={"fields": {"object": str(ref_of(obj)), "reason": str(e)}},
         )
         return None
+
+
+def _internal(e: Exception) -> str:
+    return f"internal error ({type(e).__name__}: {e}); please report it"
 
 
 def _split(key: BackendKey) -> tuple[str, str, str]:

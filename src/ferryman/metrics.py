@@ -238,6 +238,20 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
             registry=r,
         )
+        self.records_memory = Gauge(
+            "ferryman_records_memory_ratio",
+            "How full NGINX's memory for pushed records is (0..1), by store; "
+            "from 0.9 only records up to 4 KiB and endpoint sets may grow, from 0.98 only "
+            "endpoint sets",
+            ["store"],
+            registry=r,
+        )
+        self.records_refused = Counter(
+            "ferryman_records_refused",
+            "Records not pushed or refused by NGINX (their resources were rejected), by reason",
+            ["reason"],
+            registry=r,
+        )
         self.upstream_latency = Histogram(
             f"{NIC}_upstream_server_response_latency_ms",
             "Upstream server response latency, in milliseconds",

@@ -45,9 +45,16 @@ class Settings:
     # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
     # 0 picks a free one at start, so instances sharing a machine cannot collide.
     angie_dns_port: int = 0
-    # NGINX shared memory for hosts, routes, certificates and endpoint sets:
-    # 10,000 hosts with TLS and 20,000 endpoints take about 40 MB.
+    # NGINX shared memory for hosts, routes, certificates and endpoint sets
+    # (--records-memory-size): 10,000 hosts with TLS and 20,000 endpoints take
+    # about 40 MB.
     shared_dict_size: str = "128m"
+    # The largest record pushed (--max-record-bytes): above any sane Ingress's
+    # host record and an endpoint set of 10,000 IPv6 endpoints (~460 kB), yet
+    # 256 of them are needed to fill the default 128m.
+    max_record_bytes: int = 512 * 1024
+    # --allowed-host-suffixes: (namespace, suffix) pairs; empty: no host policy.
+    allowed_host_suffixes: tuple[tuple[str, str], ...] = ()
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

@@ -48,6 +48,9 @@ EVERYTHING: dict[str, Any] = {
     "controller.nginxReloadTimeout": 2.5,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
+    "controller.recordsMemorySize": "256m",
+    "controller.maxRecordBytes": 100000,
+    "controller.allowedHostSuffixes": {"team-a": ["a.example.com", "shop.test"], "admin": ["*"]},
     "controller.dataPlane": "angie",
     "controller.angieDnsPort": 5353,
     "controller.reportIngressStatus.externalService": "other/lb",
@@ -335,6 +338,12 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert parsed.watch_namespace == "a,b"
     assert parsed.nginx_reload_timeout == 2.5
     assert parsed.worker_processes == "4"
+    assert (parsed.records_memory_size, parsed.max_record_bytes) == ("256m", 100000)
+    assert sorted(parsed.allowed_host_suffixes) == [
+        ("admin", "*"),
+        ("team-a", "a.example.com"),
+        ("team-a", "shop.test"),
+    ]
     assert parsed.external_service == "other/lb"
     assert parsed.ingress_address == "192.0.2.1,lb.example.com"
     assert parsed.leader_election_lock_name == "my-lock"

@@ -18,14 +18,17 @@ from ferryman.workqueue import WorkQueue
 
 
 class Kit:
-    def __init__(self, tmp: Path, dataplane: FakeDataPlane | None = None) -> None:
+    def __init__(self, tmp: Path, dataplane: FakeDataPlane | None = None, **settings: Any) -> None:
+        """``settings``: Settings fields to set (``max_record_bytes=...``)."""
         self.store = Store()
         self.queue: WorkQueue[ObjectRef] = WorkQueue()
         self.dataplane = dataplane or FakeDataPlane()
         self.reporter = RecordingReporter()
         self.metrics = Metrics()
+        # Ingress status as Kubernetes mode would write it: (ref, addresses) per call.
+        self.statuses: list[tuple[ObjectRef, tuple[str, ...]]] = []
         self.controller = Controller(
-            Settings(state_dir=tmp),
+            Settings(state_dir=tmp, **settings),
             self.store,
             self.queue,
             self.dataplane,
@@ -33,6 +36,7 @@ class Kit:
             self.reporter,
             self.metrics,
             {"nginx.conf": "bootstrap"},
+            lambda ref, addresses: self.statuses.append((ref, addresses)),
         )
         self.sink = QueueingSink(self.store, self.queue)
 
@@ -46,6 +50,9 @@ class Kit:
     def reasons(self, name: str) -> list[str]:
         return [r for ref, _, r, _ in self.reporter.events if ref.name == name]
 
-    def metric(self, name: str) -> float:
-        value = self.metrics.registry.get_sample_value(name)
+    def messages(self, name: str) -> list[str]:
+        return [m for ref, _, _, m in self.reporter.events if ref.name == name]
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        value = self.metrics.registry.get_sample_value(name, labels)
         return float(value or 0.0)

@@ -501,7 +501,7 @@ def test_push_renders_reloads_and_writes_private_certificates(tmp_path: Path) ->
         ("C", CERT): CERT_RECORD,
         **WEB,
     }
-    assert asyncio.run(dp.push(records, full=True)) == 1
+    assert asyncio.run(dp.push(records, full=True)).version == 1
     assert len(manager.applied) == 1
     text = manager.applied[0][SERVERS_FILE]
     assert text is not None

@@ -233,3 +233,50 @@ def test_ownership_matches_a_model_and_every_change_is_reported(
         for x, (_, hs) in model.items():
             assert set(c.owned_hosts(x)) | set(c.lost_hosts(x)) == set(hs)
             assert all(c.owner(h) == w != x for h, w in c.lost_hosts(x).items())
+
+
+def test_a_wildcard_owner_learns_which_names_another_namespace_serves() -> None:
+    config = Configuration()
+    wild = ingress("wild", ("*.example.com",), T1, namespace="a")
+    config.upsert(wild)
+    w = ObjectRef("Ingress", "a", "wild")
+    mine = ingress("mine", ("x.example.com",), T2, namespace="a")
+    config.upsert(mine)
+    assert config.shadowed(w) == {}  # the same tenant's
+    theirs = ingress("theirs", ("y.example.com", "z.y.example.com"), T3, namespace="b")
+    # The wildcard's owner is among those to re-render when a name under it changes hands.
+    assert w in config.upsert(theirs)
+    assert config.shadowed(w) == {"y.example.com": ObjectRef("Ingress", "b", "theirs")}
+    assert w in config.delete(ObjectRef("Ingress", "b", "theirs"))
+    assert config.shadowed(w) == {}
+
+
+def test_host_policy_allows_only_a_namespaces_suffixes() -> None:
+    from ferryman.configuration import HostPolicy
+
+    policy = HostPolicy([("a", "a.example.com"), ("a", "shop.test"), ("admin", "*")])
+    assert policy.allows("a", "a.example.com")
+    assert policy.allows("a", "www.a.example.com")
+    assert policy.allows("a", "*.a.example.com")
+    assert policy.allows("a", "shop.test")
+    assert not policy.allows("a", "xa.example.com")  # not under: a label boundary
+    assert not policy.allows("a", "*.example.com")
+    assert not policy.allows("a", "")  # the catch-all needs *
+    assert not policy.allows("b", "b.example.com")  # unlisted: nothing
+    assert policy.allows("admin", "") and policy.allows("admin", "any.test")
+
+
+def test_a_denied_host_is_never_claimed() -> None:
+    from ferryman.configuration import HostPolicy
+
+    config = Configuration(HostPolicy([("a", "a.example.com"), ("b", "b.example.com")]))
+    intruder = ingress("intruder", ("a.example.com", "b.example.com"), T1, namespace="b")
+    config.upsert(intruder)
+    owner = ingress("owner", ("a.example.com",), T2, namespace="a")
+    config.upsert(owner)
+    ref = ObjectRef("Ingress", "b", "intruder")
+    # Older, yet a.example.com is the rightful namespace's.
+    assert config.owner("a.example.com") == ObjectRef("Ingress", "a", "owner")
+    assert config.owned_hosts(ref) == ("b.example.com",)
+    assert config.denied_hosts(ref) == ["a.example.com"]
+    assert config.lost_hosts(ref) == {}

@@ -11,6 +11,7 @@ newlines can occur) or was built by ferryman itself.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # A backend is named by its endpoints key: "namespace/service:port", with the
@@ -74,3 +75,30 @@ class MainConfig:
     compute_full_forwarded_for: bool = True
     # 400 for request paths a backend may read otherwise than the router did.
     strict_request_paths: bool = False
+
+    @property
+    def fast_zone_size(self) -> str:
+        """The module's zone, sized so that the Lua dict always fills first.
+
+        The zone holds a subset of the dict's records (hosts and endpoint sets,
+        not certificates) under a slightly larger header, and slab rounding can
+        at worst double a small record's slot; besides records it keeps ~0.8 MB
+        of balancing counters. Twice the dict plus 1 MiB therefore never fills
+        before the dict, whose free space NGINX reports (the fill ratio and the
+        reserve for endpoint sets are measured there). Shared memory NGINX does
+        not use costs address space, not RAM.
+        """
+        size = 2 * size_bytes(self.shared_dict_size) + (1 << 20)
+        return f"{size >> 20}m" if size % (1 << 20) == 0 else f"{-(-size // 1024)}k"
+
+
+_SIZE_RE = re.compile(r"([1-9][0-9]*)([kKmM]?)")
+
+
+def size_bytes(text: str) -> int:
+    """An NGINX size ("128m", "4096k", "65536") in bytes; ValueError otherwise."""
+    m = _SIZE_RE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a size such as 128m or 4096k")
+    unit = {"": 1, "k": 1 << 10, "m": 1 << 20}[m.group(2).lower()]
+    return int(m.group(1)) * unit

@@ -21,7 +21,7 @@ from pathlib import Path
 import aiohttp
 
 from ferryman.configs.angie import SERVERS_FILE, AngieRenderer, angie_config, endpoint_sets
-from ferryman.dataplane import RecordKey, merge_records
+from ferryman.dataplane import PushResult, RecordKey, merge_records
 from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
@@ -139,7 +139,7 @@ class AngieDataPlane:
             atomic_write(path, data, mode=0o600)
             self._certificates.add(rel)
 
-    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
         """Re-render the servers from the merged records and reload when they changed."""
         merged = dict(self._records)
         merge_records(merged, records, full)
@@ -168,7 +168,7 @@ class AngieDataPlane:
         self._certificates &= config.certificates.keys()
         self._records = merged
         self._version += 1
-        return self._version
+        return PushResult(self._version)
 
 
 class AngieOutputDirectory(OutputDirectory):
@@ -184,8 +184,8 @@ class AngieOutputDirectory(OutputDirectory):
         self._http_port = http_port
         self._https_port = https_port
 
-    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
-        version = await super().push(records, full)
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
+        result = await super().push(records, full)
         config = angie_config(self.records, str(self._root))
         for rel, data in config.certificates.items():
             (self._root / rel).parent.mkdir(mode=0o700, exist_ok=True)
@@ -197,4 +197,4 @@ class AngieOutputDirectory(OutputDirectory):
         zone = Zone()
         zone.set_endpoints(endpoint_sets(self.records))
         atomic_write(self._root / ZONE_FILE, zone.text())
-        return version
+        return result

@@ -1,21 +1,27 @@
 """An in-memory ``DataPlane`` for controller tests: records what it was asked to
-apply and push, and can refuse configurations the way ``nginx -t`` would."""
+apply and push, and can refuse configurations the way ``nginx -t`` would and,
+with a ``capacity``, records the way a full shared memory does."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ferryman.dataplane import RecordKey, merge_records
-from ferryman.dataplane.errors import ConfigTestError
+from ferryman.dataplane import NO_MEMORY, PushResult, RecordKey, merge_records
+from ferryman.dataplane.errors import ConfigTestError, PushError
 
 
 class FakeDataPlane:
-    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+    def __init__(self, refuse: frozenset[str] = frozenset(), capacity: int | None = None) -> None:
+        """``capacity``: bytes of record values held at most (None: no bound);
+        records that would go beyond it are refused one by one, as NGINX does."""
         self.refuse = refuse
+        self.capacity = capacity
         self.files: dict[str, str] = {}
         self.records: dict[RecordKey, str] = {}
         self.reloads = 0
         self.pushes = 0
+        self.pushed: list[dict[RecordKey, str]] = []  # every push's records, in order
+        self.fail_pushes = False  # the push socket does not answer
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
         bad = tuple(p for p, text in files.items() if text is not None and text in self.refuse)
@@ -29,7 +35,21 @@ class FakeDataPlane:
         self.reloads += 1
         return 0.001
 
-    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
-        merge_records(self.records, records, full)
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
+        if self.fail_pushes:
+            raise PushError("push socket: connection refused")
+        self.pushed.append(dict(records))
+        if full:
+            self.records.clear()
+        refused: dict[RecordKey, str] = {}
+        for key, value in records.items():
+            merge_records(self.records, {key: value}, full=False)
+            if self.capacity is not None and self.used() > self.capacity:
+                del self.records[key]
+                refused[key] = NO_MEMORY
         self.pushes += 1
-        return self.pushes
+        memory = {"dict": self.used() / self.capacity} if self.capacity else {}
+        return PushResult(self.pushes, refused, memory)
+
+    def used(self) -> int:
+        return sum(len(v) for v in self.records.values())

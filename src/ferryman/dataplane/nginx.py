@@ -24,7 +24,7 @@ from typing import Protocol
 
 import aiohttp
 
-from ferryman.dataplane import RecordKey, push_body
+from ferryman.dataplane import PushResult, RecordKey, push_body
 from ferryman.dataplane.errors import (
     ConfigError,
     ConfigTestError,
@@ -192,6 +192,28 @@ def culprits_in(message: str, state_dir: Path) -> tuple[str, ...]:
         if m.group(1).startswith(prefix):
             found.append(m.group(1)[len(prefix) :])
     return tuple(dict.fromkeys(found))
+
+
+def parse_push_answer(text: str) -> PushResult | None:
+    """The push handler's answer (ferryman.lua): the version, the fill ratio of
+    each store (``M``) and the records it refused (``R``); None when malformed."""
+    lines = text.splitlines()
+    if not lines or not lines[0].isdigit():
+        return None
+    memory: dict[str, float] = {}
+    refused: dict[RecordKey, str] = {}
+    for line in lines[1:]:
+        fields = line.split("\t")
+        try:
+            if fields[0] == "M" and len(fields) == 3:
+                memory[fields[1]] = float(fields[2])
+            elif fields[0] == "R" and len(fields) == 4:
+                refused[(fields[1], fields[2])] = fields[3]
+            else:
+                return None
+        except ValueError:
+            return None
+    return PushResult(int(lines[0]), refused, memory)
 
 
 class NginxManager:
@@ -400,14 +422,14 @@ class NginxManager:
             return None
         return int(fields[0]), int(fields[1])
 
-    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
         async with self._lock:
-            version = await self._push(records, full)
+            result = await self._push(records, full)
             if full and self._reopen_main is not None:
                 await self._reopen_listeners()
-            return version
+            return result
 
-    async def _push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+    async def _push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
         version = self._push_version + 1
         body = push_body(version, records, full)
         connector = aiohttp.UnixConnector(path=str(self._paths.endpoints_socket), force_close=True)
@@ -420,13 +442,14 @@ class NginxManager:
                     timeout=aiohttp.ClientTimeout(total=30),
                 ) as resp,
             ):
-                answer = (await resp.text()).strip()
-                if resp.status != 200 or answer != str(version):
-                    raise PushError(f"push refused: {resp.status} {answer}")
+                answer = await resp.text()
+                result = parse_push_answer(answer) if resp.status == 200 else None
+                if result is None or result.version != version:
+                    raise PushError(f"push refused: {resp.status} {answer[:200].strip()}")
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise PushError(f"push socket: {e}") from e
         self._push_version = version
-        return version
+        return result
 
     async def stop(self, timeout: float = 30.0) -> None:
         """Graceful quit (SIGQUIT lets workers finish their requests)."""

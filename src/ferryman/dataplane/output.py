@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ferryman.dataplane import RecordKey, merge_records, push_body
+from ferryman.dataplane import PushResult, RecordKey, merge_records, push_body
 from ferryman.dataplane.files import atomic_write
 
 
@@ -28,10 +28,10 @@ class OutputDirectory:
                 atomic_write(path, text)
         return 0.0
 
-    async def push(self, records: Mapping[RecordKey, str], full: bool) -> int:
+    async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
         merge_records(self.records, records, full)
         atomic_write(
             self._root / "records.txt", push_body(0, dict(sorted(self.records.items())), True),
             mode=0o600,
         )  # fmt: skip
-        return 0
+        return PushResult(0)

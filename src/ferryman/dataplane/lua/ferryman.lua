@@ -52,7 +52,7 @@ do
     end
 end
 -- ngx_http_ferryman_put's answers (the module's FERRYMAN_* codes).
-local NATIVE_NO_ZONE, NATIVE_NO_MEMORY = 1, 2
+local NATIVE_NO_ZONE, NATIVE_NO_MEMORY, NATIVE_BAD_KEY = 1, 2, 3
 local native_counts = native and ffi.new("uint64_t[2]")
 
 local _M = {}
@@ -507,6 +507,61 @@ function _M.certificate()
     end
 end
 
+-- The end of the dict is kept: virtual hosts and certificates larger than
+-- LARGE_RECORD bytes may not use its last LARGE_RESERVE, smaller ones not its
+-- last SMALL_RESERVE; endpoint sets may use all of it. So when one tenant's big
+-- records fill the memory, other tenants' ordinary Ingresses still go live and
+-- endpoint changes (traffic to pods that are gone) still go through. Fractions
+-- of the dict's capacity.
+local LARGE_RECORD = 4096
+local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
+
+-- Stores one record in the dict and, for hosts and endpoint sets, in the
+-- module's zone. Returns nil, or why it was refused (the push answer's codes,
+-- ferryman.dataplane): a refused record is removed from both, so neither keeps
+-- a value the other lost (a failed safe_set may already have dropped the old
+-- one), and the rest of the push goes on.
+local function store_record(module, kind, name, value)
+    if value == "" then
+        store:delete(name)
+        if module and kind ~= "C" then
+            module.ngx_http_ferryman_put(name, #name, value, 0)
+        end
+        return nil
+    end
+    local free_before = store:free_space()
+    local ok, err = store:safe_set(name, value)
+    local problem = nil
+    if not ok then
+        problem = err == "no memory" and "no_memory" or ("dict: " .. tostring(err))
+    elseif kind ~= "E" then
+        local free = store:free_space()
+        local reserve = #value > LARGE_RECORD and LARGE_RESERVE or SMALL_RESERVE
+        if free < free_before and free < reserve * store:capacity() then
+            problem = "reserved"
+        end
+    end
+    if problem == nil and module and kind ~= "C" then
+        local rc = module.ngx_http_ferryman_put(name, #name, value, #value)
+        if rc == NATIVE_NO_MEMORY then
+            problem = "fast_zone_full"
+        elseif rc == NATIVE_BAD_KEY then
+            problem = "bad_key"
+        end
+    end
+    if problem then
+        store:delete(name)
+        if module and kind ~= "C" then
+            module.ngx_http_ferryman_put(name, #name, "", 0)
+        end
+    end
+    return problem
+end
+
+-- POST /push. The answer: the version now in force, then "M\t<store>\t<fill
+-- ratio>" for the dict, then "R\t<kind>\t<key>\t<code>" for each record that
+-- was refused; every other record is in force. A malformed body is refused as
+-- a whole (400): ferryman's encoder never sends one.
 function _M.push()
     ngx.req.read_body()
     local body = ngx.req.get_body_data() or ""
@@ -517,13 +572,7 @@ function _M.push()
         ngx.say("bad header")
         return
     end
-    local to_module = native
-    if mode == "full" then
-        store:flush_all()
-        if to_module and to_module.ngx_http_ferryman_flush() == NATIVE_NO_ZONE then
-            to_module = nil
-        end
-    end
+    local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
         local kind, key, value = string.match(line, "^([EHC])\t([^\t]+)\t?(.*)$")
         if kind == nil then
@@ -531,26 +580,33 @@ function _M.push()
             ngx.say("bad record: ", string.sub(line, 1, 80))
             return
         end
-        local name = kind .. ":" .. key
-        if value == "" then
-            store:delete(name)
-        else
-            local ok, err = store:safe_set(name, value)
-            if not ok then
-                ngx.status = ngx.HTTP_INSUFFICIENT_STORAGE
-                ngx.say("cannot store ", key, ": ", err)
-                return
-            end
+        records[#records + 1] = { kind, key, value }
+    end
+    local to_module = native
+    if to_module and to_module.ngx_http_ferryman_counts(native_counts, native_counts + 1) ~= 0 then
+        to_module = nil -- loaded, but this configuration has no zone for it
+    end
+    if mode == "full" then
+        -- flush_all only marks items expired; safe_set reclaims at most one or
+        -- two of those per call, so without flush_expired a full push into a
+        -- full dict would be refused.
+        store:flush_all()
+        store:flush_expired()
+        if to_module then
+            to_module.ngx_http_ferryman_flush()
         end
-        if to_module and kind ~= "C" then
-            local rc = to_module.ngx_http_ferryman_put(name, #name, value, #value)
-            if rc == NATIVE_NO_MEMORY then
-                ngx.status = ngx.HTTP_INSUFFICIENT_STORAGE
-                ngx.say("cannot store ", key, ": the ferryman_fast zone is full")
-                return
-            elseif rc == NATIVE_NO_ZONE then
-                to_module = nil
-            end
+    end
+    if store:get("version") == nil then
+        -- From now on the version is replaced in place: set() never has to
+        -- evict a record to make room for it.
+        store:safe_set("version", 0)
+    end
+    local refused = {}
+    for _, r in ipairs(records) do
+        local kind, key = r[1], r[2]
+        local problem = store_record(to_module, kind, kind .. ":" .. key, r[3])
+        if problem then
+            refused[#refused + 1] = "R\t" .. kind .. "\t" .. key .. "\t" .. problem
         end
     end
     store:set("version", tonumber(version))
@@ -558,6 +614,10 @@ function _M.push()
         to_module.ngx_http_ferryman_commit()
     end
     ngx.say(version)
+    ngx.say("M\tdict\t", 1 - store:free_space() / store:capacity())
+    if #refused > 0 then
+        ngx.say(table.concat(refused, "\n"))
+    end
 end
 
 -- GET /fast-path: "<proxied> <handed over>" requests of the module's fast

@@ -1,0 +1,127 @@
+"""The records NGINX holds, and pushing changes to them one round at a time.
+
+A record can fail on its own: too large for ``--max-record-bytes``, not
+encodable as one line, or refused by NGINX because its memory is full. Such a
+record is not held afterwards (NGINX removes what it refuses), and ``push``
+returns it with a reason naming the limit, for the controller to reject the
+resource behind it. Everything else in the round is in force.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from ferryman.dataplane import (
+    BAD_KEY,
+    FAST_ZONE_FULL,
+    NO_MEMORY,
+    RESERVED,
+    DataPlane,
+    PushResult,
+    RecordKey,
+    push_order,
+    record_problem,
+)
+from ferryman.metrics import Metrics
+from ferryman.settings import Settings
+
+log = logging.getLogger("ferryman.records")
+
+# Above this fill ratio of NGINX's record memory ferryman logs a warning: from
+# 0.9 on, only records up to 4 KiB and endpoint sets may still grow, from 0.98
+# only endpoint sets (ferryman.lua's LARGE_RECORD and reserves).
+MEMORY_WARNING_RATIO = 0.8
+LARGE_RECORD = 4096
+
+
+class AppliedRecords:
+    def __init__(self, dataplane: DataPlane, settings: Settings, metrics: Metrics) -> None:
+        self._dataplane = dataplane
+        self._settings = settings
+        self._metrics = metrics
+        self._applied: dict[RecordKey, str] = {}
+        self.full = False  # the next push replaces everything NGINX holds
+        self._memory: dict[str, float] = {}  # store -> last fill ratio NGINX told
+
+    def forget_all(self) -> None:
+        """NGINX lost its memory (it was restarted): the next push sends everything."""
+        self._applied.clear()
+        self.full = True
+
+    def changes(self, desired: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
+        """Records that differ from what NGINX holds ("" deletes one)."""
+        changes = {k: v for k, v in desired.items() if self._applied.get(k) != v}
+        changes.update({k: "" for k in self._applied if k not in desired})
+        return changes
+
+    async def push(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
+        """Push one round: returns the records not in force, with why (empty: all
+        are). Raises ``PushError`` when nothing could be applied."""
+        refused = self._screen(changes)
+        sendable = push_order({k: v for k, v in changes.items() if k not in refused})
+        if not sendable and not self.full:
+            return refused
+        result = await self._dataplane.push(sendable, full=self.full)
+        self.full = False
+        self._record(sendable, result)
+        for key, code in result.refused.items():
+            refused[key] = self._refusal(code, len(sendable.get(key, "")))
+            self._metrics.records_refused.labels(reason=code).inc()
+        return refused
+
+    def _screen(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
+        """Records that must not be sent at all, with why: too large, or not one line."""
+        limit = self._settings.max_record_bytes
+        refused: dict[RecordKey, str] = {}
+        for key, value in changes.items():
+            if not value:
+                continue
+            if problem := record_problem(key, value):
+                refused[key] = f"cannot be pushed to NGINX: {problem}"
+                self._metrics.records_refused.labels(reason="unencodable").inc()
+            elif (size := len(value.encode())) > limit:
+                refused[key] = f"is {size} bytes, more than --max-record-bytes {limit}"
+                self._metrics.records_refused.labels(reason="too_large").inc()
+        return refused
+
+    def _record(self, sent: Mapping[RecordKey, str], result: PushResult) -> None:
+        for key, value in sent.items():
+            if value and key not in result.refused:
+                self._applied[key] = value
+            else:  # removed, or refused (NGINX then holds no value for it either)
+                self._applied.pop(key, None)
+        for store, ratio in result.memory.items():
+            self._metrics.records_memory.labels(store=store).set(ratio)
+            before = self._memory.get(store, 0.0)
+            self._memory[store] = ratio
+            fields = {"store": store, "ratio": round(ratio, 3), "limit": MEMORY_WARNING_RATIO}
+            if ratio >= MEMORY_WARNING_RATIO > before:
+                log.warning(
+                    "NGINX's record memory is filling up: raise --records-memory-size",
+                    extra={"fields": {**fields, "size": self._settings.shared_dict_size}},
+                )
+            elif before >= MEMORY_WARNING_RATIO > ratio:
+                log.info(
+                    "NGINX's record memory is below the warning ratio again",
+                    extra={"fields": fields},
+                )
+
+    def _refusal(self, code: str, size: int) -> str:
+        """A refusal's reason, naming the limit that was hit."""
+        memory = f"--records-memory-size {self._settings.shared_dict_size}"
+        full = f"{self._memory.get('dict', 1.0):.0%} full"
+        if code == NO_MEMORY:
+            return f"does not fit in NGINX's record memory ({memory}, {full})"
+        if code == RESERVED:
+            kept = (
+                "its last 10% is kept for records up to 4 KiB and endpoint sets"
+                if size > LARGE_RECORD
+                else "its last 2% is kept for endpoint sets"
+            )
+            return f"does not fit in NGINX's record memory ({memory}, {full}): {kept}"
+        if code == FAST_ZONE_FULL:
+            return f"does not fit in the fast path module's zone (sized from {memory})"
+        if code == BAD_KEY:
+            return "has a key longer than the fast path module takes"
+        return f"was refused by NGINX ({code})"

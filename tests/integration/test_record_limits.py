@@ -1,0 +1,79 @@
+"""NGINX's record memory is shared by every tenant: what does not fit is refused
+alone, and everyone else keeps updating (issue 11, "one tenant can freeze every
+update")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+)
+
+# One hog's host record: 100 paths of ~200 bytes, ~21 kB. Moderate paths and
+# counts on purpose: the test is about the shared memory, not the parser's caps.
+HOG_PATHS = 100
+HOGS = 130
+
+
+def _hog(n: int) -> dict[str, Any]:
+    paths = [path(f"/{n:04d}/{i:03d}/" + "x" * 190, "hog") for i in range(HOG_PATHS)]
+    return ingress(f"hog-{n}", [rule(f"hog-{n}.test", *paths)], namespace="hog")
+
+
+def _rejected(f: Ferryman) -> dict[str, str]:
+    return {e["name"]: e["message"] for e in f.events() if e["reason"] == "Rejected"}
+
+
+def test_a_full_record_memory_rejects_only_what_does_not_fit(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    f = either_fast_path
+    a, b, c = backends.start("a"), backends.start("b"), backends.start("c")
+    # 2 MiB of records and a cap above each hog's record: the memory is what fills.
+    f.extra_args += ["--records-memory-size", "2m", "--max-record-bytes", "1000000"]
+    f.write("web-svc", service_with_backends("web", [a], namespace="web"))
+    f.write("web", ingress("web", [rule("web.test", path("/", "web"))], namespace="web"))
+    f.write("hog-svc", service_with_backends("hog", [c], namespace="hog"))
+    f.start()
+    assert served_by(f, "web.test", "/") == "a"
+
+    # ~2.8 MB of host records from one tenant: more than the memory holds.
+    f.write("hogs", *[_hog(n) for n in range(HOGS)])
+    rejected = eventually(lambda: _rejected(f), 60, "a hog rejected")
+    message = next(iter(rejected.values()))
+    assert "does not fit in NGINX's record memory (--records-memory-size 2m" in message, message
+
+    # Another tenant's endpoint change and new Ingress still go live.
+    f.write("web-svc", service_with_backends("web", [b], namespace="web"))
+    eventually(lambda: served_by(f, "web.test", "/") == "b", 20, "endpoint change live")
+    f.write(
+        "late",
+        service_with_backends("late", [c], namespace="late"),
+        ingress("late", [rule("late.test", path("/", "late"))], namespace="late"),
+    )
+    eventually(lambda: served_by(f, "late.test", "/") == "c", 20, "new Ingress live")
+    assert [e["reason"] for e in f.events_for("late")] == ["AddedOrUpdated"]
+
+    # ...while one more big record is refused: the end of the memory is kept.
+    f.write("late-big", _hog(9999) | {"metadata": {"name": "late-big", "namespace": "late"}})
+    message = eventually(lambda: _rejected(f).get("late-big"), 20, "late-big rejected")
+    assert "its last 10% is kept for records up to 4 KiB and endpoint sets" in message
+
+    # A rejected hog was withdrawn and never reported as live; the others serve.
+    rejected = _rejected(f)
+    live = [e["name"] for e in f.events() if e["reason"] == "AddedOrUpdated"]
+    assert not set(rejected) & set(live), f.logs()[-3000:]
+    assert 0 < len(rejected) < HOGS
+    name = sorted(rejected)[0]
+    assert served_by(f, f"{name}.test", f"/{int(name[4:]):04d}/000/" + "x" * 190) == "404"
+    first_live = sorted(n for n in live if n.startswith("hog-"))[0]
+    assert served_by(f, f"{first_live}.test", f"/{int(first_live[4:]):04d}/000/" + "x" * 190) == "c"
+    assert 0.5 < f.metrics()['ferryman_records_memory_ratio{store="dict"}'] <= 1
