@@ -33,6 +33,7 @@ from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.nginx import NginxManager, Paths, prepare_state_dir
 from ferryman.dataplane.output import OutputDirectory
+from ferryman.dataplane.reloads import ReloadLog
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics, parse_stub_status
@@ -275,6 +276,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         flavour.config_version,
         # Angie counts its configuration loads: a reload must move that on too.
         AngieGeneration(paths.version_socket) if flavour.angie else None,
+        ReloadLog(metrics),
     )
     dataplane: DataPlane = nginx
     dns: DnsServer | None = None
@@ -310,7 +312,13 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
     )
-    ready = False
+    # Ready once the public configuration (the listeners) is live: a start-up
+    # reload that failed keeps it false until a retry succeeds.
+    public = flavour.main(user, public=True)
+    started = False
+
+    def ready() -> bool:
+        return started and controller.applied_file(flavour.main_file) == public
 
     # Angie's counters come from its /status/ API; NGINX's from stub_status.
     async def nginx_counters() -> dict[str, int] | None:
@@ -321,9 +329,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         return reading
 
     counters = (lambda: angie_counters(paths.version_socket)) if flavour.angie else nginx_counters
-    probes = ProbeServer(
-        settings.ready_port, settings.metrics_port, metrics, lambda: ready, counters
-    )
+    probes = ProbeServer(settings.ready_port, settings.metrics_port, metrics, ready, counters)
     await probes.start()
 
     stop = asyncio.Event()
@@ -356,10 +362,13 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
             await cluster.source.wait_synced()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
-        controller.set_file(flavour.main_file, flavour.main(user, public=True))
+        controller.set_file(flavour.main_file, public)
         await controller.drain()
-        ready = True
-        log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
+        started = True
+        if ready():
+            log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
+        else:
+            log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
             tasks += cluster.tasks(stop, controller)
         tasks += [
@@ -382,7 +391,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
         stop.set()
         stopper.cancel()
     finally:
-        ready = False
+        started = False
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -11,6 +11,7 @@ batches: while the queue holds items, or new ones arrive within
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -22,7 +23,7 @@ from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configuration import Configuration
 from ferryman.dataplane import DataPlane, RecordKey
-from ferryman.dataplane.errors import ConfigError, PushError
+from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -55,6 +56,10 @@ log = logging.getLogger("ferryman.controller")
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
+# A reload that tested good but was not taken is tried again after this many
+# seconds, doubling per failure up to the maximum.
+RELOAD_RETRY_BASE = 1.0
+RELOAD_RETRY_MAX = 30.0
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -118,6 +123,7 @@ class Controller:
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
+        self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
 
     def owner_of_host(self, host: str) -> ObjectRef | None:
         """The Ingress whose virtual host ``host`` (a record key) is."""
@@ -125,6 +131,10 @@ class Controller:
 
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
+
+    def applied_file(self, path: str) -> str | None:
+        """The text of ``path`` the data plane runs (readiness: the public configuration)."""
+        return self._applied_files.get(path)
 
     def set_addresses(self, addresses: tuple[str, ...]) -> None:
         """The addresses Ingress status shows; every served Ingress is updated."""
@@ -382,7 +392,7 @@ class Controller:
         self._metrics.push_seconds.observe(time.monotonic() - started)
         counts = {kind: sum(1 for k in changes if k[0] == kind) for kind in "HCE"}
         log.info(
-            "configuration pushed without reload",
+            "configuration pushed",
             extra={
                 "fields": {
                     "hosts": counts["H"],
@@ -394,38 +404,27 @@ class Controller:
         )
 
     async def _reload(self, changes: Mapping[str, str | None]) -> None:
+        """Apply changed files; the data plane counts and logs the reload."""
         try:
-            seconds = await self._dataplane.apply(changes)
-        except ConfigError as e:
-            # Keep the last good files; nothing is retried until settings change.
-            self._metrics.reload_errors.inc()
-            self._metrics.last_reload_status.set(0)
-            log.error(
-                "nginx reload failed",
-                extra={"fields": {"reason": "other", "result": "error", "error": str(e)}},
-            )
+            await self._dataplane.apply(changes)
+        except ConfigTestError:
+            # Refused: keep the last good files; not retried until settings change.
             self._files = dict(self._applied_files)
             return
+        except ConfigError:
+            # Tested good but not taken (a listener could not bind, no answer in
+            # time): try again later, the cause may pass.
+            delay = min(RELOAD_RETRY_BASE * 2**self._reload_failures, RELOAD_RETRY_MAX)
+            self._reload_failures += 1
+            asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
+            log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
+            return
+        self._reload_failures = 0
         for p, t in changes.items():
             if t is None:
                 self._applied_files.pop(p, None)
             else:
                 self._applied_files[p] = t
-        self._metrics.reloads.labels(reason="other").inc()
-        self._metrics.last_reload_status.set(1)
-        self._metrics.last_reload_ms.set(round(seconds * 1000))
-        self._metrics.reload_seconds.observe(seconds)
-        log.info(
-            "nginx reloaded",
-            extra={
-                "fields": {
-                    "reason": "other",
-                    "result": "success",
-                    "files": len(changes),
-                    "seconds": round(seconds, 3),
-                }
-            },
-        )
 
     # ---- the worker ----------------------------------------------------------------
 

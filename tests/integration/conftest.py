@@ -15,10 +15,22 @@ def backends() -> Iterator[Backends]:
     b.stop_all()
 
 
+FLAVOURS = ("nginx", "angie")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``flavour`` is the data plane: ``nginx`` unless the test (or its module, as
+    ``pytestmark``) is marked ``@pytest.mark.flavours("nginx", "angie")``."""
+    if "flavour" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("flavours")
+        metafunc.parametrize("flavour", marker.args if marker else ("nginx",))
+
+
 @pytest.fixture
-def ferryman(tmp_path: Path) -> Iterator[Ferryman]:
-    """A ferryman (not yet started): write manifests, then call ``start()``."""
-    f = Ferryman(tmp_path)
+def ferryman(tmp_path: Path, flavour: str) -> Iterator[Ferryman]:
+    """A ferryman (not yet started) on the ``flavour`` data plane: write
+    manifests, then call ``start()``."""
+    f = Ferryman(tmp_path, flavour=flavour)
     yield f
     if f.proc is not None:
         f.stop()
