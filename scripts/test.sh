@@ -12,4 +12,6 @@ export PATH="$HOME/.local/bin:$PATH"
 # timeout would cut a cold build short); warm runs find them cached by input hash.
 tools/testapiserver/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
+# Angie from ../shared/vendor for the Angie flavour's tests (cached by the archive's hash).
+./scripts/build-angie.sh >/dev/null
 .venv/bin/pytest "$@"
