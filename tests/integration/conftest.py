@@ -23,7 +23,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ``pytestmark``) is marked ``@pytest.mark.flavours("nginx", "angie")``."""
     if "flavour" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("flavours")
-        metafunc.parametrize("flavour", marker.args if marker else ("nginx",))
+        flavours = marker.args if marker else ("nginx",)
+        if "either_fast_path" in metafunc.fixturenames:
+            flavours = ("nginx",)  # the fast path (module or Lua) is the NGINX flavour's
+        metafunc.parametrize("flavour", flavours)
 
 
 @pytest.fixture
