@@ -353,9 +353,10 @@ def main() -> None:
         finally:
             backends.stop()
     dump(args.out / "latest.json", results)
+    print(f"wrote {args.out / 'latest.json'}")
     if results["startup"]:
         plot(results, args.out / "latest.png")
-    print(f"wrote {args.out / 'latest.json'} and {args.out / 'latest.png'}")
+        print(f"wrote {args.out / 'latest.png'}")
 
 
 if __name__ == "__main__":
