@@ -27,6 +27,14 @@ def _without_class(sample: str) -> str:
     return sample.replace(",}", "}").replace("{}", "")
 
 
+def angie_binary() -> str:
+    """Angie from ../shared/vendor (scripts/build-angie.sh, cached by the archive's hash)."""
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "build-angie.sh")], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -186,6 +194,7 @@ def write_yaml(path: Path, docs: list[dict[str, Any]]) -> None:
 @dataclass
 class Ferryman:
     workdir: Path
+    flavour: str = "nginx"  # --data-plane
     http_port: int = field(default_factory=free_port)
     https_port: int = field(default_factory=free_port)
     ready_port: int = field(default_factory=free_port)
@@ -209,6 +218,8 @@ class Ferryman:
                 "--ready-port", str(self.ready_port), "--metrics-port", str(self.metrics_port),
                 "--worker-processes", "2", "--log-level", "warning",
                 *self.extra_args,
+                *(["--data-plane", "angie", "--data-plane-binary", angie_binary()]
+                  if self.flavour == "angie" else []),
             ],
             stdout=log,
             stderr=log,
@@ -235,7 +246,10 @@ class Ferryman:
         return out
 
     def reloads(self) -> int:
-        return int(self.metrics()['nginx_ingress_controller_nginx_reloads_total{reason="other"}'])
+        """Reloads, whatever their reason."""
+        m = self.metrics()
+        name = "nginx_ingress_controller_nginx_reloads_total"
+        return int(m[f'{name}{{reason="other"}}'] + m[f'{name}{{reason="endpoints"}}'])
 
     def memory(self) -> dict[str, float]:
         assert self.proc is not None

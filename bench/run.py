@@ -11,7 +11,13 @@ Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
   and seconds until traffic follows;
 * batch: 1,000 Ingress files written at once: reloads, seconds to all routable;
 * throughput: wrk through ferryman vs a hand-written NGINX config for the same
-  route, in the same run, as a ratio.
+  route, in the same run, as a ratio;
+* reloads(N), per flavour (``--data-planes nginx,angie``): N Ingresses at
+  start-up: start-up reloads and the start-up reload's time; then one Ingress
+  added: the reloads and the reload time that took (NGINX: none; Angie
+  reloads every server and upstream).
+
+``--scenarios`` picks some of startup, churn, batch, throughput, reloads.
 """
 
 from __future__ import annotations
@@ -84,6 +90,37 @@ def startup_and_route(n: int, samples: int, backends: BackendNginx, work: Path) 
         result["time_to_route_p50_s"] = round(statistics.median(ttr), 3)
         result["time_to_route_p99_s"] = round(_percentile(ttr, 0.99), 3)
         result["reloads_for_new_ingresses"] = f.reloads() - result["reloads"]
+        return result
+    finally:
+        f.stop()
+
+
+def reloads(n: int, flavour: str, backends: BackendNginx, work: Path) -> dict[str, Any]:
+    f = Ferryman(work / f"reloads-{flavour}-{n}", flavour=flavour)
+    for i in range(n):
+        write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, _ports(i, backends)))
+    ready = f.start()
+    try:
+        m = f.metrics()
+        result: dict[str, Any] = {
+            "data_plane": flavour,
+            "ingresses": n,
+            "ready_s": round(ready, 3),
+            "startup_reloads": f.reloads(),
+            "startup_reload_ms": m["nginx_ingress_controller_nginx_last_reload_milliseconds"],
+        }
+        before = f.reloads()
+        host = f"app{n}.bench.test"
+        started = time.monotonic()
+        write_yaml(f.manifests / f"app{n}.yaml", ingress_docs(n, _ports(n, backends)))
+        _wait(lambda: f.request(host, "/p0")[0] == 200, 300, host, interval=0.02)
+        result["add_one_route_s"] = round(time.monotonic() - started, 3)
+        result["add_one_reloads"] = f.reloads() - before
+        if result["add_one_reloads"]:
+            m = f.metrics()
+            result["add_one_reload_ms"] = m[
+                "nginx_ingress_controller_nginx_last_reload_milliseconds"
+            ]
         return result
     finally:
         f.stop()
@@ -275,7 +312,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=5, help="wrk duration per run")
     ap.add_argument("--rounds", type=int, default=8, help="throughput rounds")
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
+    ap.add_argument("--scenarios", default="startup,churn,batch,throughput,reloads")
+    ap.add_argument("--reload-sizes", default="1000,10000", help="Ingresses for reloads(N)")
+    ap.add_argument("--data-planes", default="nginx,angie", help="flavours for reloads(N)")
     args = ap.parse_args()
+    scenarios = set(args.scenarios.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fbench-", dir="/tmp") as tmp:
         work = Path(tmp)
@@ -286,24 +327,36 @@ def main() -> None:
                 "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
                 "startup": [],
             }
-            for n in (int(x) for x in args.sizes.split(",")):
+            for n in (int(x) for x in args.sizes.split(",") if "startup" in scenarios):
                 print(f"startup + time-to-route, {n} Ingresses ...", flush=True)
                 results["startup"].append(startup_and_route(n, args.samples, backends, work))
                 print(results["startup"][-1], flush=True)
-            print("endpoint churn ...", flush=True)
-            results["endpoint_churn"] = endpoint_churn(backends, work)
-            print(results["endpoint_churn"], flush=True)
-            print("batch ...", flush=True)
-            results["batch"] = batch(backends, work)
-            print(results["batch"], flush=True)
-            print("throughput ...", flush=True)
-            results["throughput"] = throughput(backends, work, args.seconds, args.rounds)
-            print(results["throughput"], flush=True)
+            if "churn" in scenarios:
+                print("endpoint churn ...", flush=True)
+                results["endpoint_churn"] = endpoint_churn(backends, work)
+                print(results["endpoint_churn"], flush=True)
+            if "batch" in scenarios:
+                print("batch ...", flush=True)
+                results["batch"] = batch(backends, work)
+                print(results["batch"], flush=True)
+            if "throughput" in scenarios:
+                print("throughput ...", flush=True)
+                results["throughput"] = throughput(backends, work, args.seconds, args.rounds)
+                print(results["throughput"], flush=True)
+            if "reloads" in scenarios:
+                results["reloads"] = []
+                for n in (int(x) for x in args.reload_sizes.split(",")):
+                    for flavour in args.data_planes.split(","):
+                        print(f"reloads, {flavour}, {n} Ingresses ...", flush=True)
+                        results["reloads"].append(reloads(n, flavour, backends, work))
+                        print(results["reloads"][-1], flush=True)
         finally:
             backends.stop()
     dump(args.out / "latest.json", results)
-    plot(results, args.out / "latest.png")
-    print(f"wrote {args.out / 'latest.json'} and {args.out / 'latest.png'}")
+    print(f"wrote {args.out / 'latest.json'}")
+    if results["startup"]:
+        plot(results, args.out / "latest.png")
+        print(f"wrote {args.out / 'latest.png'}")
 
 
 if __name__ == "__main__":

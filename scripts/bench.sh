@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+export PATH="$HOME/.local/bin:$PATH"
 if ! command -v wrk >/dev/null; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get install -y -qq wrk >/dev/null

@@ -14,4 +14,6 @@ tools/testapiserver/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
 # The same for the container image tests/container runs (podman on a debootstrap base).
 ./scripts/build-image.sh >/dev/null
+# Angie from ../shared/vendor for the Angie flavour's tests (cached by the archive's hash).
+./scripts/build-angie.sh >/dev/null
 .venv/bin/pytest "$@"

@@ -40,6 +40,7 @@ from ferryman.dataplane.nginx import (
 )
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
+from ferryman.dataplane.reloads import ReloadLog
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics, parse_stub_status
@@ -367,6 +368,7 @@ async def _run(
         flavour.config_version,
         # Angie counts its configuration loads: a reload must move that on too.
         AngieGeneration(paths.version_socket) if flavour.angie else None,
+        ReloadLog(metrics),
     )
     dataplane: DataPlane = nginx
     dns: DnsServer | None = None
@@ -403,7 +405,13 @@ async def _run(
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
     )
-    ready = False
+    # Ready once the public configuration (the listeners) is live: a start-up
+    # reload that failed keeps it false until a retry succeeds.
+    public = flavour.main(user, public=True)
+    started = False
+
+    def ready() -> bool:
+        return started and controller.applied_file(flavour.main_file) == public
 
     # Angie's counters come from its /status/ API; NGINX's from stub_status.
     async def nginx_counters() -> dict[str, int] | None:
@@ -419,7 +427,7 @@ async def _run(
         settings.metrics_port,
         metrics,
         # Not while a restarted NGINX waits for its records with its listeners closed.
-        lambda: ready and not nginx.listeners_closed,
+        lambda: ready() and not nginx.listeners_closed,
         counters,
     )
     await probes.start()
@@ -454,10 +462,13 @@ async def _run(
             await cluster.source.wait_synced()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
-        controller.set_file(flavour.main_file, flavour.main(user, public=True))
+        controller.set_file(flavour.main_file, public)
         await controller.drain()
-        ready = True
-        log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
+        started = True
+        if ready():
+            log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
+        else:
+            log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
             tasks += cluster.tasks(stop, controller)
         tasks += [
@@ -485,7 +496,7 @@ async def _run(
         stop.set()
         stopper.cancel()
     finally:
-        ready = False
+        started = False
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -17,6 +17,7 @@ and pushed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -28,7 +29,7 @@ from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
-from ferryman.dataplane.errors import ConfigError, PushError
+from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
 from ferryman.dataplane.records import AppliedRecords
 from ferryman.metrics import Metrics
 from ferryman.report import (
@@ -68,6 +69,10 @@ T = TypeVar("T")
 PUSH_ROUNDS = 4
 # Events that say a resource is live: held back while its records are not.
 _LIVE = (ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING)
+# A reload that tested good but was not taken is tried again after this many
+# seconds, doubling per failure up to the maximum.
+RELOAD_RETRY_BASE = 1.0
+RELOAD_RETRY_MAX = 30.0
 
 
 def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
@@ -130,6 +135,7 @@ class Controller:
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
+        self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
         """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
@@ -144,6 +150,10 @@ class Controller:
 
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
+
+    def applied_file(self, path: str) -> str | None:
+        """The text of ``path`` the data plane runs (readiness: the public configuration)."""
+        return self._applied_files.get(path)
 
     def set_addresses(self, addresses: tuple[str, ...]) -> None:
         """The addresses Ingress status shows; every served Ingress is updated."""
@@ -491,7 +501,7 @@ class Controller:
         self._metrics.endpoint_pushes.inc()
         self._metrics.push_seconds.observe(time.monotonic() - started)
         log.info(
-            "configuration pushed without reload",
+            "configuration pushed",
             extra={
                 "fields": {
                     "hosts": counts["H"],
@@ -521,38 +531,27 @@ class Controller:
                 self._render_all(set(self._secret_users.get(secret, ())))
 
     async def _reload(self, changes: Mapping[str, str | None]) -> None:
+        """Apply changed files; the data plane counts and logs the reload."""
         try:
-            seconds = await self._dataplane.apply(changes)
-        except ConfigError as e:
-            # Keep the last good files; nothing is retried until settings change.
-            self._metrics.reload_errors.inc()
-            self._metrics.last_reload_status.set(0)
-            log.error(
-                "nginx reload failed",
-                extra={"fields": {"reason": "other", "result": "error", "error": str(e)}},
-            )
+            await self._dataplane.apply(changes)
+        except ConfigTestError:
+            # Refused: keep the last good files; not retried until settings change.
             self._files = dict(self._applied_files)
             return
+        except ConfigError:
+            # Tested good but not taken (a listener could not bind, no answer in
+            # time): try again later, the cause may pass.
+            delay = min(RELOAD_RETRY_BASE * 2**self._reload_failures, RELOAD_RETRY_MAX)
+            self._reload_failures += 1
+            asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
+            log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
+            return
+        self._reload_failures = 0
         for p, t in changes.items():
             if t is None:
                 self._applied_files.pop(p, None)
             else:
                 self._applied_files[p] = t
-        self._metrics.reloads.labels(reason="other").inc()
-        self._metrics.last_reload_status.set(1)
-        self._metrics.last_reload_ms.set(round(seconds * 1000))
-        self._metrics.reload_seconds.observe(seconds)
-        log.info(
-            "nginx reloaded",
-            extra={
-                "fields": {
-                    "reason": "other",
-                    "result": "success",
-                    "files": len(changes),
-                    "seconds": round(seconds, 3),
-                }
-            },
-        )
 
     # ---- the worker ----------------------------------------------------------------
 

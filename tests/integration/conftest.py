@@ -15,10 +15,25 @@ def backends() -> Iterator[Backends]:
     b.stop_all()
 
 
+FLAVOURS = ("nginx", "angie")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``flavour`` is the data plane: ``nginx`` unless the test (or its module, as
+    ``pytestmark``) is marked ``@pytest.mark.flavours("nginx", "angie")``."""
+    if "flavour" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("flavours")
+        flavours = marker.args if marker else ("nginx",)
+        if "either_fast_path" in metafunc.fixturenames:
+            flavours = ("nginx",)  # the fast path (module or Lua) is the NGINX flavour's
+        metafunc.parametrize("flavour", flavours)
+
+
 @pytest.fixture
-def ferryman(tmp_path: Path) -> Iterator[Ferryman]:
-    """A ferryman (not yet started): write manifests, then call ``start()``."""
-    f = Ferryman(tmp_path)
+def ferryman(tmp_path: Path, flavour: str) -> Iterator[Ferryman]:
+    """A ferryman (not yet started) on the ``flavour`` data plane: write
+    manifests, then call ``start()``."""
+    f = Ferryman(tmp_path, flavour=flavour)
     yield f
     if f.proc is not None:
         f.stop()

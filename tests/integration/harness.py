@@ -29,6 +29,26 @@ FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
 
 DEBIAN_MODULES = Path("/usr/lib/nginx/modules")
+ANGIE_ARCHIVE = "angie-1.12.1.tar.gz"
+
+
+@functools.cache
+def angie_binary() -> str:
+    """Angie built from the vendored release source by scripts/build-angie.sh
+    (cached by the archive's hash; a cold build takes about 30 s)."""
+    vendor = Path(os.environ.get("FERRYMAN_VENDOR", ROOT.parent / "shared" / "vendor"))
+    if not (vendor / ANGIE_ARCHIVE).exists():
+        # Not a skip: the Angie flavour's tests are coverage, and CI has the archive.
+        raise AssertionError(f"no {vendor / ANGIE_ARCHIVE} to build Angie from")
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "build-angie.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "FERRYMAN_VENDOR": str(vendor)},
+    )
+    assert out.returncode == 0, f"scripts/build-angie.sh failed:\n{out.stderr}"
+    return out.stdout.strip().splitlines()[-1]
 
 
 def without_fast_module(workdir: Path) -> list[str]:
@@ -356,6 +376,7 @@ class Ferryman:
     workdir: Path
     extra_args: list[str] = field(default_factory=list)
     kubeconfig: str | None = None  # Kubernetes mode instead of the manifests dir
+    flavour: str = "nginx"  # --data-plane: nginx or angie (built by scripts/build-angie.sh)
     env: dict[str, str] = field(default_factory=dict)
     http_port: int = field(default_factory=free_port)
     https_port: int = field(default_factory=free_port)
@@ -406,6 +427,8 @@ class Ferryman:
             "--worker-processes", "2",
             *self.extra_args,
         ]  # fmt: skip
+        if self.flavour == "angie":
+            args += ["--data-plane", "angie", "--data-plane-binary", angie_binary()]
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=self._log, env={**os.environ, **self.env}
@@ -495,7 +518,20 @@ class Ferryman:
         return out
 
     def reloads(self) -> int:
-        return int(self.metrics()['nginx_ingress_controller_nginx_reloads_total{reason="other"}'])
+        """Reloads counted, whatever their reason."""
+        m = self.metrics()
+        name = "nginx_ingress_controller_nginx_reloads_total"
+        return int(m[f'{name}{{reason="other"}}'] + m[f'{name}{{reason="endpoints"}}'])
+
+    def angie_generation(self) -> int:
+        """Angie's own count of configuration loads (its /status/ API, on the
+        version socket): 1 at start, one more per reload."""
+        from ferryman.dataplane.angie import AngiePaths
+
+        socket = AngiePaths(self.state).version_socket
+        transport = httpx.HTTPTransport(uds=str(socket))
+        with httpx.Client(transport=transport, timeout=5) as c:
+            return int(c.get("http://angie/status/angie/generation").json())
 
 
 def _parse_fields(text: str) -> dict[str, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from tests.integration.harness import (
     Backends,
     BrokenBackend,
@@ -14,6 +16,8 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
+
+pytestmark = pytest.mark.flavours("nginx", "angie")
 
 HOST = "lb.example.com"
 

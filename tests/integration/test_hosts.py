@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.integration.harness import (
     Backends,
     Ferryman,
@@ -13,6 +15,8 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
+
+pytestmark = pytest.mark.flavours("nginx", "angie")
 
 
 def _services(ferryman: Ferryman, backends: Backends, *names: str) -> None:

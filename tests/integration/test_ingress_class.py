@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.integration.harness import (
     Backends,
     Ferryman,
@@ -14,6 +16,8 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
+
+pytestmark = pytest.mark.flavours("nginx", "angie")
 
 
 def _ingress_class(default: bool, name: str = "ferryman") -> dict[str, Any]:

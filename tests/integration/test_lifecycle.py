@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.integration.harness import (
     FERRYMAN,
@@ -25,6 +26,8 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
+
+pytestmark = pytest.mark.flavours("nginx", "angie")
 
 
 def _app(ferryman: Ferryman, backends: Backends) -> None:
@@ -109,7 +112,8 @@ def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
     assert m["nginx_ingress_controller_nginx_last_reload_milliseconds"] > 0
     assert m["nginx_ingress_controller_workqueue_depth"] == 0
 
-    # 50 new files at once: routes are pushed, NGINX is not even reloaded.
+    # 50 new files at once: routes are pushed, NGINX is not even reloaded; Angie
+    # reloads once per batch (the watcher may deliver the files in two).
     for i in range(100, 150):
         ferryman.write(f"ing{i}", ingress(f"i{i}", [rule(f"h{i}.test", path("/", "app"))]))
     eventually(lambda: served_by(ferryman, "h149.test", "/") == "app", 5, "batch applied")
@@ -121,7 +125,10 @@ def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
         5,
         "150 ingresses",
     )
-    assert ferryman.reloads() == 1
+    if ferryman.flavour == "nginx":
+        assert ferryman.reloads() == 1
+    else:
+        assert 2 <= ferryman.reloads() <= 3
     assert all(served_by(ferryman, f"h{i}.test", "/") == "app" for i in range(100, 150))
 
 

@@ -1,16 +1,22 @@
-"""Ingress path semantics, as the Kubernetes documentation defines them, through NGINX."""
+"""Ingress path semantics, as the Kubernetes documentation defines them, through
+the data plane (NGINX and Angie)."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.integration.harness import (
     Backends,
     Ferryman,
+    eventually,
     ingress,
     path,
     rule,
     served_by,
     service_with_backends,
 )
+
+pytestmark = pytest.mark.flavours("nginx", "angie")
 
 HOST = "paths.example.com"
 
@@ -29,6 +35,20 @@ def test_exact_matches_only_the_exact_path(ferryman: Ferryman, backends: Backend
     assert served_by(ferryman, HOST, "/foo/") == "404"
     assert served_by(ferryman, HOST, "/foo/bar") == "404"
     assert served_by(ferryman, HOST, "/fo") == "404"
+
+
+def test_exact_path_with_a_slash_leaves_the_bare_path_to_the_other_rules(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Angie (as NGINX) redirects ``/foo`` to ``/foo/`` when a proxying location is
+    named ``/foo/``; Kubernetes gives ``/foo`` whatever the other rules give it."""
+    _serve(ferryman, backends, path("/foo/", "a", "Exact"), path("/", "root"))
+    assert served_by(ferryman, HOST, "/foo/") == "a"
+    assert served_by(ferryman, HOST, "/foo") == "root"
+    ferryman.write("ing", ingress("paths", [rule(HOST, path("/foo/", "a", "Exact"))]))
+    eventually(lambda: served_by(ferryman, HOST, "/") == "404", 10, "Prefix / gone")
+    assert served_by(ferryman, HOST, "/foo") == "404"
+    assert served_by(ferryman, HOST, "/foo/") == "a"
 
 
 def test_prefix_matches_element_wise(ferryman: Ferryman, backends: Backends) -> None:

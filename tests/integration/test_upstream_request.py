@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
 from tests.integration.harness import (
     Backends,
     Ferryman,
@@ -13,6 +15,8 @@ from tests.integration.harness import (
     rule,
     service_with_backends,
 )
+
+pytestmark = pytest.mark.flavours("nginx", "angie")
 
 HOST = "echo.example.com"
 

@@ -92,6 +92,39 @@ def test_api_changes_reach_nginx_within_a_second(
     assert f.reloads() == 1
 
 
+def test_kubernetes_mode_on_angie(
+    tmp_path: Path, apiserver: APIServer, kube: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    """The Angie flavour in Kubernetes mode: the informers' changes reach a real
+    Angie (endpoints through ferryman's DNS, about 2 s; hosts by a reload), and
+    Events and status are written as with NGINX."""
+    a, b = backends.start("a"), backends.start("b")
+    apply(kube, *service_with_backends("app", [a], namespace=namespace))
+    apply(kube, ingress("web", [rule("k8s.test", path("/", "app"))], namespace=namespace))
+    f = _ferryman(
+        tmp_path, apiserver, namespace, "a",
+        "--report-ingress-status", "--ingress-address", "192.0.2.10",
+        "--leader-election-namespace", namespace,
+    )  # fmt: skip
+    f.flavour = "angie"
+    _start(running, f)
+    assert served_by(f, "k8s.test", "/") == "a"
+    apply(kube, *service_with_backends("app", [b], namespace=namespace))
+    kube.delete(EndpointSlice, "app-a", namespace=namespace)
+    wait_until(
+        lambda: {served_by(f, "k8s.test", f"/x{i}") for i in range(4)} == {"b"}, 5, "endpoints"
+    )
+    assert f.reloads() == 1  # endpoints moved through DNS
+    apply(kube, ingress("web", [rule("k8s.test", path("/only", "app"))], namespace=namespace))
+    wait_until(lambda: served_by(f, "k8s.test", "/x") == "404", 5, "ingress update")
+    assert served_by(f, "k8s.test", "/only") == "b"
+    assert f.reloads() == 2
+    wait_until(lambda: _status(kube, namespace, "web") == ["192.0.2.10"], 10, "status")
+    ev = wait_until(lambda: _events(kube, namespace, "web"), 5, "event")[-1]
+    assert ev.reason == "AddedOrUpdated"
+
+
 def _events(kube: Client, namespace: str, name: str) -> list[Event]:
     return [
         e

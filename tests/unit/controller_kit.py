@@ -8,6 +8,7 @@ from typing import Any
 from ferryman.app import QueueingSink
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
+from ferryman.dataplane.reloads import ReloadLog
 from ferryman.metrics import Metrics
 from ferryman.report import RecordingReporter
 from ferryman.resources.meta import ObjectRef
@@ -27,6 +28,8 @@ class Kit:
         self.metrics = Metrics()
         # Ingress status as Kubernetes mode would write it: (ref, addresses) per call.
         self.statuses: list[tuple[ObjectRef, tuple[str, ...]]] = []
+        if self.dataplane.observer is None:
+            self.dataplane.observer = ReloadLog(self.metrics)
         self.controller = Controller(
             Settings(state_dir=tmp, **settings),
             self.store,

@@ -1,15 +1,8 @@
 """The Angie flavour: records -> servers/upstreams text (configs/angie.py), the
-data plane that writes and reloads it, and real ``nginx -t`` runs of the output.
-
-Angie is not installable on this machine. NGINX (Debian's 1.22) accepts the same
-syntax except Angie's own, so before ``nginx -t`` the checks leave out exactly:
-
-- the version server's ``api`` location (``config_version(..., api=False)``);
-- ``service=`` and ``resolve`` on upstream servers (NGINX 1.22 has neither):
-  ``for_nginx`` puts a static peer in place of each such server line, so
-  everything around it (``zone``, ``least_conn``, ``max_fails``, ``keepalive``,
-  the ``resolver`` directive) is still checked by NGINX;
-- ``status_zone`` in servers (NGINX Plus and Angie only): ``for_nginx`` drops it.
+data plane that writes and reloads it, and the output run by a real Angie
+(built from ../shared/vendor by scripts/build-angie.sh): ``angie -t`` on every
+rendered configuration, and ``AngieDataPlane`` driving Angie with ferryman's
+DNS server answering its ``resolve`` lookups.
 """
 
 from __future__ import annotations
@@ -29,7 +22,6 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import dns.message
 import pytest
@@ -48,8 +40,8 @@ from ferryman.configs.angie import (
 from ferryman.configs.ingress import SecretState, virtual_hosts
 from ferryman.configs.model import MainConfig
 from ferryman.configs.routes import encode_host
-from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngiePaths
-from ferryman.dataplane.dns import Zone
+from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngieGeneration, AngiePaths
+from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.nginx import NginxManager, prepare_state_dir
 from ferryman.latency import LatencyReceiver
@@ -57,6 +49,7 @@ from ferryman.metrics import Metrics
 from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
+from tests.integration.harness import angie_binary
 
 from ._tls import b64, cert_pem, key_pem, tls_secret
 from .test_nginx_property import GOOD_SECRET, Case, ingress_cases, service_docs
@@ -314,27 +307,16 @@ def test_version_server_has_angie_api_unless_asked_not_to() -> None:
     assert "api " not in RENDERER.config_version("/run/v.sock", 7, api=False)
 
 
-# ---- real nginx -t -------------------------------------------------------------------
+# ---- real angie -t ------------------------------------------------------------------
 
-needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed")
+
+@pytest.fixture(scope="module")
+def angie() -> str:
+    """The Angie binary (scripts/build-angie.sh; an error without ../shared/vendor)."""
+    return angie_binary()
 
 
 DNS_PORT = 15353  # only written into angie.conf here; nothing listens
-
-
-def for_nginx(text: str, zone: Zone | None = None) -> str:
-    """Angie's servers.conf as NGINX 1.22 can load it: each ``server NAME service=...
-    resolve`` line becomes static peers, what the zone answers for NAME (or a
-    closed port when it answers nothing)."""
-
-    def static(m: re.Match[str]) -> str:
-        peers = zone_peers(zone, m.group(2)) if zone else []
-        return "".join(
-            f"{m.group(1)}server {peer}{m.group(3)}\n" for peer in peers or ["127.0.0.1:9"]
-        )
-
-    text = re.sub(r"^ +status_zone \S+;\n", "", text, flags=re.M)
-    return re.sub(r"^( +)server (\S+) service=\S+ resolve( .*)?\n", static, text, flags=re.M)
 
 
 def zone_peers(zone: Zone, name: str) -> list[str]:
@@ -376,37 +358,40 @@ def main_config(state_dir: Path, public: bool = True) -> MainConfig:
     )
 
 
-def nginx_test(records: Mapping[tuple[str, str], str]) -> str:
-    """Write the whole Angie configuration for ``records`` and run ``nginx -t`` on it."""
+def angie_test(angie: str, state: Path) -> None:
+    result = subprocess.run(
+        [angie, "-t", "-p", str(state), "-c", str(state / "angie.conf"), "-e", "stderr"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def angie_accepts(angie: str, records: Mapping[tuple[str, str], str]) -> str:
+    """Write the whole Angie configuration for ``records`` and run ``angie -t`` on it."""
     with tempfile.TemporaryDirectory(prefix="ferryman-angie-") as tmp:
         state = Path(tmp)
         paths = AngiePaths(state)
         prepare_state_dir(paths, None)
         config = angie_config(records, str(state), "/nginx-health")
         (state / "angie.conf").write_text(RENDERER.main(main_config(state), DNS_PORT))
-        # No Angie API: NGINX does not know the api directive.
         (state / "config-version.conf").write_text(
-            RENDERER.config_version(str(paths.version_socket), 1, api=False)
+            RENDERER.config_version(str(paths.version_socket), 1)
         )
         text = RENDERER.servers(config, 18080, 18443)
-        (state / SERVERS_FILE).write_text(for_nginx(text))
+        (state / SERVERS_FILE).write_text(text)
         for rel, data in config.certificates.items():
             (state / rel).parent.mkdir(exist_ok=True)
             (state / rel).write_bytes(data)
-        result = subprocess.run(
-            ["nginx", "-t", "-p", str(state), "-c", str(paths.main), "-e", "stderr"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr + "\n" + text
+        angie_test(angie, state)
         return text
 
 
-@needs_nginx
-def test_representative_configuration_passes_nginx_t() -> None:
-    nginx_test(
+def test_representative_configuration_passes_angie_t(angie: str) -> None:
+    angie_accepts(
+        angie,
         {
             ("H", "a.example.com"): f"{CERT} 1 ns/web:80 lc:3:0.5 E|/x|ns/web:80 P|/|ns/web:80 "
             "P|/x|ns/other:http P|/a(b)@c:d,e=f&g~h+i!j*k|ns/web:80",
@@ -415,13 +400,12 @@ def test_representative_configuration_passes_nginx_t() -> None:
             ("H", "_"): "- 0 - rr:1:10 E|/e|ns/none:80",
             ("E", "ns/web:80"): "10.0.0.1#8080 fd00::1#8080",
             ("C", CERT): CERT_RECORD,
-        }
+        },
     )
 
 
-@needs_nginx
-def test_no_hosts_at_all_passes_nginx_t() -> None:
-    text = nginx_test({})
+def test_no_hosts_at_all_passes_angie_t(angie: str) -> None:
+    text = angie_accepts(angie, {})
     assert "default_server" in text
 
 
@@ -451,18 +435,17 @@ def records_for(cases: list[Case], peers: dict[str, bool]) -> Records:
     return records
 
 
-@needs_nginx
 @settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(cases=ingress_cases())
-def test_valid_ingresses_render_what_nginx_accepts(cases: list[Case]) -> None:
+def test_valid_ingresses_render_what_angie_accepts(angie: str, cases: list[Case]) -> None:
     valid = [c for c in cases if not c.invalid]
     assume(valid)  # the strategy makes one value in ten invalid (test_nginx_property)
     event(f"valid ingresses: {len(valid)}")
-    text = nginx_test(records_for(valid, {}))
+    text = angie_accepts(angie, records_for(valid, {}))
     for case in valid:
         for host in case.hosts:
             if host.startswith("*."):
@@ -479,18 +462,61 @@ class FakeManager:
         self.applied: list[dict[str, str | None]] = []
         self.zone: Zone | None = None
         self.peers_at_reload: list[list[str]] = []  # what DNS said as Angie reloaded
+        self.reasons: list[str] = []
 
-    async def apply(self, files: Mapping[str, str | None]) -> float:
+    async def apply(self, files: Mapping[str, str | None], reason: str = "other") -> float:
         if self.zone is not None:
             self.peers_at_reload.append(zone_peers(self.zone, "80.web.ns.ferryman.internal"))
         if self.refuse:
             raise ConfigTestError("[emerg] refused", (SERVERS_FILE,))
         self.applied.append(dict(files))
+        self.reasons.append(reason)
         return 0.0
 
 
 def dataplane(state: Path, manager: FakeManager) -> AngieDataPlane:
-    return AngieDataPlane(manager, AngiePaths(state), RENDERER, 80, 443)  # type: ignore[arg-type]
+    """An ``AngieDataPlane`` past its start-up reload (the public angie.conf is live)."""
+    dp = AngieDataPlane(manager, AngiePaths(state), RENDERER, 80, 443)  # type: ignore[arg-type]
+    asyncio.run(dp.apply({"angie.conf": "public"}))
+    manager.applied.clear()
+    manager.peers_at_reload.clear()
+    manager.reasons.clear()
+    return dp
+
+
+def test_start_up_reloads_once_with_the_servers_pushed_so_far(tmp_path: Path) -> None:
+    manager = FakeManager()
+    dp = AngieDataPlane(manager, AngiePaths(tmp_path), RENDERER, 80, 443)  # type: ignore[arg-type]
+    # Before the public angie.conf is live, pushes reload nothing.
+    asyncio.run(dp.push({("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80"}, full=True))
+    asyncio.run(dp.push(WEB, full=False))
+    assert manager.applied == []
+    assert zone_peers(dp.zone, "80.web.ns.ferryman.internal") == ["10.0.0.1:8080", "10.0.0.2:8080"]
+    asyncio.run(dp.apply({"angie.conf": "public"}))
+    [files] = manager.applied
+    assert files["angie.conf"] == "public"
+    assert "proxy_pass http://ns_web_80_rr_1_10s;" in (files[SERVERS_FILE] or "")
+
+
+def test_start_up_with_nothing_pushed_still_brings_servers(tmp_path: Path) -> None:
+    """No served Ingress: the public angie.conf includes servers.conf all the same,
+    whose default server answers 404."""
+    manager = FakeManager()
+    dp = AngieDataPlane(manager, AngiePaths(tmp_path), RENDERER, 80, 443)  # type: ignore[arg-type]
+    asyncio.run(dp.apply({"angie.conf": "public"}))
+    servers = manager.applied[0][SERVERS_FILE] or ""
+    assert location_body(server_block(servers, "_"), "/") == "return 404;"
+
+
+def test_reload_reasons_tell_endpoint_transitions_from_the_rest(tmp_path: Path) -> None:
+    manager = FakeManager()
+    dp = dataplane(tmp_path, manager)
+    asyncio.run(dp.push({("H", "a.example.com"): "- 0 - rr:1:10 P|/|ns/web:80"}, full=True))
+    asyncio.run(dp.push(WEB, full=False))  # 0 -> N: 503 becomes proxy_pass
+    asyncio.run(dp.push({("H", "b.example.com"): "- 0 - rr:1:10 P|/|ns/web:80"}, full=False))
+    asyncio.run(dp.push({("E", "ns/web:80"): "10.0.0.1#80"}, full=False))  # no reload
+    asyncio.run(dp.push({("E", "ns/web:80"): ""}, full=False))  # N -> 0
+    assert manager.reasons == ["other", "endpoints", "other", "endpoints"]
 
 
 def test_push_renders_reloads_and_writes_private_certificates(tmp_path: Path) -> None:
@@ -628,8 +654,9 @@ INGRESS = {
 }
 
 
-@needs_nginx
-def test_render_angie_writes_what_nginx_accepts(tmp_path: Path, root_logger: None) -> None:
+def test_render_angie_writes_what_angie_accepts(
+    angie: str, tmp_path: Path, root_logger: None
+) -> None:
     manifests, out = tmp_path / "manifests", tmp_path / "out"
     manifests.mkdir()
     docs = [tls_secret(GOOD_SECRET), *service_docs("default"), INGRESS]
@@ -661,20 +688,7 @@ def test_render_angie_writes_what_nginx_accepts(tmp_path: Path, root_logger: Non
     certs = list((out / "certs").iterdir())
     assert len(certs) == 2
     assert all(c.stat().st_mode & 0o777 == 0o600 for c in certs)
-    # NGINX lacks Angie's api directive: test without it (see the module docstring).
-    paths = AngiePaths(out)
-    (out / "config-version.conf").write_text(
-        RENDERER.config_version(str(paths.version_socket), 0, api=False)
-    )
-    (out / SERVERS_FILE).write_text(for_nginx(text))
-    result = subprocess.run(
-        ["nginx", "-t", "-p", str(out), "-c", str(out / "angie.conf"), "-e", "stderr"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    angie_test(angie, out)
 
 
 @pytest.mark.parametrize(
@@ -718,16 +732,18 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def angie_text_on_nginx(
+async def running_angie(
+    angie: str,
     paths: AngiePaths,
     http_port: int,
     host: str,
     reply: Callable[[str], str],
-    check: RecordingCheck | None = None,
     latency_socket: str = "",
 ) -> AsyncIterator[AngieDataPlane]:
-    """A real NGINX running the Angie text (``NginxForAngieText``) for one host
-    record, its backend ``ns/web:80`` a loopback server answering ``reply(path)``."""
+    """A real Angie, driven by ``AngieDataPlane`` + ``NginxManager`` (the reload
+    confirmed by Angie's generation) with ferryman's DNS server answering its
+    ``resolve`` lookups, for one host record whose backend ``ns/web:80`` is a
+    loopback server answering ``reply(path)``."""
     backend_port = _free_port()
     app = web.Application()
 
@@ -738,56 +754,80 @@ async def angie_text_on_nginx(
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", backend_port).start()
-    zone = Zone()
-    manager = NginxForAngieText(
-        zone, "nginx", paths, 10, lambda s, v: RENDERER.config_version(s, v, api=False), check
+    dns_server = DnsServer(Zone(), 0)
+    await dns_server.start()
+    manager = NginxManager(
+        angie, paths, 10, RENDERER.config_version, AngieGeneration(paths.version_socket)
     )
     dp = AngieDataPlane(
-        manager, paths, RENDERER, http_port, _free_port(), zone=zone, latency=bool(latency_socket)
+        manager,
+        paths,
+        RENDERER,
+        http_port,
+        _free_port(),
+        zone=dns_server.zone,
+        latency=bool(latency_socket),
     )
     main = replace(main_config(paths.state_dir), http_port=http_port, latency_socket=latency_socket)
-    await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), DNS_PORT)})
+    await manager.start({"angie.conf": RENDERER.main(replace(main, public=False), dns_server.port)})
     try:
         await dp.push(
             {("H", "a.example.com"): host, ("E", "ns/web:80"): f"127.0.0.1#{backend_port}"},
             full=True,
         )
-        await manager.apply({"angie.conf": RENDERER.main(main, DNS_PORT)})
+        await dp.apply({"angie.conf": RENDERER.main(main, dns_server.port)})
         yield dp
     finally:
         await manager.stop()
+        await dns_server.stop()
         await runner.cleanup()
 
 
-@needs_nginx
-def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
-    """``AngieDataPlane`` + ``NginxManager`` driving a real NGINX (the api location
-    left out): routes, 404/503, an endpoint change reloading to 503."""
+async def _until(port: int, host: str, path: str, want: tuple[int, str]) -> tuple[int, str]:
+    """Angie's answer once it is ``want`` (its workers resolve a new upstream's
+    peers within milliseconds of a reload), or the last one after 3 s."""
+    for _ in range(60):
+        answer = await asyncio.to_thread(_get, port, host, path)
+        if answer == want:
+            break
+        await asyncio.sleep(0.05)
+    return answer
+
+
+async def _generation(generation: AngieGeneration, want: int) -> int:
+    """Angie's generation once it is ``want``, or the last reading after 2 s: an
+    old worker may still answer the socket for a moment after a reload."""
+    for _ in range(40):
+        if (value := await generation.read()) == want:
+            break
+        await asyncio.sleep(0.05)
+    return value
+
+
+def test_data_plane_serves_and_reloads_with_real_angie(angie: str, tmp_path: Path) -> None:
+    """Routes, 404/503, an endpoint change reloading to 503; each reload moved
+    Angie's own generation on by one."""
     http_port = _free_port()
 
     async def scenario() -> list[tuple[int, str]]:
         paths = AngiePaths(tmp_path)
         prepare_state_dir(paths, None)
-        check = RecordingCheck()
         host = "- 0 - rr:1:10 P|/app|ns/web:80 E|/gone|ns/gone:80"
+        generation = AngieGeneration(paths.version_socket)
         answers = []
-        async with angie_text_on_nginx(
-            paths, http_port, host, lambda path: f"backend {path}", check
-        ) as dp:
-            for host, path in [("a", "/app/x"), ("a", "/apple"), ("a", "/gone"), ("b", "/app")]:
+        async with running_angie(angie, paths, http_port, host, lambda p: f"backend {p}") as dp:
+            # Started, then the one start-up reload.
+            assert await _generation(generation, 2) == 2
+            answers.append(
+                await _until(http_port, "a.example.com", "/app/x", (200, "backend /app/x"))
+            )
+            for host, path in [("a", "/apple"), ("a", "/gone"), ("b", "/app")]:
                 answers.append(
                     await asyncio.to_thread(_get, http_port, f"{host}.example.com", path)
                 )
             await dp.push({("E", "ns/web:80"): ""}, full=False)
-            # Old workers may still accept a connection or two right after a reload.
-            for _ in range(40):
-                answer = await asyncio.to_thread(_get, http_port, "a.example.com", "/app")
-                if answer[0] == 503:
-                    break
-                await asyncio.sleep(0.05)
-            answers.append(answer)
-            # Every reload was also confirmed by the flavour's check, after the HUP.
-            assert check.calls == ["before", "confirm"] * 3
+            answers.append(await _until(http_port, "a.example.com", "/app", (503, "")))
+            assert await _generation(generation, 3) == 3
         return answers
 
     assert asyncio.run(scenario()) == [
@@ -799,13 +839,12 @@ def test_data_plane_serves_and_reloads_with_real_nginx(tmp_path: Path) -> None:
     ]
 
 
-@needs_nginx
-def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
-    """The Angie configuration's latency log, through a real NGINX, into the
-    histogram: one sample per proxied request, labelled with its route."""
+def test_latency_metrics_from_real_angie(angie: str) -> None:
+    """Angie's latency log, into the histogram: one sample per proxied request,
+    labelled with its route."""
     http_port = _free_port()
     metrics = Metrics()
-    # NGINX's workers (nobody) must reach the socket: pytest's tmp_path is 0700.
+    # Angie's workers (nobody) must reach the socket: pytest's tmp_path is 0700.
     state = Path(tempfile.mkdtemp(prefix="ferryman-latency-", dir="/tmp"))
     state.chmod(0o755)
 
@@ -818,16 +857,18 @@ def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
         receiver.bind(pwd.getpwnam("nobody").pw_gid if os.geteuid() == 0 else None)
         receiving = asyncio.create_task(receiver.run())
         try:
-            async with angie_text_on_nginx(
+            async with running_angie(
+                angie,
                 paths,
                 http_port,
                 "- 0 - rr:1:10 P|/app|ns/web:80",
                 lambda path: "ok",
                 latency_socket=str(paths.latency_socket),
             ):
-                answers = [
+                first = await _until(http_port, "a.example.com", "/app", (200, "ok"))
+                answers = [first] + [
                     await asyncio.to_thread(_get, http_port, "a.example.com", path)
-                    for path in ["/app", "/app/1", "/app/2", "/nothing"]
+                    for path in ["/app/1", "/app/2", "/nothing"]
                 ]
                 assert answers == [(200, "ok")] * 3 + [(404, "")]
                 for _ in range(100):  # the datagrams arrive on their own time
@@ -841,8 +882,9 @@ def test_latency_metrics_from_real_nginx_running_the_angie_text() -> None:
         asyncio.run(scenario())
     finally:
         shutil.rmtree(state, ignore_errors=True)
-    # The three proxied requests, none for the 404.
-    assert _latency_count(metrics) == 3
+    # The proxied requests, none for the 404 (the first may have been retried
+    # while the new upstream resolved: at least three).
+    assert _latency_count(metrics) >= 3
 
 
 def _latency_count(metrics: Metrics) -> float:
@@ -855,38 +897,6 @@ def _latency_count(metrics: Metrics) -> float:
         and sample.labels["upstream"] == "ns/web:80"
         and sample.labels["code"] == "200"
     )
-
-
-class RecordingCheck:
-    """A ``ReloadCheck`` (Angie's generation in production) that records its calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    async def before(self) -> int:
-        self.calls.append("before")
-        return len(self.calls)
-
-    async def confirm(self, before: int, deadline: float) -> None:
-        assert before == len(self.calls)
-        self.calls.append("confirm")
-
-
-class NginxForAngieText(NginxManager):
-    """Writes servers.conf as NGINX 1.22 can load it (``for_nginx``): the peers DNS
-    would give Angie become static servers."""
-
-    def __init__(self, zone: Zone, *args: Any) -> None:
-        super().__init__(*args)
-        self._zone = zone
-
-    def write(self, files: Mapping[str, str | None]) -> None:
-        super().write(
-            {
-                rel: for_nginx(text, self._zone) if rel == SERVERS_FILE and text else text
-                for rel, text in files.items()
-            }
-        )
 
 
 def _get(port: int, host: str, path: str) -> tuple[int, str]:

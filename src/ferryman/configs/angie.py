@@ -13,7 +13,8 @@ which ferryman answers on loopback from the current endpoint sets
 - Kubernetes path semantics as locations: Exact ``/p`` -> ``location = /p``;
   Prefix ``/p`` -> ``location = /p`` and ``location /p/``; Prefix ``/`` ->
   ``location /``; an Exact path wins a shared ``= /p``; ``location /`` falls back
-  to the defaultBackend or answers 404;
+  to the defaultBackend or answers 404; Exact ``/p/`` also gets ``= /p`` with
+  what the other rules give ``/p`` (else Angie would redirect it to ``/p/``);
 - an ``upstream`` per (backend, balancing) resolving the backend's SRV name; a
   backend with no ready peer has no upstream and its locations answer 503 (so
   only a backend's 0 <-> N transitions change the text);
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 from ferryman.configs.model import CATCH_ALL, BackendKey, MainConfig
 from ferryman.configs.render import template_environment
-from ferryman.configs.routes import decode_host
+from ferryman.configs.routes import decode_host, match
 
 SERVERS_FILE = "servers.conf"
 CERTS_DIR = "certs"
@@ -191,6 +192,14 @@ def angie_config(
             locations[(False, path + "/")] = location(False, path + "/", backend, balancing)
         if (False, "/") not in locations:
             locations[(False, "/")] = location(False, "/", default, balancing)
+        # Angie (as NGINX) answers ``/p`` with a 301 to ``/p/`` when a proxying
+        # location is named ``/p/`` (Exact ``/p/``) and none names ``/p`` exactly,
+        # even over a Prefix ``/``; Kubernetes gives ``/p`` whatever its rules say.
+        for _, path in list(locations):
+            bare = path[:-1]
+            if bare and path.endswith("/") and (True, bare) not in locations:
+                target = match(exact, prefix, default, bare)
+                locations[(True, bare)] = location(True, bare, target, balancing)
         certificate = None
         if tls not in ("-", "!") and ("C", tls) in records:
             chain_b64, key_b64 = records[("C", tls)].split("\t")

@@ -8,6 +8,11 @@ then the version socket confirms). The text names each backend's DNS name, not
 its peers: endpoint changes only update the ``Zone`` that ferryman's DNS server
 answers Angie's ``resolve`` lookups from, with no reload. Only a backend's
 0 <-> N transitions change the text (no endpoints: its locations answer 503).
+
+Until the public ``angie.conf`` is live (start-up), pushes only stage the text:
+the one start-up reload (``apply``) brings ``servers.conf`` along, so Angie
+reloads once at start-up, as NGINX does, and always has a ``servers.conf``,
+even when no Ingress is served.
 """
 
 from __future__ import annotations
@@ -20,13 +25,20 @@ from pathlib import Path
 
 import aiohttp
 
-from ferryman.configs.angie import SERVERS_FILE, AngieRenderer, angie_config, endpoint_sets
+from ferryman.configs.angie import (
+    SERVERS_FILE,
+    AngieConfig,
+    AngieRenderer,
+    angie_config,
+    endpoint_sets,
+)
 from ferryman.dataplane import PushResult, RecordKey, merge_records
 from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.nginx import NginxManager, Paths, unix_get
 from ferryman.dataplane.output import OutputDirectory
+from ferryman.dataplane.reloads import ENDPOINTS, OTHER
 from ferryman.metrics import parse_angie_status
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax
@@ -122,12 +134,28 @@ class AngieDataPlane:
         self._zone_size = zone_size
         self._records: dict[RecordKey, str] = {}
         self._endpoints: dict[str, Endpoints] = {}  # what the zone answers
-        self._servers: str | None = None  # the servers.conf Angie runs
+        self._servers: str | None = None  # the servers.conf Angie runs (or will, at start-up)
+        self._live = False  # the public angie.conf, which includes servers.conf, is loaded
         self._certificates: set[str] = set()  # written certificate files (relative)
         self._version = 0
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
-        return await self.manager.apply(files)
+        """ferryman's own files (the public ``angie.conf``), with the servers
+        pushed so far: one reload."""
+        servers = self._servers
+        if servers is None:
+            servers = self._render(self._records)[1]
+        seconds = await self.manager.apply({**files, SERVERS_FILE: servers})
+        self._servers = servers
+        self._live = True
+        return seconds
+
+    def _render(self, records: Mapping[RecordKey, str]) -> tuple[AngieConfig, str]:
+        config = angie_config(records, str(self._paths.state_dir), self._health_uri)
+        text = self._renderer.servers(
+            config, self._http_port, self._https_port, self._zone_size, self._latency
+        )
+        return config, text
 
     def _write_certificates(self, certificates: Mapping[str, bytes]) -> None:
         for rel, data in certificates.items():
@@ -143,20 +171,22 @@ class AngieDataPlane:
         """Re-render the servers from the merged records and reload when they changed."""
         merged = dict(self._records)
         merge_records(merged, records, full)
-        config = angie_config(merged, str(self._paths.state_dir), self._health_uri)
-        text = self._renderer.servers(
-            config, self._http_port, self._https_port, self._zone_size, self._latency
-        )
+        config, text = self._render(merged)
         endpoints = endpoint_sets(merged)
         self._write_certificates(config.certificates)
-        if text != self._servers:
+        if not self._live:
+            self._servers = text  # the start-up reload brings it along
+        elif text != self._servers:
+            changed = {k[0] for k in merged.keys() | self._records.keys()
+                       if merged.get(k) != self._records.get(k)}  # fmt: skip
+            reason = ENDPOINTS if changed == {"E"} else OTHER
             # A new upstream's workers resolve at once: its names must answer
             # before the reload. A backend that lost its last endpoint keeps its
             # old answers until its locations answer 503 instead.
             emptied = {b: old for b, old in self._endpoints.items() if old and not endpoints.get(b)}
             self.zone.set_endpoints({**endpoints, **emptied})
             try:
-                await self.manager.apply({SERVERS_FILE: text})
+                await self.manager.apply({SERVERS_FILE: text}, reason)
             except ConfigError as e:
                 self.zone.set_endpoints(self._endpoints)
                 raise PushError(f"angie did not take the new servers: {e}") from e

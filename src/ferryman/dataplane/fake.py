@@ -8,14 +8,21 @@ from collections.abc import Mapping
 
 from ferryman.dataplane import NO_MEMORY, PushResult, RecordKey, merge_records
 from ferryman.dataplane.errors import ConfigTestError, PushError
+from ferryman.dataplane.reloads import OTHER, ReloadObserver
 
 
 class FakeDataPlane:
-    def __init__(self, refuse: frozenset[str] = frozenset(), capacity: int | None = None) -> None:
+    def __init__(
+        self,
+        refuse: frozenset[str] = frozenset(),
+        capacity: int | None = None,
+        reloads: ReloadObserver | None = None,
+    ) -> None:
         """``capacity``: bytes of record values held at most (None: no bound);
         records that would go beyond it are refused one by one, as NGINX does."""
         self.refuse = refuse
         self.capacity = capacity
+        self.observer = reloads  # told of each reload, as NginxManager tells it
         self.files: dict[str, str] = {}
         self.records: dict[RecordKey, str] = {}
         self.reloads = 0
@@ -26,13 +33,18 @@ class FakeDataPlane:
     async def apply(self, files: Mapping[str, str | None]) -> float:
         bad = tuple(p for p, text in files.items() if text is not None and text in self.refuse)
         if bad:
-            raise ConfigTestError(f"[emerg] refused in /state/{bad[0]}:1", culprits=bad)
+            error = ConfigTestError(f"[emerg] refused in /state/{bad[0]}:1", culprits=bad)
+            if self.observer is not None:
+                self.observer.reload_failed(OTHER, str(error))
+            raise error
         for path, text in files.items():
             if text is None:
                 self.files.pop(path, None)
             else:
                 self.files[path] = text
         self.reloads += 1
+        if self.observer is not None:
+            self.observer.reloaded(OTHER, 0.001)
         return 0.001
 
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:

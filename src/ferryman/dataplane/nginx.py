@@ -4,6 +4,9 @@ A reload is confirmed only when a worker answers the new configuration version
 on the version socket: the HUP merely asks the master to try, and a master
 that cannot apply a configuration keeps its old workers without telling us.
 A flavour can ask for more (``ReloadCheck``: Angie's configuration generation).
+A master that cannot apply the new configuration (a listener that cannot bind,
+a file gone since the test) says so on its error log: that fails the reload at
+once instead of at the timeout. Every reload is reported to a ``ReloadObserver``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ferryman.dataplane.errors import (
 )
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.private_dir import new_private_directory, private_directory
+from ferryman.dataplane.reloads import OTHER, ReloadObserver
 
 log = logging.getLogger("ferryman.nginx")
 nginx_log = logging.getLogger("ferryman.nginx.errorlog")
@@ -59,6 +63,12 @@ _ATTEMPT_RE = re.compile(
     r"while (?:connecting to|sending request to|reading response header from|"
     r"SSL handshaking to) upstream"
 )
+# The master's own [emerg] lines: after a HUP, the new configuration failed to load
+# (the master keeps the old one and says nothing else). A failed bind() is retried
+# by the master itself (5 times, 500 ms apart) and only its last word, "still
+# could not bind()", is the failure.
+_MASTER_EMERG_RE = re.compile(r"\[emerg\] (\d+)#")
+_BIND_RETRIED_RE = re.compile(r"\] \d+#\d+: bind\(\) to \S+ failed")
 _POLL_INTERVAL = 0.02  # seconds between version-socket polls
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -224,9 +234,13 @@ class NginxManager:
         reload_timeout: float,
         render_version: Callable[[str, int], str],
         reload_check: ReloadCheck | None = None,
+        reloads: ReloadObserver | None = None,
     ) -> None:
         self._binary = binary
         self._reload_check = reload_check
+        self._reloads = reloads
+        # While a reload waits for its confirmation: the master's [emerg] lines.
+        self._reload_errors: list[str] | None = None
         self._paths = paths
         self._reload_timeout = reload_timeout
         self._render_version = render_version
@@ -344,6 +358,17 @@ class NginxManager:
         async for raw in proc.stderr:
             line = raw.decode(errors="replace").rstrip()
             nginx_log.log(level_of(line), line)
+            self._watch_reload(proc.pid, line)
+
+    def _watch_reload(self, master: int, line: str) -> None:
+        m = _MASTER_EMERG_RE.search(line)
+        if (
+            self._reload_errors is not None
+            and m is not None
+            and int(m.group(1)) == master
+            and not _BIND_RETRIED_RE.search(line)
+        ):
+            self._reload_errors.append(line)
 
     async def _test(self) -> None:
         proc = await asyncio.create_subprocess_exec(
@@ -357,32 +382,52 @@ class NginxManager:
             message = out.decode(errors="replace").strip()
             raise ConfigTestError(message, culprits_in(message, self._paths.state_dir))
 
-    async def apply(self, files: Mapping[str, str | None]) -> float:
+    async def apply(self, files: Mapping[str, str | None], reason: str = OTHER) -> float:
+        """Test, HUP and confirm; returns the seconds that took. ``reason``: what
+        caused the reload, for its metrics and log line (``reloads.ENDPOINTS``,
+        ``reloads.OTHER``)."""
         async with self._lock:
-            return await self._apply(files)
+            return await self._apply(files, reason)
 
-    async def _apply(self, files: Mapping[str, str | None]) -> float:
+    async def _apply(self, files: Mapping[str, str | None], reason: str = OTHER) -> float:
+        started = time.monotonic()
+        try:
+            self._version = await self._reload(files)
+        except (ConfigTestError, ReloadError) as e:
+            if self._reloads is not None:
+                self._reloads.reload_failed(reason, str(e))
+            raise
+        seconds = time.monotonic() - started
+        if self._reloads is not None:
+            self._reloads.reloaded(reason, seconds)
+        return seconds
+
+    async def _reload(self, files: Mapping[str, str | None]) -> int:
         if self._proc is None or self._proc.returncode is not None:
             raise ReloadError("nginx is not running")
         before = {rel: self._files.get(rel) for rel in files}
         self.write(files)
         version = self._version + 1
         self._write_version(version)
-        started = time.monotonic()
         try:
             await self._test()
             check = self._reload_check
             reading = await check.before() if check is not None else 0
+            self._reload_errors = []
             self._proc.send_signal(signal.SIGHUP)
+            # The timeout runs from the HUP, for both confirmations: the test
+            # before it can take long too (13 s for Angie at 10,000 hosts).
+            deadline = time.monotonic() + self._reload_timeout
             await self._wait_version(version)
             if check is not None:
-                await check.confirm(reading, started + self._reload_timeout)
+                await check.confirm(reading, deadline)
         except (ConfigTestError, ReloadError):
             self.write(before)
             self._write_version(self._version)
             raise
-        self._version = version
-        return time.monotonic() - started
+        finally:
+            self._reload_errors = None
+        return version
 
     async def _wait_version(self, version: int) -> None:
         deadline = time.monotonic() + self._reload_timeout
@@ -391,6 +436,10 @@ class NginxManager:
         while time.monotonic() < deadline:
             if self._proc is not None and self._proc.returncode is not None:
                 raise ReloadError(f"nginx exited with code {self._proc.returncode}")
+            if self._reload_errors:
+                raise ReloadError(
+                    "the master kept its old configuration: " + "; ".join(self._reload_errors)
+                )
             try:
                 last = (await unix_get(self._paths.version_socket, "http://nginx/configVersion"))[1]
                 if last == want:
