@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -85,10 +86,25 @@ def reachable(path: Path) -> Path:
     return path
 
 
+# Below Linux's ephemeral range (32768-60999): a port the kernel handed out for a
+# bind to port 0 is also what it hands to outgoing connections, so between the
+# check and ferryman's bind any client socket could take it ("address already in
+# use" seen when tests run beside other work). Random ports from this range only
+# collide with another test run's choice.
+_PORTS = (20000, 32000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port nothing listens on, on any address, at the time of asking."""
+    for _ in range(1000):
+        port = random.randint(*_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in {_PORTS}")
 
 
 # ---- backends ------------------------------------------------------------------------
