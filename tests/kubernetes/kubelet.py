@@ -100,6 +100,11 @@ class Kubelet:
         config = KubeConfig.from_file(kubeconfig)
         self._client = Client(config=config, field_manager="test-kubelet")
         self._watch_client = Client(config=config, field_manager="test-kubelet")
+        # lightkube turns off the read timeout of watches, and closing the
+        # client does not end a blocked read; with a 1 s one an idle watch
+        # ends each second, and on_error below retries it from the last
+        # resourceVersion, or stops it once stop() was called.
+        self._watch_client._client._watch_timeout.read = 1.0
         self._pods: dict[str, dict[str, Any]] = {}  # namespace/name -> latest pod
         self._runs: dict[str, _Run] = {}
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -121,9 +126,9 @@ class Kubelet:
     def stop(self) -> None:
         self._stopping.set()
         self._queue.put(None)
-        self._watch_client.close()  # ends the blocked watch request
         for t in self._threads:
             t.join(10)
+        self._watch_client.close()
         for run in self._runs.values():
             run.proc.kill()
             run.proc.wait()
@@ -191,7 +196,7 @@ class Kubelet:
         def on_error(e: Exception, count: int) -> OnErrorResult:
             if self._stopping.is_set():
                 return OnErrorResult(OnErrorAction.STOP)
-            return OnErrorResult(OnErrorAction.RETRY, sleep=0.2)
+            return OnErrorResult(OnErrorAction.RETRY)
 
         try:
             self._watch_pods(on_error)
