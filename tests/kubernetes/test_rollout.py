@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Pod
+from lightkube.resources.core_v1 import Pod, Service
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
@@ -131,4 +131,38 @@ def test_ferryman_follows_a_deployment_rollout(
     second = live_pods(kube, ns)
     assert not second & scaled
     wait_until(lambda: only(ferryman, "roll.test", second, 18), 20, "only new pods serve")
+    assert kubelet.errors == []
+
+
+def test_ferryman_follows_a_service_selector_change(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, ferryman: Ferryman
+) -> None:
+    """Blue/green: the endpointslice controller moves the Service, ferryman follows."""
+    kube, ns = cluster.client(), cluster_namespace
+    apply(kube, deployment("blue", ns, 1, "v1"), deployment("green", ns, 1, "v1"))
+    apply(
+        kube, service("web", ns), ingress("web", [rule("bg.test", path("/", "web"))], namespace=ns)
+    )
+    kube.patch(
+        Service,
+        "web",
+        {"spec": {"selector": {"app": "blue"}}},
+        namespace=ns,
+        patch_type=PatchType.MERGE,
+    )
+    for name in ("blue", "green"):
+        wait_until(lambda name=name: rolled_out(kube, ns, name, 1), 30, name)
+    pods = live_pods(kube, ns)
+    blue = {p for p in pods if p.startswith("blue-")}
+    green = pods - blue
+    ferryman.start()
+    wait_until(lambda: only(ferryman, "bg.test", blue, 4), 10, "blue serves")
+    kube.patch(
+        Service,
+        "web",
+        {"spec": {"selector": {"app": "green"}}},
+        namespace=ns,
+        patch_type=PatchType.MERGE,
+    )
+    wait_until(lambda: only(ferryman, "bg.test", green, 4), 10, "green serves")
     assert kubelet.errors == []
