@@ -369,9 +369,10 @@ class Kubelet:
                 if old.get("status") == value and old.get("lastTransitionTime")
                 else _now()
             )
+            # None deletes a field in a strategic merge patch: a stale
+            # reason must not outlive its status.
             c["lastProbeTime"] = None
-            if not ok:
-                c["reason"], c["message"] = why, text
+            c["reason"], c["message"] = (why, text) if not ok else (None, None)
             return c
 
         conditions = [
@@ -404,6 +405,7 @@ class Kubelet:
                     "started": not run.exited,
                     "restartCount": 0,
                     "state": state,
+                    "lastState": {},
                 }
                 for c in spec["containers"]
             ],

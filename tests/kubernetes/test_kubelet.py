@@ -67,6 +67,12 @@ def test_a_pod_is_bound_run_and_reported_ready(
     (cs,) = p.status.containerStatuses
     assert (cs.name, cs.ready, cs.started) == ("echo", True, True)
     assert answered_by(p.status.podIP) == "web"  # a real process, on the pod's own address
+    # Settled: no stale reason from the not-ready phase, and no rewrites.
+    assert {c.type: c.reason for c in p.status.conditions}["Ready"] is None
+    time.sleep(2)
+    assert kube.get(Pod, "web", namespace=cluster_namespace).metadata.resourceVersion == (
+        p.metadata.resourceVersion
+    )
     assert kubelet.errors == []
 
 
