@@ -14,8 +14,12 @@ is the missing node agent. It
   PodScheduled/Initialized/ContainersReady/Ready, containerStatuses, where
   Ready = ContainersReady AND every spec.readinessGates condition is True,
   re-evaluated whenever someone changes a gate condition;
-* on deletion (deletionTimestamp) sends SIGTERM, waits up to the pod's grace
-  period, kills, then deletes the pod with gracePeriodSeconds 0.
+* on deletion (deletionTimestamp) sleeps for a ``lifecycle.preStop.sleep``,
+  sends SIGTERM, waits up to the rest of the pod's grace period, kills, then
+  deletes the pod with gracePeriodSeconds 0.
+
+Not done: container restarts (a process that exits leaves the pod running but
+not ready), probes, exec preStop hooks, volumes; pods are never evicted.
 
 Needs root and iproute2. Not thread-safe to drive from several threads; a
 test uses ``start()``/``stop()`` (or the ``kubelet`` fixture).
@@ -31,6 +35,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,10 +258,12 @@ class Kubelet:
                 if not run.terminating:
                     run.terminating = True
                     grace = md.get("deletionGracePeriodSeconds")
+                    pre_stop = max(_pre_stop_sleep(c) for c in spec["containers"])
                     threading.Thread(
-                        target=self._terminate, args=(key, run, 30 if grace is None else grace),
+                        target=self._terminate,
+                        args=(run, 30 if grace is None else grace, pre_stop),
                         daemon=True,
-                    ).start()  # fmt: skip
+                    ).start()
                 return
             with contextlib.suppress(ApiError):
                 self._client.delete(Pod, name, namespace=namespace, grace_period=0)
@@ -328,10 +335,15 @@ class Kubelet:
         run.done.set()
         self._queue.put(key)
 
-    def _terminate(self, key: str, run: _Run, grace: int) -> None:
+    def _terminate(self, run: _Run, grace: float, pre_stop: float) -> None:
+        """Like kubelet: the preStop sleep, SIGTERM, then SIGKILL at the end of the grace
+        period; a preStop hook that used up the grace period leaves 2 s for SIGTERM."""
+        deadline = time.monotonic() + grace
+        if pre_stop and run.done.wait(min(pre_stop, grace)):
+            return
         with contextlib.suppress(ProcessLookupError):
             run.proc.send_signal(signal.SIGTERM)
-        if not run.done.wait(grace):
+        if not run.done.wait(max(deadline - time.monotonic(), 2 if pre_stop >= grace else 0)):
             run.proc.kill()
         run.done.wait(10)
 
@@ -421,6 +433,11 @@ class Kubelet:
         except ApiError as e:
             if e.status.code != 404:
                 raise
+
+
+def _pre_stop_sleep(container: dict[str, Any]) -> float:
+    pre_stop = (container.get("lifecycle") or {}).get("preStop") or {}
+    return float((pre_stop.get("sleep") or {}).get("seconds") or 0)
 
 
 def _differs(want: dict[str, Any], have: dict[str, Any]) -> bool:

@@ -157,25 +157,32 @@ def test_deletion_sends_sigterm_and_waits_for_the_grace_period(
         kube,
         pod("stuck", cluster_namespace, env={"TERM_DELAY": "60"}, terminationGracePeriodSeconds=2),
     )
+    # ... or has a preStop sleep, and then stops at once on SIGTERM.
+    hooked = pod("hooked", cluster_namespace, terminationGracePeriodSeconds=10)
+    hooked["spec"]["containers"][0]["lifecycle"] = {"preStop": {"sleep": {"seconds": 1}}}
+    apply(kube, hooked)
+    names = ("drains", "stuck", "hooked")
     ips = {
         n: wait_until(lambda n=n: ready(kube, n, cluster_namespace), 20, n).status.podIP
-        for n in ("drains", "stuck")
+        for n in names
     }
     start = time.monotonic()
-    kube.delete(Pod, "drains", namespace=cluster_namespace)
-    kube.delete(Pod, "stuck", namespace=cluster_namespace)
-    # Still there and still serving while it terminates.
+    for n in names:
+        kube.delete(Pod, n, namespace=cluster_namespace)
+    # Still there and still serving while they terminate.
     assert kube.get(Pod, "stuck", namespace=cluster_namespace).metadata.deletionTimestamp
-    assert answered_by(ips["drains"]) == "drains"
-    assert answered_by(ips["stuck"]) == "stuck"
+    assert {answered_by(ips[n]) for n in names} == set(names)
 
     def gone(name: str) -> bool:
         return not any(p.metadata.name == name for p in kube.list(Pod, namespace=cluster_namespace))
 
     wait_until(lambda: gone("drains"), 10, "drains deleted")
     drained = time.monotonic() - start
+    wait_until(lambda: gone("hooked"), 10, "hooked deleted")
+    hook_slept = time.monotonic() - start
     wait_until(lambda: gone("stuck"), 10, "stuck deleted")
     killed = time.monotonic() - start
     assert 0.9 < drained < 8, drained  # when the process exited, not the 10 s grace period
+    assert 0.9 < hook_slept < 8, hook_slept  # after its preStop sleep
     assert 1.9 < killed < 8, killed  # killed at the end of its 2 s grace period
     assert kubelet.errors == []
