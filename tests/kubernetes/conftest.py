@@ -10,6 +10,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from tests.kubernetes.apiserver import APIServer, build
+from tests.kubernetes.kubelet import Kubelet
 from tests.kubernetes.netns import BackendHost
 
 _names = itertools.count()
@@ -56,3 +57,33 @@ def backends(test_host: BackendHost) -> Iterator[BackendHost]:
     """Echo backends on the test host; ``backends.start(name)`` as in tests/integration."""
     yield test_host
     test_host.stop_backends()
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    apiserver_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[APIServer]:
+    """An apiserver that also runs kube-controller-manager's controllers."""
+    server = APIServer(apiserver_binary, tmp_path_factory.mktemp("cluster"), "--controllers", "all")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def kubelet(cluster: APIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubelet]:
+    """One Node whose pods run as real processes, each with an address of its own."""
+    node = Kubelet(cluster.kubeconfig, tmp_path_factory.mktemp("kubelet"))
+    node.start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture
+def cluster_namespace(cluster: APIServer, kubelet: Kubelet) -> Iterator[str]:
+    """A fresh namespace on ``cluster``; deleted afterwards (its pods end like in a cluster)."""
+    kube = cluster.client()
+    name = f"c{next(_names)}"
+    kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    yield name
+    kube.delete(Namespace, name)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the testapiserver binary into a cache keyed by the sha256 of
-# go.mod + go.sum + main.go + this script, skipping the build when that
+# go.mod + go.sum + the *.go files + this script, skipping the build when that
 # binary exists.
 # The last line on stdout is always the binary's absolute path.
 #
@@ -12,7 +12,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${FERRYMAN_CACHE:-${HOME}/.cache/ferryman}"
 
-key="$(cd "$here" && cat go.mod go.sum main.go build.sh | sha256sum | cut -d' ' -f1)"
+key="$(cd "$here" && cat go.mod go.sum ./*.go build.sh | sha256sum | cut -d' ' -f1)"
 out_dir="${cache_root}/testapiserver/${key}"
 bin="${out_dir}/testapiserver"
 

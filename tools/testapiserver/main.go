@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	testapiserver --dir DIR [--port N] [--etcd-compaction-interval 5m] [-- EXTRA-KUBE-APISERVER-FLAGS...]
+//	testapiserver --dir DIR [--port N] [--etcd-compaction-interval 5m] [--controllers deployment,...] [-- EXTRA-KUBE-APISERVER-FLAGS...]
 //
 // Once /readyz answers 200 it prints exactly one line, KUBECONFIG=<path>,
 // to stdout. Everything else (apiserver and etcd logs) goes to stderr.
@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,6 +65,7 @@ type options struct {
 	readyTimeout       time.Duration
 	etcdFsync          bool
 	exitOnStdinClose   bool
+	controllers        []string
 	extraArgs          []string
 }
 
@@ -77,6 +79,7 @@ func parseFlags() (*options, error) {
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 3*time.Minute, "give up (exit 1) if /readyz is not 200 within this time")
 	fs.BoolVar(&o.etcdFsync, "etcd-fsync", false, "let etcd fsync its WAL/backend (off by default: faster, and data still survives a clean shutdown)")
 	fs.BoolVar(&o.exitOnStdinClose, "exit-on-stdin-close", false, "shut down when stdin reaches EOF (lets a test harness that dies take the server with it)")
+	controllers := fs.String("controllers", "", "comma list of kube-controller-manager controllers to run in process once the apiserver is ready ("+strings.Join(knownControllers, ",")+", or all); empty (default) runs none")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: testapiserver --dir DIR [flags] [-- extra kube-apiserver flags]\n")
 		fs.PrintDefaults()
@@ -85,6 +88,10 @@ func parseFlags() (*options, error) {
 		return nil, err
 	}
 	o.extraArgs = fs.Args()
+	var err error
+	if o.controllers, err = parseControllers(*controllers); err != nil {
+		return nil, err
+	}
 	if o.dir == "" {
 		fs.Usage()
 		return nil, errors.New("--dir is required")
@@ -229,6 +236,16 @@ func run() int {
 			return
 		}
 		logf("apiserver ready on https://%s:%d after %s", loopback, st.APIServer, time.Since(start).Round(time.Millisecond))
+		if len(o.controllers) > 0 {
+			// KUBECONFIG= is printed only once they run, so a test that
+			// waits for it can rely on them.
+			if err := startControllers(ctx, kubeconfig, o.controllers); err != nil {
+				if ctx.Err() == nil {
+					stop("controllers: " + err.Error())
+				}
+				return
+			}
+		}
 		fmt.Fprintf(os.Stdout, "KUBECONFIG=%s\n", kubeconfig)
 	}()
 

@@ -2,7 +2,10 @@
 # End-to-end check of testapiserver with nothing but curl and python3:
 # build (cached), start on a temp --dir, create/list a Namespace, Service,
 # EndpointSlice and Ingress, watch an Ingress change, restart on the same
-# --dir and check the data and the old kubeconfig survive, stop cleanly.
+# --dir and check the data and the old kubeconfig survive, stop cleanly;
+# then once more with --controllers all: a Deployment gets its ReplicaSet and
+# Pods, a new namespace its ServiceAccount, deletion cascades (garbage
+# collector) and a deleted namespace goes away (namespace controller).
 # Prints "N passed, N failed" at the end; exits non-zero on any failure.
 set -uo pipefail
 
@@ -30,9 +33,9 @@ check() { # check NAME COMMAND...
     fi
 }
 
-start() {
+start() { # start [testapiserver flags]
     : >"$dir/out"
-    "$bin" --dir "$dir/kas" -- --v=0 >"$dir/out" 2>>"$dir/log" &
+    "$bin" --dir "$dir/kas" "$@" -- --v=0 >"$dir/out" 2>>"$dir/log" &
     pid=$!
     local t0=$SECONDS
     until grep -q '^KUBECONFIG=' "$dir/out"; do
@@ -112,6 +115,29 @@ check "data survives restart (via old kubeconfig)" test \
     "$(k GET /apis/networking.k8s.io/v1/namespaces/smoke/ingresses/web | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"]["loadBalancer"]["ingress"][0]["ip"])')" = 127.0.0.1
 check "stop exits 0 again" stop
 check "no process left" bash -c "! kill -0 $last_pid"
+
+eventually() { # eventually NAME COMMAND...: COMMAND succeeds within 30 s
+    local t0=$SECONDS
+    until "${@:2}" >/dev/null 2>&1; do
+        ((SECONDS - t0 > 30)) && break
+        sleep 0.2
+    done
+    check "$@"
+}
+start --controllers all
+use_kubeconfig "$kubeconfig"
+check "create Namespace (controllers)" k POST /api/v1/namespaces '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ctl"}}'
+eventually "serviceaccount controller adds default" k GET /api/v1/namespaces/ctl/serviceaccounts/default
+check "create Deployment" k POST /apis/apps/v1/namespaces/ctl/deployments \
+    '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}}}}'
+pods() { test "$(k GET /api/v1/namespaces/ctl/pods | names | wc -w)" -eq "$1"; }
+eventually "deployment+replicaset controllers create 2 pods" pods 2
+check "delete Deployment" k DELETE /apis/apps/v1/namespaces/ctl/deployments/web
+eventually "garbage collector deletes its pods" pods 0
+check "delete Namespace" k DELETE /api/v1/namespaces/ctl
+gone() { test "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/kc.ca" --cert "$dir/kc.crt" --key "$dir/kc.key" "$server/api/v1/namespaces/ctl")" = 404; }
+eventually "namespace controller finishes the deletion" gone
+check "stop exits 0 (controllers)" stop
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,0 +1,462 @@
+"""A test kubelet: one Node whose pods are real processes with addresses of their own.
+
+With tools/testapiserver's ``--controllers``, Deployments, ReplicaSets and
+EndpointSlices are worked out by Kubernetes' own controllers; this kubelet
+is the missing node agent. It
+
+* registers a Node (Ready, InternalIP) backed by a network namespace joined
+  to this machine by a veth pair, on a /24 of its own;
+* binds every unscheduled pod (default scheduler) to that Node;
+* gives each of its pods an address of its own in the namespace and starts
+  one process for it (by default tests/kubernetes/podproc.py, an echo
+  backend answering with the pod's name on the first container's ports);
+* writes pod status the way kubelet does: phase, podIP(s), hostIP(s),
+  PodScheduled/Initialized/ContainersReady/Ready, containerStatuses, where
+  Ready = ContainersReady AND every spec.readinessGates condition is True,
+  re-evaluated whenever someone changes a gate condition;
+* on deletion (deletionTimestamp) sleeps for a ``lifecycle.preStop.sleep``,
+  sends SIGTERM, waits up to the rest of the pod's grace period, kills, then
+  deletes the pod with gracePeriodSeconds 0.
+
+Not done: container restarts (a process that exits leaves the pod running but
+not ready), probes, exec preStop hooks, volumes; pods are never evicted.
+
+Needs root and iproute2. Not thread-safe to drive from several threads; a
+test uses ``start()``/``stop()`` (or the ``kubelet`` fixture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from lightkube import Client
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Node, Pod
+from lightkube.types import OnErrorAction, OnErrorResult, PatchType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (pod as a dict, its IP, its ports) -> argv; the process must print one line
+# once it serves (its readiness), and is run inside the node's namespace.
+Command = Callable[[dict[str, Any], str, list[int]], list[str]]
+
+
+def echo_command(pod: dict[str, Any], ip: str, ports: list[int]) -> list[str]:
+    name = pod["metadata"]["name"]
+    return [sys.executable, "-m", "tests.kubernetes.podproc", name, ip, *map(str, ports)]
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Run:
+    """One pod's process; ``ready``/``exited`` are set by its watcher thread."""
+
+    uid: str
+    ip: str
+    proc: subprocess.Popen[str]
+    started_at: str
+    ready: bool = False
+    exited: bool = False
+    terminating: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class Kubelet:
+    def __init__(
+        self,
+        kubeconfig: str,
+        workdir: Path,
+        node: str = "node-1",
+        index: int = 0,
+        command: Command = echo_command,
+    ) -> None:
+        n = os.getpid() % 250 + 1
+        self.node = node
+        self.workdir = workdir
+        self.command = command
+        self.netns = f"fm-node-{os.getpid()}-{index}"
+        self.host_if = f"fnh{os.getpid()}x{index}"[:15]
+        self.peer_if = f"fnp{os.getpid()}x{index}"[:15]
+        prefix = f"10.{232 + index}.{n}"
+        self.host_address = f"{prefix}.1"  # this machine's end of the link
+        self.node_address = f"{prefix}.254"  # the Node's InternalIP
+        self._free = [f"{prefix}.{i}" for i in range(2, 254)]
+        config = KubeConfig.from_file(kubeconfig)
+        self._client = Client(config=config, field_manager="test-kubelet")
+        self._watch_client = Client(config=config, field_manager="test-kubelet")
+        # lightkube turns off the read timeout of watches, and closing the
+        # client does not end a blocked read; with a 1 s one an idle watch
+        # ends each second, and on_error below retries it from the last
+        # resourceVersion, or stops it once stop() was called.
+        self._watch_client._client._watch_timeout.read = 1.0
+        self._pods: dict[str, dict[str, Any]] = {}  # namespace/name -> latest pod
+        self._runs: dict[str, _Run] = {}
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.errors: list[str] = []  # reconcile failures, for a test to assert on
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._create_network()
+        self._register_node()
+        for target in (self._watch, self._work):
+            t = threading.Thread(target=target, daemon=True, name=f"kubelet-{target.__name__}")
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._queue.put(None)
+        for t in self._threads:
+            t.join(10)
+        self._watch_client.close()
+        for run in self._runs.values():
+            run.proc.kill()
+            run.proc.wait()
+        self._runs.clear()
+        with contextlib.suppress(ApiError):
+            self._client.delete(Node, self.node)
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+        self._client.close()
+
+    def _create_network(self) -> None:
+        _ip("netns", "add", self.netns)
+        _ip("link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
+        _ip("link", "set", self.peer_if, "netns", self.netns)
+        _ip("addr", "add", f"{self.host_address}/24", "dev", self.host_if)
+        _ip("link", "set", self.host_if, "up")
+        inside = ("netns", "exec", self.netns, "ip")
+        _ip(*inside, "addr", "add", f"{self.node_address}/24", "dev", self.peer_if)
+        _ip(*inside, "link", "set", self.peer_if, "up")
+        _ip(*inside, "link", "set", "lo", "up")
+
+    def _register_node(self) -> None:
+        node = Node.from_dict(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": self.node, "labels": {"kubernetes.io/hostname": self.node}},
+            }
+        )
+        try:
+            self._client.create(node)
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+        now = _now()
+        self._client.patch(
+            Node.Status,
+            self.node,
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "KubeletReady",
+                            "message": "test kubelet is posting ready status",
+                            "lastHeartbeatTime": now,
+                            "lastTransitionTime": now,
+                        }
+                    ],
+                    "addresses": [
+                        {"type": "InternalIP", "address": self.node_address},
+                        {"type": "Hostname", "address": self.node},
+                    ],
+                    "capacity": {"cpu": "8", "memory": "16Gi", "pods": "250"},
+                    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "250"},
+                }
+            },
+            patch_type=PatchType.MERGE,
+        )
+
+    # ------------------------------------------------------------------ watch + queue
+
+    def _watch(self) -> None:
+        def on_error(e: Exception, count: int) -> OnErrorResult:
+            if self._stopping.is_set():
+                return OnErrorResult(OnErrorAction.STOP)
+            return OnErrorResult(OnErrorAction.RETRY)
+
+        try:
+            self._watch_pods(on_error)
+        except Exception:
+            if not self._stopping.is_set():
+                raise
+
+    def _watch_pods(self, on_error: Any) -> None:
+        for kind, pod in self._watch_client.watch(Pod, namespace="*", on_error=on_error):
+            if self._stopping.is_set():
+                return
+            d = pod.to_dict()
+            key = f"{d['metadata']['namespace']}/{d['metadata']['name']}"
+            if kind == "DELETED":
+                self._pods.pop(key, None)
+            else:
+                self._pods[key] = d
+            self._queue.put(key)
+
+    def _work(self) -> None:
+        while (key := self._queue.get()) is not None:
+            if self._stopping.is_set():
+                return
+            try:
+                self._reconcile(key)
+            except Exception as e:  # keep the node alive; the test sees .errors
+                if not self._stopping.is_set():
+                    self.errors.append(f"{key}: {e!r}")
+                    threading.Timer(0.5, self._queue.put, (key,)).start()
+
+    # ------------------------------------------------------------------ reconcile
+
+    def _reconcile(self, key: str) -> None:
+        pod = self._pods.get(key)
+        run = self._runs.get(key)
+        if run is not None and (pod is None or pod["metadata"]["uid"] != run.uid):
+            self._discard(key, run)  # deleted from the API (or replaced) behind our back
+            run = None
+        if pod is None:
+            return
+        md, spec = pod["metadata"], pod["spec"]
+        namespace, name = md["namespace"], md["name"]
+        if not spec.get("nodeName"):
+            if not md.get("deletionTimestamp") and spec.get("schedulerName") in (
+                None,
+                "default-scheduler",
+            ):
+                self._bind(namespace, name)
+            return
+        if spec["nodeName"] != self.node:
+            return
+        if md.get("deletionTimestamp"):
+            if run is not None and not run.exited:
+                if not run.terminating:
+                    run.terminating = True
+                    grace = md.get("deletionGracePeriodSeconds")
+                    pre_stop = max(_pre_stop_sleep(c) for c in spec["containers"])
+                    threading.Thread(
+                        target=self._terminate,
+                        args=(run, 30 if grace is None else grace, pre_stop),
+                        daemon=True,
+                    ).start()
+                return
+            with contextlib.suppress(ApiError):
+                self._client.delete(Pod, name, namespace=namespace, grace_period=0)
+            if run is not None:
+                self._discard(key, run)
+            return
+        if run is None:
+            run = self._start_pod(key, pod)
+        self._write_status(pod, run)
+
+    def _bind(self, namespace: str, name: str) -> None:
+        binding = Pod.Binding.from_dict(
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
+            }
+        )
+        try:
+            self._client.create(binding, name=name, namespace=namespace)
+        except msgspec.ValidationError:
+            pass  # bound: the answer is a Status, which lightkube fails to decode as a Binding
+        except ApiError as e:
+            if e.status.code not in (404, 409):  # gone, or bound meanwhile
+                raise
+
+    def _start_pod(self, key: str, pod: dict[str, Any]) -> _Run:
+        ip = self._free.pop(0)
+        _ip("netns", "exec", self.netns, "ip", "addr", "add", f"{ip}/24", "dev", self.peer_if)
+        containers = pod["spec"]["containers"]
+        ports = [
+            p["containerPort"]
+            for p in containers[0].get("ports") or []
+            if p.get("protocol", "TCP") == "TCP"
+        ] or [8080]
+        env = dict(os.environ)
+        for c in containers:
+            for e in c.get("env") or []:
+                if "value" in e:
+                    env[e["name"]] = e["value"]
+                elif (e.get("valueFrom") or {}).get("fieldRef"):
+                    path = e["valueFrom"]["fieldRef"]["fieldPath"]
+                    env[e["name"]] = {
+                        "metadata.name": pod["metadata"]["name"],
+                        "metadata.namespace": pod["metadata"]["namespace"],
+                        "status.podIP": ip,
+                        "spec.nodeName": self.node,
+                    }.get(path, "")
+        log = (self.workdir / f"{key.replace('/', '_')}.log").open("a")
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns, *self.command(pod, ip, ports)],
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+            text=True,
+        )  # fmt: skip
+        log.close()
+        run = _Run(uid=pod["metadata"]["uid"], ip=ip, proc=proc, started_at=_now())
+        self._runs[key] = run
+        threading.Thread(target=self._follow, args=(key, run), daemon=True).start()
+        return run
+
+    def _follow(self, key: str, run: _Run) -> None:
+        assert run.proc.stdout is not None
+        if run.proc.stdout.readline():
+            run.ready = True
+            self._queue.put(key)
+        run.proc.wait()
+        run.exited = True
+        run.done.set()
+        self._queue.put(key)
+
+    def _terminate(self, run: _Run, grace: float, pre_stop: float) -> None:
+        """Like kubelet: the preStop sleep, SIGTERM, then SIGKILL at the end of the grace
+        period; a preStop hook that used up the grace period leaves 2 s for SIGTERM."""
+        deadline = time.monotonic() + grace
+        if pre_stop and run.done.wait(min(pre_stop, grace)):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            run.proc.send_signal(signal.SIGTERM)
+        if not run.done.wait(max(deadline - time.monotonic(), 2 if pre_stop >= grace else 0)):
+            run.proc.kill()
+        run.done.wait(10)
+
+    def _discard(self, key: str, run: _Run) -> None:
+        if run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.wait()
+        subprocess.run(
+            ["ip", "netns", "exec", self.netns, "ip", "addr", "del", f"{run.ip}/24", "dev",
+             self.peer_if], capture_output=True,
+        )  # fmt: skip
+        self._free.append(run.ip)
+        self._runs.pop(key, None)
+
+    def _write_status(self, pod: dict[str, Any], run: _Run) -> None:
+        spec, status = pod["spec"], pod.get("status") or {}
+        current = {c["type"]: c for c in status.get("conditions") or []}
+        containers_ready = run.ready and not run.exited
+        gates = [g["conditionType"] for g in spec.get("readinessGates") or []]
+        missing = [g for g in gates if (current.get(g) or {}).get("status") != "True"]
+        ready = containers_ready and not missing
+        unready = "containers with unready status"
+        if not containers_ready:
+            reason, message = "ContainersNotReady", unready
+        else:
+            reason = "ReadinessGatesNotReady"
+            message = f"corresponding condition of pod readiness gate {missing} is not True"
+
+        def condition(kind: str, ok: bool, why: str = "", text: str = "") -> dict[str, Any]:
+            value = "True" if ok else "False"
+            old = current.get(kind) or {}
+            c: dict[str, Any] = {"type": kind, "status": value}
+            c["lastTransitionTime"] = (
+                old["lastTransitionTime"]
+                if old.get("status") == value and old.get("lastTransitionTime")
+                else _now()
+            )
+            # None deletes a field in a strategic merge patch: a stale
+            # reason must not outlive its status.
+            c["lastProbeTime"] = None
+            c["reason"], c["message"] = (why, text) if not ok else (None, None)
+            return c
+
+        conditions = [
+            condition("PodScheduled", True),
+            condition("Initialized", True),
+            condition("ContainersReady", containers_ready, "ContainersNotReady", unready),
+            condition("Ready", ready, reason, message),
+        ]
+        state: dict[str, Any] = (
+            {"terminated": {"exitCode": run.proc.returncode or 0, "reason": "Completed",
+                            "startedAt": run.started_at, "finishedAt": _now()}}
+            if run.exited
+            else {"running": {"startedAt": run.started_at}}
+        )  # fmt: skip
+        want: dict[str, Any] = {
+            "phase": "Running",
+            "hostIP": self.node_address,
+            "hostIPs": [{"ip": self.node_address}],
+            "podIP": run.ip,
+            "podIPs": [{"ip": run.ip}],
+            "startTime": status.get("startTime") or run.started_at,
+            "conditions": conditions,
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "containerID": f"test://{run.uid}/{c['name']}",
+                    "ready": containers_ready,
+                    "started": not run.exited,
+                    "restartCount": 0,
+                    "state": state,
+                    "lastState": {},
+                }
+                for c in spec["containers"]
+            ],
+        }
+        if not _differs(want, status):
+            return
+        md = pod["metadata"]
+        try:
+            self._client.patch(
+                Pod.Status, md["name"], {"status": want}, namespace=md["namespace"],
+                patch_type=PatchType.STRATEGIC,
+            )  # fmt: skip
+        except ApiError as e:
+            if e.status.code != 404:
+                raise
+
+
+def _pre_stop_sleep(container: dict[str, Any]) -> float:
+    pre_stop = (container.get("lifecycle") or {}).get("preStop") or {}
+    return float((pre_stop.get("sleep") or {}).get("seconds") or 0)
+
+
+def _differs(want: dict[str, Any], have: dict[str, Any]) -> bool:
+    """Whether writing ``want`` would change ``have`` (times of unchanged states aside)."""
+
+    def strip(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {
+                k: strip(x)
+                for k, x in v.items()
+                if k not in ("lastProbeTime", "finishedAt") and x is not None
+            }
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    have_conditions = {c["type"]: c for c in have.get("conditions") or []}
+    for c in want["conditions"]:
+        if strip(c) != strip(have_conditions.get(c["type"])):
+            return True
+    rest = {k: v for k, v in want.items() if k != "conditions"}
+    return any(strip(v) != strip(have.get(k)) for k, v in rest.items())
