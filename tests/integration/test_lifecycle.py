@@ -406,7 +406,8 @@ def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
         eventually(lambda: "listeners did not reopen" in ferryman.logs(), 10, "a failed reopen")
         assert httpx.get(ready, timeout=5).status_code == 503  # not serving: not ready
     eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 30, "listeners back")
-    assert "listeners still closed after the restart" in ferryman.logs()
+    # Which retry reopened them (the push's own backoff, or the check for listeners
+    # still closed after the restart) depends on timing; that one did is the point.
     # On a loaded machine the reopening reload may be confirmed only by a later
     # retry (the 2 s reload timeout): readiness follows within one more round.
     eventually(lambda: httpx.get(ready, timeout=5).status_code == 200, 30, "ready again")
