@@ -4,9 +4,11 @@ Endpoints that are ready and not terminating receive traffic. When a Service
 port has none, its serving-but-terminating endpoints do (pods being deleted that
 still answer), as kube-proxy does since Kubernetes 1.26: a rollout or a scale to
 zero that takes every ready pod away at once then drains instead of answering
-503. Endpoints that are not serving never receive traffic. A port referenced by number is looked up among the Service's ports; its name then
-selects the EndpointSlice port of the same name (unnamed single-port Services
-use the name ""), exactly as kube-proxy does.
+503. Endpoints that are not serving never receive traffic.
+
+A port referenced by number is looked up among the Service's ports; its name
+then selects the EndpointSlice port of the same name (unnamed single-port
+Services use the name ""), exactly as kube-proxy does.
 """
 
 from __future__ import annotations
