@@ -202,7 +202,8 @@ def test_shutdown_grace_period_keeps_serving_new_connections_then_drains(
     refused = [t for t, o in outcomes if o == "ConnectionRefusedError"]
     assert refused and min(refused) >= after + GRACE - 0.5, refused[:3]
     assert slow.get("status") == 200, slow
-    assert slow["by"] == "successor"
+    # Angie's resolver may still hold the old peer for its TTL of 1 s: either backend.
+    assert slow["by"] in ("app", "successor")
     assert slow["at"] - load.t0 > min(refused), "the slow request ended before the close"
 
 
