@@ -281,6 +281,24 @@ async def _until_reopened(nginx: NginxManager, controller: Controller) -> None:
             delay = min(delay * 2, REOPEN_CHECK_MAX)
 
 
+async def _grace_period(seconds: float, hurry: asyncio.Event) -> None:
+    """Keep serving (and applying changes) while load balancers stop sending here.
+
+    ``/nginx-ready`` already answers 503, but a Service's endpoints, kube-proxy's
+    rules and cloud load balancers learn that seconds later; closing the listeners
+    now (NGINX's graceful quit does at once) would refuse what they still send.
+    """
+    if seconds <= 0:
+        return
+    log.info(
+        "shutting down: still serving for the grace period", extra={"fields": {"seconds": seconds}}
+    )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(hurry.wait(), seconds)
+    if hurry.is_set():
+        log.warning("signalled again: grace period cut short")
+
+
 class _Cluster:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
@@ -426,16 +444,25 @@ async def _run(
         settings.ready_port,
         settings.metrics_port,
         metrics,
-        # Not while a restarted NGINX waits for its records with its listeners closed.
-        lambda: ready() and not nginx.listeners_closed,
+        # Not while a restarted NGINX waits for its records with its listeners
+        # closed, nor once asked to stop (the grace period's first step).
+        lambda: ready() and not stop.is_set() and not nginx.listeners_closed,
         counters,
     )
+    stop = asyncio.Event()  # signalled: readiness fails, the grace period begins
+    hurry = asyncio.Event()  # a second signal: the grace period ends now
+    # The sources watch on through the grace period: backends roll meanwhile too.
+    unwatch = asyncio.Event()
     await probes.start()
 
-    stop = asyncio.Event()
+    def on_signal() -> None:
+        if stop.is_set():
+            hurry.set()
+        stop.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
 
     code = 0
     tasks: list[asyncio.Task[Any]] = []
@@ -456,15 +483,17 @@ async def _run(
                 settings.manifests, QueueingSink(store, queue), _log_problem
             )
             manifests.load()
-            tasks.append(asyncio.create_task(manifests.run(stop), name="manifests"))
+            tasks.append(asyncio.create_task(manifests.run(unwatch), name="manifests"))
         else:
-            tasks.append(asyncio.create_task(cluster.source.run(stop), name="informers"))
+            tasks.append(asyncio.create_task(cluster.source.run(unwatch), name="informers"))
             await cluster.source.wait_synced()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
         controller.set_file(flavour.main_file, public)
         await controller.drain()
         started = True
+        # Asked to stop while starting: never reported ready, so nothing sends here.
+        served = not stop.is_set()
         if ready():
             log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
         else:
@@ -495,8 +524,11 @@ async def _run(
                 break
         stop.set()
         stopper.cancel()
+        if code == 0 and served:
+            await _grace_period(settings.shutdown_grace_period, hurry)
     finally:
         started = False
+        unwatch.set()
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

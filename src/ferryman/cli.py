@@ -167,6 +167,15 @@ def parser() -> argparse.ArgumentParser:
         help="NGINX worker_shutdown_timeout: bound on draining old workers (default: none)",
     )
     r.add_argument(
+        "--shutdown-grace-period",
+        type=_non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGTERM, /nginx-ready answers 503 at once but NGINX keeps serving this "
+        "long, so load balancers move away first; then it quits gracefully (in-flight "
+        "requests finish). A second signal ends the wait (default: 0, quit at once)",
+    )
+    r.add_argument(
         "--watch-namespace",
         default="",
         metavar="NAMESPACES",
@@ -326,14 +335,19 @@ def _listen_port(value: str) -> int:
     return port
 
 
-def _seconds(value: str) -> float:
+def _seconds(value: str, *, zero: bool = False) -> float:
     try:
         seconds = float(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from e
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    if not (math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))):
+        kind = "non-negative" if zero else "positive"
+        raise argparse.ArgumentTypeError(f"{value!r} is not a {kind} number of seconds")
     return seconds
+
+
+def _non_negative_seconds(value: str) -> float:
+    return _seconds(value, zero=True)
 
 
 def _existing_dir(value: str) -> Path:
@@ -483,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         nginx_modules_dir=args.nginx_modules_dir,
         worker_processes=args.worker_processes,
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
+        shutdown_grace_period=args.shutdown_grace_period,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
         report_ingress_status=args.report_ingress_status,
         external_service=args.external_service,

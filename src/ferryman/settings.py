@@ -21,6 +21,9 @@ class Settings:
     nginx_modules_dir: Path = Path("/usr/lib/nginx/modules")
     worker_processes: str = "auto"
     worker_shutdown_timeout: str = ""  # NGINX time; "" leaves old workers unbounded
+    # Seconds between SIGTERM (readiness turns 503) and NGINX's graceful quit
+    # (--shutdown-grace-period); 0 quits at once.
+    shutdown_grace_period: float = 0.0
     watch_namespaces: tuple[str, ...] = ()
     # Kubernetes mode: status, leader election.
     report_ingress_status: bool = False

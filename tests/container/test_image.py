@@ -146,6 +146,7 @@ def test_image_runs_as_deploy_runs_it_and_serves(
         f"--network=ns:/run/netns/{pod_network.netns}", *_limits(),
         *_run_options(pod, state, manifests),
         image, *container["args"], f"--manifests={MANIFESTS}",
+        "--shutdown-grace-period=1",  # the Deployment's 15 s, shortened for the test
     ]  # fmt: skip
     subprocess.run(run, check=True, capture_output=True, text=True, timeout=120)
     ports = _ports(pod)
@@ -177,13 +178,16 @@ def test_image_runs_as_deploy_runs_it_and_serves(
         # Everything written is in ferryman's own folder of the volume.
         assert (state / "ferryman-101" / "nginx.conf").exists()
 
-        # SIGTERM (as a kubelet stops a pod) ends it cleanly.
-        subprocess.run([*PODMAN, "stop", "--time", "30", name], check=True, capture_output=True)
+        # SIGTERM (as a kubelet stops a pod, SIGKILL after the pod's grace) ends it
+        # cleanly, after the shutdown grace period.
+        grace = str(pod["terminationGracePeriodSeconds"])
+        subprocess.run([*PODMAN, "stop", "--time", grace, name], check=True, capture_output=True)
         code = subprocess.run(
             [*PODMAN, "inspect", "--format", "{{.State.ExitCode}}", name],
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
         assert code == "0", logs()
+        assert "still serving for the grace period" in logs()
         assert "Traceback" not in logs()
     finally:
         subprocess.run([*PODMAN, "rm", "--force", name], capture_output=True)

@@ -48,6 +48,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.nginxReloadTimeout": 2.5,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
+    "controller.shutdownGracePeriod": 2.5,
     "controller.recordsMemorySize": "256m",
     "controller.maxRecordBytes": 100000,
     "controller.allowedHostSuffixes": {"team-a": ["a.example.com", "shop.test"], "admin": ["*"]},
@@ -168,6 +169,19 @@ def test_lint_rejects_bad_values(helm_binary: Path) -> None:
     assert out.returncode != 0 and "logLevel" in out.stderr
 
 
+def test_termination_grace_must_exceed_the_shutdown_grace(helm_binary: Path) -> None:
+    """Else the kubelet kills ferryman before in-flight requests could finish."""
+    values = ["--set", "controller.shutdownGracePeriod=60"]
+    out = subprocess.run(
+        [str(helm_binary), "template", RELEASE, str(CHART), *values],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0
+    assert "terminationGracePeriodSeconds must exceed controller.shutdownGracePeriod" in out.stderr
+
+
 def test_template_defaults(helm_binary: Path) -> None:
     docs = _template(helm_binary, namespace="ingress")
     kinds = sorted(d["kind"] for d in docs)
@@ -208,6 +222,7 @@ def test_template_defaults(helm_binary: Path) -> None:
         "--leader-election-retry-period=7.5",
         "--worker-processes=auto",
         "--compute-full-forwarded-for=true",
+        "--shutdown-grace-period=15",
     ]:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
@@ -338,6 +353,7 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert parsed.watch_namespace == "a,b"
     assert parsed.nginx_reload_timeout == 2.5
     assert parsed.worker_processes == "4"
+    assert parsed.shutdown_grace_period == 2.5
     assert (parsed.records_memory_size, parsed.max_record_bytes) == ("256m", 100000)
     assert sorted(parsed.allowed_host_suffixes) == [
         ("admin", "*"),
@@ -452,8 +468,10 @@ def test_rendered_chart_applies_and_runs(
                 namespace=namespace),
     )  # fmt: skip
 
-    # The rendered args, but the harness's state dir and free ports (it passes them).
+    # The rendered args, but the harness's state dir and free ports (it passes them),
+    # and no grace period when the test stops it.
     own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
+    own += ("--shutdown-grace-period",)
     args = [a for a in _args(docs)[1:] if not a.startswith(own)]
     f = Ferryman(
         tmp_path / "ferryman",
@@ -525,6 +543,7 @@ def test_watch_namespace_runs_on_namespaced_roles(
         assert e.value.status.code == 403, where
 
     own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
+    own += ("--shutdown-grace-period",)
     f = Ferryman(
         tmp_path / "ferryman",
         extra_args=[a for a in _args(docs)[1:] if not a.startswith(own)],

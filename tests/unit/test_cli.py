@@ -69,6 +69,8 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["run", "--kubeconfig", "/nonexistent/kubeconfig"], "cannot be read"),
         (["run", "--nginx-reload-timeout", "0"], "not a positive number of seconds"),
         (["run", "--leader-election-retry-period", "nan"], "not a positive number of seconds"),
+        (["run", "--shutdown-grace-period", "-1"], "not a non-negative number of seconds"),
+        (["run", "--shutdown-grace-period", "inf"], "not a non-negative number of seconds"),
         (["render", "--output", "/tmp/out"], "required: --manifests"),
     ],
 )
@@ -115,6 +117,12 @@ def test_record_limits_and_host_policy_are_parsed() -> None:
     defaults = vars(_run())
     assert (defaults["records_memory_size"], defaults["max_record_bytes"]) == ("128m", 524288)
     assert defaults["allowed_host_suffixes"] == ()
+
+
+def test_shutdown_grace_period_takes_zero_and_fractions() -> None:
+    assert vars(_run())["shutdown_grace_period"] == 0
+    assert vars(_run("--shutdown-grace-period", "0"))["shutdown_grace_period"] == 0
+    assert vars(_run("--shutdown-grace-period", "2.5"))["shutdown_grace_period"] == 2.5
 
 
 @pytest.mark.parametrize(

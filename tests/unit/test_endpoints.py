@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ferryman.configs.endpoints import Peer, port_ref_of, resolve_peers
 from ferryman.resources.meta import InvalidResource
@@ -28,11 +30,22 @@ def service(*ports: tuple[str | None, int]) -> Service:
     )
 
 
-def endpoint(*addresses: str, ready: bool | None = None) -> dict[str, Any]:
+def endpoint(
+    *addresses: str,
+    ready: bool | None = None,
+    serving: bool | None = None,
+    terminating: bool | None = None,
+) -> dict[str, Any]:
     e: dict[str, Any] = {"addresses": list(addresses)}
-    if ready is not None:
-        e["conditions"] = {"ready": ready}
+    values = {"ready": ready, "serving": serving, "terminating": terminating}
+    if conditions := {k: v for k, v in values.items() if v is not None}:
+        e["conditions"] = conditions
     return e
+
+
+def draining(*addresses: str, serving: bool | None = True) -> dict[str, Any]:
+    """A terminating endpoint as the EndpointSlice controller writes it."""
+    return endpoint(*addresses, ready=False, serving=serving, terminating=True)
 
 
 def slice_(
@@ -104,6 +117,92 @@ def test_not_ready_endpoints_are_excluded_and_unset_means_ready() -> None:
         Peer("10.0.0.2", 8080),
         Peer("10.0.0.3", 8080),
     )
+
+
+def test_terminating_endpoints_leave_rotation_while_a_ready_one_is_left() -> None:
+    sl = slice_(
+        "web-1",
+        [("http", 8080)],
+        [
+            endpoint("10.0.0.1", ready=True),
+            draining("10.0.0.2"),
+            # publishNotReadyAddresses: the controller keeps terminating pods ready.
+            endpoint("10.0.0.3", ready=True, serving=True, terminating=True),
+            # Hand-written: conditions unset but terminating.
+            endpoint("10.0.0.4", terminating=True),
+        ],
+    )
+    assert resolve_peers(TWO_PORTS, [sl], 80) == (Peer("10.0.0.1", 8080),)
+
+
+def test_without_a_ready_endpoint_the_serving_terminating_ones_are_used() -> None:
+    # A rollout that deleted every old pod before a new one is ready: the old ones
+    # still serve while they drain, and kube-proxy sends to them rather than refuse.
+    s1 = slice_("web-1", [("http", 8080)], [draining("10.0.0.1"), draining("10.0.0.2")])
+    s2 = slice_(
+        "web-2",
+        [("http", 8080)],
+        [
+            draining("10.0.0.3", serving=False),  # stopped answering
+            endpoint("10.0.0.4", ready=False),  # not ready yet, not terminating
+            draining("10.0.0.5", serving=None),  # serving unset: as ready (false)
+            endpoint("10.0.0.6", terminating=True),  # conditions unset: serving
+        ],
+    )
+    assert resolve_peers(TWO_PORTS, [s1, s2], 80) == (
+        Peer("10.0.0.1", 8080),
+        Peer("10.0.0.2", 8080),
+        Peer("10.0.0.6", 8080),
+    )
+
+
+def test_the_fallback_is_per_service_port() -> None:
+    # kube-proxy decides per Service port: a port whose ready endpoints are in a
+    # slice of its own does not take the fallback from the other port.
+    ready_http = slice_("web-1", [("http", 8080)], [endpoint("10.0.0.1")])
+    draining_metrics = slice_("web-2", [("metrics", 19090)], [draining("10.0.0.2")])
+    slices = [ready_http, draining_metrics]
+    assert resolve_peers(TWO_PORTS, slices, "http") == (Peer("10.0.0.1", 8080),)
+    assert resolve_peers(TWO_PORTS, slices, "metrics") == (Peer("10.0.0.2", 19090),)
+
+
+_conditions = st.fixed_dictionaries(
+    {},
+    optional={
+        "ready": st.booleans(),
+        "serving": st.booleans(),
+        "terminating": st.booleans(),
+    },
+)
+_endpoint_lists = st.lists(
+    st.builds(
+        lambda n, c: {"addresses": [f"10.0.0.{n}"], "conditions": c},
+        st.integers(1, 20),
+        _conditions,
+    ),
+    max_size=8,
+)
+
+
+@given(st.lists(_endpoint_lists, max_size=4))
+def test_ready_first_else_serving_terminating_never_not_serving(
+    slices: list[list[dict[str, Any]]],
+) -> None:
+    parsed = [slice_(f"web-{i}", [("http", 8080)], eps) for i, eps in enumerate(slices)]
+    peers = {p.address for p in resolve_peers(TWO_PORTS, parsed, 80)}
+    all_conditions = [e for eps in slices for e in eps]
+
+    def addresses(keep: Callable[[dict[str, Any]], bool]) -> set[str]:
+        return {e["addresses"][0] for e in all_conditions if keep(e["conditions"])}
+
+    ready = addresses(lambda c: c.get("ready", True) and not c.get("terminating", False))
+    serving_terminating = addresses(
+        lambda c: c.get("serving", c.get("ready", True)) and c.get("terminating", False)
+    )
+    assert peers == (ready or serving_terminating)
+    # Never an address whose only endpoints stopped serving.
+    not_serving = addresses(lambda c: not c.get("serving", c.get("ready", True)))
+    assert not peers & (not_serving - ready - serving_terminating)
 
 
 def test_missing_service_has_no_peers() -> None:

@@ -1,9 +1,14 @@
 """Service + EndpointSlices -> the peers one backend key routes to.
 
-Only endpoints whose ``ready`` condition is not false receive traffic. A port
-referenced by number is looked up among the Service's ports; its name then
-selects the EndpointSlice port of the same name (unnamed single-port Services
-use the name ""), exactly as kube-proxy does.
+Endpoints that are ready and not terminating receive traffic. When a Service
+port has none, its serving-but-terminating endpoints do (pods being deleted that
+still answer), as kube-proxy does since Kubernetes 1.26: a rollout or a scale to
+zero that takes every ready pod away at once then drains instead of answering
+503. Endpoints that are not serving never receive traffic.
+
+A port referenced by number is looked up among the Service's ports; its name
+then selects the EndpointSlice port of the same name (unnamed single-port
+Services use the name ""), exactly as kube-proxy does.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ def resolve_peers(
     sport = service.find_port(port_ref)
     if sport is None:
         return ()
-    peers: set[Peer] = set()
+    ready: set[Peer] = set()
+    draining: set[Peer] = set()  # serving, terminating: the fallback
     for s in slices:
         if s.address_type not in ("IPv4", "IPv6"):
             continue
@@ -35,9 +41,13 @@ def resolve_peers(
         if number is None:
             continue
         for e in s.endpoints:
-            if e.ready:
-                peers.update(Peer(a, number) for a in e.addresses)
-    return tuple(sorted(peers))
+            # A terminating endpoint leaves rotation at once, even one still
+            # marked ready (the slices of a publishNotReadyAddresses Service).
+            if e.ready and not e.terminating:
+                ready.update(Peer(a, number) for a in e.addresses)
+            elif e.serving and e.terminating:
+                draining.update(Peer(a, number) for a in e.addresses)
+    return tuple(sorted(ready or draining))
 
 
 def port_ref_of(text: str) -> int | str:

@@ -47,9 +47,15 @@ class Service:
 
 @dataclass(frozen=True)
 class Endpoint:
+    """One endpoint and its conditions, with the API's defaults for unset ones."""
+
     addresses: tuple[str, ...]
     ready: bool
     node_name: str
+    # Answers requests (for a terminating pod: still does, while ready is false).
+    serving: bool = True
+    # Its pod is being deleted.
+    terminating: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,10 +138,20 @@ def _endpoint(raw: object, where: str, address_type: str, errors: list[str]) -> 
     if len(good) < len(addresses):
         return None
     cond = raw.get("conditions")
-    # The API says an unset "ready" condition means ready.
-    ready = not (isinstance(cond, Mapping) and cond.get("ready") is False)
+    if not isinstance(cond, Mapping):
+        cond = {}
+    # The API's defaults: an unset "ready" means ready, an unset "serving" defers
+    # to "ready", an unset "terminating" means not terminating.
+    ready = cond.get("ready") is not False
+    serving = cond.get("serving")
     node = raw.get("nodeName")
-    return Endpoint(tuple(good), ready, node if isinstance(node, str) else "")
+    return Endpoint(
+        tuple(good),
+        ready,
+        node if isinstance(node, str) else "",
+        serving=serving if isinstance(serving, bool) else ready,
+        terminating=cond.get("terminating") is True,
+    )
 
 
 def parse_endpoint_slice(obj: Mapping[str, Any]) -> EndpointSlice:
