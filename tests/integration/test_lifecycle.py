@@ -351,6 +351,11 @@ class _SteadyLoad:
         return self.outcomes
 
 
+# NGINX only: after a crash NGINX restarts with its listeners closed until the
+# records are back. Angie's configuration is all in files, so it restarts whole,
+# listeners open; its upstreams then resolve their peers anew, and a request in
+# that first moment can get a 502 (docs/operations.md, Angie). Not yet closed.
+@pytest.mark.flavours("nginx")
 def test_nginx_killed_under_load_refuses_but_never_answers_wrongly(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -380,6 +385,7 @@ def test_nginx_killed_under_load_refuses_but_never_answers_wrongly(
     assert answers["200"] > 100  # the load really ran before and after
 
 
+@pytest.mark.flavours("nginx")  # the same: the reopening is NGINX's
 def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
     ferryman: Ferryman, backends: Backends
 ) -> None:
