@@ -41,8 +41,8 @@ def write_manifests(directory: Path, n: int, slices: int) -> None:
         docs += endpoint_slices(f"app{i}", PORTS[:slices])
         for s in docs[2:]:  # two ready endpoints in all, as the workload
             s["endpoints"] = [
-                {"addresses": [f"10.{i >> 8 & 255}.{i & 255}.{k + 1}"], "conditions": {"ready": True}}
-                for k in range(2 // slices or 1)
+                {"addresses": [f"10.{i >> 8 & 255}.{i & 255}.{k}"], "conditions": {"ready": True}}
+                for k in range(1, 1 + (2 // slices or 1))
             ]
         write_yaml(directory / f"app{i}.yaml", docs)
 

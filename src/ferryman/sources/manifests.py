@@ -28,6 +28,7 @@ import watchfiles
 import yaml
 
 from ferryman.resources.meta import ObjectRef, ref_of
+from ferryman.resources.raw import pack
 from ferryman.sources import CLUSTER_SCOPED, KINDS, Sink
 
 log = logging.getLogger("ferryman.manifests")
@@ -267,7 +268,8 @@ class ManifestsSource:
             if path.is_file():
                 parsed = parse_file(path, self._on_problem)
                 if parsed is not None:
-                    self._files[path] = parsed
+                    # Slim and packed, as the store keeps them: held here too.
+                    self._files[path] = {ref: pack(obj) for ref, obj in parsed.items()}
             else:
                 self._files.pop(path, None)
         merged: Objects = {}
