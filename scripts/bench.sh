@@ -5,8 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-# setup.sh installs uv into ~/.local/bin when it is missing; a fresh shell has
-# that off its PATH (as test.sh does, so must this).
 export PATH="$HOME/.local/bin:$PATH"
 if ! command -v wrk >/dev/null; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
