@@ -2,13 +2,19 @@
 
     .venv/bin/python -m bench.memory --sizes 100,1000,3000,10000 [--slices 2]
     .venv/bin/python -m bench.memory --profile 10000 [--slices 2]
+    .venv/bin/python -m bench.memory --kubernetes --sizes 100,1000,3000
+
 
 The first form starts ``ferryman run`` (real NGINX) on N Ingresses (the bench's
 workload: each its own host with 3 Prefix paths, its own Service and
 ``--slices`` EndpointSlices with one ready endpoint each), waits until it is
 ready and settled, and prints the controller's RSS and peak RSS.
 
-The second runs the same pipeline in this process (manifests source, store,
+With ``--kubernetes`` the same objects are created in tools/testapiserver's
+real kube-apiserver (one server per size) and ferryman runs in Kubernetes mode
+against it.
+
+The last form runs the same pipeline in this process (manifests source, store,
 controller; a data plane that only acknowledges) and prints what stays alive
 afterwards: tracemalloc's top allocation sites, and the objects reachable from
 the source, the store and the controller grouped by type, each counted once.
@@ -19,6 +25,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +36,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.processes import Ferryman, endpoint_slices, ingress_docs, rss_kib, write_yaml
+import yaml
+
+from bench.processes import (
+    FERRYMAN,
+    Ferryman,
+    endpoint_slices,
+    free_port,
+    get,
+    ingress_docs,
+    rss_kib,
+    write_yaml,
+)
 
 # Any ports do: nothing is requested through them.
 PORTS = (18080, 18081, 18082, 18083)
@@ -70,6 +89,50 @@ def measure_rss(n: int, slices: int, work: Path) -> dict[str, float]:
         }
     finally:
         f.stop()
+
+
+def measure_rss_kubernetes(n: int, slices: int, work: Path) -> dict[str, float]:
+    from lightkube import Client
+    from lightkube.config.kubeconfig import KubeConfig
+    from tests.kubernetes.apiserver import APIServer, apply, build
+
+    server = APIServer(build(), work / f"apiserver{n}")
+    server.start()
+    proc = None
+    try:
+        client = Client(config=KubeConfig.from_file(server.kubeconfig), field_manager="bench")
+        write_manifests(work / f"k{n}", n, slices)
+        for path in sorted((work / f"k{n}").iterdir()):
+            apply(client, *yaml.safe_load_all(path.read_text()))
+        state, ready_port = work / f"kstate{n}", free_port()
+        log = (work / f"ferryman{n}.log").open("ab")
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [str(FERRYMAN), "run", "--kubeconfig", server.kubeconfig, "--state-dir", str(state),
+             "--http-port", str(free_port()), "--https-port", str(free_port()),
+             "--ready-port", str(ready_port), "--metrics-port", str(free_port()),
+             "--worker-processes", "2", "--log-level", "warning"],
+            stdout=log, stderr=log,
+        )  # fmt: skip
+        while get(f"http://127.0.0.1:{ready_port}/nginx-ready", timeout=1)[0] != 200:
+            if proc.poll() is not None or time.monotonic() - started > 600:
+                raise RuntimeError(f"ferryman did not become ready; see {log.name}")
+            time.sleep(0.1)
+        ready = time.monotonic() - started
+        time.sleep(3)
+        return {
+            "ingresses": n,
+            "endpoint_slices": n * slices,
+            "mode": "kubernetes",
+            "ready_s": round(ready, 2),
+            "controller_rss_mb": round(rss_kib(proc.pid) / 1024, 1),
+            "controller_peak_rss_mb": round(hwm_kib(proc.pid) / 1024, 1),
+        }
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+        server.stop()
 
 
 class _NullDataPlane:
@@ -160,13 +223,15 @@ def main() -> None:
     ap.add_argument("--slices", type=int, default=1, help="EndpointSlices per Service (1 or 2)")
     ap.add_argument("--profile", type=int, metavar="N", help="profile N Ingresses in process")
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--kubernetes", action="store_true", help="against a real kube-apiserver")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fmem-", dir="/tmp") as tmp:
         if args.profile:
             profile(args.profile, args.slices, Path(tmp), args.top)
             return
         for n in (int(x) for x in args.sizes.split(",")):
-            print(measure_rss(n, args.slices, Path(tmp)), flush=True)
+            measure = measure_rss_kubernetes if args.kubernetes else measure_rss
+            print(measure(n, args.slices, Path(tmp)), flush=True)
 
 
 if __name__ == "__main__":
