@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import watchfiles
 import yaml
 
 from ferryman.resources.meta import ObjectRef, ref_of
@@ -289,6 +288,10 @@ class ManifestsSource:
         self._merged = merged
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Imported here: in Kubernetes mode it (and multiprocessing, which it
+        # pulls in) would only take memory.
+        import watchfiles
+
         # step: wait this long for a burst of writes to end; debounce: but
         # never hold changes longer than this, so edits apply within a second.
         async for changes in watchfiles.awatch(
