@@ -4,7 +4,7 @@ NGINX refuses an ``ssl`` listener without a certificate, but ferryman picks each
 handshake's certificate in Lua and rejects names it has none for, so this one is
 never presented. A fresh self-signed EC key is made once per state dir.
 
-It is made in a child process: importing ``cryptography`` maps ~9 MB that a
+It is made in a child process (a fork): importing ``cryptography`` maps ~9 MB that a
 process keeps for its whole life, and a controller serving no TLS Secret
 never needs it otherwise (resources/secret.py imports it on first use).
 """
@@ -12,8 +12,7 @@ never needs it otherwise (resources/secret.py imports it on first use).
 from __future__ import annotations
 
 import datetime
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 from ferryman.dataplane.files import atomic_write
@@ -54,19 +53,28 @@ def _write(path: Path) -> None:
 
 
 def ensure_fallback_certificate(path: Path) -> Path:
-    """Raises OSError when it cannot be made (the child's last error line says why)."""
-    if not path.exists():
-        child = subprocess.run(
-            [sys.executable, "-m", "ferryman.dataplane.fallback", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if child.returncode != 0:
-            lines = child.stderr.strip().splitlines() or [f"exit status {child.returncode}"]
-            raise OSError(f"cannot make the fallback certificate {path}: {lines[-1]}")
+    """Raises OSError when it cannot be made (saying why)."""
+    if path.exists():
+        return path
+    # A fork, not a new interpreter: the running one may not be executable by
+    # name (a venv's python behind a directory the service user cannot enter),
+    # and a fork has this process's import path as it is.
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            _write(path)
+        except BaseException as e:
+            os.write(write_end, f"{type(e).__name__}: {e}".encode()[:4000])
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        why = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError(f"cannot make the fallback certificate {path}: {why or status}")
     return path
-
-
-if __name__ == "__main__":
-    _write(Path(sys.argv[1]))
