@@ -1,5 +1,10 @@
 """The cache every sync reads from: raw objects by kind, plus the indexes
-sync needs (EndpointSlices by Service). Only sources write to it."""
+sync needs (EndpointSlices by Service). Only sources write to it.
+
+Objects are kept slim and packed (``resources/raw.py``): only the fields the
+parsers read, as one string each. Every read unpacks a fresh copy, which its
+reader may keep or drop; nothing read from the store aliases what it holds.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef, ref_of
+from ferryman.resources.raw import Packed, pack
 from ferryman.resources.service import service_name_of
 
 RawObject = Mapping[str, Any]
@@ -14,29 +20,38 @@ RawObject = Mapping[str, Any]
 
 class Store:
     def __init__(self) -> None:
-        self._objects: dict[str, dict[tuple[str, str], RawObject]] = {}
+        self._objects: dict[str, dict[tuple[str, str], Packed]] = {}
+        # (namespace, Service) -> its EndpointSlices' names; and each slice's Service.
         self._slices: dict[tuple[str, str], set[str]] = {}
+        self._slice_service: dict[tuple[str, str], str] = {}
 
     def upsert(self, obj: RawObject) -> RawObject | None:
+        """Keep ``obj`` (slimmed: ``raw.slim``); returns the version it replaces."""
         ref = ref_of(obj)
         if ref is None:
             raise ValueError("object without kind or metadata.name")
-        old = self._objects.setdefault(ref.kind, {}).get((ref.namespace, ref.name))
-        self._objects[ref.kind][(ref.namespace, ref.name)] = obj
+        key = (ref.namespace, ref.name)
+        packed = pack(obj)
+        old = self._objects.setdefault(ref.kind, {}).get(key)
+        self._objects[ref.kind][key] = packed
         if ref.kind == "EndpointSlice":
-            if old is not None:
-                self._unindex_slice(ref, old)
-            self._slices.setdefault((ref.namespace, service_name_of(obj)), set()).add(ref.name)
-        return old
+            self._unindex_slice(ref)
+            service = service_name_of(obj)
+            self._slice_service[key] = service
+            self._slices.setdefault((ref.namespace, service), set()).add(ref.name)
+        return None if old is None else old.unpack()
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
         old = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
         if old is not None and ref.kind == "EndpointSlice":
-            self._unindex_slice(ref, old)
-        return old
+            self._unindex_slice(ref)
+        return None if old is None else old.unpack()
 
-    def _unindex_slice(self, ref: ObjectRef, obj: RawObject) -> None:
-        key = (ref.namespace, service_name_of(obj))
+    def _unindex_slice(self, ref: ObjectRef) -> None:
+        service = self._slice_service.pop((ref.namespace, ref.name), None)
+        if service is None:
+            return
+        key = (ref.namespace, service)
         names = self._slices.get(key)
         if names is not None:
             names.discard(ref.name)
@@ -44,10 +59,11 @@ class Store:
                 del self._slices[key]
 
     def get(self, kind: str, namespace: str, name: str) -> RawObject | None:
-        return self._objects.get(kind, {}).get((namespace, name))
+        obj = self._objects.get(kind, {}).get((namespace, name))
+        return None if obj is None else obj.unpack()
 
     def objects(self, kind: str) -> list[RawObject]:
-        return list(self._objects.get(kind, {}).values())
+        return [o.unpack() for o in self._objects.get(kind, {}).values()]
 
     def refs(self, kind: str) -> list[ObjectRef]:
         return [ObjectRef(kind, ns, n) for ns, n in self._objects.get(kind, {})]
@@ -63,7 +79,7 @@ class Store:
     def slices_for(self, namespace: str, service: str) -> list[RawObject]:
         slices = self._objects.get("EndpointSlice", {})
         return [
-            slices[(namespace, n)]
+            slices[(namespace, n)].unpack()
             for n in sorted(self._slices.get((namespace, service), ()))
             if (namespace, n) in slices
         ]

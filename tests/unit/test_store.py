@@ -30,8 +30,8 @@ def test_upsert_get_and_the_previous_version() -> None:
     svc = {"kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}
     assert s.upsert(svc) is None
     newer = {**svc, "spec": {"ports": []}}
-    assert s.upsert(newer) is svc
-    assert s.get("Service", "ns", "web") is newer
+    assert s.upsert(newer) == svc
+    assert s.get("Service", "ns", "web") == newer
     assert s.get("Service", "other", "web") is None
     assert s.get("Ingress", "ns", "web") is None
     assert s.count("Service") == 1
@@ -106,7 +106,7 @@ def test_delete_returns_the_last_version() -> None:
     s = Store()
     svc = {"kind": "Service", "metadata": {"name": "web", "namespace": "ns"}}
     s.upsert(svc)
-    assert s.delete(ObjectRef("Service", "ns", "web")) is svc
+    assert s.delete(ObjectRef("Service", "ns", "web")) == svc
     assert s.get("Service", "ns", "web") is None
 
 

@@ -3,23 +3,28 @@
 NGINX refuses an ``ssl`` listener without a certificate, but ferryman picks each
 handshake's certificate in Lua and rejects names it has none for, so this one is
 never presented. A fresh self-signed EC key is made once per state dir.
+
+It is made in a child process (a fork): importing ``cryptography`` maps ~9 MB that a
+process keeps for its whole life, and a controller serving no TLS Secret
+never needs it otherwise (resources/secret.py imports it on first use).
 """
 
 from __future__ import annotations
 
 import datetime
+import os
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from ferryman.dataplane.files import atomic_write
 
 
 def self_signed(names: list[str], days: int) -> tuple[bytes, bytes]:
     """A fresh EC P-256 key and a self-signed certificate for ``names`` (PEM)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     now = datetime.datetime.now(datetime.UTC)
@@ -42,8 +47,34 @@ def self_signed(names: list[str], days: int) -> tuple[bytes, bytes]:
     return key_pem, cert.public_bytes(serialization.Encoding.PEM)
 
 
+def _write(path: Path) -> None:
+    key_pem, cert_pem = self_signed(["ferryman-fallback"], days=3650)
+    atomic_write(path, key_pem + cert_pem, mode=0o600)
+
+
 def ensure_fallback_certificate(path: Path) -> Path:
-    if not path.exists():
-        key_pem, cert_pem = self_signed(["ferryman-fallback"], days=3650)
-        atomic_write(path, key_pem + cert_pem, mode=0o600)
+    """Raises OSError when it cannot be made (saying why)."""
+    if path.exists():
+        return path
+    # A fork, not a new interpreter: the running one may not be executable by
+    # name (a venv's python behind a directory the service user cannot enter),
+    # and a fork has this process's import path as it is.
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            _write(path)
+        except BaseException as e:
+            os.write(write_end, f"{type(e).__name__}: {e}".encode()[:4000])
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        why = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError(f"cannot make the fallback certificate {path}: {why or status}")
     return path

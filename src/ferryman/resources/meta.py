@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -143,4 +144,5 @@ def ref_of(obj: Mapping[str, Any]) -> ObjectRef | None:
     name = md.get("name")
     if not isinstance(name, str) or not name:
         return None
-    return ObjectRef(kind, str(md.get("namespace") or ""), name)
+    # Kinds and namespaces repeat across thousands of objects: one string each.
+    return ObjectRef(sys.intern(str(kind)), sys.intern(str(md.get("namespace") or "")), name)

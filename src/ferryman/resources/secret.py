@@ -1,7 +1,9 @@
 """kubernetes.io/tls Secrets: decoding and checking a certificate and key pair.
 
 ``cryptography`` does the X.509 and key parsing: a hand-written PEM check
-would accept pairs NGINX then refuses at reload time.
+would accept pairs NGINX then refuses at reload time. It is imported when the
+first pair is checked: loading it maps ~9 MB the controller keeps for its whole
+life, and a controller serving no TLS never needs it.
 """
 
 from __future__ import annotations
@@ -11,10 +13,6 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 
 from ferryman.resources.meta import InvalidResource
 
@@ -26,10 +24,6 @@ MAX_CHAIN_BYTES = 256 * 1024
 # An RSA key of 16384 bits (OpenSSL's largest) is 12.7 KB of PEM.
 MAX_KEY_BYTES = 32 * 1024
 _LIMITS = {"tls.crt": MAX_CHAIN_BYTES, "tls.key": MAX_KEY_BYTES}
-# What cryptography raises for input it cannot read: bad PEM or DER (ValueError),
-# a key type it has no class for (TypeError), a curve or algorithm it does not
-# support (UnsupportedAlgorithm).
-_UNREADABLE = (ValueError, TypeError, UnsupportedAlgorithm)
 
 
 @dataclass(frozen=True)
@@ -77,20 +71,30 @@ def parse_tls_secret(obj: Mapping[str, Any]) -> TLSPair:
     if kind != TLS_TYPE:
         shown = repr(kind)[:80]
         raise InvalidSecret(f"type is {shown}, want {TLS_TYPE!r}")
-    cert_pem = _field(obj, "tls.crt")
-    key_pem = _field(obj, "tls.key")
+    return _checked_pair(_field(obj, "tls.crt"), _field(obj, "tls.key"))
+
+
+def _checked_pair(cert_pem: bytes, key_pem: bytes) -> TLSPair:
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
+    # What cryptography raises for input it cannot read: bad PEM or DER (ValueError),
+    # a key type it has no class for (TypeError), a curve or algorithm it does not
+    # support (UnsupportedAlgorithm).
+    unreadable = (ValueError, TypeError, UnsupportedAlgorithm)
     try:
         certs = x509.load_pem_x509_certificates(cert_pem)
-    except _UNREADABLE as e:
+    except unreadable as e:
         raise InvalidSecret(f"tls.crt is not a PEM certificate: {e}") from e
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
-    except _UNREADABLE as e:
+    except unreadable as e:
         raise InvalidSecret(f"tls.key is not an unencrypted PEM private key: {e}") from e
     pub = serialization.PublicFormat.SubjectPublicKeyInfo
     try:
         cert_public = certs[0].public_key().public_bytes(serialization.Encoding.PEM, pub)
-    except _UNREADABLE as e:  # the certificate's key is of a kind cryptography cannot load
+    except unreadable as e:  # the certificate's key is of a kind cryptography cannot load
         raise InvalidSecret(f"tls.crt has a public key ferryman cannot use: {e}") from e
     try:
         key_public = key.public_key().public_bytes(serialization.Encoding.PEM, pub)
@@ -99,7 +103,7 @@ def parse_tls_secret(obj: Mapping[str, Any]) -> TLSPair:
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
-    except _UNREADABLE as e:
+    except unreadable as e:
         raise InvalidSecret(f"tls.key is of a kind ferryman cannot use: {e}") from e
     if key_public != cert_public:
         raise InvalidSecret("tls.key does not match the certificate in tls.crt")

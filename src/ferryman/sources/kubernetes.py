@@ -34,6 +34,10 @@ from ferryman.sources import Sink
 
 log = logging.getLogger("ferryman.kubernetes")
 
+# Objects per list request (limit/continue), as client-go's informers page:
+# one unpaged list of 20,000 EndpointSlices is tens of MB of JSON decoded at
+# once, and the heap it grows to stays the process's.
+LIST_CHUNK = 500
 # Backoff between relists after an error: quick first, capped.
 _RETRY_MIN = 0.2
 _RETRY_MAX = 10.0
@@ -132,7 +136,9 @@ class KubernetesSource:
         return kw
 
     async def _relist(self, kind: Kind, namespace: str) -> str:
-        listing = self._client.list(kind.resource, **self._kwargs(kind, namespace))
+        listing = self._client.list(
+            kind.resource, chunk_size=LIST_CHUNK, **self._kwargs(kind, namespace)
+        )
         seen: dict[ObjectRef, str] = {}
         async for obj in listing:
             data = _plain(obj, kind.name)

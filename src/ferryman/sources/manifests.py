@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import watchfiles
 import yaml
 
 from ferryman.resources.meta import ObjectRef, ref_of
+from ferryman.resources.raw import pack
 from ferryman.sources import CLUSTER_SCOPED, KINDS, Sink
 
 log = logging.getLogger("ferryman.manifests")
@@ -267,7 +267,8 @@ class ManifestsSource:
             if path.is_file():
                 parsed = parse_file(path, self._on_problem)
                 if parsed is not None:
-                    self._files[path] = parsed
+                    # Slim and packed, as the store keeps them: held here too.
+                    self._files[path] = {ref: pack(obj) for ref, obj in parsed.items()}
             else:
                 self._files.pop(path, None)
         merged: Objects = {}
@@ -287,6 +288,10 @@ class ManifestsSource:
         self._merged = merged
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Imported here: in Kubernetes mode it (and multiprocessing, which it
+        # pulls in) would only take memory.
+        import watchfiles
+
         # step: wait this long for a burst of writes to end; debounce: but
         # never hold changes longer than this, so edits apply within a second.
         async for changes in watchfiles.awatch(

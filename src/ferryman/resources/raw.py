@@ -1,0 +1,206 @@
+"""Raw objects as the store keeps them: only what the parsers read, packed.
+
+A raw object from the API carries much that ferryman never reads
+(``managedFields``, ``status``, an Endpoint's ``targetRef``, ``zone`` and
+``hints``, kubectl's ``last-applied-configuration``, a Service's selector and
+cluster IPs), and a tree of small dicts costs ~185 bytes per dict: at 10,000
+Ingresses the raw objects were two thirds of the controller's memory.
+
+``slim`` projects an object onto the fields the parsers of its kind read; the
+parse of the slim object equals the parse of the full one (the
+last-applied-configuration annotation aside, which nothing reads), errors
+included: a map that would make the parser fail is kept whole. ``pack`` then
+keeps it as one ``marshal`` string (a few hundred bytes), unpacked afresh
+whenever it is read.
+"""
+
+from __future__ import annotations
+
+import marshal
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ferryman.resources.service import SERVICE_NAME_LABEL
+
+# A copy of the whole object as kubectl applied it: never read, often the
+# largest field of a hand-applied object.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# What parse_meta reads; the rest of metadata (managedFields, ownerReferences,
+# finalizers, ...) is dropped.
+_META_KEYS = (
+    "name", "namespace", "creationTimestamp", "uid", "resourceVersion", "generation",
+    "annotations", "labels",
+)  # fmt: skip
+# Labels and annotations a kind's parser looks up; None: the whole map (its
+# parse result holds it).
+_LABELS_READ: dict[str, tuple[str, ...] | None] = {
+    "Ingress": None,
+    "IngressClass": None,
+    "Service": (),
+    "EndpointSlice": (SERVICE_NAME_LABEL,),
+    "Secret": (),
+}
+_ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
+    "Ingress": None,
+    "IngressClass": None,
+    "Service": (),
+    "EndpointSlice": (),
+    "Secret": (),
+}
+_SECRET_KEYS = ("tls.crt", "tls.key")
+# Strings up to this long are interned: namespaces, kinds, label keys, Service
+# names, port names and paths repeat across objects; a certificate does not.
+# The parsed objects the controller keeps then share them (interning only the
+# fields that obviously repeat measured 4 MB more at 10,000 Ingresses).
+_INTERN_MAX = 64
+
+
+def _compact(value: Any) -> Any:
+    """A copy with dict keys and short strings interned."""
+    if isinstance(value, str):
+        return sys.intern(value) if len(value) <= _INTERN_MAX and type(value) is str else value
+    if isinstance(value, dict):
+        return {_compact(k): _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    return value
+
+
+def _strings_only(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def _str_map(value: object, read: tuple[str, ...] | None, drop: str = "") -> object:
+    """Labels or annotations, keeping the keys in ``read`` (all when None).
+
+    A map the parser would refuse stays whole, so the parse fails the same way."""
+    if not _strings_only(value):
+        return value
+    assert isinstance(value, Mapping)
+    if read is None:
+        return {k: v for k, v in value.items() if k != drop}
+    return {k: value[k] for k in read if k in value}
+
+
+def _metadata(md: object, kind: str) -> object:
+    if not isinstance(md, Mapping):
+        return md
+    out = {k: md[k] for k in _META_KEYS if k in md}
+    if "labels" in out:
+        out["labels"] = _str_map(out["labels"], _LABELS_READ.get(kind))
+    if "annotations" in out:
+        out["annotations"] = _str_map(
+            out["annotations"], _ANNOTATIONS_READ.get(kind), drop=LAST_APPLIED
+        )
+    return out
+
+
+def _ports(ports: object) -> object:
+    """A port list: name and number of each entry (all that is read)."""
+    if not isinstance(ports, list):
+        return ports
+    return [
+        {k: p[k] for k in ("name", "port") if k in p} if isinstance(p, Mapping) else p
+        for p in ports
+    ]
+
+
+def _endpoint(e: object) -> object:
+    if not isinstance(e, Mapping):
+        return e
+    out = {k: e[k] for k in ("addresses", "conditions", "nodeName") if k in e}
+    cond = out.get("conditions")
+    if isinstance(cond, Mapping):
+        out["conditions"] = {"ready": cond["ready"]} if "ready" in cond else {}
+    return out
+
+
+def _data(data: object) -> object:
+    if not isinstance(data, Mapping):
+        return data
+    return {k: data[k] for k in _SECRET_KEYS if k in data}
+
+
+def slim(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` without the fields its kind's parser never reads."""
+    kind = obj.get("kind")
+    out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    if "metadata" in obj:
+        out["metadata"] = _metadata(obj["metadata"], kind if isinstance(kind, str) else "")
+    if kind in ("Ingress", "IngressClass"):
+        if "spec" in obj:
+            out["spec"] = obj["spec"]
+    elif kind == "Service":
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping):
+            out["spec"] = {"ports": _ports(spec["ports"])} if "ports" in spec else {}
+        elif "spec" in obj:
+            out["spec"] = spec
+    elif kind == "EndpointSlice":
+        for k in ("addressType", "ports", "endpoints"):
+            if k in obj:
+                out[k] = obj[k]
+        if "ports" in out:
+            out["ports"] = _ports(out["ports"])
+        if isinstance(out.get("endpoints"), list):
+            out["endpoints"] = [_endpoint(e) for e in out["endpoints"]]
+    elif kind == "Secret":
+        for k in ("type", "data", "stringData"):
+            if k in obj:
+                out[k] = _data(obj[k]) if k != "type" else obj[k]
+    else:  # a kind no parser reads: kept as it is
+        out = dict(obj)
+    compact: dict[str, Any] = _compact(out)
+    return compact
+
+
+class Packed(Mapping[str, Any]):
+    """A raw object kept as one marshal string; reading it unpacks a fresh copy.
+
+    An object marshal cannot write (a type YAML or a client made that the API
+    never sends) is kept as it is."""
+
+    __slots__ = ("_data", "_obj")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        try:
+            self._data: bytes | None = marshal.dumps(obj)
+            self._obj: dict[str, Any] | None = None
+        except ValueError:
+            self._data, self._obj = None, obj
+
+    def unpack(self) -> dict[str, Any]:
+        if self._data is None:
+            assert self._obj is not None
+            return dict(self._obj)
+        obj: dict[str, Any] = marshal.loads(self._data)
+        return obj
+
+    def __getitem__(self, key: str) -> Any:
+        return self.unpack()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.unpack())
+
+    def __len__(self) -> int:
+        return len(self.unpack())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Packed):
+            if self._data is not None and self._data == other._data:
+                return True
+            return self.unpack() == other.unpack()
+        return isinstance(other, Mapping) and self.unpack() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Packed({self.unpack()!r})"
+
+
+def pack(obj: Mapping[str, Any]) -> Packed:
+    """``obj`` slimmed and packed, as the store keeps it."""
+    return obj if isinstance(obj, Packed) else Packed(slim(obj))

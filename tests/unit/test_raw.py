@@ -1,0 +1,136 @@
+"""ferryman.resources.raw: the store's slim, packed objects parse exactly as the
+full ones do, errors included, and keep nothing the parsers never read."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ferryman.resources.ingressclass import raw_class_name
+from ferryman.resources.meta import InvalidResource, ref_of
+from ferryman.resources.raw import LAST_APPLIED, Packed, pack, slim
+from ferryman.resources.service import service_name_of
+from ferryman.store import Store
+
+from .strategies import mutations, yaml_values
+from .test_parsers_fuzz import VALID, Parser, objects_with_names, raw_objects
+
+FUZZ = settings(max_examples=300, deadline=None)
+
+MANAGED = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {"f:x": {}}}}]
+
+
+def enriched(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` with what the API server and kubectl add and no parser reads."""
+    out = copy.deepcopy(dict(obj))
+    md = out.get("metadata")
+    if isinstance(md, dict):
+        md["managedFields"] = MANAGED
+        md["ownerReferences"] = [{"kind": "Service", "name": "web", "uid": "u"}]
+        md["finalizers"] = ["x.example.com/cleanup"]
+        if out.get("kind") not in ("Ingress", "IngressClass"):
+            for key in ("labels", "annotations"):
+                if isinstance(md.get(key), dict):
+                    md[key]["app.example.com/team"] = "blue"
+                    md[key][LAST_APPLIED] = '{"kind": "x"}'
+    out["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}
+    if out.get("kind") == "Service" and isinstance(out.get("spec"), dict):
+        out["spec"].update(selector={"app": "web"}, clusterIP="10.96.0.1", type="ClusterIP")
+        ports = out["spec"].get("ports")
+        for p in ports if isinstance(ports, list) else []:
+            if isinstance(p, dict):
+                p.update(protocol="TCP", appProtocol="http")
+    if out.get("kind") == "EndpointSlice":
+        endpoints = out.get("endpoints")
+        for e in endpoints if isinstance(endpoints, list) else []:
+            if isinstance(e, dict):
+                e.update(targetRef={"kind": "Pod", "name": "web-1"}, zone="a", hints={})
+                if isinstance(e.get("conditions"), dict):
+                    e["conditions"].update(serving=True, terminating=False)
+    if out.get("kind") == "Secret" and isinstance(out.get("data"), dict):
+        out["data"]["ca.crt"] = "Y2E="
+    return out
+
+
+def outcome(parse: Parser, obj: Mapping[str, Any]) -> tuple[str, object]:
+    try:
+        return "parsed", parse(obj)
+    except InvalidResource as e:
+        return "rejected", e.errors
+
+
+def stored(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What a reader of the store gets back for ``obj``."""
+    return pack(obj).unpack()
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+@FUZZ
+@given(data=st.data())
+def test_the_stored_object_parses_as_the_full_one(kind: str, data: st.DataObject) -> None:
+    valid, parse = VALID[kind]
+    obj = data.draw(mutations(valid) | mutations(enriched(valid)))
+    assert outcome(parse, stored(obj)) == outcome(parse, obj)
+    assert outcome(parse, stored(enriched(obj))) == outcome(parse, enriched(obj))
+
+
+@FUZZ
+@given(obj=raw_objects | objects_with_names)
+def test_random_shapes_parse_and_are_read_the_same(obj: dict[Any, Any]) -> None:
+    for parse in (p for _, p in VALID.values()):
+        assert outcome(parse, stored(obj)) == outcome(parse, obj)
+    s = stored(obj)
+    assert (ref_of(s), service_name_of(s), raw_class_name(s)) == (
+        ref_of(obj),
+        service_name_of(obj),
+        raw_class_name(obj),
+    )
+
+
+def test_what_no_parser_reads_is_not_kept() -> None:
+    for kind, (valid, _) in VALID.items():
+        kept = slim(enriched(valid))
+        assert "status" not in kept
+        assert not {"managedFields", "ownerReferences", "finalizers"} & set(kept["metadata"])
+        for key in ("labels", "annotations"):
+            assert LAST_APPLIED not in kept["metadata"].get(key, {})
+            if kind not in ("Ingress", "IngressClass"):
+                assert "app.example.com/team" not in kept["metadata"].get(key, {})
+    assert slim(enriched(VALID["EndpointSlice"][0]))["endpoints"][0] == {
+        "addresses": ["10.0.0.1"],
+        "conditions": {"ready": True},
+        "nodeName": "n1",
+    }
+
+
+def test_an_ingress_loses_only_the_last_applied_annotation() -> None:
+    ingress, parse = VALID["Ingress"]
+    applied = copy.deepcopy(dict(ingress))
+    applied["metadata"]["annotations"][LAST_APPLIED] = '{"kind": "Ingress"}'
+    assert parse(stored(applied)) == parse(ingress)
+
+
+@FUZZ
+@given(value=yaml_values)
+def test_packing_keeps_any_value_a_manifest_can_hold(value: object) -> None:
+    obj = {"kind": "Other", "metadata": {"name": "x"}, "field": value}
+    assert Packed(obj) == obj
+    assert Packed(obj).unpack() == obj
+
+
+def test_readers_of_the_store_get_copies_of_their_own() -> None:
+    s = Store()
+    s.upsert(enriched(VALID["Service"][0]))
+    got = s.get("Service", "shop", "web")
+    assert got is not None
+    got["spec"]["ports"].clear()
+    again = s.get("Service", "shop", "web")
+    assert again is not None and again["spec"]["ports"] == [
+        {"name": "http", "port": 80},
+        {"port": 9090},
+    ]
