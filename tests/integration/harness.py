@@ -92,12 +92,18 @@ def reachable(path: Path) -> Path:
 # use" seen when tests run beside other work). Random ports from this range only
 # collide with another test run's choice.
 _PORTS = (20000, 32000)
+# Never the same port twice in one run: a Ferryman asks for four at once, and none
+# is bound until it starts.
+_handed_out: set[int] = set()
 
 
 def free_port() -> int:
     """A TCP port nothing listens on, on any address, at the time of asking."""
     for _ in range(1000):
         port = random.randint(*_PORTS)
+        if port in _handed_out:
+            continue
+        _handed_out.add(port)
         with socket.socket() as s:
             try:
                 s.bind(("0.0.0.0", port))

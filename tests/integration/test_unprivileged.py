@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import stat
 
+import pytest
+
 from tests.integration.harness import (
+    ROOT,
     Backends,
     Ferryman,
     ingress,
     path,
+    reachable,
     rule,
     served_by,
     service_with_backends,
@@ -17,6 +21,13 @@ from tests.integration.harness import (
 
 UID = 101  # the image's user (Dockerfile, deploy/deployment.yaml)
 AS_UID = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups"]
+
+
+@pytest.fixture(autouse=True)
+def _checkout_reachable() -> None:
+    """uid 101 runs this checkout's .venv/bin/ferryman: a checkout made by
+    ``mktemp -d`` (0700) would refuse it before ferryman's first line."""
+    reachable(ROOT)
 
 
 def test_non_root_on_a_root_owned_0777_state_dir_serves(

@@ -108,13 +108,17 @@ def _ports(ports: object) -> object:
     ]
 
 
+_CONDITIONS = ("ready", "serving", "terminating")
+
+
 def _endpoint(e: object) -> object:
     if not isinstance(e, Mapping):
         return e
     out = {k: e[k] for k in ("addresses", "conditions", "nodeName") if k in e}
     cond = out.get("conditions")
     if isinstance(cond, Mapping):
-        out["conditions"] = {"ready": cond["ready"]} if "ready" in cond else {}
+        # ready, serving and terminating choose the peers (configs/endpoints.py).
+        out["conditions"] = {k: cond[k] for k in _CONDITIONS if k in cond}
     return out
 
 
