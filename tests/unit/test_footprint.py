@@ -80,7 +80,7 @@ def test_the_store_keeps_an_api_object_in_under_a_kilobyte() -> None:
     assert per_object < 1200, per_object
     assert store.slices_for("shop", "web")[0]["endpoints"][0] == {
         "addresses": ["10.0.0.1"],
-        "conditions": {"ready": True},
+        "conditions": {"ready": True, "serving": True, "terminating": False},
         "nodeName": "node-1",
     }
 

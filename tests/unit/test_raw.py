@@ -135,8 +135,10 @@ def test_an_ingress_loses_only_the_last_applied_annotation() -> None:
 @given(value=yaml_values)
 def test_packing_keeps_any_value_a_manifest_can_hold(value: object) -> None:
     obj = {"kind": "Other", "metadata": {"name": "x"}, "field": value}
-    assert Packed(obj) == obj
-    assert Packed(obj).unpack() == obj
+    # By repr: a YAML .nan is a value a manifest can hold, and nan != nan.
+    assert repr(Packed(obj).unpack()) == repr(obj)
+    if "nan" not in repr(value):
+        assert Packed(obj) == obj
 
 
 def test_readers_of_the_store_get_copies_of_their_own() -> None:
