@@ -30,13 +30,7 @@ if [ ! -x "$bin" ]; then
   [ -e /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
   command -v cc >/dev/null || missing+=(gcc)
   command -v make >/dev/null || missing+=(make)
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "build-angie: installing ${missing[*]} from Debian" >&2
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-      "${missing[@]}" >/dev/null
-  fi
+  scripts/apt-install.sh build-angie ${missing[@]+"${missing[@]}"}
   echo "build-angie: building Angie from $archive (cache key $key)" >&2
   start=$SECONDS
   work=$(mktemp -d)

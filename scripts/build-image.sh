@@ -16,13 +16,7 @@ need_apt=()
 command -v podman >/dev/null || need_apt+=(podman)
 command -v runc >/dev/null || need_apt+=(runc)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "build-image: installing ${need_apt[*]} from Debian" >&2
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    "${need_apt[@]}" >/dev/null
-fi
+scripts/apt-install.sh build-image ${need_apt[@]+"${need_apt[@]}"}
 
 mirror="${FERRYMAN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 podman=(podman --runtime runc)

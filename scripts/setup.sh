@@ -18,12 +18,9 @@ command -v make >/dev/null || need_apt+=(make)
 # Kubernetes-mode tests put their backends on a network namespace test host.
 command -v ip >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "setup: installing ${need_apt[*]} from Debian" >&2
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
+  scripts/apt-install.sh setup "${need_apt[@]}"
   # Debian's nginx package would start a system NGINX on port 80; ferryman runs its own.
-  RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    "${need_apt[@]}" >/dev/null
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   if command -v service >/dev/null; then $SUDO service nginx stop >/dev/null 2>&1 || true; fi
 fi
 
