@@ -148,6 +148,11 @@ class Controller:
         address, _, port = server.rpartition(":")
         return owner if peers and f"{address.strip('[]')}#{port}" in peers.split(" ") else None
 
+    def served_services(self, namespace: str) -> frozenset[str]:
+        """Names of the Services in ``namespace`` that a served Ingress routes to
+        (readiness gates: which pods a gate is for)."""
+        return frozenset(svc for ns, svc in self._service_backends if ns == namespace)
+
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
 

@@ -59,22 +59,28 @@ API_SLICE: dict[str, Any] = {
 }
 
 
-def test_the_store_keeps_an_api_object_in_under_a_kilobyte() -> None:
-    store = Store()
-    count = 1000
+def _bytes_per_slice(store: Store, batch: int, count: int) -> float:
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for i in range(count):  # each as a source hands it over, then lets it go
             s = copy.deepcopy(API_SLICE)
-            s["metadata"]["name"] = f"web-{i}"
+            s["metadata"]["name"] = f"web-{batch}-{i}"
             store.upsert(s)
         del s
         gc.collect()
-        per_object = (tracemalloc.get_traced_memory()[0] - before) / count
+        return (tracemalloc.get_traced_memory()[0] - before) / count
     finally:
         tracemalloc.stop()
+
+
+def test_the_store_keeps_an_api_object_in_under_a_kilobyte() -> None:
+    store = Store()
+    # The least of three batches: a batch that happens to grow the interpreter's
+    # table of interned strings (its size depends on the tests run before) is
+    # charged for the whole table once.
+    per_object = min(_bytes_per_slice(store, batch, 1000) for batch in range(3))
     # The parsed shape of this slice is ~3.5 KB as dicts; what is kept is ~300
     # bytes packed, plus the store's index entries (~770 in all here).
     assert per_object < 1200, per_object

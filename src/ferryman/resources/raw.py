@@ -2,8 +2,8 @@
 
 A raw object from the API carries much that ferryman never reads
 (``managedFields``, ``status``, an Endpoint's ``targetRef``, ``zone`` and
-``hints``, kubectl's ``last-applied-configuration``, a Service's selector and
-cluster IPs), and a tree of small dicts costs ~185 bytes per dict: at 10,000
+``hints``, kubectl's ``last-applied-configuration``, a Service's cluster
+IPs), and a tree of small dicts costs ~185 bytes per dict: at 10,000
 Ingresses the raw objects were two thirds of the controller's memory.
 
 ``slim`` projects an object onto the fields the parsers of its kind read; the
@@ -141,6 +141,8 @@ def slim(obj: Mapping[str, Any]) -> dict[str, Any]:
         spec = obj.get("spec")
         if isinstance(spec, Mapping):
             out["spec"] = {"ports": _ports(spec["ports"])} if "ports" in spec else {}
+            if "selector" in spec:  # which pods get a readiness gate
+                out["spec"]["selector"] = spec["selector"]
         elif "spec" in obj:
             out["spec"] = spec
     elif kind == "EndpointSlice":

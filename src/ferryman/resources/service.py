@@ -37,6 +37,9 @@ class Service:
     namespace: str
     name: str
     ports: tuple[ServicePort, ...]
+    # The pods it selects (readiness gates); None: no selector, its endpoints are
+    # managed by hand and it selects no pod.
+    selector: Mapping[str, str] | None = None
 
     def find_port(self, ref: int | str) -> ServicePort | None:
         for p in self.ports:
@@ -100,7 +103,20 @@ def parse_service(obj: Mapping[str, Any]) -> Service:
     if spec is not None and not isinstance(spec, Mapping):
         raise InvalidResource(["spec: must be an object"])
     ports = _ports(spec.get("ports") if spec else None, "spec.ports")
-    return Service(meta.namespace, meta.name, tuple(ServicePort(n, p) for n, p in ports))
+    selector = spec.get("selector") if spec else None
+    return Service(
+        meta.namespace,
+        meta.name,
+        tuple(ServicePort(n, p) for n, p in ports),
+        # A selector that is no map of strings (hand-written) selects nothing.
+        dict(selector) if selector and _string_map(selector) else None,
+    )
+
+
+def _string_map(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
 
 
 def _address(value: object, address_type: str) -> str | None:
