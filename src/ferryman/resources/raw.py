@@ -78,7 +78,7 @@ def _strings_only(value: object) -> bool:
     )
 
 
-def _str_map(value: object, read: tuple[str, ...] | None, drop: str = "") -> object:
+def _str_map(value: object, read: tuple[str, ...] | None, drop: str | None = None) -> object:
     """Labels or annotations, keeping the keys in ``read`` (all when None).
 
     A map the parser would refuse stays whole, so the parse fails the same way."""
