@@ -7,6 +7,9 @@ result with what it delivered before, so objects deleted during the gap are
 deleted here too and nothing added is missed. Secrets are listed with a field
 selector for the one type ferryman reads.
 
+With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
+by the API server) and, through ``sources/pods.py``, the Pods of each of them.
+
 lightkube is used for configuration (in-cluster service account, kubeconfig)
 and typed decoding; the store keeps plain dicts (``to_dict``) so manifests mode
 and Kubernetes mode feed the controller the same shape.
@@ -192,8 +195,12 @@ class KubernetesSource:
                 continue
             version = str(data["metadata"].get("resourceVersion", ""))
             seen[ref] = version
-            if self._known.get((kind.name, namespace), {}).get(ref) != version:
+            known = self._known.setdefault((kind.name, namespace), {})
+            if known.get(ref) != version:
                 sink.upsert(data)
+                # Known at once, not at the list's end: a Pod informer stopped
+                # half-way through its list (``forget``) deletes these too.
+                known[ref] = version
         for ref in self._known.get((kind.name, namespace), {}).keys() - seen.keys():
             sink.delete(ref)
         self._known[(kind.name, namespace)] = seen
