@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import base64
 import copy
-import itertools
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from lightkube import ApiError, Client
@@ -33,7 +34,6 @@ from tests.kubernetes.apiserver import APIServer, apply, wait_until
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "webhook.yaml"
 GATE = gate_type("ferryman")
 OTHER = "example.com/warmed-up"
-_names = itertools.count()
 
 
 def _configuration(name: str, namespace: str, port: int) -> dict[str, Any]:
@@ -173,11 +173,23 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
         wait_until(lambda: f.get("db.test", "/").status == 503, 5, "db.test served")
         assert _pod(kube, ns, {"app": "db"}) == [GATE]
 
+        # Whoever else calls: no AdmissionReview is HTTP 400, more than the API
+        # server would send (3 MiB) 413; both counted, nothing else changes.
+        ca = base64.b64decode(_secret_ca(kube, ns, "webhook-cert")).decode()
+        url = f"https://127.0.0.1:{port}/readiness-gates"
+        with httpx.Client(verify=ssl.create_default_context(cadata=ca)) as client:
+            assert client.post(url, content=b"{not json").status_code == 400
+            assert client.post(url, json={"request": {"object": {}}}).status_code == 400
+            assert client.post(url, content=b" " * (3 * 1024 * 1024 + 1)).status_code == 413
+
         # Called for every pod above but the opted-out one and the one created
         # while the namespace was not opted in.
         reviews = {k: v for k, v in f.metrics().items() if "readiness_gate_webhook" in k}
-        assert reviews['ferryman_readiness_gate_webhook_reviews_total{result="injected"}'] == 4
-        assert reviews['ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}'] == 5
+        assert reviews == {
+            'ferryman_readiness_gate_webhook_reviews_total{result="injected"}': 4,
+            'ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}': 5,
+            'ferryman_readiness_gate_webhook_reviews_total{result="error"}': 3,
+        }
     finally:
         assert f.stop() == 0
 

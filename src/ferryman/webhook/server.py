@@ -123,7 +123,13 @@ class WebhookServer:
     async def _review(self, request: web.Request) -> web.Response:
         try:
             document = json.loads(await request.read())
-        except (ValueError, UnicodeDecodeError):
+        except web.HTTPRequestEntityTooLarge:
+            self._count(ERROR)
+            log.warning(
+                "readiness gate webhook: review refused", extra={"fields": {"reason": "too large"}}
+            )
+            raise
+        except ValueError:  # JSON, or UTF-8, it is not
             document = None
         outcome = self._injector.review(document)
         self._count(outcome.result)
