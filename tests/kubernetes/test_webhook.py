@@ -258,6 +258,22 @@ def test_replicas_serve_one_certificate_and_follow_the_secret(
                    "the renewed CA trusted")  # fmt: skip
         # Both serve the renewed certificate (else the Fail policy refuses the pod).
         wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "a pod admitted")
+
+        # The Secret deleted: both replicas see it at once and race to make a new
+        # one; one creates it, the other's create conflicts and it reads the winner's.
+        kube.delete(Secret, "webhook-cert", namespace=ns)
+
+        def remade() -> str | None:
+            ca = _secret_ca(kube, ns, "webhook-cert")
+            return ca if ca != want else None
+
+        new = wait_until(remade, 10, "a new Secret")
+        wait_until(lambda: all(_ca_bundles(kube, c) == [new] for c, _ in replicas), 10,
+                   "the new CA trusted")  # fmt: skip
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "a pod admitted")
+        # One create won each time: the first Secret and this one.
+        made = [f.logs().count("made a certificate") for _, f in replicas]
+        assert sum(made) == 2, made
     finally:
         for _, f in replicas:
             assert f.stop() == 0
