@@ -53,7 +53,7 @@ from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
-from ferryman.webhook.admission import Injector, cached_services
+from ferryman.webhook.admission import CachedServices, Injector
 from ferryman.webhook.cluster import CertificateSecret
 from ferryman.webhook.server import WebhookServer
 from ferryman.workqueue import WorkQueue
@@ -358,7 +358,10 @@ def _webhook(
     client = cluster.client
     return WebhookServer(
         settings.readiness_gate_webhook_port,
-        Injector(settings.ingress_class, cached_services(controller.served_services, store.get)),
+        Injector(
+            settings.ingress_class,
+            CachedServices(controller.served_services, store.get, store.stamp),
+        ),
         client,
         CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),
         settings.readiness_gate_webhook_configuration,

@@ -11,15 +11,17 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
 from ferryman.resources.service import Service
+from ferryman.store import Store
 from ferryman.webhook.admission import (
     ERROR,
     INJECTED,
     OPT_OUT,
     UNCHANGED,
+    CachedServices,
     Injector,
-    cached_services,
 )
 from tests.unit.strategies import yaml_values
 
@@ -205,18 +207,35 @@ def test_the_gate_names_the_ingress_class() -> None:
 
 
 def test_cached_services_reads_only_served_services_from_the_store() -> None:
-    store = {
-        ("apps", "web"): {"kind": "Service", "metadata": {"namespace": "apps", "name": "web"},
-                          "spec": {"selector": {"app": "web"}}},
-        ("apps", "unserved"): {"kind": "Service", "metadata": {"namespace": "apps",
-                               "name": "unserved"}, "spec": {"selector": {"app": "x"}}},
-        ("apps", "broken"): {"kind": "Service", "metadata": {"namespace": "apps",
-                             "name": "broken"}, "spec": "not a spec"},
-    }  # fmt: skip
+    store = Store()
+    for name, spec in (
+        ("web", {"selector": {"app": "web"}}),
+        ("unserved", {"selector": {"app": "x"}}),
+        ("broken", "not a spec"),
+    ):
+        store.upsert({"kind": "Service", "metadata": {"namespace": "apps", "name": name},
+                      "spec": spec})  # fmt: skip
+    reads: list[str] = []
 
-    def get(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        assert kind == "Service"
-        return store.get((namespace, name))
+    def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        reads.append(name)
+        return store.get(kind, namespace, name)
 
-    services = cached_services(lambda ns: frozenset({"web", "broken", "missing"}), get)
+    served = {"web", "broken", "missing"}
+    services = CachedServices(lambda ns: frozenset(served), get, store.stamp)
     assert [(s.name, s.selector) for s in services("apps")] == [("web", {"app": "web"})]
+    assert sorted(reads) == ["broken", "web"]
+    # Asked again: nothing re-read until a Service changes.
+    reads.clear()
+    assert [s.name for s in services("apps")] == ["web"]
+    assert reads == []
+    store.upsert({"kind": "Service", "metadata": {"namespace": "apps", "name": "web"},
+                  "spec": {"selector": {"app": "shop"}}})  # fmt: skip
+    assert [s.selector for s in services("apps")] == [{"app": "shop"}]
+    assert reads == ["web"]
+    # No longer served, or deleted: gone.
+    served.discard("web")
+    assert services("apps") == []
+    served.add("web")
+    store.delete(ObjectRef("Service", "apps", "web"))
+    assert services("apps") == []
