@@ -103,9 +103,8 @@ class WebhookServer:
             bundle = (
                 await self._secret.obtain() if secret is None else from_secret_data(secret.data)
             )
-            if bundle == self._bundle:
-                return
-            bundle.ssl_context()  # loads on its own before it replaces what is served
+            if bundle != self._bundle:
+                bundle.ssl_context()  # loads on its own before it replaces what is served
         except CertificateError as e:
             log.error(
                 "readiness gate webhook: the Secret's certificate is unusable; "
@@ -113,10 +112,13 @@ class WebhookServer:
                 extra={"fields": {"secret": self._where(), "error": str(e)}},
             )
             return
-        bundle.load_into(context)
-        self._bundle = bundle
-        log.info("readiness gate webhook: serving the Secret's new certificate",
-                 extra={"fields": {"secret": self._where()}})  # fmt: skip
+        if bundle != self._bundle:
+            bundle.load_into(context)
+            self._bundle = bundle
+            log.info("readiness gate webhook: serving the Secret's new certificate",
+                     extra={"fields": {"secret": self._where()}})  # fmt: skip
+        # Also when unchanged: a watch re-made after a failed patch comes back
+        # here with the same Secret, and the caBundle must still follow it.
         if self._configuration:
             await ensure_ca_bundle(self._client, self._configuration, bundle.ca)
 
