@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -299,16 +300,28 @@ def test_a_secret_given_is_used_as_it_is(
     )
     config, port = f"given-{ns}", free_port()
     cluster_objects.append(config)
-    apply(kube, _configuration(config, ns, port))
+    # Two webhooks in the configuration: each gets the caBundle.
+    doc = _configuration(config, ns, port)
+    second = copy.deepcopy(doc["webhooks"][0]) | {"name": "second.ferryman.io"}
+    doc["webhooks"].append(second)
+    apply(kube, doc)
     f = _ferryman(tmp_path, apiserver, ns, port, config, secret="given")
     f.start()
     try:
         want = base64.b64encode(given.ca).decode()
-        wait_until(lambda: _ca_bundles(kube, config) == [want], 10, "caBundle")
+        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 10, "caBundles")
         assert _pod(kube, ns, {"app": "web"}) == [GATE]
         assert kube.get(Secret, "given", namespace=ns).data == given.secret_data()
         # Someone wipes the caBundle (a re-applied manifest): ferryman puts it back.
-        apply(kube, _configuration(config, ns, port))
-        wait_until(lambda: _ca_bundles(kube, config) == [want], 5, "caBundle restored")
+        apply(kube, doc)
+        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 5, "caBundle restored")
+        # A replica starting finds everything as it should be: it writes nothing
+        # (the API server would not tell: it drops a patch that changes nothing).
+        written = f.logs().count("caBundle set")
+        assert f.stop() == 0
+        f.start()
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "serving again")
+        time.sleep(1)  # its watches have delivered the Secret and the configuration
+        assert f.logs().count("caBundle set") == written
     finally:
         assert f.stop() == 0
