@@ -334,3 +334,41 @@ def test_a_secret_given_is_used_as_it_is(
         assert f.logs().count("caBundle set") == written
     finally:
         assert f.stop() == 0
+
+
+def test_an_unusable_secret_costs_the_gates_not_ferryman(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    """A Secret whose key does not match its certificate: ferryman keeps routing,
+    says why in its log, and serves the webhook once the Secret is fixed."""
+    ns = pods_namespace
+    good, other = generate(["127.0.0.1"]), generate(["127.0.0.1"])
+    broken = good.secret_data() | {"tls.key": other.secret_data()["tls.key"]}
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "given", "namespace": ns}, "data": broken,
+    }  # fmt: skip
+    apply(
+        kube,
+        secret,
+        _service("web", ns, {"app": "web"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+    )
+    config, port = f"broken-{ns}", free_port()
+    cluster_objects.append(config)
+    apply(kube, _configuration(config, ns, port))
+    f = _ferryman(tmp_path, apiserver, ns, port, config, secret="given")
+    f.start()
+    try:
+        wait_until(lambda: "no certificate yet" in f.logs(), 5, "the reason logged")
+        assert "do not load" in f.logs()
+        assert _pod(kube, ns, {"app": "web"}) == []  # failurePolicy Ignore
+        assert f.get("web.test", "/").status == 503  # routing as ever (no endpoints)
+        kube.patch(Secret, "given", {"data": good.secret_data()}, namespace=ns,
+                   patch_type=PatchType.MERGE)  # fmt: skip
+        want = base64.b64encode(good.ca).decode()
+        wait_until(lambda: _ca_bundles(kube, config) == [want], 10, "caBundle")
+        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+    finally:
+        assert f.stop() == 0

@@ -60,9 +60,9 @@ class WebhookServer:
         self._bundle: Bundle | None = None
 
     async def run(self) -> None:
-        bundle = await self._first_bundle()
-        context = bundle.ssl_context()
-        self._bundle = bundle
+        """Serves until cancelled; a port that cannot be bound ends it (and
+        ferryman): that is a setting to fix, not trouble to wait out."""
+        self._bundle, context = await self._first_bundle()
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post(PATH, self._review)
         runner = web.AppRunner(app, access_log=None)
@@ -81,11 +81,12 @@ class WebhookServer:
         assert self._bundle is not None
         return self._bundle.ca
 
-    async def _first_bundle(self) -> Bundle:
+    async def _first_bundle(self) -> tuple[Bundle, ssl.SSLContext]:
         delay = RETRY_MIN
         while True:
             try:
-                return await self._secret.obtain()
+                bundle = await self._secret.obtain()
+                return bundle, bundle.ssl_context()
             except Exception as e:  # RBAC, API down, an unusable Secret: retried
                 log.error(
                     "readiness gate webhook: no certificate yet; trying again",
