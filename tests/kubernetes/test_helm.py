@@ -278,14 +278,20 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert ingress_class["spec"]["controller"] == "ferryman.io/ingress-controller"
     assert "annotations" not in ingress_class["metadata"]
 
-    # The same least-privilege rules as deploy/rbac.yaml, which turns readiness
-    # gates on; off (the default), no rule for pods or namespaces.
+    # The same least-privilege rules as deploy/rbac.yaml (readiness gates on, as
+    # the webhook implies); with neither, no rule for pods or namespaces.
     deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
-    gates = {"controller.readinessGates.enable": True}
-    gated = _template(helm_binary, namespace="ingress", values=gates)
-    assert _one(gated, "ClusterRole", name)["rules"] == _one(deploy, "ClusterRole")["rules"]
     rules = _one(docs, "ClusterRole", name)["rules"]
-    assert rules == _one(deploy, "ClusterRole")["rules"][:-2]
+    assert rules == _one(deploy, "ClusterRole")["rules"]
+    assert "--readiness-gates" in _args(docs)
+    off = {"readinessGateWebhook.enabled": False}
+    plain = _template(helm_binary, namespace="ingress", values=off)
+    assert _one(plain, "ClusterRole", name)["rules"] == rules[:-2]
+    assert "--readiness-gates" not in _args(plain)
+    gated = _template(
+        helm_binary, namespace="ingress", values={**off, "controller.readinessGates.enable": True}
+    )
+    assert _one(gated, "ClusterRole", name)["rules"] == rules
     role = _one(docs, "Role", f"{name}-leader-election")
     assert role["metadata"]["namespace"] == "ingress"
     assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
