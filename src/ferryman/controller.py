@@ -49,7 +49,7 @@ from ferryman.resources.ingressclass import (
     raw_class_name,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
-from ferryman.resources.pod import Pod, ips_of, parse_pod
+from ferryman.resources.pod import addresses_to_resync
 from ferryman.resources.service import service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
@@ -86,11 +86,7 @@ def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
                 keys.append(ObjectRef("Service", ns, svc))
         return keys
     if kind == "Pod":
-        if old is not None and _routing_view(obj) == _routing_view(old):
-            return []  # a change routing never reads (a container restarted, ...)
-        # Its addresses, old and new: the endpoint sets that may route to it.
-        ips = {ip for o in (obj, old) if o is not None for ip in ips_of(o)}
-        return [ObjectRef(POD_ADDRESS, ns, ip) for ip in sorted(ips)]
+        return [ObjectRef(POD_ADDRESS, ns, ip) for ip in addresses_to_resync(obj, old)]
     return [ObjectRef(kind, ns, name)]
 
 
@@ -168,13 +164,7 @@ class Controller:
         confirmed holding (after a successful push, verified per worker; not merely
         desired). The gate flipper turns a gate True once every replica reports
         its pod here. Empty unless ``--readiness-gates``."""
-        pods: set[PodId] = set()
-        for key, peers in self._endpoints.pending_peers().items():
-            held = self._applied.held(("E", key))
-            if held:
-                in_force = set(held.split(" "))
-                pods.update(p for peer, ids in peers.items() if peer in in_force for p in ids)
-        return frozenset(pods)
+        return self._endpoints.confirmed_pending(self._applied.held)
 
     def _tell_gates_applied(self) -> None:
         if self._on_gates_applied is None:
@@ -599,14 +589,6 @@ class Controller:
             ):
                 self._sync_logged(await self._queue.get())
             await self.flush()
-
-
-def _routing_view(obj: Mapping[str, Any]) -> Pod | None:
-    """What routing (and the gate flipper) reads of a raw pod."""
-    try:
-        return parse_pod(obj)
-    except InvalidResource:
-        return None
 
 
 def _internal(e: Exception) -> str:

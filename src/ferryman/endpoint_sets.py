@@ -18,7 +18,7 @@ the backends it appeared in, so that a pod's change recomputes just those.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, MutableMapping
 
 from ferryman.configs.endpoints import Peer, port_ref_of, resolve_peers
 from ferryman.configs.model import BackendKey
@@ -146,9 +146,16 @@ class EndpointSets:
             {k for (ns, _), keys in self._unready.items() if ns == namespace for k in keys}
         )
 
-    def pending_peers(self) -> Mapping[BackendKey, Mapping[str, frozenset[PodId]]]:
-        """Per backend, its peers behind which a pod's gate is still pending."""
-        return self._pending
+    def confirmed_pending(self, held: Callable[[RecordKey], str | None]) -> frozenset[PodId]:
+        """The pods whose gate is pending behind a peer of an endpoint set that
+        ``held`` (what NGINX confirmed holding) contains."""
+        pods: set[PodId] = set()
+        for key, peers in self._pending.items():
+            record = held(("E", key))
+            if record:
+                in_force = set(record.split(" "))
+                pods.update(p for peer, ids in peers.items() if peer in in_force for p in ids)
+        return frozenset(pods)
 
     def _opted_in(self, namespace: str) -> bool:
         ns = self._store.get("Namespace", "", namespace)

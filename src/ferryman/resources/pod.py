@@ -150,3 +150,18 @@ def routable_gated(pod: Pod, ingress_class: str) -> bool:
     controller has caught up; meanwhile it stays routed, or a Service whose
     only pod just passed its gate would answer 503 for a moment."""
     return _ready_but_for_gate(pod, gate_type(ingress_class))
+
+
+def addresses_to_resync(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[str]:
+    """The addresses (old and new) whose endpoint sets a pod's event may change:
+    none when routing reads nothing that changed (a container restarted, ...)."""
+    if old is not None and _parsed(obj) == _parsed(old):
+        return []
+    return sorted({ip for o in (obj, old) if o is not None for ip in ips_of(o)})
+
+
+def _parsed(obj: Mapping[str, Any]) -> Pod | None:
+    try:
+        return parse_pod(obj)
+    except InvalidResource:
+        return None
