@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ferryman.endpoint_sets
 from ferryman.controller import POD_ADDRESS, keys_for_event
@@ -216,3 +218,87 @@ def test_a_batch_of_pod_events_recomputes_their_service_once(
     asyncio.run(kit.drain())
     assert len(peers(kit) or []) and len((peers(kit) or "").split()) == 20
     assert len(calls) == 1
+
+
+_STATUS = st.sampled_from(["True", "True", "False", None])
+# Mostly what matters: not-ready endpoints of pods gated by ferryman.
+_MOSTLY = st.sampled_from([True, True, True, False])
+
+
+@st.composite
+def _gated_pods(draw: st.DrawFn) -> tuple[dict[str, bool], dict[str, Any] | None]:
+    """An endpoint's conditions and the pod behind it (None: not in the store)."""
+    ready, terminating = not draw(_MOSTLY), not draw(_MOSTLY)
+    conditions = {"ready": ready, "serving": ready, "terminating": terminating}
+    if not draw(_MOSTLY):
+        return conditions, None
+    gates = [GATE] if draw(_MOSTLY) else []
+    gates += [OTHER_GATE] if draw(st.booleans()) else []
+    status = {
+        t: s for t in ("ContainersReady", GATE, OTHER_GATE) if (s := draw(_STATUS)) is not None
+    }
+    return conditions, pod_obj(
+        gates=tuple(gates),
+        conditions=status,
+        deleting=not draw(_MOSTLY),
+        labels={"app": "web" if draw(_MOSTLY) else "db"},
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_gated_pods(), min_size=1, max_size=6), st.booleans())
+def test_peers_are_the_ready_endpoints_and_the_gated_pods_ready_but_for_the_gate(
+    tmp_path_factory: pytest.TempPathFactory,
+    endpoints: list[tuple[dict[str, bool], dict[str, Any] | None]],
+    opted: bool,
+) -> None:
+    ips = [f"10.0.0.{i + 1}" for i in range(len(endpoints))]
+    pods = []
+    for i, (_, pod) in enumerate(endpoints):
+        if pod is not None:
+            pod["metadata"]["name"] = f"web-{i}"
+            pod["metadata"]["uid"] = f"uid-{i}"
+            pod["status"]["podIP"] = ips[i]
+            pod["status"]["podIPs"] = [{"ip": ips[i]}]
+            pods.append(pod)
+    slice_endpoints = {ip.replace(".", "_"): c for ip, (c, _) in zip(ips, endpoints, strict=True)}
+    kit = gated_kit(
+        tmp_path_factory.mktemp("k"), namespace(enabled=opted), *web(**slice_endpoints), *pods
+    )
+
+    def true(pod: dict[str, Any], kind: str) -> bool:
+        return any(
+            c["type"] == kind and c.get("status") == "True" for c in pod["status"]["conditions"]
+        )
+
+    def ready_but_for_gate(pod: dict[str, Any] | None) -> bool:
+        if pod is None or not opted or pod["metadata"]["labels"]["app"] != "web":
+            return False
+        gates = [g["conditionType"] for g in pod["spec"]["readinessGates"]]
+        return (
+            GATE in gates
+            and true(pod, "ContainersReady")
+            and all(true(pod, g) for g in gates if g != GATE)
+            and "deletionTimestamp" not in pod["metadata"]
+        )
+
+    ready = [
+        ip
+        for ip, (c, pod) in zip(ips, endpoints, strict=True)
+        if not c["terminating"] and (c["ready"] or ready_but_for_gate(pod))
+    ]
+    draining = [
+        ip for ip, (c, _) in zip(ips, endpoints, strict=True) if c["terminating"] and c["ready"]
+    ]
+    expected = sorted(ready or draining)
+    assert peers(kit) == (" ".join(f"{ip}#8080" for ip in expected) or None)
+    pending = {
+        ("ns", pod["metadata"]["name"], pod["metadata"]["uid"])
+        for ip, (c, pod) in zip(ips, endpoints, strict=True)
+        if pod is not None
+        and not c["ready"]
+        and not c["terminating"]
+        and ready_but_for_gate(pod)
+        and not true(pod, GATE)
+    }
+    assert kit.controller.applied_gated_pods() == pending
