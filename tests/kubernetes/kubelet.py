@@ -90,11 +90,15 @@ class Kubelet:
         node: str = "node-1",
         index: int = 0,
         command: Command = echo_command,
+        bind: bool = True,
     ) -> None:
         n = os.getpid() % 250 + 1
         self.node = node
         self.workdir = workdir
         self.command = command
+        # False: run only pods created with spec.nodeName here (a second Node
+        # in a test must not take pods meant for the first).
+        self.bind = bind
         self.netns = f"fm-node-{os.getpid()}-{index}"
         self.host_if = f"fnh{os.getpid()}x{index}"[:15]
         self.peer_if = f"fnp{os.getpid()}x{index}"[:15]
@@ -245,7 +249,7 @@ class Kubelet:
         md, spec = pod["metadata"], pod["spec"]
         namespace, name = md["namespace"], md["name"]
         if not spec.get("nodeName"):
-            if not md.get("deletionTimestamp") and spec.get("schedulerName") in (
+            if self.bind and not md.get("deletionTimestamp") and spec.get("schedulerName") in (
                 None,
                 "default-scheduler",
             ):
