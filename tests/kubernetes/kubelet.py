@@ -249,9 +249,14 @@ class Kubelet:
         md, spec = pod["metadata"], pod["spec"]
         namespace, name = md["namespace"], md["name"]
         if not spec.get("nodeName"):
-            if self.bind and not md.get("deletionTimestamp") and spec.get("schedulerName") in (
-                None,
-                "default-scheduler",
+            if (
+                self.bind
+                and not md.get("deletionTimestamp")
+                and spec.get("schedulerName")
+                in (
+                    None,
+                    "default-scheduler",
+                )
             ):
                 self._bind(namespace, name)
             return
