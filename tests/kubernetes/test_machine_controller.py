@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -30,19 +31,22 @@ from cryptography.x509.oid import NameOID
 from lightkube import Client, codecs
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import ValidatingWebhookConfiguration
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import DaemonSet
-from lightkube.resources.core_v1 import Event, Node, Pod
+from lightkube.resources.core_v1 import Event, Node, Pod, ServiceAccount
 from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.types import PatchType
 
 from tests.integration.harness import free_port
-from tests.kubernetes.apiserver import APIServer, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "deploy" / "crds" / "machines.machine.openshift.io.yaml"
+MANIFESTS = ROOT / "deploy" / "machine-controller"
 Machine = create_namespaced_resource("machine.openshift.io", "v1beta1", "Machine", "machines")
 
 FERRYMAN = {"name": "ferryman-traffic", "owner": "ferryman.io/ingress-controller"}
@@ -115,6 +119,33 @@ def machine_crd(kube: Client) -> None:
     wait_until(lambda: list(kube.list(Machine, namespace="default")) is not None, 30, "Machines")
 
 
+def _service_account_kubeconfig(cluster: APIServer, kube: Client, out: Path) -> str:
+    """A kubeconfig with a token of deploy/'s ServiceAccount: the tests then show its
+    RBAC is enough."""
+    for doc in [
+        *codecs.load_all_yaml((ROOT / "deploy" / "namespace.yaml").read_text()),
+        *codecs.load_all_yaml((MANIFESTS / "rbac.yaml").read_text()),
+    ]:
+        apply(kube, doc.to_dict())
+    token = kube.create(
+        ServiceAccount.Token(
+            metadata=ObjectMeta(name="ferryman-machine-controller", namespace="ferryman"),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+        ),
+        "ferryman-machine-controller",
+        namespace="ferryman",
+    )
+    assert token.status is not None
+    admin = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    name = admin["clusters"][0]["name"]
+    user = {"name": "mc", "user": {"token": token.status.token}}
+    context = {"name": "mc", "context": {"cluster": name, "user": "mc"}}
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"]}
+    config |= {"users": [user], "contexts": [context], "current-context": "mc"}
+    out.write_text(yaml.safe_dump(config))
+    return str(out)
+
+
 @pytest.fixture(scope="module")
 def instances(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("instances")
@@ -130,13 +161,14 @@ def controller(
 ) -> Iterator[subprocess.Popen[str]]:
     """`ferryman machine-controller` with its webhook registered (failurePolicy Fail)."""
     tmp = tmp_path_factory.mktemp("machine-controller")
+    kubeconfig = _service_account_kubeconfig(cluster, kube, tmp / "kubeconfig")
     cert, key, pem = _self_signed(tmp)
     port = free_port()
     log = (tmp / "controller.log").open("w")
     proc = subprocess.Popen(
         [
             str(ROOT / ".venv" / "bin" / "ferryman"), "machine-controller",
-            "--kubeconfig", cluster.kubeconfig, "--instances-dir", str(instances),
+            "--kubeconfig", kubeconfig, "--instances-dir", str(instances),
             "--drain-timeout", "3", "--drain-backoff", "0.5", "--eviction-retry-interval", "0.5",
             "--webhook-port", str(port), "--webhook-cert-file", str(cert),
             "--webhook-key-file", str(key),
@@ -678,3 +710,18 @@ def test_cluster_api_annotations_are_hooks_too(
         "Deleted",
         "DrainSucceeded",
     ]
+
+
+def test_the_deployment_and_webhook_manifests_are_valid(kube: Client, machine_crd: None) -> None:
+    """What deploy/machine-controller/ holds besides RBAC, checked by the API server
+    (server-side dry run: nothing runs, nothing is registered)."""
+    apply(
+        kube,
+        *[
+            d.to_dict()
+            for d in codecs.load_all_yaml((ROOT / "deploy" / "namespace.yaml").read_text())
+        ],
+    )
+    for f in ("deployment.yaml", "webhook.yaml"):
+        for doc in codecs.load_all_yaml((MANIFESTS / f).read_text()):
+            kube.create(doc, dry_run=True)

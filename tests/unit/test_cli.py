@@ -35,7 +35,7 @@ def _help_by_flag(command: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("command", ["run", "render"])
+@pytest.mark.parametrize("command", ["run", "render", "machine-controller"])
 def test_every_flag_has_a_help_line_with_its_default(command: str) -> None:
     parser = _subcommand(command)
     helps = _help_by_flag(command)
@@ -72,6 +72,8 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["run", "--shutdown-grace-period", "-1"], "not a non-negative number of seconds"),
         (["run", "--shutdown-grace-period", "inf"], "not a non-negative number of seconds"),
         (["render", "--output", "/tmp/out"], "required: --manifests"),
+        (["machine-controller", "--drain-timeout", "0"], "not a positive number of seconds"),
+        (["machine-controller", "--webhook-port", "70000"], "'70000' is not a port number"),
     ],
 )
 def test_a_wrong_value_is_one_line_and_exit_code_2(
@@ -95,6 +97,17 @@ def test_a_kubeconfig_that_is_not_one_is_one_line_and_exit_code_2(tmp_path: Path
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"ferryman run: no usable kubeconfig ({kubeconfig}): " in result.stderr
+
+
+def test_a_machine_controller_webhook_needs_its_certificate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["machine-controller", "--webhook-port", "9443"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "ferryman machine-controller: --webhook-port needs --webhook-cert-file and "
+        "--webhook-key-file\n"
+    )
 
 
 def _run(*args: str) -> object:
