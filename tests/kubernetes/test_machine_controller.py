@@ -325,6 +325,19 @@ def events(kube: Client, ns: str, name: str) -> list[tuple[str, str]]:
     return [(e.reason or "", e.message or "") for e in found]
 
 
+def rounds(kube: Client, ns: str, name: str) -> list[tuple[str, float]]:
+    """(reason, seconds since the first) of the Machine's drain Events."""
+    found = list(
+        kube.list(
+            Event,
+            namespace=ns,
+            fields={"involvedObject.kind": "Machine", "involvedObject.name": name},
+        )
+    )
+    times = sorted((e.eventTime.timestamp(), e.reason or "") for e in found if e.eventTime)
+    return [(reason, t - times[0][0]) for t, reason in times]
+
+
 def set_hooks(kube: Client, ns: str, name: str, point: str, hooks: list[dict[str, str]]) -> None:
     """What a hook owner does: a merge patch of the list (null removes it)."""
     kube.patch(
@@ -552,6 +565,8 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
     assert requeued and requeued[0].startswith("Node drain requeued: 1 pod(s) not evicted")
     assert not gone(kube, Machine, name, ns)
 
+    requeues = lambda: [r for r, _ in events(kube, ns, name)].count("DrainRequeued")  # noqa: E731
+    wait_until(lambda: requeues() >= 2, 60, "a second failed round")
     kube.patch(
         PodDisruptionBudget,
         "web",
@@ -563,6 +578,14 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
         lambda: gone(kube, Machine, name, ns), 90, "the drain to finish once the budget allows"
     )
     assert pods_on(kube, node.node) == set()
+    # Each failed round waits out its backoff (0.5 s, doubling) before the next,
+    # though its own status write is a watch event that queues the Machine at once.
+    timeline = rounds(kube, ns, name)
+    failed = [t for r, t in timeline if r == "DrainRequeued"]
+    proceeded = [t for r, t in timeline if r == "DrainProceeds"]
+    assert len(proceeded) == len(failed) + 1
+    for k, (t_failed, t_next) in enumerate(zip(failed, proceeded[1:], strict=True)):
+        assert t_next - t_failed >= 0.5 * 2**k - 0.05, timeline
     reasons = [r for r, _ in events(kube, ns, name)]
     assert reasons[0] == "DrainProceeds" and reasons[-3:] == [
         "DrainProceeds",

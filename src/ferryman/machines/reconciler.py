@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,6 +70,9 @@ class MachineReconciler:
         self._instance_poll = instance_poll
         self._queue: WorkQueue[Key] = WorkQueue()
         self._drain_failures: dict[str, int] = {}  # Machine uid -> failed rounds
+        # Machine uid -> when its next drain round may start: a failed round's own
+        # status write comes back as a watch event, which must not start the next.
+        self._next_round: dict[str, float] = {}
         self._blocked: dict[str, str] = {}  # Machine uid -> the pre-drain hooks last reported
 
     async def run(self) -> None:
@@ -162,6 +166,9 @@ class MachineReconciler:
         uid = machine["metadata"]["uid"]
         node = lifecycle.node_name(machine)
         assert node is not None
+        wait = self._next_round.get(uid, 0.0) - time.monotonic()
+        if wait > 0:
+            return wait
         await self._events.emit(machine, "DrainProceeds", "Node drain proceeds")
         try:
             drained = await drain.drain(
@@ -172,8 +179,10 @@ class MachineReconciler:
             self._drain_failures[uid] = failures + 1
             await self._set_drained(machine, conditions.drain_failed(str(e)))
             await self._events.emit(machine, "DrainRequeued", f"Node drain requeued: {e}")
-            return float(min(self._drain_backoff * 2**failures, MAX_BACKOFF))
-        self._drain_failures.pop(uid, None)
+            delay = float(min(self._drain_backoff * 2**failures, MAX_BACKOFF))
+            self._next_round[uid] = time.monotonic() + delay
+            return delay
+        self._forget(uid)
         if drained:
             await self._events.emit(machine, "Deleted", f'Node "{node}" drained')
         await self._events.emit(machine, "DrainSucceeded", "Node drain succeeded")
@@ -196,13 +205,16 @@ class MachineReconciler:
             f for f in machine["metadata"].get("finalizers") or [] if f != lifecycle.FINALIZER
         ]
         await self._patch(machine, {"metadata": {"finalizers": finalizers}})
-        uid = machine["metadata"]["uid"]
-        self._blocked.pop(uid, None)
-        self._drain_failures.pop(uid, None)
+        self._forget(machine["metadata"]["uid"])
+        self._blocked.pop(machine["metadata"]["uid"], None)
         log.info(
             "machine deletion successful", extra={"fields": {"machine": "/".join(_key(machine))}}
         )
         return None
+
+    def _forget(self, uid: str) -> None:
+        self._drain_failures.pop(uid, None)
+        self._next_round.pop(uid, None)
 
     async def _set_drained(self, machine: dict[str, Any], condition: conditions.Condition) -> None:
         current = (machine.get("status") or {}).get("conditions") or []
