@@ -40,6 +40,7 @@ from lightkube.resources.core_v1 import Event, Node, Pod, ServiceAccount
 from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.types import PatchType
 
+from ferryman.machines.hooks import Hook, Point, hook_patch
 from tests.integration.harness import free_port
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
@@ -55,6 +56,11 @@ FERRYMAN_GO = "{Name:ferryman-traffic Owner:ferryman.io/ingress-controller}"
 FOREIGN_GO = "{Name:backup-volumes Owner:storage-operator}"
 CAPI_DRAIN = "pre-drain.delete.hook.machine.cluster.x-k8s.io/ferryman-traffic"
 CAPI_TERMINATE = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/etcd-leave"
+FERRYMAN_HOOK = Hook(FERRYMAN["name"], FERRYMAN["owner"])
+FOREIGN_HOOK = Hook(FOREIGN["name"], FOREIGN["owner"])
+# The owner's value is not compared on removal: only the key goes.
+CAPI_DRAIN_HOOK = Hook("ferryman-traffic", "", annotation=True)
+CAPI_TERMINATE_HOOK = Hook("etcd-leave", "", annotation=True)
 DENIED = 'admission webhook "validation.machine.machine.openshift.io" denied the request: '
 
 _nodes = itertools.count(8)  # kubelet index: its own /24 (10.240+.x.0); 0 is the shared node's
@@ -338,15 +344,21 @@ def rounds(kube: Client, ns: str, name: str) -> list[tuple[str, float]]:
     return [(reason, t - times[0][0]) for t, reason in times]
 
 
-def set_hooks(kube: Client, ns: str, name: str, point: str, hooks: list[dict[str, str]]) -> None:
-    """What a hook owner does: a merge patch of the list (null removes it)."""
-    kube.patch(
-        Machine,
-        name,
-        {"spec": {"lifecycleHooks": {point: hooks or None}}},
-        namespace=ns,
-        patch_type=PatchType.MERGE,
-    )
+def own(kube: Client, ns: str, name: str, point: Point, hook: Hook, present: bool) -> None:
+    """What a hook's owner does (hooks.hook_patch), against the version it read."""
+    for _ in range(10):
+        machine = get(kube, ns, name)
+        patch = hook_patch(machine, point, hook, present)
+        if patch is None:
+            return
+        patch.setdefault("metadata", {})["resourceVersion"] = machine["metadata"]["resourceVersion"]
+        try:
+            kube.patch(Machine, name, patch, namespace=ns, patch_type=PatchType.MERGE)
+            return
+        except ApiError as e:
+            if e.status.code != 409:  # 409: changed meanwhile (the controller's finalizer)
+                raise
+    raise AssertionError("could not update the hooks")
 
 
 def bare_pod(ns: str, name: str, node: str, **metadata: Any) -> Pod:
@@ -482,7 +494,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
     assert still(lambda: not kube.get(Node, node.node).spec.unschedulable, 1.5)
     assert "web-1" in pods_on(kube, node.node)
 
-    set_hooks(kube, ns, name, "preDrain", [FERRYMAN])  # the foreign owner is done
+    own(kube, ns, name, "preDrain", FOREIGN_HOOK, present=False)  # the foreign owner is done
     wait_until(
         lambda: shows(kube, ns, name, "Drainable", blocked("Drainable", "Drain", FERRYMAN_GO)),
         30,
@@ -491,7 +503,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
     assert still(lambda: not kube.get(Node, node.node).spec.unschedulable, 1.0)
     assert condition(get(kube, ns, name), "Drained") is None
 
-    set_hooks(kube, ns, name, "preDrain", [])  # ferryman is done
+    own(kube, ns, name, "preDrain", FERRYMAN_HOOK, present=False)  # ferryman is done
     wait_until(
         lambda: shows(
             kube, ns, name, "Drained", {"status": "True", "message": "Drain finished successfully"}
@@ -509,7 +521,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
     assert kube.get(Node, node.node) is not None
     assert get(kube, ns, name)["metadata"]["finalizers"] == ["machine.machine.openshift.io"]
 
-    set_hooks(kube, ns, name, "preTerminate", [])
+    own(kube, ns, name, "preTerminate", FERRYMAN_HOOK, present=False)
     wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
     assert not (instances / f"{ns}.{name}").exists()
     assert gone(kube, Node, node.node)
@@ -611,8 +623,8 @@ def test_hooks_are_immutable_once_deletion_starts_and_removable(
         annotations={CAPI_DRAIN: "ferryman"},
     )
     # Before deletion, hooks come and go freely.
-    set_hooks(kube, ns, name, "preDrain", [FERRYMAN, FOREIGN])
-    set_hooks(kube, ns, name, "preDrain", [FERRYMAN])
+    own(kube, ns, name, "preDrain", FOREIGN_HOOK, present=True)
+    own(kube, ns, name, "preDrain", FOREIGN_HOOK, present=False)
     wait_until(lambda: get(kube, ns, name)["metadata"].get("finalizers"), 30, "the finalizer")
     kube.delete(Machine, name, namespace=ns)
     wait_until(
@@ -650,19 +662,13 @@ def test_hooks_are_immutable_once_deletion_starts_and_removable(
     )
     # Nothing of that was stored; removals are allowed, and release the Machine.
     assert get(kube, ns, name)["spec"]["lifecycleHooks"] == {"preDrain": [FERRYMAN]}
-    kube.patch(
-        Machine,
-        name,
-        {"metadata": {"annotations": {CAPI_DRAIN: None}}},
-        namespace=ns,
-        patch_type=PatchType.MERGE,
-    )
+    own(kube, ns, name, "preDrain", CAPI_DRAIN_HOOK, present=False)
     wait_until(
         lambda: shows(kube, ns, name, "Drainable", blocked("Drainable", "Drain", FERRYMAN_GO)),
         30,
         "the spec's hook alone",
     )
-    set_hooks(kube, ns, name, "preDrain", [])
+    own(kube, ns, name, "preDrain", FERRYMAN_HOOK, present=False)
     wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
     assert events(kube, ns, name) == [
         ("DrainBlocked", "Drain blocked by pre-drain hook"),
@@ -699,13 +705,7 @@ def test_cluster_api_annotations_are_hooks_too(
     )
     assert still(lambda: not kube.get(Node, node.node).spec.unschedulable, 1.0)
 
-    kube.patch(
-        Machine,
-        name,
-        {"metadata": {"annotations": {CAPI_DRAIN: None}}},
-        namespace=ns,
-        patch_type=PatchType.MERGE,
-    )
+    own(kube, ns, name, "preDrain", CAPI_DRAIN_HOOK, present=False)
     wait_until(
         lambda: shows(
             kube, ns, name, "Drained", {"status": "True", "message": "Drain finished successfully"}
@@ -718,13 +718,7 @@ def test_cluster_api_annotations_are_hooks_too(
         lambda: (instances / f"{ns}.{name}").exists() and not gone(kube, Node, node.node), 1.0
     )
 
-    kube.patch(
-        Machine,
-        name,
-        {"metadata": {"annotations": {CAPI_TERMINATE: None}}},
-        namespace=ns,
-        patch_type=PatchType.MERGE,
-    )
+    own(kube, ns, name, "preTerminate", CAPI_TERMINATE_HOOK, present=False)
     wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
     assert gone(kube, Node, node.node) and not (instances / f"{ns}.{name}").exists()
     assert [r for r, _ in events(kube, ns, name)] == [

@@ -14,6 +14,7 @@ from ferryman.machines.hooks import (
     annotation_key,
     changed,
     go_list,
+    hook_patch,
     hooks_of,
     immutability_problems,
 )
@@ -181,3 +182,33 @@ def test_changed_hooks_are_those_of_new_not_in_old(old: list[Hook], new: list[Ho
     # Names are unique where hooks are declared: the CRD's list-map, and annotation keys.
     assert changed(old, new) == tuple(h for h in new if h not in old)
     assert changed(new, new) == ()
+
+
+def merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies it."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge(out.get(k), v)
+    return out
+
+
+@given(hook_lists, capi, st.sampled_from(["preDrain", "preTerminate"]), names, names, st.booleans())
+def test_an_owners_patch_adds_or_removes_exactly_its_hook(
+    drain: Any, annotations: Any, point: Any, name: str, owner: str, annotation: bool
+) -> None:
+    before = machine(drain, drain, annotations)
+    h = Hook(name, owner, annotation)
+    others = [x for x in hooks_of(before).at(point) if (x.annotation, x.name) != (annotation, name)]
+    for present in (True, False):
+        patch = hook_patch(before, point, h, present)
+        after = merge(before, patch) if patch else before
+        assert [x for x in hooks_of(after).at(point) if x != h] == others
+        assert (h in hooks_of(after).at(point)) is present
+        assert hook_patch(after, point, h, present) is None
+        other_point = "preTerminate" if point == "preDrain" else "preDrain"
+        assert hooks_of(after).at(other_point) == hooks_of(before).at(other_point)

@@ -86,6 +86,36 @@ def hooks_of(machine: Mapping[str, Any]) -> Hooks:
     return Hooks(tuple(found["preDrain"]), tuple(found["preTerminate"]))
 
 
+def hook_patch(
+    machine: Mapping[str, Any], point: Point, hook: Hook, present: bool
+) -> dict[str, Any] | None:
+    """A JSON merge patch that adds (``present``) or removes ``hook``, where it is
+    declared, or None when the Machine already has it so: what a hook's owner
+    sends. A spec list is replaced whole, so send it with the resourceVersion
+    read (a 409 means: read again) lest another owner's change be lost."""
+    if hook.annotation:
+        key = annotation_key(point, hook.name)
+        annotations = _mapping(_mapping(machine.get("metadata")).get("annotations"))
+        if (annotations.get(key) == hook.owner) if present else key not in annotations:
+            return None
+        return {"metadata": {"annotations": {key: hook.owner if present else None}}}
+    declared = _mapping(_mapping(machine.get("spec")).get("lifecycleHooks")).get(point)
+    current = (
+        [dict(e) for e in declared if isinstance(e, Mapping)] if isinstance(declared, list) else []
+    )
+    entry = {"name": hook.name, "owner": hook.owner}
+    if present:
+        if entry in current:
+            return None
+        wanted = [entry if e.get("name") == hook.name else e for e in current]
+        wanted += [] if entry in wanted else [entry]
+    else:
+        wanted = [e for e in current if e.get("name") != hook.name]
+        if wanted == current:
+            return None
+    return {"spec": {"lifecycleHooks": {point: wanted or None}}}
+
+
 def changed(old: Iterable[Hook], new: Iterable[Hook]) -> tuple[Hook, ...]:
     """Hooks of ``new`` that ``old`` lacks or had with another owner (by name,
     within where they are declared): the Machine API's GetChangedLifecycleHooks."""
