@@ -173,3 +173,55 @@ def test_the_webhook_answers_with_the_machine_apis_denial() -> None:
     released = {**request, "object": machine(deleting=True)}
     assert review({"request": released})["response"] == {"uid": "u1", "allowed": True}
     assert review({"request": {**request, "operation": "CREATE"}})["response"]["allowed"]
+
+
+@given(
+    deleting=st.booleans(),
+    finalizer=st.booleans(),
+    node=st.sampled_from([None, "node-1"]),
+    pre_drain=st.booleans(),
+    pre_terminate=st.booleans(),
+    drained=st.sampled_from([None, "True", "False"]),
+    exclude=st.booleans(),
+    capi=st.booleans(),
+)
+def test_no_step_passes_a_hook_or_skips_ahead(
+    deleting: bool,
+    finalizer: bool,
+    node: str | None,
+    pre_drain: bool,
+    pre_terminate: bool,
+    drained: str | None,
+    exclude: bool,
+    capi: bool,
+) -> None:
+    annotations = {"machine.openshift.io/exclude-node-draining": ""} if exclude else {}
+    hook = [FERRYMAN]
+    if capi:  # the same hooks, as Cluster API's annotations
+        if pre_drain:
+            annotations["pre-drain.delete.hook.machine.cluster.x-k8s.io/x"] = "o"
+        if pre_terminate:
+            annotations["pre-terminate.delete.hook.machine.cluster.x-k8s.io/x"] = "o"
+    m = machine(
+        deleting=deleting,
+        finalizer=finalizer,
+        node=node,
+        pre_drain=hook if pre_drain and not capi else None,
+        pre_terminate=hook if pre_terminate and not capi else None,
+        drained=drained,
+        annotations=annotations,
+    )
+    step = next_step(m)
+    if not deleting:
+        assert step in (Step.ADD_FINALIZER, Step.NOTHING)
+        assert (step is Step.ADD_FINALIZER) is not finalizer
+    elif not finalizer:
+        assert step is Step.NOTHING
+    else:
+        assert step is not Step.ADD_FINALIZER
+    if step is Step.DRAIN:
+        assert not pre_drain and node and not exclude and drained != "True"
+    if step is Step.TERMINATE:
+        assert not pre_terminate and drained == "True"
+    if step is Step.DRAIN_SKIPPED:
+        assert node is None or exclude
