@@ -573,8 +573,11 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
     assert c["message"].startswith("could not drain machine: 1 pod(s) not evicted within 3s: ")
     assert "disruption budget" in c["message"]
     assert len(pods_on(kube, node.node)) == 1
-    requeued = [n for r, n in events(kube, ns, name) if r == "DrainRequeued"]
-    assert requeued and requeued[0].startswith("Node drain requeued: 1 pod(s) not evicted")
+    # The Event follows the condition.
+    requeued = wait_until(
+        lambda: [n for r, n in events(kube, ns, name) if r == "DrainRequeued"], 10, "DrainRequeued"
+    )
+    assert requeued[0].startswith("Node drain requeued: 1 pod(s) not evicted")
     assert not gone(kube, Machine, name, ns)
 
     requeues = lambda: [r for r, _ in events(kube, ns, name)].count("DrainRequeued")  # noqa: E731

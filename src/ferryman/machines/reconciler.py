@@ -131,15 +131,17 @@ class MachineReconciler:
             if e.status.code == 404:
                 return None
             raise
-        status = lifecycle.status_patch(machine, _now())
-        if status is not None:
-            machine = await self._patch(machine, {"status": status}, status_subresource=True)
         step = lifecycle.next_step(machine)
         log.debug("step", extra={"fields": {"machine": f"{namespace}/{name}", "step": step.value}})
         if step is lifecycle.Step.ADD_FINALIZER:
+            # First, as the Machine API does: once its conditions show, a
+            # deletion can no longer slip past the controller.
             finalizers = [*(machine["metadata"].get("finalizers") or []), lifecycle.FINALIZER]
             await self._patch(machine, {"metadata": {"finalizers": finalizers}})
-            return None
+            return 0
+        status = lifecycle.status_patch(machine, _now())
+        if status is not None:
+            machine = await self._patch(machine, {"status": status}, status_subresource=True)
         if step is lifecycle.Step.DRAIN_BLOCKED:
             return await self._drain_blocked(machine)
         if step is lifecycle.Step.DRAIN_SKIPPED:
