@@ -157,6 +157,30 @@ def instances(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("instances")
 
 
+class ControllerProcess:
+    """`ferryman machine-controller` as a process; ``restart`` is a new process
+    with the same flags (it keeps nothing but what the Machines say)."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.argv = argv
+        self.log = log
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        with self.log.open("a") as out:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, text=True)
+
+    def stop(self) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        assert self.proc.wait(10) == 0
+
+    def restart(self, kube: Client) -> None:
+        self.stop()
+        self.start()
+        _wait_webhook(kube)
+
+
 @pytest.fixture(scope="module")
 def controller(
     cluster: APIServer,
@@ -164,14 +188,13 @@ def controller(
     machine_crd: None,
     instances: Path,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[subprocess.Popen[str]]:
+) -> Iterator[ControllerProcess]:
     """`ferryman machine-controller` with its webhook registered (failurePolicy Fail)."""
     tmp = tmp_path_factory.mktemp("machine-controller")
     kubeconfig = _service_account_kubeconfig(cluster, kube, tmp / "kubeconfig")
     cert, key, pem = _self_signed(tmp)
     port = free_port()
-    log = (tmp / "controller.log").open("w")
-    proc = subprocess.Popen(
+    process = ControllerProcess(
         [
             str(ROOT / ".venv" / "bin" / "ferryman"), "machine-controller",
             "--kubeconfig", kubeconfig, "--instances-dir", str(instances),
@@ -179,8 +202,9 @@ def controller(
             "--webhook-port", str(port), "--webhook-cert-file", str(cert),
             "--webhook-key-file", str(key),
         ],
-        stdout=log, stderr=subprocess.STDOUT, text=True,
+        tmp / "controller.log",
     )  # fmt: skip
+    process.start()
     webhook = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -210,18 +234,20 @@ def controller(
     kube.create(codecs.from_dict(webhook))
     try:
         _wait_webhook(kube)
-        yield proc
+        yield process
     finally:
         kube.delete(ValidatingWebhookConfiguration, "machine-api")
-        proc.terminate()
-        proc.wait(10)
-        log.close()
-        print((tmp / "controller.log").read_text()[-6000:], file=sys.stderr)
+        process.stop()  # exits 0 on SIGTERM
+        print(process.log.read_text()[-6000:], file=sys.stderr)
+
+
+_probes = itertools.count()
 
 
 def _wait_webhook(kube: Client) -> None:
     """Until the webhook answers: a Machine created through it sticks."""
-    probe = {"metadata": {"name": "probe", "namespace": "default"}, "spec": {}}
+    name = f"probe-{next(_probes)}"
+    probe = {"metadata": {"name": name, "namespace": "default"}, "spec": {}}
 
     def created() -> bool:
         kube.create(
@@ -232,7 +258,7 @@ def _wait_webhook(kube: Client) -> None:
         return True
 
     wait_until(created, 30, "the machine webhook")
-    kube.delete(Machine, "probe", namespace="default")
+    kube.delete(Machine, name, namespace="default")
 
 
 @pytest.fixture
@@ -414,7 +440,7 @@ def still(check: Any, seconds: float) -> bool:
 
 
 def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
-    kube: Client, controller: Any, node: Kubelet, ns: str, instances: Path
+    kube: Client, controller: ControllerProcess, node: Kubelet, ns: str, instances: Path
 ) -> None:
     name = "worker-a"
     # What the drain must move, and what it must leave: a DaemonSet's pod
@@ -535,7 +561,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
 
 
 def test_pod_disruption_budget_holds_the_drain_until_it_allows(
-    kube: Client, controller: Any, node: Kubelet, ns: str, instances: Path
+    kube: Client, controller: ControllerProcess, node: Kubelet, ns: str, instances: Path
 ) -> None:
     name = "worker-b"
     for pod in ("web-1", "web-2"):
@@ -611,7 +637,7 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
 
 
 def test_hooks_are_immutable_once_deletion_starts_and_removable(
-    kube: Client, controller: Any, ns: str, instances: Path
+    kube: Client, controller: ControllerProcess, ns: str, instances: Path
 ) -> None:
     name = "worker-c"
     # A Node that is gone already: the drain has nothing to move, but waits for
@@ -682,7 +708,7 @@ def test_hooks_are_immutable_once_deletion_starts_and_removable(
 
 
 def test_cluster_api_annotations_are_hooks_too(
-    kube: Client, controller: Any, node: Kubelet, ns: str, instances: Path
+    kube: Client, controller: ControllerProcess, node: Kubelet, ns: str, instances: Path
 ) -> None:
     name = "worker-d"
     kube.create(bare_pod(ns, "web-1", node.node))
@@ -745,3 +771,32 @@ def test_the_deployment_and_webhook_manifests_are_valid(kube: Client, machine_cr
     for f in ("deployment.yaml", "webhook.yaml"):
         for doc in codecs.load_all_yaml((MANIFESTS / f).read_text()):
             kube.create(doc, dry_run=True)
+
+
+def test_a_new_process_resumes_a_deletion_where_the_last_one_stopped(
+    kube: Client, controller: ControllerProcess, node: Kubelet, ns: str, instances: Path
+) -> None:
+    name = "worker-e"
+    kube.create(bare_pod(ns, "web-1", node.node))
+    make_machine(kube, ns, name, node.node, instances, pre_terminate=[FERRYMAN])
+    wait_until(
+        lambda: shows(
+            kube, ns, name, "Terminable", blocked("Terminable", "Terminate", FERRYMAN_GO)
+        ),
+        30,
+        "Terminable",
+    )
+    kube.delete(Machine, name, namespace=ns)
+    wait_until(
+        lambda: shows(
+            kube, ns, name, "Drained", {"status": "True", "message": "Drain finished successfully"}
+        ),
+        60,
+        "the drain",
+    )
+    controller.restart(kube)
+    # The new process reads the drain as done: no second drain, only what is left.
+    own(kube, ns, name, "preTerminate", FERRYMAN_HOOK, present=False)
+    wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
+    assert gone(kube, Node, node.node) and not (instances / f"{ns}.{name}").exists()
+    assert [r for r, _ in events(kube, ns, name)] == ["DrainProceeds", "Deleted", "DrainSucceeded"]
