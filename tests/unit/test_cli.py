@@ -157,3 +157,19 @@ def test_bad_record_and_policy_values_are_refused(
     with pytest.raises(SystemExit):
         _run(*args)
     assert args[0] in capsys.readouterr().err
+
+
+def test_the_machine_controllers_modules_load_only_for_it() -> None:
+    """`ferryman run` builds every subcommand's parser; it carries only the pure
+    hook model of the machine controller, not its client, drain or webhook."""
+    code = (
+        "import sys, ferryman.cli; ferryman.cli.parser(); "
+        "print(sorted(m for m in sys.modules if m.startswith('ferryman.machines.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "['ferryman.machines.command',",
+        "'ferryman.machines.conditions',",
+        "'ferryman.machines.hooks',",
+        "'ferryman.machines.lifecycle']",
+    ]

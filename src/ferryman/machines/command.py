@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 
 from ferryman import logs
-from ferryman.machines import reconciler, webhook
-from ferryman.machines.events import EventWriter
-from ferryman.machines.provider import LocalProvider
+from ferryman.machines import lifecycle
 from ferryman.sources.kubernetes import KubeconfigError, make_client
 
 
@@ -54,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--drain-timeout",
         type=_seconds,
-        default=reconciler.DRAIN_TIMEOUT,
+        default=lifecycle.DRAIN_TIMEOUT,
         metavar="SECONDS",
         help="bound on one drain round; pods still there then make the round fail "
         "(Drained False, DrainError) and it is tried again later",
@@ -62,14 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--drain-backoff",
         type=_seconds,
-        default=reconciler.DRAIN_BACKOFF,
+        default=lifecycle.DRAIN_BACKOFF,
         metavar="SECONDS",
         help="pause after a failed drain round, doubling per failure up to 1000 s",
     )
     p.add_argument(
         "--eviction-retry-interval",
         type=_seconds,
-        default=5.0,
+        default=lifecycle.EVICTION_RETRY,
         metavar="SECONDS",
         help="pause before evicting again a pod a PodDisruptionBudget protected (HTTP 429)",
     )
@@ -128,6 +126,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> None:
+    # Here, not above: `ferryman run` builds this subcommand's parser too, and
+    # must not carry the controller's modules.
+    from ferryman.machines import reconciler, webhook
+    from ferryman.machines.events import EventWriter
+    from ferryman.machines.provider import LocalProvider
+
     client = make_client(args.kubeconfig)
     instance = os.environ.get("POD_NAME") or socket.gethostname()
     controller = reconciler.MachineReconciler(

@@ -26,6 +26,15 @@ PHASE_DELETING = "Deleting"
 # Set on a Machine whose node must not be drained (the Machine API's annotation).
 EXCLUDE_NODE_DRAINING = "machine.openshift.io/exclude-node-draining"
 
+# The Machine API's waits: a drain round's bound, the first pause after a
+# failed round (doubling up to MAX_BACKOFF: its drain rate limiter), and the
+# poll while an instance is being deleted.
+DRAIN_TIMEOUT = 20.0
+DRAIN_BACKOFF = 5.0
+MAX_BACKOFF = 1000.0
+INSTANCE_POLL = 30.0
+EVICTION_RETRY = 5.0  # kubectl drain's pause before evicting a PDB-protected pod again
+
 
 class Step(enum.Enum):
     ADD_FINALIZER = "add the finalizer"

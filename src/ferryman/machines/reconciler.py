@@ -25,6 +25,13 @@ from lightkube.types import PatchType
 from ferryman.machines import conditions, drain, lifecycle
 from ferryman.machines.events import EventWriter
 from ferryman.machines.hooks import go_list, hooks_of
+from ferryman.machines.lifecycle import (
+    DRAIN_BACKOFF,
+    DRAIN_TIMEOUT,
+    EVICTION_RETRY,
+    INSTANCE_POLL,
+    MAX_BACKOFF,
+)
 from ferryman.machines.provider import InstanceProvider
 from ferryman.workqueue import WorkQueue
 
@@ -33,14 +40,6 @@ log = logging.getLogger("ferryman.machines")
 Machine = create_namespaced_resource("machine.openshift.io", "v1beta1", "Machine", "machines")
 
 Key = tuple[str, str]  # namespace, name
-
-# The Machine API's waits: a drain round's bound, the first pause after a
-# failed round (doubling up to MAX_BACKOFF), and the poll while an instance
-# is being deleted.
-DRAIN_TIMEOUT = 20.0
-DRAIN_BACKOFF = 5.0
-MAX_BACKOFF = 1000.0
-INSTANCE_POLL = 30.0
 
 
 def _now() -> str:
@@ -57,7 +56,7 @@ class MachineReconciler:
         namespace: str = "*",
         drain_timeout: float = DRAIN_TIMEOUT,
         drain_backoff: float = DRAIN_BACKOFF,
-        eviction_retry: float = 5.0,
+        eviction_retry: float = EVICTION_RETRY,
         instance_poll: float = INSTANCE_POLL,
     ) -> None:
         self._client = client
