@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from ferryman import logs
@@ -108,9 +109,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Options:
+    """The subcommand's settings, as its flags give them."""
+
+    kubeconfig: str | None = None
+    namespace: str = "*"
+    drain_timeout: float = lifecycle.DRAIN_TIMEOUT
+    drain_backoff: float = lifecycle.DRAIN_BACKOFF
+    eviction_retry: float = lifecycle.EVICTION_RETRY
+    instances_dir: Path | None = None
+    webhook_port: int = 0
+    webhook_cert_file: Path | None = None
+    webhook_key_file: Path | None = None
+
+
 def main(args: argparse.Namespace) -> int:
     logs.setup(args.log_format, args.log_level)
-    if args.webhook_port and not (args.webhook_cert_file and args.webhook_key_file):
+    options = Options(
+        kubeconfig=args.kubeconfig,
+        namespace=args.namespace,
+        drain_timeout=args.drain_timeout,
+        drain_backoff=args.drain_backoff,
+        eviction_retry=args.eviction_retry_interval,
+        instances_dir=args.instances_dir,
+        webhook_port=args.webhook_port,
+        webhook_cert_file=args.webhook_cert_file,
+        webhook_key_file=args.webhook_key_file,
+    )
+    if options.webhook_port and not (options.webhook_cert_file and options.webhook_key_file):
         print(
             "ferryman machine-controller: --webhook-port needs --webhook-cert-file and "
             "--webhook-key-file",
@@ -118,30 +145,30 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        asyncio.run(_run(args))
+        asyncio.run(_run(options))
     except KubeconfigError as e:
         print(f"ferryman machine-controller: {e}", file=sys.stderr)
         return 2
     return 0
 
 
-async def _run(args: argparse.Namespace) -> None:
+async def _run(options: Options) -> None:
     # Here, not above: `ferryman run` builds this subcommand's parser too, and
     # must not carry the controller's modules.
     from ferryman.machines import reconciler, webhook
     from ferryman.machines.events import EventWriter
     from ferryman.machines.provider import LocalProvider
 
-    client = make_client(args.kubeconfig)
+    client = make_client(options.kubeconfig)
     instance = os.environ.get("POD_NAME") or socket.gethostname()
     controller = reconciler.MachineReconciler(
         client,
-        LocalProvider(args.instances_dir),
+        LocalProvider(options.instances_dir),
         EventWriter(client, instance),
-        namespace=args.namespace,
-        drain_timeout=args.drain_timeout,
-        drain_backoff=args.drain_backoff,
-        eviction_retry=args.eviction_retry_interval,
+        namespace=options.namespace,
+        drain_timeout=options.drain_timeout,
+        drain_backoff=options.drain_backoff,
+        eviction_retry=options.eviction_retry,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -150,11 +177,13 @@ async def _run(args: argparse.Namespace) -> None:
     with contextlib.suppress(asyncio.CancelledError):
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(controller.run(), name="machine controller")]
-            if args.webhook_port:
+            if options.webhook_port and options.webhook_cert_file and options.webhook_key_file:
                 tasks.append(
                     tg.create_task(
                         webhook.serve(
-                            args.webhook_port, args.webhook_cert_file, args.webhook_key_file
+                            options.webhook_port,
+                            options.webhook_cert_file,
+                            options.webhook_key_file,
                         ),
                         name="machine webhook",
                     )
