@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from ferryman import __version__, app, logs
 from ferryman.configs.model import size_bytes
+from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import Settings
 
@@ -356,6 +357,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the configuration and records.txt are written",
     )
+
+    mc = sub.add_parser(
+        "machine-controller",
+        help="the reference machine deletion controller (lifecycle hooks)",
+        formatter_class=_Help,
+    )
+    machine_controller.add_arguments(mc)
     return p
 
 
@@ -512,6 +520,8 @@ def _reload_timeout(value: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "machine-controller":
+        return machine_controller.main(args)
     if args.command == "render":
         logs.setup("text", "warning")
         settings = Settings(
