@@ -239,6 +239,14 @@ def parser() -> argparse.ArgumentParser:
         help="seconds between tries to take or renew the Lease",
     )
     r.add_argument(
+        "--readiness-gate-timeout",
+        type=_non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="seconds after a pod's creation to open its readiness gate even though not "
+        "every replica has applied it, with a Warning Event (default: 0, never)",
+    )
+    r.add_argument(
         "--nginx-status-port",
         type=_port,
         default=0,
@@ -508,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
+        readiness_gate_timeout=args.readiness_gate_timeout,
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",
