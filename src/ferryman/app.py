@@ -309,7 +309,10 @@ class _Cluster:
         except KubeconfigError as e:
             raise SettingsError(str(e)) from e
         self.source = KubernetesSource(
-            self.client, QueueingSink(store, queue), settings.watch_namespaces
+            self.client,
+            QueueingSink(store, queue),
+            settings.watch_namespaces,
+            readiness_gates=settings.readiness_gates,
         )
         self.reporter = KubernetesReporter(self.client, store.uid)
         self.elector = LeaderElector(

@@ -182,6 +182,13 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated namespaces to watch (default: all)",
     )
     r.add_argument(
+        "--readiness-gates",
+        action="store_true",
+        help="Kubernetes mode: watch Pods in namespaces labelled "
+        "ferryman.io/pod-readiness-gate-inject=enabled and route to pods held back only "
+        "by ferryman's readiness gate (docs/design.md, Readiness gates)",
+    )
+    r.add_argument(
         "--report-ingress-status",
         action="store_true",
         help="Kubernetes mode: write status.loadBalancer of served Ingresses",
@@ -507,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
         shutdown_grace_period=args.shutdown_grace_period,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+        readiness_gates=args.readiness_gates,
         report_ingress_status=args.report_ingress_status,
         external_service=args.external_service,
         ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),

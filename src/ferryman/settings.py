@@ -25,6 +25,9 @@ class Settings:
     # (--shutdown-grace-period); 0 quits at once.
     shutdown_grace_period: float = 0.0
     watch_namespaces: tuple[str, ...] = ()
+    # --readiness-gates: watch Pods of opted-in namespaces and route to pods held
+    # back only by ferryman's readiness gate (resources/readiness_gate.py).
+    readiness_gates: bool = False
     # Kubernetes mode: status, leader election.
     report_ingress_status: bool = False
     external_service: str | None = None  # namespace/name of ferryman's own Service

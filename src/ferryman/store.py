@@ -1,5 +1,5 @@
 """The cache every sync reads from: raw objects by kind, plus the indexes
-sync needs (EndpointSlices by Service). Only sources write to it.
+sync needs (EndpointSlices by Service, Pods by address). Only sources write to it.
 
 Objects are kept slim and packed (``resources/raw.py``): only the fields the
 parsers read, as one string each. Every read unpacks a fresh copy, which its
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef, ref_of
+from ferryman.resources.pod import ips_of
 from ferryman.resources.raw import Packed, pack
 from ferryman.resources.service import service_name_of
 
@@ -24,6 +25,10 @@ class Store:
         # (namespace, Service) -> its EndpointSlices' names; and each slice's Service.
         self._slices: dict[tuple[str, str], set[str]] = {}
         self._slice_service: dict[tuple[str, str], str] = {}
+        # (namespace, address) -> the names of the pods holding it (several: pods
+        # on the host network share their node's address); and each pod's addresses.
+        self._pods_at: dict[tuple[str, str], set[str]] = {}
+        self._pod_ips: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def upsert(self, obj: RawObject) -> RawObject | None:
         """Keep ``obj`` (slimmed: ``raw.slim``); returns the version it replaces."""
@@ -39,13 +44,30 @@ class Store:
             service = service_name_of(obj)
             self._slice_service[key] = service
             self._slices.setdefault((ref.namespace, service), set()).add(ref.name)
+        elif ref.kind == "Pod":
+            self._unindex_pod(ref)
+            ips = ips_of(obj)
+            if ips:
+                self._pod_ips[key] = ips
+            for ip in ips:
+                self._pods_at.setdefault((ref.namespace, ip), set()).add(ref.name)
         return None if old is None else old.unpack()
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
         old = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
         if old is not None and ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
+        elif old is not None and ref.kind == "Pod":
+            self._unindex_pod(ref)
         return None if old is None else old.unpack()
+
+    def _unindex_pod(self, ref: ObjectRef) -> None:
+        for ip in self._pod_ips.pop((ref.namespace, ref.name), ()):
+            names = self._pods_at.get((ref.namespace, ip))
+            if names is not None:
+                names.discard(ref.name)
+                if not names:
+                    del self._pods_at[(ref.namespace, ip)]
 
     def _unindex_slice(self, ref: ObjectRef) -> None:
         service = self._slice_service.pop((ref.namespace, ref.name), None)
@@ -82,4 +104,12 @@ class Store:
             slices[(namespace, n)].unpack()
             for n in sorted(self._slices.get((namespace, service), ()))
             if (namespace, n) in slices
+        ]
+
+    def pods_at(self, namespace: str, address: str) -> list[RawObject]:
+        """The pods of ``namespace`` whose status holds ``address``."""
+        pods = self._objects.get("Pod", {})
+        return [
+            pods[(namespace, n)].unpack()
+            for n in sorted(self._pods_at.get((namespace, address), ()))
         ]
