@@ -83,10 +83,15 @@ class GateSettings:
     timeout: float  # seconds after creation to open anyway; 0 never
 
 
+Write = Callable[[PodKey, dict[str, Any]], Awaitable[bool]]
+
+
 class Flipper:
+    """``write``: ``write_condition`` with its client (a fake in unit tests)."""
+
     def __init__(
         self,
-        client: AsyncClient,
+        write: Write,
         settings: GateSettings,
         pending: Callable[[], list[GatedPod]],
         reports: Callable[[float], Awaitable[list[ReplicaReport]]],
@@ -94,7 +99,7 @@ class Flipper:
         warn: Callable[[PodKey, str], None],
         metrics: Metrics,
     ) -> None:
-        self._client = client
+        self._write = write
         self._settings = settings
         self._pending = pending
         self._reports = reports
@@ -112,20 +117,24 @@ class Flipper:
     async def run(self) -> None:
         while True:
             self._kick.clear()
-            pods = self._pending()
-            self._metrics.gates_pending.set(len(pods))
-            if pods and self._is_leader():
-                try:
-                    await self._round(pods)
-                except Exception as e:  # replicas' reports unreadable: next round
-                    log.warning("readiness gates not checked", extra={"fields": {"error": str(e)}})
-            elif not self._is_leader():
-                self._written.clear()  # another leader may have written meanwhile
+            await self.once(time.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), ROUND)
 
-    async def _round(self, pods: list[GatedPod]) -> None:
-        now = time.time()
+    async def once(self, now: float) -> None:
+        """One round at time ``now``."""
+        pods = self._pending()
+        self._metrics.gates_pending.set(len(pods))
+        if not self._is_leader():
+            self._written.clear()  # another leader may write meanwhile
+            return
+        if pods:
+            try:
+                await self._round(pods, now)
+            except Exception as e:  # replicas' reports unreadable: the next round retries
+                log.warning("readiness gates not checked", extra={"fields": {"error": str(e)}})
+
+    async def _round(self, pods: list[GatedPod], now: float) -> None:
         live = live_replicas(await self._reports(now), now)
         keys = {p.key for p in pods}
         for table in (self._written, self._failures, self._retry_at):
@@ -137,14 +146,14 @@ class Flipper:
             await self._flip(pod, decide(pod, live, now, self._settings.timeout), now)
 
     async def _flip(self, pod: GatedPod, verdict: Verdict, now: float) -> None:
-        written = self._written.get(pod.key)
-        if written is not None and written[0] == verdict and now - written[1] < ECHO_WAIT:
+        last = self._written.get(pod.key)
+        if last is not None and last[0] == verdict and now - last[1] < ECHO_WAIT:
             return
         patch = condition_patch(pod, self._settings.gate_type, verdict, rfc3339(now))
         if patch is None:
             return
         try:
-            await write_condition(self._client, pod.key, patch)
+            written = await self._write(pod.key, patch)
         except Exception as e:
             failures = self._failures.get(pod.key, 0) + 1
             self._failures[pod.key] = failures
@@ -156,6 +165,10 @@ class Flipper:
             )
             return
         self._failures.pop(pod.key, None)
+        if not written:
+            # Gone or replaced: the Pod watch brings what is there now.
+            self._retry_at[pod.key] = now + BACKOFF_FIRST
+            return
         self._written[pod.key] = (verdict, now)
         if verdict.open:
             self._metrics.gate_flips.labels(result=_result(verdict.reason)).inc()

@@ -43,8 +43,8 @@ def lease_name(lock_name: str, identity: str) -> str:
     return f"{lock_name}.{identity}"
 
 
-def encode(applied: Iterable[PodKey]) -> str:
-    return json.dumps(sorted(str(k) for k in applied), separators=(",", ":"))
+def encode(applied: Iterable[tuple[str, str, str]]) -> str:
+    return json.dumps(sorted("/".join(k) for k in applied), separators=(",", ":"))
 
 
 def decode(text: str | None) -> frozenset[PodKey]:
@@ -96,7 +96,7 @@ class ReplicaLease:
         name: str,
         identity: str,
         ingress_class: str,
-        applied: Callable[[], frozenset[PodKey]],
+        applied: Callable[[], Iterable[tuple[str, str, str]]],
         duration: float,
     ) -> None:
         self._client = client
@@ -116,7 +116,8 @@ class ReplicaLease:
     def current(self, now: float) -> ReplicaReport:
         """This replica's report as it is now (the leader counts its own without
         waiting for the API round trip)."""
-        return ReplicaReport(self._identity, now, self._duration, self._applied())
+        applied = frozenset(PodKey(*k) for k in self._applied())
+        return ReplicaReport(self._identity, now, self._duration, applied)
 
     async def run(self) -> None:
         try:
