@@ -71,6 +71,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
     "controller.metricsPort": 9100,
+    "controller.readinessGates.enable": True,
+    "controller.readinessGates.timeout": 120,
 }
 
 _names = itertools.count()
@@ -392,6 +394,11 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     }
     lease_role = _one(docs, "Role", f"{RELEASE}-ferryman-leader-election")
     assert lease_role["rules"][1]["resourceNames"] == ["my-lock"]
+    assert parsed.readiness_gates is True and parsed.readiness_gate_timeout == 120
+    gates = _one(docs, "ClusterRole", f"{RELEASE}-ferryman-readiness-gates")
+    assert {"resources": ["pods/status"], "verbs": ["patch"], "apiGroups": [""]} in gates["rules"]
+    reports = _one(docs, "Role", f"{RELEASE}-ferryman-replica-reports")
+    assert reports["metadata"]["namespace"] == "ingress"
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}
