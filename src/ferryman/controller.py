@@ -30,7 +30,7 @@ from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
 from ferryman.dataplane.records import AppliedRecords
-from ferryman.endpoint_sets import EndpointSets
+from ferryman.endpoint_sets import EndpointSets, PodId
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -48,6 +48,7 @@ from ferryman.resources.ingressclass import (
     raw_class_name,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
+from ferryman.resources.pod import ips_of
 from ferryman.resources.service import service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
@@ -59,6 +60,8 @@ log = logging.getLogger("ferryman.controller")
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
+# The key of a pod's address (readiness gates): its name is the address.
+POD_ADDRESS = "PodAddress"
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
 PUSH_ROUNDS = 4
@@ -81,6 +84,10 @@ def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
             if o is not None and (svc := service_name_of(o)):
                 keys.append(ObjectRef("Service", ns, svc))
         return keys
+    if kind == "Pod":
+        # Its addresses, old and new: the endpoint sets that may route to it.
+        ips = {ip for o in (obj, old) if o is not None for ip in ips_of(o)}
+        return [ObjectRef(POD_ADDRESS, ns, ip) for ip in sorted(ips)]
     return [ObjectRef(kind, ns, name)]
 
 
@@ -96,9 +103,12 @@ class Controller:
         metrics: Metrics,
         files: Mapping[str, str],
         status: StatusSink | None = None,
+        on_gates_applied: Callable[[], None] | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
-        receives each Ingress's load-balancer addresses (Kubernetes mode)."""
+        receives each Ingress's load-balancer addresses (Kubernetes mode);
+        ``on_gates_applied`` is called after each flush that changed
+        ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then)."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -118,7 +128,10 @@ class Controller:
         self._host_writer: dict[str, ObjectRef] = {}
         self._ref_hosts: dict[ObjectRef, set[str]] = {}
         self._host_cert: dict[str, str] = {}
-        self._endpoints = EndpointSets(store, self._records)
+        gates = settings.ingress_class if settings.readiness_gates else None
+        self._endpoints = EndpointSets(store, self._records, gates)
+        self._on_gates_applied = on_gates_applied
+        self._applied_gated: frozenset[PodId] = frozenset()
         self._secret_users: dict[tuple[str, str], set[ObjectRef]] = {}
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._ref_secrets: dict[ObjectRef, set[str]] = {}
@@ -145,6 +158,28 @@ class Controller:
         """Names of the Services in ``namespace`` that a served Ingress routes to
         (readiness gates: which pods a gate is for)."""
         return self._endpoints.served_services(namespace)
+
+    def applied_gated_pods(self) -> frozenset[PodId]:
+        """(namespace, name, uid) of the pods whose ferryman readiness gate is pending
+        and whose address is a peer of an endpoint set this replica's NGINX has
+        confirmed holding (after a successful push, verified per worker; not merely
+        desired). The gate flipper turns a gate True once every replica reports
+        its pod here. Empty unless ``--readiness-gates``."""
+        pods: set[PodId] = set()
+        for key, peers in self._endpoints.pending_peers().items():
+            held = self._applied.held(("E", key))
+            if held:
+                in_force = set(held.split(" "))
+                pods.update(p for peer, ids in peers.items() if peer in in_force for p in ids)
+        return frozenset(pods)
+
+    def _tell_gates_applied(self) -> None:
+        if self._on_gates_applied is None:
+            return
+        applied = self.applied_gated_pods()
+        if applied != self._applied_gated:
+            self._applied_gated = applied
+            self._on_gates_applied()
 
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
@@ -178,18 +213,24 @@ class Controller:
         elif ref.kind == "IngressClass":
             self._sync_class(ref)
         elif ref.kind == "Service":
-            for key in self._endpoints.keys_of(ref.namespace, ref.name):
-                try:
-                    self._endpoints.compute(key)
-                except Exception as e:
-                    log.exception("endpoints failed", extra={"fields": {"backend": key}})
-                    self._endpoints.drop(key)
-                    for user in sorted(self._endpoints.users(key)):
-                        self._reject(
-                            user, f"computing the endpoint set {key} failed: {_internal(e)}"
-                        )
+            self._compute_endpoints(self._endpoints.keys_of(ref.namespace, ref.name))
+        elif ref.kind == POD_ADDRESS:
+            self._compute_endpoints(self._endpoints.keys_at(ref.namespace, ref.name))
+        elif ref.kind == "Namespace":  # opted in or out of readiness gates
+            self._compute_endpoints(self._endpoints.keys_in(ref.name))
         elif ref.kind == "Secret":
             self._sync_secret(ref)
+
+    def _compute_endpoints(self, keys: Iterable[BackendKey]) -> None:
+        """Recompute each; one that fails rejects its users, the others still compute."""
+        for key in keys:
+            try:
+                self._endpoints.compute(key)
+            except Exception as e:
+                log.exception("endpoints failed", extra={"fields": {"backend": key}})
+                self._endpoints.drop(key)
+                for user in sorted(self._endpoints.users(key)):
+                    self._reject(user, f"computing the endpoint set {key} failed: {_internal(e)}")
 
     def _event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         self._pending[ref] = (type_, reason, message)
@@ -387,6 +428,7 @@ class Controller:
         )
         self._generation_seconds = 0.0
         outstanding = await self._push_records(records)
+        self._tell_gates_applied()
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
