@@ -16,7 +16,7 @@ from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Secret, Service, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service, ServiceAccount
 from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressClass
 from lightkube.resources.rbac_authorization_v1 import (
@@ -578,3 +578,59 @@ def test_watch_namespace_runs_on_namespaced_roles(
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0
+
+
+def test_readiness_gates_run_on_the_charts_rbac(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """readinessGates.enable: under the chart's ServiceAccount ferryman watches the
+    opted-in namespace's Pods, publishes its replica report Lease, writes the gate
+    condition (here True: no served Service selects the pod) and deletes its Lease
+    when it stops."""
+    namespace = f"helm{next(_names)}"
+    apps = f"{namespace}-apps"
+    values = {"ingressClass.name": f"{namespace}-class", "controller.readinessGates.enable": True}
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    labels = {"ferryman.io/pod-readiness-gate-inject": "enabled"}
+    kube.create(Namespace(metadata=ObjectMeta(name=apps, labels=labels)))
+    kube.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=apps)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    gate = f"target-health.ferryman.io/{namespace}-class"
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {"name": "web-1", "namespace": apps, "labels": {"app": "web"}},
+                "spec": {
+                    "readinessGates": [{"conditionType": gate}],
+                    "containers": [{"name": "c", "image": "echo"}],
+                },
+            }
+        )
+    )
+    own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
+    own += ("--shutdown-grace-period",)
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=[a for a in _args(docs)[1:] if not a.startswith(own)],
+        kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
+    )
+    f.start()
+    report = f"{RELEASE}-ferryman-leader-election.edge-pod-0"
+    try:
+        wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
+
+        def condition() -> str | None:
+            pod = kube.get(Pod, "web-1", namespace=apps)
+            found = [c for c in (pod.status.conditions or []) if c.type == gate]
+            return found[0].reason if found and found[0].status == "True" else None
+
+        assert wait_until(condition, 10, "the gate condition") == "NotServed"
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
+    with pytest.raises(ApiError) as gone:
+        kube.get(Lease, report, namespace=namespace)
+    assert gone.value.status.code == 404
