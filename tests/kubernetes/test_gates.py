@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Pod, PodStatus
+from lightkube.resources.core_v1 import Event, Namespace, Pod, PodStatus
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
@@ -75,30 +75,43 @@ def ready(kube: Client, namespace: str, name: str) -> bool:
     return c is not None and c.status == "True"
 
 
+class Replicas:
+    """ferryman replicas in Kubernetes mode with --readiness-gates, in the test's namespace."""
+
+    def __init__(self, tmp_path: Path, cluster: APIServer, namespace: str) -> None:
+        self._tmp, self._cluster, self._namespace = tmp_path, cluster, namespace
+        self.started: dict[str, Ferryman] = {}
+
+    def start(self, names: tuple[str, ...], *extra: str) -> dict[str, Ferryman]:
+        for name in names:
+            f = Ferryman(
+                self._tmp / name,
+                extra_args=[
+                    "--watch-namespace", self._namespace,
+                    "--readiness-gates",
+                    "--leader-election-namespace", self._namespace,
+                    *(extra or TIMINGS),
+                ],
+                kubeconfig=self._cluster.kubeconfig,
+                env={"POD_NAME": f"ferryman-{name}"},
+            )  # fmt: skip
+            self.started[name] = f
+            f.start()
+        return self.started
+
+    def stop(self) -> None:
+        for f in self.started.values():
+            if f.proc is not None and f.proc.poll() is None:
+                os.kill(f.proc.pid, signal.SIGCONT)
+            if f.proc is not None:
+                f.stop()
+
+
 @pytest.fixture
-def replicas(
-    tmp_path: Path, cluster: APIServer, cluster_namespace: str
-) -> Iterator[dict[str, Ferryman]]:
-    args = [
-        "--watch-namespace", cluster_namespace,
-        "--readiness-gates",
-        "--leader-election-namespace", cluster_namespace,
-        *TIMINGS,
-    ]  # fmt: skip
-    started = {
-        name: Ferryman(
-            tmp_path / name,
-            extra_args=args,
-            kubeconfig=cluster.kubeconfig,
-            env={"POD_NAME": f"ferryman-{name}"},
-        )
-        for name in ("a", "b")
-    }
-    yield started
-    for f in started.values():
-        if f.proc is not None:
-            os.kill(f.proc.pid, signal.SIGCONT)
-            f.stop()
+def replicas(tmp_path: Path, cluster: APIServer, cluster_namespace: str) -> Iterator[Replicas]:
+    r = Replicas(tmp_path, cluster, cluster_namespace)
+    yield r
+    r.stop()
 
 
 def leader_and_follower(
@@ -122,18 +135,14 @@ def reported(kube: Client, namespace: str) -> set[str]:
 
 def test_the_gate_opens_only_once_every_replica_applied_the_pod(
     cluster: APIServer, kubelet: Kubelet, cluster_namespace: str,
-    replicas: dict[str, Ferryman],
+    replicas: Replicas,
 ) -> None:  # fmt: skip
     kube, ns = cluster.client(), cluster_namespace
     opt_in(kube, ns)
-    apply(
-        kube,
-        service("web", ns),
-        ingress("web", [rule("gate.test", path("/", "web"))], namespace=ns),
-    )
-    for f in replicas.values():
-        f.start()
-    leader, follower = leader_and_follower(kube, ns, replicas)
+    routes = ingress("web", [rule("gate.test", path("/", "web"))], namespace=ns)
+    apply(kube, service("web", ns), routes)
+    started = replicas.start(("a", "b"))
+    leader, follower = leader_and_follower(kube, ns, started)
     wait_until(lambda: reported(kube, ns) == {"ferryman-a", "ferryman-b"}, 10, "both report")
 
     # The follower is held still: it cannot apply the new pod's endpoint.
@@ -145,19 +154,15 @@ def test_the_gate_opens_only_once_every_replica_applied_the_pod(
     name = pod.metadata.name
     # The leader routes to it (ready in all but the gate), and says it waits.
     wait_until(lambda: served_by(leader, "gate.test", "/") == name, 15, "the leader routes")
+    waited = next(f"ferryman-{n}" for n, f in started.items() if f is follower)
+    waiting = f"applied by 1 of 2 live ferryman replicas (waiting for: {waited})"
     wait_until(
-        lambda: (g := gate(kube, ns, name)) is not None and g.reason == "WaitingForReplicas",
+        lambda: (g := gate(kube, ns, name)) is not None and g.message == waiting,
         5,
-        "the gate says it waits",
+        "the gate says it waits for the follower",
     )
     g = gate(kube, ns, name)
-    assert g.status == "False"
-    assert (
-        g.message
-        == "applied by 1 of 2 live ferryman replicas (waiting for: ferryman-"
-        + ("b" if leader is replicas["a"] else "a")
-        + ")"
-    )
+    assert (g.status, g.reason) == ("False", "WaitingForReplicas")
     # Someone else's condition on the same pod.
     kube.patch(
         PodStatus,
@@ -185,7 +190,7 @@ def test_the_gate_opens_only_once_every_replica_applied_the_pod(
     m = leader.metrics()
     assert m['ferryman_readiness_gate_flips_total{result="applied"}'] == 1
     assert m["ferryman_readiness_gate_seconds_count"] == 1
-    for f in replicas.values():  # every replica counts pending gates, once a second
+    for f in started.values():  # every replica counts pending gates, once a second
         wait_until(lambda f=f: f.metrics()["ferryman_readiness_gates_pending"] == 0, 5, "none")
     assert follower.metrics().get('ferryman_readiness_gate_flips_total{result="applied"}', 0) == 0
     assert kubelet.errors == []
@@ -193,16 +198,83 @@ def test_the_gate_opens_only_once_every_replica_applied_the_pod(
 
 def test_a_pod_no_served_service_selects_is_not_held_back(
     cluster: APIServer, kubelet: Kubelet, cluster_namespace: str,
-    replicas: dict[str, Ferryman],
+    replicas: Replicas,
 ) -> None:  # fmt: skip
     kube, ns = cluster.client(), cluster_namespace
     opt_in(kube, ns)
     apply(kube, service("web", ns))  # no Ingress routes to it
-    replicas["a"].start()
+    a = replicas.start(("a",))["a"]
     apply(kube, gated("web", ns))
     pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
     name = pod.metadata.name
     wait_until(lambda: ready(kube, ns, name), 15, "the pod is Ready")
     assert gate(kube, ns, name).reason == "NotServed"
-    m = replicas["a"].metrics()
+    m = a.metrics()
     assert m['ferryman_readiness_gate_flips_total{result="not_served"}'] == 1
+
+
+def _seconds(t: Any) -> float:
+    return float(t.timestamp())
+
+
+def test_a_dead_replica_holds_gates_back_only_until_its_report_expires(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, replicas: Replicas
+) -> None:
+    kube, ns = cluster.client(), cluster_namespace
+    opt_in(kube, ns)
+    routes = ingress("web", [rule("gate.test", path("/", "web"))], namespace=ns)
+    apply(kube, service("web", ns), routes)
+    timings = ["--leader-election-lease-duration", "10", "--leader-election-renew-deadline", "8"]
+    started = replicas.start(("a", "b"), *timings, "--leader-election-retry-period", "1")
+    leader, follower = leader_and_follower(kube, ns, started)
+    wait_until(lambda: reported(kube, ns) == {"ferryman-a", "ferryman-b"}, 10, "both report")
+    assert follower.proc is not None
+    follower.stop(signal.SIGKILL)  # no goodbye: its Lease stays behind
+    dead = f"ferryman-leader-election.{'ferryman-b' if leader is started['a'] else 'ferryman-a'}"
+    lease = kube.get(Lease, dead, namespace=ns)
+    expires = _seconds(lease.spec.renewTime) + 10
+    apply(kube, gated("web", ns))
+    pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+    name = pod.metadata.name
+    wait_until(lambda: ready(kube, ns, name), 30, "the pod is Ready")
+    g = gate(kube, ns, name)
+    assert (g.reason, g.message) == ("Applied", "applied by all 1 live ferryman replicas")
+    # Not before the dead replica's report expired (the API keeps whole seconds).
+    assert _seconds(g.lastTransitionTime) >= int(expires)
+    assert kubelet.errors == []
+
+
+def test_the_timeout_opens_the_gate_with_a_warning_event(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, replicas: Replicas
+) -> None:
+    kube, ns = cluster.client(), cluster_namespace
+    opt_in(kube, ns)
+    routes = ingress("web", [rule("gate.test", path("/", "web"))], namespace=ns)
+    apply(kube, service("web", ns), routes)
+    started = replicas.start(("a", "b"), *TIMINGS, "--readiness-gate-timeout", "5")
+    leader, follower = leader_and_follower(kube, ns, started)
+    wait_until(lambda: reported(kube, ns) == {"ferryman-a", "ferryman-b"}, 10, "both report")
+    assert follower.proc is not None
+    os.kill(follower.proc.pid, signal.SIGSTOP)  # never applies: only the timeout opens
+    apply(kube, gated("web", ns))
+    pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+    name = pod.metadata.name
+    wait_until(lambda: ready(kube, ns, name), 15, "the pod is Ready")
+    g = gate(kube, ns, name)
+    assert g.reason == "TimedOut"
+    assert _seconds(g.lastTransitionTime) - _seconds(pod.metadata.creationTimestamp) >= 5
+
+    def warning() -> list[Event]:
+        return [
+            e
+            for e in kube.list(Event, namespace=ns)
+            if e.reason == "ReadinessGateTimedOut" and e.involvedObject.name == name
+        ]
+
+    (event,) = wait_until(warning, 5, "a Warning Event")
+    assert event.type == "Warning" and event.involvedObject.kind == "Pod"
+    assert event.involvedObject.uid == pod.metadata.uid
+    assert "waiting for: ferryman-" in (event.message or "")
+    m = leader.metrics()
+    assert m['ferryman_readiness_gate_flips_total{result="timed_out"}'] == 1
+    assert kubelet.errors == []
