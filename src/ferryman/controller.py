@@ -48,7 +48,7 @@ from ferryman.resources.ingressclass import (
     raw_class_name,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
-from ferryman.resources.pod import ips_of
+from ferryman.resources.pod import Pod, ips_of, parse_pod
 from ferryman.resources.service import service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
@@ -85,6 +85,8 @@ def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
                 keys.append(ObjectRef("Service", ns, svc))
         return keys
     if kind == "Pod":
+        if old is not None and _routing_view(obj) == _routing_view(old):
+            return []  # a change routing never reads (a container restarted, ...)
         # Its addresses, old and new: the endpoint sets that may route to it.
         ips = {ip for o in (obj, old) if o is not None for ip in ips_of(o)}
         return [ObjectRef(POD_ADDRESS, ns, ip) for ip in sorted(ips)]
@@ -588,6 +590,14 @@ class Controller:
             ):
                 self._sync_logged(await self._queue.get())
             await self.flush()
+
+
+def _routing_view(obj: Mapping[str, Any]) -> Pod | None:
+    """What routing (and the gate flipper) reads of a raw pod."""
+    try:
+        return parse_pod(obj)
+    except InvalidResource:
+        return None
 
 
 def _internal(e: Exception) -> str:

@@ -12,6 +12,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
+from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from tests.integration.harness import (
     Ferryman,
     ingress,
@@ -64,10 +65,12 @@ def test_deploy_manifests_apply_and_rbac_suffices(
     deployment = kube.get(Deployment, "ferryman", namespace="ferryman")
     assert deployment.spec is not None and deployment.spec.replicas == 2
 
-    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app")))
+    # Opted in to readiness gates (deploy/ turns them on): pods are watched there.
+    labels = {INJECT_LABEL: INJECT_ENABLED}
+    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app", labels=labels)))
     apply(kube, *service_with_backends("app", [backends.start("pod")], namespace="rbac-app"))
     apply(kube, ingress("web", [rule("rbac.test", path("/", "app"))], namespace="rbac-app"))
-    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30"]
+    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30", "--readiness-gates"]
     f = Ferryman(
         tmp_path / "sa",
         extra_args=tls,

@@ -45,6 +45,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.logFormat": "json",
     "controller.logLevel": "debug",
     "controller.watchNamespace": ["a", "b"],
+    "controller.readinessGates.enable": True,
     "controller.nginxReloadTimeout": 2.5,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
@@ -262,9 +263,13 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert ingress_class["spec"]["controller"] == "ferryman.io/ingress-controller"
     assert "annotations" not in ingress_class["metadata"]
 
-    # The same least-privilege rules as deploy/rbac.yaml.
+    # The same least-privilege rules as deploy/rbac.yaml, which turns readiness
+    # gates on; off (the default), no rule for pods or namespaces.
     deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
-    assert _one(docs, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"]
+    gates = {"controller.readinessGates.enable": True}
+    gated = _template(helm_binary, namespace="ingress", values=gates)
+    assert _one(gated, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"]
+    assert _one(docs, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"][:-2]
     role = _one(docs, "Role", f"{name}-leader-election")
     assert role["metadata"]["namespace"] == "ingress"
     assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
@@ -353,6 +358,7 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     parsed = _parse(args)
     assert parsed.log_format == "json" and parsed.log_level == "debug"
     assert parsed.watch_namespace == "a,b"
+    assert parsed.readiness_gates is True
     assert parsed.nginx_reload_timeout == 2.5
     assert parsed.worker_processes == "4"
     assert parsed.shutdown_grace_period == 2.5
@@ -522,7 +528,12 @@ def test_watch_namespace_runs_on_namespaced_roles(
     namespace = f"helm{next(_names)}"
     apps = f"{namespace}-apps"
     ingress_class = f"{namespace}-class"
-    values = {"ingressClass.name": ingress_class, "controller.watchNamespace": [apps]}
+    values = {
+        "ingressClass.name": ingress_class,
+        "controller.watchNamespace": [apps],
+        # Pods are read in the watched namespace only, namespaces cluster-wide.
+        "controller.readinessGates.enable": True,
+    }
     docs = _template(helm_binary, namespace=namespace, values=values)
     for ns in (namespace, apps):
         kube.create(Namespace(metadata=ObjectMeta(name=ns)))

@@ -8,6 +8,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from ferryman.controller import POD_ADDRESS, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from tests.integration.harness import ingress, path, rule
@@ -174,3 +175,19 @@ def test_pods_on_the_host_network_are_told_apart_by_the_selector(tmp_path: Path)
     kit = gated_kit(tmp_path, namespace(), *web(**{"10_0_0_1": NOT_READY}), other, pod_obj("web-1"))
     assert peers(kit) == "10.0.0.1#8080"
     assert kit.controller.applied_gated_pods() == {("ns", "web-1", "uid-web-1")}
+
+
+def test_a_pod_event_queues_its_addresses_only_when_routing_reads_the_change() -> None:
+    old = pod_obj(conditions={"ContainersReady": "False"})
+    restarted = copy.deepcopy(old)
+    restarted["status"]["containerStatuses"][0]["restartCount"] = 3
+    restarted["metadata"]["resourceVersion"] = "8"
+    assert keys_for_event(restarted, old) == []
+    ready = pod_obj(ip="10.0.0.1")
+    assert keys_for_event(ready, old) == [ObjectRef(POD_ADDRESS, "ns", "10.0.0.1")]
+    moved = pod_obj(ip="10.0.0.9")
+    assert keys_for_event(moved, ready) == [
+        ObjectRef(POD_ADDRESS, "ns", "10.0.0.1"),
+        ObjectRef(POD_ADDRESS, "ns", "10.0.0.9"),
+    ]
+    assert keys_for_event(ready, None) == [ObjectRef(POD_ADDRESS, "ns", "10.0.0.1")]

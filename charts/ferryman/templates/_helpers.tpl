@@ -92,4 +92,10 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: ["events.k8s.io"]
     resources: ["events"]
     verbs: ["create"]
+  {{- if .Values.controller.readinessGates.enable }}
+  # Readiness gates: pods are watched in opted-in namespaces only.
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["list", "watch"]
+  {{- end }}
 {{- end }}

@@ -134,7 +134,9 @@ class KubernetesSource:
 
     def forget(self, kind: Kind, namespace: str) -> None:
         """Delete what the (stopped) informer of ``kind`` in ``namespace`` delivered."""
-        self._synced.pop((kind.name, namespace), None)
+        # Set, not just dropped: wait_synced may be waiting on it.
+        if (synced := self._synced.pop((kind.name, namespace), None)) is not None:
+            synced.set()
         for ref in self._known.pop((kind.name, namespace), {}):
             self._sink.delete(ref)
 
