@@ -43,7 +43,7 @@ from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.gates.decide import PodKey
 from ferryman.gates.keeper import GateKeeper
-from ferryman.gates.pods import PendingPods
+from ferryman.gates.pods import PendingIndex, PendingPods
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics, parse_stub_status
@@ -78,22 +78,30 @@ MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so
 
 
 class QueueingSink:
-    """Source events -> store, then the keys they affect -> queue."""
+    """Source events -> store, then the keys they affect -> queue; and to ``also``
+    (readiness gates: the index of pending pods), after the store."""
 
-    def __init__(self, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+    def __init__(
+        self, store: Store, queue: WorkQueue[ObjectRef], also: PendingIndex | None = None
+    ) -> None:
         self._store = store
         self._queue = queue
+        self._also = also
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
         old = self._store.upsert(obj)
         for key in keys_for_event(obj, old):
             self._queue.add(key)
+        if self._also is not None:
+            self._also.upsert(obj)
 
     def delete(self, ref: ObjectRef) -> None:
         old = self._store.delete(ref)
         if old is not None:
             for key in keys_for_event(old, None):
                 self._queue.add(key)
+        if self._also is not None:
+            self._also.delete(ref)
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -312,13 +320,14 @@ class _Cluster:
         self.store = store
         self.metrics = metrics
         self.gates: GateKeeper | None = None
+        self.pending = PendingIndex(settings.ingress_class) if settings.readiness_gates else None
         try:
             self.client = make_client(settings.kubeconfig)
         except KubeconfigError as e:
             raise SettingsError(str(e)) from e
         self.source = KubernetesSource(
             self.client,
-            QueueingSink(store, queue),
+            QueueingSink(store, queue, self.pending),
             settings.watch_namespaces,
             readiness_gates=settings.readiness_gates,
         )
@@ -349,10 +358,13 @@ class _Cluster:
         return tasks
 
     def _gate_keeper(self, controller: Controller) -> GateKeeper:
-        store = self.store
+        store, index = self.store, self.pending
+        assert index is not None  # built with --readiness-gates
         pending = PendingPods(
             self.settings.ingress_class,
-            lambda: store.objects("Pod"),
+            lambda: [
+                p for namespace, name in index.names() if (p := store.get("Pod", namespace, name))
+            ],
             lambda namespace, name: store.get("Service", namespace, name),
             controller.served_services,
         )

@@ -84,6 +84,9 @@ def test_deploy_manifests_apply_and_rbac_suffices(
         wait_until(lambda: _events(kube, "rbac-app", "web"), 5, "event")
         lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
         assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
+        # Its readiness-gate report: a Lease of its own, created and renewed.
+        report = "ferryman-leader-election.ferryman-sa"
+        wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 5, "report")
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0

@@ -72,7 +72,6 @@ EVERYTHING: dict[str, Any] = {
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
     "controller.metricsPort": 9100,
-    "controller.readinessGates.enable": True,
     "controller.readinessGates.timeout": 120,
 }
 
@@ -269,12 +268,15 @@ def test_template_defaults(helm_binary: Path) -> None:
     gates = {"controller.readinessGates.enable": True}
     gated = _template(helm_binary, namespace="ingress", values=gates)
     assert _one(gated, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"]
-    assert _one(docs, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"][:-2]
+    assert _one(docs, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"][:-3]
     role = _one(docs, "Role", f"{name}-leader-election")
     assert role["metadata"]["namespace"] == "ingress"
     assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
-    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role")["rules"]]
+    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role", "ferryman-leader-election")["rules"]]
     assert [r["verbs"] for r in role["rules"]] == deploy_verbs
+    reports = _one(gated, "Role", f"{name}-replica-reports")["rules"]
+    assert reports == _one(deploy, "Role", "ferryman-replica-reports")["rules"]
+    assert not [d for d in docs if d["metadata"]["name"] == f"{name}-replica-reports"]
     subjects = [_one(docs, kind)["subjects"] for kind in ("ClusterRoleBinding", "RoleBinding")]
     assert subjects == [[{"kind": "ServiceAccount", "name": name, "namespace": "ingress"}]] * 2
 
@@ -401,8 +403,11 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     lease_role = _one(docs, "Role", f"{RELEASE}-ferryman-leader-election")
     assert lease_role["rules"][1]["resourceNames"] == ["my-lock"]
     assert parsed.readiness_gates is True and parsed.readiness_gate_timeout == 120
-    gates = _one(docs, "ClusterRole", f"{RELEASE}-ferryman-readiness-gates")
-    assert {"resources": ["pods/status"], "verbs": ["patch"], "apiGroups": [""]} in gates["rules"]
+    status_patch = {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}
+    watched = [
+        d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == f"{RELEASE}-ferryman"
+    ]
+    assert [status_patch in r["rules"] for r in watched] == [True, True]  # a and b
     reports = _one(docs, "Role", f"{RELEASE}-ferryman-replica-reports")
     assert reports["metadata"]["namespace"] == "ingress"
 

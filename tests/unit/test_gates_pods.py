@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ferryman.gates.decide import Condition, PodKey
-from ferryman.gates.pods import PendingPods
+from ferryman.gates.pods import PendingIndex, PendingPods
+from ferryman.resources.meta import ObjectRef
 from ferryman.store import Store
 
 GATE = "target-health.ferryman.io/ferryman"
@@ -81,3 +82,15 @@ def test_a_pod_no_served_service_selects_is_not_served() -> None:
     # A Service selects it, but no served Ingress routes to that Service.
     assert [p.served for p in pending(store, frozenset({"api"}))()] == [False]
     assert [p.served for p in pending(store, frozenset({"web"}))()] == [True]
+
+
+def test_the_index_follows_pod_events() -> None:
+    index = PendingIndex("ferryman")
+    index.upsert(raw_pod("web-1", {"app": "web"}, "False"))
+    index.upsert(raw_pod("web-2", {"app": "web"}))
+    index.upsert(raw_pod("web-3", {"app": "web"}, "True"))
+    index.upsert(service("web", {"app": "web"}))
+    assert index.names() == [("ns", "web-1"), ("ns", "web-2")]
+    index.upsert(raw_pod("web-1", {"app": "web"}, "True"))  # its gate opened
+    index.delete(ObjectRef("Pod", "ns", "web-2"))
+    assert index.names() == []

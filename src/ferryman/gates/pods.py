@@ -2,7 +2,10 @@
 
 Read from the Store's raw Pods (the Pod cache of ``--readiness-gates``), which
 keep the creation time and each condition's reason, message and transition
-time: what ``decide`` needs to skip a write that would change nothing.
+time: what ``decide`` needs to skip a write that would change nothing. Which
+pods to read comes from ``PendingIndex``, kept as Pod events arrive: parsing
+the whole cache every round took 0.84 s for 10,000 pods (this machine), too
+much once a second; reading only the pending ones (100 of them) took 9 ms.
 """
 
 from __future__ import annotations
@@ -12,12 +15,41 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ferryman.gates.decide import Condition, GatedPod, PodKey
-from ferryman.resources.meta import InvalidResource
+from ferryman.resources.meta import InvalidResource, ObjectRef, ref_of
 from ferryman.resources.pod import gate_pending, parse_pod
 from ferryman.resources.readiness_gate import gate_type, gated_by
 from ferryman.resources.service import Service, parse_service
 
 RawObject = Mapping[str, Any]
+
+
+class PendingIndex:
+    """(namespace, name) of the cached Pods whose gate is pending. A source sink:
+    it sees every event the Store does, after it."""
+
+    def __init__(self, ingress_class: str) -> None:
+        self._class = ingress_class
+        self._keys: set[tuple[str, str]] = set()
+
+    def upsert(self, obj: RawObject) -> None:
+        ref = ref_of(obj)
+        if ref is None or ref.kind != "Pod":
+            return
+        try:
+            pending = gate_pending(parse_pod(obj), self._class)
+        except InvalidResource:
+            pending = False
+        if pending:
+            self._keys.add((ref.namespace, ref.name))
+        else:
+            self._keys.discard((ref.namespace, ref.name))
+
+    def delete(self, ref: ObjectRef) -> None:
+        if ref.kind == "Pod":
+            self._keys.discard((ref.namespace, ref.name))
+
+    def names(self) -> list[tuple[str, str]]:
+        return sorted(self._keys)
 
 
 class PendingPods:
