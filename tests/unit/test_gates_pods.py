@@ -94,3 +94,13 @@ def test_the_index_follows_pod_events() -> None:
     index.upsert(raw_pod("web-1", {"app": "web"}, "True"))  # its gate opened
     index.delete(ObjectRef("Pod", "ns", "web-2"))
     assert index.names() == []
+
+
+def test_a_terminating_pod_is_not_pending() -> None:
+    store, index = Store(), PendingIndex("ferryman")
+    pod = raw_pod("web-1", {"app": "web"}, "False")
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    store.upsert(pod)
+    index.upsert(pod)
+    assert index.names() == []
+    assert pending(store, frozenset({"web"}))() == []

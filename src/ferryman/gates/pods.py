@@ -36,9 +36,12 @@ class PendingIndex:
         if ref is None or ref.kind != "Pod":
             return
         try:
-            pending = gate_pending(parse_pod(obj), self._class)
+            pod = parse_pod(obj)
         except InvalidResource:
             pending = False
+        else:
+            # A terminating pod is never routed again: nothing to open its gate for.
+            pending = gate_pending(pod, self._class) and not pod.deleting
         if pending:
             self._keys.add((ref.namespace, ref.name))
         else:
@@ -78,7 +81,7 @@ class PendingPods:
                 pod = parse_pod(raw)
             except InvalidResource:
                 continue
-            if not pod.uid or not gate_pending(pod, self._class):
+            if not pod.uid or pod.deleting or not gate_pending(pod, self._class):
                 continue
             if pod.namespace not in services:
                 services[pod.namespace] = self._services(pod.namespace)
