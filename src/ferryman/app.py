@@ -56,6 +56,9 @@ from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
+from ferryman.webhook.admission import CachedServices, Injector
+from ferryman.webhook.cluster import CertificateSecret
+from ferryman.webhook.server import WebhookServer
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman")
@@ -401,6 +404,26 @@ class _Cluster:
             await asyncio.sleep(10)
 
 
+def _webhook(
+    settings: Settings, cluster: _Cluster, store: Store, controller: Controller, metrics: Metrics
+) -> WebhookServer:
+    """The readiness gate webhook, reading the served Services from the cache."""
+    assert settings.readiness_gate_webhook_cert_secret is not None
+    namespace, name = settings.readiness_gate_webhook_cert_secret
+    client = cluster.client
+    return WebhookServer(
+        settings.readiness_gate_webhook_port,
+        Injector(
+            settings.ingress_class,
+            CachedServices(controller.served_services, store.get, store.stamp),
+        ),
+        client,
+        CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),
+        settings.readiness_gate_webhook_configuration,
+        lambda result: metrics.readiness_gate_reviews.labels(result=result).inc(),
+    )
+
+
 def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
     try:
         return prepare_state_dir(paths, worker_uid)
@@ -556,6 +579,9 @@ async def _run(
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
             tasks += cluster.tasks(stop, controller)
+            if settings.readiness_gate_webhook_port:  # once the caches are whole
+                webhook = _webhook(settings, cluster, store, controller, metrics)
+                tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),
             asyncio.create_task(

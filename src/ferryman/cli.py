@@ -320,6 +320,37 @@ def parser() -> argparse.ArgumentParser:
         "only hosts equal to or under its suffixes, an unlisted one none (default: no policy)",
     )
     r.add_argument(
+        "--readiness-gate-webhook-port",
+        type=_port,
+        default=0,
+        metavar="PORT",
+        help="Kubernetes mode: serve the webhook that adds readiness gates to pods of "
+        "opted-in namespaces, over HTTPS on this port (ignored with --manifests; "
+        "default: 0, off)",
+    )
+    r.add_argument(
+        "--readiness-gate-webhook-cert-secret",
+        type=_namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="the webhook's certificate (tls.crt, tls.key, ca.crt); when absent, "
+        "ferryman makes one and creates this Secret (required with the port; default: none)",
+    )
+    r.add_argument(
+        "--readiness-gate-webhook-cert-hosts",
+        type=_hosts,
+        default=(),
+        metavar="NAMES",
+        help="comma-separated DNS names or IP addresses a certificate ferryman makes "
+        "is for: the webhook Service's NAME.NAMESPACE.svc (default: none)",
+    )
+    r.add_argument(
+        "--readiness-gate-webhook-configuration",
+        type=_checked(validation.dns1123_subdomain),
+        metavar="NAME",
+        help="the MutatingWebhookConfiguration whose webhooks' caBundle ferryman keeps "
+        "on the certificate's CA (default: none, kept by someone else)",
+    )
+    r.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
     )
     r.add_argument(
@@ -427,6 +458,29 @@ def _host_suffixes(value: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _namespaced_name(value: str) -> tuple[str, str]:
+    namespace, sep, name = value.partition("/")
+    problem = (
+        "is not NAMESPACE/NAME"
+        if not sep
+        else validation.dns1123_label(namespace) or validation.dns1123_subdomain(name)
+    )
+    if problem:
+        raise argparse.ArgumentTypeError(f"{value!r} {problem}")
+    return namespace, name
+
+
+def _hosts(value: str) -> tuple[str, ...]:
+    hosts = tuple(h.strip() for h in value.split(",") if h.strip())
+    for h in hosts:
+        try:
+            ipaddress.ip_address(h)
+        except ValueError:
+            if problem := validation.dns1123_subdomain(h):
+                raise argparse.ArgumentTypeError(f"{h!r} {problem}") from None
+    return hosts
+
+
 def _cidrs(value: str) -> tuple[str, ...]:
     """Networks as NGINX's allow directive reads them, normalised by ipaddress."""
     try:
@@ -498,6 +552,13 @@ def main(argv: list[str] | None = None) -> int:
         # Angie's servers.conf has no such check (yet): refuse rather than ignore.
         print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
         return 2
+    if args.readiness_gate_webhook_port and not args.readiness_gate_webhook_cert_secret:
+        print(
+            "ferryman run: --readiness-gate-webhook-port needs "
+            "--readiness-gate-webhook-cert-secret",
+            file=sys.stderr,
+        )
+        return 2
     settings = Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
@@ -535,6 +596,10 @@ def main(argv: list[str] | None = None) -> int:
         shared_dict_size=args.records_memory_size,
         max_record_bytes=args.max_record_bytes,
         allowed_host_suffixes=args.allowed_host_suffixes,
+        readiness_gate_webhook_port=args.readiness_gate_webhook_port,
+        readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
+        readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
+        readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

@@ -252,6 +252,13 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.readiness_gate_reviews = Counter(
+            "ferryman_readiness_gate_webhook_reviews",
+            "Pod admission reviews the readiness gate webhook answered, by result: "
+            "injected (the gate added), unchanged (no patch), error (unreadable review)",
+            ["result"],
+            registry=r,
+        )
         self.upstream_latency = Histogram(
             f"{NIC}_upstream_server_response_latency_ms",
             "Upstream server response latency, in milliseconds",

@@ -64,6 +64,13 @@ class Settings:
     max_record_bytes: int = 512 * 1024
     # --allowed-host-suffixes: (namespace, suffix) pairs; empty: no host policy.
     allowed_host_suffixes: tuple[tuple[str, str], ...] = ()
+    # Readiness gates' injection webhook (Kubernetes mode): its HTTPS port (0: off),
+    # the Secret holding its certificate, the names a made certificate is for, and
+    # the MutatingWebhookConfiguration whose caBundle ferryman keeps (None: not kept).
+    readiness_gate_webhook_port: int = 0
+    readiness_gate_webhook_cert_secret: tuple[str, str] | None = None
+    readiness_gate_webhook_cert_hosts: tuple[str, ...] = ()
+    readiness_gate_webhook_configuration: str | None = None
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

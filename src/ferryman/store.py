@@ -84,6 +84,13 @@ class Store:
         obj = self._objects.get(kind, {}).get((namespace, name))
         return None if obj is None else obj.unpack()
 
+    def stamp(self, kind: str, namespace: str, name: str) -> object | None:
+        """An opaque value, the same object until the object is replaced or deleted
+        (None: absent): a reader that keeps what it parsed from ``get`` re-reads
+        only when the stamp changes, without unpacking (the readiness gate webhook
+        answers from every served Service of a namespace, per pod)."""
+        return self._objects.get(kind, {}).get((namespace, name))
+
     def objects(self, kind: str) -> list[RawObject]:
         return [o.unpack() for o in self._objects.get(kind, {}).values()]
 

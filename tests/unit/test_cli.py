@@ -144,3 +144,57 @@ def test_bad_record_and_policy_values_are_refused(
     with pytest.raises(SystemExit):
         _run(*args)
     assert args[0] in capsys.readouterr().err
+
+
+def test_readiness_gate_webhook_flags_are_parsed() -> None:
+    args = vars(
+        _run(
+            "--readiness-gate-webhook-port", "8443",
+            "--readiness-gate-webhook-cert-secret", "ferryman/webhook-cert",
+            "--readiness-gate-webhook-cert-hosts", "ferryman-webhook.ferryman.svc, 127.0.0.1,::1",
+            "--readiness-gate-webhook-configuration", "ferryman-readiness-gates",
+        )
+    )  # fmt: skip
+    assert args["readiness_gate_webhook_port"] == 8443
+    assert args["readiness_gate_webhook_cert_secret"] == ("ferryman", "webhook-cert")
+    assert args["readiness_gate_webhook_cert_hosts"] == (
+        "ferryman-webhook.ferryman.svc",
+        "127.0.0.1",
+        "::1",
+    )
+    assert args["readiness_gate_webhook_configuration"] == "ferryman-readiness-gates"
+    defaults = vars(_run())
+    assert defaults["readiness_gate_webhook_port"] == 0  # off
+    assert defaults["readiness_gate_webhook_cert_secret"] is None
+    assert defaults["readiness_gate_webhook_configuration"] is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--readiness-gate-webhook-port", "65536"),
+        ("--readiness-gate-webhook-cert-secret", "webhook-cert"),
+        ("--readiness-gate-webhook-cert-secret", "Ferryman/webhook-cert"),
+        ("--readiness-gate-webhook-cert-secret", "ferryman/"),
+        ("--readiness-gate-webhook-cert-hosts", "ferryman webhook"),
+        ("--readiness-gate-webhook-configuration", "Not_A_Name"),
+    ],
+)
+def test_bad_readiness_gate_webhook_values_are_refused(
+    args: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        _run(*args)
+    assert args[0] in capsys.readouterr().err
+
+
+def test_the_webhook_port_needs_a_certificate_secret(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ferryman.cli", "run", "--state-dir", str(tmp_path),
+         "--readiness-gate-webhook-port", "8443"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        "ferryman run: --readiness-gate-webhook-port needs --readiness-gate-webhook-cert-secret\n"
+    )

@@ -103,3 +103,13 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
     verbs: ["patch"]
   {{- end }}
 {{- end }}
+
+{{/* The readiness gate webhook's MutatingWebhookConfiguration. */}}
+{{- define "ferryman.webhookConfiguration" -}}
+{{- printf "%s-readiness-gates" (include "ferryman.fullname" .) }}
+{{- end }}
+
+{{/* The readiness gate webhook's certificate Secret, in the release namespace. */}}
+{{- define "ferryman.webhookSecret" -}}
+{{- default (printf "%s-webhook-cert" (include "ferryman.fullname" .)) .Values.readinessGateWebhook.certSecret }}
+{{- end }}
