@@ -18,14 +18,16 @@ from typing import Any
 
 import pytest
 from lightkube import Client
+from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Namespace, Pod, PodStatus
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, ingress, path, rule, served_by
+from tests.integration.harness import Ferryman, free_port, ingress, path, rule, served_by
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
 from tests.kubernetes.test_rollout import deployment, service
+from tests.kubernetes.test_webhook import _configuration as webhook_configuration
 
 GATE = "target-health.ferryman.io/ferryman"
 OTHER = "example.com/other"
@@ -277,4 +279,44 @@ def test_the_timeout_opens_the_gate_with_a_warning_event(
     assert "waiting for: ferryman-" in (event.message or "")
     m = leader.metrics()
     assert m['ferryman_readiness_gate_flips_total{result="timed_out"}'] == 1
+    assert kubelet.errors == []
+
+
+def test_the_gate_the_webhook_injects_is_opened_once_both_replicas_route(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, replicas: Replicas
+) -> None:
+    """The whole feature: a Deployment says nothing of gates; the webhook adds
+    ferryman's to its pod, both replicas route to it, the leader opens it."""
+    kube, ns = cluster.client(), cluster_namespace
+    opt_in(kube, ns)
+    routes = ingress("web", [rule("gate.test", path("/", "web"))], namespace=ns)
+    apply(kube, service("web", ns), routes)
+    config, ports = f"gates-{ns}", {"a": free_port(), "b": free_port()}
+    apply(kube, webhook_configuration(config, ns, ports["a"]))
+    try:
+        for name, port in ports.items():
+            replicas.start(
+                (name,), *TIMINGS,
+                "--readiness-gate-webhook-port", str(port),
+                "--readiness-gate-webhook-cert-secret", f"{ns}/webhook-cert",
+                "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
+                "--readiness-gate-webhook-configuration", config,
+            )  # fmt: skip
+        wait_until(
+            lambda: all(w.clientConfig.caBundle for w in kube.get(
+                MutatingWebhookConfiguration, config).webhooks or []),
+            10,
+            "the webhook trusted",
+        )  # fmt: skip
+        apply(kube, deployment("web", ns, 1, "v1"))  # no gate in its template
+        pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+        assert [g.conditionType for g in pod.spec.readinessGates or []] == [GATE]
+        name = pod.metadata.name
+        wait_until(lambda: ready(kube, ns, name), 20, "the pod is Ready")
+        g = gate(kube, ns, name)
+        assert (g.reason, g.message) == ("Applied", "applied by all 2 live ferryman replicas")
+        for f in replicas.started.values():
+            assert served_by(f, "gate.test", "/") == name
+    finally:
+        kube.delete(MutatingWebhookConfiguration, config)
     assert kubelet.errors == []

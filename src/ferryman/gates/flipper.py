@@ -2,7 +2,7 @@
 
 Every replica runs it so that the pending-gates gauge is true everywhere; only
 the leader writes. Each round reads the pending pods (from the Store, through
-``pending``), every replica's report (``Replicas``), decides per pod
+``pending``), every replica's report (``reports``), decides per pod
 (``decide``) and patches the pods whose condition should change. A round runs
 every second while gates are pending and at once when this replica's data
 plane applied a change (``kick``); a pod whose write failed waits out a backoff.
