@@ -65,8 +65,11 @@ def client(apiserver: APIServer) -> AsyncClient:
     return AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig), field_manager="ferryman")
 
 
-def write(apiserver: APIServer, key: PodKey, verdict: Verdict, have: Condition | None) -> bool:
-    patch = condition_patch(GatedPod(key, 0.0, True, have), GATE, verdict, "2026-01-01T00:00:00Z")
+def write(
+    apiserver: APIServer, key: PodKey, verdict: Verdict, have: Condition | None,
+    now: str = "2026-01-01T00:00:00Z",
+) -> bool:  # fmt: skip
+    patch = condition_patch(GatedPod(key, 0.0, True, have), GATE, verdict, now)
     assert patch is not None
 
     async def go() -> bool:
@@ -98,13 +101,21 @@ def test_the_gate_write_touches_no_other_condition(
     have = conditions(kube, "web-1", namespace)
     assert have[OTHER] == theirs
     assert have[GATE]["status"] == "False" and have[GATE]["reason"] == WAITING
+    # Another message, the same status: the transition time stays.
+    shown = Condition("False", WAITING, waiting.message, have[GATE]["lastTransitionTime"])
+    later = Verdict(False, WAITING, "applied by 0 of 1 live ferryman replicas")
+    assert write(apiserver, key, later, shown, now="2026-01-01T00:00:07Z")
+    have = conditions(kube, "web-1", namespace)
+    assert have[GATE]["message"] == later.message
+    assert have[GATE]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     # A later write replaces ferryman's condition, still only it.
-    since = have[GATE]["lastTransitionTime"]
-    shown = Condition("False", WAITING, waiting.message, since)
-    assert write(apiserver, key, Verdict(True, APPLIED, "applied by all 2"), shown)
+    shown = Condition("False", WAITING, later.message, have[GATE]["lastTransitionTime"])
+    opened = Verdict(True, APPLIED, "applied by all 2")
+    assert write(apiserver, key, opened, shown, now="2026-01-01T00:00:09Z")
     have = conditions(kube, "web-1", namespace)
     assert have[OTHER] == theirs
     assert have[GATE]["status"] == "True" and have[GATE]["message"] == "applied by all 2"
+    assert have[GATE]["lastTransitionTime"] == "2026-01-01T00:00:09Z"
     listed = kube.get(Pod, "web-1", namespace=namespace).status.conditions
     assert [c.type for c in listed].count(GATE) == 1
 
