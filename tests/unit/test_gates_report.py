@@ -36,3 +36,16 @@ def test_malformed_entries_are_left_out() -> None:
     assert decode(text) == {PodKey("ns", "web-1", "u1")}
     assert decode('{"ns/web-1/u1": true}') == frozenset()
     assert decode(None) == frozenset()
+
+
+@given(st.frozensets(keys, max_size=30), st.integers(2, 2000))
+def test_a_report_too_large_is_cut_short_never_over_the_limit(
+    applied: frozenset[PodKey], limit: int
+) -> None:
+    text = encode(applied, limit)
+    assert len(text) <= limit
+    kept = decode(text)
+    assert kept <= applied
+    # What is left out comes after what is kept, in name order.
+    names = sorted("/".join(k) for k in applied)
+    assert sorted("/".join(k) for k in kept) == names[: len(kept)]

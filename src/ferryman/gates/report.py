@@ -43,8 +43,24 @@ def lease_name(lock_name: str, identity: str) -> str:
     return f"{lock_name}.{identity}"
 
 
-def encode(applied: Iterable[tuple[str, str, str]]) -> str:
-    return json.dumps(sorted("/".join(k) for k in applied), separators=(",", ":"))
+# The API server refuses an object whose annotations exceed 256 KiB in all. A
+# report that no longer fits would stop renewing the Lease, and the replica
+# would count as dead (its gates then open without it); so the list is cut
+# short instead: the pods left out wait for a later report, as more gates open.
+# A pod takes some 100 bytes (namespace, name, UID): about 2,000 pending pods fit.
+MAX_REPORT = 200_000
+
+
+def encode(applied: Iterable[tuple[str, str, str]], limit: int = MAX_REPORT) -> str:
+    """The annotation's text: as many pods (in name order) as fit in ``limit``."""
+    kept: list[str] = []
+    size = 2  # the brackets
+    for name in sorted("/".join(k) for k in applied):
+        size += len(json.dumps(name)) + 1
+        if size > limit:
+            break
+        kept.append(name)
+    return json.dumps(kept, separators=(",", ":"))
 
 
 def decode(text: str | None) -> frozenset[PodKey]:
