@@ -332,7 +332,7 @@ class _Cluster:
             self.client,
             QueueingSink(store, queue, self.pending),
             settings.watch_namespaces,
-            readiness_gates=settings.readiness_gates,
+            make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
         )
         self.reporter = KubernetesReporter(self.client, store.uid)
         self.elector = LeaderElector(

@@ -186,7 +186,8 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Kubernetes mode: watch Pods in namespaces labelled "
         "ferryman.io/pod-readiness-gate-inject=enabled and route to pods held back only "
-        "by ferryman's readiness gate (docs/design.md, Readiness gates)",
+        "by ferryman's readiness gate (docs/design.md, Readiness gates); implied by "
+        "--readiness-gate-webhook-port",
     )
     r.add_argument(
         "--report-ingress-status",
@@ -575,7 +576,9 @@ def main(argv: list[str] | None = None) -> int:
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
         shutdown_grace_period=args.shutdown_grace_period,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
-        readiness_gates=args.readiness_gates,
+        # The webhook's gates hold pods back until ferryman routes to them: it
+        # implies gated routing, or gated pods would never turn Ready.
+        readiness_gates=args.readiness_gates or bool(args.readiness_gate_webhook_port),
         report_ingress_status=args.report_ingress_status,
         external_service=args.external_service,
         ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),

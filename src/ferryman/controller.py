@@ -31,6 +31,7 @@ from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
 from ferryman.dataplane.records import AppliedRecords
 from ferryman.endpoint_sets import EndpointSets, PodId
+from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -217,11 +218,19 @@ class Controller:
         elif ref.kind == "Service":
             self._compute_endpoints(self._endpoints.keys_of(ref.namespace, ref.name))
         elif ref.kind == POD_ADDRESS:
-            self._compute_endpoints(self._endpoints.keys_at(ref.namespace, ref.name))
+            self._queue_services(self._endpoints.keys_at(ref.namespace, ref.name))
         elif ref.kind == "Namespace":  # opted in or out of readiness gates
-            self._compute_endpoints(self._endpoints.keys_in(ref.name))
+            self._queue_services(self._endpoints.keys_in(ref.name))
         elif ref.kind == "Secret":
             self._sync_secret(ref)
+
+    def _queue_services(self, keys: Iterable[BackendKey]) -> None:
+        """Recompute the Services feeding ``keys`` later in this batch: the queue
+        holds each once, so a rollout's pod events recompute a Service once, not
+        once per pod."""
+        for key in keys:
+            ns, svc, _ = split_key(key)
+            self._queue.add(ObjectRef("Service", ns, svc))
 
     def _compute_endpoints(self, keys: Iterable[BackendKey]) -> None:
         """Recompute each; one that fails rejects its users, the others still compute."""

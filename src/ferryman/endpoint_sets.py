@@ -18,7 +18,7 @@ the backends it appeared in, so that a pod's change recomputes just those.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 from ferryman.configs.endpoints import Peer, port_ref_of, resolve_peers
 from ferryman.configs.model import BackendKey
@@ -146,7 +146,7 @@ class EndpointSets:
             {k for (ns, _), keys in self._unready.items() if ns == namespace for k in keys}
         )
 
-    def pending_peers(self) -> dict[BackendKey, dict[str, frozenset[PodId]]]:
+    def pending_peers(self) -> Mapping[BackendKey, Mapping[str, frozenset[PodId]]]:
         """Per backend, its peers behind which a pod's gate is still pending."""
         return self._pending
 

@@ -26,9 +26,9 @@ class Store:
         self._slices: dict[tuple[str, str], set[str]] = {}
         self._slice_service: dict[tuple[str, str], str] = {}
         # (namespace, address) -> the names of the pods holding it (several: pods
-        # on the host network share their node's address); and each pod's addresses.
-        self._pods_at: dict[tuple[str, str], set[str]] = {}
-        self._pod_ips: dict[tuple[str, str], tuple[str, ...]] = {}
+        # on the host network share their node's address). A tuple, not a set:
+        # almost always one name, and a set costs 216 bytes per watched pod.
+        self._pods_at: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def upsert(self, obj: RawObject) -> RawObject | None:
         """Keep ``obj`` (slimmed: ``raw.slim``); returns the version it replaces."""
@@ -37,37 +37,39 @@ class Store:
             raise ValueError("object without kind or metadata.name")
         key = (ref.namespace, ref.name)
         packed = pack(obj)
-        old = self._objects.setdefault(ref.kind, {}).get(key)
+        old_packed = self._objects.setdefault(ref.kind, {}).get(key)
         self._objects[ref.kind][key] = packed
+        old = None if old_packed is None else old_packed.unpack()
         if ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
             service = service_name_of(obj)
             self._slice_service[key] = service
             self._slices.setdefault((ref.namespace, service), set()).add(ref.name)
         elif ref.kind == "Pod":
-            self._unindex_pod(ref)
-            ips = ips_of(obj)
-            if ips:
-                self._pod_ips[key] = ips
-            for ip in ips:
-                self._pods_at.setdefault((ref.namespace, ip), set()).add(ref.name)
-        return None if old is None else old.unpack()
+            if old is not None:
+                self._unindex_pod(ref, old)
+            for ip in ips_of(obj):
+                at = (ref.namespace, ip)
+                self._pods_at[at] = (*self._pods_at.get(at, ()), ref.name)
+        return old
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
-        old = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
+        packed = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
+        old = None if packed is None else packed.unpack()
         if old is not None and ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
         elif old is not None and ref.kind == "Pod":
-            self._unindex_pod(ref)
-        return None if old is None else old.unpack()
+            self._unindex_pod(ref, old)
+        return old
 
-    def _unindex_pod(self, ref: ObjectRef) -> None:
-        for ip in self._pod_ips.pop((ref.namespace, ref.name), ()):
-            names = self._pods_at.get((ref.namespace, ip))
-            if names is not None:
-                names.discard(ref.name)
-                if not names:
-                    del self._pods_at[(ref.namespace, ip)]
+    def _unindex_pod(self, ref: ObjectRef, old: RawObject) -> None:
+        for ip in ips_of(old):
+            at = (ref.namespace, ip)
+            names = tuple(n for n in self._pods_at.get(at, ()) if n != ref.name)
+            if names:
+                self._pods_at[at] = names
+            else:
+                self._pods_at.pop(at, None)
 
     def _unindex_slice(self, ref: ObjectRef) -> None:
         service = self._slice_service.pop((ref.namespace, ref.name), None)

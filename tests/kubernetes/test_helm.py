@@ -211,6 +211,9 @@ def test_template_defaults(helm_binary: Path) -> None:
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
+            # The replicas' readiness gate reports (gated routing, on with the webhook).
+            "Role",
+            "RoleBinding",
         ]
     )
     name = f"{RELEASE}-ferryman"
@@ -279,22 +282,28 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert ingress_class["spec"]["controller"] == "ferryman.io/ingress-controller"
     assert "annotations" not in ingress_class["metadata"]
 
-    # The same least-privilege rules as deploy/rbac.yaml, which turns readiness
-    # gates on; off (the default), no rule for pods or namespaces.
+    # The same least-privilege rules as deploy/rbac.yaml (readiness gates on, as
+    # the webhook implies); with neither, no rule for pods or namespaces.
     deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
-    gates = {"controller.readinessGates.enable": True}
-    gated = _template(helm_binary, namespace="ingress", values=gates)
-    deploy_rules = _one(deploy, "ClusterRole", "ferryman")["rules"]
-    assert _one(gated, "ClusterRole", name)["rules"] == deploy_rules
-    assert _one(docs, "ClusterRole", name)["rules"] == deploy_rules[:-3]
+    rules = _one(docs, "ClusterRole", name)["rules"]
+    assert rules == _one(deploy, "ClusterRole")["rules"]
+    assert "--readiness-gates" in _args(docs)
+    off = {"readinessGateWebhook.enabled": False}
+    plain = _template(helm_binary, namespace="ingress", values=off)
+    assert _one(plain, "ClusterRole", name)["rules"] == rules[:-3]  # pods, pods/status, namespaces
+    assert "--readiness-gates" not in _args(plain)
+    gated = _template(
+        helm_binary, namespace="ingress", values={**off, "controller.readinessGates.enable": True}
+    )
+    assert _one(gated, "ClusterRole", name)["rules"] == rules
     role = _one(docs, "Role", f"{name}-leader-election")
     assert role["metadata"]["namespace"] == "ingress"
     assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
     deploy_verbs = [r["verbs"] for r in _one(deploy, "Role", "ferryman-leader-election")["rules"]]
     assert [r["verbs"] for r in role["rules"]] == deploy_verbs
-    reports = _one(gated, "Role", f"{name}-replica-reports")["rules"]
+    reports = _one(docs, "Role", f"{name}-replica-reports")["rules"]
     assert reports == _one(deploy, "Role", "ferryman-replica-reports")["rules"]
-    assert not [d for d in docs if d["metadata"]["name"] == f"{name}-replica-reports"]
+    assert not [d for d in plain if d["metadata"]["name"] == f"{name}-replica-reports"]
     subjects = [
         _one(docs, kind, n)["subjects"]
         for kind in ("ClusterRoleBinding", "RoleBinding")

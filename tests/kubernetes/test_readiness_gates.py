@@ -21,6 +21,7 @@ from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
+from tests.kubernetes.test_kubernetes_mode import _status
 from tests.kubernetes.test_rollout import deployment, service
 
 
@@ -107,3 +108,46 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
     (other,) = held_back(kube, plain)
     wait_until(lambda: served_by(ferryman, "plain.test", "/") == other, 15, "opted in")
     assert kubelet.errors == []
+
+
+MANY = 120  # opted-in namespaces: more than one HTTP/1.1 connection pool's 100
+
+
+def test_many_opted_in_namespaces_do_not_exhaust_the_api_connections(
+    tmp_path: Path, cluster: APIServer, kubelet: Kubelet, cluster_namespace: str
+) -> None:
+    """One Pod watch per opted-in namespace: ferryman still starts, routes, and its
+    other API calls (the Lease, status) still get through."""
+    kube, ns = cluster.client(), cluster_namespace
+    labels = {INJECT_LABEL: INJECT_ENABLED}
+    others = [f"{ns}-o{i}" for i in range(MANY)]
+    for name in others:
+        kube.create(Namespace(metadata=ObjectMeta(name=name, labels=labels)))
+    try:
+        kube.patch(Namespace, ns, {"metadata": {"labels": labels}})
+        apply(
+            kube,
+            gated("web", ns),
+            service("web", ns),
+            ingress("web", [rule("many.test", path("/", "web"))], namespace=ns),
+        )
+        wait_until(lambda: len(held_back(kube, ns)) == 1, 30, "the pod held back")
+        f = Ferryman(
+            tmp_path / "ferryman",
+            extra_args=[
+                *("--readiness-gates", "--report-ingress-status"),
+                *("--ingress-address", "192.0.2.77"),
+            ],
+            kubeconfig=cluster.kubeconfig,
+            env={"POD_NAME": "ferryman-many"},
+        )
+        f.start()
+        try:
+            (pod,) = held_back(kube, ns)
+            wait_until(lambda: served_by(f, "many.test", "/") == pod, 15, "the gated pod serves")
+            wait_until(lambda: _status(kube, ns, "web") == ["192.0.2.77"], 15, "Ingress status")
+        finally:
+            f.stop()
+    finally:
+        for name in others:
+            kube.delete(Namespace, name)

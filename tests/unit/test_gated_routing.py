@@ -8,6 +8,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import ferryman.endpoint_sets
 from ferryman.controller import POD_ADDRESS, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
@@ -191,3 +194,25 @@ def test_a_pod_event_queues_its_addresses_only_when_routing_reads_the_change() -
         ObjectRef(POD_ADDRESS, "ns", "10.0.0.9"),
     ]
     assert keys_for_event(ready, None) == [ObjectRef(POD_ADDRESS, "ns", "10.0.0.1")]
+
+
+def test_a_batch_of_pod_events_recomputes_their_service_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ips = [f"10.0.0.{i}" for i in range(1, 21)]
+    endpoints = {ip.replace(".", "_"): NOT_READY for ip in ips}
+    pods = [pod_obj(f"web-{i}", ip, conditions={}) for i, ip in enumerate(ips)]
+    kit = gated_kit(tmp_path, namespace(), *web(**endpoints), *pods)
+    assert peers(kit) is None
+    calls = []
+    resolve = ferryman.endpoint_sets.resolve_peers
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return resolve(*args)
+
+    monkeypatch.setattr(ferryman.endpoint_sets, "resolve_peers", counted)
+    kit.add(*[pod_obj(f"web-{i}", ip) for i, ip in enumerate(ips)])  # a rollout's worth
+    asyncio.run(kit.drain())
+    assert len(peers(kit) or []) and len((peers(kit) or "").split()) == 20
+    assert len(calls) == 1

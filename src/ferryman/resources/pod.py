@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferryman.resources.meta import parse_meta
+from ferryman.resources.meta import InvalidResource
 from ferryman.resources.readiness_gate import gate_type
 
 CONTAINERS_READY = "ContainersReady"
@@ -54,9 +54,13 @@ def _ips(status: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _canonical(ip: object) -> str:
-    """As EndpointSlice addresses are kept (``service._address``), so they compare equal."""
+    """As EndpointSlice addresses are kept (``service._address``), so they compare
+    equal. An IPv4 address has one spelling (ipaddress refuses leading zeros), so
+    only IPv6 is rewritten; anything else matches no endpoint anyway."""
     if not isinstance(ip, str):
         return ""
+    if ":" not in ip:
+        return ip
     try:
         return str(ipaddress.ip_address(ip))
     except ValueError:
@@ -83,22 +87,37 @@ def _conditions(status: Mapping[str, Any]) -> dict[str, bool]:
 
 
 def parse_pod(obj: Mapping[str, Any]) -> Pod:
-    """Raises InvalidResource only when the metadata is unusable (no name)."""
-    meta = parse_meta(obj)
+    """Raises InvalidResource only when the metadata has no name.
+
+    Routing parses every pod behind a not-ready endpoint of a Service at each of
+    its changes, so this reads only what it needs (``parse_meta`` would check
+    timestamps and annotations too, at several times the cost)."""
+    md = obj.get("metadata")
+    name = md.get("name") if isinstance(md, Mapping) else None
+    if not isinstance(name, str) or not name:
+        raise InvalidResource(["metadata.name: required"])
+    assert isinstance(md, Mapping)
     spec, status = obj.get("spec"), obj.get("status")
     spec = spec if isinstance(spec, Mapping) else {}
     status = status if isinstance(status, Mapping) else {}
-    md = obj.get("metadata") or {}
+    labels = md.get("labels")
     return Pod(
-        namespace=meta.namespace,
-        name=meta.name,
-        uid=meta.uid,
-        labels=meta.labels,
+        namespace=_text(md.get("namespace")),
+        name=name,
+        uid=_text(md.get("uid")),
+        # The API admits only strings; a label that is none selects nothing.
+        labels={k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(labels, Mapping)
+        else {},
         ips=_ips(status),
         gates=_gates(spec),
         conditions=_conditions(status),
         deleting=bool(md.get("deletionTimestamp")),
     )
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _ready_but_for_gate(pod: Pod, gate: str) -> bool:

@@ -7,6 +7,9 @@ result with what it delivered before, so objects deleted during the gap are
 deleted here too and nothing added is missed. Secrets are listed with a field
 selector for the one type ferryman reads.
 
+With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
+by the API server) and, through ``sources/pods.py``, the Pods of each of them.
+
 lightkube is used for configuration (in-cluster service account, kubeconfig)
 and typed decoding; the store keeps plain dicts (``to_dict``) so manifests mode
 and Kubernetes mode feed the controller the same shape.
@@ -72,11 +75,14 @@ class KubeconfigError(ValueError):
     """No usable configuration to reach the Kubernetes API."""
 
 
-def make_client(kubeconfig: str | None) -> AsyncClient:
-    """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster."""
+def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
+    """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster.
+
+    ``http2``: every request over one connection (the Pod watches, one per opted-in
+    namespace: over HTTP/1.1 each holds one of the client's 100 connections)."""
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        return AsyncClient(config=config, field_manager="ferryman")
+        return AsyncClient(config=config, field_manager="ferryman", http2=http2)
     # lightkube lets through whatever reading a malformed file raises (YAML
     # errors, KeyError, AttributeError): each is a configuration ferryman cannot use.
     except Exception as e:
@@ -99,12 +105,15 @@ class KubernetesSource:
         client: AsyncClient,
         sink: Sink,
         namespaces: tuple[str, ...] = (),
-        readiness_gates: bool = False,
+        pods_client: AsyncClient | None = None,
     ) -> None:
-        """``readiness_gates``: watch opted-in Namespaces, and Pods in each of them."""
+        """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
+        this client the Pods in each of them. Its own connections: a watch per
+        opted-in namespace must not take those that status, Events and the Lease need."""
         self._client = client
+        self._pods_client = pods_client
         self._sink = sink
-        self._gates = PodInformers(self, PODS, sink, namespaces) if readiness_gates else None
+        self._gates = PodInformers(self, PODS, sink, namespaces) if pods_client else None
         # () means every namespace: one informer per kind with namespace "*".
         self._namespaces = namespaces or ("*",)
         self._known: dict[tuple[str, str], dict[ObjectRef, str]] = {}
@@ -165,6 +174,9 @@ class KubernetesSource:
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, _RETRY_MAX)
 
+    def _client_of(self, kind: Kind) -> AsyncClient:
+        return self._pods_client if kind is PODS and self._pods_client else self._client
+
     def _sink_of(self, kind: Kind) -> Sink:
         """Namespaces go through the Pod informers, which follow them."""
         return self._gates if kind is NAMESPACES and self._gates is not None else self._sink
@@ -181,7 +193,7 @@ class KubernetesSource:
 
     async def _relist(self, kind: Kind, namespace: str) -> str:
         sink = self._sink_of(kind)
-        listing = self._client.list(
+        listing = self._client_of(kind).list(
             kind.resource, chunk_size=LIST_CHUNK, **self._kwargs(kind, namespace)
         )
         seen: dict[ObjectRef, str] = {}
@@ -192,8 +204,12 @@ class KubernetesSource:
                 continue
             version = str(data["metadata"].get("resourceVersion", ""))
             seen[ref] = version
-            if self._known.get((kind.name, namespace), {}).get(ref) != version:
+            known = self._known.setdefault((kind.name, namespace), {})
+            if known.get(ref) != version:
                 sink.upsert(data)
+                # Known at once, not at the list's end: a Pod informer stopped
+                # half-way through its list (``forget``) deletes these too.
+                known[ref] = version
         for ref in self._known.get((kind.name, namespace), {}).keys() - seen.keys():
             sink.delete(ref)
         self._known[(kind.name, namespace)] = seen
@@ -204,7 +220,7 @@ class KubernetesSource:
         sink = self._sink_of(kind)
         # The server closes a watch after timeoutSeconds; returning relists,
         # which also re-checks that nothing was missed.
-        async for event, obj in self._client.watch(
+        async for event, obj in self._client_of(kind).watch(
             kind.resource, resource_version=version, server_timeout=300,
             **self._kwargs(kind, namespace),
         ):  # fmt: skip

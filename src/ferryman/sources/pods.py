@@ -47,11 +47,6 @@ class PodInformers(Generic[K]):
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stop = asyncio.Event()
 
-    @property
-    def namespaces(self) -> frozenset[str]:
-        """The namespaces whose Pods are watched now."""
-        return frozenset(self._tasks)
-
     def upsert(self, obj: Mapping[str, Any]) -> None:
         self._sink.upsert(obj)
         md = obj.get("metadata") or {}
