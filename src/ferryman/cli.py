@@ -183,6 +183,14 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated namespaces to watch (default: all)",
     )
     r.add_argument(
+        "--readiness-gates",
+        action="store_true",
+        help="Kubernetes mode: watch Pods in namespaces labelled "
+        "ferryman.io/pod-readiness-gate-inject=enabled and route to pods held back only "
+        "by ferryman's readiness gate (docs/design.md, Readiness gates); implied by "
+        "--readiness-gate-webhook-port",
+    )
+    r.add_argument(
         "--report-ingress-status",
         action="store_true",
         help="Kubernetes mode: write status.loadBalancer of served Ingresses",
@@ -238,6 +246,14 @@ def parser() -> argparse.ArgumentParser:
         default=7.5,
         metavar="SECONDS",
         help="seconds between tries to take or renew the Lease",
+    )
+    r.add_argument(
+        "--readiness-gate-timeout",
+        type=_non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="seconds after a pod's creation to open its readiness gate even though not "
+        "every replica has applied it, with a Warning Event (default: 0, never)",
     )
     r.add_argument(
         "--nginx-status-port",
@@ -570,6 +586,9 @@ def main(argv: list[str] | None = None) -> int:
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
         shutdown_grace_period=args.shutdown_grace_period,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+        # The webhook's gates hold pods back until ferryman routes to them: it
+        # implies gated routing, or gated pods would never turn Ready.
+        readiness_gates=args.readiness_gates or bool(args.readiness_gate_webhook_port),
         report_ingress_status=args.report_ingress_status,
         external_service=args.external_service,
         ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
@@ -579,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
+        readiness_gate_timeout=args.readiness_gate_timeout,
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",

@@ -13,6 +13,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
 
+from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from tests.integration.harness import (
     Ferryman,
     free_port,
@@ -87,10 +88,12 @@ def _run_with_deploy_rbac(
     deployment = kube.get(Deployment, "ferryman", namespace="ferryman")
     assert deployment.spec is not None and deployment.spec.replicas == 2
 
-    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app")))
+    # Opted in to readiness gates (deploy/ turns them on): pods are watched there.
+    labels = {INJECT_LABEL: INJECT_ENABLED}
+    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app", labels=labels)))
     apply(kube, *service_with_backends("app", [backends.start("pod")], namespace="rbac-app"))
     apply(kube, ingress("web", [rule("rbac.test", path("/", "app"))], namespace="rbac-app"))
-    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30"]
+    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30", "--readiness-gates"]
     f = Ferryman(
         tmp_path / "sa",
         extra_args=tls + _webhook_args(),
@@ -104,6 +107,9 @@ def _run_with_deploy_rbac(
         wait_until(lambda: _events(kube, "rbac-app", "web"), 5, "event")
         lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
         assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
+        # Its readiness-gate report: a Lease of its own, created and renewed.
+        report = "ferryman-leader-election.ferryman-sa"
+        wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 5, "report")
 
         # The webhook's certificate made into its Secret, and its CA trusted.
         def ca_bundles() -> list[str | None]:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ferryman import cli
+from ferryman import app, cli
+from ferryman.settings import Settings
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:
@@ -227,3 +228,23 @@ def test_the_machine_controllers_modules_load_only_for_it() -> None:
         "'ferryman.machines.hooks',",
         "'ferryman.machines.lifecycle']",
     ]
+
+
+def test_the_readiness_gate_webhook_implies_gated_routing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pods the webhook gates are not Ready until ferryman routes to them."""
+    seen: list[Settings] = []
+
+    async def run(settings: Settings, data_plane: str) -> int:
+        seen.append(settings)
+        return 0
+
+    monkeypatch.setattr(app, "run", run)
+    base = ["run", "--state-dir", str(tmp_path), "--log-level", "error"]
+    assert cli.main(base) == 0
+    webhook = ["--readiness-gate-webhook-port", "8443"]
+    webhook += ["--readiness-gate-webhook-cert-secret", "ferryman/cert"]
+    assert cli.main([*base, *webhook]) == 0
+    assert cli.main([*base, "--readiness-gates"]) == 0
+    assert [s.readiness_gates for s in seen] == [False, True, True]

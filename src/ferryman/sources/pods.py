@@ -1,0 +1,92 @@
+"""Pod informers that follow the opted-in namespaces (readiness gates).
+
+Pods are the most numerous objects in a cluster and change the most, so
+ferryman does not watch them all: only in namespaces labelled
+``ferryman.io/pod-readiness-gate-inject=enabled``, where its readiness gate can
+hold pods back. The Namespace informer (label-selected by the API server, so
+only opted-in namespaces arrive) feeds ``PodInformers``, which starts a Pod
+informer when a namespace arrives and stops it, deleting the pods it
+delivered, when the namespace loses the label (the watch then reports it
+deleted) or is deleted. With ``--watch-namespace``, only those namespaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+from ferryman.resources.meta import ObjectRef
+from ferryman.resources.readiness_gate import opted_in
+from ferryman.sources import Sink
+
+K = TypeVar("K")
+K_contra = TypeVar("K_contra", contravariant=True)
+
+
+class Informers(Protocol[K_contra]):
+    """What runs one informer (``KubernetesSource``)."""
+
+    def expect(self, kind: K_contra, namespace: str) -> None: ...
+    async def informer(self, kind: K_contra, namespace: str, stop: asyncio.Event) -> None: ...
+    def forget(self, kind: K_contra, namespace: str) -> None: ...
+
+
+class PodInformers(Generic[K]):
+    """A sink for opted-in Namespaces: passes them on, and keeps one Pod informer
+    running per namespace it holds."""
+
+    def __init__(
+        self, host: Informers[K], pods: K, sink: Sink, namespaces: tuple[str, ...] = ()
+    ) -> None:
+        self._host = host
+        self._pods = pods
+        self._sink = sink
+        self._allowed = frozenset(namespaces)  # empty: every namespace
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._stop = asyncio.Event()
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        self._sink.upsert(obj)
+        md = obj.get("metadata") or {}
+        name = str(md.get("name") or "")
+        labels = md.get("labels")
+        if opted_in(labels if isinstance(labels, Mapping) else None) and self._watched(name):
+            self._start(name)
+        else:
+            self._end(name)
+
+    def delete(self, ref: ObjectRef) -> None:
+        self._sink.delete(ref)
+        self._end(ref.name)
+
+    def _watched(self, namespace: str) -> bool:
+        return bool(namespace) and (not self._allowed or namespace in self._allowed)
+
+    def _start(self, namespace: str) -> None:
+        if namespace in self._tasks or self._stop.is_set():
+            return
+        self._host.expect(self._pods, namespace)
+        self._tasks[namespace] = asyncio.create_task(
+            self._host.informer(self._pods, namespace, self._stop), name=f"watch Pod {namespace}"
+        )
+
+    def _end(self, namespace: str) -> None:
+        task = self._tasks.pop(namespace, None)
+        if task is not None:
+            task.cancel()
+            self._host.forget(self._pods, namespace)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop`` (or cancelled); then every Pod informer stops."""
+        try:
+            await stop.wait()
+        finally:
+            self._stop.set()
+            tasks = list(self._tasks.values())
+            self._tasks.clear()
+            for t in tasks:
+                t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*tasks, return_exceptions=True)
