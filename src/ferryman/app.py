@@ -41,6 +41,9 @@ from ferryman.dataplane.nginx import (
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.gates.decide import PodKey
+from ferryman.gates.keeper import GateKeeper
+from ferryman.gates.pods import PendingIndex, PendingPods
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics, parse_stub_status
@@ -78,22 +81,30 @@ MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so
 
 
 class QueueingSink:
-    """Source events -> store, then the keys they affect -> queue."""
+    """Source events -> store, then the keys they affect -> queue; and to ``also``
+    (readiness gates: the index of pending pods), after the store."""
 
-    def __init__(self, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+    def __init__(
+        self, store: Store, queue: WorkQueue[ObjectRef], also: PendingIndex | None = None
+    ) -> None:
         self._store = store
         self._queue = queue
+        self._also = also
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
         old = self._store.upsert(obj)
         for key in keys_for_event(obj, old):
             self._queue.add(key)
+        if self._also is not None:
+            self._also.upsert(obj)
 
     def delete(self, ref: ObjectRef) -> None:
         old = self._store.delete(ref)
         if old is not None:
             for key in keys_for_event(old, None):
                 self._queue.add(key)
+        if self._also is not None:
+            self._also.delete(ref)
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -305,15 +316,21 @@ async def _grace_period(seconds: float, hurry: asyncio.Event) -> None:
 class _Cluster:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
-    def __init__(self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef], metrics: Metrics
+    ) -> None:
         self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.gates: GateKeeper | None = None
+        self.pending = PendingIndex(settings.ingress_class) if settings.readiness_gates else None
         try:
             self.client = make_client(settings.kubeconfig)
         except KubeconfigError as e:
             raise SettingsError(str(e)) from e
         self.source = KubernetesSource(
             self.client,
-            QueueingSink(store, queue),
+            QueueingSink(store, queue, self.pending),
             settings.watch_namespaces,
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
         )
@@ -338,7 +355,42 @@ class _Cluster:
             tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
         else:
             self.reporter.set_leader(True)
+        if self.settings.readiness_gates:
+            self.gates = self._gate_keeper(controller)
+            tasks += self.gates.tasks()
         return tasks
+
+    def _gate_keeper(self, controller: Controller) -> GateKeeper:
+        store, index = self.store, self.pending
+        assert index is not None  # built with --readiness-gates
+        pending = PendingPods(
+            self.settings.ingress_class,
+            lambda: [
+                p for namespace, name in index.names() if (p := store.get("Pod", namespace, name))
+            ],
+            lambda namespace, name: store.get("Service", namespace, name),
+            controller.served_services,
+        )
+
+        def warn(pod: PodKey, message: str) -> None:
+            ref = ObjectRef("Pod", pod.namespace, pod.name)
+            self.reporter.event(ref, "Warning", "ReadinessGateTimedOut", message)
+
+        return GateKeeper(
+            self.client,
+            self.settings,
+            instance_name(),
+            controller.applied_gated_pods,
+            pending,
+            lambda: self.elector.leader or not self.settings.leader_election,
+            warn,
+            self.metrics,
+        )
+
+    def gates_applied(self) -> None:
+        """The controller's ``on_gates_applied``: this replica's data plane moved on."""
+        if self.gates is not None:
+            self.gates.applied_changed()
 
     async def _addresses(self, controller: Controller) -> None:
         """Keep the status addresses current (``--external-service`` can change)."""
@@ -443,12 +495,13 @@ async def _run(
                 }
             },
         )
-    cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
+    cluster = _Cluster(settings, store, queue, metrics) if settings.manifests is None else None
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
     status = cluster.reporter.status if cluster and settings.report_ingress_status else None
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
-    )
+        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status,
+        on_gates_applied=cluster.gates_applied if cluster else None,
+    )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.
     public = flavour.main(user, public=True)

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from ferryman import __version__, app, logs
 from ferryman.configs.model import size_bytes
+from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import Settings
 
@@ -247,6 +248,14 @@ def parser() -> argparse.ArgumentParser:
         help="seconds between tries to take or renew the Lease",
     )
     r.add_argument(
+        "--readiness-gate-timeout",
+        type=_non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="seconds after a pod's creation to open its readiness gate even though not "
+        "every replica has applied it, with a Warning Event (default: 0, never)",
+    )
+    r.add_argument(
         "--nginx-status-port",
         type=_port,
         default=0,
@@ -364,6 +373,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the configuration and records.txt are written",
     )
+
+    mc = sub.add_parser(
+        "machine-controller",
+        help="the reference machine deletion controller (lifecycle hooks)",
+        formatter_class=_Help,
+    )
+    machine_controller.add_arguments(mc)
     return p
 
 
@@ -520,6 +536,8 @@ def _reload_timeout(value: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "machine-controller":
+        return machine_controller.main(args)
     if args.command == "render":
         logs.setup("text", "warning")
         settings = Settings(
@@ -580,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
+        readiness_gate_timeout=args.readiness_gate_timeout,
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",

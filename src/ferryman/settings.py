@@ -38,6 +38,9 @@ class Settings:
     lease_duration: float = 30.0
     renew_deadline: float = 15.0
     retry_period: float = 7.5
+    # Readiness gates: seconds after a pod's creation to open its gate anyway
+    # (--readiness-gate-timeout); 0 waits for every live replica however long.
+    readiness_gate_timeout: float = 0.0
     # NIC's --nginx-status/--health-status family.
     # NIC serves stub_status on 8080 by default; ferryman only when asked, so
     # instances sharing a machine (and --http-port 8080) cannot collide.

@@ -107,6 +107,9 @@ def _run_with_deploy_rbac(
         wait_until(lambda: _events(kube, "rbac-app", "web"), 5, "event")
         lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
         assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
+        # Its readiness-gate report: a Lease of its own, created and renewed.
+        report = "ferryman-leader-election.ferryman-sa"
+        wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 5, "report")
 
         # The webhook's certificate made into its Secret, and its CA trusted.
         def ca_bundles() -> list[str | None]:

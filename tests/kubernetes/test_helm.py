@@ -18,7 +18,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Secret, Service, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service, ServiceAccount
 from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressClass
 from lightkube.resources.rbac_authorization_v1 import (
@@ -74,6 +74,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
     "controller.metricsPort": 9100,
+    "controller.readinessGates.timeout": 120,
     "readinessGateWebhook.port": 9443,
     "readinessGateWebhook.failurePolicy": "Fail",
     "readinessGateWebhook.timeoutSeconds": 3,
@@ -210,6 +211,9 @@ def test_template_defaults(helm_binary: Path) -> None:
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
+            # The replicas' readiness gate reports (gated routing, on with the webhook).
+            "Role",
+            "RoleBinding",
         ]
     )
     name = f"{RELEASE}-ferryman"
@@ -286,7 +290,7 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert "--readiness-gates" in _args(docs)
     off = {"readinessGateWebhook.enabled": False}
     plain = _template(helm_binary, namespace="ingress", values=off)
-    assert _one(plain, "ClusterRole", name)["rules"] == rules[:-2]
+    assert _one(plain, "ClusterRole", name)["rules"] == rules[:-3]  # pods, pods/status, namespaces
     assert "--readiness-gates" not in _args(plain)
     gated = _template(
         helm_binary, namespace="ingress", values={**off, "controller.readinessGates.enable": True}
@@ -295,8 +299,11 @@ def test_template_defaults(helm_binary: Path) -> None:
     role = _one(docs, "Role", f"{name}-leader-election")
     assert role["metadata"]["namespace"] == "ingress"
     assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
-    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role")["rules"]]
+    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role", "ferryman-leader-election")["rules"]]
     assert [r["verbs"] for r in role["rules"]] == deploy_verbs
+    reports = _one(docs, "Role", f"{name}-replica-reports")["rules"]
+    assert reports == _one(deploy, "Role", "ferryman-replica-reports")["rules"]
+    assert not [d for d in plain if d["metadata"]["name"] == f"{name}-replica-reports"]
     subjects = [
         _one(docs, kind, n)["subjects"]
         for kind in ("ClusterRoleBinding", "RoleBinding")
@@ -486,6 +493,14 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert secret_role["rules"][1]["resourceNames"] == ["my-cert"]
     lease_role = _one(docs, "Role", f"{RELEASE}-ferryman-leader-election")
     assert lease_role["rules"][1]["resourceNames"] == ["my-lock"]
+    assert parsed.readiness_gates is True and parsed.readiness_gate_timeout == 120
+    status_patch = {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}
+    watched = [
+        d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == f"{RELEASE}-ferryman"
+    ]
+    assert [status_patch in r["rules"] for r in watched] == [True, True]  # a and b
+    reports = _one(docs, "Role", f"{RELEASE}-ferryman-replica-reports")
+    assert reports["metadata"]["namespace"] == "ingress"
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}
@@ -693,3 +708,59 @@ def test_watch_namespace_runs_on_namespaced_roles(
         assert f.stop() == 0
         # Cluster-wide: later tests' opted-in namespaces would call it.
         kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
+
+
+def test_readiness_gates_run_on_the_charts_rbac(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """readinessGates.enable: under the chart's ServiceAccount ferryman watches the
+    opted-in namespace's Pods, publishes its replica report Lease, writes the gate
+    condition (here True: no served Service selects the pod) and deletes its Lease
+    when it stops."""
+    namespace = f"helm{next(_names)}"
+    apps = f"{namespace}-apps"
+    values = {"ingressClass.name": f"{namespace}-class", "controller.readinessGates.enable": True}
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    labels = {"ferryman.io/pod-readiness-gate-inject": "enabled"}
+    kube.create(Namespace(metadata=ObjectMeta(name=apps, labels=labels)))
+    kube.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=apps)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    gate = f"target-health.ferryman.io/{namespace}-class"
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {"name": "web-1", "namespace": apps, "labels": {"app": "web"}},
+                "spec": {
+                    "readinessGates": [{"conditionType": gate}],
+                    "containers": [{"name": "c", "image": "echo"}],
+                },
+            }
+        )
+    )
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=_harness_args(docs),
+        kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
+    )
+    f.start()
+    report = f"{RELEASE}-ferryman-leader-election.edge-pod-0"
+    try:
+        wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
+
+        def condition() -> str | None:
+            pod = kube.get(Pod, "web-1", namespace=apps)
+            found = [c for c in (pod.status.conditions or []) if c.type == gate]
+            return found[0].reason if found and found[0].status == "True" else None
+
+        assert wait_until(condition, 10, "the gate condition") == "NotServed"
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
+        # Cluster-wide: later tests' opted-in namespaces would call it.
+        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
+    with pytest.raises(ApiError) as gone:
+        kube.get(Lease, report, namespace=namespace)
+    assert gone.value.status.code == 404

@@ -36,7 +36,7 @@ def _help_by_flag(command: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("command", ["run", "render"])
+@pytest.mark.parametrize("command", ["run", "render", "machine-controller"])
 def test_every_flag_has_a_help_line_with_its_default(command: str) -> None:
     parser = _subcommand(command)
     helps = _help_by_flag(command)
@@ -73,6 +73,8 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["run", "--shutdown-grace-period", "-1"], "not a non-negative number of seconds"),
         (["run", "--shutdown-grace-period", "inf"], "not a non-negative number of seconds"),
         (["render", "--output", "/tmp/out"], "required: --manifests"),
+        (["machine-controller", "--drain-timeout", "0"], "not a positive number of seconds"),
+        (["machine-controller", "--webhook-port", "70000"], "'70000' is not a port number"),
     ],
 )
 def test_a_wrong_value_is_one_line_and_exit_code_2(
@@ -96,6 +98,17 @@ def test_a_kubeconfig_that_is_not_one_is_one_line_and_exit_code_2(tmp_path: Path
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"ferryman run: no usable kubeconfig ({kubeconfig}): " in result.stderr
+
+
+def test_a_machine_controller_webhook_needs_its_certificate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["machine-controller", "--webhook-port", "9443"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "ferryman machine-controller: --webhook-port needs --webhook-cert-file and "
+        "--webhook-key-file\n"
+    )
 
 
 def _run(*args: str) -> object:
@@ -199,6 +212,22 @@ def test_the_webhook_port_needs_a_certificate_secret(tmp_path: Path) -> None:
     assert result.stderr == (
         "ferryman run: --readiness-gate-webhook-port needs --readiness-gate-webhook-cert-secret\n"
     )
+
+
+def test_the_machine_controllers_modules_load_only_for_it() -> None:
+    """`ferryman run` builds every subcommand's parser; it carries only the pure
+    hook model of the machine controller, not its client, drain or webhook."""
+    code = (
+        "import sys, ferryman.cli; ferryman.cli.parser(); "
+        "print(sorted(m for m in sys.modules if m.startswith('ferryman.machines.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "['ferryman.machines.command',",
+        "'ferryman.machines.conditions',",
+        "'ferryman.machines.hooks',",
+        "'ferryman.machines.lifecycle']",
+    ]
 
 
 def test_the_readiness_gate_webhook_implies_gated_routing(

@@ -97,6 +97,10 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: [""]
     resources: ["pods"]
     verbs: ["list", "watch"]
+  # ...and the leader writes their gate condition.
+  - apiGroups: [""]
+    resources: ["pods/status"]
+    verbs: ["patch"]
   {{- end }}
 {{- end }}
 
