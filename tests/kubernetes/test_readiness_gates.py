@@ -2,19 +2,24 @@
 not Ready (the test kubelet holds it, as a kubelet does), yet ferryman routes to
 it in a namespace that opted in, and not in one that did not.
 
-The gate is written into the pod template (no webhook needed); nobody flips it
-here, so the pod stays not Ready throughout.
+The gate is written into the pod template (no webhook needed). Another holder
+keeps the leader-election Lease, so this ferryman never leads and never opens a
+gate (the leader's job, tests/kubernetes/test_gates.py): the pod stays not Ready
+throughout, and what is seen is routing alone.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from lightkube import Client
+from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Pod
 
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
@@ -54,16 +59,35 @@ def plain_namespace(cluster: APIServer, kubelet: Kubelet, cluster_namespace: str
     kube.delete(Namespace, name)
 
 
+def lease_held_elsewhere(kube: Client, namespace: str, name: str) -> None:
+    """A leader-election Lease another replica holds for the next hour."""
+    now = datetime.datetime.now(datetime.UTC)
+    kube.create(
+        Lease(
+            metadata=ObjectMeta(name=name, namespace=namespace),
+            spec=LeaseSpec(
+                holderIdentity="another-replica",
+                leaseDurationSeconds=3600,
+                acquireTime=now,
+                renewTime=now,
+            ),
+        )
+    )
+
+
 @pytest.fixture
 def ferryman(
     tmp_path: Path, cluster: APIServer, cluster_namespace: str, plain_namespace: str
 ) -> Iterator[Ferryman]:
+    lease_held_elsewhere(cluster.client(), cluster_namespace, "gates-leader")
     f = Ferryman(
         tmp_path / "ferryman",
         extra_args=[
             "--readiness-gates",
             "--watch-namespace",
             f"{cluster_namespace},{plain_namespace}",
+            *("--leader-election-namespace", cluster_namespace),
+            *("--leader-election-lock-name", "gates-leader"),
         ],
         kubeconfig=cluster.kubeconfig,
         env={"POD_NAME": "ferryman-gates"},
@@ -97,7 +121,7 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
     assert {served_by(ferryman, "gated.test", f"/r{i}") for i in range(6)} == {pod}
     # Not opted in: the not-Ready pod gets no traffic, as without gates.
     assert served_by(ferryman, "plain.test", "/") == "503"
-    # Routing did not make it Ready: the gate is still False (nobody flips it here).
+    # Routing did not make it Ready: the gate is still False (nobody opens it here).
     assert held_back(kube, ns) == [pod]
 
     # The namespace opts out: its pods are no longer watched, the pod is not routed.
@@ -107,6 +131,7 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
     kube.patch(Namespace, plain, {"metadata": {"labels": {INJECT_LABEL: INJECT_ENABLED}}})
     (other,) = held_back(kube, plain)
     wait_until(lambda: served_by(ferryman, "plain.test", "/") == other, 15, "opted in")
+    assert sorted(held_back(kube, ns) + held_back(kube, plain)) == sorted([pod, other])
     assert kubelet.errors == []
 
 
