@@ -333,6 +333,7 @@ class _Cluster:
             QueueingSink(store, queue, self.pending),
             settings.watch_namespaces,
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
+            settings.ingress_class,
         )
         self.reporter = KubernetesReporter(self.client, store.uid)
         self.elector = LeaderElector(

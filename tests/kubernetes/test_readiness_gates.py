@@ -11,6 +11,7 @@ throughout, and what is seen is routing alone.
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Pod
+from lightkube.types import PatchType
 
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
@@ -124,15 +126,35 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
     # Routing did not make it Ready: the gate is still False (nobody opens it here).
     assert held_back(kube, ns) == [pod]
 
-    # The namespace opts out: its pods are no longer watched, the pod is not routed.
-    kube.patch(Namespace, ns, {"metadata": {"labels": {INJECT_LABEL: None}}})
-    wait_until(lambda: served_by(ferryman, "gated.test", "/") == "503", 15, "opted out")
-    # And in again, while ferryman runs: a Pod informer starts for it.
+    # Opted in while ferryman runs: a Pod informer starts for the namespace.
     kube.patch(Namespace, plain, {"metadata": {"labels": {INJECT_LABEL: INJECT_ENABLED}}})
     (other,) = held_back(kube, plain)
     wait_until(lambda: served_by(ferryman, "plain.test", "/") == other, 15, "opted in")
     assert sorted(held_back(kube, ns) + held_back(kube, plain)) == sorted([pod, other])
+
+    # Opted out while the pod still waits on the gate: not stranded, still routed
+    # (the namespace is drained: watched until no pod waits).
+    kube.patch(Namespace, ns, {"metadata": {"labels": {INJECT_LABEL: None}}})
+    for i in range(10):
+        assert served_by(ferryman, "gated.test", f"/o{i}") == pod
+        time.sleep(0.2)
+    # Its gate opens (by hand here): Ready, routed as any ready pod.
+    open_gate(kube, ns, pod)
+    wait_until(lambda: held_back(kube, ns) == [], 15, "the pod Ready")
+    assert served_by(ferryman, "gated.test", "/") == pod
     assert kubelet.errors == []
+
+
+def open_gate(kube: Client, namespace: str, pod: str) -> None:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {"type": gate_type("ferryman"), "status": "True", "lastTransitionTime": now}
+    kube.patch(
+        Pod.Status,
+        pod,
+        {"status": {"conditions": [condition]}},
+        namespace=namespace,
+        patch_type=PatchType.STRATEGIC,
+    )
 
 
 MANY = 120  # opted-in namespaces: more than one HTTP/1.1 connection pool's 100

@@ -14,6 +14,7 @@ from typing import Any
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from ferryman.sources.pods import PodInformers
+from tests.unit.test_pod import GATE, pod_obj
 
 
 class Host:
@@ -84,6 +85,45 @@ def test_pod_informers_follow_the_opted_in_namespaces() -> None:
     assert seen == [{"a", "b"}, {"b"}, set(), {"a"}, set()]
     assert host.forgotten == ["a", "b"]
     assert host.expected == ["a", "b", "a"]
-    # Every Namespace reaches the store too.
-    assert sink.seen[:4] == ["upsert a", "upsert b", "upsert elsewhere", "upsert a"]
+    # The opted-in Namespaces reach the store too; others are taken out of it.
+    assert sink.seen[:4] == ["upsert a", "upsert b", "delete elsewhere", "upsert a"]
     assert "delete b" in sink.seen
+
+
+def test_a_namespace_opting_out_is_drained_of_pods_waiting_on_the_gate() -> None:
+    """Its Pod informer runs on and the Namespace stays in the store (routing
+    continues) until no pod waits on ferryman's gate: none is stranded."""
+
+    async def scenario() -> tuple[Host, Sink, list[set[str]]]:
+        host, sink, seen = Host(), Sink(), []
+        informers = PodInformers(host, "Pod", sink, (), "ferryman")
+        stop = asyncio.Event()
+        runner = asyncio.create_task(informers.run(stop))
+
+        async def settle() -> None:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            seen.append(set(host.running))
+
+        informers.upsert(ns("a"))
+        informers.upsert(pod_obj("waits", namespace="a"))  # gate pending
+        informers.upsert(pod_obj("open", namespace="a", conditions={GATE: "True"}))
+        await settle()
+        informers.delete(ObjectRef("Namespace", "", "a"))  # the label is removed
+        await settle()
+        informers.upsert(pod_obj("waits", namespace="a", conditions={GATE: "True"}))
+        await settle()  # none waits any more: drained
+        informers.upsert(ns("b"))
+        informers.upsert(pod_obj("waits", namespace="b"))
+        informers.delete(ObjectRef("Pod", "b", "waits"))  # deleted: waits no more
+        informers.delete(ObjectRef("Namespace", "", "b"))
+        await settle()
+        stop.set()
+        await runner
+        return host, sink, seen
+
+    host, sink, seen = asyncio.run(scenario())
+    assert seen == [{"a"}, {"a"}, set(), set()]
+    assert host.forgotten == ["a", "b"]
+    namespaces = [e for e in sink.seen if e.endswith((" a", " b"))]
+    assert namespaces == ["upsert a", "delete a", "upsert b", "delete b"]

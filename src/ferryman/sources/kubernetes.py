@@ -106,6 +106,7 @@ class KubernetesSource:
         sink: Sink,
         namespaces: tuple[str, ...] = (),
         pods_client: AsyncClient | None = None,
+        ingress_class: str = "",
     ) -> None:
         """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
         this client the Pods in each of them. Its own connections: a watch per
@@ -113,7 +114,9 @@ class KubernetesSource:
         self._client = client
         self._pods_client = pods_client
         self._sink = sink
-        self._gates = PodInformers(self, PODS, sink, namespaces) if pods_client else None
+        self._gates = (
+            PodInformers(self, PODS, sink, namespaces, ingress_class) if pods_client else None
+        )
         # () means every namespace: one informer per kind with namespace "*".
         self._namespaces = namespaces or ("*",)
         self._known: dict[tuple[str, str], dict[ObjectRef, str]] = {}
@@ -178,8 +181,9 @@ class KubernetesSource:
         return self._pods_client if kind is PODS and self._pods_client else self._client
 
     def _sink_of(self, kind: Kind) -> Sink:
-        """Namespaces go through the Pod informers, which follow them."""
-        return self._gates if kind is NAMESPACES and self._gates is not None else self._sink
+        """Namespaces and Pods go through the Pod informers, which follow them."""
+        gated = kind is NAMESPACES or kind is PODS
+        return self._gates if gated and self._gates is not None else self._sink
 
     def _kwargs(self, kind: Kind, namespace: str) -> dict[str, Any]:
         kw: dict[str, Any] = {}
