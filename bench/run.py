@@ -36,6 +36,7 @@ from typing import Any
 from bench.processes import (
     BackendNginx,
     Ferryman,
+    compile_bytecode,
     dump,
     free_port,
     get,
@@ -317,6 +318,7 @@ def main() -> None:
     ap.add_argument("--data-planes", default="nginx,angie", help="flavours for reloads(N)")
     args = ap.parse_args()
     scenarios = set(args.scenarios.split(","))
+    compile_bytecode()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fbench-", dir="/tmp") as tmp:
         work = Path(tmp)
