@@ -73,7 +73,7 @@ class _Loader(_SafeLoader):
                     if regexp.match(value):
                         return tag
             return _STR
-        return super().resolve(kind, value, implicit)
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
     def construct_document(self, node: yaml.Node) -> Any:
         """Plain maps, lists and strings built directly; the rest as PyYAML does.
