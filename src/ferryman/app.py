@@ -23,7 +23,7 @@ from ferryman.configs.render import Renderer
 from ferryman.controller import Controller, keys_for_event
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
-from ferryman.dataplane.fallback import ensure_fallback_certificate
+from ferryman.dataplane.fallback import begin_fallback_certificate, ensure_fallback_certificate
 from ferryman.dataplane.nginx import (
     NginxManager,
     Paths,
@@ -385,7 +385,8 @@ async def _run(
             "to disk and latency metrics will fail; make its parents world-executable",
             extra={"fields": {"state_dir": str(paths.state_dir)}},
         )
-    ensure_fallback_certificate(paths.fallback_certificate)
+    # Made while NGINX starts and the sources list: only the public listeners need it.
+    fallback_made = begin_fallback_certificate(paths.fallback_certificate)
     metrics = Metrics(settings.ingress_class)
     queue: WorkQueue[ObjectRef] = WorkQueue(
         on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
@@ -487,6 +488,8 @@ async def _run(
             receiver = LatencyReceiver(paths.latency_socket, metrics, controller.latency_owner)
             receiver.bind(_worker_gid())
             tasks.append(asyncio.create_task(receiver.run(), name="latency"))
+        if flavour.angie:
+            fallback_made()
         # NGINX boots (its own process) while the first lists run: its start
         # is then off the way to ready.
         starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
@@ -514,6 +517,7 @@ async def _run(
             )
             manifests.load()
             tasks.append(asyncio.create_task(manifests.run(unwatch), name="manifests"))
+        fallback_made()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
         controller.set_file(flavour.main_file, public)
