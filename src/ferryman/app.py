@@ -490,32 +490,31 @@ async def _run(
             tasks.append(asyncio.create_task(receiver.run(), name="latency"))
         if flavour.angie:
             fallback_made()
-        # NGINX boots (its own process) while the first lists run: its start
-        # is then off the way to ready.
+        # NGINX boots (its own process) while the sources read everything the
+        # first time: its start is then off the way to ready.
         starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
-        synced: asyncio.Task[None] | None = None
+        manifests: ManifestsSource | None = None
         if cluster is not None:
             tasks.append(asyncio.create_task(cluster.source.run(unwatch), name="informers"))
-            synced = asyncio.create_task(cluster.source.wait_synced(), name="synced")
-            await asyncio.wait({starting, synced}, return_when=asyncio.FIRST_EXCEPTION)
-        try:
-            await starting
-        except BaseException as e:
-            if synced is not None:
-                synced.cancel()
-            if not isinstance(e, DataPlaneError):
-                raise
-            log.error("nginx failed to start", extra={"fields": {"error": str(e)}})
-            return 1
-        metrics.workers.master_pid = lambda: nginx.pid
-        if synced is not None:
-            await synced
+            first = asyncio.create_task(cluster.source.wait_synced(), name="synced")
         else:
             assert settings.manifests is not None
             manifests = ManifestsSource(
                 settings.manifests, QueueingSink(store, queue), _log_problem
             )
-            manifests.load()
+            first = asyncio.create_task(manifests.load_in_thread(), name="first load")
+        await asyncio.wait({starting, first}, return_when=asyncio.FIRST_EXCEPTION)
+        try:
+            await starting
+        except BaseException as e:
+            first.cancel()
+            if not isinstance(e, DataPlaneError):
+                raise
+            log.error("nginx failed to start", extra={"fields": {"error": str(e)}})
+            return 1
+        metrics.workers.master_pid = lambda: nginx.pid
+        await first
+        if manifests is not None:
             tasks.append(asyncio.create_task(manifests.run(unwatch), name="manifests"))
         fallback_made()
         # The listeners open with the first reload, after the whole initial state

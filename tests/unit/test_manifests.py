@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -250,6 +251,48 @@ def test_directory_load_first_file_wins_and_only_yaml_files_count(tmp_path: Path
     ((where, message),) = problems
     assert where == str(tmp_path / "b.yml")
     assert "already defined" in message
+
+
+def test_the_first_load_parses_in_a_thread_and_delivers_on_the_loop(tmp_path: Path) -> None:
+    """``run`` loads while NGINX starts: the event loop must go on meanwhile,
+    and the sink (the store, the queue) is only ever called on its thread."""
+    (tmp_path / "a.yaml").write_text(SERVICE)
+    (tmp_path / "b.yaml").write_text(SERVICE + "---\n" + INGRESS)
+    (tmp_path / "c.yaml").write_text("a: [")
+    threads: set[int] = set()
+
+    class ThreadRecordingSink(RecordingSink):
+        def upsert(self, obj: Mapping[str, Any]) -> None:
+            threads.add(threading.get_ident())
+            super().upsert(obj)
+
+    async def main() -> tuple[int, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        before = ticks
+        await source.load_in_thread()
+        ticker.cancel()
+        return before, ticks
+
+    sink, problems = ThreadRecordingSink(), Problems()
+    source = ManifestsSource(tmp_path, sink, problems)
+    before, after = asyncio.run(main())
+    assert after > before  # the loop ran while the files were parsed
+    assert threads == {threading.get_ident()}
+    assert set(sink.objects) == {
+        ObjectRef("Service", "shop", "web"),
+        ObjectRef("Ingress", "default", "web"),
+    }
+    # b.yaml defines a.yaml's Service again; c.yaml is not YAML.
+    assert sorted(w for w, _ in problems) == [str(tmp_path / "b.yaml"), str(tmp_path / "c.yaml")]
 
 
 # ---- hostile files: size, depth and alias limits ---------------------------------------
