@@ -358,6 +358,13 @@ class _Cluster:
             await asyncio.sleep(10)
 
 
+async def _abandon(nginx: NginxManager, starting: asyncio.Task[None]) -> None:
+    """Start-up failed after NGINX was started: it goes too."""
+    with contextlib.suppress(Exception):
+        await starting
+    await nginx.stop()
+
+
 def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
     try:
         return prepare_state_dir(paths, worker_uid)
@@ -432,7 +439,18 @@ async def _run(
                 }
             },
         )
-    cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
+    if flavour.angie:
+        fallback_made()
+    # NGINX boots (its own process, on the other core) while the rest is set up
+    # and the sources read everything the first time: its start is then off the
+    # way to ready. One step of the task spawns it.
+    starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
+    await asyncio.sleep(0)
+    try:
+        cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
+    except BaseException:
+        await _abandon(nginx, starting)
+        raise
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
     status = cluster.reporter.status if cluster and settings.report_ingress_status else None
     controller = Controller(
@@ -470,7 +488,11 @@ async def _run(
     hurry = asyncio.Event()  # a second signal: the grace period ends now
     # The sources watch on through the grace period: backends roll meanwhile too.
     unwatch = asyncio.Event()
-    await probes.start()
+    try:
+        await probes.start()
+    except BaseException:
+        await _abandon(nginx, starting)
+        raise
 
     def on_signal() -> None:
         if stop.is_set():
@@ -488,11 +510,6 @@ async def _run(
             receiver = LatencyReceiver(paths.latency_socket, metrics, controller.latency_owner)
             receiver.bind(_worker_gid())
             tasks.append(asyncio.create_task(receiver.run(), name="latency"))
-        if flavour.angie:
-            fallback_made()
-        # NGINX boots (its own process) while the sources read everything the
-        # first time: its start is then off the way to ready.
-        starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
         manifests: ManifestsSource | None = None
         if cluster is not None:
             tasks.append(asyncio.create_task(cluster.source.run(unwatch), name="informers"))

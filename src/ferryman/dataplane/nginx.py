@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -178,6 +179,24 @@ async def unix_get(socket: Path, url: str) -> tuple[int, str]:
         return resp.status, await resp.text()
 
 
+def _remove_if_stale(path: Path) -> None:
+    """Remove a unix socket nothing listens on.
+
+    A reload that failed leaves its version socket behind (NGINX bound it for
+    the new configuration, then dropped that without removing it), and binding
+    it again fails every retry. One whose confirmation only timed out is live:
+    NGINX runs that configuration, and the retry, the same version, reuses it.
+    """
+    with socket.socket(socket.AF_UNIX) as s:
+        s.setblocking(False)
+        try:
+            s.connect(str(path))
+        except ConnectionRefusedError:
+            path.unlink(missing_ok=True)
+        except OSError:  # none there, or a listener with its backlog full
+            pass
+
+
 def prepare_state_dir(paths: Paths, worker_uid: int | None) -> Paths:
     """Create the layout; returns ``paths`` with the private socket directory
     (``private_dir``: raises ``UnsafeDirectoryError`` when it is not private)."""
@@ -309,11 +328,18 @@ class NginxManager:
         )
 
     async def start(self, files: Mapping[str, str | None]) -> None:
-        """Write the initial files and start NGINX; returns once it answers."""
+        """Write the initial files and start NGINX; returns once it answers.
+
+        ``nginx -t`` runs only when NGINX does not start, for the message that
+        names the problem: up front it took ~15 ms of every start-up.
+        """
         self.write(files)
         self._write_version(self._version)
-        await self._test()
-        await self._spawn()
+        try:
+            await self._spawn()
+        except ReloadError:
+            await self._test()
+            raise
 
     async def _spawn(self) -> None:
         for sock in (
@@ -428,6 +454,10 @@ class NginxManager:
         before = {rel: self._files.get(rel) for rel in files}
         self.write(files)
         version = self._version + 1
+        if (answering := self._paths.generation_socket(version)) != self._paths.generation_socket(
+            self._version
+        ):
+            _remove_if_stale(answering)
         self._write_version(version)
         try:
             await self._test()
@@ -462,8 +492,8 @@ class NginxManager:
                     "the master kept its old configuration: " + "; ".join(self._reload_errors)
                 )
             try:
-                socket = self._paths.generation_socket(version)
-                last = (await unix_get(socket, "http://nginx/configVersion"))[1]
+                answering = self._paths.generation_socket(version)
+                last = (await unix_get(answering, "http://nginx/configVersion"))[1]
                 if last == want:
                     return
             except (aiohttp.ClientError, OSError, TimeoutError) as e:
