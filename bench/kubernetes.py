@@ -42,6 +42,7 @@ from bench.processes import (
     free_port,
     get,
     ingress_docs,
+    process_cpu_seconds,
     rss_kib,
 )
 
@@ -229,11 +230,13 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
             "ingresses": n,
             "objects_created_s": round(time.monotonic() - started, 1),
         }
-        readies, reloads = [], []
+        readies, cpus, reloads = [], [], []
         for s in range(args.starts):
             c = Controller(work / f"ferryman{n}-{s}", server.kubeconfig)
             try:
                 readies.append(round(c.start(), 3))
+                assert c.proc is not None
+                cpus.append(round(process_cpu_seconds(c.proc.pid), 2))
                 reloads.append(c.reloads())
                 status, _ = c.request(f"app{n - 1}.bench.test", "/p2/x")
                 assert status == 200, f"the last Ingress answered {status}"
@@ -241,6 +244,7 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
                 c.stop()
         result["ready_s"] = statistics.median(readies)
         result["ready_s_each"] = readies
+        result["controller_cpu_to_ready_s"] = statistics.median(cpus)
         result["startup_reloads"] = reloads
         c = Controller(work / f"ferryman{n}", server.kubeconfig)
         c.start()
