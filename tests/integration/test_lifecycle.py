@@ -150,8 +150,8 @@ def test_each_configuration_version_answers_on_a_socket_of_its_own(
     # In run/ of the state dir, or a short directory when that path is too long.
     conf = (ferryman.state / "config-version.conf").read_text()
     sock = Path(conf.split("listen unix:")[1].split(";")[0])
-    assert sock.name == "nginx-config-version-odd.sock"  # version 1, the start-up reload's
-    assert sorted(p.name for p in sock.parent.glob("nginx-config-version*")) == [sock.name]
+    assert sock.name == "nginx-version-odd.sock"  # version 1, the start-up reload's
+    assert sorted(p.name for p in sock.parent.glob("nginx-*version*")) == [sock.name]
     transport = httpx.HTTPTransport(uds=str(sock))
     with httpx.Client(transport=transport) as client:
         assert client.get("http://nginx/configVersion").text == "1"

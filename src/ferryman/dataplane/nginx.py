@@ -74,9 +74,12 @@ _BIND_RETRIED_RE = re.compile(r"\] \d+#\d+: bind\(\) to \S+ failed")
 # then less often (Angie's take seconds at thousands of hosts).
 _FIRST_POLL = 0.005
 _POLL_INTERVAL = 0.02
-_ODD_SOCKET = "nginx-config-version-odd.sock"
+# No longer than the even one's name: that decides where the sockets fit.
+_ODD_SOCKET = "nginx-version-odd.sock"
 # NGINX's note that it removed the previous version's socket (``generation_socket``).
-_DELETED_VERSION_SOCKET_RE = re.compile(r"\[warn\] .*deleting socket \S+/nginx-config-version")
+_DELETED_VERSION_SOCKET_RE = re.compile(
+    r"\[warn\] .*deleting socket \S+/nginx-(config-version|version-odd)\.sock"
+)
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -93,7 +96,7 @@ class Paths:
 
     @property
     def sockets_fit_in_state_dir(self) -> bool:
-        longest = self.state_dir / "run" / "nginx-config-version-odd.sock"
+        longest = self.state_dir / "run" / "nginx-config-version.sock"
         return len(str(longest)) <= _MAX_SOCKET_PATH
 
     @property
