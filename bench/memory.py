@@ -41,6 +41,7 @@ import yaml
 from bench.processes import (
     FERRYMAN,
     Ferryman,
+    compile_bytecode,
     endpoint_slices,
     free_port,
     get,
@@ -225,6 +226,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--kubernetes", action="store_true", help="against a real kube-apiserver")
     args = ap.parse_args()
+    compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="fmem-", dir="/tmp") as tmp:
         if args.profile:
             profile(args.profile, args.slices, Path(tmp), args.top)

@@ -5,7 +5,8 @@
 Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
 
 * startup(N): N Ingresses (own host, 3 paths, own Service with 2 endpoints):
-  seconds to ready, reloads, controller RSS, NGINX PSS/RSS;
+  seconds to ready (and the controller's CPU seconds until then), reloads,
+  controller RSS, NGINX PSS/RSS;
 * time-to-route(N): with N live, add one Ingress; seconds to its first 200 (p50/p99);
 * endpoint churn: 1,000 endpoint changes (10 rounds of 100 Services): reloads
   and seconds until traffic follows;
@@ -36,10 +37,12 @@ from typing import Any
 from bench.processes import (
     BackendNginx,
     Ferryman,
+    compile_bytecode,
     dump,
     free_port,
     get,
     ingress_docs,
+    process_cpu_seconds,
     write_yaml,
 )
 
@@ -72,7 +75,12 @@ def startup_and_route(n: int, samples: int, backends: BackendNginx, work: Path) 
         write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, _ports(i, backends)))
     ready = f.start()
     try:
-        result: dict[str, Any] = {"ingresses": n, "ready_s": round(ready, 3)}
+        assert f.proc is not None
+        result: dict[str, Any] = {
+            "ingresses": n,
+            "ready_s": round(ready, 3),
+            "controller_cpu_to_ready_s": round(process_cpu_seconds(f.proc.pid), 2),
+        }
         result["reloads"] = f.reloads()
         m = f.metrics()
         result["reload_ms"] = m["nginx_ingress_controller_nginx_last_reload_milliseconds"]
@@ -317,6 +325,7 @@ def main() -> None:
     ap.add_argument("--data-planes", default="nginx,angie", help="flavours for reloads(N)")
     args = ap.parse_args()
     scenarios = set(args.scenarios.split(","))
+    compile_bytecode()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fbench-", dir="/tmp") as tmp:
         work = Path(tmp)

@@ -4,6 +4,7 @@ line and exit code 2."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,11 @@ def test_a_kubeconfig_that_is_not_one_is_one_line_and_exit_code_2(tmp_path: Path
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"ferryman run: no usable kubeconfig ({kubeconfig}): " in result.stderr
+    # NGINX starts while the client is built (issue 17): it is stopped again.
+    pid_file = tmp_path / "state" / "nginx.pid"
+    if pid_file.exists():
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), 0)
 
 
 def test_a_machine_controller_webhook_needs_its_certificate(

@@ -7,6 +7,8 @@ import json
 import logging
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -251,6 +253,48 @@ def test_directory_load_first_file_wins_and_only_yaml_files_count(tmp_path: Path
     assert "already defined" in message
 
 
+def test_the_first_load_parses_in_a_thread_and_delivers_on_the_loop(tmp_path: Path) -> None:
+    """``run`` loads while NGINX starts: the event loop must go on meanwhile,
+    and the sink (the store, the queue) is only ever called on its thread."""
+    (tmp_path / "a.yaml").write_text(SERVICE)
+    (tmp_path / "b.yaml").write_text(SERVICE + "---\n" + INGRESS)
+    (tmp_path / "c.yaml").write_text("a: [")
+    threads: set[int] = set()
+
+    class ThreadRecordingSink(RecordingSink):
+        def upsert(self, obj: Mapping[str, Any]) -> None:
+            threads.add(threading.get_ident())
+            super().upsert(obj)
+
+    async def main() -> tuple[int, int]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0)
+        before = ticks
+        await source.load_in_thread()
+        ticker.cancel()
+        return before, ticks
+
+    sink, problems = ThreadRecordingSink(), Problems()
+    source = ManifestsSource(tmp_path, sink, problems)
+    before, after = asyncio.run(main())
+    assert after > before  # the loop ran while the files were parsed
+    assert threads == {threading.get_ident()}
+    assert set(sink.objects) == {
+        ObjectRef("Service", "shop", "web"),
+        ObjectRef("Ingress", "default", "web"),
+    }
+    # b.yaml defines a.yaml's Service again; c.yaml is not YAML.
+    assert sorted(w for w, _ in problems) == [str(tmp_path / "b.yaml"), str(tmp_path / "c.yaml")]
+
+
 # ---- hostile files: size, depth and alias limits ---------------------------------------
 
 
@@ -464,3 +508,64 @@ def test_watchfiles_own_lines_stay_out_of_the_log(
     assert sink.objects[ObjectRef("Service", "shop", "web")]["spec"]["ports"][0]["port"] == 83
     err = capsys.readouterr().err
     assert "logger=watchfiles" not in err
+
+
+class _PyYAMLConstructor(manifests._Loader):
+    """The loader as it was: PyYAML's own resolver and constructor throughout."""
+
+    resolve = yaml.SafeLoader.resolve
+    construct_document = yaml.SafeLoader.construct_document
+
+
+def _read(text: str, loader: type[Any]) -> str:
+    """What a loader makes of ``text``, as repr (a .nan is not == to itself), or its error."""
+    try:
+        return repr(list(yaml.load_all(text, Loader=loader)))
+    except yaml.YAMLError as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=yaml_values, flow=st.booleans() | st.none())
+def test_documents_read_as_pyyaml_builds_them(value: object, flow: bool | None) -> None:
+    text = yaml.safe_dump_all([value, {"k": value}], default_flow_style=flow)
+    assert _read(text, manifests._Loader) == _read(text, _PyYAMLConstructor)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &x {b: [1, 2]}\nc: *x\nd: {<<: *x, e: 3}\n",  # aliases and a merge key
+        "a: &x [1, 2]\nb: [*x, *x]\n",
+        "? [a, b]\n: c\n",  # a collection as a key: PyYAML refuses it
+        "= : v\nb: !!str 1\nc: !!float 1\nd: !!binary aGk=\ne: !!set {a, b}\n",
+        "a: yes\nb: ~\nc: 0x1F\nd: 1_000\ne: .inf\nf: 2024-01-02\ng: ''\nh: -\n",
+        "!!omap [a: 1]\n",
+        "a: !custom 1\n",
+    ],
+)
+def test_the_unusual_reads_as_pyyaml_builds_it(text: str) -> None:
+    assert _read(text, manifests._Loader) == _read(text, _PyYAMLConstructor)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="[]{}-:?!&*<=|>#,'\" \nab01.~", max_size=60))
+def test_any_text_reads_as_pyyaml_builds_it(text: str) -> None:
+    assert _read(text, manifests._Loader) == _read(text, _PyYAMLConstructor)
+
+
+def test_manifests_build_in_well_under_pyyaml_s_time() -> None:
+    """PyYAML's constructor was half of the start-up at 10,000 Ingresses (issue
+    17); maps, lists and strings are built directly. CPU time, best of three."""
+    docs = [yaml.safe_load(SERVICE), yaml.safe_load(INGRESS)] * 200
+    text = yaml.safe_dump_all(docs)
+
+    def cpu(loader: type[Any]) -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.process_time()
+            list(yaml.load_all(text, Loader=loader))
+            best = min(best, time.process_time() - started)
+        return best
+
+    assert cpu(manifests._Loader) < 0.8 * cpu(_PyYAMLConstructor)

@@ -51,6 +51,11 @@ class AngiePaths(Paths):
     def main(self) -> Path:
         return self.state_dir / "angie.conf"
 
+    def generation_socket(self, version: int) -> Path:
+        # One socket for every version: Angie's API (its status, its generation
+        # counter) answers there, and AngieGeneration confirms its reloads.
+        return self.version_socket
+
 
 async def _get_json(socket: Path, path: str) -> object:
     """GET ``path`` of Angie's API on the version socket, as JSON."""

@@ -1,0 +1,330 @@
+"""Kubernetes mode at scale: the bench's workload in tools/testapiserver's real
+kube-apiserver, and ``ferryman run --kubeconfig`` against it (issue 17).
+
+    .venv/bin/python -m bench.kubernetes [--sizes 100,1000,3000,10000] [--starts 3]
+        [--samples 20] [--churn-rounds 10] [--out bench/results/kubernetes.json]
+
+Per size, a fresh API server holding N Ingresses, each its own host with 3
+Prefix paths, its own Service and one EndpointSlice with 2 ready endpoints (two
+addresses of a test host: the API server refuses loopback ones, so the backend
+NGINX runs in a network namespace of its own, as in tests/kubernetes). Then:
+
+* start -> ready: ``--starts`` fresh ferryman processes, each timed from spawn
+  to ``/nginx-ready`` answering 200 (median and each), and the reloads each
+  made before ready;
+* time-to-route: with N live, an Ingress, its Service and its EndpointSlice
+  created; seconds to its first 200 (p50/p99 of ``--samples``);
+* endpoint churn: rounds of 100 EndpointSlices moved to another backend port;
+  reloads, and seconds until all 100 hosts answer from the new port;
+* the controller's RSS once ready and after the churn.
+
+Python's bytecode is compiled first, as the image's pip install does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.processes import (
+    FERRYMAN,
+    ROOT,
+    compile_bytecode,
+    free_port,
+    get,
+    ingress_docs,
+    process_cpu_seconds,
+    rss_kib,
+)
+
+POOL = 8  # backend ports
+NET = "10.232"
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+class TestHost:
+    """A network namespace on a /29 veth link with two backend addresses, and a
+    backend NGINX in it answering its port number on each of ``POOL`` ports."""
+
+    def __init__(self, workdir: Path) -> None:
+        n = os.getpid() % 30 * 8
+        self.netns = f"ferryman-bench-{os.getpid()}"
+        self.host_if, self.peer_if = f"fbh{os.getpid()}"[:15], f"fbp{os.getpid()}"[:15]
+        self.host_address = f"{NET}.{n >> 8}.{n | 1}"
+        self.addresses = (f"{NET}.{n >> 8}.{n | 2}", f"{NET}.{n >> 8}.{n | 3}")
+        self.ports = [free_port() for _ in range(POOL)]
+        self.dir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        _ip("netns", "add", self.netns)
+        _ip("link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
+        _ip("link", "set", self.peer_if, "netns", self.netns)
+        _ip("addr", "add", f"{self.host_address}/29", "dev", self.host_if)
+        _ip("link", "set", self.host_if, "up")
+        inside = ("netns", "exec", self.netns, "ip")
+        for a in self.addresses:
+            _ip(*inside, "addr", "add", f"{a}/29", "dev", self.peer_if)
+        _ip(*inside, "link", "set", self.peer_if, "up")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        listens = "\n".join(f"        listen {a}:{p};" for a in self.addresses for p in self.ports)
+        (self.dir / "nginx.conf").write_text(
+            f"""
+worker_processes 1;
+pid {self.dir}/nginx.pid;
+error_log stderr error;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 100000;
+    server {{
+{listens}
+        location / {{ return 200 "$server_port\\n"; }}
+    }}
+}}
+"""
+        )
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns, "nginx", "-p", str(self.dir),
+             "-c", str(self.dir / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while get(f"http://{self.addresses[1]}:{self.ports[-1]}/")[0] != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError("backend nginx did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGQUIT)
+            self.proc.wait(10)
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+
+
+def objects(i: int, host: TestHost, port: int) -> list[dict[str, Any]]:
+    """Ingress i, its Service and one EndpointSlice with two ready endpoints."""
+    ingress, service, slice_ = ingress_docs(i, (port,))
+    slice_["endpoints"] = [
+        {"addresses": [a], "conditions": {"ready": True}} for a in host.addresses
+    ]
+    return [ingress, service, slice_]
+
+
+def _clients(kubeconfig: str, n: int) -> list[Any]:
+    from lightkube import Client
+    from lightkube.config.kubeconfig import KubeConfig
+
+    return [
+        Client(config=KubeConfig.from_file(kubeconfig), field_manager="bench") for _ in range(n)
+    ]
+
+
+def create_all(kubeconfig: str, docs: list[dict[str, Any]], threads: int = 8) -> None:
+    """Creates every object, ``threads`` requests at a time (30,000 one by one take minutes)."""
+    from lightkube import codecs
+
+    clients = _clients(kubeconfig, threads)
+
+    def work(k: int) -> None:
+        for doc in docs[k::threads]:
+            clients[k].create(codecs.from_dict(doc))
+
+    with ThreadPoolExecutor(threads) as pool:
+        for f in [pool.submit(work, k) for k in range(threads)]:
+            f.result()
+
+
+class Controller:
+    """``ferryman run`` in Kubernetes mode, as bench.processes.Ferryman in manifests mode."""
+
+    def __init__(self, workdir: Path, kubeconfig: str) -> None:
+        self.dir = workdir
+        self.kubeconfig = kubeconfig
+        self.http_port, self.ready_port, self.metrics_port = free_port(), free_port(), free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> float:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        log = (self.dir / "ferryman.log").open("ab")
+        started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [str(FERRYMAN), "run", "--kubeconfig", self.kubeconfig,
+             "--state-dir", str(self.dir / "state"),
+             "--http-port", str(self.http_port), "--https-port", str(free_port()),
+             "--ready-port", str(self.ready_port), "--metrics-port", str(self.metrics_port),
+             "--worker-processes", "2", "--log-level", "warning"],
+            stdout=log, stderr=log,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{self.ready_port}/nginx-ready"
+        while get(url, timeout=1)[0] != 200:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ferryman exited {self.proc.returncode}; see {log.name}")
+            if time.monotonic() - started > 600:
+                raise RuntimeError("ferryman not ready after 600 s")
+            time.sleep(0.005)
+        return time.monotonic() - started
+
+    def request(self, host: str, path: str) -> tuple[int, str]:
+        return get(f"http://127.0.0.1:{self.http_port}{path}", host=host, timeout=5)
+
+    def reloads(self) -> int:
+        _, text = get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10)
+        return int(
+            sum(
+                float(line.rpartition(" ")[2])
+                for line in text.splitlines()
+                if line.startswith("nginx_ingress_controller_nginx_reloads_total{")
+            )
+        )
+
+    def rss_mb(self) -> float:
+        assert self.proc is not None
+        return round(rss_kib(self.proc.pid) / 1024, 1)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(60)
+
+
+def _wait(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dict[str, Any]:
+    from lightkube import codecs
+    from lightkube.resources.discovery_v1 import EndpointSlice
+    from tests.kubernetes.apiserver import APIServer, build
+
+    server = APIServer(build(), work / f"apiserver{n}")
+    server.start()
+    try:
+        started = time.monotonic()
+        create_all(
+            server.kubeconfig,
+            [d for i in range(n) for d in objects(i, host, host.ports[i % POOL])],
+        )
+        result: dict[str, Any] = {
+            "ingresses": n,
+            "objects_created_s": round(time.monotonic() - started, 1),
+        }
+        readies, cpus, reloads = [], [], []
+        for s in range(args.starts):
+            c = Controller(work / f"ferryman{n}-{s}", server.kubeconfig)
+            try:
+                readies.append(round(c.start(), 3))
+                assert c.proc is not None
+                cpus.append(round(process_cpu_seconds(c.proc.pid), 2))
+                reloads.append(c.reloads())
+                status, _ = c.request(f"app{n - 1}.bench.test", "/p2/x")
+                assert status == 200, f"the last Ingress answered {status}"
+            finally:
+                c.stop()
+        result["ready_s"] = statistics.median(readies)
+        result["ready_s_each"] = readies
+        result["controller_cpu_to_ready_s"] = statistics.median(cpus)
+        result["startup_reloads"] = reloads
+        c = Controller(work / f"ferryman{n}", server.kubeconfig)
+        c.start()
+        try:
+            time.sleep(2)  # the status updates of N Ingresses go out first
+            result["controller_rss_mb"] = c.rss_mb()
+            client = server.client()
+            ttr = []
+            for s in range(args.samples):
+                i = n + s
+                t = time.monotonic()
+                for doc in objects(i, host, host.ports[i % POOL]):
+                    client.create(codecs.from_dict(doc))
+                _wait(lambda h=f"app{i}.bench.test": c.request(h, "/p0")[0] == 200, 60, "route")  # type: ignore[misc]
+                ttr.append(time.monotonic() - t)
+            result["time_to_route_p50_s"] = round(statistics.median(ttr), 3)
+            result["time_to_route_p99_s"] = round(_percentile(ttr, 0.99), 3)
+            before = c.reloads()
+            follow = []
+            per_round = min(100, n)
+            for r in range(args.churn_rounds):
+                changed = [(r * per_round + k) % n for k in range(per_round)]
+                target = {i: host.ports[(i + r + 1) % POOL] for i in changed}
+                t = time.monotonic()
+                for i in changed:
+                    ports = [{"name": "http", "port": target[i]}]
+                    client.patch(EndpointSlice, f"app{i}-0", {"ports": ports}, namespace="default")
+                for i in changed:
+                    _wait(
+                        lambda h=f"app{i}.bench.test", w=str(target[i]): (  # type: ignore[misc]
+                            c.request(h, "/p0")[1].strip() == w
+                        ),
+                        60,
+                        "churn",
+                    )
+                follow.append(time.monotonic() - t)
+            result["churn"] = {
+                "endpoint_changes": per_round * args.churn_rounds,
+                "reloads": c.reloads() - before,
+                "follow_p50_s": round(statistics.median(follow), 3),
+                "follow_max_s": round(max(follow), 3),
+            }
+            result["controller_rss_after_mb"] = c.rss_mb()
+        finally:
+            c.stop()
+        return result
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sizes", default="100,1000,3000,10000")
+    ap.add_argument("--starts", type=int, default=3, help="ferryman starts per size")
+    ap.add_argument("--samples", type=int, default=20, help="time-to-route samples")
+    ap.add_argument("--churn-rounds", type=int, default=10)
+    ap.add_argument("--out", type=Path, default=Path("bench/results/kubernetes.json"))
+    args = ap.parse_args()
+    compile_bytecode()
+    results: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{len(os.sched_getaffinity(0))} cores",
+        "command": f"python -m bench.kubernetes --sizes {args.sizes} --starts {args.starts} "
+        f"--samples {args.samples} --churn-rounds {args.churn_rounds}",
+        "kubernetes": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="fkbench-", dir="/tmp") as tmp:
+        host = TestHost(Path(tmp) / "backends")
+        host.start()
+        try:
+            for n in (int(x) for x in args.sizes.split(",")):
+                print(f"kubernetes mode, {n} Ingresses ...", flush=True)
+                results["kubernetes"].append(measure(n, args, host, Path(tmp)))
+                print(results["kubernetes"][-1], flush=True)
+        finally:
+            host.stop()
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    main()
