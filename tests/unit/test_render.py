@@ -199,3 +199,23 @@ def test_the_fallback_certificate_is_made_meanwhile_and_its_failure_told_when_aw
         made()
     pem = begin_fallback_certificate(tmp_path / "fallback.pem")().read_text()
     assert "BEGIN PRIVATE KEY" in pem and "BEGIN CERTIFICATE" in pem
+
+
+def test_waiting_twice_for_the_fallback_certificate_closes_no_other_file(tmp_path: Path) -> None:
+    """The Angie flavour waits for it before Angie starts and again before the
+    listeners open; the second wait once closed whatever file had since been
+    given the pipe's descriptor number (the probes' socket: ferryman exited 1)."""
+    import os
+    import socket
+
+    from ferryman.dataplane.fallback import begin_fallback_certificate
+
+    made = begin_fallback_certificate(tmp_path / "fallback.pem")
+    assert made() == tmp_path / "fallback.pem"
+    with socket.socket() as other:  # takes the lowest free descriptor: the pipe's
+        assert made() == tmp_path / "fallback.pem"
+        os.fstat(other.fileno())  # raises EBADF when it was closed under it
+    failing = begin_fallback_certificate(tmp_path / "missing" / "dir" / "fallback.pem")
+    for _ in range(2):
+        with pytest.raises(OSError, match="cannot make the fallback certificate"):
+            failing()

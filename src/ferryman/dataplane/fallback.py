@@ -84,13 +84,23 @@ def begin_fallback_certificate(path: Path) -> Callable[[], Path]:
         finally:
             os._exit(code)
     os.close(write_end)
+    outcome: list[Path | OSError] = []
 
     def made() -> Path:
-        with os.fdopen(read_end, "rb") as pipe:
-            why = pipe.read().decode(errors="replace")
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise OSError(f"cannot make the fallback certificate {path}: {why or status}")
-        return path
+        # Waited for more than once (Angie needs the file before it starts): the
+        # pipe is read and closed only the first time, as its descriptor's number
+        # may belong to another file by the second.
+        if not outcome:
+            with os.fdopen(read_end, "rb") as pipe:
+                why = pipe.read().decode(errors="replace")
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                why = why or str(status)
+                outcome.append(OSError(f"cannot make the fallback certificate {path}: {why}"))
+            else:
+                outcome.append(path)
+        if isinstance(outcome[0], OSError):
+            raise outcome[0]
+        return outcome[0]
 
     return made
