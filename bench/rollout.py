@@ -36,6 +36,7 @@ import re
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -95,10 +96,16 @@ class Tally:
     requests: Counter[str] = field(default_factory=Counter)
     failures: dict[str, Counter[str]] = field(default_factory=dict)
     served_by: Counter[str] = field(default_factory=Counter)
+    # (ferryman replica, pod) -> monotonic time of its first and last answer
+    first_answer: dict[tuple[int, str], float] = field(default_factory=dict)
+    last_answer: dict[tuple[int, str], float] = field(default_factory=dict)
 
-    def ok(self, pod: str) -> None:
+    def ok(self, pod: str, replica: int = 0) -> None:
         self.requests[self.phase] += 1
         self.served_by[pod] += 1
+        now = time.monotonic()
+        self.first_answer.setdefault((replica, pod), now)
+        self.last_answer[(replica, pod)] = now
 
     def failed(self, kind: str) -> None:
         self.requests[self.phase] += 1
@@ -106,6 +113,43 @@ class Tally:
 
     def failure_kinds(self) -> Counter[str]:
         return sum(self.failures.values(), Counter())
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "max": None}
+    return {"p50": round(statistics.median(values), 2), "max": round(max(values), 2)}
+
+
+def lags(tally: Tally, pods: PodTimes, replicas: int) -> dict[str, Any]:
+    """The windows readiness gates are about, from what clients saw:
+
+    * routed after Ready: from a new pod's Ready (as polled from the API) to
+      its first answer through the later of the ferryman replicas; without
+      gates the Deployment goes on (deletes an old pod) in this window, with
+      gates Ready waits for every replica, so it is at most 0 (and the
+      polling's resolution, 0.1 s);
+    * answered after deletion: from an old pod's deletion to its last answer
+      through any replica: how long ferryman still sent it requests.
+    """
+    routed, after_deletion, never = [], [], 0
+    for pod, ready in pods.ready.items():
+        firsts = [tally.first_answer.get((r, pod)) for r in range(replicas)]
+        if pod in pods.initial:
+            continue
+        if None in firsts:
+            never += 1
+            continue
+        routed.append(max(f for f in firsts if f is not None) - ready)
+    for pod, deleted in pods.deleted.items():
+        lasts = [t for (r, p), t in tally.last_answer.items() if p == pod]
+        if lasts:
+            after_deletion.append(max(lasts) - deleted)
+    return {
+        "routed_after_ready_s": _spread(routed),
+        "new_pods_never_answering": never,
+        "answered_after_deletion_s": _spread(after_deletion),
+    }
 
 
 def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
@@ -120,15 +164,8 @@ def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
         "failed_by_phase": {
             phase: sum(c.values()) for phase, c in sorted(tally.failures.items()) if c
         },
-        "rollout_s": {
-            "p50": round(statistics.median(complete), 2) if complete else None,
-            "max": round(max(complete), 2) if complete else None,
-            "total": round(sum(complete), 2),
-        },
-        "old_pods_gone_s": {
-            "p50": round(statistics.median(settled), 2) if settled else None,
-            "max": round(max(settled), 2) if settled else None,
-        },
+        "rollout_s": {**_spread(complete), "total": round(sum(complete), 2)},
+        "old_pods_gone_s": _spread(settled),
         "rollouts": rollouts,
     }
 
@@ -148,13 +185,15 @@ async def _client(
         due = time.monotonic() + interval * index / len(ports) / 4
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            url = f"http://127.0.0.1:{ports[n % len(ports)]}/load/{n}"
+            replica = n % len(ports)
+            url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
             n += 1
             try:
                 async with session.get(url, headers={"Host": HOST}) as r:
                     body = await r.read()
                     if r.status == 200:
-                        tally.ok(body.split(b'"', 4)[3].decode())  # {"name": "<pod>", ...
+                        pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
+                        tally.ok(pod, replica)
                     else:
                         tally.failed(str(r.status))
             except (TimeoutError, aiohttp.ClientError) as e:
@@ -194,6 +233,26 @@ def pod_template_spec(args: argparse.Namespace) -> dict[str, Any]:
     if args.gates:
         pod["readinessGates"] = [{"conditionType": gate_type(INGRESS_CLASS)}]
     return d
+
+
+@dataclass
+class PodTimes:
+    """When each pod was first seen Ready, and first seen deleted (monotonic)."""
+
+    initial: set[str] = field(default_factory=set)
+    ready: dict[str, float] = field(default_factory=dict)
+    deleted: dict[str, float] = field(default_factory=dict)
+
+    def poll(self, kube: Client, stop: threading.Event, interval: float = 0.1) -> None:
+        while not stop.wait(interval):
+            now = time.monotonic()
+            for p in pods(kube):
+                name = p.metadata.name
+                if p.metadata.deletionTimestamp:
+                    self.deleted.setdefault(name, now)
+                conditions = (p.status and p.status.conditions) or []
+                if any(c.type == "Ready" and c.status == "True" for c in conditions):
+                    self.ready.setdefault(name, now)
 
 
 def pods(kube: Client) -> list[Pod]:
@@ -304,6 +363,9 @@ async def _measure(
     args: argparse.Namespace, kube: Client, ports: list[int], replicas: list[Ferryman]
 ) -> dict[str, Any]:
     tally, stop = Tally(), asyncio.Event()
+    times, polling = PodTimes(initial={p.metadata.name for p in pods(kube)}), threading.Event()
+    poller = threading.Thread(target=times.poll, args=(kube, polling), daemon=True)
+    poller.start()
     clients = asyncio.create_task(load(ports, args.clients, args.rate, tally, stop))
     rollouts: list[dict[str, float]] = []
 
@@ -319,29 +381,35 @@ async def _measure(
         await asyncio.to_thread(drive)
     finally:
         stop.set()
+        polling.set()
         await clients
+        poller.join()
     result = summary(tally, rollouts)
+    result.update(lags(tally, times, len(ports)))
     result["pods_answering"] = len(tally.served_by)
     result["nginx_upstream_errors"] = upstream_errors([f.logs() for f in replicas])
     return result
 
 
 def table(result: dict[str, Any]) -> str:
-    r, d = result, result["rollout_s"]
+    r = result
     kinds = ", ".join(f"{k} {v}" for k, v in r["failed_by_kind"].items()) or "-"
-    return "\n".join(
-        [
-            f"mode              {r['mode']}",
-            f"rollouts          {len(r['rollouts'])} x {r['replicas']} pods",
-            f"requests          {r['requests']}",
-            f"failed            {r['failed']}  ({kinds})",
-            f"rollout s         p50 {d['p50']}  max {d['max']}  total {d['total']}",
-            f"old pods gone s   p50 {r['old_pods_gone_s']['p50']}  "
-            f"max {r['old_pods_gone_s']['max']}",
-            f"upstream errors   {r['nginx_upstream_errors'] or '-'} (NGINX retried "
-            "them on other peers unless they appear above as failures)",
-        ]
-    )
+
+    def spread(key: str) -> str:
+        return f"p50 {r[key]['p50']}  max {r[key]['max']}"
+
+    rows = [
+        ("mode", r["mode"]),
+        ("rollouts", f"{len(r['rollouts'])} x {r['replicas']} pods"),
+        ("requests", r["requests"]),
+        ("failed", f"{r['failed']}  ({kinds})"),
+        ("rollout s", f"{spread('rollout_s')}  total {r['rollout_s']['total']}"),
+        ("old pods gone s", spread("old_pods_gone_s")),
+        ("routed after Ready s", spread("routed_after_ready_s")),
+        ("answered after deletion s", spread("answered_after_deletion_s")),
+        ("NGINX upstream errors", r["nginx_upstream_errors"] or "-"),
+    ]
+    return "\n".join(f"{k:<27} {v}" for k, v in rows)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
