@@ -57,10 +57,10 @@ from tests.kubernetes.workloads import deployment, rolled_out, service
 from bench.processes import FERRYMAN, dump
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
 
-# ferryman's switch for readiness gates (watch Pods, route gated pods once their
-# containers are ready, flip the gate). The name is the gate work's to choose:
-# change it here when that lands.
-GATES_FLAG = "--pod-readiness-gates"
+# ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
+# gated pods once their containers are ready, flip the gate): the name the gate
+# work gave it on its branch; change it here should it land otherwise.
+GATES_FLAG = "--readiness-gates"
 INGRESS_CLASS = "ferryman"
 NAMESPACE = "bench"
 APP = "web"
@@ -99,6 +99,7 @@ class Tally:
     # (ferryman replica, pod) -> monotonic time of its first and last answer
     first_answer: dict[tuple[int, str], float] = field(default_factory=dict)
     last_answer: dict[tuple[int, str], float] = field(default_factory=dict)
+    failed_sent: list[float] = field(default_factory=list)  # when failed requests were sent
 
     def ok(self, pod: str, replica: int = 0) -> None:
         self.requests[self.phase] += 1
@@ -107,9 +108,10 @@ class Tally:
         self.first_answer.setdefault((replica, pod), now)
         self.last_answer[(replica, pod)] = now
 
-    def failed(self, kind: str) -> None:
+    def failed(self, kind: str, sent: float = 0.0) -> None:
         self.requests[self.phase] += 1
         self.failures.setdefault(self.phase, Counter())[kind] += 1
+        self.failed_sent.append(sent)
 
     def failure_kinds(self) -> Counter[str]:
         return sum(self.failures.values(), Counter())
@@ -130,7 +132,10 @@ def lags(tally: Tally, pods: PodTimes, replicas: int) -> dict[str, Any]:
       gates Ready waits for every replica, so it is at most 0 (and the
       polling's resolution, 0.1 s);
     * answered after deletion: from an old pod's deletion to its last answer
-      through any replica: how long ferryman still sent it requests.
+      through any replica: how long ferryman still sent it requests;
+    * failed sent after a deletion: how long after the latest pod deletion
+      each failed request was sent (failures of terminating pods come soon
+      after one).
     """
     routed, after_deletion, never = [], [], 0
     for pod, ready in pods.ready.items():
@@ -145,7 +150,16 @@ def lags(tally: Tally, pods: PodTimes, replicas: int) -> dict[str, Any]:
         lasts = [t for (r, p), t in tally.last_answer.items() if p == pod]
         if lasts:
             after_deletion.append(max(lasts) - deleted)
+    # Failures against pod deletions: a failed request sent this long after
+    # the last deletion before it.
+    deletions = sorted(pods.deleted.values())
+    since = [
+        t - max(d for d in deletions if d <= t)
+        for t in tally.failed_sent
+        if deletions and deletions[0] <= t
+    ]
     return {
+        "failed_sent_after_a_deletion_s": _spread(since),
         "routed_after_ready_s": _spread(routed),
         "new_pods_never_answering": never,
         "answered_after_deletion_s": _spread(after_deletion),
@@ -185,6 +199,7 @@ async def _client(
         due = time.monotonic() + interval * index / len(ports) / 4
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
+            sent = time.monotonic()
             replica = n % len(ports)
             url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
             n += 1
@@ -195,9 +210,9 @@ async def _client(
                         pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
                         tally.ok(pod, replica)
                     else:
-                        tally.failed(str(r.status))
+                        tally.failed(str(r.status), sent)
             except (TimeoutError, aiohttp.ClientError) as e:
-                tally.failed(failure_kind(e))
+                tally.failed(failure_kind(e), sent)
             due = max(due + interval, time.monotonic())
 
 

@@ -8,7 +8,9 @@ import socket
 import struct
 from collections import Counter
 
+import pytest
 from aiohttp import web
+from bench import rollout
 from bench.rollout import Tally, load, summary
 
 from tests.integration.harness import free_port
@@ -37,10 +39,11 @@ async def _resetting() -> tuple[asyncio.Server, int]:
     return await asyncio.start_server(on_connect, "127.0.0.1", port), port
 
 
-async def _load(ports: list[int], tally: Tally, seconds: float = 0.6) -> None:
+async def _load(ports: list[int], tally: Tally, requests: int = 24) -> None:
     stop = asyncio.Event()
     task = asyncio.create_task(load(ports, clients=2, rate=40, tally=tally, stop=stop))
-    await asyncio.sleep(seconds)
+    while sum(tally.requests.values()) < requests:  # noqa: ASYNC110 (a counter, no event)
+        await asyncio.sleep(0.05)
     stop.set()
     await task
 
@@ -68,11 +71,11 @@ def test_each_non_200_and_each_connection_error_is_a_failure_of_its_kind() -> No
 
     tally = asyncio.run(scenario())
     kinds = tally.failure_kinds()
-    assert set(kinds) == {"502", "connection_reset", "connection_refused"}
+    assert set(kinds) == {"502", "connection_reset", "connection_refused"}, kinds
     assert tally.served_by.keys() == {"web-1"}
     # Clients take the four targets in turn: about a quarter each.
     total = tally.requests["rollout 1"]
-    assert total >= 16
+    assert total >= 24
     for n in (*kinds.values(), tally.served_by["web-1"]):
         assert total / 4 - 2 <= n <= total / 4 + 2
 
@@ -103,3 +106,11 @@ def test_the_summary_counts_failures_by_kind_and_rollout_and_times_rollouts() ->
     assert s["rollout_s"] == {"p50": 12.0, "max": 14.0, "total": 36.0}
     assert s["old_pods_gone_s"] == {"p50": 12.0, "max": 14.5}
     assert Counter(tally.served_by) == {"web-1": 120}
+
+
+def test_gates_need_a_ferryman_that_knows_the_gates_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rollout, "GATES_FLAG", "--no-such-flag")
+    with pytest.raises(SystemExit, match="`ferryman run` has no --no-such-flag option"):
+        rollout.check_gates_flag()
+    monkeypatch.setattr(rollout, "GATES_FLAG", "--shutdown-grace-period")
+    rollout.check_gates_flag()
