@@ -22,23 +22,29 @@ for ``--term-delay`` seconds, then exits (``terminationGracePeriodSeconds``
 
 ``--gates`` labels the namespace for gate injection, puts ferryman's gate in
 the pod template (so no webhook is needed) and starts ferryman with
-``GATES_FLAG``. Writes bench/results/rollout-<gates|no-gates>.json.
+``GATES_FLAG``. ``--stall S`` holds the second replica's controller still for
+the first S seconds of each rollout (its NGINX serves on): a controller that
+lags behind the API, the case gates are for. Writes
+bench/results/rollout-<gates|no-gates>[-stalled].json.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -298,6 +304,26 @@ def roll(kube: Client, i: int, replicas: int, tally: Tally) -> dict[str, float]:
     }
 
 
+@contextlib.contextmanager
+def stalled(replica: Ferryman, seconds: float) -> Iterator[None]:
+    """Holds ``replica``'s controller still (SIGSTOP) for the first ``seconds``
+    of what the block does: a controller that lags behind the API (starved of
+    CPU, a stalled watch) while its NGINX serves on with what it last applied."""
+    assert replica.proc is not None
+    pid = replica.proc.pid
+    if seconds <= 0:
+        yield
+        return
+    os.kill(pid, signal.SIGSTOP)
+    wake = threading.Timer(seconds, os.kill, (pid, signal.SIGCONT))
+    wake.start()
+    try:
+        yield
+    finally:
+        wake.cancel()
+        os.kill(pid, signal.SIGCONT)
+
+
 def check_gates_flag() -> None:
     out = subprocess.run(
         [str(FERRYMAN), "run", "--help"], capture_output=True, text=True, check=True
@@ -387,7 +413,8 @@ async def _measure(
     def drive() -> None:
         time.sleep(args.settle)
         for i in range(1, args.rollouts + 1):
-            rollouts.append(roll(kube, i, args.replicas, tally))
+            with stalled(replicas[-1], args.stall):
+                rollouts.append(roll(kube, i, args.replicas, tally))
             print(f"rollout {i}: {rollouts[-1]}", flush=True)
         tally.phase = "after"
         time.sleep(args.settle)
@@ -413,8 +440,9 @@ def table(result: dict[str, Any]) -> str:
     def spread(key: str) -> str:
         return f"p50 {r[key]['p50']}  max {r[key]['max']}"
 
+    stall = r["second_replica_stalled_s"]
     rows = [
-        ("mode", r["mode"]),
+        ("mode", r["mode"] + (f", 2nd replica stalled {stall} s per rollout" if stall else "")),
         ("rollouts", f"{len(r['rollouts'])} x {r['replicas']} pods"),
         ("requests", r["requests"]),
         ("failed", f"{r['failed']}  ({kinds})"),
@@ -422,6 +450,7 @@ def table(result: dict[str, Any]) -> str:
         ("old pods gone s", spread("old_pods_gone_s")),
         ("routed after Ready s", spread("routed_after_ready_s")),
         ("answered after deletion s", spread("answered_after_deletion_s")),
+        ("failed, sent after deletion", spread("failed_sent_after_a_deletion_s")),
         ("NGINX upstream errors", r["nginx_upstream_errors"] or "-"),
     ]
     return "\n".join(f"{k:<27} {v}" for k, v in rows)
@@ -437,6 +466,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--start-delay", type=float, default=1.0, help="pod load time, seconds")
     ap.add_argument("--probe-period", type=int, default=1, help="readiness probe period")
     ap.add_argument("--term-delay", type=float, default=2, help="serving after SIGTERM, s")
+    ap.add_argument(
+        "--stall", type=float, default=0,
+        help="hold the second replica's controller still (SIGSTOP) for the first\n"
+        "SECONDS of each rollout: a lagging controller (default 0: off)",
+    )  # fmt: skip
     ap.add_argument("--settle", type=float, default=3, help="load before and after, s")
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
     ap.add_argument("--work", type=Path, help="keep logs and state here (default: a temp dir)")
@@ -462,11 +496,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "term_delay_s": args.term_delay,
             "termination_grace_period_s": GRACE_SECONDS,
         },
+        "second_replica_stalled_s": args.stall,
         **result,
     }
     print(table(result))
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"rollout-{result['mode']}.json"
+    out = args.out / f"rollout-{result['mode']}{'-stalled' if args.stall else ''}.json"
     dump(out, result)
     print(f"wrote {out}")
     return result
