@@ -105,7 +105,9 @@ class Tally:
     # (ferryman replica, pod) -> monotonic time of its first and last answer
     first_answer: dict[tuple[int, str], float] = field(default_factory=dict)
     last_answer: dict[tuple[int, str], float] = field(default_factory=dict)
-    failed_sent: list[float] = field(default_factory=list)  # when failed requests were sent
+    # Each failure: (sent, failed, kind, replica), monotonic times.
+    failed_log: list[tuple[float, float, str, int]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
 
     def ok(self, pod: str, replica: int = 0) -> None:
         self.requests[self.phase] += 1
@@ -114,10 +116,10 @@ class Tally:
         self.first_answer.setdefault((replica, pod), now)
         self.last_answer[(replica, pod)] = now
 
-    def failed(self, kind: str, sent: float = 0.0) -> None:
+    def failed(self, kind: str, sent: float = 0.0, replica: int = 0) -> None:
         self.requests[self.phase] += 1
         self.failures.setdefault(self.phase, Counter())[kind] += 1
-        self.failed_sent.append(sent)
+        self.failed_log.append((sent, time.monotonic(), kind, replica))
 
     def failure_kinds(self) -> Counter[str]:
         return sum(self.failures.values(), Counter())
@@ -161,11 +163,24 @@ def lags(tally: Tally, pods: PodTimes, replicas: int) -> dict[str, Any]:
     deletions = sorted(pods.deleted.values())
     since = [
         t - max(d for d in deletions if d <= t)
-        for t in tally.failed_sent
+        for t, _, _, _ in tally.failed_log
         if deletions and deletions[0] <= t
     ]
+
+    def at(t: float | None) -> float | None:
+        return None if t is None else round(t - tally.started, 2)
+
     return {
         "failed_sent_after_a_deletion_s": _spread(since),
+        # A timeline to read failures against, in seconds since the load began.
+        "failures": [
+            {"sent_s": at(sent), "took_s": round(done - sent, 2), "kind": kind, "replica": r}
+            for sent, done, kind, r in tally.failed_log[:200]
+        ],
+        "pod_timeline": {
+            pod: {"ready_s": at(pods.ready.get(pod)), "deleted_s": at(pods.deleted.get(pod))}
+            for pod in sorted(pods.ready.keys() | pods.deleted.keys())
+        },
         "routed_after_ready_s": _spread(routed),
         "new_pods_never_answering": never,
         "answered_after_deletion_s": _spread(after_deletion),
@@ -216,9 +231,9 @@ async def _client(
                         pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
                         tally.ok(pod, replica)
                     else:
-                        tally.failed(str(r.status), sent)
+                        tally.failed(str(r.status), sent, replica)
             except (TimeoutError, aiohttp.ClientError) as e:
-                tally.failed(failure_kind(e), sent)
+                tally.failed(failure_kind(e), sent, replica)
             due = max(due + interval, time.monotonic())
 
 
