@@ -108,6 +108,7 @@ class Tally:
     # Each failure: (sent, failed, kind, replica), monotonic times.
     failed_log: list[tuple[float, float, str, int]] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    not_sent: int = 0  # requests due while their client still waited for an answer
 
     def ok(self, pod: str, replica: int = 0) -> None:
         self.requests[self.phase] += 1
@@ -196,6 +197,7 @@ def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
         "requests": sum(tally.requests.values()),
         "failed": sum(kinds.values()),
         "failed_by_kind": dict(sorted(kinds.items())),
+        "not_sent_while_waiting": tally.not_sent,
         "failed_by_phase": {
             phase: sum(c.values()) for phase, c in sorted(tally.failures.items()) if c
         },
@@ -234,6 +236,11 @@ async def _client(
                         tally.failed(str(r.status), sent, replica)
             except (TimeoutError, aiohttp.ClientError) as e:
                 tally.failed(failure_kind(e), sent, replica)
+            # A client waits for its answer: the requests it would have sent
+            # meanwhile are not sent (and so cannot fail); count them.
+            late = time.monotonic() - (due + interval)
+            if late > 0:
+                tally.not_sent += int(late / interval)
             due = max(due + interval, time.monotonic())
 
 
@@ -461,6 +468,7 @@ def table(result: dict[str, Any]) -> str:
         ("rollouts", f"{len(r['rollouts'])} x {r['replicas']} pods"),
         ("requests", r["requests"]),
         ("failed", f"{r['failed']}  ({kinds})"),
+        ("not sent, client waiting", r["not_sent_while_waiting"]),
         ("rollout s", f"{spread('rollout_s')}  total {r['rollout_s']['total']}"),
         ("old pods gone s", spread("old_pods_gone_s")),
         ("routed after Ready s", spread("routed_after_ready_s")),

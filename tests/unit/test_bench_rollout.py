@@ -114,3 +114,23 @@ def test_gates_need_a_ferryman_that_knows_the_gates_flag(monkeypatch: pytest.Mon
         rollout.check_gates_flag()
     monkeypatch.setattr(rollout, "GATES_FLAG", "--shutdown-grace-period")
     rollout.check_gates_flag()
+
+
+def test_requests_a_waiting_client_did_not_send_are_counted() -> None:
+    async def scenario() -> Tally:
+        async def slow(request: web.Request) -> web.Response:
+            await asyncio.sleep(0.5)
+            return web.Response(text=json.dumps({"name": "web-1"}))
+
+        runner, port = await _serve(slow)
+        tally = Tally()
+        try:
+            await _load([port], tally, requests=4)
+        finally:
+            await runner.cleanup()
+        return tally
+
+    tally = asyncio.run(scenario())
+    # 2 clients, 40 requests/s in all: each was due every 0.05 s, and waited 0.5 s.
+    assert tally.failure_kinds() == Counter()
+    assert tally.not_sent >= 4 * 8
