@@ -25,7 +25,7 @@ the pod template (so no webhook is needed) and starts ferryman with
 ``GATES_FLAG``. ``--stall S`` holds the second replica's controller still for
 the first S seconds of each rollout (its NGINX serves on): a controller that
 lags behind the API, the case gates are for. Writes
-bench/results/rollout-<gates|no-gates>[-stalled].json.
+bench/results/rollout-<gates|no-gates>[-stalled][-drain<S>s].json.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ APP = "web"
 HOST = "rollout.bench.test"
 ROLLOUT_ANNOTATION = "bench.ferryman.io/rollout"
 GRACE_SECONDS = 30
+TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default
 
 # -------------------------------------------------------------------- accounting
 
@@ -488,7 +489,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--rate", type=float, default=200, help="requests a second, in all")
     ap.add_argument("--start-delay", type=float, default=1.0, help="pod load time, seconds")
     ap.add_argument("--probe-period", type=int, default=1, help="readiness probe period")
-    ap.add_argument("--term-delay", type=float, default=2, help="serving after SIGTERM, s")
+    ap.add_argument("--term-delay", type=float, default=TERM_DELAY, help="serving after SIGTERM, s")
     ap.add_argument(
         "--stall", type=float, default=0,
         help="hold the second replica's controller still (SIGSTOP) for the first\n"
@@ -524,7 +525,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     print(table(result))
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"rollout-{result['mode']}{'-stalled' if args.stall else ''}.json"
+    variant = ("-stalled" if args.stall else "") + (
+        "" if args.term_delay == TERM_DELAY else f"-drain{args.term_delay:g}s"
+    )
+    out = args.out / f"rollout-{result['mode']}{variant}.json"
     dump(out, result)
     print(f"wrote {out}")
     return result
