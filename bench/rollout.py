@@ -74,6 +74,7 @@ HOST = "rollout.bench.test"
 ROLLOUT_ANNOTATION = "bench.ferryman.io/rollout"
 GRACE_SECONDS = 30
 TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default
+SLOW = 1.0  # seconds: a request this late hung somewhere (the load's interval is 40 ms)
 
 # -------------------------------------------------------------------- accounting
 
@@ -110,6 +111,7 @@ class Tally:
     failed_log: list[tuple[float, float, str, int]] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     not_sent: int = 0  # requests due while their client still waited for an answer
+    slow: int = 0  # requests answered (or failed) after more than SLOW seconds
 
     def ok(self, pod: str, replica: int = 0) -> None:
         self.requests[self.phase] += 1
@@ -199,6 +201,7 @@ def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
         "failed": sum(kinds.values()),
         "failed_by_kind": dict(sorted(kinds.items())),
         "not_sent_while_waiting": tally.not_sent,
+        f"slower_than_{SLOW:g}s": tally.slow,
         "failed_by_phase": {
             phase: sum(c.values()) for phase, c in sorted(tally.failures.items()) if c
         },
@@ -239,6 +242,8 @@ async def _client(
                 tally.failed(failure_kind(e), sent, replica)
             # A client waits for its answer: the requests it would have sent
             # meanwhile are not sent (and so cannot fail); count them.
+            if time.monotonic() - sent > SLOW:
+                tally.slow += 1
             late = time.monotonic() - (due + interval)
             if late > 0:
                 tally.not_sent += int(late / interval)
@@ -470,6 +475,7 @@ def table(result: dict[str, Any]) -> str:
         ("requests", r["requests"]),
         ("failed", f"{r['failed']}  ({kinds})"),
         ("not sent, client waiting", r["not_sent_while_waiting"]),
+        (f"slower than {SLOW:g} s", r[f"slower_than_{SLOW:g}s"]),
         ("rollout s", f"{spread('rollout_s')}  total {r['rollout_s']['total']}"),
         ("old pods gone s", spread("old_pods_gone_s")),
         ("routed after Ready s", spread("routed_after_ready_s")),

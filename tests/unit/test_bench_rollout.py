@@ -134,3 +134,4 @@ def test_requests_a_waiting_client_did_not_send_are_counted() -> None:
     # 2 clients, 40 requests/s in all: each was due every 0.05 s, and waited 0.5 s.
     assert tally.failure_kinds() == Counter()
     assert tally.not_sent >= 4 * 8
+    assert tally.slow == 0  # late, but not hanging
