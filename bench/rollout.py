@@ -286,16 +286,24 @@ def pod_template_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 @dataclass
 class PodTimes:
-    """When each pod was first seen Ready, and first seen deleted (monotonic)."""
+    """When each pod was first seen Ready, and first seen deleted (monotonic):
+    terminating, or already gone (a pod that exits at SIGTERM may be gone
+    between two polls)."""
 
     initial: set[str] = field(default_factory=set)
     ready: dict[str, float] = field(default_factory=dict)
     deleted: dict[str, float] = field(default_factory=dict)
 
     def poll(self, kube: Client, stop: threading.Event, interval: float = 0.1) -> None:
+        seen: set[str] = set(self.initial)
         while not stop.wait(interval):
             now = time.monotonic()
-            for p in pods(kube):
+            listed = pods(kube)
+            names = {p.metadata.name for p in listed}
+            for gone in seen - names:
+                self.deleted.setdefault(gone, now)
+            seen |= names
+            for p in listed:
                 name = p.metadata.name
                 if p.metadata.deletionTimestamp:
                     self.deleted.setdefault(name, now)
