@@ -113,16 +113,20 @@ class Tally:
     not_sent: int = 0  # requests due while their client still waited for an answer
     slow: int = 0  # requests answered (or failed) after more than SLOW seconds
 
-    def ok(self, pod: str, replica: int = 0) -> None:
-        self.requests[self.phase] += 1
+    def ok(self, pod: str, replica: int = 0, phase: str | None = None) -> None:
+        self.requests[phase or self.phase] += 1
         self.served_by[pod] += 1
         now = time.monotonic()
         self.first_answer.setdefault((replica, pod), now)
         self.last_answer[(replica, pod)] = now
 
-    def failed(self, kind: str, sent: float = 0.0, replica: int = 0) -> None:
-        self.requests[self.phase] += 1
-        self.failures.setdefault(self.phase, Counter())[kind] += 1
+    def failed(
+        self, kind: str, sent: float = 0.0, replica: int = 0, phase: str | None = None
+    ) -> None:
+        """``phase``: the one the request was sent in (it may fail 10 s later)."""
+        phase = phase or self.phase
+        self.requests[phase] += 1
+        self.failures.setdefault(phase, Counter())[kind] += 1
         self.failed_log.append((sent, time.monotonic(), kind, replica))
 
     def failure_kinds(self) -> Counter[str]:
@@ -226,7 +230,7 @@ async def _client(
         due = time.monotonic() + interval * index / len(ports) / 4
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            sent = time.monotonic()
+            sent, phase = time.monotonic(), tally.phase
             replica = n % len(ports)
             url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
             n += 1
@@ -235,11 +239,11 @@ async def _client(
                     body = await r.read()
                     if r.status == 200:
                         pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
-                        tally.ok(pod, replica)
+                        tally.ok(pod, replica, phase)
                     else:
-                        tally.failed(str(r.status), sent, replica)
+                        tally.failed(str(r.status), sent, replica, phase)
             except (TimeoutError, aiohttp.ClientError) as e:
-                tally.failed(failure_kind(e), sent, replica)
+                tally.failed(failure_kind(e), sent, replica, phase)
             # A client waits for its answer: the requests it would have sent
             # meanwhile are not sent (and so cannot fail); count them.
             if time.monotonic() - sent > SLOW:
