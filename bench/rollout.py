@@ -264,7 +264,7 @@ async def load(
 # -------------------------------------------------------------------- the cluster
 
 
-def pod_template_spec(args: argparse.Namespace) -> dict[str, Any]:
+def app_deployment(args: argparse.Namespace) -> dict[str, Any]:
     d = deployment(APP, NAMESPACE, args.replicas, "v1")
     spec = d["spec"]
     spec["strategy"] = {
@@ -368,7 +368,7 @@ def check_gates_flag() -> None:
     out = subprocess.run(
         [str(FERRYMAN), "run", "--help"], capture_output=True, text=True, check=True
     ).stdout
-    if GATES_FLAG not in out:
+    if not re.search(rf"{re.escape(GATES_FLAG)}(?![\w-])", out):
         raise SystemExit(
             f"--gates: `ferryman run` has no {GATES_FLAG} option (readiness gates not "
             f"built yet, or named otherwise: set GATES_FLAG in {__file__})"
@@ -406,7 +406,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         kubelet.start()
         labels = {INJECT_LABEL: INJECT_ENABLED} if args.gates else {}
         kube.create(Namespace(metadata=ObjectMeta(name=NAMESPACE, labels=labels)))
-        apply(kube, pod_template_spec(args), service(APP, NAMESPACE))
+        apply(kube, app_deployment(args), service(APP, NAMESPACE))
         apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
         for i in range(2):
             f = Ferryman(

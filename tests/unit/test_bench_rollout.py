@@ -135,3 +135,9 @@ def test_requests_a_waiting_client_did_not_send_are_counted() -> None:
     assert tally.failure_kinds() == Counter()
     assert tally.not_sent >= 4 * 8
     assert tally.slow == 0  # late, but not hanging
+
+
+def test_a_flag_is_known_only_by_its_whole_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rollout, "GATES_FLAG", "--shutdown-grace")  # a prefix of a real one
+    with pytest.raises(SystemExit):
+        rollout.check_gates_flag()
