@@ -41,6 +41,9 @@ from ferryman.dataplane.nginx import (
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.gates.decide import PodKey
+from ferryman.gates.keeper import GateKeeper
+from ferryman.gates.pods import PendingIndex, PendingPods
 from ferryman.latency import LatencyReceiver
 from ferryman.leader import LeaderElector
 from ferryman.metrics import Metrics, parse_stub_status
@@ -53,6 +56,9 @@ from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
+from ferryman.webhook.admission import CachedServices, Injector
+from ferryman.webhook.cluster import CertificateSecret
+from ferryman.webhook.server import WebhookServer
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman")
@@ -75,22 +81,30 @@ MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so
 
 
 class QueueingSink:
-    """Source events -> store, then the keys they affect -> queue."""
+    """Source events -> store, then the keys they affect -> queue; and to ``also``
+    (readiness gates: the index of pending pods), after the store."""
 
-    def __init__(self, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+    def __init__(
+        self, store: Store, queue: WorkQueue[ObjectRef], also: PendingIndex | None = None
+    ) -> None:
         self._store = store
         self._queue = queue
+        self._also = also
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
         old = self._store.upsert(obj)
         for key in keys_for_event(obj, old):
             self._queue.add(key)
+        if self._also is not None:
+            self._also.upsert(obj)
 
     def delete(self, ref: ObjectRef) -> None:
         old = self._store.delete(ref)
         if old is not None:
             for key in keys_for_event(old, None):
                 self._queue.add(key)
+        if self._also is not None:
+            self._also.delete(ref)
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -302,14 +316,24 @@ async def _grace_period(seconds: float, hurry: asyncio.Event) -> None:
 class _Cluster:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
-    def __init__(self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef]) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef], metrics: Metrics
+    ) -> None:
         self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.gates: GateKeeper | None = None
+        self.pending = PendingIndex(settings.ingress_class) if settings.readiness_gates else None
         try:
             self.client = make_client(settings.kubeconfig)
         except KubeconfigError as e:
             raise SettingsError(str(e)) from e
         self.source = KubernetesSource(
-            self.client, QueueingSink(store, queue), settings.watch_namespaces
+            self.client,
+            QueueingSink(store, queue, self.pending),
+            settings.watch_namespaces,
+            make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
+            settings.ingress_class,
         )
         self.reporter = KubernetesReporter(self.client, store.uid)
         self.elector = LeaderElector(
@@ -332,7 +356,42 @@ class _Cluster:
             tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
         else:
             self.reporter.set_leader(True)
+        if self.settings.readiness_gates:
+            self.gates = self._gate_keeper(controller)
+            tasks += self.gates.tasks()
         return tasks
+
+    def _gate_keeper(self, controller: Controller) -> GateKeeper:
+        store, index = self.store, self.pending
+        assert index is not None  # built with --readiness-gates
+        pending = PendingPods(
+            self.settings.ingress_class,
+            lambda: [
+                p for namespace, name in index.names() if (p := store.get("Pod", namespace, name))
+            ],
+            lambda namespace, name: store.get("Service", namespace, name),
+            controller.served_services,
+        )
+
+        def warn(pod: PodKey, message: str) -> None:
+            ref = ObjectRef("Pod", pod.namespace, pod.name)
+            self.reporter.event(ref, "Warning", "ReadinessGateTimedOut", message)
+
+        return GateKeeper(
+            self.client,
+            self.settings,
+            instance_name(),
+            controller.applied_gated_pods,
+            pending,
+            lambda: self.elector.leader or not self.settings.leader_election,
+            warn,
+            self.metrics,
+        )
+
+    def gates_applied(self) -> None:
+        """The controller's ``on_gates_applied``: this replica's data plane moved on."""
+        if self.gates is not None:
+            self.gates.applied_changed()
 
     async def _addresses(self, controller: Controller) -> None:
         """Keep the status addresses current (``--external-service`` can change)."""
@@ -344,6 +403,26 @@ class _Cluster:
             if not self.settings.external_service:
                 return
             await asyncio.sleep(10)
+
+
+def _webhook(
+    settings: Settings, cluster: _Cluster, store: Store, controller: Controller, metrics: Metrics
+) -> WebhookServer:
+    """The readiness gate webhook, reading the served Services from the cache."""
+    assert settings.readiness_gate_webhook_cert_secret is not None
+    namespace, name = settings.readiness_gate_webhook_cert_secret
+    client = cluster.client
+    return WebhookServer(
+        settings.readiness_gate_webhook_port,
+        Injector(
+            settings.ingress_class,
+            CachedServices(controller.served_services, store.get, store.stamp),
+        ),
+        client,
+        CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),
+        settings.readiness_gate_webhook_configuration,
+        lambda result: metrics.readiness_gate_reviews.labels(result=result).inc(),
+    )
 
 
 def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
@@ -417,12 +496,13 @@ async def _run(
                 }
             },
         )
-    cluster = _Cluster(settings, store, queue) if settings.manifests is None else None
+    cluster = _Cluster(settings, store, queue, metrics) if settings.manifests is None else None
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
     status = cluster.reporter.status if cluster and settings.report_ingress_status else None
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status
-    )
+        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status,
+        on_gates_applied=cluster.gates_applied if cluster else None,
+    )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.
     public = flavour.main(user, public=True)
@@ -500,6 +580,9 @@ async def _run(
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
             tasks += cluster.tasks(stop, controller)
+            if settings.readiness_gate_webhook_port:  # once the caches are whole
+                webhook = _webhook(settings, cluster, store, controller, metrics)
+                tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),
             asyncio.create_task(

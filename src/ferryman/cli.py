@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from ferryman import __version__, app, logs
 from ferryman.configs.model import size_bytes
+from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import Settings
 
@@ -182,6 +183,14 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated namespaces to watch (default: all)",
     )
     r.add_argument(
+        "--readiness-gates",
+        action="store_true",
+        help="Kubernetes mode: watch Pods in namespaces labelled "
+        "ferryman.io/pod-readiness-gate-inject=enabled and route to pods held back only "
+        "by ferryman's readiness gate (docs/design.md, Readiness gates); implied by "
+        "--readiness-gate-webhook-port",
+    )
+    r.add_argument(
         "--report-ingress-status",
         action="store_true",
         help="Kubernetes mode: write status.loadBalancer of served Ingresses",
@@ -237,6 +246,14 @@ def parser() -> argparse.ArgumentParser:
         default=7.5,
         metavar="SECONDS",
         help="seconds between tries to take or renew the Lease",
+    )
+    r.add_argument(
+        "--readiness-gate-timeout",
+        type=_non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="seconds after a pod's creation to open its readiness gate even though not "
+        "every replica has applied it, with a Warning Event (default: 0, never)",
     )
     r.add_argument(
         "--nginx-status-port",
@@ -305,6 +322,37 @@ def parser() -> argparse.ArgumentParser:
         "only hosts equal to or under its suffixes, an unlisted one none (default: no policy)",
     )
     r.add_argument(
+        "--readiness-gate-webhook-port",
+        type=_port,
+        default=0,
+        metavar="PORT",
+        help="Kubernetes mode: serve the webhook that adds readiness gates to pods of "
+        "opted-in namespaces, over HTTPS on this port (ignored with --manifests; "
+        "default: 0, off)",
+    )
+    r.add_argument(
+        "--readiness-gate-webhook-cert-secret",
+        type=_namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="the webhook's certificate (tls.crt, tls.key, ca.crt); when absent, "
+        "ferryman makes one and creates this Secret (required with the port; default: none)",
+    )
+    r.add_argument(
+        "--readiness-gate-webhook-cert-hosts",
+        type=_hosts,
+        default=(),
+        metavar="NAMES",
+        help="comma-separated DNS names or IP addresses a certificate ferryman makes "
+        "is for: the webhook Service's NAME.NAMESPACE.svc (default: none)",
+    )
+    r.add_argument(
+        "--readiness-gate-webhook-configuration",
+        type=_checked(validation.dns1123_subdomain),
+        metavar="NAME",
+        help="the MutatingWebhookConfiguration whose webhooks' caBundle ferryman keeps "
+        "on the certificate's CA (default: none, kept by someone else)",
+    )
+    r.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
     )
     r.add_argument(
@@ -325,6 +373,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where the configuration and records.txt are written",
     )
+
+    mc = sub.add_parser(
+        "machine-controller",
+        help="the reference machine deletion controller (lifecycle hooks)",
+        formatter_class=_Help,
+    )
+    machine_controller.add_arguments(mc)
     return p
 
 
@@ -412,6 +467,29 @@ def _host_suffixes(value: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _namespaced_name(value: str) -> tuple[str, str]:
+    namespace, sep, name = value.partition("/")
+    problem = (
+        "is not NAMESPACE/NAME"
+        if not sep
+        else validation.dns1123_label(namespace) or validation.dns1123_subdomain(name)
+    )
+    if problem:
+        raise argparse.ArgumentTypeError(f"{value!r} {problem}")
+    return namespace, name
+
+
+def _hosts(value: str) -> tuple[str, ...]:
+    hosts = tuple(h.strip() for h in value.split(",") if h.strip())
+    for h in hosts:
+        try:
+            ipaddress.ip_address(h)
+        except ValueError:
+            if problem := validation.dns1123_subdomain(h):
+                raise argparse.ArgumentTypeError(f"{h!r} {problem}") from None
+    return hosts
+
+
 def _cidrs(value: str) -> tuple[str, ...]:
     """Networks as NGINX's allow directive reads them, normalised by ipaddress."""
     try:
@@ -458,6 +536,8 @@ def _reload_timeout(value: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "machine-controller":
+        return machine_controller.main(args)
     if args.command == "render":
         logs.setup("text", "warning")
         settings = Settings(
@@ -483,6 +563,13 @@ def main(argv: list[str] | None = None) -> int:
         # Angie's servers.conf has no such check (yet): refuse rather than ignore.
         print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
         return 2
+    if args.readiness_gate_webhook_port and not args.readiness_gate_webhook_cert_secret:
+        print(
+            "ferryman run: --readiness-gate-webhook-port needs "
+            "--readiness-gate-webhook-cert-secret",
+            file=sys.stderr,
+        )
+        return 2
     settings = Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
@@ -499,6 +586,9 @@ def main(argv: list[str] | None = None) -> int:
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
         shutdown_grace_period=args.shutdown_grace_period,
         watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+        # The webhook's gates hold pods back until ferryman routes to them: it
+        # implies gated routing, or gated pods would never turn Ready.
+        readiness_gates=args.readiness_gates or bool(args.readiness_gate_webhook_port),
         report_ingress_status=args.report_ingress_status,
         external_service=args.external_service,
         ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
@@ -508,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_duration=args.leader_election_lease_duration,
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
+        readiness_gate_timeout=args.readiness_gate_timeout,
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",
@@ -518,6 +609,10 @@ def main(argv: list[str] | None = None) -> int:
         shared_dict_size=args.records_memory_size,
         max_record_bytes=args.max_record_bytes,
         allowed_host_suffixes=args.allowed_host_suffixes,
+        readiness_gate_webhook_port=args.readiness_gate_webhook_port,
+        readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
+        readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
+        readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

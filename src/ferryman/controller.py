@@ -21,9 +21,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
-from ferryman.configs.endpoints import port_ref_of, resolve_peers
 from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
@@ -31,6 +30,8 @@ from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
 from ferryman.dataplane.records import AppliedRecords
+from ferryman.endpoint_sets import EndpointSets, PodId
+from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -47,12 +48,9 @@ from ferryman.resources.ingressclass import (
     parse_ingress_class,
     raw_class_name,
 )
-from ferryman.resources.meta import InvalidResource, ObjectRef, ref_of
-from ferryman.resources.service import (
-    parse_endpoint_slice,
-    parse_service,
-    service_name_of,
-)
+from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
+from ferryman.resources.pod import addresses_to_resync
+from ferryman.resources.service import service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
@@ -63,7 +61,8 @@ log = logging.getLogger("ferryman.controller")
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
-T = TypeVar("T")
+# The key of a pod's address (readiness gates): its name is the address.
+POD_ADDRESS = "PodAddress"
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
 PUSH_ROUNDS = 4
@@ -86,6 +85,8 @@ def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
             if o is not None and (svc := service_name_of(o)):
                 keys.append(ObjectRef("Service", ns, svc))
         return keys
+    if kind == "Pod":
+        return [ObjectRef(POD_ADDRESS, ns, ip) for ip in addresses_to_resync(obj, old)]
     return [ObjectRef(kind, ns, name)]
 
 
@@ -101,9 +102,12 @@ class Controller:
         metrics: Metrics,
         files: Mapping[str, str],
         status: StatusSink | None = None,
+        on_gates_applied: Callable[[], None] | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
-        receives each Ingress's load-balancer addresses (Kubernetes mode)."""
+        receives each Ingress's load-balancer addresses (Kubernetes mode);
+        ``on_gates_applied`` is called after each flush that changed
+        ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then)."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -123,9 +127,10 @@ class Controller:
         self._host_writer: dict[str, ObjectRef] = {}
         self._ref_hosts: dict[ObjectRef, set[str]] = {}
         self._host_cert: dict[str, str] = {}
-        self._backends: dict[ObjectRef, frozenset[BackendKey]] = {}
-        self._backend_users: dict[BackendKey, set[ObjectRef]] = {}
-        self._service_backends: dict[tuple[str, str], set[BackendKey]] = {}
+        gates = settings.ingress_class if settings.readiness_gates else None
+        self._endpoints = EndpointSets(store, self._records, gates)
+        self._on_gates_applied = on_gates_applied
+        self._applied_gated: frozenset[PodId] = frozenset()
         self._secret_users: dict[tuple[str, str], set[ObjectRef]] = {}
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._ref_secrets: dict[ObjectRef, set[str]] = {}
@@ -142,7 +147,7 @@ class Controller:
         (``address:port`` as NGINX logs it) is one of that backend's peers; None
         for anything else (a forged or stale latency sample)."""
         owner = self._host_writer.get(host)
-        if owner is None or backend not in self._backends.get(owner, ()):
+        if owner is None or backend not in self._endpoints.backends_of(owner):
             return None
         peers = self._records.get(("E", backend))
         address, _, port = server.rpartition(":")
@@ -151,7 +156,23 @@ class Controller:
     def served_services(self, namespace: str) -> frozenset[str]:
         """Names of the Services in ``namespace`` that a served Ingress routes to
         (readiness gates: which pods a gate is for)."""
-        return frozenset(svc for ns, svc in self._service_backends if ns == namespace)
+        return self._endpoints.served_services(namespace)
+
+    def applied_gated_pods(self) -> frozenset[PodId]:
+        """(namespace, name, uid) of the pods whose ferryman readiness gate is pending
+        and whose address is a peer of an endpoint set this replica's NGINX has
+        confirmed holding (after a successful push, verified per worker; not merely
+        desired). The gate flipper turns a gate True once every replica reports
+        its pod here. Empty unless ``--readiness-gates``."""
+        return self._endpoints.confirmed_pending(self._applied.held)
+
+    def _tell_gates_applied(self) -> None:
+        if self._on_gates_applied is None:
+            return
+        applied = self.applied_gated_pods()
+        if applied != self._applied_gated:
+            self._applied_gated = applied
+            self._on_gates_applied()
 
     def set_file(self, path: str, text: str) -> None:
         self._files[path] = text
@@ -185,18 +206,32 @@ class Controller:
         elif ref.kind == "IngressClass":
             self._sync_class(ref)
         elif ref.kind == "Service":
-            for key in sorted(self._service_backends.get((ref.namespace, ref.name), ())):
-                try:
-                    self._compute_peers(key)
-                except Exception as e:
-                    log.exception("endpoints failed", extra={"fields": {"backend": key}})
-                    self._records.pop(("E", key), None)
-                    for user in sorted(self._backend_users.get(key, ())):
-                        self._reject(
-                            user, f"computing the endpoint set {key} failed: {_internal(e)}"
-                        )
+            self._compute_endpoints(self._endpoints.keys_of(ref.namespace, ref.name))
+        elif ref.kind == POD_ADDRESS:
+            self._queue_services(self._endpoints.keys_at(ref.namespace, ref.name))
+        elif ref.kind == "Namespace":  # opted in or out of readiness gates
+            self._queue_services(self._endpoints.keys_in(ref.name))
         elif ref.kind == "Secret":
             self._sync_secret(ref)
+
+    def _queue_services(self, keys: Iterable[BackendKey]) -> None:
+        """Recompute the Services feeding ``keys`` later in this batch: the queue
+        holds each once, so a rollout's pod events recompute a Service once, not
+        once per pod."""
+        for key in keys:
+            ns, svc, _ = split_key(key)
+            self._queue.add(ObjectRef("Service", ns, svc))
+
+    def _compute_endpoints(self, keys: Iterable[BackendKey]) -> None:
+        """Recompute each; one that fails rejects its users, the others still compute."""
+        for key in keys:
+            try:
+                self._endpoints.compute(key)
+            except Exception as e:
+                log.exception("endpoints failed", extra={"fields": {"backend": key}})
+                self._endpoints.drop(key)
+                for user in sorted(self._endpoints.users(key)):
+                    self._reject(user, f"computing the endpoint set {key} failed: {_internal(e)}")
 
     def _event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         self._pending[ref] = (type_, reason, message)
@@ -256,7 +291,7 @@ class Controller:
             self._records.pop(("H", host), None)
             self._host_cert.pop(host, None)
         self._set_secret_users(ref, set())
-        self._set_backends(ref, frozenset())
+        self._endpoints.set_backends(ref, frozenset())
 
     def _render(self, ref: ObjectRef) -> None:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
@@ -288,7 +323,7 @@ class Controller:
         backends: set[BackendKey] = set()
         for vh in vhosts:
             backends |= backends_of(vh)
-        self._set_backends(ref, frozenset(backends))
+        self._endpoints.set_backends(ref, frozenset(backends))
         if ing is not None:
             self._report(ref, bool(vhosts), warnings)
 
@@ -328,7 +363,7 @@ class Controller:
     def _sync_class(self, ref: ObjectRef) -> None:
         if ref.name != self._settings.ingress_class:
             return
-        cls = _valid(parse_ingress_class, self._store.get("IngressClass", "", ref.name))
+        cls = valid_or_none(parse_ingress_class, self._store.get("IngressClass", "", ref.name))
         if cls is not None and cls.controller != CONTROLLER_NAME:
             log.warning(
                 "IngressClass names another controller; serving only Ingresses that name it",
@@ -380,47 +415,6 @@ class Controller:
                 if record is not None:
                     self._records[("C", cert_id)] = record
 
-    # ---- endpoints -----------------------------------------------------------------
-
-    def _set_backends(self, ref: ObjectRef, backends: frozenset[BackendKey]) -> None:
-        old = self._backends.get(ref, frozenset())
-        if backends:
-            self._backends[ref] = backends
-        else:
-            self._backends.pop(ref, None)
-        for key in backends - old:
-            users = self._backend_users.setdefault(key, set())
-            if not users:
-                ns, svc, _ = _split(key)
-                self._service_backends.setdefault((ns, svc), set()).add(key)
-                self._compute_peers(key)
-            users.add(ref)
-        for key in old - backends:
-            users = self._backend_users.get(key, set())
-            users.discard(ref)
-            if not users:
-                self._backend_users.pop(key, None)
-                self._records.pop(("E", key), None)
-                ns, svc, _ = _split(key)
-                keys = self._service_backends.get((ns, svc), set())
-                keys.discard(key)
-                if not keys:
-                    self._service_backends.pop((ns, svc), None)
-
-    def _compute_peers(self, key: BackendKey) -> None:
-        ns, svc, port = _split(key)
-        service = _valid(parse_service, self._store.get("Service", ns, svc))
-        slices = [
-            s
-            for raw in self._store.slices_for(ns, svc)
-            if (s := _valid(parse_endpoint_slice, raw)) is not None
-        ]
-        peers = resolve_peers(service, slices, port_ref_of(port))
-        if peers:
-            self._records[("E", key)] = " ".join(f"{p.address}#{p.port}" for p in peers)
-        else:
-            self._records.pop(("E", key), None)
-
     # ---- flush: desired -> NGINX ---------------------------------------------------
 
     async def flush(self) -> None:
@@ -435,6 +429,7 @@ class Controller:
         )
         self._generation_seconds = 0.0
         outstanding = await self._push_records(records)
+        self._tell_gates_applied()
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
@@ -461,7 +456,7 @@ class Controller:
             if kind == "H" and (writer := self._host_writer.get(name)) is not None:
                 waiting.add(writer)
             elif kind == "E":
-                waiting |= self._backend_users.get(name, set())
+                waiting |= self._endpoints.users(name)
             elif kind == "C":
                 hosts = [h for h, cert in self._host_cert.items() if cert == name]
                 waiting |= {w for h in hosts if (w := self._host_writer.get(h)) is not None}
@@ -525,7 +520,7 @@ class Controller:
                 if (owner := self._host_writer.get(name)) is not None:
                     self._reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":
-                for user in sorted(self._backend_users.get(name, ())):
+                for user in sorted(self._endpoints.users(name)):
                     self._reject(user, f"the endpoint set {name} {why}")
             elif kind == "C":
                 # The Secret becomes unusable (its users serve without TLS on
@@ -596,28 +591,5 @@ class Controller:
             await self.flush()
 
 
-def _valid(parse: Callable[[Mapping[str, Any]], T], obj: Mapping[str, Any] | None) -> T | None:
-    """A Service, EndpointSlice or IngressClass; None when absent, or invalid (logged).
-
-    The API server admits none of these invalid; hand-written manifests may.
-    """
-    if obj is None:
-        return None
-    try:
-        return parse(obj)
-    except InvalidResource as e:
-        log.warning(
-            "ignoring an invalid object",
-            extra={"fields": {"object": str(ref_of(obj)), "reason": str(e)}},
-        )
-        return None
-
-
 def _internal(e: Exception) -> str:
     return f"internal error ({type(e).__name__}: {e}); please report it"
-
-
-def _split(key: BackendKey) -> tuple[str, str, str]:
-    ns, _, rest = key.partition("/")
-    svc, _, port = rest.partition(":")
-    return ns, svc, port

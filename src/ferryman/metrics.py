@@ -252,6 +252,13 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.readiness_gate_reviews = Counter(
+            "ferryman_readiness_gate_webhook_reviews",
+            "Pod admission reviews the readiness gate webhook answered, by result: "
+            "injected (the gate added), unchanged (no patch), error (unreadable review)",
+            ["result"],
+            registry=r,
+        )
         self.upstream_latency = Histogram(
             f"{NIC}_upstream_server_response_latency_ms",
             "Upstream server response latency, in milliseconds",
@@ -260,6 +267,26 @@ class Metrics:
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
             registry=r,
         )  # fmt: skip
+        # Readiness gates: written by the leader, which opens them; pending on every replica.
+        self.gate_seconds = Histogram(
+            "ferryman_readiness_gate_seconds",
+            "Time from a pod's creation to ferryman opening its readiness gate (True)",
+            buckets=(0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600),
+            registry=r,
+        )
+        self.gate_flips = Counter(
+            "ferryman_readiness_gate_flips",
+            "Readiness gates opened, by result: applied (by every live replica), "
+            "not_served (no served Service selects the pod), timed_out "
+            "(--readiness-gate-timeout); error counts status writes that failed",
+            ["result"],
+            registry=r,
+        )
+        self.gates_pending = Gauge(
+            "ferryman_readiness_gates_pending",
+            "Pods whose ferryman readiness gate is not True yet",
+            registry=r,
+        )
         self.stub_status = StubStatusCollector()
         r.register(self.stub_status)
         self.workers = WorkerCounter()

@@ -25,6 +25,9 @@ class Settings:
     # (--shutdown-grace-period); 0 quits at once.
     shutdown_grace_period: float = 0.0
     watch_namespaces: tuple[str, ...] = ()
+    # --readiness-gates: watch Pods of opted-in namespaces and route to pods held
+    # back only by ferryman's readiness gate (resources/readiness_gate.py).
+    readiness_gates: bool = False
     # Kubernetes mode: status, leader election.
     report_ingress_status: bool = False
     external_service: str | None = None  # namespace/name of ferryman's own Service
@@ -35,6 +38,9 @@ class Settings:
     lease_duration: float = 30.0
     renew_deadline: float = 15.0
     retry_period: float = 7.5
+    # Readiness gates: seconds after a pod's creation to open its gate anyway
+    # (--readiness-gate-timeout); 0 waits for every live replica however long.
+    readiness_gate_timeout: float = 0.0
     # NIC's --nginx-status/--health-status family.
     # NIC serves stub_status on 8080 by default; ferryman only when asked, so
     # instances sharing a machine (and --http-port 8080) cannot collide.
@@ -58,6 +64,13 @@ class Settings:
     max_record_bytes: int = 512 * 1024
     # --allowed-host-suffixes: (namespace, suffix) pairs; empty: no host policy.
     allowed_host_suffixes: tuple[tuple[str, str], ...] = ()
+    # Readiness gates' injection webhook (Kubernetes mode): its HTTPS port (0: off),
+    # the Secret holding its certificate, the names a made certificate is for, and
+    # the MutatingWebhookConfiguration whose caBundle ferryman keeps (None: not kept).
+    readiness_gate_webhook_port: int = 0
+    readiness_gate_webhook_cert_secret: tuple[str, str] | None = None
+    readiness_gate_webhook_cert_hosts: tuple[str, ...] = ()
+    readiness_gate_webhook_configuration: str | None = None
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

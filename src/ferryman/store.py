@@ -1,5 +1,5 @@
 """The cache every sync reads from: raw objects by kind, plus the indexes
-sync needs (EndpointSlices by Service). Only sources write to it.
+sync needs (EndpointSlices by Service, Pods by address). Only sources write to it.
 
 Objects are kept slim and packed (``resources/raw.py``): only the fields the
 parsers read, as one string each. Every read unpacks a fresh copy, which its
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef, ref_of
+from ferryman.resources.pod import ips_of
 from ferryman.resources.raw import Packed, pack
 from ferryman.resources.service import service_name_of
 
@@ -24,6 +25,10 @@ class Store:
         # (namespace, Service) -> its EndpointSlices' names; and each slice's Service.
         self._slices: dict[tuple[str, str], set[str]] = {}
         self._slice_service: dict[tuple[str, str], str] = {}
+        # (namespace, address) -> the names of the pods holding it (several: pods
+        # on the host network share their node's address). A tuple, not a set:
+        # almost always one name, and a set costs 216 bytes per watched pod.
+        self._pods_at: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def upsert(self, obj: RawObject) -> RawObject | None:
         """Keep ``obj`` (slimmed: ``raw.slim``); returns the version it replaces."""
@@ -32,20 +37,39 @@ class Store:
             raise ValueError("object without kind or metadata.name")
         key = (ref.namespace, ref.name)
         packed = pack(obj)
-        old = self._objects.setdefault(ref.kind, {}).get(key)
+        old_packed = self._objects.setdefault(ref.kind, {}).get(key)
         self._objects[ref.kind][key] = packed
+        old = None if old_packed is None else old_packed.unpack()
         if ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
             service = service_name_of(obj)
             self._slice_service[key] = service
             self._slices.setdefault((ref.namespace, service), set()).add(ref.name)
-        return None if old is None else old.unpack()
+        elif ref.kind == "Pod":
+            if old is not None:
+                self._unindex_pod(ref, old)
+            for ip in ips_of(obj):
+                at = (ref.namespace, ip)
+                self._pods_at[at] = (*self._pods_at.get(at, ()), ref.name)
+        return old
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
-        old = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
+        packed = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
+        old = None if packed is None else packed.unpack()
         if old is not None and ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
-        return None if old is None else old.unpack()
+        elif old is not None and ref.kind == "Pod":
+            self._unindex_pod(ref, old)
+        return old
+
+    def _unindex_pod(self, ref: ObjectRef, old: RawObject) -> None:
+        for ip in ips_of(old):
+            at = (ref.namespace, ip)
+            names = tuple(n for n in self._pods_at.get(at, ()) if n != ref.name)
+            if names:
+                self._pods_at[at] = names
+            else:
+                self._pods_at.pop(at, None)
 
     def _unindex_slice(self, ref: ObjectRef) -> None:
         service = self._slice_service.pop((ref.namespace, ref.name), None)
@@ -61,6 +85,13 @@ class Store:
     def get(self, kind: str, namespace: str, name: str) -> RawObject | None:
         obj = self._objects.get(kind, {}).get((namespace, name))
         return None if obj is None else obj.unpack()
+
+    def stamp(self, kind: str, namespace: str, name: str) -> object | None:
+        """An opaque value, the same object until the object is replaced or deleted
+        (None: absent): a reader that keeps what it parsed from ``get`` re-reads
+        only when the stamp changes, without unpacking (the readiness gate webhook
+        answers from every served Service of a namespace, per pod)."""
+        return self._objects.get(kind, {}).get((namespace, name))
 
     def objects(self, kind: str) -> list[RawObject]:
         return [o.unpack() for o in self._objects.get(kind, {}).values()]
@@ -82,4 +113,12 @@ class Store:
             slices[(namespace, n)].unpack()
             for n in sorted(self._slices.get((namespace, service), ()))
             if (namespace, n) in slices
+        ]
+
+    def pods_at(self, namespace: str, address: str) -> list[RawObject]:
+        """The pods of ``namespace`` whose status holds ``address``."""
+        pods = self._objects.get("Pod", {})
+        return [
+            pods[(namespace, n)].unpack()
+            for n in sorted(self._pods_at.get((namespace, address), ()))
         ]

@@ -6,7 +6,8 @@ is the missing node agent. It
 
 * registers a Node (Ready, InternalIP) backed by a network namespace joined
   to this machine by a veth pair, on a /24 of its own;
-* binds every unscheduled pod (default scheduler) to that Node;
+* binds every unscheduled pod (default scheduler) to that Node, unless
+  ``bind=False`` (a second Node that runs only pods created on it);
 * gives each of its pods an address of its own in the namespace and starts
   one process for it (by default tests/kubernetes/podproc.py, an echo
   backend answering with the pod's name on the first container's ports);
@@ -100,11 +101,15 @@ class Kubelet:
         node: str = "node-1",
         index: int = 0,
         command: Command = echo_command,
+        bind: bool = True,
     ) -> None:
         n = os.getpid() % 250 + 1
         self.node = node
         self.workdir = workdir
         self.command = command
+        # False: run only pods created with spec.nodeName here (a second Node
+        # in a test must not take pods meant for the first).
+        self.bind = bind
         self.netns = f"fm-node-{os.getpid()}-{index}"
         self.host_if = f"fnh{os.getpid()}x{index}"[:15]
         self.peer_if = f"fnp{os.getpid()}x{index}"[:15]
@@ -255,10 +260,8 @@ class Kubelet:
         md, spec = pod["metadata"], pod["spec"]
         namespace, name = md["namespace"], md["name"]
         if not spec.get("nodeName"):
-            if not md.get("deletionTimestamp") and spec.get("schedulerName") in (
-                None,
-                "default-scheduler",
-            ):
+            default_scheduler = spec.get("schedulerName") in (None, "default-scheduler")
+            if self.bind and default_scheduler and not md.get("deletionTimestamp"):
                 self._bind(namespace, name)
             return
         if spec["nodeName"] != self.node:

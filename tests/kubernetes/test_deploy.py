@@ -8,12 +8,15 @@ import yaml
 from lightkube import Client, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
 
+from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from tests.integration.harness import (
     Ferryman,
+    free_port,
     ingress,
     path,
     rule,
@@ -57,20 +60,43 @@ def _token_kubeconfig(apiserver: APIServer, kube: Client, out: Path) -> str:
     return str(out)
 
 
+def _webhook_args() -> list[str]:
+    """The Deployment's readiness gate webhook flags, on a free port."""
+    deployment = yaml.safe_load((DEPLOY / "deployment.yaml").read_text())
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    webhook = [a for a in args if a.startswith("--readiness-gate-webhook-")]
+    assert "--readiness-gate-webhook-port=8443" in webhook
+    return [a for a in webhook if "-port=" not in a] + [
+        f"--readiness-gate-webhook-port={free_port()}"
+    ]
+
+
 def test_deploy_manifests_apply_and_rbac_suffices(
     tmp_path: Path, apiserver: APIServer, kube: Client, backends: BackendHost
 ) -> None:
     _apply_deploy(kube)
+    try:
+        _run_with_deploy_rbac(tmp_path, apiserver, kube, backends)
+    finally:
+        # Cluster-wide: later tests' opted-in namespaces would call it.
+        kube.delete(MutatingWebhookConfiguration, "ferryman-readiness-gates")
+
+
+def _run_with_deploy_rbac(
+    tmp_path: Path, apiserver: APIServer, kube: Client, backends: BackendHost
+) -> None:
     deployment = kube.get(Deployment, "ferryman", namespace="ferryman")
     assert deployment.spec is not None and deployment.spec.replicas == 2
 
-    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app")))
+    # Opted in to readiness gates (deploy/ turns them on): pods are watched there.
+    labels = {INJECT_LABEL: INJECT_ENABLED}
+    kube.create(Namespace(metadata=ObjectMeta(name="rbac-app", labels=labels)))
     apply(kube, *service_with_backends("app", [backends.start("pod")], namespace="rbac-app"))
     apply(kube, ingress("web", [rule("rbac.test", path("/", "app"))], namespace="rbac-app"))
-    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30"]
+    tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30", "--readiness-gates"]
     f = Ferryman(
         tmp_path / "sa",
-        extra_args=tls,
+        extra_args=tls + _webhook_args(),
         kubeconfig=_token_kubeconfig(apiserver, kube, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "ferryman-sa", "POD_NAMESPACE": "ferryman"},
     )
@@ -81,6 +107,20 @@ def test_deploy_manifests_apply_and_rbac_suffices(
         wait_until(lambda: _events(kube, "rbac-app", "web"), 5, "event")
         lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
         assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
+        # Its readiness-gate report: a Lease of its own, created and renewed.
+        report = "ferryman-leader-election.ferryman-sa"
+        wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 5, "report")
+
+        # The webhook's certificate made into its Secret, and its CA trusted.
+        def ca_bundles() -> list[str | None]:
+            config = kube.get(MutatingWebhookConfiguration, "ferryman-readiness-gates")
+            return [w.clientConfig.caBundle for w in config.webhooks or []]
+
+        secret = wait_until(
+            lambda: kube.get(Secret, "ferryman-webhook-cert", namespace="ferryman"), 10, "Secret"
+        )
+        assert secret.data is not None
+        wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 10, "caBundle")
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0

@@ -4,6 +4,7 @@ and its RBAC and args run the real controller under the chart's ServiceAccount."
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import subprocess
 from pathlib import Path
@@ -14,9 +15,10 @@ import yaml
 from lightkube import ApiError, Client, KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Secret, Service, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service, ServiceAccount
 from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressClass
 from lightkube.resources.rbac_authorization_v1 import (
@@ -27,7 +29,7 @@ from lightkube.resources.rbac_authorization_v1 import (
 )
 
 from ferryman import cli
-from tests.integration.harness import Ferryman, ingress, path, rule
+from tests.integration.harness import Ferryman, free_port, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.logFormat": "json",
     "controller.logLevel": "debug",
     "controller.watchNamespace": ["a", "b"],
+    "controller.readinessGates.enable": True,
     "controller.nginxReloadTimeout": 2.5,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
@@ -71,6 +74,11 @@ EVERYTHING: dict[str, Any] = {
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
     "controller.metricsPort": 9100,
+    "controller.readinessGates.timeout": 120,
+    "readinessGateWebhook.port": 9443,
+    "readinessGateWebhook.failurePolicy": "Fail",
+    "readinessGateWebhook.timeoutSeconds": 3,
+    "readinessGateWebhook.certSecret": "my-cert",
 }
 
 _names = itertools.count()
@@ -196,6 +204,16 @@ def test_template_defaults(helm_binary: Path) -> None:
             "Deployment",
             "Service",
             "NetworkPolicy",
+            # The readiness gate webhook's.
+            "MutatingWebhookConfiguration",
+            "Service",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            # The replicas' readiness gate reports (gated routing, on with the webhook).
+            "Role",
+            "RoleBinding",
         ]
     )
     name = f"{RELEASE}-ferryman"
@@ -223,6 +241,10 @@ def test_template_defaults(helm_binary: Path) -> None:
         "--worker-processes=auto",
         "--compute-full-forwarded-for=true",
         "--shutdown-grace-period=15",
+        "--readiness-gate-webhook-port=8443",
+        f"--readiness-gate-webhook-cert-secret=ingress/{name}-webhook-cert",
+        f"--readiness-gate-webhook-cert-hosts={name}-webhook.ingress.svc",
+        f"--readiness-gate-webhook-configuration={name}-readiness-gates",
     ]:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
@@ -246,7 +268,7 @@ def test_template_defaults(helm_binary: Path) -> None:
     }
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"http": 80, "https": 443, "readiness": 8081, "metrics": 9113}
+    assert ports == {"http": 80, "https": 443, "readiness": 8081, "metrics": 9113, "webhook": 8443}
 
     service = _one(docs, "Service", name)
     assert service["spec"]["type"] == "LoadBalancer"
@@ -260,16 +282,37 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert ingress_class["spec"]["controller"] == "ferryman.io/ingress-controller"
     assert "annotations" not in ingress_class["metadata"]
 
-    # The same least-privilege rules as deploy/rbac.yaml.
+    # The same least-privilege rules as deploy/rbac.yaml (readiness gates on, as
+    # the webhook implies); with neither, no rule for pods or namespaces.
     deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
-    assert _one(docs, "ClusterRole")["rules"] == _one(deploy, "ClusterRole")["rules"]
+    rules = _one(docs, "ClusterRole", name)["rules"]
+    assert rules == _one(deploy, "ClusterRole")["rules"]
+    assert "--readiness-gates" in _args(docs)
+    off = {"readinessGateWebhook.enabled": False}
+    plain = _template(helm_binary, namespace="ingress", values=off)
+    assert _one(plain, "ClusterRole", name)["rules"] == rules[:-3]  # pods, pods/status, namespaces
+    assert "--readiness-gates" not in _args(plain)
+    gated = _template(
+        helm_binary, namespace="ingress", values={**off, "controller.readinessGates.enable": True}
+    )
+    assert _one(gated, "ClusterRole", name)["rules"] == rules
     role = _one(docs, "Role", f"{name}-leader-election")
     assert role["metadata"]["namespace"] == "ingress"
     assert [r.get("resourceNames") for r in role["rules"]] == [None, [f"{name}-leader-election"]]
-    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role")["rules"]]
+    deploy_verbs = [r["verbs"] for r in _one(deploy, "Role", "ferryman-leader-election")["rules"]]
     assert [r["verbs"] for r in role["rules"]] == deploy_verbs
-    subjects = [_one(docs, kind)["subjects"] for kind in ("ClusterRoleBinding", "RoleBinding")]
-    assert subjects == [[{"kind": "ServiceAccount", "name": name, "namespace": "ingress"}]] * 2
+    reports = _one(docs, "Role", f"{name}-replica-reports")["rules"]
+    assert reports == _one(deploy, "Role", "ferryman-replica-reports")["rules"]
+    assert not [d for d in plain if d["metadata"]["name"] == f"{name}-replica-reports"]
+    subjects = [
+        _one(docs, kind, n)["subjects"]
+        for kind in ("ClusterRoleBinding", "RoleBinding")
+        for n in (name, f"{name}-leader-election", f"{name}-readiness-gate-webhook")
+        if not (kind == "ClusterRoleBinding" and n.endswith("-leader-election"))
+        and not (kind == "RoleBinding" and n == name)
+    ]
+    assert subjects == [[{"kind": "ServiceAccount", "name": name, "namespace": "ingress"}]] * 4
+    _assert_webhook_like_deploys(docs, name, "ingress")
 
     parsed = _parse(args)
     assert parsed.external_service == f"ingress/{name}"
@@ -278,6 +321,40 @@ def test_template_defaults(helm_binary: Path) -> None:
     # As deploy/: RuntimeDefault seccomp and a memory limit.
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert container["resources"]["limits"]["memory"] == "1Gi"
+
+
+def _assert_webhook_like_deploys(docs: list[dict[str, Any]], name: str, namespace: str) -> None:
+    """The readiness gate webhook's objects are deploy/webhook.yaml's, named after the
+    release; its Service selects the Deployment's pods, whose label keeps them out."""
+    deploy = list(yaml.safe_load_all((ROOT / "deploy" / "webhook.yaml").read_text()))
+    config = _one(docs, "MutatingWebhookConfiguration", f"{name}-readiness-gates")
+    (hook,) = config["webhooks"]
+    (want,) = copy.deepcopy(_one(deploy, "MutatingWebhookConfiguration")["webhooks"])
+    want["clientConfig"]["service"] |= {"namespace": namespace, "name": f"{name}-webhook"}
+    assert hook == want
+    assert hook["failurePolicy"] == "Ignore"
+    service = _one(docs, "Service", f"{name}-webhook")["spec"]
+    deployment = _one(docs, "Deployment", name)["spec"]
+    assert service["selector"] == deployment["selector"]["matchLabels"]
+    assert service["ports"] == _one(deploy, "Service")["spec"]["ports"]
+    labels = deployment["template"]["metadata"]["labels"]
+    assert labels["ferryman.io/pod-readiness-gate-inject"] == "disabled"
+    role = _one(docs, "ClusterRole", f"{name}-readiness-gate-webhook")["rules"]
+    (rule,) = _one(deploy, "ClusterRole")["rules"]
+    assert role == [rule | {"resourceNames": [f"{name}-readiness-gates"]}]
+    role = _one(docs, "Role", f"{name}-readiness-gate-webhook")["rules"]
+    create, read = _one(deploy, "Role")["rules"]
+    assert role == [create, read | {"resourceNames": [f"{name}-webhook-cert"]}]
+
+
+def test_readiness_gate_webhook_off(helm_binary: Path) -> None:
+    docs = _template(helm_binary, values={"readinessGateWebhook.enabled": False})
+    assert not [d for d in docs if "webhook" in d["metadata"]["name"]]
+    assert not [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"]
+    assert not [a for a in _args(docs) if a.startswith("--readiness-gate-webhook")]
+    assert "webhook" not in {p["name"] for p in _container(docs)["ports"]}
+    policy = _one(docs, "NetworkPolicy")["spec"]["ingress"][0]["ports"]
+    assert [p["port"] for p in policy] == ["http", "https", "readiness"]
 
 
 def _secret_verbs(rules: list[dict[str, Any]]) -> list[list[str]]:
@@ -290,10 +367,19 @@ def test_secrets_are_listed_and_watched_never_fetched(helm_binary: Path) -> None
     deploy = list(yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()))
     assert _secret_verbs(_one(deploy, "ClusterRole")["rules"]) == [["list", "watch"]]
     docs = _template(helm_binary)
-    assert _secret_verbs(_one(docs, "ClusterRole")["rules"]) == [["list", "watch"]]
+    rules = _one(docs, "ClusterRole", f"{RELEASE}-ferryman")["rules"]
+    assert _secret_verbs(rules) == [["list", "watch"]]
     docs = _template(helm_binary, values={"controller.watchNamespace": ["a", "b"]})
     roles = [d for d in docs if d["kind"] == "Role" and "secrets" in str(d["rules"])]
-    assert [_secret_verbs(r["rules"]) for r in roles] == [[["list", "watch"]]] * 2
+    webhook = [r for r in roles if r["metadata"]["name"].endswith("-readiness-gate-webhook")]
+    assert [_secret_verbs(r["rules"]) for r in roles if r not in webhook] == [
+        [["list", "watch"]]
+    ] * 2
+    # The webhook's Role gets (and watches) its own certificate's Secret only.
+    (role,) = webhook
+    assert role["metadata"]["namespace"] == "ingress"
+    reads = [r for r in role["rules"] if "get" in r["verbs"]]
+    assert [r["resourceNames"] for r in reads] == [[f"{RELEASE}-ferryman-webhook-cert"]]
 
 
 def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
@@ -305,7 +391,7 @@ def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
     )
     open_to_all, scrapers = policy["ingress"]
     assert "from" not in open_to_all
-    assert [p["port"] for p in open_to_all["ports"]] == ["http", "https", "readiness"]
+    assert [p["port"] for p in open_to_all["ports"]] == ["http", "https", "readiness", "webhook"]
     assert [p["port"] for p in scrapers["ports"]] == ["metrics", "nginx-status"]
     monitoring = {"kubernetes.io/metadata.name": "monitoring"}
     assert scrapers["from"] == [{"namespaceSelector": {"matchLabels": monitoring}}]
@@ -314,7 +400,12 @@ def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
     assert {p["port"] for rule in policy["ingress"] for p in rule["ports"]} <= names
     # deploy/ has the same policy.
     deploy = yaml.safe_load((ROOT / "deploy" / "networkpolicy.yaml").read_text())["spec"]
-    assert [p["port"] for p in deploy["ingress"][0]["ports"]] == ["http", "https", "readiness"]
+    assert [p["port"] for p in deploy["ingress"][0]["ports"]] == [
+        "http",
+        "https",
+        "readiness",
+        "webhook",
+    ]
     assert deploy["ingress"][1] == {"ports": [{"port": "metrics"}], "from": scrapers["from"]}
     assert not [d for d in _template(helm_binary, values={"networkPolicy.create": False})
                 if d["kind"] == "NetworkPolicy"]  # fmt: skip
@@ -351,6 +442,7 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     parsed = _parse(args)
     assert parsed.log_format == "json" and parsed.log_level == "debug"
     assert parsed.watch_namespace == "a,b"
+    assert parsed.readiness_gates is True
     assert parsed.nginx_reload_timeout == 2.5
     assert parsed.worker_processes == "4"
     assert parsed.shutdown_grace_period == 2.5
@@ -389,9 +481,26 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
         "readiness": 8082,
         "metrics": 9100,
         "nginx-status": 8080,
+        "webhook": 9443,
     }
+    assert parsed.readiness_gate_webhook_port == 9443
+    assert parsed.readiness_gate_webhook_cert_secret == ("ingress", "my-cert")
+    config = _one(docs, "MutatingWebhookConfiguration")
+    assert parsed.readiness_gate_webhook_configuration == config["metadata"]["name"]
+    assert config["webhooks"][0]["failurePolicy"] == "Fail"
+    assert config["webhooks"][0]["timeoutSeconds"] == 3
+    secret_role = _one(docs, "Role", f"{RELEASE}-ferryman-readiness-gate-webhook")
+    assert secret_role["rules"][1]["resourceNames"] == ["my-cert"]
     lease_role = _one(docs, "Role", f"{RELEASE}-ferryman-leader-election")
     assert lease_role["rules"][1]["resourceNames"] == ["my-lock"]
+    assert parsed.readiness_gates is True and parsed.readiness_gate_timeout == 120
+    status_patch = {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}
+    watched = [
+        d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == f"{RELEASE}-ferryman"
+    ]
+    assert [status_patch in r["rules"] for r in watched] == [True, True]  # a and b
+    reports = _one(docs, "Role", f"{RELEASE}-ferryman-replica-reports")
+    assert reports["metadata"]["namespace"] == "ingress"
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}
@@ -399,12 +508,36 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
 
     # Leader election off: no Role for the Lease, and the flag says false.
     docs = _template(helm_binary, values={"controller.leaderElection.enable": False})
-    assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")
+                and "leader" in d["metadata"]["name"]]  # fmt: skip
     assert _parse(_args(docs)).enable_leader_election is False
     assert not [a for a in _args(docs) if a.startswith("--leader-election-")]
     # Addresses given directly: no --external-service defaulted.
     values = {"controller.reportIngressStatus.ingressAddress": ["192.0.2.9"]}
     assert _parse(_args(_template(helm_binary, values=values))).external_service is None
+
+
+def _harness_args(docs: list[dict[str, Any]]) -> list[str]:
+    """The rendered args, but the harness's state dir and free ports (it passes them,
+    and a free one for the webhook), and no grace period when the test stops it."""
+    own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
+    own += ("--shutdown-grace-period", "--readiness-gate-webhook-port")
+    args = [a for a in _args(docs)[1:] if not a.startswith(own)]
+    return [*args, f"--readiness-gate-webhook-port={free_port()}"]
+
+
+def _assert_ca_bundle_kept(kube: Client, namespace: str) -> None:
+    """Under the chart's RBAC the webhook made its Secret and set the caBundle."""
+    name = f"{RELEASE}-ferryman"
+    secret = wait_until(
+        lambda: kube.get(Secret, f"{name}-webhook-cert", namespace=namespace), 10, "Secret"
+    )
+
+    def ca_bundles() -> list[str | None]:
+        config = kube.get(MutatingWebhookConfiguration, f"{name}-readiness-gates")
+        return [w.clientConfig.caBundle for w in config.webhooks or []]
+
+    wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 10, "caBundle")
 
 
 def _token_kubeconfig(apiserver: APIServer, kube: Client, namespace: str, out: Path) -> str:
@@ -468,14 +601,9 @@ def test_rendered_chart_applies_and_runs(
                 namespace=namespace),
     )  # fmt: skip
 
-    # The rendered args, but the harness's state dir and free ports (it passes them),
-    # and no grace period when the test stops it.
-    own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
-    own += ("--shutdown-grace-period",)
-    args = [a for a in _args(docs)[1:] if not a.startswith(own)]
     f = Ferryman(
         tmp_path / "ferryman",
-        extra_args=args,
+        extra_args=_harness_args(docs),
         kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
     )
@@ -501,9 +629,12 @@ def test_rendered_chart_applies_and_runs(
             10,
             "an Event for the Ingress",
         )
+        _assert_ca_bundle_kept(kube, namespace)
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0
+        # Cluster-wide: later tests' opted-in namespaces would call it.
+        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
 
 
 def test_watch_namespace_runs_on_namespaced_roles(
@@ -515,7 +646,12 @@ def test_watch_namespace_runs_on_namespaced_roles(
     namespace = f"helm{next(_names)}"
     apps = f"{namespace}-apps"
     ingress_class = f"{namespace}-class"
-    values = {"ingressClass.name": ingress_class, "controller.watchNamespace": [apps]}
+    values = {
+        "ingressClass.name": ingress_class,
+        "controller.watchNamespace": [apps],
+        # Pods are read in the watched namespace only, namespaces cluster-wide.
+        "controller.readinessGates.enable": True,
+    }
     docs = _template(helm_binary, namespace=namespace, values=values)
     for ns in (namespace, apps):
         kube.create(Namespace(metadata=ObjectMeta(name=ns)))
@@ -542,11 +678,9 @@ def test_watch_namespace_runs_on_namespaced_roles(
             list(sa.list(Secret, namespace=where))
         assert e.value.status.code == 403, where
 
-    own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
-    own += ("--shutdown-grace-period",)
     f = Ferryman(
         tmp_path / "ferryman",
-        extra_args=[a for a in _args(docs)[1:] if not a.startswith(own)],
+        extra_args=_harness_args(docs),
         kubeconfig=kubeconfig,
         env={"POD_NAME": "edge-pod-ns", "POD_NAMESPACE": namespace},
     )
@@ -568,6 +702,65 @@ def test_watch_namespace_runs_on_namespaced_roles(
             10,
             "an Event for the Ingress",
         )
+        _assert_ca_bundle_kept(kube, namespace)
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0
+        # Cluster-wide: later tests' opted-in namespaces would call it.
+        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
+
+
+def test_readiness_gates_run_on_the_charts_rbac(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """readinessGates.enable: under the chart's ServiceAccount ferryman watches the
+    opted-in namespace's Pods, publishes its replica report Lease, writes the gate
+    condition (here True: no served Service selects the pod) and deletes its Lease
+    when it stops."""
+    namespace = f"helm{next(_names)}"
+    apps = f"{namespace}-apps"
+    values = {"ingressClass.name": f"{namespace}-class", "controller.readinessGates.enable": True}
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    labels = {"ferryman.io/pod-readiness-gate-inject": "enabled"}
+    kube.create(Namespace(metadata=ObjectMeta(name=apps, labels=labels)))
+    kube.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=apps)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    gate = f"target-health.ferryman.io/{namespace}-class"
+    kube.create(
+        Pod.from_dict(
+            {
+                "metadata": {"name": "web-1", "namespace": apps, "labels": {"app": "web"}},
+                "spec": {
+                    "readinessGates": [{"conditionType": gate}],
+                    "containers": [{"name": "c", "image": "echo"}],
+                },
+            }
+        )
+    )
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=_harness_args(docs),
+        kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
+    )
+    f.start()
+    report = f"{RELEASE}-ferryman-leader-election.edge-pod-0"
+    try:
+        wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
+
+        def condition() -> str | None:
+            pod = kube.get(Pod, "web-1", namespace=apps)
+            found = [c for c in (pod.status.conditions or []) if c.type == gate]
+            return found[0].reason if found and found[0].status == "True" else None
+
+        assert wait_until(condition, 10, "the gate condition") == "NotServed"
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
+        # Cluster-wide: later tests' opted-in namespaces would call it.
+        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
+    with pytest.raises(ApiError) as gone:
+        kube.get(Lease, report, namespace=namespace)
+    assert gone.value.status.code == 404

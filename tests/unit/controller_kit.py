@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,13 @@ from ferryman.workqueue import WorkQueue
 
 
 class Kit:
-    def __init__(self, tmp: Path, dataplane: FakeDataPlane | None = None, **settings: Any) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        dataplane: FakeDataPlane | None = None,
+        on_gates_applied: Callable[[], None] | None = None,
+        **settings: Any,
+    ) -> None:
         """``settings``: Settings fields to set (``max_record_bytes=...``)."""
         self.store = Store()
         self.queue: WorkQueue[ObjectRef] = WorkQueue()
@@ -40,6 +47,7 @@ class Kit:
             self.metrics,
             {"nginx.conf": "bootstrap"},
             lambda ref, addresses: self.statuses.append((ref, addresses)),
+            on_gates_applied=on_gates_applied,
         )
         self.sink = QueueingSink(self.store, self.queue)
 

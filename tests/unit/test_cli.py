@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ferryman import cli
+from ferryman import app, cli
+from ferryman.settings import Settings
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def _help_by_flag(command: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("command", ["run", "render"])
+@pytest.mark.parametrize("command", ["run", "render", "machine-controller"])
 def test_every_flag_has_a_help_line_with_its_default(command: str) -> None:
     parser = _subcommand(command)
     helps = _help_by_flag(command)
@@ -72,6 +73,8 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["run", "--shutdown-grace-period", "-1"], "not a non-negative number of seconds"),
         (["run", "--shutdown-grace-period", "inf"], "not a non-negative number of seconds"),
         (["render", "--output", "/tmp/out"], "required: --manifests"),
+        (["machine-controller", "--drain-timeout", "0"], "not a positive number of seconds"),
+        (["machine-controller", "--webhook-port", "70000"], "'70000' is not a port number"),
     ],
 )
 def test_a_wrong_value_is_one_line_and_exit_code_2(
@@ -95,6 +98,17 @@ def test_a_kubeconfig_that_is_not_one_is_one_line_and_exit_code_2(tmp_path: Path
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"ferryman run: no usable kubeconfig ({kubeconfig}): " in result.stderr
+
+
+def test_a_machine_controller_webhook_needs_its_certificate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["machine-controller", "--webhook-port", "9443"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "ferryman machine-controller: --webhook-port needs --webhook-cert-file and "
+        "--webhook-key-file\n"
+    )
 
 
 def _run(*args: str) -> object:
@@ -144,3 +158,93 @@ def test_bad_record_and_policy_values_are_refused(
     with pytest.raises(SystemExit):
         _run(*args)
     assert args[0] in capsys.readouterr().err
+
+
+def test_readiness_gate_webhook_flags_are_parsed() -> None:
+    args = vars(
+        _run(
+            "--readiness-gate-webhook-port", "8443",
+            "--readiness-gate-webhook-cert-secret", "ferryman/webhook-cert",
+            "--readiness-gate-webhook-cert-hosts", "ferryman-webhook.ferryman.svc, 127.0.0.1,::1",
+            "--readiness-gate-webhook-configuration", "ferryman-readiness-gates",
+        )
+    )  # fmt: skip
+    assert args["readiness_gate_webhook_port"] == 8443
+    assert args["readiness_gate_webhook_cert_secret"] == ("ferryman", "webhook-cert")
+    assert args["readiness_gate_webhook_cert_hosts"] == (
+        "ferryman-webhook.ferryman.svc",
+        "127.0.0.1",
+        "::1",
+    )
+    assert args["readiness_gate_webhook_configuration"] == "ferryman-readiness-gates"
+    defaults = vars(_run())
+    assert defaults["readiness_gate_webhook_port"] == 0  # off
+    assert defaults["readiness_gate_webhook_cert_secret"] is None
+    assert defaults["readiness_gate_webhook_configuration"] is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--readiness-gate-webhook-port", "65536"),
+        ("--readiness-gate-webhook-cert-secret", "webhook-cert"),
+        ("--readiness-gate-webhook-cert-secret", "Ferryman/webhook-cert"),
+        ("--readiness-gate-webhook-cert-secret", "ferryman/"),
+        ("--readiness-gate-webhook-cert-hosts", "ferryman webhook"),
+        ("--readiness-gate-webhook-configuration", "Not_A_Name"),
+    ],
+)
+def test_bad_readiness_gate_webhook_values_are_refused(
+    args: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        _run(*args)
+    assert args[0] in capsys.readouterr().err
+
+
+def test_the_webhook_port_needs_a_certificate_secret(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ferryman.cli", "run", "--state-dir", str(tmp_path),
+         "--readiness-gate-webhook-port", "8443"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        "ferryman run: --readiness-gate-webhook-port needs --readiness-gate-webhook-cert-secret\n"
+    )
+
+
+def test_the_machine_controllers_modules_load_only_for_it() -> None:
+    """`ferryman run` builds every subcommand's parser; it carries only the pure
+    hook model of the machine controller, not its client, drain or webhook."""
+    code = (
+        "import sys, ferryman.cli; ferryman.cli.parser(); "
+        "print(sorted(m for m in sys.modules if m.startswith('ferryman.machines.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "['ferryman.machines.command',",
+        "'ferryman.machines.conditions',",
+        "'ferryman.machines.hooks',",
+        "'ferryman.machines.lifecycle']",
+    ]
+
+
+def test_the_readiness_gate_webhook_implies_gated_routing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pods the webhook gates are not Ready until ferryman routes to them."""
+    seen: list[Settings] = []
+
+    async def run(settings: Settings, data_plane: str) -> int:
+        seen.append(settings)
+        return 0
+
+    monkeypatch.setattr(app, "run", run)
+    base = ["run", "--state-dir", str(tmp_path), "--log-level", "error"]
+    assert cli.main(base) == 0
+    webhook = ["--readiness-gate-webhook-port", "8443"]
+    webhook += ["--readiness-gate-webhook-cert-secret", "ferryman/cert"]
+    assert cli.main([*base, *webhook]) == 0
+    assert cli.main([*base, "--readiness-gates"]) == 0
+    assert [s.readiness_gates for s in seen] == [False, True, True]

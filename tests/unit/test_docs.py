@@ -11,9 +11,9 @@ from ferryman.metrics import Metrics
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
 
 
-def _run_flags() -> list[str]:
+def _run_flags(command: str = "run") -> list[str]:
     sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
-    run = sub.choices["run"]
+    run = sub.choices[command]
     return [
         s for a in run._actions for s in a.option_strings if s.startswith("--") and s != "--help"
     ]
@@ -21,6 +21,12 @@ def _run_flags() -> list[str]:
 
 def test_every_run_flag_is_documented() -> None:
     missing = [f for f in _run_flags() if f"`{f}" not in GUIDE]
+    assert missing == []
+
+
+def test_every_machine_controller_flag_is_documented() -> None:
+    section = GUIDE.partition("## Machine deletion controller")[2].partition("\n## ")[0]
+    missing = [f for f in _run_flags("machine-controller") if f"`{f}" not in section]
     assert missing == []
 
 

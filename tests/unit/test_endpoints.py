@@ -205,6 +205,27 @@ def test_ready_first_else_serving_terminating_never_not_serving(
     assert not peers & (not_serving - ready - serving_terminating)
 
 
+@given(
+    st.lists(_endpoint_lists, max_size=4),
+    st.sets(st.integers(1, 20).map(lambda n: f"10.0.0.{n}"), max_size=20),
+)
+def test_routable_addresses_count_as_ready_unless_terminating(
+    slices: list[list[dict[str, Any]]], routable: set[str]
+) -> None:
+    parsed = [slice_(f"web-{i}", [("http", 8080)], eps) for i, eps in enumerate(slices)]
+    peers = {p.address for p in resolve_peers(TWO_PORTS, parsed, 80, frozenset(routable))}
+    ungated = {p.address for p in resolve_peers(TWO_PORTS, parsed, 80)}
+    endpoints = [e for eps in slices for e in eps]
+    ready = {
+        e["addresses"][0]
+        for e in endpoints
+        if not e["conditions"].get("terminating", False)
+        and (e["conditions"].get("ready", True) or e["addresses"][0] in routable)
+    }
+    # A gated pod joins the ready peers; without any, the draining fallback stays.
+    assert peers == (ready or ungated)
+
+
 def test_missing_service_has_no_peers() -> None:
     assert resolve_peers(None, [TWO_PORT_SLICE], 80) == ()
 

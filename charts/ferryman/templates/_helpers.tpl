@@ -92,4 +92,30 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: ["events.k8s.io"]
     resources: ["events"]
     verbs: ["create"]
+  {{- if include "ferryman.readinessGates" . }}
+  # Readiness gates: pods are watched in opted-in namespaces only.
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["list", "watch"]
+  # ...and the leader writes their gate condition.
+  - apiGroups: [""]
+    resources: ["pods/status"]
+    verbs: ["patch"]
+  {{- end }}
+{{- end }}
+
+{{/* The readiness gate webhook's MutatingWebhookConfiguration. */}}
+{{- define "ferryman.webhookConfiguration" -}}
+{{- printf "%s-readiness-gates" (include "ferryman.fullname" .) }}
+{{- end }}
+
+{{/* The readiness gate webhook's certificate Secret, in the release namespace. */}}
+{{- define "ferryman.webhookSecret" -}}
+{{- default (printf "%s-webhook-cert" (include "ferryman.fullname" .)) .Values.readinessGateWebhook.certSecret }}
+{{- end }}
+
+{{/* Gated routing (--readiness-gates): asked for, or implied by the webhook, whose
+gate holds pods back until ferryman routes to them. */}}
+{{- define "ferryman.readinessGates" -}}
+{{- if or .Values.controller.readinessGates.enable .Values.readinessGateWebhook.enabled }}true{{ end }}
 {{- end }}

@@ -6,6 +6,12 @@ still answer), as kube-proxy does since Kubernetes 1.26: a rollout or a scale to
 zero that takes every ready pod away at once then drains instead of answering
 503. Endpoints that are not serving never receive traffic.
 
+Readiness gates add one exception: an address in ``routable`` (its pod is Ready
+in all but ferryman's own readiness gate, see ``resources/pod.py``) is routed
+to as if its endpoint were ready, as long as it is not terminating: the gate
+turns True only once ferryman routes to the pod, so waiting for Ready would
+wait forever.
+
 A port referenced by number is looked up among the Service's ports; its name
 then selects the EndpointSlice port of the same name (unnamed single-port
 Services use the name ""), exactly as kube-proxy does.
@@ -13,7 +19,7 @@ Services use the name ""), exactly as kube-proxy does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
 from ferryman.resources.service import EndpointSlice, Service
@@ -25,8 +31,13 @@ class Peer(NamedTuple):
 
 
 def resolve_peers(
-    service: Service | None, slices: Iterable[EndpointSlice], port_ref: int | str
+    service: Service | None,
+    slices: Iterable[EndpointSlice],
+    port_ref: int | str,
+    routable: Collection[str] = frozenset(),
 ) -> tuple[Peer, ...]:
+    """The peers of ``service``'s port ``port_ref``; ``routable``: addresses of
+    not-ready endpoints that count as ready (gated pods)."""
     if service is None:
         return ()
     sport = service.find_port(port_ref)
@@ -45,6 +56,8 @@ def resolve_peers(
             # marked ready (the slices of a publishNotReadyAddresses Service).
             if e.ready and not e.terminating:
                 ready.update(Peer(a, number) for a in e.addresses)
+            elif routable and not e.terminating:
+                ready.update(Peer(a, number) for a in e.addresses if a in routable)
             elif e.serving and e.terminating:
                 draining.update(Peer(a, number) for a in e.addresses)
     return tuple(sorted(ready or draining))

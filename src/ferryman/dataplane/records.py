@@ -49,6 +49,10 @@ class AppliedRecords:
         self._applied.clear()
         self.full = True
 
+    def held(self, key: RecordKey) -> str | None:
+        """The value NGINX confirmed holding for ``key`` (None: none)."""
+        return self._applied.get(key)
+
     def changes(self, desired: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
         """Records that differ from what NGINX holds ("" deletes one)."""
         changes = {k: v for k, v in desired.items() if self._applied.get(k) != v}

@@ -31,7 +31,7 @@ from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.report")
 
-API_VERSIONS = {"Ingress": "networking.k8s.io/v1"}
+API_VERSIONS = {"Ingress": "networking.k8s.io/v1", "Pod": "v1"}
 
 
 def instance_name() -> str:

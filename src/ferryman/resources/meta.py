@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
+
+log = logging.getLogger("ferryman.controller")
+T = TypeVar("T")
 
 
 class ObjectRef(NamedTuple):
@@ -146,3 +150,22 @@ def ref_of(obj: Mapping[str, Any]) -> ObjectRef | None:
         return None
     # Kinds and namespaces repeat across thousands of objects: one string each.
     return ObjectRef(sys.intern(str(kind)), sys.intern(str(md.get("namespace") or "")), name)
+
+
+def valid_or_none(
+    parse: Callable[[Mapping[str, Any]], T], obj: Mapping[str, Any] | None
+) -> T | None:
+    """A Service, EndpointSlice, IngressClass or Pod; None when absent, or invalid (logged).
+
+    The API server admits none of these invalid; hand-written manifests may.
+    """
+    if obj is None:
+        return None
+    try:
+        return parse(obj)
+    except InvalidResource as e:
+        log.warning(
+            "ignoring an invalid object",
+            extra={"fields": {"object": str(ref_of(obj)), "reason": str(e)}},
+        )
+        return None

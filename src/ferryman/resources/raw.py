@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ferryman.resources.readiness_gate import INJECT_LABEL
 from ferryman.resources.service import SERVICE_NAME_LABEL
 
 # A copy of the whole object as kubectl applied it: never read, often the
@@ -40,6 +41,8 @@ _LABELS_READ: dict[str, tuple[str, ...] | None] = {
     "Service": (),
     "EndpointSlice": (SERVICE_NAME_LABEL,),
     "Secret": (),
+    "Pod": None,  # matched against Service selectors
+    "Namespace": (INJECT_LABEL,),
 }
 _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
     "Ingress": None,
@@ -47,6 +50,8 @@ _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
     "Service": (),
     "EndpointSlice": (),
     "Secret": (),
+    "Pod": (),
+    "Namespace": (),
 }
 _SECRET_KEYS = ("tls.crt", "tls.key")
 # Strings up to this long are interned: namespaces, kinds, label keys, Service
@@ -73,7 +78,7 @@ def _strings_only(value: object) -> bool:
     )
 
 
-def _str_map(value: object, read: tuple[str, ...] | None, drop: str = "") -> object:
+def _str_map(value: object, read: tuple[str, ...] | None, drop: str | None = None) -> object:
     """Labels or annotations, keeping the keys in ``read`` (all when None).
 
     A map the parser would refuse stays whole, so the parse fails the same way."""
@@ -89,6 +94,8 @@ def _metadata(md: object, kind: str) -> object:
     if not isinstance(md, Mapping):
         return md
     out = {k: md[k] for k in _META_KEYS if k in md}
+    if kind == "Pod" and "deletionTimestamp" in md:  # a terminating pod is not routed
+        out["deletionTimestamp"] = md["deletionTimestamp"]
     if "labels" in out:
         out["labels"] = _str_map(out["labels"], _LABELS_READ.get(kind))
     if "annotations" in out:
@@ -119,6 +126,31 @@ def _endpoint(e: object) -> object:
     if isinstance(cond, Mapping):
         # ready, serving and terminating choose the peers (configs/endpoints.py).
         out["conditions"] = {k: cond[k] for k in _CONDITIONS if k in cond}
+    return out
+
+
+_POD_CONDITION_KEYS = ("type", "status", "lastTransitionTime", "reason", "message")
+
+
+def _pod_spec(spec: object) -> object:
+    if not isinstance(spec, Mapping):
+        return spec
+    return {"readinessGates": spec["readinessGates"]} if "readinessGates" in spec else {}
+
+
+def _pod_status(status: object) -> object:
+    """Addresses and conditions; the rest (container statuses, above all) is dropped."""
+    if not isinstance(status, Mapping):
+        return status
+    out = {k: status[k] for k in ("podIP", "podIPs") if k in status}
+    cond = status.get("conditions")
+    if isinstance(cond, list):
+        out["conditions"] = [
+            {k: c[k] for k in _POD_CONDITION_KEYS if k in c} if isinstance(c, Mapping) else c
+            for c in cond
+        ]
+    elif "conditions" in status:
+        out["conditions"] = cond
     return out
 
 
@@ -157,6 +189,13 @@ def slim(obj: Mapping[str, Any]) -> dict[str, Any]:
         for k in ("type", "data", "stringData"):
             if k in obj:
                 out[k] = _data(obj[k]) if k != "type" else obj[k]
+    elif kind == "Pod":
+        if "spec" in obj:
+            out["spec"] = _pod_spec(obj["spec"])
+        if "status" in obj:
+            out["status"] = _pod_status(obj["status"])
+    elif kind == "Namespace":
+        pass  # its name and whether it opts in (a label) are all that is read
     else:  # a kind no parser reads: kept as it is
         out = dict(obj)
     compact: dict[str, Any] = _compact(out)

@@ -7,6 +7,9 @@ result with what it delivered before, so objects deleted during the gap are
 deleted here too and nothing added is missed. Secrets are listed with a field
 selector for the one type ferryman reads.
 
+With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
+by the API server) and, through ``sources/pods.py``, the Pods of each of them.
+
 lightkube is used for configuration (in-cluster service account, kubeconfig)
 and typed decoding; the store keeps plain dicts (``to_dict``) so manifests mode
 and Kubernetes mode feed the controller the same shape.
@@ -24,13 +27,15 @@ from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
-from lightkube.resources.core_v1 import Secret, Service
+from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service
 from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.networking_v1 import Ingress, IngressClass
 
 from ferryman.resources.meta import ObjectRef, ref_of
+from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from ferryman.resources.secret import TLS_TYPE
 from ferryman.sources import Sink
+from ferryman.sources.pods import PodInformers
 
 log = logging.getLogger("ferryman.kubernetes")
 
@@ -49,6 +54,7 @@ class Kind:
     resource: Any
     namespaced: bool = True
     fields: Mapping[str, str] | None = None
+    labels: Mapping[str, str] | None = None
 
 
 KINDS = (
@@ -59,16 +65,24 @@ KINDS = (
     Kind("Secret", Secret, fields={"type": TLS_TYPE}),
 )
 
+# Readiness gates (--readiness-gates): only opted-in namespaces are held (the
+# API server filters), and Pods only in those (sources/pods.py).
+NAMESPACES = Kind("Namespace", Namespace, namespaced=False, labels={INJECT_LABEL: INJECT_ENABLED})
+PODS = Kind("Pod", Pod)
+
 
 class KubeconfigError(ValueError):
     """No usable configuration to reach the Kubernetes API."""
 
 
-def make_client(kubeconfig: str | None) -> AsyncClient:
-    """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster."""
+def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
+    """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster.
+
+    ``http2``: every request over one connection (the Pod watches, one per opted-in
+    namespace: over HTTP/1.1 each holds one of the client's 100 connections)."""
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        return AsyncClient(config=config, field_manager="ferryman")
+        return AsyncClient(config=config, field_manager="ferryman", http2=http2)
     # lightkube lets through whatever reading a malformed file raises (YAML
     # errors, KeyError, AttributeError): each is a configuration ferryman cannot use.
     except Exception as e:
@@ -86,9 +100,23 @@ def _plain(obj: Any, kind: str) -> dict[str, Any]:
 
 
 class KubernetesSource:
-    def __init__(self, client: AsyncClient, sink: Sink, namespaces: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        sink: Sink,
+        namespaces: tuple[str, ...] = (),
+        pods_client: AsyncClient | None = None,
+        ingress_class: str = "",
+    ) -> None:
+        """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
+        this client the Pods in each of them. Its own connections: a watch per
+        opted-in namespace must not take those that status, Events and the Lease need."""
         self._client = client
+        self._pods_client = pods_client
         self._sink = sink
+        self._gates = (
+            PodInformers(self, PODS, sink, namespaces, ingress_class) if pods_client else None
+        )
         # () means every namespace: one informer per kind with namespace "*".
         self._namespaces = namespaces or ("*",)
         self._known: dict[tuple[str, str], dict[ObjectRef, str]] = {}
@@ -101,21 +129,43 @@ class KubernetesSource:
         return self._namespaces if kind.namespaced else ("",)
 
     async def wait_synced(self) -> None:
-        """Returns once every informer has delivered its first list."""
-        await asyncio.gather(*(e.wait() for e in self._synced.values()))
+        """Returns once every informer has delivered its first list (those that
+        lists start meanwhile, the Pod informers of opted-in namespaces, too)."""
+        while not all(e.is_set() for e in self._synced.values()):
+            await asyncio.gather(*(e.wait() for e in list(self._synced.values())))
 
     async def run(self, stop: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
             for kind in KINDS:
                 for ns in self._scopes(kind):
-                    tg.create_task(self._informer(kind, ns, stop), name=f"watch {kind.name} {ns}")
+                    tg.create_task(self.informer(kind, ns, stop), name=f"watch {kind.name} {ns}")
+            if self._gates is not None:
+                self.expect(NAMESPACES, "")
+                tg.create_task(self._gates.run(stop), name="pod informers")
+                tg.create_task(self.informer(NAMESPACES, "", stop), name="watch Namespace")
 
-    async def _informer(self, kind: Kind, namespace: str, stop: asyncio.Event) -> None:
+    def forget(self, kind: Kind, namespace: str) -> None:
+        """Delete what the (stopped) informer of ``kind`` in ``namespace`` delivered."""
+        # Set, not just dropped: wait_synced may be waiting on it.
+        if (synced := self._synced.pop((kind.name, namespace), None)) is not None:
+            synced.set()
+        for ref in self._known.pop((kind.name, namespace), {}):
+            self._sink.delete(ref)
+
+    def expect(self, kind: Kind, namespace: str) -> None:
+        """``wait_synced`` waits for an informer about to start, too."""
+        self._synced.setdefault((kind.name, namespace), asyncio.Event())
+
+    async def informer(self, kind: Kind, namespace: str, stop: asyncio.Event) -> None:
+        """List and watch ``kind`` in ``namespace`` ("" cluster-wide, "*" all) until
+        ``stop``; the objects go to the sink."""
+        self.expect(kind, namespace)
         delay = _RETRY_MIN
         while not stop.is_set():
             try:
                 version = await self._relist(kind, namespace)
-                self._synced[(kind.name, namespace)].set()
+                if (synced := self._synced.get((kind.name, namespace))) is not None:
+                    synced.set()
                 delay = _RETRY_MIN
                 await self._watch(kind, namespace, version)
             except Exception as e:  # an informer must outlive any API or network failure
@@ -127,16 +177,27 @@ class KubernetesSource:
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, _RETRY_MAX)
 
+    def _client_of(self, kind: Kind) -> AsyncClient:
+        return self._pods_client if kind is PODS and self._pods_client else self._client
+
+    def _sink_of(self, kind: Kind) -> Sink:
+        """Namespaces and Pods go through the Pod informers, which follow them."""
+        gated = kind is NAMESPACES or kind is PODS
+        return self._gates if gated and self._gates is not None else self._sink
+
     def _kwargs(self, kind: Kind, namespace: str) -> dict[str, Any]:
         kw: dict[str, Any] = {}
         if kind.namespaced:
             kw["namespace"] = namespace
         if kind.fields:
             kw["fields"] = dict(kind.fields)
+        if kind.labels:
+            kw["labels"] = dict(kind.labels)
         return kw
 
     async def _relist(self, kind: Kind, namespace: str) -> str:
-        listing = self._client.list(
+        sink = self._sink_of(kind)
+        listing = self._client_of(kind).list(
             kind.resource, chunk_size=LIST_CHUNK, **self._kwargs(kind, namespace)
         )
         seen: dict[ObjectRef, str] = {}
@@ -147,18 +208,23 @@ class KubernetesSource:
                 continue
             version = str(data["metadata"].get("resourceVersion", ""))
             seen[ref] = version
-            if self._known.get((kind.name, namespace), {}).get(ref) != version:
-                self._sink.upsert(data)
+            known = self._known.setdefault((kind.name, namespace), {})
+            if known.get(ref) != version:
+                sink.upsert(data)
+                # Known at once, not at the list's end: a Pod informer stopped
+                # half-way through its list (``forget``) deletes these too.
+                known[ref] = version
         for ref in self._known.get((kind.name, namespace), {}).keys() - seen.keys():
-            self._sink.delete(ref)
+            sink.delete(ref)
         self._known[(kind.name, namespace)] = seen
         return str(listing.resourceVersion)
 
     async def _watch(self, kind: Kind, namespace: str, version: str) -> None:
         known = self._known.setdefault((kind.name, namespace), {})
+        sink = self._sink_of(kind)
         # The server closes a watch after timeoutSeconds; returning relists,
         # which also re-checks that nothing was missed.
-        async for event, obj in self._client.watch(
+        async for event, obj in self._client_of(kind).watch(
             kind.resource, resource_version=version, server_timeout=300,
             **self._kwargs(kind, namespace),
         ):  # fmt: skip
@@ -168,7 +234,7 @@ class KubernetesSource:
                 continue
             if event == "DELETED":
                 known.pop(ref, None)
-                self._sink.delete(ref)
+                sink.delete(ref)
             else:
                 known[ref] = str(data["metadata"].get("resourceVersion", ""))
-                self._sink.upsert(data)
+                sink.upsert(data)

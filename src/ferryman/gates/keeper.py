@@ -1,0 +1,72 @@
+"""One replica's part in readiness gates: its Lease report, and the flipper that
+writes when this replica leads. ``app`` builds it once the controller exists and
+hands it the controller's answers as callables (this package sits below it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lightkube import AsyncClient
+
+from ferryman.gates.decide import GatedPod, PodKey, ReplicaReport
+from ferryman.gates.flipper import Flipper, GateSettings, write_condition
+from ferryman.gates.report import ReplicaLease, lease_name, read_reports
+from ferryman.metrics import Metrics
+from ferryman.resources.readiness_gate import gate_type
+from ferryman.settings import Settings
+
+
+class GateKeeper:
+    def __init__(
+        self,
+        client: AsyncClient,
+        settings: Settings,
+        identity: str,
+        applied: Callable[[], Iterable[tuple[str, str, str]]],
+        pending: Callable[[], list[GatedPod]],
+        is_leader: Callable[[], bool],
+        warn: Callable[[PodKey, str], None],
+        metrics: Metrics,
+    ) -> None:
+        self._client = client
+        self._namespace = settings.leader_lock_namespace
+        self._class = settings.ingress_class
+        self._identity = identity
+        # A report lasts as long as the leader's Lease: a replica that stops
+        # renewing holds gates back no longer than a dead leader holds status.
+        self.lease = ReplicaLease(
+            client,
+            self._namespace,
+            lease_name(settings.leader_lock_name, identity),
+            identity,
+            self._class,
+            applied,
+            settings.lease_duration,
+        )
+        self.flipper = Flipper(
+            lambda key, patch: write_condition(client, key, patch),
+            GateSettings(gate_type(self._class), settings.readiness_gate_timeout),
+            pending,
+            self._reports,
+            is_leader,
+            warn,
+            metrics,
+        )
+
+    def applied_changed(self) -> None:
+        """This replica's data plane applied another set of gated pods."""
+        self.lease.changed()
+        self.flipper.kick()
+
+    async def _reports(self, now: float) -> list[ReplicaReport]:
+        """Every replica's report, this one's as it is now (not as last published)."""
+        others = await read_reports(self._client, self._namespace, self._class)
+        return [*(r for r in others if r.identity != self._identity), self.lease.current(now)]
+
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        return [
+            asyncio.create_task(self.lease.run(), name="gate-report"),
+            asyncio.create_task(self.flipper.run(), name="gate-flipper"),
+        ]

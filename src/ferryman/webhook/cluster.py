@@ -1,0 +1,172 @@
+"""The webhook's API calls: its certificate's Secret and the configuration's caBundle.
+
+Every replica serves the same certificate, the Secret's: the first to find it
+absent makes one and creates the Secret; a replica whose create conflicts lost
+that race and reads the winner's. Each replica then keeps the caBundle of every
+webhook in the MutatingWebhookConfiguration equal to the Secret's CA: a no-op
+once one has, so replicas never fight, and a configuration re-applied without
+it (``helm upgrade``, ``kubectl apply``) gets it back within a watch event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from lightkube import AsyncClient
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
+from lightkube.resources.core_v1 import Secret
+from lightkube.types import PatchType
+
+from ferryman.webhook.certificate import Bundle, from_secret_data, generate
+
+log = logging.getLogger("ferryman.webhook")
+
+# Backoff between tries after an API error: quick first, capped.
+RETRY_MIN = 0.5
+RETRY_MAX = 30.0
+# A watch is re-made after this many seconds (the server ends it then).
+WATCH_SECONDS = 300
+
+
+class CertificateSecret:
+    def __init__(
+        self, client: AsyncClient, namespace: str, name: str, hosts: Sequence[str]
+    ) -> None:
+        """``hosts``: the names (or addresses) a made certificate is for: how the
+        API server reaches the webhook (its Service's ``NAME.NAMESPACE.svc``)."""
+        self._client = client
+        self.namespace = namespace
+        self.name = name
+        self._hosts = tuple(hosts)
+
+    async def obtain(self) -> Bundle:
+        """The Secret's bundle; made and stored first when there is no Secret.
+        Raises ApiError, CertificateError (a Secret whose data is unusable is
+        never replaced: someone else may own it)."""
+        secret = await self._get()
+        if secret is not None:
+            return from_secret_data(secret.data)
+        if not self._hosts:
+            raise ValueError(
+                f"Secret {self.namespace}/{self.name} is absent and no host is known to "
+                "make a certificate for (--readiness-gate-webhook-cert-hosts)"
+            )
+        bundle = await asyncio.to_thread(generate, self._hosts)
+        try:
+            await self._client.create(
+                Secret(
+                    metadata=ObjectMeta(
+                        name=self.name,
+                        namespace=self.namespace,
+                        labels={"app.kubernetes.io/managed-by": "ferryman"},
+                    ),
+                    type="kubernetes.io/tls",
+                    data=bundle.secret_data(),
+                )
+            )
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+            secret = await self._get()  # another replica created it first
+            if secret is None:
+                raise
+            return from_secret_data(secret.data)
+        log.info(
+            "readiness gate webhook: made a certificate",
+            extra={
+                "fields": {
+                    "secret": f"{self.namespace}/{self.name}",
+                    "hosts": ",".join(self._hosts),
+                }
+            },
+        )
+        return bundle
+
+    async def _get(self) -> Secret | None:
+        try:
+            return await self._client.get(Secret, self.name, namespace=self.namespace)
+        except ApiError as e:
+            if e.status.code == 404:
+                return None
+            raise
+
+    async def watch(self, changed: Callable[[Secret | None], Awaitable[None]]) -> None:
+        """Calls ``changed`` with the Secret on each change (None: deleted)."""
+        await watch_named(self._client, Secret, self.name, self.namespace, changed)
+
+
+async def keep_ca_bundle(client: AsyncClient, name: str, ca: Callable[[], bytes]) -> None:
+    """Keeps every webhook of configuration ``name`` trusting ``ca()``, forever."""
+
+    async def changed(config: MutatingWebhookConfiguration | None) -> None:
+        if config is not None:
+            await ensure_ca_bundle(client, config, ca())
+
+    await watch_named(client, MutatingWebhookConfiguration, name, None, changed)
+
+
+async def ensure_ca_bundle(
+    client: AsyncClient, config: MutatingWebhookConfiguration | str, ca: bytes
+) -> None:
+    """Sets the caBundle of the webhooks of ``config`` (the object or its name)
+    that do not have ``ca``; writes nothing when all do."""
+    if isinstance(config, str):
+        try:
+            config = await client.get(MutatingWebhookConfiguration, config)
+        except ApiError as e:
+            if e.status.code == 404:
+                return  # the watch sets it once the configuration exists
+            raise
+    assert config.metadata is not None and config.metadata.name is not None
+    want = base64.b64encode(ca).decode()
+    stale = [w.name for w in config.webhooks or () if w.clientConfig.caBundle != want]
+    if not stale:
+        return
+    # Strategic merge: webhooks merge by name, so only those entries' caBundle
+    # changes, whatever else the owner of the configuration set.
+    patch = {"webhooks": [{"name": n, "clientConfig": {"caBundle": want}} for n in stale]}
+    await client.patch(
+        MutatingWebhookConfiguration, config.metadata.name, patch,
+        patch_type=PatchType.STRATEGIC,
+    )  # fmt: skip
+    log.info(
+        "readiness gate webhook: caBundle set",
+        extra={"fields": {"configuration": config.metadata.name, "webhooks": ",".join(stale)}},
+    )
+
+
+async def watch_named(
+    client: AsyncClient,
+    resource: Any,
+    name: str,
+    namespace: str | None,
+    changed: Callable[[Any], Awaitable[None]],
+) -> None:
+    """Watches one object by name, forever: ``changed(obj)`` for its current
+    state and each change, ``changed(None)`` when it is deleted. A watch made
+    without a resourceVersion starts with the object as it is, so a re-made
+    watch (after an error or the server's timeout) misses nothing."""
+    delay = RETRY_MIN
+    while True:
+        try:
+            async for event, obj in client.watch(
+                resource, namespace=namespace, fields={"metadata.name": name},
+                server_timeout=WATCH_SECONDS,
+            ):  # fmt: skip
+                await changed(None if event == "DELETED" else obj)
+                delay = RETRY_MIN
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the webhook outlives any API or network failure
+            log.warning(
+                "readiness gate webhook: watch or update failed; trying again",
+                extra={"fields": {"kind": resource.__name__, "name": name, "error": str(e)}},
+            )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, RETRY_MAX)

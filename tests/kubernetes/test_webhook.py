@@ -1,0 +1,374 @@
+"""The readiness gate webhook against a real kube-apiserver: the API server calls
+ferryman at each pod's creation, and the created pod shows the gate (or not).
+
+No kubelet: pods stay Pending, which is all injection needs. Each test registers
+deploy/webhook.yaml's configuration with its URL pointed at ferryman on this
+host, and its namespaceSelector narrowed to the test's namespace, so other
+tests' opted-in namespaces never call it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from lightkube import ApiError, Client
+from lightkube.models.core_v1 import Container, PodReadinessGate, PodSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
+from lightkube.resources.core_v1 import Namespace, Pod, Secret, ServiceAccount
+from lightkube.types import PatchType
+
+from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
+from ferryman.webhook.certificate import generate
+from tests.integration.harness import Ferryman, free_port, ingress, path, rule
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "webhook.yaml"
+GATE = gate_type("ferryman")
+OTHER = "example.com/warmed-up"
+
+
+def _configuration(name: str, namespace: str, port: int) -> dict[str, Any]:
+    """deploy/'s configuration, calling ``127.0.0.1:port`` for ``namespace`` only."""
+    doc = next(d for d in yaml.safe_load_all(DEPLOY.read_text()) if d["kind"].startswith("Mut"))
+    doc = copy.deepcopy(doc)
+    doc["metadata"]["name"] = name
+    for hook in doc["webhooks"]:
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/readiness-gates"}
+        hook["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] = namespace
+    return dict(doc)
+
+
+def _service(name: str, namespace: str, selector: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": selector, "ports": [{"port": 80}]},
+    }
+
+
+def _opt_in(kube: Client, namespace: str, on: bool) -> None:
+    labels = {INJECT_LABEL: "enabled" if on else None}  # None removes it
+    kube.patch(Namespace, namespace, {"metadata": {"labels": labels}})
+
+
+def _pod(
+    kube: Client, namespace: str, labels: dict[str, str], gates: tuple[str, ...] = ()
+) -> list[str]:
+    """Creates a pod (by generateName, as a ReplicaSet does); its gates as created."""
+    pod = Pod(
+        metadata=ObjectMeta(generateName="p-", labels=labels),
+        spec=PodSpec(
+            containers=[Container(name="c", image="example.invalid/app")],
+            readinessGates=[PodReadinessGate(conditionType=g) for g in gates] or None,
+        ),
+    )
+    created = kube.create(pod, namespace=namespace)
+    assert created.spec is not None
+    return [g.conditionType for g in created.spec.readinessGates or []]
+
+
+def _ca_bundles(kube: Client, name: str) -> list[str | None]:
+    config = kube.get(MutatingWebhookConfiguration, name)
+    return [w.clientConfig.caBundle for w in config.webhooks or []]
+
+
+def _secret_ca(kube: Client, namespace: str, name: str) -> str:
+    secret = kube.get(Secret, name, namespace=namespace)
+    assert secret.data is not None
+    return str(secret.data["ca.crt"])
+
+
+@pytest.fixture
+def cluster_objects(kube: Client) -> Iterator[list[str]]:
+    """Names of MutatingWebhookConfigurations to delete afterwards (they are
+    cluster-wide, and a webhook left behind would be called by later tests)."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        kube.delete(MutatingWebhookConfiguration, name)
+
+
+@pytest.fixture
+def pods_namespace(kube: Client, namespace: str) -> str:
+    """The test namespace, opted in, with the ServiceAccount pods are admitted with
+    (the serviceaccount controller does not run here)."""
+    kube.create(ServiceAccount(metadata=ObjectMeta(name="default")), namespace=namespace)
+    _opt_in(kube, namespace, True)
+    return namespace
+
+
+def _ferryman(
+    tmp_path: Path, apiserver: APIServer, namespace: str, port: int, configuration: str,
+    name: str = "a", secret: str = "webhook-cert",
+) -> Ferryman:  # fmt: skip
+    args = [
+        "--watch-namespace", namespace,
+        "--leader-election-namespace", namespace,
+        "--readiness-gate-webhook-port", str(port),
+        "--readiness-gate-webhook-cert-secret", f"{namespace}/{secret}",
+        "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
+        "--readiness-gate-webhook-configuration", configuration,
+    ]  # fmt: skip
+    return Ferryman(
+        tmp_path / name,
+        extra_args=args,
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": f"ferryman-{name}"},
+    )
+
+
+def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    ns = pods_namespace
+    config, port = f"gates-{ns}", free_port()
+    apply(
+        kube,
+        _service("web", ns, {"app": "web"}),
+        _service("unrouted", ns, {"app": "db"}),
+        _service("foreign", ns, {"app": "foreign"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+        ingress("foreign", [rule("foreign.test", path("/", "foreign"))], namespace=ns,
+                class_name="someone-else"),
+    )  # fmt: skip
+    cluster_objects.append(config)
+    apply(kube, _configuration(config, ns, port))
+    f = _ferryman(tmp_path, apiserver, ns, port, config)
+    f.start()
+    try:
+        # ferryman made the certificate, stored it, and had the configuration trust it.
+        wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
+                   10, "caBundle")  # fmt: skip
+
+        assert _pod(kube, ns, {"app": "web", "pod-template-hash": "1"}) == [GATE]
+        assert _pod(kube, ns, {"app": "db"}) == []  # no served Ingress routes to it
+        assert _pod(kube, ns, {"app": "foreign"}) == []  # another class's Ingress does
+        assert _pod(kube, ns, {}) == []
+        # An existing gate is left alone; others are kept, ours appended.
+        assert _pod(kube, ns, {"app": "web"}, (GATE,)) == [GATE]
+        assert _pod(kube, ns, {"app": "web"}, (OTHER,)) == [OTHER, GATE]
+        assert _pod(kube, ns, {"app": "web"}, (OTHER, GATE)) == [OTHER, GATE]
+        # ferryman's own pods carry the opt-out label.
+        assert _pod(kube, ns, {"app": "web", INJECT_LABEL: "disabled"}) == []
+
+        # An Ingress routing to db: its pods get the gate once ferryman serves it.
+        apply(kube, ingress("db", [rule("db.test", path("/", "unrouted"))], namespace=ns))
+        wait_until(lambda: f.get("db.test", "/").status == 503, 5, "db.test served")
+        assert _pod(kube, ns, {"app": "db"}) == [GATE]
+
+        # Whoever else calls: no AdmissionReview is HTTP 400, more than the API
+        # server would send (3 MiB) 413; both counted, nothing else changes.
+        ca = base64.b64decode(_secret_ca(kube, ns, "webhook-cert")).decode()
+        url = f"https://127.0.0.1:{port}/readiness-gates"
+        with httpx.Client(verify=ssl.create_default_context(cadata=ca)) as client:
+            assert client.post(url, content=b"{not json").status_code == 400
+            assert client.post(url, json={"request": {"object": {}}}).status_code == 400
+            assert client.post(url, content=b" " * (3 * 1024 * 1024 + 1)).status_code == 413
+
+        # Called for every pod above but the opted-out one.
+        reviews = {k: v for k, v in f.metrics().items() if "readiness_gate_webhook" in k}
+        assert reviews == {
+            'ferryman_readiness_gate_webhook_reviews_total{result="injected"}': 3,
+            'ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}': 5,
+            'ferryman_readiness_gate_webhook_reviews_total{result="error"}': 3,
+        }
+
+        # A namespace without the label is never asked about. (The API server
+        # matches namespaceSelector against its cache of namespaces: a label
+        # change takes effect within moments, so pods are created until it has.)
+        _opt_in(kube, ns, False)
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 5, "no gate once opted out")
+        _opt_in(kube, ns, True)
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "gate once opted in")
+    finally:
+        assert f.stop() == 0
+
+    # Webhook down, failurePolicy Ignore: pods are created, without the gate.
+    assert _pod(kube, ns, {"app": "web"}) == []
+
+
+def test_failure_policy_fail_refuses_pods_while_the_webhook_is_down(
+    kube: Client, pods_namespace: str, cluster_objects: list[str]
+) -> None:
+    """What failurePolicy Ignore (the default) spares: with Fail, no replica
+    answering means no pod of an opted-in namespace is created."""
+    config = f"fail-{pods_namespace}"
+    doc = _configuration(config, pods_namespace, free_port())  # nothing listens there
+    doc["webhooks"][0]["failurePolicy"] = "Fail"
+    cluster_objects.append(config)
+    apply(kube, doc)
+
+    def refused() -> str | None:
+        """Why the pod was refused; None while the API server does not yet call
+        the new configuration (its webhooks are read from a cache too)."""
+        try:
+            _pod(kube, pods_namespace, {"app": "web"})
+        except ApiError as e:
+            return str(e.status.message)
+        return None
+
+    assert "readiness-gates.ferryman.io" in wait_until(refused, 5, "pod refused")
+
+
+def test_replicas_serve_one_certificate_and_follow_the_secret(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    """Two replicas started together make at most one certificate between them: one
+    creates the Secret, the other reads it. With failurePolicy Fail and one
+    configuration per replica, a pod is created only if the API server trusted
+    both replicas' certificates. A Secret replaced (cert-manager renewing it) is
+    served and trusted without a restart."""
+    ns = pods_namespace
+    apply(
+        kube,
+        _service("web", ns, {"app": "web"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+    )
+    replicas = []
+    for name in ("a", "b"):
+        config, port = f"{name}-{ns}", free_port()
+        doc = _configuration(config, ns, port)
+        doc["webhooks"][0]["failurePolicy"] = "Fail"
+        cluster_objects.append(config)
+        apply(kube, doc)
+        replicas.append((config, _ferryman(tmp_path, apiserver, ns, port, config, name)))
+    for _, f in replicas:
+        f.start(wait=False)
+    try:
+        for _, f in replicas:
+            f.wait_ready()
+        wait_until(
+            lambda: all(_ca_bundles(kube, c) == [_secret_ca(kube, ns, "webhook-cert")]
+                        for c, _ in replicas),
+            10, "both caBundles",
+        )  # fmt: skip
+        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+
+        # The Secret replaced by a new CA and certificate.
+        renewed = generate(["127.0.0.1"])
+        kube.patch(
+            Secret, "webhook-cert", {"data": renewed.secret_data()}, namespace=ns,
+            patch_type=PatchType.MERGE,
+        )  # fmt: skip
+        want = base64.b64encode(renewed.ca).decode()
+        wait_until(lambda: all(_ca_bundles(kube, c) == [want] for c, _ in replicas), 10,
+                   "the renewed CA trusted")  # fmt: skip
+        # Both serve the renewed certificate (else the Fail policy refuses the pod).
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "a pod admitted")
+
+        # The Secret deleted: both replicas see it at once and race to make a new
+        # one; one creates it, the other's create conflicts and it reads the winner's.
+        kube.delete(Secret, "webhook-cert", namespace=ns)
+
+        def remade() -> str | None:
+            ca = _secret_ca(kube, ns, "webhook-cert")
+            return ca if ca != want else None
+
+        new = wait_until(remade, 10, "a new Secret")
+        wait_until(lambda: all(_ca_bundles(kube, c) == [new] for c, _ in replicas), 10,
+                   "the new CA trusted")  # fmt: skip
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "a pod admitted")
+        # One create won each time: the first Secret and this one.
+        made = [f.logs().count("made a certificate") for _, f in replicas]
+        assert sum(made) == 2, made
+    finally:
+        for _, f in replicas:
+            assert f.stop() == 0
+
+
+def test_a_secret_given_is_used_as_it_is(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    """A certificate someone else keeps (cert-manager's three keys): served, its
+    CA trusted, never replaced."""
+    ns = pods_namespace
+    given = generate(["127.0.0.1"])
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "given", "namespace": ns}, "data": given.secret_data(),
+    }  # fmt: skip
+    apply(
+        kube,
+        secret,
+        _service("web", ns, {"app": "web"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+    )
+    config, port = f"given-{ns}", free_port()
+    cluster_objects.append(config)
+    # Two webhooks in the configuration: each gets the caBundle.
+    doc = _configuration(config, ns, port)
+    second = copy.deepcopy(doc["webhooks"][0]) | {"name": "second.ferryman.io"}
+    doc["webhooks"].append(second)
+    apply(kube, doc)
+    f = _ferryman(tmp_path, apiserver, ns, port, config, secret="given")
+    f.start()
+    try:
+        want = base64.b64encode(given.ca).decode()
+        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 10, "caBundles")
+        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        assert kube.get(Secret, "given", namespace=ns).data == given.secret_data()
+        # Someone wipes the caBundle (a re-applied manifest): ferryman puts it back.
+        apply(kube, doc)
+        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 5, "caBundle restored")
+        # A replica starting finds everything as it should be: it writes nothing
+        # (the API server would not tell: it drops a patch that changes nothing).
+        written = f.logs().count("caBundle set")
+        assert f.stop() == 0
+        f.start()
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "serving again")
+        time.sleep(1)  # its watches have delivered the Secret and the configuration
+        assert f.logs().count("caBundle set") == written
+    finally:
+        assert f.stop() == 0
+
+
+def test_an_unusable_secret_costs_the_gates_not_ferryman(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    """A Secret whose key does not match its certificate: ferryman keeps routing,
+    says why in its log, and serves the webhook once the Secret is fixed."""
+    ns = pods_namespace
+    good, other = generate(["127.0.0.1"]), generate(["127.0.0.1"])
+    broken = good.secret_data() | {"tls.key": other.secret_data()["tls.key"]}
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "given", "namespace": ns}, "data": broken,
+    }  # fmt: skip
+    apply(
+        kube,
+        secret,
+        _service("web", ns, {"app": "web"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+    )
+    config, port = f"broken-{ns}", free_port()
+    cluster_objects.append(config)
+    apply(kube, _configuration(config, ns, port))
+    f = _ferryman(tmp_path, apiserver, ns, port, config, secret="given")
+    f.start()
+    try:
+        wait_until(lambda: "no certificate yet" in f.logs(), 5, "the reason logged")
+        assert "do not load" in f.logs()
+        assert _pod(kube, ns, {"app": "web"}) == []  # failurePolicy Ignore
+        assert f.get("web.test", "/").status == 503  # routing as ever (no endpoints)
+        kube.patch(Secret, "given", {"data": good.secret_data()}, namespace=ns,
+                   patch_type=PatchType.MERGE)  # fmt: skip
+        want = base64.b64encode(good.ca).decode()
+        wait_until(lambda: _ca_bundles(kube, config) == [want], 10, "caBundle")
+        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+    finally:
+        assert f.stop() == 0
