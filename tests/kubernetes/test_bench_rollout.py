@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from bench.rollout import main
 
 
-def test_the_rollout_bench_runs_and_reports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["no-gates", "gates"])
+def test_the_rollout_bench_runs_and_reports(tmp_path: Path, mode: str) -> None:
     result = main(
         ["--replicas", "2", "--rollouts", "1", "--settle", "1", "--rate", "100",
-         "--start-delay", "0.2", "--out", str(tmp_path), "--work", str(tmp_path / "work")]
+         "--start-delay", "0.2", "--out", str(tmp_path), "--work", str(tmp_path / "work"),
+         *(["--gates"] if mode == "gates" else [])]
     )  # fmt: skip
-    written = json.loads((tmp_path / "rollout-no-gates.json").read_text())
+    written = json.loads((tmp_path / f"rollout-{mode}.json").read_text())
     assert written == result
-    assert result["mode"] == "no-gates"
+    assert result["mode"] == mode
     assert result["requests"] > 100
     assert result["failed"] == sum(result["failed_by_kind"].values())
     (rollout,) = result["rollouts"]
@@ -26,3 +29,9 @@ def test_the_rollout_bench_runs_and_reports(tmp_path: Path) -> None:
     assert result["new_pods_never_answering"] == 0
     assert result["routed_after_ready_s"]["max"] is not None
     assert result["answered_after_deletion_s"]["max"] is not None
+    if mode == "gates":
+        # Ready waited for both replicas: nothing failed, and each new pod
+        # answered through both about when (polled every 0.1 s) or before the
+        # API said Ready.
+        assert result["failed"] == 0
+        assert result["routed_after_ready_s"]["max"] < 0.5
