@@ -64,8 +64,8 @@ from bench.processes import FERRYMAN, dump
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
 
 # ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
-# gated pods once their containers are ready, flip the gate): the name the gate
-# work gave it on its branch; change it here should it land otherwise.
+# gated pods once their containers are ready, flip the gate); --gates refuses to
+# run a ferryman that does not know it.
 GATES_FLAG = "--readiness-gates"
 INGRESS_CLASS = "ferryman"
 NAMESPACE = "bench"
