@@ -19,8 +19,15 @@ is the missing node agent. It
   sends SIGTERM, waits up to the rest of the pod's grace period, kills, then
   deletes the pod with gracePeriodSeconds 0.
 
+* runs the first container's ``readinessProbe`` (httpGet or tcpSocket, from
+  this machine, as kubelet probes from the node): initialDelaySeconds, then
+  every periodSeconds, ready after successThreshold successes and unready
+  after failureThreshold failures, also while the pod terminates. Without a
+  probe the container is ready once the process says it serves.
+
 Not done: container restarts (a process that exits leaves the pod running but
-not ready), probes, exec preStop hooks, volumes; pods are never evicted.
+not ready), liveness and startup probes, exec probes and preStop hooks,
+volumes; pods are never evicted.
 
 Needs root and iproute2. Not thread-safe to drive from several threads; a
 test uses ``start()``/``stop()`` (or the ``kubelet`` fixture).
@@ -33,10 +40,13 @@ import datetime
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,18 +335,44 @@ class Kubelet:
         log.close()
         run = _Run(uid=pod["metadata"]["uid"], ip=ip, proc=proc, started_at=_now())
         self._runs[key] = run
-        threading.Thread(target=self._follow, args=(key, run), daemon=True).start()
+        probe = containers[0].get("readinessProbe")
+        threading.Thread(target=self._follow, args=(key, run, probe is None), daemon=True).start()
+        if probe is not None:
+            threading.Thread(
+                target=self._probe, args=(key, run, probe, containers[0]), daemon=True
+            ).start()
         return run
 
-    def _follow(self, key: str, run: _Run) -> None:
+    def _follow(self, key: str, run: _Run, ready_when_serving: bool) -> None:
         assert run.proc.stdout is not None
-        if run.proc.stdout.readline():
+        if run.proc.stdout.readline() and ready_when_serving:
             run.ready = True
             self._queue.put(key)
         run.proc.wait()
         run.exited = True
         run.done.set()
         self._queue.put(key)
+
+    def _probe(self, key: str, run: _Run, probe: dict[str, Any], container: dict[str, Any]) -> None:
+        """kubelet's readiness prober for one container, until the process ends."""
+        period = float(probe.get("periodSeconds") or 10)
+        timeout = float(probe.get("timeoutSeconds") or 1)
+        need = {True: int(probe.get("successThreshold") or 1),
+                False: int(probe.get("failureThreshold") or 3)}  # fmt: skip
+        check = _probe_check(probe, container, run.ip, timeout)
+        streak, last = 0, None
+        if run.done.wait(float(probe.get("initialDelaySeconds") or 0)):
+            return
+        while True:
+            started = time.monotonic()
+            ok = check()
+            streak = streak + 1 if ok == last else 1
+            last = ok
+            if streak >= need[ok] and run.ready != ok:
+                run.ready = ok
+                self._queue.put(key)
+            if run.done.wait(max(0.0, period - (time.monotonic() - started))):
+                return
 
     def _terminate(self, run: _Run, grace: float, pre_stop: float) -> None:
         """Like kubelet: the preStop sleep, SIGTERM, then SIGKILL at the end of the grace
@@ -436,6 +472,40 @@ class Kubelet:
         except ApiError as e:
             if e.status.code != 404:
                 raise
+
+
+def _probe_check(
+    probe: dict[str, Any], container: dict[str, Any], ip: str, timeout: float
+) -> Callable[[], bool]:
+    """One try of an httpGet (2xx/3xx) or tcpSocket (connects) probe."""
+    action = probe.get("httpGet") or probe.get("tcpSocket")
+    if not action:
+        raise ValueError(f"unsupported readinessProbe {probe}: httpGet or tcpSocket only")
+    port = action["port"]
+    if isinstance(port, str) and not port.isdigit():
+        port = next(p["containerPort"] for p in container["ports"] if p.get("name") == port)
+    port = int(port)
+    if "httpGet" in probe:
+        url = f"http://{ip}:{port}{action.get('path') or '/'}"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+        def http() -> bool:
+            try:
+                with opener.open(url, timeout=timeout) as r:
+                    return 200 <= r.status < 400
+            except (urllib.error.URLError, OSError):
+                return False  # HTTPError (4xx/5xx) is an URLError too
+
+        return http
+
+    def tcp() -> bool:
+        try:
+            socket.create_connection((ip, port), timeout=timeout).close()
+        except OSError:
+            return False
+        return True
+
+    return tcp
 
 
 def _pre_stop_sleep(container: dict[str, Any]) -> float:

@@ -2,7 +2,9 @@
 
     python -m tests.kubernetes.podproc NAME ADDRESS PORT [PORT...]
 
-Prints ``ready`` once every port listens (the kubelet's readiness signal).
+Starts listening after ``START_DELAY`` seconds (env, default 0), as an
+application that loads before it serves, and prints ``ready`` once every port
+listens (the kubelet's readiness signal for a container without a probe).
 On SIGTERM it keeps serving for ``TERM_DELAY`` seconds (env, default 0) and
 then exits 0, like an application that drains before it stops; a kubelet
 whose grace period is shorter kills it first.
@@ -22,6 +24,7 @@ from tests.integration.harness import _EchoServer
 
 def main(argv: list[str]) -> None:
     name, address, *ports = argv
+    time.sleep(float(os.environ.get("START_DELAY") or 0))
     servers = [_EchoServer(name, address, int(p)) for p in ports]
     for s in servers[1:]:
         threading.Thread(target=s.serve_forever, daemon=True).start()

@@ -186,3 +186,34 @@ def test_deletion_sends_sigterm_and_waits_for_the_grace_period(
     assert 0.9 < hook_slept < 8, hook_slept  # after its preStop sleep
     assert 1.9 < killed < 8, killed  # killed at the end of its 2 s grace period
     assert kubelet.errors == []
+
+
+def test_a_readiness_probe_decides_when_containers_are_ready(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str
+) -> None:
+    kube, ns = cluster.client(), cluster_namespace
+
+    def probed(name: str, probe: dict[str, Any], **env: str) -> dict[str, Any]:
+        p = pod(name, ns, env=env)
+        p["spec"]["containers"][0]["readinessProbe"] = {"periodSeconds": 1, **probe}
+        return p
+
+    started = time.monotonic()
+    apply(
+        kube,
+        # Loads for 1.5 s before it listens: ready only after a probe got through.
+        probed("loads", {"httpGet": {"path": "/healthz", "port": 8080}}, START_DELAY="1.5"),
+        probed("tcp", {"tcpSocket": {"port": 8080}}),
+        # Serves, but its probe times out, or knocks on a port nothing listens on.
+        probed("slow", {"httpGet": {"path": "/?delay=3", "port": 8080}, "timeoutSeconds": 1}),
+        probed("closed", {"tcpSocket": {"port": 9090}}),
+    )
+    wait_until(lambda: ready(kube, "loads", ns), 20, "loads Ready")
+    assert time.monotonic() - started > 1.5
+    wait_until(lambda: ready(kube, "tcp", ns), 20, "tcp Ready")
+    for name in ("slow", "closed"):
+        p = kube.get(Pod, name, namespace=ns)
+        assert answered_by(p.status.podIP) == name  # the process runs and answers
+        assert conditions(p)["ContainersReady"] == "False"
+        assert conditions(p)["Ready"] == "False"
+    assert kubelet.errors == []

@@ -9,76 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Pod, Service
+from lightkube.resources.core_v1 import Service
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
-
-
-def deployment(name: str, namespace: str, replicas: int, version: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 5,
-                    "containers": [
-                        {
-                            "name": "echo",
-                            "image": "echo",
-                            "ports": [{"containerPort": 8080}],
-                            # Serve on for 2 s after SIGTERM, as a well-behaved
-                            # app (or a preStop sleep) does, so that ferryman
-                            # learns of the pod's end before its address goes.
-                            "env": [
-                                {"name": "VERSION", "value": version},
-                                {"name": "TERM_DELAY", "value": "2"},
-                            ],
-                        }
-                    ],
-                },
-            },
-        },
-    }
-
-
-def service(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]},
-    }
-
-
-def live_pods(kube: Client, namespace: str) -> set[str]:
-    return {
-        p.metadata.name
-        for p in kube.list(Pod, namespace=namespace)
-        if not p.metadata.deletionTimestamp
-    }
-
-
-def rolled_out(kube: Client, namespace: str, name: str, replicas: int) -> bool:
-    d = kube.get(Deployment, name, namespace=namespace)
-    s = d.status
-    return bool(
-        s
-        and s.observedGeneration == d.metadata.generation
-        and s.replicas == s.updatedReplicas == s.availableReplicas == replicas
-    )
+from tests.kubernetes.workloads import deployment, live_pods, rolled_out, service
 
 
 def answering(f: Ferryman, host: str, n: int = 12) -> set[str | None]:

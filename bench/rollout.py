@@ -1,0 +1,556 @@
+"""Rollouts under load: what clients of two ferryman replicas see while a
+Deployment's pods are replaced, without and with Pod readiness gates.
+
+    .venv/bin/python -m bench.rollout [--gates] [--rollouts 10] [--replicas 5]
+
+A real kube-apiserver with kube-controller-manager's controllers
+(tools/testapiserver --controllers all) and the test kubelet
+(tests/kubernetes/kubelet.py) run a Deployment (RollingUpdate, maxSurge 1,
+maxUnavailable 0) whose pods are real processes on addresses of their own;
+an Ingress routes a host to its Service through two ferryman replicas in
+Kubernetes mode (leader election on). Constant load (``--clients`` keep-alive
+clients, ``--rate`` requests a second in all, each client alternating between
+the replicas) runs while the pod template is changed ``--rollouts`` times, one
+rollout after the other. Every answer that is not a 200 and every connection
+error counts as failed.
+
+The pods behave like an application behind a readiness probe: the process
+loads for ``--start-delay`` seconds before it listens, kubelet's httpGet probe
+(every ``--probe-period`` seconds) makes it ready, and on SIGTERM it serves on
+for ``--term-delay`` seconds, then exits (``terminationGracePeriodSeconds``
+30 bounds that).
+
+``--gates`` labels the namespace for gate injection, puts ferryman's gate in
+the pod template (so no webhook is needed) and starts ferryman with
+``GATES_FLAG``. ``--stall S`` holds the second replica's controller still for
+the first S seconds of each rollout (its NGINX serves on): a controller that
+lags behind the API, the case gates are for. Writes
+bench/results/rollout-<gates|no-gates>[-stalled][-drain<S>s].json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from lightkube import Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Namespace, Pod
+from lightkube.types import PatchType
+from tests.integration.harness import Ferryman, ingress, path, rule
+from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
+from tests.kubernetes.kubelet import Kubelet
+from tests.kubernetes.workloads import deployment, rolled_out, service
+
+from bench.processes import FERRYMAN, dump
+from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
+
+# ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
+# gated pods once their containers are ready, flip the gate); --gates refuses to
+# run a ferryman that does not know it.
+GATES_FLAG = "--readiness-gates"
+INGRESS_CLASS = "ferryman"
+NAMESPACE = "bench"
+APP = "web"
+HOST = "rollout.bench.test"
+ROLLOUT_ANNOTATION = "bench.ferryman.io/rollout"
+GRACE_SECONDS = 30
+TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default
+SLOW = 1.0  # seconds: a request this late hung somewhere (the load's interval is 40 ms)
+
+# -------------------------------------------------------------------- accounting
+
+
+def failure_kind(error: BaseException) -> str:
+    """A connection error's name in the results."""
+    if isinstance(error, aiohttp.ClientConnectorError):
+        if error.os_error.errno == errno.ECONNREFUSED:
+            return "connection_refused"
+        return "connect_error"
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "disconnected"  # the connection closed before an answer
+    if isinstance(error, aiohttp.ClientOSError) and error.errno == errno.ECONNRESET:
+        return "connection_reset"
+    if isinstance(error, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        return "timeout"
+    if isinstance(error, aiohttp.ClientPayloadError):
+        return "truncated"
+    return type(error).__name__
+
+
+@dataclass
+class Tally:
+    """Requests and failures, by the phase of the run they were sent in."""
+
+    phase: str = "before"
+    requests: Counter[str] = field(default_factory=Counter)
+    failures: dict[str, Counter[str]] = field(default_factory=dict)
+    served_by: Counter[str] = field(default_factory=Counter)
+    # (ferryman replica, pod) -> monotonic time of its first and last answer
+    first_answer: dict[tuple[int, str], float] = field(default_factory=dict)
+    last_answer: dict[tuple[int, str], float] = field(default_factory=dict)
+    # Each failure: (sent, failed, kind, replica), monotonic times.
+    failed_log: list[tuple[float, float, str, int]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    not_sent: int = 0  # requests due while their client still waited for an answer
+    slow: int = 0  # requests answered (or failed) after more than SLOW seconds
+
+    def ok(self, pod: str, replica: int = 0, phase: str | None = None) -> None:
+        self.requests[phase or self.phase] += 1
+        self.served_by[pod] += 1
+        now = time.monotonic()
+        self.first_answer.setdefault((replica, pod), now)
+        self.last_answer[(replica, pod)] = now
+
+    def failed(
+        self, kind: str, sent: float = 0.0, replica: int = 0, phase: str | None = None
+    ) -> None:
+        """``phase``: the one the request was sent in (it may fail 10 s later)."""
+        phase = phase or self.phase
+        self.requests[phase] += 1
+        self.failures.setdefault(phase, Counter())[kind] += 1
+        self.failed_log.append((sent, time.monotonic(), kind, replica))
+
+    def failure_kinds(self) -> Counter[str]:
+        return sum(self.failures.values(), Counter())
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "max": None}
+    return {"p50": round(statistics.median(values), 2), "max": round(max(values), 2)}
+
+
+def lags(tally: Tally, pods: PodTimes, replicas: int) -> dict[str, Any]:
+    """The windows readiness gates are about, from what clients saw:
+
+    * routed after Ready: from a new pod's Ready (as polled from the API) to
+      its first answer through the later of the ferryman replicas; without
+      gates the Deployment goes on (deletes an old pod) in this window, with
+      gates Ready waits for every replica, so it is at most 0 (and the
+      polling's resolution, 0.1 s);
+    * answered after deletion: from an old pod's deletion to its last answer
+      through any replica: how long ferryman still sent it requests;
+    * failed sent after a deletion: how long after the latest pod deletion
+      each failed request was sent (failures of terminating pods come soon
+      after one).
+    """
+    routed, after_deletion, never = [], [], 0
+    for pod, ready in pods.ready.items():
+        firsts = [tally.first_answer.get((r, pod)) for r in range(replicas)]
+        if pod in pods.initial:
+            continue
+        if None in firsts:
+            never += 1
+            continue
+        routed.append(max(f for f in firsts if f is not None) - ready)
+    for pod, deleted in pods.deleted.items():
+        lasts = [t for (r, p), t in tally.last_answer.items() if p == pod]
+        if lasts:
+            after_deletion.append(max(lasts) - deleted)
+    # Failures against pod deletions: a failed request sent this long after
+    # the last deletion before it.
+    deletions = sorted(pods.deleted.values())
+    since = [
+        t - max(d for d in deletions if d <= t)
+        for t, _, _, _ in tally.failed_log
+        if deletions and deletions[0] <= t
+    ]
+
+    def at(t: float | None) -> float | None:
+        return None if t is None else round(t - tally.started, 2)
+
+    return {
+        "failed_sent_after_a_deletion_s": _spread(since),
+        # A timeline to read failures against, in seconds since the load began.
+        "failures": [
+            {"sent_s": at(sent), "took_s": round(done - sent, 2), "kind": kind, "replica": r}
+            for sent, done, kind, r in tally.failed_log[:200]
+        ],
+        "pod_timeline": {
+            pod: {"ready_s": at(pods.ready.get(pod)), "deleted_s": at(pods.deleted.get(pod))}
+            for pod in sorted(pods.ready.keys() | pods.deleted.keys())
+        },
+        "routed_after_ready_s": _spread(routed),
+        "new_pods_never_answering": never,
+        "answered_after_deletion_s": _spread(after_deletion),
+    }
+
+
+def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
+    """The results: requests, failures (by kind and by rollout), rollout durations."""
+    complete = [r["complete_s"] for r in rollouts]
+    settled = [r["old_pods_gone_s"] for r in rollouts]
+    kinds = tally.failure_kinds()
+    return {
+        "requests": sum(tally.requests.values()),
+        "failed": sum(kinds.values()),
+        "failed_by_kind": dict(sorted(kinds.items())),
+        "not_sent_while_waiting": tally.not_sent,
+        f"slower_than_{SLOW:g}s": tally.slow,
+        "failed_by_phase": {
+            phase: sum(c.values()) for phase, c in sorted(tally.failures.items()) if c
+        },
+        "rollout_s": {**_spread(complete), "total": round(sum(complete), 2)},
+        "old_pods_gone_s": _spread(settled),
+        "rollouts": rollouts,
+    }
+
+
+# -------------------------------------------------------------------- load
+
+
+async def _client(
+    index: int, ports: list[int], interval: float, tally: Tally, stop: asyncio.Event
+) -> None:
+    """One keep-alive client: a request every ``interval`` seconds (the schedule
+    restarts after a late answer instead of bursting), replicas in turn."""
+    timeout = aiohttp.ClientTimeout(total=10)
+    connector = aiohttp.TCPConnector(limit_per_host=1)
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+        n = index
+        due = time.monotonic() + interval * index / len(ports) / 4
+        while not stop.is_set():
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            sent, phase = time.monotonic(), tally.phase
+            replica = n % len(ports)
+            url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
+            n += 1
+            try:
+                async with session.get(url, headers={"Host": HOST}) as r:
+                    body = await r.read()
+                    if r.status == 200:
+                        pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
+                        tally.ok(pod, replica, phase)
+                    else:
+                        tally.failed(str(r.status), sent, replica, phase)
+            except (TimeoutError, aiohttp.ClientError) as e:
+                tally.failed(failure_kind(e), sent, replica, phase)
+            # A client waits for its answer: the requests it would have sent
+            # meanwhile are not sent (and so cannot fail); count them.
+            if time.monotonic() - sent > SLOW:
+                tally.slow += 1
+            late = time.monotonic() - (due + interval)
+            if late > 0:
+                tally.not_sent += int(late / interval)
+            due = max(due + interval, time.monotonic())
+
+
+async def load(
+    ports: list[int], clients: int, rate: float, tally: Tally, stop: asyncio.Event
+) -> None:
+    interval = clients / rate
+    await asyncio.gather(*(_client(i, ports, interval, tally, stop) for i in range(clients)))
+
+
+# -------------------------------------------------------------------- the cluster
+
+
+def app_deployment(args: argparse.Namespace) -> dict[str, Any]:
+    d = deployment(APP, NAMESPACE, args.replicas, "v1")
+    spec = d["spec"]
+    spec["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    pod = spec["template"]["spec"]
+    pod["terminationGracePeriodSeconds"] = GRACE_SECONDS
+    (container,) = pod["containers"]
+    container["env"] = [
+        {"name": "START_DELAY", "value": str(args.start_delay)},
+        {"name": "TERM_DELAY", "value": str(args.term_delay)},
+    ]
+    container["readinessProbe"] = {
+        "httpGet": {"path": "/healthz", "port": 8080},
+        "periodSeconds": args.probe_period,
+        "failureThreshold": 3,
+    }
+    if args.gates:
+        pod["readinessGates"] = [{"conditionType": gate_type(INGRESS_CLASS)}]
+    return d
+
+
+@dataclass
+class PodTimes:
+    """When each pod was first seen Ready, and first seen deleted (monotonic):
+    terminating, or already gone (a pod that exits at SIGTERM may be gone
+    between two polls)."""
+
+    initial: set[str] = field(default_factory=set)
+    ready: dict[str, float] = field(default_factory=dict)
+    deleted: dict[str, float] = field(default_factory=dict)
+
+    def poll(self, kube: Client, stop: threading.Event, interval: float = 0.1) -> None:
+        seen: set[str] = set(self.initial)
+        while not stop.wait(interval):
+            now = time.monotonic()
+            listed = pods(kube)
+            names = {p.metadata.name for p in listed}
+            for gone in seen - names:
+                self.deleted.setdefault(gone, now)
+            seen |= names
+            for p in listed:
+                name = p.metadata.name
+                if p.metadata.deletionTimestamp:
+                    self.deleted.setdefault(name, now)
+                conditions = (p.status and p.status.conditions) or []
+                if any(c.type == "Ready" and c.status == "True" for c in conditions):
+                    self.ready.setdefault(name, now)
+
+
+def pods(kube: Client) -> list[Pod]:
+    return list(kube.list(Pod, namespace=NAMESPACE, labels={"app": APP}))
+
+
+def settled(kube: Client, replicas: int) -> bool:
+    """Rolled out and no pod of an older template left, not even terminating."""
+    if not rolled_out(kube, NAMESPACE, APP, replicas):
+        return False
+    hashes = {p.metadata.labels.get("pod-template-hash") for p in pods(kube)}
+    return len(hashes) == 1 and len(pods(kube)) == replicas
+
+
+def roll(kube: Client, i: int, replicas: int, tally: Tally) -> dict[str, float]:
+    tally.phase = f"rollout {i}"
+    started = time.monotonic()
+    kube.patch(
+        Deployment, APP, namespace=NAMESPACE, patch_type=PatchType.MERGE,
+        obj={"spec": {"template": {"metadata": {"annotations": {ROLLOUT_ANNOTATION: str(i)}}}}},
+    )  # fmt: skip
+    wait_until(lambda: rolled_out(kube, NAMESPACE, APP, replicas), 600, f"rollout {i}")
+    complete = time.monotonic() - started
+    wait_until(lambda: settled(kube, replicas), 600, f"rollout {i}: old pods gone")
+    return {
+        "complete_s": round(complete, 2),
+        "old_pods_gone_s": round(time.monotonic() - started, 2),
+    }
+
+
+@contextlib.contextmanager
+def stalled(replica: Ferryman, seconds: float) -> Iterator[None]:
+    """Holds ``replica``'s controller still (SIGSTOP) for the first ``seconds``
+    of what the block does: a controller that lags behind the API (starved of
+    CPU, a stalled watch) while its NGINX serves on with what it last applied."""
+    assert replica.proc is not None
+    pid = replica.proc.pid
+    if seconds <= 0:
+        yield
+        return
+    os.kill(pid, signal.SIGSTOP)
+    wake = threading.Timer(seconds, os.kill, (pid, signal.SIGCONT))
+    wake.start()
+    try:
+        yield
+    finally:
+        wake.cancel()
+        os.kill(pid, signal.SIGCONT)
+
+
+def check_gates_flag() -> None:
+    out = subprocess.run(
+        [str(FERRYMAN), "run", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    if not re.search(rf"{re.escape(GATES_FLAG)}(?![\w-])", out):
+        raise SystemExit(
+            f"--gates: `ferryman run` has no {GATES_FLAG} option (readiness gates not "
+            f"built yet, or named otherwise: set GATES_FLAG in {__file__})"
+        )
+
+
+_UPSTREAM_CAUSE = re.compile(
+    r"\(\d+: [^)]+\)|upstream prematurely closed|no live upstreams|upstream timed out"
+)
+
+
+def upstream_errors(logs: list[str]) -> dict[str, int]:
+    """NGINX's failed attempts at peers, by cause: those retried on another peer
+    are masked from clients, so these show what the retries absorbed."""
+    causes: Counter[str] = Counter()
+    for text in logs:
+        for line in text.splitlines():
+            if "upstream" in line and (m := _UPSTREAM_CAUSE.search(line)):
+                causes[m.group(0)] += 1
+    return dict(causes)
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    if args.gates:
+        check_gates_flag()
+    server = APIServer(build(), work / "apiserver", "--controllers", "all")
+    server.start()
+    kubelet: Kubelet | None = None
+    replicas: list[Ferryman] = []
+    try:
+        kube = server.client()
+        # index 1: its own namespace and network, should a test run it beside the
+        # kubelet fixture (index 0) in one process.
+        kubelet = Kubelet(server.kubeconfig, work / "kubelet", index=1)
+        kubelet.start()
+        labels = {INJECT_LABEL: INJECT_ENABLED} if args.gates else {}
+        kube.create(Namespace(metadata=ObjectMeta(name=NAMESPACE, labels=labels)))
+        apply(kube, app_deployment(args), service(APP, NAMESPACE))
+        apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
+        for i in range(2):
+            f = Ferryman(
+                work / f"ferryman-{i}",
+                extra_args=[
+                    "--watch-namespace", NAMESPACE, "--ingress-class", INGRESS_CLASS,
+                    "--log-level", "warning", *([GATES_FLAG] if args.gates else []),
+                ],
+                kubeconfig=server.kubeconfig,
+                env={"POD_NAME": f"ferryman-{i}", "POD_NAMESPACE": NAMESPACE},
+            )  # fmt: skip
+            f.start(wait=False)
+            replicas.append(f)
+        for f in replicas:
+            f.wait_ready(60)
+        wait_until(lambda: rolled_out(kube, NAMESPACE, APP, args.replicas), 120, "first pods")
+        first = {p.metadata.name for p in pods(kube)}
+        for f in replicas:
+            wait_until(
+                lambda f=f: {f.get(HOST, f"/warm/{i}").served_by for i in range(30)} == first,
+                60,
+                "both replicas route to every pod",
+            )
+        return asyncio.run(_measure(args, kube, [f.http_port for f in replicas], replicas))
+    finally:
+        for f in replicas:
+            if f.proc is not None:
+                f.stop()
+        if kubelet is not None:
+            kubelet.stop()
+        server.stop()
+
+
+async def _measure(
+    args: argparse.Namespace, kube: Client, ports: list[int], replicas: list[Ferryman]
+) -> dict[str, Any]:
+    tally, stop = Tally(), asyncio.Event()
+    times, polling = PodTimes(initial={p.metadata.name for p in pods(kube)}), threading.Event()
+    poller = threading.Thread(target=times.poll, args=(kube, polling), daemon=True)
+    poller.start()
+    clients = asyncio.create_task(load(ports, args.clients, args.rate, tally, stop))
+    rollouts: list[dict[str, float]] = []
+
+    def drive() -> None:
+        time.sleep(args.settle)
+        for i in range(1, args.rollouts + 1):
+            with stalled(replicas[-1], args.stall):
+                rollouts.append(roll(kube, i, args.replicas, tally))
+            print(f"rollout {i}: {rollouts[-1]}", flush=True)
+        tally.phase = "after"
+        time.sleep(args.settle)
+
+    try:
+        await asyncio.to_thread(drive)
+    finally:
+        stop.set()
+        polling.set()
+        await clients
+        poller.join()
+    result = summary(tally, rollouts)
+    result.update(lags(tally, times, len(ports)))
+    result["pods_answering"] = len(tally.served_by)
+    result["nginx_upstream_errors"] = upstream_errors([f.logs() for f in replicas])
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    r = result
+    kinds = ", ".join(f"{k} {v}" for k, v in r["failed_by_kind"].items()) or "-"
+
+    def spread(key: str) -> str:
+        return f"p50 {r[key]['p50']}  max {r[key]['max']}"
+
+    stall = r["second_replica_stalled_s"]
+    rows = [
+        ("mode", r["mode"] + (f", 2nd replica stalled {stall} s per rollout" if stall else "")),
+        ("rollouts", f"{len(r['rollouts'])} x {r['replicas']} pods"),
+        ("requests", r["requests"]),
+        ("failed", f"{r['failed']}  ({kinds})"),
+        ("not sent, client waiting", r["not_sent_while_waiting"]),
+        (f"slower than {SLOW:g} s", r[f"slower_than_{SLOW:g}s"]),
+        ("rollout s", f"{spread('rollout_s')}  total {r['rollout_s']['total']}"),
+        ("old pods gone s", spread("old_pods_gone_s")),
+        ("routed after Ready s", spread("routed_after_ready_s")),
+        ("answered after deletion s", spread("answered_after_deletion_s")),
+        ("failed, sent after deletion", spread("failed_sent_after_a_deletion_s")),
+        ("NGINX upstream errors", r["nginx_upstream_errors"] or "-"),
+    ]
+    return "\n".join(f"{k:<27} {v}" for k, v in rows)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--gates", action="store_true", help="with Pod readiness gates")
+    ap.add_argument("--rollouts", type=int, default=10)
+    ap.add_argument("--replicas", type=int, default=5, help="the Deployment's pods")
+    ap.add_argument("--clients", type=int, default=8, help="concurrent keep-alive clients")
+    ap.add_argument("--rate", type=float, default=200, help="requests a second, in all")
+    ap.add_argument("--start-delay", type=float, default=1.0, help="pod load time, seconds")
+    ap.add_argument("--probe-period", type=int, default=1, help="readiness probe period")
+    ap.add_argument("--term-delay", type=float, default=TERM_DELAY, help="serving after SIGTERM, s")
+    ap.add_argument(
+        "--stall", type=float, default=0,
+        help="hold the second replica's controller still (SIGSTOP) for the first\n"
+        "SECONDS of each rollout: a lagging controller (default 0: off)",
+    )  # fmt: skip
+    ap.add_argument("--settle", type=float, default=3, help="load before and after, s")
+    ap.add_argument("--out", type=Path, default=Path("bench/results"))
+    ap.add_argument("--work", type=Path, help="keep logs and state here (default: a temp dir)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse(argv)
+    if args.work:
+        result = run(args, args.work)
+    else:
+        with tempfile.TemporaryDirectory(prefix="fbench-rollout-", dir="/tmp") as tmp:
+            result = run(args, Path(tmp))
+    result = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+        "mode": "gates" if args.gates else "no-gates",
+        "replicas": args.replicas,
+        "load": {"clients": args.clients, "rate_per_s": args.rate, "ferryman_replicas": 2},
+        "pods": {
+            "start_delay_s": args.start_delay,
+            "readiness_probe_period_s": args.probe_period,
+            "term_delay_s": args.term_delay,
+            "termination_grace_period_s": GRACE_SECONDS,
+        },
+        "second_replica_stalled_s": args.stall,
+        **result,
+    }
+    print(table(result))
+    args.out.mkdir(parents=True, exist_ok=True)
+    variant = ("-stalled" if args.stall else "") + (
+        "" if args.term_delay == TERM_DELAY else f"-drain{args.term_delay:g}s"
+    )
+    out = args.out / f"rollout-{result['mode']}{variant}.json"
+    dump(out, result)
+    print(f"wrote {out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
