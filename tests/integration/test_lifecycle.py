@@ -132,6 +132,7 @@ def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
     assert all(served_by(ferryman, f"h{i}.test", "/") == "app" for i in range(100, 150))
 
 
+@pytest.mark.flavours("nginx")  # Angie's reloads are confirmed by its generation counter
 def test_each_configuration_version_answers_on_a_socket_of_its_own(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -140,8 +141,6 @@ def test_each_configuration_version_answers_on_a_socket_of_its_own(
     kept winning its accept and every reload waited those 100 ms to be confirmed
     (a fifth of the start-up at 100 Ingresses); on a socket of its own, only a
     new worker can answer, as soon as it runs."""
-    if ferryman.flavour == "angie":
-        pytest.skip("Angie's reloads are confirmed by its generation counter")
     _app(ferryman, backends)
     ferryman.write("ing", ingress("r", [rule("reload.test", path("/", "app"))]))
     ferryman.start()
@@ -161,13 +160,12 @@ def test_each_configuration_version_answers_on_a_socket_of_its_own(
     assert not [line for line in warned if "deleting socket" in line], warned
 
 
+@pytest.mark.flavours("nginx")  # the same NginxManager runs Angie
 def test_an_nginx_that_does_not_start_is_reported_with_its_test_s_message(
     ferryman: Ferryman, backends: Backends, tmp_path: Path
 ) -> None:
     """``nginx -t`` runs only when NGINX does not start (issue 17: up front it was
     ~15 ms of every start); its message still says why."""
-    if ferryman.flavour == "angie":
-        pytest.skip("the same NginxManager; the NGINX flavour shows it")
     refusing = tmp_path / "refusing-nginx"
     refusing.write_text(
         "#!/bin/sh\n"
