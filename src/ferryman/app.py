@@ -439,6 +439,9 @@ def _webhook(
         Injector(
             settings.ingress_class,
             CachedServices(controller.served_services, store.get, store.stamp),
+            # Whatever the configuration's namespaceSelector says, as the watch of
+            # the opted-in Namespaces (on with the webhook) knows them.
+            cluster.source.opted_in,
         ),
         client,
         CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),

@@ -372,3 +372,33 @@ def test_an_unusable_secret_costs_the_gates_not_ferryman(
         assert _pod(kube, ns, {"app": "web"}) == [GATE]
     finally:
         assert f.stop() == 0
+
+
+def test_a_namespace_without_the_label_gets_no_gate_whatever_the_configuration_says(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    """A configuration whose namespaceSelector lost the opt-in label (edited by
+    hand, an old chart) has the API server call for every pod; ferryman still
+    gates only pods of namespaces that carry the label, as its cache knows them."""
+    ns = pods_namespace
+    config, port = f"gates-{ns}", free_port()
+    apply(kube, _service("web", ns, {"app": "web"}),
+          ingress("web", [rule("web.test", path("/", "web"))], namespace=ns))  # fmt: skip
+    doc = _configuration(config, ns, port)
+    for hook in doc["webhooks"]:
+        del hook["namespaceSelector"]["matchLabels"][INJECT_LABEL]
+    cluster_objects.append(config)
+    apply(kube, doc)
+    f = _ferryman(tmp_path, apiserver, ns, port, config)
+    f.start()
+    try:
+        wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
+                   10, "caBundle")  # fmt: skip
+        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _opt_in(kube, ns, False)
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 5, "no gate once opted out")
+        reviews = f.metrics()
+        assert reviews['ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}'] >= 1
+    finally:
+        assert f.stop() == 0

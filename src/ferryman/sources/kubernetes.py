@@ -125,6 +125,10 @@ class KubernetesSource:
             for ns in self._scopes(kind):
                 self._synced[(kind.name, ns)] = asyncio.Event()
 
+    def opted_in(self, namespace: str) -> bool:
+        """Whether ``namespace`` opted in to readiness gates (the webhook asks)."""
+        return self._gates is not None and self._gates.opted_in(namespace)
+
     def _scopes(self, kind: Kind) -> tuple[str, ...]:
         return self._namespaces if kind.namespaced else ("",)
 

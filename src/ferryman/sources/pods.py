@@ -81,6 +81,11 @@ class PodInformers(Generic[K]):
         else:
             self._opt_out(ObjectRef("Namespace", "", name))
 
+    def opted_in(self, namespace: str) -> bool:
+        """Whether ``namespace`` carries the opt-in label now, as far as the watch
+        has told (one being drained after opting out does not)."""
+        return namespace in self._tasks and namespace not in self._draining
+
     def delete(self, ref: ObjectRef) -> None:
         if ref.kind == "Pod":
             self._sink.delete(ref)
