@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Service
+from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.types import PatchType
 
+from ferryman.resources.service import SERVICE_NAME_LABEL
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
@@ -106,3 +108,36 @@ def test_ferryman_follows_a_service_selector_change(
     )
     wait_until(lambda: only(ferryman, "bg.test", green, 4), 10, "green serves")
     assert kubelet.errors == []
+
+
+def test_the_last_pod_serves_while_it_terminates(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, ferryman: Ferryman
+) -> None:
+    """Scaled to 0, the EndpointSlice controller marks the pod's endpoint ready=false,
+    serving=true, terminating=true while it drains; with no ready endpoint left,
+    ferryman routes to it (as kube-proxy does) rather than answering 503, and stops
+    once it has gone."""
+    kube, ns = cluster.client(), cluster_namespace
+    app = deployment("last", ns, 1, "v1")
+    container = app["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [e for e in container["env"] if e["name"] != "TERM_DELAY"]
+    container["env"].append({"name": "TERM_DELAY", "value": "4"})
+    apply(kube, app, service("last", ns))
+    apply(kube, ingress("last", [rule("last.test", path("/", "last"))], namespace=ns))
+    wait_until(lambda: rolled_out(kube, ns, "last", 1), 30, "rolled out")
+    (pod,) = live_pods(kube, ns)
+    ferryman.start()
+    wait_until(lambda: only(ferryman, "last.test", {pod}, 3), 10, "the pod serves")
+
+    kube.patch(
+        Deployment, "last", {"spec": {"replicas": 0}}, namespace=ns, patch_type=PatchType.MERGE
+    )
+
+    def draining() -> bool:
+        slices = kube.list(EndpointSlice, namespace=ns, labels={SERVICE_NAME_LABEL: "last"})
+        conditions = [e.conditions for s in slices for e in s.endpoints or []]
+        return any(c and c.terminating and c.serving and not c.ready for c in conditions)
+
+    wait_until(draining, 10, "the endpoint serving while terminating")
+    assert answering(ferryman, "last.test", 6) == {pod}
+    wait_until(lambda: ferryman.get("last.test", "/").status == 503, 15, "503 once gone")
