@@ -95,7 +95,7 @@ def test_serving_terminating_endpoints_answer_when_no_ready_one_is_left(
 
 
 @dataclass
-class _NewConnections:
+class NewConnections:
     """GET requests for one host, each on a new connection, from a few threads:
     (seconds since ``t0``, outcome) where the outcome is the answering backend's
     name, another status, or the error (``ConnectionRefusedError``)."""
@@ -169,7 +169,7 @@ def test_shutdown_grace_period_keeps_serving_new_connections_then_drains(
         except httpx.HTTPError as e:
             slow.update(error=repr(e))
 
-    load = _NewConnections(ferryman.http_port, "grace.test")
+    load = NewConnections(ferryman.http_port, "grace.test")
     try:
         eventually(lambda: any(o == "app" for _, o in load.outcomes), 5, "load answered")
         signalled = time.monotonic()

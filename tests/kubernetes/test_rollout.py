@@ -7,9 +7,12 @@ are real processes (tests/kubernetes/kubelet.py) answering with their names.
 
 from __future__ import annotations
 
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Service
@@ -18,6 +21,7 @@ from lightkube.types import PatchType
 
 from ferryman.resources.service import SERVICE_NAME_LABEL
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
+from tests.integration.test_termination import NewConnections
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
 from tests.kubernetes.workloads import deployment, live_pods, rolled_out, service
@@ -141,3 +145,35 @@ def test_the_last_pod_serves_while_it_terminates(
     wait_until(draining, 10, "the endpoint serving while terminating")
     assert answering(ferryman, "last.test", 6) == {pod}
     wait_until(lambda: ferryman.get("last.test", "/").status == 503, 15, "503 once gone")
+
+
+def test_a_replica_told_to_stop_serves_through_its_grace_period(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, ferryman: Ferryman
+) -> None:
+    """Kubernetes mode, as deploy/ runs it: on SIGTERM readiness fails at once while
+    every new connection is still answered for --shutdown-grace-period, then it
+    exits 0."""
+    kube, ns = cluster.client(), cluster_namespace
+    apply(kube, deployment("stay", ns, 1, "v1"), service("stay", ns))
+    apply(kube, ingress("stay", [rule("stay.test", path("/", "stay"))], namespace=ns))
+    wait_until(lambda: rolled_out(kube, ns, "stay", 1), 30, "rolled out")
+    (pod,) = live_pods(kube, ns)
+    grace = 3.0
+    ferryman.extra_args += ["--shutdown-grace-period", str(grace)]
+    ferryman.start()
+    assert ferryman.proc is not None
+    wait_until(lambda: only(ferryman, "stay.test", {pod}, 3), 10, "the pod serves")
+    load = NewConnections(ferryman.http_port, "stay.test")
+    try:
+        wait_until(lambda: any(o == pod for _, o in load.outcomes), 5, "load answered")
+        signalled = time.monotonic()
+        ferryman.proc.send_signal(signal.SIGTERM)
+        ready = httpx.get(f"http://127.0.0.1:{ferryman.ready_port}/nginx-ready", timeout=5)
+        code = ferryman.proc.wait(grace + 20)
+    finally:
+        outcomes = load.stop()
+    after = signalled - load.t0
+    during = [o for t, o in outcomes if after <= t < after + grace - 0.5]
+    assert ready.status_code == 503
+    assert during and set(during) == {pod}, sorted(set(during))
+    assert code == 0, ferryman.logs()
