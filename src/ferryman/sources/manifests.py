@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ferryman.resources.meta import ObjectRef, ref_of
-from ferryman.resources.raw import pack
+from ferryman.resources.raw import INTERN_MAX, compact, pack
 from ferryman.sources import CLUSTER_SCOPED, KINDS, Sink
 
 log = logging.getLogger("ferryman.manifests")
@@ -82,40 +83,42 @@ class _Loader(_SafeLoader):
         the start-up at 10,000 Ingresses: per node a generator, a recursion
         guard and a cache entry. Manifests are maps, lists and strings; this
         builds those (and asks PyYAML for every other scalar, so ints, bools and
-        nulls read as before) in a third of the time. A merge key, a ``=`` key
-        or a key that is a collection sends the document the whole way through
-        PyYAML.
+        nulls read as before) in a third of the time. A merge key, a ``=`` key,
+        a key that is a collection or an alias sends the document the whole way
+        through PyYAML.
+
+        Either way the result is what the store keeps (``raw.pack`` with
+        ``compacted``): a tree of its own, no map or list in two places, short
+        strings interned (``raw.compact``), which this does while building
+        rather than in another walk.
         """
         try:
-            data = self._build(node, {})
+            data = self._build(node, set())
         except _Unusual:
-            return super().construct_document(node)
+            return compact(super().construct_document(node))
         finally:
             self.constructed_objects = {}
         return data
 
-    def _build(self, node: yaml.Node, built: dict[int, Any]) -> Any:
+    def _build(self, node: yaml.Node, seen: set[int]) -> Any:
         kind = type(node)
         if kind is yaml.ScalarNode:
-            if node.tag == _STR:
-                return node.value
-            return self.construct_object(node)
-        # An alias is the node it names, built once, as PyYAML shares it.
-        if (done := built.get(id(node))) is not None:
-            return done
+            value = node.value if node.tag == _STR else self.construct_object(node)
+            if type(value) is str and len(value) <= INTERN_MAX:
+                return sys.intern(value)
+            return value
+        if id(node) in seen:  # an alias of a collection: PyYAML shares one object
+            raise _Unusual
+        seen.add(id(node))
         if kind is yaml.MappingNode and node.tag == _MAP:
             mapping: dict[Any, Any] = {}
-            built[id(node)] = mapping
             for key_node, value_node in node.value:
                 if type(key_node) is not yaml.ScalarNode or key_node.tag in _SPECIAL_KEYS:
                     raise _Unusual
-                mapping[self._build(key_node, built)] = self._build(value_node, built)
+                mapping[self._build(key_node, seen)] = self._build(value_node, seen)
             return mapping
         if kind is yaml.SequenceNode and node.tag == _SEQ:
-            sequence: list[Any] = []
-            built[id(node)] = sequence
-            sequence.extend(self._build(item, built) for item in node.value)
-            return sequence
+            return [self._build(item, seen) for item in node.value]
         raise _Unusual
 
 
@@ -352,7 +355,10 @@ class ManifestsSource:
         parsed: dict[Path, Objects | None] = {}
         for path in changed:
             objects = parse_file(path, self._on_problem) if path.is_file() else None
-            parsed[path] = None if objects is None else {r: pack(o) for r, o in objects.items()}
+            if objects is not None:  # the loader built them compact
+                parsed[path] = {r: pack(o, compacted=True) for r, o in objects.items()}
+            else:
+                parsed[path] = None
         return parsed
 
     def _deliver(self, changed: set[Path], parsed: Mapping[Path, Objects | None]) -> None:
