@@ -223,6 +223,18 @@ class Packed(Mapping[str, Any]):
         except ValueError:
             self._data, self._obj = None, obj
 
+    @classmethod
+    def of(cls, data: bytes) -> Packed:
+        """The object ``data`` (what ``data`` of a Packed was) stands for."""
+        packed = cls.__new__(cls)
+        packed._data, packed._obj = data, None
+        return packed
+
+    @property
+    def data(self) -> bytes | None:
+        """The marshal string; None for an object kept as it is."""
+        return self._data
+
     def unpack(self) -> dict[str, Any]:
         if self._data is None:
             assert self._obj is not None
