@@ -85,12 +85,22 @@ def begin_fallback_certificate(path: Path) -> Callable[[], Path]:
             os._exit(code)
     os.close(write_end)
 
+    failure: list[str] = []
+    waited = False
+
     def made() -> Path:
-        with os.fdopen(read_end, "rb") as pipe:
-            why = pipe.read().decode(errors="replace")
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise OSError(f"cannot make the fallback certificate {path}: {why or status}")
+        # Called again (Angie needs the file earlier, run() once more later): the
+        # pipe is closed by then, its descriptor maybe another file's.
+        nonlocal waited
+        if not waited:
+            waited = True
+            with os.fdopen(read_end, "rb") as pipe:
+                why = pipe.read().decode(errors="replace")
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                failure.append(f"cannot make the fallback certificate {path}: {why or status}")
+        if failure:
+            raise OSError(failure[0])
         return path
 
     return made
