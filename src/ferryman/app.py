@@ -13,7 +13,7 @@ import re
 import signal
 import socket
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -466,28 +466,22 @@ def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -
 
 
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
-    resume_collector = collector.pause()
+    collector.pause()  # unless ferryman.launch did already
     try:
         user, uid = _worker_user()
         state_dir = _own_state_dir(_checked_state_dir(settings.state_dir))
         paths = _prepared(_paths(data_plane, state_dir), uid)
         try:
-            return await _run(settings, data_plane, paths, user, uid, resume_collector)
+            return await _run(settings, data_plane, paths, user, uid)
         finally:
             remove_short_socket_dir(paths)
     finally:
-        resume_collector()
+        collector.resume()
 
 
 async def _run(
-    settings: Settings,
-    data_plane: str,
-    paths: Paths,
-    user: str | None,
-    uid: int | None,
-    started_up: Callable[[], None],
+    settings: Settings, data_plane: str, paths: Paths, user: str | None, uid: int | None
 ) -> int:
-    """``started_up`` is called once the first drain is done."""
     flavour = _Flavour(data_plane, settings, paths)
     if uid is not None and not _traversable_by_others(paths.state_dir):
         log.warning(
@@ -643,7 +637,7 @@ async def _run(
         controller.set_file(flavour.main_file, public)
         await controller.drain()
         started = True
-        started_up()
+        collector.resume()
         # Asked to stop while starting: never reported ready, so nothing sends here.
         served = not stop.is_set()
         if ready():
