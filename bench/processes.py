@@ -88,11 +88,14 @@ def children(pid: int) -> list[int]:
     return [int(x) for x in text.split()]
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU of one process so far. On a machine shared with other
-    work, the controller's CPU to ready varies far less than the wall clock."""
+def process_cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU of one process so far (``children``: of its children
+    that have ended instead: the manifests parser's second process, nginx -t, the
+    fallback certificate's). On a machine shared with other work, the
+    controller's CPU to ready varies far less than the wall clock."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    first = 13 if children else 11
+    return (int(fields[first]) + int(fields[first + 1])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(master: int) -> float:

@@ -80,6 +80,7 @@ def startup_and_route(n: int, samples: int, backends: BackendNginx, work: Path) 
             "ingresses": n,
             "ready_s": round(ready, 3),
             "controller_cpu_to_ready_s": round(process_cpu_seconds(f.proc.pid), 2),
+            "its_ended_children_cpu_s": round(process_cpu_seconds(f.proc.pid, children=True), 2),
         }
         result["reloads"] = f.reloads()
         m = f.metrics()

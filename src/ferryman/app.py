@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ferryman import collector
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.controller import Controller, keys_for_event
@@ -38,6 +39,7 @@ from ferryman.metrics import Metrics, parse_stub_status
 from ferryman.probes import ProbeServer
 from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
 from ferryman.resources.meta import ObjectRef
+from ferryman.resources.raw import Packed
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.sources.manifests import ManifestsSource
@@ -86,7 +88,9 @@ class QueueingSink:
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
         old = self._store.upsert(obj)
-        for key in keys_for_event(obj, old):
+        # A packed object (manifests mode) unpacks whole per field read.
+        view = obj.unpack() if isinstance(obj, Packed) else obj
+        for key in keys_for_event(view, old):
             self._queue.add(key)
         if self._also is not None:
             self._also.upsert(obj)
@@ -465,13 +469,17 @@ def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -
 
 
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
-    user, uid = _worker_user()
-    state_dir = _own_state_dir(_checked_state_dir(settings.state_dir))
-    paths = _prepared(_paths(data_plane, state_dir), uid)
+    collector.pause()  # unless ferryman.launch did already
     try:
-        return await _run(settings, data_plane, paths, user, uid)
+        user, uid = _worker_user()
+        state_dir = _own_state_dir(_checked_state_dir(settings.state_dir))
+        paths = _prepared(_paths(data_plane, state_dir), uid)
+        try:
+            return await _run(settings, data_plane, paths, user, uid)
+        finally:
+            remove_short_socket_dir(paths)
     finally:
-        remove_short_socket_dir(paths)
+        collector.resume()
 
 
 async def _run(
@@ -632,6 +640,7 @@ async def _run(
         controller.set_file(flavour.main_file, public)
         await controller.drain()
         started = True
+        collector.resume()
         # Asked to stop while starting: never reported ready, so nothing sends here.
         served = not stop.is_set()
         if ready():

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import __version__, app, logs
+from ferryman import __version__, app, collector, logs
 from ferryman.configs.model import size_bytes
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
@@ -536,6 +536,8 @@ def _reload_timeout(value: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command != "run":  # run resumes it once started (collector)
+        collector.resume()
     if args.command == "machine-controller":
         return machine_controller.main(args)
     if args.command == "render":

@@ -52,6 +52,12 @@ class EndpointSets:
         self._key_unready: dict[BackendKey, set[tuple[str, str]]] = {}
         # Backend -> its peers ("address#port") behind which gate-pending pods wait.
         self._pending: dict[BackendKey, dict[str, frozenset[PodId]]] = {}
+        # The backends computed since the store last changed (``_clean_at``: its
+        # change count then): one store change queues both an Ingress, whose sync
+        # computes its new backends, and their Services, whose sync would compute
+        # them again from the same objects (at start-up, every one twice).
+        self._clean: set[BackendKey] = set()
+        self._clean_at = -1
 
     def backends_of(self, ref: ObjectRef) -> frozenset[BackendKey]:
         return self._backends.get(ref, frozenset())
@@ -100,9 +106,16 @@ class EndpointSets:
         self._records.pop(("E", key), None)
         self._set_unready(key, set())
         self._pending.pop(key, None)
+        self._clean.discard(key)
 
     def compute(self, key: BackendKey) -> None:
-        """Write ``key``'s record of peers from the store (none: no record)."""
+        """Write ``key``'s record of peers from the store (none: no record);
+        nothing to do when it was computed since the store last changed."""
+        if self._clean_at != self._store.changes:
+            self._clean.clear()
+            self._clean_at = self._store.changes
+        elif key in self._clean:
+            return
         ns, svc, port = split(key)
         service = valid_or_none(parse_service, self._store.get("Service", ns, svc))
         slices = [
@@ -132,6 +145,7 @@ class EndpointSets:
             self._records[("E", key)] = " ".join(_peer(p) for p in peers)
         else:
             self._records.pop(("E", key), None)
+        self._clean.add(key)
 
     # ---- readiness gates -----------------------------------------------------------
 

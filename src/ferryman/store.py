@@ -29,36 +29,45 @@ class Store:
         # on the host network share their node's address). A tuple, not a set:
         # almost always one name, and a set costs 216 bytes per watched pod.
         self._pods_at: dict[tuple[str, str], tuple[str, ...]] = {}
+        # Counts every upsert and delete: a reader that derived something from
+        # the store may keep it while this stays the same.
+        self.changes = 0
 
     def upsert(self, obj: RawObject) -> RawObject | None:
         """Keep ``obj`` (slimmed: ``raw.slim``); returns the version it replaces."""
-        ref = ref_of(obj)
+        # A packed object unpacks whole per field read: read one copy.
+        view = obj.unpack() if isinstance(obj, Packed) else obj
+        ref = ref_of(view)
         if ref is None:
             raise ValueError("object without kind or metadata.name")
         key = (ref.namespace, ref.name)
         packed = pack(obj)
+        self.changes += 1
         old_packed = self._objects.setdefault(ref.kind, {}).get(key)
         self._objects[ref.kind][key] = packed
         old = None if old_packed is None else old_packed.unpack()
         if ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
-            service = service_name_of(obj)
+            service = service_name_of(view)
             self._slice_service[key] = service
             self._slices.setdefault((ref.namespace, service), set()).add(ref.name)
         elif ref.kind == "Pod":
             if old is not None:
                 self._unindex_pod(ref, old)
-            for ip in ips_of(obj):
+            for ip in ips_of(view):
                 at = (ref.namespace, ip)
                 self._pods_at[at] = (*self._pods_at.get(at, ()), ref.name)
         return old
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
         packed = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
-        old = None if packed is None else packed.unpack()
-        if old is not None and ref.kind == "EndpointSlice":
+        if packed is None:
+            return None
+        self.changes += 1
+        old = packed.unpack()
+        if ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
-        elif old is not None and ref.kind == "Pod":
+        elif ref.kind == "Pod":
             self._unindex_pod(ref, old)
         return old
 

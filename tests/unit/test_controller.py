@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from ferryman.dataplane.fake import FakeDataPlane
 from tests.integration.harness import ingress, path, rule, service_with_backends
@@ -93,3 +94,51 @@ def test_invalid_services_slices_and_classes_are_left_out(tmp_path: Path) -> Non
     kit.add({**good[0], "spec": ["ports"]})
     asyncio.run(kit.drain())
     assert ("E", "default/app:80") not in kit.dataplane.records
+
+
+def _count_slice_reads(kit: Kit) -> dict[str, int]:
+    """Per Service, how often its EndpointSlices are read (once per computation of
+    an endpoint set it feeds)."""
+    reads: dict[str, int] = {}
+    read = kit.store.slices_for
+
+    def counted(namespace: str, service: str) -> list[Any]:
+        reads[service] = reads.get(service, 0) + 1
+        return read(namespace, service)
+
+    kit.store.slices_for = counted  # type: ignore[method-assign]
+    return reads
+
+
+def test_startup_computes_each_endpoint_set_once(tmp_path: Path) -> None:
+    """The Ingress's sync computes its backends; the Service keys its Service and
+    slices queued are the same store state and compute nothing again."""
+    kit = Kit(tmp_path)
+    for n in range(20):
+        kit.add(
+            ingress(f"i{n}", [rule(f"h{n}.test", path("/", f"app{n}"))]),
+            *service_with_backends(f"app{n}", [_Pod("a", 8080), _Pod("b", 8081)]),
+        )
+    reads = _count_slice_reads(kit)
+    asyncio.run(kit.drain())
+    assert reads == {f"app{n}": 1 for n in range(20)}
+    assert kit.dataplane.records[("E", "default/app7:80")] == "127.0.0.1#8080 127.0.0.1#8081"
+
+
+def test_a_change_after_the_ingress_synced_is_computed_again(tmp_path: Path) -> None:
+    """An endpoint set computed earlier in a batch is computed again once the store
+    changed: a slice that arrives between the Ingress's sync and its Service's
+    is routed to."""
+    kit = Kit(tmp_path)
+    kit.add(_ing("web", "web.test"), *service_with_backends("app", [_Pod("a", 8080)]))
+    reads = _count_slice_reads(kit)
+
+    async def scenario() -> None:
+        kit.controller.sync(await kit.queue.get())  # the Ingress: computes app:80
+        (later,) = service_with_backends("app", [_Pod("b", 8081)])[1:]
+        kit.add(later)
+        await kit.drain()
+
+    asyncio.run(scenario())
+    assert reads == {"app": 2}
+    assert kit.dataplane.records[("E", "default/app:80")] == "127.0.0.1#8080 127.0.0.1#8081"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -293,6 +294,65 @@ def test_the_first_load_parses_in_a_thread_and_delivers_on_the_loop(tmp_path: Pa
     }
     # b.yaml defines a.yaml's Service again; c.yaml is not YAML.
     assert sorted(w for w, _ in problems) == [str(tmp_path / "b.yaml"), str(tmp_path / "c.yaml")]
+
+
+def _load_in_thread(directory: Path) -> tuple[RecordingSink, Problems]:
+    sink, problems = RecordingSink(), Problems()
+    asyncio.run(ManifestsSource(directory, sink, problems).load_in_thread())
+    return sink, problems
+
+
+def _directory_of_many(directory: Path) -> None:
+    for n in range(7):
+        (directory / f"f{n}.yaml").write_text(SERVICE.replace("web", f"web{n}") + "---\n" + INGRESS)
+    (directory / "g.yaml").write_text("a: [")  # not YAML
+    (directory / "h.yaml").write_text("kind: Service\n")  # no apiVersion
+
+
+def test_a_large_first_load_is_parsed_by_two_processes_with_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _directory_of_many(tmp_path)
+    plain_sink, plain_problems = RecordingSink(), Problems()
+    ManifestsSource(tmp_path, plain_sink, plain_problems).load()
+    monkeypatch.setattr(manifests, "SPLIT_MIN_FILES", 4)
+    parents: list[int] = []
+    fork = manifests.forked.fork
+
+    def counted(work: Any) -> Any:
+        parents.append(os.getpid())
+        return fork(work)
+
+    monkeypatch.setattr(manifests.forked, "fork", counted)
+    sink, problems = _load_in_thread(tmp_path)
+    assert parents == [os.getpid()]
+    assert sink.objects == plain_sink.objects
+    assert len(sink.objects) == 8  # seven Services, one Ingress (defined seven times)
+    assert sorted(problems) == sorted(plain_problems)
+    # One file of each half (every other file, by name) cannot be read.
+    assert {w.split(" ")[0] for w, _ in problems} >= {
+        str(tmp_path / "g.yaml"),
+        str(tmp_path / "h.yaml"),
+    }
+
+
+def test_when_the_second_process_fails_its_files_are_parsed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _directory_of_many(tmp_path)
+    plain_sink, plain_problems = RecordingSink(), Problems()
+    ManifestsSource(tmp_path, plain_sink, plain_problems).load()
+    monkeypatch.setattr(manifests, "SPLIT_MIN_FILES", 4)
+
+    def fails(*_: object) -> bytes:
+        raise RuntimeError("the child fails")
+
+    monkeypatch.setattr(manifests, "_encode", fails)
+    with caplog.at_level(logging.WARNING, logger="ferryman.manifests"):
+        sink, problems = _load_in_thread(tmp_path)
+    assert sink.objects == plain_sink.objects
+    assert sorted(problems) == sorted(plain_problems)
+    assert "parsing in a second process failed" in caplog.text
 
 
 # ---- hostile files: size, depth and alias limits ---------------------------------------

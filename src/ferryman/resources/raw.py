@@ -39,10 +39,10 @@ _LABELS_READ: dict[str, tuple[str, ...] | None] = {
     "Ingress": None,
     "IngressClass": None,
     "Service": (),
-    "EndpointSlice": (SERVICE_NAME_LABEL,),
+    "EndpointSlice": (sys.intern(SERVICE_NAME_LABEL),),
     "Secret": (),
     "Pod": None,  # matched against Service selectors
-    "Namespace": (INJECT_LABEL,),
+    "Namespace": (sys.intern(INJECT_LABEL),),
 }
 _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
     "Ingress": None,
@@ -53,22 +53,24 @@ _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
     "Pod": (),
     "Namespace": (),
 }
-_SECRET_KEYS = ("tls.crt", "tls.key")
+# The keys above and these are written into slim objects: interned, as the
+# strings of a ``compacted`` object are (names made of letters only are anyway).
+_SECRET_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"))
 # Strings up to this long are interned: namespaces, kinds, label keys, Service
 # names, port names and paths repeat across objects; a certificate does not.
 # The parsed objects the controller keeps then share them (interning only the
 # fields that obviously repeat measured 4 MB more at 10,000 Ingresses).
-_INTERN_MAX = 64
+INTERN_MAX = 64
 
 
-def _compact(value: Any) -> Any:
-    """A copy with dict keys and short strings interned."""
+def compact(value: Any) -> Any:
+    """A copy with dict keys and short strings interned (``INTERN_MAX``)."""
     if isinstance(value, str):
-        return sys.intern(value) if len(value) <= _INTERN_MAX and type(value) is str else value
+        return sys.intern(value) if len(value) <= INTERN_MAX and type(value) is str else value
     if isinstance(value, dict):
-        return {_compact(k): _compact(v) for k, v in value.items()}
+        return {compact(k): compact(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_compact(v) for v in value]
+        return [compact(v) for v in value]
     return value
 
 
@@ -160,8 +162,10 @@ def _data(data: object) -> object:
     return {k: data[k] for k in _SECRET_KEYS if k in data}
 
 
-def slim(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """``obj`` without the fields its kind's parser never reads."""
+def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
+    """``obj`` without the fields its kind's parser never reads; ``compacted``:
+    ``obj`` is a tree of its own whose strings are interned as ``compact``
+    does (the manifests loader builds it so), which is then not walked again."""
     kind = obj.get("kind")
     out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     if "metadata" in obj:
@@ -198,8 +202,10 @@ def slim(obj: Mapping[str, Any]) -> dict[str, Any]:
         pass  # its name and whether it opts in (a label) are all that is read
     else:  # a kind no parser reads: kept as it is
         out = dict(obj)
-    compact: dict[str, Any] = _compact(out)
-    return compact
+    if compacted:
+        return out
+    copy: dict[str, Any] = compact(out)
+    return copy
 
 
 class Packed(Mapping[str, Any]):
@@ -216,6 +222,18 @@ class Packed(Mapping[str, Any]):
             self._obj: dict[str, Any] | None = None
         except ValueError:
             self._data, self._obj = None, obj
+
+    @classmethod
+    def of(cls, data: bytes) -> Packed:
+        """The object ``data`` (what ``data`` of a Packed was) stands for."""
+        packed = cls.__new__(cls)
+        packed._data, packed._obj = data, None
+        return packed
+
+    @property
+    def data(self) -> bytes | None:
+        """The marshal string; None for an object kept as it is."""
+        return self._data
 
     def unpack(self) -> dict[str, Any]:
         if self._data is None:
@@ -246,6 +264,6 @@ class Packed(Mapping[str, Any]):
         return f"Packed({self.unpack()!r})"
 
 
-def pack(obj: Mapping[str, Any]) -> Packed:
-    """``obj`` slimmed and packed, as the store keeps it."""
-    return obj if isinstance(obj, Packed) else Packed(slim(obj))
+def pack(obj: Mapping[str, Any], *, compacted: bool = False) -> Packed:
+    """``obj`` slimmed and packed, as the store keeps it (``compacted``: see ``slim``)."""
+    return obj if isinstance(obj, Packed) else Packed(slim(obj, compacted=compacted))

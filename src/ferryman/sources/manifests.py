@@ -19,21 +19,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import marshal
 import os
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ferryman.resources.meta import ObjectRef, ref_of
-from ferryman.resources.raw import pack
-from ferryman.sources import CLUSTER_SCOPED, KINDS, Sink
+from ferryman.resources.raw import INTERN_MAX, Packed, compact, pack
+from ferryman.sources import CLUSTER_SCOPED, KINDS, Sink, forked
 
 log = logging.getLogger("ferryman.manifests")
 
 Objects = dict[ObjectRef, Mapping[str, Any]]
 ProblemHandler = Callable[[str, str], None]  # (file, message)
+Problem = tuple[str, str]  # (file, message)
+# The first load splits its files with a forked child from this many on: the
+# fork and the results' way back cost about what parsing 50 files does (measured:
+# 100 files took ~30 ms either way).
+SPLIT_MIN_FILES = 200
 
 # libyaml's loader is ~10x faster on 10,000 manifests; PyPI wheels ship it.
 if TYPE_CHECKING:
@@ -82,40 +89,42 @@ class _Loader(_SafeLoader):
         the start-up at 10,000 Ingresses: per node a generator, a recursion
         guard and a cache entry. Manifests are maps, lists and strings; this
         builds those (and asks PyYAML for every other scalar, so ints, bools and
-        nulls read as before) in a third of the time. A merge key, a ``=`` key
-        or a key that is a collection sends the document the whole way through
-        PyYAML.
+        nulls read as before) in a third of the time. A merge key, a ``=`` key,
+        a key that is a collection or an alias sends the document the whole way
+        through PyYAML.
+
+        Either way the result is what the store keeps (``raw.pack`` with
+        ``compacted``): a tree of its own, no map or list in two places, short
+        strings interned (``raw.compact``), which this does while building
+        rather than in another walk.
         """
         try:
-            data = self._build(node, {})
+            data = self._build(node, set())
         except _Unusual:
-            return super().construct_document(node)
+            return compact(super().construct_document(node))
         finally:
             self.constructed_objects = {}
         return data
 
-    def _build(self, node: yaml.Node, built: dict[int, Any]) -> Any:
+    def _build(self, node: yaml.Node, seen: set[int]) -> Any:
         kind = type(node)
         if kind is yaml.ScalarNode:
-            if node.tag == _STR:
-                return node.value
-            return self.construct_object(node)
-        # An alias is the node it names, built once, as PyYAML shares it.
-        if (done := built.get(id(node))) is not None:
-            return done
+            value = node.value if node.tag == _STR else self.construct_object(node)
+            if type(value) is str and len(value) <= INTERN_MAX:
+                return sys.intern(value)
+            return value
+        if id(node) in seen:  # an alias of a collection: PyYAML shares one object
+            raise _Unusual
+        seen.add(id(node))
         if kind is yaml.MappingNode and node.tag == _MAP:
             mapping: dict[Any, Any] = {}
-            built[id(node)] = mapping
             for key_node, value_node in node.value:
                 if type(key_node) is not yaml.ScalarNode or key_node.tag in _SPECIAL_KEYS:
                     raise _Unusual
-                mapping[self._build(key_node, built)] = self._build(value_node, built)
+                mapping[self._build(key_node, seen)] = self._build(value_node, seen)
             return mapping
         if kind is yaml.SequenceNode and node.tag == _SEQ:
-            sequence: list[Any] = []
-            built[id(node)] = sequence
-            sequence.extend(self._build(item, built) for item in node.value)
-            return sequence
+            return [self._build(item, seen) for item in node.value]
         raise _Unusual
 
 
@@ -314,6 +323,54 @@ def _add(objects: Objects, obj: object, where: str, on_problem: ProblemHandler) 
     objects[ref] = obj
 
 
+def _parse_files(paths: Iterable[Path]) -> tuple[dict[Path, Objects | None], list[Problem]]:
+    """Each file's objects, slim and packed as the store keeps them (they
+    are held by the source too), None for a file gone or that cannot be read;
+    and the problems found, in order."""
+    problems: list[Problem] = []
+    parsed: dict[Path, Objects | None] = {}
+    for path in paths:
+        objects = parse_file(path, lambda w, m: problems.append((w, m))) if path.is_file() else None
+        if objects is not None:  # the loader built them compact
+            parsed[path] = {r: pack(o, compacted=True) for r, o in objects.items()}
+        else:
+            parsed[path] = None
+    return parsed, problems
+
+
+def _encode(parsed: Mapping[Path, Objects | None], problems: list[Problem]) -> bytes:
+    """``_parse_files``'s result as a forked child sends it: a marshal string of
+    the problems and, per file, each object's ref and packed data."""
+    files: list[tuple[str, list[tuple[str, str, str, bytes]] | None]] = []
+    for path, objects in parsed.items():
+        if objects is None:
+            files.append((str(path), None))
+            continue
+        items = []
+        for ref, obj in objects.items():
+            data = obj.data if isinstance(obj, Packed) else None
+            if data is None:
+                raise ValueError(f"{ref} cannot be sent")  # the parent parses the file
+            items.append((ref.kind, ref.namespace, ref.name, data))
+        files.append((str(path), items))
+    return marshal.dumps((problems, files))
+
+
+def _decode(data: bytes, on_problem: ProblemHandler) -> dict[Path, Objects | None]:
+    problems, files = marshal.loads(data)
+    for where, message in problems:
+        on_problem(where, message)
+    return {
+        Path(path): None
+        if items is None
+        else {
+            ObjectRef(sys.intern(kind), sys.intern(ns), name): Packed.of(packed)
+            for kind, ns, name, packed in items
+        }
+        for path, items in files
+    }
+
+
 class ManifestsSource:
     def __init__(self, directory: Path, sink: Sink, on_problem: ProblemHandler) -> None:
         self._dir = directory
@@ -332,27 +389,51 @@ class ManifestsSource:
         meanwhile (with NGINX's start, a child it waits for). The objects are
         delivered on the loop's thread, as every change is.
 
-        Parsing was measured in a process pool too: with both of the two
-        cores free it took two thirds of the time, but on two busy ones
-        (forkserver or spawn, whose workers import PyYAML anew) it took longer
-        than in one process, so it stays here; ``_Loader`` made it cheaper.
+        With ``SPLIT_MIN_FILES`` files or more and two CPUs, a forked child
+        parses every other file meanwhile (``forked``; 10,000 Ingresses: 2.5 s
+        of CPU, half of it then on the other core). A pool whose workers
+        started afresh (forkserver or spawn) took longer than one process on
+        two busy cores: they import PyYAML and ferryman anew.
         """
         changed = self._manifests()
-        self._deliver(changed, await asyncio.to_thread(self._parse, changed))
+        ours, theirs = sorted(changed), []
+        child = None
+        if len(ours) >= SPLIT_MIN_FILES and len(os.sched_getaffinity(0)) >= 2:
+            ours, theirs = ours[::2], ours[1::2]
+            child = forked.fork(lambda: _encode(*_parse_files(theirs)))
+            if child is None:
+                ours, theirs = sorted(changed), []
+        try:
+            parsed = await asyncio.to_thread(self._parse, set(ours))
+        except BaseException:
+            if child is not None:
+                child.kill()
+                child.result()  # reaped: it is ending
+            raise
+        if child is not None:
+            try:
+                data = await asyncio.to_thread(child.result)
+            except BaseException:
+                child.kill()  # the thread reaps it
+                raise
+            if data is None:
+                log.warning("parsing in a second process failed; parsing here")
+                parsed.update(await asyncio.to_thread(self._parse, set(theirs)))
+            else:
+                parsed.update(_decode(data, self._on_problem))
+        self._deliver(changed, parsed)
 
     def _manifests(self) -> set[Path]:
-        return {p for p in self._dir.iterdir() if p.is_file() and _is_manifest(p)}
+        with os.scandir(self._dir) as entries:
+            return {Path(e.path) for e in entries if e.is_file() and _is_manifest(Path(e.name))}
 
     def _reload(self, changed: set[Path]) -> None:
         self._deliver(changed, self._parse(changed))
 
     def _parse(self, changed: set[Path]) -> dict[Path, Objects | None]:
-        """Each file's objects, slim and packed as the store keeps them (they
-        are held here too); None for a file gone or that cannot be read."""
-        parsed: dict[Path, Objects | None] = {}
-        for path in changed:
-            objects = parse_file(path, self._on_problem) if path.is_file() else None
-            parsed[path] = None if objects is None else {r: pack(o) for r, o in objects.items()}
+        parsed, problems = _parse_files(changed)
+        for where, message in problems:
+            self._on_problem(where, message)
         return parsed
 
     def _deliver(self, changed: set[Path], parsed: Mapping[Path, Objects | None]) -> None:
