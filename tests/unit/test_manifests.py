@@ -355,6 +355,31 @@ def test_when_the_second_process_fails_its_files_are_parsed_here(
     assert "parsing in a second process failed" in caplog.text
 
 
+def test_a_second_process_that_hangs_is_ended_and_its_files_parsed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without a deadline, a stuck child held ferryman's first load, and so its
+    readiness, for ever."""
+    _directory_of_many(tmp_path)
+    plain_sink, plain_problems = RecordingSink(), Problems()
+    ManifestsSource(tmp_path, plain_sink, plain_problems).load()
+    monkeypatch.setattr(manifests, "SPLIT_MIN_FILES", 4)
+    monkeypatch.setattr(manifests, "CHILD_WAIT_MIN", 0.5)
+
+    def hangs(*_: object) -> bytes:
+        time.sleep(3600)
+        return b""
+
+    monkeypatch.setattr(manifests, "_encode", hangs)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="ferryman.manifests"):
+        sink, problems = _load_in_thread(tmp_path)
+    assert time.monotonic() - started < 10
+    assert sink.objects == plain_sink.objects
+    assert sorted(problems) == sorted(plain_problems)
+    assert "the second parsing process is late" in caplog.text
+
+
 # ---- hostile files: size, depth and alias limits ---------------------------------------
 
 

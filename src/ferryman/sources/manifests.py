@@ -22,6 +22,7 @@ import logging
 import marshal
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,10 @@ Problem = tuple[str, str]  # (file, message)
 # fork and the results' way back cost about what parsing 50 files does (measured:
 # 100 files took ~30 ms either way).
 SPLIT_MIN_FILES = 200
+# How long the parsing child may take beyond when ours ended: this factor of our
+# half's time, and never less than the minimum (a busy machine shares cores).
+CHILD_WAIT_FACTOR = 3.0
+CHILD_WAIT_MIN = 5.0
 
 # libyaml's loader is ~10x faster on 10,000 manifests; PyPI wheels ship it.
 if TYPE_CHECKING:
@@ -403,6 +408,7 @@ class ManifestsSource:
             child = forked.fork(lambda: _encode(*_parse_files(theirs)))
             if child is None:
                 ours, theirs = sorted(changed), []
+        started = time.monotonic()
         try:
             parsed = await asyncio.to_thread(self._parse, set(ours))
         except BaseException:
@@ -411,8 +417,19 @@ class ManifestsSource:
                 child.result()  # reaped: it is ending
             raise
         if child is not None:
+            # Its half takes about as long as ours: one far later is stuck (it
+            # would hold readiness back for ever), so it is ended and its files
+            # are parsed here.
+            late = max(CHILD_WAIT_MIN, CHILD_WAIT_FACTOR * (time.monotonic() - started))
+            waiting = asyncio.ensure_future(asyncio.to_thread(child.result))
             try:
-                data = await asyncio.to_thread(child.result)
+                if not (await asyncio.wait({waiting}, timeout=late))[0]:
+                    log.warning(
+                        "the second parsing process is late; ended",
+                        extra={"fields": {"waited_s": round(late, 2)}},
+                    )
+                    child.kill()  # its pipe closes: the thread reaps it and returns
+                data = await waiting
             except BaseException:
                 child.kill()  # the thread reaps it
                 raise
