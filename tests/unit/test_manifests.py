@@ -627,6 +627,11 @@ def test_documents_read_as_pyyaml_builds_them(value: object, flow: bool | None) 
         "a: yes\nb: ~\nc: 0x1F\nd: 1_000\ne: .inf\nf: 2024-01-02\ng: ''\nh: -\n",
         "!!omap [a: 1]\n",
         "a: !custom 1\n",
+        # A !!set scalar: as a key it once raised TypeError (unhashable) out of the
+        # parser; as a value it read as an empty set where PyYAML finds no mapping.
+        "!!set apiVersion: v1\nkind: Service\n",
+        "a: !!set b\n",
+        "a: {b: !!binary aGk=, c: !!timestamp 2001-12-14}\n",
     ],
 )
 def test_the_unusual_reads_as_pyyaml_builds_it(text: str) -> None:

@@ -106,6 +106,9 @@ class _Loader(_SafeLoader):
         try:
             data = self._build(node, set())
         except _Unusual:
+            # What the attempt constructed or left to finish is not PyYAML's to reuse.
+            self.constructed_objects = {}
+            self.state_generators = []
             return compact(super().construct_document(node))
         finally:
             self.constructed_objects = {}
@@ -114,6 +117,8 @@ class _Loader(_SafeLoader):
     def _build(self, node: yaml.Node, seen: set[int]) -> Any:
         kind = type(node)
         if kind is yaml.ScalarNode:
+            if node.tag not in _PLAIN_SCALARS:  # !!set, !!binary, !!timestamp, ...
+                raise _Unusual
             value = node.value if node.tag == _STR else self.construct_object(node)
             if type(value) is str and len(value) <= INTERN_MAX:
                 return sys.intern(value)
@@ -141,6 +146,11 @@ _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _SPECIAL_KEYS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+# Scalars built here (PyYAML's constructor for each but str); any other tag is
+# PyYAML's whole way: a !!set scalar, say, is an error there, not an empty set.
+_PLAIN_SCALARS = frozenset(
+    {_STR} | {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "bool", "null")}
+)
 
 
 def _timestamp_as_text(loader: _Loader, node: yaml.Node) -> object:
