@@ -105,10 +105,14 @@ class _Loader(_SafeLoader):
         """
         try:
             data = self._build(node, set())
-        except _Unusual:
-            # What the attempt constructed or left to finish is not PyYAML's to reuse.
+        except (_Unusual, yaml.constructor.ConstructorError):
+            # A scalar it refuses, too: PyYAML's order of construction decides which
+            # one is reported. What the attempt constructed or left to finish is
+            # not PyYAML's to reuse.
             self.constructed_objects = {}
+            self.recursive_objects = {}
             self.state_generators = []
+            self.deep_construct = False
             return compact(super().construct_document(node))
         finally:
             self.constructed_objects = {}
