@@ -167,13 +167,13 @@ def deep_by_type(roots: list[object], seen: set[int]) -> tuple[Counter[str], Cou
 
 
 def profile(n: int, slices: int, work: Path, top: int) -> None:
-    from ferryman.app import QueueingSink
     from ferryman.controller import Controller
     from ferryman.metrics import Metrics
     from ferryman.report import RecordingReporter
     from ferryman.resources.meta import ObjectRef
     from ferryman.secrets import SecretStore
     from ferryman.settings import Settings
+    from ferryman.sink import QueueingSink
     from ferryman.sources.manifests import ManifestsSource
     from ferryman.store import Store
     from ferryman.workqueue import WorkQueue

@@ -13,7 +13,6 @@ import re
 import signal
 import socket
 import stat
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ferryman import collector
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
-from ferryman.controller import Controller, keys_for_event
+from ferryman.controller import Controller
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate, ensure_fallback_certificate
@@ -34,14 +33,16 @@ from ferryman.dataplane.nginx import (
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.kubernetes_mode import KubernetesMode
+from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics, parse_stub_status
 from ferryman.probes import ProbeServer
 from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
 from ferryman.resources.meta import ObjectRef
-from ferryman.resources.raw import Packed
 from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
+from ferryman.settings import Settings, SettingsError
+from ferryman.sink import QueueingSink
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
@@ -51,10 +52,6 @@ from ferryman.workqueue import WorkQueue
 if TYPE_CHECKING:
     from ferryman.configs.angie import AngieRenderer
     from ferryman.dataplane.dns import DnsServer
-    from ferryman.gates.decide import PodKey
-    from ferryman.gates.keeper import GateKeeper
-    from ferryman.gates.pods import PendingIndex
-    from ferryman.webhook.server import WebhookServer
 
 log = logging.getLogger("ferryman")
 
@@ -73,35 +70,6 @@ LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
 # optional: without it the Lua balancer serves the fast path, more slowly.
 FAST_MODULE = "ngx_http_ferryman_module.so"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so", FAST_MODULE)
-
-
-class QueueingSink:
-    """Source events -> store, then the keys they affect -> queue; and to ``also``
-    (readiness gates: the index of pending pods), after the store."""
-
-    def __init__(
-        self, store: Store, queue: WorkQueue[ObjectRef], also: PendingIndex | None = None
-    ) -> None:
-        self._store = store
-        self._queue = queue
-        self._also = also
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        old = self._store.upsert(obj)
-        # A packed object (manifests mode) unpacks whole per field read.
-        view = obj.unpack() if isinstance(obj, Packed) else obj
-        for key in keys_for_event(view, old):
-            self._queue.add(key)
-        if self._also is not None:
-            self._also.upsert(obj)
-
-    def delete(self, ref: ObjectRef) -> None:
-        old = self._store.delete(ref)
-        if old is not None:
-            for key in keys_for_event(old, None):
-                self._queue.add(key)
-        if self._also is not None:
-            self._also.delete(ref)
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -213,10 +181,6 @@ def _log_problem(where: str, message: str) -> None:
     log.error("manifest rejected", extra={"fields": {"file": where, "reason": message}})
 
 
-class SettingsError(ValueError):
-    pass
-
-
 def _checked_path(flag: str, path: Path) -> Path:
     resolved = path.resolve()
     # The path is written unquoted into nginx.conf.
@@ -321,139 +285,6 @@ async def _grace_period(seconds: float, hurry: asyncio.Event) -> None:
         log.warning("signalled again: grace period cut short")
 
 
-class _Cluster:
-    """Kubernetes mode's parts: API client, informers, reporter, leader election."""
-
-    def __init__(
-        self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef], metrics: Metrics
-    ) -> None:
-        from ferryman.leader import LeaderElector
-        from ferryman.report.kubernetes import KubernetesReporter, instance_name
-        from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
-
-        self.settings = settings
-        self.store = store
-        self.metrics = metrics
-        self.gates: GateKeeper | None = None
-        self.pending: PendingIndex | None = None
-        if settings.readiness_gates:
-            from ferryman.gates.pods import PendingIndex
-
-            self.pending = PendingIndex(settings.ingress_class)
-        try:
-            self.client = make_client(settings.kubeconfig)
-        except KubeconfigError as e:
-            raise SettingsError(str(e)) from e
-        self.source = KubernetesSource(
-            self.client,
-            QueueingSink(store, queue, self.pending),
-            settings.watch_namespaces,
-            make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
-            settings.ingress_class,
-        )
-        self.reporter = KubernetesReporter(self.client, store.uid)
-        self.elector = LeaderElector(
-            self.client,
-            settings.leader_lock_namespace,
-            settings.leader_lock_name,
-            instance_name(),
-            self.reporter.set_leader,
-            settings.lease_duration,
-            settings.renew_deadline,
-            settings.retry_period,
-        )
-
-    def tasks(self, stop: asyncio.Event, controller: Controller) -> list[asyncio.Task[Any]]:
-        tasks = [
-            asyncio.create_task(self.reporter.run(), name="reporter"),
-            asyncio.create_task(self._addresses(controller), name="addresses"),
-        ]
-        if self.settings.leader_election:
-            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
-        else:
-            self.reporter.set_leader(True)
-        if self.settings.readiness_gates:
-            self.gates = self._gate_keeper(controller)
-            tasks += self.gates.tasks()
-        return tasks
-
-    def _gate_keeper(self, controller: Controller) -> GateKeeper:
-        from ferryman.gates.keeper import GateKeeper
-        from ferryman.gates.pods import PendingPods
-        from ferryman.report.kubernetes import instance_name
-
-        store, index = self.store, self.pending
-        assert index is not None  # built with --readiness-gates
-        pending = PendingPods(
-            self.settings.ingress_class,
-            lambda: [
-                p for namespace, name in index.names() if (p := store.get("Pod", namespace, name))
-            ],
-            lambda namespace, name: store.get("Service", namespace, name),
-            controller.served_services,
-        )
-
-        def warn(pod: PodKey, message: str) -> None:
-            ref = ObjectRef("Pod", pod.namespace, pod.name)
-            self.reporter.event(ref, "Warning", "ReadinessGateTimedOut", message)
-
-        return GateKeeper(
-            self.client,
-            self.settings,
-            instance_name(),
-            controller.applied_gated_pods,
-            pending,
-            lambda: self.elector.leader or not self.settings.leader_election,
-            warn,
-            self.metrics,
-        )
-
-    def gates_applied(self) -> None:
-        """The controller's ``on_gates_applied``: this replica's data plane moved on."""
-        if self.gates is not None:
-            self.gates.applied_changed()
-
-    async def _addresses(self, controller: Controller) -> None:
-        """Keep the status addresses current (``--external-service`` can change)."""
-        from ferryman.report.kubernetes import external_addresses
-
-        while True:
-            addresses = self.settings.ingress_addresses
-            if self.settings.external_service:
-                addresses = await external_addresses(self.client, self.settings.external_service)
-            controller.set_addresses(addresses)
-            if not self.settings.external_service:
-                return
-            await asyncio.sleep(10)
-
-
-def _webhook(
-    settings: Settings, cluster: _Cluster, store: Store, controller: Controller, metrics: Metrics
-) -> WebhookServer:
-    """The readiness gate webhook, reading the served Services from the cache."""
-    from ferryman.webhook.admission import CachedServices, Injector
-    from ferryman.webhook.cluster import CertificateSecret
-    from ferryman.webhook.server import WebhookServer
-
-    assert settings.readiness_gate_webhook_cert_secret is not None
-    namespace, name = settings.readiness_gate_webhook_cert_secret
-    client = cluster.client
-    return WebhookServer(
-        settings.readiness_gate_webhook_port,
-        Injector(
-            settings.ingress_class,
-            CachedServices(controller.served_services, store.get, store.stamp),
-            # Whatever the configuration's namespaceSelector says, as the watch of
-            # the opted-in Namespaces (on with the webhook) knows them.
-            cluster.source.opted_in,
-        ),
-        client,
-        CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),
-        settings.readiness_gate_webhook_configuration,
-        lambda result: metrics.readiness_gate_reviews.labels(result=result).inc(),
-    )
-
-
 async def _abandon(nginx: NginxManager, starting: asyncio.Task[None]) -> None:
     """Start-up failed after NGINX was started: it goes too."""
     with contextlib.suppress(Exception):
@@ -547,7 +378,9 @@ async def _run(
     starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
     await asyncio.sleep(0)
     try:
-        cluster = _Cluster(settings, store, queue, metrics) if settings.manifests is None else None
+        cluster = (
+            KubernetesMode(settings, store, queue, metrics) if settings.manifests is None else None
+        )
     except BaseException:
         await _abandon(nginx, starting)
         raise
@@ -650,7 +483,7 @@ async def _run(
         if cluster is not None:
             tasks += cluster.tasks(stop, controller)
             if settings.readiness_gate_webhook_port:  # once the caches are whole
-                webhook = _webhook(settings, cluster, store, controller, metrics)
+                webhook = readiness_gate_webhook(settings, cluster, store, controller, metrics)
                 tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),

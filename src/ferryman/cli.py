@@ -17,7 +17,7 @@ from ferryman import __version__, app, collector, logs
 from ferryman.configs.model import size_bytes
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
-from ferryman.settings import Settings
+from ferryman.settings import Settings, SettingsError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -553,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
-        except app.SettingsError as e:
+        except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
         for problem in problems:
@@ -618,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))
-    except app.SettingsError as e:
+    except SettingsError as e:
         print(f"ferryman run: {e}", file=sys.stderr)
         return 2
 

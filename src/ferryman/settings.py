@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+class SettingsError(ValueError):
+    """A setting ferryman cannot run with (said to the user, exit code 2)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     state_dir: Path

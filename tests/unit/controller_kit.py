@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ferryman.app import QueueingSink
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
@@ -15,6 +14,7 @@ from ferryman.report import RecordingReporter
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
+from ferryman.sink import QueueingSink
 from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
 

@@ -1,0 +1,162 @@
+"""Kubernetes mode's parts: the API client, informers, reporter, leader election,
+and, with readiness gates, the gate keeper and the webhook.
+
+What only Kubernetes mode uses (lightkube and what is built on it) is imported
+here where it is used, so that manifests mode never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ferryman.controller import Controller
+from ferryman.metrics import Metrics
+from ferryman.resources.meta import ObjectRef
+from ferryman.settings import Settings, SettingsError
+from ferryman.sink import QueueingSink
+from ferryman.store import Store
+from ferryman.workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from ferryman.gates.decide import PodKey
+    from ferryman.gates.keeper import GateKeeper
+    from ferryman.gates.pods import PendingIndex
+    from ferryman.webhook.server import WebhookServer
+
+
+class KubernetesMode:
+    """Kubernetes mode's parts: API client, informers, reporter, leader election."""
+
+    def __init__(
+        self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef], metrics: Metrics
+    ) -> None:
+        from ferryman.leader import LeaderElector
+        from ferryman.report.kubernetes import KubernetesReporter, instance_name
+        from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
+
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.gates: GateKeeper | None = None
+        self.pending: PendingIndex | None = None
+        if settings.readiness_gates:
+            from ferryman.gates.pods import PendingIndex
+
+            self.pending = PendingIndex(settings.ingress_class)
+        try:
+            self.client = make_client(settings.kubeconfig)
+        except KubeconfigError as e:
+            raise SettingsError(str(e)) from e
+        self.source = KubernetesSource(
+            self.client,
+            QueueingSink(store, queue, self.pending),
+            settings.watch_namespaces,
+            make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
+            settings.ingress_class,
+        )
+        self.reporter = KubernetesReporter(self.client, store.uid)
+        self.elector = LeaderElector(
+            self.client,
+            settings.leader_lock_namespace,
+            settings.leader_lock_name,
+            instance_name(),
+            self.reporter.set_leader,
+            settings.lease_duration,
+            settings.renew_deadline,
+            settings.retry_period,
+        )
+
+    def tasks(self, stop: asyncio.Event, controller: Controller) -> list[asyncio.Task[Any]]:
+        tasks = [
+            asyncio.create_task(self.reporter.run(), name="reporter"),
+            asyncio.create_task(self._addresses(controller), name="addresses"),
+        ]
+        if self.settings.leader_election:
+            tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
+        else:
+            self.reporter.set_leader(True)
+        if self.settings.readiness_gates:
+            self.gates = self._gate_keeper(controller)
+            tasks += self.gates.tasks()
+        return tasks
+
+    def _gate_keeper(self, controller: Controller) -> GateKeeper:
+        from ferryman.gates.keeper import GateKeeper
+        from ferryman.gates.pods import PendingPods
+        from ferryman.report.kubernetes import instance_name
+
+        store, index = self.store, self.pending
+        assert index is not None  # built with --readiness-gates
+        pending = PendingPods(
+            self.settings.ingress_class,
+            lambda: [
+                p for namespace, name in index.names() if (p := store.get("Pod", namespace, name))
+            ],
+            lambda namespace, name: store.get("Service", namespace, name),
+            controller.served_services,
+        )
+
+        def warn(pod: PodKey, message: str) -> None:
+            ref = ObjectRef("Pod", pod.namespace, pod.name)
+            self.reporter.event(ref, "Warning", "ReadinessGateTimedOut", message)
+
+        return GateKeeper(
+            self.client,
+            self.settings,
+            instance_name(),
+            controller.applied_gated_pods,
+            pending,
+            lambda: self.elector.leader or not self.settings.leader_election,
+            warn,
+            self.metrics,
+        )
+
+    def gates_applied(self) -> None:
+        """The controller's ``on_gates_applied``: this replica's data plane moved on."""
+        if self.gates is not None:
+            self.gates.applied_changed()
+
+    async def _addresses(self, controller: Controller) -> None:
+        """Keep the status addresses current (``--external-service`` can change)."""
+        from ferryman.report.kubernetes import external_addresses
+
+        while True:
+            addresses = self.settings.ingress_addresses
+            if self.settings.external_service:
+                addresses = await external_addresses(self.client, self.settings.external_service)
+            controller.set_addresses(addresses)
+            if not self.settings.external_service:
+                return
+            await asyncio.sleep(10)
+
+
+def webhook(
+    settings: Settings,
+    cluster: KubernetesMode,
+    store: Store,
+    controller: Controller,
+    metrics: Metrics,
+) -> WebhookServer:
+    """The readiness gate webhook, reading the served Services from the cache."""
+    from ferryman.webhook.admission import CachedServices, Injector
+    from ferryman.webhook.cluster import CertificateSecret
+    from ferryman.webhook.server import WebhookServer
+
+    assert settings.readiness_gate_webhook_cert_secret is not None
+    namespace, name = settings.readiness_gate_webhook_cert_secret
+    client = cluster.client
+    return WebhookServer(
+        settings.readiness_gate_webhook_port,
+        Injector(
+            settings.ingress_class,
+            CachedServices(controller.served_services, store.get, store.stamp),
+            # Whatever the configuration's namespaceSelector says, as the watch of
+            # the opted-in Namespaces (on with the webhook) knows them.
+            cluster.source.opted_in,
+        ),
+        client,
+        CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),
+        settings.readiness_gate_webhook_configuration,
+        lambda result: metrics.readiness_gate_reviews.labels(result=result).inc(),
+    )
