@@ -38,6 +38,7 @@ from typing import Any
 from bench.processes import (
     FERRYMAN,
     ROOT,
+    BackendNginx,
     compile_bytecode,
     free_port,
     get,
@@ -66,7 +67,7 @@ class TestHost:
         self.addresses = (f"{NET}.{n >> 8}.{n | 2}", f"{NET}.{n >> 8}.{n | 3}")
         self.ports = [free_port() for _ in range(POOL)]
         self.dir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.nginx: BackendNginx | None = None
 
     def start(self) -> None:
         _ip("netns", "add", self.netns)
@@ -78,38 +79,13 @@ class TestHost:
         for a in self.addresses:
             _ip(*inside, "addr", "add", f"{a}/29", "dev", self.peer_if)
         _ip(*inside, "link", "set", self.peer_if, "up")
-        self.dir.mkdir(parents=True, exist_ok=True)
-        listens = "\n".join(f"        listen {a}:{p};" for a in self.addresses for p in self.ports)
-        (self.dir / "nginx.conf").write_text(
-            f"""
-worker_processes 1;
-pid {self.dir}/nginx.pid;
-error_log stderr error;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 100000;
-    server {{
-{listens}
-        location / {{ return 200 "$server_port\\n"; }}
-    }}
-}}
-"""
+        self.nginx = BackendNginx(
+            self.dir, self.ports, self.addresses, ("ip", "netns", "exec", self.netns)
         )
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.netns, "nginx", "-p", str(self.dir),
-             "-c", str(self.dir / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while get(f"http://{self.addresses[1]}:{self.ports[-1]}/")[0] != 200:
-            if time.monotonic() > deadline:
-                raise RuntimeError("backend nginx did not start")
-            time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGQUIT)
-            self.proc.wait(10)
+        if self.nginx is not None:
+            self.nginx.stop()
         subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
 
@@ -154,7 +130,7 @@ class Controller:
         self.dir = workdir
         self.kubeconfig = kubeconfig
         self.http_port, self.ready_port, self.metrics_port = free_port(), free_port(), free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.nginx: BackendNginx | None = None
 
     def start(self) -> float:
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -112,13 +112,24 @@ def cpu_seconds(master: int) -> float:
 
 class BackendNginx:
     """A second NGINX as the backends: each port answers its own number, fast
-    enough that the data plane under test, not the backend, limits throughput."""
+    enough that the data plane under test, not the backend, limits throughput.
 
-    def __init__(self, workdir: Path, ports: list[int]) -> None:
+    ``addresses`` it listens on (each with every port), ``run_in`` a command
+    prefix to start it with (``ip netns exec NAME`` for a test host's)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        ports: list[int],
+        addresses: tuple[str, ...] = ("127.0.0.1",),
+        run_in: tuple[str, ...] = (),
+    ) -> None:
         self.dir = workdir
         self.ports = ports
         self.dir.mkdir(parents=True, exist_ok=True)
-        listens = "\n".join(f"        listen 127.0.0.1:{p} reuseport;" for p in ports)
+        # reuseport spreads loopback clients over the accept queue; one worker anyway.
+        option = " reuseport" if addresses == ("127.0.0.1",) else ""
+        listens = "\n".join(f"        listen {a}:{p}{option};" for a in addresses for p in ports)
         (self.dir / "nginx.conf").write_text(
             f"""
 worker_processes 1;
@@ -136,11 +147,11 @@ http {{
 """
         )
         self.proc = subprocess.Popen(
-            ["nginx", "-p", str(self.dir), "-c", str(self.dir / "nginx.conf"), "-e", "stderr",
-             "-g", "daemon off;"],
+            [*run_in, "nginx", "-p", str(self.dir), "-c", str(self.dir / "nginx.conf"),
+             "-e", "stderr", "-g", "daemon off;"],
         )  # fmt: skip
         deadline = time.monotonic() + 10
-        while get(f"http://127.0.0.1:{ports[0]}/")[0] != 200:
+        while get(f"http://{addresses[-1]}:{ports[-1]}/")[0] != 200:
             if time.monotonic() > deadline:
                 raise RuntimeError("backend nginx did not start")
             time.sleep(0.05)
