@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
-import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import __version__, app, collector, logs
-from ferryman.configs.model import size_bytes
+from ferryman import __version__, app, collector, flag_types, logs
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import Settings, SettingsError
@@ -54,7 +50,7 @@ class _Help(argparse.HelpFormatter):
 def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
     p.add_argument(
         "--manifests",
-        type=_existing_dir,
+        type=flag_types.existing_dir,
         metavar="DIR",
         required=render,
         help="the YAML files to render"
@@ -63,11 +59,15 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "(default: none, Kubernetes mode)",
     )
     p.add_argument(
-        "--http-port", type=_listen_port, default=80, metavar="PORT", help="NGINX's HTTP listener"
+        "--http-port",
+        type=flag_types.listen_port,
+        default=80,
+        metavar="PORT",
+        help="NGINX's HTTP listener",
     )
     p.add_argument(
         "--https-port",
-        type=_listen_port,
+        type=flag_types.listen_port,
         default=443,
         metavar="PORT",
         help="NGINX's HTTPS listener",
@@ -91,7 +91,7 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
     )
     p.add_argument(
         "--angie-dns-port",
-        type=_port,
+        type=flag_types.port,
         default=0,
         metavar="PORT",
         help="Angie: 127.0.0.1 port (UDP and TCP) of ferryman's DNS server for upstream "
@@ -108,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
     _common(r)
     r.add_argument(
         "--kubeconfig",
-        type=_readable_file,
+        type=flag_types.readable_file,
         metavar="PATH",
         help="Kubernetes mode (no --manifests): kubeconfig file (default: $KUBECONFIG, "
         "~/.kube/config, then the in-cluster service account)",
@@ -122,14 +122,14 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--ready-port",
-        type=_port,
+        type=flag_types.port,
         default=8081,
         metavar="PORT",
         help="serves GET /nginx-ready on this port",
     )
     r.add_argument(
         "--metrics-port",
-        type=_port,
+        type=flag_types.port,
         default=9113,
         metavar="PORT",
         help="serves GET /metrics; 0 disables",
@@ -148,28 +148,28 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--nginx-reload-timeout",
-        type=_seconds,
+        type=flag_types.seconds,
         default=60.0,
         metavar="SECONDS",
         help="seconds to wait for NGINX to confirm a reload (NIC's flag takes ms if > 1000)",
     )
     r.add_argument(
         "--worker-processes",
-        type=_checked(validation.worker_processes),
+        type=flag_types.checked(validation.worker_processes),
         default="auto",
         metavar="N",
         help="NGINX worker_processes: auto or a number",
     )
     r.add_argument(
         "--worker-shutdown-timeout",
-        type=_checked(validation.nginx_time),
+        type=flag_types.checked(validation.nginx_time),
         default=None,
         metavar="TIME",
         help="NGINX worker_shutdown_timeout: bound on draining old workers (default: none)",
     )
     r.add_argument(
         "--shutdown-grace-period",
-        type=_non_negative_seconds,
+        type=flag_types.non_negative_seconds,
         default=0.0,
         metavar="SECONDS",
         help="on SIGTERM, /nginx-ready answers 503 at once but NGINX keeps serving this "
@@ -208,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--enable-leader-election",
-        type=_boolean,
+        type=flag_types.boolean,
         default=True,
         metavar="BOOL",
         help="only the Lease holder writes status and Events (default: true)",
@@ -228,28 +228,28 @@ def parser() -> argparse.ArgumentParser:
     # Lease timings (NIC's defaults); tests shorten them.
     r.add_argument(
         "--leader-election-lease-duration",
-        type=_seconds,
+        type=flag_types.seconds,
         default=30.0,
         metavar="SECONDS",
         help="seconds a Lease lasts without renewal",
     )
     r.add_argument(
         "--leader-election-renew-deadline",
-        type=_seconds,
+        type=flag_types.seconds,
         default=15.0,
         metavar="SECONDS",
         help="seconds the leader keeps leading while its renewals fail",
     )
     r.add_argument(
         "--leader-election-retry-period",
-        type=_seconds,
+        type=flag_types.seconds,
         default=7.5,
         metavar="SECONDS",
         help="seconds between tries to take or renew the Lease",
     )
     r.add_argument(
         "--readiness-gate-timeout",
-        type=_non_negative_seconds,
+        type=flag_types.non_negative_seconds,
         default=0.0,
         metavar="SECONDS",
         help="seconds after a pod's creation to open its readiness gate even though not "
@@ -257,14 +257,14 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--nginx-status-port",
-        type=_port,
+        type=flag_types.port,
         default=0,
         metavar="PORT",
         help="serve NGINX stub_status at /stub_status on this port (0: off; NIC uses 8080)",
     )
     r.add_argument(
         "--nginx-status-allow-cidrs",
-        type=_cidrs,
+        type=flag_types.cidrs,
         default=("127.0.0.1/32", "::1/128"),
         metavar="CIDRS",
         help="comma-separated networks allowed to read the status port",
@@ -276,7 +276,7 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--health-status-uri",
-        type=_uri,
+        type=flag_types.uri,
         default="/nginx-health",
         metavar="PATH",
         help="the path --health-status answers on",
@@ -288,7 +288,7 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--compute-full-forwarded-for",
-        type=_boolean,
+        type=flag_types.boolean,
         default=True,
         help="append the client's address to its X-Forwarded-For (true, NIC's way); false "
         "replaces the header with the client's address (default true)",
@@ -301,21 +301,21 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--records-memory-size",
-        type=_memory_size,
+        type=flag_types.memory_size,
         default="128m",
         help="NGINX shared memory for pushed hosts, certificates and endpoint sets "
         "(NGINX size, at least 1m; default 128m)",
     )
     r.add_argument(
         "--max-record-bytes",
-        type=_positive,
+        type=flag_types.positive,
         default=512 * 1024,
         help="largest record (one host's routes, one certificate, one endpoint set) "
         "pushed to NGINX; its resource is rejected above it (default 524288)",
     )
     r.add_argument(
         "--allowed-host-suffixes",
-        type=_host_suffixes,
+        type=flag_types.host_suffixes,
         default=(),
         help="opt-in host policy: NAMESPACE=SUFFIX pairs, comma-separated (repeat a "
         "namespace for more suffixes; SUFFIX * allows every host); a namespace claims "
@@ -323,7 +323,7 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--readiness-gate-webhook-port",
-        type=_port,
+        type=flag_types.port,
         default=0,
         metavar="PORT",
         help="Kubernetes mode: serve the webhook that adds readiness gates to pods of "
@@ -332,14 +332,14 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--readiness-gate-webhook-cert-secret",
-        type=_namespaced_name,
+        type=flag_types.namespaced_name,
         metavar="NAMESPACE/NAME",
         help="the webhook's certificate (tls.crt, tls.key, ca.crt); when absent, "
         "ferryman makes one and creates this Secret (required with the port; default: none)",
     )
     r.add_argument(
         "--readiness-gate-webhook-cert-hosts",
-        type=_hosts,
+        type=flag_types.hosts,
         default=(),
         metavar="NAMES",
         help="comma-separated DNS names or IP addresses a certificate ferryman makes "
@@ -347,20 +347,12 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--readiness-gate-webhook-configuration",
-        type=_checked(validation.dns1123_subdomain),
+        type=flag_types.checked(validation.dns1123_subdomain),
         metavar="NAME",
         help="the MutatingWebhookConfiguration whose webhooks' caBundle ferryman keeps "
         "on the certificate's CA (default: none, kept by someone else)",
     )
-    r.add_argument(
-        "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
-    )
-    r.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default="info",
-        help="the least severe level logged",
-    )
+    flag_types.add_log_flags(r)
 
     rd = sub.add_parser(
         "render", help="render the NGINX configuration once and exit", formatter_class=_Help
@@ -381,146 +373,6 @@ def parser() -> argparse.ArgumentParser:
     )
     machine_controller.add_arguments(mc)
     return p
-
-
-def _listen_port(value: str) -> int:
-    port = _port(value)
-    if port == 0:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port NGINX can listen on")
-    return port
-
-
-def _seconds(value: str, *, zero: bool = False) -> float:
-    try:
-        seconds = float(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from e
-    if not (math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))):
-        kind = "non-negative" if zero else "positive"
-        raise argparse.ArgumentTypeError(f"{value!r} is not a {kind} number of seconds")
-    return seconds
-
-
-def _non_negative_seconds(value: str) -> float:
-    return _seconds(value, zero=True)
-
-
-def _existing_dir(value: str) -> Path:
-    path = Path(value)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
-    return path
-
-
-def _readable_file(value: str) -> str:
-    try:
-        Path(value).open("rb").close()
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f"{value!r} cannot be read: {e.strerror}") from e
-    return value
-
-
-def _port(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from e
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
-    return port
-
-
-def _memory_size(value: str) -> str:
-    """An NGINX size for the records' shared memory; nginx.conf gets it verbatim."""
-    try:
-        size = size_bytes(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-    if size < 1 << 20:
-        raise argparse.ArgumentTypeError(f"{value!r} is less than 1m")
-    return value
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from e
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not positive")
-    return number
-
-
-def _host_suffixes(value: str) -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for item in (i.strip() for i in value.split(",") if i.strip()):
-        namespace, sep, suffix = item.partition("=")
-        problem = (
-            "is not NAMESPACE=SUFFIX"
-            if not sep
-            else validation.dns1123_label(namespace)
-            or (validation.dns1123_subdomain(suffix) if suffix != "*" else None)
-        )
-        if problem:
-            raise argparse.ArgumentTypeError(f"{item!r} {problem}")
-        pairs.append((namespace, suffix))
-    return tuple(pairs)
-
-
-def _namespaced_name(value: str) -> tuple[str, str]:
-    namespace, sep, name = value.partition("/")
-    problem = (
-        "is not NAMESPACE/NAME"
-        if not sep
-        else validation.dns1123_label(namespace) or validation.dns1123_subdomain(name)
-    )
-    if problem:
-        raise argparse.ArgumentTypeError(f"{value!r} {problem}")
-    return namespace, name
-
-
-def _hosts(value: str) -> tuple[str, ...]:
-    hosts = tuple(h.strip() for h in value.split(",") if h.strip())
-    for h in hosts:
-        try:
-            ipaddress.ip_address(h)
-        except ValueError:
-            if problem := validation.dns1123_subdomain(h):
-                raise argparse.ArgumentTypeError(f"{h!r} {problem}") from None
-    return hosts
-
-
-def _cidrs(value: str) -> tuple[str, ...]:
-    """Networks as NGINX's allow directive reads them, normalised by ipaddress."""
-    try:
-        return tuple(str(ipaddress.ip_network(c.strip(), strict=False)) for c in value.split(","))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
-
-
-def _checked(check: Callable[[str], str | None]) -> Callable[[str], str]:
-    """An argparse type from a validation function: flags reach nginx.conf too."""
-
-    def parse(value: str) -> str:
-        if problem := check(value):
-            raise argparse.ArgumentTypeError(f"{value!r} {problem}")
-        return value
-
-    return parse
-
-
-def _uri(value: str) -> str:
-    if problem := validation.http_path(value, "Exact"):
-        raise argparse.ArgumentTypeError(f"{value!r} {problem}")
-    return value
-
-
-def _boolean(value: str) -> bool:
-    if value.lower() in ("true", "1", "yes"):
-        return True
-    if value.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
 
 
 def _binary(args: argparse.Namespace) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import socket
@@ -19,25 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferryman import logs
+from ferryman import flag_types, logs
 from ferryman.machines import lifecycle
 from ferryman.sources.kubernetes import KubeconfigError, make_client
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from e
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
-    return seconds
-
-
-def _port(value: str) -> int:
-    if not value.isascii() or not value.isdigit() or not 0 <= int(value) <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
-    return int(value)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--drain-timeout",
-        type=_seconds,
+        type=flag_types.seconds,
         default=lifecycle.DRAIN_TIMEOUT,
         metavar="SECONDS",
         help="bound on one drain round; pods still there then make the round fail "
@@ -60,14 +43,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--drain-backoff",
-        type=_seconds,
+        type=flag_types.seconds,
         default=lifecycle.DRAIN_BACKOFF,
         metavar="SECONDS",
         help="pause after a failed drain round, doubling per failure up to 1000 s",
     )
     p.add_argument(
         "--eviction-retry-interval",
-        type=_seconds,
+        type=flag_types.seconds,
         default=lifecycle.EVICTION_RETRY,
         metavar="SECONDS",
         help="pause before evicting again a pod a PodDisruptionBudget protected (HTTP 429)",
@@ -81,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--webhook-port",
-        type=_port,
+        type=flag_types.port,
         default=0,
         metavar="PORT",
         help="serve the Machine validating webhook over HTTPS on this port; 0 disables",
@@ -98,15 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="the webhook's private key (default: none)",
     )
-    p.add_argument(
-        "--log-format", choices=("text", "json"), default="text", help="text (key=value) or json"
-    )
-    p.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default="info",
-        help="the least severe level logged",
-    )
+    flag_types.add_log_flags(p)
 
 
 @dataclass(frozen=True)
