@@ -389,6 +389,7 @@ async def _run(
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status,
         on_gates_applied=cluster.gates_applied if cluster else None,
+        on_leaving_applied=cluster.leaving_applied if cluster else None,
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.
@@ -414,8 +415,14 @@ async def _run(
         settings.metrics_port,
         metrics,
         # Not while a restarted NGINX waits for its records with its listeners
-        # closed, nor once asked to stop (the grace period's first step).
-        lambda: ready() and not stop.is_set() and not nginx.listeners_closed,
+        # closed, nor once asked to stop (the grace period's first step), nor
+        # while this replica's Node is being drained (machine lifecycle hooks).
+        lambda: (
+            ready()
+            and not stop.is_set()
+            and not nginx.listeners_closed
+            and not (cluster is not None and cluster.node_leaving())
+        ),
         counters,
     )
     stop = asyncio.Event()  # signalled: readiness fails, the grace period begins
@@ -481,7 +488,7 @@ async def _run(
         else:
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
-            tasks += cluster.tasks(stop, controller)
+            tasks += cluster.tasks(stop, controller, nginx.in_flight)
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(settings, cluster, store, controller, metrics)
                 tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))

@@ -256,6 +256,22 @@ def parser() -> argparse.ArgumentParser:
         "every replica has applied it, with a Warning Event (default: 0, never)",
     )
     r.add_argument(
+        "--machine-lifecycle-hooks",
+        choices=("openshift", "cluster-api", "off"),
+        default="off",
+        help="hold Machine deletions with a pre-drain hook until traffic has left the "
+        "Machine's Node: openshift (machine.openshift.io spec.lifecycleHooks), "
+        "cluster-api (cluster.x-k8s.io annotations) or off (default)",
+    )
+    r.add_argument(
+        "--machine-drain-timeout",
+        type=flag_types.non_negative_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="the longest a drain holds a Machine's deletion at each hook before "
+        "releasing it with a Warning Event (default: 300)",
+    )
+    r.add_argument(
         "--nginx-status-port",
         type=flag_types.port,
         default=0,
@@ -453,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         renew_deadline=args.leader_election_renew_deadline,
         retry_period=args.leader_election_retry_period,
         readiness_gate_timeout=args.readiness_gate_timeout,
+        machine_lifecycle_hooks=args.machine_lifecycle_hooks,
+        machine_drain_timeout=args.machine_drain_timeout,
+        node_name=os.environ.get("NODE_NAME", ""),
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",

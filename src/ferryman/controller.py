@@ -63,6 +63,8 @@ StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 RESYNC = ObjectRef("Resync", "", "")
 # The key of a pod's address (readiness gates): its name is the address.
 POD_ADDRESS = "PodAddress"
+# The key that takes the Nodes being drained (machine lifecycle hooks) into account.
+LEAVING_NODES = ObjectRef("LeavingNodes", "", "")
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
 PUSH_ROUNDS = 4
@@ -103,11 +105,13 @@ class Controller:
         files: Mapping[str, str],
         status: StatusSink | None = None,
         on_gates_applied: Callable[[], None] | None = None,
+        on_leaving_applied: Callable[[], None] | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
         ``on_gates_applied`` is called after each flush that changed
-        ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then)."""
+        ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then);
+        ``on_leaving_applied`` after each flush that changed ``leaving_applied()``."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -128,7 +132,12 @@ class Controller:
         self._ref_hosts: dict[ObjectRef, set[str]] = {}
         self._host_cert: dict[str, str] = {}
         gates = settings.ingress_class if settings.readiness_gates else None
-        self._endpoints = EndpointSets(store, self._records, gates)
+        self._endpoints = EndpointSets(
+            store, self._records, gates, track_nodes=settings.machine_lifecycle_hooks != "off"
+        )
+        self._leaving: frozenset[str] = frozenset()
+        self._leaving_applied: frozenset[str] = frozenset()
+        self._on_leaving_applied = on_leaving_applied
         self._on_gates_applied = on_gates_applied
         self._applied_gated: frozenset[PodId] = frozenset()
         self._secret_users: dict[tuple[str, str], set[ObjectRef]] = {}
@@ -165,6 +174,36 @@ class Controller:
         desired). The gate flipper turns a gate True once every replica reports
         its pod here. Empty unless ``--readiness-gates``."""
         return self._endpoints.confirmed_pending(self._applied.held)
+
+    # ---- machine lifecycle hooks: Nodes being drained ------------------------------
+
+    def set_leaving_nodes(self, nodes: frozenset[str]) -> None:
+        """The Nodes whose Machine is being deleted: their endpoints leave rotation
+        (``EndpointSets.set_leaving``) in the worker's next batch."""
+        if nodes != self._leaving:
+            self._leaving = nodes
+            self._queue.add(LEAVING_NODES)
+
+    def leaving_applied(self) -> frozenset[str]:
+        """The leaving Nodes whose endpoints this replica's NGINX has confirmed out
+        of rotation: every endpoint set was computed with them and pushed."""
+        return self._leaving_applied
+
+    def nodes_in_use(self) -> frozenset[str]:
+        """The Nodes running endpoints that served Ingresses route to."""
+        return self._endpoints.nodes_in_use()
+
+    def left_addresses(self, node: str) -> frozenset[str]:
+        """Addresses on ``node`` taken out of rotation because it is leaving."""
+        return self._endpoints.left_addresses(node)
+
+    def _tell_leaving_applied(self, outstanding: Iterable[RecordKey]) -> None:
+        if any(kind == "E" for kind, _ in outstanding) or LEAVING_NODES in self._queue:
+            return
+        if self._endpoints.leaving != self._leaving_applied:
+            self._leaving_applied = self._endpoints.leaving
+            if self._on_leaving_applied is not None:
+                self._on_leaving_applied()
 
     def _tell_gates_applied(self) -> None:
         if self._on_gates_applied is None:
@@ -213,6 +252,8 @@ class Controller:
             self._queue_services(self._endpoints.keys_in(ref.name))
         elif ref.kind == "Secret":
             self._sync_secret(ref)
+        elif ref == LEAVING_NODES:
+            self._compute_endpoints(self._endpoints.set_leaving(self._leaving))
 
     def _queue_services(self, keys: Iterable[BackendKey]) -> None:
         """Recompute the Services feeding ``keys`` later in this batch: the queue
@@ -430,6 +471,7 @@ class Controller:
         self._generation_seconds = 0.0
         outstanding = await self._push_records(records)
         self._tell_gates_applied()
+        self._tell_leaving_applied(outstanding)
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(len(self._config))

@@ -14,11 +14,17 @@ pods by (namespace, address), not by ``targetRef``: the store drops targetRef
 the address is what NGINX connects to. Pods sharing an address (host network)
 are told apart by the Service's selector. Each such address is remembered with
 the backends it appeared in, so that a pod's change recomputes just those.
+
+Machine lifecycle hooks (``track_nodes``, ``--machine-lifecycle-hooks``): each
+backend remembers the Nodes its ready endpoints run on (the leader keeps a
+pre-drain hook on their Machines), and endpoints on a Node whose Machine is
+being deleted (``set_leaving``) leave rotation, unless no other is ready; the
+addresses so taken out are what the drain waits on (``left_addresses``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 
 from ferryman.configs.endpoints import Peer, port_ref_of, resolve_peers
 from ferryman.configs.model import BackendKey
@@ -26,7 +32,12 @@ from ferryman.dataplane import RecordKey
 from ferryman.resources.meta import ObjectRef, valid_or_none
 from ferryman.resources.pod import parse_pod, routable_gated, routable_while_gated
 from ferryman.resources.readiness_gate import opted_in, selects
-from ferryman.resources.service import Service, parse_endpoint_slice, parse_service
+from ferryman.resources.service import (
+    EndpointSlice,
+    Service,
+    parse_endpoint_slice,
+    parse_service,
+)
 from ferryman.store import Store
 
 # A pod as the gate flipper names it: (namespace, name, uid).
@@ -35,14 +46,27 @@ PodId = tuple[str, str, str]
 
 class EndpointSets:
     def __init__(
-        self, store: Store, records: MutableMapping[RecordKey, str], gate_class: str | None = None
+        self,
+        store: Store,
+        records: MutableMapping[RecordKey, str],
+        gate_class: str | None = None,
+        track_nodes: bool = False,
     ) -> None:
         """``records``: the desired records, where each backend's peers are written;
         ``gate_class``: the Ingress class whose readiness gate pods may wait on
-        (None: readiness gates are off, ``ready: false`` is never routed to)."""
+        (None: readiness gates are off, ``ready: false`` is never routed to);
+        ``track_nodes``: remember the Nodes of each backend's endpoints (machine
+        lifecycle hooks; off, it costs nothing)."""
         self._store = store
         self._records = records
         self._gate_class = gate_class
+        self._track_nodes = track_nodes
+        self._leaving: frozenset[str] = frozenset()
+        # Backend -> the Nodes of its routable endpoints, and the reverse.
+        self._key_nodes: dict[BackendKey, frozenset[str]] = {}
+        self._node_keys: dict[str, set[BackendKey]] = {}
+        # Backend -> (Node, address) of endpoints taken out because their Node is leaving.
+        self._key_left: dict[BackendKey, frozenset[tuple[str, str]]] = {}
         self._backends: dict[ObjectRef, frozenset[BackendKey]] = {}
         self._users: dict[BackendKey, set[ObjectRef]] = {}
         self._service_keys: dict[tuple[str, str], set[BackendKey]] = {}
@@ -105,6 +129,8 @@ class EndpointSets:
         """No record for ``key`` (its computation failed, or nobody uses it)."""
         self._records.pop(("E", key), None)
         self._set_unready(key, set())
+        self._set_nodes(key, frozenset())
+        self._key_left.pop(key, None)
         self._pending.pop(key, None)
         self._clean.discard(key)
 
@@ -135,7 +161,9 @@ class EndpointSets:
             self._set_unready(key, {(ns, a) for a in unready})
             if service is not None and unready and self._opted_in(ns):
                 routable = self._gated(service, unready)
-        peers = resolve_peers(service, slices, port_ref_of(port), routable)
+        peers = resolve_peers(service, slices, port_ref_of(port), routable, self._leaving)
+        if self._track_nodes:
+            self._follow_nodes(key, slices, routable, peers)
         pending = {_peer(p): routable[p.address] for p in peers if routable.get(p.address)}
         if pending:
             self._pending[key] = pending
@@ -146,6 +174,65 @@ class EndpointSets:
         else:
             self._records.pop(("E", key), None)
         self._clean.add(key)
+
+    # ---- machine lifecycle hooks ---------------------------------------------------
+
+    def set_leaving(self, nodes: frozenset[str]) -> list[BackendKey]:
+        """Nodes whose Machine is being deleted from now on; returns the backends
+        to recompute (those with endpoints on a Node that joined or left the set)."""
+        changed = nodes ^ self._leaving
+        self._leaving = nodes
+        keys = sorted({k for node in changed for k in self._node_keys.get(node, ())})
+        self._clean.difference_update(keys)
+        return keys
+
+    @property
+    def leaving(self) -> frozenset[str]:
+        return self._leaving
+
+    def nodes_in_use(self) -> frozenset[str]:
+        """The Nodes running routable endpoints of some served backend."""
+        return frozenset(self._node_keys)
+
+    def left_addresses(self, node: str) -> frozenset[str]:
+        """Addresses on ``node`` that some backend took out of rotation (it is leaving)."""
+        return frozenset(a for left in self._key_left.values() for n, a in left if n == node)
+
+    def _follow_nodes(
+        self,
+        key: BackendKey,
+        slices: list[EndpointSlice],
+        routable: Mapping[str, object],
+        peers: tuple[Peer, ...],
+    ) -> None:
+        in_use = {p.address for p in peers}
+        nodes: set[str] = set()
+        left: set[tuple[str, str]] = set()
+        for s in slices:
+            for e in s.endpoints:
+                if e.terminating or not e.node_name:
+                    continue
+                if e.ready or any(a in routable for a in e.addresses):
+                    nodes.add(e.node_name)
+                    if e.node_name in self._leaving:
+                        left.update((e.node_name, a) for a in e.addresses if a not in in_use)
+        self._set_nodes(key, frozenset(nodes))
+        if left:
+            self._key_left[key] = frozenset(left)
+        else:
+            self._key_left.pop(key, None)
+
+    def _set_nodes(self, key: BackendKey, nodes: frozenset[str]) -> None:
+        old = self._key_nodes.pop(key, frozenset())
+        if nodes:
+            self._key_nodes[key] = nodes
+        for node in old - nodes:
+            keys = self._node_keys.get(node, set())
+            keys.discard(key)
+            if not keys:
+                self._node_keys.pop(node, None)
+        for node in nodes - old:
+            self._node_keys.setdefault(node, set()).add(key)
 
     # ---- readiness gates -----------------------------------------------------------
 

@@ -1,5 +1,7 @@
 """Kubernetes mode's parts: the API client, informers, reporter, leader election,
-and, with readiness gates, the gate keeper and the webhook.
+with readiness gates the gate keeper and the webhook, and with machine
+lifecycle hooks the drain agent and hook keeper; both features publish each
+replica's state in one Lease per replica (``gates/report.py``).
 
 What only Kubernetes mode uses (lightkube and what is built on it) is imported
 here where it is used, so that manifests mode never loads it.
@@ -8,6 +10,7 @@ here where it is used, so that manifests mode never loads it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ferryman.controller import Controller
@@ -19,9 +22,12 @@ from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
 
 if TYPE_CHECKING:
+    from ferryman.drains.decide import Flavour
+    from ferryman.drains.replica import DrainAgent, InFlightCounts
     from ferryman.gates.decide import PodKey
     from ferryman.gates.keeper import GateKeeper
     from ferryman.gates.pods import PendingIndex
+    from ferryman.gates.report import ReplicaLease
     from ferryman.webhook.server import WebhookServer
 
 
@@ -39,6 +45,8 @@ class KubernetesMode:
         self.store = store
         self.metrics = metrics
         self.gates: GateKeeper | None = None
+        self.drains: DrainAgent | None = None
+        self.lease: ReplicaLease | None = None
         self.pending: PendingIndex | None = None
         if settings.readiness_gates:
             from ferryman.gates.pods import PendingIndex
@@ -67,7 +75,16 @@ class KubernetesMode:
             settings.retry_period,
         )
 
-    def tasks(self, stop: asyncio.Event, controller: Controller) -> list[asyncio.Task[Any]]:
+    def tasks(
+        self,
+        stop: asyncio.Event,
+        controller: Controller,
+        in_flight: Callable[[], Awaitable[InFlightCounts]],
+    ) -> list[asyncio.Task[Any]]:
+        """``in_flight``: the data plane's requests in flight (machine drains)."""
+        from ferryman.gates.report import ReplicaLease, lease_name
+        from ferryman.report.kubernetes import instance_name
+
         tasks = [
             asyncio.create_task(self.reporter.run(), name="reporter"),
             asyncio.create_task(self._addresses(controller), name="addresses"),
@@ -76,12 +93,75 @@ class KubernetesMode:
             tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
         else:
             self.reporter.set_leader(True)
-        if self.settings.readiness_gates:
-            self.gates = self._gate_keeper(controller)
+        settings = self.settings
+        hooks = settings.machine_lifecycle_hooks
+        if not settings.readiness_gates and hooks == "off":
+            return tasks
+        identity = instance_name()
+        # A report lasts as long as the leader's Lease: a replica that stops
+        # renewing holds gates and drains back no longer than a dead leader
+        # holds status.
+        self.lease = lease = ReplicaLease(
+            self.client,
+            settings.leader_lock_namespace,
+            lease_name(settings.leader_lock_name, identity),
+            identity,
+            settings.ingress_class,
+            controller.applied_gated_pods if settings.readiness_gates else frozenset,
+            settings.lease_duration,
+            (lambda: self.drains.annotations() if self.drains else {}),
+        )
+        tasks.append(asyncio.create_task(lease.run(), name="replica-report"))
+        if settings.readiness_gates:
+            self.gates = self._gate_keeper(controller, lease)
             tasks += self.gates.tasks()
+        if hooks != "off":
+            tasks += self._drains(controller, lease, identity, in_flight)
         return tasks
 
-    def _gate_keeper(self, controller: Controller) -> GateKeeper:
+    def _drains(
+        self,
+        controller: Controller,
+        lease: ReplicaLease,
+        identity: str,
+        in_flight: Callable[[], Awaitable[InFlightCounts]],
+    ) -> list[asyncio.Task[Any]]:
+        from ferryman.drains.keeper import HookKeeper
+        from ferryman.drains.replica import DrainAgent
+
+        settings = self.settings
+        flavour: Flavour = (
+            "openshift" if settings.machine_lifecycle_hooks == "openshift" else "cluster-api"
+        )
+        self.drains = agent = DrainAgent(
+            self.client, flavour, identity, settings.node_name, controller, in_flight, lease.changed
+        )
+        keeper = HookKeeper(
+            self.client,
+            agent,
+            identity,
+            settings.leader_lock_namespace,
+            settings.ingress_class,
+            controller.nodes_in_use,
+            lambda: self.elector.leader or not settings.leader_election,
+            settings.machine_drain_timeout,
+            self.metrics,
+        )
+        return [
+            asyncio.create_task(agent.run(), name="machine-drains"),
+            asyncio.create_task(keeper.run(), name="machine-hooks"),
+        ]
+
+    def node_leaving(self) -> bool:
+        """This replica's Node is being drained: readiness answers 503."""
+        return self.drains is not None and self.drains.node_leaving()
+
+    def leaving_applied(self) -> None:
+        """The controller's ``on_leaving_applied``."""
+        if self.drains is not None:
+            self.drains.applied_changed()
+
+    def _gate_keeper(self, controller: Controller, lease: ReplicaLease) -> GateKeeper:
         from ferryman.gates.keeper import GateKeeper
         from ferryman.gates.pods import PendingPods
         from ferryman.report.kubernetes import instance_name
@@ -105,7 +185,7 @@ class KubernetesMode:
             self.client,
             self.settings,
             instance_name(),
-            controller.applied_gated_pods,
+            lease,
             pending,
             lambda: self.elector.leader or not self.settings.leader_election,
             warn,

@@ -287,6 +287,33 @@ class Metrics:
             "Pods whose ferryman readiness gate is not True yet",
             registry=r,
         )
+        # Machine lifecycle hooks (drains/), counted by the leader.
+        self.machine_drains = Counter(
+            "ferryman_machine_drains",
+            "Machine deletions whose pre-drain hook ferryman released, by result: drained "
+            "(no request in flight to the Node's endpoints or replica), timed_out "
+            "(--machine-drain-timeout)",
+            ["result"],
+            registry=r,
+        )
+        self.machine_drain_seconds = Histogram(
+            "ferryman_machine_drain_seconds",
+            "Time from a Machine's deletion to ferryman releasing its pre-drain hook",
+            buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600),
+            registry=r,
+        )
+        self.machines_draining = Gauge(
+            "ferryman_machines_draining",
+            "Machines being deleted whose drain ferryman's pre-drain hook holds",
+            registry=r,
+        )
+        self.machine_hook_writes = Counter(
+            "ferryman_machine_hook_writes",
+            "Writes of ferryman's hooks on Machines, by result: added, removed, "
+            "conflict (the Machine changed meanwhile: read again), error",
+            ["result"],
+            registry=r,
+        )
         self.stub_status = StubStatusCollector()
         r.register(self.stub_status)
         self.workers = WorkerCounter()

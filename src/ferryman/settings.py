@@ -75,6 +75,15 @@ class Settings:
     readiness_gate_webhook_cert_secret: tuple[str, str] | None = None
     readiness_gate_webhook_cert_hosts: tuple[str, ...] = ()
     readiness_gate_webhook_configuration: str | None = None
+    # Machine deletion lifecycle hooks (--machine-lifecycle-hooks): "openshift"
+    # (machine.openshift.io Machines' spec.lifecycleHooks), "cluster-api" (the
+    # cluster.x-k8s.io Machines' annotations) or "off"; and how long a drain may
+    # hold a Machine's deletion at each hook (--machine-drain-timeout).
+    machine_lifecycle_hooks: str = "off"
+    machine_drain_timeout: float = 300.0
+    # The Node this replica runs on (NODE_NAME, from the downward API): its
+    # readiness fails while that Node's Machine is being deleted.
+    node_name: str = ""
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

@@ -37,6 +37,10 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: K) -> bool:
+        """Whether ``key`` waits to be taken."""
+        return key in self._queued
+
     def add(self, key: K) -> None:
         if key in self._queued:
             return

@@ -35,16 +35,21 @@ def resolve_peers(
     slices: Iterable[EndpointSlice],
     port_ref: int | str,
     routable: Collection[str] = frozenset(),
+    leaving: Collection[str] = frozenset(),
 ) -> tuple[Peer, ...]:
     """The peers of ``service``'s port ``port_ref``; ``routable``: addresses of
-    not-ready endpoints that count as ready (gated pods)."""
+    not-ready endpoints that count as ready (gated pods); ``leaving``: Nodes whose
+    Machine is being deleted, whose ready endpoints are used only when no other
+    is ready (taking the last ones out would answer 503 until the drain evicts
+    them, while they still serve)."""
     if service is None:
         return ()
     sport = service.find_port(port_ref)
     if sport is None:
         return ()
     ready: set[Peer] = set()
-    draining: set[Peer] = set()  # serving, terminating: the fallback
+    on_leaving: set[Peer] = set()  # ready, on a Node being drained: the first fallback
+    draining: set[Peer] = set()  # serving, terminating: the last fallback
     for s in slices:
         if s.address_type not in ("IPv4", "IPv6"):
             continue
@@ -54,13 +59,14 @@ def resolve_peers(
         for e in s.endpoints:
             # A terminating endpoint leaves rotation at once, even one still
             # marked ready (the slices of a publishNotReadyAddresses Service).
+            chosen = on_leaving if leaving and e.node_name in leaving else ready
             if e.ready and not e.terminating:
-                ready.update(Peer(a, number) for a in e.addresses)
+                chosen.update(Peer(a, number) for a in e.addresses)
             elif routable and not e.terminating:
-                ready.update(Peer(a, number) for a in e.addresses if a in routable)
+                chosen.update(Peer(a, number) for a in e.addresses if a in routable)
             elif e.serving and e.terminating:
                 draining.update(Peer(a, number) for a in e.addresses)
-    return tuple(sorted(ready or draining))
+    return tuple(sorted(ready or on_leaving or draining))
 
 
 def port_ref_of(text: str) -> int | str:

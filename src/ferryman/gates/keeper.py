@@ -1,18 +1,19 @@
 """One replica's part in readiness gates: its Lease report, and the flipper that
-writes when this replica leads. ``app`` builds it once the controller exists and
-hands it the controller's answers as callables (this package sits below it)."""
+writes when this replica leads. ``kubernetes_mode`` builds it once the controller
+exists and hands it the controller's answers as callables (this package sits
+below it), and the replica's Lease, which it runs (machine drains share it)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from lightkube import AsyncClient
 
 from ferryman.gates.decide import GatedPod, PodKey, ReplicaReport
 from ferryman.gates.flipper import Flipper, GateSettings, write_condition
-from ferryman.gates.report import ReplicaLease, lease_name, read_reports
+from ferryman.gates.report import ReplicaLease, read_reports
 from ferryman.metrics import Metrics
 from ferryman.resources.readiness_gate import gate_type
 from ferryman.settings import Settings
@@ -24,7 +25,7 @@ class GateKeeper:
         client: AsyncClient,
         settings: Settings,
         identity: str,
-        applied: Callable[[], Iterable[tuple[str, str, str]]],
+        lease: ReplicaLease,
         pending: Callable[[], list[GatedPod]],
         is_leader: Callable[[], bool],
         warn: Callable[[PodKey, str], None],
@@ -34,17 +35,7 @@ class GateKeeper:
         self._namespace = settings.leader_lock_namespace
         self._class = settings.ingress_class
         self._identity = identity
-        # A report lasts as long as the leader's Lease: a replica that stops
-        # renewing holds gates back no longer than a dead leader holds status.
-        self.lease = ReplicaLease(
-            client,
-            self._namespace,
-            lease_name(settings.leader_lock_name, identity),
-            identity,
-            self._class,
-            applied,
-            settings.lease_duration,
-        )
+        self.lease = lease
         self.flipper = Flipper(
             lambda key, patch: write_condition(client, key, patch),
             GateSettings(gate_type(self._class), settings.readiness_gate_timeout),
@@ -66,7 +57,4 @@ class GateKeeper:
         return [*(r for r in others if r.identity != self._identity), self.lease.current(now)]
 
     def tasks(self) -> list[asyncio.Task[Any]]:
-        return [
-            asyncio.create_task(self.lease.run(), name="gate-report"),
-            asyncio.create_task(self.flipper.run(), name="gate-flipper"),
-        ]
+        return [asyncio.create_task(self.flipper.run(), name="gate-flipper")]

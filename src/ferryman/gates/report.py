@@ -1,5 +1,7 @@
 """Each replica's report of the gated pods its data plane has applied: a Lease.
 
+(Machine lifecycle hooks publish their drain state in the same Lease: ``extra``.)
+
 Every replica, leader or not, keeps a coordination.k8s.io/v1 Lease of its own
 in the leader-election namespace: ``holderIdentity`` is the replica,
 ``renewTime`` says it is alive, and an annotation lists the pods with a pending
@@ -21,7 +23,7 @@ import contextlib
 import datetime
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
@@ -91,14 +93,23 @@ def report_of(lease: Lease) -> ReplicaReport | None:
     )
 
 
+async def read_leases(
+    client: AsyncClient, namespace: str, ingress_class: str
+) -> list[tuple[ReplicaReport, Mapping[str, str]]]:
+    """Every replica's report, with its Lease's annotations (what other features
+    publish there: ``ReplicaLease``'s ``extra``)."""
+    found: list[tuple[ReplicaReport, Mapping[str, str]]] = []
+    async for lease in client.list(Lease, namespace=namespace, labels={CLASS_LABEL: ingress_class}):
+        if (report := report_of(lease)) is not None:
+            annotations = (lease.metadata.annotations if lease.metadata else None) or {}
+            found.append((report, annotations))
+    return found
+
+
 async def read_reports(
     client: AsyncClient, namespace: str, ingress_class: str
 ) -> list[ReplicaReport]:
-    found = []
-    async for lease in client.list(Lease, namespace=namespace, labels={CLASS_LABEL: ingress_class}):
-        if (report := report_of(lease)) is not None:
-            found.append(report)
-    return found
+    return [report for report, _ in await read_leases(client, namespace, ingress_class)]
 
 
 class ReplicaLease:
@@ -114,8 +125,11 @@ class ReplicaLease:
         ingress_class: str,
         applied: Callable[[], Iterable[tuple[str, str, str]]],
         duration: float,
+        extra: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
+        """``extra``: more annotations to publish (machine lifecycle hooks' drain state)."""
         self._client = client
+        self._extra = extra or dict
         self._namespace = namespace
         self._name = name
         self._identity = identity
@@ -155,7 +169,7 @@ class ReplicaLease:
         body = {
             "metadata": {
                 "labels": {CLASS_LABEL: self._class},
-                "annotations": {APPLIED_ANNOTATION: encode(self._applied())},
+                "annotations": self._annotations(),
             },
             "spec": {
                 "holderIdentity": self._identity,
@@ -177,7 +191,7 @@ class ReplicaLease:
                         name=self._name,
                         namespace=self._namespace,
                         labels={CLASS_LABEL: self._class},
-                        annotations={APPLIED_ANNOTATION: encode(self._applied())},
+                        annotations=self._annotations(),
                     ),
                     spec=LeaseSpec(
                         holderIdentity=self._identity,
@@ -187,6 +201,9 @@ class ReplicaLease:
                     ),
                 )
             )
+
+    def _annotations(self) -> dict[str, str]:
+        return {APPLIED_ANNOTATION: encode(self._applied()), **self._extra()}
 
     async def _withdraw(self) -> None:
         await self._client.delete(Lease, self._name, namespace=self._namespace)

@@ -21,14 +21,25 @@ API_VERSION = "machine.openshift.io/v1beta1"
 
 
 class EventWriter:
-    def __init__(self, client: AsyncClient, instance: str) -> None:
+    def __init__(
+        self, client: AsyncClient, instance: str, controller: str = REPORTING_CONTROLLER
+    ) -> None:
+        """``controller``: the reportingController (ferryman's hooks write as the
+        ingress controller, the reference machine controller as itself)."""
         self._client = client
         self._instance = instance
+        self._controller = controller
 
     async def emit(
-        self, machine: Mapping[str, Any], reason: str, note: str, action: str = "Drain"
+        self,
+        machine: Mapping[str, Any],
+        reason: str,
+        note: str,
+        action: str = "Drain",
+        type_: str = "Normal",
     ) -> None:
-        """A Normal event; a failure to write one is logged, never fatal."""
+        """An event (``type_``: Normal or Warning); a failure to write one is
+        logged, never fatal."""
         md = machine.get("metadata") or {}
         log.info(
             "event",
@@ -36,6 +47,7 @@ class EventWriter:
                 "fields": {
                     "machine": f"{md.get('namespace')}/{md.get('name')}",
                     "reason": reason,
+                    "type": type_,
                     "note": note,
                 }
             },
@@ -47,14 +59,14 @@ class EventWriter:
                         name=f"{md.get('name')}.{time.time_ns():x}", namespace=md.get("namespace")
                     ),
                     eventTime=datetime.datetime.now(datetime.UTC),
-                    reportingController=REPORTING_CONTROLLER,
+                    reportingController=self._controller,
                     reportingInstance=self._instance,
                     action=action,
                     reason=reason,
                     note=note[:1024],
-                    type="Normal",
+                    type=type_,
                     regarding=ObjectReference(
-                        apiVersion=API_VERSION,
+                        apiVersion=str(machine.get("apiVersion") or API_VERSION),
                         kind="Machine",
                         namespace=md.get("namespace"),
                         name=md.get("name"),
