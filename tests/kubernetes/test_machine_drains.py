@@ -1,0 +1,371 @@
+"""ferryman as a Machine deletion hook owner (--machine-lifecycle-hooks), on a real cluster.
+
+The Machine API's part is played by `ferryman machine-controller` (its webhook
+and finalizer, cordon, the Eviction API, instance and Node deletion), the Nodes
+by test kubelets running real backends. Two ferryman replicas run as processes,
+each told its Node (NODE_NAME): one on the Machine's Node, one on the shared
+Node. What is asserted is what a user sees: the Machine's hooks, conditions and
+Events in order, the replicas' readiness, where requests go, and requests in
+flight finishing before the drain goes on.
+"""
+
+# The Machine API fixtures are test_machine_controller's, imported by name
+# (module-scoped there; pytest binds imported fixtures as its own).
+# ruff: noqa: F811
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from lightkube import Client, codecs
+from lightkube.core.exceptions import ApiError
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.types import PatchType
+
+from tests.integration.harness import Ferryman, ingress, path, rule, served_by
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.kubelet import Kubelet
+from tests.kubernetes.test_machine_controller import (  # noqa: F401
+    FOREIGN,
+    FOREIGN_GO,
+    FOREIGN_HOOK,
+    Machine,
+    bare_pod,
+    blocked,
+    condition,
+    controller,
+    events,
+    get,
+    instances,
+    kube,
+    machine_crd,
+    make_machine,
+    node,
+    own,
+    ready,
+)
+from tests.kubernetes.workloads import service
+
+OURS = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
+OURS_GO = "{Name:IngressTrafficDrain Owner:ferryman.io/ingress-controller}"
+TIMINGS = [
+    "--leader-election-lease-duration", "20",
+    "--leader-election-renew-deadline", "15",
+    "--leader-election-retry-period", "1",
+]  # fmt: skip
+CAPI_CRD = Path(__file__).parent / "crds" / "cluster-api-machines.yaml"
+CapiMachine = create_namespaced_resource("cluster.x-k8s.io", "v1beta2", "Machine", "machines")
+CAPI_DRAIN = "pre-drain.delete.hook.machine.cluster.x-k8s.io/IngressTrafficDrain"
+CAPI_TERMINATE = "pre-terminate.delete.hook.machine.cluster.x-k8s.io/IngressTrafficDrain"
+
+
+class Replicas:
+    def __init__(self, tmp: Path, cluster: APIServer, namespace: str) -> None:
+        self._tmp, self._cluster, self._namespace = tmp, cluster, namespace
+        self.started: dict[str, Ferryman] = {}
+
+    def start(self, name: str, node: str, *extra: str) -> Ferryman:
+        f = Ferryman(
+            self._tmp / name,
+            extra_args=[
+                "--watch-namespace", self._namespace,
+                "--leader-election-namespace", self._namespace,
+                *TIMINGS, *extra,
+            ],
+            kubeconfig=self._cluster.kubeconfig,
+            env={"POD_NAME": f"ferryman-{name}", "NODE_NAME": node},
+        )  # fmt: skip
+        self.started[name] = f
+        f.start()
+        return f
+
+    def stop(self) -> None:
+        for f in self.started.values():
+            if f.proc is not None:
+                f.stop()
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, cluster: APIServer, cluster_namespace: str) -> Iterator[Replicas]:
+    r = Replicas(tmp_path, cluster, cluster_namespace)
+    yield r
+    r.stop()
+
+
+def ours_only(events: list[tuple[str, str]]) -> list[str]:
+    return [r for r, _ in events if r.startswith("Ingress")]
+
+
+def is_ready(f: Ferryman) -> bool:
+    try:
+        return (
+            httpx.get(f"http://127.0.0.1:{f.ready_port}/nginx-ready", timeout=2).status_code == 200
+        )
+    except httpx.HTTPError:
+        return False
+
+
+def hooks(kube: Client, ns: str, name: str) -> dict[str, Any]:
+    return dict((get(kube, ns, name).get("spec") or {}).get("lifecycleHooks") or {})
+
+
+def slow_request(f: Ferryman, host: str, seconds: float) -> tuple[threading.Thread, list[Any]]:
+    """A request held open ``seconds`` by the backend, in a thread: (thread, [answer])."""
+    out: list[Any] = []
+
+    def go() -> None:
+        try:
+            r = httpx.get(
+                f"http://127.0.0.1:{f.http_port}/slow?delay={seconds}",
+                headers={"Host": host},
+                timeout=seconds + 30,
+            )
+            out.append((r.status_code, r.json()["name"]))
+        except Exception as e:
+            out.append(e)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t, out
+
+
+def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
+    cluster: APIServer,
+    kube: Client,
+    controller: Any,
+    instances: Path,
+    node: Kubelet,
+    kubelet: Kubelet,
+    cluster_namespace: str,
+    replicas: Replicas,
+) -> None:
+    ns = cluster_namespace
+    # web-a runs on the Machine's Node, web-b on the shared one.
+    kube.create(bare_pod(ns, "web-a", node.node))
+    kube.create(bare_pod(ns, "web-b", kubelet.node))
+    apply(
+        kube,
+        service("web", ns),
+        ingress("web", [rule("drain.test", path("/", "web"))], namespace=ns),
+    )
+    wait_until(lambda: ready(kube, ns, "web-a") and ready(kube, ns, "web-b"), 30, "backends")
+    make_machine(kube, ns, "m-a", node.node, instances, pre_drain=[FOREIGN])
+    make_machine(kube, ns, "m-idle", "node-without-anything", instances)
+
+    on_node = replicas.start("a", node.node, "--machine-lifecycle-hooks", "openshift")
+    elsewhere = replicas.start("b", kubelet.node, "--machine-lifecycle-hooks", "openshift")
+    for f in (on_node, elsewhere):
+        wait_until(lambda f=f: answering(f, "drain.test") == {"web-a", "web-b"}, 20, "both")
+
+    # ferryman's hooks: on the Machine whose Node runs endpoints and a replica,
+    # after the foreign one; none on the idle Machine.
+    wait_until(
+        lambda: hooks(kube, ns, "m-a") == {"preDrain": [FOREIGN, OURS], "preTerminate": [OURS]},
+        30,
+        "ferryman's hooks",
+    )
+    assert hooks(kube, ns, "m-idle") == {}
+
+    # Requests to web-a are in flight through the other replica when the deletion
+    # starts (round-robin: some of four go there).
+    slow = [slow_request(elsewhere, "drain.test", 6) for _ in range(4)]
+    web_a = pod_ip(kube, ns, "web-a")
+    wait_until(lambda: in_flight_to(elsewhere, web_a) >= 1, 10, "a request in flight to web-a")
+    started = time.monotonic()
+    kube.delete(Machine, "m-a", namespace=ns)
+
+    # Draining: web-a leaves rotation on both replicas, the Node's replica fails readiness.
+    wait_until(
+        lambda: "IngressTrafficDraining" in ours_only(events(kube, ns, "m-a")), 15, "Draining"
+    )
+    wait_until(lambda: not is_ready(on_node), 15, "the Node's replica out of rotation")
+    assert is_ready(elsewhere)
+    for f in (on_node, elsewhere):
+        wait_until(lambda f=f: answering(f, "drain.test") == {"web-b"}, 15, "web-a out")
+    both = f"{FOREIGN_GO} {OURS_GO}"
+    assert condition(get(kube, ns, "m-a"), "Drainable") == blocked("Drainable", "Drain", both)
+    assert hooks(kube, ns, "m-a")["preDrain"] == [FOREIGN, OURS]  # held: in flight
+
+    # The request finishes (answered by web-a), then ferryman lets the drain go.
+    for thread, _ in slow:
+        thread.join(30)
+    answers = [answer for _, (answer,) in slow]
+    assert all(a[0] == 200 for a in answers) and ("web-a" in {a[1] for a in answers}), answers
+    wait_until(lambda: hooks(kube, ns, "m-a").get("preDrain") == [FOREIGN], 15, "our hook removed")
+    held = time.monotonic() - started
+    assert held >= 3, f"released after {held:.1f}s, with a request in flight"
+    assert condition(get(kube, ns, "m-a"), "Drainable") == blocked("Drainable", "Drain", FOREIGN_GO)
+    assert ours_only(events(kube, ns, "m-a")) == ["IngressTrafficDraining", "IngressTrafficDrained"]
+    drained = 'ferryman_machine_drains_total{result="drained"}'
+    assert sum(f.metrics().get(drained, 0) for f in (on_node, elsewhere)) == 1  # the leader's
+
+    # The foreign owner releases: the drain evicts web-a. The replica on the
+    # Node is not a pod here: stopping it is what its eviction would do, and
+    # ferryman's pre-terminate hook waits for that.
+    own(kube, ns, "m-a", "preDrain", FOREIGN_HOOK, False)
+    wait_until(
+        lambda: (condition(get(kube, ns, "m-a"), "Drained") or {}).get("status") == "True",
+        30,
+        "drained",
+    )
+    assert hooks(kube, ns, "m-a").get("preTerminate") == [OURS]
+    on_node.stop()
+    wait_until(lambda: _gone(kube, ns, "m-a"), 60, "the Machine deleted")
+    reasons = ours_only(events(kube, ns, "m-a"))
+    assert reasons == ["IngressTrafficDraining", "IngressTrafficDrained", "IngressReplicaStopped"]
+    # Traffic went on through the other replica all along.
+    assert answering(elsewhere, "drain.test") == {"web-b"}
+
+
+def answering(f: Ferryman, host: str) -> set[str | None]:
+    return {served_by(f, host, f"/{i}") for i in range(8)}
+
+
+def in_flight_to(f: Ferryman, address: str) -> float:
+    """Requests in flight from ``f`` to ``address``:8080, as its /metrics says."""
+    name = f'ferryman_upstream_server_requests_in_flight{{server="{address}:8080"}}'
+    return f.metrics().get(name, 0.0)
+
+
+def _gone(kube: Client, ns: str, name: str) -> bool:
+    try:
+        get(kube, ns, name)
+    except ApiError as e:
+        return e.status.code == 404
+    return False
+
+
+def pod_ip(kube: Client, ns: str, name: str) -> str:
+    from lightkube.resources.core_v1 import Pod
+
+    pod = kube.get(Pod, name, namespace=ns)
+    assert pod.status is not None and pod.status.podIP
+    return pod.status.podIP
+
+
+def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
+    cluster: APIServer,
+    kube: Client,
+    controller: Any,
+    instances: Path,
+    node: Kubelet,
+    kubelet: Kubelet,
+    cluster_namespace: str,
+    replicas: Replicas,
+) -> None:
+    ns = cluster_namespace
+    kube.create(bare_pod(ns, "web-a", node.node))
+    kube.create(bare_pod(ns, "web-b", kubelet.node))
+    apply(
+        kube,
+        service("web", ns),
+        ingress("web", [rule("slow.test", path("/", "web"))], namespace=ns),
+    )
+    wait_until(lambda: ready(kube, ns, "web-a") and ready(kube, ns, "web-b"), 30, "backends")
+    make_machine(kube, ns, "m-slow", node.node, instances)
+    f = replicas.start(
+        "solo",
+        kubelet.node,
+        "--machine-lifecycle-hooks",
+        "openshift",
+        "--machine-drain-timeout",
+        "3",
+    )
+    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 30, "ferryman's hook")
+    ip = pod_ip(kube, ns, "web-a")
+    threads = []
+    for _ in range(10):  # round-robin: some go to web-a
+        threads.append(slow_request(f, "slow.test", 20))
+    wait_until(lambda: in_flight_to(f, ip) >= 1, 10, "requests in flight to web-a")
+    kube.delete(Machine, "m-slow", namespace=ns)
+    wait_until(
+        lambda: "IngressTrafficDrainTimedOut" in ours_only(events(kube, ns, "m-slow")),
+        20,
+        "timed out",
+    )
+    note = dict(events(kube, ns, "m-slow"))["IngressTrafficDrainTimedOut"]
+    assert "in flight to the Node's endpoints" in note and "within 3s" in note
+    assert f.metrics()['ferryman_machine_drains_total{result="timed_out"}'] == 1
+    wait_until(lambda: _gone(kube, ns, "m-slow"), 60, "the Machine deleted")
+
+
+@pytest.fixture(scope="module")
+def capi_crd(kube: Client) -> None:
+    for doc in codecs.load_all_yaml(CAPI_CRD.read_text()):
+        try:
+            kube.create(doc)
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+
+    def established() -> bool:
+        crd = kube.get(CustomResourceDefinition, "machines.cluster.x-k8s.io")
+        conditions = crd.status.conditions if crd.status else None
+        return any(c.type == "Established" and c.status == "True" for c in conditions or [])
+
+    wait_until(established, 30, "the Cluster API Machine CRD")
+
+
+def test_cluster_api_machines_carry_the_hooks_as_annotations(
+    cluster: APIServer,
+    kube: Client,
+    capi_crd: None,
+    kubelet: Kubelet,
+    cluster_namespace: str,
+    replicas: Replicas,
+) -> None:
+    ns = cluster_namespace
+    kube.create(bare_pod(ns, "web-b", kubelet.node))
+    apply(
+        kube,
+        service("web", ns),
+        ingress("web", [rule("capi.test", path("/", "web"))], namespace=ns),
+    )
+    wait_until(lambda: ready(kube, ns, "web-b"), 30, "backend")
+    foreign = "pre-drain.delete.hook.machine.cluster.x-k8s.io/etcd"
+    kube.create(
+        CapiMachine.from_dict(
+            {
+                "apiVersion": "cluster.x-k8s.io/v1beta2",
+                "kind": "Machine",
+                "metadata": {
+                    "name": "c1",
+                    "namespace": ns,
+                    # The test plays Cluster API's controller: its finalizer
+                    # keeps the Machine while it is being deleted.
+                    "finalizers": ["machine.cluster.x-k8s.io"],
+                    "annotations": {foreign: "etcd-operator"},
+                },
+                "spec": {"clusterName": "test"},
+            }
+        )
+    )
+    kube.patch(
+        CapiMachine.Status, "c1", {"status": {"nodeRef": {"name": kubelet.node}}},
+        namespace=ns, patch_type=PatchType.MERGE,
+    )  # fmt: skip
+    f = replicas.start("capi", "elsewhere", "--machine-lifecycle-hooks", "cluster-api")
+
+    def annotations() -> dict[str, str]:
+        obj = kube.get(CapiMachine, "c1", namespace=ns).to_dict()
+        return dict(obj["metadata"].get("annotations") or {})
+
+    wait_until(lambda: annotations().get(CAPI_DRAIN) == OURS["owner"], 30, "ferryman's annotation")
+    assert annotations()[foreign] == "etcd-operator"
+    assert CAPI_TERMINATE not in annotations()  # no replica on that Node
+    kube.delete(CapiMachine, "c1", namespace=ns)
+    wait_until(lambda: CAPI_DRAIN not in annotations(), 20, "the annotation removed")
+    assert annotations()[foreign] == "etcd-operator"
+    assert ours_only(events(kube, ns, "c1")) == ["IngressTrafficDraining", "IngressTrafficDrained"]
+    assert served_by(f, "capi.test", "/") == "web-b"  # the only endpoint: kept
+    kube.patch(
+        CapiMachine, "c1", {"metadata": {"finalizers": None}}, namespace=ns,
+        patch_type=PatchType.MERGE,
+    )  # fmt: skip
