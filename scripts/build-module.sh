@@ -35,5 +35,11 @@ fi
 
 if ! cmp -s "$cache/$so" "$modules_dir/$so"; then
   SUDO=""; [ -w "$modules_dir" ] || SUDO="sudo"
-  $SUDO install -m 0644 "$cache/$so" "$modules_dir/$so"
+  # A whole new file renamed over the old name: NGINX processes running with
+  # the old module keep its inode mapped, and one that starts now loads either
+  # the old file or the new one, never a half-written one (install(1) alone
+  # unlinks the old name and writes the new file under it).
+  tmp="$modules_dir/.$so.$$"
+  $SUDO install -m 0644 "$cache/$so" "$tmp"
+  $SUDO mv -f "$tmp" "$modules_dir/$so"
 fi

@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import stat
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from ferryman.controller import Controller
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate, ensure_fallback_certificate
+from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.nginx import (
     NginxManager,
     Paths,
@@ -342,11 +344,13 @@ async def _run(
         ReloadLog(metrics),
     )
     dataplane: DataPlane = nginx
+    # Requests in flight now (dataplane/in_flight.py): per peer and per replica.
+    in_flight: Callable[[], Awaitable[InFlight]] = nginx.in_flight
     dns: DnsServer | None = None
     if flavour.angie:
         dns = await _start_dns(settings)
         flavour.dns_port = dns.port
-        dataplane = angie.AngieDataPlane(
+        angie_plane = angie.AngieDataPlane(
             nginx,
             paths,
             flavour.angie_renderer,
@@ -357,6 +361,7 @@ async def _run(
             zone_size=settings.shared_dict_size,
             latency=settings.latency_metrics,
         )
+        dataplane, in_flight = angie_plane, angie_plane.in_flight
     bootstrap_main = flavour.main(user, public=False)
     bootstrap = {flavour.main_file: bootstrap_main}
     if not flavour.angie:
@@ -410,6 +415,11 @@ async def _run(
     counters = (
         (lambda: angie.angie_counters(paths.version_socket)) if flavour.angie else nginx_counters
     )
+
+    async def in_flight_reading() -> tuple[Mapping[str, int], int, bool]:
+        reading = await in_flight()
+        return reading.peers, reading.replica, reading.peers_measured
+
     probes = ProbeServer(
         settings.ready_port,
         settings.metrics_port,
@@ -424,6 +434,7 @@ async def _run(
             and not (cluster is not None and cluster.node_leaving())
         ),
         counters,
+        in_flight_reading,
     )
     stop = asyncio.Event()  # signalled: readiness fails, the grace period begins
     hurry = asyncio.Event()  # a second signal: the grace period ends now

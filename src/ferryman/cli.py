@@ -433,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         # Angie's servers.conf has no such check (yet): refuse rather than ignore.
         print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
         return 2
+    if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
+        # Hooks live on Machines in the API: a silently ignored safety net is worse.
+        print("ferryman run: --machine-lifecycle-hooks needs Kubernetes mode", file=sys.stderr)
+        return 2
     if args.readiness_gate_webhook_port and not args.readiness_gate_webhook_cert_secret:
         print(
             "ferryman run: --readiness-gate-webhook-port needs "

@@ -134,20 +134,58 @@ class WorkerCounter(Collector):
         self.master_pid: Callable[[], int | None] = lambda: None
 
     def collect(self) -> Iterator[Metric]:
-        counts = {"current": 0, "old": 0}
-        master = self.master_pid()
-        if master is not None:
-            for pid in _children(master):
-                try:
-                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"worker process" in title:
-                    counts["old" if b"shutting down" in title else "current"] += 1
+        counts = worker_processes(self.master_pid())
         name = f"{NIC}_nginx_worker_processes_total"
         metric = Metric(name, "Number of NGINX worker processes by generation", "gauge")
         for generation, n in counts.items():
             metric.add_sample(name, {"generation": generation}, float(n))
+        yield metric
+
+
+def worker_processes(master: int | None) -> dict[str, int]:
+    """The master's workers: ``current``, and ``old`` ones still draining after a
+    reload (NGINX and Angie retitle them "is shutting down")."""
+    counts = {"current": 0, "old": 0}
+    if master is not None:
+        for pid in _children(master):
+            try:
+                title = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"worker process" in title:
+                counts["old" if b"shutting down" in title else "current"] += 1
+    return counts
+
+
+class InFlightCollector(Collector):
+    """Requests in flight now (``dataplane/in_flight.py``), read at each scrape:
+    only the peers with any are exported, so a peer's series ends when its last
+    request does, and none is exported when the data plane cannot count per
+    peer (it would read as "drained")."""
+
+    def __init__(self) -> None:
+        # (peer -> count, replica's count, whether the peers are measured)
+        self.reading: tuple[Mapping[str, int], int, bool] | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        if self.reading is None:
+            return
+        peers, replica, measured = self.reading
+        name = "ferryman_requests_in_flight"
+        metric = Metric(name, "Requests this replica's NGINX is serving now", "gauge")
+        metric.add_sample(name, {}, float(replica))
+        yield metric
+        name = "ferryman_upstream_server_requests_in_flight"
+        metric = Metric(
+            name,
+            "Requests in flight to an upstream server (a peer) now, counted by the data "
+            "plane from peer selection to release; absent where not measured",
+            "gauge",
+        )
+        if measured:
+            for server, n in sorted(peers.items()):
+                if n:
+                    metric.add_sample(name, {"server": server}, float(n))
         yield metric
 
 
@@ -318,6 +356,8 @@ class Metrics:
         r.register(self.stub_status)
         self.workers = WorkerCounter()
         r.register(self.workers)
+        self.in_flight = InFlightCollector()
+        r.register(self.in_flight)
         # What /metrics serves: everything above, with NIC's constant label.
         self._exposed = CollectorRegistry(auto_describe=False)
         self._exposed.register(_ConstLabels(r, {"class": ingress_class}))

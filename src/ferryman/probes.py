@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
@@ -18,11 +18,14 @@ class ProbeServer:
         is_ready: Callable[[], bool],
         # The data plane's connection and request counters (stub_status's fields).
         counters: Callable[[], Awaitable[dict[str, int] | None]],
+        # Requests in flight: (per peer, this replica, whether peers are measured).
+        in_flight: Callable[[], Awaitable[tuple[Mapping[str, int], int, bool]]] | None = None,
     ) -> None:
         self._ports = (ready_port, metrics_port)
         self._metrics = metrics
         self._is_ready = is_ready
         self._counters = counters
+        self._in_flight = in_flight
         self._runners: list[web.AppRunner] = []
 
     async def _ready(self, _: web.Request) -> web.Response:
@@ -36,6 +39,13 @@ class ProbeServer:
         except Exception:  # NGINX down or restarting: nginx_up says so
             reading = None
         self._metrics.stub_status.reading = reading
+        flight = None
+        if self._in_flight is not None:
+            try:
+                flight = await self._in_flight()
+            except Exception:  # as above: no reading rather than a stale one
+                flight = None
+        self._metrics.in_flight.reading = flight
         return web.Response(
             body=self._metrics.exposition(),
             headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -24,6 +25,8 @@ import httpx
 import yaml
 
 from ferryman.app import FAST_MODULE, MODULES
+from ferryman.dataplane.in_flight import InFlight
+from ferryman.dataplane.nginx import NginxManager, Paths
 
 ROOT = Path(__file__).resolve().parents[2]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
@@ -126,6 +129,15 @@ class _EchoHandler(BaseHTTPRequestHandler):
         delay = re.search(r"[?&]delay=([\d.]+)", self.path)
         if delay:
             time.sleep(float(delay.group(1)))
+        if re.search(r"[?&]hold(&|$)", self.path):
+            # Held open until the test calls Backend.release().
+            with self.server.lock:
+                self.server.holding += 1
+            try:
+                self.server.released.wait(30)
+            finally:
+                with self.server.lock:
+                    self.server.holding -= 1
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         payload = json.dumps(
@@ -160,6 +172,9 @@ class _EchoServer(ThreadingHTTPServer):
         self.name = name
         self.hits = 0
         self.peers: set[tuple[str, int]] = set()
+        self.lock = threading.Lock()
+        self.holding = 0  # requests with ?hold waiting for released
+        self.released = threading.Event()
 
 
 @dataclass
@@ -179,6 +194,15 @@ class Backend:
     def connections(self) -> int:
         """Distinct client (NGINX) source ports seen: one per upstream connection."""
         return len(self.server.peers)
+
+    @property
+    def holding(self) -> int:
+        """Requests with ``?hold`` in their query held open now."""
+        return self.server.holding
+
+    def release(self) -> None:
+        """Answer the held requests (and any later one at once)."""
+        self.server.released.set()
 
 
 class BrokenBackend:
@@ -554,6 +578,20 @@ class Ferryman:
         transport = httpx.HTTPTransport(uds=str(socket))
         with httpx.Client(transport=transport, timeout=5) as c:
             return int(c.get("http://angie/status/angie/generation").json())
+
+
+def in_flight(f: Ferryman) -> InFlight:
+    """The data plane's reading of requests in flight, as ferryman takes it."""
+    if f.flavour == "angie":
+        from ferryman.dataplane.angie import AngiePaths, angie_in_flight
+
+        socket = AngiePaths(f.state).version_socket
+        return asyncio.run(angie_in_flight(socket, f.nginx_master_pid()))
+    conf = (f.state / "nginx.conf").read_text()
+    m = re.search(r"listen unix:(\S+)/nginx-endpoints\.sock;", conf)
+    assert m, "nginx.conf has no push socket"
+    manager = NginxManager("nginx", Paths(f.state, Path(m.group(1))), 10, lambda s, v: "")
+    return asyncio.run(manager.in_flight())
 
 
 def _parse_fields(text: str) -> dict[str, str]:

@@ -220,6 +220,25 @@ def test_the_webhook_port_needs_a_certificate_secret(tmp_path: Path) -> None:
     )
 
 
+def test_machine_lifecycle_hooks_need_kubernetes_mode(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ferryman.cli", "run", "--state-dir", str(tmp_path),
+         "--manifests", str(tmp_path), "--machine-lifecycle-hooks", "openshift"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == "ferryman run: --machine-lifecycle-hooks needs Kubernetes mode\n"
+
+
+@pytest.mark.parametrize("value", ["on", "OpenShift", ""])
+def test_machine_lifecycle_hooks_take_one_of_three_values(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        _run("--machine-lifecycle-hooks", value)
+    assert "--machine-lifecycle-hooks" in capsys.readouterr().err
+
+
 def test_the_machine_controllers_modules_load_only_for_it() -> None:
     """`ferryman run` builds every subcommand's parser; it carries only the pure
     hook model of the machine controller, not its client, drain or webhook."""

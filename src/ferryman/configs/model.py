@@ -83,12 +83,13 @@ class MainConfig:
         The zone holds a subset of the dict's records (hosts and endpoint sets,
         not certificates) under a slightly larger header, and slab rounding can
         at worst double a small record's slot; besides records it keeps ~0.8 MB
-        of balancing counters. Twice the dict plus 1 MiB therefore never fills
-        before the dict, whose free space NGINX reports (the fill ratio and the
-        reserve for endpoint sets are measured there). Shared memory NGINX does
+        of balancing counters and 0.5 MiB of in-flight counters. Twice the dict
+        plus 2 MiB therefore never fills before the dict, whose free space NGINX
+        reports (the fill ratio and the reserve for endpoint sets are measured
+        there). Shared memory NGINX does
         not use costs address space, not RAM.
         """
-        size = 2 * size_bytes(self.shared_dict_size) + (1 << 20)
+        size = 2 * size_bytes(self.shared_dict_size) + (2 << 20)
         return f"{size >> 20}m" if size % (1 << 20) == 0 else f"{-(-size // 1024)}k"
 
 

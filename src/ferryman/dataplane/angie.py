@@ -36,10 +36,11 @@ from ferryman.dataplane import PushResult, RecordKey, merge_records
 from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
+from ferryman.dataplane.in_flight import InFlight, angie_peer_counts, angie_replica_count
 from ferryman.dataplane.nginx import NginxManager, Paths, unix_get
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.reloads import ENDPOINTS, OTHER
-from ferryman.metrics import parse_angie_status
+from ferryman.metrics import parse_angie_status, worker_processes
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax
 
@@ -78,6 +79,28 @@ async def angie_counters(socket: Path) -> dict[str, int]:
     if reading is None:
         raise DataPlaneError("angie /status/: not Angie's status document")
     return reading
+
+
+async def angie_in_flight(socket: Path, master: int | None) -> InFlight:
+    """Requests in flight now, from Angie's ``/status/http/`` (in_flight.py says
+    which numbers). An upstream's peers live in a zone each configuration makes
+    anew (``noreuse``), so the requests of workers still draining after a
+    reload are in none the API shows: while any such worker runs (``master``'s
+    children), peers are not measured."""
+    http = _json_object(await _get_json(socket, "/status/http/"))
+    try:
+        peers, complete = angie_peer_counts(http.get("upstreams", {}))
+        replica = angie_replica_count(http.get("server_zones", {}))
+    except ValueError as e:
+        raise DataPlaneError(f"angie /status/http/: {e}") from e
+    old_workers = worker_processes(master)["old"]
+    return InFlight(peers, replica, peers_measured=complete and old_workers == 0)
+
+
+def _json_object(value: object) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise DataPlaneError(f"angie /status/http/: not an object: {value!r:.200}")
+    return value
 
 
 class AngieGeneration:
@@ -143,6 +166,9 @@ class AngieDataPlane:
         self._live = False  # the public angie.conf, which includes servers.conf, is loaded
         self._certificates: set[str] = set()  # written certificate files (relative)
         self._version = 0
+
+    async def in_flight(self) -> InFlight:
+        return await angie_in_flight(self._paths.version_socket, self.manager.pid)
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
         """ferryman's own files (the public ``angie.conf``), with the servers

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from ferryman.dataplane import NO_MEMORY, PushResult, RecordKey, merge_records
 from ferryman.dataplane.errors import ConfigTestError, PushError
+from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
 
 
@@ -29,6 +30,7 @@ class FakeDataPlane:
         self.pushes = 0
         self.pushed: list[dict[RecordKey, str]] = []  # every push's records, in order
         self.fail_pushes = False  # the push socket does not answer
+        self.in_flight_reading = InFlight()  # what in_flight() answers: set it in a test
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
         bad = tuple(p for p, text in files.items() if text is not None and text in self.refuse)
@@ -62,6 +64,9 @@ class FakeDataPlane:
         self.pushes += 1
         memory = {"dict": self.used() / self.capacity} if self.capacity else {}
         return PushResult(self.pushes, refused, memory)
+
+    async def in_flight(self) -> InFlight:
+        return self.in_flight_reading
 
     def used(self) -> int:
         return sum(len(v) for v in self.records.values())

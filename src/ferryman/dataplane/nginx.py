@@ -37,8 +37,10 @@ from ferryman.dataplane.errors import (
     ReloadError,
 )
 from ferryman.dataplane.files import atomic_write
+from ferryman.dataplane.in_flight import InFlight, parse_peer_counts
 from ferryman.dataplane.private_dir import new_private_directory, private_directory
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
+from ferryman.metrics import parse_stub_status
 
 log = logging.getLogger("ferryman.nginx")
 nginx_log = logging.getLogger("ferryman.nginx.errorlog")
@@ -526,6 +528,37 @@ class NginxManager:
         if status != 200 or len(fields) != 2 or not all(f.isdigit() for f in fields):
             return None
         return int(fields[0]), int(fields[1])
+
+    async def in_flight(self) -> InFlight:
+        """Requests in flight now, per peer (ngx_http_ferryman_module's counts,
+        ``GET /in-flight``) and through this NGINX (stub_status's ``Writing``).
+
+        NGINX counts a request in Writing from the end of its header
+        (ngx_http_process_request: Reading -1, Writing +1) until the request
+        is freed (ngx_http_free_request: Writing -1), in whichever worker, old
+        ones after a reload included: a keepalive connection between requests
+        is Waiting, not Writing; an upgraded (WebSocket) connection stays a
+        request until it closes; a response sent on a connection lingering
+        for the client's rest (lingering_close) still counts, too high rather
+        than too low. stub_status is asked first, so the ``/in-flight``
+        request is not in it, and its own request is: minus one.
+        """
+        try:
+            _, status_text = await unix_get(self._paths.status_socket, "http://nginx/stub_status")
+            status, text = await unix_get(self._paths.endpoints_socket, "http://nginx/in-flight")
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise DataPlaneError(f"in-flight: {e or type(e).__name__}") from e
+        reading = parse_stub_status(status_text)
+        if reading is None:
+            raise DataPlaneError(f"in-flight: not stub_status: {status_text[:200]!r}")
+        replica = max(reading["writing"] - 1, 0)
+        if status != 200:  # an nginx.conf from before /in-flight
+            return InFlight({}, replica, peers_measured=False)
+        try:
+            peers = parse_peer_counts(text)
+        except ValueError as e:
+            raise DataPlaneError(f"in-flight: {e}") from e
+        return InFlight(peers or {}, replica, peers_measured=peers is not None)
 
     async def push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
         async with self._lock:

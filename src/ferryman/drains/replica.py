@@ -139,6 +139,11 @@ class DrainAgent:
         self.machines_changed = asyncio.Event()
         self._wake = asyncio.Event()
         self._report = DrainReport(identity, node, True)
+        if not node:
+            log.warning(
+                "NODE_NAME is not set: this replica will not fail readiness when its "
+                "Node's Machine is deleted, and its Node gets no pre-terminate hook"
+            )
 
     # ---- what others read ----------------------------------------------------------
 

@@ -43,6 +43,8 @@ do
         int ngx_http_ferryman_flush(void);
         int ngx_http_ferryman_commit(void);
         int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
+        int ngx_http_ferryman_in_flight(const char *peer, size_t len, char *name,
+                                        size_t *name_len, uint64_t *count);
     ]])
     local found = pcall(function()
         return ffi.C.ngx_http_ferryman_put
@@ -54,6 +56,12 @@ end
 -- ngx_http_ferryman_put's answers (the module's FERRYMAN_* codes).
 local NATIVE_NO_ZONE, NATIVE_NO_MEMORY, NATIVE_BAD_KEY = 1, 2, 3
 local native_counts = native and ffi.new("uint64_t[2]")
+-- A module built before it counted requests in flight lacks the function.
+local native_in_flight = native
+    and pcall(function()
+        return native.ngx_http_ferryman_in_flight
+    end)
+    and native.ngx_http_ferryman_in_flight
 
 local _M = {}
 
@@ -433,8 +441,9 @@ function _M.balance()
         end
     else
         local previous = ctx.ferryman_peer
-        if host.least_conn then
+        if ctx.ferryman_counted then
             counters:incr(previous[5], -1, 0)
+            ctx.ferryman_counted = false
         end
         if host.max_fails > 0 then
             counters:incr(previous[4], 1, 0, host.fail_timeout)
@@ -446,11 +455,11 @@ function _M.balance()
     end
     tried[peer[3]] = true
     ctx.ferryman_peer = peer
-    if host.least_conn then
-        -- Counted only where used: each count is a shared-memory write.
-        counters:incr(peer[5], 1, 0)
-        ctx.ferryman_counted = true
-    end
+    -- Every attempt is counted until the next one or the log phase: least_conn
+    -- balances by it and GET /in-flight reports it (with the module, the
+    -- slow path proxies only what a push raced past the module's routing).
+    counters:incr(peer[5], 1, 0)
+    ctx.ferryman_counted = true
     return use(peer)
 end
 
@@ -558,6 +567,43 @@ local function store_record(module, kind, name, value)
     return problem
 end
 
+-- Peers that left an endpoint set are asked about by GET /in-flight for this
+-- long (seconds) after, and as long as requests to them are in flight when it
+-- asks: a request routed before the push goes on with the peers it was routed
+-- with, and a retry of it can still start at one that left.
+local GONE_TTL = 600
+
+-- The peers ("<addr>#<port>") an endpoint set's value lists.
+local function peer_ids(value, into)
+    into = into or {}
+    for id in string.gmatch(value or "", "%S+") do
+        into[id] = true
+    end
+    return into
+end
+
+-- Every peer of every endpoint set in the dict.
+local function all_peer_ids()
+    local ids = {}
+    for _, key in ipairs(store:get_keys(0)) do
+        if byte(key, 1) == byte("E") and byte(key, 2) == byte(":") then
+            peer_ids(store:get(key), ids)
+        end
+    end
+    return ids
+end
+
+local function gone(ids, still)
+    for id in pairs(ids) do
+        if not still[id] then
+            local ok, err = counters:safe_set("g:" .. id, true, GONE_TTL)
+            if not ok then
+                ngx.log(ngx.ERR, "ferryman: cannot keep peer ", id, " for /in-flight: ", err)
+            end
+        end
+    end
+end
+
 -- POST /push. The answer: the version now in force, then "M\t<store>\t<fill
 -- ratio>" for the dict, then "R\t<kind>\t<key>\t<code>" for each record that
 -- was refused; every other record is in force. A malformed body is refused as
@@ -586,6 +632,9 @@ function _M.push()
     if to_module and to_module.ngx_http_ferryman_counts(native_counts, native_counts + 1) ~= 0 then
         to_module = nil -- loaded, but this configuration has no zone for it
     end
+    -- The peers of the endpoint sets this push replaces: those that leave are
+    -- still asked about by GET /in-flight.
+    local before = mode == "full" and all_peer_ids() or nil
     if mode == "full" then
         -- flush_all only marks items expired; safe_set reclaims at most one or
         -- two of those per call, so without flush_expired a full push into a
@@ -604,10 +653,18 @@ function _M.push()
     local refused = {}
     for _, r in ipairs(records) do
         local kind, key = r[1], r[2]
-        local problem = store_record(to_module, kind, kind .. ":" .. key, r[3])
+        local name = kind .. ":" .. key
+        local old = kind == "E" and before == nil and store:get(name) or nil
+        local problem = store_record(to_module, kind, name, r[3])
         if problem then
             refused[#refused + 1] = "R\t" .. kind .. "\t" .. key .. "\t" .. problem
         end
+        if old then
+            gone(peer_ids(old), peer_ids(store:get(name)))
+        end
+    end
+    if before then
+        gone(before, all_peer_ids())
     end
     store:set("version", tonumber(version))
     if to_module then
@@ -629,6 +686,56 @@ function _M.fast_path()
         return
     end
     ngx.say(tonumber(native_counts[0]), " ", tonumber(native_counts[1]))
+end
+
+local in_flight_name = native_in_flight and ffi.new("char[256]")
+local in_flight_len = native_in_flight and ffi.new("size_t[1]")
+local in_flight_count = native_in_flight and ffi.new("uint64_t[1]")
+
+-- GET /in-flight: requests in flight now, per peer: "measured", then
+-- "<name> <count>" for each peer with any, named as $upstream_addr names it.
+-- The peers asked about: those of every endpoint set, and those that left one
+-- (see GONE_TTL). Counts are the module's (the fast path) plus the slow
+-- path's. Without the module the Lua fast path counts nothing (that would take
+-- a log phase per request, a few percent of throughput): the answer is then
+-- "unmeasured" alone, so no one reads zeros as "drained".
+function _M.in_flight()
+    if
+        native_in_flight == nil
+        or native.ngx_http_ferryman_counts(native_counts, native_counts + 1) ~= 0
+    then
+        ngx.say("unmeasured")
+        return
+    end
+    local ids = all_peer_ids()
+    local left = {}
+    for _, key in ipairs(counters:get_keys(0)) do
+        if byte(key, 1) == byte("g") and byte(key, 2) == byte(":") then
+            local id = sub(key, 3)
+            left[id] = true
+            ids[id] = true
+        end
+    end
+    -- One module count per name (ids may spell one address differently),
+    -- the slow path's per id.
+    local counts = {}
+    for id in pairs(ids) do
+        if native_in_flight(id, #id, in_flight_name, in_flight_len, in_flight_count) == 0 then
+            local name = ffi.string(in_flight_name, in_flight_len[0])
+            local slow = counters:get("a:" .. id) or 0
+            counts[name] = (counts[name] or tonumber(in_flight_count[0])) + slow
+            if left[id] and tonumber(in_flight_count[0]) + slow > 0 then
+                counters:safe_set("g:" .. id, true, GONE_TTL)
+            end
+        end
+    end
+    local lines = { "measured" }
+    for name, n in pairs(counts) do
+        if n > 0 then
+            lines[#lines + 1] = name .. " " .. n
+        end
+    end
+    ngx.say(table.concat(lines, "\n"))
 end
 
 function _M.version()

@@ -30,6 +30,12 @@
  * max_fails/fail_timeout semantics (failures are counted per peer in the zone,
  * so all workers agree); a failed attempt moves on to a peer this request has
  * not tried.
+ *
+ * In flight: every attempt the fast path sends to a peer is counted from the
+ * balancer's get to its free, per peer, over all workers (a table of atomic
+ * slots in the zone, see FERRYMAN_FLIGHT_BUCKETS), and exported to ferryman.lua
+ * (ngx_http_ferryman_in_flight), so that "no request to this peer is left" is
+ * a measurement ferryman can wait for before a machine goes away.
  */
 
 #include <ngx_config.h>
@@ -51,6 +57,30 @@
 /* Request counters, one cache line per worker so workers never share one. */
 #define FERRYMAN_COUNTER_SLOTS   64
 #define FERRYMAN_COUNTER_STRIDE  8
+
+/*
+ * Requests in flight per peer: FERRYMAN_FLIGHT_BUCKETS buckets of
+ * FERRYMAN_FLIGHT_WAYS slots, a bucket per cache line. A slot is one atomic
+ * word: the peer's tag (a second hash of its name, FERRYMAN_FLIGHT_SHIFT bits
+ * up) and its count (the low bits). A peer's bucket is chosen by its name's
+ * CRC; an attempt adds one to the bucket's slot with the peer's tag or takes
+ * a slot whose count is 0 (compare-and-swap, so the tag and the count change
+ * together), and its free subtracts one from that same slot. No lock, and one
+ * cache line per attempt: the fast path's round-robin takes no lock either.
+ *
+ * Why not one counter per hash slot: a peer that shares its counter with a
+ * busy one never reads 0, and a drain waiting for it would wait for the other
+ * peer's traffic too. Here two peers are counted together only when both
+ * their bucket and their tag agree (1 in 2^13 * 2^32 on 64-bit platforms):
+ * counts may then be too high, never too low. A bucket whose slots all hold
+ * other peers' requests (more than 8 peers of one bucket busy at once) counts
+ * in flight_spilled, which is added to every peer's count: again too high,
+ * never too low, so a drain waits rather than ends early.
+ */
+#define FERRYMAN_FLIGHT_BUCKETS  8192
+#define FERRYMAN_FLIGHT_WAYS     8
+#define FERRYMAN_FLIGHT_SHIFT    (sizeof(ngx_atomic_uint_t) * 4)
+#define FERRYMAN_FLIGHT_COUNT    (((ngx_atomic_uint_t) 1 << FERRYMAN_FLIGHT_SHIFT) - 1)
 
 /* ngx_http_ferryman_put() results, also read by ferryman.lua. */
 #define FERRYMAN_OK              0
@@ -80,6 +110,11 @@ typedef struct {
 
 
 typedef struct {
+    /* First: the zone's memory is page-aligned, so each bucket is one cache
+     * line. */
+    ngx_atomic_t            flight[FERRYMAN_FLIGHT_BUCKETS]
+                                  [FERRYMAN_FLIGHT_WAYS];
+    ngx_atomic_t            flight_spilled;
     ngx_rbtree_t            records;
     ngx_rbtree_node_t       records_sentinel;
     ngx_rbtree_t            failures;
@@ -126,6 +161,7 @@ typedef struct {
     socklen_t               socklen;
     ngx_str_t               name;
     uint32_t                hash;        /* of name: the zone's peer trees' key */
+    ngx_atomic_uint_t       flight_tag;  /* its tag in the in-flight slots */
 } ferryman_peer_t;
 
 
@@ -170,6 +206,7 @@ typedef struct {
     ferryman_backend_t     *backend;
     ferryman_peer_t        *current;
     ngx_uint_t              counted;     /* current is in the active counts */
+    ngx_atomic_t           *flight;      /* current's in-flight slot, NULL: none */
     uint64_t               *tried;
     uint64_t                tried_few;
 } ferryman_ctx_t;
@@ -182,6 +219,11 @@ static char *ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_ferryman_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_ferryman_postconfiguration(ngx_conf_t *cf);
 static void *ngx_http_ferryman_create_loc_conf(ngx_conf_t *cf);
+static ngx_atomic_uint_t ferryman_flight_tag(u_char *name, size_t len);
+static uint64_t ferryman_flight_count(ferryman_shctx_t *sh, uint32_t hash,
+    ngx_atomic_uint_t tag);
+static ngx_int_t ferryman_peer_address(u_char *text, size_t len,
+    ngx_sockaddr_t *sa, socklen_t *socklen);
 static char *ngx_http_ferryman_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 
@@ -190,6 +232,8 @@ int ngx_http_ferryman_put(const u_char *key, size_t key_len,
 int ngx_http_ferryman_flush(void);
 int ngx_http_ferryman_commit(void);
 int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
+int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
+    size_t *name_len, uint64_t *count);
 
 
 static ngx_shm_zone_t    *ferryman_zone;
@@ -478,6 +522,36 @@ ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over)
 }
 
 
+/* Requests in flight to a peer now, over all workers: the fast path's
+ * attempts at it whose free has not come yet. peer: "<addr>#<port>" as in
+ * endpoint records; its name as $upstream_addr writes it goes to name
+ * (NGX_SOCKADDR_STRLEN bytes), the name's length to *name_len. */
+int
+ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
+    size_t *name_len, uint64_t *count)
+{
+    socklen_t          socklen;
+    ngx_sockaddr_t     sa;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return FERRYMAN_NO_ZONE;
+    }
+
+    if (ferryman_peer_address((u_char *) peer, len, &sa, &socklen) != NGX_OK) {
+        return FERRYMAN_BAD_KEY;
+    }
+
+    *name_len = ngx_sock_ntop(&sa.sockaddr, socklen, name, NGX_SOCKADDR_STRLEN,
+                              1);
+    *count = ferryman_flight_count(sh, ngx_crc32_short(name, *name_len),
+                                   ferryman_flight_tag(name, *name_len));
+
+    return FERRYMAN_OK;
+}
+
+
 static void
 ferryman_count(ferryman_shctx_t *sh, ngx_uint_t which)
 {
@@ -736,6 +810,153 @@ ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
 }
 
 
+/* A peer's tag in its in-flight bucket: a hash independent of the CRC that
+ * chose the bucket, in the slot word's upper half. */
+static ngx_atomic_uint_t
+ferryman_flight_tag(u_char *name, size_t len)
+{
+    return ((ngx_atomic_uint_t) ngx_murmur_hash2(name, len)
+            & FERRYMAN_FLIGHT_COUNT) << FERRYMAN_FLIGHT_SHIFT;
+}
+
+
+/* Counts one attempt at a peer; returns the slot its free must uncount. */
+static ngx_atomic_t *
+ferryman_flight_enter(ferryman_shctx_t *sh, uint32_t hash,
+    ngx_atomic_uint_t tag)
+{
+    ngx_uint_t          i, free;
+    ngx_atomic_t       *bucket;
+    ngx_atomic_uint_t   word;
+
+    bucket = sh->flight[hash % FERRYMAN_FLIGHT_BUCKETS];
+
+    for ( ;; ) {
+        free = FERRYMAN_FLIGHT_WAYS;
+
+        for (i = 0; i < FERRYMAN_FLIGHT_WAYS; i++) {
+            word = bucket[i];
+
+            if ((word & ~FERRYMAN_FLIGHT_COUNT) == tag
+                && (word & FERRYMAN_FLIGHT_COUNT) != FERRYMAN_FLIGHT_COUNT)
+            {
+                if (ngx_atomic_cmp_set(&bucket[i], word, word + 1)) {
+                    return &bucket[i];
+                }
+
+                break;  /* another worker moved it: look again */
+            }
+
+            if ((word & FERRYMAN_FLIGHT_COUNT) == 0
+                && free == FERRYMAN_FLIGHT_WAYS)
+            {
+                free = i;
+            }
+        }
+
+        if (i < FERRYMAN_FLIGHT_WAYS) {
+            continue;
+        }
+
+        if (free == FERRYMAN_FLIGHT_WAYS) {
+            (void) ngx_atomic_fetch_add(&sh->flight_spilled, 1);
+            return &sh->flight_spilled;
+        }
+
+        word = bucket[free];
+
+        if ((word & FERRYMAN_FLIGHT_COUNT) == 0
+            && ngx_atomic_cmp_set(&bucket[free], word, tag | 1))
+        {
+            return &bucket[free];
+        }
+    }
+}
+
+
+/* Requests in flight to a peer now: its slots, plus the spilled ones. A
+ * request counted during the whole reading is in it: its slot does not move. */
+static uint64_t
+ferryman_flight_count(ferryman_shctx_t *sh, uint32_t hash,
+    ngx_atomic_uint_t tag)
+{
+    uint64_t            count;
+    ngx_uint_t          i;
+    ngx_atomic_t       *bucket;
+    ngx_atomic_uint_t   word;
+
+    bucket = sh->flight[hash % FERRYMAN_FLIGHT_BUCKETS];
+    count = sh->flight_spilled;
+
+    for (i = 0; i < FERRYMAN_FLIGHT_WAYS; i++) {
+        word = bucket[i];
+
+        if ((word & ~FERRYMAN_FLIGHT_COUNT) == tag) {
+            count += word & FERRYMAN_FLIGHT_COUNT;
+        }
+    }
+
+    return count;
+}
+
+
+/* "<addr>#<port>" (an endpoint record's peer, the IPv6 address unbracketed)
+ * as a socket address, read as ferryman_parse_peers() reads it. */
+static ngx_int_t
+ferryman_peer_address(u_char *text, size_t len, ngx_sockaddr_t *sa,
+    socklen_t *socklen)
+{
+    u_char           *hash;
+    size_t            n;
+    in_addr_t         inaddr;
+    ngx_int_t         port;
+#if (NGX_HAVE_INET6)
+    struct in6_addr   inaddr6;
+#endif
+
+    hash = NULL;
+    for (n = len; n > 0; n--) {
+        if (text[n - 1] == '#') {
+            hash = text + n - 1;
+            break;
+        }
+    }
+
+    if (hash == NULL) {
+        return NGX_DECLINED;
+    }
+
+    port = ngx_atoi(hash + 1, text + len - hash - 1);
+    if (port < 1 || port > 65535) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memzero(sa, sizeof(ngx_sockaddr_t));
+
+    inaddr = ngx_inet_addr(text, hash - text);
+
+    if (inaddr != INADDR_NONE) {
+        sa->sockaddr_in.sin_family = AF_INET;
+        sa->sockaddr_in.sin_addr.s_addr = inaddr;
+        *socklen = sizeof(struct sockaddr_in);
+
+#if (NGX_HAVE_INET6)
+    } else if (ngx_inet6_addr(text, hash - text, inaddr6.s6_addr) == NGX_OK) {
+        sa->sockaddr_in6.sin6_family = AF_INET6;
+        sa->sockaddr_in6.sin6_addr = inaddr6;
+        *socklen = sizeof(struct sockaddr_in6);
+#endif
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    ngx_inet_set_port(&sa->sockaddr, (in_port_t) port);
+
+    return NGX_OK;
+}
+
+
 /* "<addr>#<port> ..." with IPv6 addresses unbracketed. */
 static ngx_int_t
 ferryman_parse_peers(ngx_pool_t *pool, ferryman_backend_t *backend,
@@ -796,6 +1017,7 @@ ferryman_parse_peers(ngx_pool_t *pool, ferryman_backend_t *backend,
         peer->name.len = ngx_sock_ntop(addr.sockaddr, addr.socklen, name,
                                        NGX_SOCKADDR_STRLEN, 1);
         peer->hash = ngx_crc32_short(name, peer->name.len);
+        peer->flight_tag = ferryman_flight_tag(name, peer->name.len);
     }
 
     return NGX_OK;
@@ -1426,6 +1648,12 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
 
     ctx->tried[chosen / 64] |= (uint64_t) 1 << (chosen % 64);
     ctx->current = &peers[chosen];
+    /* NGINX frees every peer its get returned NGX_OK for (pc->sockaddr set):
+     * before the next attempt, when the upstream request is finalized (also
+     * early: the client went away, an error, a timeout), and the keepalive
+     * module's free calls this one's when it keeps the connection. */
+    ctx->flight = ferryman_flight_enter(sh, peers[chosen].hash,
+                                        peers[chosen].flight_tag);
 
     pc->sockaddr = peers[chosen].sockaddr;
     pc->socklen = peers[chosen].socklen;
@@ -1447,6 +1675,10 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 
     /* Called once per attempt: a failed one before the next, the last when
      * the request ends. */
+    if (ctx->flight != NULL) {
+        (void) ngx_atomic_fetch_add(ctx->flight, -1);
+        ctx->flight = NULL;
+    }
     if (ctx->counted && sh != NULL) {
         shpool = ferryman_slab();
         ngx_shmtx_lock(&shpool->mutex);

@@ -1,0 +1,177 @@
+"""Requests in flight, per peer and per replica, as the data plane measures them:
+what a machine's drain waits on (dataplane/in_flight.py), read both as ferryman
+reads it and from /metrics."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.integration.harness import (
+    Backend,
+    Backends,
+    BrokenBackend,
+    Ferryman,
+    RemoteBackend,
+    eventually,
+    free_port,
+    in_flight,
+    ingress,
+    path,
+    rule,
+    service_with_backends,
+    without_fast_module,
+)
+
+HOST = "app.example.com"
+PEER_GAUGE = "ferryman_upstream_server_requests_in_flight"
+REPLICA_GAUGE = "ferryman_requests_in_flight"
+
+
+def _peer(b: Backend | BrokenBackend | RemoteBackend) -> str:
+    return f"127.0.0.1:{b.port}"
+
+
+@contextmanager
+def _held(f: Ferryman, pod: Backend, n: int) -> Iterator[list[int]]:
+    """``n`` requests held open at ``pod`` while inside; their statuses after."""
+    statuses: list[int] = []
+
+    def send() -> None:
+        statuses.append(f.get(HOST, "/x?hold").status)
+
+    threads = [threading.Thread(target=send) for _ in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        eventually(lambda: pod.holding == n, 10, f"{n} requests held")
+        yield statuses
+    finally:
+        pod.release()
+        for t in threads:
+            t.join(15)
+
+
+def _gauges(f: Ferryman) -> tuple[dict[str, float], float]:
+    m = f.metrics()
+    peers = {k: v for k, v in m.items() if k.startswith(PEER_GAUGE + "{")}
+    return peers, m[REPLICA_GAUGE]
+
+
+def _ingress(f: Ferryman, *pods: Backend | BrokenBackend | RemoteBackend, **kw: str) -> None:
+    f.write("svc", service_with_backends("app", list(pods)))
+    f.write("ing", ingress("app", [rule(HOST, path("/", "app"))], annotations=kw or None))
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_requests_held_open_are_in_flight_until_they_end(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    pod, other = backends.start("pod"), backends.start("other")
+    _ingress(ferryman, pod)
+    ferryman.start()
+
+    with _held(ferryman, pod, 3) as statuses:
+        reading = in_flight(ferryman)
+        assert reading.peers_measured
+        assert dict(reading.peers) == {_peer(pod): 3}
+        assert reading.replica == 3
+        assert reading.to(["127.0.0.1"]) == 3
+        assert reading.to(["10.0.0.1"]) == 0
+        assert eventually(
+            lambda: _gauges(ferryman) == ({f'{PEER_GAUGE}{{server="{_peer(pod)}"}}': 3}, 3),
+            5,
+            "the gauges at 3",
+        )
+    assert statuses == [200] * 3
+
+    eventually(lambda: in_flight(ferryman).replica == 0, 5, "replica drained")
+    reading = in_flight(ferryman)
+    assert (dict(reading.peers), reading.peers_measured) == ({}, True)
+    # The peer's series ends with its last request.
+    assert eventually(lambda: _gauges(ferryman) == ({}, 0), 5, "the gauges at 0")
+    assert other.hits == 0
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_failed_attempts_before_a_good_peer_leave_nothing_counted(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Each request starts at a peer that refuses the connection or one that
+    closes it unanswered half of the time, then retries at the good one: every
+    attempt's count ends with the attempt (the balancer's get and free pair)."""
+    pod = backends.start("pod")
+    broken = BrokenBackend()
+    refused = RemoteBackend("refused", "127.0.0.1", free_port(), None)  # type: ignore[arg-type]
+    # Never skipped as down: every rotation through them tries them again.
+    _ingress(ferryman, pod, broken, refused, **{"nginx.org/max-fails": "0"})
+    ferryman.start()
+    try:
+        with _held(ferryman, pod, 6):
+            reading = in_flight(ferryman)
+            assert dict(reading.peers) == {_peer(pod): 6}
+            assert reading.replica == 6
+        assert broken.accepted > 0  # the failing peers were tried
+        eventually(lambda: in_flight(ferryman).replica == 0, 5, "replica drained")
+        assert dict(in_flight(ferryman).peers) == {}
+    finally:
+        broken.close()
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_a_client_that_goes_away_leaves_nothing_in_flight(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    pod = backends.start("pod")
+    _ingress(ferryman, pod)
+    ferryman.start()
+    client = socket.create_connection(("127.0.0.1", ferryman.http_port))
+    try:
+        client.sendall(f"GET /x?hold HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        eventually(lambda: pod.holding == 1, 10, "the request held")
+        assert dict(in_flight(ferryman).peers) == {_peer(pod): 1}
+        client.close()
+        # NGINX ends the request (499) while the backend still holds its end.
+        eventually(lambda: in_flight(ferryman).replica == 0, 5, "replica drained")
+        assert dict(in_flight(ferryman).peers) == {}
+        assert pod.holding == 1
+    finally:
+        client.close()
+        pod.release()
+
+
+def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """The drain's order: the endpoint leaves rotation, then its requests end."""
+    pod, other = backends.start("pod"), backends.start("other")
+    _ingress(ferryman, pod)
+    ferryman.start()
+    with _held(ferryman, pod, 2):
+        _ingress(ferryman, other)
+        eventually(lambda: ferryman.get(HOST, "/").served_by == "other", 5, "pod out")
+        reading = in_flight(ferryman)
+        assert dict(reading.peers) == {_peer(pod): 2}
+        assert reading.to(["127.0.0.1"]) == 2
+    eventually(lambda: not in_flight(ferryman).peers, 5, "pod drained")
+
+
+def test_without_the_module_peers_are_not_measured(
+    ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> None:
+    """The Lua fast path does not count per peer: the reading says so, rather
+    than zeros a drain would take for "drained"; the replica is still counted."""
+    ferryman.extra_args += without_fast_module(tmp_path)
+    pod = backends.start("pod")
+    _ingress(ferryman, pod)
+    ferryman.start()
+    with _held(ferryman, pod, 2):
+        reading = in_flight(ferryman)
+        assert (reading.peers_measured, dict(reading.peers), reading.replica) == (False, {}, 2)
+        assert _gauges(ferryman)[1] == 2
+        assert _gauges(ferryman)[0] == {}
