@@ -31,17 +31,19 @@ balancer's would. Every answer that is not a 200, every connection error and
 every request with no ready replica to go to counts as failed.
 
 Then the Machine is deleted, and the machine controller walks it: hooks,
-cordon, evictions, instance deletion, Node deletion. The replica and the
-kubelet are processes, not pods, so the bench plays what the cluster would do
-to them: once the Node is cordoned (the drain's evictions begin) the replica on
-it gets SIGTERM, as its eviction would send; once the instance is deleted (its
-file gone) the Node's kubelet stops and its network goes (the machine is gone:
-what ran there dies with it), and a replica still running there is killed.
-Two departures from the issue's words: the replica's "eviction" comes at the
-cordon, with the backend pods' evictions, rather than at ``Drained`` (a
-real drain evicts them together, and would then wait for the replica too,
-which this one cannot); and a vanished replica refuses connections here
-(loopback ports) where a vanished machine's address would time out.
+cordon, evictions, instance deletion, Node deletion. The replica on the
+Machine's Node is evicted like the backends: it has a pod there, whose process
+(run by that Node's kubelet) passes the kubelet's SIGTERM on to the ferryman
+process and lives as long as it does, so the drain waits for the replica's
+graceful stop as for a pod of a Deployment. The kubelet is a process, not a
+pod, so the bench plays what the cluster would do to it: once the instance is
+deleted (its file gone) the Node's kubelet stops and its network goes (the
+machine is gone: what ran there dies with it, a replica still running too).
+Where this differs from the issue's words: the replica's eviction is the drain's
+own (rather than the bench's SIGTERM when the drain reaches the Node); its pod
+is named otherwise than its POD_NAME, so ferryman takes the replica's word for
+its readiness (its pod's Ready is the relay's); and a vanished replica refuses
+connections (loopback ports) where a vanished machine's address would time out.
 
 Measured: requests and failures by kind and by the phase of the deletion they
 were sent in (``before``; ``hooks`` until the cordon: the pre-drain hooks held
@@ -50,7 +52,8 @@ pre-terminate hooks; ``removal`` until the Machine was gone; ``after``), the
 time from the deletion to the Machine gone, how long ferryman's hook held the
 drain (its Events ``IngressTrafficDraining``/``IngressTrafficDrained``), and
 when each step was seen. Writes bench/results/machine-drain-<hook|no-hook>
-[-term<S>s].json (the suffix when ``--term-delay`` is not the default).
+[-term<S>s][-req<S>s].json (``--term-delay`` when not the default,
+``--request-delay`` when set).
 """
 
 from __future__ import annotations
@@ -60,8 +63,8 @@ import asyncio
 import contextlib
 import os
 import platform
-import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -81,7 +84,7 @@ from lightkube.resources.core_v1 import Event, Namespace, Node, Pod
 from lightkube.types import PatchType
 from tests.integration.harness import Ferryman, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
-from tests.kubernetes.kubelet import Kubelet
+from tests.kubernetes.kubelet import Kubelet, echo_command
 from tests.kubernetes.workloads import rolled_out, service
 
 from bench.processes import FERRYMAN, ROOT, dump
@@ -114,7 +117,26 @@ PHASE_STARTS = {
     "instance_deleted": "removal",
     "machine_gone": "after",
 }
-REPLICA_STEPS = ("replica_unready", "replica_sigterm", "replica_exited", "replica_killed")
+REPLICA_STEPS = ("replica_unready", "replica_evicted", "replica_exited", "replica_killed")
+# The replica on the Machine's Node runs outside the Node's network namespace
+# (the load reaches it on loopback); its pod's process, run by that Node's
+# kubelet, passes the kubelet's SIGTERM on to it and lives as long as it does,
+# so the drain evicts the replica and waits for it as for any pod.
+REPLICA_POD = "ferryman-replica"
+RELAY = """
+import os, signal, sys, time
+pid = int(sys.argv[1])
+signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
+print("ready", flush=True)
+def alive():
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+while alive():
+    time.sleep(0.05)
+"""
 
 # -------------------------------------------------------------------- pure parts
 
@@ -185,8 +207,9 @@ def hook_hold(events: list[tuple[str, float]]) -> dict[str, Any] | None:
     }
 
 
-def result_name(hook: bool, term_delay: float) -> str:
+def result_name(hook: bool, term_delay: float, request_delay: float = 0.0) -> str:
     variant = "" if term_delay == TERM_DELAY else f"-term{term_delay:g}s"
+    variant += f"-req{request_delay:g}s" if request_delay else ""
     return f"machine-drain-{'hook' if hook else 'no-hook'}{variant}.json"
 
 
@@ -325,6 +348,28 @@ def pods_on(kube: Client, node: str) -> set[str]:
     }
 
 
+def pod_ready(kube: Client, name: str) -> bool:
+    pod = kube.get(Pod, name, namespace=NAMESPACE)
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def replica_pod(node: str, grace: float) -> dict[str, Any]:
+    """The pod of the replica on ``node`` (REPLICA_POD); its grace period leaves
+    the replica's own, and then time for requests in flight (deploy/'s 60 s
+    for a 15 s one)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": REPLICA_POD, "namespace": NAMESPACE, "labels": {"app": "ferryman"}},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": int(grace) + 45,
+            "containers": [{"name": "ferryman", "image": "ferryman"}],
+        },
+    }
+
+
 def machine_crd(kube: Client) -> None:
     for doc in codecs.load_all_yaml(CRD.read_text()):
         kube.create(doc)
@@ -429,7 +474,7 @@ class Cluster:
         for role, (node, index) in NODES.items():
             kubelet = Kubelet(
                 self.server.kubeconfig, self.work / f"kubelet-{role}", node, index,
-                bind=role == "machine",
+                command=self._command, bind=role == "machine",
             )  # fmt: skip
             kubelet.start()
             self.kubelets[role] = kubelet
@@ -462,10 +507,12 @@ class Cluster:
             self.replicas[role] = f = self._ferryman(role)
             f.start(wait=False)
             f.wait_ready(60)
+        kube.create(Pod.from_dict(replica_pod(NODES["machine"][0], args.grace)))
+        wait_until(lambda: pod_ready(kube, REPLICA_POD), 30, "the replica's pod")
         if args.hook:
             want = {"preDrain", "preTerminate"}
             wait_until(lambda: our_hooks(machine(kube)) == want, 60, "ferryman's hooks")
-        every = {p.metadata.name for p in kube.list(Pod, namespace=NAMESPACE)}
+        every = pods_on(kube, NODES["machine"][0]) | pods_on(kube, NODES["shared"][0])
         for f in self.replicas.values():
             wait_until(
                 lambda f=f: {f.get(HOST, f"/warm/{i}").served_by for i in range(40)} == every,
@@ -473,6 +520,13 @@ class Cluster:
                 "both replicas route to every pod",
             )
         return kube
+
+    def _command(self, pod: dict[str, Any], ip: str, ports: list[int]) -> list[str]:
+        if pod["metadata"]["name"] != REPLICA_POD:
+            return echo_command(pod, ip, ports)
+        f = self.replicas["machine"]
+        assert f.proc is not None
+        return [sys.executable, "-c", RELAY, str(f.proc.pid)]
 
     def _ferryman(self, role: str) -> Ferryman:
         args = self.args
@@ -491,8 +545,8 @@ class Cluster:
 
     def machine_gone(self) -> None:
         """What the instance's deletion does to what ran there: its kubelet and
-        network go (in the background: stopping takes a while), a replica still
-        running dies."""
+        network go (in the background: stopping takes a while), and a replica
+        still running (its drain given up on) dies."""
         f = self.replicas["machine"]
         if f.proc is not None and f.proc.poll() is None:
             f.proc.kill()
@@ -521,7 +575,7 @@ class Cluster:
 
 def watch_deletion(kube: Client, cluster: Cluster, timeline: Timeline) -> None:
     """Deletes the Machine and follows its deletion every 0.1 s, playing the
-    cluster's part for the replica and the kubelet on its Node (module doc)."""
+    cluster's part for the kubelet on its Node (module doc)."""
     node = NODES["machine"][0]
     f = cluster.replicas["machine"]
     assert f.proc is not None
@@ -537,9 +591,17 @@ def watch_deletion(kube: Client, cluster: Cluster, timeline: Timeline) -> None:
                 cordoned = bool(kube.get(Node, node).spec.unschedulable)
             except ApiError as e:
                 cordoned = e.status.code == 404
-            if cordoned and timeline.mark("cordoned") and f.proc.poll() is None:
-                f.proc.send_signal(signal.SIGTERM)  # its eviction
-                timeline.mark("replica_sigterm")
+            if cordoned:
+                timeline.mark("cordoned")
+        if "replica_evicted" not in timeline.marks:
+            try:
+                evicted = bool(
+                    kube.get(Pod, REPLICA_POD, namespace=NAMESPACE).metadata.deletionTimestamp
+                )
+            except ApiError as e:
+                evicted = e.status.code == 404
+            if evicted:
+                timeline.mark("replica_evicted")
         if f.proc.poll() is not None and "replica_killed" not in timeline.marks:
             timeline.mark("replica_exited")
         m = machine(kube)
@@ -677,7 +739,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     print(table(result))
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / result_name(args.hook, args.term_delay)
+    out = args.out / result_name(args.hook, args.term_delay, args.request_delay)
     dump(out, result)
     print(f"wrote {out}")
     return result

@@ -160,6 +160,7 @@ def test_results_are_named_for_the_mode_and_a_term_delay_other_than_the_default(
     assert result_name(False, 2.0) == "machine-drain-no-hook.json"
     assert result_name(False, 0.0) == "machine-drain-no-hook-term0s.json"
     assert result_name(True, 0.5) == "machine-drain-hook-term0.5s.json"
+    assert result_name(True, 0.0, 0.5) == "machine-drain-hook-term0s-req0.5s.json"
 
 
 def test_the_summary_and_the_table_say_what_failed_and_when() -> None:
