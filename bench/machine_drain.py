@@ -74,6 +74,7 @@ from typing import Any
 
 import aiohttp
 from lightkube import Client, codecs
+from lightkube.core.decoders import decode_object, decode_watch_event
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
@@ -348,6 +349,15 @@ def pods_on(kube: Client, node: str) -> set[str]:
     }
 
 
+def warm_decoders() -> None:
+    """lightkube's decoders (msgspec) build a type's decoder on first use; two
+    threads doing that at once crashed this interpreter (SIGSEGV in msgspec's
+    _core: both kubelets' watches decoding their first Pod), so build them here."""
+    for res in (Pod, Node):
+        decode_object(b'{"apiVersion": "v1", "metadata": {"name": "warm"}}', res)
+    decode_watch_event(b'{"type": "ADDED", "object": {}}')
+
+
 def pod_ready(kube: Client, name: str) -> bool:
     pod = kube.get(Pod, name, namespace=NAMESPACE)
     conditions = (pod.status.conditions if pod.status else None) or []
@@ -471,6 +481,7 @@ class Cluster:
                  "--instances-dir", str(self.instances)],
                 stdout=log, stderr=log,
             )  # fmt: skip
+        warm_decoders()
         for role, (node, index) in NODES.items():
             kubelet = Kubelet(
                 self.server.kubeconfig, self.work / f"kubelet-{role}", node, index,
