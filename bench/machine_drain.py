@@ -23,12 +23,14 @@ replacements for the evicted pods land on the shared Node.
 Two ferryman replicas run as processes (Kubernetes mode, leader election on,
 ``--shutdown-grace-period``), one told it runs on each Node (``NODE_NAME``);
 ``--hook`` adds ``--machine-lifecycle-hooks openshift``. The shared Node's
-replica starts first, so it normally leads (the results say which did). The
-load (``--clients`` keep-alive clients, ``--rate`` requests a second in all)
-goes only to the replicas whose ``/nginx-ready`` answered 200 at the last
-health check (every ``--health-interval`` seconds), as an external load
-balancer's would. Every answer that is not a 200, every connection error and
-every request with no ready replica to go to counts as failed.
+replica starts first, so it normally leads (``--leader machine``: the
+other; the results say which led). The load (``--clients`` keep-alive
+clients, ``--rate`` requests a second in all, each answer delayed
+``--request-delay`` seconds by the pod) goes only to the replicas whose
+``/nginx-ready`` answered 200 at the last health check (every
+``--health-interval`` seconds), as an external load balancer's would. Every
+answer that is not a 200, every connection error and every request with no
+ready replica to go to counts as failed.
 
 Then the Machine is deleted, and the machine controller walks it: hooks,
 cordon, evictions, instance deletion, Node deletion. The replica on the
@@ -52,8 +54,8 @@ pre-terminate hooks; ``removal`` until the Machine was gone; ``after``), the
 time from the deletion to the Machine gone, how long ferryman's hook held the
 drain (its Events ``IngressTrafficDraining``/``IngressTrafficDrained``), and
 when each step was seen. Writes bench/results/machine-drain-<hook|no-hook>
-[-term<S>s][-req<S>s].json (``--term-delay`` when not the default,
-``--request-delay`` when set).
+[-term<S>s][-req<S>s][-leader-on-machine].json (a ``--term-delay`` other than
+the default, a ``--request-delay``, ``--leader machine``).
 """
 
 from __future__ import annotations
@@ -208,9 +210,12 @@ def hook_hold(events: list[tuple[str, float]]) -> dict[str, Any] | None:
     }
 
 
-def result_name(hook: bool, term_delay: float, request_delay: float = 0.0) -> str:
+def result_name(
+    hook: bool, term_delay: float, request_delay: float = 0.0, leader: str = "shared"
+) -> str:
     variant = "" if term_delay == TERM_DELAY else f"-term{term_delay:g}s"
     variant += f"-req{request_delay:g}s" if request_delay else ""
+    variant += "-leader-on-machine" if leader == "machine" else ""
     return f"machine-drain-{'hook' if hook else 'no-hook'}{variant}.json"
 
 
@@ -299,8 +304,8 @@ async def health_checks(
 
 
 async def _client(
-    index: int, ports: list[int], balancer: Balancer, interval: float, tally: Tally,
-    stop: asyncio.Event, delay: float,
+    index: int, clients: int, ports: list[int], balancer: Balancer, interval: float,
+    tally: Tally, stop: asyncio.Event, delay: float,
 ) -> None:  # fmt: skip
     """One keep-alive client: a request every ``interval`` seconds (a late
     answer restarts the schedule rather than bursting), to the replicas the
@@ -310,7 +315,7 @@ async def _client(
     query = f"?delay={delay:g}" if delay else ""
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         n = index
-        due = time.monotonic() + interval * index / 4
+        due = time.monotonic() + interval * index / clients  # spread over one interval
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             sent, phase = time.monotonic(), tally.phase
@@ -514,7 +519,8 @@ class Cluster:
             60,
             "the machine controller's finalizer",
         )
-        for role in NODES:  # the shared Node's first: it leads, as a rule
+        # The first to start leads, as a rule.
+        for role in sorted(NODES, key=lambda r: r != args.leader):
             self.replicas[role] = f = self._ferryman(role)
             f.start(wait=False)
             f.wait_ready(60)
@@ -654,7 +660,7 @@ async def _measure(args: argparse.Namespace, kube: Client, cluster: Cluster) -> 
     interval = args.clients / args.rate
     clients = [
         asyncio.create_task(
-            _client(i, ports, balancer, interval, tally, stop, args.request_delay)
+            _client(i, args.clients, ports, balancer, interval, tally, stop, args.request_delay)
         )
         for i in range(args.clients)
     ]  # fmt: skip
@@ -715,6 +721,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--term-delay", type=float, default=TERM_DELAY, help="serving after SIGTERM, s")
     ap.add_argument("--grace", type=float, default=3, help="ferryman's --shutdown-grace-period")
     ap.add_argument("--drain-timeout", type=float, default=60, help="--machine-drain-timeout")
+    ap.add_argument(
+        "--leader", choices=("shared", "machine"), default="shared",
+        help="the replica started first (the leader, as a rule)",
+    )  # fmt: skip
     ap.add_argument("--settle", type=float, default=3, help="load before and after, s")
     ap.add_argument("--timeout", type=float, default=300, help="bound on the deletion, s")
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
@@ -750,7 +760,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     print(table(result))
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / result_name(args.hook, args.term_delay, args.request_delay)
+    out = args.out / result_name(args.hook, args.term_delay, args.request_delay, args.leader)
     dump(out, result)
     print(f"wrote {out}")
     return result

@@ -74,7 +74,7 @@ def test_the_load_leaves_a_replica_at_the_first_health_check_that_finds_it_unrea
         tasks = [
             asyncio.create_task(health_checks(ports, balancer, interval, stop, changes)),
             *(
-                asyncio.create_task(_client(i, ports, balancer, 0.02, tally, stop, 0))
+                asyncio.create_task(_client(i, 2, ports, balancer, 0.02, tally, stop, 0))
                 for i in range(2)
             ),
         ]
@@ -103,7 +103,7 @@ def test_no_ready_replica_is_a_failed_request() -> None:
     async def scenario() -> Tally:
         tally, stop = Tally(), asyncio.Event()
         task = asyncio.create_task(
-            _client(0, [free_port()], Balancer([False]), 0.02, tally, stop, 0)
+            _client(0, 1, [free_port()], Balancer([False]), 0.02, tally, stop, 0)
         )
         await asyncio.sleep(0.2)
         stop.set()
@@ -161,6 +161,7 @@ def test_results_are_named_for_the_mode_and_a_term_delay_other_than_the_default(
     assert result_name(False, 0.0) == "machine-drain-no-hook-term0s.json"
     assert result_name(True, 0.5) == "machine-drain-hook-term0.5s.json"
     assert result_name(True, 0.0, 0.5) == "machine-drain-hook-term0s-req0.5s.json"
+    assert result_name(True, 2.0, 0, "machine") == "machine-drain-hook-leader-on-machine.json"
 
 
 def test_the_summary_and_the_table_say_what_failed_and_when() -> None:
