@@ -166,9 +166,11 @@ def _mixed_delegations(spec: Obj, namespace: str) -> None:
             )
 
 
-def parse_virtual_server(obj: Mapping[str, Any]) -> Parsed[VirtualServer]:
+def parse_virtual_server(
+    obj: Mapping[str, Any], context: Context | None = None
+) -> Parsed[VirtualServer]:
     """Validate a raw VirtualServer as NIC does: the model, or None and every problem."""
-    ctx = Context()
+    ctx = context or Context()  # a test passes its own to see which fields are read
     meta = parse_object_meta(obj, ctx)
     spec = Obj.root(ctx, obj.get("spec"), "spec", SPEC_KEYS)
     if spec is None or meta is None:

@@ -39,9 +39,11 @@ class VirtualServerRoute:
     subroutes: tuple[Route, ...]
 
 
-def parse_virtual_server_route(obj: Mapping[str, Any]) -> Parsed[VirtualServerRoute]:
+def parse_virtual_server_route(
+    obj: Mapping[str, Any], context: Context | None = None
+) -> Parsed[VirtualServerRoute]:
     """Validate a raw VirtualServerRoute on its own, as NIC does before any VS refers to it."""
-    ctx = Context()
+    ctx = context or Context()  # a test passes its own to see which fields are read
     meta = parse_object_meta(obj, ctx)
     spec = Obj.root(ctx, obj.get("spec"), "spec", SPEC_KEYS)
     if spec is None or meta is None:
