@@ -90,7 +90,8 @@ def test_policies_ferryman_does_not_offer_are_refused_by_name(kind: str, reason:
         (
             "allow",
             (("spec.accessControl.allow[0]", "10.0.0.0/255.0.0.0"),),
-            'spec.accessControl.allow[0]: Invalid value: "10.0.0.0/255.0.0.0": must be a CIDR or IP',
+            'spec.accessControl.allow[0]: Invalid value: "10.0.0.0/255.0.0.0": '
+            "must be a CIDR or IP",
         ),
         (
             "rate",
