@@ -147,6 +147,11 @@ def test_policies_ferryman_does_not_offer_are_refused_by_name(kind: str, reason:
             f"{RL}.condition: Required value: only one condition, jwt or variables is allowed",
         ),
         (
+            "rate",
+            ((f"{RL}.condition.variables", [{"name": "$uri", "match": "x"}] * 2),),
+            f"{RL}.condition.variables: Too many: 2: must have at most 1 items",
+        ),
+        (
             "jwt",
             ((f"{JWT}.realm", DELETE),),
             f"{JWT}.realm: Required value: realm field must be present",

@@ -32,6 +32,7 @@ FORBIDDEN: Final = "Forbidden"
 DUPLICATE: Final = "Duplicate value"
 NOT_FOUND: Final = "Not found"
 UNKNOWN: Final = "Unknown field"
+TOO_MANY: Final = "Too many"
 
 
 class _Omitted:
@@ -53,7 +54,7 @@ class Problem:
 
     def __str__(self) -> str:
         body = self.kind
-        if self.kind in (INVALID, DUPLICATE, NOT_FOUND) and self.value is not OMITTED:
+        if self.kind in (INVALID, DUPLICATE, NOT_FOUND, TOO_MANY) and self.value is not OMITTED:
             body += f": {_go_value(self.value)}"
         if self.detail:
             body += f": {self.detail}"

@@ -17,9 +17,11 @@ from typing import Any
 from ferryman.resources import nic_rules as rules
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
+    TOO_MANY,
     Context,
     Obj,
     Parsed,
+    Problem,
     forbidden,
     invalid,
     not_supported,
@@ -319,7 +321,7 @@ def _rate_condition(r: Obj) -> RateLimitCondition | None:
         v.ctx.extend([invalid(v.at("match"), match, m) for m in rules.token(match, "match")])
         variables.append((name, match))
     if len(variables) > 1:
-        c.ctx.add(invalid(c.at("variables"), len(variables), "must have at most 1 items"))
+        c.ctx.add(Problem(c.at("variables"), TOO_MANY, "must have at most 1 items", len(variables)))
     return RateLimitCondition(tuple(variables), claim, c.boolean("default") is True)
 
 
