@@ -42,6 +42,11 @@ def test_the_models_hold_nics_defaults() -> None:
     ).resource
     assert minimal is not None and minimal.policy == RateLimit(5, "m", "${uri}", 1024 * 1024)
     assert minimal.policy.reject_code == 503 and minimal.policy.log_level == "error"
+    bare = parse_policy(
+        policy("r", {"rateLimit": {"rate": "5r/s", "key": "${uri}", "zoneSize": "64"}})
+    ).resource
+    assert bare is not None and isinstance(bare.policy, RateLimit)
+    assert bare.policy.zone_size == 64 * 1024  # NIC: a bare number is kilobytes
     mtls = parse_policy(policy("m", {"ingressMTLS": {"clientCertSecret": "ca"}})).resource
     assert mtls is not None and mtls.policy == IngressMTLS("ca", "on", 1)
     egress = parse_policy(policy("e", {"egressMTLS": {"tlsSecret": "c"}})).resource
@@ -105,6 +110,16 @@ def test_policies_ferryman_does_not_offer_are_refused_by_name(kind: str, reason:
             "rate",
             ((f"{RL}.zoneSize", "16k"),),
             f'{RL}.zoneSize: Invalid value: "16k": must be greater than 31k',
+        ),
+        (
+            "rate",
+            ((f"{RL}.zoneSize", "16"),),
+            f'{RL}.zoneSize: Invalid value: "16": must be greater',
+        ),
+        (
+            "rate",
+            ((f"{RL}.zoneSize", "0m"),),
+            f'{RL}.zoneSize: Invalid value: "0m": must be greater',
         ),
         ("rate", ((f"{RL}.key", ""),), f"{RL}.key: Required value"),
         (

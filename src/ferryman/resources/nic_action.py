@@ -394,7 +394,7 @@ def _header_names(o: Obj, key: str) -> tuple[str, ...]:
 def _rewrite_path(where: str, value: str, regex: bool) -> list[Problem]:
     out = []
     for i, c in enumerate(value[:-1]):
-        if c == "$" and not value[i + 1].isdigit():
+        if c == "$" and value[i + 1] not in "0123456789":  # Go's Atoi: ASCII digits
             out.append(invalid(where, value, "`$` character can be only followed by a number"))
             break
     if regex:

@@ -271,20 +271,21 @@ def _rate_limit(spec: Obj) -> RateLimit | None:
 
 
 def _zone_size(r: Obj) -> int | None:
+    """Bytes; NIC reads a bare number as kilobytes and wants at least 32 KB."""
     raw = r.text("zoneSize")
     if not raw:
         r.ctx.add(required(r.at("zoneSize")))
         return None
-    size = rules.size_bytes(raw)
-    if size is None:
+    if rules.size_bytes(raw) is None:
         r.ctx.add(invalid(r.at("zoneSize"), raw, rules.SIZE_ERROR))
-    lowered = raw.lower()
-    if (lowered.endswith("k") and lowered[:-1].isdigit() and int(lowered[:-1]) < 32) or (
-        lowered.endswith("m") and lowered[:-1].isdigit() and int(lowered[:-1]) == 0
-    ):
+        return None
+    m = re.fullmatch(r"\s*([0-9]+)([kKmM]?)\s*", raw)
+    assert m is not None  # size_bytes accepted it
+    number, megabytes = int(m.group(1)), m.group(2) in "mM" and m.group(2) != ""
+    if number == 0 or (not megabytes and number < 32):
         r.ctx.add(invalid(r.at("zoneSize"), raw, "must be greater than 31k"))
         return None
-    return size
+    return number * (1024 * 1024 if megabytes else 1024)
 
 
 def _positive(o: Obj, key: str) -> int | None:
