@@ -9,16 +9,11 @@ from ferryman.resources import nic_rules as rules
 from ferryman.resources.nic_action import (
     ACTION_KEYS,
     ERROR_PAGE_KEYS,
-    MATCH_KEYS,
     Action,
     ErrorPage,
-    Match,
     Scope,
-    Split,
     parse_action,
     parse_error_page,
-    parse_match,
-    parse_splits,
 )
 from ferryman.resources.nic_fields import (
     Obj,
@@ -29,6 +24,7 @@ from ferryman.resources.nic_fields import (
     not_supported,
     required,
 )
+from ferryman.resources.nic_match import MATCH_KEYS, Match, Split, parse_match, parse_splits
 
 ROUTE_KEYS = frozenset(
     [
