@@ -193,6 +193,38 @@ def test_policies_ferryman_does_not_offer_are_refused_by_name(kind: str, reason:
         ),
         (
             "jwt",
+            ((f"{JWT}.secret", DELETE), (f"{JWT}.jwksURI", "idp/keys"), (f"{JWT}.keyCache", "1h")),
+            f'{JWT}.jwksURI: Invalid value: "idp/keys": scheme required, please use the prefix '
+            "http(s)://",
+        ),
+        (
+            "jwt",
+            ((f"{JWT}.secret", DELETE), (f"{JWT}.jwksURI", "https://idp:8443/keys")),
+            f"{JWT}.keyCache: Required value: key cache must be set, example value: 1h",
+        ),
+        (
+            "jwt",
+            (
+                (f"{JWT}.secret", DELETE),
+                (f"{JWT}.jwksURI", "https://idp/keys"),
+                (f"{JWT}.keyCache", "1h"),
+                (f"{JWT}.trustedCertSecret", "idp-ca"),
+            ),
+            f"{JWT}.sslVerify: Invalid value: false: sslVerify should be enabled when "
+            "trustedCertSecret is specified",
+        ),
+        (
+            "jwt",
+            (
+                (f"{JWT}.secret", DELETE),
+                (f"{JWT}.jwksURI", "https://idp/keys"),
+                (f"{JWT}.keyCache", "1h"),
+            ),
+            f"{JWT}.jwksURI: Forbidden: not supported by ferryman: keys fetched from a remote "
+            "server; put the JWKS in a Secret of type nginx.org/jwk",
+        ),
+        (
+            "jwt",
             ((f"{JWT}.keyCache", "1h"),),
             f"{JWT}.keyCache: Forbidden: key cache must not be used when using Secret",
         ),

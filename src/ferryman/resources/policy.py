@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ferryman.resources import nic_rules as rules
 from ferryman.resources.meta import Meta
@@ -184,12 +185,7 @@ def _jwt(spec: Obj) -> JWT | None:
         ctx.add(forbidden(j.at("secret"), "only either of Secret or JwksURI can be used"))
         return None
     if jwks:
-        ctx.add(
-            not_supported(
-                j.at("jwksURI"),
-                "keys fetched from a remote server; put the JWKS in a Secret of type nginx.org/jwk",
-            )
-        )
+        _jwks(j, jwks)
         return None
     _secret(j, "secret")
     token = j.text("token")
@@ -202,6 +198,52 @@ def _jwt(spec: Obj) -> JWT | None:
     elif j.text("sniName"):
         ctx.add(forbidden(j.at("sniName"), "sniName can only be set when JwksURI is set"))
     return JWT(realm, secret, token)
+
+
+def _jwks(j: Obj, uri: str) -> None:
+    """NIC's rules for keys from a URL, then ferryman's refusal: the user fixes both at once."""
+    ctx = j.ctx
+    ctx.extend([invalid(j.at("jwksURI"), uri, m) for m in url_problems(uri)])
+    if token := j.text("token"):
+        _jwt_token(j, token)
+    cache = j.text("keyCache")
+    if not cache:
+        ctx.add(required(j.at("keyCache"), "key cache must be set, example value: 1h"))
+    elif rules.time_ms(cache) is None:
+        ctx.add(invalid(j.at("keyCache"), cache, rules.TIME_ERROR))
+    if j.text("sniName") and not j.boolean("sniEnabled"):
+        message = "sniServerName can only be set when sniEnabled is true"
+        ctx.add(forbidden(j.at("sniName"), message))
+    if j.text("trustedCertSecret"):
+        _secret(j, "trustedCertSecret")
+        if not j.boolean("sslVerify"):
+            message = "sslVerify should be enabled when trustedCertSecret is specified"
+            ctx.add(invalid(j.at("sslVerify"), False, message))
+    reason = "keys fetched from a remote server; put the JWKS in a Secret of type nginx.org/jwk"
+    ctx.add(not_supported(j.at("jwksURI"), reason))
+
+
+def url_problems(value: str) -> list[str]:
+    """NIC's validateURL: scheme, host and path present; the host a DNS name; a valid port."""
+    if bad := rules.token(value, "URL"):
+        return bad
+    try:
+        parts = urlsplit(value)
+    except ValueError as e:
+        return [str(e)]
+    if not parts.scheme:
+        return ["scheme required, please use the prefix http(s)://"]
+    if not parts.netloc:
+        return ["hostname required"]
+    if not parts.path:
+        return ["path required"]
+    host, colon, port = parts.netloc.rpartition("@")[2].partition(":")
+    errs = rules.dns1123_subdomain(host)  # as written: urlsplit's hostname is lowercased
+    if colon and not re.fullmatch(r"[0-9]{1,5}", port):
+        errs.append("invalid port")
+    elif colon:
+        errs += rules.port(int(port))
+    return errs
 
 
 def _jwt_token(j: Obj, token: str) -> None:
