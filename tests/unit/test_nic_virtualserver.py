@@ -258,6 +258,10 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         ),
         (((f"{R0}.action", {"pass": "milk"}),), f'{R0}.action.pass: Not found: "milk"'),
         (
+            ((f"{R0}.action", {"pass": ""}),),
+            f"{R0}.action: Required value: action must specify exactly one of",
+        ),
+        (
             ((f"{R0}.action", {"redirect": {"url": "example.com"}}),),
             f'{R0}.action.redirect.url: Invalid value: "example.com": must contain the protocol '
             "with '://', for example http://, https:// or ${scheme}://",

@@ -156,7 +156,8 @@ class Scope:
 
 def parse_action(a: Obj, scope: Scope, internal: bool) -> Action | None:
     ctx = a.ctx
-    if sum(a.has(k) for k in ACTION_KEYS) != 1:
+    # As NIC counts: a non-empty pass, any redirect, return or proxy object.
+    if sum(a.has(k) for k in ACTION_KEYS) - (a.raw.get("pass") == "") != 1:
         ctx.add(
             required(
                 a.path, "action must specify exactly one of `pass`, `redirect`, `return` or `proxy`"
@@ -165,7 +166,7 @@ def parse_action(a: Obj, scope: Scope, internal: bool) -> Action | None:
         return None
     before = len(ctx.problems)
     action: Action | None = None
-    if a.has("pass"):
+    if a.raw.get("pass"):
         name = a.text("pass")
         ctx.extend(_upstream_ref(a.at("pass"), name, scope))
         action = Pass(name)
