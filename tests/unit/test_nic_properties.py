@@ -147,6 +147,8 @@ def test_nginx_syntax_in_a_token_is_refused(data: st.DataObject) -> None:
         at = data.draw(st.sampled_from([6, 8, 10, 15]))
     if where in _WORD_LISTS_AND_NUMBERS and bad in " \t\n\r\x0b\x0c":
         return  # whitespace separates words there, and never travels as text
+    if where.endswith("lb-method") and bad.isspace() and at == len(value):
+        return  # NIC trims lb-method
     doc = edited(VIRTUAL_SERVER, (where, value[:at] + bad + value[at:]))
     found = parse_virtual_server(doc).problems
     assert any(p.field.startswith(where.split("[")[0]) for p in found), (where, found)

@@ -155,6 +155,8 @@ def _rate_condition(r: Obj) -> RateLimitCondition | None:
         claim = (jwt.text("claim"), jwt.text("match"))
         _pattern(jwt, "claim", r'([^$\s"\'])*')
         _pattern(jwt, "match", r'([^$\s."\'])*')
+        for key, value in zip(("claim", "match"), claim, strict=True):
+            jwt.ctx.extend([invalid(jwt.at(key), value, m) for m in rules.token(value, key)])
     variables = []
     for v in c.objs("variables", frozenset({"name", "match"})):
         name, match = v.text("name"), v.text("match")
