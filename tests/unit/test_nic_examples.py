@@ -155,6 +155,28 @@ def test_the_examples_routes_fit_their_virtual_servers(
         assert _check(server, route) == []
 
 
+@pytest.mark.parametrize(
+    ("folder", "routes"),
+    [
+        ("basic-configuration-vsr", ["coffee-virtual-server-route.yaml/coffee"]),
+        (
+            "vsr-route-selector-crossnamespace",
+            ["coffee-virtual-server-route.yaml/coffee", "tea-virtual-server-route.yaml/tea"],
+        ),
+    ],
+)
+def test_routes_selected_by_labels_fit_their_virtual_servers(
+    folder: str, routes: list[str]
+) -> None:
+    server = _example(f"{folder}/cafe-virtual-server.yaml/cafe")
+    for name in routes:
+        route = _example(f"{folder}/{name}")
+        paths = server.selecting_paths(route.meta.labels)
+        assert paths == ("/",)
+        assert check_for_virtual_server(route, server.host, paths) == []
+    assert server.selecting_paths({"app": "other"}) == ()
+
+
 def test_a_route_with_a_subroute_the_virtual_server_does_not_delegate_is_refused() -> None:
     """NIC's README: the VSR is rejected because it has a subroute the VS does not declare."""
     vs = _example("vsr-multiple-regex-routes/virtual-server.yaml/api-gateway")

@@ -88,6 +88,15 @@ class VirtualServer:
         target = RouteRef(namespace, name)
         return tuple(str(r.path) for r in self.routes if r.route == target)
 
+    def selecting_paths(self, labels: Mapping[str, str]) -> tuple[str, ...]:
+        """The normalised paths of the routes whose routeSelector picks a VirtualServerRoute
+        with these labels (in any namespace, as NIC's selector does)."""
+        return tuple(
+            str(r.path)
+            for r in self.routes
+            if r.route_selector and all(labels.get(k) == v for k, v in r.route_selector)
+        )
+
 
 def parse_host(o: Obj) -> str:
     host = o.text("host")
