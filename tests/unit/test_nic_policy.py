@@ -138,7 +138,7 @@ def test_policies_ferryman_does_not_offer_are_refused_by_name(kind: str, reason:
             "rate",
             ((f"{RL}.key", "a;${uri}"),),
             f'{RL}.key: Invalid value: "a;${{uri}}": a key must not contain whitespace, control '
-            "characters, quotes, '\\', ';', '{' or '}' (ferryman): found ';'",
+            "characters, quotes, '\\', '`', ';', '{' or '}' (ferryman): found ';'",
         ),
         (
             "rate",

@@ -160,7 +160,7 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         (
             ((f"{U0}.lb-method", "hash $a;b"),),
             f'{U0}.lb-method: Invalid value: "hash $a;b": a hash key must not contain whitespace, '
-            "control characters, quotes, '\\', ';', '{' or '}' (ferryman): found ';'",
+            "control characters, quotes, '\\', '`', ';', '{' or '}' (ferryman): found ';'",
         ),
         (
             ((f"{U0}.connect-timeout", "10x"),),
@@ -232,7 +232,7 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         (
             ((f"{R0}.path", '/tea"'),),
             f'{R0}.path: Invalid value: "/tea\\"": a path must not contain whitespace, control '
-            "characters, quotes, '\\', ';', '{' or '}' (ferryman): found '\"'",
+            "characters, quotes, '\\', '`', ';', '{' or '}' (ferryman): found '\"'",
         ),
         (((f"{R0}.path", "="),), f"{R0}.path: Required value"),
         (
@@ -243,7 +243,7 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         (
             ((f"{R1}.path", "~ ^/v{2}"),),
             f'{R1}.path: Invalid value: "~ ^/v{{2}}": a regular expression must not contain '
-            "whitespace, control characters, quotes, '\\', ';', '{' or '}' (ferryman): found "
+            "whitespace, control characters, quotes, '\\', '`', ';', '{' or '}' (ferryman): found "
             "'{', '}'",
         ),
         (((f"{R2}.path", "/tea"),), f'{R2}.path: Duplicate value: "/tea"'),
@@ -280,7 +280,8 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         (
             ((f"{R0}.action", {"redirect": {"url": "http://x/a b"}}),),
             f'{R0}.action.redirect.url: Invalid value: "http://x/a b": a URL must not contain '
-            "whitespace, control characters, quotes, '\\', ';', '{' or '}' (ferryman): found ' '",
+            "whitespace, control characters, quotes, '\\', '`', ';', '{' or '}' (ferryman): "
+            "found ' '",
         ),
         (
             ((f"{R0}.action", {"redirect": {"url": "http://x", "code": 200}}),),

@@ -289,7 +289,7 @@ def token(value: str, what: str = "value") -> list[str]:
         return []
     shown = ", ".join(repr(c) for c in bad)
     return [
-        f"a {what} must not contain whitespace, control characters, quotes, '\\', ';', "
+        f"a {what} must not contain whitespace, control characters, quotes, '\\', '`', ';', "
         f"'{{' or '}}' (ferryman): found {shown}"
     ]
 
