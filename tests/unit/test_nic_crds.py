@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +43,22 @@ def test_the_committed_crds_are_the_generated_ones(directory: str) -> None:
     for name, text in nic_crds.files().items():
         committed = ROOT / directory / name
         assert committed.read_text() == text, f"{committed} is stale: run scripts/nic-crds.py"
+
+
+def test_the_script_writes_both_copies(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "nic-crds.py", tmp_path / "scripts")
+    run = subprocess.run(
+        [sys.executable, str(tmp_path / "scripts" / "nic-crds.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    for directory in ("deploy/crds", "charts/ferryman/crds"):
+        for name, text in nic_crds.files().items():
+            assert (tmp_path / directory / name).read_text() == text
 
 
 def test_the_crds_have_nics_names_short_names_and_columns() -> None:
