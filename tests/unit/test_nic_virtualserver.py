@@ -525,3 +525,18 @@ def test_a_route_checked_against_its_virtual_server() -> None:
     ]
     exact = ("spec.subroutes", [{"path": "= /juice", "action": {"pass": "juice"}}])
     assert _vsr_check("cafe.example.com", ("=/juice",), exact) == []
+
+
+def test_the_message_is_kubernetes_aggregate_error() -> None:
+    """NIC puts this text in status.message and the Rejected Event."""
+    assert parse_virtual_server(VIRTUAL_SERVER).message() == ""
+    one = parse_virtual_server(edited(VIRTUAL_SERVER, ("spec.host", "")))
+    assert one.message() == "spec.host: Required value"
+    two = parse_virtual_server(
+        edited(VIRTUAL_SERVER, ("spec.host", ""), (f"{U0}.port", 0), ("spec.upstreams[1].port", 0))
+    )
+    assert two.message() == (
+        "[spec.host: Required value, spec.upstreams[0].port: Invalid value: 0: must be between 1 "
+        "and 65535, inclusive, spec.upstreams[1].port: Invalid value: 0: must be between 1 and "
+        "65535, inclusive]"
+    )

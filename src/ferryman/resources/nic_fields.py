@@ -115,6 +115,14 @@ class Parsed(Generic[T]):
     resource: T | None
     problems: tuple[Problem, ...]
 
+    def message(self) -> str:
+        """The problems as NIC's status message and Event show them (Kubernetes' aggregate
+        error: one as it is, several de-duplicated between brackets)."""
+        texts = list(dict.fromkeys(str(p) for p in self.problems))
+        if len(texts) <= 1:
+            return "".join(texts)
+        return f"[{', '.join(texts)}]"
+
 
 def parse_object_meta(obj: Mapping[str, Any], ctx: Context) -> Meta | None:
     try:
