@@ -57,6 +57,14 @@ def test_the_models_hold_nics_defaults() -> None:
     assert key is not None and key.policy == APIKey((), ("key",), "s")
 
 
+def test_a_policy_without_spec_or_name() -> None:
+    assert parse_policy({"metadata": {"name": "p"}}).message() == "spec: Required value"
+    assert parse_policy({"metadata": {"name": "p"}, "spec": []}).message() == (
+        'spec: Invalid value: "list": must be of type object'
+    )
+    assert parse_policy({"spec": {}}).message() == "metadata: Required value"
+
+
 def test_exactly_one_policy() -> None:
     assert [str(p) for p in parse_policy(policy("p", {})).problems] == [EXACTLY_ONE]
     both = policy("p", {"basicAuth": {"secret": "s"}, "accessControl": {"allow": ["::1"]}})

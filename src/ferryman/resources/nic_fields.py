@@ -130,7 +130,7 @@ def parse_object_meta(obj: Mapping[str, Any], ctx: Context) -> Meta | None:
     except InvalidResource as e:
         for error in e.errors:
             where, _, detail = error.partition(": ")
-            ctx.add(Problem(where, INVALID, detail))
+            ctx.add(required(where) if detail == "required" else Problem(where, INVALID, detail))
         return None
 
 
@@ -163,8 +163,11 @@ class Obj:
 
     @classmethod
     def root(cls, ctx: Context, raw: object, path: str, keys: frozenset[str]) -> Obj | None:
+        if raw is None:
+            ctx.add(required(path))
+            return None
         if not isinstance(raw, Mapping):
-            ctx.add(invalid(path, _shown(raw), "must be an object"))
+            ctx.add(invalid(path, _shown(raw), "must be of type object"))
             return None
         return cls(ctx, raw, path, path, keys)
 
