@@ -166,12 +166,10 @@ def _dns1035(o: Obj, key: str, value: str) -> list[Problem]:
 def _upstream(u: Obj, name: str) -> Upstream | None:
     ctx = u.ctx
     before = len(ctx.problems)
-    for key, message in _PLUS_ONLY.items():
-        if u.has(key) and u.raw.get(key) is not False and u.raw.get(key) != "":
-            ctx.add(forbidden(u.at(key), message))
-    for key, reason in _NOT_SUPPORTED.items():
-        if u.has(key) and u.raw.get(key) is not False and u.raw.get(key) != "":
-            ctx.add(not_supported(u.at(key), reason))
+    # Set as NIC sees it: an object, a non-empty string, true.
+    used = {k for k, v in u.raw.items() if v is not None and v is not False and v != ""}
+    ctx.extend([forbidden(u.at(k), message) for k, message in _PLUS_ONLY.items() if k in used])
+    ctx.extend([not_supported(u.at(k), why) for k, why in _NOT_SUPPORTED.items() if k in used])
     service, namespace = _service(u)
     port = u.integer("port") or 0
     ctx.extend([invalid(u.at("port"), port, m) for m in rules.port(port)])
