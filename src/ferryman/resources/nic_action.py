@@ -278,7 +278,7 @@ def error_page_header(h: Obj) -> Header:
     where = h.at("value")
     if bad := rules.escaped_string(value, "value", '\\"${status}\\"'):
         h.ctx.add(invalid(where, value, bad))
-    h.ctx.extend([invalid(where, value, m) for m in no_line_breaks(value)])
+    h.ctx.extend([invalid(where, value, m) for m in rules.single_line(value)])
     h.ctx.extend(
         [invalid(where, v, m) for v, m in rules.variables(value, (), ERROR_PAGE_VARIABLES)]
     )
@@ -292,7 +292,7 @@ def _proxy_header(h: Obj) -> Header:
     examples = ("Hello World! \\n", '\\"${request_uri}\\" is unavailable. \\n')
     if bad := rules.escaped_string(value, *examples):
         h.ctx.add(invalid(where, value, bad))
-    h.ctx.extend([invalid(where, value, m) for m in no_line_breaks(value)])
+    h.ctx.extend([invalid(where, value, m) for m in rules.single_line(value)])
     h.ctx.extend(
         [
             invalid(where, v, m)
@@ -300,12 +300,6 @@ def _proxy_header(h: Obj) -> Header:
         ]
     )
     return Header(name, value)
-
-
-def no_line_breaks(value: str) -> list[str]:
-    if re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
-        return ["must not contain control characters or line breaks (ferryman)"]
-    return []
 
 
 def _proxy(p: Obj, scope: Scope, internal: bool) -> Proxy:

@@ -9,7 +9,6 @@ from ferryman.resources.nic_action import (
     ACTION_KEYS,
     Action,
     Scope,
-    no_line_breaks,
     parse_action,
 )
 from ferryman.resources.nic_fields import Obj, invalid, required
@@ -135,7 +134,7 @@ def _condition(c: Obj) -> Condition | None:
     value = c.text("value")
     if bad := rules.escaped_string(value, "value-123"):
         ctx.add(invalid(c.at("value"), value, bad))
-    ctx.extend([invalid(c.at("value"), value, m) for m in no_line_breaks(value)])
+    ctx.extend([invalid(c.at("value"), value, m) for m in rules.single_line(value)])
     if len(ctx.problems) != before:
         return None
     return Condition(found[0][0], found[0][1], value)

@@ -239,6 +239,14 @@ def quoted_text(value: str, *examples: str) -> list[str]:
 
 
 _HEADER_VALUE_FMT = r'([^"$\\]|\\[^$])*'
+_LINE_BREAK_OR_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def single_line(value: str) -> list[str]:
+    """Text that must stay on one line: a header value, a realm (a line break injects a header)."""
+    if _LINE_BREAK_OR_CONTROL.search(value):
+        return ["must not contain control characters or line breaks (ferryman)"]
+    return []
 
 
 def header_value(value: str) -> list[str]:
@@ -254,9 +262,7 @@ def header_value(value: str) -> list[str]:
                 "foo",
             )
         )
-    if re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
-        errs.append("must not contain control characters or line breaks (ferryman)")
-    return errs
+    return errs + single_line(value)
 
 
 def realm(value: str) -> list[str]:
@@ -271,9 +277,7 @@ def realm(value: str) -> list[str]:
                 "My Product API",
             )
         )
-    if re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
-        errs.append("must not contain control characters or line breaks (ferryman)")
-    return errs
+    return errs + single_line(value)
 
 
 # ---- tokens ----------------------------------------------------------------------
