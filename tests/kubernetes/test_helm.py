@@ -171,6 +171,22 @@ def test_lint(helm_binary: Path, extra: list[str]) -> None:
     assert "1 chart(s) linted, 0 chart(s) failed" in out
 
 
+def test_the_chart_installs_the_nic_crds(helm_binary: Path) -> None:
+    """crds/ holds deploy/crds' VirtualServer, VirtualServerRoute and Policy CRDs; helm installs
+    them before the templates (and never deletes them: users' objects live in them)."""
+    out = _helm(helm_binary, "template", RELEASE, str(CHART), "--include-crds")
+    crds = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "CustomResourceDefinition"]
+    shipped = [
+        yaml.safe_load(p.read_text()) for p in sorted(ROOT.glob("deploy/crds/k8s.nginx.org_*"))
+    ]
+    assert sorted(c["metadata"]["name"] for c in crds) == [
+        "policies.k8s.nginx.org",
+        "virtualserverroutes.k8s.nginx.org",
+        "virtualservers.k8s.nginx.org",
+    ]
+    assert sorted(crds, key=str) == sorted(shipped, key=str)
+
+
 def test_lint_rejects_bad_values(helm_binary: Path) -> None:
     """values.schema.json: a log level the CLI does not know fails before any cluster sees it."""
     out = subprocess.run(
