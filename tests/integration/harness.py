@@ -586,7 +586,8 @@ def in_flight(f: Ferryman) -> InFlight:
         from ferryman.dataplane.angie import AngiePaths, angie_in_flight
 
         socket = AngiePaths(f.state).version_socket
-        return asyncio.run(angie_in_flight(socket, f.nginx_master_pid()))
+        # As ferryman reads it while no peer left an endpoint set lately.
+        return asyncio.run(angie_in_flight(socket, f.nginx_master_pid(), peers_left=False))
     conf = (f.state / "nginx.conf").read_text()
     m = re.search(r"listen unix:(\S+)/nginx-endpoints\.sock;", conf)
     assert m, "nginx.conf has no push socket"
