@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.in_flight import (
     InFlight,
+    InFlightReader,
     angie_peer_counts,
     angie_replica_count,
     host_of,
@@ -139,3 +140,12 @@ def test_the_gauges_hold_the_last_reading_only() -> None:
     # No reading (the data plane did not answer): nothing.
     metrics.in_flight.reading = None
     assert _samples(metrics) == {}
+
+
+def test_every_data_plane_reads_requests_in_flight() -> None:
+    """The interface other code calls (mypy checks the list's type)."""
+    from ferryman.dataplane.angie import AngieDataPlane
+    from ferryman.dataplane.nginx import NginxManager
+
+    readers: list[type[InFlightReader]] = [NginxManager, AngieDataPlane, FakeDataPlane]
+    assert all(callable(getattr(r, "in_flight", None)) for r in readers)

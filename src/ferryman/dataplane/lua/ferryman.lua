@@ -57,11 +57,12 @@ end
 local NATIVE_NO_ZONE, NATIVE_NO_MEMORY, NATIVE_BAD_KEY = 1, 2, 3
 local native_counts = native and ffi.new("uint64_t[2]")
 -- A module built before it counted requests in flight lacks the function.
-local native_in_flight = native
-    and pcall(function()
-        return native.ngx_http_ferryman_in_flight
-    end)
-    and native.ngx_http_ferryman_in_flight
+local native_in_flight = nil
+if native and pcall(function()
+    return native.ngx_http_ferryman_in_flight
+end) then
+    native_in_flight = native.ngx_http_ferryman_in_flight
+end
 
 local _M = {}
 
