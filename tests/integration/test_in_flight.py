@@ -24,6 +24,7 @@ from tests.integration.harness import (
     ingress,
     path,
     rule,
+    service,
     service_with_backends,
     without_fast_module,
 )
@@ -189,3 +190,29 @@ def test_without_the_module_peers_are_not_measured(
         assert (reading.peers_measured, dict(reading.peers), reading.replica) == (False, {}, 2)
         assert _gauges(ferryman) == ({}, 2)
         assert ferryman.metrics()[MEASURED_GAUGE] == 0
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_ipv6_peers_are_named_as_upstream_addr_names_them(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    pod = backends.start("v6", "::1")
+    slice_ = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "app-v6",
+            "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "app"},
+        },
+        "addressType": "IPv6",
+        "ports": [{"port": pod.port}],
+        "endpoints": [{"addresses": ["0:0::1"], "conditions": {"ready": True}}],
+    }
+    ferryman.write("svc", [*service("app"), slice_])
+    ferryman.write("ing", ingress("app", [rule(HOST, path("/", "app"))]))
+    ferryman.start()
+    with _held(ferryman, pod, 1):
+        reading = in_flight(ferryman)
+        assert dict(reading.peers) == {f"[::1]:{pod.port}": 1}
+        assert reading.to(["::1"]) == reading.to(["0:0:0:0:0:0:0:1"]) == 1
