@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -216,3 +217,43 @@ def test_ipv6_peers_are_named_as_upstream_addr_names_them(
         reading = in_flight(ferryman)
         assert dict(reading.peers) == {f"[::1]:{pod.port}": 1}
         assert reading.to(["::1"]) == reading.to(["0:0:0:0:0:0:0:1"]) == 1
+
+
+def test_a_full_bucket_counts_too_high_never_too_low(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Nine peers whose names share one of the module's buckets (8 slots, picked
+    by the name's CRC-32, as NGINX's ngx_crc32_short computes it), each with a
+    request in flight: the ninth finds no slot and is counted for every peer of
+    the table, so counts run high while it lasts, and all go back to 0."""
+    port = free_port()
+    by_bucket: dict[int, list[str]] = {}
+    for i in range(1, 65536):
+        address = f"127.0.{i >> 8}.{i & 255}"
+        bucket = by_bucket.setdefault(zlib.crc32(f"{address}:{port}".encode()) % 8192, [])
+        bucket.append(address)
+        if len(bucket) == 9:
+            break
+    pods = [backends.start(f"pod{i}", address, port) for i, address in enumerate(bucket)]
+    ferryman.write("svc", service_with_backends("app", pods))
+    ferryman.write("ing", ingress("app", [rule(HOST, path("/", "app"))]))
+    ferryman.start()
+    statuses: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: statuses.append(ferryman.get(HOST, "/x?hold").status))
+        for _ in pods
+    ]
+    for t in threads:
+        t.start()
+    try:
+        eventually(lambda: all(p.holding == 1 for p in pods), 10, "one request held per pod")
+        reading = in_flight(ferryman)
+        assert set(reading.peers) == {f"{a}:{port}" for a in bucket}
+        assert sorted(reading.peers.values()) == [1] + [2] * 8
+    finally:
+        for p in pods:
+            p.release()
+        for t in threads:
+            t.join(15)
+    assert statuses == [200] * 9
+    eventually(lambda: not in_flight(ferryman).peers, 5, "all back to 0")
