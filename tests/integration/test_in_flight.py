@@ -257,3 +257,33 @@ def test_a_full_bucket_counts_too_high_never_too_low(
             t.join(15)
     assert statuses == [200] * 9
     eventually(lambda: not in_flight(ferryman).peers, 5, "all back to 0")
+
+
+def test_counts_return_to_zero_after_concurrent_traffic_with_retries(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Both workers count into the same slots at once (compare-and-swap races),
+    failed attempts among them: when the traffic stops, nothing is left."""
+    pods = [backends.start(f"pod{i}") for i in range(3)]
+    broken = BrokenBackend()
+    _ingress(ferryman, *pods, broken, **{"nginx.org/max-fails": "0"})
+    ferryman.start()
+    statuses: list[int] = []
+
+    def client(n: int) -> None:
+        for i in range(n):
+            statuses.append(ferryman.get(HOST, f"/x?delay=0.0{i % 3}").status)
+
+    try:
+        threads = [threading.Thread(target=client, args=(25,)) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert statuses == [200] * 400
+        assert broken.accepted > 0
+        eventually(lambda: in_flight(ferryman).replica == 0, 5, "replica drained")
+        reading = in_flight(ferryman)
+        assert (dict(reading.peers), reading.peers_measured) == ({}, True)
+    finally:
+        broken.close()
