@@ -499,7 +499,7 @@ async def _run(
         else:
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
-            tasks += cluster.tasks(stop, controller, nginx.in_flight)
+            tasks += cluster.tasks(stop, controller, in_flight)
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(settings, cluster, store, controller, metrics)
                 tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))

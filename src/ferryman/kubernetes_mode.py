@@ -22,8 +22,9 @@ from ferryman.store import Store
 from ferryman.workqueue import WorkQueue
 
 if TYPE_CHECKING:
+    from ferryman.dataplane.in_flight import InFlight
     from ferryman.drains.decide import Flavour
-    from ferryman.drains.replica import DrainAgent, InFlightCounts
+    from ferryman.drains.replica import DrainAgent
     from ferryman.gates.decide import PodKey
     from ferryman.gates.keeper import GateKeeper
     from ferryman.gates.pods import PendingIndex
@@ -79,7 +80,7 @@ class KubernetesMode:
         self,
         stop: asyncio.Event,
         controller: Controller,
-        in_flight: Callable[[], Awaitable[InFlightCounts]],
+        in_flight: Callable[[], Awaitable[InFlight]],
     ) -> list[asyncio.Task[Any]]:
         """``in_flight``: the data plane's requests in flight (machine drains)."""
         from ferryman.gates.report import ReplicaLease, lease_name
@@ -124,7 +125,7 @@ class KubernetesMode:
         controller: Controller,
         lease: ReplicaLease,
         identity: str,
-        in_flight: Callable[[], Awaitable[InFlightCounts]],
+        in_flight: Callable[[], Awaitable[InFlight]],
     ) -> list[asyncio.Task[Any]]:
         from ferryman.drains.keeper import HookKeeper
         from ferryman.drains.replica import DrainAgent

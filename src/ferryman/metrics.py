@@ -187,6 +187,15 @@ class InFlightCollector(Collector):
                 if n:
                     metric.add_sample(name, {"server": server}, float(n))
         yield metric
+        name = "ferryman_upstream_server_requests_in_flight_measured"
+        metric = Metric(
+            name,
+            "1 when the data plane counts requests in flight per upstream server now, "
+            "0 when it cannot (then no server is known to be drained)",
+            "gauge",
+        )
+        metric.add_sample(name, {}, 1.0 if measured else 0.0)
+        yield metric
 
 
 def _children(pid: int) -> list[int]:

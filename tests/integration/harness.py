@@ -187,6 +187,10 @@ class Backend:
         return int(self.server.server_address[1])
 
     @property
+    def address(self) -> str:
+        return str(self.server.server_address[0])
+
+    @property
     def hits(self) -> int:
         return self.server.hits
 
@@ -254,8 +258,8 @@ class Backends:
     def __init__(self) -> None:
         self._all: list[Backend] = []
 
-    def start(self, name: str, address: str = "127.0.0.1") -> Backend:
-        server = _EchoServer(name, address)
+    def start(self, name: str, address: str = "127.0.0.1", port: int = 0) -> Backend:
+        server = _EchoServer(name, address, port)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         b = Backend(name, server)
         self._all.append(b)
@@ -342,6 +346,7 @@ def service_with_backends(
     """A Service plus one EndpointSlice per backend (backends differ by port)."""
     docs = service(name, port, port_name, namespace)
     for b in backends:
+        address = getattr(b, "address", "127.0.0.1")
         sp: dict[str, Any] = {"port": b.port}
         if port_name:
             sp["name"] = port_name
@@ -354,11 +359,11 @@ def service_with_backends(
                     "namespace": namespace,
                     "labels": {"kubernetes.io/service-name": name},
                 },
-                "addressType": "IPv4",
+                "addressType": "IPv6" if ":" in address else "IPv4",
                 "ports": [sp],
                 "endpoints": [
                     {
-                        "addresses": [getattr(b, "address", "127.0.0.1")],
+                        "addresses": [address],
                         "conditions": {"ready": b not in not_ready},
                     }
                 ],
@@ -586,7 +591,8 @@ def in_flight(f: Ferryman) -> InFlight:
         from ferryman.dataplane.angie import AngiePaths, angie_in_flight
 
         socket = AngiePaths(f.state).version_socket
-        return asyncio.run(angie_in_flight(socket, f.nginx_master_pid()))
+        # As ferryman reads it while no peer left an endpoint set lately.
+        return asyncio.run(angie_in_flight(socket, f.nginx_master_pid(), peers_left=False))
     conf = (f.state / "nginx.conf").read_text()
     m = re.search(r"listen unix:(\S+)/nginx-endpoints\.sock;", conf)
     assert m, "nginx.conf has no push socket"

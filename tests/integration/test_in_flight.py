@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.integration.harness import (
     ingress,
     path,
     rule,
+    service,
     service_with_backends,
     without_fast_module,
 )
@@ -31,6 +33,7 @@ from tests.integration.harness import (
 HOST = "app.example.com"
 PEER_GAUGE = "ferryman_upstream_server_requests_in_flight"
 REPLICA_GAUGE = "ferryman_requests_in_flight"
+MEASURED_GAUGE = "ferryman_upstream_server_requests_in_flight_measured"
 
 
 def _peer(b: Backend | BrokenBackend | RemoteBackend) -> str:
@@ -145,20 +148,33 @@ def test_a_client_that_goes_away_leaves_nothing_in_flight(
         pod.release()
 
 
+@pytest.mark.flavours("nginx", "angie")
 def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
     ferryman: Ferryman, backends: Backends
 ) -> None:
-    """The drain's order: the endpoint leaves rotation, then its requests end."""
+    """The drain's order: the endpoint leaves rotation, then its requests end.
+    NGINX still names the peer; Angie cannot (its DNS lookup dropped the peer,
+    which lives on unnamed, a "zombie"), so it says peers are not measured
+    while requests it cannot name are in flight."""
     pod, other = backends.start("pod"), backends.start("other")
     _ingress(ferryman, pod)
     ferryman.start()
     with _held(ferryman, pod, 2):
         _ingress(ferryman, other)
-        eventually(lambda: ferryman.get(HOST, "/").served_by == "other", 5, "pod out")
-        reading = in_flight(ferryman)
-        assert dict(reading.peers) == {_peer(pod): 2}
-        assert reading.to(["127.0.0.1"]) == 2
-    eventually(lambda: not in_flight(ferryman).peers, 5, "pod drained")
+        eventually(lambda: ferryman.get(HOST, "/").served_by == "other", 10, "pod out")
+        m = ferryman.metrics()
+        assert m[REPLICA_GAUGE] == 2
+        if ferryman.flavour == "nginx":
+            reading = in_flight(ferryman)
+            assert dict(reading.peers) == {_peer(pod): 2}
+            assert reading.to(["127.0.0.1"]) == 2
+            assert m[f'{PEER_GAUGE}{{server="{_peer(pod)}"}}'] == 2
+            assert m[MEASURED_GAUGE] == 1
+        else:
+            assert m[MEASURED_GAUGE] == 0
+            assert _gauges(ferryman)[0] == {}
+    assert eventually(lambda: ferryman.metrics()[MEASURED_GAUGE] == 1, 10, "measured again")
+    assert _gauges(ferryman) == ({}, 0)
 
 
 def test_without_the_module_peers_are_not_measured(
@@ -173,5 +189,101 @@ def test_without_the_module_peers_are_not_measured(
     with _held(ferryman, pod, 2):
         reading = in_flight(ferryman)
         assert (reading.peers_measured, dict(reading.peers), reading.replica) == (False, {}, 2)
-        assert _gauges(ferryman)[1] == 2
-        assert _gauges(ferryman)[0] == {}
+        assert _gauges(ferryman) == ({}, 2)
+        assert ferryman.metrics()[MEASURED_GAUGE] == 0
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_ipv6_peers_are_named_as_upstream_addr_names_them(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    pod = backends.start("v6", "::1")
+    slice_ = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "app-v6",
+            "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "app"},
+        },
+        "addressType": "IPv6",
+        "ports": [{"port": pod.port}],
+        "endpoints": [{"addresses": ["0:0::1"], "conditions": {"ready": True}}],
+    }
+    ferryman.write("svc", [*service("app"), slice_])
+    ferryman.write("ing", ingress("app", [rule(HOST, path("/", "app"))]))
+    ferryman.start()
+    with _held(ferryman, pod, 1):
+        reading = in_flight(ferryman)
+        assert dict(reading.peers) == {f"[::1]:{pod.port}": 1}
+        assert reading.to(["::1"]) == reading.to(["0:0:0:0:0:0:0:1"]) == 1
+
+
+def test_a_full_bucket_counts_too_high_never_too_low(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Nine peers whose names share one of the module's buckets (8 slots, picked
+    by the name's CRC-32, as NGINX's ngx_crc32_short computes it), each with a
+    request in flight: the ninth finds no slot and is counted for every peer of
+    the table, so counts run high while it lasts, and all go back to 0."""
+    port = free_port()
+    by_bucket: dict[int, list[str]] = {}
+    for i in range(1, 65536):
+        address = f"127.0.{i >> 8}.{i & 255}"
+        bucket = by_bucket.setdefault(zlib.crc32(f"{address}:{port}".encode()) % 8192, [])
+        bucket.append(address)
+        if len(bucket) == 9:
+            break
+    pods = [backends.start(f"pod{i}", address, port) for i, address in enumerate(bucket)]
+    ferryman.write("svc", service_with_backends("app", pods))
+    ferryman.write("ing", ingress("app", [rule(HOST, path("/", "app"))]))
+    ferryman.start()
+    statuses: list[int] = []
+    threads = [
+        threading.Thread(target=lambda: statuses.append(ferryman.get(HOST, "/x?hold").status))
+        for _ in pods
+    ]
+    for t in threads:
+        t.start()
+    try:
+        eventually(lambda: all(p.holding == 1 for p in pods), 10, "one request held per pod")
+        reading = in_flight(ferryman)
+        assert set(reading.peers) == {f"{a}:{port}" for a in bucket}
+        assert sorted(reading.peers.values()) == [1] + [2] * 8
+    finally:
+        for p in pods:
+            p.release()
+        for t in threads:
+            t.join(15)
+    assert statuses == [200] * 9
+    eventually(lambda: not in_flight(ferryman).peers, 5, "all back to 0")
+
+
+def test_counts_return_to_zero_after_concurrent_traffic_with_retries(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Both workers count into the same slots at once (compare-and-swap races),
+    failed attempts among them: when the traffic stops, nothing is left."""
+    pods = [backends.start(f"pod{i}") for i in range(3)]
+    broken = BrokenBackend()
+    _ingress(ferryman, *pods, broken, **{"nginx.org/max-fails": "0"})
+    ferryman.start()
+    statuses: list[int] = []
+
+    def client(n: int) -> None:
+        for i in range(n):
+            statuses.append(ferryman.get(HOST, f"/x?delay=0.0{i % 3}").status)
+
+    try:
+        threads = [threading.Thread(target=client, args=(25,)) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert statuses == [200] * 400
+        assert broken.accepted > 0
+        eventually(lambda: in_flight(ferryman).replica == 0, 5, "replica drained")
+        reading = in_flight(ferryman)
+        assert (dict(reading.peers), reading.peers_measured) == ({}, True)
+    finally:
+        broken.close()

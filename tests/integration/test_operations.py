@@ -37,11 +37,12 @@ def test_stub_status_numbers_move_with_traffic(ferryman: Ferryman, backends: Bac
         assert served_by(ferryman, "ops.test", f"/{i}") == "app"
     after = ferryman.metrics()
     # Our 10 requests, plus what the scrapes ask NGINX after the first reading:
-    # the first one's fast-path counts, the second one's stub_status. Angie
-    # counts the public servers' requests only (their status_zone).
+    # the first one's fast-path counts and in-flight reading (stub_status and
+    # /in-flight), the second one's stub_status. Angie counts the public
+    # servers' requests only (their status_zone).
     assert after["nginx_ingress_nginx_http_requests_total"] - before[
         "nginx_ingress_nginx_http_requests_total"
-    ] == (12 if ferryman.flavour == "nginx" else 10)
+    ] == (14 if ferryman.flavour == "nginx" else 10)
     assert after["nginx_ingress_nginx_connections_accepted"] >= 10
     assert after["nginx_ingress_nginx_connections_handled"] >= 10
     assert "nginx_ingress_nginx_connections_active" in after

@@ -4,6 +4,7 @@ and its RBAC and args run the real controller under the chart's ServiceAccount."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import itertools
 import subprocess
@@ -27,10 +28,12 @@ from lightkube.resources.rbac_authorization_v1 import (
     Role,
     RoleBinding,
 )
+from lightkube.types import PatchType
 
 from ferryman import cli
 from tests.integration.harness import Ferryman, free_port, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.test_machine_controller import CRD, Machine
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -63,6 +66,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.leaderElection.leaseDuration": 20,
     "controller.leaderElection.renewDeadline": 10,
     "controller.leaderElection.retryPeriod": 2,
+    "controller.machineLifecycleHooks.mode": "openshift",
+    "controller.machineLifecycleHooks.drainTimeout": 90,
     "controller.nginxStatus.port": 8080,
     "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
     "controller.healthStatus.enable": True,
@@ -166,6 +171,22 @@ def test_lint(helm_binary: Path, extra: list[str]) -> None:
     assert "1 chart(s) linted, 0 chart(s) failed" in out
 
 
+def test_the_chart_installs_the_nic_crds(helm_binary: Path) -> None:
+    """crds/ holds deploy/crds' VirtualServer, VirtualServerRoute and Policy CRDs; helm installs
+    them before the templates (and never deletes them: users' objects live in them)."""
+    out = _helm(helm_binary, "template", RELEASE, str(CHART), "--include-crds")
+    crds = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "CustomResourceDefinition"]
+    shipped = [
+        yaml.safe_load(p.read_text()) for p in sorted(ROOT.glob("deploy/crds/k8s.nginx.org_*"))
+    ]
+    assert sorted(c["metadata"]["name"] for c in crds) == [
+        "policies.k8s.nginx.org",
+        "virtualserverroutes.k8s.nginx.org",
+        "virtualservers.k8s.nginx.org",
+    ]
+    assert sorted(crds, key=str) == sorted(shipped, key=str)
+
+
 def test_lint_rejects_bad_values(helm_binary: Path) -> None:
     """values.schema.json: a log level the CLI does not know fails before any cluster sees it."""
     out = subprocess.run(
@@ -265,6 +286,7 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
         "POD_NAME": "metadata.name",
         "POD_NAMESPACE": "metadata.namespace",
+        "NODE_NAME": "spec.nodeName",
     }
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
@@ -501,6 +523,9 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert [status_patch in r["rules"] for r in watched] == [True, True]  # a and b
     reports = _one(docs, "Role", f"{RELEASE}-ferryman-replica-reports")
     assert reports["metadata"]["namespace"] == "ingress"
+    assert (parsed.machine_lifecycle_hooks, parsed.machine_drain_timeout) == ("openshift", 90)
+    env = {e["name"]: e.get("valueFrom") for e in _container(docs)["env"]}
+    assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}
@@ -764,3 +789,49 @@ def test_readiness_gates_run_on_the_charts_rbac(
     with pytest.raises(ApiError) as gone:
         kube.get(Lease, report, namespace=namespace)
     assert gone.value.status.code == 404
+
+
+def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """machineLifecycleHooks.mode: under the chart's ServiceAccount ferryman watches
+    Machines, publishes its report Lease and keeps its pre-drain and pre-terminate
+    hooks on the Machine of the Node its replica runs on."""
+    for doc in codecs.load_all_yaml(CRD.read_text()):
+        with contextlib.suppress(ApiError):
+            kube.create(doc)
+    namespace = f"helm{next(_names)}"
+    values = {
+        "ingressClass.name": f"{namespace}-class",
+        "controller.machineLifecycleHooks.mode": "openshift",
+    }
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    machine = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine"}
+    machine["metadata"] = {"name": "m1", "namespace": namespace}
+    wait_until(lambda: kube.create(Machine.from_dict({**machine, "spec": {}})), 30, "the CRD")
+    kube.patch(
+        Machine.Status, "m1", {"status": {"nodeRef": {"kind": "Node", "name": "edge-node"}}},
+        namespace=namespace, patch_type=PatchType.MERGE,
+    )  # fmt: skip
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=_harness_args(docs),
+        kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace, "NODE_NAME": "edge-node"},
+    )
+    f.start()
+    try:
+        ours = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
+
+        def hooks() -> Any:
+            m = kube.get(Machine, "m1", namespace=namespace).to_dict()
+            return (m.get("spec") or {}).get("lifecycleHooks")
+
+        wanted = {"preDrain": [ours], "preTerminate": [ours]}
+        wait_until(lambda: hooks() == wanted, 20, "ferryman's hooks")
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from ferryman.dataplane.angie import AngieGeneration, angie_counters
+from ferryman.dataplane.angie import AngieGeneration, angie_counters, angie_in_flight
 from ferryman.dataplane.errors import DataPlaneError, ReloadError
 from ferryman.metrics import Metrics, parse_angie_status
 
@@ -47,7 +47,12 @@ class FakeAngieApi:
         app = web.Application()
         app.router.add_get("/status/angie/generation", self._generation)
         app.router.add_get("/status/", self._status)
+        app.router.add_get("/status/http/", self._http)
         return app
+
+    async def _http(self, _: web.Request) -> web.Response:
+        assert isinstance(self.status, dict)
+        return web.json_response(self.status["http"])
 
     async def _generation(self, _: web.Request) -> web.Response:
         return web.json_response(self.generation)
@@ -175,3 +180,33 @@ def test_metrics_scrape_exports_angie_numbers_under_nic_names(tmp_path: Path) ->
         'nginx_ingress_nginx_http_requests_total{class="ferryman"} 4100.0',
     ]:
         assert line in exposed
+
+
+def _upstream(current: int) -> dict[str, Any]:
+    peer = {"server": "80.app.default.ferryman.internal", "selected": {"current": current}}
+    return {"peers": {"10.0.0.1:80": peer}, "keepalive": 0}
+
+
+@pytest.mark.parametrize(
+    ("at_peer", "peers_left", "measured"),
+    [
+        (3, False, True),  # every request at a named peer
+        (3, True, True),  # a peer left, but every request is at a named one
+        (1, False, True),  # the others are not at any upstream (nothing left)
+        (1, True, False),  # the others may be at a peer that left: unnamed
+    ],
+)
+def test_requests_angie_cannot_name_make_peers_unmeasured(
+    tmp_path: Path, at_peer: int, peers_left: bool, measured: bool
+) -> None:
+    """Processing 3 in the public servers' zone; ``at_peer`` of them at a peer."""
+    api = FakeAngieApi()
+    api.status = {**STATUS, "http": {**STATUS["http"], "upstreams": {"u": _upstream(at_peer)}}}
+
+    async def body(socket: Path) -> None:
+        reading = await angie_in_flight(socket, None, peers_left)
+        assert reading.replica == 3
+        assert dict(reading.peers) == {"10.0.0.1:80": at_peer}
+        assert reading.peers_measured is measured
+
+    serve(tmp_path, api, body)

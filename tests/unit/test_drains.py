@@ -135,9 +135,21 @@ def applied(identity: str, in_flight: int | None, node: str = "n2", **kw: Any) -
     )
 
 
-def drain(live: list[DrainReport], now: float = 150.0, announced: bool = True) -> Step:
+def drain(
+    live: list[DrainReport],
+    now: float = 150.0,
+    announced: bool = True,
+    quiet: float | None = 140.0,
+) -> Step:
     obj = machine(deleting=True, pre_drain=[FOREIGN, OURS], pre_terminate=[OURS])
-    return decide.drain(view(obj), "openshift", live, now, 300.0, announced, None)
+    return decide.drain(view(obj), "openshift", live, now, 300.0, announced, None, quiet)
+
+
+def test_a_drain_ends_only_after_looking_drained_for_a_second() -> None:
+    live = [applied("r1", 0), applied("r2", 0)]
+    assert drain(live, now=150.0, quiet=149.5) == Step()
+    assert drain(live, now=150.0, quiet=None) == Step()
+    assert drain(live, now=150.0, quiet=149.0).result == "drained"
 
 
 def test_the_first_look_at_a_deletion_says_draining_and_holds() -> None:

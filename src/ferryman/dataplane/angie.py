@@ -81,20 +81,33 @@ async def angie_counters(socket: Path) -> dict[str, int]:
     return reading
 
 
-async def angie_in_flight(socket: Path, master: int | None) -> InFlight:
+# How long after a peer left an endpoint set Angie may still have requests to it
+# that its API cannot name (seconds; ferryman.lua's GONE_TTL is the same bound).
+PEERS_LEFT_SECONDS = 600.0
+
+
+async def angie_in_flight(socket: Path, master: int | None, peers_left: bool) -> InFlight:
     """Requests in flight now, from Angie's ``/status/http/`` (in_flight.py says
-    which numbers). An upstream's peers live in a zone each configuration makes
-    anew (``noreuse``), so the requests of workers still draining after a
-    reload are in none the API shows: while any such worker runs (``master``'s
-    children), peers are not measured."""
+    which numbers). Two kinds of request to a peer are in no count the API
+    shows, so while either can exist, peers are not measured:
+
+    - a worker still draining after a reload (``master``'s children): an
+      upstream's peers live in a zone each configuration makes anew;
+    - a request to a peer DNS dropped from its upstream (``peers_left``: some
+      peer left an endpoint set lately): the peer lives on unnamed, a
+      "zombie", until its requests end (release builds do not show zombies).
+      Every such request is one of the replica's, not at any named peer: when
+      the replica's requests are all at named peers, there is none.
+    """
     http = _json_object(await _get_json(socket, "/status/http/"))
     try:
         peers, complete = angie_peer_counts(http.get("upstreams", {}))
         replica = angie_replica_count(http.get("server_zones", {}))
     except ValueError as e:
         raise DataPlaneError(f"angie /status/http/: {e}") from e
-    old_workers = worker_processes(master)["old"]
-    return InFlight(peers, replica, peers_measured=complete and old_workers == 0)
+    unnamed = peers_left and replica > sum(peers.values())
+    measured = complete and not unnamed and worker_processes(master)["old"] == 0
+    return InFlight(peers, replica, peers_measured=measured)
 
 
 def _json_object(value: object) -> Mapping[str, object]:
@@ -166,9 +179,11 @@ class AngieDataPlane:
         self._live = False  # the public angie.conf, which includes servers.conf, is loaded
         self._certificates: set[str] = set()  # written certificate files (relative)
         self._version = 0
+        self._peers_left_at = -PEERS_LEFT_SECONDS  # time.monotonic() a peer last left a set
 
     async def in_flight(self) -> InFlight:
-        return await angie_in_flight(self._paths.version_socket, self.manager.pid)
+        left = time.monotonic() - self._peers_left_at < PEERS_LEFT_SECONDS
+        return await angie_in_flight(self._paths.version_socket, self.manager.pid, left)
 
     async def apply(self, files: Mapping[str, str | None]) -> float:
         """ferryman's own files (the public ``angie.conf``), with the servers
@@ -223,6 +238,8 @@ class AngieDataPlane:
                 raise PushError(f"angie did not take the new servers: {e}") from e
             self._servers = text
         self.zone.set_endpoints(endpoints)
+        if any(set(old) - set(endpoints.get(b, ())) for b, old in self._endpoints.items()):
+            self._peers_left_at = time.monotonic()
         self._endpoints = dict(endpoints)
         for rel in self._certificates - config.certificates.keys():
             (self._paths.state_dir / rel).unlink(missing_ok=True)

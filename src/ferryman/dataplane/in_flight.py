@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,15 @@ class InFlight:
         address matches however it is spelled (``fd00:0::1`` is ``fd00::1``)."""
         wanted = {_canonical(a) for a in addresses}
         return sum(n for name, n in self.peers.items() if _canonical(host_of(name)) in wanted)
+
+
+class InFlightReader(Protocol):
+    """What can tell requests in flight: ``NginxManager``, ``AngieDataPlane``,
+    ``FakeDataPlane``."""
+
+    async def in_flight(self) -> InFlight:
+        """Raises ``DataPlaneError`` when the data plane does not answer."""
+        ...
 
 
 def host_of(name: str) -> str:

@@ -39,6 +39,9 @@ STOP_TIMED_OUT = "IngressReplicaStopTimedOut"
 
 Flavour = Literal["openshift", "cluster-api"]
 
+# Seconds a Node must look drained, without a break, before its hook goes.
+SETTLE = 1.0
+
 
 def our_hook(flavour: Flavour) -> Hook:
     """ferryman's hook, where the flavour's API declares hooks."""
@@ -166,16 +169,20 @@ def drain(
     timeout: float,
     announced: bool,
     terminate_since: float | None,
+    quiet_since: float | None = None,
 ) -> Step:
     """A Machine being deleted. ``announced``: the Draining Event was written;
-    ``terminate_since``: when its pre-terminate hook began to wait (None: not yet)."""
+    ``terminate_since``: when its pre-terminate hook began to wait (None: not yet);
+    ``quiet_since``: since when ``waiting_on`` has found nothing, without a break
+    (the drain ends only after ``SETTLE`` seconds of that: a reading is one
+    moment, and a replica publishes only what changed)."""
     hook = our_hook(flavour)
     node = machine.node or "(no Node)"
     if _ours(machine.hooks.pre_drain, hook):
         assert machine.deleting_since is not None
-        waiting = _still_draining(machine.node, live)
+        waiting = waiting_on(machine.node, live)
         elapsed = now - machine.deleting_since
-        if not waiting:
+        if not waiting and quiet_since is not None and now - quiet_since >= SETTLE:
             return Step(
                 (Patch("preDrain", hook, False),),
                 Notice(
@@ -235,7 +242,7 @@ def drain(
     return Step()
 
 
-def _still_draining(node: str, live: list[DrainReport]) -> list[str]:
+def waiting_on(node: str, live: list[DrainReport]) -> list[str]:
     """What keeps ``node`` from being drained, per replica (empty: drained)."""
     waiting = []
     if not live:

@@ -33,6 +33,7 @@ from ferryman.drains.decide import (
     drain,
     keep,
     our_hook,
+    waiting_on,
 )
 from ferryman.drains.replica import STATE_ANNOTATION, DrainAgent, decode
 from ferryman.gates.decide import live_replicas
@@ -72,6 +73,7 @@ class HookKeeper:
         self._events = EventWriter(client, identity, REPORTING_CONTROLLER)
         self._announced: set[str] = set()  # Machine uids told IngressTrafficDraining
         self._terminate_since: dict[str, float] = {}
+        self._quiet_since: dict[str, float] = {}  # Machine uid -> drained-looking since
 
     async def run(self) -> None:
         await self._agent.synced.wait()
@@ -147,6 +149,10 @@ class HookKeeper:
                 draining += holds_drain
                 if not holds_drain and hook in machine.hooks.pre_terminate:
                     self._terminate_since.setdefault(machine.uid, now)
+                if waiting_on(machine.node, live):
+                    self._quiet_since.pop(machine.uid, None)
+                else:
+                    self._quiet_since.setdefault(machine.uid, now)
                 step = drain(
                     machine,
                     flavour,
@@ -155,11 +161,14 @@ class HookKeeper:
                     self._timeout,
                     machine.uid in self._announced,
                     self._terminate_since.get(machine.uid),
+                    self._quiet_since.get(machine.uid),
                 )
             await self._apply(machine, step, now)
         self._metrics.machines_draining.set(draining)
         uids = {m.uid for m in self._agent.machines.values()}
-        for uid in (self._announced | self._terminate_since.keys()) - uids:
+        for uid in (
+            self._announced | self._terminate_since.keys() | self._quiet_since.keys()
+        ) - uids:
             self._forget(uid)
         return busy
 
@@ -217,3 +226,4 @@ class HookKeeper:
     def _forget(self, uid: str) -> None:
         self._announced.discard(uid)
         self._terminate_since.pop(uid, None)
+        self._quiet_since.pop(uid, None)

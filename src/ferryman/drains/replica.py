@@ -20,12 +20,13 @@ import contextlib
 import datetime
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from lightkube import AsyncClient
 from lightkube.generic_resource import create_namespaced_resource
 
+from ferryman.dataplane.in_flight import InFlight
 from ferryman.drains.decide import DrainReport, Flavour, MachineView, leaving_nodes, machine_view
 
 log = logging.getLogger("ferryman.drains")
@@ -40,18 +41,6 @@ MACHINE_RESOURCES = {
     ),
     "cluster-api": create_namespaced_resource("cluster.x-k8s.io", "v1beta2", "Machine", "machines"),
 }
-
-
-class InFlightCounts(Protocol):
-    """What the data plane measures (``dataplane.in_flight.InFlight``)."""
-
-    @property
-    def peers_measured(self) -> bool: ...
-
-    @property
-    def replica(self) -> int: ...
-
-    def to(self, addresses: Iterable[str]) -> int: ...
 
 
 class LeavingNodes(Protocol):
@@ -120,7 +109,7 @@ class DrainAgent:
         identity: str,
         node: str,
         controller: LeavingNodes,
-        in_flight: Callable[[], Awaitable[InFlightCounts]],
+        in_flight: Callable[[], Awaitable[InFlight]],
         on_report: Callable[[], None],
     ) -> None:
         """``node``: where this replica runs ("" unknown: it never fails readiness
@@ -220,7 +209,7 @@ class DrainAgent:
             self._wake.clear()
             applied = self._controller.leaving_applied()
             mine = self.node_leaving()
-            counts: InFlightCounts | None = None
+            counts: InFlight | None = None
             if applied or mine:
                 try:
                     counts = await self._in_flight()

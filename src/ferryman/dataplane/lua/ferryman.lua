@@ -30,6 +30,10 @@ local ssl = require("ngx.ssl")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
+-- Peers that left an endpoint set (see GONE_TTL), apart from the counters: a
+-- full counters dict evicts its least recently used keys, and a peer evicted
+-- from here would read as drained.
+local gone_peers = ngx.shared.ferryman_gone
 
 -- ngx_http_ferryman_module (dataplane/module), when NGINX loaded it: push()
 -- hands it the virtual hosts and endpoint sets its fast path routes with.
@@ -57,11 +61,12 @@ end
 local NATIVE_NO_ZONE, NATIVE_NO_MEMORY, NATIVE_BAD_KEY = 1, 2, 3
 local native_counts = native and ffi.new("uint64_t[2]")
 -- A module built before it counted requests in flight lacks the function.
-local native_in_flight = native
-    and pcall(function()
-        return native.ngx_http_ferryman_in_flight
-    end)
-    and native.ngx_http_ferryman_in_flight
+local native_in_flight = nil
+if native and pcall(function()
+    return native.ngx_http_ferryman_in_flight
+end) then
+    native_in_flight = native.ngx_http_ferryman_in_flight
+end
 
 local _M = {}
 
@@ -596,7 +601,7 @@ end
 local function gone(ids, still)
     for id in pairs(ids) do
         if not still[id] then
-            local ok, err = counters:safe_set("g:" .. id, true, GONE_TTL)
+            local ok, err = gone_peers:safe_set(id, true, GONE_TTL)
             if not ok then
                 ngx.log(ngx.ERR, "ferryman: cannot keep peer ", id, " for /in-flight: ", err)
             end
@@ -709,12 +714,9 @@ function _M.in_flight()
     end
     local ids = all_peer_ids()
     local left = {}
-    for _, key in ipairs(counters:get_keys(0)) do
-        if byte(key, 1) == byte("g") and byte(key, 2) == byte(":") then
-            local id = sub(key, 3)
-            left[id] = true
-            ids[id] = true
-        end
+    for _, id in ipairs(gone_peers:get_keys(0)) do
+        left[id] = true
+        ids[id] = true
     end
     -- One module count per name (ids may spell one address differently),
     -- the slow path's per id.
@@ -725,7 +727,7 @@ function _M.in_flight()
             local slow = counters:get("a:" .. id) or 0
             counts[name] = (counts[name] or tonumber(in_flight_count[0])) + slow
             if left[id] and tonumber(in_flight_count[0]) + slow > 0 then
-                counters:safe_set("g:" .. id, true, GONE_TTL)
+                gone_peers:safe_set(id, true, GONE_TTL)
             end
         end
     end

@@ -1679,6 +1679,7 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
         (void) ngx_atomic_fetch_add(ctx->flight, -1);
         ctx->flight = NULL;
     }
+
     if (ctx->counted && sh != NULL) {
         shpool = ferryman_slab();
         ngx_shmtx_lock(&shpool->mutex);
