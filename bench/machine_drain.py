@@ -65,52 +65,40 @@ import asyncio
 import contextlib
 import os
 import platform
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from lightkube import Client, codecs
-from lightkube.core.decoders import decode_object, decode_watch_event
+from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
-from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Event, Namespace, Node, Pod
-from lightkube.types import PatchType
-from tests.integration.harness import Ferryman, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
-from tests.kubernetes.kubelet import Kubelet, echo_command
-from tests.kubernetes.workloads import rolled_out, service
+from lightkube.resources.core_v1 import Node, Pod
+from tests.kubernetes.apiserver import wait_until
+from tests.kubernetes.workloads import rolled_out
 
-from bench.processes import FERRYMAN, ROOT, dump
-from bench.rollout import SLOW, Tally, app_deployment, failure_kind, upstream_errors
+from bench.drain_cluster import (
+    APP,
+    HOST,
+    MACHINE,
+    MACHINE_NAMESPACE,
+    NAMESPACE,
+    NODES,
+    REPLICA_POD,
+    Cluster,
+    Machine,
+    drained,
+    instance,
+    leader,
+    machine,
+    machine_events,
+    pods_on,
+)
+from bench.processes import dump
+from bench.rollout import SLOW, Tally, failure_kind, upstream_errors
 
-NAMESPACE = "bench"
-MACHINE_NAMESPACE = "openshift-machine-api"
-MACHINE = "worker-0"
-APP = "web"
-HOST = "drain.bench.test"
-INGRESS_CLASS = "ferryman"
-CRD = ROOT / "deploy" / "crds" / "machines.machine.openshift.io.yaml"
-Machine = create_namespaced_resource("machine.openshift.io", "v1beta1", "Machine", "machines")
-# Kubelet indexes pick each Node's /24 (10.<232+index>.x.0) and network namespace:
-# the test fixtures use 0, 1 and 8 upward, so a bench run beside them collides with none.
-NODES = {"shared": ("shared-node", 21), "machine": ("machine-node", 20)}
 TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default (bench/rollout.py's)
-# Leader election paced for a run of a minute or two (the test suite's timings).
-LEADER_TIMINGS = [
-    "--leader-election-lease-duration", "20",
-    "--leader-election-renew-deadline", "15",
-    "--leader-election-retry-period", "1",
-]  # fmt: skip
 PHASES = ("before", "hooks", "drain", "terminate", "removal", "after")
 # The moment each phase begins (a Timeline mark).
 PHASE_STARTS = {
@@ -121,25 +109,7 @@ PHASE_STARTS = {
     "machine_gone": "after",
 }
 REPLICA_STEPS = ("replica_unready", "replica_evicted", "replica_exited", "replica_killed")
-# The replica on the Machine's Node runs outside the Node's network namespace
-# (the load reaches it on loopback); its pod's process, run by that Node's
-# kubelet, passes the kubelet's SIGTERM on to it and lives as long as it does,
-# so the drain evicts the replica and waits for it as for any pod.
-REPLICA_POD = "ferryman-replica"
-RELAY = """
-import os, signal, sys, time
-pid = int(sys.argv[1])
-signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGTERM))
-print("ready", flush=True)
-def alive():
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-while alive():
-    time.sleep(0.05)
-"""
+
 
 # -------------------------------------------------------------------- pure parts
 
@@ -341,253 +311,6 @@ async def _client(
             if late > 0:
                 tally.not_sent += int(late / interval)
             due = max(due + interval, time.monotonic())
-
-
-# -------------------------------------------------------------------- the cluster
-
-
-def pods_on(kube: Client, node: str) -> set[str]:
-    return {
-        p.metadata.name
-        for p in kube.list(Pod, namespace=NAMESPACE, labels={"app": APP})
-        if p.spec.nodeName == node and not p.metadata.deletionTimestamp
-    }
-
-
-def warm_decoders() -> None:
-    """lightkube's decoders (msgspec) build a type's decoder on first use; two
-    threads doing that at once crashed this interpreter (SIGSEGV in msgspec's
-    _core: both kubelets' watches decoding their first Pod), so build them here."""
-    for res in (Pod, Node):
-        decode_object(b'{"apiVersion": "v1", "metadata": {"name": "warm"}}', res)
-    decode_watch_event(b'{"type": "ADDED", "object": {}}')
-
-
-def pod_ready(kube: Client, name: str) -> bool:
-    pod = kube.get(Pod, name, namespace=NAMESPACE)
-    conditions = (pod.status.conditions if pod.status else None) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-def replica_pod(node: str, grace: float) -> dict[str, Any]:
-    """The pod of the replica on ``node`` (REPLICA_POD); its grace period leaves
-    the replica's own, and then time for requests in flight (deploy/'s 60 s
-    for a 15 s one)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": REPLICA_POD, "namespace": NAMESPACE, "labels": {"app": "ferryman"}},
-        "spec": {
-            "nodeName": node,
-            "terminationGracePeriodSeconds": int(grace) + 45,
-            "containers": [{"name": "ferryman", "image": "ferryman"}],
-        },
-    }
-
-
-def machine_crd(kube: Client) -> None:
-    for doc in codecs.load_all_yaml(CRD.read_text()):
-        kube.create(doc)
-
-    def established() -> bool:
-        crd = kube.get(CustomResourceDefinition, "machines.machine.openshift.io")
-        conditions = (crd.status.conditions if crd.status else None) or []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until(established, 30, "the Machine CRD")
-    wait_until(lambda: list(kube.list(Machine, namespace="*")) is not None, 30, "Machines")
-
-
-def make_machine(kube: Client, node: str, instances: Path) -> None:
-    """A Machine whose instance (the local provider's file) runs ``node``."""
-    kube.create(
-        Machine.from_dict(
-            {
-                "apiVersion": "machine.openshift.io/v1beta1",
-                "kind": "Machine",
-                "metadata": {"name": MACHINE, "namespace": MACHINE_NAMESPACE},
-                "spec": {"providerID": f"local:///{MACHINE_NAMESPACE}/{MACHINE}"},
-            }
-        )
-    )
-    instance(instances).write_text("running\n")
-    kube.patch(
-        Machine.Status, MACHINE,
-        {"status": {"nodeRef": {"kind": "Node", "name": node}, "phase": "Running"}},
-        namespace=MACHINE_NAMESPACE, patch_type=PatchType.MERGE,
-    )  # fmt: skip
-
-
-def instance(instances: Path) -> Path:
-    return instances / f"{MACHINE_NAMESPACE}.{MACHINE}"
-
-
-def machine(kube: Client) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = kube.get(Machine, MACHINE, namespace=MACHINE_NAMESPACE).to_dict()
-    except ApiError as e:
-        if e.status.code == 404:
-            return None
-        raise
-    return data
-
-
-def our_hooks(m: dict[str, Any] | None) -> set[str]:
-    """The points where ferryman's hook sits on the Machine."""
-    hooks = ((m or {}).get("spec") or {}).get("lifecycleHooks") or {}
-    return {p for p, hs in hooks.items() if any(h["name"] == "IngressTrafficDrain" for h in hs)}
-
-
-def drained(m: dict[str, Any]) -> bool:
-    conditions = (m.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Drained" and c["status"] == "True" for c in conditions)
-
-
-def machine_events(kube: Client, since: float) -> list[tuple[str, float]]:
-    """(reason, seconds after ``since``, a wall-clock time) of the Machine's Events."""
-    found = kube.list(
-        Event, namespace=MACHINE_NAMESPACE,
-        fields={"involvedObject.kind": "Machine", "involvedObject.name": MACHINE},
-    )  # fmt: skip
-    timed = [(e.eventTime.timestamp(), e.reason or "") for e in found if e.eventTime]
-    return [(reason, round(t - since, 2)) for t, reason in sorted(timed)]
-
-
-def leader(kube: Client) -> str | None:
-    try:
-        lease = kube.get(Lease, "ferryman-leader-election", namespace=NAMESPACE)
-    except ApiError:
-        return None
-    return lease.spec.holderIdentity if lease.spec else None
-
-
-class Cluster:
-    """Everything the bench starts, stopped in reverse order (each at most once)."""
-
-    def __init__(self, args: argparse.Namespace, work: Path) -> None:
-        self.args, self.work = args, work
-        self.instances = work / "instances"
-        self.server = APIServer(build(), work / "apiserver", "--controllers", "all")
-        self.kubelets: dict[str, Kubelet] = {}
-        self.replicas: dict[str, Ferryman] = {}
-        self.controller: subprocess.Popen[bytes] | None = None
-        self.kubelet_stopped = threading.Event()
-        self._stopping: threading.Thread | None = None  # the Machine's kubelet, once gone
-
-    def start(self) -> Client:
-        args = self.args
-        self.server.start()
-        kube = self.server.client()
-        machine_crd(kube)
-        self.instances.mkdir(parents=True, exist_ok=True)
-        with (self.work / "machine-controller.log").open("ab") as log:
-            self.controller = subprocess.Popen(
-                [str(FERRYMAN), "machine-controller", "--kubeconfig", self.server.kubeconfig,
-                 "--instances-dir", str(self.instances)],
-                stdout=log, stderr=log,
-            )  # fmt: skip
-        warm_decoders()
-        for role, (node, index) in NODES.items():
-            kubelet = Kubelet(
-                self.server.kubeconfig, self.work / f"kubelet-{role}", node, index,
-                command=self._command, bind=role == "machine",
-            )  # fmt: skip
-            kubelet.start()
-            self.kubelets[role] = kubelet
-        for ns in (NAMESPACE, MACHINE_NAMESPACE):
-            kube.create(Namespace(metadata=ObjectMeta(name=ns)))
-        # Two pods on the Machine's Node, then two on the shared one.
-        first = argparse.Namespace(**{**vars(args), "replicas": 2, "gates": False})
-        apply(kube, app_deployment(first), service(APP, NAMESPACE))
-        apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
-        wait_until(lambda: rolled_out(kube, NAMESPACE, APP, 2), 120, "the Machine's pods")
-        self.kubelets["machine"].bind, self.kubelets["shared"].bind = False, True
-        kube.patch(
-            Deployment, APP, {"spec": {"replicas": 4}}, namespace=NAMESPACE,
-            patch_type=PatchType.MERGE,
-        )  # fmt: skip
-        wait_until(lambda: rolled_out(kube, NAMESPACE, APP, 4), 120, "the shared Node's pods")
-        for role, (node, _) in NODES.items():
-            placed = pods_on(kube, node)
-            assert len(placed) == 2, f"{role} Node runs {placed}"
-        make_machine(kube, NODES["machine"][0], self.instances)
-        wait_until(
-            lambda: (
-                "machine.machine.openshift.io"
-                in (machine(kube) or {})["metadata"].get("finalizers", [])
-            ),
-            60,
-            "the machine controller's finalizer",
-        )
-        # The first to start leads, as a rule.
-        for role in sorted(NODES, key=lambda r: r != args.leader):
-            self.replicas[role] = f = self._ferryman(role)
-            f.start(wait=False)
-            f.wait_ready(60)
-        kube.create(Pod.from_dict(replica_pod(NODES["machine"][0], args.grace)))
-        wait_until(lambda: pod_ready(kube, REPLICA_POD), 30, "the replica's pod")
-        if args.hook:
-            want = {"preDrain", "preTerminate"}
-            wait_until(lambda: our_hooks(machine(kube)) == want, 60, "ferryman's hooks")
-        every = pods_on(kube, NODES["machine"][0]) | pods_on(kube, NODES["shared"][0])
-        for f in self.replicas.values():
-            wait_until(
-                lambda f=f: {f.get(HOST, f"/warm/{i}").served_by for i in range(40)} == every,
-                60,
-                "both replicas route to every pod",
-            )
-        return kube
-
-    def _command(self, pod: dict[str, Any], ip: str, ports: list[int]) -> list[str]:
-        if pod["metadata"]["name"] != REPLICA_POD:
-            return echo_command(pod, ip, ports)
-        f = self.replicas["machine"]
-        assert f.proc is not None
-        return [sys.executable, "-c", RELAY, str(f.proc.pid)]
-
-    def _ferryman(self, role: str) -> Ferryman:
-        args = self.args
-        hooks = ["--machine-lifecycle-hooks", "openshift"] if args.hook else []
-        timeout = ["--machine-drain-timeout", f"{args.drain_timeout:g}"] if args.hook else []
-        return Ferryman(
-            self.work / f"ferryman-{role}",
-            extra_args=[
-                "--watch-namespace", NAMESPACE, "--ingress-class", INGRESS_CLASS,
-                "--shutdown-grace-period", f"{args.grace:g}", *LEADER_TIMINGS, *hooks, *timeout,
-            ],
-            kubeconfig=self.server.kubeconfig,
-            env={"POD_NAME": f"ferryman-{role}", "POD_NAMESPACE": NAMESPACE,
-                 "NODE_NAME": NODES[role][0]},
-        )  # fmt: skip
-
-    def machine_gone(self) -> None:
-        """What the instance's deletion does to what ran there: its kubelet and
-        network go (in the background: stopping takes a while), and a replica
-        still running (its drain given up on) dies."""
-        f = self.replicas["machine"]
-        if f.proc is not None and f.proc.poll() is None:
-            f.proc.kill()
-
-        def stop() -> None:
-            self.kubelets["machine"].stop()
-            self.kubelet_stopped.set()
-
-        self._stopping = threading.Thread(target=stop, daemon=True)
-        self._stopping.start()
-
-    def stop(self) -> None:
-        for f in self.replicas.values():
-            if f.proc is not None:
-                f.stop()
-        for role, kubelet in self.kubelets.items():
-            if role == "machine" and self._stopping is not None:
-                self._stopping.join(60)
-            else:
-                kubelet.stop()
-        if self.controller is not None:
-            self.controller.terminate()
-            self.controller.wait(10)
-        self.server.stop()
 
 
 def watch_deletion(kube: Client, cluster: Cluster, timeline: Timeline) -> None:
