@@ -223,13 +223,13 @@ class Cluster:
         first = argparse.Namespace(**{**vars(args), "replicas": 2, "gates": False})
         apply(kube, app_deployment(first), service(APP, NAMESPACE))
         apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
-        wait_until(lambda: rolled_out(kube, NAMESPACE, APP, 2), 120, "the Machine's pods")
+        self._wait_pods(kube, 2, "the Machine's pods")
         self.kubelets["machine"].bind, self.kubelets["shared"].bind = False, True
         kube.patch(
             Deployment, APP, {"spec": {"replicas": 4}}, namespace=NAMESPACE,
             patch_type=PatchType.MERGE,
         )  # fmt: skip
-        wait_until(lambda: rolled_out(kube, NAMESPACE, APP, 4), 120, "the shared Node's pods")
+        self._wait_pods(kube, 4, "the shared Node's pods")
         for role, (node, _) in NODES.items():
             placed = pods_on(kube, node)
             assert len(placed) == 2, f"{role} Node runs {placed}"
@@ -260,6 +260,15 @@ class Cluster:
                 "both replicas route to every pod",
             )
         return kube
+
+    def _wait_pods(self, kube: Client, replicas: int, what: str) -> None:
+        """Until the Deployment has ``replicas`` pods available; a timeout says
+        what the kubelets failed to do."""
+        try:
+            wait_until(lambda: rolled_out(kube, NAMESPACE, APP, replicas), 120, what)
+        except AssertionError as e:
+            errors = {role: k.errors[-3:] for role, k in self.kubelets.items() if k.errors}
+            raise AssertionError(f"{e}; kubelet errors: {errors or 'none'}") from None
 
     def _command(self, pod: dict[str, Any], ip: str, ports: list[int]) -> list[str]:
         if pod["metadata"]["name"] != REPLICA_POD:
