@@ -35,9 +35,10 @@ def test_the_machine_drain_bench_runs_and_reports(tmp_path: Path, mode: str) -> 
         assert reasons[0] == "DrainProceeds"
         return
     # The hook: traffic left before the drain began, and nothing failed.
-    assert reasons[:4] == [
-        "IngressTrafficDraining", "DrainBlocked", "IngressTrafficDrained", "DrainProceeds",
-    ]  # fmt: skip
+    # (The machine controller's DrainBlocked and ferryman's Draining race.)
+    order = [reasons.index(r) for r in ("IngressTrafficDraining", "IngressTrafficDrained")]
+    assert order[0] < order[1] < reasons.index("DrainProceeds")
+    assert "DrainBlocked" in reasons[: order[1]]
     # The pre-terminate hook went once the replica had stopped (after the drain
     # began; the machine controller's own Events may come later).
     assert reasons.index("IngressReplicaStopped") > reasons.index("DrainProceeds")
