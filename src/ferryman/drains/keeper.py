@@ -79,7 +79,9 @@ class HookKeeper:
         await self._agent.synced.wait()
         while True:
             self._agent.machines_changed.clear()
-            busy = False
+            # A follower looks every ROUND_EVERY too (it costs no API call), so a
+            # replica that becomes leader mid-drain takes over within a second.
+            busy = True
             if self._is_leader():
                 try:
                     busy = await self.round(time.time())

@@ -106,7 +106,9 @@ async def keep_ca_bundle(client: AsyncClient, name: str, ca: Callable[[], bytes]
 
     async def changed(config: MutatingWebhookConfiguration | None) -> None:
         if config is not None:
-            await ensure_ca_bundle(client, config, ca())
+            # Read afresh: a watch may deliver an older version after the write
+            # that put the caBundle back, which would write it a second time.
+            await ensure_ca_bundle(client, name, ca())
 
     await watch_named(client, MutatingWebhookConfiguration, name, None, changed)
 
