@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from lightkube import Client, codecs
-from lightkube.core.decoders import decode_object, decode_watch_event
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Event, Namespace, Node, Pod
+from lightkube.resources.core_v1 import Event, Namespace, Pod
 from lightkube.types import PatchType
 from tests.integration.harness import Ferryman, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
@@ -75,15 +74,6 @@ def pods_on(kube: Client, node: str) -> set[str]:
         for p in kube.list(Pod, namespace=NAMESPACE, labels={"app": APP})
         if p.spec.nodeName == node and not p.metadata.deletionTimestamp
     }
-
-
-def warm_decoders() -> None:
-    """lightkube's decoders (msgspec) build a type's decoder on first use; two
-    threads doing that at once crashed this interpreter (SIGSEGV in msgspec's
-    _core: both kubelets' watches decoding their first Pod), so build them here."""
-    for res in (Pod, Node):
-        decode_object(b'{"apiVersion": "v1", "metadata": {"name": "warm"}}', res)
-    decode_watch_event(b'{"type": "ADDED", "object": {}}')
 
 
 def pod_ready(kube: Client, name: str) -> bool:
@@ -209,7 +199,6 @@ class Cluster:
                  "--instances-dir", str(self.instances)],
                 stdout=log, stderr=log,
             )  # fmt: skip
-        warm_decoders()
         for role, (node, index) in NODES.items():
             kubelet = Kubelet(
                 self.server.kubeconfig, self.work / f"kubelet-{role}", node, index,

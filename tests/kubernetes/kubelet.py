@@ -55,6 +55,7 @@ from typing import Any
 import msgspec
 from lightkube import Client
 from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.decoders import decode_object, decode_watch_event
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
@@ -91,6 +92,20 @@ class _Run:
     exited: bool = False
     terminating: bool = False
     done: threading.Event = field(default_factory=threading.Event)
+
+
+_warmed = threading.Lock()
+
+
+def _warm_decoders() -> None:
+    """lightkube's decoders (msgspec) build a type's decoder on first use; two
+    threads doing that at once crashed the interpreter (SIGSEGV in msgspec's
+    _core: two kubelets' watches decoding their first Pod, seen by
+    bench/machine_drain.py), so the first kubelet builds them before any thread."""
+    with _warmed:
+        for res in (Pod, Node):
+            decode_object(b'{"apiVersion": "v1", "metadata": {"name": "warm"}}', res)
+        decode_watch_event(b'{"type": "ADDED", "object": {}}')
 
 
 class Kubelet:
@@ -135,6 +150,7 @@ class Kubelet:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        _warm_decoders()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._create_network()
         self._register_node()
