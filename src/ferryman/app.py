@@ -35,7 +35,7 @@ from ferryman.dataplane.nginx import (
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
-from ferryman.kubernetes_mode import KubernetesMode
+from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics, parse_stub_status
@@ -532,10 +532,18 @@ async def _run(
     finally:
         started = False
         unwatch.set()
-        for t in tasks:
+        # This replica's report Lease goes last: withdrawing it tells the leader
+        # the replica has stopped (a Machine's pre-terminate hook waits for
+        # that), which is not so while NGINX still serves.
+        report = [t for t in tasks if t.get_name() == REPLICA_REPORT]
+        others = [t for t in tasks if t not in report]
+        for t in others:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*others, return_exceptions=True)
         await nginx.stop()
+        for t in report:
+            t.cancel()
+        await asyncio.gather(*report, return_exceptions=True)
         if dns is not None:
             await dns.stop()
         await probes.stop()

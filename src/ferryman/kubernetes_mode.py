@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from ferryman.webhook.server import WebhookServer
 
 
+# The task publishing this replica's report Lease: app stops it after NGINX.
+REPLICA_REPORT = "replica-report"
+
+
 class KubernetesMode:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
@@ -112,7 +116,7 @@ class KubernetesMode:
             settings.lease_duration,
             (lambda: self.drains.annotations() if self.drains else {}),
         )
-        tasks.append(asyncio.create_task(lease.run(), name="replica-report"))
+        tasks.append(asyncio.create_task(lease.run(), name=REPLICA_REPORT))
         if settings.readiness_gates:
             self.gates = self._gate_keeper(controller, lease)
             tasks += self.gates.tasks()

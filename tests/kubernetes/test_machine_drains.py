@@ -15,6 +15,7 @@ flight finishing before the drain goes on.
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from lightkube import Client, codecs
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.core_v1 import Event as CoreEvent
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
@@ -201,8 +203,10 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     wait_until(lambda: hooks(kube, ns, "m-a").get("preDrain") == [FOREIGN], 15, "our hook removed")
     held = time.monotonic() - started
     assert held >= 3, f"released after {held:.1f}s, with a request in flight"
-    assert condition(get(kube, ns, "m-a"), "Drainable") == blocked("Drainable", "Drain", FOREIGN_GO)
-    assert ours_only(events(kube, ns, "m-a")) == ["IngressTrafficDraining", "IngressTrafficDrained"]
+    only_foreign = blocked("Drainable", "Drain", FOREIGN_GO)
+    wait_until(lambda: condition(get(kube, ns, "m-a"), "Drainable") == only_foreign, 10, "cond")
+    ours = ["IngressTrafficDraining", "IngressTrafficDrained"]
+    wait_until(lambda: ours_only(events(kube, ns, "m-a")) == ours, 10, "Drained")
     drained = 'ferryman_machine_drains_total{result="drained"}'
     assert sum(f.metrics().get(drained, 0) for f in (on_node, elsewhere)) == 1  # the leader's
 
@@ -216,12 +220,32 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
         "drained",
     )
     assert hooks(kube, ns, "m-a").get("preTerminate") == [OURS]
+    # A client that ignored readiness is still answered while the replica stops.
+    late, late_answer = slow_request(on_node, "drain.test", 3)
+    wait_until(lambda: on_node.metrics().get("ferryman_requests_in_flight", 0) >= 1, 10, "late")
     on_node.stop()
+    late.join(30)
+    assert late_answer == [(200, "web-b")]
     wait_until(lambda: _gone(kube, ns, "m-a"), 60, "the Machine deleted")
     reasons = ours_only(events(kube, ns, "m-a"))
     assert reasons == ["IngressTrafficDraining", "IngressTrafficDrained", "IngressReplicaStopped"]
+    # Stopped means stopped: the replica's NGINX had exited before the hook went.
+    assert nginx_stopped_at(on_node) <= event_time(kube, ns, "m-a", "IngressReplicaStopped")
     # Traffic went on through the other replica all along.
     assert answering(elsewhere, "drain.test") == {"web-b"}
+
+
+def nginx_stopped_at(f: Ferryman) -> float:
+    """When ``f`` logged that its NGINX had exited (seconds since the epoch)."""
+    (line,) = [line for line in f.logs().splitlines() if 'msg="nginx stopped"' in line]
+    return datetime.datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00")).timestamp()
+
+
+def event_time(kube: Client, ns: str, machine: str, reason: str) -> float:
+    fields = {"involvedObject.kind": "Machine", "involvedObject.name": machine, "reason": reason}
+    (event,) = kube.list(CoreEvent, namespace=ns, fields=fields)
+    assert event.eventTime is not None
+    return float(event.eventTime.timestamp())
 
 
 def answering(f: Ferryman, host: str) -> set[str | None]:
