@@ -229,6 +229,8 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     wait_until(lambda: _gone(kube, ns, "m-a"), 60, "the Machine deleted")
     reasons = ours_only(events(kube, ns, "m-a"))
     assert reasons == ["IngressTrafficDraining", "IngressTrafficDrained", "IngressReplicaStopped"]
+    # One drain: hook writes during it never make the machine controller drain again.
+    assert [r for r, _ in events(kube, ns, "m-a")].count("DrainProceeds") == 1
     # Stopped means stopped: the replica's NGINX had exited before the hook went.
     assert nginx_stopped_at(on_node) <= event_time(kube, ns, "m-a", "IngressReplicaStopped")
     # Traffic went on through the other replica all along.

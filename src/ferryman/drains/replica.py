@@ -20,6 +20,7 @@ import contextlib
 import datetime
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -123,6 +124,7 @@ class DrainAgent:
         self._in_flight = in_flight
         self._on_report = on_report
         self.machines: dict[tuple[str, str], MachineView] = {}
+        self._seen_deleting: dict[str, float] = {}  # Machine uid -> when first seen deleting
         self.synced = asyncio.Event()
         # Set on every Machine change: the leader's keeper looks again.
         self.machines_changed = asyncio.Event()
@@ -157,9 +159,18 @@ class DrainAgent:
 
     def _upsert(self, obj: Mapping[str, Any]) -> None:
         md = obj.get("metadata") or {}
-        view = machine_view(obj, rfc3339_seconds(md.get("deletionTimestamp")))
+        view = machine_view(obj, self._deleting_since(md))
         if view is not None:
             self.machines[(view.namespace, view.name)] = view
+
+    def _deleting_since(self, md: Mapping[str, Any]) -> float | None:
+        """When the deletion began: ``deletionTimestamp`` has whole seconds, so
+        when this watch saw it within that second, the moment it saw it."""
+        stamp = rfc3339_seconds(md.get("deletionTimestamp"))
+        if stamp is None:
+            return None
+        seen = self._seen_deleting.setdefault(str(md.get("uid") or ""), time.time())
+        return seen if stamp <= seen < stamp + 1 else stamp
 
     def _changed(self) -> None:
         self._controller.set_leaving_nodes(self._leaving())
@@ -182,6 +193,8 @@ class DrainAgent:
                 old, self.machines = self.machines, seen
                 async for obj in listing:
                     self._upsert(_plain(obj))
+                uids = {m.uid for m in seen.values()}
+                self._seen_deleting = {u: t for u, t in self._seen_deleting.items() if u in uids}
                 self._changed()
                 self.synced.set()
                 del old
@@ -194,6 +207,7 @@ class DrainAgent:
                     if event == "DELETED":
                         md = data.get("metadata") or {}
                         self.machines.pop((md.get("namespace") or "", md.get("name") or ""), None)
+                        self._seen_deleting.pop(str(md.get("uid") or ""), None)
                     else:
                         self._upsert(data)
                     self._changed()

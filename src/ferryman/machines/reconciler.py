@@ -218,9 +218,22 @@ class MachineReconciler:
         self._next_round.pop(uid, None)
 
     async def _set_drained(self, machine: dict[str, Any], condition: conditions.Condition) -> None:
-        current = (machine.get("status") or {}).get("conditions") or []
-        merged = conditions.merged(current, [condition], _now())
-        await self._patch(machine, {"status": {"conditions": merged}}, status_subresource=True)
+        """Writes the drain's outcome against the Machine as it is now: a hook
+        owner releasing its hook during the round changed it (409), and failing
+        the reconcile for that would drain a drained Node again."""
+        for attempt in range(5):
+            current = (machine.get("status") or {}).get("conditions") or []
+            merged = conditions.merged(current, [condition], _now())
+            try:
+                await self._patch(
+                    machine, {"status": {"conditions": merged}}, status_subresource=True
+                )
+                return
+            except ApiError as e:
+                if e.status.code != 409 or attempt == 4:
+                    raise
+            md = machine["metadata"]
+            machine = _plain(await self._client.get(Machine, md["name"], namespace=md["namespace"]))
 
     async def _patch(
         self, machine: Mapping[str, Any], body: dict[str, Any], *, status_subresource: bool = False
