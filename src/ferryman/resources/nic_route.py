@@ -120,7 +120,7 @@ def _regex_problems(where: str, raw: str, regex: str) -> list[Problem]:
     if bad := rules.escaped_string(regex, "*.jpg", "^/images/image_*.png$"):
         return [invalid(where, raw, bad)]
     # NIC writes the location's regex unquoted, so NGINX would refuse these too.
-    return [invalid(where, raw, m) for m in rules.token(regex, "regular expression")]
+    return [invalid(where, raw, m) for m in rules.regular_expression(regex)]
 
 
 def parse_policy_refs(o: Obj, namespace: str) -> tuple[PolicyRef, ...]:

@@ -6,8 +6,13 @@
 --   E\t<backend key>\t<addr>#<port> ...        endpoint set   (empty: remove)
 --   H\t<host>\t<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
+--   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
 -- ferryman.configs.routes documents the host record and holds the reference
--- implementation of the path matching done here.
+-- implementation of the path matching done here. A VirtualServer host has an H
+-- record without routes (so the fast path, the module's or Lua's, hands all its
+-- requests to the slow path) and a V record, which the module never receives:
+-- ferryman.configs.virtualserver documents it, ferryman_vs.lua routes with it
+-- (ferryman.configs.vs_routes is the reference).
 --
 -- Records live in the shared dict "ferryman" (it survives reloads). Each worker
 -- decodes what it needs and drops its copies when the dict's version moves, so a
@@ -27,6 +32,7 @@
 
 local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
+local virtual_servers = require("ferryman_vs")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -387,6 +393,33 @@ function _M.fast()
     return use(choose(peers, entry, nil))
 end
 
+-- A host's VirtualServer routing (decoded V record), false when it has none;
+-- kept on the host's cached entry, dropped with it when the version moves.
+local function vs_of(entry)
+    local vs = entry.vs
+    if vs == nil then
+        local raw = store:get("V:" .. entry.key)
+        vs = raw and virtual_servers.decode(raw) or false
+        entry.vs = vs
+    end
+    return vs
+end
+
+-- The slow path for a VirtualServer host: ferryman_vs answers or names the
+-- upstream, whose peers balance() then chooses from.
+local function vs_route(entry, vs)
+    local upstream = virtual_servers.route(vs)
+    local peers = peers_for(upstream.key)
+    if #peers == 0 then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    ngx.var.ferryman_backend = upstream.key
+    ngx.var.ferryman_vhost = entry.key
+    local ctx = ngx.ctx
+    ctx.ferryman_peers = peers
+    ctx.ferryman_host = upstream
+end
+
 -- The slow path's access phase: answers what the fast path does not proxy.
 function _M.route()
     refresh()
@@ -401,6 +434,10 @@ function _M.route()
             return ngx.exit(ngx.HTTP_OK)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    local vs = vs_of(entry)
+    if vs then
+        return vs_route(entry, vs)
     end
     if entry.redirect and ngx.var.scheme == "http" then
         local port = ngx.var.ferryman_https_port
@@ -423,6 +460,23 @@ function _M.route()
     ctx.ferryman_host = entry
 end
 
+-- A request's first attempt: more tries for the other peers, at most a
+-- VirtualServer upstream's next-upstream-tries (0: no limit), and its timeouts.
+local function first_attempt(host, n)
+    local more = n - 1
+    local tries = host.tries
+    if tries and tries > 0 and tries - 1 < more then
+        more = tries - 1
+    end
+    if more > 0 then
+        balancer.set_more_tries(more)
+    end
+    local timeouts = host.timeouts
+    if timeouts then
+        balancer.set_timeouts(timeouts[1], timeouts[2], timeouts[3])
+    end
+end
+
 -- balancer_by_lua of the slow path's upstream (least_conn hosts proxy here).
 function _M.balance()
     local ctx = ngx.ctx
@@ -436,9 +490,7 @@ function _M.balance()
     if tried == nil then
         tried = {}
         ctx.ferryman_tried = tried
-        if n > 1 then
-            balancer.set_more_tries(n - 1)
-        end
+        first_attempt(host, n)
     else
         local previous = ctx.ferryman_peer
         if ctx.ferryman_counted then
@@ -531,6 +583,10 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- a value the other lost (a failed safe_set may already have dropped the old
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
+    -- The module routes Ingress hosts only: it holds H and E records.
+    if kind ~= "H" and kind ~= "E" then
+        module = nil
+    end
     if value == "" then
         store:delete(name)
         if module and kind ~= "C" then
@@ -620,7 +676,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHC])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCV])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))

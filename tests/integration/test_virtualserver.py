@@ -1,0 +1,209 @@
+"""VirtualServers (k8s.nginx.org/v1) served by the Lua router through real NGINX,
+with real backends: path forms and NGINX's location precedence, splits, matches,
+redirects and returns, host ownership shared with Ingress, rejections, and no
+reload for any VirtualServer change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+)
+
+
+def vs(
+    name: str,
+    host: str,
+    routes: list[dict[str, Any]],
+    upstreams: list[dict[str, Any]] | None = None,
+    created: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if created:
+        md["creationTimestamp"] = created
+    if upstreams is None:
+        upstreams = [{"name": s, "service": s, "port": 80} for s in ("a", "b", "c")]
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": md,
+        "spec": {"host": host, "upstreams": upstreams, "routes": routes, **spec},
+    }
+
+
+def to(upstream: str) -> dict[str, Any]:
+    return {"pass": upstream}
+
+
+def start_with_backends(f: Ferryman, backends: Backends, *docs: dict[str, Any]) -> None:
+    for name in ("a", "b", "c"):
+        f.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
+    for i, d in enumerate(docs):
+        f.write(f"doc{i}", d)
+    f.start()
+
+
+def test_path_forms_follow_nginx_location_precedence(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    f = either_fast_path
+    routes = [
+        {"path": "/", "action": to("a")},
+        {"path": "=/exact", "action": to("b")},
+        {"path": "/images", "action": to("a")},
+        {"path": "~ \\.png$", "action": to("b")},
+        {"path": "^~ /static", "action": to("c")},
+        {"path": "~* /CASE", "action": to("c")},
+        {"path": "/tea/", "action": to("b")},
+    ]
+    start_with_backends(f, backends, vs("cafe", "cafe.test", routes))
+    expected = {
+        "/": "a",
+        "/exact": "b",  # = wins over everything
+        "/exact/more": "a",  # = is exact only: the longest prefix "/"
+        "/images/x": "a",
+        "/images/x.png": "b",  # a regex beats a plain prefix
+        "/static/x.png": "c",  # ^~ stops the regexes
+        "/any/case/x": "c",  # ~* is case-insensitive
+        "/any/CASE.png": "b",  # regexes in the routes' order
+        "/tea/x": "b",
+        "/teapot": "a",  # NGINX's prefixes are strings, not path elements
+    }
+    for p, want in expected.items():
+        assert served_by(f, "cafe.test", p) == want, p
+    # A proxying prefix ending in "/": NGINX answers 301 for the name without it.
+    r = f.get("cafe.test", "/tea?x=1")
+    assert r.status == 301
+    assert r.headers["location"].endswith("/tea/?x=1")
+    assert f.reloads() == 1
+
+
+def test_splits_matches_redirect_and_return(ferryman: Ferryman, backends: Backends) -> None:
+    routes = [
+        {
+            "path": "/split",
+            "splits": [{"weight": 80, "action": to("a")}, {"weight": 20, "action": to("b")}],
+        },
+        {
+            "path": "/match",
+            "matches": [
+                {"conditions": [{"header": "X-Version", "value": "v2"}], "action": to("b")},
+                {
+                    "conditions": [
+                        {"cookie": "user", "value": "!admin"},
+                        {"argument": "beta", "value": "~^y"},
+                    ],
+                    "action": to("c"),
+                },
+            ],
+            "action": to("a"),
+        },
+        {"path": "/old", "action": {"redirect": {"url": "https://${host}/new", "code": 307}}},
+        {
+            "path": "/teapot",
+            "action": {
+                "return": {
+                    "code": 418,
+                    "type": "text/plain",
+                    "body": 'I am a \\"teapot\\" at ${request_uri}',
+                    "headers": [{"name": "X-Kind", "value": "tea"}],
+                }
+            },
+        },
+    ]
+    start_with_backends(ferryman, backends, vs("cafe", "cafe.test", routes))
+    counts = {"a": 0, "b": 0}
+    n = 400
+    for _ in range(n):
+        counts[str(served_by(ferryman, "cafe.test", "/split"))] += 1
+    # Binomial(400, 0.2): sd 8; 5 sd either side.
+    assert 40 <= counts["b"] <= 120, counts
+    get = ferryman.get
+    assert get("cafe.test", "/match", headers={"X-Version": "V2"}).served_by == "b"  # caseless
+    assert get("cafe.test", "/match?beta=yes").served_by == "c"  # cookie absent: != admin
+    assert get("cafe.test", "/match?beta=yes", headers={"Cookie": "user=admin"}).served_by == "a"
+    assert get("cafe.test", "/match?beta=no").served_by == "a"  # the default action
+    r = get("cafe.test", "/old")
+    assert (r.status, r.headers["location"]) == (307, "https://cafe.test/new")
+    r = get("cafe.test", "/teapot?x")
+    assert (r.status, r.text, r.headers["x-kind"]) == (418, 'I am a "teapot" at /teapot?x', "tea")
+    assert r.headers["content-type"].startswith("text/plain")
+
+
+def test_virtual_server_changes_never_reload(ferryman: Ferryman, backends: Backends) -> None:
+    start_with_backends(ferryman, backends)
+    ferryman.write("vs", vs("cafe", "cafe.test", [{"path": "/", "action": to("a")}]))
+    eventually(lambda: served_by(ferryman, "cafe.test", "/") == "a", 10, "created")
+    ferryman.write("vs", vs("cafe", "cafe.test", [{"path": "/", "action": to("b")}]))
+    eventually(lambda: served_by(ferryman, "cafe.test", "/") == "b", 10, "updated")
+    ferryman.remove("vs")
+    eventually(lambda: served_by(ferryman, "cafe.test", "/") == "404", 10, "deleted")
+    assert ferryman.reloads() == 1  # the start-up reload only
+    events = [e["reason"] for e in ferryman.events_for("cafe")]
+    assert events.count("AddedOrUpdated") == 2
+
+
+@pytest.mark.parametrize("older", ["Ingress", "VirtualServer"])
+def test_ingress_and_virtual_server_share_hosts_oldest_wins(
+    ferryman: Ferryman, backends: Backends, older: str
+) -> None:
+    early, late = "2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z"
+    ing = ingress("shop", [rule("shop.test", path("/", "a"))])
+    ing["metadata"]["creationTimestamp"] = early if older == "Ingress" else late
+    virtual = vs("shop", "shop.test", [{"path": "/", "action": to("b")}])
+    virtual["metadata"]["creationTimestamp"] = early if older == "VirtualServer" else late
+    start_with_backends(ferryman, backends, ing, virtual)
+    winner, loser = ("a", "b") if older == "Ingress" else ("b", "a")
+    assert served_by(ferryman, "shop.test", "/") == winner
+    if older == "Ingress":
+        event = ferryman.events_for("shop")
+        lost = [e for e in event if e["kind"] == "VirtualServer"]
+        assert lost[-1]["reason"] == "Rejected"
+        assert lost[-1]["message"] == "Host is taken by another resource"
+    else:
+        lost = [e for e in ferryman.events_for("shop") if e["kind"] == "Ingress"]
+        assert lost[-1]["reason"] == "Rejected"
+        assert "shop.test is taken by default/shop" in lost[-1]["message"]
+    # The winner leaves: the other takes the host, with no reload.
+    ferryman.remove("doc0" if older == "Ingress" else "doc1")
+    eventually(lambda: served_by(ferryman, "shop.test", "/") == loser, 10, "the host handed over")
+    assert ferryman.reloads() == 1
+
+
+def test_invalid_virtual_server_is_rejected_and_others_keep_serving(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    good = vs("good", "good.test", [{"path": "/", "action": to("a")}])
+    start_with_backends(ferryman, backends, good)
+    bad = vs("bad", "bad.test", [{"path": "/", "action": to("missing")}])
+    ferryman.write("bad", bad)
+    event = eventually(lambda: ferryman.events_for("bad"), 10, "the rejection")[-1]
+    assert event["reason"] == "Rejected"
+    assert event["message"] == (
+        "VirtualServer default/bad was rejected with error: spec.routes[0].action.pass: "
+        'Not found: "missing"'
+    )
+    assert served_by(ferryman, "bad.test", "/") == "404"
+    assert served_by(ferryman, "good.test", "/") == "a"
+
+
+def test_unimplemented_fields_make_a_warning(ferryman: Ferryman, backends: Backends) -> None:
+    upstreams = [{"name": "a", "service": "a", "port": 80, "keepalive": 16}]
+    start_with_backends(
+        ferryman, backends, vs("w", "w.test", [{"path": "/", "action": to("a")}], upstreams)
+    )
+    assert served_by(ferryman, "w.test", "/") == "a"
+    event = ferryman.events_for("w")[-1]
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert "spec.upstreams[0].keepalive: not implemented yet, ignored" in event["message"]
