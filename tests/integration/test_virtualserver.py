@@ -207,3 +207,18 @@ def test_unimplemented_fields_make_a_warning(ferryman: Ferryman, backends: Backe
     event = ferryman.events_for("w")[-1]
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert "spec.upstreams[0].keepalive: not implemented yet, ignored" in event["message"]
+
+
+def test_a_virtual_server_host_never_falls_to_ingress_routes(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    f = either_fast_path
+    catch_all = ingress("any", [rule(None, path("/", "a"))])
+    wildcard = ingress("wild", [rule("*.wild.test", path("/", "a"))])
+    virtual = vs("v", "v.wild.test", [{"path": "=/only", "action": to("b")}])
+    start_with_backends(f, backends, catch_all, wildcard, virtual)
+    assert served_by(f, "v.wild.test", "/only") == "b"
+    # Absent from the module's zone, the host would be the wildcard's, then the catch-all's.
+    assert served_by(f, "v.wild.test", "/other") == "404"
+    assert served_by(f, "x.wild.test", "/other") == "a"
+    assert served_by(f, "elsewhere.test", "/other") == "a"

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
-from ferryman.configs.vs_routes import source_variable, unquote
+from ferryman.configs.vs_routes import Location, source_variable, unquote
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
 from ferryman.resources.nic_route import Route
@@ -177,22 +177,34 @@ class _Builder:
             outcome = self.outcome(f"{where}.matches[{m_i}]", m.action, m.splits)
             matches.append(f"{conditions}>{outcome}")
         default = self.outcome(where, r.action, r.splits)
-        proxies = (
-            not r.matches
-            and isinstance(r.action, Pass | Proxy)
-            and r.path.modifier in ("", "=", "^~")
-            and r.path.value.endswith("/")
-        )
+        loc = location(r)
         fields = [
             "R",
-            _MODIFIERS[r.path.modifier],
-            # NGINX reads a location's regex with its escape rule for tokens.
-            b64(unquote(r.path.value) if r.path.modifier.startswith("~") else r.path.value),
-            "1" if proxies else "0",
+            _MODIFIERS[loc.modifier],
+            b64(loc.path),
+            "1" if loc.proxies else "0",
             ";".join(matches),
             default,
         ]
         self.items.append("|".join(fields))
+
+
+def location(r: Route) -> Location:
+    """The NGINX location NIC writes for route ``r`` (``vs_routes`` matches with it)."""
+    regex = r.path.modifier.startswith("~")
+    proxies = (
+        not r.matches
+        and isinstance(r.action, Pass | Proxy)
+        and not regex
+        and r.path.value.endswith("/")
+    )
+    # NGINX reads a location's regex with its escape rule for tokens.
+    return Location(r.path.modifier, unquote(r.path.value) if regex else r.path.value, proxies)
+
+
+def routed(vs: VirtualServer) -> list[Route]:
+    """The routes the V record carries, in order (delegations are not routed yet)."""
+    return [r for r in vs.routes if r.route is None and not r.route_selector]
 
 
 def vs_records(vs: VirtualServer, secret: SecretState | None) -> VSRecords:

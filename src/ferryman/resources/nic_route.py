@@ -226,9 +226,12 @@ def parse_routes(
         route = parse_route(r, upstreams, namespace, subroute=key == "subroutes")
         if route is None:
             continue
-        if str(route.path) in seen:
+        # NGINX refuses "location /a" beside "location ^~ /a" (one location,
+        # twice): a duplicate too, which NIC lets through to a failing reload.
+        key = str(route.path) if route.path.modifier != "^~" else route.path.value
+        if key in seen:
             r.ctx.add(duplicate(r.at("path"), r.text("path")))
             continue
-        seen.add(str(route.path))
+        seen.add(key)
         out.append(route)
     return tuple(out)
