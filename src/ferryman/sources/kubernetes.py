@@ -106,6 +106,16 @@ def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
         ) from e
 
 
+def _not_found(e: Exception) -> bool:
+    """The API server does not serve the resource (404): lightkube raises ApiError
+    when the answer is a Status, httpx's error when it is the plain "404 page not
+    found" an unknown API group gets."""
+    if isinstance(e, ApiError):
+        return e.status.code == 404
+    response = getattr(e, "response", None)
+    return getattr(response, "status_code", None) == 404
+
+
 def _plain(obj: Any, kind: str) -> dict[str, Any]:
     data: dict[str, Any] = obj.to_dict()
     data.setdefault("kind", kind)
@@ -185,19 +195,18 @@ class KubernetesSource:
                     synced.set()
                 delay = _RETRY_MIN
                 await self._watch(kind, namespace, version)
-            except ApiError as e:
-                if not (kind.optional and e.status.code == 404):
-                    fields = {"kind": kind.name, "namespace": namespace, "error": str(e)}
-                    log.warning("watch interrupted; listing again", extra={"fields": fields})
-                else:
+            except Exception as e:  # an informer must outlive any API or network failure
+                if kind.optional and _not_found(e):
                     # No CRD: nothing of this kind exists; start-up must not wait for it.
                     self._absent(kind, namespace)
                     delay = _RETRY_MAX / 2
-            except Exception as e:  # an informer must outlive any API or network failure
-                log.warning(
-                    "watch interrupted; listing again",
-                    extra={"fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}},
-                )
+                else:
+                    log.warning(
+                        "watch interrupted; listing again",
+                        extra={
+                            "fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}
+                        },
+                    )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, _RETRY_MAX)
