@@ -5,12 +5,14 @@ reload for any VirtualServer change."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from tests.integration.harness import (
     Backends,
+    BrokenBackend,
     Ferryman,
     eventually,
     ingress,
@@ -18,6 +20,7 @@ from tests.integration.harness import (
     rule,
     served_by,
     service_with_backends,
+    tls_secret,
 )
 
 
@@ -222,3 +225,63 @@ def test_a_virtual_server_host_never_falls_to_ingress_routes(
     assert served_by(f, "v.wild.test", "/other") == "404"
     assert served_by(f, "x.wild.test", "/other") == "a"
     assert served_by(f, "elsewhere.test", "/other") == "a"
+
+
+def test_tls_secret_and_redirect(ferryman: Ferryman, backends: Backends) -> None:
+    virtual = vs(
+        "secure",
+        "secure.test",
+        [{"path": "/", "action": to("a")}],
+        tls={"secret": "secure-tls", "redirect": {"enable": True, "code": 308}},
+    )
+    proxied = vs(
+        "behind",
+        "behind.test",
+        [{"path": "/", "action": to("a")}],
+        tls={
+            "secret": "secure-tls",
+            "redirect": {"enable": True, "basedOn": "x-forwarded-proto"},
+        },
+    )
+    secret = tls_secret("secure-tls", ["secure.test", "behind.test"])
+    start_with_backends(ferryman, backends, secret, virtual, proxied)
+    r = ferryman.get("secure.test", "/x?y=1")
+    assert (r.status, r.headers["location"]) == (308, "https://secure.test/x?y=1")
+    assert ferryman.get("secure.test", "/x", https=True).served_by == "a"
+    # Behind a proxy that terminated TLS: X-Forwarded-Proto decides (NIC's default code).
+    assert ferryman.get("behind.test", "/", headers={"X-Forwarded-Proto": "https"}).served_by == "a"
+    r = ferryman.get("behind.test", "/", headers={"X-Forwarded-Proto": "http"})
+    assert (r.status, r.headers["location"]) == (301, "https://behind.test/")
+
+
+def test_upstream_tries_and_timeouts_per_request(ferryman: Ferryman, backends: Backends) -> None:
+    broken = [BrokenBackend(), BrokenBackend()]
+    for i, b in enumerate(broken):
+        b.name = f"broken{i}"
+    good = backends.start("good")
+    ferryman.write("svc-flaky", service_with_backends("flaky", [good, *broken]))
+    ferryman.write("svc-a", service_with_backends("a", [backends.start("a")]))
+    upstreams = [
+        # No passive health: every request starts at the round-robin's peer.
+        {"name": "once", "service": "flaky", "port": 80, "next-upstream-tries": 1, "max-fails": 0},
+        {"name": "retried", "service": "flaky", "port": 80, "max-fails": 0},
+        {"name": "slow", "service": "a", "port": 80, "read-timeout": "500ms"},
+    ]
+    routes = [
+        {"path": "/once", "action": to("once")},
+        {"path": "/retried", "action": to("retried")},
+        {"path": "/slow", "action": to("slow")},
+    ]
+    ferryman.write("vs", vs("flaky", "flaky.test", routes, upstreams))
+    ferryman.start()
+    try:
+        once = [ferryman.get("flaky.test", "/once").status for _ in range(30)]
+        assert once.count(502) >= 15, once  # two peers of three fail, and no retry
+        retried = [ferryman.get("flaky.test", "/retried").status for _ in range(30)]
+        assert retried == [200] * 30
+        started = time.monotonic()
+        assert ferryman.get("flaky.test", "/slow?delay=3").status == 504
+        assert time.monotonic() - started < 2.5
+    finally:
+        for b in broken:
+            b.close()
