@@ -396,6 +396,7 @@ async def _run(
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
+        virtual_servers=not flavour.angie,
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.

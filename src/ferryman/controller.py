@@ -113,6 +113,7 @@ class Controller:
         on_gates_applied: Callable[[], None] | None = None,
         on_leaving_applied: Callable[[], None] | None = None,
         resource_status: ResourceStatusSink | None = None,
+        virtual_servers: bool = True,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
@@ -120,7 +121,8 @@ class Controller:
         ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then);
         ``on_leaving_applied`` after each flush that changed ``leaving_applied()``;
         ``resource_status`` receives each VirtualServer's state when its Event is
-        reported (Kubernetes mode)."""
+        reported (Kubernetes mode); ``virtual_servers``: the data plane routes
+        VirtualServers (the Lua router; Angie's classic configuration does not)."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -157,6 +159,7 @@ class Controller:
         self._generation_seconds = 0.0
         self._status = status
         self._resource_status = resource_status
+        self._virtual_servers = virtual_servers
         # The state each VirtualServer's pending Event reports (NIC's status.state).
         self._states: dict[ObjectRef, str] = {}
         self._addresses: tuple[str, ...] = ()
@@ -324,9 +327,15 @@ class Controller:
         if obj is not None and _vs_class(obj) in ("", self._policy.served):
             parsed = parse_virtual_server(obj)
             vs = parsed.resource
+            error = parsed.message()
+            if vs is not None and not self._virtual_servers:
+                vs, error = (
+                    None,
+                    "VirtualServers are routed by the nginx data plane only (ferryman)",
+                )
             if vs is None:
                 who = f"{ref.namespace}/{ref.name}"
-                message = f"VirtualServer {who} was rejected with error: {parsed.message()}"
+                message = f"VirtualServer {who} was rejected with error: {error}"
                 self._vs_event(ref, INVALID, REJECTED, message)
         old = self._config.get(ref)
         if vs is not None and isinstance(old, VirtualServer) and _same(old, vs):

@@ -285,3 +285,17 @@ def test_upstream_tries_and_timeouts_per_request(ferryman: Ferryman, backends: B
     finally:
         for b in broken:
             b.close()
+
+
+@pytest.mark.flavours("angie")
+def test_the_angie_data_plane_rejects_virtual_servers(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    start_with_backends(ferryman, backends, vs("v", "v.test", [{"path": "/", "action": to("a")}]))
+    event = ferryman.events_for("v")[-1]
+    assert (event["reason"], event["message"]) == (
+        "Rejected",
+        "VirtualServer default/v was rejected with error: VirtualServers are routed by the "
+        "nginx data plane only (ferryman)",
+    )
+    assert served_by(ferryman, "v.test", "/") == "404"
