@@ -570,6 +570,7 @@ class Controller:
         if changes:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
+        self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
         waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
@@ -699,7 +700,7 @@ class Controller:
         try:
             self.sync(ref)
         except Exception as e:
-            if ref.kind == "Ingress":
+            if ref.kind in ("Ingress", "VirtualServer"):
                 # A retry would fail the same way: rejected until it changes.
                 log.exception("sync failed", extra={"fields": {"key": str(ref)}})
                 self._reject(ref, _internal(e))

@@ -148,10 +148,13 @@ def test_virtual_server_changes_never_reload(ferryman: Ferryman, backends: Backe
     start_with_backends(ferryman, backends)
     ferryman.write("vs", vs("cafe", "cafe.test", [{"path": "/", "action": to("a")}]))
     eventually(lambda: served_by(ferryman, "cafe.test", "/") == "a", 10, "created")
+    gauge = "nginx_ingress_controller_virtualserver_resources_total"
+    assert ferryman.metrics()[gauge] == 1
     ferryman.write("vs", vs("cafe", "cafe.test", [{"path": "/", "action": to("b")}]))
     eventually(lambda: served_by(ferryman, "cafe.test", "/") == "b", 10, "updated")
     ferryman.remove("vs")
     eventually(lambda: served_by(ferryman, "cafe.test", "/") == "404", 10, "deleted")
+    assert ferryman.metrics()[gauge] == 0
     assert ferryman.reloads() == 1  # the start-up reload only
     events = [e["reason"] for e in ferryman.events_for("cafe")]
     assert events.count("AddedOrUpdated") == 2
