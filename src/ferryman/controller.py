@@ -360,7 +360,8 @@ class Controller:
         """Take ``ref`` out of the configuration until it changes: withdraw what it
         wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
         self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {reason}")
-        self._states[ref] = INVALID
+        if ref.kind == "VirtualServer":
+            self._states[ref] = INVALID
         affected = self._config.delete(ref)
         try:
             self._withdraw(ref)

@@ -409,6 +409,9 @@ end
 -- upstream, whose peers balance() then chooses from.
 local function vs_route(entry, vs)
     local upstream = virtual_servers.route(vs)
+    if upstream == nil then
+        return -- answered
+    end
     local peers = peers_for(upstream.key)
     if #peers == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
