@@ -302,3 +302,31 @@ def test_the_angie_data_plane_rejects_virtual_servers(
         "nginx data plane only (ferryman)",
     )
     assert served_by(ferryman, "v.test", "/") == "404"
+
+
+def test_proxy_rewrite_path(ferryman: Ferryman, backends: Backends) -> None:
+    def proxy(upstream: str, rewrite: str) -> dict[str, Any]:
+        return {"proxy": {"upstream": upstream, "rewritePath": rewrite}}
+
+    routes = [
+        {"path": "/tea", "action": proxy("a", "/leaf")},
+        {"path": "=/juice", "action": proxy("a", "/fruit")},
+        {"path": "~ ^/coffee/(.*)$", "action": proxy("b", "/beans/$1")},
+        {
+            "path": "/mixed",
+            "splits": [
+                {"weight": 50, "action": proxy("a", "/m")},
+                {"weight": 50, "action": proxy("b", "/m")},
+            ],
+        },
+    ]
+    start_with_backends(ferryman, backends, vs("rw", "rw.test", routes))
+
+    def upstream_path(p: str) -> str:
+        return str(ferryman.get("rw.test", p).json()["path"])
+
+    assert upstream_path("/tea/green?x=1") == "/leaf/green?x=1"
+    assert upstream_path("/juice") == "/fruit"
+    assert upstream_path("/coffee/dark?y") == "/beans/dark?y"
+    assert {upstream_path("/mixed/x") for _ in range(20)} == {"/m/x"}
+    assert ferryman.events_for("rw")[-1]["reason"] == "AddedOrUpdated"  # no warning now

@@ -18,6 +18,7 @@ from ferryman.configs.vs_routes import (
     Location,
     condition_holds,
     find_location,
+    rewrite,
     unquote,
 )
 from ferryman.dataplane import record_problem
@@ -143,3 +144,19 @@ def test_unimplemented_fields_are_warnings_naming_them() -> None:
         "spec.routes[0].errorPages: not implemented yet, ignored",
         "spec.routes[1].route: VirtualServerRoutes are not routed yet: 404",
     )
+
+
+@pytest.mark.parametrize(
+    ("loc", "rewrite_path", "uri", "sent"),
+    [
+        (Location("", "/tea"), "/leaf", "/tea/green", "/leaf/green"),
+        (Location("=", "/juice"), "/fruit", "/juice", "/fruit"),
+        (Location("~", "/coffee/(.*)$"), "/beans/$1", "/coffee/dark", "/beans/dark"),
+        # NIC's rewrite is case-sensitive even for ~*: no match, URI unchanged
+        (Location("~*", "/coffee/(.*)$"), "/beans/$1", "/COFFEE/dark", "/COFFEE/dark"),
+    ],
+)
+def test_rewrite_path_as_nic_configures_it(
+    loc: Location, rewrite_path: str, uri: str, sent: str
+) -> None:
+    assert rewrite(loc, rewrite_path, uri) == sent

@@ -20,7 +20,8 @@ A VirtualServer host is two records:
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
-    ``p.<upstream>``, ``d.<code>.<url>`` (redirect) or
+    ``p.<upstream>.<rewritePath>`` (pass, or proxy; the rewrite may be empty),
+    ``d.<code>.<url>`` (redirect) or
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``).
 
@@ -124,10 +125,9 @@ class _Builder:
 
     def action(self, where: str, a: Action) -> str:
         if isinstance(a, Pass):
-            return f"p.{self.upstreams[a.upstream]}"
+            return f"p.{self.upstreams[a.upstream]}."
         if isinstance(a, Proxy):
             for field, used in (
-                ("rewritePath", bool(a.rewrite_path)),
                 ("requestHeaders", not a.pass_request_headers or bool(a.set_request_headers)),
                 (
                     "responseHeaders",
@@ -141,7 +141,7 @@ class _Builder:
             ):
                 if used:
                     self.warn(f"{where}.proxy.{field}", "not implemented yet, ignored")
-            return f"p.{self.upstreams[a.upstream]}"
+            return f"p.{self.upstreams[a.upstream]}.{b64(a.rewrite_path)}"
         if isinstance(a, Redirect):
             return f"d.{a.code}.{b64(a.url)}"
         headers = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)

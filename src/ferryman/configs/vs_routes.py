@@ -114,6 +114,20 @@ def condition_holds(value: str, actual: str) -> bool:
     return found != negate
 
 
+def rewrite(loc: Location, rewrite_path: str, uri: str) -> str:
+    """The URI a proxy action's ``rewritePath`` sends upstream, as NIC's configuration
+    does: a path's location prefix is replaced (``proxy_pass http://up/rewrite``); a
+    regex route's URI becomes the rewrite with ``$1``... from the expression matched
+    case-sensitively at the URI's start (``rewrite "^regex" "rewrite" break``), or
+    stays as it is when that does not match."""
+    if loc.modifier not in (REGEX, REGEX_CASELESS):
+        return rewrite_path + uri[len(loc.path) :]
+    m = re.match(loc.path, uri)
+    if m is None:
+        return uri
+    return re.sub(r"\$([0-9])", lambda d: m.group(int(d.group(1))) or "", rewrite_path)
+
+
 def source_variable(kind: str, name: str) -> str:
     """The NGINX variable (without ``$``) a condition reads, as NIC names it."""
     if kind == "header":

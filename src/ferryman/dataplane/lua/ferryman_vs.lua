@@ -28,7 +28,8 @@ end
 local function action_of(text)
     local f = cut(text, ".")
     if f[1] == "p" then
-        return { kind = "pass", upstream = tonumber(f[2]) }
+        local rewrite = f[3] and f[3] ~= "" and decode_base64(f[3]) or nil
+        return { kind = "pass", upstream = tonumber(f[2]), rewrite = rewrite }
     elseif f[1] == "d" then
         return { kind = "redirect", code = tonumber(f[2]), url = decode_base64(f[3]) }
     end
@@ -215,6 +216,24 @@ local function expand(text)
     end))
 end
 
+-- A proxy action's rewritePath (vs_routes.rewrite): the changed URI is what
+-- proxy_pass sends (normalized, escaped, with the query string).
+local function rewrite(route, rewrite_path, uri)
+    local new
+    if route.options then
+        local m = ngx.re.match(uri, "^" .. route.path, "jo")
+        if m == nil then
+            return
+        end
+        new = gsub(rewrite_path, "%$(%d)", function(d)
+            return m[tonumber(d)] or ""
+        end)
+    else
+        new = rewrite_path .. sub(uri, #route.path + 1)
+    end
+    ngx.req.set_uri(new, false)
+end
+
 local function answer(a)
     if a.kind == "redirect" then
         return ngx.redirect(expand(a.url), a.code)
@@ -268,6 +287,9 @@ function _M.route(vs)
     local a = pick(splits)
     if a.kind ~= "pass" then
         return answer(a)
+    end
+    if a.rewrite then
+        rewrite(route, a.rewrite, uri)
     end
     return vs.upstreams[a.upstream]
 end
