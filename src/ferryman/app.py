@@ -583,8 +583,9 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
     await dataplane.apply(files)
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files
-    )
+        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
+        virtual_servers=not flavour.angie,
+    )  # fmt: skip
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")
     )

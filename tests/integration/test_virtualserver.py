@@ -5,6 +5,7 @@ reload for any VirtualServer change."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -330,3 +331,24 @@ def test_proxy_rewrite_path(ferryman: Ferryman, backends: Backends) -> None:
     assert upstream_path("/coffee/dark?y") == "/beans/dark?y"
     assert {upstream_path("/mixed/x") for _ in range(20)} == {"/m/x"}
     assert ferryman.events_for("rw")[-1]["reason"] == "AddedOrUpdated"  # no warning now
+
+
+def test_least_conn_upstream_avoids_the_busy_endpoint(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    a, b = backends.start("p"), backends.start("q")
+    ferryman.write("svc", service_with_backends("app", [a, b]))
+    upstreams = [{"name": "app", "service": "app", "port": 80, "lb-method": "least_conn"}]
+    ferryman.write("vs", vs("lc", "lc.test", [{"path": "/", "action": to("app")}], upstreams))
+    ferryman.start()
+    slow: list[str | None] = []
+    t = threading.Thread(target=lambda: slow.append(served_by(ferryman, "lc.test", "/s?delay=6")))
+    t.start()
+    while a.hits + b.hits == 0:
+        threading.Event().wait(0.01)
+    busy = "p" if a.hits else "q"
+    quick = {served_by(ferryman, "lc.test", f"/q{i}") for i in range(6)}
+    assert t.is_alive(), "the slow request ended before the quick ones: no load to avoid"
+    t.join()
+    assert slow == [busy]
+    assert quick == {"q" if busy == "p" else "p"}

@@ -84,3 +84,15 @@ def test_unimplemented_fields_make_the_state_warning(tmp_path: Path) -> None:
         "spec.routes[0].errorPages: not implemented yet, ignored"
     )
     assert ("V", "cafe.test") in kit.dataplane.records  # served all the same
+
+
+def test_a_missing_tls_secret_is_a_warning_and_refuses_handshakes(tmp_path: Path) -> None:
+    kit = Kit(tmp_path)
+    obj = _vs()
+    obj["spec"]["tls"] = {"secret": "absent"}
+    kit.add(*_service("app", "10.0.0.1"), obj)
+    asyncio.run(kit.drain())
+    ((_, state, reason, message),) = kit.resource_statuses
+    assert (state, reason) == ("Warning", "AddedOrUpdatedWithWarning")
+    assert "TLS secret default/absent is unusable (not found)" in message
+    assert kit.dataplane.records[("H", "cafe.test")].startswith("! ")  # "!": refuse TLS
