@@ -352,3 +352,29 @@ def test_least_conn_upstream_avoids_the_busy_endpoint(
     t.join()
     assert slow == [busy]
     assert quick == {"q" if busy == "p" else "p"}
+
+
+def test_proxy_sets_request_headers(ferryman: Ferryman, backends: Backends) -> None:
+    action = {
+        "proxy": {
+            "upstream": "a",
+            "requestHeaders": {
+                "set": [
+                    {"name": "My-Header", "value": 'say \\"${request_method}\\"'},
+                    {"name": "X-Empty", "value": ""},
+                    {"name": "X-Real-IP", "value": "192.0.2.1"},
+                ]
+            },
+        }
+    }
+    start_with_backends(ferryman, backends, vs("h", "h.test", [{"path": "/", "action": action}]))
+    headers = ferryman.get("h.test", "/", headers={"X-Empty": "client"}).json()["headers"]
+    assert headers["my-header"] == 'say "GET"'
+    assert "x-empty" not in headers  # an empty value drops the header, as proxy_set_header
+    assert headers["x-real-ip"] == "127.0.0.1"  # ferryman's own, not overridden yet
+    event = ferryman.events_for("h")[-1]
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert event["message"].endswith(
+        "spec.routes[0].action.proxy.requestHeaders.set[2]: ferryman sets X-Real-IP itself; "
+        "not overridden yet"
+    )

@@ -20,7 +20,8 @@ A VirtualServer host is two records:
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
-    ``p.<upstream>.<rewritePath>`` (pass, or proxy; the rewrite may be empty),
+    ``p.<upstream>.<rewritePath>.<headers>`` (pass, or proxy: the rewrite and
+    the request headers to set, ``^``-separated ``<name>~<value>``, may be empty),
     ``d.<code>.<url>`` (redirect) or
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``).
@@ -50,6 +51,22 @@ from ferryman.resources.nic_upstream import Upstream
 from ferryman.resources.virtualserver import VirtualServer
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}
+# Request headers ferryman's proxy configuration sets (request-headers.conf.tmpl):
+# a VirtualServer cannot override them yet.
+_FERRYMAN_HEADERS = frozenset(
+    [
+        "host",
+        "connection",
+        "upgrade",
+        "x-real-ip",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "x-forwarded-port",
+        "x-forwarded-proto",
+        "proxy",
+        "forwarded",
+    ]
+)
 # NIC's defaults on open-source NGINX where ferryman's differ from NGINX's own.
 _MAX_FAILS = 1
 _FAIL_TIMEOUT_MS = 10_000
@@ -125,10 +142,20 @@ class _Builder:
 
     def action(self, where: str, a: Action) -> str:
         if isinstance(a, Pass):
-            return f"p.{self.upstreams[a.upstream]}."
+            return f"p.{self.upstreams[a.upstream]}.."
         if isinstance(a, Proxy):
+            if not a.pass_request_headers:
+                self.warn(f"{where}.proxy.requestHeaders.pass", "not implemented yet, ignored")
+            headers = []
+            for i, h in enumerate(a.set_request_headers):
+                if h.name.lower() in _FERRYMAN_HEADERS:
+                    self.warn(
+                        f"{where}.proxy.requestHeaders.set[{i}]",
+                        f"ferryman sets {h.name} itself; not overridden yet",
+                    )
+                else:
+                    headers.append(f"{b64(h.name)}~{b64(unquote(h.value))}")
             for field, used in (
-                ("requestHeaders", not a.pass_request_headers or bool(a.set_request_headers)),
                 (
                     "responseHeaders",
                     bool(
@@ -141,7 +168,8 @@ class _Builder:
             ):
                 if used:
                     self.warn(f"{where}.proxy.{field}", "not implemented yet, ignored")
-            return f"p.{self.upstreams[a.upstream]}.{b64(a.rewrite_path)}"
+            rewrite = b64(a.rewrite_path)
+            return f"p.{self.upstreams[a.upstream]}.{rewrite}.{'^'.join(headers)}"
         if isinstance(a, Redirect):
             return f"d.{a.code}.{b64(a.url)}"
         headers = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)

@@ -25,21 +25,33 @@ local function cut(text, sep)
     end
 end
 
+-- "<name>~<value>^..." as { { name, value }, ... }, nil when empty.
+local function headers_of(text)
+    if text == nil or text == "" then
+        return nil
+    end
+    local headers = {}
+    for _, h in ipairs(cut(text, "^")) do
+        local nv = cut(h, "~")
+        headers[#headers + 1] = { decode_base64(nv[1]), decode_base64(nv[2]) }
+    end
+    return headers
+end
+
 local function action_of(text)
     local f = cut(text, ".")
     if f[1] == "p" then
         local rewrite = f[3] and f[3] ~= "" and decode_base64(f[3]) or nil
-        return { kind = "pass", upstream = tonumber(f[2]), rewrite = rewrite }
+        return {
+            kind = "pass",
+            upstream = tonumber(f[2]),
+            rewrite = rewrite,
+            set_headers = headers_of(f[4]),
+        }
     elseif f[1] == "d" then
         return { kind = "redirect", code = tonumber(f[2]), url = decode_base64(f[3]) }
     end
-    local headers = {}
-    if f[5] and f[5] ~= "" then
-        for _, h in ipairs(cut(f[5], "^")) do
-            local nv = cut(h, "~")
-            headers[#headers + 1] = { decode_base64(nv[1]), decode_base64(nv[2]) }
-        end
-    end
+    local headers = headers_of(f[5]) or {}
     return {
         kind = "return",
         code = tonumber(f[2]),
@@ -290,6 +302,12 @@ function _M.route(vs)
     end
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
+    end
+    if a.set_headers then
+        -- NIC's proxy_set_header: the value (with its variables) replaces the client's.
+        for _, h in ipairs(a.set_headers) do
+            ngx.req.set_header(h[1], expand(h[2]))
+        end
     end
     return vs.upstreams[a.upstream]
 end
