@@ -172,8 +172,8 @@ class _Builder:
             return f"p.{self.upstreams[a.upstream]}.{rewrite}.{'^'.join(headers)}"
         if isinstance(a, Redirect):
             return f"d.{a.code}.{b64(a.url)}"
-        headers = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)
-        return f"t.{a.code}.{b64(a.type)}.{b64(unquote(a.body))}.{headers}"
+        added = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)
+        return f"t.{a.code}.{b64(a.type)}.{b64(unquote(a.body))}.{added}"
 
     def splits(self, where: str, splits: tuple[Split, ...]) -> str:
         return ",".join(
