@@ -378,3 +378,32 @@ def test_proxy_sets_request_headers(ferryman: Ferryman, backends: Backends) -> N
         "spec.routes[0].action.proxy.requestHeaders.set[2]: ferryman sets X-Real-IP itself; "
         "not overridden yet"
     )
+
+
+def test_random_upstreams(ferryman: Ferryman, backends: Backends) -> None:
+    a, b = backends.start("p"), backends.start("q")
+    ferryman.write("svc", service_with_backends("app", [a, b]))
+    upstreams = [
+        {"name": "one", "service": "app", "port": 80, "lb-method": "random"},
+        {"name": "two", "service": "app", "port": 80, "lb-method": "random two least_conn"},
+    ]
+    routes = [{"path": "/one", "action": to("one")}, {"path": "/two", "action": to("two")}]
+    ferryman.write("vs", vs("rnd", "rnd.test", routes, upstreams))
+    ferryman.start()
+    picks = [served_by(ferryman, "rnd.test", "/one") for _ in range(200)]
+    # Binomial(200, 0.5): sd 7; five sd either side.
+    assert 65 <= picks.count("p") <= 135, picks.count("p")
+    # "random two least_conn": of the two (here: both), the less busy one.
+    slow: list[str | None] = []
+    t = threading.Thread(
+        target=lambda: slow.append(served_by(ferryman, "rnd.test", "/two?delay=6"))
+    )
+    hits = a.hits + b.hits
+    t.start()
+    while a.hits + b.hits == hits:
+        threading.Event().wait(0.01)
+    quick = {served_by(ferryman, "rnd.test", f"/two/{i}") for i in range(6)}
+    assert t.is_alive()
+    t.join()
+    assert quick == {"q" if slow == ["p"] else "p"}
+    assert ferryman.events_for("rnd")[-1]["reason"] == "AddedOrUpdated"

@@ -13,8 +13,9 @@ A VirtualServer host is two records:
   ``<redirect>`` is ``-`` or ``<code>:<s|x>`` (tls.redirect, based on the
   scheme or X-Forwarded-Proto), and each item is an upstream or a route:
 
-  - ``U|<backend key>|<rr|lc>|<max_fails>|<fail_timeout s>|<connect s>|<read s>|<send s>|<tries>``
-    (times ``-`` when unset; upstreams are numbered from 1 in order);
+  - ``U|<backend key>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>``
+    (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn; times in s,
+    ``-`` when unset; upstreams are numbered from 1 in order);
   - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>``: ``=``, ``^~``,
     prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
@@ -51,6 +52,14 @@ from ferryman.resources.nic_upstream import Upstream
 from ferryman.resources.virtualserver import VirtualServer
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}
+# lb-method -> the U record's balancing: NGINX's "random two" is "random two least_conn".
+_BALANCING = {
+    "round_robin": "rr",
+    "least_conn": "lc",
+    "random": "r",
+    "random two": "r2",
+    "random two least_conn": "r2",
+}
 # Request headers ferryman's proxy configuration sets (request-headers.conf.tmpl):
 # a VirtualServer cannot override them yet.
 _FERRYMAN_HEADERS = frozenset(
@@ -107,7 +116,8 @@ class _Builder:
         key = backend_key(u.service_namespace or self.vs.meta.namespace, u.service, str(u.port))
         self.backends.add(key)
         method = u.lb_method.method if u.lb_method else "round_robin"
-        if method not in ("round_robin", "least_conn"):
+        balancing = _BALANCING.get(method)
+        if balancing is None:
             self.warn(f"{where}.lb-method", f"{method} is not implemented; round_robin is used")
         unsupported = {
             "subselector": bool(u.subselector),
@@ -130,7 +140,7 @@ class _Builder:
         fields = [
             "U",
             key,
-            "lc" if method == "least_conn" else "rr",
+            balancing or "rr",
             str(_MAX_FAILS if u.max_fails is None else u.max_fails),
             _seconds(_FAIL_TIMEOUT_MS if u.fail_timeout_ms is None else u.fail_timeout_ms),
             _seconds(u.connect_timeout_ms),

@@ -302,6 +302,37 @@ local function choose(peers, host, tried)
     return best or fallback
 end
 
+-- A VirtualServer upstream's lb-method random (host.random = 1: one peer at
+-- random) or random two (host.random = 2: the less active of two at random,
+-- NGINX's "random two least_conn"), among the peers not tried and not down
+-- (all not tried when every one is down).
+local function choose_random(peers, host, tried)
+    local up, left = {}, {}
+    for _, peer in ipairs(peers) do
+        if not (tried and tried[peer[3]]) then
+            left[#left + 1] = peer
+            if not is_down(peer, host) then
+                up[#up + 1] = peer
+            end
+        end
+    end
+    local pool = #up > 0 and up or left
+    local n = #pool
+    if n == 0 then
+        return nil
+    end
+    local first = pool[math.random(n)]
+    if host.random < 2 or n < 2 then
+        return first
+    end
+    local second = pool[math.random(n - 1)]
+    if second == first then
+        second = pool[n]
+    end
+    local a, b = counters:get(first[5]) or 0, counters:get(second[5]) or 0
+    return b < a and second or first
+end
+
 local function use(peer)
     local ok, err = balancer.set_current_peer(peer[1], peer[2])
     if not ok then
@@ -504,7 +535,12 @@ function _M.balance()
             counters:incr(previous[4], 1, 0, host.fail_timeout)
         end
     end
-    local peer = choose(peers, host, tried)
+    local peer
+    if host.random then
+        peer = choose_random(peers, host, tried)
+    else
+        peer = choose(peers, host, tried)
+    end
     if peer == nil then
         return ngx.exit(ngx.HTTP_BAD_GATEWAY)
     end

@@ -116,6 +116,7 @@ function _M.decode(raw)
             vs.upstreams[#vs.upstreams + 1] = {
                 key = f[2],
                 least_conn = f[3] == "lc",
+                random = (f[3] == "r" and 1) or (f[3] == "r2" and 2) or nil,
                 max_fails = tonumber(f[4]) or 1,
                 fail_timeout = tonumber(f[5]) or 10,
                 timeouts = (connect or read or send) and { connect, send, read } or nil,
@@ -206,10 +207,6 @@ local function pick(splits)
     if #splits == 1 then
         return splits[1][2]
     end
-    if not seeded then
-        math.randomseed(ngx.now() * 1000 + ngx.worker.pid())
-        seeded = true
-    end
     local roll, total = math.random(100), 0
     for _, s in ipairs(splits) do
         total = total + s[1]
@@ -262,6 +259,11 @@ end
 -- The slow path's access phase for a VirtualServer host: answers (redirects,
 -- returns, 404), or returns the upstream to proxy to.
 function _M.route(vs)
+    if not seeded then
+        -- Per worker (forked from one master): splits and lb-method random.
+        math.randomseed(ngx.now() * 1000 + ngx.worker.pid())
+        seeded = true
+    end
     local var = ngx.var
     if vs.redirect then
         local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
