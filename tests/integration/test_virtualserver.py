@@ -407,3 +407,36 @@ def test_random_upstreams(ferryman: Ferryman, backends: Backends) -> None:
     t.join()
     assert quick == {"q" if slow == ["p"] else "p"}
     assert ferryman.events_for("rnd")[-1]["reason"] == "AddedOrUpdated"
+
+
+def test_proxy_response_headers_add_and_hide(ferryman: Ferryman, backends: Backends) -> None:
+    broken = BrokenBackend()
+    ferryman.write("svc-broken", service_with_backends("broken", [broken]))
+    response = {
+        "add": [
+            {"name": "X-Added", "value": "${request_method} done"},
+            {"name": "X-Always", "value": "yes", "always": True},
+        ],
+        "hide": ["Content-Type"],
+    }
+    upstreams = [
+        {"name": "a", "service": "a", "port": 80},
+        {"name": "broken", "service": "broken", "port": 80},
+    ]
+    routes = [
+        {"path": "/", "action": {"proxy": {"upstream": "a", "responseHeaders": response}}},
+        {"path": "/down", "action": {"proxy": {"upstream": "broken", "responseHeaders": response}}},
+    ]
+    start_with_backends(ferryman, backends, vs("rh", "rh.test", routes, upstreams))
+    try:
+        r = ferryman.get("rh.test", "/")
+        assert r.status == 200
+        assert (r.headers["x-added"], r.headers["x-always"]) == ("GET done", "yes")
+        assert "content-type" not in r.headers  # the upstream's, hidden
+        r = ferryman.get("rh.test", "/down")
+        assert r.status == 502
+        assert r.headers.get("x-always") == "yes"  # add_header ... always
+        assert "x-added" not in r.headers  # add_header: not on a 502
+        assert ferryman.events_for("rh")[-1]["reason"] == "AddedOrUpdated"
+    finally:
+        broken.close()

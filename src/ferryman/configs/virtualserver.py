@@ -21,8 +21,10 @@ A VirtualServer host is two records:
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
-    ``p.<upstream>.<rewritePath>.<headers>`` (pass, or proxy: the rewrite and
-    the request headers to set, ``^``-separated ``<name>~<value>``, may be empty),
+    ``p.<upstream>.<rewritePath>.<set>.<add>.<hide>`` (pass, or proxy: the
+    rewrite, the request headers to set, ``^``-separated ``<name>~<value>``, the
+    response headers to add, ``<name>~<value>~<always 0|1>``, and to hide,
+    ``^``-separated names; each may be empty),
     ``d.<code>.<url>`` (redirect) or
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``).
@@ -166,20 +168,21 @@ class _Builder:
                 else:
                     headers.append(f"{b64(h.name)}~{b64(unquote(h.value))}")
             for field, used in (
-                (
-                    "responseHeaders",
-                    bool(
-                        a.hide_response_headers
-                        or a.pass_response_headers
-                        or a.ignore_response_headers
-                        or a.add_response_headers
-                    ),
-                ),
+                ("pass", bool(a.pass_response_headers)),
+                ("ignore", bool(a.ignore_response_headers)),
             ):
                 if used:
-                    self.warn(f"{where}.proxy.{field}", "not implemented yet, ignored")
+                    self.warn(
+                        f"{where}.proxy.responseHeaders.{field}", "not implemented yet, ignored"
+                    )
+            add = "^".join(
+                f"{b64(h.name)}~{b64(unquote(h.value))}~{int(h.always)}"
+                for h in a.add_response_headers
+            )
+            hide = "^".join(b64(name) for name in a.hide_response_headers)
             rewrite = b64(a.rewrite_path)
-            return f"p.{self.upstreams[a.upstream]}.{rewrite}.{'^'.join(headers)}"
+            up = self.upstreams[a.upstream]
+            return f"p.{up}.{rewrite}.{'^'.join(headers)}.{add}.{hide}"
         if isinstance(a, Redirect):
             return f"d.{a.code}.{b64(a.url)}"
         added = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)

@@ -554,6 +554,15 @@ function _M.balance()
     return use(peer)
 end
 
+-- header_filter_by_lua of the slow path: a VirtualServer route's response
+-- header changes (ferryman_vs), nothing for any other request.
+function _M.header_filter()
+    local response = ngx.ctx.ferryman_response
+    if response then
+        virtual_servers.header_filter(response)
+    end
+end
+
 function _M.log()
     local ctx = ngx.ctx
     if ctx.ferryman_counted then

@@ -33,7 +33,7 @@ local function headers_of(text)
     local headers = {}
     for _, h in ipairs(cut(text, "^")) do
         local nv = cut(h, "~")
-        headers[#headers + 1] = { decode_base64(nv[1]), decode_base64(nv[2]) }
+        headers[#headers + 1] = { decode_base64(nv[1]), decode_base64(nv[2]), nv[3] == "1" }
     end
     return headers
 end
@@ -42,11 +42,20 @@ local function action_of(text)
     local f = cut(text, ".")
     if f[1] == "p" then
         local rewrite = f[3] and f[3] ~= "" and decode_base64(f[3]) or nil
+        local response = nil
+        local add, hide = headers_of(f[5]), f[6] and f[6] ~= "" and cut(f[6], "^") or nil
+        if add or hide then
+            response = { add = add or {}, hide = {} }
+            for _, name in ipairs(hide or {}) do
+                response.hide[#response.hide + 1] = decode_base64(name)
+            end
+        end
         return {
             kind = "pass",
             upstream = tonumber(f[2]),
             rewrite = rewrite,
             set_headers = headers_of(f[4]),
+            response = response,
         }
     elseif f[1] == "d" then
         return { kind = "redirect", code = tonumber(f[2]), url = decode_base64(f[3]) }
@@ -305,6 +314,9 @@ function _M.route(vs)
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
     end
+    if a.response then
+        ngx.ctx.ferryman_response = a.response
+    end
     if a.set_headers then
         -- NIC's proxy_set_header: the value (with its variables) replaces the client's.
         for _, h in ipairs(a.set_headers) do
@@ -312,6 +324,28 @@ function _M.route(vs)
         end
     end
     return vs.upstreams[a.upstream]
+end
+
+-- The status codes NGINX's add_header applies to without "always".
+local ADD_HEADER_CODES = {
+    [200] = true, [201] = true, [204] = true, [206] = true, [301] = true,
+    [302] = true, [303] = true, [304] = true, [307] = true, [308] = true,
+}
+
+-- NIC's responseHeaders: hide (proxy_hide_header: the upstream's header is
+-- not passed) and add (add_header [always]), in the header filter.
+function _M.header_filter(response)
+    if ngx.var.upstream_status then
+        for _, name in ipairs(response.hide) do
+            ngx.header[name] = nil
+        end
+    end
+    local codes_ok = ADD_HEADER_CODES[ngx.status]
+    for _, h in ipairs(response.add) do
+        if h[3] or codes_ok then
+            ngx.header[h[1]] = expand(h[2])
+        end
+    end
 end
 
 return _M
