@@ -440,3 +440,48 @@ def test_proxy_response_headers_add_and_hide(ferryman: Ferryman, backends: Backe
         assert ferryman.events_for("rh")[-1]["reason"] == "AddedOrUpdated"
     finally:
         broken.close()
+
+
+def test_error_pages(ferryman: Ferryman, backends: Backends) -> None:
+    broken = BrokenBackend()
+    ferryman.write("svc-broken", service_with_backends("broken", [broken]))
+    json_page = {
+        "codes": [502, 503],
+        "return": {
+            "code": 200,
+            "type": "application/json",
+            "body": '{\\"upstream\\": \\"${upstream_status}\\"}',
+            "headers": [{"name": "X-Original", "value": "${upstream_status}"}],
+        },
+    }
+    routes = [
+        {"path": "/json", "action": to("broken"), "errorPages": [json_page]},
+        {
+            "path": "/moved",
+            "action": to("broken"),
+            "errorPages": [{"codes": [502], "redirect": {"url": "${scheme}://down.test/"}}],
+        },
+        {
+            "path": "/keep",
+            "action": to("broken"),
+            "errorPages": [{"codes": [502], "return": {"body": "sorry"}}],
+        },
+        {"path": "/fine", "action": to("a"), "errorPages": [json_page]},
+    ]
+    upstreams = [
+        {"name": "a", "service": "a", "port": 80},
+        {"name": "broken", "service": "broken", "port": 80},
+    ]
+    start_with_backends(ferryman, backends, vs("ep", "ep.test", routes, upstreams))
+    try:
+        r = ferryman.get("ep.test", "/json")
+        assert (r.status, r.json(), r.headers["x-original"]) == (200, {"upstream": "502"}, "502")
+        assert r.headers["content-type"] == "application/json"
+        r = ferryman.get("ep.test", "/moved")
+        assert (r.status, r.headers["location"]) == (301, "http://down.test/")
+        r = ferryman.get("ep.test", "/keep")
+        assert (r.status, r.text) == (502, "sorry")  # no code: the original status
+        assert ferryman.get("ep.test", "/fine").served_by == "a"
+        assert ferryman.events_for("ep")[-1]["reason"] == "AddedOrUpdated"
+    finally:
+        broken.close()

@@ -75,13 +75,13 @@ def test_invalid_and_losing_virtual_servers_get_nics_status(tmp_path: Path) -> N
 def test_unimplemented_fields_make_the_state_warning(tmp_path: Path) -> None:
     kit = Kit(tmp_path)
     kit.add(*_service("app", "10.0.0.1"))
-    kit.add(_vs(errorPages=[{"codes": [502], "return": {"body": "x", "code": 503}}]))
+    kit.add(_vs(policies=[{"name": "limit"}]))
     asyncio.run(kit.drain())
     ((_, state, reason, message),) = kit.resource_statuses
     assert (state, reason) == ("Warning", "AddedOrUpdatedWithWarning")
     assert message == (
         "Configuration for default/cafe was added or updated with warning(s): "
-        "spec.routes[0].errorPages: not implemented yet, ignored"
+        "spec.routes[0].policies: policies are not enforced yet"
     )
     assert ("V", "cafe.test") in kit.dataplane.records  # served all the same
 

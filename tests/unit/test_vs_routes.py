@@ -133,7 +133,7 @@ def test_unimplemented_fields_are_warnings_naming_them() -> None:
             {
                 "path": "/",
                 "action": {"pass": "up"},
-                "errorPages": [{"codes": [502], "return": {"body": "x"}}],
+                "policies": [{"name": "limit"}],
             },
             {"path": "/r", "route": "other"},
         ],
@@ -141,7 +141,7 @@ def test_unimplemented_fields_are_warnings_naming_them() -> None:
     warnings = vs_records(vs, SecretState("cert", None)).warnings
     assert warnings == (
         "spec.upstreams[0].lb-method: ip_hash is not implemented; round_robin is used",
-        "spec.routes[0].errorPages: not implemented yet, ignored",
+        "spec.routes[0].policies: policies are not enforced yet",
         "spec.routes[1].route: VirtualServerRoutes are not routed yet: 404",
     )
 

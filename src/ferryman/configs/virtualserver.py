@@ -16,7 +16,7 @@ A VirtualServer host is two records:
   - ``U|<backend key>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>``
     (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn; times in s,
     ``-`` when unset; upstreams are numbered from 1 in order);
-  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>``: ``=``, ``^~``,
+  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>``: ``=``, ``^~``,
     prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
@@ -27,7 +27,9 @@ A VirtualServer host is two records:
     ``^``-separated names; each may be empty),
     ``d.<code>.<url>`` (redirect) or
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
-    ``<name>~<value>``).
+    ``<name>~<value>``); ``<errorPages>``: ``;``-separated ``<codes>><action>``,
+    codes ``:``-separated, the action a redirect or a return (code 0: the
+    original status).
 
 Every string from the resource (paths, regular expressions, variables, values,
 URLs, bodies, header names and values) is base64 in the record, whose alphabet
@@ -207,8 +209,6 @@ class _Builder:
             return
         if r.policies:
             self.warn(f"{where}.policies", "policies are not enforced yet")
-        if r.error_pages:
-            self.warn(f"{where}.errorPages", "not implemented yet, ignored")
         matches = []
         for m_i, m in enumerate(r.matches):
             conditions = "&".join(
@@ -219,6 +219,12 @@ class _Builder:
             matches.append(f"{conditions}>{outcome}")
         default = self.outcome(where, r.action, r.splits)
         loc = location(r)
+        pages = ";".join(
+            ":".join(str(c) for c in page.codes)
+            + ">"
+            + self.action(f"{where}.errorPages[{p_i}]", page.response)
+            for p_i, page in enumerate(r.error_pages)
+        )
         fields = [
             "R",
             _MODIFIERS[loc.modifier],
@@ -226,6 +232,7 @@ class _Builder:
             "1" if loc.proxies else "0",
             ";".join(matches),
             default,
+            pages,
         ]
         self.items.append("|".join(fields))
 

@@ -563,6 +563,14 @@ function _M.header_filter()
     end
 end
 
+-- body_filter_by_lua of the slow path: a VirtualServer error page's body.
+function _M.body_filter()
+    local response = ngx.ctx.ferryman_response
+    if response then
+        virtual_servers.body_filter(response)
+    end
+end
+
 function _M.log()
     local ctx = ngx.ctx
     if ctx.ferryman_counted then

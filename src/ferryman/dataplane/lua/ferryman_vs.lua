@@ -148,6 +148,16 @@ function _M.decode(raw)
                     route.matches[#route.matches + 1] = { conditions, splits_of(sub(m, gt + 1)) }
                 end
             end
+            if f[7] and f[7] ~= "" then
+                route.errors = {}
+                for _, page in ipairs(cut(f[7], ";")) do
+                    local gt = find(page, ">", 1, true)
+                    local response = action_of(sub(page, gt + 1))
+                    for _, code in ipairs(cut(sub(page, 1, gt - 1), ":")) do
+                        route.errors[tonumber(code)] = response
+                    end
+                end
+            end
             local modifier = route.modifier
             if modifier == "=" then
                 vs.exact[route.path] = route
@@ -314,8 +324,13 @@ function _M.route(vs)
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
     end
-    if a.response then
-        ngx.ctx.ferryman_response = a.response
+    if a.response or route.errors then
+        -- For the header and body filters (one table per request: they mark it).
+        ngx.ctx.ferryman_response = {
+            add = a.response and a.response.add or {},
+            hide = a.response and a.response.hide or {},
+            errors = route.errors,
+        }
     end
     if a.set_headers then
         -- NIC's proxy_set_header: the value (with its variables) replaces the client's.
@@ -332,9 +347,33 @@ local ADD_HEADER_CODES = {
     [302] = true, [303] = true, [304] = true, [307] = true, [308] = true,
 }
 
+-- NIC's errorPages (proxy_intercept_errors, error_page): a response with one of
+-- the codes is replaced, headers here, body in body_filter.
+local function error_page(response, page)
+    ngx.header["Content-Length"] = nil
+    if page.kind == "redirect" then
+        ngx.status = page.code
+        ngx.header["Location"] = expand(page.url)
+        response.body = ""
+        return
+    end
+    if page.code ~= 0 then
+        ngx.status = page.code
+    end
+    ngx.header["Content-Type"] = page.type
+    for _, h in ipairs(page.headers) do
+        ngx.header[h[1]] = expand(h[2])
+    end
+    response.body = expand(page.body)
+end
+
 -- NIC's responseHeaders: hide (proxy_hide_header: the upstream's header is
 -- not passed) and add (add_header [always]), in the header filter.
 function _M.header_filter(response)
+    local page = response.errors and response.errors[ngx.status]
+    if page then
+        return error_page(response, page)
+    end
     if ngx.var.upstream_status then
         for _, name in ipairs(response.hide) do
             ngx.header[name] = nil
@@ -346,6 +385,20 @@ function _M.header_filter(response)
             ngx.header[h[1]] = expand(h[2])
         end
     end
+end
+
+-- The body of a replaced response: the error page's, once, instead of the
+-- original's chunks.
+function _M.body_filter(response)
+    if response.body == nil then
+        return
+    end
+    if response.sent then
+        ngx.arg[1] = ""
+        return
+    end
+    ngx.arg[1] = response.body
+    response.sent = true
 end
 
 return _M
