@@ -485,3 +485,35 @@ def test_error_pages(ferryman: Ferryman, backends: Backends) -> None:
         assert ferryman.events_for("ep")[-1]["reason"] == "AddedOrUpdated"
     finally:
         broken.close()
+
+
+def test_hash_upstreams_keep_a_key_on_its_peer(ferryman: Ferryman, backends: Backends) -> None:
+    peers = [backends.start(n) for n in ("p", "q", "r")]
+    ferryman.write("svc", service_with_backends("app", peers))
+    upstreams = [
+        {"name": "h", "service": "app", "port": 80, "lb-method": "hash $arg_user"},
+        {"name": "hc", "service": "app", "port": 80, "lb-method": "hash $arg_user consistent"},
+        {"name": "ip", "service": "app", "port": 80, "lb-method": "ip_hash"},
+    ]
+    routes = [{"path": f"/{u['name']}", "action": to(str(u["name"]))} for u in upstreams]
+    ferryman.write("vs", vs("hash", "hash.test", routes, upstreams))
+    ferryman.start()
+
+    def owners(route: str) -> dict[str, str | None]:
+        return {
+            user: served_by(ferryman, "hash.test", f"/{route}?user={user}")
+            for user in (f"u{i}" for i in range(30))
+        }
+
+    for route in ("h", "hc"):
+        first = owners(route)
+        assert owners(route) == first  # each key stays on its peer
+        assert set(first.values()) == {"p", "q", "r"}  # and the keys spread
+    assert len({served_by(ferryman, "hash.test", f"/ip?n={i}") for i in range(10)}) == 1
+    # Consistent: a peer leaves; only its keys move.
+    before = owners("hc")
+    ferryman.write("svc", service_with_backends("app", peers[:2]))
+    eventually(lambda: "r" not in owners("hc").values(), 10, "r gone")
+    after = owners("hc")
+    assert all(after[u] == p for u, p in before.items() if p != "r")
+    assert ferryman.events_for("hash")[-1]["reason"] == "AddedOrUpdated"

@@ -13,8 +13,9 @@ A VirtualServer host is two records:
   ``<redirect>`` is ``-`` or ``<code>:<s|x>`` (tls.redirect, based on the
   scheme or X-Forwarded-Proto), and each item is an upstream or a route:
 
-  - ``U|<backend key>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>``
-    (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn; times in s,
+  - ``U|<backend>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>|<key>``
+    (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn,
+    ``ip`` ip_hash, ``h`` hash and ``hc`` hash consistent of ``key``; times in s,
     ``-`` when unset; upstreams are numbered from 1 in order);
   - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>``: ``=``, ``^~``,
     prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
@@ -63,6 +64,7 @@ _BALANCING = {
     "random": "r",
     "random two": "r2",
     "random two least_conn": "r2",
+    "ip_hash": "ip",
 }
 # Request headers ferryman's proxy configuration sets (request-headers.conf.tmpl):
 # a VirtualServer cannot override them yet.
@@ -119,10 +121,12 @@ class _Builder:
         where = f"spec.upstreams[{i}]"
         key = backend_key(u.service_namespace or self.vs.meta.namespace, u.service, str(u.port))
         self.backends.add(key)
-        method = u.lb_method.method if u.lb_method else "round_robin"
-        balancing = _BALANCING.get(method)
-        if balancing is None:
-            self.warn(f"{where}.lb-method", f"{method} is not implemented; round_robin is used")
+        lb = u.lb_method
+        hash_key = lb.hash_key if lb else ""
+        if lb and lb.method == "hash":
+            balancing = "hc" if lb.consistent else "h"
+        else:
+            balancing = _BALANCING[lb.method if lb else "round_robin"]
         unsupported = {
             "subselector": bool(u.subselector),
             "max-conns": u.max_conns is not None,
@@ -144,13 +148,14 @@ class _Builder:
         fields = [
             "U",
             key,
-            balancing or "rr",
+            balancing,
             str(_MAX_FAILS if u.max_fails is None else u.max_fails),
             _seconds(_FAIL_TIMEOUT_MS if u.fail_timeout_ms is None else u.fail_timeout_ms),
             _seconds(u.connect_timeout_ms),
             _seconds(u.read_timeout_ms),
             _seconds(u.send_timeout_ms),
             str(u.next_upstream_tries),
+            b64(hash_key),
         ]
         return "|".join(fields)
 

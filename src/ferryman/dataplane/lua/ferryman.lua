@@ -333,6 +333,66 @@ local function choose_random(peers, host, tried)
     return b < a and second or first
 end
 
+-- Points per peer on the consistent-hash ring (NGINX's ketama uses 160 per
+-- weight unit).
+local RING_POINTS = 160
+
+-- The ring of a peer set, built once per decoded set: sorted points, each
+-- with its peer.
+local function ring_of(peers)
+    local ring = peers.ring
+    if ring == nil then
+        ring = {}
+        for _, peer in ipairs(peers) do
+            for i = 1, RING_POINTS do
+                ring[#ring + 1] = { ngx.crc32_long(peer[3] .. "-" .. i), peer }
+            end
+        end
+        table.sort(ring, function(a, b)
+            return a[1] < b[1]
+        end)
+        peers.ring = ring
+    end
+    return ring
+end
+
+-- A VirtualServer upstream's lb-method hash [consistent] or ip_hash: the same
+-- value picks the same peer while it is up; when it is down or tried, the
+-- next one (on the ring, or in order), so a key moves only with its peer.
+local function choose_hash(peers, host, tried)
+    local h = ngx.crc32_long(virtual_servers.hash_value(host))
+    local ring, count, at = nil, #peers, 0
+    if host.hash == "hc" then
+        ring = ring_of(peers)
+        count = #ring
+        -- The first point at or after h, round the ring.
+        local lo, hi = 1, count
+        while lo < hi do
+            local mid = math.floor((lo + hi) / 2)
+            if ring[mid][1] < h then
+                lo = mid + 1
+            else
+                hi = mid
+            end
+        end
+        at = ring[lo][1] < h and 0 or lo - 1
+    else
+        at = h % count
+    end
+    local fallback
+    for i = 0, count - 1 do
+        local slot = ((at + i) % count) + 1
+        local peer = ring and ring[slot][2] or peers[slot]
+        if not (tried and tried[peer[3]]) then
+            if not is_down(peer, host) then
+                return peer
+            end
+            fallback = fallback or peer
+        end
+    end
+    return fallback
+end
+
 local function use(peer)
     local ok, err = balancer.set_current_peer(peer[1], peer[2])
     if not ok then
@@ -538,6 +598,8 @@ function _M.balance()
     local peer
     if host.random then
         peer = choose_random(peers, host, tried)
+    elseif host.hash then
+        peer = choose_hash(peers, host, tried)
     else
         peer = choose(peers, host, tried)
     end

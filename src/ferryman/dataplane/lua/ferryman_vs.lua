@@ -126,6 +126,8 @@ function _M.decode(raw)
                 key = f[2],
                 least_conn = f[3] == "lc",
                 random = (f[3] == "r" and 1) or (f[3] == "r2" and 2) or nil,
+                hash = (f[3] == "ip" or f[3] == "h" or f[3] == "hc") and f[3] or nil,
+                hash_key = f[10] and f[10] ~= "" and decode_base64(f[10]) or nil,
                 max_fails = tonumber(f[4]) or 1,
                 fail_timeout = tonumber(f[5]) or 10,
                 timeouts = (connect or read or send) and { connect, send, read } or nil,
@@ -399,6 +401,20 @@ function _M.body_filter(response)
     end
     ngx.arg[1] = response.body
     response.sent = true
+end
+
+-- The value an upstream's lb-method hashes for this request: ip_hash takes
+-- the client's IPv4 network (three octets) or whole IPv6 address, as NGINX;
+-- hash its key with NGINX's variables ($name, ${name}) substituted.
+function _M.hash_value(upstream)
+    local var = ngx.var
+    if upstream.hash == "ip" then
+        local addr = var.remote_addr or ""
+        return string.match(addr, "^(%d+%.%d+%.%d+)%.%d+$") or addr
+    end
+    return (gsub(upstream.hash_key or "", "%${?([%w_]+)}?", function(name)
+        return var[name] or ""
+    end))
 end
 
 return _M
