@@ -517,3 +517,22 @@ def test_hash_upstreams_keep_a_key_on_its_peer(ferryman: Ferryman, backends: Bac
     after = owners("hc")
     assert all(after[u] == p for u, p in before.items() if p != "r")
     assert ferryman.events_for("hash")[-1]["reason"] == "AddedOrUpdated"
+
+
+def test_proxy_can_drop_the_clients_request_headers(ferryman: Ferryman, backends: Backends) -> None:
+    action = {
+        "proxy": {
+            "upstream": "a",
+            "requestHeaders": {"pass": False, "set": [{"name": "X-Kept", "value": "set"}]},
+        }
+    }
+    start_with_backends(ferryman, backends, vs("d", "d.test", [{"path": "/", "action": action}]))
+    r = ferryman.get(
+        "d.test", "/", method="POST", headers={"X-Client": "c", "Cookie": "a=b"}, content=b"body"
+    )
+    seen = r.json()
+    assert seen["body"] == "body"
+    assert "x-client" not in seen["headers"] and "cookie" not in seen["headers"]
+    assert seen["headers"]["x-kept"] == "set"
+    assert seen["headers"]["host"] == "d.test"
+    assert ferryman.events_for("d")[-1]["reason"] == "AddedOrUpdated"

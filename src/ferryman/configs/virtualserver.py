@@ -22,10 +22,11 @@ A VirtualServer host is two records:
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
-    ``p.<upstream>.<rewritePath>.<set>.<add>.<hide>`` (pass, or proxy: the
-    rewrite, the request headers to set, ``^``-separated ``<name>~<value>``, the
-    response headers to add, ``<name>~<value>~<always 0|1>``, and to hide,
-    ``^``-separated names; each may be empty),
+    ``p.<upstream>.<rewritePath>.<set>.<add>.<hide>.<drop>`` (pass, or proxy:
+    the rewrite, the request headers to set, ``^``-separated ``<name>~<value>``,
+    the response headers to add, ``<name>~<value>~<always 0|1>``, and to hide,
+    ``^``-separated names, and ``1`` to drop the client's headers; each may be
+    empty),
     ``d.<code>.<url>`` (redirect) or
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``); ``<errorPages>``: ``;``-separated ``<codes>><action>``,
@@ -163,8 +164,6 @@ class _Builder:
         if isinstance(a, Pass):
             return f"p.{self.upstreams[a.upstream]}.."
         if isinstance(a, Proxy):
-            if not a.pass_request_headers:
-                self.warn(f"{where}.proxy.requestHeaders.pass", "not implemented yet, ignored")
             headers = []
             for i, h in enumerate(a.set_request_headers):
                 if h.name.lower() in _FERRYMAN_HEADERS:
@@ -189,7 +188,8 @@ class _Builder:
             hide = "^".join(b64(name) for name in a.hide_response_headers)
             rewrite = b64(a.rewrite_path)
             up = self.upstreams[a.upstream]
-            return f"p.{up}.{rewrite}.{'^'.join(headers)}.{add}.{hide}"
+            drop = "" if a.pass_request_headers else "1"
+            return f"p.{up}.{rewrite}.{'^'.join(headers)}.{add}.{hide}.{drop}"
         if isinstance(a, Redirect):
             return f"d.{a.code}.{b64(a.url)}"
         added = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)

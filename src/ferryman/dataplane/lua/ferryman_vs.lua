@@ -56,6 +56,7 @@ local function action_of(text)
             rewrite = rewrite,
             set_headers = headers_of(f[4]),
             response = response,
+            drop_headers = f[7] == "1",
         }
     elseif f[1] == "d" then
         return { kind = "redirect", code = tonumber(f[2]), url = decode_base64(f[3]) }
@@ -224,6 +225,9 @@ end
 
 local seeded = false
 
+-- Kept when a proxy drops the client's headers (requestHeaders.pass: false).
+local KEPT_HEADERS = { ["host"] = true, ["content-length"] = true, ["transfer-encoding"] = true }
+
 local function pick(splits)
     if #splits == 1 then
         return splits[1][2]
@@ -333,6 +337,16 @@ function _M.route(vs)
             hide = a.response and a.response.hide or {},
             errors = route.errors,
         }
+    end
+    if a.drop_headers then
+        -- NIC's proxy_pass_request_headers off: the client's headers stay
+        -- behind, but those that frame the body and the request's Host.
+        for name in pairs(ngx.req.get_headers(0, true)) do
+            local lowered = lower(name)
+            if not KEPT_HEADERS[lowered] then
+                ngx.req.clear_header(name)
+            end
+        end
     end
     if a.set_headers then
         -- NIC's proxy_set_header: the value (with its variables) replaces the client's.
