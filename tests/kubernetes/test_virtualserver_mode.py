@@ -115,5 +115,12 @@ def test_virtual_server_is_served_and_valid(
     assert invalid["reason"] == "Rejected"
     assert invalid["message"].startswith(f"VirtualServer {namespace}/cafe was rejected with error")
     assert served_by(f, "vs.k8s.test", "/") == "404"
+    _put(kube, _vs(namespace, "tea"))
+    wait_until(lambda: _status(kube, namespace) == want, 10, "Valid again")
+    # Deleted and created again: the new object gets its status too.
     kube.delete(VirtualServer, "cafe", namespace=namespace)
+    wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "404", 5, "the deletion")
+    _put(kube, _vs(namespace, "tea"))
+    wait_until(lambda: _status(kube, namespace) == want, 10, "status of the new object")
+    assert served_by(f, "vs.k8s.test", "/") == "tea"
     assert f.reloads() == 1

@@ -186,10 +186,15 @@ class KubernetesReporter:
     async def _write_resource_status(self, s: _ResourceStatus) -> None:
         if self._resource_wanted.get(s.ref) != s.fields:
             return  # superseded
+        resource = _RESOURCES[s.ref.kind]
+        current = await self._client.get(resource, s.ref.name, namespace=s.ref.namespace)
+        have = current.get("status") or {}
+        if (have.get("state"), have.get("reason"), have.get("message")) == s.fields:
+            return  # already there (read: a recreated object starts without status)
         state, reason, message = s.fields
         # A merge patch of the status subresource: NIC's fields, nothing else touched.
         await self._client.patch(
-            _RESOURCES[s.ref.kind].Status,
+            resource.Status,
             s.ref.name,
             {"status": {"state": state, "reason": reason, "message": message}},
             namespace=s.ref.namespace,
