@@ -395,6 +395,8 @@ async def _run(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status,
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
+        resource_status=cluster.reporter.resource_status if cluster else None,
+        virtual_servers=not flavour.angie,
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.
@@ -589,8 +591,9 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
     await dataplane.apply(files)
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files
-    )
+        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
+        virtual_servers=not flavour.angie,
+    )  # fmt: skip
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")
     )

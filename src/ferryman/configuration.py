@@ -1,7 +1,8 @@
-"""Which accepted Ingress owns each host: the pure state behind every sync.
+"""Which accepted resource owns each host: the pure state behind every sync.
 
 Ownership follows NIC: one owner per host, the oldest resource wins
-(creationTimestamp, then namespace/name). A resource without a timestamp
+(creationTimestamp, then namespace/name), across kinds: an Ingress and a
+VirtualServer claiming one host compete as two Ingresses do. A resource without a timestamp
 (common in manifests mode) counts as newer than every resource that has one,
 and such resources are ordered by namespace/name alone. Host "" stands for the
 catch-all (rules without a host, or a lone defaultBackend).
@@ -24,17 +25,25 @@ from collections.abc import Iterable
 
 from ferryman.resources.ingress import Ingress
 from ferryman.resources.meta import ObjectRef
+from ferryman.resources.virtualserver import VirtualServer
 
-AgeKey = tuple[bool, str, str, str]
-
-
-def age_key(ing: Ingress) -> AgeKey:
-    ts = ing.meta.creation_timestamp
-    return (ts is None, ts or "", ing.meta.namespace, ing.meta.name)
+AgeKey = tuple[bool, str, str, str, str]
+# What claims hosts: an Ingress (its rules' hosts) or a VirtualServer (its host).
+Claimant = Ingress | VirtualServer
 
 
-def ingress_ref(ing: Ingress) -> ObjectRef:
-    return ObjectRef("Ingress", ing.meta.namespace, ing.meta.name)
+def age_key(res: Claimant) -> AgeKey:
+    ts = res.meta.creation_timestamp
+    # The kind last: only two resources of different kinds with one name tie before it.
+    return (ts is None, ts or "", res.meta.namespace, res.meta.name, _kind(res))
+
+
+def _kind(res: Claimant) -> str:
+    return "VirtualServer" if isinstance(res, VirtualServer) else "Ingress"
+
+
+def ingress_ref(res: Claimant) -> ObjectRef:
+    return ObjectRef(_kind(res), res.meta.namespace, res.meta.name)
 
 
 class HostPolicy:
@@ -58,7 +67,7 @@ class HostPolicy:
 class Configuration:
     def __init__(self, policy: HostPolicy | None = None) -> None:
         self._policy = policy
-        self._ingresses: dict[ObjectRef, Ingress] = {}
+        self._ingresses: dict[ObjectRef, Claimant] = {}
         self._claims: dict[str, set[ObjectRef]] = {}
         self._owner: dict[str, ObjectRef] = {}
         # Exact hosts with an owner, by the wildcard that covers them ("*.suffix").
@@ -67,13 +76,16 @@ class Configuration:
     def __len__(self) -> int:
         return len(self._ingresses)
 
-    def get(self, ref: ObjectRef) -> Ingress | None:
+    def get(self, ref: ObjectRef) -> Claimant | None:
         return self._ingresses.get(ref)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for ref in self._ingresses if ref.kind == kind)
 
     def refs(self) -> list[ObjectRef]:
         return list(self._ingresses)
 
-    def _claimable(self, ing: Ingress) -> list[str]:
+    def _claimable(self, ing: Claimant) -> list[str]:
         policy = self._policy
         hosts = ing.hosts()
         return [h for h in hosts if policy.allows(ing.meta.namespace, h)] if policy else list(hosts)
@@ -86,7 +98,7 @@ class Configuration:
         claimable = set(self._claimable(ing))
         return [h for h in ing.hosts() if h not in claimable]
 
-    def upsert(self, ing: Ingress) -> set[ObjectRef]:
+    def upsert(self, ing: Claimant) -> set[ObjectRef]:
         ref = ingress_ref(ing)
         old = self._ingresses.get(ref)
         self._ingresses[ref] = ing

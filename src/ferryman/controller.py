@@ -21,11 +21,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
+from ferryman.configs.virtualserver import vs_records
 from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
@@ -51,6 +53,7 @@ from ferryman.resources.ingressclass import (
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
 from ferryman.resources.pod import addresses_to_resync
 from ferryman.resources.service import service_name_of
+from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
@@ -59,6 +62,9 @@ from ferryman.workqueue import WorkQueue
 log = logging.getLogger("ferryman.controller")
 
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
+# A custom resource's status: (ref, state, reason, message), NIC's fields.
+ResourceStatusSink = Callable[[ObjectRef, str, str, str], None]
+VALID, WARNING_STATE, INVALID = "Valid", "Warning", "Invalid"
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
 # The key of a pod's address (readiness gates): its name is the address.
@@ -106,12 +112,17 @@ class Controller:
         status: StatusSink | None = None,
         on_gates_applied: Callable[[], None] | None = None,
         on_leaving_applied: Callable[[], None] | None = None,
+        resource_status: ResourceStatusSink | None = None,
+        virtual_servers: bool = True,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
         ``on_gates_applied`` is called after each flush that changed
         ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then);
-        ``on_leaving_applied`` after each flush that changed ``leaving_applied()``."""
+        ``on_leaving_applied`` after each flush that changed ``leaving_applied()``;
+        ``resource_status`` receives each VirtualServer's state when its Event is
+        reported (Kubernetes mode); ``virtual_servers``: the data plane routes
+        VirtualServers (the Lua router; Angie's classic configuration does not)."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -147,6 +158,10 @@ class Controller:
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
         self._status = status
+        self._resource_status = resource_status
+        self._virtual_servers = virtual_servers
+        # The state each VirtualServer's pending Event reports (NIC's status.state).
+        self._states: dict[ObjectRef, str] = {}
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
         self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
@@ -228,7 +243,7 @@ class Controller:
                 self._publish_status(ref)
 
     def _publish_status(self, ref: ObjectRef) -> None:
-        if self._status is None:
+        if self._status is None or ref.kind != "Ingress":
             return
         if ref in self._ref_hosts:
             self._status(ref, self._addresses)
@@ -242,6 +257,8 @@ class Controller:
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "Ingress":
             self._sync_ingress(ref)
+        elif ref.kind == "VirtualServer":
+            self._sync_virtual_server(ref)
         elif ref.kind == "IngressClass":
             self._sync_class(ref)
         elif ref.kind == "Service":
@@ -303,6 +320,33 @@ class Controller:
             self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {e}")
             return None
 
+    def _sync_virtual_server(self, ref: ObjectRef) -> None:
+        obj = self._store.get("VirtualServer", ref.namespace, ref.name)
+        vs = None
+        # NIC serves a VirtualServer without a class whatever the default class is.
+        if obj is not None and _vs_class(obj) in ("", self._policy.served):
+            parsed = parse_virtual_server(obj)
+            vs = parsed.resource
+            error = parsed.message()
+            if vs is not None and not self._virtual_servers:
+                vs, error = (
+                    None,
+                    "VirtualServers are routed by the nginx data plane only (ferryman)",
+                )
+            if vs is None:
+                who = f"{ref.namespace}/{ref.name}"
+                message = f"VirtualServer {who} was rejected with error: {error}"
+                self._vs_event(ref, INVALID, REJECTED, message)
+        old = self._config.get(ref)
+        if vs is not None and isinstance(old, VirtualServer) and _same(old, vs):
+            return  # only its status or resourceVersion moved
+        affected = self._config.upsert(vs) if vs else self._config.delete(ref)
+        self._render_all(affected)
+
+    def _vs_event(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
+        self._event(ref, NORMAL if state == VALID else WARNING, reason, message)
+        self._states[ref] = state
+
     def _render_all(self, refs: Iterable[ObjectRef]) -> None:
         """Render each; one that fails is rejected and the others still render."""
         for ref in sorted(refs):
@@ -316,6 +360,8 @@ class Controller:
         """Take ``ref`` out of the configuration until it changes: withdraw what it
         wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
         self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {reason}")
+        if ref.kind == "VirtualServer":
+            self._states[ref] = INVALID
         affected = self._config.delete(ref)
         try:
             self._withdraw(ref)
@@ -328,15 +374,72 @@ class Controller:
         that failed half-way may have written hosts it has not recorded there."""
         self._ref_hosts.pop(ref, None)
         for host in [h for h, writer in self._host_writer.items() if writer == ref]:
-            del self._host_writer[host]
-            self._records.pop(("H", host), None)
-            self._host_cert.pop(host, None)
+            self._drop_host(host)
         self._set_secret_users(ref, set())
         self._endpoints.set_backends(ref, frozenset())
 
+    def _drop_host(self, host: str) -> None:
+        del self._host_writer[host]
+        self._records.pop(("H", host), None)
+        self._records.pop(("V", host), None)
+        self._host_cert.pop(host, None)
+
+    def _write_host(self, ref: ObjectRef, vh: VirtualHost, routing: str | None) -> None:
+        """``vh``'s H record and, for a VirtualServer, its V record (``routing``)."""
+        self._records[("H", vh.host)] = encode_host(vh)
+        if routing is None:
+            self._records.pop(("V", vh.host), None)
+        else:
+            self._records[("V", vh.host)] = routing
+        self._host_writer[vh.host] = ref
+        if vh.cert_id:
+            self._host_cert[vh.host] = vh.cert_id
+        else:
+            self._host_cert.pop(vh.host, None)
+
+    def _render_virtual_server(self, ref: ObjectRef, vs: VirtualServer | None) -> None:
+        old_hosts = self._ref_hosts.pop(ref, set())
+        owned = self._config.owned_hosts(ref) if vs is not None else ()
+        secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
+        self._set_secret_users(ref, {secret} if secret else set())
+        for host in old_hosts - set(owned):
+            if self._host_writer.get(host) == ref:
+                self._drop_host(host)
+        if vs is None:
+            self._endpoints.set_backends(ref, frozenset())
+            return
+        who = f"{ref.namespace}/{ref.name}"
+        if not owned:
+            self._endpoints.set_backends(ref, frozenset())
+            # NIC's words: the resource is kept, its host is served by another.
+            self._vs_event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
+            return
+        state = self._secret_state(ref.namespace, secret) if secret else None
+        out = vs_records(vs, state)
+        self._write_host(ref, out.host, out.record)
+        self._ref_hosts[ref] = {out.host.host}
+        self._endpoints.set_backends(ref, out.backends)
+        if out.warnings:
+            self._vs_event(
+                ref,
+                WARNING_STATE,
+                ADDED_OR_UPDATED_WITH_WARNING,
+                f"Configuration for {who} was added or updated with warning(s): "
+                + "; ".join(out.warnings),
+            )
+        else:
+            # NIC's text, its trailing space included.
+            message = f"Configuration for {who} was added or updated "
+            self._vs_event(ref, VALID, ADDED_OR_UPDATED, message)
+
     def _render(self, ref: ObjectRef) -> None:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
+        if ref.kind == "VirtualServer":
+            res = self._config.get(ref)
+            self._render_virtual_server(ref, res if isinstance(res, VirtualServer) else None)
+            return
         ing = self._config.get(ref)
+        assert not isinstance(ing, VirtualServer)
         old_hosts = self._ref_hosts.pop(ref, set())
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []
@@ -349,16 +452,9 @@ class Controller:
         new_hosts = {vh.host for vh in vhosts}
         for host in old_hosts - new_hosts:
             if self._host_writer.get(host) == ref:
-                del self._host_writer[host]
-                self._records.pop(("H", host), None)
-                self._host_cert.pop(host, None)
+                self._drop_host(host)
         for vh in vhosts:
-            self._records[("H", vh.host)] = encode_host(vh)
-            self._host_writer[vh.host] = ref
-            if vh.cert_id:
-                self._host_cert[vh.host] = vh.cert_id
-            else:
-                self._host_cert.pop(vh.host, None)
+            self._write_host(ref, vh, None)
         if new_hosts:
             self._ref_hosts[ref] = new_hosts
         backends: set[BackendKey] = set()
@@ -474,7 +570,8 @@ class Controller:
         self._tell_leaving_applied(outstanding)
         if changes:
             await self._reload(changes)
-        self._metrics.ingress_resources.labels(type="regular").set(len(self._config))
+        self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
+        self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
         waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
@@ -485,6 +582,8 @@ class Controller:
             self._reporter.event(ref, type_, reason, message)
             if ref.kind == "Ingress":
                 self._publish_status(ref)
+            elif (state := self._states.pop(ref, None)) and self._resource_status is not None:
+                self._resource_status(ref, state, reason, message)
 
     def resend_everything(self) -> None:
         """NGINX lost its memory (it was restarted): the next flush pushes all records."""
@@ -495,7 +594,7 @@ class Controller:
         """Ingresses with some of the ``outstanding`` records NGINX does not hold yet."""
         waiting: set[ObjectRef] = set()
         for kind, name in outstanding:
-            if kind == "H" and (writer := self._host_writer.get(name)) is not None:
+            if kind in ("H", "V") and (writer := self._host_writer.get(name)) is not None:
                 waiting.add(writer)
             elif kind == "E":
                 waiting |= self._endpoints.users(name)
@@ -558,7 +657,7 @@ class Controller:
     def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
         """Reject the resources whose records were refused."""
         for (kind, name), why in sorted(refused.items()):
-            if kind == "H":
+            if kind in ("H", "V"):
                 if (owner := self._host_writer.get(name)) is not None:
                     self._reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":
@@ -602,7 +701,7 @@ class Controller:
         try:
             self.sync(ref)
         except Exception as e:
-            if ref.kind == "Ingress":
+            if ref.kind in ("Ingress", "VirtualServer"):
                 # A retry would fail the same way: rejected until it changes.
                 log.exception("sync failed", extra={"fields": {"key": str(ref)}})
                 self._reject(ref, _internal(e))
@@ -635,3 +734,15 @@ class Controller:
 
 def _internal(e: Exception) -> str:
     return f"internal error ({type(e).__name__}: {e}); please report it"
+
+
+def _vs_class(obj: Mapping[str, Any]) -> str:
+    """The class a raw VirtualServer asks for ("" for none)."""
+    spec = obj.get("spec")
+    value = spec.get("ingressClassName") if isinstance(spec, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _same(a: VirtualServer, b: VirtualServer) -> bool:
+    """Equal but for resourceVersion (a status write changes only that)."""
+    return a == replace(b, meta=replace(b.meta, resource_version=a.meta.resource_version))

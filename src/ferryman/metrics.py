@@ -236,6 +236,11 @@ class Metrics:
             ["type"],
             registry=r,
         )
+        self.virtualserver_resources = Gauge(
+            f"{NIC}_virtualserver_resources_total",
+            "Number of handled VirtualServer resources",
+            registry=r,
+        )
         self.workqueue_depth = Gauge(
             f"{NIC}_workqueue_depth", "Current depth of the workqueue", registry=r
         )

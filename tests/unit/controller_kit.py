@@ -35,6 +35,8 @@ class Kit:
         self.metrics = Metrics()
         # Ingress status as Kubernetes mode would write it: (ref, addresses) per call.
         self.statuses: list[tuple[ObjectRef, tuple[str, ...]]] = []
+        # VirtualServer status as the reporter would write it: (ref, state, reason, message).
+        self.resource_statuses: list[tuple[ObjectRef, str, str, str]] = []
         if self.dataplane.observer is None:
             self.dataplane.observer = ReloadLog(self.metrics)
         self.controller = Controller(
@@ -48,6 +50,7 @@ class Kit:
             {"nginx.conf": "bootstrap"},
             lambda ref, addresses: self.statuses.append((ref, addresses)),
             on_gates_applied=on_gates_applied,
+            resource_status=lambda *status: self.resource_statuses.append(status),
         )
         self.sink = QueueingSink(self.store, self.queue)
 

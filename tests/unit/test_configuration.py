@@ -280,3 +280,36 @@ def test_a_denied_host_is_never_claimed() -> None:
     assert config.owned_hosts(ref) == ("b.example.com",)
     assert config.denied_hosts(ref) == ["a.example.com"]
     assert config.lost_hosts(ref) == {}
+
+
+def _virtual_server(name: str, host: str, ts: str | None) -> Any:
+    from ferryman.resources.virtualserver import parse_virtual_server
+
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if ts is not None:
+        md["creationTimestamp"] = ts
+    obj = {
+        "kind": "VirtualServer",
+        "metadata": md,
+        "spec": {"host": host, "upstreams": [], "routes": []},
+    }
+    vs = parse_virtual_server(obj).resource
+    assert vs is not None
+    return vs
+
+
+def test_ingress_and_virtual_server_compete_for_a_host_oldest_wins() -> None:
+    vs_ref = ObjectRef("VirtualServer", "default", "same")
+    for ing_ts, vs_ts, winner in ((T1, T2, ref("same")), (T2, T1, vs_ref)):
+        c = Configuration()
+        c.upsert(ingress("same", ("a.example.com",), ts=ing_ts))
+        affected = c.upsert(_virtual_server("same", "a.example.com", vs_ts))
+        assert c.owner("a.example.com") == winner
+        assert vs_ref in affected
+        loser = vs_ref if winner == ref("same") else ref("same")
+        assert c.owned_hosts(loser) == ()
+        assert c.lost_hosts(loser) == {"a.example.com": winner}
+        # The winner leaves: the other kind takes the host over.
+        assert loser in c.delete(winner)
+        assert c.owner("a.example.com") == loser
+        assert c.count("Ingress") + c.count("VirtualServer") == 1

@@ -248,6 +248,8 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         ),
         (((f"{R2}.path", "/tea"),), f'{R2}.path: Duplicate value: "/tea"'),
         (((f"{R2}.path", "~*^/coffee/(.*)$"),), f'{R2}.path: Duplicate value: "~*^/coffee/(.*)$"'),
+        # one location to NGINX ("location /tea" and "location ^~ /tea")
+        (((f"{R2}.path", "^~ /tea"),), f'{R2}.path: Duplicate value: "^~ /tea"'),
         # what a route does
         (((f"{R0}.route", "juice"),), f'{R0}: Invalid value: "": {EXACTLY_ONE}'),
         (((f"{R0}.action", DELETE),), f'{R0}: Invalid value: "": {EXACTLY_ONE}'),

@@ -19,6 +19,7 @@ CERT = "TUlJQg==\tTUlJRQ=="
         (("E", "ns/app:80"), "10.0.0.1#80 [::1]#80"),
         (("C", "ns/tls@0123"), CERT),
         (("H", "gone.test"), ""),
+        (("V", "vs.test"), "- U|ns/app:80|rr|1|10|-|-|-|0 R|P|Lw==|0||100:p.1.."),
     ],
 )
 def test_records_ferryman_writes_are_accepted(key: tuple[str, str], value: str) -> None:
@@ -59,6 +60,7 @@ def test_no_encodable_record_can_add_a_line_or_field(key: str, value: str) -> No
 def test_removals_go_first_then_endpoints_certificates_hosts() -> None:
     records = {
         ("H", "a"): "x",
+        ("V", "a"): "- R|P|Lw==|0||100:p.1..",
         ("C", "c"): CERT,
         ("E", "e"): "1.1.1.1#1",
         ("H", "gone"): "",
@@ -69,6 +71,7 @@ def test_removals_go_first_then_endpoints_certificates_hosts() -> None:
         ("E", "e"),
         ("E", "e2"),
         ("C", "c"),
+        ("V", "a"),  # a VirtualServer's routing before its host's stub
         ("H", "a"),
     ]
 

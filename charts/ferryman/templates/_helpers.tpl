@@ -92,6 +92,12 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: ["events.k8s.io"]
     resources: ["events"]
     verbs: ["create"]
+  - apiGroups: ["k8s.nginx.org"]
+    resources: ["virtualservers", "virtualserverroutes", "policies"]
+    verbs: ["list", "watch"]
+  - apiGroups: ["k8s.nginx.org"]
+    resources: ["virtualservers/status"]
+    verbs: ["patch"]
   {{- if include "ferryman.readinessGates" . }}
   # Readiness gates: pods are watched in opted-in namespaces only.
   - apiGroups: [""]

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 # A pushed record: (kind, key) -> value; kinds are "E" endpoint set, "H" virtual
-# host, "C" certificate (see dataplane/lua/ferryman.lua). "" removes the record.
+# host, "C" certificate, "V" a VirtualServer host's routing (see
+# dataplane/lua/ferryman.lua). "" removes the record.
 RecordKey = tuple[str, str]
 
 # Why NGINX refused to store a record (the push answer's codes, ferryman.lua).
@@ -60,7 +61,7 @@ def record_problem(key: RecordKey, value: str) -> str | None:
     """Why a record cannot travel in a push (None: it can). Every string in a record
     passed ``resources/validation.py``; this is the encoder's own last check."""
     kind, name = key
-    if kind not in ("E", "H", "C"):
+    if kind not in ("E", "H", "C", "V"):
         return f"unknown record kind {kind!r}"
     if not _KEY_RE.fullmatch(name):
         return f"its key {name[:80]!r} holds a space or control character"
@@ -81,12 +82,15 @@ def push_body(version: int, records: Mapping[RecordKey, str], full: bool) -> str
     return "\n".join(lines) + "\n"
 
 
-_ORDER = {"E": 1, "C": 2, "H": 3}
+# A VirtualServer's routing before its host's stub: once the stub is in force,
+# the slow path finds the routing it hands requests to.
+_ORDER = {"E": 1, "C": 2, "V": 3, "H": 4}
 
 
 def push_order(records: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
     """Removals first (they free memory), then endpoint sets (traffic to pods that
-    are gone must stop even when memory is short), certificates, virtual hosts."""
+    are gone must stop even when memory is short), certificates, VirtualServer
+    routing, virtual hosts."""
     return dict(sorted(records.items(), key=lambda kv: (bool(kv[1]), _ORDER.get(kv[0][0], 4))))
 
 

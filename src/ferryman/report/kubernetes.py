@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
+from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Service
@@ -31,7 +32,19 @@ from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.report")
 
-API_VERSIONS = {"Ingress": "networking.k8s.io/v1", "Pod": "v1"}
+API_VERSIONS = {
+    "Ingress": "networking.k8s.io/v1",
+    "Pod": "v1",
+    "VirtualServer": "k8s.nginx.org/v1",
+    "VirtualServerRoute": "k8s.nginx.org/v1",
+    "Policy": "k8s.nginx.org/v1",
+}
+# NIC's custom resources whose status ferryman writes (the status subresource).
+_RESOURCES = {
+    "VirtualServer": create_namespaced_resource(
+        "k8s.nginx.org", "v1", "VirtualServer", "virtualservers"
+    ),
+}
 
 
 def instance_name() -> str:
@@ -52,11 +65,20 @@ class _Status:
     addresses: tuple[str, ...]  # empty: clear
 
 
+@dataclass(frozen=True)
+class _ResourceStatus:
+    """NIC's status of a custom resource: state, reason, message."""
+
+    ref: ObjectRef
+    fields: tuple[str, str, str]
+
+
 class KubernetesReporter:
     def __init__(self, client: AsyncClient, uid_of: Callable[[ObjectRef], str | None]) -> None:
         self._client = client
         self._uid_of = uid_of
-        self._queue: asyncio.Queue[_Event | _Status] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Event | _Status | _ResourceStatus] = asyncio.Queue()
+        self._resource_wanted: dict[ObjectRef, tuple[str, str, str]] = {}
         self._leader = False
         self._written: dict[ObjectRef, tuple[str, ...]] = {}
         self._wanted: dict[ObjectRef, tuple[str, ...]] = {}
@@ -79,9 +101,17 @@ class KubernetesReporter:
         if self._leader and self._written.get(ref) != addresses:
             self._queue.put_nowait(_Status(ref, addresses))
 
+    def resource_status(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
+        """A VirtualServer's status.state, reason and message."""
+        self._resource_wanted[ref] = (state, reason, message)
+        if self._leader:
+            self._queue.put_nowait(_ResourceStatus(ref, (state, reason, message)))
+
     def set_leader(self, leader: bool) -> None:
         self._leader = leader
         if leader:
+            for ref, fields in self._resource_wanted.items():
+                self._queue.put_nowait(_ResourceStatus(ref, fields))
             for e in self._unwritten.values():
                 self._queue.put_nowait(e)
             self._unwritten.clear()
@@ -97,6 +127,8 @@ class KubernetesReporter:
             try:
                 if isinstance(item, _Event):
                     await self._write_event(item)
+                elif isinstance(item, _ResourceStatus):
+                    await self._write_resource_status(item)
                 else:
                     await self._write_status(item)
             except ApiError as e:
@@ -104,7 +136,7 @@ class KubernetesReporter:
                     log.warning("report failed", extra={"fields": {"error": str(e)}})
             except Exception as e:  # API unreachable: status is retried, events dropped
                 log.warning("report failed", extra={"fields": {"error": str(e)}})
-                if isinstance(item, _Status):
+                if not isinstance(item, _Event):
                     await asyncio.sleep(1)
                     self._queue.put_nowait(item)
 
@@ -150,6 +182,24 @@ class KubernetesReporter:
                 patch_type=PatchType.MERGE,
             )
         self._written[s.ref] = s.addresses
+
+    async def _write_resource_status(self, s: _ResourceStatus) -> None:
+        if self._resource_wanted.get(s.ref) != s.fields:
+            return  # superseded
+        resource = _RESOURCES[s.ref.kind]
+        current = await self._client.get(resource, s.ref.name, namespace=s.ref.namespace)
+        have = current.get("status") or {}
+        if (have.get("state"), have.get("reason"), have.get("message")) == s.fields:
+            return  # already there (read: a recreated object starts without status)
+        state, reason, message = s.fields
+        # A merge patch of the status subresource: NIC's fields, nothing else touched.
+        await self._client.patch(
+            resource.Status,
+            s.ref.name,
+            {"status": {"state": state, "reason": reason, "message": message}},
+            namespace=s.ref.namespace,
+            patch_type=PatchType.MERGE,
+        )
 
 
 def _lb_ingress(address: str) -> dict[str, str]:

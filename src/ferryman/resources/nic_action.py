@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ferryman.resources import nic_rules as rules
 from ferryman.resources.nic_fields import Obj, Problem, invalid, not_found, required
@@ -120,7 +120,7 @@ class Redirect:
 @dataclass(frozen=True)
 class Return:
     body: str
-    code: int = 200
+    code: int = 200  # 0 in an error page: the original response's status
     type: str = "text/plain"
     headers: tuple[Header, ...] = ()
 
@@ -381,6 +381,9 @@ def parse_error_page(e: Obj) -> ErrorPage | None:
     response: Redirect | Return
     if (r := e.obj("return", _RETURN_KEYS)) is not None:
         response = parse_return(r, (), ERROR_PAGE_VARIABLES, error_page_header)
+        if r.integer("code") is None:
+            # NIC: an error page's return keeps the original status by default.
+            response = replace(response, code=0)
     elif (r := e.obj("redirect", _REDIRECT_KEYS)) is not None:
         response = parse_redirect(r, ERROR_PAGE_REDIRECT_VARIABLES)
     else:

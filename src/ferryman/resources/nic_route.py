@@ -120,7 +120,7 @@ def _regex_problems(where: str, raw: str, regex: str) -> list[Problem]:
     if bad := rules.escaped_string(regex, "*.jpg", "^/images/image_*.png$"):
         return [invalid(where, raw, bad)]
     # NIC writes the location's regex unquoted, so NGINX would refuse these too.
-    return [invalid(where, raw, m) for m in rules.token(regex, "regular expression")]
+    return [invalid(where, raw, m) for m in rules.regular_expression(regex)]
 
 
 def parse_policy_refs(o: Obj, namespace: str) -> tuple[PolicyRef, ...]:
@@ -226,9 +226,12 @@ def parse_routes(
         route = parse_route(r, upstreams, namespace, subroute=key == "subroutes")
         if route is None:
             continue
-        if str(route.path) in seen:
+        # NGINX refuses "location /a" beside "location ^~ /a" (one location,
+        # twice): a duplicate too, which NIC lets through to a failing reload.
+        key = str(route.path) if route.path.modifier != "^~" else route.path.value
+        if key in seen:
             r.ctx.add(duplicate(r.at("path"), r.text("path")))
             continue
-        seen.add(str(route.path))
+        seen.add(key)
         out.append(route)
     return tuple(out)

@@ -170,7 +170,7 @@ def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     if "metadata" in obj:
         out["metadata"] = _metadata(obj["metadata"], kind if isinstance(kind, str) else "")
-    if kind in ("Ingress", "IngressClass"):
+    if kind in ("Ingress", "IngressClass", "VirtualServer", "VirtualServerRoute", "Policy"):
         if "spec" in obj:
             out["spec"] = obj["spec"]
     elif kind == "Service":

@@ -1,6 +1,6 @@
 """k8s.nginx.org/v1 VirtualServer: typed view and NIC's validation.
 
-Parsed and validated only: the controller does not route VirtualServers yet.
+``configs/virtualserver.py`` turns one into the records the Lua router serves.
 """
 
 from __future__ import annotations
@@ -82,6 +82,10 @@ class VirtualServer:
     policies: tuple[PolicyRef, ...]
     upstreams: tuple[Upstream, ...]
     routes: tuple[Route, ...]
+
+    def hosts(self) -> tuple[str, ...]:
+        """The hosts it claims (as ``Ingress.hosts``): its one host."""
+        return (self.host,)
 
     def delegating_paths(self, namespace: str, name: str) -> tuple[str, ...]:
         """The normalised paths of the routes handing over to VirtualServerRoute namespace/name."""

@@ -11,7 +11,18 @@ from typing import Any, Protocol
 
 from ferryman.resources.meta import ObjectRef
 
-KINDS = ("Ingress", "IngressClass", "Service", "EndpointSlice", "Secret")
+KINDS = (
+    "Ingress",
+    "IngressClass",
+    "Service",
+    "EndpointSlice",
+    "Secret",
+    # NIC's custom resources (k8s.nginx.org/v1): VirtualServers route; the other
+    # two are held for the delegations and policies still to come (issue 15).
+    "VirtualServer",
+    "VirtualServerRoute",
+    "Policy",
+)
 CLUSTER_SCOPED = frozenset({"IngressClass"})
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service
 from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.networking_v1 import Ingress, IngressClass
@@ -55,6 +57,14 @@ class Kind:
     namespaced: bool = True
     fields: Mapping[str, str] | None = None
     labels: Mapping[str, str] | None = None
+    # A custom resource whose CRD may not be installed: while the API server
+    # answers 404 for it, it counts as listed and empty (and is asked again).
+    optional: bool = False
+
+
+def _nic(kind: str, plural: str) -> Kind:
+    resource = create_namespaced_resource("k8s.nginx.org", "v1", kind, plural)
+    return Kind(kind, resource, optional=True)
 
 
 KINDS = (
@@ -63,6 +73,9 @@ KINDS = (
     Kind("Service", Service),
     Kind("EndpointSlice", EndpointSlice),
     Kind("Secret", Secret, fields={"type": TLS_TYPE}),
+    _nic("VirtualServer", "virtualservers"),
+    _nic("VirtualServerRoute", "virtualserverroutes"),
+    _nic("Policy", "policies"),
 )
 
 # Readiness gates (--readiness-gates): only opted-in namespaces are held (the
@@ -91,6 +104,16 @@ def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
         raise KubeconfigError(
             f"no usable kubeconfig ({where}): {type(e).__name__}: {reason}"
         ) from e
+
+
+def _not_found(e: Exception) -> bool:
+    """The API server does not serve the resource (404): lightkube raises ApiError
+    when the answer is a Status, httpx's error when it is the plain "404 page not
+    found" an unknown API group gets."""
+    if isinstance(e, ApiError):
+        return e.status.code == 404
+    response = getattr(e, "response", None)
+    return getattr(response, "status_code", None) == 404
 
 
 def _plain(obj: Any, kind: str) -> dict[str, Any]:
@@ -173,13 +196,31 @@ class KubernetesSource:
                 delay = _RETRY_MIN
                 await self._watch(kind, namespace, version)
             except Exception as e:  # an informer must outlive any API or network failure
-                log.warning(
-                    "watch interrupted; listing again",
-                    extra={"fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}},
-                )
+                if kind.optional and _not_found(e):
+                    # No CRD: nothing of this kind exists; start-up must not wait for it.
+                    self._absent(kind, namespace)
+                    delay = _RETRY_MAX / 2
+                else:
+                    log.warning(
+                        "watch interrupted; listing again",
+                        extra={
+                            "fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}
+                        },
+                    )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, _RETRY_MAX)
+
+    def _absent(self, kind: Kind, namespace: str) -> None:
+        if (synced := self._synced.get((kind.name, namespace))) is not None:
+            if not synced.is_set():
+                log.info(
+                    "resource not served by the API server (CRD not installed?); asking again",
+                    extra={"fields": {"kind": kind.name}},
+                )
+            synced.set()
+        for ref in self._known.pop((kind.name, namespace), {}):
+            self._sink.delete(ref)
 
     def _client_of(self, kind: Kind) -> AsyncClient:
         return self._pods_client if kind is PODS and self._pods_client else self._client

@@ -6,8 +6,13 @@
 --   E\t<backend key>\t<addr>#<port> ...        endpoint set   (empty: remove)
 --   H\t<host>\t<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
+--   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
 -- ferryman.configs.routes documents the host record and holds the reference
--- implementation of the path matching done here.
+-- implementation of the path matching done here. A VirtualServer host has an H
+-- record without routes (so the fast path, the module's or Lua's, hands all its
+-- requests to the slow path) and a V record, which the module never receives:
+-- ferryman.configs.virtualserver documents it, ferryman_vs.lua routes with it
+-- (ferryman.configs.vs_routes is the reference).
 --
 -- Records live in the shared dict "ferryman" (it survives reloads). Each worker
 -- decodes what it needs and drops its copies when the dict's version moves, so a
@@ -27,6 +32,7 @@
 
 local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
+local virtual_servers = require("ferryman_vs")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -301,6 +307,97 @@ local function choose(peers, host, tried)
     return best or fallback
 end
 
+-- A VirtualServer upstream's lb-method random (host.random = 1: one peer at
+-- random) or random two (host.random = 2: the less active of two at random,
+-- NGINX's "random two least_conn"), among the peers not tried and not down
+-- (all not tried when every one is down).
+local function choose_random(peers, host, tried)
+    local up, left = {}, {}
+    for _, peer in ipairs(peers) do
+        if not (tried and tried[peer[3]]) then
+            left[#left + 1] = peer
+            if not is_down(peer, host) then
+                up[#up + 1] = peer
+            end
+        end
+    end
+    local pool = #up > 0 and up or left
+    local n = #pool
+    if n == 0 then
+        return nil
+    end
+    local first = pool[math.random(n)]
+    if host.random < 2 or n < 2 then
+        return first
+    end
+    local second = pool[math.random(n - 1)]
+    if second == first then
+        second = pool[n]
+    end
+    local a, b = counters:get(first[5]) or 0, counters:get(second[5]) or 0
+    return b < a and second or first
+end
+
+-- Points per peer on the consistent-hash ring (NGINX's ketama uses 160 per
+-- weight unit).
+local RING_POINTS = 160
+
+-- The ring of a peer set, built once per decoded set: sorted points, each
+-- with its peer.
+local function ring_of(peers)
+    local ring = peers.ring
+    if ring == nil then
+        ring = {}
+        for _, peer in ipairs(peers) do
+            for i = 1, RING_POINTS do
+                ring[#ring + 1] = { ngx.crc32_long(peer[3] .. "-" .. i), peer }
+            end
+        end
+        table.sort(ring, function(a, b)
+            return a[1] < b[1]
+        end)
+        peers.ring = ring
+    end
+    return ring
+end
+
+-- A VirtualServer upstream's lb-method hash [consistent] or ip_hash: the same
+-- value picks the same peer while it is up; when it is down or tried, the
+-- next one (on the ring, or in order), so a key moves only with its peer.
+local function choose_hash(peers, host, tried)
+    local h = ngx.crc32_long(virtual_servers.hash_value(host))
+    local ring, count, at = nil, #peers, 0
+    if host.hash == "hc" then
+        ring = ring_of(peers)
+        count = #ring
+        -- The first point at or after h, round the ring.
+        local lo, hi = 1, count
+        while lo < hi do
+            local mid = math.floor((lo + hi) / 2)
+            if ring[mid][1] < h then
+                lo = mid + 1
+            else
+                hi = mid
+            end
+        end
+        at = ring[lo][1] < h and 0 or lo - 1
+    else
+        at = h % count
+    end
+    local fallback
+    for i = 0, count - 1 do
+        local slot = ((at + i) % count) + 1
+        local peer = ring and ring[slot][2] or peers[slot]
+        if not (tried and tried[peer[3]]) then
+            if not is_down(peer, host) then
+                return peer
+            end
+            fallback = fallback or peer
+        end
+    end
+    return fallback
+end
+
 local function use(peer)
     local ok, err = balancer.set_current_peer(peer[1], peer[2])
     if not ok then
@@ -392,6 +489,36 @@ function _M.fast()
     return use(choose(peers, entry, nil))
 end
 
+-- A host's VirtualServer routing (decoded V record), false when it has none;
+-- kept on the host's cached entry, dropped with it when the version moves.
+local function vs_of(entry)
+    local vs = entry.vs
+    if vs == nil then
+        local raw = store:get("V:" .. entry.key)
+        vs = raw and virtual_servers.decode(raw) or false
+        entry.vs = vs
+    end
+    return vs
+end
+
+-- The slow path for a VirtualServer host: ferryman_vs answers or names the
+-- upstream, whose peers balance() then chooses from.
+local function vs_route(entry, vs)
+    local upstream = virtual_servers.route(vs)
+    if upstream == nil then
+        return -- answered
+    end
+    local peers = peers_for(upstream.key)
+    if #peers == 0 then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    ngx.var.ferryman_backend = upstream.key
+    ngx.var.ferryman_vhost = entry.key
+    local ctx = ngx.ctx
+    ctx.ferryman_peers = peers
+    ctx.ferryman_host = upstream
+end
+
 -- The slow path's access phase: answers what the fast path does not proxy.
 function _M.route()
     refresh()
@@ -406,6 +533,10 @@ function _M.route()
             return ngx.exit(ngx.HTTP_OK)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    local vs = vs_of(entry)
+    if vs then
+        return vs_route(entry, vs)
     end
     if entry.redirect and ngx.var.scheme == "http" then
         local port = ngx.var.ferryman_https_port
@@ -428,6 +559,23 @@ function _M.route()
     ctx.ferryman_host = entry
 end
 
+-- A request's first attempt: more tries for the other peers, at most a
+-- VirtualServer upstream's next-upstream-tries (0: no limit), and its timeouts.
+local function first_attempt(host, n)
+    local more = n - 1
+    local tries = host.tries
+    if tries and tries > 0 and tries - 1 < more then
+        more = tries - 1
+    end
+    if more > 0 then
+        balancer.set_more_tries(more)
+    end
+    local timeouts = host.timeouts
+    if timeouts then
+        balancer.set_timeouts(timeouts[1], timeouts[2], timeouts[3])
+    end
+end
+
 -- balancer_by_lua of the slow path's upstream (least_conn hosts proxy here).
 function _M.balance()
     local ctx = ngx.ctx
@@ -441,9 +589,7 @@ function _M.balance()
     if tried == nil then
         tried = {}
         ctx.ferryman_tried = tried
-        if n > 1 then
-            balancer.set_more_tries(n - 1)
-        end
+        first_attempt(host, n)
     else
         local previous = ctx.ferryman_peer
         if ctx.ferryman_counted then
@@ -454,7 +600,14 @@ function _M.balance()
             counters:incr(previous[4], 1, 0, host.fail_timeout)
         end
     end
-    local peer = choose(peers, host, tried)
+    local peer
+    if host.random then
+        peer = choose_random(peers, host, tried)
+    elseif host.hash then
+        peer = choose_hash(peers, host, tried)
+    else
+        peer = choose(peers, host, tried)
+    end
     if peer == nil then
         return ngx.exit(ngx.HTTP_BAD_GATEWAY)
     end
@@ -466,6 +619,23 @@ function _M.balance()
     counters:incr(peer[5], 1, 0)
     ctx.ferryman_counted = true
     return use(peer)
+end
+
+-- header_filter_by_lua of the slow path: a VirtualServer route's response
+-- header changes (ferryman_vs), nothing for any other request.
+function _M.header_filter()
+    local response = ngx.ctx.ferryman_response
+    if response then
+        virtual_servers.header_filter(response)
+    end
+end
+
+-- body_filter_by_lua of the slow path: a VirtualServer error page's body.
+function _M.body_filter()
+    local response = ngx.ctx.ferryman_response
+    if response then
+        virtual_servers.body_filter(response)
+    end
 end
 
 function _M.log()
@@ -536,6 +706,10 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- a value the other lost (a failed safe_set may already have dropped the old
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
+    -- The module routes Ingress hosts only: it holds H and E records.
+    if kind ~= "H" and kind ~= "E" then
+        module = nil
+    end
     if value == "" then
         store:delete(name)
         if module and kind ~= "C" then
@@ -625,7 +799,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHC])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCV])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))

@@ -1,0 +1,119 @@
+"""What a VirtualServer request costs: the same route served three ways in one run.
+
+    .venv/bin/python -m bench.virtualserver [--seconds 5] [--rounds 6]
+
+- an Ingress host (``app0.bench.test/p0``): the fast path, ngx_http_ferryman_module;
+- a VirtualServer host (``vs0.bench.test/p0``, ``action.pass`` to the same Service,
+  and ``vs1.bench.test/p0`` whose route first evaluates a header match and a
+  50/50 split): the Lua slow path (docs/design.md, "Routing inside NGINX");
+- a hand-written NGINX configuration for the same route (bench/run.py's).
+
+wrk ``-t2 -c64`` against each, back to back per round with the order rotating;
+the ratios are medians of the rounds' ratios (a 2-core VM varies ±10% per run);
+NGINX's CPU per request (master and workers) is the cost behind them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.processes import (
+    BackendNginx,
+    Ferryman,
+    compile_bytecode,
+    cpu_seconds,
+    free_port,
+    ingress_docs,
+    write_yaml,
+    wrk,
+)
+from bench.run import WARM_UP_SECONDS, _hand_written
+
+
+def _virtual_server(name: str, host: str, rich: bool) -> dict[str, Any]:
+    route: dict[str, Any] = {"path": "/p0", "action": {"pass": "app"}}
+    if rich:
+        route = {
+            "path": "/p0",
+            "matches": [
+                {"conditions": [{"header": "X-Canary", "value": "yes"}], "action": {"pass": "app"}}
+            ],
+            "splits": [
+                {"weight": 50, "action": {"pass": "app"}},
+                {"weight": 50, "action": {"pass": "app"}},
+            ],
+        }
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "host": host,
+            "upstreams": [{"name": "app", "service": "app0", "port": 80}],
+            "routes": [route],
+        },
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=6)
+    args = ap.parse_args()
+    compile_bytecode()
+    with tempfile.TemporaryDirectory(prefix="fbench-vs-", dir="/tmp") as tmp:
+        work = Path(tmp)
+        backends = BackendNginx(work / "backends", [free_port(), free_port()])
+        ports = (backends.ports[0], backends.ports[1])
+        f = Ferryman(work / "ferryman")
+        write_yaml(f.manifests / "app0.yaml", ingress_docs(0, ports))
+        write_yaml(f.manifests / "vs0.yaml", [_virtual_server("vs0", "vs0.bench.test", False)])
+        write_yaml(f.manifests / "vs1.yaml", [_virtual_server("vs1", "vs1.bench.test", True)])
+        f.start()
+        port = free_port()
+        plain = _hand_written(work, port, ports)
+        master = int((f.workdir / "state" / "nginx.pid").read_text())
+        targets = {
+            "ingress_fast_path": (f.http_port, "app0.bench.test", master),
+            "virtualserver_pass": (f.http_port, "vs0.bench.test", master),
+            "virtualserver_match_split": (f.http_port, "vs1.bench.test", master),
+            "hand_written": (port, "app0.bench.test", plain.pid),
+        }
+        try:
+            for target_port, host, _ in targets.values():
+                wrk(f"http://127.0.0.1:{target_port}/p0/x", host, WARM_UP_SECONDS)
+            rps: dict[str, list[float]] = {name: [] for name in targets}
+            cpu_us: dict[str, list[float]] = {name: [] for name in targets}
+            names = sorted(targets)
+            for i in range(args.rounds):
+                for name in names[i % len(names) :] + names[: i % len(names)]:
+                    target_port, host, pid = targets[name]
+                    before = cpu_seconds(pid)
+                    run = wrk(f"http://127.0.0.1:{target_port}/p0/x", host, args.seconds)
+                    used = cpu_seconds(pid) - before
+                    if run["non_2xx"]:
+                        raise RuntimeError(f"{name}: {run['non_2xx']:.0f} non-2xx answers")
+                    rps[name].append(run["rps"])
+                    cpu_us[name].append(used / (run["rps"] * args.seconds) * 1e6)
+            base = rps["hand_written"]
+            print(f"reloads: {f.reloads()}")
+            for name in names:
+                ratio = statistics.median(r / b for r, b in zip(rps[name], base, strict=True))
+                print(
+                    f"{name}: {statistics.median(rps[name]):.0f} req/s, "
+                    f"{ratio:.3f} of the hand-written configuration, "
+                    f"NGINX CPU {statistics.median(cpu_us[name]):.1f} us/request"
+                )
+        finally:
+            plain.terminate()
+            plain.wait(10)
+            f.stop()
+            backends.stop()
+
+
+if __name__ == "__main__":
+    main()

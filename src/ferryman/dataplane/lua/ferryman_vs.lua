@@ -1,0 +1,434 @@
+-- VirtualServer routing (k8s.nginx.org/v1), per request, from the V record of
+-- the host (grammar: ferryman.configs.virtualserver; the location choice and
+-- the match conditions: ferryman.configs.vs_routes, the reference this
+-- follows). ferryman.lua's slow path calls in here for hosts that have a V
+-- record; the fast path (module or Lua) never routes them: their H record is a
+-- stub without routes.
+
+local decode_base64 = ngx.decode_base64
+local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
+local re_find = ngx.re.find
+
+local _M = {}
+
+-- Fields of text split by a plain one-character separator, empty ones kept.
+local function cut(text, sep)
+    local out, start = {}, 1
+    while true do
+        local at = find(text, sep, start, true)
+        if at == nil then
+            out[#out + 1] = sub(text, start)
+            return out
+        end
+        out[#out + 1] = sub(text, start, at - 1)
+        start = at + 1
+    end
+end
+
+-- "<name>~<value>^..." as { { name, value }, ... }, nil when empty.
+local function headers_of(text)
+    if text == nil or text == "" then
+        return nil
+    end
+    local headers = {}
+    for _, h in ipairs(cut(text, "^")) do
+        local nv = cut(h, "~")
+        headers[#headers + 1] = { decode_base64(nv[1]), decode_base64(nv[2]), nv[3] == "1" }
+    end
+    return headers
+end
+
+local function action_of(text)
+    local f = cut(text, ".")
+    if f[1] == "p" then
+        local rewrite = f[3] and f[3] ~= "" and decode_base64(f[3]) or nil
+        local response = nil
+        local add, hide = headers_of(f[5]), f[6] and f[6] ~= "" and cut(f[6], "^") or nil
+        if add or hide then
+            response = { add = add or {}, hide = {} }
+            for _, name in ipairs(hide or {}) do
+                response.hide[#response.hide + 1] = decode_base64(name)
+            end
+        end
+        return {
+            kind = "pass",
+            upstream = tonumber(f[2]),
+            rewrite = rewrite,
+            set_headers = headers_of(f[4]),
+            response = response,
+            drop_headers = f[7] == "1",
+        }
+    elseif f[1] == "d" then
+        return { kind = "redirect", code = tonumber(f[2]), url = decode_base64(f[3]) }
+    end
+    local headers = headers_of(f[5]) or {}
+    return {
+        kind = "return",
+        code = tonumber(f[2]),
+        type = decode_base64(f[3]),
+        body = decode_base64(f[4]),
+        headers = headers,
+    }
+end
+
+local function splits_of(text)
+    local out = {}
+    for _, s in ipairs(cut(text, ",")) do
+        local colon = find(s, ":", 1, true)
+        out[#out + 1] = { tonumber(sub(s, 1, colon - 1)), action_of(sub(s, colon + 1)) }
+    end
+    return out
+end
+
+local function condition_of(text)
+    local f = cut(text, ".")
+    local var, value = decode_base64(f[1]), decode_base64(f[2])
+    local c = { var = var, negate = false }
+    if sub(value, 1, 1) == "!" then
+        c.negate = true
+        value = sub(value, 2)
+    end
+    if sub(value, 1, 2) == "~*" then
+        c.regex, c.options = sub(value, 3), "ijo"
+    elseif sub(value, 1, 1) == "~" then
+        c.regex, c.options = sub(value, 2), "jo"
+    else
+        if sub(value, 1, 1) == "\\" then
+            value = sub(value, 2)
+        end
+        c.value = lower(value)
+    end
+    return c
+end
+
+local function number_or_nil(text)
+    local n = tonumber(text)
+    if n == nil or n <= 0 then
+        return nil
+    end
+    return n
+end
+
+local MODIFIERS = { E = "=", N = "^~", P = "", X = "~", I = "~*" }
+
+-- The V record as a table: redirect, upstreams, and routes by kind.
+function _M.decode(raw)
+    local items = cut(raw, " ")
+    local vs = { upstreams = {}, exact = {}, prefixes = {}, regexes = {}, proxying = {} }
+    local code, based = string.match(items[1], "^(%d+):(%a)$")
+    if code then
+        vs.redirect = { tonumber(code), based == "x" }
+    end
+    for i = 2, #items do
+        local f = cut(items[i], "|")
+        if f[1] == "U" then
+            local connect, read, send = number_or_nil(f[6]), number_or_nil(f[7]), number_or_nil(f[8])
+            vs.upstreams[#vs.upstreams + 1] = {
+                key = f[2],
+                least_conn = f[3] == "lc",
+                random = (f[3] == "r" and 1) or (f[3] == "r2" and 2) or nil,
+                hash = (f[3] == "ip" or f[3] == "h" or f[3] == "hc") and f[3] or nil,
+                hash_key = f[10] and f[10] ~= "" and decode_base64(f[10]) or nil,
+                max_fails = tonumber(f[4]) or 1,
+                fail_timeout = tonumber(f[5]) or 10,
+                timeouts = (connect or read or send) and { connect, send, read } or nil,
+                tries = tonumber(f[9]) or 0,
+            }
+        elseif f[1] == "R" then
+            local route = {
+                modifier = MODIFIERS[f[2]],
+                path = decode_base64(f[3]),
+                matches = {},
+                default = splits_of(f[6]),
+            }
+            if f[5] ~= "" then
+                for _, m in ipairs(cut(f[5], ";")) do
+                    local gt = find(m, ">", 1, true)
+                    local conditions = {}
+                    for _, c in ipairs(cut(sub(m, 1, gt - 1), "&")) do
+                        conditions[#conditions + 1] = condition_of(c)
+                    end
+                    route.matches[#route.matches + 1] = { conditions, splits_of(sub(m, gt + 1)) }
+                end
+            end
+            if f[7] and f[7] ~= "" then
+                route.errors = {}
+                for _, page in ipairs(cut(f[7], ";")) do
+                    local gt = find(page, ">", 1, true)
+                    local response = action_of(sub(page, gt + 1))
+                    for _, code in ipairs(cut(sub(page, 1, gt - 1), ":")) do
+                        route.errors[tonumber(code)] = response
+                    end
+                end
+            end
+            local modifier = route.modifier
+            if modifier == "=" then
+                vs.exact[route.path] = route
+            elseif modifier == "~" or modifier == "~*" then
+                route.options = modifier == "~*" and "ijo" or "jo"
+                vs.regexes[#vs.regexes + 1] = route
+            else
+                vs.prefixes[route.path] = route
+            end
+            if f[4] == "1" then
+                vs.proxying[route.path] = route
+            end
+        end
+    end
+    return vs
+end
+
+-- NGINX's location choice (vs_routes.find_location): the route, and whether
+-- to answer 301 to its name instead (auto_redirect).
+local function find_route(vs, uri)
+    local route = vs.exact[uri]
+    if route then
+        return route
+    end
+    local longest = vs.prefixes[uri]
+    if longest == nil then
+        local redirect = vs.proxying[uri .. "/"]
+        if redirect then
+            return redirect, true
+        end
+        for i = #uri - 1, 1, -1 do
+            longest = vs.prefixes[sub(uri, 1, i)]
+            if longest then
+                break
+            end
+        end
+    end
+    if longest and longest.modifier == "^~" then
+        return longest
+    end
+    for _, r in ipairs(vs.regexes) do
+        local from, _, err = re_find(uri, r.path, r.options)
+        if from then
+            return r
+        elseif err then
+            ngx.log(ngx.ERR, "ferryman: route regex ", r.path, ": ", err)
+        end
+    end
+    return longest
+end
+
+local function holds(c)
+    local actual = ngx.var[c.var] or ""
+    local found
+    if c.regex then
+        found = actual ~= "" and re_find(actual, c.regex, c.options) ~= nil
+    else
+        found = lower(actual) == c.value
+    end
+    return found ~= c.negate
+end
+
+local seeded = false
+
+-- Kept when a proxy drops the client's headers (requestHeaders.pass: false).
+local KEPT_HEADERS = { ["host"] = true, ["content-length"] = true, ["transfer-encoding"] = true }
+
+local function pick(splits)
+    if #splits == 1 then
+        return splits[1][2]
+    end
+    local roll, total = math.random(100), 0
+    for _, s in ipairs(splits) do
+        total = total + s[1]
+        if roll <= total then
+            return s[2]
+        end
+    end
+    return splits[#splits][2]
+end
+
+-- ${name} in a redirect URL or a return body: the request's variable (NIC's
+-- lists of allowed names were checked before the record was written).
+local function expand(text)
+    return (gsub(text, "%${([%w_]+)}", function(name)
+        return ngx.var[name] or ""
+    end))
+end
+
+-- A proxy action's rewritePath (vs_routes.rewrite): the changed URI is what
+-- proxy_pass sends (normalized, escaped, with the query string).
+local function rewrite(route, rewrite_path, uri)
+    local new
+    if route.options then
+        local m = ngx.re.match(uri, "^" .. route.path, "jo")
+        if m == nil then
+            return
+        end
+        new = gsub(rewrite_path, "%$(%d)", function(d)
+            return m[tonumber(d)] or ""
+        end)
+    else
+        new = rewrite_path .. sub(uri, #route.path + 1)
+    end
+    ngx.req.set_uri(new, false)
+end
+
+local function answer(a)
+    if a.kind == "redirect" then
+        return ngx.redirect(expand(a.url), a.code)
+    end
+    ngx.status = a.code
+    ngx.header["Content-Type"] = a.type
+    for _, h in ipairs(a.headers) do
+        ngx.header[h[1]] = h[2]
+    end
+    ngx.print(expand(a.body))
+    return ngx.exit(ngx.HTTP_OK)
+end
+
+-- The slow path's access phase for a VirtualServer host: answers (redirects,
+-- returns, 404), or returns the upstream to proxy to.
+function _M.route(vs)
+    if not seeded then
+        -- Per worker (forked from one master): splits and lb-method random.
+        math.randomseed(ngx.now() * 1000 + ngx.worker.pid())
+        seeded = true
+    end
+    local var = ngx.var
+    if vs.redirect then
+        local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
+        if proto == "http" then
+            return answer({
+                kind = "redirect",
+                code = vs.redirect[1],
+                url = "https://${host}${request_uri}",
+            })
+        end
+    end
+    local uri = var.uri
+    local route, redirect = find_route(vs, uri)
+    if route == nil then
+        return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    if redirect then
+        local args = var.args
+        return ngx.redirect(route.path .. (args and args ~= "" and ("?" .. args) or ""), 301)
+    end
+    local splits = route.default
+    for _, m in ipairs(route.matches) do
+        local all = true
+        for _, c in ipairs(m[1]) do
+            if not holds(c) then
+                all = false
+                break
+            end
+        end
+        if all then
+            splits = m[2]
+            break
+        end
+    end
+    local a = pick(splits)
+    if a.kind ~= "pass" then
+        return answer(a)
+    end
+    if a.rewrite then
+        rewrite(route, a.rewrite, uri)
+    end
+    if a.response or route.errors then
+        -- For the header and body filters (one table per request: they mark it).
+        ngx.ctx.ferryman_response = {
+            add = a.response and a.response.add or {},
+            hide = a.response and a.response.hide or {},
+            errors = route.errors,
+        }
+    end
+    if a.drop_headers then
+        -- NIC's proxy_pass_request_headers off: the client's headers stay
+        -- behind, but those that frame the body and the request's Host.
+        for name in pairs(ngx.req.get_headers(0, true)) do
+            local lowered = lower(name)
+            if not KEPT_HEADERS[lowered] then
+                ngx.req.clear_header(name)
+            end
+        end
+    end
+    if a.set_headers then
+        -- NIC's proxy_set_header: the value (with its variables) replaces the client's.
+        for _, h in ipairs(a.set_headers) do
+            ngx.req.set_header(h[1], expand(h[2]))
+        end
+    end
+    return vs.upstreams[a.upstream]
+end
+
+-- The status codes NGINX's add_header applies to without "always".
+local ADD_HEADER_CODES = {
+    [200] = true, [201] = true, [204] = true, [206] = true, [301] = true,
+    [302] = true, [303] = true, [304] = true, [307] = true, [308] = true,
+}
+
+-- NIC's errorPages (proxy_intercept_errors, error_page): a response with one of
+-- the codes is replaced, headers here, body in body_filter.
+local function error_page(response, page)
+    ngx.header["Content-Length"] = nil
+    if page.kind == "redirect" then
+        ngx.status = page.code
+        ngx.header["Location"] = expand(page.url)
+        response.body = ""
+        return
+    end
+    if page.code ~= 0 then
+        ngx.status = page.code
+    end
+    ngx.header["Content-Type"] = page.type
+    for _, h in ipairs(page.headers) do
+        ngx.header[h[1]] = expand(h[2])
+    end
+    response.body = expand(page.body)
+end
+
+-- NIC's responseHeaders: hide (proxy_hide_header: the upstream's header is
+-- not passed) and add (add_header [always]), in the header filter.
+function _M.header_filter(response)
+    local page = response.errors and response.errors[ngx.status]
+    if page then
+        return error_page(response, page)
+    end
+    if ngx.var.upstream_status then
+        for _, name in ipairs(response.hide) do
+            ngx.header[name] = nil
+        end
+    end
+    local codes_ok = ADD_HEADER_CODES[ngx.status]
+    for _, h in ipairs(response.add) do
+        if h[3] or codes_ok then
+            ngx.header[h[1]] = expand(h[2])
+        end
+    end
+end
+
+-- The body of a replaced response: the error page's, once, instead of the
+-- original's chunks.
+function _M.body_filter(response)
+    if response.body == nil then
+        return
+    end
+    if response.sent then
+        ngx.arg[1] = ""
+        return
+    end
+    ngx.arg[1] = response.body
+    response.sent = true
+end
+
+-- The value an upstream's lb-method hashes for this request: ip_hash takes
+-- the client's IPv4 network (three octets) or whole IPv6 address, as NGINX;
+-- hash its key with NGINX's variables ($name, ${name}) substituted.
+function _M.hash_value(upstream)
+    local var = ngx.var
+    if upstream.hash == "ip" then
+        local addr = var.remote_addr or ""
+        return string.match(addr, "^(%d+%.%d+%.%d+)%.%d+$") or addr
+    end
+    return (gsub(upstream.hash_key or "", "%${?([%w_]+)}?", function(name)
+        return var[name] or ""
+    end))
+end
+
+return _M

@@ -1,0 +1,158 @@
+"""NGINX routes VirtualServer paths exactly as ``ferryman.configs.vs_routes.find_location``
+predicts: NGINX's location precedence (exact, longest prefix, ``^~``, regexes in
+order, auto_redirect), done per request in Lua behind either fast path.
+
+Hypothesis draws a VirtualServer (one host, 6-15 routes of every path form over a
+tiny alphabet, so that ties, prefix relations and regex overlaps are frequent)
+and request paths over the same alphabet; every answer (the backend's name, 404
+or 301) must be the reference's. One ferryman serves every example: each one
+rewrites the VirtualServer and waits for a marker route only it has.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferryman.configs.virtualserver import location, routed
+from ferryman.configs.vs_routes import find_location
+from ferryman.resources.virtualserver import parse_virtual_server
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    fast_path_counts,
+    service_with_backends,
+)
+
+HOST = "vs-router.example.com"
+SERVICES = ("a", "b", "c")
+MARKER_SERVICE = "d"
+SEGMENTS = ["a", "b", "ab", "A", ""]
+# Regular expressions both PCRE and Python's re read alike.
+REGEXES = ["a$", "^/a", "b/", "AB", "/b$", "^/ab?/", "a.b"]
+
+_markers = itertools.count()
+
+
+def _join(segments: list[str], slash: bool) -> str:
+    return "/" + "/".join(segments) + ("/" if slash and segments else "")
+
+
+_plain = st.builds(_join, st.lists(st.sampled_from(SEGMENTS), max_size=3), st.booleans()).map(
+    lambda p: re.sub("/+", "/", p)
+)
+
+
+@st.composite
+def _route(draw: st.DrawFn) -> tuple[str, str]:
+    modifier = draw(st.sampled_from(["", "=", "^~", "~", "~*"]))
+    value = draw(st.sampled_from(REGEXES)) if modifier.startswith("~") else draw(_plain)
+    return modifier + value, draw(st.sampled_from(SERVICES))
+
+
+# Unique as locations ("/a" and "^~/a" are one location to NGINX).
+_routes = st.lists(_route(), min_size=6, max_size=15, unique_by=lambda r: r[0].removeprefix("^~"))
+_requests = st.lists(
+    st.builds(_join, st.lists(st.sampled_from([*SEGMENTS, "x", "abc"]), max_size=4), st.booleans()),
+    min_size=30,
+    max_size=30,
+)
+
+
+def manifest(routes: list[tuple[str, str]], marker: str) -> dict[str, Any]:
+    entries = [{"path": p, "action": {"pass": svc}} for p, svc in routes]
+    entries.append({"path": f"={marker}", "action": {"pass": MARKER_SERVICE}})
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": "router", "namespace": "default"},
+        "spec": {
+            "host": HOST,
+            "upstreams": [
+                {"name": s, "service": s, "port": 80} for s in (*SERVICES, MARKER_SERVICE)
+            ],
+            "routes": entries,
+        },
+    }
+
+
+def predicted(obj: dict[str, Any], request: str) -> str:
+    vs = parse_virtual_server(obj).resource
+    assert vs is not None
+    routes = routed(vs)
+    # NGINX routes on the URI with slashes merged.
+    found = find_location([location(r) for r in routes], re.sub("/+", "/", request))
+    if found is None:
+        return "404"
+    if found.redirect:
+        return "301"
+    action = routes[found.index].action
+    assert action is not None
+    return str(getattr(action, "upstream", ""))
+
+
+class Client:
+    def __init__(self, ferryman: Ferryman) -> None:
+        self._base = f"http://127.0.0.1:{ferryman.http_port}"
+        self._client = httpx.Client(timeout=10)
+
+    def served_by(self, request: str) -> str:
+        r = self._client.get(self._base + request, headers={"Host": HOST})
+        return str(r.json()["name"]) if r.status_code == 200 else str(r.status_code)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+@pytest.fixture
+def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
+    ferryman = either_fast_path
+    for name in (*SERVICES, MARKER_SERVICE):
+        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
+    ferryman.write("vs", manifest([("/", "a")], "/marker-start"))
+    ferryman.start()
+    client = Client(ferryman)
+    yield ferryman, client
+    client.close()
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(routes=_routes, requests=_requests)
+def test_virtual_server_routes_like_find_location(
+    router: tuple[Ferryman, Client], routes: list[tuple[str, str]], requests: list[str]
+) -> None:
+    ferryman, client = router
+    marker = f"/marker-{next(_markers)}"
+    obj = manifest(routes, marker)
+    assert parse_virtual_server(obj).problems == ()
+    ferryman.write("vs", obj)
+    eventually(lambda: client.served_by(marker) == MARKER_SERVICE, 10.0, f"{marker} live")
+
+    near = [
+        p.lstrip("=^~ ") + s
+        for p, _ in routes
+        if not p.startswith("~")
+        for s in ("", "/", "/x", "x")
+    ]
+    checked = [r for r in dict.fromkeys([*near, *requests]) if r.startswith("/")][:80]
+    module = "--nginx-modules-dir" not in ferryman.extra_args
+    before = fast_path_counts(ferryman) if module else (0.0, 0.0)
+    answers = [(request, predicted(obj, request), client.served_by(request)) for request in checked]
+    wrong = [(request, want, got) for request, want, got in answers if want != got]
+    assert not wrong, f"routes={routes}: (request, reference says, NGINX answered) {wrong}"
+    if module:
+        # The module proxied none of them: a VirtualServer host is the slow path's.
+        after = fast_path_counts(ferryman)
+        assert (after[0] - before[0], after[1] - before[1]) == (0, len(answers))
