@@ -33,13 +33,10 @@
 local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
+local flights = require("ferryman_in_flight")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
--- Peers that left an endpoint set (see GONE_TTL), apart from the counters: a
--- full counters dict evicts its least recently used keys, and a peer evicted
--- from here would read as drained.
-local gone_peers = ngx.shared.ferryman_gone
 
 -- ngx_http_ferryman_module (dataplane/module), when NGINX loaded it: push()
 -- hands it the virtual hosts and endpoint sets its fast path routes with.
@@ -746,43 +743,6 @@ local function store_record(module, kind, name, value)
     return problem
 end
 
--- Peers that left an endpoint set are asked about by GET /in-flight for this
--- long (seconds) after, and as long as requests to them are in flight when it
--- asks: a request routed before the push goes on with the peers it was routed
--- with, and a retry of it can still start at one that left.
-local GONE_TTL = 600
-
--- The peers ("<addr>#<port>") an endpoint set's value lists.
-local function peer_ids(value, into)
-    into = into or {}
-    for id in string.gmatch(value or "", "%S+") do
-        into[id] = true
-    end
-    return into
-end
-
--- Every peer of every endpoint set in the dict.
-local function all_peer_ids()
-    local ids = {}
-    for _, key in ipairs(store:get_keys(0)) do
-        if byte(key, 1) == byte("E") and byte(key, 2) == byte(":") then
-            peer_ids(store:get(key), ids)
-        end
-    end
-    return ids
-end
-
-local function gone(ids, still)
-    for id in pairs(ids) do
-        if not still[id] then
-            local ok, err = gone_peers:safe_set(id, true, GONE_TTL)
-            if not ok then
-                ngx.log(ngx.ERR, "ferryman: cannot keep peer ", id, " for /in-flight: ", err)
-            end
-        end
-    end
-end
-
 -- POST /push. The answer: the version now in force, then "M\t<store>\t<fill
 -- ratio>" for the dict, then "R\t<kind>\t<key>\t<code>" for each record that
 -- was refused; every other record is in force. A malformed body is refused as
@@ -813,7 +773,7 @@ function _M.push()
     end
     -- The peers of the endpoint sets this push replaces: those that leave are
     -- still asked about by GET /in-flight.
-    local before = mode == "full" and all_peer_ids() or nil
+    local before = mode == "full" and flights.all_peer_ids() or nil
     if mode == "full" then
         -- flush_all only marks items expired; safe_set reclaims at most one or
         -- two of those per call, so without flush_expired a full push into a
@@ -839,11 +799,11 @@ function _M.push()
             refused[#refused + 1] = "R\t" .. kind .. "\t" .. key .. "\t" .. problem
         end
         if old then
-            gone(peer_ids(old), peer_ids(store:get(name)))
+            flights.gone(flights.peer_ids(old), flights.peer_ids(store:get(name)))
         end
     end
     if before then
-        gone(before, all_peer_ids())
+        flights.gone(before, flights.all_peer_ids())
     end
     store:set("version", tonumber(version))
     if to_module then
@@ -867,51 +827,11 @@ function _M.fast_path()
     ngx.say(tonumber(native_counts[0]), " ", tonumber(native_counts[1]))
 end
 
-local in_flight_name = native_in_flight and ffi.new("char[256]")
-local in_flight_len = native_in_flight and ffi.new("size_t[1]")
-local in_flight_count = native_in_flight and ffi.new("uint64_t[1]")
-
--- GET /in-flight: requests in flight now, per peer: "measured", then
--- "<name> <count>" for each peer with any, named as $upstream_addr names it.
--- The peers asked about: those of every endpoint set, and those that left one
--- (see GONE_TTL). Counts are the module's (the fast path) plus the slow
--- path's. Without the module the Lua fast path counts nothing (that would take
--- a log phase per request, a few percent of throughput): the answer is then
--- "unmeasured" alone, so no one reads zeros as "drained".
+-- GET /in-flight (ferryman_in_flight.lua says what it answers).
 function _M.in_flight()
-    if
-        native_in_flight == nil
-        or native.ngx_http_ferryman_counts(native_counts, native_counts + 1) ~= 0
-    then
-        ngx.say("unmeasured")
-        return
-    end
-    local ids = all_peer_ids()
-    local left = {}
-    for _, id in ipairs(gone_peers:get_keys(0)) do
-        left[id] = true
-        ids[id] = true
-    end
-    -- One module count per name (ids may spell one address differently),
-    -- the slow path's per id.
-    local counts = {}
-    for id in pairs(ids) do
-        if native_in_flight(id, #id, in_flight_name, in_flight_len, in_flight_count) == 0 then
-            local name = ffi.string(in_flight_name, in_flight_len[0])
-            local slow = counters:get("a:" .. id) or 0
-            counts[name] = (counts[name] or tonumber(in_flight_count[0])) + slow
-            if left[id] and tonumber(in_flight_count[0]) + slow > 0 then
-                gone_peers:safe_set(id, true, GONE_TTL)
-            end
-        end
-    end
-    local lines = { "measured" }
-    for name, n in pairs(counts) do
-        if n > 0 then
-            lines[#lines + 1] = name .. " " .. n
-        end
-    end
-    ngx.say(table.concat(lines, "\n"))
+    local zone = native_in_flight ~= nil
+        and native.ngx_http_ferryman_counts(native_counts, native_counts + 1) == 0
+    flights.answer(zone and native_in_flight or nil)
 end
 
 function _M.version()
