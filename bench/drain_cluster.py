@@ -13,17 +13,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from lightkube import Client, codecs
+from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Namespace, Pod
 from lightkube.types import PatchType
 from tests.integration.harness import Ferryman, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, build, install_crds, wait_until
 from tests.kubernetes.kubelet import Kubelet, echo_command
 from tests.kubernetes.workloads import rolled_out, service
 
@@ -99,15 +98,7 @@ def replica_pod(node: str, grace: float) -> dict[str, Any]:
 
 
 def machine_crd(kube: Client) -> None:
-    for doc in codecs.load_all_yaml(CRD.read_text()):
-        kube.create(doc)
-
-    def established() -> bool:
-        crd = kube.get(CustomResourceDefinition, "machines.machine.openshift.io")
-        conditions = (crd.status.conditions if crd.status else None) or []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until(established, 30, "the Machine CRD")
+    install_crds(kube, CRD)
     wait_until(lambda: list(kube.list(Machine, namespace="*")) is not None, 30, "Machines")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from lightkube import Client, codecs
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ApiError
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tools" / "testapiserver" / "build.sh"
@@ -94,3 +95,27 @@ def wait_until(check: Any, timeout: float, what: str) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.05)
+
+
+def install_crds(kube: Client, *paths: Path) -> None:
+    """Creates the CRDs in ``paths`` (those there already stay) and waits until
+    the API server serves each (Established)."""
+    names = []
+    for path in paths:
+        for doc in codecs.load_all_yaml(path.read_text()):
+            names.append(doc.metadata.name)
+            try:
+                kube.create(doc)
+            except ApiError as e:
+                if e.status.code != 409:
+                    raise
+
+    def established() -> bool:
+        for name in names:
+            crd = kube.get(CustomResourceDefinition, name)
+            conditions = (crd.status.conditions if crd.status else None) or []
+            if not any(c.type == "Established" and c.status == "True" for c in conditions):
+                return False
+        return True
+
+    wait_until(established, 30, f"the CRDs {', '.join(names)}")

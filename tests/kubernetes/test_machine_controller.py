@@ -34,7 +34,6 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import ValidatingWebhookConfiguration
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import DaemonSet
 from lightkube.resources.core_v1 import Event, Node, Pod, ServiceAccount
 from lightkube.resources.policy_v1 import PodDisruptionBudget
@@ -42,7 +41,7 @@ from lightkube.types import PatchType
 
 from ferryman.machines.hooks import Hook, Point, hook_patch
 from tests.integration.harness import free_port
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
 from tests.kubernetes.kubelet import Kubelet
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,19 +108,7 @@ def kube(cluster: APIServer) -> Client:
 
 @pytest.fixture(scope="module")
 def machine_crd(kube: Client) -> None:
-    for doc in codecs.load_all_yaml(CRD.read_text()):
-        try:
-            kube.create(doc)
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
-
-    def established() -> bool:
-        crd = kube.get(CustomResourceDefinition, "machines.machine.openshift.io")
-        conditions = crd.status.conditions if crd.status else None
-        return any(c.type == "Established" and c.status == "True" for c in conditions or [])
-
-    wait_until(established, 30, "the Machine CRD")
+    install_crds(kube, CRD)
     wait_until(lambda: list(kube.list(Machine, namespace="default")) is not None, 30, "Machines")
 
 

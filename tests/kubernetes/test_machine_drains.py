@@ -24,15 +24,14 @@ from typing import Any
 
 import httpx
 import pytest
-from lightkube import Client, codecs
+from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Event as CoreEvent
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
 from tests.kubernetes.kubelet import Kubelet
 from tests.kubernetes.test_machine_controller import (  # noqa: F401
     FOREIGN,
@@ -324,19 +323,7 @@ def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
 
 @pytest.fixture(scope="module")
 def capi_crd(kube: Client) -> None:
-    for doc in codecs.load_all_yaml(CAPI_CRD.read_text()):
-        try:
-            kube.create(doc)
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
-
-    def established() -> bool:
-        crd = kube.get(CustomResourceDefinition, "machines.cluster.x-k8s.io")
-        conditions = crd.status.conditions if crd.status else None
-        return any(c.type == "Established" and c.status == "True" for c in conditions or [])
-
-    wait_until(established, 30, "the Cluster API Machine CRD")
+    install_crds(kube, CAPI_CRD)
 
 
 def test_cluster_api_machines_carry_the_hooks_as_annotations(

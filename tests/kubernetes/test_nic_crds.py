@@ -14,14 +14,13 @@ import pytest
 from lightkube import ApiError, Client, codecs
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from ferryman.resources.policy import parse_policy
 from ferryman.resources.virtualserver import parse_virtual_server
 from ferryman.resources.virtualserverroute import parse_virtual_server_route
-from tests.kubernetes.apiserver import APIServer, wait_until
+from tests.kubernetes.apiserver import APIServer, install_crds, wait_until
 from tests.unit.nic_fixtures import (
     POLICIES,
     ROOT,
@@ -52,26 +51,14 @@ _names = itertools.count()
 def kube(apiserver: APIServer) -> Iterator[Client]:
     client = apiserver.client()
     assert len(CRDS) == 3
-    for path in CRDS:
-        for doc in codecs.load_all_yaml(path.read_text()):
-            try:
-                client.create(doc)
-            except ApiError as e:
-                if e.status.code != 409:
-                    raise
+    install_crds(client, *CRDS)
 
-    def established() -> bool:
-        for path in CRDS:
-            name = f"{path.stem.split('_')[1]}.k8s.nginx.org"
-            crd = client.get(CustomResourceDefinition, name)
-            conditions = crd.status.conditions if crd.status else None
-            if not any(c.type == "Established" and c.status == "True" for c in conditions or []):
-                return False
+    def served() -> bool:
         return all(
             list(client.list(r, namespace="default")) is not None for r in RESOURCES.values()
         )
 
-    wait_until(established, 30, "the k8s.nginx.org CRDs")
+    wait_until(served, 30, "the k8s.nginx.org kinds")
     yield client
 
 

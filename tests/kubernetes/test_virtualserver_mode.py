@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import ApiError, Client, codecs
+from lightkube import ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.unit.nic_fixtures import ROOT
 
@@ -24,21 +23,8 @@ VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer
 
 @pytest.fixture
 def crds(kube: Client) -> Client:
-    for path in sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")):
-        for doc in codecs.load_all_yaml(path.read_text()):
-            try:
-                kube.create(doc)
-            except ApiError as e:
-                if e.status.code != 409:
-                    raise
-
-    def established() -> bool:
-        crd = kube.get(CustomResourceDefinition, "virtualservers.k8s.nginx.org")
-        conditions = crd.status.conditions if crd.status else None
-        ready = any(c.type == "Established" and c.status == "True" for c in conditions or [])
-        return ready and list(kube.list(VirtualServer, namespace="default")) is not None
-
-    wait_until(established, 30, "the k8s.nginx.org CRDs")
+    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
+    wait_until(lambda: list(kube.list(VirtualServer, namespace="default")) is not None, 30, "VS")
     return kube
 
 
