@@ -4,7 +4,6 @@ and its RBAC and args run the real controller under the chart's ServiceAccount."
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import itertools
 import subprocess
@@ -32,8 +31,9 @@ from lightkube.types import PatchType
 
 from ferryman import cli
 from tests.integration.harness import Ferryman, free_port, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
 from tests.kubernetes.test_machine_controller import CRD, Machine
+from tests.kubernetes.test_virtualserver_mode import VirtualServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -590,7 +590,9 @@ def test_rendered_chart_applies_and_runs(
     tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
 ) -> None:
     """The rendered objects apply; the rendered args under the chart's ServiceAccount run
-    ferryman: it takes the Lease, and writes the Service's address and an Event."""
+    ferryman: it takes the Lease, and writes the Service's address and an Event, and
+    a VirtualServer's status."""
+    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
     namespace = f"helm{next(_names)}"
     ingress_class = f"{namespace}-class"
     docs = _template(helm_binary, namespace=namespace, values={"ingressClass.name": ingress_class})
@@ -625,6 +627,18 @@ def test_rendered_chart_applies_and_runs(
         ingress("web", [rule("helm.test", path("/", "app"))], class_name=ingress_class,
                 namespace=namespace),
     )  # fmt: skip
+    vs = {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": "cafe", "namespace": namespace},
+        "spec": {
+            "ingressClassName": ingress_class,
+            "host": "vs.helm.test",
+            "upstreams": [{"name": "up", "service": "app", "port": 80}],
+            "routes": [{"path": "/", "action": {"pass": "up"}}],
+        },
+    }
+    wait_until(lambda: kube.create(VirtualServer(vs)), 30, "a VirtualServer")
 
     f = Ferryman(
         tmp_path / "ferryman",
@@ -634,6 +648,12 @@ def test_rendered_chart_applies_and_runs(
     )
     f.start()
     try:
+
+        def vs_state() -> Any:
+            obj = kube.get(VirtualServer, "cafe", namespace=namespace)
+            return (obj.get("status") or {}).get("state")
+
+        wait_until(vs_state, 10, "the VirtualServer's status")
         lease = wait_until(
             lambda: kube.get(Lease, f"{name}-leader-election", namespace=namespace), 10, "Lease"
         )
@@ -797,9 +817,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
     """machineLifecycleHooks.mode: under the chart's ServiceAccount ferryman watches
     Machines, publishes its report Lease and keeps its pre-drain and pre-terminate
     hooks on the Machine of the Node its replica runs on."""
-    for doc in codecs.load_all_yaml(CRD.read_text()):
-        with contextlib.suppress(ApiError):
-            kube.create(doc)
+    install_crds(kube, CRD)
     namespace = f"helm{next(_names)}"
     values = {
         "ingressClass.name": f"{namespace}-class",

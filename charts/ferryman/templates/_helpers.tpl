@@ -94,7 +94,7 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
     verbs: ["create"]
   - apiGroups: ["k8s.nginx.org"]
     resources: ["virtualservers", "virtualserverroutes", "policies"]
-    verbs: ["list", "watch"]
+    verbs: ["get", "list", "watch"]
   - apiGroups: ["k8s.nginx.org"]
     resources: ["virtualservers/status"]
     verbs: ["patch"]
