@@ -100,6 +100,14 @@ def replicas(tmp_path: Path, cluster: APIServer, cluster_namespace: str) -> Iter
     r.stop()
 
 
+def serve_web(kube: Client, ns: str, host: str, pods: dict[str, str]) -> None:
+    """Service web and an Ingress for ``host``, its pods (name -> Node) Ready."""
+    for name, on in pods.items():
+        kube.create(bare_pod(ns, name, on))
+    apply(kube, service("web", ns), ingress("web", [rule(host, path("/", "web"))], namespace=ns))
+    wait_until(lambda: all(ready(kube, ns, name) for name in pods), 30, "backends")
+
+
 def ours_only(events: list[tuple[str, str]]) -> list[str]:
     return [r for r, _ in events if r.startswith("Ingress")]
 
@@ -149,14 +157,7 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
 ) -> None:
     ns = cluster_namespace
     # web-a runs on the Machine's Node, web-b on the shared one.
-    kube.create(bare_pod(ns, "web-a", node.node))
-    kube.create(bare_pod(ns, "web-b", kubelet.node))
-    apply(
-        kube,
-        service("web", ns),
-        ingress("web", [rule("drain.test", path("/", "web"))], namespace=ns),
-    )
-    wait_until(lambda: ready(kube, ns, "web-a") and ready(kube, ns, "web-b"), 30, "backends")
+    serve_web(kube, ns, "drain.test", {"web-a": node.node, "web-b": kubelet.node})
     make_machine(kube, ns, "m-a", node.node, instances, pre_drain=[FOREIGN])
     make_machine(kube, ns, "m-idle", "node-without-anything", instances)
 
@@ -286,14 +287,7 @@ def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     replicas: Replicas,
 ) -> None:
     ns = cluster_namespace
-    kube.create(bare_pod(ns, "web-a", node.node))
-    kube.create(bare_pod(ns, "web-b", kubelet.node))
-    apply(
-        kube,
-        service("web", ns),
-        ingress("web", [rule("slow.test", path("/", "web"))], namespace=ns),
-    )
-    wait_until(lambda: ready(kube, ns, "web-a") and ready(kube, ns, "web-b"), 30, "backends")
+    serve_web(kube, ns, "slow.test", {"web-a": node.node, "web-b": kubelet.node})
     make_machine(kube, ns, "m-slow", node.node, instances)
     f = replicas.start(
         "solo",
@@ -335,13 +329,7 @@ def test_cluster_api_machines_carry_the_hooks_as_annotations(
     replicas: Replicas,
 ) -> None:
     ns = cluster_namespace
-    kube.create(bare_pod(ns, "web-b", kubelet.node))
-    apply(
-        kube,
-        service("web", ns),
-        ingress("web", [rule("capi.test", path("/", "web"))], namespace=ns),
-    )
-    wait_until(lambda: ready(kube, ns, "web-b"), 30, "backend")
+    serve_web(kube, ns, "capi.test", {"web-b": kubelet.node})
     foreign = "pre-drain.delete.hook.machine.cluster.x-k8s.io/etcd"
     kube.create(
         CapiMachine.from_dict(
