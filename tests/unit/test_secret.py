@@ -136,6 +136,20 @@ def test_der_certificate_is_rejected() -> None:
     assert "tls.crt" in rejected(tls_secret("site", cert=der))
 
 
+def test_certificate_of_an_unknown_x509_version_is_rejected() -> None:
+    # Found by CI's fuzzing: cryptography raises InvalidVersion, not ValueError, for a
+    # version field other than v1 or v3, and that escaped as a crash of the sync.
+    der = x509.load_pem_x509_certificate(cert_pem("site.example.com")).public_bytes(
+        serialization.Encoding.DER
+    )
+    v3 = bytes.fromhex("a003020102")
+    assert v3 in der
+    v2 = der.replace(v3, bytes.fromhex("a003020101"), 1)
+    pem = b"-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(v2) + b"-----END CERTIFICATE-----\n"
+    message = rejected(tls_secret("site", cert=pem))
+    assert "tls.crt is not a PEM certificate" in message
+
+
 def test_non_pem_key_is_rejected() -> None:
     message = rejected(tls_secret("site", key=b"-----BEGIN PRIVATE KEY-----\nAAAA\n"))
     assert "tls.key is not an unencrypted PEM private key" in message

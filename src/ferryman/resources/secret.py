@@ -81,8 +81,9 @@ def _checked_pair(cert_pem: bytes, key_pem: bytes) -> TLSPair:
 
     # What cryptography raises for input it cannot read: bad PEM or DER (ValueError),
     # a key type it has no class for (TypeError), a curve or algorithm it does not
-    # support (UnsupportedAlgorithm).
-    unreadable = (ValueError, TypeError, UnsupportedAlgorithm)
+    # support (UnsupportedAlgorithm), a certificate version other than v1 or v3
+    # (InvalidVersion, which is none of the others).
+    unreadable = (ValueError, TypeError, UnsupportedAlgorithm, x509.InvalidVersion)
     try:
         certs = x509.load_pem_x509_certificates(cert_pem)
     except unreadable as e:
