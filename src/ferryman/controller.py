@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
+from ferryman.configs.ingress import secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configs.virtualserver import vs_records
@@ -32,9 +32,11 @@ from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
 from ferryman.dataplane.records import AppliedRecords
+from ferryman.dependencies import Dependencies
 from ferryman.endpoint_sets import EndpointSets, PodId
 from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
+from ferryman.reads import REFERENCED, Cache, Reads
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -151,9 +153,10 @@ class Controller:
         self._on_leaving_applied = on_leaving_applied
         self._on_gates_applied = on_gates_applied
         self._applied_gated: frozenset[PodId] = frozenset()
-        self._secret_users: dict[tuple[str, str], set[ObjectRef]] = {}
-        self._secret_states: dict[tuple[str, str], SecretState] = {}
-        self._ref_secrets: dict[ObjectRef, set[str]] = {}
+        # What each resource's translation read (Secrets, and the kinds in
+        # REFERENCED): a change to one of those translates its readers again.
+        self._deps = Dependencies()
+        self._cache = Cache(store, secrets)
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
@@ -267,8 +270,9 @@ class Controller:
             self._queue_services(self._endpoints.keys_at(ref.namespace, ref.name))
         elif ref.kind == "Namespace":  # opted in or out of readiness gates
             self._queue_services(self._endpoints.keys_in(ref.name))
-        elif ref.kind == "Secret":
-            self._sync_secret(ref)
+        elif ref.kind in REFERENCED:
+            self._cache.forget(ref)
+            self._render_all(self._deps.users(ref))
         elif ref == LEAVING_NODES:
             self._compute_endpoints(self._endpoints.set_leaving(self._leaving))
 
@@ -375,7 +379,7 @@ class Controller:
         self._ref_hosts.pop(ref, None)
         for host in [h for h, writer in self._host_writer.items() if writer == ref]:
             self._drop_host(host)
-        self._set_secret_users(ref, set())
+        self._declare(ref, ())
         self._endpoints.set_backends(ref, frozenset())
 
     def _drop_host(self, host: str) -> None:
@@ -401,7 +405,9 @@ class Controller:
         old_hosts = self._ref_hosts.pop(ref, set())
         owned = self._config.owned_hosts(ref) if vs is not None else ()
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
-        self._set_secret_users(ref, {secret} if secret else set())
+        reads = Reads(self._cache)
+        state = reads.secret(ref.namespace, secret) if secret else None
+        self._declare(ref, reads.refs)
         for host in old_hosts - set(owned):
             if self._host_writer.get(host) == ref:
                 self._drop_host(host)
@@ -414,7 +420,6 @@ class Controller:
             # NIC's words: the resource is kept, its host is served by another.
             self._vs_event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
-        state = self._secret_state(ref.namespace, secret) if secret else None
         out = vs_records(vs, state)
         self._write_host(ref, out.host, out.record)
         self._ref_hosts[ref] = {out.host.host}
@@ -443,12 +448,11 @@ class Controller:
         old_hosts = self._ref_hosts.pop(ref, set())
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []
-        names: set[str] = set()
+        reads = Reads(self._cache)
         if ing is not None:
-            names = secret_names(ing)
-            states = {n: self._secret_state(ref.namespace, n) for n in names}
+            states = {n: reads.secret(ref.namespace, n) for n in secret_names(ing)}
             vhosts, warnings = virtual_hosts(ing, self._config.owned_hosts(ref), states)
-        self._set_secret_users(ref, names)
+        self._declare(ref, reads.refs)
         new_hosts = {vh.host for vh in vhosts}
         for host in old_hosts - new_hosts:
             if self._host_writer.get(host) == ref:
@@ -515,31 +519,10 @@ class Controller:
 
     # ---- secrets -------------------------------------------------------------------
 
-    def _secret_state(self, namespace: str, name: str) -> SecretState:
-        key = (namespace, name)
-        state = self._secret_states.get(key)
-        if state is None:
-            state = self._secrets.update(namespace, name, self._store.get("Secret", *key))
-            self._secret_states[key] = state
-        return state
-
-    def _set_secret_users(self, ref: ObjectRef, names: set[str]) -> None:
-        old = self._ref_secrets.pop(ref, set())
-        if names:
-            self._ref_secrets[ref] = names
-        for n in old - names:
-            users = self._secret_users.get((ref.namespace, n), set())
-            users.discard(ref)
-            if not users:
-                self._secret_users.pop((ref.namespace, n), None)
-                self._secret_states.pop((ref.namespace, n), None)
-        for n in names - old:
-            self._secret_users.setdefault((ref.namespace, n), set()).add(ref)
-
-    def _sync_secret(self, ref: ObjectRef) -> None:
-        key = (ref.namespace, ref.name)
-        self._secret_states.pop(key, None)
-        self._render_all(set(self._secret_users.get(key, ())))
+    def _declare(self, ref: ObjectRef, used: Iterable[ObjectRef]) -> None:
+        for gone in self._deps.declare(ref, used):
+            if not self._deps.used(gone):
+                self._cache.forget(gone)
 
     def _certificate_records(self) -> None:
         """Push exactly the certificates some virtual host refers to."""
@@ -667,9 +650,9 @@ class Controller:
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.
                 namespace, _, rest = name.partition("/")
-                secret = (namespace, rest.partition("@")[0])
-                self._secret_states[secret] = SecretState(None, f"its certificate {why}")
-                self._render_all(set(self._secret_users.get(secret, ())))
+                secret = ObjectRef("Secret", namespace, rest.partition("@")[0])
+                self._cache.refuse(secret, f"its certificate {why}")
+                self._render_all(self._deps.users(secret))
 
     async def _reload(self, changes: Mapping[str, str | None]) -> None:
         """Apply changed files; the data plane counts and logs the reload."""
