@@ -41,7 +41,8 @@ class InvalidSecret(InvalidResource):
         super().__init__([message])
 
 
-def _field(obj: Mapping[str, Any], key: str) -> bytes:
+def field(obj: Mapping[str, Any], key: str, limit: int | None = None) -> bytes:
+    """A Secret's ``data[key]`` (or ``stringData[key]``), decoded, at most ``limit`` bytes."""
     data = obj.get("data")
     value = None
     if isinstance(data, Mapping) and isinstance(data.get(key), str):
@@ -60,8 +61,9 @@ def _field(obj: Mapping[str, Any], key: str) -> bytes:
                 raise InvalidSecret(f"stringData[{key!r}] is not valid text") from e
     if value is None:
         raise InvalidSecret(f"data[{key!r}] is missing")
-    if len(value) > _LIMITS[key]:
-        raise InvalidSecret(f"{key} is {len(value)} bytes; at most {_LIMITS[key]} are allowed")
+    most = _LIMITS[key] if limit is None else limit
+    if len(value) > most:
+        raise InvalidSecret(f"{key} is {len(value)} bytes; at most {most} are allowed")
     return value
 
 
@@ -71,7 +73,7 @@ def parse_tls_secret(obj: Mapping[str, Any]) -> TLSPair:
     if kind != TLS_TYPE:
         shown = repr(kind)[:80]
         raise InvalidSecret(f"type is {shown}, want {TLS_TYPE!r}")
-    return _checked_pair(_field(obj, "tls.crt"), _field(obj, "tls.key"))
+    return _checked_pair(field(obj, "tls.crt"), field(obj, "tls.key"))
 
 
 def _checked_pair(cert_pem: bytes, key_pem: bytes) -> TLSPair:
