@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 # A pushed record: (kind, key) -> value; kinds are "E" endpoint set, "H" virtual
-# host, "C" certificate, "V" a VirtualServer host's routing (see
-# dataplane/lua/ferryman.lua). "" removes the record.
+# host, "C" certificate, "V" a VirtualServer host's routing, "M" a host's client
+# certificate check (see dataplane/lua/ferryman.lua). "" removes the record.
 RecordKey = tuple[str, str]
 
 # Why NGINX refused to store a record (the push answer's codes, ferryman.lua).
@@ -57,11 +57,14 @@ _VALUE_RE = re.compile(r"[^\x00-\x1f\x7f]*")
 _CERTIFICATE_RE = re.compile(r"[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+")
 
 
+KINDS = ("E", "H", "C", "V", "M")
+
+
 def record_problem(key: RecordKey, value: str) -> str | None:
     """Why a record cannot travel in a push (None: it can). Every string in a record
     passed ``resources/validation.py``; this is the encoder's own last check."""
     kind, name = key
-    if kind not in ("E", "H", "C", "V"):
+    if kind not in KINDS:
         return f"unknown record kind {kind!r}"
     if not _KEY_RE.fullmatch(name):
         return f"its key {name[:80]!r} holds a space or control character"
@@ -83,8 +86,9 @@ def push_body(version: int, records: Mapping[RecordKey, str], full: bool) -> str
 
 
 # A VirtualServer's routing before its host's stub: once the stub is in force,
-# the slow path finds the routing it hands requests to.
-_ORDER = {"E": 1, "C": 2, "V": 3, "H": 4}
+# the slow path finds the routing it hands requests to; likewise the host's
+# client certificate check.
+_ORDER = {"E": 1, "C": 2, "M": 3, "V": 3, "H": 4}
 
 
 def push_order(records: Mapping[RecordKey, str]) -> dict[RecordKey, str]:

@@ -7,6 +7,7 @@
 --   H\t<host>\t<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
 --   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
+--   M\t<host>\t<verify> <depth> <id> <CAs> [<CRL>]  client certificates (ferryman_mtls)
 -- ferryman.configs.routes documents the host record and holds the reference
 -- implementation of the path matching done here. A VirtualServer host has an H
 -- record without routes (so the fast path, the module's or Lua's, hands all its
@@ -33,6 +34,7 @@
 local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
+local mtls = require("ferryman_mtls")
 local flights = require("ferryman_in_flight")
 
 local store = ngx.shared.ferryman
@@ -531,6 +533,7 @@ function _M.route()
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
+    mtls.check(store, entry, host)
     local vs = vs_of(entry)
     if vs then
         return vs_route(entry, vs)
@@ -686,6 +689,9 @@ function _M.certificate()
         ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
         return ngx.exit(ngx.ERROR)
     end
+    if not mtls.certificate(store, entry) then
+        return ngx.exit(ngx.ERROR)
+    end
 end
 
 -- The end of the dict is kept: virtual hosts and certificates larger than
@@ -759,7 +765,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHCV])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCVM])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))

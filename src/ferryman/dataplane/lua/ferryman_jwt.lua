@@ -20,26 +20,7 @@ local byte, sub, char, find, lower = string.byte, string.sub, string.char, strin
 local decode_base64 = ngx.decode_base64
 local decode_base64url = b64.decode_base64url
 
-pcall(ffi.cdef, [[
-    void *BIO_new_mem_buf(const void *buf, int len);
-    int BIO_free(void *bio);
-    void *PEM_read_bio_PUBKEY(void *bio, void **x, void *cb, void *u);
-    void EVP_PKEY_free(void *pkey);
-    void *EVP_MD_CTX_new(void);
-    void EVP_MD_CTX_free(void *ctx);
-    const void *EVP_get_digestbyname(const char *name);
-    int EVP_DigestVerifyInit(void *ctx, void **pctx, const void *md, void *engine, void *pkey);
-    int EVP_DigestVerify(void *ctx, const unsigned char *sig, size_t siglen,
-                         const unsigned char *tbs, size_t tbslen);
-    int EVP_PKEY_CTX_set_rsa_padding(void *pctx, int padding);
-    int EVP_PKEY_CTX_set_rsa_pss_saltlen(void *pctx, int len);
-    unsigned char *HMAC(const void *md, const void *key, int key_len,
-                        const unsigned char *data, size_t data_len,
-                        unsigned char *out, unsigned int *out_len);
-    int CRYPTO_memcmp(const void *a, const void *b, size_t len);
-    void ERR_clear_error(void);
-]])
-local C = ffi.C
+local C = require("ferryman_openssl")
 
 -- OpenSSL's constants (rsa.h): PSS padding, salt length = the digest's.
 local RSA_PKCS1_PSS_PADDING = 6

@@ -1,0 +1,170 @@
+-- The ingressMTLS policy: client certificates requested and verified per
+-- host, as NIC's ssl_client_certificate / ssl_crl / ssl_verify_client /
+-- ssl_verify_depth in the VirtualServer's server block do, from a record
+-- instead of directives, so neither a policy nor its CA Secret reloads NGINX:
+--
+--   M\t<host>\t<verifyClient> <verifyDepth> <bundle id> <base64 PEM CAs>[ <base64 PEM CRL>]
+--
+-- (the bundle id names the CA Secret's content: parsed bundles are cached by it).
+-- The certificate phase (certificate(), for the host the SNI names) asks for
+-- the client's certificate with the host's CAs and depth and adds the CRL;
+-- OpenSSL completes the handshake whatever the outcome, as NGINX's own
+-- verification does, and the access phase (check(), for the host of the
+-- request) answers as ngx_http_process_request would: 400 "No required SSL
+-- certificate was sent" when `on` and none came, 400 "The SSL certificate
+-- error" when it did not verify (but for the errors optional_no_ca forgives),
+-- 421 when the request names another host than the handshake did.
+-- Plain HTTP requests are not checked: NGINX verifies client certificates on
+-- TLS connections only, so NIC's server block lets them through too.
+
+local ffi = require("ffi")
+local ssl = require("ngx.ssl")
+local base = require("resty.core.base")
+local C = require("ferryman_openssl")
+
+local _M = {}
+
+-- OpenSSL's constants (ssl.h, x509_vfy.h).
+local SSL_CTRL_GET_VERIFY_CERT_STORE = 137
+local SSL_OP_NO_TICKET = 0x4000ULL
+local X509_V_FLAG_CRL_CHECKS = 0x4 + 0x8 -- CRL_CHECK | CRL_CHECK_ALL, as ssl_crl sets
+-- The verification errors optional_no_ca lets through (NGINX's
+-- ngx_ssl_verify_error_optional): the chain does not lead to a trusted CA.
+local NO_CA_ERRORS = { [2] = true, [18] = true, [19] = true, [20] = true, [21] = true }
+-- NGINX's codes for its two client-certificate answers (both sent as 400).
+local HTTPS_CERT_ERROR, HTTPS_NO_CERT = 495, 496
+
+local bundles = {} -- by CA bundle id (it names immutable content)
+local bundles_cached = 0
+local MAX_CACHED_BUNDLES = 1000
+
+local function pem_crl(pem)
+    local bio = C.BIO_new_mem_buf(pem, #pem)
+    if bio == nil then
+        return nil
+    end
+    local crl = C.PEM_read_bio_X509_CRL(bio, nil, nil, nil)
+    C.BIO_free(bio)
+    if crl == nil then
+        C.ERR_clear_error()
+        return nil
+    end
+    return ffi.gc(crl, C.X509_CRL_free)
+end
+
+-- A bundle is { certs = <parsed chain>, crl = <X509_CRL or nil> }.
+local function bundle(id, certs_b64, crl_b64)
+    local found = bundles[id]
+    if found then
+        return found
+    end
+    local certs = ssl.parse_pem_cert(ngx.decode_base64(certs_b64) or "")
+    if not certs then
+        return nil
+    end
+    found = { certs = certs }
+    if crl_b64 ~= "" then
+        found.crl = pem_crl(ngx.decode_base64(crl_b64) or "")
+        if found.crl == nil then
+            return nil
+        end
+    end
+    if bundles_cached >= MAX_CACHED_BUNDLES then
+        bundles, bundles_cached = {}, 0
+    end
+    bundles[id] = found
+    bundles_cached = bundles_cached + 1
+    return found
+end
+
+-- The M record of a host: { mode, depth, cas = <bundle or nil> }, false when
+-- it has none; kept on the host's cached entry (ferryman.lua drops it when the
+-- version moves).
+local function policy_of(store, entry)
+    local policy = entry.mtls
+    if policy == nil then
+        local raw = store:get("M:" .. entry.key)
+        local mode, depth, id, certs, crl =
+            string.match(raw or "", "^(%S+) (%d+) (%S+) (%S+) ?(%S*)$")
+        policy = false
+        if mode then
+            policy = { mode = mode, depth = tonumber(depth), cas = bundle(id, certs, crl) }
+        end
+        entry.mtls = policy
+    end
+    return policy
+end
+
+-- ssl_certificate_by_lua, after the host's certificate is set: ask for and
+-- verify the client's certificate. Returns false when the handshake must be
+-- refused (the host's CAs are not usable: fail closed, as a reload with a bad
+-- ssl_client_certificate would not start).
+function _M.certificate(store, entry)
+    local policy = policy_of(store, entry)
+    if not policy or policy.mode == "off" then
+        return true
+    end
+    local cas = policy.cas
+    if cas == nil then
+        ngx.log(ngx.ERR, "ferryman: the client CA bundle of ", entry.key, " is not usable")
+        return false
+    end
+    local ok, err = ssl.verify_client(cas.certs, policy.depth)
+    if not ok then
+        ngx.log(ngx.ERR, "ferryman: cannot request client certificates for ", entry.key, ": ", err)
+        return false
+    end
+    local connection = C.ngx_http_lua_ffi_get_req_ssl_pointer(base.get_request())
+    if connection == nil then
+        return false
+    end
+    -- No session ticket: a resumed session keeps its verification result, which
+    -- must not outlive a change of the host's CAs (NGINX's tickets do not
+    -- outlive the reload such a change takes there).
+    C.SSL_set_options(connection, SSL_OP_NO_TICKET)
+    if cas.crl then
+        local verify_store = ffi.new("void *[1]")
+        if C.SSL_ctrl(connection, SSL_CTRL_GET_VERIFY_CERT_STORE, 0, verify_store) ~= 1
+            or verify_store[0] == nil
+            or C.X509_STORE_add_crl(verify_store[0], cas.crl) ~= 1
+            or C.X509_STORE_set_flags(verify_store[0], X509_V_FLAG_CRL_CHECKS) ~= 1 then
+            C.ERR_clear_error()
+            ngx.log(ngx.ERR, "ferryman: cannot use the CRL of ", entry.key)
+            return false
+        end
+    end
+    return true
+end
+
+-- Access phase of a request to entry's host (named host): nothing, or
+-- NGINX's answers: 421 when the connection's SNI named another host (its
+-- certificate was verified for that one, if at all), else the 400s.
+function _M.check(store, entry, host)
+    local policy = policy_of(store, entry)
+    if not policy or policy.mode == "off" or ngx.var.https ~= "on" then
+        return
+    end
+    if string.lower(ngx.var.ssl_server_name or "") ~= host then
+        return ngx.exit(ngx.HTTP_MISDIRECTED_REQUEST or 421)
+    end
+    local verify = ngx.var.ssl_client_verify
+    if verify == "SUCCESS" then
+        return
+    end
+    if verify == "NONE" then
+        if policy.mode == "on" then
+            return ngx.exit(HTTPS_NO_CERT)
+        end
+        return
+    end
+    if policy.mode == "optional_no_ca" then
+        local connection = C.ngx_http_lua_ffi_get_req_ssl_pointer(base.get_request())
+        if connection ~= nil and NO_CA_ERRORS[tonumber(C.SSL_get_verify_result(connection))] then
+            return
+        end
+    end
+    ngx.log(ngx.INFO, "ferryman: client certificate refused: ", verify)
+    return ngx.exit(HTTPS_CERT_ERROR)
+end
+
+return _M
