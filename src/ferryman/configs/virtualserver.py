@@ -17,8 +17,8 @@ A VirtualServer host is two records:
     (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn,
     ``ip`` ip_hash, ``h`` hash and ``hc`` hash consistent of ``key``; times in s,
     ``-`` when unset; upstreams are numbered from 1 in order);
-  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>``: ``=``, ``^~``,
-    prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
+  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>|<policies>``:
+    ``=``, ``^~``, prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
@@ -31,7 +31,13 @@ A VirtualServer host is two records:
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``); ``<errorPages>``: ``;``-separated ``<codes>><action>``,
     codes ``:``-separated, the action a redirect or a return (code 0: the
-    original status).
+    original status); ``<policies>``: the P items the route enforces
+    (``vs_policies``), ``,``-separated, ``!`` to answer 500;
+  - ``P|<letter>|<fields>``: one policy configuration (``configs/policy_*.py``
+    document each kind's fields; ``dataplane/lua/ferryman_policy.lua`` enforces
+    them), numbered from 1 in order;
+  - ``S|<policies>``: the VirtualServer's own policies, for requests no route
+    matches (``!``: every request of the host answers 500).
 
 Every string from the resource (paths, regular expressions, variables, values,
 URLs, bodies, header names and values) is base64 in the record, whose alphabet
@@ -46,15 +52,21 @@ field named (``warnings``); nothing is silently ignored.
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
+from ferryman.configs.policy_base import ROUTE, SPEC, Owner
+from ferryman.configs.policy_reads import PolicyReads, SecretRead
+from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_routes import Location, source_variable, unquote
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
 from ferryman.resources.nic_route import Route
 from ferryman.resources.nic_upstream import Upstream
+from ferryman.resources.policy import Policy
 from ferryman.resources.virtualserver import VirtualServer
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}
@@ -105,8 +117,10 @@ def _seconds(ms: int | None) -> str:
 
 
 class _Builder:
-    def __init__(self, vs: VirtualServer) -> None:
+    def __init__(self, vs: VirtualServer, spec: Attached, policy_items: PolicyItems) -> None:
         self.vs = vs
+        self.spec = spec
+        self.policy_items = policy_items
         self.warnings: list[str] = []
         self.upstreams: dict[str, int] = {}
         self.items: list[str] = []
@@ -206,14 +220,13 @@ class _Builder:
             return f"100:{self.action(f'{where}.action', action)}"
         return self.splits(f"{where}.splits", splits)
 
-    def route(self, i: int, r: Route) -> None:
+    def route(self, i: int, r: Route, policies: Attached) -> None:
         where = f"spec.routes[{i}]"
         if r.route is not None or r.route_selector:
             field = "route" if r.route is not None else "routeSelector"
             self.warn(f"{where}.{field}", "VirtualServerRoutes are not routed yet: 404")
             return
-        if r.policies:
-            self.warn(f"{where}.policies", "policies are not enforced yet")
+        self.warnings.extend(w for w in policies.warnings if w not in self.warnings)
         matches = []
         for m_i, m in enumerate(r.matches):
             conditions = "&".join(
@@ -238,6 +251,7 @@ class _Builder:
             ";".join(matches),
             default,
             pages,
+            self.policy_items.reference(effective(self.spec, policies)),
         ]
         self.items.append("|".join(fields))
 
@@ -260,13 +274,40 @@ def routed(vs: VirtualServer) -> list[Route]:
     return [r for r in vs.routes if r.route is None and not r.route_selector]
 
 
-def vs_records(vs: VirtualServer, secret: SecretState | None) -> VSRecords:
-    """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None: no TLS)."""
-    b = _Builder(vs)
-    if vs.policies:
-        b.warn("spec.policies", "policies are not enforced yet")
+class _NoPolicies:
+    """Reads where no Policy exists (a render without a store)."""
+
+    def policy(self, namespace: str, name: str) -> Policy | None:
+        return None
+
+    def secret_read(
+        self, namespace: str, name: str, parser: Callable[[Mapping[str, Any]], Any]
+    ) -> SecretRead[Any]:
+        return SecretRead(None, "", "secret doesn't exist or of an unsupported type")
+
+
+def vs_records(
+    vs: VirtualServer,
+    secret: SecretState | None,
+    reads: PolicyReads | None = None,
+    ingress_class: str = "",
+) -> VSRecords:
+    """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None:
+    no TLS); ``reads``: where its Policies (and their Secrets) are read;
+    ``ingress_class``: the class served (a Policy of another is not used)."""
+    found: PolicyReads = reads if reads is not None else _NoPolicies()
+    ns, name = vs.meta.namespace, vs.meta.name
+
+    def owner(context: str, path: str = "/") -> Owner:
+        return Owner(ns, ns, name, context, path, secret is not None, ingress_class)
+
+    spec = attach(vs.policies, owner(SPEC), found) if vs.policies else NONE
+    items = PolicyItems()
+    b = _Builder(vs, spec, items)
+    b.warnings.extend(spec.warnings)
     for i, r in enumerate(vs.routes):
-        b.route(i, r)
+        route = attach(r.policies, owner(ROUTE, str(r.path)), found) if r.policies else NONE
+        b.route(i, r, route)
     redirect = "-"
     if vs.tls and vs.tls.redirect:
         based = "x" if vs.tls.redirect.based_on == "x-forwarded-proto" else "s"
@@ -281,5 +322,8 @@ def vs_records(vs: VirtualServer, secret: SecretState | None) -> VSRecords:
                 f"({secret.error}): TLS handshakes for {vs.host} are rejected"
             )
     host = VirtualHost(host=vs.host, routes=(), default_backend=None, tls=tls, cert_id=cert_id)
-    record = " ".join([redirect, *b.items])
+    if vs.policies:
+        # CORS is written into NIC's locations only: not for requests no route matches.
+        items.items.append("S|" + items.reference(spec, route_only=frozenset("c")))
+    record = " ".join([redirect, *b.items, *items.items])
     return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings))

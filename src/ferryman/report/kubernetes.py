@@ -44,6 +44,7 @@ _RESOURCES = {
     "VirtualServer": create_namespaced_resource(
         "k8s.nginx.org", "v1", "VirtualServer", "virtualservers"
     ),
+    "Policy": create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies"),
 }
 
 
@@ -102,7 +103,7 @@ class KubernetesReporter:
             self._queue.put_nowait(_Status(ref, addresses))
 
     def resource_status(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
-        """A VirtualServer's status.state, reason and message."""
+        """A VirtualServer's or Policy's status.state, reason and message."""
         self._resource_wanted[ref] = (state, reason, message)
         if self._leader:
             self._queue.put_nowait(_ResourceStatus(ref, (state, reason, message)))

@@ -1,0 +1,17 @@
+"""Which translator each Policy kind has: the registry ``vs_policies.attach`` uses.
+
+A kind not listed is validated but not enforced: its VirtualServers are
+``Warning``, naming it. Each entry: the model class -> (the ``Enforced``
+subclass its configuration is, by which ``vs_policies.effective`` tells the
+kinds apart; the translator).
+"""
+
+from __future__ import annotations
+
+from ferryman.configs import policy_access
+from ferryman.configs.policy_base import Enforced, Translator
+from ferryman.resources.policy import AccessControl
+
+TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
+    AccessControl: (policy_access.Access, policy_access.translate),
+}
