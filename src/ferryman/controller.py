@@ -406,15 +406,20 @@ class Controller:
         del self._host_writer[host]
         self._records.pop(("H", host), None)
         self._records.pop(("V", host), None)
+        self._records.pop(("M", host), None)
         self._host_cert.pop(host, None)
 
-    def _write_host(self, ref: ObjectRef, vh: VirtualHost, routing: str | None) -> None:
-        """``vh``'s H record and, for a VirtualServer, its V record (``routing``)."""
+    def _write_host(
+        self, ref: ObjectRef, vh: VirtualHost, routing: str | None, client_check: str | None = None
+    ) -> None:
+        """``vh``'s H record and, for a VirtualServer, its V record (``routing``) and
+        M record (``client_check``: ingressMTLS)."""
         self._records[("H", vh.host)] = encode_host(vh)
-        if routing is None:
-            self._records.pop(("V", vh.host), None)
-        else:
-            self._records[("V", vh.host)] = routing
+        for kind, value in (("V", routing), ("M", client_check)):
+            if value is None:
+                self._records.pop((kind, vh.host), None)
+            else:
+                self._records[(kind, vh.host)] = value
         self._host_writer[vh.host] = ref
         if vh.cert_id:
             self._host_cert[vh.host] = vh.cert_id
@@ -442,7 +447,7 @@ class Controller:
             return
         out = vs_records(vs, state, reads, self._policy.served)
         self._declare(ref, reads.refs)
-        self._write_host(ref, out.host, out.record)
+        self._write_host(ref, out.host, out.record, out.client_check)
         self._ref_hosts[ref] = {out.host.host}
         self._endpoints.set_backends(ref, out.backends)
         if out.warnings:
@@ -598,7 +603,7 @@ class Controller:
         """Ingresses with some of the ``outstanding`` records NGINX does not hold yet."""
         waiting: set[ObjectRef] = set()
         for kind, name in outstanding:
-            if kind in ("H", "V") and (writer := self._host_writer.get(name)) is not None:
+            if kind in ("H", "V", "M") and (writer := self._host_writer.get(name)) is not None:
                 waiting.add(writer)
             elif kind == "E":
                 waiting |= self._endpoints.users(name)
@@ -661,7 +666,7 @@ class Controller:
     def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
         """Reject the resources whose records were refused."""
         for (kind, name), why in sorted(refused.items()):
-            if kind in ("H", "V"):
+            if kind in ("H", "V", "M"):
                 if (owner := self._host_writer.get(name)) is not None:
                     self._reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":

@@ -58,9 +58,16 @@ http {{
         location /enforce {{
             access_by_lua_block {{
                 local jwt = require("ferryman_jwt")
-                local raw = ngx.shared.keys:get("J")
-                local keys = raw and jwt.decode_keys(raw)
-                jwt.enforce("My API", ngx.var.arg_from or "", keys)
+                local raw = ngx.shared.keys:get("J") or ""
+                local config = jwt.decode({{
+                    ngx.encode_base64("My API"),
+                    ngx.encode_base64(ngx.var.arg_from or ""),
+                    ngx.encode_base64(raw),
+                }})
+                local code = jwt.check(config)
+                if code then
+                    return ngx.exit(code)
+                end
             }}
             content_by_lua_block {{ ngx.say("passed") }}
         }}

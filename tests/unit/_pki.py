@@ -6,7 +6,7 @@ import base64
 import datetime
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -26,6 +26,12 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 class Issued:
     cert: x509.Certificate
     key: ec.EllipticCurvePrivateKey
+    chain: bytes = b""  # the intermediate CAs above it, PEM (none under a root)
+
+    @property
+    def chain_pem(self) -> bytes:
+        """This certificate and the intermediates above it: what a peer presents."""
+        return self.cert_pem + self.chain
 
     @property
     def cert_pem(self) -> bytes:
@@ -36,15 +42,21 @@ class Issued:
         return _pem_key(self.key)
 
 
+def authority(name: str, parent: str = "") -> Issued:
+    """A CA named ``name`` (one per name): self-signed, or an intermediate signed by
+    ``authority(parent)``."""
+    return _authority(name, parent)
+
+
 @functools.cache
-def authority(name: str) -> Issued:
-    """A self-signed CA named ``name`` (one per name)."""
+def _authority(name: str, parent: str) -> Issued:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    issuer = authority(parent) if parent else Issued(cast(x509.Certificate, None), key)
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
-        .issuer_name(subject)
+        .issuer_name(issuer.cert.subject if parent else subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(NOW - datetime.timedelta(days=1))
@@ -54,16 +66,20 @@ def authority(name: str) -> Issued:
             x509.KeyUsage(False, False, False, False, False, True, True, False, False),
             critical=True,
         )
-        .sign(key, hashes.SHA256())
+        .sign(issuer.key, hashes.SHA256())
     )
     return Issued(cert, key)
 
 
+def issue(ca_name: str, common_name: str, *, server: bool = False, parent: str = "") -> Issued:
+    """A certificate for ``common_name`` signed by ``authority(ca_name, parent)``: a
+    client's, or with ``server`` a server's (the name also as a DNS SAN)."""
+    return _issue(ca_name, common_name, server, parent)
+
+
 @functools.cache
-def issue(ca_name: str, common_name: str, *, server: bool = False) -> Issued:
-    """A certificate for ``common_name`` signed by ``authority(ca_name)``: a client's,
-    or with ``server`` a server's (the name also as a DNS SAN)."""
-    ca = authority(ca_name)
+def _issue(ca_name: str, common_name: str, server: bool, parent: str) -> Issued:
+    ca = authority(ca_name, parent)
     key = ec.generate_private_key(ec.SECP256R1())
     usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
     builder = (
@@ -80,7 +96,8 @@ def issue(ca_name: str, common_name: str, *, server: bool = False) -> Issued:
         builder = builder.add_extension(
             x509.SubjectAlternativeName([x509.DNSName(common_name)]), critical=False
         )
-    return Issued(builder.sign(ca.key, hashes.SHA256()), key)
+    # Under an intermediate, the peer presents it too.
+    return Issued(builder.sign(ca.key, hashes.SHA256()), key, ca.cert_pem if parent else b"")
 
 
 def crl_pem(ca_name: str, revoked: list[Issued]) -> bytes:

@@ -8,10 +8,12 @@ kinds apart; the translator).
 
 from __future__ import annotations
 
-from ferryman.configs import policy_access
+from ferryman.configs import policy_access, policy_ingress_mtls, policy_jwt
 from ferryman.configs.policy_base import Enforced, Translator
-from ferryman.resources.policy import AccessControl
+from ferryman.resources.policy import JWT, AccessControl, IngressMTLS
 
 TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
     AccessControl: (policy_access.Access, policy_access.translate),
+    JWT: (policy_jwt.JWTAuth, policy_jwt.translate),
+    IngressMTLS: (policy_ingress_mtls.ClientCerts, policy_ingress_mtls.translate),
 }

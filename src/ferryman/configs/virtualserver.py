@@ -59,6 +59,7 @@ from typing import Any
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.policy_base import ROUTE, SPEC, Owner
+from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads, SecretRead
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_routes import Location, source_variable, unquote
@@ -106,6 +107,7 @@ class VSRecords:
     record: str  # the V record
     backends: frozenset[BackendKey]
     warnings: tuple[str, ...]
+    client_check: str | None = None  # the M record (ingressMTLS), None: none
 
 
 def b64(text: str) -> str:
@@ -326,4 +328,6 @@ def vs_records(
         # CORS is written into NIC's locations only: not for requests no route matches.
         items.items.append("S|" + items.reference(spec, route_only=frozenset("c")))
     record = " ".join([redirect, *b.items, *items.items])
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings))
+    client = spec.configs.get(ClientCerts)
+    check = client.record() if isinstance(client, ClientCerts) else None
+    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), check)

@@ -55,7 +55,12 @@ _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
 }
 # The keys above and these are written into slim objects: interned, as the
 # strings of a ``compacted`` object are (names made of letters only are anyway).
-_SECRET_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"))
+_TLS_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"))
+# The keys each type's parser reads (resources/secret*.py); other types: TLS's.
+_SECRET_KEYS = {
+    "nginx.org/jwk": (sys.intern("jwk"),),
+    "nginx.org/ca": (sys.intern("ca.crt"), sys.intern("ca.crl")),
+}
 # Strings up to this long are interned: namespaces, kinds, label keys, Service
 # names, port names and paths repeat across objects; a certificate does not.
 # The parsed objects the controller keeps then share them (interning only the
@@ -156,10 +161,11 @@ def _pod_status(status: object) -> object:
     return out
 
 
-def _data(data: object) -> object:
+def _data(data: object, secret_type: object) -> object:
     if not isinstance(data, Mapping):
         return data
-    return {k: data[k] for k in _SECRET_KEYS if k in data}
+    keys = _SECRET_KEYS.get(secret_type, _TLS_KEYS) if isinstance(secret_type, str) else _TLS_KEYS
+    return {k: data[k] for k in keys if k in data}
 
 
 def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
@@ -192,7 +198,7 @@ def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
     elif kind == "Secret":
         for k in ("type", "data", "stringData"):
             if k in obj:
-                out[k] = _data(obj[k]) if k != "type" else obj[k]
+                out[k] = _data(obj[k], obj.get("type")) if k != "type" else obj[k]
     elif kind == "Pod":
         if "spec" in obj:
             out["spec"] = _pod_spec(obj["spec"])

@@ -224,26 +224,52 @@ local function request_token(variable)
     return credentials
 end
 
--- Access phase: nothing when the request's token is valid; else the 401
--- auth_jwt answers. keys nil: the policy's key set is not usable, 500 (what
--- NGINX Plus answers for a key file it cannot use, and NIC for a route
--- whose policy is invalid).
-function _M.enforce(realm, variable, keys)
+-- Key sets by their record: a V record is decoded again whenever the dict's
+-- version moves, a key set's keys need not be parsed again with it.
+local key_sets = {}
+local key_sets_cached = 0
+local MAX_CACHED_KEY_SETS = 1000
+
+-- The P item's fields (ferryman.configs.policy_jwt): realm, token variable,
+-- key set, each base64. keys is false when the set does not load.
+function _M.decode(f)
+    local raw = decode_base64(f[3] or "") or ""
+    local keys = key_sets[raw]
     if keys == nil then
-        return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
+        keys = _M.decode_keys(raw) or false
+        if key_sets_cached >= MAX_CACHED_KEY_SETS then
+            key_sets, key_sets_cached = {}, 0
+        end
+        key_sets[raw] = keys
+        key_sets_cached = key_sets_cached + 1
     end
-    local token = request_token(variable)
-    local challenge = 'Bearer realm="' .. realm .. '"'
+    return {
+        realm = decode_base64(f[1] or "") or "",
+        token = decode_base64(f[2] or "") or "",
+        keys = keys,
+    }
+end
+
+-- Access phase: nil when the request's token is valid; else the status
+-- auth_jwt answers, 401 with its challenge. No usable keys: 500 (what NGINX
+-- Plus answers for a key file it cannot use, and NIC for a route whose
+-- policy is invalid).
+function _M.check(config)
+    if not config.keys then
+        return ngx.HTTP_INTERNAL_SERVER_ERROR
+    end
+    local token = request_token(config.token)
+    local challenge = 'Bearer realm="' .. config.realm .. '"'
     if token ~= nil then
-        local ok, why = _M.verify(token, keys, ngx.time())
+        local ok, why = _M.verify(token, config.keys, ngx.time())
         if ok then
-            return
+            return nil
         end
         ngx.log(ngx.INFO, "ferryman: JWT refused: ", why)
         challenge = challenge .. ',error="invalid_token"'
     end
     ngx.header["WWW-Authenticate"] = challenge
-    return ngx.exit(ngx.HTTP_UNAUTHORIZED)
+    return ngx.HTTP_UNAUTHORIZED
 end
 
 return _M

@@ -15,8 +15,10 @@ local find, sub = string.find, string.sub
 
 local KINDS = {
     a = require("ferryman_policy_access"),
+    j = require("ferryman_jwt"),
 }
-local ORDER = { "r", "a", "b", "k" }
+-- (m, ingressMTLS, is enforced from the host's M record: ferryman_mtls.lua.)
+local ORDER = { "r", "a", "b", "j", "k" }
 
 local _M = {}
 
