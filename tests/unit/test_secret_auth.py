@@ -53,6 +53,13 @@ def test_nic_example_secret_is_read() -> None:
     assert [(k.kid, k.algs, k.material) for k in keys] == [("0001", HMAC_ALGS, b"fantasticjwt")]
 
 
+def test_nic_generated_secret_with_capitalised_kty_and_standard_base64() -> None:
+    """NIC's secrets generator: kty "Oct", k in standard base64 with padding."""
+    doc = '{"keys":[{"kty":"Oct","kid":"0001","k":"ZmFudGFzdGljand0Pz8/Pw=="}]}'
+    (key,) = parse_jwk_secret(jwk_secret("jwt-master-jwk", doc)).keys
+    assert key.material == b"fantasticjwt????"
+
+
 def test_record_names_each_key() -> None:
     keys = parse_jwk_secret(jwk_secret("k", jwks(jwk("HS384", "a b"), jwk("HS512"))))
     first, second = keys.record().split(" ")

@@ -92,11 +92,14 @@ def _key(index: int, jwk: object) -> VerifyKey:
         supported = ", ".join(ALGORITHMS)
         raise InvalidSecret(f"{where}.alg {alg!r} is not supported (supported: {supported})")
     kty = jwk.get("kty")
-    if kty == "RSA":
+    # NIC's own secrets generator writes "Oct" (hack/secrets-gen/jwks-gen.go) and
+    # NGINX Plus accepts it: the type is read without regard to case.
+    kind = kty.lower() if isinstance(kty, str) else kty
+    if kind == "rsa":
         material, algs = _rsa(where, jwk), RSA_ALGS
-    elif kty == "EC":
+    elif kind == "ec":
         material, algs = _ec(where, jwk)
-    elif kty == "oct":
+    elif kind == "oct":
         material, algs = _octets(where, jwk, "k"), HMAC_ALGS
         if not material:
             raise InvalidSecret(f"{where}.k is empty")
