@@ -8,10 +8,14 @@ kinds apart; the translator).
 
 from __future__ import annotations
 
-from ferryman.configs import policy_access
+from ferryman.configs import policy_access, policy_auth, policy_rate
 from ferryman.configs.policy_base import Enforced, Translator
-from ferryman.resources.policy import AccessControl
+from ferryman.resources.policy import AccessControl, APIKey, BasicAuth
+from ferryman.resources.policy_rate_limit import RateLimit
 
 TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
     AccessControl: (policy_access.Access, policy_access.translate),
+    RateLimit: (policy_rate.RateLimits, policy_rate.translate),
+    BasicAuth: (policy_auth.Basic, policy_auth.translate_basic),
+    APIKey: (policy_auth.Keys, policy_auth.translate_api_key),
 }

@@ -14,7 +14,10 @@
 local find, sub = string.find, string.sub
 
 local KINDS = {
+    r = require("ferryman_policy_rate"),
     a = require("ferryman_policy_access"),
+    b = require("ferryman_policy_basic"),
+    k = require("ferryman_policy_apikey"),
 }
 local ORDER = { "r", "a", "b", "k" }
 
