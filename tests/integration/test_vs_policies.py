@@ -323,3 +323,71 @@ def test_api_key_header_or_query(ferryman: Ferryman, backends: Backends) -> None
     assert served_by(ferryman, "cafe.test", "/", headers={"x-header-name": "password"}) == "a"
     assert served_by(ferryman, "cafe.test", "/?queryName=s3cret") == "a"
     assert status(ferryman, "cafe.test", "/?queryName=nope") == 403
+
+
+def test_cors_headers_on_every_answer_of_the_route_and_route_precedence(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    routes = [
+        {"path": "/", "action": to("a")},
+        {"path": "/locked", "action": to("a"), "policies": refs("nobody")},
+        {"path": "/own", "action": to("b"), "policies": refs("own-cors")},
+    ]
+    start_with_backends(
+        ferryman,
+        backends,
+        policy("site-cors", cors={"allowOrigin": ["https://site.test"], "maxAge": 60}),
+        policy("own-cors", cors={"allowOrigin": ["*"], "allowMethods": ["GET"]}),
+        policy("nobody", accessControl={"allow": ["10.0.0.0/8"]}),
+        vs("cafe", "cafe.test", routes, policies=refs("site-cors")),
+    )
+    r = ferryman.get("cafe.test", "/", headers={"Origin": "https://other.test"})
+    assert r.served_by == "a"
+    # One configured origin: sent whatever the request's (NIC's add_header).
+    assert r.headers["access-control-allow-origin"] == "https://site.test"
+    assert (r.headers["vary"], r.headers["access-control-max-age"]) == ("Origin", "60")
+    # NIC's add_header ... always: a policy's refusal carries them too.
+    r = ferryman.get("cafe.test", "/locked")
+    assert r.status == 403 and r.headers["access-control-allow-origin"] == "https://site.test"
+    # A preflight is answered before the route's other policies.
+    assert status(ferryman, "cafe.test", "/locked", method="OPTIONS") == 204
+    # The route's own cors replaces the VirtualServer's.
+    r = ferryman.get("cafe.test", "/own")
+    assert r.headers["access-control-allow-origin"] == "*" and "vary" not in r.headers
+    assert r.headers["access-control-allow-methods"] == "GET"
+    assert "access-control-max-age" in r.headers  # the CRD's default, 86400
+    assert ferryman.reloads() == 1
+
+
+def test_kinds_combine_across_levels_and_error_pages_take_policy_answers(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    routes = [
+        {
+            "path": "/",
+            "action": to("a"),
+            "policies": refs("keys"),
+            "errorPages": [
+                {
+                    "codes": [403],
+                    "return": {"code": 200, "body": "ask for a key", "type": "text/plain"},
+                }
+            ],
+        }
+    ]
+    start_with_backends(
+        ferryman,
+        backends,
+        secret("users", "nginx.org/htpasswd", {"htpasswd": b"u:{PLAIN}p\n"}),
+        secret("keys", "nginx.org/apikey", {"client": b"k"}),
+        policy("auth", basicAuth={"secret": "users"}),
+        policy("keys", apiKey={"suppliedIn": {"header": ["X-Key"]}, "clientSecret": "keys"}),
+        vs("cafe", "cafe.test", routes, policies=refs("auth")),
+    )
+    user = {"Authorization": "Basic " + base64.b64encode(b"u:p").decode()}
+    # The VirtualServer's basicAuth and the route's apiKey both hold (NGINX: satisfy all).
+    assert status(ferryman, "cafe.test", "/", headers={"X-Key": "k"}) == 401
+    assert status(ferryman, "cafe.test", "/", headers=user) == 401
+    assert served_by(ferryman, "cafe.test", "/", headers={**user, "X-Key": "k"}) == "a"
+    r = ferryman.get("cafe.test", "/", headers={**user, "X-Key": "wrong"})
+    assert (r.status, r.text) == (200, "ask for a key")
