@@ -14,16 +14,17 @@ ffi.cdef([[
     unsigned char *SHA256(const unsigned char *d, size_t n, unsigned char *md);
 ]])
 -- NGINX links libcrypto (OpenSSL): its symbols are global in the worker.
-local sha256
-do
-    local ok, fn = pcall(function()
-        return ffi.C.SHA256
-    end)
-    sha256 = ok and fn or ffi.load("crypto").SHA256
-end
+-- Looked up on first use, as in ferryman_policy_basic.lua.
+local sha256 = nil
 local digest = ffi.new("unsigned char[32]")
 
 local function hex_sha256(text)
+    if sha256 == nil then
+        local ok, fn = pcall(function()
+            return ffi.C.SHA256
+        end)
+        sha256 = ok and fn or ffi.load("crypto").SHA256
+    end
     sha256(text, #text, digest)
     return (gsub(ffi.string(digest, 32), ".", function(c)
         return string.format("%02x", string.byte(c))

@@ -14,17 +14,17 @@ local band, bor, rshift, lshift = bit.band, bit.bor, bit.rshift, bit.lshift
 ffi.cdef([[
     char *crypt(const char *phrase, const char *setting);
 ]])
--- NGINX links libcrypt: its symbols are global in the worker.
-local libc_crypt
-do
-    local ok, fn = pcall(function()
-        return ffi.C.crypt
-    end)
-    if ok then
-        libc_crypt = fn
-    else
-        libc_crypt = ffi.load("crypt").crypt
+-- NGINX links libcrypt: its symbols are global in the worker. Looked up on
+-- first use, so loading this module never fails where no hash needs it.
+local libc_crypt_fn = nil
+local function libc_crypt(password, setting)
+    if libc_crypt_fn == nil then
+        local ok, fn = pcall(function()
+            return ffi.C.crypt
+        end)
+        libc_crypt_fn = ok and fn or ffi.load("crypt").crypt
     end
+    return libc_crypt_fn(password, setting)
 end
 
 local _M = {}
