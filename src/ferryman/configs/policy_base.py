@@ -33,6 +33,7 @@ class Owner:
     """Where a policy is attached (NIC's policyOwnerDetails and policyOptions)."""
 
     namespace: str  # the referring resource's: a reference without namespace means it
+    name: str
     vs_namespace: str  # the VirtualServer serving the host (rate-limit zones are per one)
     vs_name: str
     context: str  # SPEC, ROUTE or SUBROUTE

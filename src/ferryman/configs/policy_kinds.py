@@ -8,12 +8,25 @@ kinds apart; the translator).
 
 from __future__ import annotations
 
-from ferryman.configs import policy_access, policy_ingress_mtls, policy_jwt
+from ferryman.configs import (
+    policy_access,
+    policy_auth,
+    policy_cors,
+    policy_ingress_mtls,
+    policy_jwt,
+    policy_rate,
+)
 from ferryman.configs.policy_base import Enforced, Translator
-from ferryman.resources.policy import JWT, AccessControl, IngressMTLS
+from ferryman.resources.policy import JWT, AccessControl, APIKey, BasicAuth, IngressMTLS
+from ferryman.resources.policy_cors import CORS
+from ferryman.resources.policy_rate_limit import RateLimit
 
 TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
     AccessControl: (policy_access.Access, policy_access.translate),
+    RateLimit: (policy_rate.RateLimits, policy_rate.translate),
+    BasicAuth: (policy_auth.Basic, policy_auth.translate_basic),
+    APIKey: (policy_auth.Keys, policy_auth.translate_api_key),
+    CORS: (policy_cors.Cors, policy_cors.translate),
     JWT: (policy_jwt.JWTAuth, policy_jwt.translate),
     IngressMTLS: (policy_ingress_mtls.ClientCerts, policy_ingress_mtls.translate),
 }

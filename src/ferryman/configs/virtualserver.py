@@ -301,7 +301,7 @@ def vs_records(
     ns, name = vs.meta.namespace, vs.meta.name
 
     def owner(context: str, path: str = "/") -> Owner:
-        return Owner(ns, ns, name, context, path, secret is not None, ingress_class)
+        return Owner(ns, name, ns, name, context, path, secret is not None, ingress_class)
 
     spec = attach(vs.policies, owner(SPEC), found) if vs.policies else NONE
     items = PolicyItems()

@@ -55,12 +55,7 @@ _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
 }
 # The keys above and these are written into slim objects: interned, as the
 # strings of a ``compacted`` object are (names made of letters only are anyway).
-_TLS_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"))
-# The keys each type's parser reads (resources/secret*.py); other types: TLS's.
-_SECRET_KEYS = {
-    "nginx.org/jwk": (sys.intern("jwk"),),
-    "nginx.org/ca": (sys.intern("ca.crt"), sys.intern("ca.crl")),
-}
+_SECRET_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"))
 # Strings up to this long are interned: namespaces, kinds, label keys, Service
 # names, port names and paths repeat across objects; a certificate does not.
 # The parsed objects the controller keeps then share them (interning only the
@@ -162,10 +157,12 @@ def _pod_status(status: object) -> object:
 
 
 def _data(data: object, secret_type: object) -> object:
+    """A TLS Secret's pair; everything a policy's Secret (nginx.org/...) holds."""
     if not isinstance(data, Mapping):
         return data
-    keys = _SECRET_KEYS.get(secret_type, _TLS_KEYS) if isinstance(secret_type, str) else _TLS_KEYS
-    return {k: data[k] for k in keys if k in data}
+    if isinstance(secret_type, str) and secret_type.startswith("nginx.org/"):
+        return dict(data)
+    return {k: data[k] for k in _SECRET_KEYS if k in data}
 
 
 def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:

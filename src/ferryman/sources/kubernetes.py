@@ -5,7 +5,7 @@ then watches. When the watch ends for any reason — 410 Gone after compaction, 
 dropped connection, an API server restart — it lists again and compares the
 result with what it delivered before, so objects deleted during the gap are
 deleted here too and nothing added is missed. Secrets are listed with a field
-selector for each type ferryman reads.
+selector for each type ferryman reads (TLS, and those of NIC's policies).
 
 With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
 by the API server) and, through ``sources/pods.py``, the Pods of each of them.
@@ -35,9 +35,7 @@ from lightkube.resources.networking_v1 import Ingress, IngressClass
 
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
-from ferryman.resources.secret import TLS_TYPE
-from ferryman.resources.secret_ca import CA_TYPE
-from ferryman.resources.secret_jwk import JWK_TYPE
+from ferryman.resources.secret_policy import SECRET_TYPES
 from ferryman.sources import Sink
 from ferryman.sources.pods import PodInformers
 
@@ -65,8 +63,9 @@ class Kind:
 
     @property
     def key(self) -> str:
-        """Names the informer: one kind may have several (Secrets, one per type)."""
-        return f"{self.name}{sorted(self.fields.items())}" if self.fields else self.name
+        """The informer's identity: one kind may have several, by field selector."""
+        selector = ",".join(f"{k}={v}" for k, v in sorted((self.fields or {}).items()))
+        return f"{self.name}?{selector}" if selector else self.name
 
 
 def _nic(kind: str, plural: str) -> Kind:
@@ -79,9 +78,8 @@ KINDS = (
     Kind("IngressClass", IngressClass, namespaced=False),
     Kind("Service", Service),
     Kind("EndpointSlice", EndpointSlice),
-    # A field selector cannot say "one of these types": an informer per type
-    # (a Secret's type never changes, so each is delivered by one of them).
-    *(Kind("Secret", Secret, fields={"type": t}) for t in (TLS_TYPE, JWK_TYPE, CA_TYPE)),
+    # One informer per Secret type ferryman reads (a field selector takes one value).
+    *(Kind("Secret", Secret, fields={"type": t}) for t in SECRET_TYPES),
     _nic("VirtualServer", "virtualservers"),
     _nic("VirtualServerRoute", "virtualserverroutes"),
     _nic("Policy", "policies"),

@@ -14,8 +14,12 @@
 local find, sub = string.find, string.sub
 
 local KINDS = {
+    c = require("ferryman_policy_cors"),
+    r = require("ferryman_policy_rate"),
     a = require("ferryman_policy_access"),
+    b = require("ferryman_policy_basic"),
     j = require("ferryman_jwt"),
+    k = require("ferryman_policy_apikey"),
 }
 -- (m, ingressMTLS, is enforced from the host's M record: ferryman_mtls.lua.)
 local ORDER = { "r", "a", "b", "j", "k" }
@@ -79,7 +83,7 @@ function _M.enforce(set, response)
         return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
     end
     local cors = set.c
-    if cors and KINDS.c then
+    if cors then
         KINDS.c.apply(cors, response)
     end
     for _, letter in ipairs(ORDER) do
