@@ -7,6 +7,7 @@ here the same way (hack/secrets-gen: the jwt example's key "fantasticjwt", kid
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -86,15 +87,35 @@ def test_ingress_mtls(ferryman: Ferryman, backends: Backends, tmp_path: Path) ->
     assert ferryman.reloads() == 1
 
 
-def test_egress_mtls_is_not_enforced_yet(ferryman: Ferryman, backends: Backends) -> None:
-    """The egress-mtls example needs TLS to the upstream (``tls.enable``) and a
-    client certificate there: not built yet in this branch, so the VirtualServer
-    is served with NIC's Warning naming the Policy, never silently."""
+def test_egress_mtls_verify_server_is_refused(ferryman: Ferryman, backends: Backends) -> None:
+    """The egress-mtls example verifies the backend's certificate (``verifyServer``),
+    which takes NGINX directives ferryman does not render (docs/virtualserver.md): its
+    route answers 500 with the reason, rather than talk to an unverified server."""
     ferryman.write(
         "secure", service_with_backends("secure-app", [backends.start("secure")], port=8443)
+    )
+    client = issue("egress-ca", "client")
+    ferryman.write(
+        "egress-mtls-secret",
+        {
+            **tls_secret("egress-mtls-secret", ["client"]),
+            "data": {
+                "tls.crt": base64.b64encode(client.cert_pem).decode(),
+                "tls.key": base64.b64encode(client.key_pem).decode(),
+            },
+        },
+    )
+    ferryman.write(
+        "egress-trusted-ca-secret",
+        ca_secret("egress-trusted-ca-secret", authority("egress-ca").cert_pem),
     )
     _example(ferryman, "egress-mtls", "egress-mtls.yaml", "virtual-server.yaml")
     ferryman.start()
     event = last_event(ferryman, "webapp")
     assert event["reason"] == "AddedOrUpdatedWithWarning"
-    assert "EgressMTLS is not enforced yet" in event["message"]
+    assert (
+        "EgressMTLS policy default/egress-mtls-policy: verifyServer needs NGINX's "
+        "proxy_ssl_verify and proxy_ssl_trusted_certificate" in event["message"]
+    )
+    assert ferryman.get("webapp.example.com", "/").status == 500
+    assert ferryman.reloads() == 1

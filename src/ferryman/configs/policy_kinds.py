@@ -12,12 +12,20 @@ from ferryman.configs import (
     policy_access,
     policy_auth,
     policy_cors,
+    policy_egress_mtls,
     policy_ingress_mtls,
     policy_jwt,
     policy_rate,
 )
 from ferryman.configs.policy_base import Enforced, Translator
-from ferryman.resources.policy import JWT, AccessControl, APIKey, BasicAuth, IngressMTLS
+from ferryman.resources.policy import (
+    JWT,
+    AccessControl,
+    APIKey,
+    BasicAuth,
+    EgressMTLS,
+    IngressMTLS,
+)
 from ferryman.resources.policy_cors import CORS
 from ferryman.resources.policy_rate_limit import RateLimit
 
@@ -29,4 +37,5 @@ TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
     CORS: (policy_cors.Cors, policy_cors.translate),
     JWT: (policy_jwt.JWTAuth, policy_jwt.translate),
     IngressMTLS: (policy_ingress_mtls.ClientCerts, policy_ingress_mtls.translate),
+    EgressMTLS: (policy_egress_mtls.Egress, policy_egress_mtls.translate),
 }

@@ -20,9 +20,11 @@ local KINDS = {
     b = require("ferryman_policy_basic"),
     j = require("ferryman_jwt"),
     k = require("ferryman_policy_apikey"),
+    e = require("ferryman_egress"),
 }
 -- (m, ingressMTLS, is enforced from the host's M record: ferryman_mtls.lua.)
-local ORDER = { "r", "a", "b", "j", "k" }
+-- (e, egressMTLS, refuses nothing: it sets the upstream handshake's variables.)
+local ORDER = { "r", "a", "b", "j", "k", "e" }
 
 local _M = {}
 

@@ -1,0 +1,245 @@
+"""egressMTLS's per-request part in a real NGINX: the P item the translator writes
+(configs/policy_egress_mtls.py), decoded and enforced by ferryman_policy.lua and
+ferryman_egress.lua, and the directives of nginx.conf.tmpl's slow path, make NGINX
+present the Policy's client certificate and SNI name to a TLS backend that
+requires a client certificate; a changed item (a rotated Secret, another name)
+takes effect with the next request, with no reload.
+
+A bare NGINX, because VirtualServer upstreams with ``tls.enable`` (``proxy_pass
+https://``) are not routed in this branch yet; the directives are the same."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ferryman.app import LUA_DIR
+from ferryman.configs.policy_base import ROUTE, Owner
+from ferryman.configs.vs_policies import attach
+from ferryman.resources.nic_route import PolicyRef
+from tests.integration.harness import eventually, free_port
+from tests.unit._pki import authority, ca_secret, issue
+from tests.unit.test_vs_policies import Objects
+
+MODULES = Path("/usr/lib/nginx/modules")
+TEMPLATE = Path(LUA_DIR).parent.parent / "configs" / "templates" / "nginx.conf.tmpl"
+
+CONFIG = """
+load_module {modules}/ndk_http_module.so;
+load_module {modules}/ngx_http_lua_module.so;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    lua_package_path "{lua}/?.lua;/usr/share/lua/5.1/?.lua;;";
+    lua_shared_dict items 1m;
+    # As ferryman's: the peer set by balancer_by_lua (which resumes no TLS
+    # session), and no keepalive (NIC's default): a TLS connection made with one
+    # Policy's certificate is never reused for another's request.
+    upstream tls_backend {{
+        server 0.0.0.1:1;
+        balancer_by_lua_block {{
+            require("ngx.balancer").set_current_peer("127.0.0.1", {backend})
+        }}
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location = /item {{
+            content_by_lua_block {{
+                ngx.req.read_body()
+                ngx.shared.items:set("P", ngx.req.get_body_data() or "")
+                ngx.say("ok")
+            }}
+        }}
+        location / {{
+{egress}
+            access_by_lua_block {{
+                local policies = require("ferryman_policy")
+                local config = policies.decode(policies.cut(ngx.shared.items:get("P"), "|"))
+                policies.enforce({{ e = config }}, nil)
+            }}
+            proxy_pass https://tls_backend;
+        }}
+    }}
+}}
+"""
+
+
+def _egress_directives() -> str:
+    """The slow path's egressMTLS lines, as nginx.conf.tmpl has them."""
+    lines = TEMPLATE.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "# egressMTLS" in line)
+    end = next(i for i in range(start, len(lines)) if "proxy_ssl_server_name" in lines[i])
+    return "\n".join(lines[start : end + 1]).replace("{", "{{").replace("}", "}}")
+
+
+@dataclass
+class Seen:
+    """What the TLS backend saw of each handshake."""
+
+    sni: list[str | None] = field(default_factory=list)
+    client: list[str] = field(default_factory=list)
+
+
+def _backend(tmp: Path, seen: Seen) -> ThreadingHTTPServer:
+    server_cert = issue("backend-ca", "secure-app.example.com", server=True)
+    (tmp / "server.crt").write_bytes(server_cert.cert_pem)
+    (tmp / "server.key").write_bytes(server_cert.key_pem)
+    (tmp / "clients.crt").write_bytes(authority("egress-client-ca").cert_pem)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp / "server.crt", tmp / "server.key")
+    ctx.load_verify_locations(tmp / "clients.crt")
+    ctx.verify_mode = ssl.CERT_REQUIRED
+
+    def on_sni(sock: Any, name: str | None, _: Any) -> None:
+        seen.sni.append(name)
+
+    ctx.sni_callback = on_sni
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            cert = self.connection.getpeercert()  # type: ignore[attr-defined]
+            cn = dict(x[0] for x in cert["subject"])["commonName"] if cert else ""
+            seen.client.append(cn)
+            body = json.dumps({"client": cn}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def _item(*objs: dict[str, Any]) -> str:
+    """The P item the translator writes for the Policy "egress" among ``objs``."""
+    owner = Owner("ns", "cafe", "ns", "cafe", ROUTE, "/", True, "ferryman")
+    attached = attach([PolicyRef("egress", "ns")], owner, Objects(*objs))
+    (config,) = attached.configs.values()
+    return config.item()
+
+
+def _policy(**spec: Any) -> dict[str, Any]:
+    md = {"name": "egress", "namespace": "ns"}
+    return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
+
+
+def _tls(name: str, client: str) -> dict[str, Any]:
+    issued = issue("egress-client-ca", client)
+    data = {"tls.crt": issued.cert_pem, "tls.key": issued.key_pem}
+    return {
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "ns"},
+        "type": "kubernetes.io/tls",
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+
+
+@pytest.fixture
+def nginx(tmp_path: Path) -> Iterator[tuple[int, Seen]]:
+    seen = Seen()
+    backend = _backend(tmp_path, seen)
+    port = free_port()
+    for d in ("body", "proxy"):
+        (tmp_path / d).mkdir()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        CONFIG.format(
+            modules=MODULES,
+            dir=tmp_path,
+            lua=LUA_DIR,
+            port=port,
+            backend=backend.server_address[1],
+            egress=_egress_directives(),
+        )
+    )
+    proc = subprocess.Popen(
+        ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", "daemon off;"],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        eventually(lambda: _post(port, "/item", ""), what="nginx answering")
+        yield port, seen
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        backend.shutdown()
+
+
+def _post(port: int, path: str, body: str) -> str:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", body.encode())
+    with urllib.request.urlopen(req) as r:
+        return str(r.read().decode())
+
+
+def _get(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_client_certificate_and_sni_per_request(nginx: tuple[int, Seen]) -> None:
+    port, seen = nginx
+    secret = _tls("client", "alice")
+    named = _policy(egressMTLS={"tlsSecret": "client", "serverName": True, "sslName": "app.test"})
+    _post(port, "/item", _item(named, secret))
+    assert _get(port) == 200
+    assert (seen.client[-1], seen.sni[-1]) == ("alice", "app.test")
+
+    # The Secret rotated and serverName off: the next request presents bob's
+    # certificate and no SNI (the same NGINX, never reloaded).
+    _post(port, "/item", _item(_policy(egressMTLS={"tlsSecret": "client"}), _tls("client", "bob")))
+    assert _get(port) == 200
+    assert (seen.client[-1], seen.sni[-1]) == ("bob", None)
+
+    # No tlsSecret: no client certificate, which this backend refuses: 502.
+    _post(port, "/item", _item(_policy(egressMTLS={"sslName": "x.test"}), secret))
+    assert _get(port) == 502
+
+
+def test_the_directives_are_in_nginx_conf_template() -> None:
+    text = _egress_directives()
+    for directive in (
+        "proxy_ssl_certificate $ferryman_egress_cert;",
+        "proxy_ssl_certificate_key $ferryman_egress_key;",
+        "proxy_ssl_name $ferryman_egress_name;",
+        "proxy_ssl_server_name on;",
+    ):
+        assert directive in text
+
+
+def test_verify_server_is_refused_not_skipped() -> None:
+    """verifyServer needs directives (docs): the context fails (500) with the reason."""
+    owner = Owner("ns", "cafe", "ns", "cafe", ROUTE, "/", True, "ferryman")
+    objs = Objects(
+        _policy(
+            egressMTLS={"tlsSecret": "client", "trustedCertSecret": "ca", "verifyServer": True}
+        ),
+        _tls("client", "alice"),
+        {**ca_secret("ca", authority("backend-ca").cert_pem, namespace="ns"), "kind": "Secret"},
+    )
+    attached = attach([PolicyRef("egress", "ns")], owner, objs)
+    assert attached.error
+    assert any("verifyServer needs NGINX's proxy_ssl_verify" in w for w in attached.warnings)

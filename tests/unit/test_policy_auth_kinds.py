@@ -1,0 +1,162 @@
+"""The jwt, ingressMTLS and egressMTLS translators: NIC's contexts, multiples and
+Secret messages, and what reaches the P item or M record."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from ferryman.configs.policy_base import ROUTE, SPEC, Owner
+from ferryman.configs.policy_egress_mtls import Egress
+from ferryman.configs.policy_ingress_mtls import ClientCerts
+from ferryman.configs.policy_jwt import JWTAuth
+from ferryman.configs.vs_policies import Attached, attach
+from ferryman.resources.nic_route import PolicyRef
+from tests.unit._jose import jwk, jwk_secret, jwks
+from tests.unit._pki import authority, ca_secret, issue
+from tests.unit.test_vs_policies import Objects
+
+
+def _policy(name: str, **spec: Any) -> dict[str, Any]:
+    md = {"name": name, "namespace": "ns"}
+    return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
+
+
+def _secret(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "kind": "Secret", "metadata": {**obj["metadata"], "namespace": "ns"}}
+
+
+def _tls(name: str) -> dict[str, Any]:
+    issued = issue("unit-ca", name)
+    data = {"tls.crt": issued.cert_pem, "tls.key": issued.key_pem}
+    return {
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "ns"},
+        "type": "kubernetes.io/tls",
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+
+
+def _attach(objs: Objects, *names: str, context: str = ROUTE, tls: bool = True) -> Attached:
+    owner = Owner("ns", "cafe", "ns", "cafe", context, "/", tls, "ferryman")
+    return attach([PolicyRef(n, "ns") for n in names], owner, objs)
+
+
+KEYS = _secret(jwk_secret("keys", jwks(jwk("HS256", "a"))))
+CA = _secret(ca_secret("ca", authority("unit-ca").cert_pem))
+
+
+def test_jwt_item_carries_realm_token_and_keys() -> None:
+    objs = Objects(
+        _policy("j", jwt={"realm": 'My \\"API\\"', "secret": "keys", "token": "$arg_t"}), KEYS
+    )
+    (config,) = _attach(objs, "j").configs.values()
+    assert isinstance(config, JWTAuth)
+    assert (config.realm, config.token) == ('My "API"', "$arg_t")  # as NGINX reads NIC's quotes
+    assert config.item().startswith("P|j|")
+
+
+def test_second_jwt_is_ignored_with_nics_warning() -> None:
+    objs = Objects(
+        _policy("j", jwt={"realm": "a", "secret": "keys"}),
+        _policy("k", jwt={"realm": "b", "secret": "keys"}),
+        KEYS,
+    )
+    attached = _attach(objs, "j", "k")
+    (config,) = attached.configs.values()
+    assert isinstance(config, JWTAuth) and config.realm == "a"
+    assert attached.warnings == (
+        "Multiple jwt policies in the same context is not valid. JWT policy ns/k will be ignored",
+    )
+
+
+@pytest.mark.parametrize(
+    ("secret", "message"),
+    [
+        (None, "JWT policy ns/j references an invalid secret ns/keys: secret doesn't exist"),
+        ({**KEYS, "type": "Opaque"}, "references a secret ns/keys of a wrong type 'Opaque'"),
+    ],
+)
+def test_jwt_secret_problems(secret: dict[str, Any] | None, message: str) -> None:
+    objs = Objects(
+        _policy("j", jwt={"realm": "a", "secret": "keys"}), *([secret] if secret else [])
+    )
+    attached = _attach(objs, "j")
+    assert attached.error and message in attached.warnings[0]
+
+
+def test_ingress_mtls_record() -> None:
+    objs = Objects(
+        _policy(
+            "m",
+            ingressMTLS={"clientCertSecret": "ca", "verifyClient": "optional", "verifyDepth": 2},
+        ),
+        CA,
+    )
+    (config,) = _attach(objs, "m", context=SPEC).configs.values()
+    assert isinstance(config, ClientCerts)
+    mode, depth, digest, certs = config.record().split(" ")
+    assert (mode, depth, len(digest)) == ("optional", "2", 16)
+    assert base64.b64decode(certs) == authority("unit-ca").cert_pem
+
+
+@pytest.mark.parametrize(
+    ("context", "tls", "message"),
+    [
+        (ROUTE, True, "IngressMTLS policy ns/m is not allowed in the route context"),
+        (SPEC, False, "TLS must be enabled for IngressMTLS policy ns/m"),
+    ],
+)
+def test_ingress_mtls_only_in_spec_with_tls(context: str, tls: bool, message: str) -> None:
+    objs = Objects(_policy("m", ingressMTLS={"clientCertSecret": "ca"}), CA)
+    attached = _attach(objs, "m", context=context, tls=tls)
+    assert attached.error and attached.warnings == (message,)
+
+
+def test_egress_item_and_warnings() -> None:
+    spec = {
+        "tlsSecret": "client",
+        "serverName": True,
+        "sslName": "app.test",
+        "protocols": "TLSv1.3",
+        "sessionReuse": False,
+    }
+    attached = _attach(Objects(_policy("e", egressMTLS=spec), _tls("client")), "e")
+    (config,) = attached.configs.values()
+    assert isinstance(config, Egress) and config.name == "app.test"
+    assert config.chain == issue("unit-ca", "client").cert_pem
+    assert attached.warnings == (
+        "EgressMTLS policy ns/e: protocols is not applied, NGINX's default stays (ferryman)",
+        "EgressMTLS policy ns/e: sessionReuse is not applied, NGINX's default stays (ferryman)",
+    )
+
+
+def test_egress_server_name_off_sends_no_name() -> None:
+    attached = _attach(Objects(_policy("e", egressMTLS={"sslName": "app.test"})), "e")
+    (config,) = attached.configs.values()
+    assert isinstance(config, Egress) and (config.name, config.chain) == ("", b"")
+
+
+@pytest.mark.parametrize(
+    ("spec", "objs", "message"),
+    [
+        (
+            {"tlsSecret": "none"},
+            (),
+            "EgressMTLS policy ns/e references an invalid secret ns/none: secret doesn't exist",
+        ),
+        (
+            {"tlsSecret": "ca"},
+            (CA,),
+            "references a secret ns/ca of a wrong type 'nginx.org/ca', must be 'kubernetes.io/tls'",
+        ),
+        ({"trustedCertSecret": "client"}, (_tls("client"),), "must be 'nginx.org/ca'"),
+    ],
+)
+def test_egress_secret_problems(
+    spec: dict[str, Any], objs: tuple[dict[str, Any], ...], message: str
+) -> None:
+    attached = _attach(Objects(_policy("e", egressMTLS=spec), *objs), "e")
+    assert attached.error and message in attached.warnings[0]
