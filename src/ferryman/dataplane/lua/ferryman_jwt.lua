@@ -156,9 +156,9 @@ local function json_part(text)
     return value
 end
 
--- Whether token verifies with one of keys and its exp/nbf hold at now:
--- true, or nil and why (for the error log).
-function _M.verify(token, keys, now)
+-- The claims of token when its signature verifies with one of keys; else nil
+-- and why.
+local function signed_claims(token, keys)
     if #token > MAX_TOKEN then
         return nil, "token too long"
     end
@@ -184,17 +184,42 @@ function _M.verify(token, keys, now)
         return nil, "kid is not a string"
     end
     local signing_input = sub(token, 1, dot2 - 1)
-    local verified = false
     for _, key in ipairs(keys) do
         if key.algs[alg] and (kid == nil or key.kid == kid) then
             if verify_signature(alg, key, signing_input, signature) then
-                verified = true
-                break
+                return claims
             end
         end
     end
-    if not verified then
-        return nil, "no key verifies the signature"
+    return nil, "no key verifies the signature"
+end
+
+-- Tokens whose signature verified, per key set (a table of the key set, which
+-- a rotated Secret replaces): clients send the same token again and again, and
+-- its signature verifies the same way each time; exp and nbf are checked on
+-- every request. Bounded: the table starts again when full.
+local MAX_VERIFIED = 2000
+
+-- Whether token verifies with one of keys and its exp/nbf hold at now:
+-- true, or nil and why (for the error log).
+function _M.verify(token, keys, now)
+    local verified = keys.verified
+    if verified == nil then
+        verified = { n = 0, claims = {} }
+        keys.verified = verified
+    end
+    local claims = verified.claims[token]
+    if claims == nil then
+        local why
+        claims, why = signed_claims(token, keys)
+        if claims == nil then
+            return nil, why
+        end
+        if verified.n >= MAX_VERIFIED then
+            verified.n, verified.claims = 0, {}
+        end
+        verified.claims[token] = claims
+        verified.n = verified.n + 1
     end
     local exp, nbf = claims.exp, claims.nbf
     if exp ~= nil and (type(exp) ~= "number" or now >= exp) then
