@@ -575,6 +575,7 @@ class Controller:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
         self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
+        self._metrics.virtualserverroute_resources.set(self._routes.count())
         waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):

@@ -73,10 +73,11 @@ class RouteStatuses:
             if self._serving.get(ref, (None, ()))[0] == vs:
                 del self._serving[ref]
                 self.changed(ref)
-        at = self._vs_host.pop(vs, None) if host is None else host
+        # Who owns its host, before and now, may have changed.
+        hosts = {self._vs_host.pop(vs, None), host} - {None}
         if host is not None:
             self._vs_host[vs] = host
-        if at is not None:  # who owns the host may have changed
+        for at in sorted(h for h in hosts if h is not None):
             for ref in sorted(self._waiting.get(at, set()) - set(routes)):
                 self.changed(ref)
 
@@ -107,6 +108,10 @@ class RouteStatuses:
         else:
             message = "VirtualServer is invalid or doesn't exist"
             self._emit(ref, WARNING_STATE, NO_VIRTUAL_SERVER, message, "")
+
+    def count(self) -> int:
+        """VirtualServerRoutes served (NIC's metric counts those its VirtualServers hold)."""
+        return len(self._serving)
 
     def serving(self, virtual_servers: Iterable[ObjectRef]) -> set[ObjectRef]:
         """The VirtualServerRoutes these VirtualServers serve."""

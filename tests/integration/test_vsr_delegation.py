@@ -192,6 +192,7 @@ def test_changes_to_virtual_server_routes_never_reload(
     )
     f.write("tea", vsr("tea", [{"path": "/tea", "action": to("a")}], [up("a")]))
     eventually(lambda: served_by(f, HOST, "/tea") == "a", 10, "created")
+    assert f.metrics()["nginx_ingress_controller_virtualserverroute_resources_total"] == 1
     eventually(lambda: last(f, "VirtualServer", "cafe")["reason"] == "AddedOrUpdated", 10, "ok")
     f.write("tea", vsr("tea", [{"path": "/tea", "action": to("b")}], [up("b")]))
     eventually(lambda: served_by(f, HOST, "/tea") == "b", 10, "edited")

@@ -104,3 +104,15 @@ def test_a_route_follows_the_virtual_server_owning_its_host(tmp_path: Path) -> N
         'Not found: "missing"',
     )
     assert "U|team/app:80|" not in kit.dataplane.records[("V", "cafe.test")]
+
+
+def test_a_virtual_server_moving_away_leaves_no_virtual_server(tmp_path: Path) -> None:
+    kit = Kit(tmp_path)
+    kit.add(*_service("app", "10.0.0.1", namespace="team"), _vsr(), _vs("other", "elsewhere"))
+    asyncio.run(kit.drain())
+    assert _last(kit, VSR)[1] == "Ignored"
+    moved = _vs("other", "elsewhere")
+    moved["spec"]["host"] = "else.test"
+    kit.add(moved)
+    asyncio.run(kit.drain())
+    assert _last(kit, VSR)[1] == "NoVirtualServerFound"
