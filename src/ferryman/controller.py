@@ -159,6 +159,9 @@ class Controller:
         # REFERENCED): a change to one of those translates its readers again.
         self._deps = Dependencies()
         self._cache = Cache(store, secrets)
+        # Readers of changed REFERENCED objects, translated once per batch: a
+        # selector's reader would otherwise be translated once per object read.
+        self._stale: set[ObjectRef] = set()
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
@@ -278,7 +281,7 @@ class Controller:
             self._queue_services(self._endpoints.keys_in(ref.name))
         elif ref.kind in REFERENCED:
             self._cache.forget(ref)
-            self._render_all(self._deps.users(ref))
+            self._stale |= self._deps.users(ref)
             if ref.kind == "VirtualServerRoute":
                 self._routes.changed(ref)
         elif ref == LEAVING_NODES:
@@ -559,6 +562,8 @@ class Controller:
 
     async def flush(self) -> None:
         started = time.monotonic()
+        stale, self._stale = self._stale, set()
+        self._render_all(stale)
         self._certificate_records()
         records = self._record_changes()
         changes: dict[str, str | None] = {
