@@ -41,16 +41,26 @@ passed ``resources/nic_rules.py`` first.
 
 What the slice does not route yet makes the VirtualServer ``Warning``, each
 field named (``warnings``); nothing is silently ignored.
+
+A route delegating to VirtualServerRoutes (``vs_delegation``) is replaced by
+their subroutes, after the VirtualServer's own routes (where NIC writes their
+locations); each VirtualServerRoute's upstreams join the record's numbering,
+its services resolved in its own namespace, and its warnings are its own
+(``VSRecords.routes``).
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
+from ferryman.configs.vs_delegation import Delegated
 from ferryman.configs.vs_routes import Location, source_variable, unquote
+from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
 from ferryman.resources.nic_route import Route
@@ -94,6 +104,8 @@ class VSRecords:
     record: str  # the V record
     backends: frozenset[BackendKey]
     warnings: tuple[str, ...]
+    # The VirtualServerRoutes served, each with its own warnings.
+    routes: Mapping[ObjectRef, tuple[str, ...]]
 
 
 def b64(text: str) -> str:
@@ -108,19 +120,39 @@ class _Builder:
     def __init__(self, vs: VirtualServer) -> None:
         self.vs = vs
         self.warnings: list[str] = []
-        self.upstreams: dict[str, int] = {}
         self.items: list[str] = []
         self.backends: set[BackendKey] = set()
-        for i, u in enumerate(vs.upstreams):
-            self.upstreams[u.name] = i + 1
-            self.items.append(self._upstream(i, u))
+        self.count = 0  # upstreams in the record so far
+        # The upstream names the routes being built use: the VirtualServer's, or
+        # a VirtualServerRoute's while its subroutes are built (``owner``).
+        self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
+
+    def add_upstreams(self, namespace: str, upstreams: tuple[Upstream, ...]) -> dict[str, int]:
+        """Number ``upstreams`` after those in the record; their services are in
+        ``namespace`` unless they name one."""
+        named = {}
+        for i, u in enumerate(upstreams):
+            self.count += 1
+            named[u.name] = self.count
+            self.items.append(self._upstream(i, u, namespace))
+        return named
+
+    @contextmanager
+    def owner(self, upstreams: dict[str, int], warnings: list[str]) -> Iterator[None]:
+        """Build a VirtualServerRoute's part: its upstream names, its warnings."""
+        saved = self.upstreams, self.warnings
+        self.upstreams, self.warnings = upstreams, warnings
+        try:
+            yield
+        finally:
+            self.upstreams, self.warnings = saved
 
     def warn(self, where: str, what: str) -> None:
         self.warnings.append(f"{where}: {what}")
 
-    def _upstream(self, i: int, u: Upstream) -> str:
+    def _upstream(self, i: int, u: Upstream, namespace: str) -> str:
         where = f"spec.upstreams[{i}]"
-        key = backend_key(u.service_namespace or self.vs.meta.namespace, u.service, str(u.port))
+        key = backend_key(u.service_namespace or namespace, u.service, str(u.port))
         self.backends.add(key)
         lb = u.lb_method
         hash_key = lb.hash_key if lb else ""
@@ -206,12 +238,10 @@ class _Builder:
             return f"100:{self.action(f'{where}.action', action)}"
         return self.splits(f"{where}.splits", splits)
 
-    def route(self, i: int, r: Route) -> None:
-        where = f"spec.routes[{i}]"
+    def route(self, i: int, r: Route, key: str = "routes") -> None:
+        where = f"spec.{key}[{i}]"
         if r.route is not None or r.route_selector:
-            field = "route" if r.route is not None else "routeSelector"
-            self.warn(f"{where}.{field}", "VirtualServerRoutes are not routed yet: 404")
-            return
+            return  # its VirtualServerRoutes' subroutes come after the routes
         if r.policies:
             self.warn(f"{where}.policies", "policies are not enforced yet")
         matches = []
@@ -255,18 +285,36 @@ def location(r: Route) -> Location:
     return Location(r.path.modifier, unquote(r.path.value) if regex else r.path.value, proxies)
 
 
-def routed(vs: VirtualServer) -> list[Route]:
-    """The routes the V record carries, in order (delegations are not routed yet)."""
-    return [r for r in vs.routes if r.route is None and not r.route_selector]
+def routed(vs: VirtualServer, delegated: tuple[Delegated, ...] = ()) -> list[Route]:
+    """The routes the V record carries, in order: the VirtualServer's own, then
+    the subroutes of the VirtualServerRoutes it delegates to."""
+    own = [r for r in vs.routes if r.route is None and not r.route_selector]
+    return own + [d.subroute(r) for d in delegated for r in d.vsr.subroutes]
 
 
-def vs_records(vs: VirtualServer, secret: SecretState | None) -> VSRecords:
-    """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None: no TLS)."""
+def _subroutes(b: _Builder, d: Delegated) -> tuple[str, ...]:
+    """Add ``d``'s upstreams and subroutes; returns its warnings."""
+    warnings: list[str] = []
+    # Its subroutes' policies (and ``d.policies``, those it inherits) are
+    # handled where ``route`` handles a route's.
+    with b.owner({}, warnings):
+        b.upstreams = b.add_upstreams(d.vsr.meta.namespace, d.vsr.upstreams)
+        for i, r in enumerate(d.vsr.subroutes):
+            b.route(i, d.subroute(r), "subroutes")
+    return tuple(warnings)
+
+
+def vs_records(
+    vs: VirtualServer, secret: SecretState | None, delegated: tuple[Delegated, ...] = ()
+) -> VSRecords:
+    """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None:
+    no TLS); ``delegated``: the VirtualServerRoutes it serves (``vs_delegation``)."""
     b = _Builder(vs)
     if vs.policies:
         b.warn("spec.policies", "policies are not enforced yet")
     for i, r in enumerate(vs.routes):
         b.route(i, r)
+    routes = {d.ref: _subroutes(b, d) for d in delegated}
     redirect = "-"
     if vs.tls and vs.tls.redirect:
         based = "x" if vs.tls.redirect.based_on == "x-forwarded-proto" else "s"
@@ -282,4 +330,4 @@ def vs_records(vs: VirtualServer, secret: SecretState | None) -> VSRecords:
             )
     host = VirtualHost(host=vs.host, routes=(), default_backend=None, tls=tls, cert_id=cert_id)
     record = " ".join([redirect, *b.items])
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings))
+    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes)
