@@ -6,6 +6,10 @@
 - a VirtualServer host (``vs0.bench.test/p0``, ``action.pass`` to the same Service,
   and ``vs1.bench.test/p0`` whose route first evaluates a header match and a
   50/50 split): the Lua slow path (docs/design.md, "Routing inside NGINX");
+- a VirtualServer host (``vs2.bench.test/p0``) with a rateLimit Policy (one key,
+  the client's address, for every request: the bucket every worker locks; a rate
+  and burst no run reaches) and an accessControl Policy allowing the loopback: what a
+  request's policies add to the slow path;
 - a hand-written NGINX configuration for the same route (bench/run.py's).
 
 wrk ``-t2 -c64`` against each, back to back per round with the order rotating;
@@ -32,6 +36,25 @@ from bench.processes import (
     wrk,
 )
 from bench.run import WARM_UP_SECONDS, _hand_written
+
+
+def _policies() -> list[dict[str, Any]]:
+    def policy(name: str, **spec: Any) -> dict[str, Any]:
+        md = {"name": name, "namespace": "default"}
+        return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
+
+    # NGINX's clock has milliseconds: requests within one need a burst, as with limit_req.
+    limit = {
+        "rate": "1000000r/s",
+        "burst": 100000,
+        "noDelay": True,
+        "key": "${binary_remote_addr}",
+        "zoneSize": "10M",
+    }
+    return [
+        policy("limit", rateLimit=limit),
+        policy("local", accessControl={"allow": ["127.0.0.0/8"]}),
+    ]
 
 
 def _virtual_server(name: str, host: str, rich: bool) -> dict[str, Any]:
@@ -73,6 +96,9 @@ def main() -> None:
         write_yaml(f.manifests / "app0.yaml", ingress_docs(0, ports))
         write_yaml(f.manifests / "vs0.yaml", [_virtual_server("vs0", "vs0.bench.test", False)])
         write_yaml(f.manifests / "vs1.yaml", [_virtual_server("vs1", "vs1.bench.test", True)])
+        guarded = _virtual_server("vs2", "vs2.bench.test", False)
+        guarded["spec"]["policies"] = [{"name": "limit"}, {"name": "local"}]
+        write_yaml(f.manifests / "vs2.yaml", [*_policies(), guarded])
         f.start()
         port = free_port()
         plain = _hand_written(work, port, ports)
@@ -81,6 +107,7 @@ def main() -> None:
             "ingress_fast_path": (f.http_port, "app0.bench.test", master),
             "virtualserver_pass": (f.http_port, "vs0.bench.test", master),
             "virtualserver_match_split": (f.http_port, "vs1.bench.test", master),
+            "virtualserver_policies": (f.http_port, "vs2.bench.test", master),
             "hand_written": (port, "app0.bench.test", plain.pid),
         }
         try:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ferryman.configs.ingress import secret_names, virtual_hosts
 from ferryman.configs.model import BackendKey, VirtualHost
+from ferryman.configs.policy_status import policy_status
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configs.virtualserver import vs_records
 from ferryman.configs.vs_delegation import resolve
@@ -124,8 +125,8 @@ class Controller:
         ``on_gates_applied`` is called after each flush that changed
         ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then);
         ``on_leaving_applied`` after each flush that changed ``leaving_applied()``;
-        ``resource_status`` receives each VirtualServer's state when its Event is
-        reported (Kubernetes mode); ``virtual_servers``: the data plane routes
+        ``resource_status`` receives each VirtualServer's and Policy's state when
+        its Event is reported (Kubernetes mode); ``virtual_servers``: the data plane routes
         VirtualServers (the Lua router; Angie's classic configuration does not)."""
         self._settings = settings
         self._store = store
@@ -163,6 +164,8 @@ class Controller:
         # selector's reader would otherwise be translated once per object read.
         self._stale: set[ObjectRef] = set()
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
+        # Each Policy's spec when it was last reported (its own status and Event).
+        self._policy_specs: dict[ObjectRef, object] = {}
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
         self._status = status
@@ -280,12 +283,29 @@ class Controller:
         elif ref.kind == "Namespace":  # opted in or out of readiness gates
             self._queue_services(self._endpoints.keys_in(ref.name))
         elif ref.kind in REFERENCED:
+            if ref.kind == "Policy" and not self._policy_changed(ref):
+                return  # only its status or metadata moved
             self._cache.forget(ref)
             self._stale |= self._deps.users(ref)
             if ref.kind == "VirtualServerRoute":
                 self._routes.changed(ref)
         elif ref == LEAVING_NODES:
             self._compute_endpoints(self._endpoints.set_leaving(self._leaving))
+
+    def _policy_changed(self, ref: ObjectRef) -> bool:
+        """Report a changed Policy's own status and Event (NIC's syncPolicy); False
+        when its spec is as it was (its status write comes back as a change)."""
+        obj = self._store.get("Policy", ref.namespace, ref.name)
+        spec = obj.get("spec") if obj is not None else None
+        if ref in self._policy_specs and self._policy_specs[ref] == spec:
+            return False
+        if obj is None:
+            self._policy_specs.pop(ref, None)
+            return True
+        self._policy_specs[ref] = spec
+        if (status := policy_status(obj, self._policy.served)) is not None:
+            self._vs_event(ref, status.state, status.reason, status.message)
+        return True
 
     def _queue_services(self, keys: Iterable[BackendKey]) -> None:
         """Recompute the Services feeding ``keys`` later in this batch: the queue
@@ -442,7 +462,10 @@ class Controller:
             # NIC's words: the resource is kept, its host is served by another.
             self._vs_event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
-        out = vs_records(vs, state, delegations.routes)
+        out = vs_records(
+            vs, state, reads=reads, ingress_class=self._policy.served, delegated=delegations.routes
+        )
+        self._declare(ref, reads.refs)
         self._write_host(ref, out.host, out.record)
         self._ref_hosts[ref] = {out.host.host}
         self._endpoints.set_backends(ref, out.backends)

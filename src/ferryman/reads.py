@@ -8,25 +8,30 @@ to beside the code that refers to it: a reference cannot be read and not
 tracked.
 
 ``Cache`` holds what is costly to derive from an object (a Secret's checked
-certificate, a VirtualServerRoute's parse) until that object changes or nothing
-reads it any more.
+certificate, a VirtualServerRoute's parse, a parsed Policy, a Secret read by a
+policy) until that object changes or nothing reads it any more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ferryman.configs.ingress import SecretState
+from ferryman.configs.policy_reads import SecretRead
 from ferryman.dependencies import ANY
-from ferryman.resources.meta import ObjectRef
+from ferryman.resources.meta import InvalidResource, ObjectRef
 from ferryman.resources.nic_fields import Parsed
+from ferryman.resources.policy import Policy, parse_policy
 from ferryman.resources.virtualserverroute import VirtualServerRoute, parse_virtual_server_route
 from ferryman.secrets import SecretStore
 from ferryman.store import Store
 
 # The kinds only read by translators: a change to one translates its readers.
-REFERENCED = frozenset(["Secret", "VirtualServerRoute"])
+REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
 _ROUTE = "VirtualServerRoute"
+# A Secret's parser (``resources/secret_*.py``): the content, or InvalidResource.
+SecretParser = Callable[[Mapping[str, Any]], Any]
 
 
 class Cache:
@@ -35,6 +40,10 @@ class Cache:
         self._secrets = secrets
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._routes: dict[tuple[str, str], Parsed[VirtualServerRoute] | None] = {}
+        # A Secret's content per parser (htpasswd, API keys...), and parsed Policies
+        # (None: missing or invalid).
+        self._secret_reads: dict[tuple[str, str], dict[SecretParser, SecretRead[Any]]] = {}
+        self._policies: dict[tuple[str, str], Policy | None] = {}
 
     def secret(self, namespace: str, name: str) -> SecretState:
         key = (namespace, name)
@@ -56,6 +65,21 @@ class Cache:
     def route_refs(self) -> list[ObjectRef]:
         return sorted(self._store.refs(_ROUTE))
 
+    def secret_read(self, namespace: str, name: str, parser: SecretParser) -> SecretRead[Any]:
+        reads = self._secret_reads.setdefault((namespace, name), {})
+        found = reads.get(parser)
+        if found is None:
+            found = _read_secret(self._store.get("Secret", namespace, name), parser)
+            reads[parser] = found
+        return found
+
+    def policy(self, namespace: str, name: str) -> Policy | None:
+        key = (namespace, name)
+        if key not in self._policies:
+            obj = self._store.get("Policy", namespace, name)
+            self._policies[key] = None if obj is None else parse_policy(obj).resource
+        return self._policies[key]
+
     def refuse(self, ref: ObjectRef, why: str) -> None:
         """The data plane refused what ``ref`` holds: unusable until it changes."""
         if ref.kind == "Secret":
@@ -63,10 +87,14 @@ class Cache:
 
     def forget(self, ref: ObjectRef) -> None:
         """``ref`` changed, or no resource reads it any more."""
+        key = (ref.namespace, ref.name)
         if ref.kind == "Secret":
-            self._secret_states.pop((ref.namespace, ref.name), None)
+            self._secret_states.pop(key, None)
+            self._secret_reads.pop(key, None)
         elif ref.kind == _ROUTE:
-            self._routes.pop((ref.namespace, ref.name), None)
+            self._routes.pop(key, None)
+        elif ref.kind == "Policy":
+            self._policies.pop(key, None)
 
 
 class Reads:
@@ -98,3 +126,24 @@ class Reads:
             if vsr is not None and all(vsr.meta.labels.get(k) == v for k, v in labels.items()):
                 found.append(vsr)
         return found
+
+    def secret_read(self, namespace: str, name: str, parser: SecretParser) -> SecretRead[Any]:
+        """A Secret's content as ``parser`` reads it (a policy's htpasswd, API keys...)."""
+        self.refs.add(ObjectRef("Secret", namespace, name))
+        return self._cache.secret_read(namespace, name, parser)
+
+    def policy(self, namespace: str, name: str) -> Policy | None:
+        """The Policy, parsed and valid; None when it is missing or invalid."""
+        self.refs.add(ObjectRef("Policy", namespace, name))
+        return self._cache.policy(namespace, name)
+
+
+def _read_secret(obj: Mapping[str, Any] | None, parser: SecretParser) -> SecretRead[Any]:
+    if obj is None:
+        return SecretRead(None, "", "secret doesn't exist or of an unsupported type")
+    kind = obj.get("type")
+    secret_type = kind if isinstance(kind, str) else ""
+    try:
+        return SecretRead(parser(obj), secret_type, None)
+    except InvalidResource as e:
+        return SecretRead(None, secret_type, str(e))

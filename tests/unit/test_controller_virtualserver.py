@@ -72,7 +72,7 @@ def test_invalid_and_losing_virtual_servers_get_nics_status(tmp_path: Path) -> N
     assert kit.dataplane.records.get(("H", "cafe.test")) is None
 
 
-def test_unimplemented_fields_make_the_state_warning(tmp_path: Path) -> None:
+def test_a_missing_policy_makes_the_state_warning(tmp_path: Path) -> None:
     kit = Kit(tmp_path)
     kit.add(*_service("app", "10.0.0.1"))
     kit.add(_vs(policies=[{"name": "limit"}]))
@@ -81,9 +81,9 @@ def test_unimplemented_fields_make_the_state_warning(tmp_path: Path) -> None:
     assert (state, reason) == ("Warning", "AddedOrUpdatedWithWarning")
     assert message == (
         "Configuration for default/cafe was added or updated with warning(s): "
-        "spec.routes[0].policies: policies are not enforced yet"
+        "Policy default/limit is missing or invalid"
     )
-    assert ("V", "cafe.test") in kit.dataplane.records  # served all the same
+    assert ("V", "cafe.test") in kit.dataplane.records  # served all the same (that route: 500)
 
 
 def test_a_missing_tls_secret_is_a_warning_and_refuses_handshakes(tmp_path: Path) -> None:

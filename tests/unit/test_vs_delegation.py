@@ -131,7 +131,7 @@ def test_subroutes_get_their_own_upstreams_warnings_and_the_routes_error_pages()
     doc["spec"]["upstreams"][0]["keepalive"] = 4
     out = resolve(vs, Reads(doc), "ferryman")
     assert [len(r.error_pages) for r in routed(vs, out.routes)] == [1, 1]
-    records = vs_records(vs, None, out.routes)
+    records = vs_records(vs, None, delegated=out.routes)
     assert records.backends == {"team/svc:80"}  # the VSR's namespace
     assert records.warnings == ()
     assert dict(records.routes) == {

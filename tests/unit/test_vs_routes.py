@@ -141,7 +141,7 @@ def test_unimplemented_fields_are_warnings_naming_them() -> None:
     warnings = vs_records(vs, SecretState("cert", None)).warnings
     assert warnings == (
         "spec.upstreams[0].keepalive: not implemented yet, ignored",
-        "spec.routes[0].policies: policies are not enforced yet",
+        "Policy ns/limit is missing or invalid",
     )  # a delegation is resolved apart (vs_delegation), its warnings the VS's
 
 

@@ -17,8 +17,8 @@ A VirtualServer host is two records:
     (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn,
     ``ip`` ip_hash, ``h`` hash and ``hc`` hash consistent of ``key``; times in s,
     ``-`` when unset; upstreams are numbered from 1 in order);
-  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>``: ``=``, ``^~``,
-    prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
+  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>|<policies>``:
+    ``=``, ``^~``, prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
@@ -31,7 +31,13 @@ A VirtualServer host is two records:
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``); ``<errorPages>``: ``;``-separated ``<codes>><action>``,
     codes ``:``-separated, the action a redirect or a return (code 0: the
-    original status).
+    original status); ``<policies>``: the P items the route enforces
+    (``vs_policies``), ``,``-separated, ``!`` to answer 500;
+  - ``P|<letter>|<fields>``: one policy configuration (``configs/policy_*.py``
+    document each kind's fields; ``dataplane/lua/ferryman_policy.lua`` enforces
+    them), numbered from 1 in order;
+  - ``S|<policies>``: the VirtualServer's own policies, for requests no route
+    matches (``!``: every request of the host answers 500).
 
 Every string from the resource (paths, regular expressions, variables, values,
 URLs, bodies, header names and values) is base64 in the record, whose alphabet
@@ -52,19 +58,24 @@ its services resolved in its own namespace, and its warnings are its own
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
+from ferryman.configs.policy_base import ROUTE, SPEC, SUBROUTE, Owner
+from ferryman.configs.policy_reads import PolicyReads, SecretRead
 from ferryman.configs.vs_delegation import Delegated
+from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_routes import Location, source_variable, unquote
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
 from ferryman.resources.nic_route import Route
 from ferryman.resources.nic_upstream import Upstream
+from ferryman.resources.policy import Policy
 from ferryman.resources.virtualserver import VirtualServer
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}
@@ -117,8 +128,10 @@ def _seconds(ms: int | None) -> str:
 
 
 class _Builder:
-    def __init__(self, vs: VirtualServer) -> None:
+    def __init__(self, vs: VirtualServer, spec: Attached, policy_items: PolicyItems) -> None:
         self.vs = vs
+        self.spec = spec
+        self.policy_items = policy_items
         self.warnings: list[str] = []
         self.items: list[str] = []
         self.backends: set[BackendKey] = set()
@@ -238,12 +251,11 @@ class _Builder:
             return f"100:{self.action(f'{where}.action', action)}"
         return self.splits(f"{where}.splits", splits)
 
-    def route(self, i: int, r: Route, key: str = "routes") -> None:
+    def route(self, i: int, r: Route, policies: Attached, key: str = "routes") -> None:
         where = f"spec.{key}[{i}]"
         if r.route is not None or r.route_selector:
             return  # its VirtualServerRoutes' subroutes come after the routes
-        if r.policies:
-            self.warn(f"{where}.policies", "policies are not enforced yet")
+        self.warnings.extend(w for w in policies.warnings if w not in self.warnings)
         matches = []
         for m_i, m in enumerate(r.matches):
             conditions = "&".join(
@@ -268,6 +280,7 @@ class _Builder:
             ";".join(matches),
             default,
             pages,
+            self.policy_items.reference(effective(self.spec, policies)),
         ]
         self.items.append("|".join(fields))
 
@@ -292,29 +305,68 @@ def routed(vs: VirtualServer, delegated: tuple[Delegated, ...] = ()) -> list[Rou
     return own + [d.subroute(r) for d in delegated for r in d.vsr.subroutes]
 
 
-def _subroutes(b: _Builder, d: Delegated) -> tuple[str, ...]:
-    """Add ``d``'s upstreams and subroutes; returns its warnings."""
+class _NoPolicies:
+    """Reads where no Policy exists (a render without a store)."""
+
+    def policy(self, namespace: str, name: str) -> Policy | None:
+        return None
+
+    def secret_read(
+        self, namespace: str, name: str, parser: Callable[[Mapping[str, Any]], Any]
+    ) -> SecretRead[Any]:
+        return SecretRead(None, "", "secret doesn't exist or of an unsupported type")
+
+
+def _subroutes(
+    b: _Builder, d: Delegated, owner: Callable[[str, str, str, str], Owner], reads: PolicyReads
+) -> tuple[str, ...]:
+    """Add ``d``'s upstreams and subroutes; returns its warnings. NIC: a subroute
+    enforces its own policies, else those of the VS route delegating to it."""
     warnings: list[str] = []
-    # Its subroutes' policies (and ``d.policies``, those it inherits) are
-    # handled where ``route`` handles a route's.
+    vsr = d.vsr.meta
     with b.owner({}, warnings):
-        b.upstreams = b.add_upstreams(d.vsr.meta.namespace, d.vsr.upstreams)
+        b.upstreams = b.add_upstreams(vsr.namespace, d.vsr.upstreams)
         for i, r in enumerate(d.vsr.subroutes):
-            b.route(i, d.subroute(r), "subroutes")
+            path = str(r.path)
+            if r.policies:
+                policies = attach(r.policies, owner(vsr.namespace, vsr.name, SUBROUTE, path), reads)
+            elif d.policies:
+                vs = b.vs.meta
+                policies = attach(d.policies, owner(vs.namespace, vs.name, ROUTE, path), reads)
+            else:
+                policies = NONE
+            b.route(i, d.subroute(r), policies, "subroutes")
     return tuple(warnings)
 
 
 def vs_records(
-    vs: VirtualServer, secret: SecretState | None, delegated: tuple[Delegated, ...] = ()
+    vs: VirtualServer,
+    secret: SecretState | None,
+    *,
+    reads: PolicyReads | None = None,
+    ingress_class: str = "",
+    delegated: tuple[Delegated, ...] = (),
 ) -> VSRecords:
     """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None:
-    no TLS); ``delegated``: the VirtualServerRoutes it serves (``vs_delegation``)."""
-    b = _Builder(vs)
-    if vs.policies:
-        b.warn("spec.policies", "policies are not enforced yet")
+    no TLS); ``reads``: where its Policies (and their Secrets) are read;
+    ``ingress_class``: the class served (a Policy of another is not used);
+    ``delegated``: the VirtualServerRoutes it serves (``vs_delegation``)."""
+    found: PolicyReads = reads if reads is not None else _NoPolicies()
+    ns, name = vs.meta.namespace, vs.meta.name
+
+    def owner(o_ns: str, o_name: str, context: str, path: str = "/") -> Owner:
+        return Owner(o_ns, o_name, ns, name, context, path, secret is not None, ingress_class)
+
+    spec = attach(vs.policies, owner(ns, name, SPEC), found) if vs.policies else NONE
+    items = PolicyItems()
+    b = _Builder(vs, spec, items)
+    b.warnings.extend(spec.warnings)
     for i, r in enumerate(vs.routes):
-        b.route(i, r)
-    routes = {d.ref: _subroutes(b, d) for d in delegated}
+        route = (
+            attach(r.policies, owner(ns, name, ROUTE, str(r.path)), found) if r.policies else NONE
+        )
+        b.route(i, r, route)
+    routes = {d.ref: _subroutes(b, d, owner, found) for d in delegated}
     redirect = "-"
     if vs.tls and vs.tls.redirect:
         based = "x" if vs.tls.redirect.based_on == "x-forwarded-proto" else "s"
@@ -329,5 +381,8 @@ def vs_records(
                 f"({secret.error}): TLS handshakes for {vs.host} are rejected"
             )
     host = VirtualHost(host=vs.host, routes=(), default_backend=None, tls=tls, cert_id=cert_id)
-    record = " ".join([redirect, *b.items])
+    if vs.policies:
+        # CORS is written into NIC's locations only: not for requests no route matches.
+        items.items.append("S|" + items.reference(spec, route_only=frozenset("c")))
+    record = " ".join([redirect, *b.items, *items.items])
     return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes)

@@ -47,6 +47,7 @@ _RESOURCES = {
     "VirtualServerRoute": create_namespaced_resource(
         "k8s.nginx.org", "v1", "VirtualServerRoute", "virtualserverroutes"
     ),
+    "Policy": create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies"),
 }
 
 
@@ -108,7 +109,7 @@ class KubernetesReporter:
     def resource_status(
         self, ref: ObjectRef, state: str, reason: str, message: str, referenced_by: str | None
     ) -> None:
-        """A VirtualServer's or VirtualServerRoute's status.state, reason and
+        """A VirtualServer's, VirtualServerRoute's or Policy's status.state, reason and
         message, and a VirtualServerRoute's referencedBy ("": none)."""
         fields = (state, reason, message, referenced_by)
         self._resource_wanted[ref] = fields

@@ -156,9 +156,12 @@ def _pod_status(status: object) -> object:
     return out
 
 
-def _data(data: object) -> object:
+def _data(data: object, secret_type: object) -> object:
+    """A TLS Secret's pair; everything a policy's Secret (nginx.org/...) holds."""
     if not isinstance(data, Mapping):
         return data
+    if isinstance(secret_type, str) and secret_type.startswith("nginx.org/"):
+        return dict(data)
     return {k: data[k] for k in _SECRET_KEYS if k in data}
 
 
@@ -192,7 +195,7 @@ def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
     elif kind == "Secret":
         for k in ("type", "data", "stringData"):
             if k in obj:
-                out[k] = _data(obj[k]) if k != "type" else obj[k]
+                out[k] = _data(obj[k], obj.get("type")) if k != "type" else obj[k]
     elif kind == "Pod":
         if "spec" in obj:
             out["spec"] = _pod_spec(obj["spec"])

@@ -5,7 +5,7 @@ then watches. When the watch ends for any reason — 410 Gone after compaction, 
 dropped connection, an API server restart — it lists again and compares the
 result with what it delivered before, so objects deleted during the gap are
 deleted here too and nothing added is missed. Secrets are listed with a field
-selector for the one type ferryman reads.
+selector for each type ferryman reads (TLS, and those of NIC's policies).
 
 With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
 by the API server) and, through ``sources/pods.py``, the Pods of each of them.
@@ -35,7 +35,7 @@ from lightkube.resources.networking_v1 import Ingress, IngressClass
 
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
-from ferryman.resources.secret import TLS_TYPE
+from ferryman.resources.secret_policy import SECRET_TYPES
 from ferryman.sources import Sink
 from ferryman.sources.pods import PodInformers
 
@@ -61,6 +61,12 @@ class Kind:
     # answers 404 for it, it counts as listed and empty (and is asked again).
     optional: bool = False
 
+    @property
+    def key(self) -> str:
+        """The informer's identity: one kind may have several, by field selector."""
+        selector = ",".join(f"{k}={v}" for k, v in sorted((self.fields or {}).items()))
+        return f"{self.name}?{selector}" if selector else self.name
+
 
 def _nic(kind: str, plural: str) -> Kind:
     resource = create_namespaced_resource("k8s.nginx.org", "v1", kind, plural)
@@ -72,7 +78,8 @@ KINDS = (
     Kind("IngressClass", IngressClass, namespaced=False),
     Kind("Service", Service),
     Kind("EndpointSlice", EndpointSlice),
-    Kind("Secret", Secret, fields={"type": TLS_TYPE}),
+    # One informer per Secret type ferryman reads (a field selector takes one value).
+    *(Kind("Secret", Secret, fields={"type": t}) for t in SECRET_TYPES),
     _nic("VirtualServer", "virtualservers"),
     _nic("VirtualServerRoute", "virtualserverroutes"),
     _nic("Policy", "policies"),
@@ -146,7 +153,7 @@ class KubernetesSource:
         self._synced: dict[tuple[str, str], asyncio.Event] = {}
         for kind in KINDS:
             for ns in self._scopes(kind):
-                self._synced[(kind.name, ns)] = asyncio.Event()
+                self._synced[(kind.key, ns)] = asyncio.Event()
 
     def opted_in(self, namespace: str) -> bool:
         """Whether ``namespace`` opted in to readiness gates (the webhook asks)."""
@@ -174,14 +181,14 @@ class KubernetesSource:
     def forget(self, kind: Kind, namespace: str) -> None:
         """Delete what the (stopped) informer of ``kind`` in ``namespace`` delivered."""
         # Set, not just dropped: wait_synced may be waiting on it.
-        if (synced := self._synced.pop((kind.name, namespace), None)) is not None:
+        if (synced := self._synced.pop((kind.key, namespace), None)) is not None:
             synced.set()
-        for ref in self._known.pop((kind.name, namespace), {}):
+        for ref in self._known.pop((kind.key, namespace), {}):
             self._sink.delete(ref)
 
     def expect(self, kind: Kind, namespace: str) -> None:
         """``wait_synced`` waits for an informer about to start, too."""
-        self._synced.setdefault((kind.name, namespace), asyncio.Event())
+        self._synced.setdefault((kind.key, namespace), asyncio.Event())
 
     async def informer(self, kind: Kind, namespace: str, stop: asyncio.Event) -> None:
         """List and watch ``kind`` in ``namespace`` ("" cluster-wide, "*" all) until
@@ -191,7 +198,7 @@ class KubernetesSource:
         while not stop.is_set():
             try:
                 version = await self._relist(kind, namespace)
-                if (synced := self._synced.get((kind.name, namespace))) is not None:
+                if (synced := self._synced.get((kind.key, namespace))) is not None:
                     synced.set()
                 delay = _RETRY_MIN
                 await self._watch(kind, namespace, version)
@@ -212,14 +219,14 @@ class KubernetesSource:
             delay = min(delay * 2, _RETRY_MAX)
 
     def _absent(self, kind: Kind, namespace: str) -> None:
-        if (synced := self._synced.get((kind.name, namespace))) is not None:
+        if (synced := self._synced.get((kind.key, namespace))) is not None:
             if not synced.is_set():
                 log.info(
                     "resource not served by the API server (CRD not installed?); asking again",
                     extra={"fields": {"kind": kind.name}},
                 )
             synced.set()
-        for ref in self._known.pop((kind.name, namespace), {}):
+        for ref in self._known.pop((kind.key, namespace), {}):
             self._sink.delete(ref)
 
     def _client_of(self, kind: Kind) -> AsyncClient:
@@ -253,19 +260,19 @@ class KubernetesSource:
                 continue
             version = str(data["metadata"].get("resourceVersion", ""))
             seen[ref] = version
-            known = self._known.setdefault((kind.name, namespace), {})
+            known = self._known.setdefault((kind.key, namespace), {})
             if known.get(ref) != version:
                 sink.upsert(data)
                 # Known at once, not at the list's end: a Pod informer stopped
                 # half-way through its list (``forget``) deletes these too.
                 known[ref] = version
-        for ref in self._known.get((kind.name, namespace), {}).keys() - seen.keys():
+        for ref in self._known.get((kind.key, namespace), {}).keys() - seen.keys():
             sink.delete(ref)
-        self._known[(kind.name, namespace)] = seen
+        self._known[(kind.key, namespace)] = seen
         return str(listing.resourceVersion)
 
     async def _watch(self, kind: Kind, namespace: str, version: str) -> None:
-        known = self._known.setdefault((kind.name, namespace), {})
+        known = self._known.setdefault((kind.key, namespace), {})
         sink = self._sink_of(kind)
         # The server closes a watch after timeoutSeconds; returning relists,
         # which also re-checks that nothing was missed.

@@ -5,6 +5,8 @@
 -- record; the fast path (module or Lua) never routes them: their H record is a
 -- stub without routes.
 
+local policies = require("ferryman_policy")
+
 local decode_base64 = ngx.decode_base64
 local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
 local re_find = ngx.re.find
@@ -115,6 +117,8 @@ local MODIFIERS = { E = "=", N = "^~", P = "", X = "~", I = "~*" }
 function _M.decode(raw)
     local items = cut(raw, " ")
     local vs = { upstreams = {}, exact = {}, prefixes = {}, regexes = {}, proxying = {} }
+    -- P items (policy configurations) and who names them, resolved at the end.
+    local policy_items, named = {}, {}
     local code, based = string.match(items[1], "^(%d+):(%a)$")
     if code then
         vs.redirect = { tonumber(code), based == "x" }
@@ -173,7 +177,15 @@ function _M.decode(raw)
             if f[4] == "1" then
                 vs.proxying[route.path] = route
             end
+            named[route] = f[8]
+        elseif f[1] == "P" then
+            policy_items[#policy_items + 1] = policies.decode(f)
+        elseif f[1] == "S" then
+            named[vs] = f[2]
         end
+    end
+    for owner, text in pairs(named) do
+        owner.policies = policies.set_of(text, policy_items)
     end
     return vs
 end
@@ -224,6 +236,7 @@ local function holds(c)
 end
 
 local seeded = false
+local NONE = {}
 
 -- Kept when a proxy drops the client's headers (requestHeaders.pass: false).
 local KEPT_HEADERS = { ["host"] = true, ["content-length"] = true, ["transfer-encoding"] = true }
@@ -300,14 +313,29 @@ function _M.route(vs)
             })
         end
     end
+    local spec = vs.policies
+    if spec and spec.error then
+        -- NIC's server-level "return 500" for a missing or invalid spec policy.
+        return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
+    end
     local uri = var.uri
     local route, redirect = find_route(vs, uri)
     if route == nil then
+        if spec then
+            policies.enforce(spec, nil)
+        end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
     if redirect then
         local args = var.args
         return ngx.redirect(route.path .. (args and args ~= "" and ("?" .. args) or ""), 301)
+    end
+    local response = nil
+    if route.policies then
+        -- The header filter adds CORS headers and error pages to policy answers too.
+        response = { add = NONE, hide = NONE, errors = route.errors }
+        ngx.ctx.ferryman_response = response
+        policies.enforce(route.policies, response)
     end
     local splits = route.default
     for _, m in ipairs(route.matches) do
@@ -330,13 +358,13 @@ function _M.route(vs)
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
     end
-    if a.response or route.errors then
+    if a.response or route.errors or response then
         -- For the header and body filters (one table per request: they mark it).
-        ngx.ctx.ferryman_response = {
-            add = a.response and a.response.add or {},
-            hide = a.response and a.response.hide or {},
-            errors = route.errors,
-        }
+        response = response or {}
+        response.add = a.response and a.response.add or NONE
+        response.hide = a.response and a.response.hide or NONE
+        response.errors = route.errors
+        ngx.ctx.ferryman_response = response
     end
     if a.drop_headers then
         -- NIC's proxy_pass_request_headers off: the client's headers stay
@@ -400,6 +428,10 @@ function _M.header_filter(response)
         if h[3] or codes_ok then
             ngx.header[h[1]] = expand(h[2])
         end
+    end
+    -- A CORS Policy's headers (NIC's add_header ... always).
+    for _, h in ipairs(response.cors or NONE) do
+        ngx.header[h[1]] = h[2]
     end
 end
 

@@ -1,0 +1,119 @@
+"""Policies in Kubernetes mode on a real kube-apiserver with deploy/crds: ferryman
+writes a Policy's own status as NIC does (Valid/AddedOrUpdated, Invalid/Rejected),
+reads the policy's Secret (an informer per Secret type), and the VirtualServer
+using an invalid Policy is Warning with NIC's message while that route answers 500."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client
+from lightkube.generic_resource import create_namespaced_resource
+from lightkube.types import PatchType
+
+from tests.integration.harness import Ferryman, served_by, service_with_backends
+from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.netns import BackendHost
+from tests.unit.nic_fixtures import ROOT
+
+VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer", "virtualservers")
+Policy = create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies")
+
+
+@pytest.fixture
+def crds(kube: Client) -> Client:
+    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
+    wait_until(lambda: list(kube.list(Policy, namespace="default")) is not None, 30, "Policy")
+    return kube
+
+
+@pytest.fixture
+def running() -> Iterator[list[Ferryman]]:
+    started: list[Ferryman] = []
+    yield started
+    for f in started:
+        if f.proc is not None:
+            f.stop()
+
+
+def _policy(namespace: str, **spec: Any) -> dict[str, Any]:
+    md = {"name": "auth", "namespace": namespace}
+    return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
+
+
+def _status(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any]:
+    return dict(kube.get(resource, name, namespace=namespace).get("status") or {})
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def test_policy_status_and_its_secret(
+    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    kube = crds
+    apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
+    htpasswd = base64.b64encode(b"foo:{PLAIN}bar\n").decode()
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "users", "namespace": namespace},
+        "type": "nginx.org/htpasswd",
+        "data": {"htpasswd": htpasswd},
+    }
+    vs = {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": "cafe", "namespace": namespace},
+        "spec": {
+            "host": "pol.k8s.test",
+            "upstreams": [{"name": "up", "service": "tea", "port": 80}],
+            "routes": [{"path": "/", "action": {"pass": "up"}, "policies": [{"name": "auth"}]}],
+        },
+    }
+    apply(kube, secret, _policy(namespace, basicAuth={"secret": "users", "realm": "k8s"}), vs)
+    f = Ferryman(
+        tmp_path,
+        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-pol"},
+    )
+    running.append(f)
+    f.start()
+    assert f.get("pol.k8s.test", "/").status == 401
+    assert served_by(f, "pol.k8s.test", "/", headers=_basic("foo", "bar")) == "tea"
+    valid = {
+        "state": "Valid",
+        "reason": "AddedOrUpdated",
+        "message": f"Policy {namespace}/auth was added or updated",
+    }
+    wait_until(lambda: _status(kube, Policy, "auth", namespace) == valid, 10, "Policy Valid")
+
+    # Invalid: its status says why; the route answers 500 and the VirtualServer warns.
+    patch = {"spec": {"basicAuth": {"secret": None}}}
+    kube.patch(Policy, "auth", patch, namespace=namespace, patch_type=PatchType.MERGE)
+    invalid = wait_until(
+        lambda: (s := _status(kube, Policy, "auth", namespace)).get("state") == "Invalid" and s,
+        10,
+        "Policy Invalid",
+    )
+    assert invalid["reason"] == "Rejected"
+    assert invalid["message"] == (
+        f"Policy {namespace}/auth is invalid and was rejected: spec.basicAuth.secret: "
+        "Required value"
+    )
+    wait_until(lambda: f.get("pol.k8s.test", "/").status == 500, 5, "500")
+    warning = {
+        "state": "Warning",
+        "reason": "AddedOrUpdatedWithWarning",
+        "message": f"Configuration for {namespace}/cafe was added or updated with warning(s): "
+        f"Policy {namespace}/auth is missing or invalid",
+    }
+    wait_until(lambda: _status(kube, VirtualServer, "cafe", namespace) == warning, 10, "Warning")
+    assert f.reloads() == 1
