@@ -59,7 +59,14 @@ def vs_docs(i: int, ports: tuple[int, int]) -> list[dict[str, Any]]:
         "apiVersion": "k8s.nginx.org/v1",
         "kind": "Policy",
         "metadata": {"name": f"{name}-limit", "namespace": "default"},
-        "spec": {"rateLimit": {"rate": RATE, "burst": BURST, "key": "${binary_remote_addr}"}},
+        "spec": {
+            "rateLimit": {
+                "rate": RATE,
+                "burst": BURST,
+                "key": "${binary_remote_addr}",
+                "zoneSize": "10M",
+            }
+        },
     }
     split = [
         {"weight": 50, "action": {"pass": "a"}},
