@@ -29,6 +29,7 @@ from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.policy_status import policy_status
 from ferryman.configs.routes import backends_of, encode_host
 from ferryman.configs.virtualserver import vs_records
+from ferryman.configs.vs_delegation import resolve
 from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
@@ -60,14 +61,15 @@ from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
+from ferryman.vsr_status import INVALID, VALID, WARNING_STATE, RouteStatuses
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
 
 StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
-# A custom resource's status: (ref, state, reason, message), NIC's fields.
-ResourceStatusSink = Callable[[ObjectRef, str, str, str], None]
-VALID, WARNING_STATE, INVALID = "Valid", "Warning", "Invalid"
+# A custom resource's status: (ref, state, reason, message, referencedBy), NIC's
+# fields; referencedBy only for a VirtualServerRoute.
+ResourceStatusSink = Callable[[ObjectRef, str, str, str, str | None], None]
 # A key that syncs nothing: it wakes the worker so that it flushes.
 RESYNC = ObjectRef("Resync", "", "")
 # The key of a pod's address (readiness gates): its name is the address.
@@ -158,6 +160,9 @@ class Controller:
         # REFERENCED): a change to one of those translates its readers again.
         self._deps = Dependencies()
         self._cache = Cache(store, secrets)
+        # Readers of changed REFERENCED objects, translated once per batch: a
+        # selector's reader would otherwise be translated once per object read.
+        self._stale: set[ObjectRef] = set()
         self._pending: dict[ObjectRef, tuple[str, str, str]] = {}
         # Each Policy's spec when it was last reported (its own status and Event).
         self._policy_specs: dict[ObjectRef, object] = {}
@@ -168,6 +173,10 @@ class Controller:
         self._virtual_servers = virtual_servers
         # The state each VirtualServer's pending Event reports (NIC's status.state).
         self._states: dict[ObjectRef, str] = {}
+        self._referenced_by: dict[ObjectRef, str] = {}  # a VirtualServerRoute's
+        self._routes = RouteStatuses(
+            self._cache, lambda: self._policy.served, self._host_writer.get, self._route_status
+        )
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
         self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
@@ -277,7 +286,9 @@ class Controller:
             if ref.kind == "Policy" and not self._policy_changed(ref):
                 return  # only its status or metadata moved
             self._cache.forget(ref)
-            self._render_all(self._deps.users(ref))
+            self._stale |= self._deps.users(ref)
+            if ref.kind == "VirtualServerRoute":
+                self._routes.changed(ref)
         elif ref == LEAVING_NODES:
             self._compute_endpoints(self._endpoints.set_leaving(self._leaving))
 
@@ -371,6 +382,12 @@ class Controller:
         self._event(ref, NORMAL if state == VALID else WARNING, reason, message)
         self._states[ref] = state
 
+    def _route_status(
+        self, ref: ObjectRef, state: str, reason: str, message: str, referenced_by: str
+    ) -> None:
+        self._vs_event(ref, state, reason, message)
+        self._referenced_by[ref] = referenced_by
+
     def _render_all(self, refs: Iterable[ObjectRef]) -> None:
         """Render each; one that fails is rejected and the others still render."""
         for ref in sorted(refs):
@@ -401,6 +418,8 @@ class Controller:
             self._drop_host(host)
         self._declare(ref, ())
         self._endpoints.set_backends(ref, frozenset())
+        if ref.kind == "VirtualServer":
+            self._routes.served(ref, None, {})
 
     def _drop_host(self, host: str) -> None:
         del self._host_writer[host]
@@ -432,31 +451,37 @@ class Controller:
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
         reads = Reads(self._cache)
         state = reads.secret(ref.namespace, secret) if secret else None
+        delegations = resolve(vs, reads, self._policy.served) if vs and owned else None
         self._declare(ref, reads.refs)
         for host in old_hosts - set(owned):
             if self._host_writer.get(host) == ref:
                 self._drop_host(host)
         if vs is None:
             self._endpoints.set_backends(ref, frozenset())
+            self._routes.served(ref, None, {})
             return
         who = f"{ref.namespace}/{ref.name}"
-        if not owned:
+        if delegations is None:
             self._endpoints.set_backends(ref, frozenset())
+            self._routes.served(ref, vs.host, {})
             # NIC's words: the resource is kept, its host is served by another.
             self._vs_event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
-        out = vs_records(vs, state, reads, self._policy.served)
+        out = vs_records(
+            vs, state, reads=reads, ingress_class=self._policy.served, delegated=delegations.routes
+        )
         self._declare(ref, reads.refs)
         self._write_host(ref, out.host, out.record, out.client_check)
         self._ref_hosts[ref] = {out.host.host}
         self._endpoints.set_backends(ref, out.backends)
-        if out.warnings:
+        self._routes.served(ref, vs.host, out.routes)
+        if warnings := delegations.warnings + out.warnings:
             self._vs_event(
                 ref,
                 WARNING_STATE,
                 ADDED_OR_UPDATED_WITH_WARNING,
                 f"Configuration for {who} was added or updated with warning(s): "
-                + "; ".join(out.warnings),
+                + "; ".join(warnings),
             )
         else:
             # NIC's text, its trailing space included.
@@ -565,6 +590,8 @@ class Controller:
 
     async def flush(self) -> None:
         started = time.monotonic()
+        stale, self._stale = self._stale, set()
+        self._render_all(stale)
         self._certificate_records()
         records = self._record_changes()
         changes: dict[str, str | None] = {
@@ -581,6 +608,7 @@ class Controller:
             await self._reload(changes)
         self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
         self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
+        self._metrics.virtualserverroute_resources.set(self._routes.count())
         waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):
@@ -592,7 +620,8 @@ class Controller:
             if ref.kind == "Ingress":
                 self._publish_status(ref)
             elif (state := self._states.pop(ref, None)) and self._resource_status is not None:
-                self._resource_status(ref, state, reason, message)
+                by = self._referenced_by.pop(ref, None)
+                self._resource_status(ref, state, reason, message, by)
 
     def resend_everything(self) -> None:
         """NGINX lost its memory (it was restarted): the next flush pushes all records."""
@@ -610,7 +639,7 @@ class Controller:
             elif kind == "C":
                 hosts = [h for h, cert in self._host_cert.items() if cert == name]
                 waiting |= {w for h in hosts if (w := self._host_writer.get(h)) is not None}
-        return waiting
+        return waiting | self._routes.serving(waiting)
 
     def _record_changes(self) -> dict[RecordKey, str]:
         """Records that differ from what NGINX holds ("" deletes one)."""

@@ -8,7 +8,8 @@ changes, ``users`` names the resources to translate again. An object that was
 missing is still recorded, so creating it later brings its users back.
 
 A read of every object of a kind in a namespace (a label selector) is declared
-with ``ANY`` as the name, and ``users`` of any such object includes it.
+with ``ANY`` as the name, and ``users`` of any such object includes it; a read
+across all namespaces (NIC's ``routeSelector``) has ``ANY`` as the namespace too.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ class Dependencies:
         return old - new
 
     def users(self, used: ObjectRef) -> set[ObjectRef]:
-        """Every resource that read ``used``, or all of its kind in its namespace."""
+        """Every resource that read ``used``, or all of its kind in its namespace or in all."""
         found: set[ObjectRef] = set()
-        for ref in (used, used._replace(name=ANY)):
+        for ref in (used, used._replace(name=ANY), used._replace(namespace=ANY, name=ANY)):
             found |= self._users.get(ref, set())
         return found
 

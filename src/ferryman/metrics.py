@@ -241,6 +241,11 @@ class Metrics:
             "Number of handled VirtualServer resources",
             registry=r,
         )
+        self.virtualserverroute_resources = Gauge(
+            f"{NIC}_virtualserverroute_resources_total",
+            "Number of handled VirtualServerRoute resources",
+            registry=r,
+        )
         self.workqueue_depth = Gauge(
             f"{NIC}_workqueue_depth", "Current depth of the workqueue", registry=r
         )

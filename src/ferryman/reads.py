@@ -8,8 +8,8 @@ to beside the code that refers to it: a reference cannot be read and not
 tracked.
 
 ``Cache`` holds what is costly to derive from an object (a Secret's checked
-certificate, a parsed Policy, a Secret read by a policy) until that object
-changes or nothing reads it any more.
+certificate, a VirtualServerRoute's parse, a parsed Policy, a Secret read by a
+policy) until that object changes or nothing reads it any more.
 """
 
 from __future__ import annotations
@@ -19,13 +19,17 @@ from typing import Any
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.policy_reads import SecretRead
+from ferryman.dependencies import ANY
 from ferryman.resources.meta import InvalidResource, ObjectRef
+from ferryman.resources.nic_fields import Parsed
 from ferryman.resources.policy import Policy, parse_policy
+from ferryman.resources.virtualserverroute import VirtualServerRoute, parse_virtual_server_route
 from ferryman.secrets import SecretStore
 from ferryman.store import Store
 
 # The kinds only read by translators: a change to one translates its readers.
-REFERENCED = frozenset(["Secret", "Policy"])
+REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
+_ROUTE = "VirtualServerRoute"
 # A Secret's parser (``resources/secret_*.py``): the content, or InvalidResource.
 SecretParser = Callable[[Mapping[str, Any]], Any]
 
@@ -35,6 +39,7 @@ class Cache:
         self._store = store
         self._secrets = secrets
         self._secret_states: dict[tuple[str, str], SecretState] = {}
+        self._routes: dict[tuple[str, str], Parsed[VirtualServerRoute] | None] = {}
         # A Secret's content per parser (htpasswd, API keys...), and parsed Policies
         # (None: missing or invalid).
         self._secret_reads: dict[tuple[str, str], dict[SecretParser, SecretRead[Any]]] = {}
@@ -47,6 +52,18 @@ class Cache:
             state = self._secrets.update(namespace, name, self._store.get("Secret", *key))
             self._secret_states[key] = state
         return state
+
+    def route(self, namespace: str, name: str) -> Parsed[VirtualServerRoute] | None:
+        """VirtualServerRoute namespace/name parsed (None: absent); several
+        VirtualServers and its own status read one parse."""
+        key = (namespace, name)
+        if key not in self._routes:
+            obj = self._store.get(_ROUTE, namespace, name)
+            self._routes[key] = None if obj is None else parse_virtual_server_route(obj)
+        return self._routes[key]
+
+    def route_refs(self) -> list[ObjectRef]:
+        return sorted(self._store.refs(_ROUTE))
 
     def secret_read(self, namespace: str, name: str, parser: SecretParser) -> SecretRead[Any]:
         reads = self._secret_reads.setdefault((namespace, name), {})
@@ -74,6 +91,8 @@ class Cache:
         if ref.kind == "Secret":
             self._secret_states.pop(key, None)
             self._secret_reads.pop(key, None)
+        elif ref.kind == _ROUTE:
+            self._routes.pop(key, None)
         elif ref.kind == "Policy":
             self._policies.pop(key, None)
 
@@ -88,6 +107,25 @@ class Reads:
     def secret(self, namespace: str, name: str) -> SecretState:
         self.refs.add(ObjectRef("Secret", namespace, name))
         return self._cache.secret(namespace, name)
+
+    def route(self, namespace: str, name: str) -> Parsed[VirtualServerRoute] | None:
+        """VirtualServerRoute namespace/name (None: absent); its change translates
+        the reader again, as does its creation when it was absent."""
+        self.refs.add(ObjectRef(_ROUTE, namespace, name))
+        return self._cache.route(namespace, name)
+
+    def selected_routes(self, labels: Mapping[str, str]) -> list[VirtualServerRoute]:
+        """The valid VirtualServerRoutes of every namespace whose labels include
+        ``labels`` (NIC's routeSelector reads all it watches), by namespace/name;
+        any VirtualServerRoute's change translates the reader again."""
+        self.refs.add(ObjectRef(_ROUTE, ANY, ANY))
+        found = []
+        for ref in self._cache.route_refs():
+            parsed = self._cache.route(ref.namespace, ref.name)
+            vsr = parsed.resource if parsed else None
+            if vsr is not None and all(vsr.meta.labels.get(k) == v for k, v in labels.items()):
+                found.append(vsr)
+        return found
 
     def secret_read(self, namespace: str, name: str, parser: SecretParser) -> SecretRead[Any]:
         """A Secret's content as ``parser`` reads it (a policy's htpasswd, API keys...)."""

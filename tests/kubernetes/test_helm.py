@@ -34,6 +34,7 @@ from tests.integration.harness import Ferryman, free_port, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
 from tests.kubernetes.test_machine_controller import CRD, Machine
 from tests.kubernetes.test_virtualserver_mode import VirtualServer
+from tests.kubernetes.test_vsr_mode import VirtualServerRoute
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -591,7 +592,7 @@ def test_rendered_chart_applies_and_runs(
 ) -> None:
     """The rendered objects apply; the rendered args under the chart's ServiceAccount run
     ferryman: it takes the Lease, and writes the Service's address and an Event, and
-    a VirtualServer's status."""
+    a VirtualServer's and a VirtualServerRoute's status."""
     install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
     namespace = f"helm{next(_names)}"
     ingress_class = f"{namespace}-class"
@@ -639,6 +640,13 @@ def test_rendered_chart_applies_and_runs(
         },
     }
     wait_until(lambda: kube.create(VirtualServer(vs)), 30, "a VirtualServer")
+    vsr = {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServerRoute",
+        "metadata": {"name": "orphan", "namespace": namespace},
+        "spec": {"ingressClassName": ingress_class, "host": "vsr.helm.test", "subroutes": []},
+    }
+    kube.create(VirtualServerRoute(vsr))
 
     f = Ferryman(
         tmp_path / "ferryman",
@@ -654,6 +662,12 @@ def test_rendered_chart_applies_and_runs(
             return (obj.get("status") or {}).get("state")
 
         wait_until(vs_state, 10, "the VirtualServer's status")
+
+        def vsr_state() -> Any:
+            obj = kube.get(VirtualServerRoute, "orphan", namespace=namespace)
+            return (obj.get("status") or {}).get("reason")
+
+        wait_until(lambda: vsr_state() == "NoVirtualServerFound", 10, "the VSR's status")
         lease = wait_until(
             lambda: kube.get(Lease, f"{name}-leader-election", namespace=namespace), 10, "Lease"
         )

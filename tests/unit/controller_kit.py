@@ -35,8 +35,10 @@ class Kit:
         self.metrics = Metrics()
         # Ingress status as Kubernetes mode would write it: (ref, addresses) per call.
         self.statuses: list[tuple[ObjectRef, tuple[str, ...]]] = []
-        # VirtualServer status as the reporter would write it: (ref, state, reason, message).
+        # VirtualServer status as the reporter would write it: (ref, state, reason, message);
+        # and a VirtualServerRoute's referencedBy as last written.
         self.resource_statuses: list[tuple[ObjectRef, str, str, str]] = []
+        self.referenced_by: dict[ObjectRef, str | None] = {}
         if self.dataplane.observer is None:
             self.dataplane.observer = ReloadLog(self.metrics)
         self.controller = Controller(
@@ -50,9 +52,15 @@ class Kit:
             {"nginx.conf": "bootstrap"},
             lambda ref, addresses: self.statuses.append((ref, addresses)),
             on_gates_applied=on_gates_applied,
-            resource_status=lambda *status: self.resource_statuses.append(status),
+            resource_status=self._resource_status,
         )
         self.sink = QueueingSink(self.store, self.queue)
+
+    def _resource_status(
+        self, ref: ObjectRef, state: str, reason: str, message: str, by: str | None
+    ) -> None:
+        self.resource_statuses.append((ref, state, reason, message))
+        self.referenced_by[ref] = by
 
     def add(self, *objs: dict[str, Any]) -> None:
         for o in objs:

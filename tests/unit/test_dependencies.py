@@ -62,3 +62,11 @@ def test_users_always_match_the_last_declarations(
         last[user] = used
     for ref in {r for used in last.values() for r in used}:
         assert deps.users(ref) == {u for u, used in last.items() if ref in used}
+
+
+def test_a_read_of_every_object_of_a_kind_in_every_namespace() -> None:
+    """NIC's routeSelector picks VirtualServerRoutes of any namespace."""
+    deps = Dependencies()
+    deps.declare(VS, {ObjectRef("VirtualServerRoute", ANY, ANY)})
+    assert deps.users(ObjectRef("VirtualServerRoute", "other", "coffee")) == {VS}
+    assert deps.users(ObjectRef("Policy", "other", "coffee")) == set()

@@ -187,6 +187,9 @@ def test_timestamps_stay_text_as_kubectl_keeps_them(tmp_path: Path) -> None:
         "!!float x",  # ValueError from float()
         "!!bool x",  # KeyError
         "!!int 1.5",
+        "!!int",  # IndexError: PyYAML reads the first character of an empty value
+        "!!int _",
+        "!!int +",
         "1" * 5000,  # past Python's 4,300 digits for int()
         "0x" + "f" * 5000,  # read, but str() of it raises
         "9223372036854775808",  # past int64

@@ -254,6 +254,6 @@ def test_any_attachment_makes_a_record_nginx_takes(names: list[str]) -> None:
     }
     vs = parse_virtual_server(obj).resource
     assert vs is not None
-    out = vs_records(vs, None, objects, "ferryman")
+    out = vs_records(vs, None, reads=objects, ingress_class="ferryman")
     assert record_problem(("V", "v.example.com"), out.record) is None
     assert ("Policy ns/absent is missing or invalid" in out.warnings) == ("absent" in names)

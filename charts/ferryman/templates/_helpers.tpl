@@ -96,7 +96,7 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
     resources: ["virtualservers", "virtualserverroutes", "policies"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["k8s.nginx.org"]
-    resources: ["virtualservers/status", "policies/status"]
+    resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status"]
     verbs: ["patch"]
   {{- if include "ferryman.readinessGates" . }}
   # Readiness gates: pods are watched in opted-in namespaces only.

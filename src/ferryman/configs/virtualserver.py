@@ -47,22 +47,31 @@ passed ``resources/nic_rules.py`` first.
 
 What the slice does not route yet makes the VirtualServer ``Warning``, each
 field named (``warnings``); nothing is silently ignored.
+
+A route delegating to VirtualServerRoutes (``vs_delegation``) is replaced by
+their subroutes, after the VirtualServer's own routes (where NIC writes their
+locations); each VirtualServerRoute's upstreams join the record's numbering,
+its services resolved in its own namespace, and its warnings are its own
+(``VSRecords.routes``).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
-from ferryman.configs.policy_base import ROUTE, SPEC, Owner
+from ferryman.configs.policy_base import ROUTE, SPEC, SUBROUTE, Owner
 from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads, SecretRead
+from ferryman.configs.vs_delegation import Delegated
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_routes import Location, source_variable, unquote
+from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
 from ferryman.resources.nic_route import Route
@@ -107,6 +116,8 @@ class VSRecords:
     record: str  # the V record
     backends: frozenset[BackendKey]
     warnings: tuple[str, ...]
+    # The VirtualServerRoutes served, each with its own warnings.
+    routes: Mapping[ObjectRef, tuple[str, ...]]
     client_check: str | None = None  # the M record (ingressMTLS), None: none
 
 
@@ -124,19 +135,39 @@ class _Builder:
         self.spec = spec
         self.policy_items = policy_items
         self.warnings: list[str] = []
-        self.upstreams: dict[str, int] = {}
         self.items: list[str] = []
         self.backends: set[BackendKey] = set()
-        for i, u in enumerate(vs.upstreams):
-            self.upstreams[u.name] = i + 1
-            self.items.append(self._upstream(i, u))
+        self.count = 0  # upstreams in the record so far
+        # The upstream names the routes being built use: the VirtualServer's, or
+        # a VirtualServerRoute's while its subroutes are built (``owner``).
+        self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
+
+    def add_upstreams(self, namespace: str, upstreams: tuple[Upstream, ...]) -> dict[str, int]:
+        """Number ``upstreams`` after those in the record; their services are in
+        ``namespace`` unless they name one."""
+        named = {}
+        for i, u in enumerate(upstreams):
+            self.count += 1
+            named[u.name] = self.count
+            self.items.append(self._upstream(i, u, namespace))
+        return named
+
+    @contextmanager
+    def owner(self, upstreams: dict[str, int], warnings: list[str]) -> Iterator[None]:
+        """Build a VirtualServerRoute's part: its upstream names, its warnings."""
+        saved = self.upstreams, self.warnings
+        self.upstreams, self.warnings = upstreams, warnings
+        try:
+            yield
+        finally:
+            self.upstreams, self.warnings = saved
 
     def warn(self, where: str, what: str) -> None:
         self.warnings.append(f"{where}: {what}")
 
-    def _upstream(self, i: int, u: Upstream) -> str:
+    def _upstream(self, i: int, u: Upstream, namespace: str) -> str:
         where = f"spec.upstreams[{i}]"
-        key = backend_key(u.service_namespace or self.vs.meta.namespace, u.service, str(u.port))
+        key = backend_key(u.service_namespace or namespace, u.service, str(u.port))
         self.backends.add(key)
         lb = u.lb_method
         hash_key = lb.hash_key if lb else ""
@@ -222,12 +253,10 @@ class _Builder:
             return f"100:{self.action(f'{where}.action', action)}"
         return self.splits(f"{where}.splits", splits)
 
-    def route(self, i: int, r: Route, policies: Attached) -> None:
-        where = f"spec.routes[{i}]"
+    def route(self, i: int, r: Route, policies: Attached, key: str = "routes") -> None:
+        where = f"spec.{key}[{i}]"
         if r.route is not None or r.route_selector:
-            field = "route" if r.route is not None else "routeSelector"
-            self.warn(f"{where}.{field}", "VirtualServerRoutes are not routed yet: 404")
-            return
+            return  # its VirtualServerRoutes' subroutes come after the routes
         self.warnings.extend(w for w in policies.warnings if w not in self.warnings)
         matches = []
         for m_i, m in enumerate(r.matches):
@@ -271,9 +300,11 @@ def location(r: Route) -> Location:
     return Location(r.path.modifier, unquote(r.path.value) if regex else r.path.value, proxies)
 
 
-def routed(vs: VirtualServer) -> list[Route]:
-    """The routes the V record carries, in order (delegations are not routed yet)."""
-    return [r for r in vs.routes if r.route is None and not r.route_selector]
+def routed(vs: VirtualServer, delegated: tuple[Delegated, ...] = ()) -> list[Route]:
+    """The routes the V record carries, in order: the VirtualServer's own, then
+    the subroutes of the VirtualServerRoutes it delegates to."""
+    own = [r for r in vs.routes if r.route is None and not r.route_selector]
+    return own + [d.subroute(r) for d in delegated for r in d.vsr.subroutes]
 
 
 class _NoPolicies:
@@ -288,28 +319,56 @@ class _NoPolicies:
         return SecretRead(None, "", "secret doesn't exist or of an unsupported type")
 
 
+def _subroutes(
+    b: _Builder, d: Delegated, owner: Callable[[str, str, str, str], Owner], reads: PolicyReads
+) -> tuple[str, ...]:
+    """Add ``d``'s upstreams and subroutes; returns its warnings. NIC: a subroute
+    enforces its own policies, else those of the VS route delegating to it."""
+    warnings: list[str] = []
+    vsr = d.vsr.meta
+    with b.owner({}, warnings):
+        b.upstreams = b.add_upstreams(vsr.namespace, d.vsr.upstreams)
+        for i, r in enumerate(d.vsr.subroutes):
+            path = str(r.path)
+            if r.policies:
+                policies = attach(r.policies, owner(vsr.namespace, vsr.name, SUBROUTE, path), reads)
+            elif d.policies:
+                vs = b.vs.meta
+                policies = attach(d.policies, owner(vs.namespace, vs.name, ROUTE, path), reads)
+            else:
+                policies = NONE
+            b.route(i, d.subroute(r), policies, "subroutes")
+    return tuple(warnings)
+
+
 def vs_records(
     vs: VirtualServer,
     secret: SecretState | None,
+    *,
     reads: PolicyReads | None = None,
     ingress_class: str = "",
+    delegated: tuple[Delegated, ...] = (),
 ) -> VSRecords:
     """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None:
     no TLS); ``reads``: where its Policies (and their Secrets) are read;
-    ``ingress_class``: the class served (a Policy of another is not used)."""
+    ``ingress_class``: the class served (a Policy of another is not used);
+    ``delegated``: the VirtualServerRoutes it serves (``vs_delegation``)."""
     found: PolicyReads = reads if reads is not None else _NoPolicies()
     ns, name = vs.meta.namespace, vs.meta.name
 
-    def owner(context: str, path: str = "/") -> Owner:
-        return Owner(ns, name, ns, name, context, path, secret is not None, ingress_class)
+    def owner(o_ns: str, o_name: str, context: str, path: str = "/") -> Owner:
+        return Owner(o_ns, o_name, ns, name, context, path, secret is not None, ingress_class)
 
-    spec = attach(vs.policies, owner(SPEC), found) if vs.policies else NONE
+    spec = attach(vs.policies, owner(ns, name, SPEC), found) if vs.policies else NONE
     items = PolicyItems()
     b = _Builder(vs, spec, items)
     b.warnings.extend(spec.warnings)
     for i, r in enumerate(vs.routes):
-        route = attach(r.policies, owner(ROUTE, str(r.path)), found) if r.policies else NONE
+        route = (
+            attach(r.policies, owner(ns, name, ROUTE, str(r.path)), found) if r.policies else NONE
+        )
         b.route(i, r, route)
+    routes = {d.ref: _subroutes(b, d, owner, found) for d in delegated}
     redirect = "-"
     if vs.tls and vs.tls.redirect:
         based = "x" if vs.tls.redirect.based_on == "x-forwarded-proto" else "s"
@@ -330,4 +389,4 @@ def vs_records(
     record = " ".join([redirect, *b.items, *items.items])
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), check)
+    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes, check)

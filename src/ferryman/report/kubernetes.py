@@ -44,6 +44,9 @@ _RESOURCES = {
     "VirtualServer": create_namespaced_resource(
         "k8s.nginx.org", "v1", "VirtualServer", "virtualservers"
     ),
+    "VirtualServerRoute": create_namespaced_resource(
+        "k8s.nginx.org", "v1", "VirtualServerRoute", "virtualserverroutes"
+    ),
     "Policy": create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies"),
 }
 
@@ -68,10 +71,11 @@ class _Status:
 
 @dataclass(frozen=True)
 class _ResourceStatus:
-    """NIC's status of a custom resource: state, reason, message."""
+    """NIC's status of a custom resource: state, reason, message, and a
+    VirtualServerRoute's referencedBy (None for other kinds)."""
 
     ref: ObjectRef
-    fields: tuple[str, str, str]
+    fields: tuple[str, str, str, str | None]
 
 
 class KubernetesReporter:
@@ -79,7 +83,7 @@ class KubernetesReporter:
         self._client = client
         self._uid_of = uid_of
         self._queue: asyncio.Queue[_Event | _Status | _ResourceStatus] = asyncio.Queue()
-        self._resource_wanted: dict[ObjectRef, tuple[str, str, str]] = {}
+        self._resource_wanted: dict[ObjectRef, tuple[str, str, str, str | None]] = {}
         self._leader = False
         self._written: dict[ObjectRef, tuple[str, ...]] = {}
         self._wanted: dict[ObjectRef, tuple[str, ...]] = {}
@@ -102,11 +106,15 @@ class KubernetesReporter:
         if self._leader and self._written.get(ref) != addresses:
             self._queue.put_nowait(_Status(ref, addresses))
 
-    def resource_status(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
-        """A VirtualServer's or Policy's status.state, reason and message."""
-        self._resource_wanted[ref] = (state, reason, message)
+    def resource_status(
+        self, ref: ObjectRef, state: str, reason: str, message: str, referenced_by: str | None
+    ) -> None:
+        """A VirtualServer's, VirtualServerRoute's or Policy's status.state, reason and
+        message, and a VirtualServerRoute's referencedBy ("": none)."""
+        fields = (state, reason, message, referenced_by)
+        self._resource_wanted[ref] = fields
         if self._leader:
-            self._queue.put_nowait(_ResourceStatus(ref, (state, reason, message)))
+            self._queue.put_nowait(_ResourceStatus(ref, fields))
 
     def set_leader(self, leader: bool) -> None:
         self._leader = leader
@@ -190,14 +198,17 @@ class KubernetesReporter:
         resource = _RESOURCES[s.ref.kind]
         current = await self._client.get(resource, s.ref.name, namespace=s.ref.namespace)
         have = current.get("status") or {}
-        if (have.get("state"), have.get("reason"), have.get("message")) == s.fields:
+        state, reason, message, referenced_by = s.fields
+        status = {"state": state, "reason": reason, "message": message}
+        if referenced_by is not None:
+            status["referencedBy"] = referenced_by
+        if all(have.get(k, "") == v for k, v in status.items()):
             return  # already there (read: a recreated object starts without status)
-        state, reason, message = s.fields
         # A merge patch of the status subresource: NIC's fields, nothing else touched.
         await self._client.patch(
             resource.Status,
             s.ref.name,
-            {"status": {"state": state, "reason": reason, "message": message}},
+            {"status": status},
             namespace=s.ref.namespace,
             patch_type=PatchType.MERGE,
         )

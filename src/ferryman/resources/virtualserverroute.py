@@ -3,8 +3,8 @@
 A VirtualServerRoute is valid or not on its own (``parse_virtual_server_route``)
 and again for each VirtualServer that hands paths over to it
 (``check_for_virtual_server``): its host must be the VirtualServer's and its
-subroutes must lie under the delegating paths. Parsed and validated only: the
-controller does not route VirtualServerRoutes yet.
+subroutes must lie under the delegating paths (``configs/vs_delegation.py``
+applies both).
 """
 
 from __future__ import annotations

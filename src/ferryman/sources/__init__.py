@@ -17,8 +17,8 @@ KINDS = (
     "Service",
     "EndpointSlice",
     "Secret",
-    # NIC's custom resources (k8s.nginx.org/v1): VirtualServers route; the other
-    # two are held for the delegations and policies still to come (issue 15).
+    # NIC's custom resources (k8s.nginx.org/v1): VirtualServers route, with the
+    # VirtualServerRoutes they delegate to; Policies are held for what comes next.
     "VirtualServer",
     "VirtualServerRoute",
     "Policy",

@@ -58,9 +58,10 @@ class _Loader(_SafeLoader):
     """The safe loader, with every failure a YAMLError that names the line.
 
     PyYAML's constructors raise what Python raises: ``!!int x`` ValueError,
-    ``!!bool x`` KeyError, 5,000 digits ValueError (Python's limit for int()),
-    all of which escaped the reader. Timestamps stay text, as kubectl keeps
-    them: PyYAML resolves ``2024-02-30`` as one, then cannot build it, and an
+    ``!!bool x`` KeyError, ``!!int`` with no digits IndexError, 5,000 digits
+    ValueError (Python's limit for int()), all of which escaped the reader.
+    Timestamps stay text, as kubectl keeps them: PyYAML resolves ``2024-02-30``
+    as one, then cannot build it, and an
     unquoted date in an annotation is a string to the API server. Integers are
     the API's int64: a larger one is refused (``str()`` of a 5,000-digit one
     raises, and no field takes one).
@@ -69,7 +70,7 @@ class _Loader(_SafeLoader):
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep)
-        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as e:
             shown = f" {node.value[:40]!r}" if isinstance(node, yaml.ScalarNode) else ""
             raise yaml.constructor.ConstructorError(
                 None, None, f"cannot read {node.tag}{shown}", node.start_mark

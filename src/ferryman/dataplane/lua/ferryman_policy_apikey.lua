@@ -10,7 +10,8 @@ local vars = require("ferryman_policy_vars")
 local decode_base64 = ngx.decode_base64
 local gsub, lower = string.gsub, string.lower
 
-ffi.cdef([[
+-- pcall: another module may have declared it already (a redefinition raises).
+pcall(ffi.cdef, [[
     unsigned char *SHA256(const unsigned char *d, size_t n, unsigned char *md);
 ]])
 -- NGINX links libcrypto (OpenSSL): its symbols are global in the worker.

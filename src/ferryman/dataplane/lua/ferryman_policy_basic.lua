@@ -11,7 +11,8 @@ local md5_bin, sha1_bin = ngx.md5_bin, ngx.sha1_bin
 local byte, sub, find = string.byte, string.sub, string.find
 local band, bor, rshift, lshift = bit.band, bit.bor, bit.rshift, bit.lshift
 
-ffi.cdef([[
+-- pcall: another module may have declared it already (a redefinition raises).
+pcall(ffi.cdef, [[
     char *crypt(const char *phrase, const char *setting);
 ]])
 -- NGINX links libcrypt: its symbols are global in the worker. Looked up on

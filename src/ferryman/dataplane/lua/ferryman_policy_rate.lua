@@ -10,7 +10,8 @@ local vars = require("ferryman_policy_vars")
 
 local dict = ngx.shared.ferryman_limits
 local decode_base64 = ngx.decode_base64
-local floor, lower, match = math.floor, string.lower, string.match
+local floor, lower = math.floor, string.lower
+local find, sub = string.find, string.sub
 local tonumber = tonumber
 
 local _M = {}
@@ -37,7 +38,7 @@ local function limit_of(text)
         -- NIC's zone name, for the log lines NGINX would write.
         name = "pol_rl_" .. string.gsub(zone, "[/-]", "_") .. "_vs",
         rate = tonumber(f[2]),
-        key = decode_base64(f[3]),
+        key = vars.template(decode_base64(f[3])),
         burst = tonumber(f[4]) * 1000,
         delay = delay < 0 and NO_DELAY or delay * 1000,
         variable = f[6] ~= "" and decode_base64(f[6]) or nil,
@@ -60,14 +61,20 @@ function _M.decode(f)
 end
 
 -- A bucket's entry is written by one worker at a time: a lock entry, taken
--- with add() (atomic across workers), held for a few microseconds.
+-- with add() (atomic across workers) and held for a microsecond or two by
+-- another worker running on another core, so it is retried at once a while
+-- before sleeping (a sleep is a timer and a millisecond).
+local SPINS = 200
+
 local function lock(id)
     local key = "\1" .. id
-    for _ = 1, 50 do
+    for attempt = 1, SPINS + 50 do
         if dict:add(key, true, 0.1) then
             return key
         end
-        ngx.sleep(0.001)
+        if attempt > SPINS then
+            ngx.sleep(0.001)
+        end
     end
     return key -- held too long (a worker died holding it): go on
 end
@@ -77,8 +84,8 @@ local function state(id)
     if value == nil then
         return nil
     end
-    local excess, last = match(value, "^(%d+) (%d+)$")
-    return tonumber(excess), tonumber(last)
+    local space = find(value, " ", 1, true)
+    return tonumber(sub(value, 1, space - 1)), tonumber(sub(value, space + 1))
 end
 
 -- Kept until the bucket has leaked empty (then a new entry is the same), as
@@ -174,7 +181,7 @@ function _M.check(config, set)
     local active = {}
     for _, limit in ipairs(config.limits) do
         if on[limit] then
-            local key = vars.expand(limit.key, set)
+            local key = vars.render(limit.key, set)
             if limit.variable then
                 key = "Val" .. key -- NIC's tiered key: never empty
             end

@@ -3,7 +3,7 @@
 -- which a policy kind supplies here (apikey_client_name: the API key
 -- policy's client; a prefix such as "jwt_claim_" takes the rest of the name).
 
-local gsub, sub = string.gsub, string.sub
+local sub = string.sub
 
 local _M = { named = {}, prefixed = {} }
 
@@ -21,11 +21,33 @@ function _M.value(name, set)
     return ngx.var[name] or ""
 end
 
--- ${name} (NIC's syntax) replaced by each variable's value.
-function _M.expand(text, set)
-    return (gsub(text, "%${([%w_]+)}", function(name)
-        return _M.value(name, set)
-    end))
+-- A text with ${name}s (NIC's syntax) as a template: literal parts and variable names,
+-- alternating (literals at odd indexes), so each request only concatenates.
+function _M.template(text)
+    local parts, start = {}, 1
+    while true do
+        local from, to, name = string.find(text, "%${([%w_]+)}", start)
+        if from == nil then
+            parts[#parts + 1] = sub(text, start)
+            return parts
+        end
+        parts[#parts + 1] = sub(text, start, from - 1)
+        parts[#parts + 1] = name
+        start = to + 1
+    end
+end
+
+local buffer = {}
+
+function _M.render(parts, set)
+    local n = #parts
+    if n == 1 then
+        return parts[1]
+    end
+    for i = 1, n do
+        buffer[i] = i % 2 == 1 and parts[i] or _M.value(parts[i], set)
+    end
+    return table.concat(buffer, "", 1, n)
 end
 
 return _M

@@ -331,11 +331,14 @@ function _M.route(vs)
         return ngx.redirect(route.path .. (args and args ~= "" and ("?" .. args) or ""), 301)
     end
     local response = nil
-    if route.policies then
-        -- The header filter adds CORS headers and error pages to policy answers too.
-        response = { add = NONE, hide = NONE, errors = route.errors }
-        ngx.ctx.ferryman_response = response
-        policies.enforce(route.policies, response)
+    local set = route.policies
+    if set then
+        if set.c or route.errors then
+            -- The header filter adds CORS headers and error pages to policy answers too.
+            response = { add = NONE, hide = NONE, errors = route.errors }
+            ngx.ctx.ferryman_response = response
+        end
+        policies.enforce(set, response)
     end
     local splits = route.default
     for _, m in ipairs(route.matches) do

@@ -1,0 +1,193 @@
+"""NGINX routes a VirtualServer with VirtualServerRoute delegations exactly as the
+reference predicts: ``vs_delegation.resolve`` (NIC's rules), then
+``virtualserver.routed`` (the VS's own routes, then the subroutes) and
+``vs_routes.find_location`` (NGINX's location precedence).
+
+Hypothesis draws a VirtualServer's own routes (every path form, as in
+test_vs_router_property.py), a prefix delegation and an exact delegation each to
+a VirtualServerRoute, and two regex routes naming one VirtualServerRoute; the
+subroutes of the prefix one lie under its path or not (then NIC's check drops it),
+and may repeat a VS path (then ferryman drops it). Each VirtualServerRoute names
+its upstreams differently from the VS, so an answer also shows that a subroute's
+upstream is its own resource's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferryman.configs.virtualserver import location, routed
+from ferryman.configs.vs_delegation import resolve
+from ferryman.configs.vs_routes import find_location
+from ferryman.resources.nic_fields import Parsed
+from ferryman.resources.virtualserver import parse_virtual_server
+from ferryman.resources.virtualserverroute import (
+    VirtualServerRoute,
+    parse_virtual_server_route,
+)
+from tests.integration.harness import Backends, Ferryman, eventually, service_with_backends
+from tests.integration.test_vs_router_property import (
+    MARKER_SERVICE,
+    REGEXES,
+    SERVICES,
+    Client,
+    _plain,
+    _requests,
+    _route,
+)
+
+HOST = "vs-router.example.com"
+_markers = itertools.count()
+
+
+class _Reads:
+    """The reads ``resolve`` makes, answered from the drawn manifests."""
+
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        self.parsed = {d["metadata"]["name"]: parse_virtual_server_route(d) for d in docs}
+
+    def route(self, namespace: str, name: str) -> Parsed[VirtualServerRoute] | None:
+        return self.parsed.get(name)
+
+    def selected_routes(self, labels: Mapping[str, str]) -> list[VirtualServerRoute]:
+        return []
+
+
+def _vsr(name: str, subroutes: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServerRoute",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "host": HOST,
+            # Named unlike the VS's: a subroute can only mean its own.
+            "upstreams": [{"name": f"own-{s}", "service": s, "port": 80} for s in SERVICES],
+            "subroutes": [{"path": p, "action": {"pass": f"own-{s}"}} for p, s in subroutes],
+        },
+    }
+
+
+@st.composite
+def _example(draw: st.DrawFn) -> list[dict[str, Any]]:
+    own = draw(
+        st.lists(_route(), min_size=3, max_size=8, unique_by=lambda r: r[0].removeprefix("^~"))
+    )
+    taken = {p.removeprefix("^~") for p, _ in own}
+    prefix = draw(_plain.filter(lambda p: p not in taken and len(p) > 1))
+    exact = "=" + draw(_plain.filter(lambda p: "=" + p not in taken))
+    regexes = draw(
+        st.lists(
+            st.sampled_from([r for r in REGEXES if "~" + r not in taken]),
+            min_size=1,
+            max_size=2,
+            unique=True,
+        )
+    )
+    service = st.sampled_from(SERVICES)
+    under = draw(
+        st.lists(
+            st.tuples(
+                st.one_of(
+                    _plain.map(lambda p: prefix + p.lstrip("/")),
+                    _plain.map(lambda p: prefix + p),
+                    st.just(prefix),
+                    _plain,  # maybe not under the prefix: NIC's check fails it
+                ),
+                service,
+            ),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda r: r[0],
+        )
+    )
+    routes: list[dict[str, Any]] = [{"path": p, "action": {"pass": s}} for p, s in own]
+    routes.insert(draw(st.integers(0, len(routes))), {"path": prefix, "route": "pre"})
+    routes.insert(draw(st.integers(0, len(routes))), {"path": exact, "route": "ex"})
+    for r in regexes:
+        routes.insert(draw(st.integers(0, len(routes))), {"path": "~" + r, "route": "rx"})
+    vs = {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": "router", "namespace": "default"},
+        "spec": {
+            "host": HOST,
+            "upstreams": [
+                {"name": s, "service": s, "port": 80} for s in (*SERVICES, MARKER_SERVICE)
+            ],
+            "routes": routes,
+        },
+    }
+    return [
+        vs,
+        _vsr("pre", under),
+        _vsr("ex", [(exact, draw(service))]),
+        _vsr("rx", [("~" + r, draw(service)) for r in regexes]),
+    ]
+
+
+def _with_marker(docs: list[dict[str, Any]], marker: str) -> list[dict[str, Any]]:
+    vs = docs[0]
+    marked = {"path": f"={marker}", "action": {"pass": MARKER_SERVICE}}
+    spec = {**vs["spec"], "routes": [*vs["spec"]["routes"], marked]}
+    return [{**vs, "spec": spec}, *docs[1:]]
+
+
+def predicted(docs: list[dict[str, Any]], request: str) -> str:
+    vs = parse_virtual_server(docs[0]).resource
+    assert vs is not None
+    delegations = resolve(vs, _Reads(docs[1:]), "ferryman")
+    routes = routed(vs, delegations.routes)
+    found = find_location([location(r) for r in routes], re.sub("/+", "/", request))
+    if found is None:
+        return "404"
+    if found.redirect:
+        return "301"
+    action = routes[found.index].action
+    assert action is not None
+    return str(getattr(action, "upstream", "")).removeprefix("own-")
+
+
+@pytest.fixture
+def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
+    for name in (*SERVICES, MARKER_SERVICE):
+        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
+    ferryman.start()
+    client = Client(ferryman)
+    yield ferryman, client
+    client.close()
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(docs=_example(), requests=_requests)
+def test_delegated_routes_like_the_reference(
+    router: tuple[Ferryman, Client], docs: list[dict[str, Any]], requests: list[str]
+) -> None:
+    ferryman, client = router
+    marker = f"/marker-{next(_markers)}"
+    docs = _with_marker(docs, marker)
+    assert parse_virtual_server(docs[0]).problems == ()
+    ferryman.write("vs", *docs)
+    eventually(lambda: client.served_by(marker) == MARKER_SERVICE, 10.0, f"{marker} live")
+    paths = [
+        str(r["path"])
+        for d in docs
+        for r in d["spec"].get("routes", d["spec"].get("subroutes", []))
+    ]
+    near = [
+        p.lstrip("=^~ ") + s for p in paths if not p.startswith("~") for s in ("", "/", "/x", "x")
+    ]
+    checked = [r for r in dict.fromkeys([*near, *requests]) if r.startswith("/")][:80]
+    answers = [(r, predicted(docs, r), client.served_by(r)) for r in checked]
+    wrong = [(r, want, got) for r, want, got in answers if want != got]
+    assert not wrong, f"docs={docs}: (request, reference says, NGINX answered) {wrong}"
