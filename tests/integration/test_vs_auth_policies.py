@@ -291,3 +291,44 @@ def test_ingress_mtls_where_nic_refuses_it(
     assert message in event["message"]
     https = where != "no-tls"
     assert ferryman.get("cafe.test", "/", https=https).status == 500
+
+
+def test_ingress_mtls_session_resumption_does_not_outlive_a_ca_change(
+    ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> None:
+    """A client certificate's handshake gets no session ticket: a session from
+    before the CA Secret changed cannot be resumed past the new CAs."""
+    alice = issue("client-ca", "alice")
+    start_with_backends(
+        ferryman,
+        backends,
+        tls_secret("tls", ["cafe.test"]),
+        ca_secret("client-ca", authority("client-ca").cert_pem),
+        policy("mtls", ingressMTLS={"clientCertSecret": "client-ca"}),
+        mtls_vs(policies=refs("mtls")),
+    )
+    (tmp_path / "a.crt").write_bytes(alice.chain_pem)
+    (tmp_path / "a.key").write_bytes(alice.key_pem)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # sessions are known after the handshake
+    ctx.load_cert_chain(tmp_path / "a.crt", tmp_path / "a.key")
+
+    def get(session: ssl.SSLSession | None) -> tuple[int, ssl.SSLSocket]:
+        raw = socket.create_connection(("127.0.0.1", ferryman.https_port), 10)
+        sock = ctx.wrap_socket(raw, server_hostname="cafe.test", session=session)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: cafe.test\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return int(answer.split(b" ", 2)[1]), sock
+
+    code, first = get(None)
+    assert code == 200
+    saved = first.session
+    assert saved is not None and not saved.has_ticket
+    ferryman.write("doc1", ca_secret("client-ca", authority("other-ca").cert_pem))
+    eventually(lambda: get(None)[0] == 400, 10, "CA rotated")
+    code, again = get(saved)
+    assert (code, again.session_reused) == (400, False)

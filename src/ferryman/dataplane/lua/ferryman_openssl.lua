@@ -1,8 +1,9 @@
 -- The libcrypto and libssl functions ferryman's Lua calls (LuaJIT FFI), with
 -- opaque pointers for OpenSSL's types. NGINX is linked with both libraries, so
 -- ffi.C finds them in the process: nothing is loaded, and the verification is
--- OpenSSL's own, as NGINX's would be. Declared in one place: a second
--- declaration of a name is an error in LuaJIT.
+-- OpenSSL's own, as NGINX's would be. Declared in one place, each on its own:
+-- a name another module declared already (LuaJIT refuses a second
+-- declaration) keeps that declaration.
 
 local ffi = require("ffi")
 
@@ -35,7 +36,7 @@ local DECLARATIONS = {
 }
 
 for _, declaration in ipairs(DECLARATIONS) do
-    ffi.cdef(declaration)
+    pcall(ffi.cdef, declaration)
 end
 
 return ffi.C
