@@ -312,7 +312,8 @@ def test_ingress_mtls_session_resumption_does_not_outlive_a_ca_change(
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # sessions are known after the handshake
+    # TLS 1.2: NGINX 1.22's default ssl_protocols, which ferryman's listener keeps.
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(tmp_path / "a.crt", tmp_path / "a.key")
 
     def get(session: ssl.SSLSession | None) -> tuple[int, ssl.SSLSocket]:
