@@ -4,6 +4,8 @@ The key sets are the records ferryman pushes (resources/secret_jwk.py)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import subprocess
 import time
 import urllib.error
@@ -231,3 +233,46 @@ def test_any_kid_is_read_as_json_escapes_it(lua_nginx: LuaNginx, kid: str) -> No
     kid = kid.encode("utf-8", "replace").decode()
     lua_nginx.keys(jwk("HS256", "decoy"), jwk("HS256", kid, seed="k"))
     assert lua_nginx.verify(token("HS256", {"n": [1, {"a": None}]}, kid=kid, seed="k")) == "ok"
+
+
+def _part(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    header=_json_values | st.fixed_dictionaries({"alg": st.sampled_from(["HS256", "ES256", "x"])}),
+    claims=_json_values,
+    signature=st.binary(max_size=80),
+    raw=st.text(max_size=60),
+)
+def test_any_token_is_refused_with_a_reason_never_an_error(
+    lua_nginx: LuaNginx, header: object, claims: object, signature: bytes, raw: str
+) -> None:
+    """Whatever a client sends (JSON of any shape, any bytes, any text) the reader
+    answers with a reason; a Lua error would be NGINX's 500."""
+    lua_nginx.keys(jwk("HS256"), jwk("ES256"))
+    crafted = ".".join(
+        [_part(json.dumps(header).encode()), _part(json.dumps(claims).encode()), _part(signature)]
+    )
+    for t in (crafted, raw.replace("\n", "")):
+        why = lua_nginx.verify(t)
+        assert why != "ok" and why in REASONS, why
+
+
+REASONS = {
+    "token too long",
+    "not a signed JWT (three parts)",
+    "malformed",
+    "algorithm not supported",
+    "critical header parameters are not supported",
+    "kid is not a string",
+    "no key verifies the signature",
+}
