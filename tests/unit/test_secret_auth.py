@@ -161,3 +161,11 @@ def test_ca_refusals_say_why(secret: dict[str, object], message: str) -> None:
 
 def test_base64url_helper_matches_rfc7515() -> None:
     assert b64url(b"\xfb\xff") == "-_8"
+
+
+@given(st.binary(max_size=300), st.one_of(st.none(), st.binary(max_size=300)))
+def test_any_ca_bytes_are_a_bundle_or_a_reason(ca: bytes, crl: bytes | None) -> None:
+    pem = b"-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(ca) + b"-----END CERTIFICATE-----\n"
+    for data in (ca, pem):
+        with contextlib.suppress(InvalidSecret):
+            parse_ca_secret(ca_secret("ca", data, crl))
