@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import subprocess
+import time
 from typing import Any
 
 from tests.integration.harness import (
@@ -159,4 +160,27 @@ def test_cors(ferryman: Ferryman, backends: Backends) -> None:
     r = ferryman.get(host, "/prod/", headers={"Origin": "https://shop.example.com"})
     assert r.served_by == "webapp"
     assert r.headers["access-control-allow-origin"] == "https://shop.example.com"
+    assert ferryman.reloads() == 1
+
+
+def test_rate_limit_tiered_apikey(ferryman: Ferryman, backends: Backends) -> None:
+    """Tiers by the API key's client name (regular expressions of $apikey_client_name),
+    keyed by ${apikey_auth_token}: "-premium" clients get 5r/s, "-basic" ones 1r/s,
+    and a client matching neither the default tier, basic; over the rate, 429."""
+    ferryman.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+    clients = {"client1-premium": b"client1premium", "client1-basic": b"client1basic"}
+    keys = _secret("api-key-client-secret", "nginx.org/apikey", {**clients, "random": b"random"})
+    ferryman.write("keys", keys)
+    for name in ("api-key-policy.yaml", "rate-limits.yaml", "cafe-virtual-server.yaml"):
+        _example(ferryman, "rate-limit-tiered-apikey", name)
+    ferryman.start()
+
+    def get(key: str) -> int:
+        return ferryman.get("cafe.example.com", "/coffee", headers={"X-header-name": key}).status
+
+    for key, per_second in (("client1premium", 5), ("client1basic", 1), ("random", 1)):
+        assert [get(key), get(key)] == [200, 429], key
+        # A quarter of a second later: 5r/s has leaked more than a request, 1r/s has not.
+        time.sleep(0.3)
+        assert get(key) == (200 if per_second == 5 else 429), key
     assert ferryman.reloads() == 1

@@ -10,9 +10,10 @@ VirtualServer's, but NGINX still inherits the server's ``limit_req_dry_run on``
 into a location that does not set it (``over``).
 
 Tiered limits (``condition``): of the Policies conditioned on one variable,
-those whose ``match`` equals its value (caseless, NGINX's ``map``) apply, or,
-when none does, the one marked ``default``; two defaults on one variable fail
-the context (NIC's error).
+those whose ``match`` holds for its value apply (NGINX's ``map``: a string,
+caselessly, or ``~``/``~*`` a regular expression; an empty value matches
+nothing), or, when none does, the one marked ``default``; two defaults on one
+variable fail the context (NIC's error).
 
 P item: ``r|<dryRun 0|1>|<logLevel>|<rejectCode>|<limit>|...``, each limit
 ``<zone>.<rate>.<key>.<burst>.<delay>.<variable>.<match>.<default 0|1>``: the
