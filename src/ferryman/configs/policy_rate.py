@@ -98,6 +98,11 @@ def translate(
             f"Policy {key}: rateLimit.scale is not applied: ferryman does not know how many "
             "replicas share the traffic, so the rate is each replica's"
         )
+    if "${jwt_claim_" in rl.key:
+        warnings.append(
+            f"Policy {key}: rateLimit.key's ${{jwt_claim_...}} needs the jwt Policy's claims, "
+            "not enforced yet: those parts of the key are empty"
+        )
     if rl.condition is not None and rl.condition.jwt_claim is not None:
         warnings.append(
             f"Policy {key}: rateLimit.condition.jwt needs the jwt Policy's claims, not "
