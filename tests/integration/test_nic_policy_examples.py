@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import subprocess
+import time
 from typing import Any
 
 from tests.integration.harness import (
@@ -159,4 +160,79 @@ def test_cors(ferryman: Ferryman, backends: Backends) -> None:
     r = ferryman.get(host, "/prod/", headers={"Origin": "https://shop.example.com"})
     assert r.served_by == "webapp"
     assert r.headers["access-control-allow-origin"] == "https://shop.example.com"
+    assert ferryman.reloads() == 1
+
+
+def test_rate_limit_tiered_apikey(ferryman: Ferryman, backends: Backends) -> None:
+    """Tiers by the API key's client name (regular expressions of $apikey_client_name),
+    keyed by ${apikey_auth_token}: "-premium" clients get 5r/s, "-basic" ones 1r/s,
+    and a client matching neither the default tier, basic; over the rate, 429."""
+    ferryman.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+    clients = {"client1-premium": b"client1premium", "client1-basic": b"client1basic"}
+    keys = _secret("api-key-client-secret", "nginx.org/apikey", {**clients, "random": b"random"})
+    ferryman.write("keys", keys)
+    for name in ("api-key-policy.yaml", "rate-limits.yaml", "cafe-virtual-server.yaml"):
+        _example(ferryman, "rate-limit-tiered-apikey", name)
+    ferryman.start()
+
+    def get(key: str) -> int:
+        return ferryman.get("cafe.example.com", "/coffee", headers={"X-header-name": key}).status
+
+    for key, per_second in (("client1premium", 5), ("client1basic", 1), ("random", 1)):
+        assert [get(key), get(key)] == [200, 429], key
+        # A quarter of a second later: 5r/s has leaked more than a request, 1r/s has not.
+        time.sleep(0.3)
+        assert get(key) == (200 if per_second == 5 else 429), key
+    assert ferryman.reloads() == 1
+
+
+def test_rate_limit_tiered_request_method(ferryman: Ferryman, backends: Backends) -> None:
+    """Tiers by $request_method ("~GET|HEAD" 5r/s; "~PUT|POST|PATCH|DELETE" 1r/s, also
+    the default, so OPTIONS gets it); over the rate, 429."""
+    ferryman.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+    for name in ("rate-limits.yaml", "cafe-virtual-server.yaml"):
+        _example(ferryman, "rate-limit-tiered-request-method", name)
+    ferryman.start()
+
+    def call(method: str) -> int:
+        return ferryman.get("cafe.example.com", "/coffee", method=method).status
+
+    for method, per_second in (("GET", 5), ("POST", 1), ("OPTIONS", 1)):
+        assert [call(method), call(method)] == [200, 429], method
+        time.sleep(0.3)  # 5r/s leaks more than a request meanwhile, 1r/s does not
+        assert call(method) == (200 if per_second == 5 else 429), method
+    assert ferryman.reloads() == 1
+
+
+def test_vsr_route_selector_policies(ferryman: Ferryman, backends: Backends) -> None:
+    """The VirtualServer route selecting the VirtualServerRoutes has the API key policy
+    (namespace cafe): tea, a subroute without policies, takes it (401, 403, then tea);
+    coffee's subroute has its own rate limit instead: no key needed, the second request
+    at once is 503."""
+    ferryman.write("tea", service_with_backends("tea-svc", [backends.start("tea")]))
+    ferryman.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+    keys = _secret("api-key-client-secret", "nginx.org/apikey", {"client1": b"password"})
+    keys["metadata"]["namespace"] = "cafe"
+    ferryman.write("keys", keys)
+    ferryman.write("tls", tls_secret("tls-secret", ["cafe.example.com"]))
+    folder = "vsr-route-selector-policies"
+    for name in (
+        "api-key-policy.yaml",
+        "rate-limit.yaml",
+        "tea-virtual-server-route.yaml",
+        "coffee-virtual-server-route.yaml",
+        "cafe-virtual-server.yaml",
+    ):
+        _example(ferryman, folder, name)
+    ferryman.start()
+
+    def get(p: str, key: str | None = None) -> Any:
+        headers = {"X-header-name": key} if key else {}
+        return ferryman.get("cafe.example.com", p, https=True, headers=headers)
+
+    assert get("/tea").status == 401
+    assert get("/tea", "wrongpassword").status == 403
+    assert [get("/tea", "password").served_by for _ in range(3)] == ["tea"] * 3
+    assert get("/coffee").served_by == "coffee"
+    assert get("/coffee", "password").status == 503
     assert ferryman.reloads() == 1

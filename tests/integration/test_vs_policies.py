@@ -391,3 +391,27 @@ def test_kinds_combine_across_levels_and_error_pages_take_policy_answers(
     assert served_by(ferryman, "cafe.test", "/", headers={**user, "X-Key": "k"}) == "a"
     r = ferryman.get("cafe.test", "/", headers={**user, "X-Key": "wrong"})
     assert (r.status, r.text) == (200, "ask for a key")
+
+
+def test_a_jwt_tier_without_the_jwt_policy_leaves_the_default_tier(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    jwt_tier = {"jwt": {"claim": "user.tier", "match": "premium"}}
+    start_with_backends(
+        ferryman,
+        backends,
+        rate_limit("premium", rate="10r/s", burst=5, noDelay=True, condition=jwt_tier),
+        rate_limit(
+            "basic",
+            rate="1r/m",
+            condition={"jwt": {"claim": "user.tier", "match": "basic"}, "default": True},
+        ),
+        vs(
+            "cafe",
+            "cafe.test",
+            [{"path": "/", "action": to("a")}],
+            policies=refs("premium", "basic"),
+        ),
+    )
+    assert [status(ferryman, "cafe.test", "/") for _ in range(2)] == [200, 503]
+    assert "rateLimit.condition.jwt needs the jwt Policy" in last_event(ferryman, "cafe")["message"]

@@ -10,9 +10,10 @@ VirtualServer's, but NGINX still inherits the server's ``limit_req_dry_run on``
 into a location that does not set it (``over``).
 
 Tiered limits (``condition``): of the Policies conditioned on one variable,
-those whose ``match`` equals its value (caseless, NGINX's ``map``) apply, or,
-when none does, the one marked ``default``; two defaults on one variable fail
-the context (NIC's error).
+those whose ``match`` holds for its value apply (NGINX's ``map``: a string,
+caselessly, or ``~``/``~*`` a regular expression; an empty value matches
+nothing), or, when none does, the one marked ``default``; two defaults on one
+variable fail the context (NIC's error).
 
 P item: ``r|<dryRun 0|1>|<logLevel>|<rejectCode>|<limit>|...``, each limit
 ``<zone>.<rate>.<key>.<burst>.<delay>.<variable>.<match>.<default 0|1>``: the
@@ -96,6 +97,11 @@ def translate(
         warnings.append(
             f"Policy {key}: rateLimit.scale is not applied: ferryman does not know how many "
             "replicas share the traffic, so the rate is each replica's"
+        )
+    if "${jwt_claim_" in rl.key:
+        warnings.append(
+            f"Policy {key}: rateLimit.key's ${{jwt_claim_...}} needs the jwt Policy's claims, "
+            "not enforced yet: those parts of the key are empty"
         )
     if rl.condition is not None and rl.condition.jwt_claim is not None:
         warnings.append(

@@ -79,9 +79,15 @@ local function client_of(config)
     return found or nil
 end
 
--- NIC's $apikey_client_name (rate-limit keys and conditions).
+-- NIC's $apikey_client_name and $apikey_auth_token (the supplied key's
+-- SHA-256, hex), for rate-limit keys and conditions.
 vars.named.apikey_client_name = function(set)
     return set.k and client_of(set.k) or ""
+end
+
+vars.named.apikey_auth_token = function(set)
+    local value = set.k and supplied(set.k) or ""
+    return value ~= "" and hex_sha256(value) or ""
 end
 
 function _M.check(config)

@@ -26,6 +26,31 @@ local LEVELS = {
 -- NGINX's nodelay: a delay threshold no excess reaches.
 local NO_DELAY = 2 ^ 52
 
+-- A tier's match as NGINX's map reads it: "~" a regular expression, "~*" one
+-- ignoring case, else the string, caselessly.
+local function map_value(text)
+    if sub(text, 1, 2) == "~*" then
+        return { regex = sub(text, 3), options = "ijo" }
+    elseif sub(text, 1, 1) == "~" then
+        return { regex = sub(text, 2), options = "jo" }
+    end
+    if sub(text, 1, 1) == "\\" then
+        text = sub(text, 2)
+    end
+    return { value = lower(text) }
+end
+
+-- NGINX's map lookup: an empty value matches nothing.
+local function matches(m, value)
+    if value == "" then
+        return false
+    end
+    if m.regex then
+        return ngx.re.find(value, m.regex, m.options) ~= nil
+    end
+    return lower(value) == m.value
+end
+
 local function limit_of(text)
     local f = {}
     for part in string.gmatch(text .. ".", "([^.]*)%.") do
@@ -42,7 +67,7 @@ local function limit_of(text)
         burst = tonumber(f[4]) * 1000,
         delay = delay < 0 and NO_DELAY or delay * 1000,
         variable = f[6] ~= "" and decode_base64(f[6]) or nil,
-        match = f[6] ~= "" and lower(decode_base64(f[7])) or nil,
+        match = f[6] ~= "" and map_value(decode_base64(f[7])) or nil,
         default = f[8] == "1",
     }
 end
@@ -155,8 +180,7 @@ local function applies(config, set)
     local matched = {}
     for _, limit in ipairs(config.limits) do
         if limit.variable then
-            local value = lower(vars.value(limit.variable, set))
-            if value == limit.match then
+            if matches(limit.match, vars.value(limit.variable, set)) then
                 on[limit] = true
                 matched[limit.variable] = true
             end

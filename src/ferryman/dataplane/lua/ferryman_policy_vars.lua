@@ -7,6 +7,13 @@ local sub = string.sub
 
 local _M = { named = {}, prefixed = {} }
 
+-- A JWT claim (a rate-limit condition's "jwt:<claim>"): supplied by the jwt
+-- policy's module when it is there; until then no claim, so only a default
+-- tier applies (the VirtualServer's Warning says so).
+_M.prefixed["jwt:"] = function()
+    return ""
+end
+
 -- ``set``: the configurations the request's route enforces (by letter).
 function _M.value(name, set)
     local special = _M.named[name]
