@@ -17,7 +17,7 @@ import pytest
 
 from tests.integration.harness import Backends, Ferryman, eventually, served_by, tls_secret
 from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.integration.test_vs_policies import last_event, policy, refs, status
+from tests.integration.test_vs_policies import last_event, policy, rate_limit, refs, status
 from tests.unit._jose import jwk, jwk_secret, jwks, token
 from tests.unit._pki import Issued, authority, ca_secret, crl_pem, issue
 
@@ -333,3 +333,43 @@ def test_ingress_mtls_session_resumption_does_not_outlive_a_ca_change(
     eventually(lambda: get(None)[0] == 400, 10, "CA rotated")
     code, again = get(saved)
     assert (code, again.session_reused) == (400, False)
+
+
+def test_rate_limit_tiers_on_the_jwt_policys_claims(ferryman: Ferryman, backends: Backends) -> None:
+    """NIC's rateLimit.condition.jwt (NGINX Plus's auth_jwt_claim_set): the tier
+    whose claim matches, read from the route's verified token; a key with
+    ${jwt_claim_sub} counts per subject."""
+    premium = {"jwt": {"claim": "user.tier", "match": "premium"}}
+    basic = {"jwt": {"claim": "user.tier", "match": "basic"}, "default": True}
+    per_user = "${jwt_claim_sub}"
+    start_with_backends(
+        ferryman,
+        backends,
+        jwk_secret("keys", jwks(jwk("HS256"))),
+        policy("jwt", jwt={"realm": "api", "secret": "keys"}),
+        rate_limit("premium", key=per_user, rate="10r/s", burst=5, noDelay=True, condition=premium),
+        rate_limit("basic", key=per_user, rate="1r/m", condition=basic),
+        vs(
+            "cafe",
+            "cafe.test",
+            [{"path": "/", "action": to("a")}],
+            policies=refs("jwt", "premium", "basic"),
+        ),
+    )
+
+    def user(sub: str, tier: str) -> dict[str, str]:
+        return bearer(token("HS256", {"sub": sub, "user": {"tier": tier}, "exp": later()}))
+
+    # premium: a burst of 5 more at once; basic (and the default tier): one a minute.
+    assert [status(ferryman, "cafe.test", headers=user("p", "premium")) for _ in range(6)] == [
+        200
+    ] * 6
+    assert [status(ferryman, "cafe.test", headers=user("b", "basic")) for _ in range(2)] == [
+        200,
+        503,
+    ]
+    # Another subject has its own bucket (the key's ${jwt_claim_sub}).
+    assert status(ferryman, "cafe.test", headers=user("c", "basic")) == 200
+    # No valid token: the jwt Policy answers 401 whatever the tier.
+    assert status(ferryman, "cafe.test") == 401
+    assert ferryman.reloads() == 1

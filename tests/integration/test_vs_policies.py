@@ -414,4 +414,7 @@ def test_a_jwt_tier_without_the_jwt_policy_leaves_the_default_tier(
         ),
     )
     assert [status(ferryman, "cafe.test", "/") for _ in range(2)] == [200, 503]
-    assert "rateLimit.condition.jwt needs the jwt Policy" in last_event(ferryman, "cafe")["message"]
+    assert (
+        "rateLimit.condition.jwt reads the claims of the route's jwt Policy"
+        in (last_event(ferryman, "cafe")["message"])
+    )

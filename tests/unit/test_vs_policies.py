@@ -262,6 +262,6 @@ def test_any_attachment_makes_a_record_nginx_takes(names: list[str]) -> None:
 def test_a_jwt_claim_in_a_key_is_a_warning_until_the_jwt_policy() -> None:
     got = _attach(Objects(_rate("claims", key="${jwt_claim_sub}")), "claims")
     assert got.warnings == (
-        "Policy ns/claims: rateLimit.key's ${jwt_claim_...} needs the jwt Policy's claims, "
-        "not enforced yet: those parts of the key are empty",
+        "Policy ns/claims: rateLimit.key's ${jwt_claim_...} reads the claims of the "
+        "route's jwt Policy: without one, those parts of the key are empty",
     )

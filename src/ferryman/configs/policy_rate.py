@@ -100,13 +100,13 @@ def translate(
         )
     if "${jwt_claim_" in rl.key:
         warnings.append(
-            f"Policy {key}: rateLimit.key's ${{jwt_claim_...}} needs the jwt Policy's claims, "
-            "not enforced yet: those parts of the key are empty"
+            f"Policy {key}: rateLimit.key's ${{jwt_claim_...}} reads the claims of the "
+            "route's jwt Policy: without one, those parts of the key are empty"
         )
     if rl.condition is not None and rl.condition.jwt_claim is not None:
         warnings.append(
-            f"Policy {key}: rateLimit.condition.jwt needs the jwt Policy's claims, not "
-            "enforced yet: only a default tier applies"
+            f"Policy {key}: rateLimit.condition.jwt reads the claims of the route's jwt "
+            "Policy: without one, only a default tier applies"
         )
     limit = _limit(policy, rl, owner)
     if not isinstance(current, RateLimits):

@@ -14,6 +14,7 @@
 
 local ffi = require("ffi")
 local json = require("ferryman_json")
+local vars = require("ferryman_policy_vars")
 local b64 = require("ngx.base64")
 
 local byte, sub, char, find, lower = string.byte, string.sub, string.char, string.find, string.lower
@@ -201,7 +202,7 @@ end
 local MAX_VERIFIED = 2000
 
 -- Whether token verifies with one of keys and its exp/nbf hold at now:
--- true, or nil and why (for the error log).
+-- true and its claims, or nil and why (for the error log).
 function _M.verify(token, keys, now)
     local verified = keys.verified
     if verified == nil then
@@ -228,7 +229,7 @@ function _M.verify(token, keys, now)
     if nbf ~= nil and (type(nbf) ~= "number" or now < nbf) then
         return nil, "not yet valid"
     end
-    return true
+    return true, claims
 end
 
 -- The token of this request: the variable NIC's `token` names ("$http_x",
@@ -286,6 +287,9 @@ function _M.check(config)
     local token = request_token(config.token)
     local challenge = 'Bearer realm="' .. config.realm .. '"'
     if token ~= nil then
+        if ngx.ctx.ferryman_jwt_claims then
+            return nil -- verified for this request already (a rate limit's tier)
+        end
         local ok, why = _M.verify(token, config.keys, ngx.time())
         if ok then
             return nil
@@ -295,6 +299,69 @@ function _M.check(config)
     end
     ngx.header["WWW-Authenticate"] = challenge
     return ngx.HTTP_UNAUTHORIZED
+end
+
+-- The claims of this request's token under config when it is valid, else
+-- false; once per request (ngx.ctx), whichever asks first: a rate limit's
+-- tier (NGINX's preaccess phase, before auth_jwt) or the check.
+local function request_claims(config)
+    local ctx = ngx.ctx
+    local found = ctx.ferryman_jwt_claims
+    if found == nil then
+        found = false
+        local token = config.keys and request_token(config.token)
+        if token then
+            local ok, claims = _M.verify(token, config.keys, ngx.time())
+            found = ok and claims or false
+        end
+        ctx.ferryman_jwt_claims = found
+    end
+    return found
+end
+
+-- A claim as NGINX Plus's $jwt_claim_ variables hold it: text as it is,
+-- numbers and booleans written out, an array's elements joined by commas.
+local function claim_text(value)
+    local kind = type(value)
+    if kind == "string" then
+        return value
+    elseif kind == "number" then
+        return value == math.floor(value) and string.format("%d", value) or tostring(value)
+    elseif kind == "boolean" then
+        return tostring(value)
+    elseif kind == "table" and getmetatable(value) == json.array then
+        local out = {}
+        for i, v in ipairs(value) do
+            out[i] = claim_text(v) or ""
+        end
+        return table.concat(out, ",")
+    end
+    return nil
+end
+
+-- NIC's rate-limit condition on a claim ("jwt:<a.b.c>", a path into nested
+-- objects) and ${jwt_claim_<name>} in keys: the claims of the route's jwt
+-- Policy; none (no jwt Policy, no valid token): empty.
+local function claim(path, set)
+    local config = set and set.j
+    local value = config and request_claims(config)
+    if not value then
+        return ""
+    end
+    for name in string.gmatch(path, "[^.]+") do
+        if type(value) ~= "table" or getmetatable(value) == json.array then
+            return ""
+        end
+        value = value[name]
+    end
+    return claim_text(value) or ""
+end
+
+vars.prefixed["jwt:"] = claim
+vars.prefixed["jwt_claim_"] = function(name, set)
+    local config = set and set.j
+    local claims = config and request_claims(config)
+    return claims and claim_text(claims[name]) or ""
 end
 
 return _M
