@@ -67,6 +67,20 @@ def test_https_serves_the_hosts_certificate(ferryman: Ferryman, backends: Backen
     assert r.json()["headers"]["x-forwarded-proto"] == "https"
 
 
+def test_tls_1_3_is_offered(ferryman: Ferryman, backends: Backends) -> None:
+    # NGINX 1.22 (Debian 12) offers TLS 1.0-1.2 unless told otherwise.
+    _start(ferryman, backends)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    with (
+        socket.create_connection(("127.0.0.1", ferryman.https_port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="a.example.com") as tls,
+    ):
+        assert tls.version() == "TLSv1.3"
+
+
 def test_missing_secret_rejects_handshakes_for_that_host_only(
     ferryman: Ferryman, backends: Backends
 ) -> None:

@@ -293,8 +293,9 @@ def test_ingress_mtls_where_nic_refuses_it(
     assert ferryman.get("cafe.test", "/", https=https).status == 500
 
 
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
 def test_ingress_mtls_session_resumption_does_not_outlive_a_ca_change(
-    ferryman: Ferryman, backends: Backends, tmp_path: Path
+    ferryman: Ferryman, backends: Backends, tmp_path: Path, version: ssl.TLSVersion
 ) -> None:
     """A client certificate's handshake gets no session ticket: a session from
     before the CA Secret changed cannot be resumed past the new CAs."""
@@ -312,8 +313,7 @@ def test_ingress_mtls_session_resumption_does_not_outlive_a_ca_change(
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    # TLS 1.2: NGINX 1.22's default ssl_protocols, which ferryman's listener keeps.
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version = ctx.maximum_version = version
     ctx.load_cert_chain(tmp_path / "a.crt", tmp_path / "a.key")
 
     def get(session: ssl.SSLSession | None) -> tuple[int, ssl.SSLSocket]:

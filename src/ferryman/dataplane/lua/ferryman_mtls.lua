@@ -120,8 +120,10 @@ function _M.certificate(store, entry)
     end
     -- No session ticket: a resumed session keeps its verification result, which
     -- must not outlive a change of the host's CAs (NGINX's tickets do not
-    -- outlive the reload such a change takes there).
+    -- outlive the reload such a change takes there). TLS 1.2 by the option;
+    -- TLS 1.3 sends its tickets after the handshake, unless told to send none.
     C.SSL_set_options(connection, SSL_OP_NO_TICKET)
+    C.SSL_set_num_tickets(connection, 0)
     if cas.crl then
         local verify_store = ffi.new("void *[1]")
         if C.SSL_ctrl(connection, SSL_CTRL_GET_VERIFY_CERT_STORE, 0, verify_store) ~= 1

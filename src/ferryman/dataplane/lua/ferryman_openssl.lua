@@ -31,6 +31,7 @@ local DECLARATIONS = {
     "void ERR_clear_error(void);",
     "long SSL_ctrl(void *ssl, int cmd, long larg, void *parg);",
     "uint64_t SSL_set_options(void *ssl, uint64_t options);",
+    "int SSL_set_num_tickets(void *ssl, size_t num_tickets);",
     "long SSL_get_verify_result(const void *ssl);",
     "void *ngx_http_lua_ffi_get_req_ssl_pointer(void *r);",
 }
