@@ -10,6 +10,7 @@ import ssl
 import tempfile
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,50 @@ def test_response_headers_pass_and_ignore(ferryman: Ferryman, backends: Backends
     assert ferryman.get("p.test", "/pass").headers["server"].startswith("BaseHTTP")
     assert ferryman.get("p.test", "/").headers.get("server") == "nginx"
     assert ferryman.events_for("p")[-1]["reason"] == "AddedOrUpdated"
+
+
+class _RateLimited(BaseHTTPRequestHandler):
+    """Answers 4,000 bytes with X-Accel-Limit-Rate: 1000 (bytes per second)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("X-Accel-Limit-Rate", "1000")
+        self.send_header("Content-Length", "4000")
+        self.end_headers()
+        self.wfile.write(b"x" * 4000)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_ignored_x_accel_limit_rate_is_undone(ferryman: Ferryman) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RateLimited)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    backend = _Named("limited", int(server.server_address[1]))
+    ignoring = {"proxy": {"upstream": "up", "responseHeaders": {"ignore": ["X-Accel-Limit-Rate"]}}}
+    routes = [{"path": "/ignored", "action": ignoring}, {"path": "/", "action": {"pass": "up"}}]
+    upstreams = [{"name": "up", "service": "app", "port": 80}]
+    try:
+        start(ferryman, [backend], vs("r", "r.test", routes, upstreams))
+
+        def took(p: str) -> float:
+            started = time.monotonic()
+            assert len(ferryman.get("r.test", p).text) == 4000
+            return time.monotonic() - started
+
+        assert took("/limited") > 1.5  # NGINX obeys the backend's rate: ~3 s
+        assert took("/ignored") < 1.0
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _Named:
+    def __init__(self, name: str, port: int) -> None:
+        self.name, self.port = name, port
 
 
 def test_request_headers_set_replaces_ferrymans_own(
