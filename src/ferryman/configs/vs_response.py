@@ -12,7 +12,9 @@ already).
 - Expires, Cache-Control, Set-Cookie, Vary, X-Accel-Expires: read for caching
   only, so ignoring them changes nothing;
 - X-Accel-Charset: overrides the charset only for charsets some ``charset_map``
-  or ``charset`` directive declares, and ferryman's configuration declares none;
+  or ``charset`` directive declares, and ferryman's configuration declares none
+  (NGINX 1.22 leaves the response as it is and logs "unknown charset ... to
+  override", which an ignoring route still logs);
 - X-Accel-Limit-Rate: sets the response's rate before the header filter, which
   sets it back (``$limit_rate``) when the route ignores it;
 - X-Accel-Redirect (an internal redirect) and X-Accel-Buffering (buffering of
