@@ -35,6 +35,7 @@ local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
 local mtls = require("ferryman_mtls")
+local upstream_fields = require("ferryman_vs_upstream")
 local flights = require("ferryman_in_flight")
 
 local store = ngx.shared.ferryman
@@ -590,6 +591,7 @@ function _M.balance()
         tried = {}
         ctx.ferryman_tried = tried
         first_attempt(host, n)
+        upstream_fields.too_late(host, ctx)
     else
         local previous = ctx.ferryman_peer
         if ctx.ferryman_counted then
@@ -599,17 +601,22 @@ function _M.balance()
         if host.max_fails > 0 then
             counters:incr(previous[4], 1, 0, host.fail_timeout)
         end
+        if upstream_fields.too_late(host, ctx) then
+            return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
+        end
     end
+    -- A VirtualServer upstream's max-conns: the full peers count as tried.
+    local avoid = upstream_fields.excluded(host, peers, tried) or tried
     local peer
     if host.random then
-        peer = choose_random(peers, host, tried)
+        peer = choose_random(peers, host, avoid)
     elseif host.hash then
-        peer = choose_hash(peers, host, tried)
+        peer = choose_hash(peers, host, avoid)
     else
-        peer = choose(peers, host, tried)
+        peer = choose(peers, host, avoid)
     end
     if peer == nil then
-        return ngx.exit(ngx.HTTP_BAD_GATEWAY)
+        return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
     end
     tried[peer[3]] = true
     ctx.ferryman_peer = peer
