@@ -101,7 +101,8 @@ end
 -- The access phase, once the route chose the upstream: NIC's
 -- client_max_body_size (413), keepalive 0 (Connection: close unless an
 -- upgrade, NIC's $vs_connection_header), tls.enable (proxy_pass https://, to
--- an upstream of its own: kept TLS connections never serve a plain request).
+-- an upstream of its own: kept TLS connections never serve a plain request;
+-- with an egressMTLS certificate, to one that keeps none).
 function _M.on_route(upstream)
     local var = ngx.var
     local limit = upstream.body_max
@@ -118,7 +119,12 @@ function _M.on_route(upstream)
         var.ferryman_h_connection = "close"
     end
     if upstream.tls then
-        var.ferryman_upstream_target = "https://ferryman_backend_tls"
+        -- A connection opened with an egressMTLS client certificate is never
+        -- kept: NGINX's pool is per peer address, so it would carry the next
+        -- request to that peer, whatever certificate that one's route names.
+        var.ferryman_upstream_target = var.ferryman_egress_cert ~= ""
+                and "https://ferryman_backend_mtls"
+            or "https://ferryman_backend_tls"
     end
 end
 
