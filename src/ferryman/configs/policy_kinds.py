@@ -8,10 +8,17 @@ kinds apart; the translator).
 
 from __future__ import annotations
 
-from ferryman.configs import policy_access, policy_auth, policy_cors, policy_rate
+from ferryman.configs import (
+    policy_access,
+    policy_auth,
+    policy_cors,
+    policy_external,
+    policy_rate,
+)
 from ferryman.configs.policy_base import Enforced, Translator
 from ferryman.resources.policy import AccessControl, APIKey, BasicAuth
 from ferryman.resources.policy_cors import CORS
+from ferryman.resources.policy_external_auth import ExternalAuth
 from ferryman.resources.policy_rate_limit import RateLimit
 
 TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
@@ -20,4 +27,5 @@ TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
     BasicAuth: (policy_auth.Basic, policy_auth.translate_basic),
     APIKey: (policy_auth.Keys, policy_auth.translate_api_key),
     CORS: (policy_cors.Cors, policy_cors.translate),
+    ExternalAuth: (policy_external.External, policy_external.translate),
 }

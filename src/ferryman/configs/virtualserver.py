@@ -385,4 +385,5 @@ def vs_records(
         # CORS is written into NIC's locations only: not for requests no route matches.
         items.items.append("S|" + items.reference(spec, route_only=frozenset("c")))
     record = " ".join([redirect, *b.items, *items.items])
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes)
+    backends = frozenset(b.backends | items.backends)
+    return VSRecords(host, record, backends, tuple(b.warnings), routes)

@@ -19,8 +19,9 @@ local KINDS = {
     a = require("ferryman_policy_access"),
     b = require("ferryman_policy_basic"),
     k = require("ferryman_policy_apikey"),
+    x = require("ferryman_policy_external"),
 }
-local ORDER = { "r", "a", "b", "k" }
+local ORDER = { "r", "a", "b", "k", "x" }
 
 local _M = {}
 
