@@ -12,6 +12,7 @@ local dict = ngx.shared.ferryman_limits
 local decode_base64 = ngx.decode_base64
 local floor, lower, match = math.floor, string.lower, string.match
 local tonumber = tonumber
+local sub, re_find = string.sub, ngx.re.find
 
 local _M = {}
 
@@ -32,7 +33,7 @@ local function limit_of(text)
     end
     local zone = decode_base64(f[1])
     local delay = tonumber(f[5])
-    return {
+    local limit = {
         zone = zone,
         -- NIC's zone name, for the log lines NGINX would write.
         name = "pol_rl_" .. string.gsub(zone, "[/-]", "_") .. "_vs",
@@ -41,9 +42,21 @@ local function limit_of(text)
         burst = tonumber(f[4]) * 1000,
         delay = delay < 0 and NO_DELAY or delay * 1000,
         variable = f[6] ~= "" and decode_base64(f[6]) or nil,
-        match = f[6] ~= "" and lower(decode_base64(f[7])) or nil,
         default = f[8] == "1",
     }
+    if limit.variable then
+        -- NIC's map value: "~regex" (case-sensitive), "~*regex", else a string
+        -- NGINX's map matches ignoring case.
+        local value = decode_base64(f[7])
+        if sub(value, 1, 2) == "~*" then
+            limit.match, limit.regex = sub(value, 3), "joi"
+        elseif sub(value, 1, 1) == "~" then
+            limit.match, limit.regex = sub(value, 2), "jo"
+        else
+            limit.match = lower(value)
+        end
+    end
+    return limit
 end
 
 function _M.decode(f)
@@ -148,8 +161,14 @@ local function applies(config, set)
     local matched = {}
     for _, limit in ipairs(config.limits) do
         if limit.variable then
-            local value = lower(vars.value(limit.variable, set))
-            if value == limit.match then
+            local value = vars.value(limit.variable, set) or ""
+            local hit
+            if limit.regex then
+                hit = re_find(value, limit.match, limit.regex) ~= nil
+            else
+                hit = lower(value) == limit.match
+            end
+            if hit then
                 on[limit] = true
                 matched[limit.variable] = true
             end
