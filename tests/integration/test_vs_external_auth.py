@@ -140,13 +140,15 @@ def test_auth_request_answers_and_what_the_service_is_sent(
     assert f.get("cafe.test", "/open", headers=_bearer("no")).status == 403
     assert f.get("cafe.test", "/open", headers=_bearer("boom")).status == 500
     auth.seen.clear()
-    r = f.get("cafe.test", "/open?q=1", method="POST", content=b"secret", headers=_bearer("ok"))
+    headers = {**_bearer("ok"), "Proxy": "http://evil"}
+    r = f.get("cafe.test", "/open?q=1", method="POST", content=b"secret", headers=headers)
     assert r.served_by == "b"
     (seen,) = auth.seen
     assert (seen["method"], seen["path"], seen["body"]) == ("GET", "/check", b"")
     h = seen["headers"]
     assert h["authorization"] == "Bearer ok" and h["host"] == "cafe.test"
     assert h["x-scheme"] == "http" and h["content-length"] == "0"
+    assert h["x-forwarded-for"] == "127.0.0.1" and "proxy" not in h
     # The subrequests' peer counts (least_conn, GET /in-flight) are given back.
     assert in_flight(f).peers.get(f"127.0.0.1:{auth.port}", 0) == 0
     assert f.reloads() == 1
