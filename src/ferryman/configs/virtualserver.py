@@ -351,4 +351,5 @@ def vs_records(
     record = " ".join([redirect, *b.items, *items.items])
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes, check)
+    backends = frozenset(b.backends | items.backends)
+    return VSRecords(host, record, backends, tuple(b.warnings), routes, check)

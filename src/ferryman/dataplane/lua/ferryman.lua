@@ -145,6 +145,10 @@ local function peers_for(key)
     return peers
 end
 
+-- externalAuth's subrequests are balanced over a Service's endpoints too.
+local external_auth = require("ferryman_policy_external")
+external_auth.peers_for = peers_for
+
 local NONE = {}
 
 local function host_entry(host)
@@ -645,11 +649,16 @@ function _M.body_filter()
     end
 end
 
-function _M.log()
-    local ctx = ngx.ctx
+local function release(ctx)
     if ctx.ferryman_counted then
         counters:incr(ctx.ferryman_peer[5], -1, 0)
+        ctx.ferryman_counted = false
     end
+end
+external_auth.release = release
+
+function _M.log()
+    release(ngx.ctx)
 end
 
 local function certificate_pair(id)
