@@ -231,3 +231,18 @@ def test_the_slow_path_routes_a_host_with_policies_like_match(
     if module:
         after = fast_path_counts(f)
         assert (after[0] - before[0], after[1] - before[1]) == (0, len(answers))
+
+
+def test_wildcard_and_catch_all_hosts_with_policies(ferryman: Ferryman, backends: Backends) -> None:
+    start(
+        ferryman,
+        backends,
+        policy("local", accessControl={"deny": ["127.0.0.0/8"]}),
+        guarded_ingress("wild", "*.wild.test", "local"),
+        ingress(
+            "any", [rule(None, path("/any", "app"))], annotations={"nginx.org/policies": "local"}
+        ),
+    )
+    assert status(ferryman, "a.wild.test", "/app") == 403
+    assert status(ferryman, "unknown.test", "/any") == 403
+    assert served_by(ferryman, PLAIN, "/any") == "pod0"  # a named host: its own routes
