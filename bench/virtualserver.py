@@ -13,6 +13,8 @@
 - a VirtualServer host (``vs3.bench.test/p0``) with an externalAuth Policy whose
   auth service is the same backends (``/auth`` answers 200): a subrequest per
   request, what NIC's auth_request costs too;
+- an Ingress host (``app1.bench.test/p0``) with ``nginx.org/policies`` naming the
+  accessControl Policy: the Lua slow path matching Ingress paths, then the policy;
 - a hand-written NGINX configuration for the same route (bench/run.py's).
 
 wrk ``-t2 -c64`` against each, back to back per round with the order rotating;
@@ -98,6 +100,9 @@ def main() -> None:
         ports = (backends.ports[0], backends.ports[1])
         f = Ferryman(work / "ferryman")
         write_yaml(f.manifests / "app0.yaml", ingress_docs(0, ports))
+        guarded_ingress = ingress_docs(1, ports)
+        guarded_ingress[0]["metadata"]["annotations"] = {"nginx.org/policies": "local"}
+        write_yaml(f.manifests / "app1.yaml", guarded_ingress)
         write_yaml(f.manifests / "vs0.yaml", [_virtual_server("vs0", "vs0.bench.test", False)])
         write_yaml(f.manifests / "vs1.yaml", [_virtual_server("vs1", "vs1.bench.test", True)])
         guarded = _virtual_server("vs2", "vs2.bench.test", False)
@@ -112,6 +117,7 @@ def main() -> None:
         master = int((f.workdir / "state" / "nginx.pid").read_text())
         targets = {
             "ingress_fast_path": (f.http_port, "app0.bench.test", master),
+            "ingress_policies": (f.http_port, "app1.bench.test", master),
             "virtualserver_pass": (f.http_port, "vs0.bench.test", master),
             "virtualserver_match_split": (f.http_port, "vs1.bench.test", master),
             "virtualserver_policies": (f.http_port, "vs2.bench.test", master),

@@ -9,6 +9,7 @@ from typing import Any
 
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
+from ferryman.resources.nic_route import PolicyRef
 
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 SSL_REDIRECT_ANNOTATION = "nginx.org/ssl-redirect"
@@ -88,6 +89,7 @@ class Ingress:
     tls: tuple[TLS, ...]
     balancing: Balancing = Balancing()
     warnings: tuple[str, ...] = ()  # accepted, but worth an event
+    policies: tuple[PolicyRef, ...] = ()  # nginx.org/policies, in order
 
     @property
     def ssl_redirect(self) -> bool:
@@ -325,4 +327,21 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         tls=tuple(tls),
         balancing=balancing,
         warnings=tuple(warnings),
+        policies=policy_refs(meta.annotations.get(POLICIES_ANNOTATION, ""), meta.namespace),
     )
+
+
+POLICIES_ANNOTATION = "nginx.org/policies"
+
+
+def policy_refs(value: str, namespace: str) -> tuple[PolicyRef, ...]:
+    """NIC's reading of ``nginx.org/policies``: comma-separated ``[namespace/]name``,
+    a name without namespace in the Ingress's, each Policy once, in order."""
+    seen: dict[PolicyRef, None] = {}
+    for part in value.split(","):
+        name = part.strip()
+        if not name:
+            continue
+        ns, _, rest = name.rpartition("/")
+        seen.setdefault(PolicyRef(rest, ns or namespace), None)
+    return tuple(seen)

@@ -13,7 +13,8 @@
 -- record without routes (so the fast path, the module's or Lua's, hands all its
 -- requests to the slow path) and a V record, which the module never receives:
 -- ferryman.configs.virtualserver documents it, ferryman_vs.lua routes with it
--- (ferryman.configs.vs_routes is the reference).
+-- (ferryman.configs.vs_routes is the reference). An Ingress host with Policies
+-- is written the same way, its V record starting with "I" (ferryman_ingress).
 --
 -- Records live in the shared dict "ferryman" (it survives reloads). Each worker
 -- decodes what it needs and drops its copies when the dict's version moves, so a
@@ -36,6 +37,7 @@ local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
 local mtls = require("ferryman_mtls")
 local upstream_fields = require("ferryman_vs_upstream")
+local guarded_ingress = require("ferryman_ingress")
 local flights = require("ferryman_in_flight")
 
 local store = ngx.shared.ferryman
@@ -499,7 +501,13 @@ local function vs_of(entry)
     local vs = entry.vs
     if vs == nil then
         local raw = store:get("V:" .. entry.key)
-        vs = raw and virtual_servers.decode(raw) or false
+        if raw and string.sub(raw, 1, 2) == "I " then
+            -- An Ingress host with Policies (ferryman_ingress).
+            vs = guarded_ingress.decode(raw)
+            vs.ingress = true
+        else
+            vs = raw and virtual_servers.decode(raw) or false
+        end
         entry.vs = vs
     end
     return vs
@@ -540,7 +548,13 @@ function _M.route()
     end
     mtls.check(store, entry, host)
     local vs = vs_of(entry)
-    if vs then
+    local routing = entry
+    if vs and vs.ingress then
+        if guarded_ingress.failed(vs) then
+            return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
+        end
+        routing = vs
+    elseif vs then
         return vs_route(entry, vs)
     end
     if entry.redirect and ngx.var.scheme == "http" then
@@ -548,7 +562,10 @@ function _M.route()
         local authority = port == "443" and host or (host .. ":" .. port)
         return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
     end
-    local backend = match(entry, ngx.var.uri)
+    local backend = match(routing, ngx.var.uri)
+    if routing ~= entry then
+        guarded_ingress.enforce(routing, backend)
+    end
     if backend == nil then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end

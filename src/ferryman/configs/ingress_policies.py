@@ -1,0 +1,90 @@
+"""Policies on an Ingress (NIC's ``nginx.org/policies`` annotation), with no reload.
+
+NIC attaches them at server level for every host of the Ingress (its
+``specContext``) and allows only some kinds there (``IsPolicySupportedOnIngress``:
+accessControl, cors, externalAuth, ingressMTLS, egressMTLS, waf). A Policy of
+any other kind, or one missing or invalid, makes every request of the
+Ingress's hosts answer 500 (NIC's server-level ``return 500``) and the Ingress
+``Warning`` with NIC's message; the first such reference ends the list.
+
+The module routes Ingress hosts from their H record and cannot enforce
+policies, so a host with policies is written as a stub H record (no route, no
+default backend: every request goes to the Lua slow path, as a
+VirtualServer's) and a ``V`` record only Lua reads:
+
+``I <matched> <unmatched> <default> <item> ...`` (fields split by one space):
+``<matched>``, the P items (``vs_policies``) a request matching a path
+enforces, ``<unmatched>`` those of one no path matches (NIC writes CORS
+headers into locations only), ``,``-separated, ``!`` to answer 500, ``-`` for
+none; ``<default>`` the defaultBackend or ``-``; items ``E|<path>|<backend>``
+(Exact), ``L|<path>|<backend>`` (Prefix) and ``P|<letter>|<fields>`` (policy
+configurations, numbered from 1 in order). ``dataplane/lua/ferryman_ingress.lua``
+decodes it; the paths match as ``routes.match`` says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ferryman.configs.model import VirtualHost
+from ferryman.configs.policy_base import SPEC, Owner
+from ferryman.configs.policy_reads import PolicyReads
+from ferryman.configs.routes import NO_BACKEND, route_tables
+from ferryman.configs.vs_policies import Attached, PolicyItems, attach
+from ferryman.resources.ingress import Ingress
+from ferryman.resources.policy import AccessControl, EgressMTLS, IngressMTLS
+from ferryman.resources.policy_cors import CORS
+from ferryman.resources.policy_external_auth import ExternalAuth
+
+# NIC's allowlist (waf: rejected when the Policy is read, so missing or invalid here).
+ON_INGRESS = (AccessControl, CORS, IngressMTLS, EgressMTLS, ExternalAuth)
+# Of those, the kinds ferryman enforces on VirtualServers only so far: the
+# host's client-certificate (M) record, the auth Service's endpoints and the
+# upstream TLS of a VirtualServer are not written for an Ingress. They fail
+# closed (500, Warning), never served as if the Policy were not there.
+NOT_YET_ON_INGRESS = (IngressMTLS, EgressMTLS, ExternalAuth)
+
+
+def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> Attached:
+    """NIC's generatePolicies for an Ingress: each reference in order, the first
+    missing, invalid or not allowed on Ingress failing every host."""
+    owner = Owner(
+        namespace=ing.meta.namespace,
+        name=ing.meta.name,
+        vs_namespace=ing.meta.namespace,
+        vs_name=ing.meta.name,
+        context=SPEC,
+        tls=bool(ing.tls),
+        ingress_class=ingress_class,
+    )
+    refs = list(ing.policies)
+    for i, ref in enumerate(refs):
+        policy = reads.policy(ref.namespace, ref.name)
+        if policy is None or policy.ingress_class not in ("", ingress_class):
+            break  # attach says so, in NIC's words
+        key = f"{ref.namespace}/{ref.name}"
+        if not isinstance(policy.policy, ON_INGRESS):
+            message = f"Policy {key} is not supported on Ingress resources"
+        elif isinstance(policy.policy, NOT_YET_ON_INGRESS):
+            kind = type(policy.policy).__name__
+            message = f"Policy {key}: {kind} on Ingress resources is not enforced yet (ferryman)"
+        else:
+            continue
+        before = attach(refs[:i], owner, reads)
+        if before.error:
+            return before
+        return Attached({}, (*before.warnings, message), True)
+    return attach(refs, owner, reads)
+
+
+def ingress_routing(vh: VirtualHost, attached: Attached) -> tuple[VirtualHost, str]:
+    """The stub H record's host and the V record for a host with policies."""
+    items = PolicyItems()
+    matched = items.reference(attached) or "-"
+    unmatched = items.reference(attached, route_only=frozenset("c")) or "-"
+    exact, prefix = route_tables(vh.routes)
+    fields = ["I", matched, unmatched, vh.default_backend or NO_BACKEND]
+    fields += [f"E|{p}|{b}" for p, b in sorted(exact.items())]
+    fields += [f"L|{p}|{b}" for p, b in sorted(prefix.items())]
+    fields += items.items
+    return replace(vh, routes=(), default_backend=None), " ".join(fields)
