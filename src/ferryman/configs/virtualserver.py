@@ -69,6 +69,7 @@ from ferryman.configs.policy_base import ROUTE, SPEC, SUBROUTE, Owner
 from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads, SecretRead
 from ferryman.configs.vs_delegation import Delegated
+from ferryman.configs.vs_fast import FastRoute, fast_record
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_routes import Location, source_variable, unquote
 from ferryman.resources.meta import ObjectRef
@@ -119,6 +120,7 @@ class VSRecords:
     # The VirtualServerRoutes served, each with its own warnings.
     routes: Mapping[ObjectRef, tuple[str, ...]]
     client_check: str | None = None  # the M record (ingressMTLS), None: none
+    fast: str | None = None  # the F record (``vs_fast``), None: none
 
 
 def b64(text: str) -> str:
@@ -138,6 +140,9 @@ class _Builder:
         self.items: list[str] = []
         self.backends: set[BackendKey] = set()
         self.count = 0  # upstreams in the record so far
+        # The same upstreams and routes for the F record (``vs_fast``).
+        self.fast_upstreams: list[tuple[BackendKey, Upstream]] = []
+        self.fast_routes: list[FastRoute] = []
         # The upstream names the routes being built use: the VirtualServer's, or
         # a VirtualServerRoute's while its subroutes are built (``owner``).
         self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
@@ -169,6 +174,7 @@ class _Builder:
         where = f"spec.upstreams[{i}]"
         key = backend_key(u.service_namespace or namespace, u.service, str(u.port))
         self.backends.add(key)
+        self.fast_upstreams.append((key, u))
         lb = u.lb_method
         hash_key = lb.hash_key if lb else ""
         if lb and lb.method == "hash":
@@ -274,6 +280,7 @@ class _Builder:
             + self.action(f"{where}.errorPages[{p_i}]", page.response)
             for p_i, page in enumerate(r.error_pages)
         )
+        enforced = self.policy_items.reference(effective(self.spec, policies))
         fields = [
             "R",
             _MODIFIERS[loc.modifier],
@@ -282,9 +289,10 @@ class _Builder:
             ";".join(matches),
             default,
             pages,
-            self.policy_items.reference(effective(self.spec, policies)),
+            enforced,
         ]
         self.items.append("|".join(fields))
+        self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams))
 
 
 def location(r: Route) -> Location:
@@ -389,4 +397,5 @@ def vs_records(
     record = " ".join([redirect, *b.items, *items.items])
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes, check)
+    fast = fast_record(vs, b.fast_upstreams, b.fast_routes)
+    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes, check, fast)

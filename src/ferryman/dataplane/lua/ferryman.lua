@@ -8,6 +8,7 @@
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
 --   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
 --   M\t<host>\t<verify> <depth> <id> <CAs> [<CRL>]  client certificates (ferryman_mtls)
+--   F\t<host>\t1 u ... l ...                  VirtualServer routes the module serves
 -- ferryman.configs.routes documents the host record and holds the reference
 -- implementation of the path matching done here. A VirtualServer host has an H
 -- record without routes (so the fast path, the module's or Lua's, hands all its
@@ -709,8 +710,9 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- a value the other lost (a failed safe_set may already have dropped the old
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
-    -- The module routes Ingress hosts only: it holds H and E records.
-    if kind ~= "H" and kind ~= "E" then
+    -- The module holds what it routes with: H, E and F (VirtualServer routes
+    -- it serves itself, ferryman.configs.vs_fast) records.
+    if kind ~= "H" and kind ~= "E" and kind ~= "F" then
         module = nil
     end
     if value == "" then
@@ -765,7 +767,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHCVM])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCVMF])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))
