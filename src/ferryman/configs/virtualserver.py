@@ -4,9 +4,10 @@ A VirtualServer host is two records:
 
 - ``H`` (``configs/routes.py``), a stub with no route: the host's certificate
   for the TLS handshake, and the name ngx_http_ferryman_module finds, so the
-  module's fast path (which routes Ingress hosts only) finds no route and hands
-  every request of the host to the Lua slow path, and never lets a request for
-  it fall through to a wildcard's or the catch-all's Ingress routes;
+  module never lets a request for it fall through to a wildcard's or the
+  catch-all's Ingress routes; the module routes the host only by its ``F``
+  record (``vs_fast``: the routes it serves in C, written beside ``V`` from the
+  same routes) and hands every other request to the Lua slow path;
 - ``V``, its routing, which only the Lua router reads (the module never sees it):
 
   ``<redirect> <item> <item> ...`` (fields split by one space), where

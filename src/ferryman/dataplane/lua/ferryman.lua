@@ -11,10 +11,12 @@
 --   F\t<host>\t1 u ... l ...                  VirtualServer routes the module serves
 -- ferryman.configs.routes documents the host record and holds the reference
 -- implementation of the path matching done here. A VirtualServer host has an H
--- record without routes (so the fast path, the module's or Lua's, hands all its
--- requests to the slow path) and a V record, which the module never receives:
+-- record without routes (so Lua's fast path hands all its requests to the slow
+-- path) and a V record, which the module never receives:
 -- ferryman.configs.virtualserver documents it, ferryman_vs.lua routes with it
--- (ferryman.configs.vs_routes is the reference).
+-- (ferryman.configs.vs_routes is the reference). Its F record gives the module
+-- the routes it serves itself (ferryman.configs.vs_fast); it hands the others
+-- to the slow path.
 --
 -- Records live in the shared dict "ferryman" (it survives reloads). Each worker
 -- decodes what it needs and drops its copies when the dict's version moves, so a

@@ -6,12 +6,15 @@
  * fixed cost alone kept a Lua balancer at 0.91-0.95 of a hand-written NGINX
  * configuration's throughput. This module does the whole per-request work of
  * a proxied request without entering Lua: it finds the virtual host, matches
- * the path with Kubernetes' rules and picks the peer.
+ * the path with Kubernetes' rules (or, for a VirtualServer host, with NGINX's
+ * location precedence and NIC's matches and splits: ngx_http_ferryman_vs.c)
+ * and picks the peer.
  *
  * Data: the Lua push handler (dataplane/lua/ferryman.lua) hands every virtual
- * host (H) and endpoint set (E) record to ngx_http_ferryman_put() through
- * LuaJIT's FFI (NGINX loads modules with RTLD_GLOBAL, so ffi.C finds the
- * symbols) and calls ngx_http_ferryman_commit() once a push is complete.
+ * host (H), endpoint set (E) and VirtualServer route (F) record to
+ * ngx_http_ferryman_put() through LuaJIT's FFI (NGINX loads modules with
+ * RTLD_GLOBAL, so ffi.C finds the symbols) and calls
+ * ngx_http_ferryman_commit() once a push is complete.
  * Records live in the shared zone "ferryman_fast" as the text ferryman sent
  * (grammar: configs/routes.py, dataplane/lua/ferryman.lua). Each worker
  * decodes what its requests need into a cache it drops when the zone's
