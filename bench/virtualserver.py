@@ -11,6 +11,9 @@
   the client's address, for every request: the bucket every worker locks; a rate
   and burst no run reaches) and an accessControl Policy allowing the loopback: what a
   request's policies add to the slow path;
+- a VirtualServer host (``vs3.bench.test/p0``) with an externalAuth Policy whose
+  auth service is the same backends (``/auth`` answers 200): a subrequest per
+  request, what NIC's auth_request costs too;
 - a hand-written NGINX configuration for the same route (bench/run.py's).
 
 wrk ``-t2 -c64`` against each, back to back per round with the order rotating;
@@ -55,6 +58,7 @@ def _policies() -> list[dict[str, Any]]:
     return [
         policy("limit", rateLimit=limit),
         policy("local", accessControl={"allow": ["127.0.0.0/8"]}),
+        policy("ext", externalAuth={"authURI": "/auth", "authServiceName": "app0"}),
     ]
 
 
@@ -100,6 +104,9 @@ def main() -> None:
         guarded = _virtual_server("vs2", "vs2.bench.test", False)
         guarded["spec"]["policies"] = [{"name": "limit"}, {"name": "local"}]
         write_yaml(f.manifests / "vs2.yaml", [*_policies(), guarded])
+        authed = _virtual_server("vs3", "vs3.bench.test", False)
+        authed["spec"]["policies"] = [{"name": "ext"}]
+        write_yaml(f.manifests / "vs3.yaml", [authed])
         f.start()
         port = free_port()
         plain = _hand_written(work, port, ports)
@@ -109,6 +116,7 @@ def main() -> None:
             "virtualserver_pass": (f.http_port, "vs0.bench.test", master),
             "virtualserver_match_split": (f.http_port, "vs1.bench.test", master),
             "virtualserver_policies": (f.http_port, "vs2.bench.test", master),
+            "virtualserver_external_auth": (f.http_port, "vs3.bench.test", master),
             "hand_written": (port, "app0.bench.test", plain.pid),
         }
         try:

@@ -207,10 +207,14 @@ class KubernetesMode:
         from ferryman.report.kubernetes import external_addresses
 
         while True:
-            addresses = self.settings.ingress_addresses
+            # NIC: ports come from the external Service only.
+            addresses, ports = self.settings.ingress_addresses, ""
             if self.settings.external_service:
-                addresses = await external_addresses(self.client, self.settings.external_service)
+                addresses, ports = await external_addresses(
+                    self.client, self.settings.external_service
+                )
             controller.set_addresses(addresses)
+            self.reporter.set_external_endpoints(addresses, ports)
             if not self.settings.external_service:
                 return
             await asyncio.sleep(10)

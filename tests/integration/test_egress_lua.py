@@ -94,9 +94,13 @@ class Seen:
 
     sni: list[str | None] = field(default_factory=list)
     client: list[str] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)  # the client's, per request
 
 
-def _backend(tmp: Path, seen: Seen) -> ThreadingHTTPServer:
+def _backend(tmp: Path, seen: Seen, keep_alive: bool = False) -> ThreadingHTTPServer:
+    """A TLS backend requiring a client certificate of egress-client-ca; each
+    request's certificate name in ``seen.client``; ``keep_alive``: HTTP/1.1 (its
+    connections may be kept and reused), else one request per connection."""
     server_cert = issue("backend-ca", "secure-app.example.com", server=True)
     (tmp / "server.crt").write_bytes(server_cert.cert_pem)
     (tmp / "server.key").write_bytes(server_cert.key_pem)
@@ -112,10 +116,13 @@ def _backend(tmp: Path, seen: Seen) -> ThreadingHTTPServer:
     ctx.sni_callback = on_sni
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_GET(self) -> None:
             cert = self.connection.getpeercert()  # type: ignore[attr-defined]
             cn = dict(x[0] for x in cert["subject"])["commonName"] if cert else ""
             seen.client.append(cn)
+            seen.ports.append(self.client_address[1])
             body = json.dumps({"client": cn}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))

@@ -49,7 +49,9 @@ def test_status_waits_for_the_records_then_says_valid(tmp_path: Path) -> None:
     assert kit.resource_statuses == [(REF, "Valid", "AddedOrUpdated", message)]
     records = kit.dataplane.records
     assert records[("H", "cafe.test")] == "- 0 - rr:1:10"  # the stub: no route for the module
-    assert records[("V", "cafe.test")].startswith("- U|default/app:80|rr|1|10|-|-|-|0| R|P|")
+    assert records[("V", "cafe.test")].startswith(
+        "- U|default/app:80|rr|1|10|-|-|-|0||0.-.-.-.- R|P|"
+    )
     assert records[("E", "default/app:80")] == "10.0.0.1#8080"
 
 

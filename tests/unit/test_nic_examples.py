@@ -36,18 +36,6 @@ NOT_SUPPORTED = {
         "GlobalConfiguration",
     ),
     "custom-listeners/cafe-virtual-server.yaml/cafe": ("spec.listener", "GlobalConfiguration"),
-    "external-auth-oauth2/basic-auth-policy.yaml/external-auth-basic-policy": (
-        "spec.externalAuth",
-        "external service",
-    ),
-    "external-auth-oauth2/oauth2-policy.yaml/external-auth-oauth2-policy": (
-        "spec.externalAuth",
-        "external service",
-    ),
-    "external-auth/basic-auth-policy.yaml/external-auth-basic-policy": (
-        "spec.externalAuth",
-        "external service",
-    ),
     "jwks/jwks.yaml/jwt-policy": ("spec.jwt.jwksURI", "put the JWKS in a Secret"),
     "session-persistence/cafe-vs-with-session-cookie.yml/cafe": (
         "spec.upstreams[0].sessionCookie",

@@ -77,7 +77,6 @@ def test_exactly_one_policy() -> None:
         ("oidc", "OpenID Connect needs NGINX Plus"),
         ("waf", "NGINX App Protect WAF is a commercial NGINX Plus module"),
         ("cache", "response caching is not implemented"),
-        ("externalAuth", "authentication by an external service"),
         ("hsts", "the HSTS policy is not implemented"),
     ],
 )

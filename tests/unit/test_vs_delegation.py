@@ -128,12 +128,14 @@ def test_subroutes_get_their_own_upstreams_warnings_and_the_routes_error_pages()
     pages = [{"codes": [502], "return": {"code": 200, "body": "down"}}]
     vs = _vs({"path": "/a", "route": "team/a", "errorPages": pages})
     doc = _vsr("a", "/a", "/a/b", namespace="team")
-    doc["spec"]["upstreams"][0]["keepalive"] = 4
+    doc["spec"]["upstreams"][0]["buffering"] = False
     out = resolve(vs, Reads(doc), "ferryman")
     assert [len(r.error_pages) for r in routed(vs, out.routes)] == [1, 1]
     records = vs_records(vs, None, delegated=out.routes)
     assert records.backends == {"team/svc:80"}  # the VSR's namespace
     assert records.warnings == ()
     assert dict(records.routes) == {
-        out.routes[0].ref: ("spec.upstreams[0].keepalive: not implemented yet, ignored",)
+        out.routes[0].ref: (
+            "spec.upstreams[0].buffering: proxy_buffering takes no variable; ignored",
+        )
     }

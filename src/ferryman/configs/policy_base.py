@@ -53,6 +53,11 @@ class Enforced:
         """The P item's fields after the letter; every user string base64."""
         raise NotImplementedError
 
+    def backends(self) -> tuple[str, ...]:
+        """The Services' backend keys the data plane needs endpoints of (a kind
+        that proxies, like externalAuth, to a Service)."""
+        return ()
+
     def over(self, outer: Enforced) -> Enforced:
         """This route's configuration where the VirtualServer's ``outer`` is of the
         same kind. NGINX's inheritance makes it replace the outer one (the

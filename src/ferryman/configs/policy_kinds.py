@@ -13,6 +13,7 @@ from ferryman.configs import (
     policy_auth,
     policy_cors,
     policy_egress_mtls,
+    policy_external,
     policy_ingress_mtls,
     policy_jwt,
     policy_rate,
@@ -27,6 +28,7 @@ from ferryman.resources.policy import (
     IngressMTLS,
 )
 from ferryman.resources.policy_cors import CORS
+from ferryman.resources.policy_external_auth import ExternalAuth
 from ferryman.resources.policy_rate_limit import RateLimit
 
 TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
@@ -38,4 +40,5 @@ TRANSLATORS: dict[type, tuple[type[Enforced], Translator]] = {
     JWT: (policy_jwt.JWTAuth, policy_jwt.translate),
     IngressMTLS: (policy_ingress_mtls.ClientCerts, policy_ingress_mtls.translate),
     EgressMTLS: (policy_egress_mtls.Egress, policy_egress_mtls.translate),
+    ExternalAuth: (policy_external.External, policy_external.translate),
 }

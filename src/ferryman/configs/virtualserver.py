@@ -14,20 +14,23 @@ A VirtualServer host is two records:
   ``<redirect>`` is ``-`` or ``<code>:<s|x>`` (tls.redirect, based on the
   scheme or X-Forwarded-Proto), and each item is an upstream or a route:
 
-  - ``U|<backend>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>|<key>``
+  - ``U|<backend>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>|``
+    ``<key>|<fields>``
     (balancing ``rr``, ``lc``, ``r`` random, ``r2`` random two least_conn,
     ``ip`` ip_hash, ``h`` hash and ``hc`` hash consistent of ``key``; times in s,
-    ``-`` when unset; upstreams are numbered from 1 in order);
+    ``-`` when unset; ``fields``: ``configs/vs_upstream.py``; upstreams are
+    numbered from 1 in order);
   - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>|<policies>``:
     ``=``, ``^~``, prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
     ``<default>``: ``,``-separated ``<weight>:<action>``; an action is
-    ``p.<upstream>.<rewritePath>.<set>.<add>.<hide>.<drop>`` (pass, or proxy:
-    the rewrite, the request headers to set, ``^``-separated ``<name>~<value>``,
-    the response headers to add, ``<name>~<value>~<always 0|1>``, and to hide,
-    ``^``-separated names, and ``1`` to drop the client's headers; each may be
-    empty),
+    ``p.<upstream>.<rewritePath>.<set>.<add>.<hide>.<drop>.<pass>.<ignore>`` (pass,
+    or proxy: the rewrite, the request headers to set, ``^``-separated
+    ``<name>~<value>``, the response headers to add, ``<name>~<value>~<always 0|1>``,
+    and to hide, ``^``-separated names, ``1`` to drop the client's headers, and
+    the response headers to pass and to ignore, ``^``-separated names
+    (``configs/vs_response.py``); each may be empty),
     ``d.<code>.<url>`` (redirect) or
     ``t.<code>.<type>.<body>.<headers>`` (return; headers ``^``-separated
     ``<name>~<value>``); ``<errorPages>``: ``;``-separated ``<codes>><action>``,
@@ -72,7 +75,9 @@ from ferryman.configs.policy_reads import PolicyReads, SecretRead
 from ferryman.configs.vs_delegation import Delegated
 from ferryman.configs.vs_fast import FastRoute, fast_record
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
+from ferryman.configs.vs_response import UNIGNORABLE, unignorable
 from ferryman.configs.vs_routes import Location, source_variable, unquote
+from ferryman.configs.vs_upstream import unsupported, upstream_fields
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
@@ -91,22 +96,6 @@ _BALANCING = {
     "random two least_conn": "r2",
     "ip_hash": "ip",
 }
-# Request headers ferryman's proxy configuration sets (request-headers.conf.tmpl):
-# a VirtualServer cannot override them yet.
-_FERRYMAN_HEADERS = frozenset(
-    [
-        "host",
-        "connection",
-        "upgrade",
-        "x-real-ip",
-        "x-forwarded-for",
-        "x-forwarded-host",
-        "x-forwarded-port",
-        "x-forwarded-proto",
-        "proxy",
-        "forwarded",
-    ]
-)
 # NIC's defaults on open-source NGINX where ferryman's differ from NGINX's own.
 _MAX_FAILS = 1
 _FAIL_TIMEOUT_MS = 10_000
@@ -182,24 +171,8 @@ class _Builder:
             balancing = "hc" if lb.consistent else "h"
         else:
             balancing = _BALANCING[lb.method if lb else "round_robin"]
-        unsupported = {
-            "subselector": bool(u.subselector),
-            "max-conns": u.max_conns is not None,
-            "keepalive": u.keepalive is not None,
-            "next-upstream": bool(u.next_upstream) and set(u.next_upstream) != {"error", "timeout"},
-            "next-upstream-timeout": u.next_upstream_timeout_ms is not None,
-            "buffering": u.buffering is not None,
-            "buffers": u.buffers is not None,
-            "buffer-size": u.buffer_size is not None,
-            "busy-buffers-size": u.busy_buffers_size is not None,
-            "client-max-body-size": u.client_max_body_size is not None,
-            "client-body-buffer-size": u.client_body_buffer_size is not None,
-            "tls": u.tls,
-            "type": u.type != "http",
-        }
-        for field, used in unsupported.items():
-            if used:
-                self.warn(f"{where}.{field}", "not implemented yet, ignored")
+        for field, why in unsupported(u).items():
+            self.warn(f"{where}.{field}", why)
         fields = [
             "U",
             key,
@@ -211,6 +184,7 @@ class _Builder:
             _seconds(u.send_timeout_ms),
             str(u.next_upstream_tries),
             b64(hash_key),
+            upstream_fields(u),
         ]
         return "|".join(fields)
 
@@ -218,23 +192,9 @@ class _Builder:
         if isinstance(a, Pass):
             return f"p.{self.upstreams[a.upstream]}.."
         if isinstance(a, Proxy):
-            headers = []
-            for i, h in enumerate(a.set_request_headers):
-                if h.name.lower() in _FERRYMAN_HEADERS:
-                    self.warn(
-                        f"{where}.proxy.requestHeaders.set[{i}]",
-                        f"ferryman sets {h.name} itself; not overridden yet",
-                    )
-                else:
-                    headers.append(f"{b64(h.name)}~{b64(unquote(h.value))}")
-            for field, used in (
-                ("pass", bool(a.pass_response_headers)),
-                ("ignore", bool(a.ignore_response_headers)),
-            ):
-                if used:
-                    self.warn(
-                        f"{where}.proxy.responseHeaders.{field}", "not implemented yet, ignored"
-                    )
+            headers = [f"{b64(h.name)}~{b64(unquote(h.value))}" for h in a.set_request_headers]
+            for i, name in unignorable(a.ignore_response_headers):
+                self.warn(f"{where}.proxy.responseHeaders.ignore[{i}]", f"{name} {UNIGNORABLE}")
             add = "^".join(
                 f"{b64(h.name)}~{b64(unquote(h.value))}~{int(h.always)}"
                 for h in a.add_response_headers
@@ -243,7 +203,9 @@ class _Builder:
             rewrite = b64(a.rewrite_path)
             up = self.upstreams[a.upstream]
             drop = "" if a.pass_request_headers else "1"
-            return f"p.{up}.{rewrite}.{'^'.join(headers)}.{add}.{hide}.{drop}"
+            passed = "^".join(b64(name) for name in a.pass_response_headers)
+            ignored = "^".join(b64(name) for name in a.ignore_response_headers)
+            return f"p.{up}.{rewrite}.{'^'.join(headers)}.{add}.{hide}.{drop}.{passed}.{ignored}"
         if isinstance(a, Redirect):
             return f"d.{a.code}.{b64(a.url)}"
         added = "^".join(f"{b64(h.name)}~{b64(h.value)}" for h in a.headers)
@@ -399,4 +361,5 @@ def vs_records(
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
     fast = fast_record(vs, b.fast_upstreams, b.fast_routes)
-    return VSRecords(host, record, frozenset(b.backends), tuple(b.warnings), routes, check, fast)
+    backends = frozenset(b.backends | items.backends)
+    return VSRecords(host, record, backends, tuple(b.warnings), routes, check, fast)

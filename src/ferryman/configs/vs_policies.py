@@ -94,6 +94,7 @@ class PolicyItems:
     def __init__(self) -> None:
         self.items: list[str] = []
         self._numbers: dict[str, int] = {}
+        self.backends: set[str] = set()  # the Services the items proxy to
 
     def reference(self, attached: Attached, *, route_only: frozenset[str] = frozenset()) -> str:
         """A route's (or S item's) field; ``route_only``: letters left out (the
@@ -105,6 +106,7 @@ class PolicyItems:
             if config.letter in route_only:
                 continue
             item = config.item()
+            self.backends.update(config.backends())
             if item not in self._numbers:
                 self.items.append(item)
                 self._numbers[item] = len(self.items)

@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from lightkube import AsyncClient
 from lightkube.core.exceptions import ApiError
@@ -89,6 +90,8 @@ class KubernetesReporter:
         self._wanted: dict[ObjectRef, tuple[str, ...]] = {}
         self._unwritten: dict[ObjectRef, _Event] = {}
         self._instance = instance_name()
+        # NIC's status.externalEndpoints of VirtualServers and VirtualServerRoutes.
+        self._external: list[dict[str, str]] = []
 
     # Reporter protocol
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
@@ -115,6 +118,19 @@ class KubernetesReporter:
         self._resource_wanted[ref] = fields
         if self._leader:
             self._queue.put_nowait(_ResourceStatus(ref, fields))
+
+    def set_external_endpoints(self, addresses: tuple[str, ...], ports: str) -> None:
+        """The addresses Ingress status shows, as NIC writes them into the status
+        of every VirtualServer and VirtualServerRoute (``ports``: NIC's
+        ``[80,443]``, the external Service's ports for HTTP and HTTPS)."""
+        external = [{**_lb_ingress(a), "ports": ports} for a in addresses]
+        if external == self._external:
+            return
+        self._external = external
+        if self._leader:
+            for ref, fields in self._resource_wanted.items():
+                if ref.kind in _ROUTING_KINDS:
+                    self._queue.put_nowait(_ResourceStatus(ref, fields))
 
     def set_leader(self, leader: bool) -> None:
         self._leader = leader
@@ -202,13 +218,17 @@ class KubernetesReporter:
         status = {"state": state, "reason": reason, "message": message}
         if referenced_by is not None:
             status["referencedBy"] = referenced_by
-        if all(have.get(k, "") == v for k, v in status.items()):
+        wanted: dict[str, Any] = dict(status)
+        if s.ref.kind in _ROUTING_KINDS:
+            # NIC omits the list when there is no address (a merge patch's null).
+            wanted["externalEndpoints"] = self._external or None
+        if all(have.get(k) == v or (have.get(k) is None and not v) for k, v in wanted.items()):
             return  # already there (read: a recreated object starts without status)
         # A merge patch of the status subresource: NIC's fields, nothing else touched.
         await self._client.patch(
             resource.Status,
             s.ref.name,
-            {"status": status},
+            {"status": wanted},
             namespace=s.ref.namespace,
             patch_type=PatchType.MERGE,
         )
@@ -220,16 +240,26 @@ def _lb_ingress(address: str) -> dict[str, str]:
     return {"hostname": address}
 
 
-async def external_addresses(client: AsyncClient, service: str) -> tuple[str, ...]:
-    """The addresses of ferryman's own Service: LoadBalancer ingress, else external IPs."""
+_ROUTING_KINDS = frozenset({"VirtualServer", "VirtualServerRoute"})
+
+
+async def external_addresses(client: AsyncClient, service: str) -> tuple[tuple[str, ...], str]:
+    """The addresses of ferryman's own Service: LoadBalancer ingress, else external
+    IPs; and its ports as NIC reports them (those whose targetPort is 80, 443,
+    "http" or "https": ``[80,443]``)."""
     namespace, _, name = service.partition("/")
     try:
         svc = await client.get(Service, name, namespace=namespace)
     except ApiError as e:
         log.warning("external service unreadable", extra={"fields": {"error": str(e)}})
-        return ()
+        return (), ""
+    ports = [
+        str(p.port)
+        for p in (svc.spec.ports or [] if svc.spec else [])
+        if p.targetPort in (80, 443, "http", "https")
+    ]
     lb = svc.status.loadBalancer if svc.status else None
     found = [i.ip or i.hostname or "" for i in (lb.ingress if lb and lb.ingress else [])]
     if not found and svc.spec and svc.spec.externalIPs:
         found = list(svc.spec.externalIPs)
-    return tuple(a for a in found if a)
+    return tuple(a for a in found if a), f"[{','.join(ports)}]"

@@ -266,7 +266,21 @@ POLICY_SPEC = _obj(
         "oidc": _opaque(),
         "waf": _opaque(),
         "cache": _opaque(),
-        "externalAuth": _opaque(),
+        "externalAuth": _obj(
+            {
+                "authURI": _s(),
+                "authServiceName": _s(),
+                "authServicePorts": _arr(_i()),
+                "authSigninURI": _s(),
+                "authSnippets": _s(),
+                "authSigninRedirectBasePath": _s(),
+                "sslEnabled": _b(),
+                "sslVerify": _b(),
+                "sslVerifyDepth": _i(),
+                "trustedCertSecret": _s(),
+                "sniName": _s(),
+            }
+        ),
         "hsts": _opaque(),
     }
 )

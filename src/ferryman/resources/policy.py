@@ -2,7 +2,7 @@
 
 A Policy holds exactly one policy. ferryman parses the ones issue 15 builds
 (accessControl, rateLimit, basicAuth, apiKey, ingressMTLS, egressMTLS, jwt with
-keys from a Secret, cors) and refuses the others by name with its reason,
+keys from a Secret, cors, externalAuth) and refuses the others by name with its reason,
 rather than accept a Policy it would not enforce. Parsed and validated only:
 the controller does not apply Policies yet.
 """
@@ -28,6 +28,11 @@ from ferryman.resources.nic_fields import (
     required,
 )
 from ferryman.resources.policy_cors import CORS, CORS_KEYS, parse_cors
+from ferryman.resources.policy_external_auth import (
+    EXTERNAL_AUTH_KEYS,
+    ExternalAuth,
+    parse_external_auth,
+)
 from ferryman.resources.policy_rate_limit import RateLimit, parse_rate_limit
 
 KIND = "Policy"
@@ -40,6 +45,7 @@ SUPPORTED = (
     "egressMTLS",
     "apiKey",
     "cors",
+    "externalAuth",
 )
 # NIC's policies ferryman does not offer, and why (docs/virtualserver.md says the same).
 NOT_SUPPORTED = {
@@ -47,7 +53,6 @@ NOT_SUPPORTED = {
     "(NIC too offers it only with NGINX Plus)",
     "waf": "NGINX App Protect WAF is a commercial NGINX Plus module",
     "cache": "response caching is not implemented",
-    "externalAuth": "authentication by an external service (auth_request) is not implemented",
     "hsts": "the HSTS policy is not implemented",
 }
 SPEC_KEYS = frozenset({"ingressClassName", *SUPPORTED, *NOT_SUPPORTED})
@@ -107,7 +112,9 @@ class EgressMTLS:
     ssl_name: str = ""
 
 
-PolicyKind = AccessControl | RateLimit | JWT | BasicAuth | APIKey | IngressMTLS | EgressMTLS | CORS
+PolicyKind = (
+    AccessControl | RateLimit | JWT | BasicAuth | APIKey | IngressMTLS | EgressMTLS | CORS
+) | ExternalAuth
 
 
 @dataclass(frozen=True)
@@ -377,6 +384,11 @@ def _cors(spec: Obj) -> CORS | None:
     return None if c is None else parse_cors(c)
 
 
+def _external_auth(spec: Obj) -> ExternalAuth | None:
+    e = spec.obj("externalAuth", EXTERNAL_AUTH_KEYS)
+    return None if e is None else parse_external_auth(e)
+
+
 _PARSERS: dict[str, Callable[[Obj], PolicyKind | None]] = {
     "accessControl": _access_control,
     "rateLimit": parse_rate_limit,
@@ -386,4 +398,5 @@ _PARSERS: dict[str, Callable[[Obj], PolicyKind | None]] = {
     "ingressMTLS": _ingress_mtls,
     "egressMTLS": _egress_mtls,
     "cors": _cors,
+    "externalAuth": _external_auth,
 }

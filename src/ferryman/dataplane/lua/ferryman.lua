@@ -38,6 +38,7 @@ local balancer = require("ngx.balancer")
 local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
 local mtls = require("ferryman_mtls")
+local upstream_fields = require("ferryman_vs_upstream")
 local flights = require("ferryman_in_flight")
 
 local store = ngx.shared.ferryman
@@ -146,6 +147,10 @@ local function peers_for(key)
     end
     return peers
 end
+
+-- externalAuth's subrequests are balanced over a Service's endpoints too.
+local external_auth = require("ferryman_policy_external")
+external_auth.peers_for = peers_for
 
 local NONE = {}
 
@@ -593,6 +598,7 @@ function _M.balance()
         tried = {}
         ctx.ferryman_tried = tried
         first_attempt(host, n)
+        upstream_fields.too_late(host, ctx)
     else
         local previous = ctx.ferryman_peer
         if ctx.ferryman_counted then
@@ -602,17 +608,22 @@ function _M.balance()
         if host.max_fails > 0 then
             counters:incr(previous[4], 1, 0, host.fail_timeout)
         end
+        if upstream_fields.too_late(host, ctx) then
+            return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
+        end
     end
+    -- A VirtualServer upstream's max-conns: the full peers count as tried.
+    local avoid = upstream_fields.excluded(host, peers, tried) or tried
     local peer
     if host.random then
-        peer = choose_random(peers, host, tried)
+        peer = choose_random(peers, host, avoid)
     elseif host.hash then
-        peer = choose_hash(peers, host, tried)
+        peer = choose_hash(peers, host, avoid)
     else
-        peer = choose(peers, host, tried)
+        peer = choose(peers, host, avoid)
     end
     if peer == nil then
-        return ngx.exit(ngx.HTTP_BAD_GATEWAY)
+        return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
     end
     tried[peer[3]] = true
     ctx.ferryman_peer = peer
@@ -641,11 +652,16 @@ function _M.body_filter()
     end
 end
 
-function _M.log()
-    local ctx = ngx.ctx
+local function release(ctx)
     if ctx.ferryman_counted then
         counters:incr(ctx.ferryman_peer[5], -1, 0)
+        ctx.ferryman_counted = false
     end
+end
+external_auth.release = release
+
+function _M.log()
+    release(ngx.ctx)
 end
 
 local function certificate_pair(id)

@@ -21,10 +21,11 @@ local KINDS = {
     j = require("ferryman_jwt"),
     k = require("ferryman_policy_apikey"),
     e = require("ferryman_egress"),
+    x = require("ferryman_policy_external"),
 }
 -- (m, ingressMTLS, is enforced from the host's M record: ferryman_mtls.lua.)
 -- (e, egressMTLS, refuses nothing: it sets the upstream handshake's variables.)
-local ORDER = { "r", "a", "b", "j", "k", "e" }
+local ORDER = { "r", "a", "b", "j", "k", "x", "e" }
 
 local _M = {}
 

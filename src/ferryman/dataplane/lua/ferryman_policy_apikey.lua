@@ -85,9 +85,10 @@ vars.named.apikey_client_name = function(set)
     return set.k and client_of(set.k) or ""
 end
 
+-- NIC's $apikey_auth_token (njs apikey_auth.hash): the supplied value's
+-- SHA-256, hex, also of nothing supplied; rate limits key buckets by it.
 vars.named.apikey_auth_token = function(set)
-    local value = set.k and supplied(set.k) or ""
-    return value ~= "" and hex_sha256(value) or ""
+    return set.k and hex_sha256(supplied(set.k)) or ""
 end
 
 function _M.check(config)

@@ -12,6 +12,7 @@ local policies = require("ferryman_policy")
 local decode_base64 = ngx.decode_base64
 local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
 local re_find = ngx.re.find
+local upstream_fields = require("ferryman_vs_upstream")
 
 local _M = {}
 
@@ -48,8 +49,13 @@ local function action_of(text)
         local rewrite = f[3] and f[3] ~= "" and decode_base64(f[3]) or nil
         local response = nil
         local add, hide = headers_of(f[5]), f[6] and f[6] ~= "" and cut(f[6], "^") or nil
-        if add or hide then
-            response = { add = add or {}, hide = {} }
+        local passed, ignored = upstream_fields.names(f[8]), upstream_fields.names(f[9])
+        local ignore_rate = false
+        for _, name in ipairs(ignored or {}) do
+            ignore_rate = ignore_rate or lower(name) == "x-accel-limit-rate"
+        end
+        if add or hide or passed or ignore_rate then
+            response = { add = add or {}, hide = {}, passed = passed, ignore_rate = ignore_rate }
             for _, name in ipairs(hide or {}) do
                 response.hide[#response.hide + 1] = decode_base64(name)
             end
@@ -140,6 +146,7 @@ function _M.decode(raw)
                 timeouts = (connect or read or send) and { connect, send, read } or nil,
                 tries = tonumber(f[9]) or 0,
             }
+            upstream_fields.decode(f[11], vs.upstreams[#vs.upstreams])
         elseif f[1] == "R" then
             local route = {
                 modifier = MODIFIERS[f[2]],
@@ -368,6 +375,8 @@ function _M.route(vs)
         response = response or {}
         response.add = a.response and a.response.add or NONE
         response.hide = a.response and a.response.hide or NONE
+        response.passed = a.response and a.response.passed
+        response.ignore_rate = a.response and a.response.ignore_rate
         response.errors = route.errors
         ngx.ctx.ferryman_response = response
     end
@@ -384,10 +393,12 @@ function _M.route(vs)
     if a.set_headers then
         -- NIC's proxy_set_header: the value (with its variables) replaces the client's.
         for _, h in ipairs(a.set_headers) do
-            ngx.req.set_header(h[1], expand(h[2]))
+            upstream_fields.set_header(h[1], expand(h[2]))
         end
     end
-    return vs.upstreams[a.upstream]
+    local upstream = vs.upstreams[a.upstream]
+    upstream_fields.on_route(upstream)
+    return upstream
 end
 
 -- The status codes NGINX's add_header applies to without "always".
@@ -427,6 +438,7 @@ function _M.header_filter(response)
         for _, name in ipairs(response.hide) do
             ngx.header[name] = nil
         end
+        upstream_fields.header_filter(response.passed, response.ignore_rate)
     end
     local codes_ok = ADD_HEADER_CODES[ngx.status]
     for _, h in ipairs(response.add) do

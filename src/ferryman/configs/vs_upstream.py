@@ -1,0 +1,98 @@
+"""A VirtualServer upstream's fields evaluated per request (``ferryman_vs_upstream.lua``),
+and those that would need NGINX directives per resource.
+
+The U record's last field (``configs/virtualserver.py``) is
+``<tls>.<max_conns>.<client_max_body_size>.<next_upstream_timeout>.<keepalive>``:
+``1`` for TLS to the backend (``proxy_pass https://``, as NIC writes for
+``tls.enable``), the limits as integers (bytes, milliseconds), ``-`` when unset.
+
+What each becomes, against NIC's template (nginx.virtualserver.tmpl):
+
+- ``tls.enable``: ``proxy_pass https://`` to ``ferryman_backend_tls`` (the
+  target a variable set per request; an upstream block of its own, so kept
+  TLS connections and plain ones are separate pools);
+- ``max-conns``: NGINX's ``server ... max_conns=``, a peer with that many
+  requests in flight (counted across workers, as NIC's upstream ``zone`` does)
+  is skipped, and none left is NGINX's 502;
+- ``client-max-body-size``: NGINX's 413 for a Content-Length above it (a
+  chunked body: once read, as ``proxy_request_buffering`` reads it anyway), as
+  long as it is within the server's own 1m, which NGINX checks before any
+  routing (``_SERVER_BODY_LIMIT``);
+- ``next-upstream-timeout``: no next attempt once that long has passed since
+  the first, the last failure's status answered (NGINX's
+  ``proxy_next_upstream_timeout``), for NGINX's default conditions
+  ``error timeout``;
+- ``keepalive``: NIC sends ``Connection: close`` without it (``0``); above 0
+  connections are kept and reused, from ferryman's shared pool (64 idle per
+  worker): NGINX's ``keepalive`` sizes a pool per ``upstream`` block and takes
+  no variable, so the number itself does not size anything (unset: ferryman's
+  default, kept).
+
+The rest take no variable in NGINX (``proxy_next_upstream``,
+``proxy_buffering``, ``proxy_buffers``, ``proxy_buffer_size``,
+``proxy_busy_buffers_size``, ``client_body_buffer_size``), ``grpc_pass``
+needs HTTP/2 listeners, and ``subselector`` needs every pod's labels: they
+stay ``Warning`` (``unsupported``; docs/virtualserver.md says why, and
+``bench/vs_directives_reload.py`` measures what rendering them would cost).
+"""
+
+from __future__ import annotations
+
+from ferryman.resources.nic_upstream import Upstream
+
+# http { client_max_body_size } in nginx.conf.tmpl: location / refuses a larger
+# Content-Length with 413 before the request is routed.
+_SERVER_BODY_LIMIT = 1024 * 1024
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def upstream_fields(u: Upstream) -> str:
+    """The U record's last field for ``u``."""
+    timeout = u.next_upstream_timeout_ms
+    body = u.client_max_body_size
+    return ".".join(
+        [
+            "1" if u.tls else "0",
+            _number(u.max_conns or None),  # 0: no limit, as NGINX's max_conns=0
+            _number(body if body and body <= _SERVER_BODY_LIMIT else None),
+            _number(timeout or None),
+            _number(u.keepalive),
+        ]
+    )
+
+
+def unsupported(u: Upstream) -> dict[str, str]:
+    """The fields of ``u`` ferryman does not apply: field -> why."""
+    out: dict[str, str] = {}
+    if u.subselector:
+        out["subselector"] = (
+            "not implemented: ferryman watches pods only in namespaces opted in to "
+            "its readiness gate, so it cannot select endpoints by pod labels"
+        )
+    if u.next_upstream and set(u.next_upstream) != {"error", "timeout"}:
+        out["next-upstream"] = "proxy_next_upstream takes no variable; ignored"
+    body = u.client_max_body_size
+    if body is not None and (body == 0 or body > _SERVER_BODY_LIMIT):
+        out["client-max-body-size"] = (
+            "above the server's client_max_body_size 1m, which NGINX checks before "
+            "routing; 1m applies"
+        )
+    directives = {
+        "buffering": (u.buffering is not None, "proxy_buffering"),
+        "buffers": (u.buffers is not None, "proxy_buffers"),
+        "buffer-size": (u.buffer_size is not None, "proxy_buffer_size"),
+        "busy-buffers-size": (u.busy_buffers_size is not None, "proxy_busy_buffers_size"),
+        "client-body-buffer-size": (
+            u.client_body_buffer_size is not None,
+            "client_body_buffer_size",
+        ),
+    }
+    for field, (used, directive) in directives.items():
+        if used:
+            out[field] = f"{directive} takes no variable; ignored"
+    if u.type != "http":
+        out["type"] = "gRPC needs HTTP/2 listeners, which ferryman does not open; ignored"
+    return out

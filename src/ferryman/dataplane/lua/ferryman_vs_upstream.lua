@@ -1,0 +1,190 @@
+-- A VirtualServer upstream's fields and a proxy action's header fields that
+-- NIC writes as NGINX directives, done per request instead (what each field
+-- becomes, and which cannot: ferryman.configs.vs_upstream and vs_response).
+-- ferryman_vs.lua decodes and routes; this module is called at the points
+-- where NGINX would apply the directive.
+
+local find, lower, gsub = string.find, string.lower, string.gsub
+local decode_base64 = ngx.decode_base64
+
+local counters = ngx.shared.ferryman_balancer
+
+local _M = {}
+
+-- NGINX's NGX_BUSY from a balancer: "no live upstreams", answered 502 (a
+-- status code from balancer_by_lua would be a 500 on this NGINX).
+_M.NO_LIVE_UPSTREAMS = -3
+
+-- The U record's last field: <tls>.<max_conns>.<body>.<next_timeout>.<keepalive>.
+function _M.decode(text, upstream)
+    if text == nil or text == "" then
+        return
+    end
+    local f, start = {}, 1
+    while true do
+        local at = find(text, ".", start, true)
+        f[#f + 1] = string.sub(text, start, at and at - 1 or nil)
+        if at == nil then
+            break
+        end
+        start = at + 1
+    end
+    upstream.tls = f[1] == "1"
+    upstream.max_conns = tonumber(f[2])
+    upstream.body_max = tonumber(f[3])
+    local timeout = tonumber(f[4])
+    upstream.next_timeout = timeout and timeout / 1000
+    upstream.keepalive = tonumber(f[5])
+end
+
+-- "^"-separated base64 names as a list, nil when empty.
+function _M.names(text)
+    if text == nil or text == "" then
+        return nil
+    end
+    local out = {}
+    for name in string.gmatch(text, "[^^]+") do
+        out[#out + 1] = decode_base64(name)
+    end
+    return out
+end
+
+-- Request headers ferryman's own proxy configuration sets (vs-request-headers.conf.tmpl):
+-- a VirtualServer's requestHeaders.set replaces them through these variables.
+local OWN_HEADERS = {
+    ["host"] = "ferryman_h_host",
+    ["connection"] = "ferryman_h_connection",
+    ["upgrade"] = "ferryman_h_upgrade",
+    ["x-real-ip"] = "ferryman_h_x_real_ip",
+    ["x-forwarded-for"] = "ferryman_h_x_forwarded_for",
+    ["x-forwarded-host"] = "ferryman_h_x_forwarded_host",
+    ["x-forwarded-port"] = "ferryman_h_x_forwarded_port",
+    ["x-forwarded-proto"] = "ferryman_h_x_forwarded_proto",
+    ["proxy"] = "ferryman_h_proxy",
+    ["forwarded"] = "ferryman_h_forwarded",
+    ["x-original-url"] = "ferryman_h_x_original_url",
+    ["x-rewrite-url"] = "ferryman_h_x_rewrite_url",
+    ["http2-settings"] = "ferryman_h_http2_settings",
+}
+
+-- NIC's proxy_set_header: the value replaces the client's header, or the one
+-- ferryman sets (an empty value: not sent, as proxy_set_header does).
+function _M.set_header(name, value)
+    local own = OWN_HEADERS[lower(name)]
+    if own then
+        ngx.var[own] = value
+    else
+        ngx.req.set_header(name, value)
+    end
+end
+
+-- The length of the request body once read (in memory or in a file).
+local function body_length()
+    ngx.req.read_body()
+    local data = ngx.req.get_body_data()
+    if data then
+        return #data
+    end
+    local path = ngx.req.get_body_file()
+    if path == nil then
+        return 0
+    end
+    local file = io.open(path, "rb")
+    if file == nil then
+        return 0
+    end
+    local size = file:seek("end")
+    file:close()
+    return size or 0
+end
+
+-- The access phase, once the route chose the upstream: NIC's
+-- client_max_body_size (413), keepalive 0 (Connection: close unless an
+-- upgrade, NIC's $vs_connection_header), tls.enable (proxy_pass https://, to
+-- an upstream of its own: kept TLS connections never serve a plain request;
+-- with an egressMTLS certificate, to one that keeps none).
+function _M.on_route(upstream)
+    local var = ngx.var
+    local limit = upstream.body_max
+    if limit then
+        local length = tonumber(var.content_length)
+        if length == nil and var.http_transfer_encoding then
+            length = body_length()
+        end
+        if length and length > limit then
+            return ngx.exit(413) -- NGINX's "Request Entity Too Large"
+        end
+    end
+    if upstream.keepalive == 0 and var.ferryman_h_connection == "" then
+        var.ferryman_h_connection = "close"
+    end
+    if upstream.tls then
+        -- A connection opened with an egressMTLS client certificate is never
+        -- kept: NGINX's pool is per peer address, so it would carry the next
+        -- request to that peer, whatever certificate that one's route names.
+        var.ferryman_upstream_target = var.ferryman_egress_cert ~= ""
+                and "https://ferryman_backend_mtls"
+            or "https://ferryman_backend_tls"
+    end
+end
+
+-- The peers a max-conns upstream may not use now: those with that many
+-- requests in flight (NGINX's max_conns; across workers, as NIC's upstream
+-- zone counts), added to the tried ones; nil when the upstream has no limit.
+function _M.excluded(upstream, peers, tried)
+    local limit = upstream.max_conns
+    if limit == nil then
+        return nil
+    end
+    local out = {}
+    for id in pairs(tried) do
+        out[id] = true
+    end
+    for _, peer in ipairs(peers) do
+        if (counters:get(peer[5]) or 0) >= limit then
+            out[peer[3]] = true
+        end
+    end
+    return out
+end
+
+-- NGINX's proxy_next_upstream_timeout: no next attempt once that long has
+-- passed since the first. NGINX answers as the last failure would (502, or
+-- 504 after a timeout); from the balancer the answer can only be 502.
+function _M.too_late(upstream, ctx)
+    local timeout = upstream.next_timeout
+    if timeout == nil then
+        return nil
+    end
+    local started = ctx.ferryman_started
+    if started == nil then
+        ctx.ferryman_started = ngx.now()
+        return nil
+    end
+    ngx.update_time()
+    return ngx.now() - started >= timeout
+end
+
+-- The header filter of a proxied response: responseHeaders.pass (NGINX
+-- hides Date, Server, X-Pad and X-Accel-* unless proxy_pass_header) and
+-- .ignore of X-Accel-Limit-Rate (the rate it set undone; the other ignorable
+-- headers: ferryman.configs.vs_response).
+function _M.header_filter(passed, ignore_rate)
+    local var = ngx.var
+    if var.upstream_status == nil then
+        return
+    end
+    if passed then
+        for _, name in ipairs(passed) do
+            local value = var["upstream_http_" .. gsub(lower(name), "-", "_")]
+            if value then
+                ngx.header[name] = value
+            end
+        end
+    end
+    if ignore_rate and var.upstream_http_x_accel_limit_rate then
+        var.limit_rate = 0
+    end
+end
+
+return _M

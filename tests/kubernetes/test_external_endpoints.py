@@ -1,0 +1,121 @@
+"""NIC's status.externalEndpoints on VirtualServers and VirtualServerRoutes, on a
+real kube-apiserver: the addresses Ingress status gets (--external-service: its
+LoadBalancer ingress; --ingress-address: the given ones), with the Service's
+HTTP and HTTPS ports as NIC reports them, following the Service's changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lightkube import Client
+from lightkube.resources.core_v1 import ServiceStatus
+from lightkube.types import PatchType
+
+from tests.integration.harness import Ferryman, served_by, service_with_backends
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.netns import BackendHost
+from tests.kubernetes.test_virtualserver_mode import VirtualServer, crds, running
+from tests.kubernetes.test_vsr_mode import HOST, VirtualServerRoute, _put, _vs, _vsr
+
+__all__ = ["crds", "running"]  # the fixtures this module uses
+
+
+def _endpoints(kube: Client, resource: Any, namespace: str, name: str) -> Any:
+    status = kube.get(resource, name, namespace=namespace).get("status") or {}
+    return status.get("externalEndpoints")
+
+
+def _lb(kube: Client, namespace: str, *addresses: dict[str, str]) -> None:
+    kube.patch(
+        ServiceStatus,
+        "ferryman",
+        {"status": {"loadBalancer": {"ingress": list(addresses)}}},
+        namespace=namespace,
+        patch_type=PatchType.MERGE,
+    )
+
+
+def test_external_endpoints_from_the_external_service(
+    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    kube = crds
+    own = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ferryman", "namespace": namespace},
+        "spec": {
+            "type": "LoadBalancer",
+            "ports": [
+                {"name": "http", "port": 80, "targetPort": 80},
+                {"name": "https", "port": 443, "targetPort": "https"},
+                {"name": "metrics", "port": 9113, "targetPort": 9113},
+            ],
+        },
+    }
+    apply(kube, own)
+    _lb(kube, namespace, {"ip": "192.0.2.7"})
+    apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
+    _put(kube, VirtualServer, _vs(namespace))
+    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    f = Ferryman(
+        tmp_path,
+        extra_args=[
+            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
+            "--external-service", f"{namespace}/ferryman",
+        ],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-ext"},
+    )  # fmt: skip
+    running.append(f)
+    f.start()
+    assert served_by(f, HOST, "/tea") == "tea"
+    want = [{"ip": "192.0.2.7", "ports": "[80,443]"}]
+    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
+        wait_until(
+            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
+            15,
+            f"{name}'s externalEndpoints",
+        )
+    # The Service's address changes (ferryman reads it every 10 s): both follow.
+    _lb(kube, namespace, {"hostname": "lb.example.com"})
+    want = [{"hostname": "lb.example.com", "ports": "[80,443]"}]
+    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
+        wait_until(
+            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
+            25,
+            f"{name}'s new externalEndpoints",
+        )
+    state = kube.get(VirtualServer, "cafe", namespace=namespace)["status"]["state"]
+    assert state == "Valid"
+    assert f.reloads() == 1
+
+
+def test_external_endpoints_from_ingress_addresses(
+    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    """--ingress-address: NIC's external-status-address, ports from no Service: ""."""
+    kube = crds
+    apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
+    _put(kube, VirtualServer, _vs(namespace))
+    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    f = Ferryman(
+        tmp_path,
+        extra_args=[
+            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
+            "--ingress-address", "192.0.2.30",
+        ],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-ext2"},
+    )  # fmt: skip
+    running.append(f)
+    f.start()
+    want = [{"ip": "192.0.2.30", "ports": ""}]
+    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
+        wait_until(
+            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
+            15,
+            f"{name}'s externalEndpoints",
+        )

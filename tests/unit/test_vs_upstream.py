@@ -1,0 +1,70 @@
+"""configs/vs_upstream.py: the U record's per-request fields and the fields that
+stay Warning (hypothesis: any upstream NIC accepts)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferryman.configs.vs_upstream import unsupported, upstream_fields
+from ferryman.resources.nic_upstream import Upstream
+
+_MAYBE = st.none() | st.integers(min_value=0, max_value=2**40)
+
+
+@given(
+    tls=st.booleans(),
+    max_conns=_MAYBE,
+    body=_MAYBE,
+    timeout=_MAYBE,
+    keepalive=_MAYBE,
+)
+def test_fields_are_five_numbers_without_separators(
+    tls: bool, max_conns: int | None, body: int | None, timeout: int | None, keepalive: int | None
+) -> None:
+    u = Upstream(
+        "up",
+        "svc",
+        None,
+        80,
+        tls=tls,
+        max_conns=max_conns,
+        client_max_body_size=body,
+        next_upstream_timeout_ms=timeout,
+        keepalive=keepalive,
+    )
+    fields = upstream_fields(u).split(".")
+    assert len(fields) == 5
+    assert all(f == "-" or f.isdigit() for f in fields)
+    assert fields[0] == ("1" if tls else "0")
+    # max_conns=0 and a zero timeout are NGINX's "no limit"; a body limit is
+    # carried only within the server's 1m, above it the field warns.
+    assert fields[1] == (str(max_conns) if max_conns else "-")
+    assert fields[3] == (str(timeout) if timeout else "-")
+    in_reach = body is not None and 0 < body <= 1024 * 1024
+    assert fields[2] == (str(body) if in_reach else "-")
+    assert ("client-max-body-size" in unsupported(u)) == (body is not None and not in_reach)
+
+
+def test_directives_without_variables_are_named() -> None:
+    u = Upstream(
+        "up",
+        "svc",
+        None,
+        80,
+        next_upstream=("error", "timeout", "http_502"),
+        buffering=False,
+        buffer_size=8192,
+        client_body_buffer_size=8192,
+        type="grpc",
+        subselector=(("version", "v1"),),
+    )
+    assert sorted(unsupported(u)) == [
+        "buffer-size",
+        "buffering",
+        "client-body-buffer-size",
+        "next-upstream",
+        "subselector",
+        "type",
+    ]
+    assert unsupported(Upstream("up", "svc", None, 80, next_upstream=("timeout", "error"))) == {}
