@@ -288,5 +288,6 @@ def test_no_f_record_crashes_nginx(
     _push_raw(f, f"F\t{HOST}\t{record.strip()}")
     for path in ("/", "/r", "/x"):
         r = httpx.get(f"http://127.0.0.1:{f.http_port}{path}", headers={"Host": HOST}, timeout=10)
-        assert r.status_code in (200, 404, 502, 503), (record, r.status_code)
+        # 504: a valid record may give the upstream a 1 ms timeout.
+        assert r.status_code in (200, 404, 502, 503, 504), (record, r.status_code)
     assert _workers(f) == workers, f"a worker died on F record {record!r}"
