@@ -21,6 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
 
+def modules_dir_args() -> list[str]:
+    """``--nginx-modules-dir`` from $FERRYMAN_TEST_NGINX_MODULES_DIR (as the
+    integration tests read it: a module built from this checkout), none when unset."""
+    modules = os.environ.get("FERRYMAN_TEST_NGINX_MODULES_DIR")
+    return ["--nginx-modules-dir", modules] if modules else []
+
+
 def _without_class(sample: str) -> str:
     """Drops NIC's constant ``class`` label, so samples read as in a one-class setup."""
     sample = re.sub(r'class="[^"]*",?', "", sample)
@@ -249,6 +256,7 @@ class Ferryman:
                 "--http-port", str(self.http_port), "--https-port", str(self.https_port),
                 "--ready-port", str(self.ready_port), "--metrics-port", str(self.metrics_port),
                 "--worker-processes", "2", "--log-level", "warning",
+                *modules_dir_args(),
                 *self.extra_args,
                 *(["--data-plane", "angie", "--data-plane-binary", angie_binary()]
                   if self.flavour == "angie" else []),

@@ -5,7 +5,8 @@
 - an Ingress host (``app0.bench.test/p0``): the fast path, ngx_http_ferryman_module;
 - a VirtualServer host (``vs0.bench.test/p0``, ``action.pass`` to the same Service,
   and ``vs1.bench.test/p0`` whose route first evaluates a header match and a
-  50/50 split): the Lua slow path (docs/design.md, "Routing inside NGINX");
+  50/50 split): routes ngx_http_ferryman_module serves itself (the F record,
+  configs/vs_fast.py), the Lua slow path without it;
 - a VirtualServer host (``vs2.bench.test/p0``) with a rateLimit Policy (one key,
   the client's address, for every request: the bucket every worker locks; a rate
   and burst no run reaches) and an accessControl Policy allowing the loopback: what a

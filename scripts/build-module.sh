@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 src="$PWD/src/ferryman/dataplane/module"
 modules_dir="${FERRYMAN_NGINX_MODULES_DIR:-/usr/lib/nginx/modules}"
 ngx_src=/usr/share/nginx/src
-hash=$( (cat "$src/config" "$src"/*.c "$0" "$ngx_src/conf_flags"; nginx -v 2>&1) | sha256sum | cut -c1-16)
+hash=$( (cat "$src/config" "$src"/*.c "$src"/*.h "$0" "$ngx_src/conf_flags"; nginx -v 2>&1) | sha256sum | cut -c1-16)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/ferryman/nginx-module-$hash"
 so=ngx_http_ferryman_module.so
 

@@ -427,15 +427,21 @@ class Controller:
         self._records.pop(("H", host), None)
         self._records.pop(("V", host), None)
         self._records.pop(("M", host), None)
+        self._records.pop(("F", host), None)
         self._host_cert.pop(host, None)
 
     def _write_host(
-        self, ref: ObjectRef, vh: VirtualHost, routing: str | None, client_check: str | None = None
+        self,
+        ref: ObjectRef,
+        vh: VirtualHost,
+        routing: str | None,
+        client_check: str | None = None,
+        fast: str | None = None,
     ) -> None:
-        """``vh``'s H record and, for a VirtualServer, its V record (``routing``) and
-        M record (``client_check``: ingressMTLS)."""
+        """``vh``'s H record and, for a VirtualServer, its V record (``routing``),
+        M record (``client_check``: ingressMTLS) and F record (``fast``: vs_fast)."""
         self._records[("H", vh.host)] = encode_host(vh)
-        for kind, value in (("V", routing), ("M", client_check)):
+        for kind, value in (("V", routing), ("M", client_check), ("F", fast)):
             if value is None:
                 self._records.pop((kind, vh.host), None)
             else:
@@ -472,7 +478,7 @@ class Controller:
             vs, state, reads=reads, ingress_class=self._policy.served, delegated=delegations.routes
         )
         self._declare(ref, reads.refs)
-        self._write_host(ref, out.host, out.record, out.client_check)
+        self._write_host(ref, out.host, out.record, out.client_check, out.fast)
         self._ref_hosts[ref] = {out.host.host}
         self._endpoints.set_backends(ref, out.backends)
         self._routes.served(ref, vs.host, out.routes)
@@ -640,7 +646,7 @@ class Controller:
         """Ingresses with some of the ``outstanding`` records NGINX does not hold yet."""
         waiting: set[ObjectRef] = set()
         for kind, name in outstanding:
-            if kind in ("H", "V", "M") and (writer := self._host_writer.get(name)) is not None:
+            if kind in ("H", "V", "M", "F") and (writer := self._host_writer.get(name)) is not None:
                 waiting.add(writer)
             elif kind == "E":
                 waiting |= self._endpoints.users(name)
@@ -703,7 +709,7 @@ class Controller:
     def _refuse(self, refused: Mapping[RecordKey, str]) -> None:
         """Reject the resources whose records were refused."""
         for (kind, name), why in sorted(refused.items()):
-            if kind in ("H", "V", "M"):
+            if kind in ("H", "V", "M", "F"):
                 if (owner := self._host_writer.get(name)) is not None:
                     self._reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":

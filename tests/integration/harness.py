@@ -33,6 +33,18 @@ FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
 
 DEBIAN_MODULES = Path("/usr/lib/nginx/modules")
+# A modules directory to run NGINX with instead of Debian's (a module built
+# from this checkout, beside links to Debian's other modules): tests then run
+# the module under change without installing it for everyone.
+MODULES_DIR_ENV = "FERRYMAN_TEST_NGINX_MODULES_DIR"
+
+
+def modules_dir_args() -> list[str]:
+    """``--nginx-modules-dir`` from $FERRYMAN_TEST_NGINX_MODULES_DIR, none when unset."""
+    modules = os.environ.get(MODULES_DIR_ENV)
+    return ["--nginx-modules-dir", modules] if modules else []
+
+
 ANGIE_ARCHIVE = "angie-1.12.1.tar.gz"
 
 
@@ -476,6 +488,8 @@ class Ferryman:
             "--ready-port", str(self.ready_port),
             "--metrics-port", str(self.metrics_port),
             "--worker-processes", "2",
+            # Before extra_args: a test's own modules directory wins.
+            *modules_dir_args(),
             *self.extra_args,
         ]  # fmt: skip
         if self.flavour == "angie":

@@ -2,7 +2,8 @@
 ``ferryman.configs.vs_routes.first_match`` predicts: NIC's condition values
 (caseless strings, ``!`` negation, ``~``/``~*`` regular expressions, never on an
 empty value), all conditions of a match, the first match that holds, else the
-route's own action; on headers, arguments and cookies, per request in Lua.
+route's own action; on headers, arguments and cookies, per request in
+ngx_http_ferryman_module (``vs_fast``).
 
 One ferryman serves every example: each rewrites the VirtualServer and waits for
 a marker route only it has.
@@ -21,7 +22,13 @@ from hypothesis import strategies as st
 
 from ferryman.configs.vs_routes import first_match, source_variable, unquote
 from ferryman.resources.virtualserver import parse_virtual_server
-from tests.integration.harness import Backends, Ferryman, eventually, service_with_backends
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    fast_path_counts,
+    service_with_backends,
+)
 
 HOST = "vs-match.example.com"
 MATCHED = ("a", "b", "c")  # the first, second and third match's upstream
@@ -134,6 +141,10 @@ def test_matches_choose_like_first_match(
     assert parse_virtual_server(obj).problems == ()
     ferryman.write("vs", obj)
     eventually(lambda: client.served_by(marker) == MARKER, 10.0, f"{marker} live")
+    before = fast_path_counts(ferryman)
     answers = [(r, predicted(matches, r), client.served_by("/", r)) for r in requests]
     wrong = [(r, want, got) for r, want, got in answers if want != got]
     assert not wrong, f"matches={matches}: (request, reference says, NGINX answered) {wrong}"
+    # ngx_http_ferryman_module chose them all (vs_fast), none went to Lua.
+    after = fast_path_counts(ferryman)
+    assert (after[0] - before[0], after[1] - before[1]) == (len(answers), 0)

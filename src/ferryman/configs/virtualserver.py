@@ -4,9 +4,10 @@ A VirtualServer host is two records:
 
 - ``H`` (``configs/routes.py``), a stub with no route: the host's certificate
   for the TLS handshake, and the name ngx_http_ferryman_module finds, so the
-  module's fast path (which routes Ingress hosts only) finds no route and hands
-  every request of the host to the Lua slow path, and never lets a request for
-  it fall through to a wildcard's or the catch-all's Ingress routes;
+  module never lets a request for it fall through to a wildcard's or the
+  catch-all's Ingress routes; the module routes the host only by its ``F``
+  record (``vs_fast``: the routes it serves in C, written beside ``V`` from the
+  same routes) and hands every other request to the Lua slow path;
 - ``V``, its routing, which only the Lua router reads (the module never sees it):
 
   ``<redirect> <item> <item> ...`` (fields split by one space), where
@@ -72,6 +73,7 @@ from ferryman.configs.policy_base import ROUTE, SPEC, SUBROUTE, Owner
 from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads, SecretRead
 from ferryman.configs.vs_delegation import Delegated
+from ferryman.configs.vs_fast import FastRoute, fast_record
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_response import UNIGNORABLE, unignorable
 from ferryman.configs.vs_routes import Location, source_variable, unquote
@@ -108,6 +110,7 @@ class VSRecords:
     # The VirtualServerRoutes served, each with its own warnings.
     routes: Mapping[ObjectRef, tuple[str, ...]]
     client_check: str | None = None  # the M record (ingressMTLS), None: none
+    fast: str | None = None  # the F record (``vs_fast``), None: none
 
 
 def b64(text: str) -> str:
@@ -127,6 +130,9 @@ class _Builder:
         self.items: list[str] = []
         self.backends: set[BackendKey] = set()
         self.count = 0  # upstreams in the record so far
+        # The same upstreams and routes for the F record (``vs_fast``).
+        self.fast_upstreams: list[tuple[BackendKey, Upstream]] = []
+        self.fast_routes: list[FastRoute] = []
         # The upstream names the routes being built use: the VirtualServer's, or
         # a VirtualServerRoute's while its subroutes are built (``owner``).
         self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
@@ -158,6 +164,7 @@ class _Builder:
         where = f"spec.upstreams[{i}]"
         key = backend_key(u.service_namespace or namespace, u.service, str(u.port))
         self.backends.add(key)
+        self.fast_upstreams.append((key, u))
         lb = u.lb_method
         hash_key = lb.hash_key if lb else ""
         if lb and lb.method == "hash":
@@ -236,6 +243,7 @@ class _Builder:
             + self.action(f"{where}.errorPages[{p_i}]", page.response)
             for p_i, page in enumerate(r.error_pages)
         )
+        enforced = self.policy_items.reference(effective(self.spec, policies))
         fields = [
             "R",
             _MODIFIERS[loc.modifier],
@@ -244,9 +252,10 @@ class _Builder:
             ";".join(matches),
             default,
             pages,
-            self.policy_items.reference(effective(self.spec, policies)),
+            enforced,
         ]
         self.items.append("|".join(fields))
+        self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams))
 
 
 def location(r: Route) -> Location:
@@ -351,5 +360,6 @@ def vs_records(
     record = " ".join([redirect, *b.items, *items.items])
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
+    fast = fast_record(vs, b.fast_upstreams, b.fast_routes)
     backends = frozenset(b.backends | items.backends)
-    return VSRecords(host, record, backends, tuple(b.warnings), routes, check)
+    return VSRecords(host, record, backends, tuple(b.warnings), routes, check, fast)

@@ -57,7 +57,7 @@ _VALUE_RE = re.compile(r"[^\x00-\x1f\x7f]*")
 _CERTIFICATE_RE = re.compile(r"[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+")
 
 
-KINDS = ("E", "H", "C", "V", "M")
+KINDS = ("E", "H", "C", "V", "M", "F")
 
 
 def record_problem(key: RecordKey, value: str) -> str | None:
@@ -87,8 +87,8 @@ def push_body(version: int, records: Mapping[RecordKey, str], full: bool) -> str
 
 # A VirtualServer's routing before its host's stub: once the stub is in force,
 # the slow path finds the routing it hands requests to; likewise the host's
-# client certificate check.
-_ORDER = {"E": 1, "C": 2, "M": 3, "V": 3, "H": 4}
+# client certificate check and the module's routes of it.
+_ORDER = {"E": 1, "C": 2, "M": 3, "V": 3, "F": 3, "H": 4}
 
 
 def push_order(records: Mapping[RecordKey, str]) -> dict[RecordKey, str]:

@@ -8,13 +8,16 @@
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
 --   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
 --   M\t<host>\t<verify> <depth> <id> <CAs> [<CRL>]  client certificates (ferryman_mtls)
+--   F\t<host>\t1 u ... l ...                  VirtualServer routes the module serves
 -- ferryman.configs.routes documents the host record and holds the reference
 -- implementation of the path matching done here. A VirtualServer host has an H
--- record without routes (so the fast path, the module's or Lua's, hands all its
--- requests to the slow path) and a V record, which the module never receives:
+-- record without routes (so Lua's fast path hands all its requests to the slow
+-- path) and a V record, which the module never receives:
 -- ferryman.configs.virtualserver documents it, ferryman_vs.lua routes with it
--- (ferryman.configs.vs_routes is the reference). An Ingress host with Policies
--- is written the same way, its V record starting with "I" (ferryman_ingress).
+-- (ferryman.configs.vs_routes is the reference). Its F record gives the module
+-- the routes it serves itself (ferryman.configs.vs_fast); it hands the others
+-- to the slow path. An Ingress host with Policies is written the same way, its
+-- V record starting with "I" (ferryman_ingress), with no F record.
 --
 -- Records live in the shared dict "ferryman" (it survives reloads). Each worker
 -- decodes what it needs and drops its copies when the dict's version moves, so a
@@ -742,8 +745,9 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- a value the other lost (a failed safe_set may already have dropped the old
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
-    -- The module routes Ingress hosts only: it holds H and E records.
-    if kind ~= "H" and kind ~= "E" then
+    -- The module holds what it routes with: H, E and F (VirtualServer routes
+    -- it serves itself, ferryman.configs.vs_fast) records.
+    if kind ~= "H" and kind ~= "E" and kind ~= "F" then
         module = nil
     end
     if value == "" then
@@ -798,7 +802,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHCVM])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCVMF])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))

@@ -2,8 +2,10 @@
 -- the host (grammar: ferryman.configs.virtualserver; the location choice and
 -- the match conditions: ferryman.configs.vs_routes, the reference this
 -- follows). ferryman.lua's slow path calls in here for hosts that have a V
--- record; the fast path (module or Lua) never routes them: their H record is a
--- stub without routes.
+-- record: Lua's fast path never routes them (their H record is a stub without
+-- routes); the module routes those of their routes the F record gives it
+-- (ferryman.configs.vs_fast) and hands the others, and requests no route
+-- takes, to the slow path.
 
 local policies = require("ferryman_policy")
 

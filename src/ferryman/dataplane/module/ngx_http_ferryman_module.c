@@ -6,12 +6,15 @@
  * fixed cost alone kept a Lua balancer at 0.91-0.95 of a hand-written NGINX
  * configuration's throughput. This module does the whole per-request work of
  * a proxied request without entering Lua: it finds the virtual host, matches
- * the path with Kubernetes' rules and picks the peer.
+ * the path with Kubernetes' rules (or, for a VirtualServer host, with NGINX's
+ * location precedence and NIC's matches and splits: ngx_http_ferryman_vs.c)
+ * and picks the peer.
  *
  * Data: the Lua push handler (dataplane/lua/ferryman.lua) hands every virtual
- * host (H) and endpoint set (E) record to ngx_http_ferryman_put() through
- * LuaJIT's FFI (NGINX loads modules with RTLD_GLOBAL, so ffi.C finds the
- * symbols) and calls ngx_http_ferryman_commit() once a push is complete.
+ * host (H), endpoint set (E) and VirtualServer route (F) record to
+ * ngx_http_ferryman_put() through LuaJIT's FFI (NGINX loads modules with
+ * RTLD_GLOBAL, so ffi.C finds the symbols) and calls
+ * ngx_http_ferryman_commit() once a push is complete.
  * Records live in the shared zone "ferryman_fast" as the text ferryman sent
  * (grammar: configs/routes.py, dataplane/lua/ferryman.lua). Each worker
  * decodes what its requests need into a cache it drops when the zone's
@@ -41,6 +44,8 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
+
+#include "ngx_http_ferryman_vs.h"
 
 
 #define FERRYMAN_RR_SLOTS        65536
@@ -144,15 +149,14 @@ typedef struct {
     ngx_str_node_t          sn;          /* str: the name looked up */
     unsigned                found:1;
     unsigned                redirect:1;
-    unsigned                least_conn:1;
-    ngx_uint_t              max_fails;
-    ngx_msec_t              fail_timeout;
+    ferryman_balance_t      balance;
     ngx_str_t               default_backend;
     ferryman_route_t       *exact;
     ngx_uint_t              nexact;
     ferryman_route_t       *prefix;
     ngx_uint_t              nprefix;
     ferryman_route_t       *root;        /* the Prefix "/" route */
+    ferryman_vs_t          *vs;          /* a VirtualServer's routes (F) */
 } ferryman_host_t;
 
 
@@ -203,6 +207,7 @@ typedef struct {
 typedef struct {
     ferryman_cache_t       *cache;
     ferryman_host_t        *host;
+    ferryman_balance_t     *balance;
     ferryman_backend_t     *backend;
     ferryman_peer_t        *current;
     ngx_uint_t              counted;     /* current is in the active counts */
@@ -384,8 +389,9 @@ ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
         return FERRYMAN_BAD_KEY;
     }
 
-    if (key[0] != 'H' && key[0] != 'E') {
-        /* Only virtual hosts and endpoint sets serve the fast path. */
+    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F') {
+        /* Only virtual hosts, endpoint sets and VirtualServer routes serve
+         * the fast path. */
         return FERRYMAN_OK;
     }
 
@@ -616,9 +622,9 @@ ferryman_parse_balancing(ferryman_host_t *host, ngx_str_t *field)
     u_char     *p, *end, *colon;
     ngx_int_t   max_fails, timeout;
 
-    host->least_conn = 0;
-    host->max_fails = 1;
-    host->fail_timeout = 10000;
+    host->balance.least_conn = 0;
+    host->balance.max_fails = 1;
+    host->balance.fail_timeout = 10000;
 
     p = field->data;
     end = p + field->len;
@@ -640,9 +646,9 @@ ferryman_parse_balancing(ferryman_host_t *host, ngx_str_t *field)
         return;
     }
 
-    host->least_conn = (field->data[0] == 'l' && field->data[1] == 'c');
-    host->max_fails = max_fails;
-    host->fail_timeout = timeout;
+    host->balance.least_conn = (field->data[0] == 'l' && field->data[1] == 'c');
+    host->balance.max_fails = max_fails;
+    host->balance.fail_timeout = timeout;
 }
 
 
@@ -1132,6 +1138,17 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
         {
             host->found = 1;
 
+            /* A VirtualServer's routes; without them (none, or malformed)
+             * its stub has no route and the slow path serves the host. */
+            if (ferryman_fetch(cache, 'F', name, &value, &slot) != NGX_OK) {
+                return NULL;
+            }
+
+            if (value.len > 0) {
+                host->vs = ferryman_vs_parse(cache->pool, ngx_cycle->log,
+                                             &value);
+            }
+
         } else {
             cache->unknown_bytes += sizeof(ferryman_host_t) + name->len;
         }
@@ -1580,8 +1597,8 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
     n = ctx->backend->npeers;
     start = ngx_atomic_fetch_add(&sh->rr[ctx->backend->slot], 1) % n;
 
-    check = ctx->host->max_fails > 0 && sh->nfailures > 0;
-    lc = ctx->host->least_conn;
+    check = ctx->balance->max_fails > 0 && sh->nfailures > 0;
+    lc = ctx->balance->least_conn;
     /* Round-robin without failures on record, the common case, locks nothing. */
     locked = check || lc;
     shpool = ferryman_slab();
@@ -1611,7 +1628,8 @@ ferryman_get_peer(ngx_peer_connection_t *pc, void *data)
         }
 
         if (check
-            && ferryman_is_down(sh, shpool, &peers[i], ctx->host->max_fails))
+            && ferryman_is_down(sh, shpool, &peers[i],
+                                ctx->balance->max_fails))
         {
             continue;
         }
@@ -1689,9 +1707,9 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
     }
 
     if ((state & NGX_PEER_FAILED) && ctx->current != NULL
-        && ctx->host->max_fails > 0)
+        && ctx->balance->max_fails > 0)
     {
-        ferryman_count_failure(ctx->current, ctx->host->fail_timeout);
+        ferryman_count_failure(ctx->current, ctx->balance->fail_timeout);
     }
 
     if (pc->tries) {
@@ -1707,6 +1725,8 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     ngx_uint_t                 https;
     ferryman_ctx_t            *ctx;
     ferryman_host_t           *host;
+    ferryman_balance_t        *balance;
+    ferryman_vs_upstream_t    *upstream;
     ferryman_cache_t          *cache;
     ferryman_backend_t        *backend;
     ngx_pool_cleanup_t        *cln;
@@ -1738,9 +1758,21 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
         return NGX_ERROR;
     }
 
-    backend_name = ferryman_match(host, &r->uri);
-    if (backend_name == NULL) {
-        return NGX_ERROR;
+    if (host->vs != NULL) {
+        if (ferryman_vs_route(r, host->vs, &upstream) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        backend_name = &upstream->backend;
+        balance = &upstream->balance;
+
+    } else {
+        backend_name = ferryman_match(host, &r->uri);
+        if (backend_name == NULL) {
+            return NGX_ERROR;
+        }
+
+        balance = &host->balance;
     }
 
     if (cache->last_backend_name == backend_name->data) {
@@ -1756,7 +1788,10 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     }
 
     if (backend == NULL || backend->npeers == 0) {
-        return NGX_ERROR;
+        /* A VirtualServer's upstream without endpoints: its route was
+         * chosen (a split already rolled), so answer as the slow path would
+         * rather than let it route again. */
+        return host->vs != NULL ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_ERROR;
     }
 
     ctx = ngx_pcalloc(r->pool, sizeof(ferryman_ctx_t));
@@ -1786,6 +1821,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
 
     ctx->cache = cache;
     ctx->host = host;
+    ctx->balance = balance;
     ctx->backend = backend;
 
     ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
@@ -1827,6 +1863,10 @@ ngx_http_ferryman_route_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
+    if (rc == NGX_HTTP_SERVICE_UNAVAILABLE) {
+        return rc;
+    }
+
     (void) ngx_http_named_location(r, &flcf->slow_path);
 
     ngx_http_finalize_request(r, NGX_DONE);
@@ -1838,9 +1878,11 @@ ngx_http_ferryman_route_handler(ngx_http_request_t *r)
 static ngx_int_t
 ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_int_t          rc;
-    ferryman_ctx_t    *ctx;
-    ferryman_shctx_t  *sh;
+    ngx_int_t                  rc;
+    ferryman_ctx_t            *ctx;
+    ferryman_shctx_t          *sh;
+    ferryman_balance_t        *b;
+    ngx_http_upstream_conf_t  *conf;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
 
@@ -1866,8 +1908,39 @@ ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
     r->upstream->peer.get = ferryman_get_peer;
     r->upstream->peer.free = ferryman_free_peer;
     r->upstream->peer.data = ctx;
-    /* A failed attempt moves on to another peer, each tried once. */
+    /* A failed attempt moves on to another peer, each tried once, at most a
+     * VirtualServer upstream's next-upstream-tries. */
+    b = ctx->balance;
     r->upstream->peer.tries = ctx->backend->npeers;
+
+    if (b->tries > 0 && b->tries < ctx->backend->npeers) {
+        r->upstream->peer.tries = b->tries;
+    }
+
+    if (b->connect_timeout || b->read_timeout || b->send_timeout) {
+        /* Its timeouts: this request's own copy of the location's settings,
+         * as the Lua balancer's set_timeouts makes one. */
+        conf = ngx_palloc(r->pool, sizeof(ngx_http_upstream_conf_t));
+        if (conf == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(conf, r->upstream->conf, sizeof(ngx_http_upstream_conf_t));
+
+        if (b->connect_timeout) {
+            conf->connect_timeout = b->connect_timeout;
+        }
+
+        if (b->read_timeout) {
+            conf->read_timeout = b->read_timeout;
+        }
+
+        if (b->send_timeout) {
+            conf->send_timeout = b->send_timeout;
+        }
+
+        r->upstream->conf = conf;
+    }
 
     return NGX_OK;
 }

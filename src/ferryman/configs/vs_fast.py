@@ -1,0 +1,206 @@
+"""VirtualServer routes ngx_http_ferryman_module serves in C: the ``F`` record.
+
+The Lua slow path routes a VirtualServer host from its ``V`` record
+(``configs/virtualserver.py``); each of its entries into Lua costs NGINX CPU per
+request. The ``F`` record, pushed beside ``V`` for the same host and read only by
+the module (``dataplane/module/ngx_http_ferryman_vs.c`` holds the grammar), lists
+every route's location, so the module picks the location as NGINX would, and for
+the routes it can serve exactly, their matches, splits and upstreams. Any other
+route is ``s`` (slow): the module hands its requests to the slow path, which
+routes them from ``V`` as before.
+
+A route is served in C when every part of it is something the module does the
+same way as the Lua router: no policies, no error pages, and actions that pass to
+an upstream (``pass``, or ``proxy`` changing nothing) whose load balancing the
+module has (round-robin, least_conn; max_fails, fail_timeout, the three timeouts,
+next-upstream-tries). The test is "every other field at its default", so a field
+added to the models later keeps its routes on the slow path until this module
+learns it. A VirtualServer with policies of its own, or with tls.redirect, gets
+no ``F`` record: all its requests go to the slow path, as before.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ferryman.configs.vs_routes import Location, source_variable, unquote
+from ferryman.resources.nic_action import Action, Pass, Proxy
+from ferryman.resources.nic_match import Match, Split
+from ferryman.resources.nic_route import Route
+from ferryman.resources.nic_upstream import Upstream
+from ferryman.resources.virtualserver import VirtualServer
+
+_MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}
+# The fields of each model the module serves; any other must keep its default.
+_VS_FIELDS = frozenset(["meta", "ingress_class", "host", "tls", "policies", "upstreams", "routes"])
+_UPSTREAM_FIELDS = frozenset(
+    [
+        "name",
+        "service",
+        "service_namespace",
+        "port",
+        "lb_method",
+        "fail_timeout_ms",
+        "max_fails",
+        "connect_timeout_ms",
+        "read_timeout_ms",
+        "send_timeout_ms",
+        "next_upstream",
+        "next_upstream_tries",
+    ]
+)
+_ROUTE_FIELDS = frozenset(["path", "action", "splits", "matches"])
+_MATCH_FIELDS = frozenset(["conditions", "action", "splits"])
+_LB_METHODS = {"round_robin": "0", "least_conn": "1"}
+# NGINX's proxy_next_upstream default, which the fast location has.
+_NEXT_UPSTREAM = frozenset(["error", "timeout"])
+# NIC's defaults on open-source NGINX (as the V record's).
+_MAX_FAILS = 1
+_FAIL_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class FastRoute:
+    """One route as the V record carries it: its location, the route, the V
+    record's policy field (empty: none) and the upstream numbers its names mean."""
+
+    location: Location
+    route: Route
+    policies: str
+    upstreams: Mapping[str, int]
+
+
+def _defaults_except(obj: Any, served: frozenset[str]) -> bool:
+    """Whether every field of dataclass ``obj`` outside ``served`` holds its default."""
+    for f in dataclasses.fields(obj):
+        if f.name in served:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            return False  # a required field the module does not know
+        if getattr(obj, f.name) != default:
+            return False
+    return True
+
+
+def _text(value: str) -> str:
+    return base64.b64encode(value.encode()).decode("ascii") if value else "-"
+
+
+def _ms(ms: int | None) -> str:
+    return str(ms or 0)
+
+
+def _upstream(key: str, u: Upstream) -> str | None:
+    """The ``u`` item, None when the module cannot balance it as the Lua router does."""
+    method = u.lb_method.method if u.lb_method else "round_robin"
+    if (
+        method not in _LB_METHODS
+        or not _defaults_except(u, _UPSTREAM_FIELDS)
+        or (u.next_upstream and set(u.next_upstream) != _NEXT_UPSTREAM)
+    ):
+        return None
+    return " ".join(
+        [
+            "u",
+            _text(key),
+            _LB_METHODS[method],
+            str(_MAX_FAILS if u.max_fails is None else u.max_fails),
+            str(_FAIL_TIMEOUT_MS if u.fail_timeout_ms is None else u.fail_timeout_ms),
+            _ms(u.connect_timeout_ms),
+            _ms(u.read_timeout_ms),
+            _ms(u.send_timeout_ms),
+            str(u.next_upstream_tries),
+        ]
+    )
+
+
+def _condition(variable: str, value: str) -> str:
+    """vs_routes.condition_holds's reading of ``value``, for the module."""
+    negate = value.startswith("!")
+    if negate:
+        value = value[1:]
+    if value.startswith("~*"):
+        kind, value = "i", value[2:]
+    elif value.startswith("~"):
+        kind, value = "r", value[1:]
+    else:
+        kind = "s"
+        if value.startswith("\\"):
+            value = value[1:]
+    return f"{int(negate)} {kind} {_text(variable)} {_text(value)}"
+
+
+class _Unserved(Exception):
+    """A part of a route the module does not serve: the route is slow."""
+
+
+def _splits(
+    action: Action | None, splits: Sequence[Split], upstreams: Mapping[str, int], fast: set[int]
+) -> str:
+    outcome = [(100, action)] if action is not None else [(s.weight, s.action) for s in splits]
+    out = [str(len(outcome))]
+    for weight, a in outcome:
+        if isinstance(a, Proxy) and a == Proxy(a.upstream):
+            a = Pass(a.upstream)  # a proxy that changes nothing passes
+        if not isinstance(a, Pass) or upstreams.get(a.upstream) not in fast:
+            raise _Unserved
+        out.append(f"{weight} {upstreams[a.upstream]}")
+    return " ".join(out)
+
+
+def _match(m: Match, upstreams: Mapping[str, int], fast: set[int]) -> str:
+    if not _defaults_except(m, _MATCH_FIELDS) or not m.conditions:
+        raise _Unserved
+    conditions = [
+        _condition(source_variable(c.kind, c.name), unquote(c.value)) for c in m.conditions
+    ]
+    return " ".join(
+        [str(len(conditions)), *conditions, _splits(m.action, m.splits, upstreams, fast)]
+    )
+
+
+def _location(r: FastRoute, fast: set[int]) -> str:
+    loc = r.location
+    head = f"l {_MODIFIERS[loc.modifier]} {_text(loc.path)} {int(loc.proxies)}"
+    route = r.route
+    try:
+        if r.policies or not _defaults_except(route, _ROUTE_FIELDS):
+            raise _Unserved
+        matches = [_match(m, r.upstreams, fast) for m in route.matches]
+        default = _splits(route.action, route.splits, r.upstreams, fast)
+    except _Unserved:
+        return f"{head} s"
+    return " ".join([head, "f", str(len(matches)), *matches, default])
+
+
+def fast_record(
+    vs: VirtualServer, upstreams: Sequence[tuple[str, Upstream]], routes: Sequence[FastRoute]
+) -> str | None:
+    """The F record of ``vs``: ``upstreams`` numbered from 1 (backend key, upstream)
+    and ``routes`` as the V record has them; None when the module serves none of it."""
+    if (
+        {f.name for f in dataclasses.fields(vs)} != _VS_FIELDS
+        or vs.policies
+        or (vs.tls is not None and vs.tls.redirect is not None)
+    ):
+        return None
+    items = ["1"]
+    fast: set[int] = set()
+    for number, (key, u) in enumerate(upstreams, start=1):
+        # A slow upstream is still an item: the numbers stay those of the V record.
+        item = _upstream(key, u)
+        if item is not None:
+            fast.add(number)
+        items.append(item or f"u {_text(key)} 0 0 0 0 0 0 0")
+    locations = [_location(r, fast) for r in routes]
+    if all(loc.endswith(" s") for loc in locations):
+        return None
+    return " ".join(items + locations)
