@@ -287,7 +287,14 @@ def test_no_f_record_crashes_nginx(
     f, workers = ferryman_with_a_host
     _push_raw(f, f"F\t{HOST}\t{record.strip()}")
     for path in ("/", "/r", "/x"):
-        r = httpx.get(f"http://127.0.0.1:{f.http_port}{path}", headers={"Host": HOST}, timeout=10)
-        # 504: a valid record may give the upstream a 1 ms timeout.
+        url = f"http://127.0.0.1:{f.http_port}{path}"
+        try:
+            r = httpx.get(url, headers={"Host": HOST}, timeout=10)
+        except httpx.RemoteProtocolError:
+            # A valid record may give the upstream a 1 ms read timeout: firing
+            # after the headers went out, NGINX ends the connection mid-body.
+            # (A worker that died would end it too: the check below tells.)
+            continue
+        # 504: that timeout firing before the headers.
         assert r.status_code in (200, 404, 502, 503, 504), (record, r.status_code)
     assert _workers(f) == workers, f"a worker died on F record {record!r}"
