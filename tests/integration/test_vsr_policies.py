@@ -91,9 +91,12 @@ def test_nic_vsr_route_selector_policies(ferryman: Ferryman, backends: Backends)
     VS route's api-key policy reaches tea (no key: 401, a wrong one: 403, the
     right one: tea); coffee's VirtualServerRoute subroute has its own
     rate-limit policy, so it "does not inherit the API Key policy" and answers
-    without a key. Step 8 then says coffee has both; NIC's code (a subroute's
-    policies replace the route's) gives what step 7 shows, asserted here: a
-    key is not needed, and the second request within the second is 503."""
+    without a key. The README contradicts itself: step 7's opening line and
+    step 8 say coffee inherits the API key policy too (step 8: "both API key
+    authentication ... AND rate limiting"). NIC's code (a subroute's policies
+    replace the route's, configs/virtualserver.go) gives what step 7's coffee
+    test shows, asserted here: no key is needed, and the second request within
+    the second is 503 (step 8's rate limit)."""
     f = ferryman
     for app in ("tea", "coffee"):
         f.write(app, service_with_backends(f"{app}-svc", [backends.start(app)]))
