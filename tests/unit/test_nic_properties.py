@@ -149,6 +149,8 @@ def test_nginx_syntax_in_a_token_is_refused(data: st.DataObject) -> None:
         return  # whitespace separates words there, and never travels as text
     if where.endswith("lb-method") and bad.isspace() and at == len(value):
         return  # NIC trims lb-method
+    if value.startswith("~") and bad == "\\" and at < len(value):
+        return  # an escape in a regular expression ("^\\/coffee"), which NIC accepts
     doc = edited(VIRTUAL_SERVER, (where, value[:at] + bad + value[at:]))
     found = parse_virtual_server(doc).problems
     assert any(p.field.startswith(where.split("[")[0]) for p in found), (where, found)
