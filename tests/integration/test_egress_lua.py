@@ -29,7 +29,7 @@ from ferryman.app import LUA_DIR
 from ferryman.configs.policy_base import ROUTE, Owner
 from ferryman.configs.vs_policies import attach
 from ferryman.resources.nic_route import PolicyRef
-from tests.integration.harness import eventually, free_port
+from tests.integration.harness import eventually, free_port, reachable
 from tests.unit._pki import authority, ca_secret, issue
 from tests.unit.test_vs_policies import Objects
 
@@ -169,6 +169,9 @@ def nginx(tmp_path: Path) -> Iterator[tuple[int, Seen]]:
     port = free_port()
     for d in ("body", "proxy"):
         (tmp_path / d).mkdir()
+    # Its workers run as nobody: the checkout may be owner-only (a fresh clone
+    # under mktemp -d is).
+    reachable(Path(LUA_DIR))
     conf = tmp_path / "nginx.conf"
     conf.write_text(
         CONFIG.format(

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ferryman.app import LUA_DIR
 from ferryman.resources.secret_jwk import ALGORITHMS, parse_jwk_secret
-from tests.integration.harness import eventually, free_port
+from tests.integration.harness import eventually, free_port, reachable
 from tests.unit._jose import jwk, jwk_secret, jwks, token
 
 MODULES = Path("/usr/lib/nginx/modules")
@@ -111,6 +111,9 @@ def lua_nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LuaNginx]:
     port = free_port()
     (tmp_path / "body").mkdir()
     conf = tmp_path / "nginx.conf"
+    # Its workers run as nobody: the checkout may be owner-only (a fresh clone
+    # under mktemp -d is).
+    reachable(Path(LUA_DIR))
     conf.write_text(CONFIG.format(modules=MODULES, dir=tmp_path, lua=LUA_DIR, port=port))
     proc = subprocess.Popen(
         ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", "daemon off;"],
