@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ferryman import collector
+from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.controller import Controller
@@ -138,8 +139,10 @@ class _Flavour:
 
         return AngieRenderer()
 
-    def main(self, user: str | None, *, public: bool) -> str:
+    def main(self, user: str | None, *, public: bool, tuning: Tuning | None = None) -> str:
         main = main_config(self.settings, self.paths, user, public=public)
+        if tuning is not None:
+            main = replace(main, tuning=tuning)
         if self.angie:
             # No Lua: Angie loads no dynamic modules.
             return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
@@ -149,6 +152,17 @@ class _Flavour:
         if self.angie:
             return self.angie_renderer.config_version(socket, version)
         return self.renderer.config_version(socket, version)
+
+    def configmap(self, user: str | None) -> ConfigMapState | None:
+        """--nginx-configmaps: its keys, rendering the public configuration."""
+        if self.settings.nginx_configmap is None:
+            return None
+        namespace, name = self.settings.nginx_configmap
+
+        def render(tuning: Tuning) -> dict[str, str]:
+            return {self.main_file: self.main(user, public=True, tuning=tuning)}
+
+        return ConfigMapState(namespace, name, render)
 
 
 def _paths(data_plane: str, state_dir: Path) -> Paths:
@@ -396,15 +410,17 @@ async def _run(
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
-        virtual_servers=not flavour.angie,
+        virtual_servers=not flavour.angie, configmap=flavour.configmap(user),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
-    # reload that failed keeps it false until a retry succeeds.
+    # reload that failed keeps it false until a retry succeeds. (The ConfigMap
+    # renders it otherwise: anything but the bootstrap is public.)
     public = flavour.main(user, public=True)
     started = False
 
     def ready() -> bool:
-        return started and controller.applied_file(flavour.main_file) == public
+        applied = controller.applied_file(flavour.main_file)
+        return started and applied is not None and applied != bootstrap_main
 
     # Angie's counters come from its /status/ API; NGINX's from stub_status.
     async def nginx_counters() -> dict[str, int] | None:
@@ -592,7 +608,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        virtual_servers=not flavour.angie,
+        virtual_servers=not flavour.angie, configmap=flavour.configmap(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")

@@ -83,6 +83,14 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         help="where NGINX's dynamic modules (Lua, stream, ngx_http_ferryman_module) are",
     )
     p.add_argument(
+        "--nginx-configmaps",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="NIC's ConfigMap of NGINX settings (worker-processes, log-format, "
+        "proxy-read-timeout, ...; docs/operations.md lists the keys); in manifests mode "
+        "read from DIR (default: none)",
+    )
+    p.add_argument(
         "--data-plane",
         choices=("nginx", "angie"),
         default="nginx",
@@ -418,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             ingress_class=args.ingress_class,
             nginx_modules_dir=args.nginx_modules_dir,
             angie_dns_port=args.angie_dns_port,
+            nginx_configmap=args.nginx_configmaps,
         )
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
@@ -490,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
         readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
         readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
+        nginx_configmap=args.nginx_configmaps,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from ferryman.configs.configmap import ConfigMapState
 from ferryman.configs.ingress import secret_names, virtual_hosts
 from ferryman.configs.ingress_policies import ingress_policies, ingress_routing
 from ferryman.configs.model import BackendKey, VirtualHost
@@ -120,6 +121,7 @@ class Controller:
         on_leaving_applied: Callable[[], None] | None = None,
         resource_status: ResourceStatusSink | None = None,
         virtual_servers: bool = True,
+        configmap: ConfigMapState | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
@@ -128,7 +130,8 @@ class Controller:
         ``on_leaving_applied`` after each flush that changed ``leaving_applied()``;
         ``resource_status`` receives each VirtualServer's and Policy's state when
         its Event is reported (Kubernetes mode); ``virtual_servers``: the data plane routes
-        VirtualServers (the Lua router; Angie's classic configuration does not)."""
+        VirtualServers (the Lua router; Angie's classic configuration does not);
+        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render."""
         self._settings = settings
         self._store = store
         self._queue = queue
@@ -181,6 +184,8 @@ class Controller:
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
         self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
+        self._configmap = configmap
+        self._configmap_changed = False  # its Event waits for the reload's outcome
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
         """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
@@ -292,6 +297,26 @@ class Controller:
                 self._routes.changed(ref)
         elif ref == LEAVING_NODES:
             self._compute_endpoints(self._endpoints.set_leaving(self._leaving))
+        elif ref.kind == "ConfigMap":
+            self._sync_configmap(ref)
+
+    def _sync_configmap(self, ref: ObjectRef) -> None:
+        """``--nginx-configmaps``: its keys become nginx.conf (configs/configmap.py)."""
+        cm = self._configmap
+        if cm is None or (ref.namespace, ref.name) != (cm.namespace, cm.name):
+            return
+        before = cm.route_defaults()
+        for event in cm.update(self._store.get("ConfigMap", ref.namespace, ref.name)):
+            self._reporter.event(ref, *event)
+        self._files.update(cm.files())
+        self._configmap_changed = True
+        if cm.route_defaults() != before:  # every route's defaults moved
+            self._stale |= set(self._config.refs())
+
+    def route_defaults(self) -> Mapping[str, str]:
+        """The ConfigMap's route-level keys in force (NIC's names, normalised): the
+        defaults ``nginx.org/*`` annotations override ({} without a ConfigMap)."""
+        return self._configmap.route_defaults() if self._configmap is not None else {}
 
     def _policy_changed(self, ref: ObjectRef) -> bool:
         """Report a changed Policy's own status and Event (NIC's syncPolicy); False
@@ -618,8 +643,9 @@ class Controller:
         outstanding = await self._push_records(records)
         self._tell_gates_applied()
         self._tell_leaving_applied(outstanding)
-        if changes:
-            await self._reload(changes)
+        error = await self._reload(changes) if changes else None
+        if self._configmap_changed and self._configmap is not None:
+            self._configmap_applied(self._configmap, error)
         self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
         self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
         self._metrics.virtualserverroute_resources.set(self._routes.count())
@@ -723,14 +749,31 @@ class Controller:
                 self._cache.refuse(secret, f"its certificate {why}")
                 self._render_all(self._deps.users(secret))
 
-    async def _reload(self, changes: Mapping[str, str | None]) -> None:
-        """Apply changed files; the data plane counts and logs the reload."""
+    def _configmap_applied(self, cm: ConfigMapState, error: str | None) -> None:
+        """Report how the ConfigMap's update went (``error``: ``nginx -t``'s refusal,
+        "" while a reload is still to be retried); after a refusal its last good
+        values are rendered again (at start-up, the defaults: the listeners open)."""
+        if error == "":
+            return
+        self._configmap_changed = False
+        ref = ObjectRef("ConfigMap", cm.namespace, cm.name)
+        self._reporter.event(ref, *cm.reloaded(error))
+        if error is not None:
+            retry = cm.files()
+            if any(self._files.get(p) != t for p, t in retry.items()):
+                self._files.update(retry)
+                self._queue.add(RESYNC)
+
+    async def _reload(self, changes: Mapping[str, str | None]) -> str | None:
+        """Apply changed files; the data plane counts and logs the reload. Returns
+        why ``nginx -t`` refused them, "" when the reload is retried later, None
+        when they are live."""
         try:
             await self._dataplane.apply(changes)
-        except ConfigTestError:
+        except ConfigTestError as e:
             # Refused: keep the last good files; not retried until settings change.
             self._files = dict(self._applied_files)
-            return
+            return str(e) or "nginx -t failed"
         except ConfigError:
             # Tested good but not taken (a listener could not bind, no answer in
             # time): try again later, the cause may pass.
@@ -738,13 +781,14 @@ class Controller:
             self._reload_failures += 1
             asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
             log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
-            return
+            return ""
         self._reload_failures = 0
         for p, t in changes.items():
             if t is None:
                 self._applied_files.pop(p, None)
             else:
                 self._applied_files[p] = t
+        return None
 
     # ---- the worker ----------------------------------------------------------------
 

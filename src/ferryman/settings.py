@@ -84,6 +84,9 @@ class Settings:
     # The Node this replica runs on (NODE_NAME, from the downward API): its
     # readiness fails while that Node's Machine is being deleted.
     node_name: str = ""
+    # --nginx-configmaps: NIC's nginx-config ConfigMap (namespace, name) whose keys
+    # tune nginx.conf and give every route its defaults (configs/configmap.py).
+    nginx_configmap: tuple[str, str] | None = None
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

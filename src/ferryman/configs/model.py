@@ -12,7 +12,9 @@ newlines can occur) or was built by ferryman itself.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ferryman.configs.configmap import Tuning
 
 # A backend is named by its endpoints key: "namespace/service:port", with the
 # port as the Ingress wrote it (number or Service port name).
@@ -75,6 +77,8 @@ class MainConfig:
     compute_full_forwarded_for: bool = True
     # 400 for request paths a backend may read otherwise than the router did.
     strict_request_paths: bool = False
+    # The ConfigMap's settings (--nginx-configmaps); ferryman's defaults without one.
+    tuning: Tuning = field(default_factory=Tuning)
 
     @property
     def fast_zone_size(self) -> str:

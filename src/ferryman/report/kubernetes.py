@@ -36,6 +36,7 @@ log = logging.getLogger("ferryman.report")
 API_VERSIONS = {
     "Ingress": "networking.k8s.io/v1",
     "Pod": "v1",
+    "ConfigMap": "v1",
     "VirtualServer": "k8s.nginx.org/v1",
     "VirtualServerRoute": "k8s.nginx.org/v1",
     "Policy": "k8s.nginx.org/v1",

@@ -22,6 +22,8 @@ KINDS = (
     "VirtualServer",
     "VirtualServerRoute",
     "Policy",
+    # --nginx-configmaps: NIC's nginx-config (only the one named is read).
+    "ConfigMap",
 )
 CLUSTER_SCOPED = frozenset({"IngressClass"})
 
