@@ -1,0 +1,278 @@
+"""--nginx-configmaps in manifests mode, with real NGINX: each key's effect seen by a
+client, a backend or a log; bad values and values NGINX refuses; reloads counted."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.harness import (
+    FERRYMAN,
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    service_with_backends,
+    tls_secret,
+)
+
+NS, NAME = "nginx-ingress", "nginx-config"
+
+
+def configmap(**data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": NAME, "namespace": NS},
+        "data": {k.replace("_", "-"): v for k, v in data.items()},
+    }
+
+
+def _events(f: Ferryman) -> list[tuple[str, str, str]]:
+    return [
+        (e["type"], e["reason"], e["message"])
+        for e in f.events()
+        if e.get("kind") == "ConfigMap" and e.get("name") == NAME
+    ]
+
+
+def _updated(f: Ferryman, count: int) -> list[tuple[str, str, str]]:
+    """Waits for the ``count``-th update Event on the ConfigMap."""
+
+    def seen() -> list[tuple[str, str, str]]:
+        done = [e for e in _events(f) if e[1] in ("Updated", "UpdatedWithError")]
+        return done if len(done) >= count else []
+
+    return eventually(seen, 15, f"update Event {count}")
+
+
+def _soon(check: Callable[[], bool], what: str = "the new configuration") -> None:
+    """A reload is confirmed once every new worker answers; a connection the
+    kernel gave an old worker just before it stopped accepting is still served
+    with the old configuration, so the first request may not see the change."""
+    eventually(check, 10, what)
+
+
+def _start(f: Ferryman, backends: Backends, tls: bool = False, **data: str) -> None:
+    f.extra_args += ["--nginx-configmaps", f"{NS}/{NAME}"]
+    f.write("svc", service_with_backends("app", [backends.start("app")]))
+    spec_tls = [{"hosts": ["cm.test"], "secretName": "cert"}] if tls else None
+    if tls:
+        f.write("cert", tls_secret("cert", ["cm.test"]))
+    f.write("ing", ingress("app", [rule("cm.test", path("/", "app"))], tls=spec_tls))
+    f.write("cm", configmap(**data))
+    f.start()
+
+
+def test_proxy_read_timeout_fires_after_an_edit_and_reloads_once(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends)
+    _updated(ferryman, 1)
+    assert ferryman.get("cm.test", "/?delay=1.5").status == 200
+    reloads = ferryman.reloads()
+    ferryman.write("cm", configmap(proxy_read_timeout="1"))
+    assert _updated(ferryman, 2)[-1] == (
+        "Normal",
+        "Updated",
+        f"ConfigMap {NS}/{NAME} updated without error",
+    )
+    _soon(lambda: ferryman.get("cm.test", "/?delay=1.5").status == 504, "504")
+    assert ferryman.reloads() == reloads + 1
+    # The same value written another way, and a key NIC does not know: no reload.
+    ferryman.write("cm", configmap(proxy_read_timeout="1s", unknown_key="x"))
+    _updated(ferryman, 3)
+    time.sleep(0.5)
+    assert ferryman.reloads() == reloads + 1
+    # A bad value: a Warning naming the key, the last good value kept, others apply.
+    ferryman.write("cm", configmap(proxy_read_timeout="soon", client_max_body_size="10"))
+    assert _updated(ferryman, 4)[-1][1] == "UpdatedWithError"
+    assert (
+        "Warning",
+        "InvalidValue",
+        f"ConfigMap {NS}/{NAME} 'proxy-read-timeout' invalid time string \"soon\", ignoring",
+    ) in _events(ferryman)
+    _soon(lambda: ferryman.get("cm.test", "/", method="POST", content=b"x" * 99).status == 413)
+    assert ferryman.get("cm.test", "/?delay=1.5").status == 504
+    assert ferryman.reloads() == reloads + 2
+    # The ConfigMap deleted: every default back (60s, 1m).
+    ferryman.remove("cm")
+    _updated(ferryman, 5)
+    _soon(lambda: ferryman.get("cm.test", "/", method="POST", content=b"x" * 99).status == 200)
+    assert ferryman.get("cm.test", "/?delay=1.5").status == 200
+
+
+def test_a_value_nginx_refuses_keeps_the_previous_configuration(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends, server_tokens="true")
+    _updated(ferryman, 1)
+    errors = "nginx_ingress_controller_nginx_reload_errors_total"
+    before = ferryman.metrics()[errors]
+    ferryman.write("cm", configmap(server_tokens="false", ssl_ciphers="NO-SUCH-CIPHER"))
+    event = _updated(ferryman, 2)[-1]
+    assert event[:2] == ("Warning", "UpdatedWithError")
+    assert event[2].startswith(f"ConfigMap {NS}/{NAME} was updated, but not applied: ")
+    assert "NO-SUCH-CIPHER" in event[2]
+    assert ferryman.metrics()[errors] == before + 1
+    # Still serving, with the previous values (server-tokens on).
+    r = ferryman.get("cm.test")
+    assert r.status == 200 and r.headers["server"].startswith("nginx/")
+    ferryman.write("cm", configmap(server_tokens="false"))
+    _updated(ferryman, 3)
+    _soon(lambda: ferryman.get("cm.test").headers["server"] == "nginx")
+
+
+def test_a_refused_value_at_start_up_still_opens_the_listeners(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends, ssl_ciphers="NO-SUCH-CIPHER", server_tokens="true")
+    assert ferryman.get("cm.test").status == 200
+    assert any("but not applied" in e[2] for e in _events(ferryman))
+
+
+def test_server_tokens_hides_or_shows_the_version(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends)
+    assert ferryman.get("cm.test").headers["server"] == "nginx"  # ferryman's default
+    ferryman.write("cm", configmap(server_tokens="True"))
+    eventually(lambda: ferryman.get("cm.test").headers["server"].startswith("nginx/1."), 10)
+
+
+def _syslog() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(10)
+    return s
+
+
+def test_log_format_and_access_log_reach_syslog(ferryman: Ferryman, backends: Backends) -> None:
+    log = _syslog()
+    port = log.getsockname()[1]
+    _start(
+        ferryman,
+        backends,
+        access_log=f"syslog:server=127.0.0.1:{port},tag=cmtest main",
+        log_format="ferryman-line uri=$request_uri status=$status\nquote=' brace={ semi=;",
+        log_format_escaping="json",
+    )
+    ferryman.get("cm.test", "/logged")
+    line = log.recv(65536).decode()
+    assert "cmtest:" in line
+    assert line.endswith("ferryman-line uri=/logged status=200 quote=' brace={ semi=;")
+    # access-log-off: no line for the next request.
+    ferryman.write(
+        "cm", configmap(access_log_off="true", access_log=f"syslog:server=127.0.0.1:{port}")
+    )
+    _updated(ferryman, 2)
+    time.sleep(1)  # the old workers (which log) have stopped accepting
+    ferryman.get("cm.test", "/not-logged")
+    log.settimeout(1)
+    with pytest.raises(TimeoutError):
+        log.recv(65536)
+
+
+def test_real_ip_from_a_trusted_proxy_is_the_client_address(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends)
+    forwarded = {"X-Forwarded-For": "203.0.113.7"}
+    assert ferryman.get("cm.test", headers=forwarded).json()["headers"]["x-real-ip"] == "127.0.0.1"
+    ferryman.write(
+        "cm", configmap(set_real_ip_from="127.0.0.1,10.0.0.0/8", real_ip_header="X-Forwarded-For")
+    )
+    _updated(ferryman, 2)
+    _soon(
+        lambda: (
+            ferryman.get("cm.test", headers=forwarded).json()["headers"]["x-real-ip"]
+            == "203.0.113.7"
+        )
+    )
+
+
+def _handshake(port: int, version: ssl.TLSVersion, alpn: list[str] | None = None) -> str | None:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.minimum_version = ctx.maximum_version = version
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="cm.test") as tls,
+    ):
+        return tls.selected_alpn_protocol()
+
+
+def test_tls_keys_protocols_http2_and_hsts(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends, tls=True)
+    port = ferryman.https_port
+    assert _handshake(port, ssl.TLSVersion.TLSv1_2, ["h2", "http/1.1"]) == "http/1.1"
+    assert "strict-transport-security" not in ferryman.get("cm.test", https=True).headers
+    ferryman.write(
+        "cm",
+        configmap(
+            ssl_protocols="TLSv1.3",
+            http2="true",
+            hsts="true",
+            hsts_max_age="100",
+            hsts_include_subdomains="true",
+        ),
+    )
+    _updated(ferryman, 2)
+    _soon(lambda: _handshake(port, ssl.TLSVersion.TLSv1_3, ["h2", "http/1.1"]) == "h2")
+    with pytest.raises(ssl.SSLError):
+        _handshake(port, ssl.TLSVersion.TLSv1_2)
+    r = ferryman.get("cm.test", https=True)
+    assert r.headers["strict-transport-security"] == "max-age=100; includeSubDomains; preload"
+    # Only over HTTPS (NIC's rule; plain HTTP to a TLS host is redirected anyway).
+    assert "strict-transport-security" not in ferryman.get("cm.test").headers
+
+
+def test_redirect_to_https_behind_a_load_balancer(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends, redirect_to_https="true", http_redirect_code="308")
+    r = ferryman.get("cm.test", "/a?b=c", headers={"X-Forwarded-Proto": "http"})
+    assert (r.status, r.headers["location"]) == (308, "https://cm.test/a?b=c")
+    assert ferryman.get("cm.test", headers={"X-Forwarded-Proto": "https"}).status == 200
+
+
+def _workers(master: int) -> int:
+    out = subprocess.run(
+        ["ps", "-o", "args=", "--ppid", str(master)], capture_output=True, text=True, check=False
+    )
+    return sum(1 for line in out.stdout.splitlines() if "worker process" in line)
+
+
+def test_worker_processes_sets_the_number_of_workers(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(ferryman, backends, worker_processes="3")
+    master = ferryman.nginx_master_pid()
+    assert master is not None
+    eventually(lambda: _workers(master) == 3, 10, "3 workers")
+    ferryman.write("cm", configmap(worker_processes="1"))
+    eventually(lambda: _workers(master) == 1, 15, "1 worker")
+
+
+def test_ferryman_render_applies_the_configmap(tmp_path: Any) -> None:
+    manifests = tmp_path / "m"
+    manifests.mkdir()
+    (manifests / "cm.yaml").write_text(yaml.safe_dump(configmap(worker_connections="2048")))
+    out = subprocess.run(
+        [
+            str(FERRYMAN),
+            "render", "--manifests", str(manifests), "--output", str(tmp_path / "o"),
+            "--nginx-configmaps", f"{NS}/{NAME}",
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "worker_connections 2048;" in (tmp_path / "o" / "nginx.conf").read_text()
