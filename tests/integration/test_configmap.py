@@ -73,6 +73,7 @@ def _start(f: Ferryman, backends: Backends, tls: bool = False, **data: str) -> N
     f.start()
 
 
+@pytest.mark.flavours("nginx", "angie")
 def test_proxy_read_timeout_fires_after_an_edit_and_reloads_once(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -140,11 +141,13 @@ def test_a_refused_value_at_start_up_still_opens_the_listeners(
     assert any("but not applied" in e[2] for e in _events(ferryman))
 
 
+@pytest.mark.flavours("nginx", "angie")
 def test_server_tokens_hides_or_shows_the_version(ferryman: Ferryman, backends: Backends) -> None:
+    name = "Angie" if ferryman.flavour == "angie" else "nginx"
     _start(ferryman, backends)
-    assert ferryman.get("cm.test").headers["server"] == "nginx"  # ferryman's default
+    assert ferryman.get("cm.test").headers["server"] == name  # ferryman's default
     ferryman.write("cm", configmap(server_tokens="True"))
-    eventually(lambda: ferryman.get("cm.test").headers["server"].startswith("nginx/1."), 10)
+    eventually(lambda: ferryman.get("cm.test").headers["server"].startswith(f"{name}/1."), 10)
 
 
 def _syslog() -> socket.socket:
@@ -154,6 +157,7 @@ def _syslog() -> socket.socket:
     return s
 
 
+@pytest.mark.flavours("nginx", "angie")
 def test_log_format_and_access_log_reach_syslog(ferryman: Ferryman, backends: Backends) -> None:
     log = _syslog()
     port = log.getsockname()[1]

@@ -85,6 +85,8 @@ EVERYTHING: dict[str, Any] = {
     "readinessGateWebhook.failurePolicy": "Fail",
     "readinessGateWebhook.timeoutSeconds": 3,
     "readinessGateWebhook.certSecret": "my-cert",
+    "controller.config.name": "my-config",
+    "controller.config.entries": {"worker-processes": 2, "http2": True, "log-format": "$a 'b'"},
 }
 
 _names = itertools.count()
@@ -234,6 +236,10 @@ def test_template_defaults(helm_binary: Path) -> None:
             "Role",
             "RoleBinding",
             # The replicas' readiness gate reports (gated routing, on with the webhook).
+            "Role",
+            "RoleBinding",
+            # --nginx-configmaps: the ConfigMap and the Role reading it.
+            "ConfigMap",
             "Role",
             "RoleBinding",
         ]
@@ -527,6 +533,10 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert (parsed.machine_lifecycle_hooks, parsed.machine_drain_timeout) == ("openshift", 90)
     env = {e["name"]: e.get("valueFrom") for e in _container(docs)["env"]}
     assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+
+    assert parsed.nginx_configmaps == ("ingress", "my-config")
+    data = _one(docs, "ConfigMap", "my-config")["data"]
+    assert data == {"worker-processes": "2", "http2": "true", "log-format": "$a 'b'"}
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}

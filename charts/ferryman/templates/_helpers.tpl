@@ -125,3 +125,8 @@ gate holds pods back until ferryman routes to them. */}}
 {{- define "ferryman.readinessGates" -}}
 {{- if or .Values.controller.readinessGates.enable .Values.readinessGateWebhook.enabled }}true{{ end }}
 {{- end }}
+
+{{/* --nginx-configmaps: the ConfigMap the chart makes from controller.config. */}}
+{{- define "ferryman.configMapName" -}}
+{{- default (printf "%s-nginx-config" (include "ferryman.fullname" .)) .Values.controller.config.name }}
+{{- end }}
