@@ -280,3 +280,122 @@ def test_ferryman_render_applies_the_configmap(tmp_path: Any) -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "worker_connections 2048;" in (tmp_path / "o" / "nginx.conf").read_text()
+
+
+def test_body_size_and_timeouts_on_either_fast_path(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    """The module and the Lua fast path both take the http-level defaults."""
+    f = either_fast_path
+    _start(f, backends, client_max_body_size="50", proxy_read_timeout="1s")
+    assert f.get("cm.test", "/", method="POST", content=b"x" * 51).status == 413
+    assert f.get("cm.test", "/", method="POST", content=b"x" * 50).status == 200
+    assert f.get("cm.test", "/?delay=1.5").status == 504
+
+
+def test_proxy_protocol_and_its_address_as_the_client(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(
+        ferryman,
+        backends,
+        proxy_protocol="true",
+        set_real_ip_from="127.0.0.1",
+        real_ip_header="proxy_protocol",
+    )
+
+    def through_proxy() -> str:
+        with socket.create_connection(("127.0.0.1", ferryman.http_port), timeout=5) as s:
+            s.sendall(
+                b"PROXY TCP4 198.51.100.9 127.0.0.1 40000 80\r\n"
+                b"GET / HTTP/1.1\r\nHost: cm.test\r\nConnection: close\r\n\r\n"
+            )
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        return data.decode(errors="replace")
+
+    answer = through_proxy()
+    assert answer.startswith("HTTP/1.1 200")
+    assert '"x-real-ip": "198.51.100.9"' in answer
+    # A client without the PROXY header is refused (NGINX's "broken header").
+    with pytest.raises(Exception):  # noqa: B017 - httpx's error type varies with how it ends
+        ferryman.get("cm.test")
+
+
+def _rsa_secret(name: str, host: str) -> dict[str, Any]:
+    """A TLS Secret with an RSA key: DHE-RSA needs one (ferryman's own are ECDSA)."""
+    import base64
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    pem_cert = cert.public_bytes(serialization.Encoding.PEM)
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {
+            "tls.crt": base64.b64encode(pem_cert).decode(),
+            "tls.key": base64.b64encode(pem_key).decode(),
+        },
+    }
+
+
+def _dhe_cipher(port: int) -> str:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers("DHE-RSA-AES128-GCM-SHA256")
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="cm.test") as tls,
+    ):
+        cipher = tls.cipher()
+        return cipher[0] if cipher else ""
+
+
+def test_ssl_dhparam_file_enables_dhe(ferryman: Ferryman, backends: Backends) -> None:
+    params = subprocess.run(
+        ["openssl", "genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt", "dh_param:ffdhe2048"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ferryman.extra_args += ["--nginx-configmaps", f"{NS}/{NAME}"]
+    ferryman.write("svc", service_with_backends("app", [backends.start("app")]))
+    ferryman.write("cert", _rsa_secret("cert", "cm.test"))
+    tls = [{"hosts": ["cm.test"], "secretName": "cert"}]
+    ferryman.write("ing", ingress("app", [rule("cm.test", path("/", "app"))], tls=tls))
+    ferryman.write("cm", configmap())
+    ferryman.start()
+    with pytest.raises(ssl.SSLError):  # NGINX offers no DHE without parameters
+        _dhe_cipher(ferryman.https_port)
+    ferryman.write("cm", configmap(ssl_dhparam_file=params))
+    _updated(ferryman, 2)
+    _soon(lambda: _dhe_cipher(ferryman.https_port) == "DHE-RSA-AES128-GCM-SHA256", "DHE")
+    assert (ferryman.state / "dhparam.pem").read_text() == params.strip() + "\n"
