@@ -4,6 +4,7 @@ NGINX gets (and that no value can add a directive to it)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -293,3 +294,15 @@ def test_no_value_adds_a_directive_or_block(data: dict[str, str]) -> None:
             lines = [a for a in d.args[1:] if not a.startswith("escape=")]
             written = [ln for ln in state.values["log-format"].split("\n") if ln]
             assert lines == [(" " if i else "") + ln for i, ln in enumerate(written)]
+
+
+@pytest.mark.parametrize("value", ["٣s", "1m\n30s", "1m;", "", " ", "1x", "1s 2s"])
+def test_times_are_nic_times_in_ascii(value: str) -> None:
+    assert "proxy-read-timeout" in parse_data({"proxy-read-timeout": value}).problems
+
+
+@given(st.text(max_size=30))
+def test_a_time_either_fails_or_is_an_nginx_time(value: str) -> None:
+    parsed = parse_data({"proxy-read-timeout": value})
+    if "proxy-read-timeout" in parsed.values:
+        assert re.fullmatch(r"([0-9]+(y|M|w|d|h|m|s|ms))+", parsed.values["proxy-read-timeout"])

@@ -33,9 +33,11 @@ Parser = Callable[[str], "tuple[str | None, str | None]"]
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
 # NIC's ParseTime (nginx.org/en/docs/syntax.html): units largest first, spaces
-# allowed between them, a bare number is seconds.
+# allowed between them, a bare number is seconds. [0-9] and " ", not \d and \s:
+# those take other scripts' digits and line breaks.
+_N = "[0-9]{1,9}"
 _TIME_RE = re.compile(
-    r"^(\d+y)??\s*(\d+M)??\s*(\d+w)??\s*(\d+d)??\s*(\d+h)??\s*(\d+m)??\s*(\d+s?)??\s*(\d+ms)??$"
+    rf"^({_N}y)?? *({_N}M)?? *({_N}w)?? *({_N}d)?? *({_N}h)?? *({_N}m)?? *({_N}s?)?? *({_N}ms)??$"
 )
 _SIZE_RE = re.compile(r"^[0-9]{1,9}[kKmM]?$")
 _OFFSET_RE = re.compile(r"^[0-9]{1,12}[kKmMgG]?$")
