@@ -1,7 +1,8 @@
 """The data-plane model: what NGINX is told, as values.
 
 Two channels carry it. The NGINX configuration text (``MainConfig`` through the
-templates) changes only with ferryman's own settings. Everything that comes from
+templates) changes only with ferryman's own settings and the ConfigMap's keys
+(``configs/configmap.py``). Everything that comes from
 resources — virtual hosts, their routes, certificates, endpoint sets — is pushed
 into NGINX's memory over a unix socket as single-line records, so a new Ingress,
 a moved endpoint or a rotated certificate needs no reload. Every string in a
