@@ -8,6 +8,7 @@ import ssl
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,10 +57,15 @@ def _updated(f: Ferryman, count: int) -> list[tuple[str, str, str]]:
 
 
 def _soon(check: Callable[[], bool], what: str = "the new configuration") -> None:
-    """A reload is confirmed once every new worker answers; a connection the
-    kernel gave an old worker just before it stopped accepting is still served
-    with the old configuration, so the first request may not see the change."""
+    """Waits until ``check`` holds, then until the old workers stopped accepting.
+
+    A reload is confirmed once a new worker answers; for a few tens of
+    milliseconds after that, the old workers (told to quit) may still accept a
+    connection and answer it with the old configuration (measured: old answers up
+    to 0.07 s after the first new one), so the first request may not see the
+    change, and one request seeing it does not mean the next will."""
     eventually(check, 10, what)
+    time.sleep(0.3)
 
 
 def _start(f: Ferryman, backends: Backends, tls: bool = False, **data: str) -> None:
@@ -399,3 +405,69 @@ def test_ssl_dhparam_file_enables_dhe(ferryman: Ferryman, backends: Backends) ->
     _updated(ferryman, 2)
     _soon(lambda: _dhe_cipher(ferryman.https_port) == "DHE-RSA-AES128-GCM-SHA256", "DHE")
     assert (ferryman.state / "dhparam.pem").read_text() == params.strip() + "\n"
+
+
+def test_hidden_and_passed_backend_headers(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends)
+    r = ferryman.get("cm.test")
+    assert r.headers["server"] == "nginx" and "content-type" in r.headers
+    ferryman.write("cm", configmap(proxy_hide_headers="Content-Type", proxy_pass_headers="Server"))
+    _updated(ferryman, 2)
+    _soon(lambda: ferryman.get("cm.test").headers["server"].startswith("BaseHTTP/"))
+    r = ferryman.get("cm.test")
+    assert r.headers["server"].startswith("BaseHTTP/") and "content-type" not in r.headers
+
+
+def _keepalive(port: int, requests: int, idle: float) -> list[bool]:
+    """Per request on one connection: whether it was answered; then whether the
+    connection is still open after ``idle`` seconds."""
+    answered = []
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        for _ in range(requests):
+            try:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: cm.test\r\n\r\n")
+                head = s.recv(65536)
+                answered.append(head.startswith(b"HTTP/1.1 200"))
+            except OSError:
+                answered.append(False)
+        time.sleep(idle)
+        s.settimeout(0.5)
+        try:
+            answered.append(s.recv(1) == b"" and False)  # b"": closed by NGINX
+        except TimeoutError:
+            answered.append(True)  # still open
+    return answered
+
+
+def test_keepalive_timeout_and_requests(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends)
+    assert _keepalive(ferryman.http_port, 3, 1.5) == [True, True, True, True]
+    ferryman.write("cm", configmap(keepalive_timeout="1s", keepalive_requests="2"))
+    _updated(ferryman, 2)
+    time.sleep(1)  # the old workers have stopped accepting
+    answered = _keepalive(ferryman.http_port, 3, 0)
+    assert answered[:3] == [True, True, False]  # closed after the second
+    assert _keepalive(ferryman.http_port, 1, 1.5) == [True, False]  # idle longer than 1s
+
+
+def _nofile(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return line.split()[3]
+    return ""
+
+
+def test_worker_rlimit_nofile(ferryman: Ferryman, backends: Backends) -> None:
+    _start(ferryman, backends, worker_rlimit_nofile="4321")
+    master = ferryman.nginx_master_pid()
+    assert master is not None
+
+    def limits() -> set[str]:
+        out = subprocess.run(
+            ["ps", "-o", "pid=,args=", "--ppid", str(master)], capture_output=True, text=True
+        )
+        workers = [int(ln.split()[0]) for ln in out.stdout.splitlines() if "worker" in ln]
+        return {_nofile(pid) for pid in workers}
+
+    # The bootstrap configuration's workers (NGINX's own limit) leave after the reload.
+    eventually(lambda: limits() == {"4321"}, 15, "the workers' open files limit")
