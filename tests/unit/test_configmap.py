@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ferryman
-from ferryman.configs.configmap import ConfigMapState, Tuning, tuning
+from ferryman.configs.configmap import IN_NGINX_CONF, ConfigMapState, Tuning, tuning
 from ferryman.configs.render import Renderer
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.resources.configmap import GLOBAL_KEYS, ROUTE_KEYS, UNSUPPORTED, parse_data
@@ -306,3 +306,13 @@ def test_a_time_either_fails_or_is_an_nginx_time(value: str) -> None:
     parsed = parse_data({"proxy-read-timeout": value})
     if "proxy-read-timeout" in parsed.values:
         assert re.fullmatch(r"([0-9]+(y|M|w|d|h|m|s|ms))+", parsed.values["proxy-read-timeout"])
+
+
+@pytest.mark.parametrize("key", sorted(IN_NGINX_CONF))
+def test_route_keys_said_to_be_in_nginx_conf_are(key: str) -> None:
+    values = {**parse_data(FULL).values, "hsts-behind-proxy": "true"}  # FULL's is the default
+    without = {k: v for k, v in values.items() if k != key}
+    if key.startswith("hsts-"):
+        without["hsts"] = values["hsts"]
+    assert key in ROUTE_KEYS
+    assert _main(values) != _main(without)

@@ -52,6 +52,32 @@ _PLAIN_DIRECTIVES = (
     ("proxy-busy-buffers-size", "proxy_busy_buffers_size"),
     ("proxy-max-temp-file-size", "proxy_max_temp_file_size"),
 )
+# Route-level keys nginx.conf itself applies (http or server level) to every route
+# that does not set its own: a route whose resolved value is the ConfigMap's needs
+# no per-route handling (no slow path) for these. The others (lb-method,
+# max-fails, fail-timeout, keepalive, ssl-redirect, http-redirect-code for
+# ssl-redirect) only reach routes through the annotations' resolution.
+IN_NGINX_CONF = frozenset(
+    {
+        "proxy-connect-timeout",
+        "proxy-read-timeout",
+        "proxy-send-timeout",
+        "client-max-body-size",
+        "proxy-buffering",
+        "proxy-buffers",
+        "proxy-buffer-size",
+        "proxy-busy-buffers-size",
+        "proxy-max-temp-file-size",
+        "proxy-hide-headers",
+        "proxy-pass-headers",
+        "server-tokens",
+        "hsts",
+        "hsts-max-age",
+        "hsts-include-subdomains",
+        "hsts-behind-proxy",
+        "redirect-to-https",
+    }
+)
 # The file ssl-dhparam-file's content is written to, in the state directory.
 DHPARAM_FILE = "dhparam.pem"
 
