@@ -7,13 +7,15 @@ a parser (resources/), a translation (configs/) and a translator here; the
 worker does not grow.
 
 What a translator may call back: ``Worker.render_all`` (render these
-resources, whatever their kind: a host handed from one kind to another) and
-``Worker.reject`` (take a resource out until it changes).
+resources, whatever their kind: a host handed from one kind to another),
+``Worker.reject`` (take a resource out until it changes) and
+``Worker.route_defaults`` (the ConfigMap's route-level keys, which annotations
+override; every resource is rendered again when they change).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from ferryman.metrics import Metrics
@@ -24,6 +26,8 @@ class Worker(Protocol):
     def render_all(self, refs: Iterable[ObjectRef]) -> None: ...
 
     def reject(self, ref: ObjectRef, reason: str) -> None: ...
+
+    def route_defaults(self) -> Mapping[str, str]: ...
 
 
 class Translator(Protocol):
