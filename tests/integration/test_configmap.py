@@ -471,3 +471,17 @@ def test_worker_rlimit_nofile(ferryman: Ferryman, backends: Backends) -> None:
 
     # The bootstrap configuration's workers (NGINX's own limit) leave after the reload.
     eventually(lambda: limits() == {"4321"}, 15, "the workers' open files limit")
+
+
+def test_access_logs_on_without_syslog_reach_ferrymans_log(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """access-log-off: false with no access-log: NIC's main format on NGINX's
+    stderr, which ferryman forwards to its own log (NIC writes /dev/stdout)."""
+    _start(ferryman, backends, access_log_off="false")
+    ferryman.get("cm.test", "/seen-in-the-log")
+    line = eventually(
+        lambda: [ln for ln in ferryman.logs().splitlines() if "/seen-in-the-log" in ln], 5
+    )[0]
+    assert "logger=ferryman.nginx" in line
+    assert '\\"GET /seen-in-the-log HTTP/1.1\\" 200' in line
