@@ -353,7 +353,39 @@ UNSUPPORTED: Mapping[str, str] = {
     "resolver-ipv6": "NGINX Plus only",
     "resolver-valid": "NGINX Plus only",
     "resolver-timeout": "NGINX Plus only",
-    "otel-exporter-endpoint": "OpenTelemetry is not implemented",
+    **dict.fromkeys(
+        (
+            "otel-exporter-endpoint",
+            "otel-exporter-header-name",
+            "otel-exporter-header-value",
+            "otel-service-name",
+            "otel-trace-in-http",
+        ),
+        "OpenTelemetry is not implemented",
+    ),
+    **{
+        f"zone-sync{suffix}": "NGINX Plus only"
+        for suffix in ("", "-port", "-resolver-addresses", "-resolver-ipv6", "-resolver-valid")
+    },
+    **{
+        f"oidc-{what}-{field}": "NGINX Plus only (OIDC)"
+        for what in ("pkce", "id-tokens", "access-tokens", "refresh-tokens", "sids")
+        for field in ("timeout", "zone-size")
+    },
+    **{
+        key: "NGINX App Protect is not available"
+        for key in (
+            "app-protect-compressed-requests-action",
+            "app-protect-cookie-seed",
+            "app-protect-cpu-thresholds",
+            "app-protect-dos-arb-fqdn",
+            "app-protect-dos-log-format",
+            "app-protect-dos-log-format-escaping",
+            "app-protect-failure-mode-action",
+            "app-protect-physical-memory-util-thresholds",
+            "app-protect-reconnect-period-seconds",
+        )
+    },
 }
 
 # The HSTS keys NIC takes or drops together.
