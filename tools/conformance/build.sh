@@ -44,8 +44,13 @@ start=$SECONDS
     cp -r "$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard" "$out_dir/crds"
     chmod -R u+w "$out_dir/crds"
     # Its base manifests (embedded in the suite too), for tests of the environment.
-    cp "$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api/conformance)/base/manifests.yaml" "$out_dir/base-manifests.yaml"
-    chmod u+w "$out_dir/base-manifests.yaml"
+    suite_dir="$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api/conformance)"
+    cp "$suite_dir/base/manifests.yaml" "$out_dir/base-manifests.yaml"
+    # And every test's manifests, which ferryman's parsers must read as the API server does.
+    rm -rf "$out_dir/tests"
+    mkdir -p "$out_dir/tests"
+    cp "$suite_dir"/tests/*.yaml "$out_dir/tests/"
+    chmod -R u+w "$out_dir/base-manifests.yaml" "$out_dir/tests"
 )
 chmod 0755 "$tmp_suite" "$tmp_echo"
 mv -f "$tmp_echo" "$echo_bin"
