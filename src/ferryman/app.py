@@ -72,6 +72,10 @@ LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
 # optional: without it the Lua balancer serves the fast path, more slowly.
 FAST_MODULE = "ngx_http_ferryman_module.so"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so", FAST_MODULE)
+# TransportServers' balancer (built beside FAST_MODULE): it calls into
+# FAST_MODULE's zone, so it is loaded after it and only with it, and only when
+# TransportServers are wanted (--global-configuration, --enable-tls-passthrough).
+STREAM_MODULE = "ngx_stream_ferryman_module.so"
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -97,6 +101,14 @@ def main_config(
 ) -> MainConfig:
     modules_dir = _checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
     modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
+    stream = (
+        bool(settings.global_configuration or settings.tls_passthrough)
+        and str(modules_dir / FAST_MODULE) in modules
+        and str(modules_dir / "ngx_stream_module.so") in modules
+        and (modules_dir / STREAM_MODULE).exists()
+    )
+    if stream:
+        modules += (str(modules_dir / STREAM_MODULE),)
     return MainConfig(
         state_dir=str(paths.state_dir),
         endpoints_socket=str(paths.endpoints_socket),
@@ -118,6 +130,7 @@ def main_config(
         public=public,
         compute_full_forwarded_for=settings.compute_full_forwarded_for,
         strict_request_paths=settings.strict_request_paths,
+        stream=stream,
     )
 
 
@@ -144,6 +157,10 @@ class _Flavour:
             # No Lua: Angie loads no dynamic modules.
             return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
         return self.renderer.main(main)
+
+    def stream(self, user: str | None) -> bool:
+        """nginx.conf has the stream block TransportServers need (never with Angie)."""
+        return not self.angie and main_config(self.settings, self.paths, user, public=True).stream
 
     def config_version(self, socket: str, version: int) -> str:
         if self.angie:
@@ -397,6 +414,7 @@ async def _run(
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
         virtual_servers=not flavour.angie,
+        stream=flavour.stream(user),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.
@@ -593,6 +611,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
         virtual_servers=not flavour.angie,
+        stream=flavour.stream(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")

@@ -62,6 +62,8 @@ from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
+from ferryman.transport_servers import KINDS as TRANSPORT_KINDS
+from ferryman.transport_servers import TransportServers
 from ferryman.vsr_status import INVALID, VALID, WARNING_STATE, RouteStatuses
 from ferryman.workqueue import WorkQueue
 
@@ -120,6 +122,7 @@ class Controller:
         on_leaving_applied: Callable[[], None] | None = None,
         resource_status: ResourceStatusSink | None = None,
         virtual_servers: bool = True,
+        stream: bool = False,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
@@ -181,6 +184,13 @@ class Controller:
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
         self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
+        # GlobalConfiguration and TransportServers (``stream``: nginx.conf has
+        # the stream block): their own module, fed the same records and files.
+        self._transport = TransportServers(
+            settings, store, self._records, self._files, stream=stream,
+            served_class=lambda: self._policy.served, state=self._vs_event,
+            event=self._event, set_backends=self._endpoints.set_backends,
+        )  # fmt: skip
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
         """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
@@ -277,6 +287,8 @@ class Controller:
             self._sync_virtual_server(ref)
         elif ref.kind == "IngressClass":
             self._sync_class(ref)
+        elif ref.kind in TRANSPORT_KINDS:
+            self._transport.sync(ref)
         elif ref.kind == "Service":
             self._compute_endpoints(self._endpoints.keys_of(ref.namespace, ref.name))
         elif ref.kind == POD_ADDRESS:

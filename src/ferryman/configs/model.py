@@ -75,6 +75,8 @@ class MainConfig:
     compute_full_forwarded_for: bool = True
     # 400 for request paths a backend may read otherwise than the router did.
     strict_request_paths: bool = False
+    # A stream block (TransportServers): ngx_stream_ferryman_module is loaded.
+    stream: bool = False
 
     @property
     def fast_zone_size(self) -> str:

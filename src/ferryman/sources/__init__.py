@@ -22,6 +22,9 @@ KINDS = (
     "VirtualServer",
     "VirtualServerRoute",
     "Policy",
+    # TCP/UDP listeners (--global-configuration) and the TransportServers on them.
+    "GlobalConfiguration",
+    "TransportServer",
 )
 CLUSTER_SCOPED = frozenset({"IngressClass"})
 

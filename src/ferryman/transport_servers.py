@@ -1,0 +1,242 @@
+"""TransportServers on GlobalConfiguration listeners: ownership, records, stream.conf, Events.
+
+The controller hands this module every GlobalConfiguration and TransportServer
+key (``sync``). There are few of them, so each change recomputes the whole
+state, as NIC's ``buildListenerHostsAndTSConfigurations`` does:
+
+- the GlobalConfiguration named by ``--global-configuration`` gives the
+  listeners (its invalid ones are left out and reported on it);
+- a TransportServer takes the listener it names (name and protocol); one
+  TransportServer per (listener, host), the oldest wins (creationTimestamp,
+  then namespace/name); the others are Rejected with NIC's messages;
+- TLS passthrough TransportServers (``--enable-tls-passthrough``) take their
+  host on the built-in ``tls-passthrough`` listener; ``claims`` hands those
+  hosts to the host ownership shared with Ingresses and VirtualServers.
+
+Each holder gets an ``S`` record (configs/transportserver.py) and its backends'
+endpoint sets; ``stream.conf`` gets a server per listener. Records change
+without a reload; stream.conf changes reload (the controller applies files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+
+from ferryman.configs.model import BackendKey
+from ferryman.configs.transportserver import (
+    STREAM_FILE,
+    STREAM_RECORD,
+    Passthrough,
+    StreamServer,
+    backends,
+    record_name,
+    render_stream,
+    stream_record,
+    stream_server,
+)
+from ferryman.configuration import age_key
+from ferryman.dataplane import RecordKey
+from ferryman.report import (
+    ADDED_OR_UPDATED,
+    ADDED_OR_UPDATED_WITH_ERROR,
+    NORMAL,
+    REJECTED,
+    WARNING,
+)
+from ferryman.resources.globalconfiguration import (
+    GlobalConfiguration,
+    parse_global_configuration,
+)
+from ferryman.resources.meta import ObjectRef
+from ferryman.resources.transportserver import TransportServer, parse_transport_server
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.vsr_status import INVALID, VALID, WARNING_STATE
+
+KINDS = frozenset({"GlobalConfiguration", "TransportServer"})
+# NIC's Event reason for a GlobalConfiguration taken as it is.
+UPDATED = "Updated"
+
+# (ref, state, reason, message): a TransportServer's Event and status.
+StateSink = Callable[[ObjectRef, str, str, str], None]
+# (ref, type, reason, message): an Event only (the GlobalConfiguration's).
+EventSink = Callable[[ObjectRef, str, str, str], None]
+BackendsSink = Callable[[ObjectRef, frozenset[BackendKey]], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str
+    reason: str
+    message: str
+
+
+class TransportServers:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        records: MutableMapping[RecordKey, str],
+        files: MutableMapping[str, str],
+        *,
+        stream: bool,
+        served_class: Callable[[], str],
+        state: StateSink,
+        event: EventSink,
+        set_backends: BackendsSink,
+        https_socket: str = "",
+    ) -> None:
+        """``stream``: nginx.conf has the stream block (the stream module is
+        loaded); without it every TransportServer is refused, saying why."""
+        self._settings = settings
+        self._store = store
+        self._records = records
+        self._files = files
+        self._stream = stream
+        self._served_class = served_class
+        self._state = state
+        self._event = event
+        self._set_backends = set_backends
+        self._https_socket = https_socket
+        self._gc: GlobalConfiguration | None = None
+        self._servers: dict[ObjectRef, TransportServer] = {}
+        self._invalid: dict[ObjectRef, str] = {}  # ref -> NIC's message
+        self._reported: dict[ObjectRef, Outcome] = {}
+        self._holders: set[ObjectRef] = set()
+        # Passthrough hosts another kind owns (configuration.py), by host.
+        self._taken_hosts: Mapping[str, ObjectRef] = {}
+        if stream:
+            files[STREAM_FILE] = render_stream([], self._passthrough())
+
+    def _passthrough(self) -> Passthrough | None:
+        if not self._settings.tls_passthrough or not self._https_socket:
+            return None
+        return Passthrough(self._settings.https_port, self._https_socket)
+
+    # ---- sync ----------------------------------------------------------------------
+
+    def sync(self, ref: ObjectRef) -> None:
+        if ref.kind == "GlobalConfiguration":
+            self._sync_global_configuration(ref)
+        else:
+            self._sync_transport_server(ref)
+        self._recompute(changed={ref})
+
+    def _sync_global_configuration(self, ref: ObjectRef) -> None:
+        if self._settings.global_configuration != (ref.namespace, ref.name):
+            return  # NIC watches the one it is told about, by name
+        obj = self._store.get("GlobalConfiguration", ref.namespace, ref.name)
+        if obj is None:
+            self._gc = None
+            return
+        forbidden = frozenset({self._settings.http_port, self._settings.https_port})
+        parsed = parse_global_configuration(obj, forbidden)
+        self._gc = parsed.resource
+        who = f"{ref.namespace}/{ref.name}"
+        if parsed.problems:
+            self._event(
+                ref,
+                WARNING,
+                ADDED_OR_UPDATED_WITH_ERROR,
+                f"GlobalConfiguration {who} is updated with errors: {parsed.message()}",
+            )
+        else:
+            self._event(ref, NORMAL, UPDATED, f"GlobalConfiguration {who} was added or updated")
+
+    def _sync_transport_server(self, ref: ObjectRef) -> None:
+        obj = self._store.get("TransportServer", ref.namespace, ref.name)
+        self._servers.pop(ref, None)
+        self._invalid.pop(ref, None)
+        if obj is None or _class(obj) not in ("", self._served_class()):
+            return
+        parsed = parse_transport_server(obj, tls_passthrough=self._settings.tls_passthrough)
+        who = f"{ref.namespace}/{ref.name}"
+        if parsed.resource is None:
+            message = f"TransportServer {who} was rejected with error: {parsed.message()}"
+            self._invalid[ref] = message
+        elif not self._stream:
+            self._invalid[ref] = (
+                f"TransportServer {who} was rejected with error: TransportServers need the "
+                "nginx data plane with ngx_stream_ferryman_module (scripts/build-module.sh)"
+            )
+        else:
+            self._servers[ref] = parsed.resource
+
+    def passthrough_claims(self) -> list[TransportServer]:
+        """Valid passthrough TransportServers: their hosts compete with
+        Ingresses' and VirtualServers' (configuration.py)."""
+        return [ts for ts in self._servers.values() if ts.passthrough]
+
+    def set_taken_hosts(self, taken: Mapping[str, ObjectRef]) -> None:
+        """Passthrough hosts an older Ingress or VirtualServer owns."""
+        if dict(taken) != dict(self._taken_hosts):
+            self._taken_hosts = dict(taken)
+            self._recompute(changed=set())
+
+    # ---- the state -----------------------------------------------------------------
+
+    def _recompute(self, changed: set[ObjectRef]) -> None:
+        holders: dict[tuple[str, str], TransportServer] = {}
+        outcomes: dict[ObjectRef, Outcome] = {}
+        for ref, message in self._invalid.items():
+            outcomes[ref] = Outcome(INVALID, REJECTED, message)
+        for ref, ts in sorted(self._servers.items(), key=lambda i: age_key(i[1])):
+            problem = self._listener_problem(ref, ts)
+            if problem is None and (ts.listener, ts.host) in holders:
+                host = ts.host or "empty host"
+                problem = f"Listener {ts.listener} with host {host} is taken by another resource"
+            if problem is not None:
+                outcomes[ref] = Outcome(WARNING_STATE, REJECTED, problem)
+                continue
+            holders[(ts.listener, ts.host)] = ts
+            who = f"{ref.namespace}/{ref.name}"
+            # NIC's text, its trailing space included.
+            outcomes[ref] = Outcome(
+                VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
+            )
+        self._write(holders)
+        for ref, outcome in outcomes.items():
+            if ref in changed or self._reported.get(ref) != outcome:
+                self._state(ref, outcome.state, outcome.reason, outcome.message)
+        self._reported = outcomes
+
+    def _listener_problem(self, ref: ObjectRef, ts: TransportServer) -> str | None:
+        if ts.passthrough:
+            owner = self._taken_hosts.get(ts.host)
+            if owner is not None and owner != ref:
+                return "Host is taken by another resource"
+            return None
+        if self._gc is None or self._gc.listener(ts.listener, ts.protocol) is None:
+            return f"Listener {ts.listener} doesn't exist"
+        return None
+
+    def _write(self, holders: Mapping[tuple[str, str], TransportServer]) -> None:
+        wanted = {(STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()}
+        for key in [k for k in self._records if k[0] == STREAM_RECORD and k not in wanted]:
+            del self._records[key]
+        self._records.update(wanted)
+        holder_refs = {_ref(ts) for ts in holders.values()}
+        for ref in self._holders - holder_refs:
+            self._set_backends(ref, frozenset())
+        for ts in holders.values():
+            self._set_backends(_ref(ts), backends(ts))
+        self._holders = holder_refs
+        if not self._stream:
+            return
+        by_listener = {name: ts for (name, _), ts in holders.items()}
+        servers: list[StreamServer] = []
+        for listener in self._gc.listeners if self._gc else ():
+            if listener.protocol in ("TCP", "UDP"):
+                servers.append(stream_server(listener, by_listener.get(listener.name)))
+        self._files[STREAM_FILE] = render_stream(servers, self._passthrough())
+
+
+def _ref(ts: TransportServer) -> ObjectRef:
+    return ObjectRef("TransportServer", ts.meta.namespace, ts.meta.name)
+
+
+def _class(obj: Mapping[str, object]) -> str:
+    spec = obj.get("spec")
+    value = spec.get("ingressClassName") if isinstance(spec, Mapping) else None
+    return value if isinstance(value, str) else ""
