@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import Ferryman, eventually, free_port  # noqa: F401
+from tests.integration.harness import Ferryman, eventually, free_port
 
 GC = ("nginx-ingress", "nginx-configuration")
 
@@ -177,3 +177,165 @@ def test_tcp_and_udp_echo(ferryman: Ferryman, echoes: Echoes) -> None:
     gc_event = ferryman.events_for(GC[1])[-1]
     assert gc_event["reason"] == "Updated", gc_event
     assert ferryman.reloads() == 1
+
+
+def _listeners(tcp_port: int) -> dict[str, Any]:
+    return global_configuration({"name": "echo-tcp", "port": tcp_port, "protocol": "TCP"})
+
+
+def test_endpoint_changes_reach_the_stream_side_without_reload(
+    ferryman: Ferryman, echoes: Echoes
+) -> None:
+    tcp_port = free_port()
+    a, b = echoes.tcp("a"), echoes.tcp("b")
+    ferryman.write("gc", _listeners(tcp_port))
+    ferryman.write("svc", stream_service("echo", [a]))
+    ferryman.write(
+        "ts",
+        transport_server(
+            "ts", "echo-tcp", "TCP", "echo", 7000, upstreams=[
+                {"name": "app", "service": "echo", "port": 7000,
+                 "loadBalancingMethod": "round_robin"}
+            ],
+        ),
+    )  # fmt: skip
+    start(ferryman)
+    reloads = ferryman.reloads()
+    assert tcp_ask(tcp_port) == b"a:hello"
+    ferryman.write("svc", stream_service("echo", [a, b]))
+    eventually(
+        lambda: {tcp_ask(tcp_port) for _ in range(6)} == {b"a:hello", b"b:hello"},
+        what="both endpoints answer",
+    )
+    ferryman.write("svc", stream_service("echo", [b]))
+    eventually(lambda: {tcp_ask(tcp_port) for _ in range(4)} == {b"b:hello"}, what="only b answers")
+    # The balancing method lives in the record too: no reload either.
+    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000, upstreams=[
+        {"name": "app", "service": "echo", "port": 7000, "loadBalancingMethod": "least_conn",
+         "maxFails": 3}
+    ]))  # fmt: skip
+    eventually(lambda: ferryman.events_for("ts")[-1]["reason"] == "AddedOrUpdated")
+    assert tcp_ask(tcp_port) == b"b:hello"
+    assert ferryman.reloads() == reloads
+    # A connect timeout is a directive of the listener's server: one reload.
+    ferryman.write(
+        "ts",
+        transport_server(
+            "ts", "echo-tcp", "TCP", "echo", 7000, upstreamParameters={"connectTimeout": "5s"}
+        ),
+    )
+    eventually(lambda: ferryman.reloads() == reloads + 1, what="a reload")
+    assert tcp_ask(tcp_port) == b"b:hello"
+
+
+def test_no_endpoint_closes_the_connection(ferryman: Ferryman, echoes: Echoes) -> None:
+    tcp_port = free_port()
+    ferryman.write("gc", _listeners(tcp_port))
+    ferryman.write("svc", stream_service("echo", []))
+    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000))
+    start(ferryman)
+    with socket.create_connection(("127.0.0.1", tcp_port), timeout=5) as s:
+        s.sendall(b"hello")
+        try:
+            answer = s.recv(4096)
+        except ConnectionResetError:
+            answer = b""
+        assert answer == b""  # closed, nothing proxied
+
+
+def test_listener_conflicts_with_nic_messages(ferryman: Ferryman, echoes: Echoes) -> None:
+    tcp_port = free_port()
+    a, b = echoes.tcp("a"), echoes.tcp("b")
+    ferryman.write(
+        "gc",
+        global_configuration(
+            {"name": "echo-tcp", "port": tcp_port, "protocol": "TCP"},
+            {"name": "echo-tcp", "port": free_port(), "protocol": "TCP"},
+            {"name": "bad_name", "port": free_port(), "protocol": "SCTP"},
+        ),
+    )
+    ferryman.write("svc-a", stream_service("echo-a", [a]))
+    ferryman.write("svc-b", stream_service("echo-b", [b]))
+    old = {"creationTimestamp": "2024-01-01T00:00:00Z"}
+    new = {"creationTimestamp": "2025-01-01T00:00:00Z"}
+    ferryman.write(
+        "ts-new", transport_server("ts-new", "echo-tcp", "TCP", "echo-b", 7000, metadata=new)
+    )
+    ferryman.write(
+        "ts-old", transport_server("ts-old", "echo-tcp", "TCP", "echo-a", 7000, metadata=old)
+    )
+    ferryman.write("ts-none", transport_server("ts-none", "nope", "TCP", "echo-a", 7000))
+    ferryman.write("ts-udp", transport_server("ts-udp", "echo-tcp", "UDP", "echo-a", 7000))
+    start(ferryman)
+    assert tcp_ask(tcp_port) == b"a:hello"
+    last = {n: ferryman.events_for(n)[-1] for n in ("ts-new", "ts-none", "ts-udp", "ts-old")}
+    assert (last["ts-new"]["reason"], last["ts-new"]["message"]) == (
+        "Rejected",
+        "Listener echo-tcp with host empty host is taken by another resource",
+    )
+    assert last["ts-none"]["message"] == "Listener nope doesn't exist"
+    # The listener's name with another protocol is another listener (NIC).
+    assert last["ts-udp"]["message"] == "Listener echo-tcp doesn't exist"
+    assert last["ts-old"]["reason"] == "AddedOrUpdated"
+    gc = ferryman.events_for(GC[1])[-1]
+    assert gc["reason"] == "AddedOrUpdatedWithError"
+    assert gc["message"].startswith(
+        f"GlobalConfiguration {GC[0]}/{GC[1]} is updated with errors: ["
+        'spec.listeners[1].name: Duplicate value: "echo-tcp", '
+        'spec.listeners[2].name: Invalid value: "bad_name": a DNS-1035 label must consist of'
+    ), gc["message"]
+    assert 'spec.listeners[2].protocol: Invalid value: "SCTP": must specify a valid protocol. ' \
+        "Accepted values: HTTP,TCP,UDP" in gc["message"]  # fmt: skip
+    # The holder goes: the next oldest takes the listener, without a reload.
+    reloads = ferryman.reloads()
+    ferryman.remove("ts-old")
+    eventually(lambda: tcp_ask(tcp_port) == b"b:hello", what="ts-new takes the listener")
+    assert ferryman.events_for("ts-new")[-1]["reason"] == "AddedOrUpdated"
+    assert ferryman.reloads() == reloads
+
+
+def test_invalid_transport_server_is_rejected(ferryman: Ferryman) -> None:
+    ferryman.write("gc", _listeners(free_port()))
+    ts = transport_server("ts", "echo-tcp", "TCP", "echo", 0, action={"pass": "other"})
+    ferryman.write("ts", ts)
+    start(ferryman)
+    event = ferryman.events_for("ts")[-1]
+    assert (event["reason"], event["message"]) == (
+        "Rejected",
+        "TransportServer default/ts was rejected with error: ["
+        "spec.upstreams[0].port: Invalid value: 0: must be between 1 and 65535, inclusive, "
+        'spec.action.pass: Not found: "other"]',
+    )
+
+
+def test_listeners_come_and_go_with_one_reload_each(ferryman: Ferryman, echoes: Echoes) -> None:
+    first, second = free_port(), free_port()
+    a = echoes.tcp("a")
+    ferryman.write("gc", _listeners(first))
+    ferryman.write("svc", stream_service("echo", [a]))
+    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000))
+    ferryman.write("ts2", transport_server("ts2", "other", "TCP", "echo", 7000))
+    start(ferryman)
+    reloads = ferryman.reloads()
+    ferryman.write(
+        "gc",
+        global_configuration(
+            {"name": "echo-tcp", "port": first, "protocol": "TCP"},
+            {"name": "other", "port": second, "protocol": "TCP"},
+        ),
+    )
+    eventually(lambda: tcp_ask(second) == b"a:hello", what="the new listener")
+    assert ferryman.reloads() == reloads + 1
+    assert ferryman.events_for("ts2")[-1]["reason"] == "AddedOrUpdated"
+    ferryman.remove("gc")
+    eventually(lambda: ferryman.reloads() == reloads + 2, what="the listeners gone")
+
+    def refused() -> bool:
+        try:
+            tcp_ask(first)
+        except OSError:
+            return True
+        return False
+
+    eventually(refused, what="the port closed")
+    assert ferryman.events_for("ts")[-1]["message"] == "Listener echo-tcp doesn't exist"
