@@ -131,7 +131,7 @@ class TransportServers:
             self._gc = None
             return
         forbidden = frozenset({self._settings.http_port, self._settings.https_port})
-        parsed = parse_global_configuration(obj, forbidden)
+        parsed = parse_global_configuration(obj, forbidden_ports=forbidden)
         self._gc = parsed.resource
         who = f"{ref.namespace}/{ref.name}"
         if parsed.problems:

@@ -66,14 +66,16 @@ class GlobalConfiguration:
 
 
 def parse_global_configuration(
-    obj: Mapping[str, Any], forbidden_ports: frozenset[int] = frozenset()
+    obj: Mapping[str, Any],
+    context: Context | None = None,
+    forbidden_ports: frozenset[int] = frozenset(),
 ) -> Parsed[GlobalConfiguration]:
     """The valid listeners and the problems of the others; ``forbidden_ports``
     are ferryman's own (NIC forbids its HTTP/HTTPS and status ports).
 
     Parsed.resource is None only when the object itself is unusable (no
     metadata, a spec that is not an object)."""
-    ctx = Context()
+    ctx = context or Context()
     meta = parse_object_meta(obj, ctx)
     spec = Obj.root(ctx, obj.get("spec") or {}, "spec", SPEC_KEYS)
     if meta is None or spec is None:

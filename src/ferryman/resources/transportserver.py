@@ -131,10 +131,11 @@ class TransportServer:
 
 
 def parse_transport_server(
-    obj: Mapping[str, Any], *, tls_passthrough: bool
+    obj: Mapping[str, Any], context: Context | None = None, *, tls_passthrough: bool = True
 ) -> Parsed[TransportServer]:
-    """Validate a raw TransportServer as NIC does: the model, or None and every problem."""
-    ctx = Context()
+    """Validate a raw TransportServer as NIC does: the model, or None and every problem
+    (``context``: a test's own, to see which fields are read)."""
+    ctx = context or Context()
     meta = parse_object_meta(obj, ctx)
     spec = Obj.root(ctx, obj.get("spec"), "spec", SPEC_KEYS)
     if spec is None or meta is None:
@@ -156,7 +157,7 @@ def parse_transport_server(
     udp_responses = _udp(params, "udpResponses", protocol)
     connect = time_field(params, "connectTimeout") if params else None
     next_timeout = time_field(params, "nextUpstreamTimeout") if params else None
-    tries = _non_negative(params, "nextUpstreamTries", required_int=True) if params else None
+    tries = _non_negative(params, "nextUpstreamTries") if params else None
     next_upstream = bool(params and params.boolean("nextUpstream"))
     session = spec.obj("sessionParameters", frozenset({"timeout"}))
     session_timeout = time_field(session, "timeout") if session else None
@@ -349,10 +350,9 @@ def _udp(params: Obj | None, key: str, protocol: str) -> int | None:
     return _non_negative(params, key)
 
 
-def _non_negative(o: Obj, key: str, *, required_int: bool = False) -> int | None:
+def _non_negative(o: Obj, key: str) -> int | None:
     n = o.integer(key)
     if n is not None and n < 0:
         o.ctx.add(invalid(o.at(key), n, "must be positive or zero"))
         return None
-    del required_int
     return n
