@@ -308,3 +308,32 @@ def test_the_parsers_read_exactly_the_fields_of_the_crds(kind: str) -> None:
     assert read.keys() == nodes.keys()
     for path, keys in read.items():
         assert keys == set(nodes[path]["properties"]), path
+
+
+def _stream_examples() -> list[tuple[str, dict[str, Any]]]:
+    import yaml
+
+    from tests.unit.nic_fixtures import NIC_EXAMPLES
+
+    out = []
+    for path in sorted(NIC_EXAMPLES.rglob("*.y*ml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") in (
+                "TransportServer",
+                "GlobalConfiguration",
+            ):
+                out.append((str(path.relative_to(NIC_EXAMPLES)), doc))
+    return out
+
+
+def test_nics_example_manifests_parse() -> None:
+    """Every TransportServer and GlobalConfiguration file of NIC's examples is valid."""
+    examples = _stream_examples()
+    assert len(examples) >= 8
+    for where, doc in examples:
+        doc.setdefault("metadata", {}).setdefault("namespace", "default")
+        if doc["kind"] == "TransportServer":
+            parsed = parse_transport_server(doc)
+        else:
+            parsed = parse_global_configuration(doc)
+        assert parsed.resource is not None and not parsed.problems, (where, parsed.message())
