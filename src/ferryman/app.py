@@ -131,6 +131,8 @@ def main_config(
         compute_full_forwarded_for=settings.compute_full_forwarded_for,
         strict_request_paths=settings.strict_request_paths,
         stream=stream,
+        # Beside latency.sock, in the state dir NGINX's workers can traverse.
+        tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
     )
 
 
@@ -161,6 +163,12 @@ class _Flavour:
     def stream(self, user: str | None) -> bool:
         """nginx.conf has the stream block TransportServers need (never with Angie)."""
         return not self.angie and main_config(self.settings, self.paths, user, public=True).stream
+
+    def tls_socket(self, user: str | None) -> str:
+        """Where ferryman's HTTPS server listens behind TLS passthrough ("": none)."""
+        if self.angie:
+            return ""
+        return main_config(self.settings, self.paths, user, public=True).tls_socket
 
     def config_version(self, socket: str, version: int) -> str:
         if self.angie:
@@ -415,6 +423,7 @@ async def _run(
         resource_status=cluster.reporter.resource_status if cluster else None,
         virtual_servers=not flavour.angie,
         stream=flavour.stream(user),
+        tls_socket=flavour.tls_socket(user),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds.
@@ -612,6 +621,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
         virtual_servers=not flavour.angie,
         stream=flavour.stream(None),
+        tls_socket=flavour.tls_socket(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")

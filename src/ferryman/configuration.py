@@ -30,9 +30,9 @@ from ferryman.resources.virtualserver import VirtualServer
 
 AgeKey = tuple[bool, str, str, str, str]
 # What claims hosts: an Ingress (its rules' hosts) or a VirtualServer (its host).
-Claimant = Ingress | VirtualServer
-# Resources ordered by age: the claimants, and TransportServers for their listeners.
-Aged = Claimant | TransportServer
+# A TLS passthrough TransportServer claims its host too (transport_servers.py).
+Claimant = Ingress | VirtualServer | TransportServer
+Aged = Claimant
 
 
 def age_key(res: Aged) -> AgeKey:

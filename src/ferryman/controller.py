@@ -58,6 +58,7 @@ from ferryman.resources.ingressclass import (
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
 from ferryman.resources.pod import addresses_to_resync
 from ferryman.resources.service import service_name_of
+from ferryman.resources.transportserver import TransportServer
 from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
@@ -123,6 +124,7 @@ class Controller:
         resource_status: ResourceStatusSink | None = None,
         virtual_servers: bool = True,
         stream: bool = False,
+        tls_socket: str = "",
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
@@ -190,6 +192,7 @@ class Controller:
             settings, store, self._records, self._files, stream=stream,
             served_class=lambda: self._policy.served, state=self._vs_event,
             event=self._event, set_backends=self._endpoints.set_backends,
+            owner=self._config.owner, claim=self._claim_host, https_socket=tls_socket,
         )  # fmt: skip
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
@@ -391,6 +394,11 @@ class Controller:
         affected = self._config.upsert(vs) if vs else self._config.delete(ref)
         self._render_all(affected)
 
+    def _claim_host(self, ref: ObjectRef, ts: TransportServer | None) -> None:
+        """A TLS passthrough TransportServer's host joins (or leaves) the host
+        ownership Ingresses and VirtualServers share (oldest wins)."""
+        self._render_all(self._config.upsert(ts) if ts else self._config.delete(ref))
+
     def _vs_event(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
         self._event(ref, NORMAL if state == VALID else WARNING, reason, message)
         self._states[ref] = state
@@ -513,8 +521,11 @@ class Controller:
             res = self._config.get(ref)
             self._render_virtual_server(ref, res if isinstance(res, VirtualServer) else None)
             return
+        if ref.kind == "TransportServer":  # a TLS passthrough host moved
+            self._transport.host_owners_changed()
+            return
         ing = self._config.get(ref)
-        assert not isinstance(ing, VirtualServer)
+        assert not isinstance(ing, VirtualServer | TransportServer)
         old_hosts = self._ref_hosts.pop(ref, set())
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []

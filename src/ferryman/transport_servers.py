@@ -85,6 +85,8 @@ class TransportServers:
         state: StateSink,
         event: EventSink,
         set_backends: BackendsSink,
+        owner: Callable[[str], ObjectRef | None] = lambda host: None,
+        claim: Callable[[ObjectRef, TransportServer | None], None] = lambda ref, ts: None,
         https_socket: str = "",
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
@@ -99,13 +101,14 @@ class TransportServers:
         self._event = event
         self._set_backends = set_backends
         self._https_socket = https_socket
+        self._owner = owner
+        self._claim = claim
+        self._rendering = False
         self._gc: GlobalConfiguration | None = None
         self._servers: dict[ObjectRef, TransportServer] = {}
         self._invalid: dict[ObjectRef, str] = {}  # ref -> NIC's message
         self._reported: dict[ObjectRef, Outcome] = {}
         self._holders: set[ObjectRef] = set()
-        # Passthrough hosts another kind owns (configuration.py), by host.
-        self._taken_hosts: Mapping[str, ObjectRef] = {}
         if stream:
             files[STREAM_FILE] = render_stream([], self._passthrough())
 
@@ -119,9 +122,25 @@ class TransportServers:
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "GlobalConfiguration":
             self._sync_global_configuration(ref)
-        else:
-            self._sync_transport_server(ref)
+            self._recompute(changed={ref})
+            return
+        was = self._servers.get(ref)
+        self._sync_transport_server(ref)
+        now = self._servers.get(ref)
+        if (was is not None and was.passthrough) or (now is not None and now.passthrough):
+            # The host's owner is elected with Ingresses and VirtualServers; the
+            # controller calls host_owners_changed for every claimant affected.
+            self._rendering = True
+            try:
+                self._claim(ref, now if now is not None and now.passthrough else None)
+            finally:
+                self._rendering = False
         self._recompute(changed={ref})
+
+    def host_owners_changed(self) -> None:
+        """A passthrough host changed hands (the controller's render of a claimant)."""
+        if not self._rendering:
+            self._recompute(changed=set())
 
     def _sync_global_configuration(self, ref: ObjectRef) -> None:
         if self._settings.global_configuration != (ref.namespace, ref.name):
@@ -163,17 +182,6 @@ class TransportServers:
         else:
             self._servers[ref] = parsed.resource
 
-    def passthrough_claims(self) -> list[TransportServer]:
-        """Valid passthrough TransportServers: their hosts compete with
-        Ingresses' and VirtualServers' (configuration.py)."""
-        return [ts for ts in self._servers.values() if ts.passthrough]
-
-    def set_taken_hosts(self, taken: Mapping[str, ObjectRef]) -> None:
-        """Passthrough hosts an older Ingress or VirtualServer owns."""
-        if dict(taken) != dict(self._taken_hosts):
-            self._taken_hosts = dict(taken)
-            self._recompute(changed=set())
-
     # ---- the state -----------------------------------------------------------------
 
     def _recompute(self, changed: set[ObjectRef]) -> None:
@@ -203,8 +211,7 @@ class TransportServers:
 
     def _listener_problem(self, ref: ObjectRef, ts: TransportServer) -> str | None:
         if ts.passthrough:
-            owner = self._taken_hosts.get(ts.host)
-            if owner is not None and owner != ref:
+            if self._owner(ts.host) != ref:
                 return "Host is taken by another resource"
             return None
         if self._gc is None or self._gc.listener(ts.listener, ts.protocol) is None:
