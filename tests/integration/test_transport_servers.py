@@ -339,3 +339,104 @@ def test_listeners_come_and_go_with_one_reload_each(ferryman: Ferryman, echoes: 
 
     eventually(refused, what="the port closed")
     assert ferryman.events_for("ts")[-1]["message"] == "Listener echo-tcp doesn't exist"
+
+
+def _outcome(port: int) -> bytes:
+    try:
+        return tcp_ask(port)
+    except OSError:
+        return b""
+
+
+def _upstream(**fields: Any) -> list[dict[str, Any]]:
+    return [{"name": "app", "service": "echo", "port": 7000, **fields}]
+
+
+def test_next_upstream_and_passive_health_come_from_the_record(
+    ferryman: Ferryman, echoes: Echoes
+) -> None:
+    tcp_port, dead = free_port(), free_port()  # nothing listens on dead
+    a = echoes.tcp("a")
+    ferryman.write("gc", _listeners(tcp_port))
+    ferryman.write("svc", stream_service("echo", [dead, a]))
+    rr = _upstream(loadBalancingMethod="round_robin", maxFails=0)
+    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000, upstreams=rr))
+    start(ferryman)
+    # NIC's default: no next upstream; never out (maxFails 0): half the connections fail.
+    answers = [_outcome(tcp_port) for _ in range(6)]
+    assert answers.count(b"") == 3 and answers.count(b"a:hello") == 3, answers
+    reloads = ferryman.reloads()
+    ferryman.write(
+        "ts",
+        transport_server(
+            "ts",
+            "echo-tcp",
+            "TCP",
+            "echo",
+            7000,
+            upstreams=rr,
+            upstreamParameters={"nextUpstream": True, "nextUpstreamTries": 2},
+        ),
+    )
+    eventually(
+        lambda: [_outcome(tcp_port) for _ in range(6)] == [b"a:hello"] * 6,
+        what="every connection moves on to the live peer",
+    )
+    assert ferryman.reloads() == reloads
+
+
+def test_backup_peers_serve_when_the_primary_ones_cannot(
+    ferryman: Ferryman, echoes: Echoes
+) -> None:
+    tcp_port, dead = free_port(), free_port()
+    spare = echoes.tcp("spare")
+    ferryman.write("gc", _listeners(tcp_port))
+    ferryman.write("svc", stream_service("echo", [dead]))
+    ferryman.write("spare", stream_service("spare", [spare], port=7001))
+    ups = _upstream(loadBalancingMethod="round_robin", backup="spare", backupPort=7001)
+    ferryman.write(
+        "ts",
+        transport_server(
+            "ts", "echo-tcp", "TCP", "echo", 7000, upstreams=ups,
+            upstreamParameters={"nextUpstream": True},
+        ),
+    )  # fmt: skip
+    start(ferryman)
+    assert [tcp_ask(tcp_port) for _ in range(3)] == [b"spare:hello"] * 3
+    # No primary endpoint at all: the backup still serves.
+    ferryman.write("svc", stream_service("echo", []))
+    eventually(lambda: ferryman.events_for("ts")[-1]["reason"] == "AddedOrUpdated")
+    assert tcp_ask(tcp_port) == b"spare:hello"
+
+
+def test_max_conns_counts_connections_over_all_workers(ferryman: Ferryman, echoes: Echoes) -> None:
+    tcp_port = free_port()
+    a, b = echoes.tcp("a"), echoes.tcp("b")
+    ferryman.write("gc", _listeners(tcp_port))
+    ferryman.write("svc", stream_service("echo", [a, b]))
+    ups = _upstream(loadBalancingMethod="round_robin", maxConns=1)
+    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000, upstreams=ups))
+    start(ferryman)
+    held = socket.create_connection(("127.0.0.1", tcp_port), timeout=5)
+    try:
+        # The held connection's peer is busy until it ends: the others all go elsewhere.
+        eventually(lambda: len({tcp_ask(tcp_port) for _ in range(2)}) == 1, what="one peer")
+        others = {tcp_ask(tcp_port) for _ in range(6)}
+        held.sendall(b"hello")
+        mine = held.recv(4096)
+    finally:
+        held.close()
+    assert len(others) == 1 and mine not in others, (mine, others)
+
+
+@pytest.mark.flavours("angie")
+def test_angie_refuses_transport_servers_saying_why(ferryman: Ferryman) -> None:
+    ferryman.write("gc", _listeners(free_port()))
+    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000))
+    start(ferryman)
+    event = ferryman.events_for("ts")[-1]
+    assert (event["reason"], event["message"]) == (
+        "Rejected",
+        "TransportServer default/ts was rejected with error: TransportServers need the "
+        "nginx data plane with ngx_stream_ferryman_module (scripts/build-module.sh)",
+    )
