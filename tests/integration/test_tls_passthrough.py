@@ -196,3 +196,33 @@ def test_passthrough_hosts_are_owned_with_ingresses(
         what="the TransportServer takes the host",
     )
     assert ferryman.events_for("secure-app")[-1]["reason"] == "AddedOrUpdated"
+
+
+def test_a_wildcard_passthrough_host(ferryman: Ferryman, tls_backend: TlsBackend) -> None:
+    ferryman.write("endpoints", secure_app_endpoints(tls_backend.port))
+    ferryman.write_text(
+        "svc.yaml",
+        (NIC_EXAMPLES / "tls-passthrough" / "secure-app.yaml").read_text(),
+    )
+    ferryman.write(
+        "ts",
+        {
+            "apiVersion": "k8s.nginx.org/v1",
+            "kind": "TransportServer",
+            "metadata": {"name": "wild", "namespace": "default"},
+            "spec": {
+                "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
+                "host": "*.example.com",
+                "upstreams": [{"name": "app", "service": "secure-app", "port": 8443}],
+                "action": {"pass": "app"},
+            },
+        },
+    )
+    ferryman.extra_args += ["--enable-tls-passthrough"]
+    ferryman.start()
+    assert https(ferryman.https_port, "any.example.com")[0] == tls_backend.certificate
+    # One label only, as NIC's server_name: the others reach NGINX's HTTPS server,
+    # which refuses a handshake for a host no Ingress serves (the backend would not).
+    for name in ("example.com", "a.b.example.com"):
+        with pytest.raises(ssl.SSLError, match="INTERNAL_ERROR"):
+            https(ferryman.https_port, name)

@@ -506,6 +506,30 @@ ferryman_stream_key(ngx_stream_session_t *s,
 }
 
 
+/* For a wildcard passthrough host: the key of "a.b.c" becomes the key of
+ * "*.b.c", in place ("*" takes the first label's place: never longer);
+ * NGX_DECLINED when the name has no dot after its first label. */
+static ngx_int_t
+ferryman_stream_wildcard(ngx_stream_ferryman_srv_conf_t *conf, ngx_str_t *key)
+{
+    u_char  *name, *dot, *end;
+
+    name = key->data + 2 + conf->listener.len + 1;
+    end = key->data + key->len;
+    dot = ngx_strlchr(name, end, '.');
+
+    if (dot == NULL || dot == name || dot + 1 == end) {
+        return NGX_DECLINED;
+    }
+
+    name[0] = '*';
+    ngx_memmove(name + 1, dot, end - dot);
+    key->len = (name + 1 + (end - dot)) - key->data;
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ferryman_stream_init_peer(ngx_stream_session_t *s,
     ngx_stream_upstream_srv_conf_t *us)
@@ -542,6 +566,13 @@ ferryman_stream_init_peer(ngx_stream_session_t *s,
     rc = ferryman_stream_key(s, conf, &key, buf);
 
     if (rc == NGX_OK
+        && ngx_ferryman_stream_record(&key, pool, &value, &unused) == NGX_ERROR)
+    {
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_OK && value.len == 0 && conf->sni_index != NGX_ERROR
+        && ferryman_stream_wildcard(conf, &key) == NGX_OK
         && ngx_ferryman_stream_record(&key, pool, &value, &unused) == NGX_ERROR)
     {
         return NGX_ERROR;
