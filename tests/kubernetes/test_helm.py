@@ -181,7 +181,9 @@ def test_the_chart_installs_the_nic_crds(helm_binary: Path) -> None:
         yaml.safe_load(p.read_text()) for p in sorted(ROOT.glob("deploy/crds/k8s.nginx.org_*"))
     ]
     assert sorted(c["metadata"]["name"] for c in crds) == [
+        "globalconfigurations.k8s.nginx.org",
         "policies.k8s.nginx.org",
+        "transportservers.k8s.nginx.org",
         "virtualserverroutes.k8s.nginx.org",
         "virtualservers.k8s.nginx.org",
     ]
