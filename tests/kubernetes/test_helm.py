@@ -76,6 +76,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.enableLatencyMetrics": True,
     "controller.computeFullForwardedFor": False,
     "controller.strictRequestPaths": True,
+    "controller.globalConfiguration": "ingress/listeners",
+    "controller.enableTlsPassthrough": True,
     "controller.httpPort": 8000,
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
@@ -273,7 +275,7 @@ def test_template_defaults(helm_binary: Path) -> None:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
     off = ("--health-status", "--nginx-status", "--enable-latency-metrics", "--worker-shutdown")
-    off += ("--strict-request-paths",)
+    off += ("--strict-request-paths", "--global-configuration", "--enable-tls-passthrough")
     assert not [a for a in args if a.startswith(off)]
 
     deployment = _one(docs, "Deployment", name)
