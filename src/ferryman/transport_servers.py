@@ -149,7 +149,10 @@ class TransportServers:
         if obj is None:
             self._gc = None
             return
-        forbidden = frozenset({self._settings.http_port, self._settings.https_port})
+        # NIC forbids its own ports: HTTP, HTTPS, readiness, metrics, stub_status.
+        s = self._settings
+        ports = (s.http_port, s.https_port, s.ready_port, s.metrics_port, s.nginx_status_port)
+        forbidden = frozenset(p for p in ports if p)
         parsed = parse_global_configuration(obj, forbidden_ports=forbidden)
         self._gc = parsed.resource
         who = f"{ref.namespace}/{ref.name}"

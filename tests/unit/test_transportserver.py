@@ -131,6 +131,16 @@ def test_nics_messages_for_bad_listeners() -> None:
     )
 
 
+def test_an_ipv6_zone_never_reaches_the_listen_directive() -> None:
+    parsed = parse_global_configuration(
+        gc({"name": "a", "port": 1, "protocol": "TCP", "ipv6": "fe80::1%eth0;}"})
+    )
+    assert parsed.resource is not None and parsed.resource.listeners == ()
+    assert parsed.message() == (
+        'spec.listeners[0].ipv6: Invalid value: "fe80::1%eth0;}": must be a valid IPv6 address'
+    )
+
+
 def test_listeners_on_other_addresses_do_not_clash() -> None:
     parsed = parse_global_configuration(
         gc(

@@ -168,6 +168,10 @@ def protocol_problems(where: str, protocol: str) -> list[Problem]:
 
 
 def _is_ip(text: str, version: int) -> bool:
+    """An address of that version, without an IPv6 zone: Python accepts any text
+    after "%" (";}" included), NIC's ParseIPSloppy none, and it reaches ``listen``."""
+    if "%" in text:
+        return False
     try:
         return ipaddress.ip_address(text).version == version
     except ValueError:
