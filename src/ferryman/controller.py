@@ -646,6 +646,8 @@ class Controller:
         self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
         self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
         self._metrics.virtualserverroute_resources.set(self._routes.count())
+        for kind, count in self._transport.counts().items():
+            self._metrics.transportserver_resources.labels(type=kind).set(count)
         waiting = self._waiting(outstanding)
         pending, self._pending = self._pending, {}
         for ref, (type_, reason, message) in sorted(pending.items()):

@@ -137,6 +137,16 @@ class TransportServers:
                 self._rendering = False
         self._recompute(changed={ref})
 
+    def counts(self) -> dict[str, int]:
+        """Served TransportServers by NIC's metric type."""
+        out = dict.fromkeys(("passthrough", "tcp", "udp"), 0)
+        for ref in self._holders:
+            ts = self._servers.get(ref)
+            if ts is not None:
+                kind = "passthrough" if ts.passthrough else ts.protocol.lower()
+                out[kind] = out.get(kind, 0) + 1
+        return out
+
     def host_owners_changed(self) -> None:
         """A passthrough host changed hands (the controller's render of a claimant)."""
         if not self._rendering:

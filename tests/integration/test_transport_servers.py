@@ -177,6 +177,9 @@ def test_tcp_and_udp_echo(ferryman: Ferryman, echoes: Echoes) -> None:
     gc_event = ferryman.events_for(GC[1])[-1]
     assert gc_event["reason"] == "Updated", gc_event
     assert ferryman.reloads() == 1
+    m = ferryman.metrics()
+    name = "nginx_ingress_controller_transportserver_resources_total"
+    assert [m[f'{name}{{type="{t}"}}'] for t in ("passthrough", "tcp", "udp")] == [0, 1, 1]
 
 
 def _listeners(tcp_port: int) -> dict[str, Any]:
