@@ -153,6 +153,8 @@ def test_other_hosts_still_terminate_in_nginx(
     assert r.served_by == "cafe"
     # The client's address crossed the internal hop (PROXY protocol), not "unix:".
     assert r.json()["headers"]["x-real-ip"] == "127.0.0.1"
+    # And the port it connected to (a unix socket has none).
+    assert r.json()["headers"]["x-forwarded-port"] == str(ferryman.https_port)
     cafe_certificate, _ = https(ferryman.https_port, "cafe.example.com")
     assert cafe_certificate not in (b"", tls_backend.certificate)
     # Plain HTTP is untouched: redirected to the HTTPS port, as without passthrough.
