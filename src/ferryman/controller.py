@@ -421,6 +421,9 @@ class Controller:
     def _reject(self, ref: ObjectRef, reason: str) -> None:
         """Take ``ref`` out of the configuration until it changes: withdraw what it
         wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
+        if ref.kind == "TransportServer":
+            self._transport.refuse(ref, reason)
+            return
         self._event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {reason}")
         if ref.kind == "VirtualServer":
             self._states[ref] = INVALID
@@ -675,6 +678,8 @@ class Controller:
                 waiting.add(writer)
             elif kind == "E":
                 waiting |= self._endpoints.users(name)
+            elif kind == "S" and (holder := self._transport.holder(name)) is not None:
+                waiting.add(holder)
             elif kind == "C":
                 hosts = [h for h, cert in self._host_cert.items() if cert == name]
                 waiting |= {w for h in hosts if (w := self._host_writer.get(h)) is not None}
@@ -740,6 +745,8 @@ class Controller:
             elif kind == "E":
                 for user in sorted(self._endpoints.users(name)):
                     self._reject(user, f"the endpoint set {name} {why}")
+            elif kind == "S" and (holder := self._transport.holder(name)) is not None:
+                self._transport.refuse(holder, f"the stream record {name} {why}")
             elif kind == "C":
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.

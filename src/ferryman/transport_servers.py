@@ -109,6 +109,7 @@ class TransportServers:
         self._invalid: dict[ObjectRef, str] = {}  # ref -> NIC's message
         self._reported: dict[ObjectRef, Outcome] = {}
         self._holders: set[ObjectRef] = set()
+        self._record_writers: dict[str, ObjectRef] = {}
         if stream:
             files[STREAM_FILE] = render_stream([], self._passthrough())
 
@@ -133,6 +134,25 @@ class TransportServers:
             self._rendering = True
             try:
                 self._claim(ref, now if now is not None and now.passthrough else None)
+            finally:
+                self._rendering = False
+        self._recompute(changed={ref})
+
+    def holder(self, record: str) -> ObjectRef | None:
+        """The TransportServer that wrote S record ``record``."""
+        return self._record_writers.get(record)
+
+    def refuse(self, ref: ObjectRef, why: str) -> None:
+        """NGINX refused its record: rejected until it changes (as an Ingress is)."""
+        ts = self._servers.pop(ref, None)
+        if ts is None:
+            return
+        who = f"{ref.namespace}/{ref.name}"
+        self._invalid[ref] = f"TransportServer {who} was rejected with error: {why}"
+        if ts.passthrough:
+            self._rendering = True
+            try:
+                self._claim(ref, None)
             finally:
                 self._rendering = False
         self._recompute(changed={ref})
@@ -233,6 +253,7 @@ class TransportServers:
 
     def _write(self, holders: Mapping[tuple[str, str], TransportServer]) -> None:
         wanted = {(STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()}
+        self._record_writers = {record_name(ts): _ref(ts) for ts in holders.values()}
         for key in [k for k in self._records if k[0] == STREAM_RECORD and k not in wanted]:
             del self._records[key]
         self._records.update(wanted)

@@ -139,3 +139,19 @@ def test_without_the_stream_module_every_transport_server_is_refused() -> None:
     assert w.states[t][0:2] == ("Invalid", "Rejected")
     assert "ngx_stream_ferryman_module" in w.states[t][2]
     assert STREAM_FILE not in w.files
+
+
+def test_a_refused_record_rejects_its_transport_server_until_it_changes() -> None:
+    w = World()
+    w.put(gc(7006))
+    t = w.put(ts("t", "l7006"))
+    assert w.ts.holder("l7006") == t
+    w.ts.refuse(t, "the stream record l7006 is too large")
+    assert w.states[t] == (
+        "Invalid",
+        "Rejected",
+        "TransportServer default/t was rejected with error: the stream record l7006 is too large",
+    )
+    assert w.records == {} and w.ts.holder("l7006") is None
+    w.put(ts("t", "l7006", sessionParameters={"timeout": "1m"}))  # changed: served again
+    assert w.states[t][0] == "Valid" and w.ts.holder("l7006") == t
