@@ -84,16 +84,17 @@ def resolved(answer: bytes) -> str:
     return socket.inet_ntoa(answer[-4:])
 
 
-def dig_udp(port: int, name: str) -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+def dig_udp(port: int, name: str, address: str = "127.0.0.1") -> str:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.settimeout(5)
-        s.sendto(query(name), ("127.0.0.1", port))
+        s.sendto(query(name), (address, port))
         return resolved(s.recvfrom(4096)[0])
 
 
-def dig_tcp(port: int, name: str) -> str:
+def dig_tcp(port: int, name: str, address: str = "127.0.0.1") -> str:
     q = query(name)
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+    with socket.create_connection((address, port), timeout=5) as s:
         s.sendall(struct.pack("!H", len(q)) + q)
         (length,) = struct.unpack("!H", s.recv(2))
         data = b""
@@ -146,3 +147,29 @@ def test_basic_tcp_udp(ferryman: Ferryman, dns_port: int) -> None:
             "AddedOrUpdated",
             f"Configuration for default/{ts} was added or updated ",
         )
+
+
+def test_custom_ip_listeners(ferryman: Ferryman, dns_port: int) -> None:
+    """README: the listeners bind only the addresses the GlobalConfiguration names
+    (127.0.0.1:5353 TCP, 127.0.0.2:5252 and [::1]:5252 UDP; this folder's file adds
+    [::1]:5353 TCP), and DNS answers through each."""
+    folder = "custom-ip-listeners/transportserver"
+    for name in (
+        "dns.yaml",
+        "global-configuration.yaml",
+        "tcp-transport-server.yaml",
+        "udp-transport-server.yaml",
+    ):
+        ferryman.write_text(name, (NIC_EXAMPLES / folder / name).read_text())
+    ferryman.write("endpoints", coredns_endpoints(dns_port))
+    gc = "default/my-release-nginx-ingress-controller"
+    ferryman.extra_args += ["--global-configuration", gc]
+    ferryman.start()
+    assert dig_tcp(5353, "kubernetes.io", "127.0.0.1") == ANSWER
+    assert dig_tcp(5353, "kubernetes.io", "::1") == ANSWER
+    assert dig_udp(5252, "kubernetes.io", "127.0.0.2") == ANSWER
+    assert dig_udp(5252, "kubernetes.io", "::1") == ANSWER
+    with pytest.raises(OSError):  # not on every address
+        dig_tcp(5353, "kubernetes.io", "127.0.0.2")
+    for ts in ("tcp-dns", "dns-udp"):
+        assert ferryman.events_for(ts)[-1]["reason"] == "AddedOrUpdated"
