@@ -193,6 +193,7 @@ class Controller:
             served_class=lambda: self._policy.served, state=self._vs_event,
             event=self._event, set_backends=self._endpoints.set_backends,
             owner=self._config.owner, claim=self._claim_host, https_socket=tls_socket,
+            read_secret=self._transport_secret,
         )  # fmt: skip
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
@@ -393,6 +394,16 @@ class Controller:
             return  # only its status or resourceVersion moved
         affected = self._config.upsert(vs) if vs else self._config.delete(ref)
         self._render_all(affected)
+
+    def _transport_secret(self, ref: ObjectRef, name: str | None) -> tuple[str | None, str]:
+        """A TransportServer's TLS Secret as a certificate record (or why not); its
+        change translates the TransportServer again, as an Ingress's does."""
+        reads = Reads(self._cache)
+        state = reads.secret(ref.namespace, name) if name else None
+        self._declare(ref, reads.refs)
+        if state is None or state.cert_id is None:
+            return None, (state.error if state else None) or "not found"
+        return self._secrets.record(state.cert_id), ""
 
     def _claim_host(self, ref: ObjectRef, ts: TransportServer | None) -> None:
         """A TLS passthrough TransportServer's host joins (or leaves) the host

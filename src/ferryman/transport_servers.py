@@ -25,11 +25,13 @@ from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey
 from ferryman.configs.transportserver import (
+    CERTIFICATE_RECORD,
     STREAM_FILE,
     STREAM_RECORD,
     Passthrough,
     StreamServer,
     backends,
+    certificate_record,
     record_name,
     render_stream,
     stream_record,
@@ -40,6 +42,7 @@ from ferryman.dataplane import RecordKey
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_ERROR,
+    ADDED_OR_UPDATED_WITH_WARNING,
     NORMAL,
     REJECTED,
     WARNING,
@@ -63,6 +66,9 @@ StateSink = Callable[[ObjectRef, str, str, str], None]
 # (ref, type, reason, message): an Event only (the GlobalConfiguration's).
 EventSink = Callable[[ObjectRef, str, str, str], None]
 BackendsSink = Callable[[ObjectRef, frozenset[BackendKey]], None]
+# (reader, Secret name or None) -> (its certificate record, or None and why): the
+# controller reads it (and records the dependency; None: reads none).
+SecretReader = Callable[[ObjectRef, str | None], tuple[str | None, str]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,7 @@ class TransportServers:
         set_backends: BackendsSink,
         owner: Callable[[str], ObjectRef | None] = lambda host: None,
         claim: Callable[[ObjectRef, TransportServer | None], None] = lambda ref, ts: None,
+        read_secret: SecretReader = lambda ref, name: (None, "not found"),
         https_socket: str = "",
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
@@ -103,6 +110,7 @@ class TransportServers:
         self._https_socket = https_socket
         self._owner = owner
         self._claim = claim
+        self._read_secret = read_secret
         self._rendering = False
         self._gc: GlobalConfiguration | None = None
         self._servers: dict[ObjectRef, TransportServer] = {}
@@ -110,6 +118,7 @@ class TransportServers:
         self._reported: dict[ObjectRef, Outcome] = {}
         self._holders: set[ObjectRef] = set()
         self._record_writers: dict[str, ObjectRef] = {}
+        self._certificates: dict[RecordKey, str] = {}
         if stream:
             files[STREAM_FILE] = render_stream([], self._passthrough())
 
@@ -219,6 +228,7 @@ class TransportServers:
 
     def _recompute(self, changed: set[ObjectRef]) -> None:
         holders: dict[tuple[str, str], TransportServer] = {}
+        self._certificates = {}
         outcomes: dict[ObjectRef, Outcome] = {}
         for ref, message in self._invalid.items():
             outcomes[ref] = Outcome(INVALID, REJECTED, message)
@@ -231,16 +241,37 @@ class TransportServers:
                 outcomes[ref] = Outcome(WARNING_STATE, REJECTED, problem)
                 continue
             holders[(ts.listener, ts.host)] = ts
-            who = f"{ref.namespace}/{ref.name}"
-            # NIC's text, its trailing space included.
-            outcomes[ref] = Outcome(
-                VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
-            )
+            outcomes[ref] = self._served(ref, ts)
+        for ref in self._servers.keys() - {_ref(ts) for ts in holders.values()}:
+            self._read_secret(ref, None)
         self._write(holders)
         for ref, outcome in outcomes.items():
             if ref in changed or self._reported.get(ref) != outcome:
                 self._state(ref, outcome.state, outcome.reason, outcome.message)
         self._reported = outcomes
+
+    def _served(self, ref: ObjectRef, ts: TransportServer) -> Outcome:
+        """A holder's outcome; its certificate record, when it ends TLS."""
+        who = f"{ref.namespace}/{ref.name}"
+        key = (CERTIFICATE_RECORD, record_name(ts))
+        record, why = self._read_secret(ref, ts.tls_secret or None)
+        if not ts.tls_secret:
+            # NIC's text, its trailing space included.
+            return Outcome(
+                VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
+            )
+        if record is not None:
+            self._certificates[key] = certificate_record(record)
+            return Outcome(
+                VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
+            )
+        # NIC would serve the listener without TLS; ferryman refuses the handshakes.
+        warning = f"TLS secret {ts.tls_secret} is invalid: {why}; TLS handshakes are refused"
+        return Outcome(
+            WARNING_STATE,
+            ADDED_OR_UPDATED_WITH_WARNING,
+            f"Configuration for {who} was added or updated with warning(s): {warning}",
+        )
 
     def _listener_problem(self, ref: ObjectRef, ts: TransportServer) -> str | None:
         if ts.passthrough:
@@ -253,8 +284,10 @@ class TransportServers:
 
     def _write(self, holders: Mapping[tuple[str, str], TransportServer]) -> None:
         wanted = {(STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()}
+        wanted.update(self._certificates)
         self._record_writers = {record_name(ts): _ref(ts) for ts in holders.values()}
-        for key in [k for k in self._records if k[0] == STREAM_RECORD and k not in wanted]:
+        kinds = (STREAM_RECORD, CERTIFICATE_RECORD)
+        for key in [k for k in self._records if k[0] in kinds and k not in wanted]:
             del self._records[key]
         self._records.update(wanted)
         holder_refs = {_ref(ts) for ts in holders.values()}
@@ -266,10 +299,13 @@ class TransportServers:
         if not self._stream:
             return
         by_listener = {name: ts for (name, _), ts in holders.items()}
+        # A listener ends TLS when a TransportServer holding it has tls.secret.
+        ssl = {name for (name, _), ts in holders.items() if ts.tls_secret}
         servers: list[StreamServer] = []
         for listener in self._gc.listeners if self._gc else ():
             if listener.protocol in ("TCP", "UDP"):
-                servers.append(stream_server(listener, by_listener.get(listener.name)))
+                holder = by_listener.get(listener.name)
+                servers.append(stream_server(listener, holder, listener.name in ssl))
         self._files[STREAM_FILE] = render_stream(servers, self._passthrough())
 
 

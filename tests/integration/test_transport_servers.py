@@ -443,3 +443,64 @@ def test_angie_refuses_transport_servers_saying_why(ferryman: Ferryman) -> None:
         "TransportServer default/ts was rejected with error: TransportServers need the "
         "nginx data plane with ngx_stream_ferryman_module (scripts/build-module.sh)",
     )
+
+
+def _tls_ask(port: int, sni: str) -> tuple[bytes, bytes]:
+    """(the certificate presented, the echo) over TLS with SNI ``sni``."""
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    with context.wrap_socket(raw, server_hostname=sni) as s:
+        s.sendall(b"hello")
+        return s.getpeercert(binary_form=True) or b"", s.recv(4096)
+
+
+def test_tls_ends_in_nginx_with_the_transport_servers_secret(
+    ferryman: Ferryman, echoes: Echoes
+) -> None:
+    import base64
+    import ssl
+
+    from tests.integration.harness import tls_secret
+
+    port = free_port()
+    a, b = echoes.tcp("a"), echoes.tcp("b")
+    ferryman.write("gc", global_configuration({"name": "tls-tcp", "port": port, "protocol": "TCP"}))
+    ferryman.write("svc-a", stream_service("echo-a", [a]))
+    ferryman.write("svc-b", stream_service("echo-b", [b]))
+    secret_a = tls_secret("a-tls", ["a.example.com"])
+    ferryman.write("secret-a", secret_a)
+    for name, host, secret in (
+        ("ts-a", "a.example.com", "a-tls"),
+        ("ts-b", "b.example.com", "b-tls"),
+    ):
+        ferryman.write(
+            name,
+            transport_server(
+                name, "tls-tcp", "TCP", f"echo-{name[-1]}", 7000, host=host,
+                tls={"secret": secret},
+            ),
+        )  # fmt: skip
+    start(ferryman)
+    certificate, answer = _tls_ask(port, "a.example.com")
+    pem = base64.b64decode(secret_a["data"]["tls.crt"]).decode()
+    assert certificate == ssl.PEM_cert_to_DER_cert(pem)
+    assert answer == b"a:hello"  # the backend got plain bytes
+    # b-tls does not exist: its host's handshakes are refused, with NIC's warning shape.
+    with pytest.raises(ssl.SSLError):
+        _tls_ask(port, "b.example.com")
+    event = ferryman.events_for("ts-b")[-1]
+    assert (event["reason"], event["message"]) == (
+        "AddedOrUpdatedWithWarning",
+        "Configuration for default/ts-b was added or updated with warning(s): TLS secret b-tls "
+        "is invalid: not found; TLS handshakes are refused",
+    )
+    # The Secret comes: served, without a reload.
+    reloads = ferryman.reloads()
+    ferryman.write("secret-b", tls_secret("b-tls", ["b.example.com"]))
+    eventually(lambda: _tls_ask(port, "b.example.com")[1] == b"b:hello", what="b served")
+    assert ferryman.events_for("ts-b")[-1]["reason"] == "AddedOrUpdated"
+    assert ferryman.reloads() == reloads

@@ -29,8 +29,10 @@ from ferryman.resources.transportserver import (
 )
 
 STREAM_FILE = "stream.conf"
-# The record kind ngx_stream_ferryman_module reads.
+# The record kinds ngx_stream_ferryman_module reads: a TransportServer, and the
+# certificate of one that ends TLS.
 STREAM_RECORD = "S"
+CERTIFICATE_RECORD = "T"
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class StreamServer:
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     udp_requests: int | None = None
     udp_responses: int | None = None
+    ssl: bool = False  # TLS ends here (a TransportServer on it has tls.secret)
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,13 @@ class Passthrough:
     https_socket: str  # ferryman's own HTTPS server, for every other SNI name
 
 
-def stream_server(listener: Listener, ts: TransportServer | None) -> StreamServer:
+def stream_server(
+    listener: Listener, ts: TransportServer | None, ssl: bool = False
+) -> StreamServer:
     server = StreamServer(
-        listener.name, listener.port, listener.protocol == "UDP", listener.ipv4, listener.ipv6
-    )
+        listener.name, listener.port, listener.protocol == "UDP", listener.ipv4, listener.ipv6,
+        ssl=ssl,
+    )  # fmt: skip
     if ts is None:
         return server
     return StreamServer(
@@ -73,12 +79,19 @@ def stream_server(listener: Listener, ts: TransportServer | None) -> StreamServe
         ts.session_timeout_ms,
         ts.udp_requests if server.udp else None,
         ts.udp_responses if server.udp else None,
+        ssl,
     )
 
 
 def record_name(ts: TransportServer) -> str:
-    """The S record's key: the listener, and a passthrough host's SNI name."""
-    return f"{ts.listener}/{ts.host}" if ts.passthrough else ts.listener
+    """The S (and T) record's key: the listener, and the host (an SNI name) if any."""
+    return f"{ts.listener}/{ts.host}" if ts.host else ts.listener
+
+
+def certificate_record(pair: str) -> str:
+    """A T record from the certificate store's record (base64 chain, tab, base64
+    key): the same, space-separated, as ngx_stream_ferryman_module reads fields."""
+    return pair.replace("\t", " ")
 
 
 def backends(ts: TransportServer) -> frozenset[BackendKey]:

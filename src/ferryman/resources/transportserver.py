@@ -3,9 +3,8 @@
 Validated as NIC's ``ValidateTransportServer`` does, with its messages (field
 errors in Kubernetes' format). Times are held in milliseconds: their text goes
 no further than this module. What ferryman cannot serve (active health checks,
-NGINX Plus only; snippets, off as in NIC by default; ``hash`` balancing; TLS
-termination on a TCP listener) is refused with a clear reason rather than
-silently ignored.
+NGINX Plus only; snippets, off as in NIC by default; ``hash`` balancing; TLS on
+UDP) is refused with a clear reason rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -119,6 +118,7 @@ class TransportServer:
     next_upstream: bool = False
     next_upstream_timeout_ms: int = 0
     next_upstream_tries: int = 0
+    tls_secret: str = ""  # TLS ends in NGINX with this Secret's pair ("": no TLS)
 
     @property
     def passthrough(self) -> bool:
@@ -150,7 +150,7 @@ def parse_transport_server(
         ctx.extend(listener_name_problems("spec.listener.name", name))
         ctx.extend(protocol_problems("spec.listener.protocol", protocol))
     host = _host(spec, passthrough, protocol)
-    _tls(spec, passthrough, host)
+    secret = _tls(spec, passthrough, host, protocol)
     upstreams = _upstreams(spec)
     params = spec.obj("upstreamParameters", PARAMETER_KEYS)
     udp_requests = _udp(params, "udpRequests", protocol)
@@ -192,6 +192,7 @@ def parse_transport_server(
             next_upstream=next_upstream,
             next_upstream_timeout_ms=(next_timeout or 0) if next_upstream else 0,
             next_upstream_tries=(tries or 0) if next_upstream else 0,
+            tls_secret=secret,
         ),
         (),
     )
@@ -239,8 +240,8 @@ def _host(spec: Obj, passthrough: bool, protocol: str) -> str:
     return host.lower()
 
 
-def _tls(spec: Obj, passthrough: bool, host: str) -> None:
-    """NIC's validateTLS; TLS termination on a TCP listener is not served yet."""
+def _tls(spec: Obj, passthrough: bool, host: str, protocol: str) -> str:
+    """NIC's validateTLS: the Secret TLS ends with ("": none). DTLS is not served."""
     tls = spec.obj("tls", frozenset({"secret"}))
     secret = tls.text("secret") if tls else ""
     if passthrough:
@@ -248,7 +249,7 @@ def _tls(spec: Obj, passthrough: bool, host: str) -> None:
             spec.ctx.add(
                 forbidden(spec.at("tls"), "cannot specify tls for TLS Passthrough TransportServers")
             )
-        return
+        return ""
     if host and not secret:
         spec.ctx.add(
             required(
@@ -261,7 +262,9 @@ def _tls(spec: Obj, passthrough: bool, host: str) -> None:
         spec.ctx.extend(
             [invalid("spec.tls.secret", secret, m) for m in rules.dns1123_subdomain(secret)]
         )
-        spec.ctx.add(not_supported(spec.at("tls"), "TLS termination on TCP listeners"))
+        if protocol == "UDP":
+            spec.ctx.add(not_supported(spec.at("tls"), "TLS on UDP (DTLS)"))
+    return secret
 
 
 def _upstreams(spec: Obj) -> dict[str, TSUpstream]:

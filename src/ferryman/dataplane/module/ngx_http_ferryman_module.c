@@ -390,10 +390,12 @@ ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
         return FERRYMAN_BAD_KEY;
     }
 
-    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F' && key[0] != 'S') {
+    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F' && key[0] != 'S'
+        && key[0] != 'T')
+    {
         /* Only virtual hosts, endpoint sets, VirtualServer routes and
-         * TransportServer listeners (ngx_stream_ferryman_module) are read
-         * here. */
+         * TransportServers' listeners and certificates
+         * (ngx_stream_ferryman_module) are read here. */
         return FERRYMAN_OK;
     }
 

@@ -51,6 +51,7 @@ typedef struct {
     ngx_str_t                 listener;
     ngx_int_t                 sni_index;    /* NGX_ERROR: no SNI key */
     ngx_addr_t               *fallback;
+    ngx_flag_t                terminate;    /* TLS ends here: SNI, then no host */
 } ngx_stream_ferryman_srv_conf_t;
 
 
@@ -89,6 +90,9 @@ static char *ngx_stream_ferryman(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_stream_ferryman_fallback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_stream_ferryman_add_variables(ngx_conf_t *cf);
 
 
 static ngx_command_t  ngx_stream_ferryman_commands[] = {
@@ -114,12 +118,19 @@ static ngx_command_t  ngx_stream_ferryman_commands[] = {
       0,
       NULL },
 
+    { ngx_string("ferryman_stream_sni"),
+      NGX_STREAM_SRV_CONF|NGX_CONF_NOARGS,
+      ngx_stream_ferryman_sni,
+      NGX_STREAM_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_stream_module_t  ngx_stream_ferryman_module_ctx = {
-    NULL,                                  /* preconfiguration */
+    ngx_stream_ferryman_add_variables,     /* preconfiguration */
     NULL,                                  /* postconfiguration */
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -578,6 +589,19 @@ ferryman_stream_init_peer(ngx_stream_session_t *s,
         return NGX_ERROR;
     }
 
+    if (value.len == 0 && conf->terminate) {
+        /* A TransportServer without a host holds the listener itself. */
+        key.data = buf;
+        key.len = ngx_cpymem(ngx_cpymem(buf, "S:", 2), conf->listener.data,
+                             conf->listener.len) - buf;
+
+        if (ngx_ferryman_stream_record(&key, pool, &value, &unused)
+            == NGX_ERROR)
+        {
+            return NGX_ERROR;
+        }
+    }
+
     if (value.len == 0) {
         if (conf->fallback != NULL) {
             ctx->fallback = conf->fallback;
@@ -684,6 +708,7 @@ ngx_stream_ferryman_create_srv_conf(ngx_conf_t *cf)
 
     conf->sni_index = NGX_CONF_UNSET;
     conf->fallback = NGX_CONF_UNSET_PTR;
+    conf->terminate = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -703,6 +728,7 @@ ngx_stream_ferryman_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     ngx_conf_merge_ptr_value(conf->fallback, prev->fallback, NULL);
+    ngx_conf_merge_value(conf->terminate, prev->terminate, 0);
 
     return NGX_CONF_OK;
 }
@@ -756,4 +782,150 @@ ngx_stream_ferryman_fallback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_stream_ferryman_srv_conf_t  *fcf = conf;
+
+    static ngx_str_t  sni = ngx_string("ssl_server_name");
+
+    fcf->terminate = 1;
+    fcf->sni_index = ngx_stream_get_variable_index(cf, &sni);
+
+    if (fcf->sni_index == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * $ferryman_stream_certificate, $ferryman_stream_certificate_key (PEM): for
+ * `ssl_certificate data:$ferryman_stream_certificate` in a server whose
+ * TransportServers end TLS. The record "T:<listener>/<host>" (or
+ * "T:<listener>" for one without a host) is "<base64 chain> <base64 key>"
+ * (ferryman.configs.transportserver); the name is the client's SNI, then its
+ * one-label wildcard, then none. No record: empty, and the handshake fails.
+ */
+static ngx_int_t
+ferryman_stream_certificate(ngx_stream_session_t *s,
+    ngx_stream_variable_value_t *v, uintptr_t data)
+{
+    u_char                          *p, *pos, *end, buf[FERRYMAN_STREAM_MAX_KEY];
+    size_t                           len;
+    uint32_t                         unused;
+    ngx_str_t                        key, value, field, decoded;
+    ngx_uint_t                       i;
+    ngx_pool_t                      *pool;
+    const char                      *name;
+    ngx_stream_ferryman_srv_conf_t  *conf;
+
+    v->not_found = 1;
+    conf = ngx_stream_get_module_srv_conf(s, ngx_stream_ferryman_module);
+    pool = s->connection->pool;
+    name = NULL;
+
+#if (NGX_STREAM_SSL && defined SSL_CTRL_SET_TLSEXT_HOSTNAME)
+    if (s->connection->ssl != NULL) {
+        name = SSL_get_servername(s->connection->ssl->connection,
+                                  TLSEXT_NAMETYPE_host_name);
+    }
+#endif
+
+    if (conf->listener.len == 0) {
+        return NGX_OK;
+    }
+
+    len = name ? ngx_strlen(name) : 0;
+    value.len = 0;
+
+    if (len && 2 + conf->listener.len + 1 + len <= FERRYMAN_STREAM_MAX_KEY) {
+        p = ngx_cpymem(buf, "T:", 2);
+        p = ngx_cpymem(p, conf->listener.data, conf->listener.len);
+        *p++ = '/';
+        ngx_strlow(p, (u_char *) name, len);
+        key.data = buf;
+        key.len = p + len - buf;
+
+        if (ngx_ferryman_stream_record(&key, pool, &value, &unused)
+            == NGX_ERROR)
+        {
+            return NGX_ERROR;
+        }
+
+        if (value.len == 0 && ferryman_stream_wildcard(conf, &key) == NGX_OK
+            && ngx_ferryman_stream_record(&key, pool, &value, &unused)
+               == NGX_ERROR)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    if (value.len == 0) {
+        key.data = buf;
+        key.len = ngx_cpymem(ngx_cpymem(buf, "T:", 2), conf->listener.data,
+                             conf->listener.len) - buf;
+
+        if (ngx_ferryman_stream_record(&key, pool, &value, &unused)
+            == NGX_ERROR)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    pos = value.data;
+    end = pos + value.len;
+
+    for (i = 0; i <= data; i++) {
+        if (ferryman_stream_field(&pos, end, &field) != NGX_OK) {
+            return NGX_OK;
+        }
+    }
+
+    decoded.data = ngx_pnalloc(pool, ngx_base64_decoded_length(field.len));
+    if (decoded.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_decode_base64(&decoded, &field) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    v->data = decoded.data;
+    v->len = decoded.len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_stream_ferryman_add_variables(ngx_conf_t *cf)
+{
+    ngx_stream_variable_t  *var;
+
+    static ngx_str_t  names[] = {
+        ngx_string("ferryman_stream_certificate"),
+        ngx_string("ferryman_stream_certificate_key")
+    };
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < 2; i++) {
+        var = ngx_stream_add_variable(cf, &names[i], NGX_STREAM_VAR_NOCACHEABLE);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = ferryman_stream_certificate;
+        var->data = i;
+    }
+
+    return NGX_OK;
 }
