@@ -689,7 +689,7 @@ class Controller:
                 waiting.add(writer)
             elif kind == "E":
                 waiting |= self._endpoints.users(name)
-            elif kind == "S" and (holder := self._transport.holder(name)) is not None:
+            elif kind in ("S", "T") and (holder := self._transport.holder(name)) is not None:
                 waiting.add(holder)
             elif kind == "C":
                 hosts = [h for h, cert in self._host_cert.items() if cert == name]
@@ -756,8 +756,8 @@ class Controller:
             elif kind == "E":
                 for user in sorted(self._endpoints.users(name)):
                     self._reject(user, f"the endpoint set {name} {why}")
-            elif kind == "S" and (holder := self._transport.holder(name)) is not None:
-                self._transport.refuse(holder, f"the stream record {name} {why}")
+            elif kind in ("S", "T") and (holder := self._transport.holder(name)) is not None:
+                self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
             elif kind == "C":
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.
