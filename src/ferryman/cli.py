@@ -76,6 +76,19 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "--ingress-class", default="ferryman", metavar="NAME", help="IngressClass to serve"
     )
     p.add_argument(
+        "--global-configuration",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="NIC's GlobalConfiguration: the TCP/UDP listeners TransportServers use "
+        "(default: none)",
+    )
+    p.add_argument(
+        "--enable-tls-passthrough",
+        action="store_true",
+        help="TransportServers on the built-in tls-passthrough listener: TLS connections "
+        "on the HTTPS port go by SNI name to their backends, undecrypted",
+    )
+    p.add_argument(
         "--nginx-modules-dir",
         type=Path,
         default=Path("/usr/lib/nginx/modules"),
@@ -427,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
             nginx_modules_dir=args.nginx_modules_dir,
             angie_dns_port=args.angie_dns_port,
             nginx_configmap=args.nginx_configmaps,
+            global_configuration=args.global_configuration,
+            tls_passthrough=args.enable_tls_passthrough,
         )
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
@@ -492,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
         angie_dns_port=args.angie_dns_port,
         compute_full_forwarded_for=args.compute_full_forwarded_for,
         strict_request_paths=args.strict_request_paths,
+        global_configuration=args.global_configuration,
+        tls_passthrough=args.enable_tls_passthrough,
         shared_dict_size=args.records_memory_size,
         max_record_bytes=args.max_record_bytes,
         allowed_host_suffixes=args.allowed_host_suffixes,

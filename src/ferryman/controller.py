@@ -48,6 +48,8 @@ from ferryman.store import Store
 from ferryman.translators import Translator, internal
 from ferryman.translators.desired import HOST_RECORDS, Desired
 from ferryman.translators.ingress import IngressTranslator, StatusSink
+from ferryman.translators.transport import RECORDS as STREAM_RECORDS
+from ferryman.translators.transport import TransportTranslator
 from ferryman.translators.virtualserver import VirtualServerTranslator
 from ferryman.workqueue import WorkQueue
 
@@ -106,6 +108,8 @@ class Controller:
         resource_status: ResourceStatusSink | None = None,
         virtual_servers: bool = True,
         configmap: ConfigMapState | None = None,
+        stream: bool = False,
+        tls_socket: str = "",
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
@@ -115,7 +119,9 @@ class Controller:
         ``resource_status`` receives each VirtualServer's and Policy's state when
         its Event is reported (Kubernetes mode); ``virtual_servers``: the data plane routes
         VirtualServers (the Lua router; Angie's classic configuration does not);
-        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render."""
+        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render;
+        ``stream``: nginx.conf has the stream block (TransportServers), and
+        ``tls_socket`` is where ferryman's HTTPS server listens behind TLS passthrough."""
         self._settings = settings
         self._queue = queue
         self._dataplane = dataplane
@@ -128,9 +134,13 @@ class Controller:
         self._applied_files: dict[str, str] = dict(files)
         self._applied = AppliedRecords(dataplane, settings, metrics)
         self._ingresses = IngressTranslator(settings, store, queue, self._d, self, status)
+        self._transport = TransportTranslator(
+            settings, store, self._files, self._d, self, secrets, stream, tls_socket
+        )
         translators: list[Translator] = [
             self._ingresses,
             VirtualServerTranslator(store, self._d, self, virtual_servers),
+            self._transport,
         ]
         self._translators = translators
         self._syncs = {kind: t for t in translators for kind in t.kinds}
@@ -289,6 +299,9 @@ class Controller:
     def reject(self, ref: ObjectRef, reason: str) -> None:
         """Take ``ref`` out of the configuration until it changes: withdraw what it
         wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
+        if ref.kind == "TransportServer":  # not a host owner unless passthrough: its own
+            self._transport.refuse(ref, reason)
+            return
         translator = self._renders[ref.kind]
         message = f"{ref.namespace}/{ref.name} was rejected: {reason}"
         self._d.event(ref, WARNING, REJECTED, message, translator.rejected_state)
@@ -356,6 +369,8 @@ class Controller:
         for kind, name in outstanding:
             if kind in HOST_RECORDS and (writer := d.host_writer.get(name)) is not None:
                 waiting.add(writer)
+            elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
+                waiting.add(holder)
             elif kind == "E":
                 waiting |= d.endpoints.users(name)
             elif kind == "C":
@@ -433,6 +448,8 @@ class Controller:
                 secret = ObjectRef("Secret", namespace, rest.partition("@")[0])
                 self._d.cache.refuse(secret, f"its certificate {why}")
                 self.render_all(self._d.deps.users(secret))
+            elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
+                self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
 
     def _configmap_applied(self, cm: ConfigMapState, error: str | None) -> None:
         """Report how the ConfigMap's update went (``error``: ``nginx -t``'s refusal,
@@ -457,7 +474,9 @@ class Controller:
             await self._dataplane.apply(changes)
         except ConfigTestError as e:
             # Refused: keep the last good files; not retried until settings change.
-            self._files = dict(self._applied_files)
+            # In place: translators (TransportServers' stream.conf) hold the dict.
+            self._files.clear()
+            self._files.update(self._applied_files)
             return str(e) or "nginx -t failed"
         except ConfigError:
             # Tested good but not taken (a listener could not bind, no answer in

@@ -55,6 +55,12 @@ class Settings:
     # Request hygiene (docs/operations.md, "Requests and headers").
     compute_full_forwarded_for: bool = True
     strict_request_paths: bool = False
+    # NIC's --global-configuration (namespace, name): the TCP/UDP listeners
+    # TransportServers use; None: none.
+    global_configuration: tuple[str, str] | None = None
+    # NIC's --enable-tls-passthrough: TransportServers on the built-in
+    # tls-passthrough listener, sharing the HTTPS port by SNI.
+    tls_passthrough: bool = False
     # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
     # 0 picks a free one at start, so instances sharing a machine cannot collide.
     angie_dns_port: int = 0

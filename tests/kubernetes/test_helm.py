@@ -76,6 +76,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.enableLatencyMetrics": True,
     "controller.computeFullForwardedFor": False,
     "controller.strictRequestPaths": True,
+    "controller.globalConfiguration": "ingress/listeners",
+    "controller.enableTlsPassthrough": True,
     "controller.httpPort": 8000,
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
@@ -183,7 +185,9 @@ def test_the_chart_installs_the_nic_crds(helm_binary: Path) -> None:
         yaml.safe_load(p.read_text()) for p in sorted(ROOT.glob("deploy/crds/k8s.nginx.org_*"))
     ]
     assert sorted(c["metadata"]["name"] for c in crds) == [
+        "globalconfigurations.k8s.nginx.org",
         "policies.k8s.nginx.org",
+        "transportservers.k8s.nginx.org",
         "virtualserverroutes.k8s.nginx.org",
         "virtualservers.k8s.nginx.org",
     ]
@@ -277,7 +281,7 @@ def test_template_defaults(helm_binary: Path) -> None:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
     off = ("--health-status", "--nginx-status", "--enable-latency-metrics", "--worker-shutdown")
-    off += ("--strict-request-paths",)
+    off += ("--strict-request-paths", "--global-configuration", "--enable-tls-passthrough")
     assert not [a for a in args if a.startswith(off)]
 
     deployment = _one(docs, "Deployment", name)

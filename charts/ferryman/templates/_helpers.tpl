@@ -93,10 +93,10 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
     resources: ["events"]
     verbs: ["create"]
   - apiGroups: ["k8s.nginx.org"]
-    resources: ["virtualservers", "virtualserverroutes", "policies"]
+    resources: ["virtualservers", "virtualserverroutes", "policies", "transportservers", "globalconfigurations"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["k8s.nginx.org"]
-    resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status"]
+    resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status", "transportservers/status"]
     verbs: ["patch"]
   {{- if include "ferryman.readinessGates" . }}
   # Readiness gates: pods are watched in opted-in namespaces only.

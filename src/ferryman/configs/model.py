@@ -80,6 +80,11 @@ class MainConfig:
     strict_request_paths: bool = False
     # The ConfigMap's settings (--nginx-configmaps); ferryman's defaults without one.
     tuning: Tuning = field(default_factory=Tuning)
+    # A stream block (TransportServers): ngx_stream_ferryman_module is loaded.
+    stream: bool = False
+    # TLS passthrough: the HTTPS port belongs to the stream block, and ferryman's
+    # HTTPS server listens here (PROXY protocol) for the SNI names it terminates.
+    tls_socket: str = ""
 
     @property
     def fast_zone_size(self) -> str:

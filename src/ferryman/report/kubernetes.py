@@ -40,6 +40,8 @@ API_VERSIONS = {
     "VirtualServer": "k8s.nginx.org/v1",
     "VirtualServerRoute": "k8s.nginx.org/v1",
     "Policy": "k8s.nginx.org/v1",
+    "TransportServer": "k8s.nginx.org/v1",
+    "GlobalConfiguration": "k8s.nginx.org/v1",
 }
 # NIC's custom resources whose status ferryman writes (the status subresource).
 _RESOURCES = {
@@ -50,6 +52,9 @@ _RESOURCES = {
         "k8s.nginx.org", "v1", "VirtualServerRoute", "virtualserverroutes"
     ),
     "Policy": create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies"),
+    "TransportServer": create_namespaced_resource(
+        "k8s.nginx.org", "v1", "TransportServer", "transportservers"
+    ),
 }
 
 

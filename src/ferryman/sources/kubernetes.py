@@ -83,6 +83,8 @@ KINDS = (
     _nic("VirtualServer", "virtualservers"),
     _nic("VirtualServerRoute", "virtualserverroutes"),
     _nic("Policy", "policies"),
+    _nic("TransportServer", "transportservers"),
+    _nic("GlobalConfiguration", "globalconfigurations"),
 )
 
 # Readiness gates (--readiness-gates): only opted-in namespaces are held (the

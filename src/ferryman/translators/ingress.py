@@ -34,6 +34,7 @@ from ferryman.resources.ingressclass import (
     raw_class_name,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
+from ferryman.resources.transportserver import TransportServer
 from ferryman.resources.virtualserver import VirtualServer
 from ferryman.settings import Settings
 from ferryman.store import Store
@@ -104,7 +105,7 @@ class IngressTranslator:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
         d = self._d
         ing = d.config.get(ref)
-        assert not isinstance(ing, VirtualServer)
+        assert not isinstance(ing, VirtualServer | TransportServer)
         d.ref_hosts.pop(ref, None)
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []

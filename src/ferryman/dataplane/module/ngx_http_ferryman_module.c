@@ -46,6 +46,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_ferryman_vs.h"
+#include "ngx_ferryman_stream_api.h"
 
 
 #define FERRYMAN_RR_SLOTS        65536
@@ -389,9 +390,12 @@ ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
         return FERRYMAN_BAD_KEY;
     }
 
-    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F') {
-        /* Only virtual hosts, endpoint sets and VirtualServer routes serve
-         * the fast path. */
+    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F' && key[0] != 'S'
+        && key[0] != 'T')
+    {
+        /* Only virtual hosts, endpoint sets, VirtualServer routes and
+         * TransportServers' listeners and certificates
+         * (ngx_stream_ferryman_module) are read here. */
         return FERRYMAN_OK;
     }
 
@@ -2231,4 +2235,159 @@ ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     uscf->peer.init_upstream = ferryman_init_upstream;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * For ngx_stream_ferryman_module (TransportServers; a separate .so that
+ * nginx.conf loads after this one, and NGINX dlopens modules RTLD_GLOBAL):
+ * its records and the same per-peer state (passive health, connections) in
+ * this module's zone, so that an endpoint change reaches TCP/UDP listeners
+ * by the same push as HTTP hosts. Each call locks the zone itself.
+ */
+
+ngx_int_t
+ngx_ferryman_stream_record(ngx_str_t *key, ngx_pool_t *pool, ngx_str_t *value,
+    uint32_t *slot)
+{
+    ngx_int_t           rc;
+    ngx_slab_pool_t    *shpool;
+    ferryman_shctx_t   *sh;
+    ferryman_record_t  *rec;
+
+    value->len = 0;
+    value->data = NULL;
+    *slot = 0;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return NGX_DECLINED;
+    }
+
+    shpool = ferryman_slab();
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    rec = ferryman_find_record(sh, key, ngx_crc32_short(key->data, key->len));
+
+    if (rec != NULL) {
+        value->data = ngx_pnalloc(pool, rec->value.len);
+
+        if (value->data == NULL) {
+            rc = NGX_ERROR;
+
+        } else {
+            ngx_memcpy(value->data, rec->value.data, rec->value.len);
+            value->len = rec->value.len;
+            *slot = rec->slot & ~FERRYMAN_SLOT_SHARED;
+        }
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return rc;
+}
+
+
+ngx_uint_t
+ngx_ferryman_stream_next(uint32_t slot)
+{
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return 0;
+    }
+
+    return ngx_atomic_fetch_add(&sh->rr[slot % FERRYMAN_RR_SLOTS], 1);
+}
+
+
+void
+ngx_ferryman_stream_peer_state(ngx_str_t *name, uint32_t hash,
+    ngx_uint_t max_fails, ngx_uint_t *down, ngx_uint_t *active)
+{
+    ngx_slab_pool_t   *shpool;
+    ferryman_peer_t    peer;
+    ferryman_shctx_t  *sh;
+
+    *down = 0;
+    *active = 0;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return;
+    }
+
+    ngx_memzero(&peer, sizeof(ferryman_peer_t));
+    peer.name = *name;
+    peer.hash = hash;
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (max_fails > 0 && sh->nfailures > 0) {
+        *down = ferryman_is_down(sh, shpool, &peer, max_fails);
+    }
+
+    *active = ferryman_active_load(sh, &peer);
+
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+
+ngx_uint_t
+ngx_ferryman_stream_enter(ngx_str_t *name, uint32_t hash)
+{
+    ngx_uint_t         counted;
+    ngx_slab_pool_t   *shpool;
+    ferryman_peer_t    peer;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return 0;
+    }
+
+    ngx_memzero(&peer, sizeof(ferryman_peer_t));
+    peer.name = *name;
+    peer.hash = hash;
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+    counted = ferryman_active_add(sh, shpool, &peer, 1);
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return counted;
+}
+
+
+void
+ngx_ferryman_stream_leave(ngx_str_t *name, uint32_t hash, ngx_uint_t counted,
+    ngx_msec_t failed_for)
+{
+    ngx_slab_pool_t   *shpool;
+    ferryman_peer_t    peer;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return;
+    }
+
+    ngx_memzero(&peer, sizeof(ferryman_peer_t));
+    peer.name = *name;
+    peer.hash = hash;
+
+    if (counted) {
+        shpool = ferryman_slab();
+        ngx_shmtx_lock(&shpool->mutex);
+        (void) ferryman_active_add(sh, shpool, &peer, -1);
+        ngx_shmtx_unlock(&shpool->mutex);
+    }
+
+    if (failed_for) {
+        ferryman_count_failure(&peer, failed_for);
+    }
 }
