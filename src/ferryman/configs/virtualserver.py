@@ -243,7 +243,8 @@ class _Builder:
             + self.action(f"{where}.errorPages[{p_i}]", page.response)
             for p_i, page in enumerate(r.error_pages)
         )
-        enforced = self.policy_items.reference(effective(self.spec, policies))
+        attached = effective(self.spec, policies)
+        enforced = self.policy_items.reference(attached)
         fields = [
             "R",
             _MODIFIERS[loc.modifier],
@@ -255,7 +256,7 @@ class _Builder:
             enforced,
         ]
         self.items.append("|".join(fields))
-        self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams))
+        self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams, attached))
 
 
 def location(r: Route) -> Location:

@@ -214,6 +214,7 @@ typedef struct {
     ngx_atomic_t           *flight;      /* current's in-flight slot, NULL: none */
     uint64_t               *tried;
     uint64_t                tried_few;
+    ngx_msec_t              delay;       /* a rate limit's, before proxying */
 } ferryman_ctx_t;
 
 
@@ -268,6 +269,14 @@ static ngx_command_t  ngx_http_ferryman_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ferryman_loc_conf_t, slow_path),
+      NULL },
+
+    /* The rate limits' zone (ngx_http_ferryman_limit.c): optional. */
+    { ngx_string("ferryman_limit_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ferryman_limit_zone_directive,
+      0,
+      0,
       NULL },
 
       ngx_null_command
@@ -1718,15 +1727,22 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 }
 
 
+/* NGX_OK: proxy (the context set); NGX_ERROR: the slow path answers; or a
+ * status the module answers. "limit": whether a route's rate limits can be
+ * enforced here (in the precontent phase), else such a route is the slow
+ * path's. */
 static ngx_int_t
-ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
+ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 {
+    ngx_int_t                  rc;
+    ngx_msec_t                 delay;
     ngx_str_t                 *name, *backend_name;
     ngx_uint_t                 https;
     ferryman_ctx_t            *ctx;
     ferryman_host_t           *host;
     ferryman_balance_t        *balance;
     ferryman_vs_upstream_t    *upstream;
+    ferryman_limits_t         *limits;
     ferryman_cache_t          *cache;
     ferryman_backend_t        *backend;
     ngx_pool_cleanup_t        *cln;
@@ -1758,9 +1774,25 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
         return NGX_ERROR;
     }
 
+    delay = 0;
+
     if (host->vs != NULL) {
-        if (ferryman_vs_route(r, host->vs, &upstream) != NGX_OK) {
+        limits = NULL;
+
+        if (ferryman_vs_route(r, host->vs, &upstream, &limits) != NGX_OK) {
             return NGX_ERROR;
+        }
+
+        if (limits != NULL) {
+            if (!limit) {
+                return NGX_ERROR;
+            }
+
+            rc = ferryman_limit_check(r, limits, &delay);
+
+            if (rc != NGX_DECLINED) {
+                return rc;
+            }
         }
 
         backend_name = &upstream->backend;
@@ -1823,6 +1855,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     ctx->host = host;
     ctx->balance = balance;
     ctx->backend = backend;
+    ctx->delay = delay;
 
     ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
 
@@ -1840,6 +1873,7 @@ static ngx_int_t
 ngx_http_ferryman_route_handler(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
+    ferryman_ctx_t           *ctx;
     ferryman_shctx_t         *sh;
     ferryman_loc_conf_t      *flcf;
 
@@ -1855,15 +1889,24 @@ ngx_http_ferryman_route_handler(ngx_http_request_t *r)
     rc = NGX_DECLINED;
 
     if (sh != NULL) {
-        rc = ferryman_route(r, sh);
-        ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+        rc = ferryman_route(r, sh, 1);
+        /* Answered here (proxied, refused by a rate limit, no endpoint) or
+         * handed to the slow path. */
+        ferryman_count(sh, rc == NGX_ERROR ? 1 : 0);
     }
 
     if (rc == NGX_OK) {
+        ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+        if (ctx->delay > 0) {
+            /* Back here once it is over: the context lets it through. */
+            return ferryman_limit_wait(r, ctx->delay);
+        }
+
         return NGX_DECLINED;
     }
 
-    if (rc == NGX_HTTP_SERVICE_UNAVAILABLE) {
+    if (rc != NGX_ERROR && rc != NGX_DECLINED) {
         return rc;
     }
 
@@ -1895,7 +1938,7 @@ ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
             return NGX_ERROR;
         }
 
-        rc = ferryman_route(r, sh);
+        rc = ferryman_route(r, sh, 0);
         ferryman_count(sh, rc == NGX_OK ? 0 : 1);
 
         if (rc != NGX_OK) {
@@ -2082,6 +2125,7 @@ ngx_http_ferryman_preconfiguration(ngx_conf_t *cf)
 
     /* The module stays loaded across reloads: forget the last cycle's zone. */
     ferryman_zone = NULL;
+    ferryman_limit_preconfiguration();
 
     for (v = ferryman_variables; v->name.len; v++) {
         var = ngx_http_add_variable(cf, &v->name, v->flags);
@@ -2111,6 +2155,14 @@ ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
     }
 
     *h = ngx_http_ferryman_route_handler;
+
+    /* VirtualServer routes' rate limits: wherever the module routes. */
+    if (ferryman_zone != NULL
+        && ferryman_limit_postconfiguration(cf, &ngx_http_ferryman_module)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }
