@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import itertools
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -386,3 +388,46 @@ def test_no_f_record_with_limits_crashes_nginx(
         )
         assert r.status_code in (200, 404, 429, 503), (record, r.status_code)
     assert _workers(f) == workers, f"a worker died on F record {record!r}"
+
+
+# A full zone: the least recently used buckets go, traffic goes on.
+
+
+def test_a_full_zone_evicts_the_least_recently_used_and_serves_on(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(
+        ferryman,
+        backends,
+        rate_limit("users", rate="1r/m", key="${http_x_user}"),
+        virtual_server([limited("/", "users")]),
+    )
+    eventually(lambda: answer(ferryman, "/")[0] == "a", 10.0, "VirtualServer live")
+    # The zone at its smallest (8 pages: room for ~150 buckets), by the
+    # module's own directive, and NGINX reloaded to take it (a new size is a
+    # new, empty zone; the records stay).
+    conf = ferryman.state / "nginx.conf"
+    text = conf.read_text()
+    conf.write_text(
+        text.replace("ferryman_fast_zone", "ferryman_limit_zone 32k;\n    ferryman_fast_zone", 1)
+    )
+    master = ferryman.nginx_master_pid()
+    assert master is not None
+    workers = _workers(ferryman)
+    os.kill(master, signal.SIGHUP)
+    eventually(lambda: _workers(ferryman).isdisjoint(workers), 10.0, "new workers")
+    url = f"http://127.0.0.1:{ferryman.http_port}/"
+    with httpx.Client(timeout=10) as c:
+
+        def status(user: str) -> int:
+            return c.get(url, headers={"Host": HOST, "X-User": user}).status_code
+
+        assert [status("first"), status("first")] == [200, 503]
+        # 600 users, keys of 1 to 300 bytes (slab chunks of 128 to 512 bytes):
+        # each one's first request passes, however full the zone.
+        firsts = [status(f"{i}-" + "k" * (i * 7 % 300)) for i in range(600)]
+        assert firsts == [200] * 600
+        # The recent ones are still counted; "first" was evicted long ago.
+        assert status("599-" + "k" * (599 * 7 % 300)) == 503
+        assert status("first") == 200
+    assert "could not allocate node" not in ferryman.logs()
