@@ -305,7 +305,7 @@ ferryman_limit_key(ngx_http_request_t *r, ferryman_limit_t *limit,
 
         if (vv == NULL || vv->not_found) {
             values[i].len = 0;
-            values[i].data = NULL;
+            values[i].data = (u_char *) "";
 
         } else {
             values[i].len = vv->len;
