@@ -666,6 +666,12 @@ ferryman_limit_check(ngx_http_request_t *r, ferryman_limits_t *lim,
 
     *delay = 0;
 
+    if (r->main->limit_req_status) {
+        /* Decided already (a request routed again after an internal
+         * redirect): counted once, as limit_req counts it. */
+        return NGX_DECLINED;
+    }
+
     if (ferryman_limit_zone == NULL || ferryman_limit_zone->data == NULL) {
         return NGX_ERROR;
     }
