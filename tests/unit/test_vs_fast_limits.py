@@ -6,9 +6,15 @@ one of the two only."""
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
 from ferryman.configs.virtualserver import vs_records
+from ferryman.dataplane import record_problem
+from ferryman.resources.policy import parse_policy
 from ferryman.resources.virtualserver import parse_virtual_server
 from tests.unit.test_vs_fast import locations
 from tests.unit.test_vs_policies import Objects, _policy
@@ -122,3 +128,20 @@ def test_a_zone_is_counted_by_the_module_or_by_lua_never_both() -> None:
 
 def test_a_host_policy_still_keeps_the_whole_host_slow() -> None:
     assert _record([_route("/l", "lim")], _rate("lim"), policies=[{"name": "lim"}]) is None
+
+
+@given(
+    st.text(alphabet="ab A~*!^$./\\-_:|;,&>{}", max_size=12),
+    st.sampled_from(["${binary_remote_addr}", "${http_x_a}", "${arg_b}", "${cookie_c}"]),
+)
+def test_keys_travel_as_base64(literal: str, variable: str) -> None:
+    key = literal + variable + literal
+    assume(parse_policy(_rate("lim", key=key)).problems == ())
+    record = _record([_route("/l", "lim")], _rate("lim", key=key))
+    assert locations(record) == ["q"]
+    assert record is not None
+    assert record_problem(("F", "v.example.com"), record) is None
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=-]+", t) for t in record.split(" "))
+    name = variable[2:-1]
+    parts = [literal, name, literal]
+    assert f" 3 {' '.join(b64(p) for p in parts)} " in record
