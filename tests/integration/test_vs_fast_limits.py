@@ -164,6 +164,46 @@ def test_dry_run_passes_everything_and_logs_at_the_log_level(
     assert "pol_rl_default_dry_default_fast_vs" in line
 
 
+def test_the_virtual_servers_own_limit_counts_routes_and_no_route_in_the_module(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    _start(
+        ferryman,
+        backends,
+        rate_limit("host", rate="1r/m", burst=1, noDelay=True, rejectCode=429),
+        rate_limit("waits", rate="2r/s", burst=2),
+        virtual_server([{"path": "/plain", "action": {"pass": "a"}}], policies=[{"name": "host"}]),
+        virtual_server(
+            [{"path": "/plain", "action": {"pass": "a"}}],
+            policies=[{"name": "waits"}],
+            name="waits",
+            host="waits.example.com",
+        ),
+    )
+    eventually(lambda: answer(ferryman, "/plain")[0] == "a", 10.0, "VirtualServer live")
+    # NIC's server-level limit_req: one bucket for the routes and the requests
+    # no route takes (the module answers those 404 itself).
+    assert answer(ferryman, "/nowhere") == ("404 <html>", "module")
+    assert answer(ferryman, "/plain") == ("429 <html>", "module")
+    assert answer(ferryman, "/nowhere") == ("429 <html>", "module")
+    # Without nodelay, a 404 waits its turn too: at once, 0.5 s, 1 s.
+    waits = "waits.example.com"
+    eventually(lambda: answer(ferryman, "/plain", waits)[0] == "a", 10.0, "live")
+    time.sleep(1.1)
+    before = fast_path_counts(ferryman)
+
+    def timed(_: int) -> tuple[int, float]:
+        started = time.monotonic()
+        r = httpx.get(f"http://127.0.0.1:{ferryman.http_port}/x", headers={"Host": waits})
+        return r.status_code, time.monotonic() - started
+
+    with ThreadPoolExecutor(3) as pool:
+        results = sorted(pool.map(timed, range(3)), key=lambda r: r[1])
+    assert [s for s, _ in results] == [404] * 3, results
+    assert results[0][1] < 0.35 and 0.4 < results[1][1] < 0.9 and 0.9 < results[2][1] < 1.5
+    assert moved(ferryman, before) == (3, 0)
+
+
 # Decisions against NGINX's own limit_req: the same limits, the same requests.
 
 _examples = itertools.count()

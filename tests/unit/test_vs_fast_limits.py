@@ -126,8 +126,29 @@ def test_a_zone_is_counted_by_the_module_or_by_lua_never_both() -> None:
     assert locations(_record(routes, *objs)) == ["s", "s", "s", "f"]
 
 
-def test_a_host_policy_still_keeps_the_whole_host_slow() -> None:
-    assert _record([_route("/l", "lim")], _rate("lim"), policies=[{"name": "lim"}]) is None
+def test_the_virtual_servers_own_rate_limits_count_routes_and_no_route() -> None:
+    plain = {"path": "/plain", "action": {"pass": "a"}}
+    own = [_rate("host", burst=1), _rate("own")]
+    record = _record([plain, _route("/own", "own")], *own, policies=[{"name": "host"}])
+    assert record is not None
+    host = f"1 4 503 1 {b64('ns/host/ns/v')} 10000 1 0 0 3 - {b64('binary_remote_addr')} -"
+    # "h": the requests no route takes; /plain inherits the VirtualServer's
+    # limit, /own has its own instead.
+    assert f" h 0 4 503 1 {b64('ns/host/ns/v')} " in record
+    assert f"l P {b64('/plain')} 0 q 0 4 503 1 {b64('ns/host/ns/v')} " in record
+    assert f"l P {b64('/own')} 0 q 0 4 503 1 {b64('ns/own/ns/v')} " in record
+    assert host.split(" ", 1)[1] in record
+    # Another kind of policy on the VirtualServer: no record, as before.
+    allow = _policy("allow", accessControl={"allow": ["10.0.0.0/8"]})
+    assert _record([plain], allow, policies=[{"name": "allow"}]) is None
+    assert _record([plain], *own, allow, policies=[{"name": "host"}, {"name": "allow"}]) is None
+    # A slow route inheriting the VirtualServer's limit gives its zone to the
+    # slow path: no "h", and every route counting in it is slow.
+    paged = {**plain, "path": "/paged", "errorPages": [{"codes": [502], "return": {"body": "x"}}]}
+    routes = [plain, paged, _route("/own", "own")]
+    record = _record(routes, *own, policies=[{"name": "host"}])
+    assert locations(record) == ["s", "s", "q"]
+    assert record is not None and " h " not in record
 
 
 @given(

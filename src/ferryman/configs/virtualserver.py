@@ -361,6 +361,6 @@ def vs_records(
     record = " ".join([redirect, *b.items, *items.items])
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
-    fast = fast_record(vs, b.fast_upstreams, b.fast_routes)
+    fast = fast_record(vs, b.fast_upstreams, b.fast_routes, spec)
     backends = frozenset(b.backends | items.backends)
     return VSRecords(host, record, backends, tuple(b.warnings), routes, check, fast)

@@ -15,9 +15,9 @@ actions that pass to an upstream (``pass``, or ``proxy`` changing nothing) whose
 load balancing the module has (round-robin, least_conn; max_fails, fail_timeout,
 the three timeouts, next-upstream-tries). The test is "every other field at its
 default", so a field added to the models later keeps its routes on the slow path
-until this module learns it. A VirtualServer with policies of its own, or with
-tls.redirect, gets no ``F`` record: all its requests go to the slow path, as
-before.
+until this module learns it. A VirtualServer with policies of its own other than
+rate limits, or with tls.redirect, gets no ``F`` record: all its requests go to
+the slow path, as before.
 
 Rate limits (``rateLimit`` Policies, ``configs/policy_rate.py``) are enforced by
 the module (``dataplane/module/ngx_http_ferryman_limit.c``, NGINX's limit_req
@@ -27,7 +27,11 @@ tier condition, a key of the NGINX variables the module reads (not NIC's
 module keeps its buckets in its own zone, the Lua router in its dict, so a NIC
 zone (a Policy on one VirtualServer, every route referencing it counting in one
 bucket) must be counted by one of them only: a zone any slow route uses keeps
-every route using it on the slow path.
+every route using it on the slow path. A VirtualServer's own rate limits
+(``spec.policies``, inherited by every route without its own) also count the
+requests no route takes: the ``h`` item gives them to the module, which answers
+those 404 itself once its limits let them through, unless a slow route counts
+in one of their zones (then the slow path counts them all, as before).
 """
 
 from __future__ import annotations
@@ -232,9 +236,14 @@ def _limits(r: FastRoute) -> str:
     """The ``q`` location's limits field; "" for a route without policies."""
     if not r.policies:
         return ""
-    configs = r.attached.configs
+    return _rate_limits(r.attached)
+
+
+def _rate_limits(attached: Attached) -> str:
+    """The limits field of policies that must be rate limits only."""
+    configs = attached.configs
     rate = configs.get(RateLimits)
-    if r.attached.error or len(configs) != 1 or not isinstance(rate, RateLimits):
+    if attached.error or len(configs) != 1 or not isinstance(rate, RateLimits):
         raise _Unserved
     if rate.log_level not in _LOG_LEVELS or not rate.limits:
         raise _Unserved
@@ -243,9 +252,9 @@ def _limits(r: FastRoute) -> str:
     return " ".join([head, str(len(limits)), *limits])
 
 
-def _zones(r: FastRoute) -> frozenset[str]:
-    """The NIC zones (rate limits' buckets) route ``r`` counts in."""
-    rate = r.attached.configs.get(RateLimits)
+def _zones(attached: Attached) -> frozenset[str]:
+    """The NIC zones (rate limits' buckets) ``attached`` counts in."""
+    rate = attached.configs.get(RateLimits)
     return (
         frozenset(limit.zone for limit in rate.limits)
         if isinstance(rate, RateLimits)
@@ -258,7 +267,7 @@ def _location(r: FastRoute, fast: set[int], slow_zones: frozenset[str]) -> str:
     head = f"l {_MODIFIERS[loc.modifier]} {_text(loc.path)} {int(loc.proxies)}"
     route = r.route
     try:
-        if not _defaults_except(route, _ROUTE_FIELDS) or _zones(r) & slow_zones:
+        if not _defaults_except(route, _ROUTE_FIELDS) or _zones(r.attached) & slow_zones:
             raise _Unserved
         limits = _limits(r)
         matches = [_match(m, r.upstreams, fast) for m in route.matches]
@@ -269,34 +278,44 @@ def _location(r: FastRoute, fast: set[int], slow_zones: frozenset[str]) -> str:
     return " ".join([head, kind, str(len(matches)), *matches, default])
 
 
-def _locations(routes: Sequence[FastRoute], fast: set[int]) -> list[str]:
-    """Every route's ``l`` item; a zone a slow route counts in makes every route
-    counting in it slow (repeated: such a route's other zones are then slow too)."""
+def _items(routes: Sequence[FastRoute], fast: set[int], spec: Attached) -> list[str]:
+    """The ``h`` item (none when the slow path counts the requests no route
+    takes) and every route's ``l`` item; a zone the slow path counts in (a slow
+    route's, or the no-route requests') makes every route counting in it slow
+    (repeated: such a route's other zones are then slow too)."""
+    host_zones = _zones(spec)
     slow_zones: frozenset[str] = frozenset()
     while True:
+        host_slow = bool(host_zones & slow_zones)
+        host = [f"h {_rate_limits(spec)}"] if host_zones and not host_slow else []
         locations = [_location(r, fast, slow_zones) for r in routes]
-        now_slow = frozenset(
-            zone
-            for r, loc in zip(routes, locations, strict=True)
-            if loc.endswith(" s")
-            for zone in _zones(r)
-        )
+        now_slow = set(host_zones if host_slow else ())
+        for r, loc in zip(routes, locations, strict=True):
+            if loc.endswith(" s"):
+                now_slow |= _zones(r.attached)
         if now_slow == slow_zones:
-            return locations
-        slow_zones = now_slow
+            return host + locations
+        slow_zones = frozenset(now_slow)
 
 
 def fast_record(
-    vs: VirtualServer, upstreams: Sequence[tuple[str, Upstream]], routes: Sequence[FastRoute]
+    vs: VirtualServer,
+    upstreams: Sequence[tuple[str, Upstream]],
+    routes: Sequence[FastRoute],
+    spec: Attached = NONE,
 ) -> str | None:
-    """The F record of ``vs``: ``upstreams`` numbered from 1 (backend key, upstream)
-    and ``routes`` as the V record has them; None when the module serves none of it."""
-    if (
-        {f.name for f in dataclasses.fields(vs)} != _VS_FIELDS
-        or vs.policies
-        or (vs.tls is not None and vs.tls.redirect is not None)
+    """The F record of ``vs``: ``upstreams`` numbered from 1 (backend key, upstream),
+    ``routes`` as the V record has them and ``spec`` its own policies; None when
+    the module serves none of it."""
+    if {f.name for f in dataclasses.fields(vs)} != _VS_FIELDS or (
+        vs.tls is not None and vs.tls.redirect is not None
     ):
         return None
+    if vs.policies:
+        try:
+            _rate_limits(spec)  # rate limits the module enforces, or no record
+        except _Unserved:
+            return None
     items = ["1"]
     fast: set[int] = set()
     for number, (key, u) in enumerate(upstreams, start=1):
@@ -305,7 +324,7 @@ def fast_record(
         if item is not None:
             fast.add(number)
         items.append(item or f"u {_text(key)} 0 0 0 0 0 0 0")
-    locations = _locations(routes, fast)
-    if all(loc.endswith(" s") for loc in locations):
+    found = _items(routes, fast, spec if vs.policies else NONE)
+    if all(item.endswith(" s") for item in found if item.startswith("l ")):
         return None
-    return " ".join(items + locations)
+    return " ".join(items + found)

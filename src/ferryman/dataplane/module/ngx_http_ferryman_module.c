@@ -215,6 +215,7 @@ typedef struct {
     uint64_t               *tried;
     uint64_t                tried_few;
     ngx_msec_t              delay;       /* a rate limit's, before proxying */
+    ngx_uint_t              status;      /* after the delay: answer this, not proxy */
 } ferryman_ctx_t;
 
 
@@ -1734,7 +1735,7 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 static ngx_int_t
 ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 {
-    ngx_int_t                  rc;
+    ngx_int_t                  rc, status;
     ngx_msec_t                 delay;
     ngx_str_t                 *name, *backend_name;
     ngx_uint_t                 https;
@@ -1779,7 +1780,9 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
     if (host->vs != NULL) {
         limits = NULL;
 
-        if (ferryman_vs_route(r, host->vs, &upstream, &limits) != NGX_OK) {
+        rc = ferryman_vs_route(r, host->vs, &upstream, &limits);
+
+        if (rc != NGX_OK && rc != NGX_HTTP_NOT_FOUND) {
             return NGX_ERROR;
         }
 
@@ -1788,11 +1791,38 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
                 return NGX_ERROR;
             }
 
-            rc = ferryman_limit_check(r, limits, &delay);
+            status = ferryman_limit_check(r, limits, &delay);
 
-            if (rc != NGX_DECLINED) {
-                return rc;
+            if (status != NGX_DECLINED) {
+                return status;
             }
+        }
+
+        if (rc == NGX_HTTP_NOT_FOUND) {
+            /* No route: the VirtualServer's limits passed it; answered
+             * once its delay is over. */
+            if (delay == 0) {
+                return NGX_HTTP_NOT_FOUND;
+            }
+
+            ctx = ngx_pcalloc(r->pool, sizeof(ferryman_ctx_t));
+            cln = ngx_pool_cleanup_add(r->pool, 0);
+            if (ctx == NULL || cln == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            /* host lives in the cache: kept until the request ends. */
+            cln->handler = ferryman_release_cache;
+            cln->data = cache;
+            cache->refs++;
+
+            ctx->cache = cache;
+            ctx->host = host;
+            ctx->delay = delay;
+            ctx->status = NGX_HTTP_NOT_FOUND;
+            ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
+
+            return NGX_OK;
         }
 
         backend_name = &upstream->backend;
@@ -1879,10 +1909,15 @@ ngx_http_ferryman_route_handler(ngx_http_request_t *r)
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_ferryman_module);
 
-    if (flcf->slow_path.len == 0 || r != r->main
-        || ngx_http_get_module_ctx(r, ngx_http_ferryman_module) != NULL)
-    {
+    if (flcf->slow_path.len == 0 || r != r->main) {
         return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+    if (ctx != NULL) {
+        /* Routed already (back from a rate limit's delay). */
+        return ctx->status ? (ngx_int_t) ctx->status : NGX_DECLINED;
     }
 
     sh = ferryman_shared();
@@ -2021,7 +2056,7 @@ ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ferryman_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
-    if (ctx == NULL) {
+    if (ctx == NULL || (data && ctx->backend == NULL)) {
         v->not_found = 1;
         return NGX_OK;
     }

@@ -18,6 +18,9 @@
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> f <n> <match>... <splits>
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> q <limits> <n> <match>... <splits>
  *     (q: a fast route under rate limits, ngx_http_ferryman_limit.c)
+ *   h <limits>     (at most one: the VirtualServer's own rate limits, for
+ *                   requests no route takes, which the module then answers:
+ *                   404 once the limits let them through)
  *     match:  <n> <condition>... <splits>
  *     condition: <negate 0|1> <s|r|i> <variable:str> <value:str>
  *                (s: caseless string; r, i: regular expression, i caseless)
@@ -92,6 +95,7 @@ struct ferryman_vs_s {
     ngx_uint_t                nproxying;
     size_t                   *lengths;     /* of the prefixes, longest first */
     ngx_uint_t                nlengths;
+    ferryman_limits_t        *limits;      /* h: for no route, NULL: none */
 };
 
 
@@ -550,7 +554,7 @@ ferryman_vs_parse_limit(ferryman_vs_parser_t *ps, ferryman_limit_t *limit)
 
 
 static ngx_int_t
-ferryman_vs_parse_limits(ferryman_vs_parser_t *ps, ferryman_vs_location_t *loc)
+ferryman_vs_parse_limits(ferryman_vs_parser_t *ps, ferryman_limits_t **out)
 {
     ngx_uint_t          i, n, dry_run, level, status;
     ferryman_limits_t  *lim;
@@ -587,7 +591,7 @@ ferryman_vs_parse_limits(ferryman_vs_parser_t *ps, ferryman_vs_location_t *loc)
         }
     }
 
-    loc->limits = lim;
+    *out = lim;
 
     return NGX_OK;
 }
@@ -627,7 +631,7 @@ ferryman_vs_parse_location(ferryman_vs_parser_t *ps,
     }
 
     if (kind == 'q') {
-        if (ferryman_vs_parse_limits(ps, loc) != NGX_OK) {
+        if (ferryman_vs_parse_limits(ps, &loc->limits) != NGX_OK) {
             return NGX_ERROR;
         }
 
@@ -737,9 +741,11 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
     ngx_uint_t               i, n;
     ngx_array_t              locations;
     ferryman_vs_t           *vs;
+    ferryman_limits_t       *host_limits;
     ferryman_vs_parser_t     ps;
     ferryman_vs_location_t  *loc, *locs;
 
+    host_limits = NULL;
     ps.p = text->data;
     ps.end = text->data + text->len;
     ps.pool = pool;
@@ -772,6 +778,16 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
             continue;
         }
 
+        if (item == 'h') {
+            if (host_limits != NULL
+                || ferryman_vs_parse_limits(&ps, &host_limits) != NGX_OK)
+            {
+                return NULL;
+            }
+
+            continue;
+        }
+
         if (item != 'l') {
             return NULL;
         }
@@ -796,6 +812,8 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
     if (vs == NULL) {
         return NULL;
     }
+
+    vs->limits = host_limits;
 
     vs->exact = ngx_palloc(pool, (n + 1) * sizeof(ferryman_vs_location_t *));
     vs->prefix = ngx_palloc(pool, (n + 1) * sizeof(ferryman_vs_location_t *));
@@ -928,10 +946,11 @@ ferryman_vs_proxying(ferryman_vs_t *vs, ngx_str_t *uri)
 
 
 /* NGINX's location choice (vs_routes.find_location, ferryman_vs.lua's
- * find_route); NULL: none, or what the slow path answers (an auto_redirect,
- * a regex that fails to run). */
+ * find_route); NULL: none (*none set), or what the slow path answers (an
+ * auto_redirect, a regex that fails to run). */
 static ferryman_vs_location_t *
-ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs)
+ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs,
+    ngx_uint_t *none)
 {
     ngx_int_t                rc;
     ngx_str_t               *uri;
@@ -976,6 +995,8 @@ ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs)
             return NULL;
         }
     }
+
+    *none = (longest == NULL);
 
     return longest;
 }
@@ -1032,11 +1053,20 @@ ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
     ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits)
 {
     ngx_int_t                rc;
-    ngx_uint_t               i, j, roll;
+    ngx_uint_t               i, j, roll, none;
     ferryman_vs_match_t     *m;
     ferryman_vs_location_t  *loc;
 
-    loc = ferryman_vs_location(r, vs);
+    none = 0;
+    loc = ferryman_vs_location(r, vs, &none);
+
+    if (loc == NULL && none && vs->limits != NULL) {
+        /* No route, under the VirtualServer's own limits: the module
+         * answers, as the slow path would (its limits, then 404). */
+        *limits = vs->limits;
+        return NGX_HTTP_NOT_FOUND;
+    }
+
     if (loc == NULL || !loc->fast) {
         return NGX_DECLINED;
     }
