@@ -215,6 +215,8 @@ typedef struct {
     ngx_atomic_t           *flight;      /* current's in-flight slot, NULL: none */
     uint64_t               *tried;
     uint64_t                tried_few;
+    ngx_msec_t              delay;       /* a rate limit's, before proxying */
+    ngx_uint_t              status;      /* after the delay: answer this, not proxy */
 } ferryman_ctx_t;
 
 
@@ -269,6 +271,14 @@ static ngx_command_t  ngx_http_ferryman_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ferryman_loc_conf_t, slow_path),
+      NULL },
+
+    /* The rate limits' zone (ngx_http_ferryman_limit.c): optional. */
+    { ngx_string("ferryman_limit_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ferryman_limit_zone_directive,
+      0,
+      0,
       NULL },
 
       ngx_null_command
@@ -1722,15 +1732,22 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 }
 
 
+/* NGX_OK: proxy (the context set); NGX_ERROR: the slow path answers; or a
+ * status the module answers. "limit": whether a route's rate limits can be
+ * enforced here (in the precontent phase), else such a route is the slow
+ * path's. */
 static ngx_int_t
-ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
+ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 {
+    ngx_int_t                  rc, status;
+    ngx_msec_t                 delay;
     ngx_str_t                 *name, *backend_name;
     ngx_uint_t                 https;
     ferryman_ctx_t            *ctx;
     ferryman_host_t           *host;
     ferryman_balance_t        *balance;
     ferryman_vs_upstream_t    *upstream;
+    ferryman_limits_t         *limits;
     ferryman_cache_t          *cache;
     ferryman_backend_t        *backend;
     ngx_pool_cleanup_t        *cln;
@@ -1762,9 +1779,54 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
         return NGX_ERROR;
     }
 
+    delay = 0;
+
     if (host->vs != NULL) {
-        if (ferryman_vs_route(r, host->vs, &upstream) != NGX_OK) {
+        limits = NULL;
+
+        rc = ferryman_vs_route(r, host->vs, &upstream, &limits);
+
+        if (rc != NGX_OK && rc != NGX_HTTP_NOT_FOUND) {
             return NGX_ERROR;
+        }
+
+        if (limits != NULL) {
+            if (!limit) {
+                return NGX_ERROR;
+            }
+
+            status = ferryman_limit_check(r, limits, &delay);
+
+            if (status != NGX_DECLINED) {
+                return status;
+            }
+        }
+
+        if (rc == NGX_HTTP_NOT_FOUND) {
+            /* No route: the VirtualServer's limits passed it; answered
+             * once its delay is over. */
+            if (delay == 0) {
+                return NGX_HTTP_NOT_FOUND;
+            }
+
+            ctx = ngx_pcalloc(r->pool, sizeof(ferryman_ctx_t));
+            cln = ngx_pool_cleanup_add(r->pool, 0);
+            if (ctx == NULL || cln == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            /* host lives in the cache: kept until the request ends. */
+            cln->handler = ferryman_release_cache;
+            cln->data = cache;
+            cache->refs++;
+
+            ctx->cache = cache;
+            ctx->host = host;
+            ctx->delay = delay;
+            ctx->status = NGX_HTTP_NOT_FOUND;
+            ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
+
+            return NGX_OK;
         }
 
         backend_name = &upstream->backend;
@@ -1827,6 +1889,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     ctx->host = host;
     ctx->balance = balance;
     ctx->backend = backend;
+    ctx->delay = delay;
 
     ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
 
@@ -1844,30 +1907,45 @@ static ngx_int_t
 ngx_http_ferryman_route_handler(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
+    ferryman_ctx_t           *ctx;
     ferryman_shctx_t         *sh;
     ferryman_loc_conf_t      *flcf;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_ferryman_module);
 
-    if (flcf->slow_path.len == 0 || r != r->main
-        || ngx_http_get_module_ctx(r, ngx_http_ferryman_module) != NULL)
-    {
+    if (flcf->slow_path.len == 0 || r != r->main) {
         return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+    if (ctx != NULL) {
+        /* Routed already (back from a rate limit's delay). */
+        return ctx->status ? (ngx_int_t) ctx->status : NGX_DECLINED;
     }
 
     sh = ferryman_shared();
     rc = NGX_DECLINED;
 
     if (sh != NULL) {
-        rc = ferryman_route(r, sh);
-        ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+        rc = ferryman_route(r, sh, 1);
+        /* Answered here (proxied, refused by a rate limit, no endpoint) or
+         * handed to the slow path. */
+        ferryman_count(sh, rc == NGX_ERROR ? 1 : 0);
     }
 
     if (rc == NGX_OK) {
+        ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+        if (ctx->delay > 0) {
+            /* Back here once it is over: the context lets it through. */
+            return ferryman_limit_wait(r, ctx->delay);
+        }
+
         return NGX_DECLINED;
     }
 
-    if (rc == NGX_HTTP_SERVICE_UNAVAILABLE) {
+    if (rc != NGX_ERROR && rc != NGX_DECLINED) {
         return rc;
     }
 
@@ -1899,7 +1977,7 @@ ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
             return NGX_ERROR;
         }
 
-        rc = ferryman_route(r, sh);
+        rc = ferryman_route(r, sh, 0);
         ferryman_count(sh, rc == NGX_OK ? 0 : 1);
 
         if (rc != NGX_OK) {
@@ -1982,7 +2060,7 @@ ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ferryman_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
-    if (ctx == NULL) {
+    if (ctx == NULL || (data && ctx->backend == NULL)) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -2086,6 +2164,7 @@ ngx_http_ferryman_preconfiguration(ngx_conf_t *cf)
 
     /* The module stays loaded across reloads: forget the last cycle's zone. */
     ferryman_zone = NULL;
+    ferryman_limit_preconfiguration();
 
     for (v = ferryman_variables; v->name.len; v++) {
         var = ngx_http_add_variable(cf, &v->name, v->flags);
@@ -2115,6 +2194,14 @@ ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
     }
 
     *h = ngx_http_ferryman_route_handler;
+
+    /* VirtualServer routes' rate limits: wherever the module routes. */
+    if (ferryman_zone != NULL
+        && ferryman_limit_postconfiguration(cf, &ngx_http_ferryman_module)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }
