@@ -22,7 +22,8 @@ The rules (gateway-api v1.6, apis/v1 gateway_types.go and httproute_types.go):
   route's parentRefs select, whatever their hostnames.
 
 Precedence between the rules of all routes on one listener hostname (the
-specification's order): an Exact path before a prefix, longer prefixes first,
+specification's order): an Exact path, then regular expressions (their place is
+implementation-specific), then prefixes, longer ones first,
 then a method match, then more header matches, then more query matches; ties
 go to the older route (creationTimestamp), then namespace/name, then the
 order of rules and matches in the route.
@@ -412,8 +413,13 @@ def _precedence(entry: RouteEntry) -> tuple[int, int, int, int, int]:
     """The sort key of the specification's order (lower first); Python's sort is
     stable, so entries keep the route, rule and match order they were added in."""
     m = entry.match
-    kind = {"Exact": 0, "PathPrefix": 1}.get(m.path_type, 2)
-    return (kind, -len(m.path), 0 if m.method else 1, -len(m.headers), -len(m.query))
+    # RegularExpression's place is the implementation's to choose: between Exact
+    # and PathPrefix (as NGINX tries regex locations before a prefix), so that a
+    # "/" prefix does not make every regex unreachable.
+    kind = {"Exact": 0, "RegularExpression": 1}.get(m.path_type, 2)
+    # A prefix's trailing slash changes nothing it matches ("/a/" is "/a").
+    path = m.path.rstrip("/") if m.path_type == "PathPrefix" else m.path
+    return (kind, -len(path), 0 if m.method else 1, -len(m.headers), -len(m.query))
 
 
 def _gateway_conditions(listeners: tuple[ListenerStatus, ...]) -> tuple[Condition, ...]:

@@ -10,7 +10,8 @@
 local policies = require("ferryman_policy")
 
 local decode_base64 = ngx.decode_base64
-local find, sub, lower, gsub = string.find, string.sub, string.lower, string.gsub
+local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, string.gsub, string.byte
+local SLASH = string.byte("/")
 local re_find = ngx.re.find
 local upstream_fields = require("ferryman_vs_upstream")
 
@@ -121,6 +122,16 @@ end
 
 local MODIFIERS = { E = "=", N = "^~", P = "", X = "~", I = "~*" }
 
+-- A G item's condition (configs/gateway_routes.py): "=" equal, "~" a regex.
+local function gateway_condition_of(text)
+    local f = cut(text, ".")
+    local var, value = decode_base64(f[1]), decode_base64(f[2])
+    if sub(value, 1, 1) == "~" then
+        return { var = var, negate = false, regex = sub(value, 2), options = "jo" }
+    end
+    return { var = var, negate = false, exact = sub(value, 2) }
+end
+
 -- The V record as a table: redirect, upstreams, and routes by kind.
 function _M.decode(raw)
     local items = cut(raw, " ")
@@ -187,6 +198,21 @@ function _M.decode(raw)
                 vs.proxying[route.path] = route
             end
             named[route] = f[8]
+        elseif f[1] == "G" then
+            -- Gateway API matches, taken in order (ordered_route).
+            local path = decode_base64(f[3])
+            local entry = { gateway = f[2], path = path, conditions = {}, matches = {},
+                            default = splits_of(f[5]) }
+            if f[2] == "r" then
+                entry.path, entry.options = "^(?:" .. path .. ")$", "jo"
+            end
+            if f[4] ~= "" then
+                for _, c in ipairs(cut(f[4], "&")) do
+                    entry.conditions[#entry.conditions + 1] = gateway_condition_of(c)
+                end
+            end
+            vs.ordered = vs.ordered or {}
+            vs.ordered[#vs.ordered + 1] = entry
         elseif f[1] == "P" then
             policy_items[#policy_items + 1] = policies.decode(f)
         elseif f[1] == "S" then
@@ -236,7 +262,9 @@ end
 local function holds(c)
     local actual = ngx.var[c.var] or ""
     local found
-    if c.regex then
+    if c.exact then
+        found = actual == c.exact
+    elseif c.regex then
         found = actual ~= "" and re_find(actual, c.regex, c.options) ~= nil
     else
         found = lower(actual) == c.value
@@ -254,7 +282,12 @@ local function pick(splits)
     if #splits == 1 then
         return splits[1][2]
     end
-    local roll, total = math.random(100), 0
+    -- Weights out of their sum: 100 for a VirtualServer, any for an HTTPRoute.
+    local sum = 0
+    for _, s in ipairs(splits) do
+        sum = sum + s[1]
+    end
+    local roll, total = math.random(sum), 0
     for _, s in ipairs(splits) do
         total = total + s[1]
         if roll <= total then
@@ -288,6 +321,38 @@ local function rewrite(route, rewrite_path, uri)
         new = rewrite_path .. sub(uri, #route.path + 1)
     end
     ngx.req.set_uri(new, false)
+end
+
+-- Gateway API: the first match (in the record's order) whose path and
+-- conditions all hold; nil when none does.
+local function ordered_route(vs, uri)
+    for _, e in ipairs(vs.ordered) do
+        local kind, path, hit = e.gateway, e.path, false
+        if kind == "e" then
+            hit = uri == path
+        elseif kind == "p" then
+            hit = path == "/" or uri == path
+                or (sub(uri, 1, #path) == path and byte(uri, #path + 1) == SLASH)
+        else
+            local from, _, err = re_find(uri, path, e.options)
+            hit = from ~= nil
+            if err then
+                ngx.log(ngx.ERR, "ferryman: route regex ", path, ": ", err)
+            end
+        end
+        if hit then
+            for _, c in ipairs(e.conditions) do
+                if not holds(c) then
+                    hit = false
+                    break
+                end
+            end
+            if hit then
+                return e
+            end
+        end
+    end
+    return nil
 end
 
 local function answer(a)
@@ -328,7 +393,12 @@ function _M.route(vs)
         return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
     end
     local uri = var.uri
-    local route, redirect = find_route(vs, uri)
+    local route, redirect
+    if vs.ordered then
+        route = ordered_route(vs, uri)
+    else
+        route, redirect = find_route(vs, uri)
+    end
     if route == nil then
         if spec then
             policies.enforce(spec, nil)
