@@ -145,3 +145,65 @@ def test_weights_out_of_their_sum_and_500_for_invalid_backends(
     assert 240 <= seen.count("v1") <= 320 and seen.count("v1") + seen.count("v2") == 400
     statuses = [ferryman.get(HOST, "/half").status for _ in range(200)]
     assert 60 <= statuses.count(500) <= 140 and set(statuses) == {200, 500}
+
+
+def test_filters_headers_redirects_and_rewrites(ferryman: Ferryman, backends: Backends) -> None:
+    named = {"app": backends.start("app")}
+    headers_rule = {
+        "matches": [{"path": {"type": "PathPrefix", "value": "/headers"}}],
+        "filters": [
+            {"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                "set": [{"name": "X-Set", "value": "set-${host}"}],
+                "add": [{"name": "X-Add", "value": "added"}],
+                "remove": ["X-Remove"]}},
+            {"type": "ResponseHeaderModifier", "responseHeaderModifier": {
+                "set": [{"name": "Content-Type", "value": "text/x-set"}],
+                "add": [{"name": "X-Answer", "value": "yes"}]}},
+        ],
+        "backendRefs": [_backend("app")],
+    }  # fmt: skip
+    redirect_rule = {
+        "matches": [{"path": {"type": "PathPrefix", "value": "/old"}}],
+        "filters": [{"type": "RequestRedirect", "requestRedirect": {
+            "scheme": "https", "hostname": "new.example.com", "statusCode": 301,
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/new"}}}],
+    }  # fmt: skip
+    port_rule = {
+        "matches": [{"path": {"type": "Exact", "value": "/port"}}],
+        "filters": [{"type": "RequestRedirect", "requestRedirect": {"port": 8443}}],
+    }
+    rewrite_rule = {
+        "matches": [{"path": {"type": "PathPrefix", "value": "/api/v1"}}],
+        "filters": [{"type": "URLRewrite", "urlRewrite": {
+            "hostname": "internal.example.com",
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}],
+        "backendRefs": [_backend("app")],
+    }  # fmt: skip
+    full_rule = {
+        "matches": [{"path": {"type": "PathPrefix", "value": "/full"}}],
+        "filters": [{"type": "URLRewrite", "urlRewrite": {
+            "path": {"type": "ReplaceFullPath", "replaceFullPath": "/one"}}}],
+        "backendRefs": [_backend("app")],
+    }  # fmt: skip
+    routes = [_route("f", [headers_rule, redirect_rule, port_rule, rewrite_rule, full_rule])]
+    ferryman.start()
+    _push(ferryman, _records(routes, named))
+    eventually(lambda: ferryman.get(HOST, "/headers").status == 200, 10, "the record live")
+
+    r = ferryman.get(HOST, "/headers", headers={"X-Remove": "gone", "X-Add": "first"})
+    seen = r.json()["headers"]
+    assert seen["x-set"] == "set-${host}"  # a literal: nothing in it is expanded
+    # Added after the client's own (the echo keeps the last of repeated headers).
+    assert seen["x-add"] == "added" and "x-remove" not in seen
+    assert r.headers["content-type"] == "text/x-set" and r.headers["x-answer"] == "yes"
+
+    r = ferryman.get(HOST, "/old/page?a=1")
+    assert (r.status, r.headers["location"]) == (301, "https://new.example.com/new/page?a=1")
+    r = ferryman.get(HOST, "/port")
+    assert (r.status, r.headers["location"]) == (302, f"http://{HOST}:8443/port")
+
+    r = ferryman.get(HOST, "/api/v1/users?id=3")
+    assert r.json()["path"] == "/users?id=3"
+    assert r.json()["headers"]["host"] == "internal.example.com"
+    assert ferryman.get(HOST, "/full/anything").json()["path"] == "/one"
+    assert ferryman.reloads() == 1

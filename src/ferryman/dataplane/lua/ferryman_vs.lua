@@ -122,6 +122,36 @@ end
 
 local MODIFIERS = { E = "=", N = "^~", P = "", X = "~", I = "~*" }
 
+-- A G item's header changes: { {op, name, value}, ... }, op s(et), a(dd), x (remove).
+local function gateway_headers_of(text)
+    local out = {}
+    for _, op in ipairs(cut(text, "^")) do
+        local f = cut(op, "~")
+        out[#out + 1] = { f[1], decode_base64(f[2]), f[3] and decode_base64(f[3]) or nil }
+    end
+    return out
+end
+
+-- A G item's filters (configs/gateway_routes.py).
+local function gateway_filters_of(text, entry)
+    for _, item in ipairs(cut(text, ";")) do
+        local letter, payload = sub(item, 1, 1), sub(item, 3)
+        local f = cut(payload, "~")
+        if letter == "q" then
+            entry.request_headers = gateway_headers_of(payload)
+        elseif letter == "r" then
+            entry.response_headers = gateway_headers_of(payload)
+        elseif letter == "d" then
+            entry.redirect = { code = tonumber(f[1]), scheme = decode_base64(f[2]),
+                               host = decode_base64(f[3]), port = f[4], path_kind = f[5],
+                               path = decode_base64(f[6]) }
+        elseif letter == "w" then
+            entry.rewrite = { host = decode_base64(f[1]), path_kind = f[2],
+                              path = decode_base64(f[3]) }
+        end
+    end
+end
+
 -- A G item's condition (configs/gateway_routes.py): "=" equal, "~" a regex.
 local function gateway_condition_of(text)
     local f = cut(text, ".")
@@ -210,6 +240,9 @@ function _M.decode(raw)
                 for _, c in ipairs(cut(f[4], "&")) do
                     entry.conditions[#entry.conditions + 1] = gateway_condition_of(c)
                 end
+            end
+            if f[6] and f[6] ~= "" then
+                gateway_filters_of(f[6], entry)
             end
             vs.ordered = vs.ordered or {}
             vs.ordered[#vs.ordered + 1] = entry
@@ -355,6 +388,67 @@ local function ordered_route(vs, uri)
     return nil
 end
 
+-- A path with the matched prefix (or the whole path) replaced, as the Gateway
+-- API's ReplacePrefixMatch and ReplaceFullPath say.
+local function replaced_path(entry, kind, value, uri)
+    if kind == "f" then
+        return value
+    end
+    local rest = entry.path == "/" and uri or sub(uri, #entry.path + 1)
+    if rest == "" then
+        return value
+    end
+    if sub(value, -1) == "/" then
+        value = sub(value, 1, -2)
+    end
+    return value .. rest
+end
+
+local WELL_KNOWN = { http = "80", https = "443" }
+
+-- RequestRedirect: the scheme, host, port and path given, the request's for the rest.
+local function gateway_redirect(entry, uri)
+    local d, var = entry.redirect, ngx.var
+    local scheme = d.scheme ~= "" and d.scheme or var.scheme
+    local host = d.host ~= "" and d.host or var.host
+    local port = d.port
+    if port == "" then
+        -- No port: the scheme's own when the scheme changes, else the listener's.
+        port = d.scheme ~= "" and WELL_KNOWN[scheme] or (var.ferryman_server_port or var.server_port)
+    end
+    local authority = (port == WELL_KNOWN[scheme]) and host or (host .. ":" .. port)
+    local path = uri
+    if d.path_kind ~= "" then
+        path = replaced_path(entry, d.path_kind, d.path, uri)
+    end
+    local args = var.args
+    local url = scheme .. "://" .. authority .. path .. (args and args ~= "" and ("?" .. args) or "")
+    return ngx.redirect(url, d.code)
+end
+
+-- RequestHeaderModifier: set, add or remove the request's headers.
+local function gateway_request_headers(ops)
+    local current = nil
+    for _, op in ipairs(ops) do
+        local kind, name, value = op[1], op[2], op[3]
+        if kind == "s" then
+            upstream_fields.set_header(name, value)
+        elseif kind == "x" then
+            upstream_fields.remove_header(name)
+        else
+            current = current or ngx.req.get_headers(0, true)
+            local had = current[name] or current[lower(name)]
+            if had == nil then
+                upstream_fields.set_header(name, value)
+            else
+                local values = type(had) == "table" and had or { had }
+                values[#values + 1] = value
+                ngx.req.set_header(name, values)
+            end
+        end
+    end
+end
+
 local function answer(a)
     if a.kind == "redirect" then
         return ngx.redirect(expand(a.url), a.code)
@@ -396,6 +490,9 @@ function _M.route(vs)
     local route, redirect
     if vs.ordered then
         route = ordered_route(vs, uri)
+        if route and route.redirect then
+            return gateway_redirect(route, uri)
+        end
     else
         route, redirect = find_route(vs, uri)
     end
@@ -436,6 +533,24 @@ function _M.route(vs)
     local a = pick(splits)
     if a.kind ~= "pass" then
         return answer(a)
+    end
+    if route.gateway then
+        if route.request_headers then
+            gateway_request_headers(route.request_headers)
+        end
+        local w = route.rewrite
+        if w then
+            if w.host ~= "" then
+                upstream_fields.set_header("Host", w.host)
+            end
+            if w.path_kind ~= "" then
+                ngx.req.set_uri(replaced_path(route, w.path_kind, w.path, uri), false)
+            end
+        end
+        if route.response_headers then
+            ngx.ctx.ferryman_response = { add = NONE, hide = NONE,
+                                          gateway = route.response_headers }
+        end
     end
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
@@ -514,6 +629,24 @@ function _M.header_filter(response)
     for _, h in ipairs(response.add) do
         if h[3] or codes_ok then
             ngx.header[h[1]] = expand(h[2])
+        end
+    end
+    -- An HTTPRoute's ResponseHeaderModifier, whatever the status.
+    for _, op in ipairs(response.gateway or NONE) do
+        local kind, name, value = op[1], op[2], op[3]
+        if kind == "s" then
+            ngx.header[name] = value
+        elseif kind == "x" then
+            ngx.header[name] = nil
+        else
+            local had = ngx.header[name]
+            if had == nil then
+                ngx.header[name] = value
+            else
+                local values = type(had) == "table" and had or { had }
+                values[#values + 1] = value
+                ngx.header[name] = values
+            end
         end
     end
     -- A CORS Policy's headers (NIC's add_header ... always).
