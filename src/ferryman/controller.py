@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from ferryman.configs.ingress import secret_names, virtual_hosts
-from ferryman.configs.ingress_policies import ingress_policies, ingress_routing
+from ferryman.configs.ingress_hosts import Written, ingress_records
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.policy_status import policy_status
 from ferryman.configs.routes import backends_of, encode_host
@@ -507,23 +507,22 @@ class Controller:
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []
         reads = Reads(self._cache)
-        guarded = None
+        written: list[Written] = []
         if ing is not None:
             states = {n: reads.secret(ref.namespace, n) for n in secret_names(ing)}
             vhosts, warnings = virtual_hosts(ing, self._config.owned_hosts(ref), states)
-            if ing.policies and vhosts:
-                guarded = ingress_policies(ing, reads, self._policy.served)
-                warnings += guarded.warnings
+            # The ConfigMap's keys are the defaults here once it is read (issue 16).
+            written, more = ingress_records(
+                ing, vhosts, reads, self._policy.served, {}, slow_path=self._virtual_servers
+            )
+            warnings += more
         self._declare(ref, reads.refs)
         new_hosts = {vh.host for vh in vhosts}
         for host in old_hosts - new_hosts:
             if self._host_writer.get(host) == ref:
                 self._drop_host(host)
-        for vh in vhosts:
-            if guarded is None:
-                self._write_host(ref, vh, None)
-            else:
-                self._write_host(ref, *ingress_routing(vh, guarded))
+        for w in written:
+            self._write_host(ref, w.host, w.routing)
         if new_hosts:
             self._ref_hosts[ref] = new_hosts
         backends: set[BackendKey] = set()

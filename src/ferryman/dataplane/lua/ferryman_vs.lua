@@ -191,6 +191,13 @@ function _M.decode(raw)
             policy_items[#policy_items + 1] = policies.decode(f)
         elseif f[1] == "S" then
             named[vs] = f[2]
+        elseif f[1] == "O" then
+            -- An Ingress host's options (ferryman.configs.ingress_vs).
+            vs.options = {
+                hsts = f[2] ~= "" and decode_base64(f[2]) or nil,
+                hsts_behind_proxy = f[3] == "1",
+                server_tokens = f[4] == "1",
+            }
         end
     end
     for owner, text in pairs(named) do
@@ -312,6 +319,10 @@ function _M.route(vs)
         seeded = true
     end
     local var = ngx.var
+    if vs.options then
+        -- ferryman.lua's header filter applies them to every answer of the host.
+        ngx.ctx.ferryman_options = vs.options
+    end
     if vs.redirect then
         local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
         if proto == "http" then

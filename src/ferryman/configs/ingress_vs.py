@@ -1,0 +1,186 @@
+"""An Ingress host whose annotations ask for per-request features, written as
+a VirtualServer's host is (``configs/virtualserver.py``): a stub ``H`` record
+and a ``V`` record that ``dataplane/lua/ferryman_vs.lua`` routes, so the
+Ingress reuses the VirtualServer engine (timeouts, lb-method, max-conns,
+keepalive, body size, TLS to the backend, header hide/pass, rewrites,
+policies) rather than a second one. No reload: all of it is records.
+
+Kubernetes path semantics in NGINX locations (``vs_routes.find_location``):
+an Exact path is ``= path``; a Prefix path ``/p`` is ``= /p`` and ``/p/``
+(element-wise, as the fast path matches: never ``/pq``), ``/`` is ``/``;
+the defaultBackend is ``/`` unless a path is. With ``nginx.org/path-regex``
+each path is NIC's: ``~ "^path"`` (``case_sensitive``), ``~* "^path"``
+(``case_insensitive``) or ``= path`` (``exact``).
+
+``nginx.org/rewrites`` as NIC's ``proxy_pass http://upstream<rewrite>``: the
+location's prefix is replaced by the rewrite (for ``/p`` written without a
+trailing slash, ``/p/rest`` becomes ``<rewrite>/rest``, as NGINX does for
+``location /p``).
+
+Host options beyond the VirtualServer's grammar are one more item,
+``O|<hsts>|<behind proxy 0|1>|<server tokens 0|1>`` (``hsts``: the header's
+value, base64, empty for none), read by ``ferryman_vs.lua`` and applied in
+``ferryman.lua``'s header filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ferryman.configs.ingress_options import IngressOptions
+from ferryman.configs.model import BackendKey, VirtualHost, backend_key
+from ferryman.configs.policy_auth import Basic
+from ferryman.configs.policy_base import Enforced
+from ferryman.configs.policy_reads import PolicyReads
+from ferryman.configs.virtualserver import b64
+from ferryman.configs.vs_policies import NONE, Attached, PolicyItems
+from ferryman.resources.ingress import Ingress, ServiceBackend
+from ferryman.resources.secret_policy import HTPASSWD_TYPE, Htpasswd, parse_htpasswd_secret
+
+_BALANCING = {
+    "round_robin": "rr",
+    "least_conn": "lc",
+    "random": "r",
+    "random two": "r2",
+    "random two least_conn": "r2",
+    "ip_hash": "ip",
+}
+
+
+@dataclass(frozen=True)
+class _Location:
+    modifier: str  # the V record's: E, P, X, I
+    path: str
+    backend: ServiceBackend
+    rewrite: str | None  # the rewrite path, as the location replaces its prefix
+
+
+def _seconds(ms: int | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.3f}".rstrip("0").rstrip(".")
+
+
+def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Location]:
+    """Each path of ``host`` as the NGINX location(s) that serve it, in order."""
+    exact: dict[str, _Location] = {}
+    other: dict[tuple[str, str], _Location] = {}
+    regex = options.path_regex
+    derived: list[_Location] = []
+    for rule in ing.rules:
+        if rule.host != host:
+            continue
+        for p in rule.paths:
+            rewrite = options.rewrites.get(p.backend.service)
+            if p.path_type == "Exact" or regex == "exact":
+                exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite))
+            elif regex in ("case_sensitive", "case_insensitive"):
+                modifier = "X" if regex == "case_sensitive" else "I"
+                key = (modifier, p.path)
+                other.setdefault(key, _Location(modifier, "^" + p.path, p.backend, rewrite))
+            else:
+                stem = p.path.rstrip("/")
+                if not stem:
+                    other.setdefault(("P", "/"), _Location("P", "/", p.backend, rewrite))
+                    continue
+                slash = rewrite
+                if rewrite is not None and not p.path.endswith("/"):
+                    slash = rewrite + "/"
+                derived.append(_Location("E", stem, p.backend, rewrite))
+                other.setdefault(("P", stem + "/"), _Location("P", stem + "/", p.backend, slash))
+    for loc in derived:
+        exact.setdefault(loc.path, loc)
+    if ing.default_backend is not None and ("P", "/") not in other:
+        other[("P", "/")] = _Location("P", "/", ing.default_backend, None)
+    return [*exact.values(), *other.values()]
+
+
+def _upstream(key: BackendKey, tls: bool, o: IngressOptions) -> str:
+    method = o.lb_method
+    hash_key = ""
+    if method.startswith("hash"):
+        rest = method.removeprefix("hash").strip()
+        consistent = rest.endswith("consistent")
+        hash_key = rest.removesuffix("consistent").strip()
+        balancing = "hc" if consistent else "h"
+    else:
+        balancing = _BALANCING.get(method, "rr")
+    fields = ".".join(
+        [
+            "1" if tls else "0",
+            str(o.max_conns) if o.max_conns else "-",
+            str(o.client_max_body_size) if o.client_max_body_size else "-",
+            str(o.next_upstream_timeout_ms) if o.next_upstream_timeout_ms else "-",
+            "-" if o.keepalive is None else str(o.keepalive),
+        ]
+    )
+    return "|".join(
+        [
+            "U",
+            key,
+            balancing,
+            str(o.max_fails),
+            _seconds(o.fail_timeout_ms),
+            _seconds(o.connect_timeout_ms),
+            _seconds(o.read_timeout_ms),
+            _seconds(o.send_timeout_ms),
+            str(o.next_upstream_tries),
+            b64(hash_key),
+            fields,
+        ]
+    )
+
+
+def basic_auth(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
+    """``nginx.org/basic-auth-secret`` as a basicAuth Policy's configuration: a
+    Secret missing, of another type or invalid makes every request answer 500."""
+    name = options.basic_auth_secret
+    if name is None:
+        return NONE
+    ns = ing.meta.namespace
+    read = reads.secret_read(ns, name, parse_htpasswd_secret)
+    if read.value is None or read.secret_type != HTPASSWD_TYPE:
+        why = read.error or f"secret is of type {read.secret_type!r}, not {HTPASSWD_TYPE!r}"
+        message = f"basic auth secret {ns}/{name} is invalid: {why}; requests answer 500"
+        return Attached({}, (message,), True)
+    assert isinstance(read.value, Htpasswd)
+    return Attached({Basic: Basic(options.basic_auth_realm, read.value.content)})
+
+
+def combined(a: Attached, b: Attached) -> Attached:
+    if a.error or b.error:
+        return Attached({}, (*a.warnings, *b.warnings), True)
+    configs: dict[type[Enforced], Enforced] = {**a.configs, **b.configs}
+    return Attached(configs, (*a.warnings, *b.warnings))
+
+
+def ingress_vs_routing(
+    ing: Ingress,
+    vh: VirtualHost,
+    host: str,
+    options: IngressOptions,
+    policies: Attached,
+) -> tuple[VirtualHost, str, frozenset[BackendKey]]:
+    """The stub H record's host, the V record, and the backends it proxies to."""
+    items = PolicyItems()
+    enforced = items.reference(policies)
+    upstreams: dict[BackendKey, int] = {}
+    lines: list[str] = []
+    routes: list[str] = []
+    for loc in _locations(ing, host, options):
+        key = backend_key(ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
+        if key not in upstreams:
+            upstreams[key] = len(upstreams) + 1
+            lines.append(_upstream(key, loc.backend.service in options.ssl_services, options))
+        rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
+        hide = "^".join(b64(n) for n in options.hide_headers)
+        passed = "^".join(b64(n) for n in options.pass_headers)
+        action = f"p.{upstreams[key]}.{rewrite}...{hide}..{passed}."
+        fields = ["R", loc.modifier, b64(loc.path), "0", "", f"100:{action}", "", enforced]
+        routes.append("|".join(fields))
+    redirect = f"{options.redirect_code}:x" if options.redirect_to_https else "-"
+    hsts = b64(options.hsts + "; preload") if options.hsts else ""
+    opts = f"O|{hsts}|{int(options.hsts_behind_proxy)}|{int(options.server_tokens)}"
+    unmatched = items.reference(policies, route_only=frozenset("c"))
+    spec = ["S|" + unmatched] if unmatched else []
+    record = " ".join([redirect, *lines, *routes, opts, *items.items, *spec])
+    stub = replace(vh, routes=(), default_backend=None)
+    return stub, record, frozenset(upstreams) | frozenset(items.backends)

@@ -1,0 +1,239 @@
+"""NIC's ``nginx.org/*`` annotations on Ingress through real NGINX and real
+backends (configs/ingress_options.py, ingress_vs.py): what the client and the
+backend see, NIC's rejections, Warnings for unknown annotations, and no reload
+for any of them."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+    tls_secret,
+)
+from tests.integration.test_nic_policy_examples import _basic, _secret
+from tests.integration.test_vs_upstream_fields import _TLSEcho
+
+HOST = "ann.test"
+
+
+def annotated(annotations: dict[str, str], *paths: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return ingress(
+        "ann", [rule(HOST, *(paths or (path("/", "app"),)))], annotations=annotations, **kw
+    )
+
+
+def start(
+    f: Ferryman, backends: Backends, *docs: dict[str, Any], names: tuple[str, ...] = ("a",)
+) -> None:
+    f.write("svc", service_with_backends("app", [backends.start(n) for n in names]))
+    for i, d in enumerate(docs):
+        f.write(f"doc{i}", d)
+    f.start()
+
+
+def last(f: Ferryman, name: str = "ann") -> dict[str, str]:
+    return f.events_for(name)[-1]
+
+
+def test_read_timeout_answers_504_and_edits_do_not_reload(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    f = either_fast_path
+    start(f, backends, annotated({"nginx.org/proxy-read-timeout": "1s"}))
+    assert f.get(HOST, "/?delay=0.1").served_by == "a"
+    assert f.get(HOST, "/?delay=2").status == 504
+    assert last(f)["reason"] == "AddedOrUpdated"
+    f.write("doc0", annotated({"nginx.org/proxy-read-timeout": "5s"}))
+    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 10, "longer timeout")
+    f.write("doc0", annotated({}))
+    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 10, "fast path again")
+    assert f.reloads() == 1  # the start-up reload only
+
+
+def test_client_max_body_size_answers_413(ferryman: Ferryman, backends: Backends) -> None:
+    start(ferryman, backends, annotated({"nginx.org/client-max-body-size": "1k"}))
+    assert ferryman.get(HOST, "/", method="POST", content=b"x" * 1024).status == 200
+    assert ferryman.get(HOST, "/", method="POST", content=b"x" * 1025).status == 413
+
+
+def test_hide_and_pass_headers(ferryman: Ferryman, backends: Backends) -> None:
+    """NGINX hides the upstream's Server (ferryman sends none, server_tokens off);
+    proxy-pass-headers puts it back; proxy-hide-headers drops Content-Type."""
+    start(
+        ferryman,
+        backends,
+        annotated(
+            {
+                "nginx.org/proxy-pass-headers": "Server",
+                "nginx.org/proxy-hide-headers": "Content-Type",
+            }
+        ),
+    )
+    r = ferryman.get(HOST, "/")
+    assert r.status == 200 and r.headers["server"].startswith("BaseHTTP")
+    assert "content-type" not in r.headers
+
+
+def test_rewrites_as_nic(ferryman: Ferryman, backends: Backends) -> None:
+    ing = annotated(
+        {"nginx.org/rewrites": "serviceName=app rewrite=/beans;serviceName=tea rewrite=/"},
+        path("/coffee", "app"),
+        path("/tea/", "tea"),
+    )
+    ferryman.write("tea", service_with_backends("tea", [backends.start("t")]))
+    start(ferryman, backends, ing)
+    assert ferryman.get(HOST, "/coffee/x?y=1").json()["path"] == "/beans/x?y=1"
+    assert ferryman.get(HOST, "/coffee").json()["path"] == "/beans"
+    assert ferryman.get(HOST, "/tea/green").json()["path"] == "/green"
+    assert ferryman.get(HOST, "/coffeecake").status == 404  # element-wise, as Kubernetes says
+
+
+def test_redirect_to_https_by_x_forwarded_proto(ferryman: Ferryman, backends: Backends) -> None:
+    start(ferryman, backends, annotated({"nginx.org/redirect-to-https": "true"}))
+    r = ferryman.get(HOST, "/p?q=1", headers={"X-Forwarded-Proto": "http"})
+    assert r.status == 301 and r.headers["location"] == f"https://{HOST}/p?q=1"
+    assert ferryman.get(HOST, "/p", headers={"X-Forwarded-Proto": "https"}).served_by == "a"
+
+
+def test_hsts_over_https_only(ferryman: Ferryman, backends: Backends) -> None:
+    ferryman.write("tls", tls_secret("cert", [HOST]))
+    ing = annotated(
+        {"nginx.org/hsts": "true", "nginx.org/hsts-include-subdomains": "true"},
+        tls=[{"hosts": [HOST], "secretName": "cert"}],
+    )
+    start(ferryman, backends, ing)
+    r = ferryman.get(HOST, "/", https=True)
+    assert r.headers["strict-transport-security"] == "max-age=2592000; includeSubDomains; preload"
+    assert ferryman.get(HOST, "/nowhere", https=True).headers["strict-transport-security"]
+    plain = ferryman.get(HOST, "/")
+    assert plain.status == 301 and "strict-transport-security" not in plain.headers
+    behind = annotated(
+        {
+            "nginx.org/hsts": "true",
+            "nginx.org/hsts-behind-proxy": "true",
+            "nginx.org/hsts-max-age": "60",
+        }
+    )
+    ferryman.write("doc0", behind)
+    eventually(lambda: ferryman.get(HOST, "/").status == 200, 10, "no TLS")
+    r = ferryman.get(HOST, "/", headers={"X-Forwarded-Proto": "https"})
+    assert r.headers["strict-transport-security"] == "max-age=60; preload"
+    assert "strict-transport-security" not in ferryman.get(HOST, "/").headers
+
+
+def test_lb_method_ip_hash_and_round_robin(ferryman: Ferryman, backends: Backends) -> None:
+    start(ferryman, backends, annotated({"nginx.org/lb-method": "ip_hash"}), names=("a", "b", "c"))
+    assert len({served_by(ferryman, HOST, "/") for _ in range(12)}) == 1
+    ferryman.write(
+        "doc0", annotated({"nginx.org/lb-method": "round_robin", "nginx.org/keepalive": "0"})
+    )
+    eventually(lambda: len({served_by(ferryman, HOST, "/") for _ in range(12)}) == 3, 10, "spread")
+    # keepalive 0: NIC's Connection: close to the backend.
+    assert ferryman.get(HOST, "/").json()["headers"]["connection"] == "close"
+    assert last(ferryman)["reason"] == "AddedOrUpdated"
+    assert ferryman.reloads() == 1
+
+
+def test_basic_auth(ferryman: Ferryman, backends: Backends) -> None:
+    hashed = subprocess.run(
+        ["openssl", "passwd", "-apr1", "bar"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    secret = _secret("passwd", "nginx.org/htpasswd", {"htpasswd": f"foo:{hashed}\n".encode()})
+    ing = annotated(
+        {"nginx.org/basic-auth-secret": "passwd", "nginx.org/basic-auth-realm": "Cafe App"}
+    )
+    start(ferryman, backends, secret, ing)
+    r = ferryman.get(HOST, "/")
+    assert r.status == 401 and r.headers["www-authenticate"] == 'Basic realm="Cafe App"'
+    assert ferryman.get(HOST, "/", headers=_basic("foo", "bar")).served_by == "a"
+    assert ferryman.get(HOST, "/", headers=_basic("foo", "baz")).status == 401
+    # The Secret gone: every request answers 500, the Ingress says why.
+    ferryman.remove("doc0")
+    eventually(lambda: ferryman.get(HOST, "/", headers=_basic("foo", "bar")).status == 500, 10)
+    assert last(ferryman)["reason"] == "AddedOrUpdatedWithWarning"
+    assert "default/passwd" in last(ferryman)["message"]
+
+
+def test_ssl_services_proxy_over_tls(ferryman: Ferryman) -> None:
+    backend = _TLSEcho("secure")
+    try:
+        ferryman.write("svc", service_with_backends("app", [backend]))
+        ferryman.write("ing", annotated({"nginx.org/ssl-services": "app"}))
+        ferryman.start()
+        assert served_by(ferryman, HOST, "/") == "secure"
+    finally:
+        backend.close()
+
+
+def test_server_tokens_and_connect_timeout(ferryman: Ferryman, backends: Backends) -> None:
+    start(
+        ferryman,
+        backends,
+        annotated({"nginx.org/server-tokens": "true", "nginx.org/proxy-connect-timeout": "2s"}),
+    )
+    assert ferryman.get(HOST, "/").headers["server"].startswith("nginx/1.")
+
+
+def test_invalid_values_reject_with_nics_messages(ferryman: Ferryman, backends: Backends) -> None:
+    start(
+        ferryman,
+        backends,
+        annotated(
+            {
+                "nginx.org/proxy-read-timeout": "abc",
+                "nginx.org/lb-method": "fastest",
+                "nginx.org/hsts-max-age": "10",
+                "nginx.org/rewrites": "serviceName=nope rewrite=/",
+            }
+        ),
+    )
+    event = last(ferryman)
+    assert event["reason"] == "Rejected"
+    for message in (
+        'annotations.nginx.org/proxy-read-timeout: Invalid value: "abc": must be a time',
+        'annotations.nginx.org/lb-method: Invalid value: "fastest": '
+        'invalid load balancing method: "fastest"',
+        "annotations.nginx.org/hsts-max-age: Forbidden: related annotation nginx.org/hsts: "
+        "must be set",
+        'annotations.nginx.org/rewrites: Invalid value: "serviceName=nope rewrite=/": '
+        "The following services were not found: nope",
+    ):
+        assert message in event["message"]
+    assert ferryman.get(HOST, "/").status == 404
+
+
+def test_unknown_and_snippet_annotations_warn(ferryman: Ferryman, backends: Backends) -> None:
+    start(
+        ferryman,
+        backends,
+        annotated(
+            {
+                "nginx.org/proxy-reed-timeout": "1s",
+                "nginx.org/server-snippets": "return 403;",
+                "nginx.org/proxy-buffers": "8 16k",
+            }
+        ),
+    )
+    assert served_by(ferryman, HOST, "/") == "a"
+    event = last(ferryman)
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert "nginx.org/proxy-reed-timeout is not a NIC annotation" in event["message"]
+    assert "snippets are not supported" in event["message"]
+    assert "proxy_buffers takes no variable" in event["message"]
+
+
+def test_websocket_upgrade(ferryman: Ferryman, backends: Backends) -> None:
+    """The backend sees the client's Upgrade (NIC's websocket-services)."""
+    start(ferryman, backends, annotated({"nginx.org/websocket-services": "app"}))
+    r = ferryman.get(HOST, "/ws", headers={"Upgrade": "websocket", "Connection": "Upgrade"})
+    h = r.json()["headers"]
+    assert (h["upgrade"], h["connection"]) == ("websocket", "upgrade")
