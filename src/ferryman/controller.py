@@ -26,9 +26,10 @@ from typing import Any
 
 from ferryman.configs.ingress import secret_names, virtual_hosts
 from ferryman.configs.ingress_hosts import Written, ingress_records
+from ferryman.configs.ingress_mergeable import mergeable_host, minion_event
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.policy_status import policy_status
-from ferryman.configs.routes import backends_of, encode_host
+from ferryman.configs.routes import encode_host
 from ferryman.configs.virtualserver import vs_records
 from ferryman.configs.vs_delegation import resolve
 from ferryman.configuration import Configuration, HostPolicy, covering_wildcard
@@ -39,7 +40,7 @@ from ferryman.dependencies import Dependencies
 from ferryman.endpoint_sets import EndpointSets, PodId
 from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
-from ferryman.reads import REFERENCED, Cache, Reads
+from ferryman.reads import MERGEABLE_HOST, REFERENCED, Cache, Reads
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -332,8 +333,10 @@ class Controller:
 
     def _sync_ingress(self, ref: ObjectRef) -> None:
         obj = self._store.get("Ingress", ref.namespace, ref.name)
+        self._merged_hosts_changed(ref)
         try:
             ing = self._parse_ingress(ref, obj)
+            self._merged_hosts_changed(ref, ing)
             affected = self._config.upsert(ing) if ing else self._config.delete(ref)
         except Exception as e:
             log.exception("sync failed", extra={"fields": {"key": str(ref)}})
@@ -345,6 +348,16 @@ class Controller:
                 self._status_shown.discard(ref)  # deleted: no status to clear
             else:
                 self._publish_status(ref)
+
+    def _merged_hosts_changed(self, ref: ObjectRef, ing: Ingress | None = None) -> None:
+        """A master or minion changed (``ing``; else as it was): translate the
+        others of its host again (configs/ingress_mergeable.py)."""
+        if ing is None:
+            self._cache.forget(ref)
+            old = self._config.get(ref)
+            ing = old if isinstance(old, Ingress) else None
+        if (host := mergeable_host(ing)) is not None:
+            self._stale |= self._deps.users(ObjectRef(MERGEABLE_HOST, "", host)) - {ref}
 
     def _parse_ingress(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
@@ -508,14 +521,25 @@ class Controller:
         warnings: list[str] = []
         reads = Reads(self._cache)
         written: list[Written] = []
+        mergeable = None
         if ing is not None:
             states = {n: reads.secret(ref.namespace, n) for n in secret_names(ing)}
             vhosts, warnings = virtual_hosts(ing, self._config.owned_hosts(ref), states)
+            if (host := mergeable_host(ing)) is not None:
+                found = reads.mergeable(host)
+                mergeable = [m for m in found if self._policy.accepts(m.class_name)]
             # The ConfigMap's keys are the defaults here once it is read (issue 16).
-            written, more = ingress_records(
-                ing, vhosts, reads, self._policy.served, {}, slow_path=self._virtual_servers
+            outcome = ingress_records(
+                ing,
+                vhosts,
+                reads,
+                self._policy.served,
+                {},
+                slow_path=self._virtual_servers,
+                mergeable=mergeable,
             )
-            warnings += more
+            written = outcome.written
+            warnings += outcome.warnings
         self._declare(ref, reads.refs)
         new_hosts = {vh.host for vh in vhosts}
         for host in old_hosts - new_hosts:
@@ -526,10 +550,13 @@ class Controller:
         if new_hosts:
             self._ref_hosts[ref] = new_hosts
         backends: set[BackendKey] = set()
-        for vh in vhosts:
-            backends |= backends_of(vh)
+        for w in written:
+            backends |= w.backends
         self._endpoints.set_backends(ref, frozenset(backends))
-        if ing is not None:
+        if ing is not None and ing.mergeable == "minion":
+            warn, reason, message = minion_event(ing, mergeable or [], warnings)
+            self._event(ref, WARNING if warn else NORMAL, reason, message)
+        elif ing is not None:
             self._report(ref, bool(vhosts), warnings)
 
     def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:

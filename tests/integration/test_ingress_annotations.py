@@ -102,6 +102,7 @@ def test_redirect_to_https_by_x_forwarded_proto(ferryman: Ferryman, backends: Ba
     r = ferryman.get(HOST, "/p?q=1", headers={"X-Forwarded-Proto": "http"})
     assert r.status == 301 and r.headers["location"] == f"https://{HOST}/p?q=1"
     assert ferryman.get(HOST, "/p", headers={"X-Forwarded-Proto": "https"}).served_by == "a"
+    assert ferryman.get(HOST, "/p").served_by == "a"  # NIC's: no header, no redirect
 
 
 def test_hsts_over_https_only(ferryman: Ferryman, backends: Backends) -> None:

@@ -152,35 +152,52 @@ def combined(a: Attached, b: Attached) -> Attached:
     return Attached(configs, (*a.warnings, *b.warnings))
 
 
+@dataclass(frozen=True)
+class Part:
+    """An Ingress whose paths for the host are served, with its own options and
+    the policies its routes enforce (a mergeable master's minions are parts)."""
+
+    ing: Ingress
+    options: IngressOptions
+    policies: Attached
+
+
 def ingress_vs_routing(
-    ing: Ingress,
+    parts: list[Part],
     vh: VirtualHost,
     host: str,
-    options: IngressOptions,
-    policies: Attached,
+    server: IngressOptions,
+    spec: Attached,
 ) -> tuple[VirtualHost, str, frozenset[BackendKey]]:
-    """The stub H record's host, the V record, and the backends it proxies to."""
+    """The stub H record's host, the V record, and the backends it proxies to;
+    ``server``: the host's own options (redirects, HSTS, server tokens), ``spec``
+    the policies of requests no path takes."""
     items = PolicyItems()
-    enforced = items.reference(policies)
-    upstreams: dict[BackendKey, int] = {}
+    upstreams: dict[str, int] = {}
     lines: list[str] = []
     routes: list[str] = []
-    for loc in _locations(ing, host, options):
-        key = backend_key(ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
-        if key not in upstreams:
-            upstreams[key] = len(upstreams) + 1
-            lines.append(_upstream(key, loc.backend.service in options.ssl_services, options))
-        rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
-        hide = "^".join(b64(n) for n in options.hide_headers)
-        passed = "^".join(b64(n) for n in options.pass_headers)
-        action = f"p.{upstreams[key]}.{rewrite}...{hide}..{passed}."
-        fields = ["R", loc.modifier, b64(loc.path), "0", "", f"100:{action}", "", enforced]
-        routes.append("|".join(fields))
-    redirect = f"{options.redirect_code}:x" if options.redirect_to_https else "-"
-    hsts = b64(options.hsts + "; preload") if options.hsts else ""
-    opts = f"O|{hsts}|{int(options.hsts_behind_proxy)}|{int(options.server_tokens)}"
-    unmatched = items.reference(policies, route_only=frozenset("c"))
-    spec = ["S|" + unmatched] if unmatched else []
-    record = " ".join([redirect, *lines, *routes, opts, *items.items, *spec])
+    keys: set[BackendKey] = set()
+    for part in parts:
+        o = part.options
+        enforced = items.reference(part.policies)
+        hide = "^".join(b64(n) for n in o.hide_headers)
+        passed = "^".join(b64(n) for n in o.pass_headers)
+        for loc in _locations(part.ing, host, o):
+            key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
+            keys.add(key)
+            upstream = _upstream(key, loc.backend.service in o.ssl_services, o)
+            if upstream not in upstreams:
+                upstreams[upstream] = len(upstreams) + 1
+                lines.append(upstream)
+            rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
+            action = f"p.{upstreams[upstream]}.{rewrite}...{hide}..{passed}."
+            fields = ["R", loc.modifier, b64(loc.path), "0", "", f"100:{action}", "", enforced]
+            routes.append("|".join(fields))
+    redirect = f"{server.redirect_code}:i" if server.redirect_to_https else "-"
+    hsts = b64(server.hsts + "; preload") if server.hsts else ""
+    opts = f"O|{hsts}|{int(server.hsts_behind_proxy)}|{int(server.server_tokens)}"
+    unmatched = items.reference(spec, route_only=frozenset("c"))
+    record_spec = ["S|" + unmatched] if unmatched else []
+    record = " ".join([redirect, *lines, *routes, opts, *items.items, *record_spec])
     stub = replace(vh, routes=(), default_backend=None)
-    return stub, record, frozenset(upstreams) | frozenset(items.backends)
+    return stub, record, frozenset(keys) | frozenset(items.backends)

@@ -89,7 +89,10 @@ class Ingress:
         return self.meta.annotations.get(SSL_REDIRECT_ANNOTATION, "true").lower() != "false"
 
     def hosts(self) -> tuple[str, ...]:
-        """Every host the Ingress routes for, in rule order, "" for host-less rules."""
+        """Every host the Ingress routes for, in rule order, "" for host-less rules.
+        A minion claims none: its paths are served by its master's host."""
+        if self.mergeable == "minion":
+            return ()
         seen: dict[str, None] = {}
         for rule in self.rules:
             seen.setdefault(rule.host, None)

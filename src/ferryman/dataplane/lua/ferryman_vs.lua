@@ -129,7 +129,8 @@ function _M.decode(raw)
     local policy_items, named = {}, {}
     local code, based = string.match(items[1], "^(%d+):(%a)$")
     if code then
-        vs.redirect = { tonumber(code), based == "x" }
+        -- "i": an Ingress's redirect-to-https, only when X-Forwarded-Proto is http.
+        vs.redirect = { tonumber(code), based == "x", based == "i" }
     end
     for i = 2, #items do
         local f = cut(items[i], "|")
@@ -325,6 +326,9 @@ function _M.route(vs)
     end
     if vs.redirect then
         local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
+        if vs.redirect[3] then
+            proto = var.http_x_forwarded_proto
+        end
         if proto == "http" then
             return answer({
                 kind = "redirect",
