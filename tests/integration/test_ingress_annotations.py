@@ -238,3 +238,34 @@ def test_websocket_upgrade(ferryman: Ferryman, backends: Backends) -> None:
     r = ferryman.get(HOST, "/ws", headers={"Upgrade": "websocket", "Connection": "Upgrade"})
     h = r.json()["headers"]
     assert (h["upgrade"], h["connection"]) == ("websocket", "upgrade")
+
+
+def test_path_regex(ferryman: Ferryman, backends: Backends) -> None:
+    """NIC's ~ "^path" (case_sensitive), ~* (case_insensitive) and = (exact)."""
+    ferryman.write("tea", service_with_backends("tea", [backends.start("t")]))
+    start(
+        ferryman,
+        backends,
+        annotated({"nginx.org/path-regex": "case_sensitive"}, path("/tea/[A-Z0-9]+", "tea")),
+    )
+    assert served_by(ferryman, HOST, "/tea/ABC1") == "t"
+    assert ferryman.get(HOST, "/tea/abc").status == 404
+    ferryman.write(
+        "doc0",
+        annotated({"nginx.org/path-regex": "case_insensitive"}, path("/tea/[A-Z0-9]+$", "tea")),
+    )
+    eventually(lambda: served_by(ferryman, HOST, "/tea/abc") == "t", 10, "caseless")
+    ferryman.write(
+        "doc0",
+        annotated({"nginx.org/path-regex": "exact"}, path("/tea", "tea"), path("/", "app")),
+    )
+    # Every path exact, "/" too: /tea/x is no path's.
+    eventually(lambda: ferryman.get(HOST, "/tea/x").status == 404, 10, "exact")
+    assert served_by(ferryman, HOST, "/tea") == "t"
+    assert served_by(ferryman, HOST, "/") == "a"
+    ferryman.write(
+        "doc0", annotated({"nginx.org/path-regex": "case_sensitive"}, path("/tea/(x", "tea"))
+    )
+    eventually(lambda: last(ferryman)["reason"] == "Rejected", 10, "rejected")
+    assert "must be a valid regular expression" in last(ferryman)["message"]
+    assert ferryman.reloads() == 1

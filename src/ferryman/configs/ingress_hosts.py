@@ -31,6 +31,7 @@ from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost
 from ferryman.configs.policy_reads import PolicyReads
 from ferryman.configs.routes import backends_of
 from ferryman.configs.vs_policies import NONE, Attached
+from ferryman.resources import validation
 from ferryman.resources.ingress import Ingress
 
 
@@ -77,7 +78,7 @@ def ingress_records(
     auth = basic_auth(ing, options, reads) if slow_path else NONE
     if not slow_path and (options.slow() or options.basic_auth_secret):
         out.warnings.append(_NOT_ON_ANGIE)
-        out.written = [Written(vh, None, frozenset(backends_of(vh))) for vh in vhosts]
+        out.written = [_plain(vh) for vh in vhosts]
         return out
     if not options.slow() and auth is NONE:
         if not ing.policies:
@@ -143,12 +144,23 @@ def _master(
         if slow:
             out.warnings.append(_NOT_ON_ANGIE)
         routes = _routes(host, parts)
-        full = replace(vh, routes=routes, balancing=_balancing(server))
-        out.written = [Written(full, None, frozenset(backends_of(full)))]
+        out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
         return out
     stub, record, backends = ingress_vs_routing(parts, vh, host, server, spec)
     out.written = [Written(stub, record, backends)]
     return out
+
+
+def _plain(vh: VirtualHost) -> Written:
+    """``vh`` as an H record alone: without the paths that are regular
+    expressions (``nginx.org/path-regex``), which only the V record carries."""
+    routes = tuple(
+        r
+        for r in vh.routes
+        if validation.http_path(r.path, "Exact" if r.exact else "Prefix") is None
+    )
+    plain = replace(vh, routes=routes)
+    return Written(plain, None, frozenset(backends_of(plain)))
 
 
 def _effective(spec: Attached, route: Attached) -> Attached:

@@ -15,7 +15,8 @@ each path is NIC's: ``~ "^path"`` (``case_sensitive``), ``~* "^path"``
 ``nginx.org/rewrites`` as NIC's ``proxy_pass http://upstream<rewrite>``: the
 location's prefix is replaced by the rewrite (for ``/p`` written without a
 trailing slash, ``/p/rest`` becomes ``<rewrite>/rest``, as NGINX does for
-``location /p``).
+``location /p``); a path written ``/p/`` answers ``/p`` with 301 to ``/p/``,
+as NGINX's auto_redirect does for NIC's ``location /p/``.
 
 Host options beyond the VirtualServer's grammar are one more item,
 ``O|<hsts>|<behind proxy 0|1>|<server tokens 0|1>`` (``hsts``: the header's
@@ -53,6 +54,7 @@ class _Location:
     path: str
     backend: ServiceBackend
     rewrite: str | None  # the rewrite path, as the location replaces its prefix
+    proxies: bool = False  # NGINX's auto_redirect: /p answers 301 to /p/
 
 
 def _seconds(ms: int | None) -> str:
@@ -84,8 +86,13 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
                 slash = rewrite
                 if rewrite is not None and not p.path.endswith("/"):
                     slash = rewrite + "/"
-                derived.append(_Location("E", stem, p.backend, rewrite))
-                other.setdefault(("P", stem + "/"), _Location("P", stem + "/", p.backend, slash))
+                # NIC's "location /p/" with a rewrite answers /p with 301 to /p/
+                # (NGINX's auto_redirect; its rewrites README says so).
+                redirects = rewrite is not None and p.path.endswith("/")
+                if not redirects:
+                    derived.append(_Location("E", stem, p.backend, rewrite))
+                loc = _Location("P", stem + "/", p.backend, slash, redirects)
+                other.setdefault(("P", stem + "/"), loc)
     for loc in derived:
         exact.setdefault(loc.path, loc)
     if ing.default_backend is not None and ("P", "/") not in other:
@@ -191,7 +198,8 @@ def ingress_vs_routing(
                 lines.append(upstream)
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
             action = f"p.{upstreams[upstream]}.{rewrite}...{hide}..{passed}."
-            fields = ["R", loc.modifier, b64(loc.path), "0", "", f"100:{action}", "", enforced]
+            proxies = "1" if loc.proxies else "0"
+            fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
             routes.append("|".join(fields))
     redirect = f"{server.redirect_code}:i" if server.redirect_to_https else "-"
     hsts = b64(server.hsts + "; preload") if server.hsts else ""

@@ -147,7 +147,7 @@ def _backend(raw: object, where: str, errors: list[str]) -> ServiceBackend | Non
     return None
 
 
-def _rules(raw: object, errors: list[str]) -> list[Rule]:
+def _rules(raw: object, errors: list[str], regex: bool = False) -> list[Rule]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -182,7 +182,7 @@ def _rules(raw: object, errors: list[str]) -> list[Rule]:
                 errors.append(f"{where}.http.paths: required")
                 continue
             for j, p in enumerate(raw_paths):
-                parsed = _path(p, f"{where}.http.paths[{j}]", errors)
+                parsed = _path(p, f"{where}.http.paths[{j}]", errors, regex)
                 if parsed is not None:
                     paths.append(parsed)
         rules.append(Rule(host, tuple(paths)))
@@ -198,7 +198,7 @@ def _path_count(rules: list[object]) -> int:
     return count
 
 
-def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
+def _path(raw: object, where: str, errors: list[str], regex: bool = False) -> HTTPPath | None:
     if not isinstance(raw, Mapping):
         errors.append(f"{where}: must be an object")
         return None
@@ -217,7 +217,12 @@ def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
             f"{where}.path: {len(path)} characters long; at most {MAX_PATH_LENGTH} are allowed"
         )
         return None
-    if problem := validation.http_path(path, path_type):
+    if regex and path_type != "Exact":
+        # nginx.org/path-regex: a regular expression, NIC's validatePath.
+        if problem := nginx_org.regex_path(path):
+            errors.append(f"{where}.path: Invalid value: {path!r}: {problem}")
+            return None
+    elif problem := validation.http_path(path, path_type):
         errors.append(f"{where}.path: {path!r} {problem}")
         return None
     backend = _backend(raw.get("backend"), f"{where}.backend", errors)
@@ -311,7 +316,8 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     if kind == "master":
         # A master has no paths: its rule carries the host (and TLS) only.
         spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}
-    rules = _rules(spec.get("rules"), errors)
+    regex = meta.annotations.get(nginx_org.PATH_REGEX) in ("case_sensitive", "case_insensitive")
+    rules = _rules(spec.get("rules"), errors, regex)
     tls = _tls(spec.get("tls"), errors)
     services = frozenset(b.service for b in _services(rules, default_backend))
     hostless = any(not r.host for r in rules)

@@ -23,6 +23,7 @@ from ferryman.resources.nic_fields import TOO_MANY, Problem, forbidden, invalid,
 
 PREFIX = "nginx.org/"
 MERGEABLE = PREFIX + "mergeable-ingress-type"
+PATH_REGEX = PREFIX + "path-regex"
 
 _BOOLS = {
     # Go's strconv.ParseBool, which NIC's ParseBool is.
@@ -389,4 +390,35 @@ def _check(
             )
     if known.required and value == "":
         return required(where)
+    return None
+
+
+_REGEX_PATH = re.compile(r"/[^\s;]*")
+_ESCAPED = re.compile(r'([^"\\]|\\.)*', re.S)
+_BRACES = re.compile(r"\{(.*?)\}")
+_ILLEGAL = re.compile(r"^/etc/|^/root(?:/|$)|^/var(?:/|$)|\\n|\\r$")
+
+
+def regex_path(path: str) -> str | None:
+    """NIC's validatePath for an Ingress path that is a regular expression
+    (``nginx.org/path-regex``); the problem, or None."""
+    if path.startswith("//"):
+        return "protocol-relative URIs not allowed, must not start with '//'"
+    if ".." in re.split(r"[/\\]", path):
+        return "path traversal not allowed, path must not contain '..' segments"
+    if not _REGEX_PATH.fullmatch(path):
+        return "must start with / and must not include any whitespace character or `;`"
+    try:
+        re.compile(path)
+    except re.error as e:
+        return f"must be a valid regular expression: {e}"
+    if not _ESCAPED.fullmatch(path):
+        return (
+            "must have all '\"' (double quotes) escaped and must not end with an "
+            "unescaped '\\' (backslash)"
+        )
+    if any(re.search("[A-Za-z]", inner) for inner in _BRACES.findall(path)):
+        return "must not include curly braces containing alphabetical characters"
+    if _ILLEGAL.search(path):
+        return "must not contain invalid paths"
     return None
