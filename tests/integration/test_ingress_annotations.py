@@ -6,7 +6,11 @@ for any of them."""
 from __future__ import annotations
 
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import httpx
 
 from tests.integration.harness import (
     Backends,
@@ -269,3 +273,59 @@ def test_path_regex(ferryman: Ferryman, backends: Backends) -> None:
     eventually(lambda: last(ferryman)["reason"] == "Rejected", 10, "rejected")
     assert "must be a valid regular expression" in last(ferryman)["message"]
     assert ferryman.reloads() == 1
+
+
+_BIG = 32 * 1024 * 1024  # past any socket buffers between NGINX and the backend
+
+
+class _Big(BaseHTTPRequestHandler):
+    """A large body; ``done`` is set once the backend has written it all."""
+
+    protocol_version = "HTTP/1.1"
+    done = threading.Event()
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(_BIG))
+        self.end_headers()
+        block = b"x" * 65536
+        for _ in range(_BIG // len(block)):
+            self.wfile.write(block)
+        _Big.done.set()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _backend_finished_while_client_waits(f: Ferryman) -> bool:
+    """Read the headers only, then wait: has the backend written everything
+    meanwhile (NGINX buffered it) or is it held by the client?"""
+    _Big.done.clear()
+    with httpx.stream(
+        "GET", f"http://127.0.0.1:{f.http_port}/", headers={"Host": HOST}, timeout=10
+    ) as r:
+        assert r.status_code == 200
+        finished = _Big.done.wait(3)
+    _Big.done.wait(10)  # the rest drained before the next request
+    return finished
+
+
+def test_proxy_buffering_off(ferryman: Ferryman) -> None:
+    """NIC's proxy-buffering: buffered, NGINX takes the whole response from the
+    backend however slowly the client reads; "false" (the slow path's location
+    with proxy_buffering off) passes it on only as fast as the client reads."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Big)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        big = _TLSEcho.__new__(_TLSEcho)  # only .name and .port are read
+        big.name, big.port = "big", int(server.server_address[1])
+        ferryman.write("svc", service_with_backends("app", [big]))
+        ferryman.write("ing", annotated({"nginx.org/proxy-read-timeout": "10s"}))
+        ferryman.start()
+        assert _backend_finished_while_client_waits(ferryman)
+        off = {"nginx.org/proxy-read-timeout": "10s", "nginx.org/proxy-buffering": "false"}
+        ferryman.write("ing", annotated(off))
+        eventually(lambda: not _backend_finished_while_client_waits(ferryman), 30, "unbuffered")
+        assert ferryman.reloads() == 1
+    finally:
+        server.shutdown()

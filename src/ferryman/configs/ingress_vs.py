@@ -21,7 +21,11 @@ as NGINX's auto_redirect does for NIC's ``location /p/``.
 Host options beyond the VirtualServer's grammar are one more item,
 ``O|<hsts>|<behind proxy 0|1>|<server tokens 0|1>`` (``hsts``: the header's
 value, base64, empty for none), read by ``ferryman_vs.lua`` and applied in
-``ferryman.lua``'s header filter.
+``ferryman.lua``'s header filter. A route of an Ingress with
+``nginx.org/proxy-buffering: "false"`` has a ninth field ``u``: ferryman_vs.lua
+sends its requests to ``@ferryman_unbuffered``, the slow path's location with
+``proxy_buffering off`` declared once in nginx.conf (the directive takes no
+variable; the location is constant, so no reload).
 """
 
 from __future__ import annotations
@@ -200,6 +204,8 @@ def ingress_vs_routing(
             action = f"p.{upstreams[upstream]}.{rewrite}...{hide}..{passed}."
             proxies = "1" if loc.proxies else "0"
             fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
+            if not o.proxy_buffering:
+                fields.append("u")
             routes.append("|".join(fields))
     redirect = f"{server.redirect_code}:i" if server.redirect_to_https else "-"
     hsts = b64(server.hsts + "; preload") if server.hsts else ""

@@ -175,6 +175,8 @@ function _M.decode(raw)
                     end
                 end
             end
+            -- An Ingress route with nginx.org/proxy-buffering: false (ingress_vs).
+            route.unbuffered = f[9] == "u"
             local modifier = route.modifier
             if modifier == "=" then
                 vs.exact[route.path] = route
@@ -349,6 +351,11 @@ function _M.route(vs)
             policies.enforce(spec, nil)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    if route.unbuffered and var.ferryman_variant ~= "unbuffered" then
+        -- The same slow path in the location with proxy_buffering off
+        -- (nginx.conf.tmpl), before any policy counts the request.
+        return ngx.exec("@ferryman_unbuffered")
     end
     if redirect then
         local args = var.args
