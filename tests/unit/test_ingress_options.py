@@ -194,3 +194,37 @@ def test_master_and_minion_specs() -> None:
     assert "spec.rules[0].http.paths: Required value: must include at least one path" in str(
         e.value
     )
+
+
+def test_configmap_defaults_reach_the_fast_path_record() -> None:
+    from ferryman.configs.ingress import SecretState, virtual_hosts
+    from ferryman.configs.ingress_hosts import ingress_records
+
+    ing = parse_ingress(
+        {
+            "metadata": {"name": "a", "namespace": "default"},
+            "spec": {
+                "tls": [{"hosts": ["cafe.test"], "secretName": "s"}],
+                "rules": [
+                    {
+                        "host": "cafe.test",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": "app", "port": {"number": 80}}},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    vhosts, _ = virtual_hosts(ing, ["cafe.test"], {"s": SecretState("id", None)})
+    configmap = {"lb-method": "least_conn", "max-fails": "3", "ssl-redirect": "false"}
+    out = ingress_records(ing, vhosts, None, "ferryman", configmap)  # type: ignore[arg-type]
+    (written,) = out.written
+    assert written.routing is None  # still the fast path
+    assert written.host.balancing == "lc:3:10" and not written.host.redirect_https

@@ -75,6 +75,11 @@ def ingress_records(
     if ing.mergeable == "master":
         return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [], slow_path)
     options, out.warnings = ingress_options(ing.meta.annotations, configmap)
+    # The fast path's settings as resolved with the ConfigMap's defaults.
+    vhosts = [
+        replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))
+        for vh in vhosts
+    ]
     auth = basic_auth(ing, options, reads) if slow_path else NONE
     if not slow_path and (options.slow() or options.basic_auth_secret):
         out.warnings.append(_NOT_ON_ANGIE)
