@@ -546,7 +546,7 @@ class Controller:
             if self._host_writer.get(host) == ref:
                 self._drop_host(host)
         for w in written:
-            self._write_host(ref, w.host, w.routing)
+            self._write_host(ref, w.host, w.routing, fast=w.fast)
         if new_hosts:
             self._ref_hosts[ref] = new_hosts
         backends: set[BackendKey] = set()

@@ -40,6 +40,7 @@ class Written:
     host: VirtualHost  # the H record's
     routing: str | None  # the V record, None: none
     backends: frozenset[BackendKey] = frozenset()
+    fast: str | None = None  # the F record (ingress_vs), None: none
 
 
 @dataclass
@@ -101,8 +102,8 @@ def ingress_records(
     for vh in vhosts:
         host = "" if vh.host == CATCH_ALL else vh.host
         part = Part(ing, options, attached)
-        stub, record, backends = ingress_vs_routing([part], vh, host, options, attached)
-        out.written.append(Written(stub, record, backends))
+        r = ingress_vs_routing([part], vh, host, options, attached)
+        out.written.append(Written(r.host, r.record, r.backends, r.fast))
     return out
 
 
@@ -151,8 +152,8 @@ def _master(
         routes = _routes(host, parts)
         out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
         return out
-    stub, record, backends = ingress_vs_routing(parts, vh, host, server, spec)
-    out.written = [Written(stub, record, backends)]
+    r = ingress_vs_routing(parts, vh, host, server, spec)
+    out.written = [Written(r.host, r.record, r.backends, r.fast)]
     return out
 
 

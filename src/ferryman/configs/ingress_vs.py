@@ -30,6 +30,7 @@ variable; the location is constant, so no reload).
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, replace
 
 from ferryman.configs.ingress_options import IngressOptions
@@ -173,21 +174,76 @@ class Part:
     policies: Attached
 
 
+@dataclass(frozen=True)
+class Routing:
+    host: VirtualHost  # the stub H record's
+    record: str  # the V record
+    backends: frozenset[BackendKey]
+    fast: str | None  # the F record (``vs_fast``'s grammar), None: the module serves none
+
+
+def _fast_options(o: IngressOptions) -> bool:
+    """Whether the module proxies as the slow path would with these options
+    (``vs_fast``: round-robin or least_conn, max_fails, fail_timeout, the three
+    timeouts, next-upstream-tries; nothing else)."""
+    return o == replace(
+        IngressOptions(),
+        connect_timeout_ms=o.connect_timeout_ms,
+        read_timeout_ms=o.read_timeout_ms,
+        send_timeout_ms=o.send_timeout_ms,
+        ssl_redirect=o.ssl_redirect,
+        lb_method=o.lb_method if o.lb_method in ("round_robin", "least_conn") else "",
+        max_fails=o.max_fails,
+        fail_timeout_ms=o.fail_timeout_ms,
+        next_upstream_tries=o.next_upstream_tries,
+        path_regex=o.path_regex,
+        websocket_services=o.websocket_services,
+    )
+
+
+def _fast_upstream(key: BackendKey, o: IngressOptions) -> str:
+    return " ".join(
+        [
+            "u",
+            base64.b64encode(key.encode()).decode("ascii"),
+            "1" if o.lb_method == "least_conn" else "0",
+            str(o.max_fails),
+            str(o.fail_timeout_ms),
+            str(o.connect_timeout_ms or 0),
+            str(o.read_timeout_ms or 0),
+            str(o.send_timeout_ms or 0),
+            str(o.next_upstream_tries),
+        ]
+    )
+
+
 def ingress_vs_routing(
     parts: list[Part],
     vh: VirtualHost,
     host: str,
     server: IngressOptions,
     spec: Attached,
-) -> tuple[VirtualHost, str, frozenset[BackendKey]]:
-    """The stub H record's host, the V record, and the backends it proxies to;
-    ``server``: the host's own options (redirects, HSTS, server tokens), ``spec``
-    the policies of requests no path takes."""
+) -> Routing:
+    """The stub H record's host, the V record, the backends it proxies to and the
+    F record; ``server``: the host's own options (redirects, HSTS, server tokens),
+    ``spec`` the policies of requests no path takes."""
     items = PolicyItems()
     upstreams: dict[str, int] = {}
     lines: list[str] = []
     routes: list[str] = []
     keys: set[BackendKey] = set()
+    # The F record: the module serves the routes whose options it has, when the
+    # host asks for nothing its own answers would lack (HSTS, server tokens,
+    # redirect-to-https, policies of unmatched requests).
+    fast_items: list[str] = []
+    fast_locations: list[str] = []
+    host_fast = (
+        server.hsts is None
+        and not server.server_tokens
+        and not server.redirect_to_https
+        and not spec.configs
+        and not spec.error
+    )
     for part in parts:
         o = part.options
         enforced = items.reference(part.policies)
@@ -200,6 +256,16 @@ def ingress_vs_routing(
             if upstream not in upstreams:
                 upstreams[upstream] = len(upstreams) + 1
                 lines.append(upstream)
+                fast_items.append(_fast_upstream(key, o))
+            number = upstreams[upstream]
+            served = (
+                _fast_options(o)
+                and not enforced
+                and loc.rewrite is None
+                and loc.backend.service not in o.ssl_services
+            )
+            head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
+            fast_locations.append(f"{head} f 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
             action = f"p.{upstreams[upstream]}.{rewrite}...{hide}..{passed}."
             proxies = "1" if loc.proxies else "0"
@@ -214,4 +280,7 @@ def ingress_vs_routing(
     record_spec = ["S|" + unmatched] if unmatched else []
     record = " ".join([redirect, *lines, *routes, opts, *items.items, *record_spec])
     stub = replace(vh, routes=(), default_backend=None)
-    return stub, record, frozenset(keys) | frozenset(items.backends)
+    fast = None
+    if host_fast and any(not loc.endswith(" s") for loc in fast_locations):
+        fast = " ".join(["1", *fast_items, *fast_locations])
+    return Routing(stub, record, frozenset(keys) | frozenset(items.backends), fast)
