@@ -26,7 +26,12 @@ from typing import Any
 
 from ferryman.configs.ingress import secret_names, virtual_hosts
 from ferryman.configs.ingress_hosts import Written, ingress_records
-from ferryman.configs.ingress_mergeable import mergeable_host, minion_event
+from ferryman.configs.ingress_mergeable import (
+    NO_MASTER,
+    ingress_kinds,
+    mergeable_host,
+    minion_event,
+)
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.policy_status import policy_status
 from ferryman.configs.routes import encode_host
@@ -556,6 +561,8 @@ class Controller:
         if ing is not None and ing.mergeable == "minion":
             warn, reason, message = minion_event(ing, mergeable or [], warnings)
             self._event(ref, WARNING if warn else NORMAL, reason, message)
+            if reason != NO_MASTER:
+                self._ref_hosts[ref] = set()  # served (its master's host): status shown
         elif ing is not None:
             self._report(ref, bool(vhosts), warnings)
 
@@ -646,7 +653,8 @@ class Controller:
         self._tell_leaving_applied(outstanding)
         if changes:
             await self._reload(changes)
-        self._metrics.ingress_resources.labels(type="regular").set(self._config.count("Ingress"))
+        for kind, count in ingress_kinds(self._config.get(r) for r in self._config.refs()).items():
+            self._metrics.ingress_resources.labels(type=kind).set(count)
         self._metrics.virtualserver_resources.set(self._config.count("VirtualServer"))
         self._metrics.virtualserverroute_resources.set(self._routes.count())
         waiting = self._waiting(outstanding)

@@ -396,3 +396,18 @@ def test_the_vs_engine_routes_an_annotated_host_like_match(
     answers = [(r, router.predicted(obj, r), client.served_by(r)) for r in checked]
     wrong = [a for a in answers if a[1] != a[2]]
     assert not wrong, f"rules={rules} default={default}: (request, match, NGINX) {wrong}"
+
+
+def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> None:
+    """nginx.org/policies on a host the annotations put on the VirtualServer
+    engine: the Policy is enforced there too (403), edits without reload."""
+    from tests.integration.test_vs_policies import policy
+
+    ing = annotated({"nginx.org/policies": "local", "nginx.org/proxy-read-timeout": "1s"})
+    start(ferryman, backends, policy("local", accessControl={"deny": ["127.0.0.0/8"]}), ing)
+    assert ferryman.get(HOST, "/").status == 403
+    assert ferryman.get(HOST, "/nowhere").status == 403
+    ferryman.write("doc0", policy("local", accessControl={"allow": ["127.0.0.1"]}))
+    eventually(lambda: served_by(ferryman, HOST, "/") == "a", 10, "allowed")
+    assert ferryman.get(HOST, "/?delay=2").status == 504
+    assert ferryman.reloads() == 1

@@ -57,6 +57,9 @@ def test_minions_across_namespaces_and_changes_without_reload(
     assert f.get(HOST, "/milk").status == 404
     assert last(f, "coffee")["reason"] == "AddedOrUpdated"
     assert last(f, "master")["reason"] == "AddedOrUpdated"
+    m = f.metrics()
+    name = "nginx_ingress_controller_ingress_resources_total"
+    assert (m[f'{name}{{type="master"}}'], m[f'{name}{{type="minion"}}']) == (1, 2)
     # A minion's change re-translates its master: its path moves.
     f.write("c", minion("coffee", "/espresso", "coffee-svc"))
     eventually(lambda: f.get(HOST, "/espresso").served_by == "coffee", 10, "moved")

@@ -22,6 +22,7 @@ minion's change translates its master again and a master's its minions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ferryman.resources.ingress import Ingress, Rule
@@ -192,3 +193,12 @@ def minion_event(
         message = f"Configuration for {who} was added or updated with warning(s): "
         return True, "AddedOrUpdatedWithWarning", message + "; ".join(every)
     return False, "AddedOrUpdated", f"Configuration for {who} was added or updated"
+
+
+def ingress_kinds(resources: Iterable[object]) -> dict[str, int]:
+    """NIC's ``ingress_resources_total{type}``: regular, master and minion Ingresses."""
+    counts = {"regular": 0, "master": 0, "minion": 0}
+    for res in resources:
+        if isinstance(res, Ingress):
+            counts[res.mergeable or "regular"] += 1
+    return counts
