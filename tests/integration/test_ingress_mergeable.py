@@ -156,3 +156,17 @@ def test_nic_mergeable_example(ferryman: Ferryman, backends: Backends) -> None:
     assert f.get(HOST, "/tea").status == 301  # the master's TLS: ssl-redirect
     assert last(f, "cafe-ingress-tea-minion")["reason"] == "AddedOrUpdated"
     assert f.reloads() == 1
+
+
+def test_minion_policies_apply_to_its_paths(ferryman: Ferryman, backends: Backends) -> None:
+    from tests.integration.test_vs_policies import policy
+
+    f = ferryman
+    f.write("svc", service_with_backends("app", [backends.start("a")]))
+    f.write("p", policy("deny", accessControl={"deny": ["127.0.0.0/8"]}))
+    f.write("m", master())
+    f.write("open", minion("open", "/open", "app"))
+    f.write("shut", minion("shut", "/shut", "app", {"nginx.org/policies": "deny"}))
+    f.start()
+    assert f.get(HOST, "/open").served_by == "a"
+    assert f.get(HOST, "/shut").status == 403

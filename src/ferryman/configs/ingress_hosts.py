@@ -136,6 +136,9 @@ def _master(
         options, more = ingress_options(own, configmap)
         served = replace(minion, meta=replace(minion.meta, annotations=own))
         auth = basic_auth(served, options, reads) if slow_path else NONE
+        if served.policies and slow_path:
+            # NIC writes a minion's policies into its locations.
+            auth = combined(ingress_policies(served, reads, ingress_class), auth)
         policies = _effective(spec, auth)
         slow = slow or options.slow() or auth is not NONE
         slow = slow or _balancing(options) != _balancing(server)
