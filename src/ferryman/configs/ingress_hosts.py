@@ -117,11 +117,11 @@ def _master(
     slow_path: bool,
 ) -> Outcome:
     out = Outcome()
-    vh = vhosts[0]
     host = master.rules[0].host
     annotations, out.warnings = filtered(master, MASTER_DENYLIST)
     plain = replace(master, meta=replace(master.meta, annotations=annotations))
     server, more = ingress_options(annotations, configmap)
+    vh = replace(vhosts[0], redirect_https=vhosts[0].tls and server.ssl_redirect)
     out.warnings += more
     spec = combined(
         ingress_policies(plain, reads, ingress_class) if plain.policies else NONE,
