@@ -131,11 +131,18 @@ def test_not_per_request_values_warn() -> None:
             "nginx.org/proxy-buffer-size": "16k",
             "nginx.org/location-snippets": "deny all;",
             "nginx.org/listen-ports": "8080",
+            "nginx.org/add-header": "X: y",
         },
         {},
     )
     text = " ".join(warnings)
-    for part in ("client-max-body-size", "proxy_buffer_size", "snippets", "listen-ports"):
+    for part in (
+        "client-max-body-size",
+        "proxy_buffer_size",
+        "snippets",
+        "listen-ports",
+        "nginx.org/add-header: not implemented",
+    ):
         assert part in text
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ferryman.resources.ingress_annotations import PREFIX, BadValue, parse_value
+from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
 
 # http { client_max_body_size 1m } in nginx.conf.tmpl is checked before routing.
 SERVER_BODY_LIMIT = 1024 * 1024
@@ -183,6 +183,9 @@ def ingress_options(
         warnings.append(
             f"{PREFIX}use-cluster-ip: not implemented: ferryman proxies to the endpoints"
         )
+    for key in sorted(OTHER_NIC):
+        if PREFIX + key in annotations:
+            warnings.append(f"{PREFIX}{key}: not implemented by ferryman; ignored")
     for key in ("upstream-zone-size",):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: ferryman's balancers share one zone; ignored")

@@ -292,7 +292,7 @@ KNOWN: Mapping[str, Known] = {
     "policies": Known(_text),
 }
 # Known to NIC (validated or read), recognised here, applied by no part of ferryman
-# yet: accepted with a Warning naming them (``configs/ingress_options.py``).
+# yet: accepted (not validated) with a Warning naming them (``configs/ingress_options.py``).
 OTHER_NIC = frozenset(
     [
         "proxy-set-headers",
