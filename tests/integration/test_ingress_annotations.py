@@ -411,3 +411,24 @@ def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> No
     eventually(lambda: served_by(ferryman, HOST, "/") == "a", 10, "allowed")
     assert ferryman.get(HOST, "/?delay=2").status == 504
     assert ferryman.reloads() == 1
+
+
+def test_proxy_set_headers_and_add_header(ferryman: Ferryman, backends: Backends) -> None:
+    start(
+        ferryman,
+        backends,
+        annotated(
+            {
+                "nginx.org/proxy-set-headers": "X-Tenant: blue, X-Forwarded-Host",
+                "nginx.org/add-header": "X-Frame-Options: DENY, X-Served: yes: always",
+            }
+        ),
+    )
+    r = ferryman.get(HOST, "/", headers={"X-Forwarded-Host": "outside.test"})
+    seen = r.json()["headers"]
+    assert seen["x-tenant"] == "blue"
+    assert seen["x-forwarded-host"] == "outside.test"  # the client's own, as NIC's $http_
+    assert (r.headers["x-frame-options"], r.headers["x-served"]) == ("DENY", "yes")
+    ferryman.write("doc0", annotated({"nginx.org/add-header": "X-Bad: $host"}))
+    eventually(lambda: last(ferryman)["reason"] == "Rejected", 10, "rejected")
+    assert "invalid character in header value: $" in last(ferryman)["message"]

@@ -103,6 +103,8 @@ class IngressOptions:
     basic_auth_secret: str | None = None
     basic_auth_realm: str = ""
     path_regex: str | None = None
+    set_headers: tuple[tuple[str, str], ...] = ()  # proxy-set-headers: (name, value)
+    add_headers: tuple[tuple[str, str, bool], ...] = ()  # add-header: (name, value, always)
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -217,6 +219,8 @@ def ingress_options(
         basic_auth_secret=_str_or_none(get("basic-auth-secret", None)),
         basic_auth_realm=str(get("basic-auth-realm", "")),
         path_regex=_str_or_none(get("path-regex", None)),
+        set_headers=_pairs(get("proxy-set-headers", ())),
+        add_headers=_triples(get("add-header", ())),
     )
     return options, warnings
 
@@ -247,3 +251,15 @@ def _services(value: object) -> frozenset[str]:
 
 def _mapping(value: object) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _pairs(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, tuple):
+        return ()
+    return tuple((str(n), str(v)) for n, v in value)
+
+
+def _triples(value: object) -> tuple[tuple[str, str, bool], ...]:
+    if not isinstance(value, tuple):
+        return ()
+    return tuple((str(n), str(v), bool(a)) for n, v, a in value)

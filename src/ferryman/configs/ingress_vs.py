@@ -249,6 +249,8 @@ def ingress_vs_routing(
         enforced = items.reference(part.policies)
         hide = "^".join(b64(n) for n in o.hide_headers)
         passed = "^".join(b64(n) for n in o.pass_headers)
+        set_headers = "^".join(f"{b64(n)}~{b64(v)}" for n, v in o.set_headers)
+        add = "^".join(f"{b64(n)}~{b64(v)}~{int(a)}" for n, v, a in o.add_headers)
         for loc in _locations(part.ing, host, o):
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
             keys.add(key)
@@ -267,7 +269,7 @@ def ingress_vs_routing(
             head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
             fast_locations.append(f"{head} f 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
-            action = f"p.{upstreams[upstream]}.{rewrite}...{hide}..{passed}."
+            action = f"p.{number}.{rewrite}.{set_headers}.{add}.{hide}..{passed}."
             proxies = "1" if loc.proxies else "0"
             fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
             if not o.proxy_buffering:

@@ -52,6 +52,7 @@ _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _UINT = re.compile(r"\+?[0-9]+", re.ASCII)
 _PROXY_BUFFERS = re.compile(r"([0-9]+) ([0-9]+)([kKmM]?)", re.ASCII)
 _REWRITE_PATH = re.compile(r"/[^\s{};$]*")
+_ESCAPED = re.compile(r'([^"\\]|\\.)*', re.S)
 _NEXT_UPSTREAM = frozenset(
     [
         "error",
@@ -227,6 +228,60 @@ def parse_mergeable(value: str) -> str:
     return value
 
 
+def _header_value(value: str) -> None:
+    """NIC's ValidateAddHeaderValue."""
+    if "\n" in value or "\r" in value:
+        raise BadValue("value must not contain newline or carriage-return characters")
+    if "$" in value:
+        raise BadValue("invalid character in header value: $")
+    if not _ESCAPED.fullmatch(value):
+        raise BadValue(
+            nic_rules.regex_error(
+                "must have all '\"' (double quotes) escaped and must not end with an "
+                "unescaped '\\' (backslash)",
+                r'([^"\\]|\\.)*',
+            )
+        )
+
+
+def parse_set_headers(value: str) -> tuple[tuple[str, str], ...]:
+    """NIC's proxy-set-headers: ``Name[: value]``, ``,``-separated; a name alone
+    sends the client's own header (``$http_<name>``)."""
+    out = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        name, sep, raw = entry.partition(":")
+        name = name.strip()
+        if not name:
+            raise BadValue("empty header name")
+        for msg in nic_rules.http_header_name(name):
+            raise BadValue(msg)
+        if sep:
+            _header_value(raw.strip())
+            out.append((name, raw.strip()))
+        else:
+            out.append((name, "${http_" + name.lower().replace("-", "_") + "}"))
+    return tuple(out)
+
+
+def parse_add_headers(value: str) -> tuple[tuple[str, str, bool], ...]:
+    """NIC's add-header: ``Name: value[: always]``, ``,``-separated."""
+    out = []
+    for entry in value.split(","):
+        parts = [p.strip() for p in entry.strip().split(":", 2)]
+        if not parts[0]:
+            raise BadValue("empty header name")
+        for msg in nic_rules.http_header_name(parts[0]):
+            raise BadValue(msg)
+        header = parts[1] if len(parts) >= 2 else ""
+        _header_value(header)
+        flag = parts[2] if len(parts) == 3 else ""
+        if flag and flag.lower() != "always":
+            raise BadValue(f'invalid flag "{flag}": must be "always" or empty')
+        out.append((parts[0], header, flag.lower() == "always"))
+    return tuple(out)
+
+
 def _text(value: str) -> str:
     return value
 
@@ -290,13 +345,13 @@ KNOWN: Mapping[str, Known] = {
     "path-regex": Known(parse_path_regex, required=False),
     "use-cluster-ip": Known(parse_bool, required=False),
     "policies": Known(_text),
+    "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
+    "add-header": Known(lambda v: parse_add_headers(v)),
 }
 # Known to NIC (validated or read), recognised here, applied by no part of ferryman
 # yet: accepted (not validated) with a Warning naming them (``configs/ingress_options.py``).
 OTHER_NIC = frozenset(
     [
-        "proxy-set-headers",
-        "add-header",
         "add-header-inherit",
         "rewrite-target",
         "sticky-cookie-services",
@@ -394,7 +449,6 @@ def _check(
 
 
 _REGEX_PATH = re.compile(r"/[^\s;]*")
-_ESCAPED = re.compile(r'([^"\\]|\\.)*', re.S)
 _BRACES = re.compile(r"\{(.*?)\}")
 _ILLEGAL = re.compile(r"^/etc/|^/root(?:/|$)|^/var(?:/|$)|\\n|\\r$")
 
