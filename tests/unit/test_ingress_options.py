@@ -96,7 +96,7 @@ def test_valid_values_and_unknown_annotations() -> None:
             "nginx.org/lb-method": "hash $request_uri consistent",
             "nginx.org/proxy-next-upstream": "error timeout http_502",
             "nginx.org/proxy-reed-timeout": "1s",
-            "nginx.org/add-header": "X: y",  # NIC's, not applied: ingress_options warns
+            "nginx.org/rewrite-target": "/x",  # NIC's, not applied: ingress_options warns
             "example.com/other": "x",
         },
         frozenset(),
@@ -131,7 +131,7 @@ def test_not_per_request_values_warn() -> None:
             "nginx.org/proxy-buffer-size": "16k",
             "nginx.org/location-snippets": "deny all;",
             "nginx.org/listen-ports": "8080",
-            "nginx.org/add-header": "X: y",
+            "nginx.org/rewrite-target": "/x",
         },
         {},
     )
@@ -141,7 +141,7 @@ def test_not_per_request_values_warn() -> None:
         "proxy_buffer_size",
         "snippets",
         "listen-ports",
-        "nginx.org/add-header: not implemented",
+        "nginx.org/rewrite-target: not implemented",
     ):
         assert part in text
 
