@@ -46,7 +46,8 @@ RUN apt-get update \
       python3 ca-certificates \
  && rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled/default
 
-COPY --from=module /usr/lib/nginx/modules/ngx_http_ferryman_module.so /usr/lib/nginx/modules/
+COPY --from=module /usr/lib/nginx/modules/ngx_http_ferryman_module.so \
+     /usr/lib/nginx/modules/ngx_stream_ferryman_module.so /usr/lib/nginx/modules/
 COPY --from=python /opt/ferryman /opt/ferryman
 
 RUN useradd --system --uid 101 --user-group --home-dir /var/lib/ferryman ferryman \

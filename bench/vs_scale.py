@@ -14,10 +14,13 @@ a rateLimit Policy of its own namespace, keyed by client address).
   its ``/p0`` answers 200 (p50/p99 of ``--samples``), and the reloads that took;
 - throughput: wrk on ``/split`` and on ``/limited`` of one VirtualServer, each
   against a hand-written NGINX configuration doing the same with
-  ``split_clients`` and ``limit_req`` (same rate, burst and key), back to back
-  per round, the order rotating; the ratio is the median of the rounds' ratios.
-  The rate is high enough that neither side rejects: the cost measured is the
-  accounting, as it is on a route that is not over its limit.
+  ``split_clients`` and ``limit_req`` (same rate, burst and key). A round gives
+  each side ``--seconds`` one-second slices, alternating (the order rotating),
+  so that both see the same load from whatever else shares the machine; the
+  ratio is the median of the rounds' ratios. The rate is high enough that
+  neither side rejects: the cost measured is the accounting, as it is on a
+  route that is not over its limit. ``/limited`` is served by
+  ngx_http_ferryman_module's own limiter (its only policy is a rate limit).
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from bench.processes import (
 from bench.run import WARM_UP_SECONDS, _percentile, _wait
 
 RATE = "1000000r/s"  # neither side rejects at the rates 2 cores reach
+# One wrk run per slice: background load on a shared machine changes within
+# seconds, so the sides alternate at this grain rather than a run each.
+SLICE_SECONDS = 1
 BURST = 10000  # NGINX counts in whole milliseconds: a burst absorbs one tick's requests
 
 
@@ -188,14 +194,21 @@ def throughput(
         rps: dict[str, list[float]] = {name: [] for name in targets}
         cpu_us: dict[str, list[float]] = {name: [] for name in targets}
         for i in range(rounds):
-            for name in sorted(targets, reverse=i % 2 == 1):
-                target_port, pid = targets[name]
-                before = cpu_seconds(pid)
-                run = wrk(f"http://127.0.0.1:{target_port}{path}/x", "vs0.bench.test", seconds)
-                if run["non_2xx"]:
-                    raise RuntimeError(f"{name} {path}: {run['non_2xx']:.0f} non-2xx answers")
-                rps[name].append(run["rps"])
-                cpu_us[name].append((cpu_seconds(pid) - before) / (run["rps"] * seconds) * 1e6)
+            requests = dict.fromkeys(targets, 0.0)
+            cpu = dict.fromkeys(targets, 0.0)
+            for s in range(seconds):
+                for name in sorted(targets, reverse=(i + s) % 2 == 1):
+                    target_port, pid = targets[name]
+                    before = cpu_seconds(pid)
+                    url = f"http://127.0.0.1:{target_port}{path}/x"
+                    run = wrk(url, "vs0.bench.test", SLICE_SECONDS)
+                    if run["non_2xx"]:
+                        raise RuntimeError(f"{name} {path}: {run['non_2xx']:.0f} non-2xx answers")
+                    requests[name] += run["rps"] * SLICE_SECONDS
+                    cpu[name] += cpu_seconds(pid) - before
+            for name in targets:
+                rps[name].append(requests[name] / (seconds * SLICE_SECONDS))
+                cpu_us[name].append(cpu[name] / requests[name] * 1e6)
         ratios = [a / b for a, b in zip(rps["ferryman"], rps["hand_written"], strict=True)]
         out[path] = {
             "ferryman_rps": round(statistics.median(rps["ferryman"])),

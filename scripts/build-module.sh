@@ -12,6 +12,9 @@ ngx_src=/usr/share/nginx/src
 hash=$( (cat "$src/config" "$src"/*.c "$src"/*.h "$0" "$ngx_src/conf_flags"; nginx -v 2>&1) | sha256sum | cut -c1-16)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/ferryman/nginx-module-$hash"
 so=ngx_http_ferryman_module.so
+# TransportServers' stream balancer, built from the same config (its own .so:
+# see the module's config file).
+stream_so=ngx_stream_ferryman_module.so
 
 if [ ! -e "$cache/$so" ]; then
   echo "build-module: building $so against $(nginx -v 2>&1)" >&2
@@ -23,16 +26,21 @@ if [ ! -e "$cache/$so" ]; then
     # shellcheck disable=SC1091
     . ./conf_flags
     # NGINX's own flags: --with-compat makes the module loadable by Debian's binary.
-    ./configure "${NGX_CONF_FLAGS[@]}" --with-cc-opt="-O2 -fPIC -Wall -Werror" \
+    # The stream flags are those of Debian's libnginx-mod-stream (nginx -V):
+    # they make the stream headers available to ngx_stream_ferryman_module.
+    ./configure "${NGX_CONF_FLAGS[@]}" --with-stream=dynamic --with-stream_ssl_module \
+      --with-stream_ssl_preread_module --with-stream_realip_module --with-cc-opt="-O2 -fPIC -Wall -Werror" \
       --with-ld-opt="-Wl,-z,relro -Wl,-z,now -fPIC" --add-dynamic-module="$src" >build.log 2>&1 \
       || { cat build.log >&2; exit 1; }
-    make -f objs/Makefile modules >>build.log 2>&1 || { cat build.log >&2; exit 1; }
+    make -f objs/Makefile "objs/$so" "objs/$stream_so" >>build.log 2>&1 || { cat build.log >&2; exit 1; }
   )
   mkdir -p "$cache"
+  cp "$work/nginx/objs/$stream_so" "$cache/$stream_so"
   cp "$work/nginx/objs/$so" "$cache/$so.tmp"
   mv "$cache/$so.tmp" "$cache/$so"
 fi
 
+for so in "$stream_so" "$so"; do
 if ! cmp -s "$cache/$so" "$modules_dir/$so"; then
   SUDO=""; [ -w "$modules_dir" ] || SUDO="sudo"
   # A whole new file renamed over the old name: NGINX processes running with
@@ -43,3 +51,4 @@ if ! cmp -s "$cache/$so" "$modules_dir/$so"; then
   $SUDO install -m 0644 "$cache/$so" "$tmp"
   $SUDO mv -f "$tmp" "$modules_dir/$so"
 fi
+done

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write the CRDs of NIC's VirtualServer, VirtualServerRoute and Policy.
+"""Write the CRDs of NIC's VirtualServer, VirtualServerRoute, Policy, TransportServer
+and GlobalConfiguration.
 
 Usage: .venv/bin/python scripts/nic-crds.py
 Writes deploy/crds/k8s.nginx.org_*.yaml and charts/ferryman/crds/ from

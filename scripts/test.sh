@@ -12,6 +12,8 @@ export PATH="$HOME/.local/bin:$PATH"
 # timeout would cut a cold build short); warm runs find them cached by input hash.
 tools/testapiserver/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
+# The Gateway API conformance suite and echo-basic for tests/gateway (about 1.5 min cold).
+tools/conformance/build.sh >/dev/null
 # The same for the container image tests/container runs (podman on a debootstrap base).
 ./scripts/build-image.sh >/dev/null
 # Angie from ../shared/vendor for the Angie flavour's tests (cached by the archive's hash).

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ferryman import collector
+from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.controller import Controller
@@ -72,6 +73,10 @@ LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
 # optional: without it the Lua balancer serves the fast path, more slowly.
 FAST_MODULE = "ngx_http_ferryman_module.so"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so", FAST_MODULE)
+# TransportServers' balancer (built beside FAST_MODULE): it calls into
+# FAST_MODULE's zone, so it is loaded after it and only with it, and only when
+# TransportServers are wanted (--global-configuration, --enable-tls-passthrough).
+STREAM_MODULE = "ngx_stream_ferryman_module.so"
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -97,6 +102,14 @@ def main_config(
 ) -> MainConfig:
     modules_dir = _checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
     modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
+    stream = (
+        bool(settings.global_configuration or settings.tls_passthrough)
+        and str(modules_dir / FAST_MODULE) in modules
+        and str(modules_dir / "ngx_stream_module.so") in modules
+        and (modules_dir / STREAM_MODULE).exists()
+    )
+    if stream:
+        modules += (str(modules_dir / STREAM_MODULE),)
     return MainConfig(
         state_dir=str(paths.state_dir),
         endpoints_socket=str(paths.endpoints_socket),
@@ -118,6 +131,9 @@ def main_config(
         public=public,
         compute_full_forwarded_for=settings.compute_full_forwarded_for,
         strict_request_paths=settings.strict_request_paths,
+        stream=stream,
+        # Beside latency.sock, in the state dir NGINX's workers can traverse.
+        tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
     )
 
 
@@ -138,17 +154,40 @@ class _Flavour:
 
         return AngieRenderer()
 
-    def main(self, user: str | None, *, public: bool) -> str:
+    def main(self, user: str | None, *, public: bool, tuning: Tuning | None = None) -> str:
         main = main_config(self.settings, self.paths, user, public=public)
+        if tuning is not None:
+            main = replace(main, tuning=tuning)
         if self.angie:
             # No Lua: Angie loads no dynamic modules.
             return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
         return self.renderer.main(main)
 
+    def stream(self, user: str | None) -> bool:
+        """nginx.conf has the stream block TransportServers need (never with Angie)."""
+        return not self.angie and main_config(self.settings, self.paths, user, public=True).stream
+
+    def tls_socket(self, user: str | None) -> str:
+        """Where ferryman's HTTPS server listens behind TLS passthrough ("": none)."""
+        if self.angie:
+            return ""
+        return main_config(self.settings, self.paths, user, public=True).tls_socket
+
     def config_version(self, socket: str, version: int) -> str:
         if self.angie:
             return self.angie_renderer.config_version(socket, version)
         return self.renderer.config_version(socket, version)
+
+    def configmap(self, user: str | None) -> ConfigMapState | None:
+        """--nginx-configmaps: its keys, rendering the public configuration."""
+        if self.settings.nginx_configmap is None:
+            return None
+        namespace, name = self.settings.nginx_configmap
+
+        def render(tuning: Tuning) -> dict[str, str]:
+            return {self.main_file: self.main(user, public=True, tuning=tuning)}
+
+        return ConfigMapState(namespace, name, render)
 
 
 def _paths(data_plane: str, state_dir: Path) -> Paths:
@@ -322,7 +361,8 @@ async def _run(
     if uid is not None and not _traversable_by_others(paths.state_dir):
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
-            "to disk and latency metrics will fail; make its parents world-executable",
+            "to disk, latency metrics and TLS passthrough's hop to HTTPS will fail; make "
+            "its parents world-executable",
             extra={"fields": {"state_dir": str(paths.state_dir)}},
         )
     # Made while NGINX starts and the sources list: only the public listeners need it.
@@ -396,15 +436,18 @@ async def _run(
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
-        virtual_servers=not flavour.angie,
+        virtual_servers=not flavour.angie, configmap=flavour.configmap(user),
+        stream=flavour.stream(user), tls_socket=flavour.tls_socket(user),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
-    # reload that failed keeps it false until a retry succeeds.
+    # reload that failed keeps it false until a retry succeeds. (The ConfigMap
+    # renders it otherwise: anything but the bootstrap is public.)
     public = flavour.main(user, public=True)
     started = False
 
     def ready() -> bool:
-        return started and controller.applied_file(flavour.main_file) == public
+        applied = controller.applied_file(flavour.main_file)
+        return started and applied is not None and applied != bootstrap_main
 
     # Angie's counters come from its /status/ API; NGINX's from stub_status.
     async def nginx_counters() -> dict[str, int] | None:
@@ -592,7 +635,8 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        virtual_servers=not flavour.angie,
+        virtual_servers=not flavour.angie, configmap=flavour.configmap(None),
+        stream=flavour.stream(None), tls_socket=flavour.tls_socket(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")

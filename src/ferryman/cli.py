@@ -76,11 +76,32 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "--ingress-class", default="ferryman", metavar="NAME", help="IngressClass to serve"
     )
     p.add_argument(
+        "--global-configuration",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="NIC's GlobalConfiguration: the TCP/UDP listeners TransportServers use "
+        "(default: none)",
+    )
+    p.add_argument(
+        "--enable-tls-passthrough",
+        action="store_true",
+        help="TransportServers on the built-in tls-passthrough listener: TLS connections "
+        "on the HTTPS port go by SNI name to their backends, undecrypted",
+    )
+    p.add_argument(
         "--nginx-modules-dir",
         type=Path,
         default=Path("/usr/lib/nginx/modules"),
         metavar="DIR",
         help="where NGINX's dynamic modules (Lua, stream, ngx_http_ferryman_module) are",
+    )
+    p.add_argument(
+        "--nginx-configmaps",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="NIC's ConfigMap of NGINX settings (worker-processes, log-format, "
+        "proxy-read-timeout, ...; docs/operations.md lists the keys); in manifests mode "
+        "read from DIR (default: none)",
     )
     p.add_argument(
         "--data-plane",
@@ -418,6 +439,9 @@ def main(argv: list[str] | None = None) -> int:
             ingress_class=args.ingress_class,
             nginx_modules_dir=args.nginx_modules_dir,
             angie_dns_port=args.angie_dns_port,
+            nginx_configmap=args.nginx_configmaps,
+            global_configuration=args.global_configuration,
+            tls_passthrough=args.enable_tls_passthrough,
         )
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
@@ -483,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
         angie_dns_port=args.angie_dns_port,
         compute_full_forwarded_for=args.compute_full_forwarded_for,
         strict_request_paths=args.strict_request_paths,
+        global_configuration=args.global_configuration,
+        tls_passthrough=args.enable_tls_passthrough,
         shared_dict_size=args.records_memory_size,
         max_record_bytes=args.max_record_bytes,
         allowed_host_suffixes=args.allowed_host_suffixes,
@@ -490,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
         readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
         readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
+        nginx_configmap=args.nginx_configmaps,
     )
     try:
         return asyncio.run(app.run(settings, args.data_plane))

@@ -25,20 +25,25 @@ from collections.abc import Iterable
 
 from ferryman.resources.ingress import Ingress
 from ferryman.resources.meta import ObjectRef
+from ferryman.resources.transportserver import TransportServer
 from ferryman.resources.virtualserver import VirtualServer
 
 AgeKey = tuple[bool, str, str, str, str]
 # What claims hosts: an Ingress (its rules' hosts) or a VirtualServer (its host).
-Claimant = Ingress | VirtualServer
+# A TLS passthrough TransportServer claims its host too (transport_servers.py).
+Claimant = Ingress | VirtualServer | TransportServer
+Aged = Claimant
 
 
-def age_key(res: Claimant) -> AgeKey:
+def age_key(res: Aged) -> AgeKey:
     ts = res.meta.creation_timestamp
     # The kind last: only two resources of different kinds with one name tie before it.
     return (ts is None, ts or "", res.meta.namespace, res.meta.name, _kind(res))
 
 
-def _kind(res: Claimant) -> str:
+def _kind(res: Aged) -> str:
+    if isinstance(res, TransportServer):
+        return "TransportServer"
     return "VirtualServer" if isinstance(res, VirtualServer) else "Ingress"
 
 

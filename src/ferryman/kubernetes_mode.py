@@ -67,6 +67,7 @@ class KubernetesMode:
             settings.watch_namespaces,
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
             settings.ingress_class,
+            settings.nginx_configmap,
         )
         self.reporter = KubernetesReporter(self.client, store.uid)
         self.elector = LeaderElector(

@@ -241,6 +241,13 @@ class Metrics:
             "Number of handled VirtualServer resources",
             registry=r,
         )
+        # NIC's: served TransportServers by type (passthrough, tcp, udp).
+        self.transportserver_resources = Gauge(
+            f"{NIC}_transportserver_resources_total",
+            "Number of handled TransportServer resources",
+            ["type"],
+            registry=r,
+        )
         self.virtualserverroute_resources = Gauge(
             f"{NIC}_virtualserverroute_resources_total",
             "Number of handled VirtualServerRoute resources",

@@ -55,6 +55,12 @@ class Settings:
     # Request hygiene (docs/operations.md, "Requests and headers").
     compute_full_forwarded_for: bool = True
     strict_request_paths: bool = False
+    # NIC's --global-configuration (namespace, name): the TCP/UDP listeners
+    # TransportServers use; None: none.
+    global_configuration: tuple[str, str] | None = None
+    # NIC's --enable-tls-passthrough: TransportServers on the built-in
+    # tls-passthrough listener, sharing the HTTPS port by SNI.
+    tls_passthrough: bool = False
     # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
     # 0 picks a free one at start, so instances sharing a machine cannot collide.
     angie_dns_port: int = 0
@@ -84,6 +90,9 @@ class Settings:
     # The Node this replica runs on (NODE_NAME, from the downward API): its
     # readiness fails while that Node's Machine is being deleted.
     node_name: str = ""
+    # --nginx-configmaps: NIC's nginx-config ConfigMap (namespace, name) whose keys
+    # tune nginx.conf and give every route its defaults (configs/configmap.py).
+    nginx_configmap: tuple[str, str] | None = None
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

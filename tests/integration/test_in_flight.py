@@ -162,8 +162,11 @@ def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
     with _held(ferryman, pod, 2):
         _ingress(ferryman, other)
         eventually(lambda: ferryman.get(HOST, "/").served_by == "other", 10, "pod out")
+        # The last of those requests is answered before NGINX frees it (and
+        # Writing counts it until then): under load the first reading can
+        # still include it, an over-count, which is the safe side.
+        eventually(lambda: ferryman.metrics()[REPLICA_GAUGE] == 2, 5, "2 through the replica")
         m = ferryman.metrics()
-        assert m[REPLICA_GAUGE] == 2
         if ferryman.flavour == "nginx":
             reading = in_flight(ferryman)
             assert dict(reading.peers) == {_peer(pod): 2}
@@ -174,7 +177,7 @@ def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
             assert m[MEASURED_GAUGE] == 0
             assert _gauges(ferryman)[0] == {}
     assert eventually(lambda: ferryman.metrics()[MEASURED_GAUGE] == 1, 10, "measured again")
-    assert _gauges(ferryman) == ({}, 0)
+    assert eventually(lambda: _gauges(ferryman) == ({}, 0), 5, "the gauges at 0")
 
 
 def test_without_the_module_peers_are_not_measured(

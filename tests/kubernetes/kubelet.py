@@ -25,8 +25,14 @@ is the missing node agent. It
   after failureThreshold failures, also while the pod terminates. Without a
   probe the container is ready once the process says it serves.
 
+With ``pod_netns=True`` each pod gets a network namespace of its own, joined to
+the node's by a veth on a bridge there (servers that bind every address, such as
+Gateway API's echo-basic, cannot share one), and ``secret`` and ``configMap``
+volumes are written to a directory per pod, with env values under a volume's
+``mountPath`` pointed there.
+
 Not done: container restarts (a process that exits leaves the pod running but
-not ready), liveness and startup probes, exec probes and preStop hooks,
+not ready), liveness and startup probes, exec probes and preStop hooks, other
 volumes; pods are never evicted.
 
 Needs root and iproute2. Not thread-safe to drive from several threads; a
@@ -35,6 +41,7 @@ test uses ``start()``/``stop()`` (or the ``kubelet`` fixture).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import os
@@ -57,7 +64,7 @@ from lightkube import Client
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.decoders import decode_object, decode_watch_event
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import ConfigMap, Node, Pod, Secret
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +95,7 @@ class _Run:
     ip: str
     proc: subprocess.Popen[str]
     started_at: str
+    netns: str | None = None  # its own network namespace (pod_netns)
     ready: bool = False
     exited: bool = False
     terminating: bool = False
@@ -117,6 +125,7 @@ class Kubelet:
         index: int = 0,
         command: Command = echo_command,
         bind: bool = True,
+        pod_netns: bool = False,
     ) -> None:
         n = os.getpid() % 250 + 1
         self.node = node
@@ -125,7 +134,10 @@ class Kubelet:
         # False: run only pods created with spec.nodeName here (a second Node
         # in a test must not take pods meant for the first).
         self.bind = bind
+        self.pod_netns = pod_netns
+        self._pod_seq = 0
         self.netns = f"fm-node-{os.getpid()}-{index}"
+        self.bridge = f"fmb{os.getpid()}x{index}"[:15]
         self.host_if = f"fnh{os.getpid()}x{index}"[:15]
         self.peer_if = f"fnp{os.getpid()}x{index}"[:15]
         prefix = f"10.{232 + index}.{n}"
@@ -168,6 +180,8 @@ class Kubelet:
         for run in self._runs.values():
             run.proc.kill()
             run.proc.wait()
+            if run.netns:
+                subprocess.run(["ip", "netns", "del", run.netns], capture_output=True)
         self._runs.clear()
         with contextlib.suppress(ApiError):
             self._client.delete(Node, self.node)
@@ -182,9 +196,32 @@ class Kubelet:
         _ip("addr", "add", f"{self.host_address}/24", "dev", self.host_if)
         _ip("link", "set", self.host_if, "up")
         inside = ("netns", "exec", self.netns, "ip")
-        _ip(*inside, "addr", "add", f"{self.node_address}/24", "dev", self.peer_if)
         _ip(*inside, "link", "set", self.peer_if, "up")
         _ip(*inside, "link", "set", "lo", "up")
+        if self.pod_netns:
+            # One L2 segment: this machine's link and every pod's veth on a bridge.
+            _ip(*inside, "link", "add", self.bridge, "type", "bridge")
+            _ip(*inside, "link", "set", self.peer_if, "master", self.bridge)
+            _ip(*inside, "link", "set", self.bridge, "up")
+            _ip(*inside, "addr", "add", f"{self.node_address}/24", "dev", self.bridge)
+        else:
+            _ip(*inside, "addr", "add", f"{self.node_address}/24", "dev", self.peer_if)
+
+    def _create_pod_network(self, ip: str) -> str:
+        """A network namespace with ``ip`` on a veth whose other end is on the bridge."""
+        self._pod_seq += 1
+        ns = f"fm-pod-{os.getpid()}-{self._pod_seq}"
+        outer = f"fmv{os.getpid() % 100000}x{self._pod_seq}"[:15]
+        _ip("netns", "add", ns)
+        _ip("-n", self.netns, "link", "add", outer, "type", "veth", "peer", "name", "eth0",
+            "netns", ns)  # fmt: skip
+        _ip("-n", self.netns, "link", "set", outer, "master", self.bridge)
+        _ip("-n", self.netns, "link", "set", outer, "up")
+        _ip("-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", ns, "route", "add", "default", "via", self.node_address)
+        return ns
 
     def _register_node(self) -> None:
         node = Node.from_dict(
@@ -322,7 +359,11 @@ class Kubelet:
 
     def _start_pod(self, key: str, pod: dict[str, Any]) -> _Run:
         ip = self._free.pop(0)
-        _ip("netns", "exec", self.netns, "ip", "addr", "add", f"{ip}/24", "dev", self.peer_if)
+        if self.pod_netns:
+            netns = self._create_pod_network(ip)
+        else:
+            netns = self.netns
+            _ip("netns", "exec", self.netns, "ip", "addr", "add", f"{ip}/24", "dev", self.peer_if)
         containers = pod["spec"]["containers"]
         ports = [
             p["containerPort"]
@@ -342,14 +383,17 @@ class Kubelet:
                         "status.podIP": ip,
                         "spec.nodeName": self.node,
                     }.get(path, "")
+        if self.pod_netns:
+            self._mount_volumes(key, pod, env)
         log = (self.workdir / f"{key.replace('/', '_')}.log").open("a")
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.netns, *self.command(pod, ip, ports)],
+            ["ip", "netns", "exec", netns, *self.command(pod, ip, ports)],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
             text=True,
         )  # fmt: skip
         log.close()
         run = _Run(uid=pod["metadata"]["uid"], ip=ip, proc=proc, started_at=_now())
+        run.netns = netns if self.pod_netns else None
         self._runs[key] = run
         probe = containers[0].get("readinessProbe")
         threading.Thread(target=self._follow, args=(key, run, probe is None), daemon=True).start()
@@ -358,6 +402,41 @@ class Kubelet:
                 target=self._probe, args=(key, run, probe, containers[0]), daemon=True
             ).start()
         return run
+
+    def _mount_volumes(self, key: str, pod: dict[str, Any], env: dict[str, str]) -> None:
+        """Write the pod's secret and configMap volumes under the workdir; an env
+        value under a volume's mountPath is pointed at the written copy."""
+        namespace = pod["metadata"]["namespace"]
+        sources: dict[str, Path] = {}
+        for volume in pod["spec"].get("volumes") or []:
+            target = self.workdir / "volumes" / key.replace("/", "_") / volume["name"]
+            target.mkdir(parents=True, exist_ok=True)
+            if "secret" in volume:
+                source = volume["secret"]
+                obj = self._client.get(Secret, source["secretName"], namespace=namespace)
+                files = {k: base64.b64decode(v) for k, v in (obj.data or {}).items()}
+            elif "configMap" in volume:
+                source = volume["configMap"]
+                cm = self._client.get(ConfigMap, source["name"], namespace=namespace)
+                files = {k: v.encode() for k, v in (cm.data or {}).items()}
+            else:
+                continue
+            # ``items`` projects chosen keys to paths of their own; else every key.
+            paths = {i["key"]: i["path"] for i in source.get("items") or []} or {
+                k: k for k in files
+            }
+            for name, path in paths.items():
+                (target / path).parent.mkdir(parents=True, exist_ok=True)
+                (target / path).write_bytes(files[name])
+            sources[volume["name"]] = target
+        for c in pod["spec"]["containers"]:
+            for m in c.get("volumeMounts") or []:
+                if (where := sources.get(m["name"])) is None:
+                    continue
+                mount = m["mountPath"].rstrip("/")
+                for name, value in list(env.items()):
+                    if value == mount or value.startswith(mount + "/"):
+                        env[name] = str(where) + value[len(mount) :]
 
     def _follow(self, key: str, run: _Run, ready_when_serving: bool) -> None:
         assert run.proc.stdout is not None
@@ -406,6 +485,11 @@ class Kubelet:
         if run.proc.poll() is None:
             run.proc.kill()
             run.proc.wait()
+        if run.netns:
+            subprocess.run(["ip", "netns", "del", run.netns], capture_output=True)
+            self._free.append(run.ip)
+            self._runs.pop(key, None)
+            return
         subprocess.run(
             ["ip", "netns", "exec", self.netns, "ip", "addr", "del", f"{run.ip}/24", "dev",
              self.peer_if], capture_output=True,

@@ -94,6 +94,8 @@ def _run_with_deploy_rbac(
     apply(kube, *service_with_backends("app", [backends.start("pod")], namespace="rbac-app"))
     apply(kube, ingress("web", [rule("rbac.test", path("/", "app"))], namespace="rbac-app"))
     tls = ["--report-ingress-status", "--ingress-address", "192.0.2.30", "--readiness-gates"]
+    # configmap.yaml, read through rbac.yaml's Role (start-up waits for its list).
+    tls += ["--nginx-configmaps", "ferryman/nginx-config"]
     f = Ferryman(
         tmp_path / "sa",
         extra_args=tls + _webhook_args(),

@@ -76,6 +76,8 @@ EVERYTHING: dict[str, Any] = {
     "controller.enableLatencyMetrics": True,
     "controller.computeFullForwardedFor": False,
     "controller.strictRequestPaths": True,
+    "controller.globalConfiguration": "ingress/listeners",
+    "controller.enableTlsPassthrough": True,
     "controller.httpPort": 8000,
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
@@ -85,6 +87,8 @@ EVERYTHING: dict[str, Any] = {
     "readinessGateWebhook.failurePolicy": "Fail",
     "readinessGateWebhook.timeoutSeconds": 3,
     "readinessGateWebhook.certSecret": "my-cert",
+    "controller.config.name": "my-config",
+    "controller.config.entries": {"worker-processes": 2, "http2": True, "log-format": "$a 'b'"},
 }
 
 _names = itertools.count()
@@ -181,7 +185,9 @@ def test_the_chart_installs_the_nic_crds(helm_binary: Path) -> None:
         yaml.safe_load(p.read_text()) for p in sorted(ROOT.glob("deploy/crds/k8s.nginx.org_*"))
     ]
     assert sorted(c["metadata"]["name"] for c in crds) == [
+        "globalconfigurations.k8s.nginx.org",
         "policies.k8s.nginx.org",
+        "transportservers.k8s.nginx.org",
         "virtualserverroutes.k8s.nginx.org",
         "virtualservers.k8s.nginx.org",
     ]
@@ -236,6 +242,10 @@ def test_template_defaults(helm_binary: Path) -> None:
             # The replicas' readiness gate reports (gated routing, on with the webhook).
             "Role",
             "RoleBinding",
+            # --nginx-configmaps: the ConfigMap and the Role reading it.
+            "ConfigMap",
+            "Role",
+            "RoleBinding",
         ]
     )
     name = f"{RELEASE}-ferryman"
@@ -271,7 +281,7 @@ def test_template_defaults(helm_binary: Path) -> None:
         assert flag in args, (flag, args)
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
     off = ("--health-status", "--nginx-status", "--enable-latency-metrics", "--worker-shutdown")
-    off += ("--strict-request-paths",)
+    off += ("--strict-request-paths", "--global-configuration", "--enable-tls-passthrough")
     assert not [a for a in args if a.startswith(off)]
 
     deployment = _one(docs, "Deployment", name)
@@ -527,6 +537,10 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert (parsed.machine_lifecycle_hooks, parsed.machine_drain_timeout) == ("openshift", 90)
     env = {e["name"]: e.get("valueFrom") for e in _container(docs)["env"]}
     assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+
+    assert parsed.nginx_configmaps == ("ingress", "my-config")
+    data = _one(docs, "ConfigMap", "my-config")["data"]
+    assert data == {"worker-processes": "2", "http2": "true", "log-format": "$a 'b'"}
 
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}

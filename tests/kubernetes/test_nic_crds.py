@@ -50,7 +50,7 @@ _names = itertools.count()
 @pytest.fixture(scope="module")
 def kube(apiserver: APIServer) -> Iterator[Client]:
     client = apiserver.client()
-    assert len(CRDS) == 3
+    assert len(CRDS) == 5  # and TransportServer, GlobalConfiguration
     install_crds(client, *CRDS)
 
     def served() -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ferryman.configs.configmap import ConfigMapState
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
@@ -25,9 +26,11 @@ class Kit:
         tmp: Path,
         dataplane: FakeDataPlane | None = None,
         on_gates_applied: Callable[[], None] | None = None,
+        configmap: ConfigMapState | None = None,
         **settings: Any,
     ) -> None:
-        """``settings``: Settings fields to set (``max_record_bytes=...``)."""
+        """``settings``: Settings fields to set (``max_record_bytes=...``);
+        ``configmap``: the --nginx-configmaps keys and what they render."""
         self.store = Store()
         self.queue: WorkQueue[ObjectRef] = WorkQueue()
         self.dataplane = dataplane or FakeDataPlane()
@@ -53,6 +56,7 @@ class Kit:
             lambda ref, addresses: self.statuses.append((ref, addresses)),
             on_gates_applied=on_gates_applied,
             resource_status=self._resource_status,
+            configmap=configmap,
         )
         self.sink = QueueingSink(self.store, self.queue)
 

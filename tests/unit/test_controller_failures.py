@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-import ferryman.controller
 import ferryman.endpoint_sets
+import ferryman.translators.desired
+import ferryman.translators.ingress
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.resources.meta import ObjectRef
 from tests.integration.harness import ingress, path, rule, tls_secret
@@ -139,9 +140,9 @@ def test_removals_then_endpoint_sets_go_first(tmp_path: Path) -> None:
 def test_an_unencodable_record_rejects_its_resource_not_the_push(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    encode = ferryman.controller.encode_host
+    encode = ferryman.translators.desired.encode_host
     monkeypatch.setattr(
-        ferryman.controller,
+        ferryman.translators.desired,
         "encode_host",
         lambda vh: encode(vh) + ("\nH\tevil.test\t- 0 -" if vh.host == "bad.test" else ""),
     )
@@ -243,14 +244,14 @@ def test_an_error_rendering_one_ingress_never_stops_the_others(
     asyncio.run(kit.drain())
     assert kit.reasons("new") == ["Rejected"]  # the host is old's
 
-    virtual_hosts = ferryman.controller.virtual_hosts
+    virtual_hosts = ferryman.translators.ingress.virtual_hosts
 
     def failing(ing: Any, hosts: Any, states: Any) -> Any:
         if ing.meta.name == "old":
             raise RuntimeError("boom")
         return virtual_hosts(ing, hosts, states)
 
-    monkeypatch.setattr(ferryman.controller, "virtual_hosts", failing)
+    monkeypatch.setattr(ferryman.translators.ingress, "virtual_hosts", failing)
     old["spec"]["rules"] = old["spec"]["rules"][1:]  # releases shared.test
     kit.add(old)
     asyncio.run(kit.drain())
@@ -266,14 +267,14 @@ def test_an_error_rendering_one_ingress_never_stops_the_others(
 def test_an_unexpected_parser_error_rejects_that_ingress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parse = ferryman.controller.parse_ingress
+    parse = ferryman.translators.ingress.parse_ingress
 
     def failing(obj: Any) -> Any:
         if obj["metadata"]["name"] == "odd":
             raise KeyError("spec")
         return parse(obj)
 
-    monkeypatch.setattr(ferryman.controller, "parse_ingress", failing)
+    monkeypatch.setattr(ferryman.translators.ingress, "parse_ingress", failing)
     kit = Kit(tmp_path)
     kit.add(*_service("app", "10.0.0.1"), _small("odd", "odd.test"), _small("fine", "fine.test"))
     asyncio.run(kit.drain())

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from ferryman import controller
 from ferryman.resources.meta import ObjectRef
+from ferryman.translators import virtualserver as vs_translator
 from tests.unit.controller_kit import Kit
 from tests.unit.test_controller_failures import _service
 
@@ -133,7 +133,7 @@ def test_a_selector_is_translated_once_per_batch_not_once_per_route(tmp_path: Pa
         doc["metadata"] |= {"name": f"r{i}", "labels": {"a": "b"}}
         doc["spec"]["subroutes"][0]["path"] = f"/r{i}"
         kit.add(doc)
-    with mock.patch.object(controller, "vs_records", wraps=controller.vs_records) as spy:
+    with mock.patch.object(vs_translator, "vs_records", wraps=vs_translator.vs_records) as spy:
         asyncio.run(kit.drain())
     assert spy.call_count == 2  # its own key, then once for the routes read
     assert kit.dataplane.records[("V", "cafe.test")].count("R|P|") == 50

@@ -109,7 +109,7 @@ def test_namespaced_objects_default_to_the_default_namespace(tmp_path: Path) -> 
 def test_unknown_kinds_are_ignored_silently(tmp_path: Path) -> None:
     text = (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\n"
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n---\n" + SERVICE
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: cfg}\n---\n" + SERVICE
     )
     objs, problems = parse(tmp_path / "a.yaml", text)
     assert objs is not None

@@ -93,10 +93,10 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
     resources: ["events"]
     verbs: ["create"]
   - apiGroups: ["k8s.nginx.org"]
-    resources: ["virtualservers", "virtualserverroutes", "policies"]
+    resources: ["virtualservers", "virtualserverroutes", "policies", "transportservers", "globalconfigurations"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["k8s.nginx.org"]
-    resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status"]
+    resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status", "transportservers/status"]
     verbs: ["patch"]
   {{- if include "ferryman.readinessGates" . }}
   # Readiness gates: pods are watched in opted-in namespaces only.
@@ -124,4 +124,9 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
 gate holds pods back until ferryman routes to them. */}}
 {{- define "ferryman.readinessGates" -}}
 {{- if or .Values.controller.readinessGates.enable .Values.readinessGateWebhook.enabled }}true{{ end }}
+{{- end }}
+
+{{/* --nginx-configmaps: the ConfigMap the chart makes from controller.config. */}}
+{{- define "ferryman.configMapName" -}}
+{{- default (printf "%s-nginx-config" (include "ferryman.fullname" .)) .Values.controller.config.name }}
 {{- end }}

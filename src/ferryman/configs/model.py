@@ -1,7 +1,8 @@
 """The data-plane model: what NGINX is told, as values.
 
 Two channels carry it. The NGINX configuration text (``MainConfig`` through the
-templates) changes only with ferryman's own settings. Everything that comes from
+templates) changes only with ferryman's own settings and the ConfigMap's keys
+(``configs/configmap.py``). Everything that comes from
 resources — virtual hosts, their routes, certificates, endpoint sets — is pushed
 into NGINX's memory over a unix socket as single-line records, so a new Ingress,
 a moved endpoint or a rotated certificate needs no reload. Every string in a
@@ -12,7 +13,9 @@ newlines can occur) or was built by ferryman itself.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ferryman.configs.configmap import Tuning
 
 # A backend is named by its endpoints key: "namespace/service:port", with the
 # port as the Ingress wrote it (number or Service port name).
@@ -75,6 +78,13 @@ class MainConfig:
     compute_full_forwarded_for: bool = True
     # 400 for request paths a backend may read otherwise than the router did.
     strict_request_paths: bool = False
+    # The ConfigMap's settings (--nginx-configmaps); ferryman's defaults without one.
+    tuning: Tuning = field(default_factory=Tuning)
+    # A stream block (TransportServers): ngx_stream_ferryman_module is loaded.
+    stream: bool = False
+    # TLS passthrough: the HTTPS port belongs to the stream block, and ferryman's
+    # HTTPS server listens here (PROXY protocol) for the SNI names it terminates.
+    tls_socket: str = ""
 
     @property
     def fast_zone_size(self) -> str:

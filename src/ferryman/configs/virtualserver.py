@@ -245,7 +245,8 @@ class _Builder:
             + self.action(f"{where}.errorPages[{p_i}]", page.response)
             for p_i, page in enumerate(r.error_pages)
         )
-        enforced = self.policy_items.reference(effective(self.spec, policies))
+        attached = effective(self.spec, policies)
+        enforced = self.policy_items.reference(attached)
         fields = [
             "R",
             _MODIFIERS[loc.modifier],
@@ -257,7 +258,7 @@ class _Builder:
             enforced,
         ]
         self.items.append("|".join(fields))
-        self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams))
+        self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams, attached))
 
 
 def location(r: Route) -> Location:
@@ -362,6 +363,6 @@ def vs_records(
     record = " ".join([redirect, *b.items, *items.items])
     client = spec.configs.get(ClientCerts)
     check = client.record() if isinstance(client, ClientCerts) else None
-    fast = fast_record(vs, b.fast_upstreams, b.fast_routes)
+    fast = fast_record(vs, b.fast_upstreams, b.fast_routes, spec)
     backends = frozenset(b.backends | items.backends)
     return VSRecords(host, record, backends, tuple(b.warnings), routes, check, fast)

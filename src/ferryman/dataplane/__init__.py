@@ -14,7 +14,9 @@ from typing import Protocol
 
 # A pushed record: (kind, key) -> value; kinds are "E" endpoint set, "H" virtual
 # host, "C" certificate, "V" a VirtualServer host's routing, "M" a host's client
-# certificate check (see dataplane/lua/ferryman.lua). "" removes the record.
+# certificate check, "S" a TransportServer and "T" its certificate
+# (ngx_stream_ferryman_module) (see
+# dataplane/lua/ferryman.lua). "" removes the record.
 RecordKey = tuple[str, str]
 
 # Why NGINX refused to store a record (the push answer's codes, ferryman.lua).
@@ -57,7 +59,7 @@ _VALUE_RE = re.compile(r"[^\x00-\x1f\x7f]*")
 _CERTIFICATE_RE = re.compile(r"[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+")
 
 
-KINDS = ("E", "H", "C", "V", "M", "F")
+KINDS = ("E", "H", "C", "V", "M", "F", "S", "T")
 
 
 def record_problem(key: RecordKey, value: str) -> str | None:
@@ -88,7 +90,7 @@ def push_body(version: int, records: Mapping[RecordKey, str], full: bool) -> str
 # A VirtualServer's routing before its host's stub: once the stub is in force,
 # the slow path finds the routing it hands requests to; likewise the host's
 # client certificate check and the module's routes of it.
-_ORDER = {"E": 1, "C": 2, "M": 3, "V": 3, "F": 3, "H": 4}
+_ORDER = {"E": 1, "C": 2, "T": 2, "M": 3, "V": 3, "F": 3, "S": 3, "H": 4}
 
 
 def push_order(records: Mapping[RecordKey, str]) -> dict[RecordKey, str]:

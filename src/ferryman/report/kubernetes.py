@@ -36,9 +36,12 @@ log = logging.getLogger("ferryman.report")
 API_VERSIONS = {
     "Ingress": "networking.k8s.io/v1",
     "Pod": "v1",
+    "ConfigMap": "v1",
     "VirtualServer": "k8s.nginx.org/v1",
     "VirtualServerRoute": "k8s.nginx.org/v1",
     "Policy": "k8s.nginx.org/v1",
+    "TransportServer": "k8s.nginx.org/v1",
+    "GlobalConfiguration": "k8s.nginx.org/v1",
 }
 # NIC's custom resources whose status ferryman writes (the status subresource).
 _RESOURCES = {
@@ -49,6 +52,9 @@ _RESOURCES = {
         "k8s.nginx.org", "v1", "VirtualServerRoute", "virtualserverroutes"
     ),
     "Policy": create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies"),
+    "TransportServer": create_namespaced_resource(
+        "k8s.nginx.org", "v1", "TransportServer", "transportservers"
+    ),
 }
 
 

@@ -136,3 +136,17 @@ def http_path(value: str, path_type: str) -> str | None:
         shown = ", ".join(repr(c) for c in bad_chars)
         return f"contains characters that are not allowed: {shown}"
     return None
+
+
+def nginx_single_quoted(text: str) -> str:
+    """``text`` as one single-quoted NGINX string, whatever it holds.
+
+    NGINX's configuration reader ends a quoted string only at an unescaped
+    quote, and unescapes exactly ``\\'``, ``\\"``, ``\\\\`` (and ``\\t``, ``\\r``,
+    ``\\n``): escaping every backslash and single quote makes the token read back
+    as ``text``, so ``;``, ``{``, ``}`` or a quote inside it stay text. Line breaks
+    and other control characters are refused by the callers (a log format is
+    split on them, as NIC does)."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError("control characters cannot be quoted")
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

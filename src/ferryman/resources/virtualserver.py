@@ -51,7 +51,7 @@ SPEC_KEYS = frozenset(
 TLS_KEYS = frozenset({"secret", "redirect", "cert-manager"})
 _SNIPPETS = "snippets are raw NGINX configuration, which ferryman never accepts from a resource"
 _NOT_SUPPORTED = {
-    "listener": "custom listeners need NIC's GlobalConfiguration, which ferryman does not read",
+    "listener": "GlobalConfiguration's HTTP listeners are not served yet (TCP/UDP ones are)",
     "gunzip": "decompressing responses is not implemented",
     "http-snippets": _SNIPPETS,
     "server-snippets": _SNIPPETS,

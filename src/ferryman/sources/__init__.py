@@ -22,6 +22,11 @@ KINDS = (
     "VirtualServer",
     "VirtualServerRoute",
     "Policy",
+    # --nginx-configmaps: NIC's nginx-config (only the one named is read).
+    "ConfigMap",
+    # TCP/UDP listeners (--global-configuration) and the TransportServers on them.
+    "GlobalConfiguration",
+    "TransportServer",
 )
 CLUSTER_SCOPED = frozenset({"IngressClass"})
 

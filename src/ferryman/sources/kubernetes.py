@@ -29,7 +29,7 @@ from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service
+from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret, Service
 from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.networking_v1 import Ingress, IngressClass
 
@@ -83,12 +83,19 @@ KINDS = (
     _nic("VirtualServer", "virtualservers"),
     _nic("VirtualServerRoute", "virtualserverroutes"),
     _nic("Policy", "policies"),
+    _nic("TransportServer", "transportservers"),
+    _nic("GlobalConfiguration", "globalconfigurations"),
 )
 
 # Readiness gates (--readiness-gates): only opted-in namespaces are held (the
 # API server filters), and Pods only in those (sources/pods.py).
 NAMESPACES = Kind("Namespace", Namespace, namespaced=False, labels={INJECT_LABEL: INJECT_ENABLED})
 PODS = Kind("Pod", Pod)
+
+
+def configmap_kind(name: str) -> Kind:
+    """--nginx-configmaps: that one ConfigMap (the API server filters by name)."""
+    return Kind("ConfigMap", ConfigMap, fields={"metadata.name": name})
 
 
 class KubeconfigError(ValueError):
@@ -137,10 +144,13 @@ class KubernetesSource:
         namespaces: tuple[str, ...] = (),
         pods_client: AsyncClient | None = None,
         ingress_class: str = "",
+        configmap: tuple[str, str] | None = None,
     ) -> None:
         """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
         this client the Pods in each of them. Its own connections: a watch per
-        opted-in namespace must not take those that status, Events and the Lease need."""
+        opted-in namespace must not take those that status, Events and the Lease need.
+        ``configmap``: (namespace, name) of the one ConfigMap to watch, whatever
+        the watched namespaces."""
         self._client = client
         self._pods_client = pods_client
         self._sink = sink
@@ -154,6 +164,9 @@ class KubernetesSource:
         for kind in KINDS:
             for ns in self._scopes(kind):
                 self._synced[(kind.key, ns)] = asyncio.Event()
+        self._configmap = (configmap_kind(configmap[1]), configmap[0]) if configmap else None
+        if self._configmap is not None:
+            self.expect(*self._configmap)
 
     def opted_in(self, namespace: str) -> bool:
         """Whether ``namespace`` opted in to readiness gates (the webhook asks)."""
@@ -173,6 +186,8 @@ class KubernetesSource:
             for kind in KINDS:
                 for ns in self._scopes(kind):
                     tg.create_task(self.informer(kind, ns, stop), name=f"watch {kind.name} {ns}")
+            if self._configmap is not None:
+                tg.create_task(self.informer(*self._configmap, stop), name="watch ConfigMap")
             if self._gates is not None:
                 self.expect(NAMESPACES, "")
                 tg.create_task(self._gates.run(stop), name="pod informers")

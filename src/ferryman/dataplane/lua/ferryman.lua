@@ -777,8 +777,9 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
     -- The module holds what it routes with: H, E and F (VirtualServer routes
-    -- it serves itself, ferryman.configs.vs_fast) records.
-    if kind ~= "H" and kind ~= "E" and kind ~= "F" then
+    -- it serves itself, ferryman.configs.vs_fast) records, and S and T
+    -- (TransportServers and their certificates, for ngx_stream_ferryman_module).
+    if kind ~= "H" and kind ~= "E" and kind ~= "F" and kind ~= "S" and kind ~= "T" then
         module = nil
     end
     if value == "" then
@@ -833,7 +834,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHCVMF])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCVMFST])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))

@@ -1,5 +1,9 @@
 -- The rateLimit Policy: NGINX's limit_req (a leaky bucket per key) over the
 -- shared dict ferryman_limits, which every worker shares as NGINX's zone is.
+-- Routes whose only policy is a rate limit are limited by
+-- ngx_http_ferryman_module instead (ngx_http_ferryman_limit.c, the same
+-- arithmetic, its own zone): configs/vs_fast.py gives a NIC zone to one of the
+-- two only, so no bucket is counted in both.
 -- P item and units: configs/policy_rate.py. Arithmetic as
 -- ngx_http_limit_req_module's (1.22): per key, "excess" in thousandths of a
 -- request and the time of the last counted request in ms; a request adds
@@ -16,9 +20,10 @@ local tonumber = tonumber
 
 local _M = {}
 
--- NIC's logLevel: the level of rejections; delays are logged one lower, as NGINX does.
+-- NIC's logLevel: the level of rejections; delays are logged one lower, as
+-- NGINX does (limit_req_log_level: "info" delays at "info" too).
 local LEVELS = {
-    info = { ngx.INFO, ngx.DEBUG },
+    info = { ngx.INFO, ngx.INFO },
     notice = { ngx.NOTICE, ngx.INFO },
     warn = { ngx.WARN, ngx.NOTICE },
     error = { ngx.ERR, ngx.WARN },
@@ -209,8 +214,12 @@ function _M.check(config, set)
             if limit.variable then
                 key = "Val" .. key -- NIC's tiered key: never empty
             end
-            -- An empty key is not limited, as NGINX's.
-            if key ~= "" then
+            -- An empty key is not limited, as NGINX's; nor, with an error,
+            -- one longer than NGINX's 65535 bytes.
+            if #key > 65535 then
+                ngx.log(ngx.ERR, "the value of the key of zone \"", limit.name,
+                    "\" is more than 65535 bytes")
+            elseif key ~= "" then
                 active[#active + 1] = { limit, limit.zone .. "\0" .. key }
             end
         end

@@ -46,6 +46,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_ferryman_vs.h"
+#include "ngx_ferryman_stream_api.h"
 
 
 #define FERRYMAN_RR_SLOTS        65536
@@ -214,6 +215,8 @@ typedef struct {
     ngx_atomic_t           *flight;      /* current's in-flight slot, NULL: none */
     uint64_t               *tried;
     uint64_t                tried_few;
+    ngx_msec_t              delay;       /* a rate limit's, before proxying */
+    ngx_uint_t              status;      /* after the delay: answer this, not proxy */
 } ferryman_ctx_t;
 
 
@@ -268,6 +271,14 @@ static ngx_command_t  ngx_http_ferryman_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ferryman_loc_conf_t, slow_path),
+      NULL },
+
+    /* The rate limits' zone (ngx_http_ferryman_limit.c): optional. */
+    { ngx_string("ferryman_limit_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ferryman_limit_zone_directive,
+      0,
+      0,
       NULL },
 
       ngx_null_command
@@ -389,9 +400,12 @@ ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
         return FERRYMAN_BAD_KEY;
     }
 
-    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F') {
-        /* Only virtual hosts, endpoint sets and VirtualServer routes serve
-         * the fast path. */
+    if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F' && key[0] != 'S'
+        && key[0] != 'T')
+    {
+        /* Only virtual hosts, endpoint sets, VirtualServer routes and
+         * TransportServers' listeners and certificates
+         * (ngx_stream_ferryman_module) are read here. */
         return FERRYMAN_OK;
     }
 
@@ -1718,15 +1732,22 @@ ferryman_free_peer(ngx_peer_connection_t *pc, void *data, ngx_uint_t state)
 }
 
 
+/* NGX_OK: proxy (the context set); NGX_ERROR: the slow path answers; or a
+ * status the module answers. "limit": whether a route's rate limits can be
+ * enforced here (in the precontent phase), else such a route is the slow
+ * path's. */
 static ngx_int_t
-ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
+ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 {
+    ngx_int_t                  rc, status;
+    ngx_msec_t                 delay;
     ngx_str_t                 *name, *backend_name;
     ngx_uint_t                 https;
     ferryman_ctx_t            *ctx;
     ferryman_host_t           *host;
     ferryman_balance_t        *balance;
     ferryman_vs_upstream_t    *upstream;
+    ferryman_limits_t         *limits;
     ferryman_cache_t          *cache;
     ferryman_backend_t        *backend;
     ngx_pool_cleanup_t        *cln;
@@ -1758,9 +1779,54 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
         return NGX_ERROR;
     }
 
+    delay = 0;
+
     if (host->vs != NULL) {
-        if (ferryman_vs_route(r, host->vs, &upstream) != NGX_OK) {
+        limits = NULL;
+
+        rc = ferryman_vs_route(r, host->vs, &upstream, &limits);
+
+        if (rc != NGX_OK && rc != NGX_HTTP_NOT_FOUND) {
             return NGX_ERROR;
+        }
+
+        if (limits != NULL) {
+            if (!limit) {
+                return NGX_ERROR;
+            }
+
+            status = ferryman_limit_check(r, limits, &delay);
+
+            if (status != NGX_DECLINED) {
+                return status;
+            }
+        }
+
+        if (rc == NGX_HTTP_NOT_FOUND) {
+            /* No route: the VirtualServer's limits passed it; answered
+             * once its delay is over. */
+            if (delay == 0) {
+                return NGX_HTTP_NOT_FOUND;
+            }
+
+            ctx = ngx_pcalloc(r->pool, sizeof(ferryman_ctx_t));
+            cln = ngx_pool_cleanup_add(r->pool, 0);
+            if (ctx == NULL || cln == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            /* host lives in the cache: kept until the request ends. */
+            cln->handler = ferryman_release_cache;
+            cln->data = cache;
+            cache->refs++;
+
+            ctx->cache = cache;
+            ctx->host = host;
+            ctx->delay = delay;
+            ctx->status = NGX_HTTP_NOT_FOUND;
+            ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
+
+            return NGX_OK;
         }
 
         backend_name = &upstream->backend;
@@ -1823,6 +1889,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     ctx->host = host;
     ctx->balance = balance;
     ctx->backend = backend;
+    ctx->delay = delay;
 
     ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
 
@@ -1840,30 +1907,45 @@ static ngx_int_t
 ngx_http_ferryman_route_handler(ngx_http_request_t *r)
 {
     ngx_int_t                 rc;
+    ferryman_ctx_t           *ctx;
     ferryman_shctx_t         *sh;
     ferryman_loc_conf_t      *flcf;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_ferryman_module);
 
-    if (flcf->slow_path.len == 0 || r != r->main
-        || ngx_http_get_module_ctx(r, ngx_http_ferryman_module) != NULL)
-    {
+    if (flcf->slow_path.len == 0 || r != r->main) {
         return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+    if (ctx != NULL) {
+        /* Routed already (back from a rate limit's delay). */
+        return ctx->status ? (ngx_int_t) ctx->status : NGX_DECLINED;
     }
 
     sh = ferryman_shared();
     rc = NGX_DECLINED;
 
     if (sh != NULL) {
-        rc = ferryman_route(r, sh);
-        ferryman_count(sh, rc == NGX_OK ? 0 : 1);
+        rc = ferryman_route(r, sh, 1);
+        /* Answered here (proxied, refused by a rate limit, no endpoint) or
+         * handed to the slow path. */
+        ferryman_count(sh, rc == NGX_ERROR ? 1 : 0);
     }
 
     if (rc == NGX_OK) {
+        ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+        if (ctx->delay > 0) {
+            /* Back here once it is over: the context lets it through. */
+            return ferryman_limit_wait(r, ctx->delay);
+        }
+
         return NGX_DECLINED;
     }
 
-    if (rc == NGX_HTTP_SERVICE_UNAVAILABLE) {
+    if (rc != NGX_ERROR && rc != NGX_DECLINED) {
         return rc;
     }
 
@@ -1895,7 +1977,7 @@ ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
             return NGX_ERROR;
         }
 
-        rc = ferryman_route(r, sh);
+        rc = ferryman_route(r, sh, 0);
         ferryman_count(sh, rc == NGX_OK ? 0 : 1);
 
         if (rc != NGX_OK) {
@@ -1978,7 +2060,7 @@ ferryman_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ferryman_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
-    if (ctx == NULL) {
+    if (ctx == NULL || (data && ctx->backend == NULL)) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -2082,6 +2164,7 @@ ngx_http_ferryman_preconfiguration(ngx_conf_t *cf)
 
     /* The module stays loaded across reloads: forget the last cycle's zone. */
     ferryman_zone = NULL;
+    ferryman_limit_preconfiguration();
 
     for (v = ferryman_variables; v->name.len; v++) {
         var = ngx_http_add_variable(cf, &v->name, v->flags);
@@ -2111,6 +2194,14 @@ ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
     }
 
     *h = ngx_http_ferryman_route_handler;
+
+    /* VirtualServer routes' rate limits: wherever the module routes. */
+    if (ferryman_zone != NULL
+        && ferryman_limit_postconfiguration(cf, &ngx_http_ferryman_module)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     return NGX_OK;
 }
@@ -2231,4 +2322,159 @@ ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     uscf->peer.init_upstream = ferryman_init_upstream;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * For ngx_stream_ferryman_module (TransportServers; a separate .so that
+ * nginx.conf loads after this one, and NGINX dlopens modules RTLD_GLOBAL):
+ * its records and the same per-peer state (passive health, connections) in
+ * this module's zone, so that an endpoint change reaches TCP/UDP listeners
+ * by the same push as HTTP hosts. Each call locks the zone itself.
+ */
+
+ngx_int_t
+ngx_ferryman_stream_record(ngx_str_t *key, ngx_pool_t *pool, ngx_str_t *value,
+    uint32_t *slot)
+{
+    ngx_int_t           rc;
+    ngx_slab_pool_t    *shpool;
+    ferryman_shctx_t   *sh;
+    ferryman_record_t  *rec;
+
+    value->len = 0;
+    value->data = NULL;
+    *slot = 0;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return NGX_DECLINED;
+    }
+
+    shpool = ferryman_slab();
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    rec = ferryman_find_record(sh, key, ngx_crc32_short(key->data, key->len));
+
+    if (rec != NULL) {
+        value->data = ngx_pnalloc(pool, rec->value.len);
+
+        if (value->data == NULL) {
+            rc = NGX_ERROR;
+
+        } else {
+            ngx_memcpy(value->data, rec->value.data, rec->value.len);
+            value->len = rec->value.len;
+            *slot = rec->slot & ~FERRYMAN_SLOT_SHARED;
+        }
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return rc;
+}
+
+
+ngx_uint_t
+ngx_ferryman_stream_next(uint32_t slot)
+{
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return 0;
+    }
+
+    return ngx_atomic_fetch_add(&sh->rr[slot % FERRYMAN_RR_SLOTS], 1);
+}
+
+
+void
+ngx_ferryman_stream_peer_state(ngx_str_t *name, uint32_t hash,
+    ngx_uint_t max_fails, ngx_uint_t *down, ngx_uint_t *active)
+{
+    ngx_slab_pool_t   *shpool;
+    ferryman_peer_t    peer;
+    ferryman_shctx_t  *sh;
+
+    *down = 0;
+    *active = 0;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return;
+    }
+
+    ngx_memzero(&peer, sizeof(ferryman_peer_t));
+    peer.name = *name;
+    peer.hash = hash;
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (max_fails > 0 && sh->nfailures > 0) {
+        *down = ferryman_is_down(sh, shpool, &peer, max_fails);
+    }
+
+    *active = ferryman_active_load(sh, &peer);
+
+    ngx_shmtx_unlock(&shpool->mutex);
+}
+
+
+ngx_uint_t
+ngx_ferryman_stream_enter(ngx_str_t *name, uint32_t hash)
+{
+    ngx_uint_t         counted;
+    ngx_slab_pool_t   *shpool;
+    ferryman_peer_t    peer;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return 0;
+    }
+
+    ngx_memzero(&peer, sizeof(ferryman_peer_t));
+    peer.name = *name;
+    peer.hash = hash;
+    shpool = ferryman_slab();
+
+    ngx_shmtx_lock(&shpool->mutex);
+    counted = ferryman_active_add(sh, shpool, &peer, 1);
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return counted;
+}
+
+
+void
+ngx_ferryman_stream_leave(ngx_str_t *name, uint32_t hash, ngx_uint_t counted,
+    ngx_msec_t failed_for)
+{
+    ngx_slab_pool_t   *shpool;
+    ferryman_peer_t    peer;
+    ferryman_shctx_t  *sh;
+
+    sh = ferryman_shared();
+    if (sh == NULL) {
+        return;
+    }
+
+    ngx_memzero(&peer, sizeof(ferryman_peer_t));
+    peer.name = *name;
+    peer.hash = hash;
+
+    if (counted) {
+        shpool = ferryman_slab();
+        ngx_shmtx_lock(&shpool->mutex);
+        (void) ferryman_active_add(sh, shpool, &peer, -1);
+        ngx_shmtx_unlock(&shpool->mutex);
+    }
+
+    if (failed_for) {
+        ferryman_count_failure(&peer, failed_for);
+    }
 }

@@ -16,10 +16,20 @@
  *     <connect ms> <read ms> <send ms> <tries>          (upstreams, from 1)
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> s            (a slow route)
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> f <n> <match>... <splits>
+ *   l <E|N|P|X|I> <path:str> <proxies 0|1> q <limits> <n> <match>... <splits>
+ *     (q: a fast route under rate limits, ngx_http_ferryman_limit.c)
+ *   h <limits>     (at most one: the VirtualServer's own rate limits, for
+ *                   requests no route takes, which the module then answers:
+ *                   404 once the limits let them through)
  *     match:  <n> <condition>... <splits>
  *     condition: <negate 0|1> <s|r|i> <variable:str> <value:str>
  *                (s: caseless string; r, i: regular expression, i caseless)
  *     splits: <n> <weight> <upstream> ...
+ *     limits: <dry_run 0|1> <log level 4..7, NGX_LOG_*> <status 400..599>
+ *             <n> <limit>...
+ *     limit:  <zone:str> <rate, thousandths r/s> <burst> <delay>
+ *             <nodelay 0|1> <n, odd> <literal:str> [<variable:str>
+ *             <literal:str>]...          (the key, ${variable}s in between)
  *
  * Memory safety: every read is bounded by the record's end, counts by the
  * bytes left, numbers by their width; anything unexpected rejects the whole
@@ -31,6 +41,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_ferryman_vs.h"
+#include "ngx_http_ferryman_limit.h"
 
 
 #define FERRYMAN_VS_MAX_NUMBER   999999999
@@ -69,6 +80,7 @@ typedef struct {
     /* The matches, then the default (no condition). */
     ferryman_vs_match_t      *matches;
     ngx_uint_t                nmatches;
+    ferryman_limits_t        *limits;      /* NULL: none */
 } ferryman_vs_location_t;
 
 
@@ -83,6 +95,7 @@ struct ferryman_vs_s {
     ngx_uint_t                nproxying;
     size_t                   *lengths;     /* of the prefixes, longest first */
     ngx_uint_t                nlengths;
+    ferryman_limits_t        *limits;      /* h: for no route, NULL: none */
 };
 
 
@@ -426,6 +439,164 @@ ferryman_vs_parse_match(ferryman_vs_parser_t *ps, ferryman_vs_match_t *m,
 }
 
 
+/* A rate: thousandths of a request per second, 1..FERRYMAN_LIMIT_MAX_RATE
+ * (13 digits at most). */
+static ngx_int_t
+ferryman_vs_rate(ferryman_vs_parser_t *ps, ngx_int_t *rate)
+{
+    u_char    *start;
+    uint64_t   value;
+
+    start = ps->p;
+    value = 0;
+
+    while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+        if (ps->p - start >= 13) {
+            return NGX_ERROR;
+        }
+
+        value = value * 10 + (*ps->p - '0');
+        ps->p++;
+    }
+
+    if (ps->p == start || value == 0 || value > FERRYMAN_LIMIT_MAX_RATE) {
+        return NGX_ERROR;
+    }
+
+    *rate = (ngx_int_t) value;
+
+    return ferryman_vs_end_token(ps);
+}
+
+
+static ngx_int_t
+ferryman_vs_parse_limit(ferryman_vs_parser_t *ps, ferryman_limit_t *limit)
+{
+    u_char                *p;
+    ngx_str_t              var;
+    ngx_uint_t             i, n, burst, delay, nodelay;
+    ferryman_limit_var_t  *v;
+
+    if (ferryman_vs_string(ps, &limit->zone) != NGX_OK
+        || limit->zone.len == 0
+        || ngx_strlchr(limit->zone.data, limit->zone.data + limit->zone.len,
+                       '\0') != NULL
+        || ferryman_vs_rate(ps, &limit->rate) != NGX_OK
+        || ferryman_vs_number(ps, FERRYMAN_VS_MAX_NUMBER, &burst) != NGX_OK
+        || ferryman_vs_number(ps, FERRYMAN_VS_MAX_NUMBER, &delay) != NGX_OK
+        || ferryman_vs_flag(ps, &nodelay) != NGX_OK
+        || ferryman_vs_count(ps, &n) != NGX_OK
+        || n % 2 == 0)
+    {
+        return NGX_ERROR;
+    }
+
+    limit->burst = (ngx_int_t) burst * 1000;
+    /* limit_req's nodelay: a threshold no excess reaches. */
+    limit->delay = nodelay ? NGX_MAX_INT_T_VALUE : (ngx_int_t) delay * 1000;
+
+    /* NIC's zone name, as the slow path logs it: "pol_rl_" and the zone
+     * with "/" and "-" as "_", then "_vs". */
+    limit->log_name.len = sizeof("pol_rl_") - 1 + limit->zone.len
+                          + sizeof("_vs") - 1;
+    limit->log_name.data = ngx_pnalloc(ps->pool, limit->log_name.len);
+    if (limit->log_name.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_cpymem(limit->log_name.data, "pol_rl_", sizeof("pol_rl_") - 1);
+
+    for (i = 0; i < limit->zone.len; i++) {
+        *p++ = (limit->zone.data[i] == '/' || limit->zone.data[i] == '-')
+               ? '_' : limit->zone.data[i];
+    }
+
+    ngx_memcpy(p, "_vs", sizeof("_vs") - 1);
+
+    limit->nvars = n / 2;
+    limit->literals = ngx_palloc(ps->pool,
+                                 (limit->nvars + 1) * sizeof(ngx_str_t));
+    limit->vars = ngx_palloc(ps->pool,
+                             (limit->nvars + 1) * sizeof(ferryman_limit_var_t));
+    if (limit->literals == NULL || limit->vars == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (i % 2 == 0) {
+            if (ferryman_vs_string(ps, &limit->literals[i / 2]) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ferryman_vs_string(ps, &var) != NGX_OK || var.len == 0) {
+            return NGX_ERROR;
+        }
+
+        v = &limit->vars[i / 2];
+        v->name.len = var.len;
+        v->name.data = ngx_pnalloc(ps->pool, var.len);
+        if (v->name.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->hash = ngx_hash_strlow(v->name.data, var.data, var.len);
+
+        if (ferryman_limit_var_known(&v->name) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ferryman_vs_parse_limits(ferryman_vs_parser_t *ps, ferryman_limits_t **out)
+{
+    ngx_uint_t          i, n, dry_run, level, status;
+    ferryman_limits_t  *lim;
+
+    lim = ngx_pcalloc(ps->pool, sizeof(ferryman_limits_t));
+    if (lim == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ferryman_vs_flag(ps, &dry_run) != NGX_OK
+        || ferryman_vs_number(ps, NGX_LOG_INFO, &level) != NGX_OK
+        || level < NGX_LOG_ERR
+        || ferryman_vs_number(ps, 599, &status) != NGX_OK
+        || status < 400
+        || ferryman_vs_count(ps, &n) != NGX_OK
+        || n == 0)
+    {
+        return NGX_ERROR;
+    }
+
+    lim->limits = ngx_pcalloc(ps->pool, n * sizeof(ferryman_limit_t));
+    if (lim->limits == NULL) {
+        return NGX_ERROR;
+    }
+
+    lim->nlimits = n;
+    lim->dry_run = dry_run;
+    lim->log_level = level;
+    lim->status = status;
+
+    for (i = 0; i < n; i++) {
+        if (ferryman_vs_parse_limit(ps, &lim->limits[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    *out = lim;
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ferryman_vs_parse_location(ferryman_vs_parser_t *ps,
     ferryman_vs_location_t *loc)
@@ -459,7 +630,16 @@ ferryman_vs_parse_location(ferryman_vs_parser_t *ps,
         return NGX_OK;
     }
 
-    if (kind != 'f' || ferryman_vs_count(ps, &n) != NGX_OK) {
+    if (kind == 'q') {
+        if (ferryman_vs_parse_limits(ps, &loc->limits) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+    } else if (kind != 'f') {
+        return NGX_ERROR;
+    }
+
+    if (ferryman_vs_count(ps, &n) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -561,9 +741,11 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
     ngx_uint_t               i, n;
     ngx_array_t              locations;
     ferryman_vs_t           *vs;
+    ferryman_limits_t       *host_limits;
     ferryman_vs_parser_t     ps;
     ferryman_vs_location_t  *loc, *locs;
 
+    host_limits = NULL;
     ps.p = text->data;
     ps.end = text->data + text->len;
     ps.pool = pool;
@@ -596,6 +778,16 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
             continue;
         }
 
+        if (item == 'h') {
+            if (host_limits != NULL
+                || ferryman_vs_parse_limits(&ps, &host_limits) != NGX_OK)
+            {
+                return NULL;
+            }
+
+            continue;
+        }
+
         if (item != 'l') {
             return NULL;
         }
@@ -620,6 +812,8 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
     if (vs == NULL) {
         return NULL;
     }
+
+    vs->limits = host_limits;
 
     vs->exact = ngx_palloc(pool, (n + 1) * sizeof(ferryman_vs_location_t *));
     vs->prefix = ngx_palloc(pool, (n + 1) * sizeof(ferryman_vs_location_t *));
@@ -752,10 +946,11 @@ ferryman_vs_proxying(ferryman_vs_t *vs, ngx_str_t *uri)
 
 
 /* NGINX's location choice (vs_routes.find_location, ferryman_vs.lua's
- * find_route); NULL: none, or what the slow path answers (an auto_redirect,
- * a regex that fails to run). */
+ * find_route); NULL: none (*none set), or what the slow path answers (an
+ * auto_redirect, a regex that fails to run). */
 static ferryman_vs_location_t *
-ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs)
+ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs,
+    ngx_uint_t *none)
 {
     ngx_int_t                rc;
     ngx_str_t               *uri;
@@ -800,6 +995,8 @@ ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs)
             return NULL;
         }
     }
+
+    *none = (longest == NULL);
 
     return longest;
 }
@@ -853,17 +1050,28 @@ ferryman_vs_holds(ngx_http_request_t *r, ferryman_vs_condition_t *c)
 
 ngx_int_t
 ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
-    ferryman_vs_upstream_t **upstream)
+    ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits)
 {
     ngx_int_t                rc;
-    ngx_uint_t               i, j, roll;
+    ngx_uint_t               i, j, roll, none;
     ferryman_vs_match_t     *m;
     ferryman_vs_location_t  *loc;
 
-    loc = ferryman_vs_location(r, vs);
+    none = 0;
+    loc = ferryman_vs_location(r, vs, &none);
+
+    if (loc == NULL && none && vs->limits != NULL) {
+        /* No route, under the VirtualServer's own limits: the module
+         * answers, as the slow path would (its limits, then 404). */
+        *limits = vs->limits;
+        return NGX_HTTP_NOT_FOUND;
+    }
+
     if (loc == NULL || !loc->fast) {
         return NGX_DECLINED;
     }
+
+    *limits = loc->limits;
 
     /* The first match whose every condition holds, else the default. */
     m = NULL;

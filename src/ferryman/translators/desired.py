@@ -1,0 +1,128 @@
+"""What the worker wants NGINX to hold, shared by the kinds' translators.
+
+Every translator writes here and only here: records (virtual hosts, their
+routing, certificates by reference, endpoint sets through ``EndpointSets``),
+which resource wrote which host, what each translation read (so a change to a
+Secret, Policy or VirtualServerRoute translates exactly its readers again), and
+the Events waiting for the flush that makes them true. The worker
+(controller.py) pushes the records and reports the Events; host ownership
+across kinds is ``Configuration``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ferryman.configs.model import VirtualHost
+from ferryman.configs.routes import encode_host
+from ferryman.configuration import Configuration, HostPolicy
+from ferryman.dataplane import RecordKey
+from ferryman.dependencies import Dependencies
+from ferryman.endpoint_sets import EndpointSets
+from ferryman.reads import Cache
+from ferryman.resources.ingressclass import ClassPolicy
+from ferryman.resources.meta import ObjectRef
+from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
+from ferryman.store import Store
+
+# The records of a virtual host, each keyed by the host: H (the host, served
+# by the module), V (Lua routing: VirtualServers, guarded Ingress hosts), M
+# (ingressMTLS's client check), F (the module's VirtualServer routes).
+HOST_RECORDS = ("H", "V", "M", "F")
+
+
+class Desired:
+    def __init__(self, settings: Settings, store: Store, secrets: SecretStore) -> None:
+        policy = settings.allowed_host_suffixes
+        self.config = Configuration(HostPolicy(policy) if policy else None)
+        # The class served (changes with the IngressClass object).
+        self.policy = ClassPolicy(settings.ingress_class, None)
+        self.records: dict[RecordKey, str] = {}
+        # Who wrote each virtual host, which hosts each resource wrote, and the
+        # certificate each host serves.
+        self.host_writer: dict[str, ObjectRef] = {}
+        self.ref_hosts: dict[ObjectRef, set[str]] = {}
+        self.host_cert: dict[str, str] = {}
+        gates = settings.ingress_class if settings.readiness_gates else None
+        self.endpoints = EndpointSets(
+            store, self.records, gates, track_nodes=settings.machine_lifecycle_hooks != "off"
+        )
+        self.deps = Dependencies()
+        self.cache = Cache(store, secrets)
+        # Events to report at the next flush, and for NIC's custom resources
+        # the state (status.state) and referencedBy each reports.
+        self.pending: dict[ObjectRef, tuple[str, str, str]] = {}
+        self.states: dict[ObjectRef, str] = {}
+        self.referenced_by: dict[ObjectRef, str] = {}
+        # Readers of changed referenced objects (reads.REFERENCED), translated
+        # once per batch: a selector's reader would otherwise be translated once
+        # per object it read.
+        self.stale: set[ObjectRef] = set()
+
+    def event(
+        self, ref: ObjectRef, type_: str, reason: str, message: str, state: str | None = None
+    ) -> None:
+        """The Event ``ref`` reports at the next flush (the last one said wins)."""
+        self.pending[ref] = (type_, reason, message)
+        if state is not None:
+            self.states[ref] = state
+
+    def referenced_changed(self, ref: ObjectRef) -> None:
+        """A Secret, Policy or VirtualServerRoute changed: its readers translate
+        again before the next flush."""
+        self.cache.forget(ref)
+        self.stale |= self.deps.users(ref)
+
+    def declare(self, ref: ObjectRef, used: Iterable[ObjectRef]) -> None:
+        """What ``ref``'s translation read; parses nobody reads any more are dropped."""
+        for gone in self.deps.declare(ref, used):
+            if not self.deps.used(gone):
+                self.cache.forget(gone)
+
+    def write_host(
+        self,
+        ref: ObjectRef,
+        vh: VirtualHost,
+        routing: str | None,
+        client_check: str | None = None,
+        fast: str | None = None,
+    ) -> None:
+        """``vh``'s H record and, where given, its V record (``routing``), M
+        record (``client_check``: ingressMTLS) and F record (``fast``: vs_fast)."""
+        self.records[("H", vh.host)] = encode_host(vh)
+        for kind, value in (("V", routing), ("M", client_check), ("F", fast)):
+            if value is None:
+                self.records.pop((kind, vh.host), None)
+            else:
+                self.records[(kind, vh.host)] = value
+        self.host_writer[vh.host] = ref
+        if vh.cert_id:
+            self.host_cert[vh.host] = vh.cert_id
+        else:
+            self.host_cert.pop(vh.host, None)
+
+    def drop_host(self, host: str) -> None:
+        del self.host_writer[host]
+        for kind in HOST_RECORDS:
+            self.records.pop((kind, host), None)
+        self.host_cert.pop(host, None)
+
+    def drop_hosts_of(self, ref: ObjectRef, keep: Iterable[str] = ()) -> None:
+        """Drop the hosts ``ref`` wrote but for ``keep``, found by writer rather
+        than ``ref_hosts``: a render that failed half-way may have written hosts
+        it has not recorded there."""
+        kept = set(keep)
+        for host in [h for h, w in self.host_writer.items() if w == ref and h not in kept]:
+            self.drop_host(host)
+
+    def certificate_records(self, secrets: SecretStore) -> None:
+        """Hold exactly the certificates some virtual host refers to."""
+        needed = set(self.host_cert.values())
+        for key in [k for k in self.records if k[0] == "C" and k[1] not in needed]:
+            del self.records[key]
+        for cert_id in needed:
+            if ("C", cert_id) not in self.records:
+                record = secrets.record(cert_id)
+                if record is not None:
+                    self.records[("C", cert_id)] = record

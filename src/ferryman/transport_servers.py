@@ -1,0 +1,319 @@
+"""TransportServers on GlobalConfiguration listeners: ownership, records, stream.conf, Events.
+
+The controller hands this module every GlobalConfiguration and TransportServer
+key (``sync``). There are few of them, so each change recomputes the whole
+state, as NIC's ``buildListenerHostsAndTSConfigurations`` does:
+
+- the GlobalConfiguration named by ``--global-configuration`` gives the
+  listeners (its invalid ones are left out and reported on it);
+- a TransportServer takes the listener it names (name and protocol); one
+  TransportServer per (listener, host), the oldest wins (creationTimestamp,
+  then namespace/name); the others are Rejected with NIC's messages;
+- TLS passthrough TransportServers (``--enable-tls-passthrough``) take their
+  host on the built-in ``tls-passthrough`` listener; ``claims`` hands those
+  hosts to the host ownership shared with Ingresses and VirtualServers.
+
+Each holder gets an ``S`` record (configs/transportserver.py) and its backends'
+endpoint sets; ``stream.conf`` gets a server per listener. Records change
+without a reload; stream.conf changes reload (the controller applies files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+
+from ferryman.configs.model import BackendKey
+from ferryman.configs.transportserver import (
+    CERTIFICATE_RECORD,
+    STREAM_FILE,
+    STREAM_RECORD,
+    Passthrough,
+    StreamServer,
+    backends,
+    certificate_record,
+    record_name,
+    render_stream,
+    stream_record,
+    stream_server,
+)
+from ferryman.configuration import age_key
+from ferryman.dataplane import RecordKey
+from ferryman.report import (
+    ADDED_OR_UPDATED,
+    ADDED_OR_UPDATED_WITH_ERROR,
+    ADDED_OR_UPDATED_WITH_WARNING,
+    NORMAL,
+    REJECTED,
+    WARNING,
+)
+from ferryman.resources.globalconfiguration import (
+    GlobalConfiguration,
+    parse_global_configuration,
+)
+from ferryman.resources.meta import ObjectRef
+from ferryman.resources.transportserver import TransportServer, parse_transport_server
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.vsr_status import INVALID, VALID, WARNING_STATE
+
+KINDS = frozenset({"GlobalConfiguration", "TransportServer"})
+# NIC's Event reason for a GlobalConfiguration taken as it is.
+UPDATED = "Updated"
+
+# (ref, state, reason, message): a TransportServer's Event and status.
+StateSink = Callable[[ObjectRef, str, str, str], None]
+# (ref, type, reason, message): an Event only (the GlobalConfiguration's).
+EventSink = Callable[[ObjectRef, str, str, str], None]
+BackendsSink = Callable[[ObjectRef, frozenset[BackendKey]], None]
+# (reader, Secret name or None) -> (its certificate record, or None and why): the
+# controller reads it (and records the dependency; None: reads none).
+SecretReader = Callable[[ObjectRef, str | None], tuple[str | None, str]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str
+    reason: str
+    message: str
+
+
+class TransportServers:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        records: MutableMapping[RecordKey, str],
+        files: MutableMapping[str, str],
+        *,
+        stream: bool,
+        served_class: Callable[[], str],
+        state: StateSink,
+        event: EventSink,
+        set_backends: BackendsSink,
+        owner: Callable[[str], ObjectRef | None] = lambda host: None,
+        claim: Callable[[ObjectRef, TransportServer | None], None] = lambda ref, ts: None,
+        read_secret: SecretReader = lambda ref, name: (None, "not found"),
+        https_socket: str = "",
+    ) -> None:
+        """``stream``: nginx.conf has the stream block (the stream module is
+        loaded); without it every TransportServer is refused, saying why."""
+        self._settings = settings
+        self._store = store
+        self._records = records
+        self._files = files
+        self._stream = stream
+        self._served_class = served_class
+        self._state = state
+        self._event = event
+        self._set_backends = set_backends
+        self._https_socket = https_socket
+        self._owner = owner
+        self._claim = claim
+        self._read_secret = read_secret
+        self._rendering = False
+        self._gc: GlobalConfiguration | None = None
+        self._servers: dict[ObjectRef, TransportServer] = {}
+        self._invalid: dict[ObjectRef, str] = {}  # ref -> NIC's message
+        self._reported: dict[ObjectRef, Outcome] = {}
+        self._holders: set[ObjectRef] = set()
+        self._record_writers: dict[str, ObjectRef] = {}
+        self._certificates: dict[RecordKey, str] = {}
+        if stream:
+            files[STREAM_FILE] = render_stream([], self._passthrough())
+
+    def _passthrough(self) -> Passthrough | None:
+        if not self._settings.tls_passthrough or not self._https_socket:
+            return None
+        return Passthrough(self._settings.https_port, self._https_socket)
+
+    # ---- sync ----------------------------------------------------------------------
+
+    def sync(self, ref: ObjectRef) -> None:
+        if ref.kind == "GlobalConfiguration":
+            self._sync_global_configuration(ref)
+            self._recompute(changed={ref})
+            return
+        was = self._servers.get(ref)
+        self._sync_transport_server(ref)
+        now = self._servers.get(ref)
+        if (was is not None and was.passthrough) or (now is not None and now.passthrough):
+            # The host's owner is elected with Ingresses and VirtualServers; the
+            # controller calls host_owners_changed for every claimant affected.
+            self._rendering = True
+            try:
+                self._claim(ref, now if now is not None and now.passthrough else None)
+            finally:
+                self._rendering = False
+        self._recompute(changed={ref})
+
+    def holder(self, record: str) -> ObjectRef | None:
+        """The TransportServer that wrote S record ``record``."""
+        return self._record_writers.get(record)
+
+    def refuse(self, ref: ObjectRef, why: str) -> None:
+        """NGINX refused its record: rejected until it changes (as an Ingress is)."""
+        ts = self._servers.pop(ref, None)
+        if ts is None:
+            return
+        who = f"{ref.namespace}/{ref.name}"
+        self._invalid[ref] = f"TransportServer {who} was rejected with error: {why}"
+        if ts.passthrough:
+            self._rendering = True
+            try:
+                self._claim(ref, None)
+            finally:
+                self._rendering = False
+        self._recompute(changed={ref})
+
+    def counts(self) -> dict[str, int]:
+        """Served TransportServers by NIC's metric type."""
+        out = dict.fromkeys(("passthrough", "tcp", "udp"), 0)
+        for ref in self._holders:
+            ts = self._servers.get(ref)
+            if ts is not None:
+                kind = "passthrough" if ts.passthrough else ts.protocol.lower()
+                out[kind] = out.get(kind, 0) + 1
+        return out
+
+    def host_owners_changed(self) -> None:
+        """A passthrough host changed hands (the controller's render of a claimant)."""
+        if not self._rendering:
+            self._recompute(changed=set())
+
+    def _sync_global_configuration(self, ref: ObjectRef) -> None:
+        if self._settings.global_configuration != (ref.namespace, ref.name):
+            return  # NIC watches the one it is told about, by name
+        obj = self._store.get("GlobalConfiguration", ref.namespace, ref.name)
+        if obj is None:
+            self._gc = None
+            return
+        # NIC forbids its own ports: HTTP, HTTPS, readiness, metrics, stub_status.
+        s = self._settings
+        ports = (s.http_port, s.https_port, s.ready_port, s.metrics_port, s.nginx_status_port)
+        forbidden = frozenset(p for p in ports if p)
+        parsed = parse_global_configuration(obj, forbidden_ports=forbidden)
+        self._gc = parsed.resource
+        who = f"{ref.namespace}/{ref.name}"
+        if parsed.problems:
+            self._event(
+                ref,
+                WARNING,
+                ADDED_OR_UPDATED_WITH_ERROR,
+                f"GlobalConfiguration {who} is updated with errors: {parsed.message()}",
+            )
+        else:
+            self._event(ref, NORMAL, UPDATED, f"GlobalConfiguration {who} was added or updated")
+
+    def _sync_transport_server(self, ref: ObjectRef) -> None:
+        obj = self._store.get("TransportServer", ref.namespace, ref.name)
+        self._servers.pop(ref, None)
+        self._invalid.pop(ref, None)
+        if obj is None or _class(obj) not in ("", self._served_class()):
+            return
+        parsed = parse_transport_server(obj, tls_passthrough=self._settings.tls_passthrough)
+        who = f"{ref.namespace}/{ref.name}"
+        if parsed.resource is None:
+            message = f"TransportServer {who} was rejected with error: {parsed.message()}"
+            self._invalid[ref] = message
+        elif not self._stream:
+            self._invalid[ref] = (
+                f"TransportServer {who} was rejected with error: TransportServers need the "
+                "nginx data plane with ngx_stream_ferryman_module (scripts/build-module.sh)"
+            )
+        else:
+            self._servers[ref] = parsed.resource
+
+    # ---- the state -----------------------------------------------------------------
+
+    def _recompute(self, changed: set[ObjectRef]) -> None:
+        holders: dict[tuple[str, str], TransportServer] = {}
+        self._certificates = {}
+        outcomes: dict[ObjectRef, Outcome] = {}
+        for ref, message in self._invalid.items():
+            outcomes[ref] = Outcome(INVALID, REJECTED, message)
+        for ref, ts in sorted(self._servers.items(), key=lambda i: age_key(i[1])):
+            problem = self._listener_problem(ref, ts)
+            if problem is None and (ts.listener, ts.host) in holders:
+                host = ts.host or "empty host"
+                problem = f"Listener {ts.listener} with host {host} is taken by another resource"
+            if problem is not None:
+                outcomes[ref] = Outcome(WARNING_STATE, REJECTED, problem)
+                continue
+            holders[(ts.listener, ts.host)] = ts
+            outcomes[ref] = self._served(ref, ts)
+        for ref in self._servers.keys() - {_ref(ts) for ts in holders.values()}:
+            self._read_secret(ref, None)
+        self._write(holders)
+        for ref, outcome in outcomes.items():
+            if ref in changed or self._reported.get(ref) != outcome:
+                self._state(ref, outcome.state, outcome.reason, outcome.message)
+        self._reported = outcomes
+
+    def _served(self, ref: ObjectRef, ts: TransportServer) -> Outcome:
+        """A holder's outcome; its certificate record, when it ends TLS."""
+        who = f"{ref.namespace}/{ref.name}"
+        key = (CERTIFICATE_RECORD, record_name(ts))
+        record, why = self._read_secret(ref, ts.tls_secret or None)
+        if not ts.tls_secret:
+            # NIC's text, its trailing space included.
+            return Outcome(
+                VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
+            )
+        if record is not None:
+            self._certificates[key] = certificate_record(record)
+            return Outcome(
+                VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
+            )
+        # NIC would serve the listener without TLS; ferryman refuses the handshakes.
+        warning = f"TLS secret {ts.tls_secret} is invalid: {why}; TLS handshakes are refused"
+        return Outcome(
+            WARNING_STATE,
+            ADDED_OR_UPDATED_WITH_WARNING,
+            f"Configuration for {who} was added or updated with warning(s): {warning}",
+        )
+
+    def _listener_problem(self, ref: ObjectRef, ts: TransportServer) -> str | None:
+        if ts.passthrough:
+            if self._owner(ts.host) != ref:
+                return "Host is taken by another resource"
+            return None
+        if self._gc is None or self._gc.listener(ts.listener, ts.protocol) is None:
+            return f"Listener {ts.listener} doesn't exist"
+        return None
+
+    def _write(self, holders: Mapping[tuple[str, str], TransportServer]) -> None:
+        wanted = {(STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()}
+        wanted.update(self._certificates)
+        self._record_writers = {record_name(ts): _ref(ts) for ts in holders.values()}
+        kinds = (STREAM_RECORD, CERTIFICATE_RECORD)
+        for key in [k for k in self._records if k[0] in kinds and k not in wanted]:
+            del self._records[key]
+        self._records.update(wanted)
+        holder_refs = {_ref(ts) for ts in holders.values()}
+        for ref in self._holders - holder_refs:
+            self._set_backends(ref, frozenset())
+        for ts in holders.values():
+            self._set_backends(_ref(ts), backends(ts))
+        self._holders = holder_refs
+        if not self._stream:
+            return
+        by_listener = {name: ts for (name, _), ts in holders.items()}
+        # A listener ends TLS when a TransportServer holding it has tls.secret.
+        ssl = {name for (name, _), ts in holders.items() if ts.tls_secret}
+        servers: list[StreamServer] = []
+        for listener in self._gc.listeners if self._gc else ():
+            if listener.protocol in ("TCP", "UDP"):
+                holder = by_listener.get(listener.name)
+                servers.append(stream_server(listener, holder, listener.name in ssl))
+        self._files[STREAM_FILE] = render_stream(servers, self._passthrough())
+
+
+def _ref(ts: TransportServer) -> ObjectRef:
+    return ObjectRef("TransportServer", ts.meta.namespace, ts.meta.name)
+
+
+def _class(obj: Mapping[str, object]) -> str:
+    spec = obj.get("spec")
+    value = spec.get("ingressClassName") if isinstance(spec, Mapping) else None
+    return value if isinstance(value, str) else ""

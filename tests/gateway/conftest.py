@@ -1,0 +1,55 @@
+"""Fixtures of the Gateway API tests: the conformance binaries, and a cluster
+(test apiserver with kube-controller-manager's controllers, the release's
+CRDs, a test kubelet giving each pod a network namespace of its own)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.environment import Conformance, build
+from tests.kubernetes.apiserver import APIServer, install_crds
+from tests.kubernetes.apiserver import build as build_apiserver
+from tests.kubernetes.kubelet import Kubelet
+
+
+@pytest.fixture(scope="session")
+def conformance() -> Conformance:
+    return build()
+
+
+@pytest.fixture(scope="session")
+def gateway_cluster(
+    conformance: Conformance, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[APIServer]:
+    server = APIServer(
+        build_apiserver(), tmp_path_factory.mktemp("gateway-cluster"), "--controllers", "all"
+    )
+    server.start()
+    try:
+        install_crds(server.client(), *conformance.crd_files())
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def gateway_kubelet(
+    gateway_cluster: APIServer, conformance: Conformance, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kubelet]:
+    node = Kubelet(
+        gateway_cluster.kubeconfig,
+        tmp_path_factory.mktemp("gateway-kubelet"),
+        index=5,
+        command=conformance.command(),
+        pod_netns=True,
+    )
+    node.start()
+    yield node
+    node.stop()
+
+
+def base_manifests(conformance: Conformance) -> Path:
+    return conformance.crds.parent / "base-manifests.yaml"

@@ -1,0 +1,97 @@
+"""--nginx-configmaps against a real kube-apiserver: the one ConfigMap watched (in
+another namespace than the watched ones), an edit reaching NGINX, NIC's Events."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lightkube import Client
+from lightkube.resources.core_v1 import ConfigMap
+from lightkube.resources.events_v1 import Event
+
+from tests.integration.harness import Ferryman, ingress, path, rule, service_with_backends
+from tests.integration.test_configmap import configmap
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.netns import BackendHost
+
+
+def _cm(namespace: str, **data: str) -> dict[str, object]:
+    doc = configmap(**data)
+    doc["metadata"] = {"name": "nginx-config", "namespace": namespace}
+    return doc
+
+
+def _events(kube: Client, namespace: str) -> list[tuple[str, str, str]]:
+    return [
+        (e.type or "", e.reason or "", e.note or "")
+        for e in kube.list(Event, namespace=namespace)
+        if e.regarding is not None
+        and e.regarding.kind == "ConfigMap"
+        and e.regarding.name == "nginx-config"
+    ]
+
+
+def test_a_configmap_edit_reaches_nginx_with_nic_events(
+    tmp_path: Path, apiserver: APIServer, kube: Client, namespace: str, backends: BackendHost
+) -> None:
+    # The ConfigMap lives in the controller's namespace, not a watched one.
+    home = f"{namespace}-ic"
+    apply(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": home}})
+    apply(kube, *service_with_backends("app", [backends.start("a")], namespace=namespace))
+    apply(kube, ingress("web", [rule("cm.k8s.test", path("/", "app"))], namespace=namespace))
+    apply(kube, _cm(home, server_tokens="true"))
+    apply(kube, _cm(namespace, server_tokens="false"))  # same name, not the one named
+    f = Ferryman(
+        tmp_path / "a",
+        extra_args=["--watch-namespace", namespace, "--nginx-configmaps", f"{home}/nginx-config"],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-cm"},
+    )
+    f.start()
+    try:
+        assert f.get("cm.k8s.test").headers["server"].startswith("nginx/")
+        wait_until(
+            lambda: (
+                (
+                    "Normal",
+                    "Updated",
+                    f"ConfigMap {home}/nginx-config updated without error",
+                )
+                in _events(kube, home)
+            ),
+            10,
+            "the Updated Event",
+        )
+        reloads = f.reloads()
+        apply(kube, _cm(home, server_tokens="false", proxy_read_timeout="never"))
+        wait_until(
+            lambda: f.get("cm.k8s.test").headers["server"] == "nginx", 10, "server tokens off"
+        )
+        wait_until(
+            lambda: (
+                (
+                    "Warning",
+                    "InvalidValue",
+                    f"ConfigMap {home}/nginx-config 'proxy-read-timeout' invalid time string "
+                    '"never", ignoring',
+                )
+                in _events(kube, home)
+            ),
+            10,
+            "the InvalidValue Event",
+        )
+        assert f.reloads() == reloads + 1
+        # A change of labels only: nothing to reload.
+        cm = kube.get(ConfigMap, "nginx-config", namespace=home)
+        assert cm.metadata is not None
+        cm.metadata.labels = {"touched": "yes"}
+        kube.replace(cm)
+        time.sleep(1.5)
+        assert f.reloads() == reloads + 1
+        # Deleted: ferryman's defaults (server tokens off) stay.
+        kube.delete(ConfigMap, "nginx-config", namespace=home)
+        wait_until(lambda: len(_events(kube, home)) >= 5, 10, "the deletion's Event")
+        assert f.get("cm.k8s.test").headers["server"] == "nginx"
+    finally:
+        f.stop()

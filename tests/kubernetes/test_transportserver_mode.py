@@ -1,0 +1,116 @@
+"""TransportServers in Kubernetes mode on a real kube-apiserver with deploy/crds: the
+GlobalConfiguration named by --global-configuration gives the listener, traffic
+goes through it, and ferryman writes NIC's status (state, reason, message)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client
+from lightkube.generic_resource import create_namespaced_resource
+
+from tests.integration.harness import Ferryman, free_port, service_with_backends
+from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.netns import BackendHost
+from tests.unit.nic_fixtures import ROOT
+
+TransportServer = create_namespaced_resource(
+    "k8s.nginx.org", "v1", "TransportServer", "transportservers"
+)
+GlobalConfiguration = create_namespaced_resource(
+    "k8s.nginx.org", "v1", "GlobalConfiguration", "globalconfigurations"
+)
+
+
+@pytest.fixture
+def crds(kube: Client) -> Client:
+    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
+    wait_until(lambda: list(kube.list(TransportServer, namespace="default")) is not None, 30, "TS")
+    return kube
+
+
+@pytest.fixture
+def running() -> Iterator[list[Ferryman]]:
+    started: list[Ferryman] = []
+    yield started
+    for f in started:
+        if f.proc is not None:
+            f.stop()
+
+
+def _ts(namespace: str, name: str, service: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "TransportServer",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "listener": {"name": "web-tcp", "protocol": "TCP"},
+            "upstreams": [{"name": "app", "service": service, "port": 80}],
+            "action": {"pass": "app"},
+        },
+    }
+
+
+def _status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
+    return dict(kube.get(TransportServer, name, namespace=namespace).get("status") or {})
+
+
+def _through(port: int) -> str:
+    """The backend's name, asked over plain TCP (an HTTP request, proxied as bytes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET / HTTP/1.0\r\nHost: tcp.test\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    text = data.decode(errors="replace")
+    return "tea" if '"name": "tea"' in text else text[-200:]
+
+
+def test_transport_server_status_and_traffic(
+    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    kube = crds
+    port = free_port()
+    apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
+    kube.create(
+        GlobalConfiguration(
+            {
+                "apiVersion": "k8s.nginx.org/v1",
+                "kind": "GlobalConfiguration",
+                "metadata": {"name": "gc", "namespace": namespace},
+                "spec": {"listeners": [{"name": "web-tcp", "port": port, "protocol": "TCP"}]},
+            }
+        )
+    )
+    kube.create(TransportServer(_ts(namespace, "first", "tea")))
+    f = Ferryman(
+        tmp_path,
+        extra_args=[
+            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
+            "--global-configuration", f"{namespace}/gc",
+        ],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-ts"},
+    )  # fmt: skip
+    running.append(f)
+    f.start()
+    assert _through(port) == "tea"
+    want = {
+        "state": "Valid",
+        "reason": "AddedOrUpdated",
+        "message": f"Configuration for {namespace}/first was added or updated ",
+    }
+    wait_until(lambda: _status(kube, namespace, "first") == want, 10, "status Valid")
+    kube.create(TransportServer(_ts(namespace, "second", "tea")))
+    taken = {
+        "state": "Warning",
+        "reason": "Rejected",
+        "message": "Listener web-tcp with host empty host is taken by another resource",
+    }
+    wait_until(lambda: _status(kube, namespace, "second") == taken, 10, "status Warning")
+    assert f.reloads() == 1

@@ -1,0 +1,157 @@
+"""transport_servers.TransportServers without NGINX: who holds each listener, the
+records and stream.conf it writes, and the Events and states it reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ferryman.configs.transportserver import STREAM_FILE
+from ferryman.dataplane import RecordKey
+from ferryman.resources.meta import ObjectRef
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.transport_servers import TransportServers
+
+GC_REF = ObjectRef("GlobalConfiguration", "nginx-ingress", "gc")
+
+
+class World:
+    def __init__(self, *, stream: bool = True) -> None:
+        self.store = Store()
+        self.records: dict[RecordKey, str] = {}
+        self.files: dict[str, str] = {}
+        self.states: dict[ObjectRef, tuple[str, str, str]] = {}
+        self.events: list[tuple[ObjectRef, str, str, str]] = []
+        self.backends: dict[ObjectRef, frozenset[str]] = {}
+        settings = Settings(
+            Path("/nonexistent"), global_configuration=("nginx-ingress", "gc"), http_port=80
+        )
+        self.ts = TransportServers(
+            settings, self.store, self.records, self.files, stream=stream,
+            served_class=lambda: "ferryman",
+            state=lambda ref, *s: self.states.__setitem__(ref, s),
+            event=lambda ref, *e: self.events.append((ref, *e)),
+            set_backends=self.backends.__setitem__,
+        )  # fmt: skip
+
+    def put(self, obj: dict[str, Any]) -> ObjectRef:
+        self.store.upsert(obj)
+        md = obj["metadata"]
+        ref = ObjectRef(obj["kind"], md["namespace"], md["name"])
+        self.ts.sync(ref)
+        return ref
+
+    def drop(self, ref: ObjectRef) -> None:
+        self.store.delete(ref)
+        self.ts.sync(ref)
+
+
+def gc(*ports: int) -> dict[str, Any]:
+    listeners = [{"name": f"l{p}", "port": p, "protocol": "TCP"} for p in ports]
+    return {
+        "kind": "GlobalConfiguration",
+        "metadata": {"name": "gc", "namespace": "nginx-ingress"},
+        "spec": {"listeners": listeners},
+    }
+
+
+def ts(name: str, listener: str, created: str | None = None, **spec: Any) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": "default"}
+    if created:
+        md["creationTimestamp"] = created
+    return {
+        "kind": "TransportServer",
+        "metadata": md,
+        "spec": {
+            "listener": {"name": listener, "protocol": "TCP"},
+            "upstreams": [{"name": "a", "service": name, "port": 80}],
+            "action": {"pass": "a"},
+            **spec,
+        },
+    }
+
+
+def test_the_oldest_holds_the_listener_and_the_next_takes_over() -> None:
+    w = World()
+    w.put(gc(7000))
+    young = w.put(ts("young", "l7000", "2025-01-01T00:00:00Z"))
+    old = w.put(ts("old", "l7000", "2024-01-01T00:00:00Z"))
+    none = w.put(ts("none", "l7000"))  # no timestamp: newer than any that has one
+    assert w.records == {("S", "l7000"): "default/old:80 random2lc 1 10000 0 0 0 0"}
+    assert w.states[old][0:2] == ("Valid", "AddedOrUpdated")
+    message = "Listener l7000 with host empty host is taken by another resource"
+    assert w.states[young] == ("Warning", "Rejected", message)
+    assert w.states[none] == ("Warning", "Rejected", message)
+    assert w.backends[old] == frozenset({"default/old:80"})
+    w.drop(old)
+    assert w.records == {("S", "l7000"): "default/young:80 random2lc 1 10000 0 0 0 0"}
+    assert w.states[young][0] == "Valid"
+    assert w.backends[old] == frozenset()
+
+
+def test_listeners_follow_the_global_configuration() -> None:
+    w = World()
+    t = w.put(ts("t", "l7001"))
+    assert w.states[t] == ("Warning", "Rejected", "Listener l7001 doesn't exist")
+    assert "server {" not in w.files[STREAM_FILE]
+    w.put(gc(7001))
+    assert w.states[t][0] == "Valid"
+    assert "listen 7001;" in w.files[STREAM_FILE]
+    assert w.events[-1][1:] == (
+        "Normal",
+        "Updated",
+        "GlobalConfiguration nginx-ingress/gc was added or updated",
+    )
+    # Another GlobalConfiguration than the flag's is not read.
+    w.put({**gc(7002), "metadata": {"name": "other", "namespace": "nginx-ingress"}})
+    assert "listen 7002;" not in w.files[STREAM_FILE]
+    w.drop(GC_REF)
+    assert w.states[t] == ("Warning", "Rejected", "Listener l7001 doesn't exist")
+    assert w.records == {}
+
+
+def test_only_directive_settings_change_stream_conf() -> None:
+    w = World()
+    w.put(gc(7003))
+    before = w.files[STREAM_FILE]
+    w.put(ts("t", "l7003"))
+    assert w.files[STREAM_FILE] == before  # NIC's defaults: no reload for a new holder
+    w.put(ts("t", "l7003", upstreams=[{"name": "a", "service": "t", "port": 81,
+                                       "loadBalancingMethod": "least_conn"}]))  # fmt: skip
+    assert w.files[STREAM_FILE] == before
+    assert w.records[("S", "l7003")].startswith("default/t:81 lc ")
+    w.put(ts("t", "l7003", sessionParameters={"timeout": "1m"}))
+    assert "proxy_timeout 60000ms;" in w.files[STREAM_FILE]
+
+
+def test_a_class_of_another_controller_is_not_served() -> None:
+    w = World()
+    w.put(gc(7004))
+    t = w.put(ts("t", "l7004", ingressClassName="nginx"))
+    assert w.records == {} and t not in w.states
+
+
+def test_without_the_stream_module_every_transport_server_is_refused() -> None:
+    w = World(stream=False)
+    w.put(gc(7005))
+    t = w.put(ts("t", "l7005"))
+    assert w.states[t][0:2] == ("Invalid", "Rejected")
+    assert "ngx_stream_ferryman_module" in w.states[t][2]
+    assert STREAM_FILE not in w.files
+
+
+def test_a_refused_record_rejects_its_transport_server_until_it_changes() -> None:
+    w = World()
+    w.put(gc(7006))
+    t = w.put(ts("t", "l7006"))
+    assert w.ts.holder("l7006") == t
+    w.ts.refuse(t, "the stream record l7006 is too large")
+    assert w.states[t] == (
+        "Invalid",
+        "Rejected",
+        "TransportServer default/t was rejected with error: the stream record l7006 is too large",
+    )
+    assert w.records == {} and w.ts.holder("l7006") is None
+    w.put(ts("t", "l7006", sessionParameters={"timeout": "1m"}))  # changed: served again
+    assert w.states[t][0] == "Valid" and w.ts.holder("l7006") == t
