@@ -432,3 +432,20 @@ def test_proxy_set_headers_and_add_header(ferryman: Ferryman, backends: Backends
     ferryman.write("doc0", annotated({"nginx.org/add-header": "X-Bad: $host"}))
     eventually(lambda: last(ferryman)["reason"] == "Rejected", 10, "rejected")
     assert "invalid character in header value: $" in last(ferryman)["message"]
+
+
+def test_configmap_keys_are_the_defaults(ferryman: Ferryman, backends: Backends) -> None:
+    """annotation > ConfigMap key > built-in default, a ConfigMap change
+    re-translating every Ingress."""
+    from tests.integration.test_configmap import NAME, NS, configmap
+
+    ferryman.extra_args += ["--nginx-configmaps", f"{NS}/{NAME}"]
+    ferryman.write("cm", configmap(proxy_read_timeout="1s", hsts="true"))
+    ferryman.write("other", ingress("other", [rule("other.test", path("/", "app"))]))
+    start(ferryman, backends, annotated({"nginx.org/proxy-read-timeout": "5s"}))
+    assert ferryman.get("other.test", "/?delay=2").status == 504  # the ConfigMap's 1s
+    assert ferryman.get(HOST, "/?delay=2").served_by == "a"  # the annotation's 5s
+    # (The ConfigMap's own update reloads once, as its reader does for any change.)
+    ferryman.write("cm", configmap(proxy_read_timeout="10s", hsts="true"))
+    eventually(lambda: served_by(ferryman, "other.test", "/?delay=2") == "a", 10, "10s")
+    assert ferryman.get(HOST, "/?delay=6").status == 504  # still the annotation's 5s
