@@ -117,9 +117,16 @@ def test_annotation_over_configmap_over_default() -> None:
     options, _ = ingress_options({"nginx.org/proxy-read-timeout": "5s"}, configmap)
     assert options.read_timeout_ms == 5_000  # the annotation
     assert options.lb_method == "least_conn"  # the ConfigMap
-    assert options.hsts == "max-age=2592000"
     assert options.max_fails == 1  # the built-in default
     assert options.slow()
+    # Keys the ConfigMap's reader writes into nginx.conf are NGINX's already:
+    # no record repeats them (an Ingress without annotations stays fast).
+    inherited, _ = ingress_options({}, configmap)
+    assert inherited.read_timeout_ms is None and inherited.hsts is None
+    _, warnings = ingress_options(
+        {"nginx.org/client-max-body-size": "5m"}, {"client-max-body-size": "10m"}
+    )
+    assert warnings == []  # within the server's 10m: applied
     plain, warnings = ingress_options({}, {})
     assert plain == IngressOptions() and not plain.slow() and warnings == []
 

@@ -28,39 +28,14 @@ from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, 
 SERVER_BODY_LIMIT = 1024 * 1024
 HSTS_MAX_AGE = 2592000  # NIC's ConfigMap default: 30 days
 
-# Annotations read by the ConfigMap with these names too (NIC's ConfigMap keys).
-_FROM_CONFIGMAP = (
-    "proxy-connect-timeout",
-    "proxy-read-timeout",
-    "proxy-send-timeout",
-    "client-max-body-size",
-    "proxy-buffering",
-    "proxy-buffers",
-    "proxy-buffer-size",
-    "proxy-busy-buffers-size",
-    "proxy-max-temp-file-size",
-    "client-body-buffer-size",
-    "proxy-hide-headers",
-    "proxy-pass-headers",
-    "redirect-to-https",
-    "ssl-redirect",
-    "http-redirect-code",
-    "hsts",
-    "hsts-max-age",
-    "hsts-include-subdomains",
-    "hsts-behind-proxy",
-    "lb-method",
-    "max-fails",
-    "fail-timeout",
-    "max-conns",
-    "keepalive",
-    "server-tokens",
-    "proxy-next-upstream",
-    "proxy-next-upstream-timeout",
-    "proxy-next-upstream-tries",
-    "upstream-zone-size",
-    "location-snippets",
-    "server-snippets",
+# The ConfigMap keys that are defaults here. The others of its route-level keys
+# (``configs/configmap.py``'s IN_NGINX_CONF: timeouts, body size, buffering,
+# header hide/pass, server tokens, HSTS, redirect-to-https) are written into
+# nginx.conf by the ConfigMap's reader, so NGINX applies them to every request
+# already: an Ingress takes them from there, and only its own annotations
+# become records (which override them per request).
+_FROM_CONFIGMAP = frozenset(
+    ["lb-method", "max-fails", "fail-timeout", "keepalive", "ssl-redirect", "http-redirect-code"]
 )
 
 _NOT_PER_REQUEST = {
@@ -145,10 +120,13 @@ def ingress_options(
 
     warnings: list[str] = []
     body = get("client-max-body-size", None)
-    if isinstance(body, int) and (body == 0 or body > SERVER_BODY_LIMIT):
+    # The server's limit, which NGINX checks before routing: the ConfigMap's, else 1m.
+    server = _server_body_limit(configmap)
+    if isinstance(body, int) and (body == 0 or body > server):
+        shown = configmap.get("client-max-body-size", "1m")
         warnings.append(
-            f"{PREFIX}client-max-body-size: above the server's client_max_body_size 1m, "
-            "which NGINX checks before routing; 1m applies"
+            f"{PREFIX}client-max-body-size: above the server's client_max_body_size "
+            f"{shown}, which NGINX checks before routing; {shown} applies"
         )
         body = None
     hsts = None
@@ -263,3 +241,15 @@ def _triples(value: object) -> tuple[tuple[str, str, bool], ...]:
     if not isinstance(value, tuple):
         return ()
     return tuple((str(n), str(v), bool(a)) for n, v, a in value)
+
+
+def _server_body_limit(configmap: Mapping[str, str]) -> int:
+    raw = configmap.get("client-max-body-size")
+    if raw is None:
+        return SERVER_BODY_LIMIT
+    try:
+        limit = parse_value("client-max-body-size", raw)
+    except BadValue:
+        return SERVER_BODY_LIMIT
+    # 0: no limit at the server; an Ingress's own is then always checkable.
+    return limit if isinstance(limit, int) and limit > 0 else 1 << 62

@@ -664,7 +664,9 @@ end
 -- server_tokens on: its version in the Server header).
 local function ingress_options(options)
     local var = ngx.var
-    if options.hsts then
+    -- $ferryman_hsts exists when the ConfigMap's hsts is on: its add_header
+    -- (server level, after this filter) sends the header; never two.
+    if options.hsts and var.ferryman_hsts == nil then
         local secure
         if options.hsts_behind_proxy then
             secure = var.http_x_forwarded_proto == "https"
