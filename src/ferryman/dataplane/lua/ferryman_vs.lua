@@ -170,7 +170,8 @@ function _M.decode(raw)
     local policy_items, named = {}, {}
     local code, based = string.match(items[1], "^(%d+):(%a)$")
     if code then
-        vs.redirect = { tonumber(code), based == "x" }
+        -- "i": an Ingress's redirect-to-https, only when X-Forwarded-Proto is http.
+        vs.redirect = { tonumber(code), based == "x", based == "i" }
     end
     for i = 2, #items do
         local f = cut(items[i], "|")
@@ -215,6 +216,8 @@ function _M.decode(raw)
                     end
                 end
             end
+            -- An Ingress route with nginx.org/proxy-buffering: false (ingress_vs).
+            route.unbuffered = f[9] == "u"
             local modifier = route.modifier
             if modifier == "=" then
                 vs.exact[route.path] = route
@@ -250,6 +253,13 @@ function _M.decode(raw)
             policy_items[#policy_items + 1] = policies.decode(f)
         elseif f[1] == "S" then
             named[vs] = f[2]
+        elseif f[1] == "O" then
+            -- An Ingress host's options (ferryman.configs.ingress_vs).
+            vs.options = {
+                hsts = f[2] ~= "" and decode_base64(f[2]) or nil,
+                hsts_behind_proxy = f[3] == "1",
+                server_tokens = f[4] == "1",
+            }
         end
     end
     for owner, text in pairs(named) do
@@ -471,8 +481,15 @@ function _M.route(vs)
         seeded = true
     end
     local var = ngx.var
+    if vs.options then
+        -- ferryman.lua's header filter applies them to every answer of the host.
+        ngx.ctx.ferryman_options = vs.options
+    end
     if vs.redirect then
         local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
+        if vs.redirect[3] then
+            proto = var.http_x_forwarded_proto
+        end
         if proto == "http" then
             return answer({
                 kind = "redirect",
@@ -501,6 +518,11 @@ function _M.route(vs)
             policies.enforce(spec, nil)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    if route.unbuffered and var.ferryman_variant ~= "unbuffered" then
+        -- The same slow path in the location with proxy_buffering off
+        -- (nginx.conf.tmpl), before any policy counts the request.
+        return ngx.exec("@ferryman_unbuffered")
     end
     if redirect then
         local args = var.args
