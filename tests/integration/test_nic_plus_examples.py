@@ -109,25 +109,3 @@ def test_externalname_services(ferryman: Ferryman) -> None:
     f.start()
     r = f.get("example.com", "/")
     assert r.status == 503 and "503 Service Temporarily Unavailable" in r.text
-
-
-def test_transport_server_examples_are_not_read(ferryman: Ferryman, backends: Backends) -> None:
-    """basic-tcp-udp and tls-passthrough (and the transport-server halves of
-    backup-directive and externalname-services) need TransportServer and
-    GlobalConfiguration, which ferryman does not read: each is logged as an
-    unsupported kind and nothing of it is served (app.example.com, the
-    passthrough host, is not routed)."""
-    f = ferryman
-    f.write("secure-app", service_with_backends("secure-app", [backends.start("secure")]))
-    for path in (
-        "basic-tcp-udp/global-configuration.yaml",
-        "basic-tcp-udp/transport-server-tcp.yaml",
-        "basic-tcp-udp/transport-server-udp.yaml",
-        "tls-passthrough/transport-server-passthrough.yaml",
-    ):
-        _example(f, path)
-    f.start()
-    logs = f.logs()
-    for kind in ("GlobalConfiguration", "TransportServer"):
-        assert re.search(rf'msg="ignoring unsupported kind".*kind={kind}', logs), kind
-    assert f.get("app.example.com", "/").status == 404
