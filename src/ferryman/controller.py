@@ -135,7 +135,15 @@ class Controller:
         self._applied = AppliedRecords(dataplane, settings, metrics)
         self._ingresses = IngressTranslator(settings, store, queue, self._d, self, status)
         self._transport = TransportTranslator(
-            settings, store, self._files, self._d, self, secrets, stream, tls_socket
+            settings,
+            store,
+            self._files,
+            self._d,
+            self,
+            secrets,
+            stream,
+            tls_socket,
+            http_listeners=virtual_servers,
         )
         translators: list[Translator] = [
             self._ingresses,

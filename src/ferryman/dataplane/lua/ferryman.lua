@@ -171,10 +171,17 @@ local function host_entry(host)
             local fields = split(raw, " ")
             local method, max_fails, fail_timeout =
                 string.match(fields[4] or "", "^(%a+):(%d+):([%d.]+)$")
+            -- "<0|1>[:<http listener>:<https listener>]": a host served on
+            -- GlobalConfiguration listeners names them ("-": none), else it is
+            -- served on the default ports, whose listener is "".
+            local redirect, listen_http, listen_https =
+                string.match(fields[2] or "", "^(%d):([^:]+):([^:]+)$")
             entry = {
                 key = host,
                 tls = fields[1],
-                redirect = fields[2] == "1",
+                redirect = (redirect or fields[2]) == "1",
+                listen_http = listen_http or "",
+                listen_https = listen_https or "",
                 default = fields[3] ~= "-" and fields[3] or nil,
                 least_conn = method == "lc",
                 max_fails = tonumber(max_fails) or 1,
@@ -223,9 +230,19 @@ local function named_host(host)
     return entry
 end
 
--- The virtual host serving a request: its name's, else the catch-all "_".
+-- The virtual host serving a request: its name's, else the catch-all "_";
+-- nil when the request came in on a listener the host is not served on
+-- ($ferryman_listener: configs/http_listeners.py; nil where no map defines it).
 local function vhost(host)
-    return named_host(host) or host_entry("_")
+    local entry = named_host(host) or host_entry("_")
+    if entry ~= nil then
+        local var = ngx.var
+        local want = var.https == "on" and entry.listen_https or entry.listen_http
+        if (var.ferryman_listener or "") ~= want then
+            return nil
+        end
+    end
+    return entry
 end
 
 local SLASH = string.byte("/")
