@@ -4,7 +4,7 @@
 -- POST /push, body:
 --   line 1:   <version> [full]                  ("full" replaces everything)
 --   E\t<backend key>\t<addr>#<port> ...        endpoint set   (empty: remove)
---   H\t<host>\t<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
+--   H\t<host>\t<tls> <redirect>[:<http>:<https>] <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
 --   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
 --   M\t<host>\t<verify> <depth> <id> <CAs> [<CRL>]  client certificates (ferryman_mtls)
