@@ -9,8 +9,8 @@ a GlobalConfiguration with two HTTP listeners (nginx.conf then has the
 host to its listeners: docs/virtualserver.md, "Custom listeners"), one without.
 (--global-configuration also loads the stream block for TransportServers: the
 difference measured includes it.) The client is Python on the same machine, so
-this bounds the cost rather than measuring it precisely. Prints, per round, requests per second on one kept connection for both,
-alternating which goes first.
+this bounds the cost rather than measuring it precisely. Prints, per round,
+requests per second on one kept connection for both, alternating which goes first.
 """
 
 from __future__ import annotations
