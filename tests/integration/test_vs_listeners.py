@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.integration.harness import (
     Backends,
@@ -24,25 +25,30 @@ GC = "nginx-ingress/nginx-configuration"
 
 
 def _example(ferryman: Ferryman, folder: str, name: str) -> None:
-    ferryman.write_text(f"{folder}-{name}", (NIC_EXAMPLES / folder / name).read_text())
+    ferryman.write_text(
+        f"{folder}-{name}".replace("/", "-"), (NIC_EXAMPLES / folder / name).read_text()
+    )
 
 
-def get_on(port: int, host: str, path: str, *, https: bool = False) -> Response:
-    """A request to ``port`` on the loopback, for ``host`` (and its SNI name)."""
+def get_on(
+    port: int, host: str, path: str, *, https: bool = False, address: str = "127.0.0.1"
+) -> Response:
+    """A request to ``address``:``port``, for ``host`` (and its SNI name)."""
     scheme = "https" if https else "http"
     ext = {"sni_hostname": host} if https else {}
+    where = f"[{address}]" if ":" in address else address
     with httpx.Client(verify=_insecure_context(), timeout=10) as c:
         req = c.build_request(
-            "GET", f"{scheme}://127.0.0.1:{port}{path}", headers={"Host": host}, extensions=ext
+            "GET", f"{scheme}://{where}:{port}{path}", headers={"Host": host}, extensions=ext
         )
         r = c.send(req, follow_redirects=False)
     return Response(r.status_code, r.headers, r.text)
 
 
-def endpoints_only(name: str, backends: Backends) -> list[dict[str, Any]]:
+def endpoints_only(name: str, backends: Backends, port_name: str = "http") -> list[dict[str, Any]]:
     """The EndpointSlices the cluster makes for cafe.yaml's Service ``name`` (its
-    port is named http), without the Service, which cafe.yaml has."""
-    return service_with_backends(name, [backends.start(name)], port_name="http")[1:]
+    port is named ``port_name``), without the Service, which cafe.yaml has."""
+    return service_with_backends(name, [backends.start(name)], port_name=port_name)[1:]
 
 
 def virtual_server(
@@ -102,6 +108,37 @@ def test_custom_listeners_example(either_fast_path: Ferryman, backends: Backends
     assert ferryman.get("plain.example.com", "/", https=True).served_by == "tea-svc"
     assert get_on(8083, "plain.example.com", "/").status == 404
     assert get_on(8443, "plain.example.com", "/", https=True).status == 404
+    event = ferryman.events_for("cafe")[-1]
+    assert (event["reason"], event["message"]) == (
+        "AddedOrUpdated",
+        "Configuration for default/cafe was added or updated ",
+    )
+
+
+def test_custom_ip_listeners_example(ferryman: Ferryman, backends: Backends) -> None:
+    """README (custom-ip-listeners/virtualserver): the listeners bind only the
+    addresses the GlobalConfiguration names, IPv4 and IPv6, and cafe.example.com
+    answers there."""
+    folder = "custom-ip-listeners/virtualserver"
+    for name in ("global-configuration.yaml", "cafe.yaml", "cafe-virtual-server.yaml"):
+        _example(ferryman, folder, name)
+    ferryman.write("tea", endpoints_only("tea-svc", backends))
+    # This cafe.yaml names coffee-svc's port "ip".
+    ferryman.write("coffee", endpoints_only("coffee-svc", backends, "ip"))
+    ferryman.write("secret", tls_secret("tls-secret", ["cafe.example.com"]))
+    ferryman.extra_args += ["--global-configuration", GC]
+    ferryman.start()
+    host = "cafe.example.com"
+    for address in ("127.0.0.1", "::1"):
+        assert get_on(8083, host, "/coffee", address=address).served_by == "coffee-svc"
+    for address in ("127.0.0.2", "::1"):
+        r = get_on(8443, host, "/tea", https=True, address=address)
+        assert r.served_by == "tea-svc"
+    # Only those addresses: another loopback address is not bound.
+    with pytest.raises(httpx.ConnectError):
+        get_on(8083, host, "/coffee", address="127.0.0.3")
+    with pytest.raises(httpx.ConnectError):
+        get_on(8443, host, "/coffee", https=True, address="127.0.0.1")
     event = ferryman.events_for("cafe")[-1]
     assert (event["reason"], event["message"]) == (
         "AddedOrUpdated",
