@@ -180,8 +180,9 @@ local function host_entry(host)
                 key = host,
                 tls = fields[1],
                 redirect = (redirect or fields[2]) == "1",
-                listen_http = listen_http or "",
-                listen_https = listen_https or "",
+                -- nil: the default ports only
+                listen_http = listen_http,
+                listen_https = listen_https,
                 default = fields[3] ~= "-" and fields[3] or nil,
                 least_conn = method == "lc",
                 max_fails = tonumber(max_fails) or 1,
@@ -235,14 +236,17 @@ end
 -- ($ferryman_listener: configs/http_listeners.py; nil where no map defines it).
 local function vhost(host)
     local entry = named_host(host) or host_entry("_")
-    if entry ~= nil then
-        local var = ngx.var
-        local want = var.https == "on" and entry.listen_https or entry.listen_http
-        if (var.ferryman_listener or "") ~= want then
-            return nil
-        end
+    if entry == nil then
+        return nil
     end
-    return entry
+    local var = ngx.var
+    local listener = var.ferryman_listener or ""
+    if entry.listen_http == nil then
+        -- The default ports' listener is "".
+        return listener == "" and entry or nil
+    end
+    local want = var.https == "on" and entry.listen_https or entry.listen_http
+    return listener == want and entry or nil
 end
 
 local SLASH = string.byte("/")
