@@ -16,6 +16,9 @@
   request, what NIC's auth_request costs too;
 - an Ingress host (``app1.bench.test/p0``) with ``nginx.org/policies`` naming the
   accessControl Policy: the Lua slow path matching Ingress paths, then the policy;
+- an Ingress host (``app2.bench.test/p0``) with ``nginx.org/proxy-read-timeout``
+  and ``nginx.org/proxy-hide-headers``: the VirtualServer engine's V record
+  (configs/ingress_vs.py);
 - a hand-written NGINX configuration for the same route (bench/run.py's).
 
 wrk ``-t2 -c64`` against each, back to back per round with the order rotating;
@@ -104,6 +107,12 @@ def main() -> None:
         guarded_ingress = ingress_docs(1, ports)
         guarded_ingress[0]["metadata"]["annotations"] = {"nginx.org/policies": "local"}
         write_yaml(f.manifests / "app1.yaml", guarded_ingress)
+        annotated = ingress_docs(2, ports)
+        annotated[0]["metadata"]["annotations"] = {
+            "nginx.org/proxy-read-timeout": "30s",
+            "nginx.org/proxy-hide-headers": "X-Powered-By",
+        }
+        write_yaml(f.manifests / "app2.yaml", annotated)
         write_yaml(f.manifests / "vs0.yaml", [_virtual_server("vs0", "vs0.bench.test", False)])
         write_yaml(f.manifests / "vs1.yaml", [_virtual_server("vs1", "vs1.bench.test", True)])
         guarded = _virtual_server("vs2", "vs2.bench.test", False)
@@ -119,6 +128,7 @@ def main() -> None:
         targets = {
             "ingress_fast_path": (f.http_port, "app0.bench.test", master),
             "ingress_policies": (f.http_port, "app1.bench.test", master),
+            "ingress_annotations": (f.http_port, "app2.bench.test", master),
             "virtualserver_pass": (f.http_port, "vs0.bench.test", master),
             "virtualserver_match_split": (f.http_port, "vs1.bench.test", master),
             "virtualserver_policies": (f.http_port, "vs2.bench.test", master),

@@ -133,7 +133,9 @@ class Controller:
         self._files: dict[str, str] = dict(files)
         self._applied_files: dict[str, str] = dict(files)
         self._applied = AppliedRecords(dataplane, settings, metrics)
-        self._ingresses = IngressTranslator(settings, store, queue, self._d, self, status)
+        self._ingresses = IngressTranslator(
+            settings, store, queue, self._d, self, status, slow_path=virtual_servers
+        )
         self._transport = TransportTranslator(
             settings,
             store,

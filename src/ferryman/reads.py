@@ -24,6 +24,8 @@ from ferryman.resources.globalconfiguration import (
     GlobalConfiguration,
     parse_global_configuration,
 )
+from ferryman.resources.ingress import Ingress, parse_ingress
+from ferryman.resources.ingress_annotations import MERGEABLE
 from ferryman.resources.meta import InvalidResource, ObjectRef
 from ferryman.resources.nic_fields import Parsed
 from ferryman.resources.policy import Policy, parse_policy
@@ -36,6 +38,9 @@ from ferryman.store import Store
 REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
 _ROUTE = "VirtualServerRoute"
 _GC = "GlobalConfiguration"
+# Mergeable Ingresses are read by host: a change to a master or minion of a
+# host translates the readers of ``ObjectRef(MERGEABLE_HOST, "", host)``.
+MERGEABLE_HOST = "MergeableIngressHost"
 # A Secret's parser (``resources/secret_*.py``): the content, or InvalidResource.
 SecretParser = Callable[[Mapping[str, Any]], Any]
 
@@ -66,6 +71,8 @@ class Cache:
         # (None: missing or invalid).
         self._secret_reads: dict[tuple[str, str], dict[SecretParser, SecretRead[Any]]] = {}
         self._policies: dict[tuple[str, str], Policy | None] = {}
+        # Parsed mergeable Ingresses (None: not mergeable, or invalid).
+        self._mergeable: dict[tuple[str, str], Ingress | None] = {}
 
     def secret(self, namespace: str, name: str) -> SecretState:
         key = (namespace, name)
@@ -116,6 +123,20 @@ class Cache:
     def global_configuration_ref(self) -> ObjectRef | None:
         return ObjectRef(_GC, *self._gc_name) if self._gc_name else None
 
+    def mergeable(self, host: str) -> list[Ingress]:
+        """The valid master and minion Ingresses whose host is ``host``. Every
+        Ingress is looked at (NIC indexes minions by host; a master's or
+        minion's change is what translates this reader again)."""
+        found = []
+        for ref in self._store.refs("Ingress"):
+            key = (ref.namespace, ref.name)
+            if key not in self._mergeable:
+                self._mergeable[key] = _parse_mergeable(self._store.get("Ingress", *key))
+            ing = self._mergeable[key]
+            if ing is not None and ing.rules and ing.rules[0].host == host:
+                found.append(ing)
+        return found
+
     def refuse(self, ref: ObjectRef, why: str) -> None:
         """The data plane refused what ``ref`` holds: unusable until it changes."""
         if ref.kind == "Secret":
@@ -133,6 +154,8 @@ class Cache:
             self._policies.pop(key, None)
         elif ref.kind == _GC:
             self._gc = []
+        elif ref.kind == "Ingress":
+            self._mergeable.pop(key, None)
 
 
 class Reads:
@@ -182,6 +205,23 @@ class Reads:
         """The Policy, parsed and valid; None when it is missing or invalid."""
         self.refs.add(ObjectRef("Policy", namespace, name))
         return self._cache.policy(namespace, name)
+
+    def mergeable(self, host: str) -> list[Ingress]:
+        """The valid master and minion Ingresses of ``host`` (any class: the
+        caller keeps those it serves); a change to one translates the reader again."""
+        self.refs.add(ObjectRef(MERGEABLE_HOST, "", host))
+        return self._cache.mergeable(host)
+
+
+def _parse_mergeable(obj: Mapping[str, Any] | None) -> Ingress | None:
+    md = obj.get("metadata") if obj is not None else None
+    annotations = md.get("annotations") if isinstance(md, Mapping) else None
+    if obj is None or not isinstance(annotations, Mapping) or MERGEABLE not in annotations:
+        return None
+    try:
+        return parse_ingress(obj)
+    except InvalidResource:
+        return None
 
 
 def _read_secret(obj: Mapping[str, Any] | None, parser: SecretParser) -> SecretRead[Any]:

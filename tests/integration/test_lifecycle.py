@@ -59,7 +59,7 @@ def test_multi_document_and_json_files(ferryman: Ferryman, backends: Backends) -
         "\n---\n".join(
             [
                 "# comment only document",
-                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ignored}",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ignored}",
                 "apiVersion: v1\nkind: Service\nmetadata: {name: app}\nspec: {ports: [{port: 80}]}",
             ]
         ),
@@ -83,7 +83,7 @@ def test_multi_document_and_json_files(ferryman: Ferryman, backends: Backends) -
     ferryman.start()
     assert served_by(ferryman, "json.test", "/") == "pod"
     assert "ignoring unsupported kind" in ferryman.logs()
-    assert "kind=ConfigMap" in ferryman.logs()
+    assert "kind=Deployment" in ferryman.logs()
 
 
 def test_yaml_syntax_error_keeps_previous_objects(ferryman: Ferryman, backends: Backends) -> None:

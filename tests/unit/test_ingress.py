@@ -222,13 +222,12 @@ def _path(path: str) -> dict[str, Any]:
         (_set("spec.rules.1.host", 0), "spec.rules[1].host"),
         (_set("spec.rules.1.host", False), "spec.rules[1].host"),
         # Numbers are ASCII digits: "²" passes str.isdigit() and fails int();
-        # int() reads "٣" (Arabic-Indic three) as 3.
-        (_annotation(MAX_FAILS, "²"), f"metadata.annotations[{MAX_FAILS}]"),
-        (_annotation(MAX_FAILS, "٣"), f"metadata.annotations[{MAX_FAILS}]"),
-        (_annotation(MAX_FAILS, "1234567"), f"metadata.annotations[{MAX_FAILS}]"),
-        (_annotation(FAIL_TIMEOUT, "٣s"), f"metadata.annotations[{FAIL_TIMEOUT}]"),
-        (_annotation(FAIL_TIMEOUT, "1²s"), f"metadata.annotations[{FAIL_TIMEOUT}]"),
-        (_annotation(FAIL_TIMEOUT, "1" * 10 + "s"), f"metadata.annotations[{FAIL_TIMEOUT}]"),
+        # int() reads "٣" (Arabic-Indic three) as 3. NIC's field names.
+        (_annotation(MAX_FAILS, "²"), f"annotations.{MAX_FAILS}"),
+        (_annotation(MAX_FAILS, "٣"), f"annotations.{MAX_FAILS}"),
+        (_annotation(MAX_FAILS, "1" * 30), f"annotations.{MAX_FAILS}"),
+        (_annotation(FAIL_TIMEOUT, "٣s"), f"annotations.{FAIL_TIMEOUT}"),
+        (_annotation(FAIL_TIMEOUT, "1²s"), f"annotations.{FAIL_TIMEOUT}"),
         # Caps (see the constants in resources/ingress.py).
         (_set(f"{P1}.path", "/" + "a" * MAX_PATH_LENGTH), "spec.rules[0].http.paths[1].path"),
         (

@@ -11,8 +11,10 @@ A VirtualServer host is two records:
 - ``V``, its routing, which only the Lua router reads (the module never sees it):
 
   ``<redirect> <item> <item> ...`` (fields split by one space), where
-  ``<redirect>`` is ``-`` or ``<code>:<s|x>`` (tls.redirect, based on the
-  scheme or X-Forwarded-Proto), and each item is an upstream or a route:
+  ``<redirect>`` is ``-`` or ``<code>:<s|x|i>`` (tls.redirect, based on the
+  scheme or X-Forwarded-Proto; ``i``: an Ingress's redirect-to-https, when
+  X-Forwarded-Proto is ``http``, ``configs/ingress_vs.py``), and each item is
+  an upstream or a route:
 
   - ``U|<backend>|<balancing>|<max_fails>|<fail_timeout>|<connect>|<read>|<send>|<tries>|``
     ``<key>|<fields>``

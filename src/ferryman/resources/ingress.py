@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.resources import ingress_annotations as nginx_org
 from ferryman.resources import validation
+from ferryman.resources.ingress_annotations import too_many
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
+from ferryman.resources.nic_fields import required
 from ferryman.resources.nic_route import PolicyRef
 
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 SSL_REDIRECT_ANNOTATION = "nginx.org/ssl-redirect"
-LB_METHOD_ANNOTATION = "nginx.org/lb-method"
-MAX_FAILS_ANNOTATION = "nginx.org/max-fails"
-FAIL_TIMEOUT_ANNOTATION = "nginx.org/fail-timeout"
 PATH_TYPES = ("Exact", "Prefix", "ImplementationSpecific")
-LB_METHODS = {"round_robin": "rr", "least_conn": "lc"}
-# NIC accepts these too; ferryman serves them with round-robin and says so.
-LB_METHODS_NOT_IMPLEMENTED = ("random", "random two", "random two least_conn", "ip_hash")
-# ASCII digits only: int() also takes "٣" and str.isdigit() also passes "²".
-_NGINX_TIME = re.compile(r"([0-9]{1,9})(ms|s|m|h)?")
-_WHOLE_NUMBER = re.compile(r"[0-9]{1,6}")
 # NGINX answers 414 to a request line over 8 KB (large_client_header_buffers
 # 4 8k), so a longer path could never match; 4 KiB leaves room for the query.
 MAX_PATH_LENGTH = 4096
@@ -33,7 +26,6 @@ MAX_PATHS = 1000
 # One rule per host: a thousand hosts in one Ingress is far past real use
 # (cert-manager's own limit for one certificate is 100 names).
 MAX_RULES = 1000
-_TIME_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
 
 
 @dataclass(frozen=True)
@@ -90,13 +82,17 @@ class Ingress:
     balancing: Balancing = Balancing()
     warnings: tuple[str, ...] = ()  # accepted, but worth an event
     policies: tuple[PolicyRef, ...] = ()  # nginx.org/policies, in order
+    mergeable: str | None = None  # "master" or "minion" (nginx.org/mergeable-ingress-type)
 
     @property
     def ssl_redirect(self) -> bool:
         return self.meta.annotations.get(SSL_REDIRECT_ANNOTATION, "true").lower() != "false"
 
     def hosts(self) -> tuple[str, ...]:
-        """Every host the Ingress routes for, in rule order, "" for host-less rules."""
+        """Every host the Ingress routes for, in rule order, "" for host-less rules.
+        A minion claims none: its paths are served by its master's host."""
+        if self.mergeable == "minion":
+            return ()
         seen: dict[str, None] = {}
         for rule in self.rules:
             seen.setdefault(rule.host, None)
@@ -151,7 +147,7 @@ def _backend(raw: object, where: str, errors: list[str]) -> ServiceBackend | Non
     return None
 
 
-def _rules(raw: object, errors: list[str]) -> list[Rule]:
+def _rules(raw: object, errors: list[str], regex: bool = False) -> list[Rule]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -186,7 +182,7 @@ def _rules(raw: object, errors: list[str]) -> list[Rule]:
                 errors.append(f"{where}.http.paths: required")
                 continue
             for j, p in enumerate(raw_paths):
-                parsed = _path(p, f"{where}.http.paths[{j}]", errors)
+                parsed = _path(p, f"{where}.http.paths[{j}]", errors, regex)
                 if parsed is not None:
                     paths.append(parsed)
         rules.append(Rule(host, tuple(paths)))
@@ -202,7 +198,7 @@ def _path_count(rules: list[object]) -> int:
     return count
 
 
-def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
+def _path(raw: object, where: str, errors: list[str], regex: bool = False) -> HTTPPath | None:
     if not isinstance(raw, Mapping):
         errors.append(f"{where}: must be an object")
         return None
@@ -221,7 +217,12 @@ def _path(raw: object, where: str, errors: list[str]) -> HTTPPath | None:
             f"{where}.path: {len(path)} characters long; at most {MAX_PATH_LENGTH} are allowed"
         )
         return None
-    if problem := validation.http_path(path, path_type):
+    if regex and path_type != "Exact":
+        # nginx.org/path-regex: a regular expression, NIC's validatePath.
+        if problem := nginx_org.regex_path(path):
+            errors.append(f"{where}.path: Invalid value: {path!r}: {problem}")
+            return None
+    elif problem := validation.http_path(path, path_type):
         errors.append(f"{where}.path: {path!r} {problem}")
         return None
     backend = _backend(raw.get("backend"), f"{where}.backend", errors)
@@ -258,38 +259,38 @@ def _tls(raw: object, errors: list[str]) -> list[TLS]:
     return out
 
 
-def _balancing(annotations: Mapping[str, str], errors: list[str], warnings: list[str]) -> Balancing:
-    where = "metadata.annotations"
-    method = "rr"
-    raw = annotations.get(LB_METHOD_ANNOTATION)
-    if raw is not None:
-        if raw in LB_METHODS:
-            method = LB_METHODS[raw]
-        elif raw in LB_METHODS_NOT_IMPLEMENTED:
-            warnings.append(f"{LB_METHOD_ANNOTATION} {raw!r} is not supported: using round_robin")
-        else:
-            errors.append(
-                f"{where}[{LB_METHOD_ANNOTATION}]: {raw!r} is not one of "
-                + ", ".join(sorted(LB_METHODS))
-            )
-    max_fails = 1
-    raw = annotations.get(MAX_FAILS_ANNOTATION)
-    if raw is not None:
-        if _WHOLE_NUMBER.fullmatch(raw):
-            max_fails = int(raw)
-        else:
-            errors.append(f"{where}[{MAX_FAILS_ANNOTATION}]: {raw!r} is not a whole number")
-    fail_timeout = 10.0
-    raw = annotations.get(FAIL_TIMEOUT_ANNOTATION)
-    if raw is not None:
-        m = _NGINX_TIME.fullmatch(raw)
-        if m:
-            fail_timeout = int(m.group(1)) * _TIME_UNITS[m.group(2)]
-        else:
-            errors.append(
-                f"{where}[{FAIL_TIMEOUT_ANNOTATION}]: {raw!r} is not a time such as 10s or 1m"
-            )
-    return Balancing(method, max_fails, fail_timeout)
+def _balancing(parsed: Mapping[str, object]) -> Balancing:
+    """The H record's balancing (the fast path's): round-robin or least_conn; the
+    other methods are served on the slow path (``configs/ingress_options``)."""
+    method = parsed.get("lb-method", "round_robin")
+    max_fails = parsed.get("max-fails", 1)
+    fail_timeout = parsed.get("fail-timeout", 10_000)
+    return Balancing(
+        "lc" if method == "least_conn" else "rr",
+        max_fails if isinstance(max_fails, int) else 1,
+        fail_timeout / 1000 if isinstance(fail_timeout, int) else 10.0,
+    )
+
+
+def _mergeable(spec: Mapping[str, Any], kind: str, errors: list[str]) -> None:
+    """NIC's validateMasterSpec and validateMinionSpec."""
+    rules = spec.get("rules") if isinstance(spec.get("rules"), list) else []
+    assert isinstance(rules, list)
+    tls = spec.get("tls") if isinstance(spec.get("tls"), list) else []
+    assert isinstance(tls, list)
+    if kind == "minion" and tls:
+        errors.append(str(too_many("spec.tls", len(tls), 0)))
+    if len(rules) != 1:
+        errors.append(str(too_many("spec.rules", len(rules), 1)))
+        return
+    http = rules[0].get("http") if isinstance(rules[0], Mapping) else None
+    paths = http.get("paths") if isinstance(http, Mapping) else None
+    count = len(paths) if isinstance(paths, list) else 0
+    where = "spec.rules[0].http.paths"
+    if kind == "master" and count:
+        errors.append(str(too_many(where, count, 0)))
+    elif kind == "minion" and not count:
+        errors.append(str(required(where, "must include at least one path")))
 
 
 def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
@@ -311,11 +312,21 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     default_backend = None
     if spec.get("defaultBackend") is not None:
         default_backend = _backend(spec["defaultBackend"], "spec.defaultBackend", errors)
-    rules = _rules(spec.get("rules"), errors)
+    kind = meta.annotations.get(nginx_org.MERGEABLE)
+    if kind == "master":
+        # A master has no paths: its rule carries the host (and TLS) only.
+        spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}
+    regex = meta.annotations.get(nginx_org.PATH_REGEX) in ("case_sensitive", "case_insensitive")
+    rules = _rules(spec.get("rules"), errors, regex)
     tls = _tls(spec.get("tls"), errors)
-    warnings: list[str] = []
-    balancing = _balancing(meta.annotations, errors, warnings)
-    if not rules and spec.get("defaultBackend") is None and not errors:
+    services = frozenset(b.service for b in _services(rules, default_backend))
+    hostless = any(not r.host for r in rules)
+    parsed, problems, warnings = nginx_org.validate(meta.annotations, services, hostless)
+    errors.extend(str(p) for p in problems)
+    if kind in ("master", "minion"):
+        _mergeable(obj["spec"], kind, errors)
+    balancing = _balancing(parsed)
+    if not rules and spec.get("defaultBackend") is None and not errors and kind != "master":
         errors.append("spec: either defaultBackend or rules must be specified")
     if errors:
         raise InvalidResource(errors)
@@ -328,7 +339,22 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         balancing=balancing,
         warnings=tuple(warnings),
         policies=policy_refs(meta.annotations.get(POLICIES_ANNOTATION, ""), meta.namespace),
+        mergeable=kind if kind in ("master", "minion") else None,
     )
+
+
+def _host_only(rule: object) -> object:
+    """A master's rule without its (refused) http part, so its host parses alone."""
+    if isinstance(rule, Mapping):
+        return {k: v for k, v in rule.items() if k != "http"}
+    return rule
+
+
+def _services(rules: list[Rule], default: ServiceBackend | None) -> set[ServiceBackend]:
+    found = {p.backend for r in rules for p in r.paths}
+    if default is not None:
+        found.add(default)
+    return found
 
 
 POLICIES_ANNOTATION = "nginx.org/policies"

@@ -13,12 +13,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ferryman.configs.ingress import secret_names, virtual_hosts
-from ferryman.configs.ingress_policies import ingress_policies, ingress_routing
+from ferryman.configs.ingress_hosts import Written, ingress_records
+from ferryman.configs.ingress_mergeable import (
+    NO_MASTER,
+    ingress_kinds,
+    mergeable_host,
+    minion_event,
+)
 from ferryman.configs.model import BackendKey, VirtualHost
-from ferryman.configs.routes import backends_of
 from ferryman.configuration import covering_wildcard
 from ferryman.metrics import Metrics
-from ferryman.reads import Reads
+from ferryman.reads import MERGEABLE_HOST, Reads
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -61,6 +66,7 @@ class IngressTranslator:
         desired: Desired,
         worker: Worker,
         status: StatusSink | None,
+        slow_path: bool = True,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -70,14 +76,18 @@ class IngressTranslator:
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
+        # The data plane has the Lua slow path (not Angie's classic configuration).
+        self._slow_path = slow_path
 
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "IngressClass":
             self._sync_class(ref)
             return
         obj = self._store.get("Ingress", ref.namespace, ref.name)
+        self._merged_hosts_changed(ref)
         try:
             ing = self._parse(ref, obj)
+            self._merged_hosts_changed(ref, ing)
             affected = self._d.config.upsert(ing) if ing else self._d.config.delete(ref)
         except Exception as e:
             log.exception("sync failed", extra={"fields": {"key": str(ref)}})
@@ -89,6 +99,16 @@ class IngressTranslator:
                 self._status_shown.discard(ref)  # deleted: no status to clear
             else:
                 self._publish_status(ref)
+
+    def _merged_hosts_changed(self, ref: ObjectRef, ing: Ingress | None = None) -> None:
+        """A master or minion changed (``ing``; else as it was): translate the
+        others of its host again (configs/ingress_mergeable.py)."""
+        if ing is None:
+            self._d.cache.forget(ref)
+            old = self._d.config.get(ref)
+            ing = old if isinstance(old, Ingress) else None
+        if (host := mergeable_host(ing)) is not None:
+            self._d.stale |= self._d.deps.users(ObjectRef(MERGEABLE_HOST, "", host)) - {ref}
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
@@ -110,28 +130,43 @@ class IngressTranslator:
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []
         reads = Reads(d.cache)
-        guarded = None
+        written: list[Written] = []
+        mergeable = None
         if ing is not None:
             states = {n: reads.secret(ref.namespace, n) for n in secret_names(ing)}
             vhosts, warnings = virtual_hosts(ing, d.config.owned_hosts(ref), states)
-            if ing.policies and vhosts:
-                guarded = ingress_policies(ing, reads, d.policy.served)
-                warnings += guarded.warnings
+            if (host := mergeable_host(ing)) is not None:
+                found = reads.mergeable(host)
+                mergeable = [m for m in found if d.policy.accepts(m.class_name)]
+            # nginx.org annotations over the ConfigMap's keys (configs/ingress_options.py).
+            outcome = ingress_records(
+                ing,
+                vhosts,
+                reads,
+                d.policy.served,
+                self._worker.route_defaults(),
+                slow_path=self._slow_path,
+                mergeable=mergeable,
+            )
+            written = outcome.written
+            warnings += outcome.warnings
         d.declare(ref, reads.refs)
         new_hosts = {vh.host for vh in vhosts}
         d.drop_hosts_of(ref, keep=new_hosts)
-        for vh in vhosts:
-            if guarded is None:
-                d.write_host(ref, vh, None)
-            else:
-                d.write_host(ref, *ingress_routing(vh, guarded))
+        for w in written:
+            d.write_host(ref, w.host, w.routing, fast=w.fast)
         if new_hosts:
             d.ref_hosts[ref] = new_hosts
         backends: set[BackendKey] = set()
-        for vh in vhosts:
-            backends |= backends_of(vh)
+        for w in written:
+            backends |= w.backends
         d.endpoints.set_backends(ref, frozenset(backends))
-        if ing is not None:
+        if ing is not None and ing.mergeable == "minion":
+            warn, reason, message = minion_event(ing, mergeable or [], warnings)
+            d.event(ref, WARNING if warn else NORMAL, reason, message)
+            if reason != NO_MASTER:
+                d.ref_hosts[ref] = set()  # served (its master's host): status shown
+        elif ing is not None:
             self._report(ref, bool(vhosts), warnings)
 
     def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:
@@ -212,4 +247,6 @@ class IngressTranslator:
         return set()
 
     def gauges(self, metrics: Metrics) -> None:
-        metrics.ingress_resources.labels(type="regular").set(self._d.config.count("Ingress"))
+        config = self._d.config
+        for kind, count in ingress_kinds(config.get(r) for r in config.refs()).items():
+            metrics.ingress_resources.labels(type=kind).set(count)

@@ -579,6 +579,12 @@ function _M.route()
         end
         routing = vs
     elseif vs then
+        if entry.redirect and ngx.var.scheme == "http" then
+            -- An Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
+            local port = ngx.var.ferryman_https_port
+            local authority = port == "443" and host or (host .. ":" .. port)
+            return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
+        end
         return vs_route(entry, vs)
     end
     if entry.redirect and ngx.var.scheme == "http" then
@@ -673,12 +679,39 @@ function _M.balance()
     return use(peer)
 end
 
+-- An Ingress host's nginx.org/hsts (NIC's add_header ... always, with the
+-- upstream's own header hidden; only over HTTPS, or with hsts-behind-proxy
+-- when X-Forwarded-Proto is https) and nginx.org/server-tokens (NGINX's
+-- server_tokens on: its version in the Server header).
+local function ingress_options(options)
+    local var = ngx.var
+    -- $ferryman_hsts exists when the ConfigMap's hsts is on: its add_header
+    -- (server level, after this filter) sends the header; never two.
+    if options.hsts and var.ferryman_hsts == nil then
+        local secure
+        if options.hsts_behind_proxy then
+            secure = var.http_x_forwarded_proto == "https"
+        else
+            secure = var.https == "on"
+        end
+        ngx.header["Strict-Transport-Security"] = secure and options.hsts or nil
+    end
+    if options.server_tokens then
+        ngx.header["Server"] = "nginx/" .. var.nginx_version
+    end
+end
+
 -- header_filter_by_lua of the slow path: a VirtualServer route's response
 -- header changes (ferryman_vs), nothing for any other request.
 function _M.header_filter()
-    local response = ngx.ctx.ferryman_response
+    local ctx = ngx.ctx
+    local response = ctx.ferryman_response
     if response then
         virtual_servers.header_filter(response)
+    end
+    local options = ctx.ferryman_options
+    if options then
+        ingress_options(options)
     end
 end
 

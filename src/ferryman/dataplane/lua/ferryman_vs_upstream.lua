@@ -78,6 +78,17 @@ function _M.set_header(name, value)
     end
 end
 
+-- Removes a request header before it is proxied: for the headers ferryman
+-- sets itself, an empty value (proxy_set_header then sends none).
+function _M.remove_header(name)
+    local own = OWN_HEADERS[lower(name)]
+    if own then
+        ngx.var[own] = ""
+    else
+        ngx.req.clear_header(name)
+    end
+end
+
 -- The length of the request body once read (in memory or in a file).
 local function body_length()
     ngx.req.read_body()

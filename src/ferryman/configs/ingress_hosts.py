@@ -1,0 +1,194 @@
+"""Which records an Ingress's hosts become, by what its annotations ask for.
+
+- nothing beyond the fast path's (paths, TLS, ssl-redirect, round-robin or
+  least_conn, max-fails, fail-timeout): the ``H`` record alone, routed by the
+  C module;
+- ``nginx.org/policies`` only: the stub ``H`` and the ``I`` V record
+  (``ingress_policies``);
+- any other option (``ingress_options``) or basic auth: the stub ``H`` and a
+  VirtualServer-style V record (``ingress_vs``), with the policies in it.
+
+A mergeable master's host is its minions' paths (``ingress_mergeable``), on
+the fast path when none of them (nor the master) asks for more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ferryman.configs.ingress import backend_of
+from ferryman.configs.ingress_mergeable import (
+    MASTER_DENYLIST,
+    filtered,
+    merge,
+    minion_annotations,
+)
+from ferryman.configs.ingress_options import IngressOptions, ingress_options
+from ferryman.configs.ingress_policies import ingress_policies, ingress_routing
+from ferryman.configs.ingress_vs import Part, basic_auth, combined, ingress_vs_routing
+from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost
+from ferryman.configs.policy_reads import PolicyReads
+from ferryman.configs.routes import backends_of
+from ferryman.configs.vs_policies import NONE, Attached
+from ferryman.resources import validation
+from ferryman.resources.ingress import Ingress
+
+
+@dataclass(frozen=True)
+class Written:
+    host: VirtualHost  # the H record's
+    routing: str | None  # the V record, None: none
+    backends: frozenset[BackendKey] = frozenset()
+    fast: str | None = None  # the F record (ingress_vs), None: none
+
+
+@dataclass
+class Outcome:
+    written: list[Written] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # A master's minions: namespace/name -> their warnings (served minions only).
+    minions: dict[str, list[str]] = field(default_factory=dict)
+
+
+_NOT_ON_ANGIE = (
+    "nginx.org annotations beyond lb-method, max-fails, fail-timeout and "
+    "ssl-redirect are applied by the nginx data plane only (ferryman); ignored"
+)
+
+
+def ingress_records(
+    ing: Ingress,
+    vhosts: list[VirtualHost],
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+    *,
+    slow_path: bool = True,
+    mergeable: list[Ingress] | None = None,
+) -> Outcome:
+    """The records of ``vhosts`` (``ingress.virtual_hosts``) and the warnings;
+    ``slow_path``: the data plane has the Lua slow path (not Angie's);
+    ``mergeable``: for a master, the mergeable Ingresses of its host."""
+    out = Outcome()
+    if not vhosts:
+        return out
+    if ing.mergeable == "master":
+        return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [], slow_path)
+    options, out.warnings = ingress_options(ing.meta.annotations, configmap)
+    # The fast path's settings as resolved with the ConfigMap's defaults.
+    vhosts = [
+        replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))
+        for vh in vhosts
+    ]
+    auth = basic_auth(ing, options, reads) if slow_path else NONE
+    if not slow_path and (options.slow() or options.basic_auth_secret):
+        out.warnings.append(_NOT_ON_ANGIE)
+        out.written = [_plain(vh) for vh in vhosts]
+        return out
+    if not options.slow() and auth is NONE:
+        if not ing.policies:
+            out.written = [Written(vh, None, frozenset(backends_of(vh))) for vh in vhosts]
+            return out
+        guarded = ingress_policies(ing, reads, ingress_class)
+        for vh in vhosts:
+            stub, record = ingress_routing(vh, guarded)
+            out.written.append(Written(stub, record, frozenset(backends_of(vh))))
+        out.warnings += guarded.warnings
+        return out
+    policies = ingress_policies(ing, reads, ingress_class) if ing.policies else NONE
+    attached = combined(policies, auth)
+    out.warnings += attached.warnings
+    for vh in vhosts:
+        host = "" if vh.host == CATCH_ALL else vh.host
+        part = Part(ing, options, attached)
+        r = ingress_vs_routing([part], vh, host, options, attached)
+        out.written.append(Written(r.host, r.record, r.backends, r.fast))
+    return out
+
+
+def _master(
+    master: Ingress,
+    vhosts: list[VirtualHost],
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+    mergeable: list[Ingress],
+    slow_path: bool,
+) -> Outcome:
+    out = Outcome()
+    host = master.rules[0].host
+    annotations, out.warnings = filtered(master, MASTER_DENYLIST)
+    plain = replace(master, meta=replace(master.meta, annotations=annotations))
+    server, more = ingress_options(annotations, configmap)
+    vh = replace(vhosts[0], redirect_https=vhosts[0].tls and server.ssl_redirect)
+    out.warnings += more
+    spec = combined(
+        ingress_policies(plain, reads, ingress_class) if plain.policies else NONE,
+        basic_auth(plain, server, reads) if slow_path else NONE,
+    )
+    out.warnings += spec.warnings
+    merged = merge(host, mergeable)
+    parts: list[Part] = []
+    slow = server.slow() or bool(spec.configs) or spec.error
+    for minion in merged.minions:
+        own, warned = minion_annotations(minion, master)
+        options, more = ingress_options(own, configmap)
+        served = replace(minion, meta=replace(minion.meta, annotations=own))
+        auth = basic_auth(served, options, reads) if slow_path else NONE
+        if served.policies and slow_path:
+            # NIC writes a minion's policies into its locations.
+            auth = combined(ingress_policies(served, reads, ingress_class), auth)
+        policies = _effective(spec, auth)
+        slow = slow or options.slow() or auth is not NONE
+        slow = slow or _balancing(options) != _balancing(server)
+        parts.append(Part(served, options, policies))
+        out.minions[f"{minion.meta.namespace}/{minion.meta.name}"] = [
+            *warned,
+            *more,
+            *merged.warnings.get(f"{minion.meta.namespace}/{minion.meta.name}", []),
+            *auth.warnings,
+        ]
+    if not slow or not slow_path:
+        if slow:
+            out.warnings.append(_NOT_ON_ANGIE)
+        routes = _routes(host, parts)
+        out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
+        return out
+    r = ingress_vs_routing(parts, vh, host, server, spec)
+    out.written = [Written(r.host, r.record, r.backends, r.fast)]
+    return out
+
+
+def _plain(vh: VirtualHost) -> Written:
+    """``vh`` as an H record alone: without the paths that are regular
+    expressions (``nginx.org/path-regex``), which only the V record carries."""
+    routes = tuple(
+        r
+        for r in vh.routes
+        if validation.http_path(r.path, "Exact" if r.exact else "Prefix") is None
+    )
+    plain = replace(vh, routes=routes)
+    return Written(plain, None, frozenset(backends_of(plain)))
+
+
+def _effective(spec: Attached, route: Attached) -> Attached:
+    if spec.error or route.error:
+        return Attached({}, route.warnings, True)
+    return Attached({**spec.configs, **route.configs}, route.warnings)
+
+
+def _routes(host: str, parts: list[Part]) -> tuple[Route, ...]:
+    routes = []
+    for part in parts:
+        for p in part.ing.rules[0].paths:
+            exact = p.path_type == "Exact"
+            path = p.path if exact else (p.path.rstrip("/") or "/")
+            routes.append(Route(exact, path, backend_of(part.ing, p.backend)))
+    return tuple(routes)
+
+
+def _balancing(o: IngressOptions) -> str:
+    method = "lc" if o.lb_method == "least_conn" else "rr"
+    timeout = f"{o.fail_timeout_ms / 1000:.3f}".rstrip("0").rstrip(".")
+    return f"{method}:{o.max_fails}:{timeout}"

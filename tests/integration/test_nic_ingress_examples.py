@@ -1,0 +1,137 @@
+"""NIC's own Ingress examples (../shared/vendor/nic-examples-v5.5.4/ingress-resources),
+applied unchanged (the manifest files, or the Ingress a README shows), behave as
+their READMEs say, through real NGINX with no reload. mergeable-ingress-types:
+tests/integration/test_ingress_mergeable.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    served_by,
+    service_with_backends,
+    tls_secret,
+)
+from tests.integration.test_nic_policy_examples import _basic, _secret
+from tests.integration.test_vs_upstream_fields import _TLSEcho
+from tests.unit.nic_fixtures import NIC_EXAMPLES
+
+EXAMPLES = NIC_EXAMPLES.parent / "ingress-resources"
+HOST = "cafe.example.com"
+
+
+def _readme_ingress(f: Ferryman, folder: str) -> None:
+    """The README's Ingress manifest (its last yaml block with ``kind: Ingress``)."""
+    text = (EXAMPLES / folder / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "kind: Ingress" in b]
+    f.write_text(f"{folder}-ingress.yaml", blocks[-1])
+
+
+def _cafe(f: Ferryman, backends: Backends) -> None:
+    """Class "nginx" as the cluster's default (some READMEs' Ingresses name none)."""
+    f.extra_args += ["--ingress-class", "nginx"]
+    annotations = {"ingressclass.kubernetes.io/is-default-class": "true"}
+    f.write(
+        "class",
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {"name": "nginx", "annotations": annotations},
+            "spec": {"controller": "ferryman.io/ingress-controller"},
+        },
+    )
+    f.write("tea", service_with_backends("tea-svc", [backends.start("tea")]))
+    f.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+
+
+def test_rewrites(ferryman: Ferryman, backends: Backends) -> None:
+    """README: /tea/ -> /, /tea/abc -> /abc, /coffee/ -> /beans/, /coffee/abc ->
+    /beans/abc; /tea and /coffee are redirected to /tea/ and /coffee/."""
+    _cafe(ferryman, backends)
+    _readme_ingress(ferryman, "rewrites")
+    ferryman.start()
+
+    def sent(p: str) -> str:
+        return str(ferryman.get(HOST, p).json()["path"])
+
+    assert (sent("/tea/"), sent("/tea/abc")) == ("/", "/abc")
+    assert (sent("/coffee/"), sent("/coffee/abc")) == ("/beans/", "/beans/abc")
+    r = ferryman.get(HOST, "/tea")
+    assert r.status == 301 and r.headers["location"].endswith("/tea/")
+    assert ferryman.reloads() == 1
+
+
+def test_ssl_services(ferryman: Ferryman, backends: Backends) -> None:
+    """README: /ssl is proxied over HTTPS to ssl-svc; /tea and /coffee over HTTP."""
+    _cafe(ferryman, backends)
+    secure = _TLSEcho("ssl")
+    try:
+        ferryman.write("ssl", service_with_backends("ssl-svc", [secure], port=443))
+        _readme_ingress(ferryman, "ssl-services")
+        ferryman.start()
+        assert served_by(ferryman, HOST, "/ssl") == "ssl"
+        assert served_by(ferryman, HOST, "/tea") == "tea"
+        assert ferryman.events_for("cafe-ingress")[-1]["reason"] == "AddedOrUpdated"
+    finally:
+        secure.close()
+
+
+def test_websocket(ferryman: Ferryman, backends: Backends) -> None:
+    """README: /ws reaches ws-svc with the WebSocket upgrade."""
+    _cafe(ferryman, backends)
+    ferryman.write("ws", service_with_backends("ws-svc", [backends.start("ws")], port=8008))
+    _readme_ingress(ferryman, "websocket")
+    ferryman.start()
+    r = ferryman.get(HOST, "/ws", headers={"Upgrade": "websocket", "Connection": "Upgrade"})
+    assert r.served_by == "ws"
+    h = r.json()["headers"]
+    assert (h["upgrade"], h["connection"]) == ("websocket", "upgrade")
+
+
+def test_grpc_services(ferryman: Ferryman, backends: Backends) -> None:
+    """gRPC needs HTTP/2 listeners: the Ingress is served (tea, coffee) with a
+    Warning naming grpc-services."""
+    _cafe(ferryman, backends)
+    ferryman.write("grpc", service_with_backends("grpc-svc", [backends.start("g")], port=50051))
+    ferryman.write("secret", tls_secret("grpc-secret", ["grpc.example.com"]))
+    _readme_ingress(ferryman, "grpc-services")
+    ferryman.start()
+    assert ferryman.get("grpc.example.com", "/tea", https=True).served_by == "tea"
+    event = ferryman.events_for("grpc-ingress")[-1]
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert "nginx.org/grpc-services: gRPC needs HTTP/2 listeners" in event["message"]
+
+
+def test_basic_auth(ferryman: Ferryman, backends: Backends) -> None:
+    """README: without credentials 401 Authorization Required; -u foo:bar coffee."""
+    _cafe(ferryman, backends)
+    hashed = subprocess.run(
+        ["openssl", "passwd", "-apr1", "bar"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    htpasswd = f"foo:{hashed}\n".encode()
+    ferryman.write("passwd", _secret("cafe-passwd", "nginx.org/htpasswd", {"htpasswd": htpasswd}))
+    ferryman.write("tls", tls_secret("tls-secret", [HOST]))
+    ferryman.write_text("ingress.yaml", (EXAMPLES / "basic-auth" / "cafe-ingress.yaml").read_text())
+    ferryman.start()
+    r = ferryman.get(HOST, "/coffee", https=True)
+    assert r.status == 401 and "401 Authorization Required" in r.text
+    assert r.headers["www-authenticate"] == 'Basic realm="Cafe App"'
+    assert ferryman.get(HOST, "/coffee", https=True, headers=_basic("foo", "bar")).served_by == (
+        "coffee"
+    )
+    assert ferryman.reloads() == 1
+
+
+def test_complete_example(ferryman: Ferryman, backends: Backends) -> None:
+    """README: https /tea and /coffee; plain HTTP redirected (TLS: ssl-redirect)."""
+    _cafe(ferryman, backends)
+    ferryman.write("tls", tls_secret("tls-secret", [HOST]))
+    ferryman.write_text(
+        "ingress.yaml", (EXAMPLES / "complete-example" / "cafe-ingress.yaml").read_text()
+    )
+    ferryman.start()
+    assert ferryman.get(HOST, "/tea", https=True).served_by == "tea"
+    assert ferryman.get(HOST, "/coffee").status == 301

@@ -1,0 +1,80 @@
+"""Mergeable Ingresses and nginx.org annotations in Kubernetes mode on a real
+kube-apiserver: NIC's Events (Rejected with NIC's message, NoIngressMasterFound)
+and the status addresses of a served minion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lightkube import Client
+
+from tests.integration.harness import Ferryman, ingress, path, rule, service_with_backends
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.netns import BackendHost
+from tests.kubernetes.test_kubernetes_mode import _events, _ferryman, _start, _status
+
+HOST = "cafe.test"
+
+
+@pytest.fixture
+def running() -> Iterator[list[Ferryman]]:
+    started: list[Ferryman] = []
+    yield started
+    for f in started:
+        if f.proc is not None:
+            f.stop()
+
+
+def test_mergeable_events_and_status(
+    tmp_path: Path, apiserver: APIServer, kube: Client, namespace: str, backends: BackendHost,
+    running: list[Ferryman],
+) -> None:  # fmt: skip
+    apply(kube, *service_with_backends("app", [backends.start("a")], namespace=namespace))
+    minion = ingress(
+        "tea",
+        [rule(HOST, path("/tea", "app"))],
+        annotations={"nginx.org/mergeable-ingress-type": "minion"},
+        namespace=namespace,
+    )
+    apply(kube, minion)
+    f = _start(
+        running,
+        _ferryman(
+            tmp_path, apiserver, namespace, "a",
+            "--report-ingress-status", "--ingress-address", "192.0.2.10",
+        ),
+    )  # fmt: skip
+    wait_until(
+        lambda: any(e.reason == "NoIngressMasterFound" for e in _events(kube, namespace, "tea")),
+        10,
+        "orphan",
+    )
+    master = ingress(
+        "cafe",
+        [{"host": HOST}],
+        annotations={"nginx.org/mergeable-ingress-type": "master"},
+        namespace=namespace,
+    )
+    apply(kube, master)
+    wait_until(lambda: f.get(HOST, "/tea").served_by == "a", 10, "served")
+    wait_until(lambda: _status(kube, namespace, "tea") == ["192.0.2.10"], 10, "minion status")
+    wait_until(lambda: _events(kube, namespace, "tea")[-1].reason == "AddedOrUpdated", 10, "served")
+    # An invalid annotation rejects the master with NIC's message.
+    master["metadata"]["annotations"]["nginx.org/proxy-read-timeout"] = "soon"
+    apply(kube, master)
+    wait_until(
+        lambda: any(
+            e.reason == "Rejected"
+            and 'annotations.nginx.org/proxy-read-timeout: Invalid value: "soon": must be a time'
+            in (e.note or "")
+            for e in _events(kube, namespace, "cafe")
+        ),
+        10,
+        "Rejected",
+    )
+    wait_until(lambda: f.get(HOST, "/tea").status == 404, 10, "no master")
+    wait_until(
+        lambda: _events(kube, namespace, "tea")[-1].reason == "NoIngressMasterFound", 10, "orphan"
+    )
