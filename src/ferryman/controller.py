@@ -137,7 +137,15 @@ class Controller:
             settings, store, queue, self._d, self, status, slow_path=virtual_servers
         )
         self._transport = TransportTranslator(
-            settings, store, self._files, self._d, self, secrets, stream, tls_socket
+            settings,
+            store,
+            self._files,
+            self._d,
+            self,
+            secrets,
+            stream,
+            tls_socket,
+            http_listeners=virtual_servers,
         )
         translators: list[Translator] = [
             self._ingresses,

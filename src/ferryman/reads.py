@@ -20,6 +20,10 @@ from typing import Any
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.policy_reads import SecretRead
 from ferryman.dependencies import ANY
+from ferryman.resources.globalconfiguration import (
+    GlobalConfiguration,
+    parse_global_configuration,
+)
 from ferryman.resources.ingress import Ingress, parse_ingress
 from ferryman.resources.ingress_annotations import MERGEABLE
 from ferryman.resources.meta import InvalidResource, ObjectRef
@@ -27,11 +31,13 @@ from ferryman.resources.nic_fields import Parsed
 from ferryman.resources.policy import Policy, parse_policy
 from ferryman.resources.virtualserverroute import VirtualServerRoute, parse_virtual_server_route
 from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
 from ferryman.store import Store
 
 # The kinds only read by translators: a change to one translates its readers.
 REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
 _ROUTE = "VirtualServerRoute"
+_GC = "GlobalConfiguration"
 # Mergeable Ingresses are read by host: a change to a master or minion of a
 # host translates the readers of ``ObjectRef(MERGEABLE_HOST, "", host)``.
 MERGEABLE_HOST = "MergeableIngressHost"
@@ -39,10 +45,26 @@ MERGEABLE_HOST = "MergeableIngressHost"
 SecretParser = Callable[[Mapping[str, Any]], Any]
 
 
+def forbidden_ports(settings: Settings) -> frozenset[int]:
+    """The ports no GlobalConfiguration listener may take: NIC forbids its own
+    (HTTP, HTTPS, readiness, metrics, stub_status)."""
+    s = settings
+    ports = (s.http_port, s.https_port, s.ready_port, s.metrics_port, s.nginx_status_port)
+    return frozenset(p for p in ports if p)
+
+
 class Cache:
-    def __init__(self, store: Store, secrets: SecretStore) -> None:
+    def __init__(
+        self, store: Store, secrets: SecretStore, settings: Settings | None = None
+    ) -> None:
+        """``settings``: which GlobalConfiguration is served (--global-configuration)
+        and the ports its listeners may not take; None: none is."""
         self._store = store
         self._secrets = secrets
+        self._gc_name = settings.global_configuration if settings else None
+        self._gc_forbidden = forbidden_ports(settings) if settings else frozenset()
+        # The served GlobalConfiguration parsed ([None]: absent), once per change.
+        self._gc: list[GlobalConfiguration | None] = []
         self._secret_states: dict[tuple[str, str], SecretState] = {}
         self._routes: dict[tuple[str, str], Parsed[VirtualServerRoute] | None] = {}
         # A Secret's content per parser (htpasswd, API keys...), and parsed Policies
@@ -87,6 +109,20 @@ class Cache:
             self._policies[key] = None if obj is None else parse_policy(obj).resource
         return self._policies[key]
 
+    def global_configuration(self) -> GlobalConfiguration | None:
+        if not self._gc:
+            obj = self._store.get(_GC, *self._gc_name) if self._gc_name else None
+            parsed = (
+                parse_global_configuration(obj, forbidden_ports=self._gc_forbidden)
+                if obj is not None
+                else None
+            )
+            self._gc = [parsed.resource if parsed else None]
+        return self._gc[0]
+
+    def global_configuration_ref(self) -> ObjectRef | None:
+        return ObjectRef(_GC, *self._gc_name) if self._gc_name else None
+
     def mergeable(self, host: str) -> list[Ingress]:
         """The valid master and minion Ingresses whose host is ``host``. Every
         Ingress is looked at (NIC indexes minions by host; a master's or
@@ -116,6 +152,8 @@ class Cache:
             self._routes.pop(key, None)
         elif ref.kind == "Policy":
             self._policies.pop(key, None)
+        elif ref.kind == _GC:
+            self._gc = []
         elif ref.kind == "Ingress":
             self._mergeable.pop(key, None)
 
@@ -154,6 +192,14 @@ class Reads:
         """A Secret's content as ``parser`` reads it (a policy's htpasswd, API keys...)."""
         self.refs.add(ObjectRef("Secret", namespace, name))
         return self._cache.secret_read(namespace, name, parser)
+
+    def global_configuration(self) -> GlobalConfiguration | None:
+        """The GlobalConfiguration --global-configuration names, its valid
+        listeners parsed (None: no flag, or the object is absent); its change
+        translates the reader again."""
+        if (ref := self._cache.global_configuration_ref()) is not None:
+            self.refs.add(ref)
+        return self._cache.global_configuration()
 
     def policy(self, namespace: str, name: str) -> Policy | None:
         """The Policy, parsed and valid; None when it is missing or invalid."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 
+from ferryman.configs.http_listeners import listener_files
 from ferryman.configs.model import BackendKey
 from ferryman.configs.transportserver import (
     CERTIFICATE_RECORD,
@@ -39,6 +40,7 @@ from ferryman.configs.transportserver import (
 )
 from ferryman.configuration import age_key
 from ferryman.dataplane import RecordKey
+from ferryman.reads import forbidden_ports
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_ERROR,
@@ -95,9 +97,12 @@ class TransportServers:
         claim: Callable[[ObjectRef, TransportServer | None], None] = lambda ref, ts: None,
         read_secret: SecretReader = lambda ref, name: (None, "not found"),
         https_socket: str = "",
+        http_listeners: bool = False,
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
-        loaded); without it every TransportServer is refused, saying why."""
+        loaded); without it every TransportServer is refused, saying why.
+        ``http_listeners``: nginx.conf's public server takes the HTTP listeners
+        (configs/http_listeners.py; not Angie's, which serves no VirtualServer)."""
         self._settings = settings
         self._store = store
         self._records = records
@@ -119,6 +124,10 @@ class TransportServers:
         self._holders: set[ObjectRef] = set()
         self._record_writers: dict[str, ObjectRef] = {}
         self._certificates: dict[RecordKey, str] = {}
+        # Only with --global-configuration: nginx.conf includes the files then.
+        self._http_listeners = http_listeners and settings.global_configuration is not None
+        if self._http_listeners:
+            files.update(listener_files(()))
         if stream:
             files[STREAM_FILE] = render_stream([], self._passthrough())
 
@@ -187,13 +196,14 @@ class TransportServers:
         obj = self._store.get("GlobalConfiguration", ref.namespace, ref.name)
         if obj is None:
             self._gc = None
+            if self._http_listeners:
+                self._files.update(listener_files(()))
             return
-        # NIC forbids its own ports: HTTP, HTTPS, readiness, metrics, stub_status.
-        s = self._settings
-        ports = (s.http_port, s.https_port, s.ready_port, s.metrics_port, s.nginx_status_port)
-        forbidden = frozenset(p for p in ports if p)
-        parsed = parse_global_configuration(obj, forbidden_ports=forbidden)
+        parsed = parse_global_configuration(obj, forbidden_ports=forbidden_ports(self._settings))
         self._gc = parsed.resource
+        if self._http_listeners:
+            # A new or removed HTTP listener reloads (the controller applies files).
+            self._files.update(listener_files(self._gc.listeners if self._gc else ()))
         who = f"{ref.namespace}/{ref.name}"
         if parsed.problems:
             self._event(

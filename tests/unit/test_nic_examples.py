@@ -31,11 +31,6 @@ NOT_SUPPORTED = {
         "spec.server-snippets",
         "snippets are raw NGINX configuration",
     ),
-    "custom-ip-listeners/virtualserver/cafe-virtual-server.yaml/cafe": (
-        "spec.listener",
-        "GlobalConfiguration",
-    ),
-    "custom-listeners/cafe-virtual-server.yaml/cafe": ("spec.listener", "GlobalConfiguration"),
     "jwks/jwks.yaml/jwt-policy": ("spec.jwt.jwksURI", "put the JWKS in a Secret"),
     "session-persistence/cafe-vs-with-session-cookie.yml/cafe": (
         "spec.upstreams[0].sessionCookie",
@@ -45,8 +40,6 @@ NOT_SUPPORTED = {
         "spec.upstreams[0].sessionCookie",
         "NGINX Plus's sticky cookie",
     ),
-    "custom-ip-listeners/virtualserver/README.md#2/cafe": ("spec.listener", "GlobalConfiguration"),
-    "custom-listeners/README.md#2/cafe": ("spec.listener", "GlobalConfiguration"),
     "jwks/README.md#0/jwt-policy": ("spec.jwt.jwksURI", "put the JWKS in a Secret"),
 }
 # NIC refuses these on open-source NGINX too, with the same message.

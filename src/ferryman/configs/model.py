@@ -48,6 +48,10 @@ class VirtualHost:
     cert_id: str | None = None  # None with tls: the Secret is unusable, reject handshakes
     redirect_https: bool = False
     balancing: str = "rr:1:10"  # see resources.ingress.Balancing.encode
+    # A VirtualServer's custom listeners (spec.listener): the GlobalConfiguration
+    # listener names plain HTTP and TLS are served on ("" for none); None: the
+    # default ports only. Names are DNS-1035 labels (no ":" or spaces).
+    listeners: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,9 @@ class MainConfig:
     # TLS passthrough: the HTTPS port belongs to the stream block, and ferryman's
     # HTTPS server listens here (PROXY protocol) for the SNI names it terminates.
     tls_socket: str = ""
+    # --global-configuration: the public server takes its HTTP listeners
+    # (configs/http_listeners.py; the controller writes both files).
+    http_listeners: bool = False
 
     @property
     def fast_zone_size(self) -> str:

@@ -54,7 +54,11 @@ from ferryman.resources.virtualserver import VirtualServer
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}
 # The fields of each model the module serves; any other must keep its default.
-_VS_FIELDS = frozenset(["meta", "ingress_class", "host", "tls", "policies", "upstreams", "routes"])
+# "listener" too: the module checks a host's listeners before its routes (the
+# H record's), so an F record serves a VirtualServer on custom listeners as well.
+_VS_FIELDS = frozenset(
+    ["meta", "ingress_class", "host", "tls", "policies", "upstreams", "routes", "listener"]
+)
 _UPSTREAM_FIELDS = frozenset(
     [
         "name",

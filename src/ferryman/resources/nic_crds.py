@@ -137,7 +137,7 @@ VIRTUAL_SERVER_SPEC = _obj(
     {
         "ingressClassName": _s(),
         "host": _s(),
-        "listener": _opaque(),
+        "listener": _obj({"http": _s(), "https": _s()}),
         "tls": _obj(
             {
                 "secret": _s(),

@@ -49,9 +49,9 @@ SPEC_KEYS = frozenset(
     ]
 )
 TLS_KEYS = frozenset({"secret", "redirect", "cert-manager"})
+LISTENER_KEYS = frozenset({"http", "https"})
 _SNIPPETS = "snippets are raw NGINX configuration, which ferryman never accepts from a resource"
 _NOT_SUPPORTED = {
-    "listener": "GlobalConfiguration's HTTP listeners are not served yet (TCP/UDP ones are)",
     "gunzip": "decompressing responses is not implemented",
     "http-snippets": _SNIPPETS,
     "server-snippets": _SNIPPETS,
@@ -74,6 +74,17 @@ class TLS:
 
 
 @dataclass(frozen=True)
+class Listeners:
+    """spec.listener: the GlobalConfiguration HTTP listeners (names; "" for
+    none) the host is served on instead of the default ports. NIC validates
+    the names only against the GlobalConfiguration (a warning, not a
+    rejection): translators/virtualserver.py does."""
+
+    http: str
+    https: str
+
+
+@dataclass(frozen=True)
 class VirtualServer:
     meta: Meta
     ingress_class: str
@@ -82,6 +93,7 @@ class VirtualServer:
     policies: tuple[PolicyRef, ...]
     upstreams: tuple[Upstream, ...]
     routes: tuple[Route, ...]
+    listener: Listeners | None = None
 
     def hosts(self) -> tuple[str, ...]:
         """The hosts it claims (as ``Ingress.hosts``): its one host."""
@@ -197,6 +209,9 @@ def parse_virtual_server(
     routes = parse_routes(spec, "routes", frozenset(names), namespace)
     _mixed_delegations(spec, namespace)
     _unsupported(spec)
+    listener = spec.obj("listener", LISTENER_KEYS)
+    listeners = Listeners(listener.text("http"), listener.text("https")) if listener else None
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
-    return Parsed(VirtualServer(meta, ingress_class, host, tls, policies, upstreams, routes), ())
+    vs = VirtualServer(meta, ingress_class, host, tls, policies, upstreams, routes, listeners)
+    return Parsed(vs, ())

@@ -49,7 +49,7 @@ class Desired:
             store, self.records, gates, track_nodes=settings.machine_lifecycle_hooks != "off"
         )
         self.deps = Dependencies()
-        self.cache = Cache(store, secrets)
+        self.cache = Cache(store, secrets, settings)
         # Events to report at the next flush, and for NIC's custom resources
         # the state (status.state) and referencedBy each reports.
         self.pending: dict[ObjectRef, tuple[str, str, str]] = {}

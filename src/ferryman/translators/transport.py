@@ -40,6 +40,7 @@ class TransportTranslator:
         secrets: SecretStore,
         stream: bool,
         tls_socket: str,
+        http_listeners: bool = False,
     ) -> None:
         self._d = desired
         self._worker = worker
@@ -49,7 +50,7 @@ class TransportTranslator:
             served_class=lambda: desired.policy.served, state=self._state,
             event=desired.event, set_backends=desired.endpoints.set_backends,
             owner=desired.config.owner, claim=self._claim, https_socket=tls_socket,
-            read_secret=self._secret,
+            read_secret=self._secret, http_listeners=http_listeners,
         )  # fmt: skip
 
     def _state(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
@@ -72,6 +73,9 @@ class TransportTranslator:
 
     def sync(self, ref: ObjectRef) -> None:
         self.servers.sync(ref)
+        if ref.kind == "GlobalConfiguration":
+            # VirtualServers on its HTTP listeners read it (Reads.global_configuration).
+            self._d.referenced_changed(ref)
 
     def render(self, ref: ObjectRef) -> None:
         self.servers.host_owners_changed()

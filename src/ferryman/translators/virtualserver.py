@@ -16,6 +16,7 @@ from typing import Any
 from ferryman.configs.policy_status import policy_status
 from ferryman.configs.virtualserver import vs_records
 from ferryman.configs.vs_delegation import resolve
+from ferryman.configs.vs_listeners import resolve_listeners
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
 from ferryman.report import (
@@ -136,12 +137,19 @@ class VirtualServerTranslator:
         out = vs_records(
             vs, state, reads=reads, ingress_class=d.policy.served, delegated=delegations.routes
         )
+        host, listener_warnings = out.host, []
+        if vs.listener is not None:
+            # Served on its GlobalConfiguration listeners only; NIC warns when one
+            # does not fit (configs/vs_listeners.py).
+            listeners, warning = resolve_listeners(vs.listener, reads.global_configuration())
+            host = replace(host, listeners=listeners)
+            listener_warnings = [warning] if warning else []
         d.declare(ref, reads.refs)
-        d.write_host(ref, out.host, out.record, out.client_check, out.fast)
+        d.write_host(ref, host, out.record, out.client_check, out.fast)
         d.ref_hosts[ref] = {out.host.host}
         d.endpoints.set_backends(ref, out.backends)
         self._routes.served(ref, vs.host, out.routes)
-        if warnings := delegations.warnings + out.warnings:
+        if warnings := delegations.warnings + out.warnings + tuple(listener_warnings):
             self._event(
                 ref,
                 WARNING_STATE,

@@ -4,7 +4,7 @@
 -- POST /push, body:
 --   line 1:   <version> [full]                  ("full" replaces everything)
 --   E\t<backend key>\t<addr>#<port> ...        endpoint set   (empty: remove)
---   H\t<host>\t<tls> <redirect> <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
+--   H\t<host>\t<tls> <redirect>[:<http>:<https>] <default> <balancing> <E|P>|<path>|<backend> ...   virtual host
 --   C\t<certificate id>\t<base64 PEM chain>\t<base64 PEM key>          certificate
 --   V\t<host>\t<redirect> U|... R|...           VirtualServer routing of a host
 --   M\t<host>\t<verify> <depth> <id> <CAs> [<CRL>]  client certificates (ferryman_mtls)
@@ -171,10 +171,18 @@ local function host_entry(host)
             local fields = split(raw, " ")
             local method, max_fails, fail_timeout =
                 string.match(fields[4] or "", "^(%a+):(%d+):([%d.]+)$")
+            -- "<0|1>[:<http listener>:<https listener>]": a host served on
+            -- GlobalConfiguration listeners names them ("-": none), else it is
+            -- served on the default ports, whose listener is "".
+            local redirect, listen_http, listen_https =
+                string.match(fields[2] or "", "^(%d):([^:]+):([^:]+)$")
             entry = {
                 key = host,
                 tls = fields[1],
-                redirect = fields[2] == "1",
+                redirect = (redirect or fields[2]) == "1",
+                -- nil: the default ports only
+                listen_http = listen_http,
+                listen_https = listen_https,
                 default = fields[3] ~= "-" and fields[3] or nil,
                 least_conn = method == "lc",
                 max_fails = tonumber(max_fails) or 1,
@@ -223,9 +231,22 @@ local function named_host(host)
     return entry
 end
 
--- The virtual host serving a request: its name's, else the catch-all "_".
+-- The virtual host serving a request: its name's, else the catch-all "_";
+-- nil when the request came in on a listener the host is not served on
+-- ($ferryman_listener: configs/http_listeners.py; nil where no map defines it).
 local function vhost(host)
-    return named_host(host) or host_entry("_")
+    local entry = named_host(host) or host_entry("_")
+    if entry == nil then
+        return nil
+    end
+    local var = ngx.var
+    local listener = var.ferryman_listener or ""
+    if entry.listen_http == nil then
+        -- The default ports' listener is "".
+        return listener == "" and entry or nil
+    end
+    local want = var.https == "on" and entry.listen_https or entry.listen_http
+    return listener == want and entry or nil
 end
 
 local SLASH = string.byte("/")

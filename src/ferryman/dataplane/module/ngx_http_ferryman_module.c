@@ -150,6 +150,9 @@ typedef struct {
     ngx_str_node_t          sn;          /* str: the name looked up */
     unsigned                found:1;
     unsigned                redirect:1;
+    unsigned                listeners:1; /* served on custom listeners only */
+    ngx_str_t               listen_http;  /* their names ("-": none) */
+    ngx_str_t               listen_https;
     ferryman_balance_t      balance;
     ngx_str_t               default_backend;
     ferryman_route_t       *exact;
@@ -246,6 +249,10 @@ int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
 
 static ngx_shm_zone_t    *ferryman_zone;
 static ferryman_cache_t  *ferryman_cache;
+/* $ferryman_listener's index (configs/http_listeners.py's map), NGX_ERROR when
+ * the configuration defines no such variable: every request is then on the
+ * default ports' listener, "". */
+static ngx_int_t          ferryman_listener_index = NGX_ERROR;
 
 
 static ngx_command_t  ngx_http_ferryman_commands[] = {
@@ -758,6 +765,68 @@ ferryman_find_route(ferryman_route_t *routes, ngx_uint_t n, u_char *data,
 }
 
 
+/* The redirect field's listener suffix, "<0|1>:<http>:<https>" (configs/
+ * routes.py): the host is served on those GlobalConfiguration listeners only.
+ * A malformed suffix serves it nowhere ("-" never names a listener). */
+static void
+ferryman_parse_listeners(ferryman_host_t *host, ngx_str_t *field)
+{
+    u_char  *start, *end, *colon;
+
+    host->listeners = 1;
+    ngx_str_set(&host->listen_http, "-");
+    ngx_str_set(&host->listen_https, "-");
+
+    if (field->len < 5 || field->data[1] != ':') {
+        return;
+    }
+
+    start = field->data + 2;
+    end = field->data + field->len;
+    colon = ngx_strlchr(start, end, ':');
+
+    if (colon == NULL || colon == start || colon + 1 == end) {
+        return;
+    }
+
+    host->listen_http.data = start;
+    host->listen_http.len = colon - start;
+    host->listen_https.data = colon + 1;
+    host->listen_https.len = end - colon - 1;
+}
+
+
+/* Whether the request came in on a listener the host is not served on. */
+static ngx_uint_t
+ferryman_wrong_listener(ngx_http_request_t *r, ferryman_host_t *host,
+    ngx_uint_t https)
+{
+    size_t                      len;
+    u_char                     *data;
+    ngx_str_t                  *want;
+    ngx_http_variable_value_t  *vv;
+
+    len = 0;
+    data = NULL;
+
+    if (ferryman_listener_index != NGX_ERROR) {
+        vv = ngx_http_get_indexed_variable(r, ferryman_listener_index);
+        if (vv != NULL && !vv->not_found) {
+            len = vv->len;
+            data = vv->data;
+        }
+    }
+
+    if (!host->listeners) {
+        return len != 0;
+    }
+
+    want = https ? &host->listen_https : &host->listen_http;
+
+    return want->len != len || ngx_memcmp(want->data, data, len) != 0;
+}
+
+
 /* "<tls> <redirect> <default> <balancing> <route> ..." (configs/routes.py). */
 static ngx_int_t
 ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
@@ -785,7 +854,10 @@ ferryman_parse_host(ngx_pool_t *pool, ferryman_host_t *host, ngx_str_t *text)
             break;
 
         case 1:
-            host->redirect = (field.len == 1 && field.data[0] == '1');
+            host->redirect = (field.len >= 1 && field.data[0] == '1');
+            if (field.len > 1) {
+                ferryman_parse_listeners(host, &field);
+            }
             break;
 
         case 2:
@@ -1779,6 +1851,11 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
         return NGX_ERROR;
     }
 
+    /* Not this host's listener: Lua answers 404, as for an unknown host. */
+    if (ferryman_wrong_listener(r, host, https)) {
+        return NGX_ERROR;
+    }
+
     delay = 0;
 
     if (host->vs != NULL) {
@@ -2180,6 +2257,37 @@ ngx_http_ferryman_preconfiguration(ngx_conf_t *cf)
 }
 
 
+/* $ferryman_listener's index when the configuration defines it (a map in
+ * nginx.conf's public part); asking for the index of an undefined variable
+ * would fail the configuration ("unknown variable"), so look first. */
+static ngx_int_t
+ferryman_listener_variable(ngx_conf_t *cf, ngx_http_core_main_conf_t *cmcf)
+{
+    ngx_uint_t       i;
+    ngx_hash_key_t  *key;
+    ngx_str_t        name = ngx_string("ferryman_listener");
+
+    ferryman_listener_index = NGX_ERROR;
+
+    if (cmcf->variables_keys == NULL) {
+        return NGX_OK;
+    }
+
+    key = cmcf->variables_keys->keys.elts;
+
+    for (i = 0; i < cmcf->variables_keys->keys.nelts; i++) {
+        if (key[i].key.len == name.len
+            && ngx_strncmp(key[i].key.data, name.data, name.len) == 0)
+        {
+            ferryman_listener_index = ngx_http_get_variable_index(cf, &name);
+            return ferryman_listener_index == NGX_ERROR ? NGX_ERROR : NGX_OK;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
 {
@@ -2187,6 +2295,10 @@ ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
     ngx_http_core_main_conf_t  *cmcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    if (ferryman_listener_variable(cf, cmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
     if (h == NULL) {
