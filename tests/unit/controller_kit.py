@@ -27,10 +27,12 @@ class Kit:
         dataplane: FakeDataPlane | None = None,
         on_gates_applied: Callable[[], None] | None = None,
         configmap: ConfigMapState | None = None,
+        stream: bool = False,
         **settings: Any,
     ) -> None:
         """``settings``: Settings fields to set (``max_record_bytes=...``);
-        ``configmap``: the --nginx-configmaps keys and what they render."""
+        ``configmap``: the --nginx-configmaps keys and what they render; ``stream``:
+        nginx.conf has the stream block (TransportServers)."""
         self.store = Store()
         self.queue: WorkQueue[ObjectRef] = WorkQueue()
         self.dataplane = dataplane or FakeDataPlane()
@@ -57,6 +59,7 @@ class Kit:
             on_gates_applied=on_gates_applied,
             resource_status=self._resource_status,
             configmap=configmap,
+            stream=stream,
         )
         self.sink = QueueingSink(self.store, self.queue)
 

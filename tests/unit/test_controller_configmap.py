@@ -93,3 +93,27 @@ def test_the_route_level_keys_are_the_translators_defaults(tmp_path: Path) -> No
     kit = _kit(tmp_path)
     _sync(kit, _cm(proxy_read_timeout="30"))
     assert kit.controller.route_defaults() == {"proxy-read-timeout": "30s"}
+
+
+def test_after_a_refused_reload_other_files_still_reach_nginx(tmp_path: Path) -> None:
+    """A refused reload puts the last good files back in place: TransportServers
+    write stream.conf into the same dict, so a GlobalConfiguration's listener
+    added after the refusal is applied (a fresh dict left it unseen)."""
+    kit = Kit(
+        tmp_path,
+        FakeDataPlane(refuse=frozenset({"worker_connections 4096"})),
+        configmap=ConfigMapState("ic", "nginx-config", _render),
+        stream=True,
+        global_configuration=("ic", "gc"),
+    )
+    _sync(kit, _cm(worker_connections="1024"))
+    _sync(kit, _cm(worker_connections="4096"))
+    assert kit.dataplane.files["nginx.conf"] == "worker_connections 1024"
+    gc = {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "GlobalConfiguration",
+        "metadata": {"name": "gc", "namespace": "ic"},
+        "spec": {"listeners": [{"name": "dns-tcp", "port": 5353, "protocol": "TCP"}]},
+    }
+    _sync(kit, gc)
+    assert "5353" in kit.dataplane.files["stream.conf"]
