@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ferryman.resources import nic_rules
 from ferryman.resources.nic_fields import TOO_MANY, Problem, forbidden, invalid, required
+from ferryman.resources.nic_upstream import NEXT_UPSTREAM
 
 PREFIX = "nginx.org/"
 MERGEABLE = PREFIX + "mergeable-ingress-type"
@@ -53,22 +54,6 @@ _UINT = re.compile(r"\+?[0-9]+", re.ASCII)
 _PROXY_BUFFERS = re.compile(r"([0-9]+) ([0-9]+)([kKmM]?)", re.ASCII)
 _REWRITE_PATH = re.compile(r"/[^\s{};$]*")
 _ESCAPED = re.compile(r'([^"\\]|\\.)*', re.S)
-_NEXT_UPSTREAM = frozenset(
-    [
-        "error",
-        "timeout",
-        "invalid_header",
-        "http_500",
-        "http_502",
-        "http_503",
-        "http_504",
-        "http_403",
-        "http_404",
-        "http_429",
-        "non_idempotent",
-        "off",
-    ]
-)
 
 
 def too_many(where: str, actual: int, limit: int) -> Problem:
@@ -160,10 +145,10 @@ def parse_next_upstream(value: str) -> tuple[str, ...]:
     for method in value.split():
         if method in seen:
             raise BadValue(f"duplicate value: {method}")
-        if method not in _NEXT_UPSTREAM:
+        if method not in NEXT_UPSTREAM:
             raise BadValue(
                 "must be a space-separated list with any of the following values: "
-                + ", ".join(sorted(_NEXT_UPSTREAM))
+                + ", ".join(sorted(NEXT_UPSTREAM))
             )
         seen.append(method)
     return tuple(seen)
