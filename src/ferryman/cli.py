@@ -83,6 +83,28 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "(default: none)",
     )
     p.add_argument(
+        "--enable-gateway-api",
+        action="store_true",
+        help="serve Gateway API Gateways and HTTPRoutes of the GatewayClasses whose "
+        "controllerName is --gateway-controller-name",
+    )
+    p.add_argument(
+        "--gateway-controller-name",
+        type=flag_types.gateway_controller_name,
+        default="ferryman.io/gateway-controller",
+        metavar="DOMAIN/PATH",
+        help="the GatewayClass controllerName ferryman answers to",
+    )
+    p.add_argument(
+        "--gateway-addresses",
+        type=flag_types.address_pool,
+        default=(),
+        metavar="FIRST-LAST",
+        help="IPv4 addresses Gateways take one each (their listeners listen there and "
+        "their status shows it), e.g. 10.0.0.10-10.0.0.20; default: every Gateway "
+        "listens on all addresses",
+    )
+    p.add_argument(
         "--enable-tls-passthrough",
         action="store_true",
         help="TransportServers on the built-in tls-passthrough listener: TLS connections "
@@ -442,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
             nginx_configmap=args.nginx_configmaps,
             global_configuration=args.global_configuration,
             tls_passthrough=args.enable_tls_passthrough,
+            gateway_api=args.enable_gateway_api,
+            gateway_controller_name=args.gateway_controller_name,
+            gateway_addresses=args.gateway_addresses,
         )
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
@@ -509,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
         strict_request_paths=args.strict_request_paths,
         global_configuration=args.global_configuration,
         tls_passthrough=args.enable_tls_passthrough,
+        gateway_api=args.enable_gateway_api,
+        gateway_controller_name=args.gateway_controller_name,
+        gateway_addresses=args.gateway_addresses,
         shared_dict_size=args.records_memory_size,
         max_record_bytes=args.max_record_bytes,
         allowed_host_suffixes=args.allowed_host_suffixes,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -169,3 +170,34 @@ def boolean(value: str) -> bool:
     if value.lower() in ("false", "0", "no"):
         return False
     raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
+
+
+# A GatewayClass controllerName as the CRD's pattern has it: a domain, "/", a path.
+_CONTROLLER_NAME = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+    r"/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$"
+)
+# Addresses one flag may hand out: enough for any node, small enough to hold.
+MAX_POOL = 4096
+
+
+def gateway_controller_name(value: str) -> str:
+    if len(value) > 253 or not _CONTROLLER_NAME.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a domain-prefixed path")
+    return value
+
+
+def address_pool(value: str) -> tuple[str, ...]:
+    """``FIRST-LAST`` (or one address): the IPv4 addresses between, both included."""
+    first, _, last = value.strip().partition("-")
+    try:
+        start = ipaddress.IPv4Address(first.strip())
+        end = ipaddress.IPv4Address(last.strip()) if last else start
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value!r}: {e}") from e
+    count = int(end) - int(start) + 1
+    if count < 1 or count > MAX_POOL:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a range FIRST-LAST of 1 to {MAX_POOL} addresses"
+        )
+    return tuple(str(start + i) for i in range(count))

@@ -93,6 +93,13 @@ class Settings:
     # --nginx-configmaps: NIC's nginx-config ConfigMap (namespace, name) whose keys
     # tune nginx.conf and give every route its defaults (configs/configmap.py).
     nginx_configmap: tuple[str, str] | None = None
+    # Gateway API (--enable-gateway-api): GatewayClasses whose controllerName is
+    # gateway_controller_name are served; each Gateway takes an address of
+    # gateway_addresses (--gateway-addresses: its listeners listen there, and
+    # its status shows it), or with none listens on every address.
+    gateway_api: bool = False
+    gateway_controller_name: str = "ferryman.io/gateway-controller"
+    gateway_addresses: tuple[str, ...] = ()
     # Changes arriving within this window after the queue empties join one reload.
     batch_window: float = 0.05
     # ...but a steady trickle of changes never holds a reload back longer than this.

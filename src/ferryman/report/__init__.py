@@ -7,7 +7,8 @@ reporter writes events.k8s.io/v1 objects (and, as leader, status).
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from ferryman.resources.meta import ObjectRef
 
@@ -24,6 +25,15 @@ log = logging.getLogger("ferryman.events")
 
 class Reporter(Protocol):
     def event(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None: ...
+
+
+# Gateway API status (Kubernetes mode's KubernetesReporter.gateway_api_status):
+# for a GatewayClass or Gateway its whole ``status`` (conditions without
+# lastTransitionTime, which the writer keeps from the object while a
+# condition's status stays, else sets to now); for an HTTPRoute
+# ``{"parents": [...]}``, this controller's entries only (the writer keeps
+# other controllers'). Leader-only, retried, skipped when already there.
+GatewayStatusSink = Callable[[ObjectRef, Mapping[str, Any]], None]
 
 
 class LogReporter:
