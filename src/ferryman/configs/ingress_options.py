@@ -65,7 +65,7 @@ class IngressOptions:
     hsts: str | None = None  # the header's value when HSTS is on
     hsts_behind_proxy: bool = False
     ssl_services: frozenset[str] = frozenset()
-    grpc_services: frozenset[str] = frozenset()
+    grpc_services: frozenset[str] = frozenset()  # empty unless the ConfigMap's http2 is on
     websocket_services: frozenset[str] = frozenset()
     lb_method: str = "round_robin"
     max_fails: int = 1
@@ -148,11 +148,13 @@ def ingress_options(
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: snippets are not supported by ferryman; ignored")
     grpc = get("grpc-services", frozenset())
-    if grpc:
+    if grpc and configmap.get("http2") != "true":
+        # NIC logs "annotation nginx.org/grpc-services requires HTTP2, ignoring".
         warnings.append(
-            f"{PREFIX}grpc-services: gRPC needs HTTP/2 listeners, which ferryman does not "
-            "open; proxied as HTTP/1.1"
+            f"{PREFIX}grpc-services: requires HTTP2 (the ConfigMap's http2), ignoring; "
+            "proxied as HTTP/1.1"
         )
+        grpc = frozenset()
     for key in ("listen-ports", "listen-ports-ssl"):
         if PREFIX + key in annotations:
             warnings.append(

@@ -216,8 +216,11 @@ function _M.decode(raw)
                     end
                 end
             end
-            -- An Ingress route with nginx.org/proxy-buffering: false (ingress_vs).
-            route.unbuffered = f[9] == "u"
+            -- The route's flags: "u" an Ingress route with nginx.org/proxy-buffering:
+            -- false (ingress_vs), "g" gRPC (ferryman.configs.virtualserver).
+            local flags = f[9] or ""
+            route.unbuffered = find(flags, "u", 1, true) ~= nil
+            route.grpc = find(flags, "g", 1, true) ~= nil
             local modifier = route.modifier
             if modifier == "=" then
                 vs.exact[route.path] = route
@@ -519,7 +522,13 @@ function _M.route(vs)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    if route.unbuffered and var.ferryman_variant ~= "unbuffered" then
+    if route.grpc then
+        if var.ferryman_variant ~= "grpc" then
+            -- The slow path's location with grpc_pass (grpc-locations.conf.tmpl),
+            -- before any policy counts the request.
+            return ngx.exec("@ferryman_grpc")
+        end
+    elseif route.unbuffered and var.ferryman_variant ~= "unbuffered" then
         -- The same slow path in the location with proxy_buffering off
         -- (nginx.conf.tmpl), before any policy counts the request.
         return ngx.exec("@ferryman_unbuffered")

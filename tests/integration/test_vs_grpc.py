@@ -1,0 +1,83 @@
+"""VirtualServer gRPC upstreams (``type: grpc``, configs/vs_grpc.py) on real
+NGINX with real grpcio backends: grpc_pass from ``@ferryman_grpc``, grpcs for
+``tls.enable``, gRPC and HTTP routes on one host, with either fast path."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from ferryman.dataplane.fallback import self_signed
+from tests.integration.grpc_greeter import Greeter, say_hello
+from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
+from tests.integration.test_virtualserver import vs
+
+HOST = "grpc.test"
+
+
+def _http2(f: Ferryman) -> None:
+    f.extra_args += ["--nginx-configmaps", "default/nginx-config"]
+    md = {"name": "nginx-config", "namespace": "default"}
+    f.write(
+        "configmap",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": {"http2": "true"}},
+    )
+
+
+def _tls(f: Ferryman) -> bytes:
+    secret = tls_secret("grpc-tls", [HOST])
+    f.write("secret", secret)
+    return base64.b64decode(secret["data"]["tls.crt"])
+
+
+def _host(upstreams: list[dict[str, Any]], routes: list[dict[str, Any]]) -> dict[str, Any]:
+    return vs("g", HOST, routes, upstreams, tls={"secret": "grpc-tls"})
+
+
+def test_grpc_and_http_routes_on_one_host(either_fast_path: Ferryman, backends: Backends) -> None:
+    """The gRPC route goes to the greeter over HTTP/2, the HTTP one to the echo
+    backend over HTTP/1.1, on the same host and TLS connection settings."""
+    f = either_fast_path
+    greeter = Greeter("greeter")
+    try:
+        _http2(f)
+        root = _tls(f)
+        f.write("g-svc", service_with_backends("greeter", [greeter], port=50051))  # type: ignore[list-item]
+        f.write("web-svc", service_with_backends("web", [backends.start("web")]))
+        upstreams = [
+            {"name": "g", "service": "greeter", "port": 50051, "type": "grpc"},
+            {"name": "web", "service": "web", "port": 80},
+        ]
+        routes = [
+            {"path": "/helloworld.Greeter", "action": {"pass": "g"}},
+            {"path": "/", "action": {"pass": "web"}},
+        ]
+        f.write("vs", _host(upstreams, routes))
+        f.start()
+        assert say_hello(f.https_port, HOST, root)["name"] == "greeter"
+        r = f.get(HOST, "/page", https=True)
+        assert (r.served_by, r.json()["version"]) == ("web", "HTTP/1.1")
+        assert f.events_for("g")[-1]["reason"] == "AddedOrUpdated"
+    finally:
+        greeter.close()
+
+
+def test_tls_enable_is_grpcs(ferryman: Ferryman) -> None:
+    """``tls.enable``: grpc_pass grpcs:// (NIC's generateGRPCPass), to a greeter
+    that speaks TLS only."""
+    f = ferryman
+    key, crt = self_signed(["greeter.backend"], days=1)
+    greeter = Greeter("secure", certificate=(key, crt))
+    try:
+        _http2(f)
+        root = _tls(f)
+        f.write("g-svc", service_with_backends("greeter", [greeter], port=50051))  # type: ignore[list-item]
+        up = {"name": "g", "service": "greeter", "port": 50051, "type": "grpc"}
+        f.write(
+            "vs", _host([{**up, "tls": {"enable": True}}], [{"path": "/", "action": {"pass": "g"}}])
+        )
+        f.start()
+        assert say_hello(f.https_port, HOST, root)["name"] == "secure"
+        assert f.reloads() == 1
+    finally:
+        greeter.close()
