@@ -11,6 +11,8 @@ what reached it.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from concurrent import futures
 from typing import Any
 
@@ -69,7 +71,11 @@ class Greeter:
             {
                 "SayHello": grpc.unary_unary_rpc_method_handler(
                     self._say_hello, request_deserializer=decode, response_serializer=encode
-                )
+                ),
+                # Not in helloworld.proto: a server stream, one reply per word.
+                "SayHellos": grpc.unary_stream_rpc_method_handler(
+                    self._say_hellos, request_deserializer=decode, response_serializer=encode
+                ),
             },
         )
         self.server.add_generic_rpc_handlers((handler,))
@@ -82,8 +88,14 @@ class Greeter:
 
     def _say_hello(self, name: str, context: grpc.ServicerContext) -> str:
         self.calls += 1
+        if name.startswith("sleep "):  # "sleep <seconds>": a slow answer
+            time.sleep(float(name.split()[1]))
         metadata = {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
         return json.dumps({"name": self.name, "message": f"Hello {name}", "metadata": metadata})
+
+    def _say_hellos(self, names: str, context: grpc.ServicerContext) -> Iterator[str]:
+        for name in names.split():
+            yield f"Hello {name}"
 
     def close(self) -> None:
         self.server.stop(grace=None)
@@ -106,10 +118,26 @@ def say_hello(
     return answer
 
 
-def status_of(port: int, authority: str, root_certificate: bytes) -> tuple[grpc.StatusCode, str]:
+def say_hellos(port: int, authority: str, root_certificate: bytes, names: str) -> list[str]:
+    """The replies of a server-streaming SayHellos (one per word of ``names``)."""
+    credentials = grpc.ssl_channel_credentials(root_certificates=root_certificate)
+    options = [
+        ("grpc.ssl_target_name_override", authority),
+        ("grpc.default_authority", authority),
+    ]
+    with grpc.secure_channel(f"127.0.0.1:{port}", credentials, options=options) as channel:
+        call = channel.unary_stream(
+            f"/{SERVICE}/SayHellos", request_serializer=encode, response_deserializer=decode
+        )
+        return list(call(names, timeout=10))
+
+
+def status_of(
+    port: int, authority: str, root_certificate: bytes, name: str = "ferryman"
+) -> tuple[grpc.StatusCode, str]:
     """The status code and details of a SayHello that fails."""
     try:
-        say_hello(port, authority, root_certificate)
+        say_hello(port, authority, root_certificate, name)
     except grpc.RpcError as e:
         return e.code(), e.details() or ""
     raise AssertionError("the call succeeded")

@@ -7,20 +7,23 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import grpc
+
 from ferryman.dataplane.fallback import self_signed
-from tests.integration.grpc_greeter import Greeter, say_hello
+from tests.integration.grpc_greeter import Greeter, say_hello, say_hellos, status_of
 from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
 from tests.integration.test_virtualserver import vs
 
 HOST = "grpc.test"
 
 
-def _http2(f: Ferryman) -> None:
+def _http2(f: Ferryman, **data: str) -> None:
     f.extra_args += ["--nginx-configmaps", "default/nginx-config"]
     md = {"name": "nginx-config", "namespace": "default"}
+    data = {"http2": "true", **data}
     f.write(
         "configmap",
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": {"http2": "true"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data},
     )
 
 
@@ -79,5 +82,27 @@ def test_tls_enable_is_grpcs(ferryman: Ferryman) -> None:
         f.start()
         assert say_hello(f.https_port, HOST, root)["name"] == "secure"
         assert f.reloads() == 1
+    finally:
+        greeter.close()
+
+
+def test_streams_and_the_configmaps_read_timeout(ferryman: Ferryman) -> None:
+    """A server stream passes through the slow path's filters whole; the
+    ConfigMap's proxy-read-timeout is the gRPC location's too (NIC writes it as
+    grpc_read_timeout): a slower answer is NGINX's 504, gRPC status 14."""
+    f = ferryman
+    greeter = Greeter("greeter")
+    try:
+        _http2(f, **{"proxy-read-timeout": "1s"})
+        root = _tls(f)
+        f.write("g-svc", service_with_backends("greeter", [greeter], port=50051))  # type: ignore[list-item]
+        up = {"name": "g", "service": "greeter", "port": 50051, "type": "grpc"}
+        f.write("vs", _host([up], [{"path": "/", "action": {"pass": "g"}}]))
+        f.start()
+        replies = say_hellos(f.https_port, HOST, root, "a b c")
+        assert replies == ["Hello a", "Hello b", "Hello c"]
+        assert say_hello(f.https_port, HOST, root, "sleep 0.2")["name"] == "greeter"
+        slow = status_of(f.https_port, HOST, root, "sleep 2")
+        assert slow == (grpc.StatusCode.UNAVAILABLE, "unavailable")
     finally:
         greeter.close()
