@@ -13,6 +13,7 @@ from ferryman.dataplane.fallback import self_signed
 from tests.integration.grpc_greeter import Greeter, say_hello, say_hellos, status_of
 from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
 from tests.integration.test_virtualserver import vs
+from tests.integration.test_vs_policies import policy
 
 HOST = "grpc.test"
 
@@ -104,5 +105,26 @@ def test_streams_and_the_configmaps_read_timeout(ferryman: Ferryman) -> None:
         assert say_hello(f.https_port, HOST, root, "sleep 0.2")["name"] == "greeter"
         slow = status_of(f.https_port, HOST, root, "sleep 2")
         assert slow == (grpc.StatusCode.UNAVAILABLE, "unavailable")
+    finally:
+        greeter.close()
+
+
+def test_a_policys_answer_is_a_grpc_status(ferryman: Ferryman) -> None:
+    """A route's accessControl Policy denies in the gRPC location: NGINX's 403
+    is gRPC status 7 PERMISSION_DENIED, as NIC's error location answers it."""
+    f = ferryman
+    greeter = Greeter("greeter")
+    try:
+        _http2(f)
+        root = _tls(f)
+        f.write("g-svc", service_with_backends("greeter", [greeter], port=50051))  # type: ignore[list-item]
+        f.write("deny", policy("deny-local", accessControl={"deny": ["127.0.0.0/8"]}))
+        up = {"name": "g", "service": "greeter", "port": 50051, "type": "grpc"}
+        route = {"path": "/", "action": {"pass": "g"}, "policies": [{"name": "deny-local"}]}
+        f.write("vs", _host([up], [route]))
+        f.start()
+        denied = status_of(f.https_port, HOST, root)
+        assert denied == (grpc.StatusCode.PERMISSION_DENIED, "permission denied")
+        assert greeter.calls == 0
     finally:
         greeter.close()
