@@ -59,9 +59,15 @@ def decode(message: bytes) -> str:
 
 class Greeter:
     """A grpcio server on 127.0.0.1 (plain, or TLS with ``certificate``: a
-    (key PEM, certificate PEM) pair)."""
+    (key PEM, certificate PEM) pair; ``client_ca``: client certificates from
+    that authority required)."""
 
-    def __init__(self, name: str, certificate: tuple[bytes, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        certificate: tuple[bytes, bytes] | None = None,
+        client_ca: bytes | None = None,
+    ) -> None:
         self.name = name
         self.address = "127.0.0.1"
         self.calls = 0
@@ -82,7 +88,9 @@ class Greeter:
         if certificate is None:
             self.port = self.server.add_insecure_port("127.0.0.1:0")
         else:
-            credentials = grpc.ssl_server_credentials([certificate])
+            credentials = grpc.ssl_server_credentials(
+                [certificate], root_certificates=client_ca, require_client_auth=bool(client_ca)
+            )
             self.port = self.server.add_secure_port("127.0.0.1:0", credentials)
         self.server.start()
 
@@ -91,7 +99,10 @@ class Greeter:
         if name.startswith("sleep "):  # "sleep <seconds>": a slow answer
             time.sleep(float(name.split()[1]))
         metadata = {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
-        return json.dumps({"name": self.name, "message": f"Hello {name}", "metadata": metadata})
+        # The client certificate's common name, when one was presented.
+        client = [v.decode() for v in context.auth_context().get("x509_common_name", [])]
+        answer = {"name": self.name, "message": f"Hello {name}", "metadata": metadata}
+        return json.dumps({**answer, "client": client})
 
     def _say_hellos(self, names: str, context: grpc.ServicerContext) -> Iterator[str]:
         for name in names.split():

@@ -13,7 +13,9 @@ from ferryman.dataplane.fallback import self_signed
 from tests.integration.grpc_greeter import Greeter, say_hello, say_hellos, status_of
 from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
 from tests.integration.test_virtualserver import vs
+from tests.integration.test_vs_egress_pools import _client_secret, _egress
 from tests.integration.test_vs_policies import policy
+from tests.unit._pki import authority
 
 HOST = "grpc.test"
 
@@ -126,5 +128,35 @@ def test_a_policys_answer_is_a_grpc_status(ferryman: Ferryman) -> None:
         denied = status_of(f.https_port, HOST, root)
         assert denied == (grpc.StatusCode.PERMISSION_DENIED, "permission denied")
         assert greeter.calls == 0
+    finally:
+        greeter.close()
+
+
+def test_egress_mtls_presents_the_routes_client_certificate(ferryman: Ferryman) -> None:
+    """grpcs with an egressMTLS Policy: the greeter, which requires a client
+    certificate, sees the route's (grpc_ssl_certificate from the Policy)."""
+    f = ferryman
+    key, crt = self_signed(["greeter.backend"], days=1)
+    greeter = Greeter(
+        "secure", certificate=(key, crt), client_ca=authority("egress-client-ca").cert_pem
+    )
+    try:
+        _http2(f)
+        root = _tls(f)
+        f.write("g-svc", service_with_backends("greeter", [greeter], port=50051))  # type: ignore[list-item]
+        f.write("alice", _client_secret("alice-cert", "alice"))
+        f.write("pa", _egress("as-alice", "alice-cert"))
+        up = {
+            "name": "g",
+            "service": "greeter",
+            "port": 50051,
+            "type": "grpc",
+            "tls": {"enable": True},
+        }
+        route = {"path": "/", "action": {"pass": "g"}, "policies": [{"name": "as-alice"}]}
+        f.write("vs", _host([up], [route]))
+        f.start()
+        assert say_hello(f.https_port, HOST, root)["client"] == ["alice"]
+        assert f.reloads() == 1
     finally:
         greeter.close()
