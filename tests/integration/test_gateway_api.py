@@ -5,6 +5,7 @@ without reloads, and a hostname claimed by an Ingress and a Gateway."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 from typing import Any
 
@@ -61,9 +62,7 @@ def to(service: str, path: str = "/", kind: str = "PathPrefix") -> dict[str, Any
     }
 
 
-def get_at(
-    address: str, port: int, host: str, path: str = "/", *, https: bool = False
-) -> Response:
+def get_at(address: str, port: int, host: str, path: str = "/", *, https: bool = False) -> Response:
     scheme = "https" if https else "http"
     ext = {"sni_hostname": host} if https else {}
     with httpx.Client(verify=_insecure_context(), timeout=10) as c:
@@ -190,11 +189,11 @@ def test_https_listener_serves_its_certificate(gw: Ferryman) -> None:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    import socket
-
-    with socket.create_connection((address, port)) as raw:
-        with ctx.wrap_socket(raw, server_hostname="secure.example.com") as tls:
-            cert = tls.getpeercert(binary_form=True)
+    with (
+        socket.create_connection((address, port)) as raw,
+        ctx.wrap_socket(raw, server_hostname="secure.example.com") as tls,
+    ):
+        cert = tls.getpeercert(binary_form=True)
     assert cert is not None and b"secure.example.com" in cert
     # No listener for that name: no handshake.
     with pytest.raises(httpx.ConnectError):
@@ -257,4 +256,4 @@ def test_without_a_pool_gateways_listen_everywhere_but_on_ferrymans_ports(
     assert served("127.0.0.2", port, "any.example.com") == "tea"
     # ferryman's own HTTP port stays the Ingress listener's.
     assert ferryman.get("x.test", "/").status == 404
-    assert "port %d is ferryman's Ingress HTTP port" % ferryman.http_port in ferryman.logs()
+    assert f"port {ferryman.http_port} is ferryman's Ingress HTTP port" in ferryman.logs()
