@@ -110,15 +110,14 @@ def records(served: Iterable[Served]) -> tuple[dict[str, str], frozenset[Backend
 
 def _entries_for(table: Mapping[str, list[RouteEntry]], name: str) -> list[RouteEntry]:
     """The entries of one listener serving ``name``: routes for the name itself,
-    then for wildcards covering it (longest first), then for any host."""
-    groups: list[tuple[int, list[RouteEntry]]] = []
-    for host, entries in table.items():
-        key = _key(host)
-        if key == name:
-            groups.append((0, entries))
-        elif key == ANY_HOST:
-            groups.append((2_000, entries))
-        elif name != ANY_HOST and covers(key, name):
-            groups.append((1_000 - len(key), entries))
-    groups.sort(key=lambda g: g[0])
-    return [e for _, entries in groups for e in entries]
+    then for wildcards covering it (longest first), then for any host. Looked
+    up by key, not by scanning the table: a listener may have thousands."""
+    out: list[RouteEntry] = []
+    if name != ANY_HOST:
+        out += table.get(name, ())
+        labels = name.split(".")
+        # A wildcard name's own first label is its "*": the wider ones follow it.
+        first = 2 if labels[0] == "*" else 1
+        for i in range(first, len(labels)):
+            out += table.get("*." + ".".join(labels[i:]), ())
+    return out + list(table.get("", ()))

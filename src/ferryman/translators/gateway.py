@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.gateway_attach import Attachment, attach
@@ -90,7 +91,9 @@ class GatewayTranslator:
         self._files = files
         self._sink = status
         self._stale = True
-        self._parsed: dict[ObjectRef, tuple[str, Parsed[Any]]] = {}
+        # Each object's parse, with the raw object it was made from: the store
+        # replaces an object on change, so an unchanged one is not parsed again.
+        self._parsed: dict[ObjectRef, _Parse] = {}
         self._assigned: dict[tuple[str, str], str] = {}
         self._status_addresses: tuple[str, ...] = ()
         self._wanted: dict[ObjectRef, Mapping[str, Any]] = {}
@@ -157,15 +160,27 @@ class GatewayTranslator:
 
     # ---- the computation -----------------------------------------------------------
 
-    def _parse(self, kind: str, obj: Mapping[str, Any], parser: Any) -> tuple[ObjectRef, Any]:
-        meta = obj.get("metadata") or {}
-        ref = ObjectRef(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        version = str(meta.get("resourceVersion") or "") + "/" + str(meta.get("generation") or "")
-        cached = self._parsed.get(ref)
-        if cached is None or cached[0] != version or not version.strip("/"):
-            cached = (version, parser(obj))
-            self._parsed[ref] = cached
-        return ref, cached[1]
+    def _parse_all(self, kind: str, parser: Any) -> list[tuple[ObjectRef, _Parse]]:
+        """Every object of ``kind``, parsed; only those the store replaced since
+        the last time are read and parsed again (Store.stamp)."""
+        store = self._store
+        out = []
+        for ref in store.refs(kind):
+            stamp = store.stamp(kind, ref.namespace, ref.name)
+            cached = self._parsed.get(ref)
+            if cached is None or cached.stamp is not stamp:
+                obj = store.get(kind, ref.namespace, ref.name) or {}
+                meta = obj.get("metadata") or {}
+                spec = obj.get("spec") or {}
+                cached = _Parse(
+                    stamp,
+                    parser(obj),
+                    str(spec.get("gatewayClassName") or "") if isinstance(spec, Mapping) else "",
+                    int(meta.get("generation") or 0) if isinstance(meta, Mapping) else 0,
+                )
+                self._parsed[ref] = cached
+            out.append((ref, cached))
+        return out
 
     def _reject(self, ref: ObjectRef, parsed: Parsed[Any]) -> None:
         message = f"{ref.namespace}/{ref.name} was rejected: {parsed.message()}"
@@ -178,40 +193,35 @@ class GatewayTranslator:
         wanted: dict[ObjectRef, Mapping[str, Any]] = {}
         seen: set[ObjectRef] = set()
         classes: set[str] = set()
-        for obj in store.objects("GatewayClass"):
-            ref, parsed = self._parse("GatewayClass", obj, parse_gateway_class)
+        for ref, p in self._parse_all("GatewayClass", parse_gateway_class):
             seen.add(ref)
-            gc = parsed.resource
+            gc = p.parsed.resource
             if gc is not None and gc.controller == settings.gateway_controller_name:
                 classes.add(gc.meta.name)
                 wanted[ref] = gateway_class_status(gc.meta.generation, True)
         gateways: list[Gateway] = []
-        for obj in store.objects("Gateway"):
-            if str((obj.get("spec") or {}).get("gatewayClassName")) not in classes:
-                continue
-            ref, parsed = self._parse("Gateway", obj, parse_gateway)
+        for ref, p in self._parse_all("Gateway", parse_gateway):
             seen.add(ref)
-            if parsed.resource is None:
-                self._reject(ref, parsed)
-                generation = int((obj.get("metadata") or {}).get("generation") or 0)
-                wanted[ref] = invalid_gateway_status(generation, parsed.message())
+            if p.class_name not in classes:
                 continue
-            gateways.append(parsed.resource)
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
+                wanted[ref] = invalid_gateway_status(p.generation, p.parsed.message())
+                continue
+            gateways.append(p.parsed.resource)
         gateways.sort(key=_age)
         routes: list[HTTPRoute] = []
-        for obj in store.objects("HTTPRoute"):
-            ref, parsed = self._parse("HTTPRoute", obj, parse_http_route)
+        for ref, p in self._parse_all("HTTPRoute", parse_http_route):
             seen.add(ref)
-            if parsed.resource is None:
-                self._reject(ref, parsed)
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
             else:
-                routes.append(parsed.resource)
+                routes.append(p.parsed.resource)
         grants: list[ReferenceGrant] = []
-        for obj in store.objects("ReferenceGrant"):
-            ref, parsed = self._parse("ReferenceGrant", obj, parse_reference_grant)
+        for ref, p in self._parse_all("ReferenceGrant", parse_reference_grant):
             seen.add(ref)
-            if parsed.resource is not None:
-                grants.append(parsed.resource)
+            if p.parsed.resource is not None:
+                grants.append(p.parsed.resource)
         for gone in [r for r in self._parsed if r not in seen]:
             del self._parsed[gone]
             self._rejected.pop(gone, None)
@@ -364,6 +374,14 @@ class GatewayTranslator:
             if isinstance(a, Mapping) and isinstance(a.get("value"), str):
                 return str(a["value"])
         return None
+
+
+@dataclass(frozen=True)
+class _Parse:
+    stamp: object  # Store.stamp of the object parsed
+    parsed: Parsed[Any]
+    class_name: str  # a Gateway's spec.gatewayClassName, as written
+    generation: int
 
 
 def _age(g: Gateway) -> tuple[str, str, str]:
