@@ -625,6 +625,18 @@ function _M.gateway_route()
     return vs_route(entry, entry.vs)
 end
 
+-- balancer_by_lua of a RequestMirror copy (nginx.conf.tmpl): a peer of the
+-- upstream the route named in $ferryman_mirror_<index>, which a mirror
+-- subrequest shares with its request.
+function _M.balance_mirror(index)
+    local key = ngx.var["ferryman_mirror_" .. index]
+    local peers = key and key ~= "" and peers_for(key) or nil
+    if peers == nil or #peers == 0 then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    return use(peers[math.random(#peers)])
+end
+
 -- A request's first attempt: more tries for the other peers, at most a
 -- VirtualServer upstream's next-upstream-tries (0: no limit), and its timeouts.
 local function first_attempt(host, n)
