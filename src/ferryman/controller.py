@@ -48,6 +48,7 @@ from ferryman.store import Store
 from ferryman.translators import Translator, internal
 from ferryman.translators.desired import HOST_RECORDS, Desired
 from ferryman.translators.ingress import IngressTranslator, StatusSink
+from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.transport import RECORDS as STREAM_RECORDS
 from ferryman.translators.transport import TransportTranslator
 from ferryman.translators.virtualserver import VirtualServerTranslator
@@ -133,8 +134,10 @@ class Controller:
         self._files: dict[str, str] = dict(files)
         self._applied_files: dict[str, str] = dict(files)
         self._applied = AppliedRecords(dataplane, settings, metrics)
+        # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
+        ports = ListenPorts(self._files, enabled=virtual_servers)
         self._ingresses = IngressTranslator(
-            settings, store, queue, self._d, self, status, slow_path=virtual_servers
+            settings, store, queue, self._d, self, status, slow_path=virtual_servers, ports=ports
         )
         self._transport = TransportTranslator(
             settings,
@@ -146,6 +149,7 @@ class Controller:
             stream,
             tls_socket,
             http_listeners=virtual_servers,
+            listen_ports=ports,
         )
         translators: list[Translator] = [
             self._ingresses,
