@@ -42,7 +42,7 @@ from ferryman.resources.ingress_annotations import validate
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.service import parse_service
 from ferryman.translators.listen_ports import ListenPorts
-from tests.integration.harness import ingress, path, rule
+from tests.integration.harness import ingress, path, rule, tls_secret
 from tests.unit.controller_kit import Kit
 from tests.unit.test_controller_failures import _service
 from tests.unit.test_render import GOLDEN, LUA, MAIN, STATE
@@ -226,9 +226,11 @@ def test_the_controller_names_the_ports_in_the_h_record(tmp_path: Path) -> None:
     assert "listen 9000 reuseport;" in kit.dataplane.files[HTTP_LISTENERS_FILE]
     assert kit.reasons("b")[-1] == "AddedOrUpdated"
     # An older Ingress takes 9000 for TLS: b is rendered again without it.
-    kit.add(_ing("a", "a.test", {"nginx.org/listen-ports-ssl": "9000"}, "2020-01-01T00:00:00Z"))
+    old = _ing("a", "a.test", {"nginx.org/listen-ports-ssl": "9000"}, "2020-01-01T00:00:00Z")
+    old["spec"]["tls"] = [{"hosts": ["a.test"], "secretName": "tls"}]
+    kit.add(tls_secret("tls", ["a.test"]), old)
     asyncio.run(kit.drain())
-    assert kit.dataplane.records[("H", "a.test")].startswith("- 0:0:9000 ")
+    assert kit.dataplane.records[("H", "a.test")].split(" ")[1] == "1:0:9000"
     assert kit.dataplane.records[("H", "b.test")].startswith("- 0:0:0 ")
     assert kit.messages("b")[-1].endswith(
         "nginx.org/listen-ports: port 9000 is served with TLS for Ingress default/a; "
@@ -314,3 +316,17 @@ def test_angie_warns_and_keeps_the_defaults() -> None:
     )
     assert (written, warnings, others) == (out.written, [NOT_ON_ANGIE], set())
     assert written[0].host.listeners is None
+
+
+def test_tls_ports_need_a_tls_host(tmp_path: Path) -> None:
+    """NIC writes the TLS listens only for a server with TLS: without a tls
+    entry listen-ports-ssl opens nothing (a Warning says so)."""
+    kit = Kit(tmp_path, http_port=80, https_port=443)
+    kit.add(*_service("app", "10.0.0.1"))
+    kit.add(_ing("a", "a.test", {"nginx.org/listen-ports-ssl": "9443"}, "2020-01-01T00:00:00Z"))
+    asyncio.run(kit.drain())
+    assert kit.dataplane.records[("H", "a.test")] == "- 0 - rr:1:10 P|/|default/app:80"
+    assert HTTP_LISTENERS_FILE not in kit.dataplane.files
+    assert kit.messages("a")[-1].endswith(
+        "nginx.org/listen-ports-ssl: the Ingress has no TLS host; ignored"
+    )

@@ -59,8 +59,14 @@ def listen_ports(
     if not ports.enabled:
         return written, [NOT_ON_ANGIE], ports.release(ref)
     assert ing is not None
+    warnings = []
+    if want.ssl is not None and not any(w.host.tls for w in written):
+        # NIC's template writes the TLS listens only for a server with TLS.
+        warnings.append(f"{PREFIX}{SSL}: the Ingress has no TLS host; ignored")
+        want = replace(want, ssl=None)
     bounds = limits(settings, reads)
-    claim, warnings = check(want, bounds)
+    claim, more = check(want, bounds)
+    warnings += more
     others = ports.claim(ref, age_key(ing), claim)
     grant = ports.grant(ref)
     warnings += [taken_warning(SSL if ssl else PLAIN, p, by) for p, ssl, by in grant.taken]
