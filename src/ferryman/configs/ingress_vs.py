@@ -37,6 +37,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, replace
 
+from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.ingress_options import IngressOptions
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.policy_auth import Basic
@@ -202,6 +203,7 @@ def _fast_options(o: IngressOptions) -> bool:
         next_upstream_tries=o.next_upstream_tries,
         path_regex=o.path_regex,
         websocket_services=o.websocket_services,
+        use_cluster_ip=o.use_cluster_ip,
     )
 
 
@@ -257,6 +259,7 @@ def ingress_vs_routing(
         add = "^".join(f"{b64(n)}~{b64(v)}~{int(a)}" for n, v, a in o.add_headers)
         for loc in _locations(part.ing, host, o):
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
+            key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
             upstream = _upstream(key, loc.backend.service in o.ssl_services, o)
             if upstream not in upstreams:

@@ -27,8 +27,15 @@ KINDS = (
     # TCP/UDP listeners (--global-configuration) and the TransportServers on them.
     "GlobalConfiguration",
     "TransportServer",
+    # Gateway API (--enable-gateway-api), and Namespaces for the labels
+    # listeners' allowedRoutes select by.
+    "GatewayClass",
+    "Gateway",
+    "HTTPRoute",
+    "ReferenceGrant",
+    "Namespace",
 )
-CLUSTER_SCOPED = frozenset({"IngressClass"})
+CLUSTER_SCOPED = frozenset({"IngressClass", "GatewayClass", "Namespace"})
 
 
 class Sink(Protocol):

@@ -120,6 +120,9 @@ local function number_or_nil(text)
     return n
 end
 
+-- Mirrors per request: the Gateway server declares a location for 1 to this many.
+local MAX_MIRRORS = 3
+
 local MODIFIERS = { E = "=", N = "^~", P = "", X = "~", I = "~*" }
 
 -- A G item's header changes: { {op, name, value}, ... }, op s(et), a(dd), x (remove).
@@ -148,6 +151,12 @@ local function gateway_filters_of(text, entry)
         elseif letter == "w" then
             entry.rewrite = { host = decode_base64(f[1]), path_kind = f[2],
                               path = decode_base64(f[3]) }
+        elseif letter == "m" then
+            entry.mirrors = {}
+            for _, m in ipairs(cut(payload, "^")) do
+                local nf = cut(m, "~")
+                entry.mirrors[#entry.mirrors + 1] = { tonumber(nf[1]), tonumber(nf[2]) or 100 }
+            end
         end
     end
 end
@@ -522,13 +531,27 @@ function _M.route(vs)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    if route.grpc then
-        if var.ferryman_variant ~= "grpc" then
-            -- The slow path's location with grpc_pass (grpc-locations.conf.tmpl),
-            -- before any policy counts the request.
-            return ngx.exec("@ferryman_grpc")
+    if route.grpc and var.ferryman_variant ~= "grpc" then
+        -- The slow path's location with grpc_pass (grpc-locations.conf.tmpl),
+        -- before any policy counts the request.
+        return ngx.exec("@ferryman_grpc")
+    end
+    if route.mirrors and var.ferryman_variant ~= "mirror" then
+        -- RequestMirror: the same route in a location that also sends a copy of
+        -- the request to each chosen upstream (nginx.conf.tmpl's Gateway server).
+        local n = 0
+        for _, m in ipairs(route.mirrors) do
+            local upstream = vs.upstreams[m[1]]
+            if upstream and n < MAX_MIRRORS and (m[2] >= 100 or math.random() * 100 < m[2]) then
+                n = n + 1
+                var["ferryman_mirror_" .. n] = upstream.key
+            end
         end
-    elseif route.unbuffered and var.ferryman_variant ~= "unbuffered" then
+        if n > 0 then
+            return ngx.exec("@ferryman_mirror_" .. n)
+        end
+    end
+    if route.unbuffered and not route.grpc and var.ferryman_variant ~= "unbuffered" then
         -- The same slow path in the location with proxy_buffering off
         -- (nginx.conf.tmpl), before any policy counts the request.
         return ngx.exec("@ferryman_unbuffered")
