@@ -645,7 +645,19 @@ end
 function _M.gateway_route()
     refresh()
     local var = ngx.var
-    local entry = gateways.lookup(store, var.server_addr, var.server_port, var.host)
+    local address, port, host = var.server_addr, var.server_port, var.host
+    local entry = gateways.lookup(store, address, port, host)
+    if var.https == "on" then
+        -- Another listener than the one its SNI name chose serves this Host:
+        -- misdirected (HTTP/2 reuses a connection for names it covers).
+        local name = var.ssl_server_name
+        if name and name ~= "" and name ~= host then
+            local by_name = gateways.lookup(store, address, port, string.lower(name))
+            if by_name and (entry == nil or entry.listener ~= by_name.listener) then
+                return ngx.exit(421)
+            end
+        end
+    end
     if entry == nil then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
@@ -675,7 +687,8 @@ local function first_attempt(host, n)
     if more > 0 then
         balancer.set_more_tries(more)
     end
-    local timeouts = host.timeouts
+    -- An HTTPRoute rule's timeouts (ferryman_gateway_routes) before the upstream's.
+    local timeouts = ngx.ctx.ferryman_timeouts or host.timeouts
     if timeouts then
         balancer.set_timeouts(timeouts[1], timeouts[2], timeouts[3])
     end

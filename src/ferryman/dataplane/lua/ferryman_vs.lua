@@ -410,7 +410,7 @@ function _M.route(vs)
         return answer(a)
     end
     if route.gateway then
-        gateway_routes.apply(route, uri, NONE)
+        gateway_routes.apply(route, a, uri, NONE)
     end
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
