@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ferryman.configs.ingress import backend_of
+from ferryman.configs.ingress_limit_req import limit_req_policy
 from ferryman.configs.ingress_mergeable import (
     MASTER_DENYLIST,
     filtered,
@@ -81,7 +82,7 @@ def ingress_records(
         replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))
         for vh in vhosts
     ]
-    auth = basic_auth(ing, options, reads) if slow_path else NONE
+    auth = _route_configs(ing, options, reads) if slow_path else NONE
     if not slow_path and (options.slow() or options.basic_auth_secret):
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
@@ -135,7 +136,7 @@ def _master(
         own, warned = minion_annotations(minion, master)
         options, more = ingress_options(own, configmap)
         served = replace(minion, meta=replace(minion.meta, annotations=own))
-        auth = basic_auth(served, options, reads) if slow_path else NONE
+        auth = _route_configs(served, options, reads) if slow_path else NONE
         if served.policies and slow_path:
             # NIC writes a minion's policies into its locations.
             auth = combined(ingress_policies(served, reads, ingress_class), auth)
@@ -158,6 +159,16 @@ def _master(
     r = ingress_vs_routing(parts, vh, host, server, spec)
     out.written = [Written(r.host, r.record, r.backends, r.fast)]
     return out
+
+
+def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
+    """What the Ingress's own annotations enforce on its routes as policies do:
+    basic auth and the limit-req rate limit."""
+    basic = basic_auth(ing, options, reads)
+    if options.limit_req is None:
+        return basic  # NONE stays NONE: the callers tell "nothing" by identity
+    limit = limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req)
+    return combined(basic, limit)
 
 
 def _plain(vh: VirtualHost) -> Written:

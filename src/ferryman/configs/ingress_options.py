@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
 
 # http { client_max_body_size 1m } in nginx.conf.tmpl is checked before routing.
@@ -80,6 +81,7 @@ class IngressOptions:
     path_regex: str | None = None
     set_headers: tuple[tuple[str, str], ...] = ()  # proxy-set-headers: (name, value)
     add_headers: tuple[tuple[str, str, bool], ...] = ()  # add-header: (name, value, always)
+    limit_req: LimitReq | None = None  # limit-req-*: the Ingress's rate limit
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -166,6 +168,8 @@ def ingress_options(
     for key in sorted(OTHER_NIC):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: not implemented by ferryman; ignored")
+    limit, more = limit_req(annotations)
+    warnings += more
     for key in ("upstream-zone-size",):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: ferryman's balancers share one zone; ignored")
@@ -199,6 +203,7 @@ def ingress_options(
         path_regex=_str_or_none(get("path-regex", None)),
         set_headers=_pairs(get("proxy-set-headers", ())),
         add_headers=_triples(get("add-header", ())),
+        limit_req=limit,
     )
     return options, warnings
 

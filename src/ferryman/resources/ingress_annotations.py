@@ -267,6 +267,25 @@ def parse_add_headers(value: str) -> tuple[tuple[str, str, bool], ...]:
     return tuple(out)
 
 
+_LIMIT_REQ_KEY = r"^(\$\{[a-zA-Z_][a-zA-Z0-9_]*\}|\$[a-zA-Z_][a-zA-Z0-9_]*)+$"  # NIC's
+_LIMIT_REQ_KEY_RE = re.compile(_LIMIT_REQ_KEY[1:-1], re.ASCII)
+
+
+def parse_limit_req_key(value: str) -> str:
+    """NIC's validateLimitReqKeyAnnotation: NGINX variable references only."""
+    if not _LIMIT_REQ_KEY_RE.fullmatch(value):
+        raise BadValue(
+            nic_rules.regex_error(
+                "must consist of one or more NGINX variable references ($varname or "
+                "${varname}); must not contain ';', '\"', '\\', or newline characters",
+                _LIMIT_REQ_KEY,
+                "$binary_remote_addr",
+                "${request_uri}",
+            )
+        )
+    return value
+
+
 def _text(value: str) -> str:
     return value
 
@@ -332,6 +351,23 @@ KNOWN: Mapping[str, Known] = {
     "policies": Known(_text),
     "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
     "add-header": Known(lambda v: parse_add_headers(v)),
+    "limit-req-key": Known(parse_limit_req_key),
+    # Parsed with the Ingress's options (configs/ingress_limit_req.py): NIC only
+    # logs their bad values, so they warn there rather than reject.
+    **dict.fromkeys(
+        (
+            "limit-req-rate",
+            "limit-req-zone-size",
+            "limit-req-delay",
+            "limit-req-no-delay",
+            "limit-req-burst",
+            "limit-req-dry-run",
+            "limit-req-log-level",
+            "limit-req-reject-code",
+            "limit-req-scale",
+        ),
+        Known(_text, required=False),
+    ),
 }
 # Known to NIC (validated or read), recognised here, applied by no part of ferryman
 # yet: accepted (not validated) with a Warning naming them (``configs/ingress_options.py``).
@@ -346,18 +382,32 @@ OTHER_NIC = frozenset(
         "custom-http-errors",
         "ssl-ciphers",
         "ssl-prefer-server-ciphers",
-        "limit-req-rate",
-        "limit-req-key",
-        "limit-req-zone-size",
-        "limit-req-delay",
-        "limit-req-no-delay",
-        "limit-req-burst",
-        "limit-req-dry-run",
-        "limit-req-log-level",
-        "limit-req-reject-code",
-        "limit-req-scale",
     ]
 )
+
+
+# NIC's annotations for NGINX Plus (its validatePlusOnlyAnnotation): on open-source
+# NGINX, which ferryman drives, NIC rejects the Ingress, and so does ferryman
+# rather than serve it without the health checks, JWT validation or
+# persistence asked for.
+PLUS_ONLY = frozenset(
+    "nginx.com/" + key
+    for key in (
+        "health-checks",
+        "health-checks-mandatory",
+        "health-checks-mandatory-queue",
+        "slow-start",
+        "jwt-key",
+        "jwt-realm",
+        "jwt-token",
+        "jwt-login-url",
+        "sticky-cookie-services",
+        "policies",
+    )
+)
+# Annotations read only by NIC's custom templates (its custom-annotations
+# example); ferryman renders no user templates.
+CUSTOM = "custom.nginx.org/"
 
 
 def parse_value(key: str, value: str) -> object:
@@ -370,12 +420,22 @@ def validate(
 ) -> tuple[dict[str, object], list[Problem], list[str]]:
     """NIC's validateIngressAnnotations: the parsed ``nginx.org/*`` values (key
     without the prefix), the problems that reject the Ingress (in NIC's order:
-    annotation names sorted, the first failing rule of each), and warnings for
-    unknown ``nginx.org/*`` annotations."""
+    annotation names sorted, the first failing rule of each; NGINX Plus's
+    ``nginx.com/*`` ones forbidden), and warnings for unknown ``nginx.org/*``
+    annotations and for ``custom.nginx.org/*`` ones."""
     parsed: dict[str, object] = {}
     problems: list[Problem] = []
     warnings: list[str] = []
     for name in sorted(annotations):
+        if name in PLUS_ONLY:
+            problems.append(forbidden(f"annotations.{name}", "annotation requires NGINX Plus"))
+            continue
+        if name.startswith(CUSTOM):
+            warnings.append(
+                f"annotation {name}: custom annotations take effect through NIC's custom "
+                "templates, which ferryman does not have: ignored"
+            )
+            continue
         if not name.startswith(PREFIX):
             continue
         key = name.removeprefix(PREFIX)
