@@ -6,8 +6,9 @@ still served. The examples' Deployments are this machine's test backends
 behind Services of the examples' names (tea-svc, coffee-svc, ...); the Secrets
 NIC's ``make secrets`` generates are made here.
 
-Policies on Ingress, the proxy-redirect, session-persistence and tcp-udp
-examples: tests/integration/test_nic_ingress_examples_policies.py.
+The examples with Policies (cors, ingress-mtls, egress-mtls, external-auth,
+external-auth-mergeable) and rate-limit, proxy-redirect and
+session-persistence: tests/integration/test_nic_ingress_examples_policies.py.
 Not tested, having no manifest: customization (its README points to the
 ConfigMap and annotation docs) and jwt-secret-policy (an empty folder)."""
 

@@ -1,15 +1,25 @@
 """What NIC's Ingress examples asked of the annotations: NGINX Plus's
 ``nginx.com/*`` ones rejected as NIC rejects them on open-source NGINX,
-``custom.nginx.org/*`` ones (custom templates) a Warning, and the
-``limit-req-*`` rate limit (ingress-resources/rate-limit) applied."""
+``custom.nginx.org/*`` ones (custom templates) a Warning, the ``limit-req-*``
+rate limit (ingress-resources/rate-limit) applied, ingressMTLS and
+externalAuth Policies enforced on Ingress, and a minion's own warnings on its
+Event."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from ferryman.configs.ingress import SecretState, virtual_hosts
+from ferryman.configs.ingress_hosts import Outcome, ingress_records
 from ferryman.configs.ingress_limit_req import LimitReq, limit_req, limit_req_policy
+from ferryman.configs.ingress_mergeable import minion_event
 from ferryman.configs.ingress_options import ingress_options
 from ferryman.configs.policy_base import b64
 from ferryman.configs.policy_rate import RateLimits
+from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.ingress_annotations import validate
+from tests.unit._pki import authority
+from tests.unit.test_vs_policies import Objects, _policy, _secret
 
 
 def _validate(annotations: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -105,3 +115,62 @@ def test_the_limit_is_a_rate_limit_policy_of_the_ingress_zone() -> None:
     config = attached.configs[RateLimits]
     zone, key = b64("ingress/default/cafe-ingress"), b64("${binary_remote_addr}")
     assert config.item() == f"P|r|0|error|429|{zone}.1000.{key}.0.0...0"
+
+
+def _cafe(name: str, annotations: dict[str, str], *, tls: bool, paths: bool = True) -> Any:
+    rule: dict[str, Any] = {"host": "cafe.test"}
+    if paths:
+        backend = {"service": {"name": "app", "port": {"number": 80}}}
+        rule["http"] = {"paths": [{"path": f"/{name}", "pathType": "Prefix", "backend": backend}]}
+    spec: dict[str, Any] = {"rules": [rule]}
+    if tls:
+        spec["tls"] = [{"hosts": ["cafe.test"], "secretName": "s"}]
+    md = {"name": name, "namespace": "ns", "annotations": annotations}
+    return parse_ingress({"metadata": md, "spec": spec})
+
+
+def _records(ing: Any, reads: Objects, mergeable: list[Any] | None = None) -> Outcome:
+    hosts = [] if ing.mergeable == "minion" else ["cafe.test"]
+    vhosts, _ = virtual_hosts(ing, hosts, {"s": SecretState("id", None)})
+    return ingress_records(ing, vhosts, reads, "ferryman", {}, mergeable=mergeable)
+
+
+def test_ingress_mtls_and_external_auth_policies_on_an_ingress() -> None:
+    """ingressMTLS writes the host's M record (its client check); externalAuth's
+    Service is among the record's backends (its endpoints are pushed)."""
+    reads = Objects(
+        _policy("mtls", ingressMTLS={"clientCertSecret": "ca"}),
+        _policy("ext", externalAuth={"authURI": "/auth", "authServiceName": "auth"}),
+        _secret("ca", "nginx.org/ca", {"ca.crt": authority("unit-ca").cert_pem}),
+    )
+    (written,) = _records(_cafe("a", {"nginx.org/policies": "mtls"}, tls=True), reads).written
+    assert written.client_check is not None and written.client_check.startswith("on 1 ")
+    (written,) = _records(_cafe("a", {"nginx.org/policies": "ext"}, tls=False), reads).written
+    assert written.client_check is None
+    assert written.backends == {"ns/app:80", "ns/auth:80"}
+    # With another option the host is VirtualServer-style: the same M record.
+    annotations = {"nginx.org/policies": "mtls", "nginx.org/proxy-read-timeout": "5s"}
+    (written,) = _records(_cafe("a", annotations, tls=True), reads).written
+    assert written.client_check is not None and written.routing is not None
+
+
+def test_a_minions_own_warnings_reach_its_event() -> None:
+    """The master's render applies a minion's options and policies; the minion's
+    own render now says what of them is not applied (they were lost)."""
+    master = _cafe("m", {"nginx.org/mergeable-ingress-type": "master"}, tls=True, paths=False)
+    annotations = {
+        "nginx.org/mergeable-ingress-type": "minion",
+        "nginx.org/policies": "gone",
+        "nginx.org/limit-req-rate": "1r/s",
+        "nginx.org/limit-req-scale": "true",
+    }
+    minion = _cafe("tea", annotations, tls=False)
+    out = _records(minion, Objects(), [master, minion])
+    assert out.written == []
+    assert out.warnings == [
+        "nginx.org/limit-req-scale: not applied: ferryman does not know how many replicas "
+        "share the traffic, so the rate is each replica's",
+        "Policy ns/gone is missing or invalid",
+    ]
+    assert minion_event(minion, [master, minion], out.warnings)[1] == "AddedOrUpdatedWithWarning"
+    assert _records(minion, Objects(), [minion]).warnings == []  # no master: NIC's own Event
