@@ -21,6 +21,9 @@ from tests.integration.harness import (
     Backends,
     Ferryman,
     eventually,
+    ingress,
+    path,
+    rule,
     service_with_backends,
     tls_secret,
 )
@@ -230,6 +233,8 @@ class _Redirecting(BaseHTTPRequestHandler):
         what = "coffee" if self.path.startswith("/coffee") else "tea"
         self.send_response(301)
         self.send_header("Location", f"http://redirect-backend-svc/v1/{what}")
+        # Not the example's: proxy_redirect rewrites Refresh's url= too.
+        self.send_header("Refresh", f"5; URL=http://redirect-backend-svc/v1/{what}")
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -247,34 +252,37 @@ class RedirectBackend:
 
 
 def test_proxy_redirect(ferryman: Ferryman) -> None:
-    """README case 1 without annotations: the backend's Location
-    http://redirect-backend-svc/v1/coffee reaches the client. The from/to and
-    regex pairs (proxy_redirect) are not implemented by ferryman: each Ingress
-    is served with a Warning naming both annotations, and the Location stays
-    the backend's (not the README's http://cafe.example.com/coffee/coffee)."""
+    """README: without annotations the backend's Location
+    http://redirect-backend-svc/v1/coffee reaches the client; case 1 (the from/to
+    pair) makes it http://cafe.example.com/coffee/coffee, and so does case 2
+    (the regex pair, with its capture $2); a Refresh header's URL too, as NGINX's
+    proxy_redirect does. No reload for either."""
     f = ferryman
     backend = RedirectBackend()
     folder = EXAMPLES / "proxy-redirect"
     try:
         f.extra_args += ["--ingress-class", "nginx"]
         f.write("redirect", service_with_backends("redirect-backend-svc", [backend]))
-        f.write_text("cafe-ingress.yaml", (folder / "ingress-no-redirect.yaml").read_text())
+        plain = (folder / "ingress-no-redirect.yaml").read_text()
+        f.write_text("cafe-ingress.yaml", plain)
         f.start()
         for p in ("/coffee", "/tea"):
             r = f.get(HOST, p)
             assert (r.status, r.headers["location"]) == (301, f"http://redirect-backend-svc/v1{p}")
-        assert last_event(f, "cafe-ingress")["reason"] == "AddedOrUpdated"
+
+        def location() -> str | None:
+            return f.get(HOST, "/coffee").headers.get("location")
+
         for case in ("ingress-redirect-from-to.yaml", "ingress-redirect-regex.yaml"):
             f.write_text("cafe-ingress.yaml", (folder / case).read_text())
-            eventually(lambda: f.get(HOST, "/tea").status == 404, 10, case)
-            r = f.get(HOST, "/coffee")
-            assert r.headers["location"] == "http://redirect-backend-svc/v1/coffee"
-            event = last_event(f, "cafe-ingress")
-            assert event["reason"] == "AddedOrUpdatedWithWarning"
-            assert event["message"].endswith(
-                "nginx.org/proxy-redirect-from: not implemented by ferryman; ignored; "
-                "nginx.org/proxy-redirect-to: not implemented by ferryman; ignored"
-            )
+            eventually(lambda: location() == "http://cafe.example.com/coffee/coffee", 10, case)
+            refresh = f.get(HOST, "/coffee").headers["refresh"]
+            assert refresh == "5; URL=http://cafe.example.com/coffee/coffee"
+            assert f.get(HOST, "/tea").status == 404  # the example's Ingress has /coffee only
+            assert last_event(f, "cafe-ingress")["reason"] == "AddedOrUpdated"
+            f.write_text("cafe-ingress.yaml", plain)
+            eventually(lambda: location() == "http://redirect-backend-svc/v1/coffee", 10, "plain")
+        assert f.reloads() == 1
     finally:
         backend.server.shutdown()
 
@@ -300,3 +308,40 @@ def test_session_persistence(ferryman: Ferryman, backends: Backends) -> None:
     assert event["message"].endswith(
         "nginx.org/sticky-cookie-services: not implemented by ferryman; ignored"
     )
+
+
+def test_proxy_redirect_variables_and_caseless_regex(ferryman: Ferryman) -> None:
+    """Not the example's values: the replacement's NGINX variables ($scheme,
+    $host) and ``~*`` (caseless) with captures, as NGINX's proxy_redirect."""
+    f = ferryman
+    backend = RedirectBackend()
+    try:
+        f.write("redirect", service_with_backends("redirect-backend-svc", [backend]))
+        to = "redirect-backend-svc"
+        f.write(
+            "vars",
+            ingress(
+                "vars",
+                [rule("vars.test", path("/", to))],
+                annotations={
+                    "nginx.org/proxy-redirect-from": "http://redirect-backend-svc/v1/",
+                    "nginx.org/proxy-redirect-to": "$scheme://$host/x/",
+                },
+            ),
+        )
+        f.write(
+            "caseless",
+            ingress(
+                "caseless",
+                [rule("caseless.test", path("/", to))],
+                annotations={
+                    "nginx.org/proxy-redirect-from": "~*^HTTP://REDIRECT-backend-svc/v(\\d)/(.*)",
+                    "nginx.org/proxy-redirect-to": "/v$1/$2$1",
+                },
+            ),
+        )
+        f.start()
+        assert f.get("vars.test", "/tea").headers["location"] == "http://vars.test/x/tea"
+        assert f.get("caseless.test", "/tea").headers["location"] == "/v1/tea1"
+    finally:
+        backend.server.shutdown()

@@ -174,3 +174,42 @@ def test_a_minions_own_warnings_reach_its_event() -> None:
     ]
     assert minion_event(minion, [master, minion], out.warnings)[1] == "AddedOrUpdatedWithWarning"
     assert _records(minion, Objects(), [minion]).warnings == []  # no master: NIC's own Event
+
+
+def test_proxy_redirect_annotations_as_nic_validates_them() -> None:
+    frm, to = "nginx.org/proxy-redirect-from", "nginx.org/proxy-redirect-to"
+    assert _validate({frm: "http://a/v1/", to: "http://b/"}) == ([], [])
+    assert _validate({frm: "off"}) == ([], [])
+    assert _validate({frm: "a b", to: "c"})[0] == [
+        'annotations.nginx.org/proxy-redirect-from: Invalid value: "a b": must not contain '
+        "';', '{', '}', newline, carriage return, backtick, whitespace, or '#'"
+    ]
+    assert _validate({frm: "~^(a", to: "c"})[0] == [
+        'annotations.nginx.org/proxy-redirect-from: Invalid value: "~^(a": invalid regex pattern'
+    ]
+    assert _validate({to: "c"})[0] == [
+        'annotations.nginx.org/proxy-redirect-to: Invalid value: "": nginx.org/proxy-redirect-to '
+        "requires nginx.org/proxy-redirect-from to also be set"
+    ]
+    assert _validate({frm: "default", to: "c"})[0] == [
+        'annotations.nginx.org/proxy-redirect-to: Invalid value: "": nginx.org/proxy-redirect-to '
+        'cannot be set when nginx.org/proxy-redirect-from is "default"'
+    ]
+    assert _validate({frm: "http://a/"})[0] == [
+        'annotations.nginx.org/proxy-redirect-from: Invalid value: "http://a/": '
+        "nginx.org/proxy-redirect-from with a URL or regex value requires "
+        "nginx.org/proxy-redirect-to to also be set"
+    ]
+
+
+def test_proxy_redirect_is_the_proxy_actions_tenth_field() -> None:
+    annotations = {
+        "nginx.org/proxy-redirect-from": "~*^http://a/(.*)",
+        "nginx.org/proxy-redirect-to": "/$1",
+    }
+    (written,) = _records(_cafe("a", annotations, tls=False), Objects()).written
+    assert written.routing is not None and written.fast is None  # the header filter's: Lua
+    field = f"i~{b64('^http://a/(.*)')}~{b64('/$1')}"
+    assert f"100:p.1........{field}|" in written.routing  # f3..f9 empty
+    options, _ = ingress_options({"nginx.org/proxy-redirect-from": "off"}, {})
+    assert options.proxy_redirect is None and not options.slow()

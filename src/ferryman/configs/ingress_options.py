@@ -82,6 +82,8 @@ class IngressOptions:
     set_headers: tuple[tuple[str, str], ...] = ()  # proxy-set-headers: (name, value)
     add_headers: tuple[tuple[str, str, bool], ...] = ()  # add-header: (name, value, always)
     limit_req: LimitReq | None = None  # limit-req-*: the Ingress's rate limit
+    # proxy-redirect-from/-to (NGINX's proxy_redirect); None: off, default or unset
+    proxy_redirect: tuple[str, str] | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -204,8 +206,19 @@ def ingress_options(
         set_headers=_pairs(get("proxy-set-headers", ())),
         add_headers=_triples(get("add-header", ())),
         limit_req=limit,
+        proxy_redirect=_proxy_redirect(annotations),
     )
     return options, warnings
+
+
+def _proxy_redirect(annotations: Mapping[str, str]) -> tuple[str, str] | None:
+    """The (redirect, replacement) pair; ``off`` and ``default`` rewrite nothing
+    here (ferryman's proxy_pass names no upstream a backend could redirect to)."""
+    origin = annotations.get(PREFIX + "proxy-redirect-from")
+    replacement = annotations.get(PREFIX + "proxy-redirect-to")
+    if origin is None or replacement is None or origin in ("off", "default"):
+        return None
+    return origin, replacement
 
 
 def _int(value: object, default: int) -> int:

@@ -286,6 +286,53 @@ def parse_limit_req_key(value: str) -> str:
     return value
 
 
+# NIC's proxyRedirectValueRegex: no directive-injection characters.
+_PROXY_REDIRECT = re.compile(r"[^;{}`\n\r\s#]+")
+_PROXY_REDIRECT_CHARS = (
+    "must not contain ';', '{', '}', newline, carriage return, backtick, whitespace, or '#'"
+)
+
+
+def parse_proxy_redirect_from(value: str) -> str:
+    """NIC's validateProxyRedirectFromAnnotation: off, default, a URL, or a
+    regular expression after ``~`` (``~*``: caseless)."""
+    if value in ("off", "default"):
+        return value
+    if not _PROXY_REDIRECT.fullmatch(value):
+        raise BadValue(_PROXY_REDIRECT_CHARS)
+    if value.startswith("~"):
+        try:
+            re.compile(value.removeprefix("~*") if value.startswith("~*") else value[1:])
+        except re.error:
+            raise BadValue("invalid regex pattern") from None
+    return value
+
+
+def parse_proxy_redirect_to(value: str) -> str:
+    if not _PROXY_REDIRECT.fullmatch(value):
+        raise BadValue(_PROXY_REDIRECT_CHARS)
+    return value
+
+
+def _proxy_redirect_pair(annotations: Mapping[str, str]) -> Problem | None:
+    """NIC's validateProxyRedirectPair."""
+    from_key, to_key = PREFIX + "proxy-redirect-from", PREFIX + "proxy-redirect-to"
+    if to_key in annotations and from_key not in annotations:
+        return invalid(f"annotations.{to_key}", "", f"{to_key} requires {from_key} to also be set")
+    origin = annotations.get(from_key)
+    if origin in ("off", "default") and to_key in annotations:
+        return invalid(
+            f"annotations.{to_key}", "", f'{to_key} cannot be set when {from_key} is "{origin}"'
+        )
+    if origin is not None and origin not in ("off", "default") and to_key not in annotations:
+        return invalid(
+            f"annotations.{from_key}",
+            origin,
+            f"{from_key} with a URL or regex value requires {to_key} to also be set",
+        )
+    return None
+
+
 def _text(value: str) -> str:
     return value
 
@@ -352,6 +399,8 @@ KNOWN: Mapping[str, Known] = {
     "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
     "add-header": Known(lambda v: parse_add_headers(v)),
     "limit-req-key": Known(parse_limit_req_key),
+    "proxy-redirect-from": Known(parse_proxy_redirect_from),
+    "proxy-redirect-to": Known(parse_proxy_redirect_to),
     # Parsed with the Ingress's options (configs/ingress_limit_req.py): NIC only
     # logs their bad values, so they warn there rather than reject.
     **dict.fromkeys(
@@ -377,8 +426,6 @@ OTHER_NIC = frozenset(
         "rewrite-target",
         "sticky-cookie-services",
         "app-root",
-        "proxy-redirect-from",
-        "proxy-redirect-to",
         "custom-http-errors",
         "ssl-ciphers",
         "ssl-prefer-server-ciphers",
@@ -464,6 +511,9 @@ def validate(
                 detail = f"{lead}The following services were not found: {','.join(unknown)}"
                 problems.append(invalid(where, value, detail))
                 del parsed[key]
+    pair = _proxy_redirect_pair(annotations)
+    if pair is not None:
+        problems.append(pair)
     return parsed, problems, warnings
 
 
