@@ -145,10 +145,10 @@ def test_kinds_nic_does_not_allow_on_ingress_answer_500(
 def test_ingress_kinds_fail_closed_where_not_enforced(
     ferryman: Ferryman, backends: Backends
 ) -> None:
-    """NIC allows ingressMTLS, egressMTLS and externalAuth on an Ingress. ferryman
-    enforces egressMTLS on VirtualServers only so far, so an Ingress naming one
-    answers 500 with a Warning rather than proxy without the client certificate
-    asked for; ingressMTLS needs TLS on the Ingress (NIC's warning, 500);
+    """NIC allows ingressMTLS, egressMTLS and externalAuth on an Ingress, and
+    ferryman enforces them there as on VirtualServers: ingressMTLS needs TLS on
+    the Ingress (NIC's warning, 500); an egressMTLS whose Secret is missing
+    answers 500 rather than proxy without the client certificate asked for;
     externalAuth asks its Service (here the echo backend, which answers 200)."""
     auth = {"authURI": "/auth", "authServiceName": "app"}
     start(
@@ -167,7 +167,8 @@ def test_ingress_kinds_fail_closed_where_not_enforced(
     )
     assert status(ferryman, "egress.test", "/app") == 500
     assert last_event(ferryman, "egress", "Ingress")["message"].endswith(
-        "Policy default/egress: EgressMTLS on Ingress resources is not enforced yet (ferryman)"
+        "EgressMTLS policy default/egress references an invalid secret default/client: "
+        "secret doesn't exist"
     )
     assert served_by(ferryman, "ext.test", "/app") == "pod0"
 

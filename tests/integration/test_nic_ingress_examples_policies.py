@@ -27,10 +27,12 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
+from tests.integration.test_egress_lua import Seen, _backend
 from tests.integration.test_nic_ingress_examples import EXAMPLES, HOST, _cafe
 from tests.integration.test_nic_ingress_examples_more import example, last_event
 from tests.integration.test_nic_policy_examples import PREFLIGHT
 from tests.integration.test_vs_auth_policies import CERT_ERROR, NO_CERT, mtls_get
+from tests.integration.test_vs_egress_pools import _client_secret, _Peer
 from tests.integration.test_vs_external_auth import AuthService
 from tests.integration.test_vs_upstream_fields import _TLSEcho
 from tests.unit._pki import authority, ca_secret, issue
@@ -119,9 +121,10 @@ def _egress_secrets(f: Ferryman) -> None:
 
 
 def test_egress_mtls(ferryman: Ferryman, backends: Backends) -> None:
-    """The EgressMTLS Policy on an Ingress (with ssl-services) is not enforced by
-    ferryman yet (it is on VirtualServers): the host answers 500 with a Warning,
-    never proxied without the client certificate and verification asked for."""
+    """The example's Policy asks to verify the backend's certificate
+    (verifyServer), which takes NGINX directives ferryman does not render
+    (docs/virtualserver.md, as for a VirtualServer): the host answers 500 with
+    the reason, rather than talk to an unverified server."""
     f = ferryman
     secure = _TLSEcho("secure")
     try:
@@ -130,16 +133,45 @@ def test_egress_mtls(ferryman: Ferryman, backends: Backends) -> None:
         _egress_secrets(f)
         example(f, "egress-mtls", "egress-mtls.yaml", "ingress.yaml")
         f.start()
-        r = f.get("webapp.example.com", "/")
-        assert r.status == 500
+        assert f.get("webapp.example.com", "/").status == 500
         event = last_event(f, "webapp-ingress")
         assert (event["type"], event["reason"]) == ("Warning", "AddedOrUpdatedWithWarning")
         assert event["message"].endswith(
-            "Policy default/egress-mtls-policy: EgressMTLS on Ingress resources is not "
-            "enforced yet (ferryman)"
+            "EgressMTLS policy default/egress-mtls-policy: verifyServer needs NGINX's "
+            "proxy_ssl_verify and proxy_ssl_trusted_certificate, which take no variables: "
+            "not served (ferryman)"
         )
     finally:
         secure.close()
+
+
+def test_egress_mtls_client_certificate(ferryman: Ferryman, tmp_path: Path) -> None:
+    """The example's Ingress and secrets with its Policy minus verifyServer: the
+    backend, which requires a client certificate of the CA, gets
+    egress-mtls-secret's and answers "hello"."""
+    f = ferryman
+    seen = Seen()
+    httpd = _backend(tmp_path, seen)
+    try:
+        f.extra_args += ["--ingress-class", "nginx"]
+        peer = _Peer(int(httpd.server_address[1]))
+        f.write("secure", service_with_backends("secure-app", [peer], port=8443))
+        f.write("egress-mtls-secret", _client_secret("egress-mtls-secret", "webapp-client"))
+        policy = (EXAMPLES / "egress-mtls" / "egress-mtls.yaml").read_text()
+        without = policy.replace("    trustedCertSecret: egress-trusted-ca-secret\n", "")
+        without = without.replace("    verifyServer: on\n", "").replace("    verifyDepth: 2\n", "")
+        assert "verify" not in without
+        f.write_text("egress-mtls.yaml", without)
+        example(f, "egress-mtls", "ingress.yaml")
+        f.start()
+        r = f.get("webapp.example.com", "/")
+        assert r.status == 200, r.text
+        assert seen.client == ["webapp-client"]
+        assert seen.sni == ["secure-app.example.com"]  # sslName, with serverName on
+        assert last_event(f, "webapp-ingress")["reason"] == "AddedOrUpdated"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_external_auth(ferryman: Ferryman, backends: Backends) -> None:

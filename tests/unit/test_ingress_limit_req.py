@@ -18,7 +18,7 @@ from ferryman.configs.policy_base import b64
 from ferryman.configs.policy_rate import RateLimits
 from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.ingress_annotations import validate
-from tests.unit._pki import authority
+from tests.unit._pki import authority, issue
 from tests.unit.test_vs_policies import Objects, _policy, _secret
 
 
@@ -213,3 +213,16 @@ def test_proxy_redirect_is_the_proxy_actions_tenth_field() -> None:
     assert f"100:p.1........{field}|" in written.routing  # f3..f9 empty
     options, _ = ingress_options({"nginx.org/proxy-redirect-from": "off"}, {})
     assert options.proxy_redirect is None and not options.slow()
+
+
+def test_egress_mtls_on_an_ingress_is_its_routes_client_certificate() -> None:
+    pair = issue("unit-egress-ca", "client")
+    reads = Objects(
+        _policy("egress", egressMTLS={"tlsSecret": "client"}),
+        _secret("client", "kubernetes.io/tls", {"tls.crt": pair.cert_pem, "tls.key": pair.key_pem}),
+    )
+    annotations = {"nginx.org/policies": "egress", "nginx.org/ssl-services": "app"}
+    (written,) = _records(_cafe("a", annotations, tls=False), reads).written
+    assert written.routing is not None
+    assert f"P|e|{b64(pair.cert_pem)}|{b64(pair.key_pem)}|" in written.routing
+    assert "U|ns/app:80|rr|1|10|-|-|-|0||1." in written.routing  # proxy_pass https://

@@ -39,12 +39,12 @@ from ferryman.resources.policy_external_auth import ExternalAuth
 
 # NIC's allowlist (waf: rejected when the Policy is read, so missing or invalid here).
 ON_INGRESS = (AccessControl, CORS, IngressMTLS, EgressMTLS, ExternalAuth)
-# Of those, the kind ferryman enforces on VirtualServers only so far: the
-# upstream TLS of a VirtualServer is not written for an Ingress. It fails
-# closed (500, Warning), never served as if the Policy were not there.
-# (ingressMTLS: the host's M record, ``client_check``; externalAuth: the auth
-# Service's endpoints, the record's ``backends``.)
-NOT_YET_ON_INGRESS = (EgressMTLS,)
+# Of those, the kinds ferryman does not enforce on Ingress yet (they fail
+# closed: 500, Warning). None now: ingressMTLS is the host's M record
+# (``client_check``), externalAuth's Service is among the record's backends,
+# egressMTLS sets the client certificate of ``nginx.org/ssl-services``'
+# upstreams (on plain HTTP ones it does nothing, as NGINX's proxy_ssl_* in NIC).
+NOT_YET_ON_INGRESS: tuple[type, ...] = ()
 
 
 def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> Attached:
