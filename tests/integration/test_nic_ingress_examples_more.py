@@ -135,7 +135,7 @@ def test_path_regex_v1beta1_listings_are_rejected(ferryman: Ferryman, backends: 
     """README, simple examples 1-3: their Ingresses use serviceName/servicePort
     (networking.k8s.io/v1beta1's backend, removed in Kubernetes 1.22) under
     apiVersion networking.k8s.io/v1: the API server would refuse them; ferryman
-    rejects each, naming the field."""
+    rejects each, naming the missing pathType and the v1beta1 field."""
     f = ferryman
     _cafe(f, backends)
     f.write("tls", tls_secret("tls-secret", [HOST]))
@@ -145,8 +145,10 @@ def test_path_regex_v1beta1_listings_are_rejected(ferryman: Ferryman, backends: 
     assert (event["type"], event["reason"]) == ("Warning", "Rejected"), event
     assert (
         "spec.rules[0].http.paths[0].pathType: must be one of Exact, Prefix, "
-        "ImplementationSpecific" in event["message"]
-    )
+        "ImplementationSpecific; spec.rules[0].http.paths[0].backend.serviceName: v1beta1's "
+        "field (removed in Kubernetes 1.22); networking.k8s.io/v1 takes service.name and "
+        "service.port"
+    ) in event["message"]
     assert f.get(HOST, "/tea/A").status == 404
 
 
@@ -260,7 +262,7 @@ def test_jwt_v1beta1_listing(ferryman: Ferryman, backends: Backends) -> None:
     f.start()
     event = last_event(f, "cafe-ingress")
     assert (event["type"], event["reason"]) == ("Warning", "Rejected"), event
-    assert "spec.rules[0].http.paths[0].pathType: must be one of" in event["message"]
+    assert "spec.rules[0].http.paths[0].backend.serviceName: v1beta1's field" in (event["message"])
     assert (
         "annotations.nginx.com/jwt-key: Forbidden: annotation requires NGINX Plus"
         in (event["message"])

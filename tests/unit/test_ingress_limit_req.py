@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ferryman.configs.ingress import SecretState, virtual_hosts
 from ferryman.configs.ingress_hosts import Outcome, ingress_records
 from ferryman.configs.ingress_limit_req import LimitReq, limit_req, limit_req_policy
@@ -18,6 +20,7 @@ from ferryman.configs.policy_base import b64
 from ferryman.configs.policy_rate import RateLimits
 from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.ingress_annotations import validate
+from ferryman.resources.meta import InvalidResource
 from tests.unit._pki import authority, issue
 from tests.unit.test_vs_policies import Objects, _policy, _secret
 
@@ -226,3 +229,22 @@ def test_egress_mtls_on_an_ingress_is_its_routes_client_certificate() -> None:
     assert written.routing is not None
     assert f"P|e|{b64(pair.cert_pem)}|{b64(pair.key_pem)}|" in written.routing
     assert "U|ns/app:80|rr|1|10|-|-|-|0||1." in written.routing  # proxy_pass https://
+
+
+def test_a_v1beta1_backend_is_named_in_the_rejection() -> None:
+    """Some of NIC's READMEs (jwt, path-regex) still show serviceName/servicePort."""
+    backend = {"serviceName": "tea-svc", "servicePort": 80}
+    raw = {
+        "metadata": {"name": "old", "namespace": "ns"},
+        "spec": {
+            "rules": [{"host": "a.test", "http": {"paths": [{"path": "/", "backend": backend}]}}]
+        },
+    }
+    with pytest.raises(InvalidResource) as e:
+        parse_ingress(raw)
+    assert (
+        "spec.rules[0].http.paths[0].pathType: must be one of Exact, Prefix, "
+        "ImplementationSpecific; spec.rules[0].http.paths[0].backend.serviceName: v1beta1's "
+        "field (removed in Kubernetes 1.22); networking.k8s.io/v1 takes service.name and "
+        "service.port"
+    ) in str(e.value)
