@@ -234,6 +234,37 @@ def test_external_auth_mergeable(ferryman: Ferryman, backends: Backends) -> None
     assert f.get(HOST, "/milk", https=True).status == 404
 
 
+def test_external_auth_mergeable_without_ssl_verify(ferryman: Ferryman, backends: Backends) -> None:
+    """The example's master and tea minion, its basic-auth Policy without the
+    sslVerify fields: /tea asks basic-auth-svc (TLS, port 443) as README step
+    8 says (401 without credentials, tea with foo:bar); /coffee, whose minion is
+    not applied here, answers 404."""
+    f = ferryman
+    auth = AuthService("basic-auth", tls=True)
+    folder = EXAMPLES / "external-auth-mergeable"
+    try:
+        _cafe_tls(f, backends)
+        f.write(
+            "auth", service_with_backends("basic-auth-svc", [auth], port=443, port_name="https")
+        )
+        policy = (folder / "basic-auth-policy.yaml").read_text()
+        kept = [
+            line
+            for line in policy.splitlines(keepends=True)
+            if not line.strip().startswith(("sslVerify", "sniName", "trustedCertSecret"))
+        ]
+        f.write_text("basic-auth-policy.yaml", "".join(kept))
+        example(f, "external-auth-mergeable", "cafe-ingress-master.yaml", "tea-minion.yaml")
+        f.start()
+        r = f.get(HOST, "/tea", https=True)
+        assert r.status == 401 and "401 Authorization Required" in r.text
+        assert f.get(HOST, "/tea", https=True, headers=BASIC_FOO_BAR).served_by == "tea"
+        assert f.get(HOST, "/coffee", https=True, headers=BASIC_FOO_BAR).status == 404
+        assert last_event(f, "cafe-ingress-tea-minion")["reason"] == "AddedOrUpdated"
+    finally:
+        auth.server.shutdown()
+
+
 def test_rate_limit(ferryman: Ferryman, backends: Backends) -> None:
     """README: beyond one request per second, 429 Too Many Requests (limit-req-rate
     1r/s keyed by the client's address); the zone is the Ingress's, shared by
