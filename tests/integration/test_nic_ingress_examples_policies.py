@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -351,26 +352,39 @@ def test_proxy_redirect(ferryman: Ferryman) -> None:
 
 
 def test_session_persistence(ferryman: Ferryman, backends: Backends) -> None:
-    """nginx.org/sticky-cookie-services needs NGINX 1.29.6's sticky directive (NGINX
-    Plus's before): not implemented by ferryman, a Warning names it; the
-    Ingress is served, balanced round-robin with no srv_id cookie."""
+    """README (nginx.org/sticky-cookie-services, NGINX's sticky cookie): the first
+    answer sets srv_id naming the pod that served it (expires 2h, path /tea for
+    tea-svc; 1h, /coffee for coffee-svc); a request with the cookie goes to that
+    pod every time; without it, requests are balanced as usual."""
     f = ferryman
     _cafe(f, backends)
     f.write("tea2", service_with_backends("tea-svc", [backends.start("tea2")])[1:])
     example(f, "session-persistence", "cafe-ingress-with-session-persistence.yaml")
     f.start()
+    assert last_event(f, "cafe-ingress-with-session-persistence")["reason"] == "AddedOrUpdated"
     seen = set()
     for _ in range(4):
         r = f.get(HOST, "/tea")
-        assert "set-cookie" not in r.headers
         seen.add(r.served_by)
-    assert seen == {"tea", "tea2"}
-    assert f.get(HOST, "/coffee").served_by == "coffee"
-    event = last_event(f, "cafe-ingress-with-session-persistence")
-    assert (event["type"], event["reason"]) == ("Warning", "AddedOrUpdatedWithWarning")
-    assert event["message"].endswith(
-        "nginx.org/sticky-cookie-services: not implemented by ferryman; ignored"
-    )
+        cookie = r.headers["set-cookie"]
+        assert re.fullmatch(
+            r"srv_id=[0-9a-f]{32}; expires=\w{3}, \d\d-\w{3}-\d\d \d\d:\d\d:\d\d GMT; "
+            r"max-age=7200; path=/tea",
+            cookie,
+        ), cookie
+    assert seen == {"tea", "tea2"}  # no cookie: round-robin
+    r = f.get(HOST, "/tea")
+    pod, value = r.served_by, r.headers["set-cookie"].split(";")[0]
+    for _ in range(6):
+        again = f.get(HOST, "/tea", headers={"Cookie": value})
+        assert again.served_by == pod
+        assert "set-cookie" not in again.headers  # the cookie already names it
+    r = f.get(HOST, "/coffee")
+    assert r.served_by == "coffee"
+    assert r.headers["set-cookie"].endswith("; max-age=3600; path=/coffee")
+    stale = f.get(HOST, "/tea", headers={"Cookie": "srv_id=0123"})
+    assert stale.served_by in ("tea", "tea2") and "set-cookie" in stale.headers
+    assert f.reloads() == 1
 
 
 def test_proxy_redirect_variables_and_caseless_regex(ferryman: Ferryman) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
+from ferryman.resources.ingress_sticky import StickyCookie
 
 # http { client_max_body_size 1m } in nginx.conf.tmpl is checked before routing.
 SERVER_BODY_LIMIT = 1024 * 1024
@@ -82,6 +83,8 @@ class IngressOptions:
     set_headers: tuple[tuple[str, str], ...] = ()  # proxy-set-headers: (name, value)
     add_headers: tuple[tuple[str, str, bool], ...] = ()  # add-header: (name, value, always)
     limit_req: LimitReq | None = None  # limit-req-*: the Ingress's rate limit
+    # sticky-cookie-services: service -> its cookie (NGINX's sticky cookie)
+    sticky: Mapping[str, StickyCookie] = field(default_factory=dict)
     # proxy-redirect-from/-to (NGINX's proxy_redirect); None: off, default or unset
     proxy_redirect: tuple[str, str] | None = None
 
@@ -207,8 +210,15 @@ def ingress_options(
         add_headers=_triples(get("add-header", ())),
         limit_req=limit,
         proxy_redirect=_proxy_redirect(annotations),
+        sticky=_sticky(get("sticky-cookie-services", {})),
     )
     return options, warnings
+
+
+def _sticky(value: object) -> dict[str, StickyCookie]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, StickyCookie)}
 
 
 def _proxy_redirect(annotations: Mapping[str, str]) -> tuple[str, str] | None:

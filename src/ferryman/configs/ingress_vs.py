@@ -45,6 +45,7 @@ from ferryman.configs.policy_reads import PolicyReads
 from ferryman.configs.virtualserver import b64
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems
 from ferryman.resources.ingress import Ingress, ServiceBackend
+from ferryman.resources.ingress_sticky import StickyCookie
 from ferryman.resources.secret_policy import HTPASSWD_TYPE, Htpasswd, parse_htpasswd_secret
 
 _BALANCING = {
@@ -124,7 +125,20 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
     return [*exact.values(), *other.values()]
 
 
-def _upstream(key: BackendKey, tls: bool, o: IngressOptions) -> str:
+def _sticky(cookie: StickyCookie | None) -> str:
+    """The U item's twelfth field (ferryman_sticky.lua): ``<name>~<expires>~<domain>~
+    <path>~<samesite>~<flags>``, strings base64, expires in seconds (-1 none, -2
+    max), flags ``h`` httponly and ``s`` secure; empty for none."""
+    if cookie is None:
+        return ""
+    flags = ("h" if cookie.httponly else "") + ("s" if cookie.secure else "")
+    strings = (cookie.name, str(cookie.expires), cookie.domain, cookie.path, cookie.samesite)
+    return "~".join([b64(strings[0]), strings[1], *(b64(x) for x in strings[2:]), flags])
+
+
+def _upstream(
+    key: BackendKey, tls: bool, o: IngressOptions, sticky: StickyCookie | None = None
+) -> str:
     method = o.lb_method
     hash_key = ""
     if method.startswith("hash"):
@@ -156,6 +170,7 @@ def _upstream(key: BackendKey, tls: bool, o: IngressOptions) -> str:
             str(o.next_upstream_tries),
             b64(hash_key),
             fields,
+            *([_sticky(sticky)] if sticky else []),
         ]
     )
 
@@ -274,7 +289,8 @@ def ingress_vs_routing(
         for loc in _locations(part.ing, host, o):
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
             keys.add(key)
-            upstream = _upstream(key, loc.backend.service in o.ssl_services, o)
+            tls = loc.backend.service in o.ssl_services
+            upstream = _upstream(key, tls, o, o.sticky.get(loc.backend.service))
             if upstream not in upstreams:
                 upstreams[upstream] = len(upstreams) + 1
                 lines.append(upstream)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ferryman.resources import nic_rules
+from ferryman.resources.ingress_sticky import StickyCookie, StickyError, parse_sticky_services
 from ferryman.resources.nic_fields import TOO_MANY, Problem, forbidden, invalid, required
 from ferryman.resources.nic_upstream import NEXT_UPSTREAM
 
@@ -333,6 +334,13 @@ def _proxy_redirect_pair(annotations: Mapping[str, str]) -> Problem | None:
     return None
 
 
+def parse_sticky(value: str) -> dict[str, StickyCookie]:
+    try:
+        return parse_sticky_services(value)
+    except StickyError as e:
+        raise BadValue(str(e)) from None
+
+
 def _text(value: str) -> str:
     return value
 
@@ -399,6 +407,7 @@ KNOWN: Mapping[str, Known] = {
     "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
     "add-header": Known(lambda v: parse_add_headers(v)),
     "limit-req-key": Known(parse_limit_req_key),
+    "sticky-cookie-services": Known(lambda v: parse_sticky(v)),
     "proxy-redirect-from": Known(parse_proxy_redirect_from),
     "proxy-redirect-to": Known(parse_proxy_redirect_to),
     # Parsed with the Ingress's options (configs/ingress_limit_req.py): NIC only
@@ -424,7 +433,6 @@ OTHER_NIC = frozenset(
     [
         "add-header-inherit",
         "rewrite-target",
-        "sticky-cookie-services",
         "app-root",
         "custom-http-errors",
         "ssl-ciphers",

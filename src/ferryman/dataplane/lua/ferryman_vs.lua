@@ -15,6 +15,7 @@ local SLASH = string.byte("/")
 local re_find = ngx.re.find
 local upstream_fields = require("ferryman_vs_upstream")
 local proxy_redirect = require("ferryman_proxy_redirect")
+local sticky = require("ferryman_sticky")
 
 local _M = {}
 
@@ -192,6 +193,7 @@ function _M.decode(raw)
                 tries = tonumber(f[9]) or 0,
             }
             upstream_fields.decode(f[11], vs.upstreams[#vs.upstreams])
+            sticky.decode(f[12], vs.upstreams[#vs.upstreams]) -- an Ingress's sticky cookie
         elseif f[1] == "R" then
             local route = {
                 modifier = MODIFIERS[f[2]],

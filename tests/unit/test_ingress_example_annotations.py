@@ -1,9 +1,10 @@
 """What NIC's Ingress examples asked of the annotations: NGINX Plus's
 ``nginx.com/*`` ones rejected as NIC rejects them on open-source NGINX,
-``custom.nginx.org/*`` ones (custom templates) a Warning, the ``limit-req-*``
-rate limit (ingress-resources/rate-limit) applied, ingressMTLS and
-externalAuth Policies enforced on Ingress, and a minion's own warnings on its
-Event."""
+``custom.nginx.org/*`` ones (custom templates) a Warning, ``limit-req-*``
+(rate-limit), ``proxy-redirect-*`` (proxy-redirect) and
+``sticky-cookie-services`` (session-persistence) applied, the ingressMTLS,
+egressMTLS and externalAuth Policies enforced on Ingress, a minion's own
+warnings on its Event, and v1beta1's serviceName named in a rejection."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ferryman.configs.policy_base import b64
 from ferryman.configs.policy_rate import RateLimits
 from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.ingress_annotations import validate
+from ferryman.resources.ingress_sticky import EXPIRES_MAX, StickyCookie, parse_sticky_services
 from ferryman.resources.meta import InvalidResource
 from tests.unit._pki import authority, issue
 from tests.unit.test_vs_policies import Objects, _policy, _secret
@@ -248,3 +250,35 @@ def test_a_v1beta1_backend_is_named_in_the_rejection() -> None:
         "field (removed in Kubernetes 1.22); networking.k8s.io/v1 takes service.name and "
         "service.port"
     ) in str(e.value)
+
+
+def test_sticky_cookie_services_as_nic_and_nginx_read_them() -> None:
+    cookies = parse_sticky_services(
+        "serviceName=coffee-svc srv_id expires=1h path=/coffee;"
+        "serviceName=tea-svc srv_id expires=max domain=.example.com httponly secure samesite=Lax"
+    )
+    assert cookies == {
+        "coffee-svc": StickyCookie("srv_id", 3600, path="/coffee"),
+        "tea-svc": StickyCookie(
+            "srv_id", EXPIRES_MAX, ".example.com", httponly=True, secure=True, samesite="lax"
+        ),
+    }
+    key = "nginx.org/sticky-cookie-services"
+    for value, message in (
+        ("tea-svc", "invalid sticky-cookie service format: tea-svc. Must be a semicolon-separated"),
+        ("serviceName=a=b srv", "invalid sticky-cookie service format: [serviceName a b]"),
+        ("serviceName=a srv expires=soon", "invalid sticky-cookie parameters: srv expires=soon"),
+        ("serviceName=a srv path=/a;x", "invalid sticky-cookie service format: x"),
+        ("serviceName=a srv colour=red", "invalid sticky-cookie parameters: srv colour=red"),
+        ("serviceName=a srv httponly httponly", "invalid sticky-cookie parameters"),
+    ):
+        (problem,) = _validate({key: value})[0]
+        assert problem.startswith(f'annotations.{key}: Invalid value: "{value}": {message}')
+
+
+def test_the_sticky_cookie_is_its_services_upstream_field() -> None:
+    annotations = {"nginx.org/sticky-cookie-services": "serviceName=app srv_id expires=2h secure"}
+    (written,) = _records(_cafe("a", annotations, tls=False), Objects()).written
+    assert written.routing is not None and written.fast is None  # the slow path's balancer
+    want = f"|0.-.-.-.-|{b64('srv_id')}~7200~~~~s "
+    assert want in written.routing
