@@ -18,8 +18,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ferryman.resources import ingress_proxy_redirect as proxy_redirect
 from ferryman.resources import nic_rules
-from ferryman.resources.ingress_sticky import StickyCookie, StickyError, parse_sticky_services
+from ferryman.resources.ingress_sticky import parse_sticky_services
 from ferryman.resources.nic_fields import TOO_MANY, Problem, forbidden, invalid, required
 from ferryman.resources.nic_upstream import NEXT_UPSTREAM
 
@@ -287,58 +288,17 @@ def parse_limit_req_key(value: str) -> str:
     return value
 
 
-# NIC's proxyRedirectValueRegex: no directive-injection characters.
-_PROXY_REDIRECT = re.compile(r"[^;{}`\n\r\s#]+")
-_PROXY_REDIRECT_CHARS = (
-    "must not contain ';', '{', '}', newline, carriage return, backtick, whitespace, or '#'"
-)
+def _nic(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """A parser of another module (whose ValueError carries NIC's message) as a
+    value parser here."""
 
-
-def parse_proxy_redirect_from(value: str) -> str:
-    """NIC's validateProxyRedirectFromAnnotation: off, default, a URL, or a
-    regular expression after ``~`` (``~*``: caseless)."""
-    if value in ("off", "default"):
-        return value
-    if not _PROXY_REDIRECT.fullmatch(value):
-        raise BadValue(_PROXY_REDIRECT_CHARS)
-    if value.startswith("~"):
+    def parsed(value: str) -> object:
         try:
-            re.compile(value.removeprefix("~*") if value.startswith("~*") else value[1:])
-        except re.error:
-            raise BadValue("invalid regex pattern") from None
-    return value
+            return parse(value)
+        except ValueError as e:
+            raise BadValue(str(e)) from None
 
-
-def parse_proxy_redirect_to(value: str) -> str:
-    if not _PROXY_REDIRECT.fullmatch(value):
-        raise BadValue(_PROXY_REDIRECT_CHARS)
-    return value
-
-
-def _proxy_redirect_pair(annotations: Mapping[str, str]) -> Problem | None:
-    """NIC's validateProxyRedirectPair."""
-    from_key, to_key = PREFIX + "proxy-redirect-from", PREFIX + "proxy-redirect-to"
-    if to_key in annotations and from_key not in annotations:
-        return invalid(f"annotations.{to_key}", "", f"{to_key} requires {from_key} to also be set")
-    origin = annotations.get(from_key)
-    if origin in ("off", "default") and to_key in annotations:
-        return invalid(
-            f"annotations.{to_key}", "", f'{to_key} cannot be set when {from_key} is "{origin}"'
-        )
-    if origin is not None and origin not in ("off", "default") and to_key not in annotations:
-        return invalid(
-            f"annotations.{from_key}",
-            origin,
-            f"{from_key} with a URL or regex value requires {to_key} to also be set",
-        )
-    return None
-
-
-def parse_sticky(value: str) -> dict[str, StickyCookie]:
-    try:
-        return parse_sticky_services(value)
-    except StickyError as e:
-        raise BadValue(str(e)) from None
+    return parsed
 
 
 def _text(value: str) -> str:
@@ -407,9 +367,9 @@ KNOWN: Mapping[str, Known] = {
     "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
     "add-header": Known(lambda v: parse_add_headers(v)),
     "limit-req-key": Known(parse_limit_req_key),
-    "sticky-cookie-services": Known(lambda v: parse_sticky(v)),
-    "proxy-redirect-from": Known(parse_proxy_redirect_from),
-    "proxy-redirect-to": Known(parse_proxy_redirect_to),
+    "sticky-cookie-services": Known(_nic(parse_sticky_services)),
+    "proxy-redirect-from": Known(_nic(proxy_redirect.parse_from)),
+    "proxy-redirect-to": Known(_nic(proxy_redirect.parse_to)),
     # Parsed with the Ingress's options (configs/ingress_limit_req.py): NIC only
     # logs their bad values, so they warn there rather than reject.
     **dict.fromkeys(
@@ -519,7 +479,7 @@ def validate(
                 detail = f"{lead}The following services were not found: {','.join(unknown)}"
                 problems.append(invalid(where, value, detail))
                 del parsed[key]
-    pair = _proxy_redirect_pair(annotations)
+    pair = proxy_redirect.pair_problem(annotations)
     if pair is not None:
         problems.append(pair)
     return parsed, problems, warnings

@@ -27,7 +27,7 @@ EXPIRES_MAX = -2  # NGINX's expires=max
 
 
 class StickyError(ValueError):
-    """NIC's message for the annotation's value."""
+    """NIC's message for the annotation's value (ingress_annotations reads it)."""
 
 
 @dataclass(frozen=True)
