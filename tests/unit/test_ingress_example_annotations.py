@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ferryman.configs.ingress import SecretState, virtual_hosts
 from ferryman.configs.ingress_hosts import Outcome, ingress_records
@@ -21,7 +23,12 @@ from ferryman.configs.policy_base import b64
 from ferryman.configs.policy_rate import RateLimits
 from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.ingress_annotations import validate
-from ferryman.resources.ingress_sticky import EXPIRES_MAX, StickyCookie, parse_sticky_services
+from ferryman.resources.ingress_sticky import (
+    EXPIRES_MAX,
+    StickyCookie,
+    StickyError,
+    parse_sticky_services,
+)
 from ferryman.resources.meta import InvalidResource
 from tests.unit._pki import authority, issue
 from tests.unit.test_vs_policies import Objects, _policy, _secret
@@ -282,3 +289,41 @@ def test_the_sticky_cookie_is_its_services_upstream_field() -> None:
     assert written.routing is not None and written.fast is None  # the slow path's balancer
     want = f"|0.-.-.-.-|{b64('srv_id')}~7200~~~~s "
     assert want in written.routing
+
+
+_WORDS = st.sampled_from(
+    ["srv_id", "expires=1h", "expires=max", "path=/a", "domain=.x.com", "httponly", "secure"]
+)
+_STICKY = st.builds(
+    lambda svc, words: f"serviceName={svc} " + " ".join(words),
+    st.text(max_size=8),
+    st.lists(
+        st.one_of(_WORDS, st.text(max_size=8), _WORDS.map(lambda w: w + "\r\n;x")), max_size=6
+    ),
+)
+
+
+@given(st.one_of(_STICKY, st.text(max_size=80)))
+def test_sticky_parameters_never_put_separators_into_the_cookie(text: str) -> None:
+    """Whatever the annotation says, a parsed cookie's strings carry no ';', ',',
+    whitespace or control character into Set-Cookie (or StickyError)."""
+    try:
+        cookies = parse_sticky_services(text)
+    except StickyError:
+        return
+    for cookie in cookies.values():
+        for part in (cookie.name, cookie.domain, cookie.path, cookie.samesite):
+            assert not any(c in part for c in ';,"\\') and part == "".join(part.split())
+            assert part.isprintable()
+
+
+@given(st.text(max_size=60), st.text(max_size=60))
+def test_proxy_redirect_values_are_one_token(origin: str, replacement: str) -> None:
+    _, problems, _ = validate(
+        {"nginx.org/proxy-redirect-from": origin, "nginx.org/proxy-redirect-to": replacement},
+        frozenset(),
+        hostless=False,
+    )
+    if not problems:
+        for value in (origin, replacement):
+            assert value and not any(c in value for c in ";{}`#") and value.split() == [value]

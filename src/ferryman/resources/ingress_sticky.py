@@ -20,9 +20,10 @@ from ferryman.resources import nic_rules
 # NIC's stickyCookieRegex: no '"', '$' or trailing '\'.
 _NIC_PARAMETERS = re.compile(r'([^"$\\]|\\[^$])*')
 # A cookie name (RFC 6265 token), a domain, a path: what a Set-Cookie carries as is.
-_NAME = re.compile(r"[A-Za-z0-9!#%&'*+.^_`|~-]+")
-_DOMAIN = re.compile(r"\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*")
-_PATH = re.compile(r"/[^\s;,\\\"]*")
+_NAME = re.compile(r"[A-Za-z0-9!#%&'*+.^_`|~-]+", re.ASCII)
+_DOMAIN = re.compile(r"\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*", re.ASCII)
+# Printable ASCII but for space, '"', ',', ';' and '\\'.
+_PATH = re.compile(r"/[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
 EXPIRES_MAX = -2  # NGINX's expires=max
 
 
