@@ -47,6 +47,7 @@ local upstream_fields = require("ferryman_vs_upstream")
 local guarded_ingress = require("ferryman_ingress")
 local gateways = require("ferryman_gateway")
 local records = require("ferryman_records")
+local sticky = require("ferryman_sticky")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -696,12 +697,20 @@ function _M.balance()
     -- A VirtualServer upstream's max-conns: the full peers count as tried.
     local avoid = upstream_fields.excluded(host, peers, tried) or tried
     local peer
-    if host.random then
-        peer = choose_random(peers, host, avoid)
-    elseif host.hash then
-        peer = choose_hash(peers, host, avoid)
-    else
-        peer = choose(peers, host, avoid)
+    if host.sticky and ctx.ferryman_peer == nil then
+        -- nginx.org/sticky-cookie-services: the peer the request's cookie names.
+        peer = sticky.peer(peers, host.sticky, avoid, function(p)
+            return is_down(p, host)
+        end)
+    end
+    if peer == nil then
+        if host.random then
+            peer = choose_random(peers, host, avoid)
+        elseif host.hash then
+            peer = choose_hash(peers, host, avoid)
+        else
+            peer = choose(peers, host, avoid)
+        end
     end
     if peer == nil then
         return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
@@ -745,6 +754,10 @@ function _M.header_filter()
     local response = ctx.ferryman_response
     if response then
         virtual_servers.header_filter(response)
+    end
+    local upstream = ctx.ferryman_host
+    if upstream and upstream.sticky and ctx.ferryman_peer and ngx.var.upstream_status then
+        sticky.header_filter(upstream.sticky, ctx.ferryman_peer)
     end
     local options = ctx.ferryman_options
     if options then
