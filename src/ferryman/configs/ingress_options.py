@@ -21,9 +21,10 @@ routes: ``configs/ingress_ports.py`` reads them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, parse_buffers, tier_kib
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
 
 # http { client_max_body_size 1m } in nginx.conf.tmpl is checked before routing.
@@ -40,10 +41,9 @@ _FROM_CONFIGMAP = frozenset(
     ["lb-method", "max-fails", "fail-timeout", "keepalive", "ssl-redirect", "http-redirect-code"]
 )
 
+# proxy-buffers, proxy-buffer-size and proxy-busy-buffers-size choose a buffer
+# tier (``buffer_tiers``); these two have none.
 _NOT_PER_REQUEST = {
-    "proxy-buffers": "proxy_buffers",
-    "proxy-buffer-size": "proxy_buffer_size",
-    "proxy-busy-buffers-size": "proxy_busy_buffers_size",
     "proxy-max-temp-file-size": "proxy_max_temp_file_size",
     "client-body-buffer-size": "client_body_buffer_size",
 }
@@ -85,6 +85,10 @@ class IngressOptions:
     # nginx.org/use-cluster-ip: the backends' keys name the ClusterIP (an E record
     # like any other), so the fast path serves them as well.
     use_cluster_ip: bool = False
+    # proxy-buffer-size, proxy-buffers, proxy-busy-buffers-size: the buffer
+    # tier (KiB, ``buffer_tiers``) of the slow path's location; None: the
+    # server's buffers (NGINX's or the ConfigMap's).
+    buffer_tier: int | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -150,6 +154,9 @@ def ingress_options(
     for key, directive in _NOT_PER_REQUEST.items():
         if get(key, None) is not None:
             warnings.append(f"{PREFIX}{key}: {directive} takes no variable; ignored")
+    tier, why = _buffer_tier(get)
+    if why is not None:
+        warnings.append(why)
     for key in ("server-snippets", "location-snippets"):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: snippets are not supported by ferryman; ignored")
@@ -198,8 +205,33 @@ def ingress_options(
         set_headers=_pairs(get("proxy-set-headers", ())),
         add_headers=_triples(get("add-header", ())),
         use_cluster_ip=get("use-cluster-ip", False) is True,
+        buffer_tier=tier,
     )
     return options, warnings
+
+
+def _buffer_tier(get: Callable[[str, object], object]) -> tuple[int | None, str | None]:
+    """The buffer tier the annotations ask for, or a warning when none is
+    large enough (the server's buffers then apply)."""
+    buffers = get("proxy-buffers", None)
+    ask = BufferAsk(
+        buffer_size=_int_or_none(get("proxy-buffer-size", None)),
+        buffers=parse_buffers(buffers) if isinstance(buffers, str) else None,
+        busy_buffers_size=_int_or_none(get("proxy-busy-buffers-size", None)),
+    )
+    try:
+        return tier_kib(ask), None
+    except TooLarge as e:
+        keys = [
+            k
+            for k, v in (
+                ("proxy-buffer-size", ask.buffer_size),
+                ("proxy-buffers", ask.buffers),
+                ("proxy-busy-buffers-size", ask.busy_buffers_size),
+            )
+            if v is not None
+        ]
+        return None, f"{', '.join(PREFIX + k for k in keys)}: {e}"
 
 
 def _int(value: object, default: int) -> int:
