@@ -113,3 +113,27 @@ def slow_variants() -> list[tuple[str, int]]:
     for kib in TIERS_KIB:
         out += [(f"b{kib}", kib), (f"unbuffered_b{kib}", kib)]
     return out
+
+
+MIXED_BUFFERING = (
+    "proxies to upstreams with buffering on and off: the location takes one "
+    "proxy_buffering, so the route is buffered"
+)
+
+
+def route_flags(upstreams: list[tuple[int | None, bool]]) -> tuple[str, str | None]:
+    """A VirtualServer route's flags from the (tier, unbuffered) of each
+    upstream it proxies to: ``u`` when every one is unbuffered, the largest
+    tier asked for (every upstream gets at least its own), and a warning when
+    buffering is mixed."""
+    flags = ""
+    why = None
+    unbuffered = [off for _, off in upstreams]
+    if unbuffered and all(unbuffered):
+        flags = "u"
+    elif any(unbuffered):
+        why = MIXED_BUFFERING
+    tiers = [kib for kib, _ in upstreams if kib is not None]
+    if tiers:
+        flags += f"b{max(tiers)}"
+    return flags, why

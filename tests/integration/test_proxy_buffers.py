@@ -1,4 +1,5 @@
-"""NIC's proxy buffer annotations through real NGINX (configs/buffer_tiers.py):
+"""NIC's proxy buffer annotations and VirtualServer upstream fields through
+real NGINX (configs/buffer_tiers.py):
 a backend answering with ~12 KB of response headers overflows NGINX's default
 4k ``proxy_buffer_size`` ("upstream sent too big header": 502); the route's
 buffer tier takes it (200), without a reload, and the ConfigMap's keys stay
@@ -22,6 +23,7 @@ from tests.integration.harness import (
     service_with_backends,
 )
 from tests.integration.test_configmap import NAME, NS, configmap
+from tests.integration.test_vs_upstream_fields import one_route
 
 HOST = "buffers.test"
 HEADER_BYTES = 12 * 1024  # above 8k, within 16k (with the status line and the rest)
@@ -114,4 +116,26 @@ def test_configmap_buffers_are_the_default_and_the_annotation_overrides(
     ferryman.write("ing", _ingress({"nginx.org/proxy-buffer-size": "4k"}))
     eventually(lambda: _status(ferryman) == 502, 10, "the annotation's 4k")
     assert _status(ferryman, "plain.test") == 200
+    assert ferryman.reloads() == 1
+
+
+def test_virtualserver_upstream_buffers_take_a_large_header_without_reload(
+    ferryman: Ferryman, big_headers: _Backend
+) -> None:
+    ferryman.write("svc", service_with_backends("app", [big_headers]))  # type: ignore[list-item]
+    ferryman.write("vs", one_route("v", HOST, {}))
+    ferryman.start()
+    assert _status(ferryman) == 502
+    ferryman.write("vs", one_route("v", HOST, {"buffer-size": "16k"}))
+    eventually(lambda: _status(ferryman) == 200, 10, "buffer-size 16k")
+    ferryman.write("vs", one_route("v", HOST, {"buffers": {"number": 4, "size": "8k"}}))
+    eventually(lambda: _status(ferryman) == 502, 10, "buffers 4 8k: tier 8k")
+    ferryman.write("vs", one_route("v", HOST, {"buffering": False, "buffer-size": "32k"}))
+    eventually(lambda: _status(ferryman) == 200, 10, "unbuffered, buffer-size 32k")
+    assert "Warning" not in ferryman.events_for("v")[-1]["reason"]
+    ferryman.write("vs", one_route("v", HOST, {"buffer-size": "1m"}))
+    eventually(lambda: _status(ferryman) == 502, 10, "above the largest tier")
+    event = ferryman.events_for("v")[-1]
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert "spec.upstreams[0].buffer-size: above ferryman's largest buffer tier" in event["message"]
     assert ferryman.reloads() == 1
