@@ -28,6 +28,7 @@ from ferryman.configs.ingress_options import ingress_options
 from ferryman.configs.render import Renderer
 from ferryman.configs.virtualserver import VSRecords, vs_records
 from ferryman.resources.ingress import parse_ingress
+from ferryman.resources.ingress_annotations import validate
 from ferryman.resources.virtualserver import parse_virtual_server
 from tests.unit.test_render import MAIN
 from tests.unit.test_vs_fast import locations
@@ -230,3 +231,42 @@ def test_the_locations_of_every_tier_are_in_nginx_conf() -> None:
             assert f"proxy_busy_buffers_size {BUSY * kib}k;" in body
             assert f'set $ferryman_variant "{name}";' in body
             assert ("proxy_buffering off;" in body) is name.startswith("unbuffered")
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        (
+            {"nginx.org/proxy-buffers": "not_a_proxy_buffers_spec"},
+            'annotations.nginx.org/proxy-buffers: Invalid value: "not_a_proxy_buffers_spec": '
+            "must be a proxy buffer spec",
+        ),
+        (
+            {"nginx.org/proxy-buffer-size": "not_a_size"},
+            'annotations.nginx.org/proxy-buffer-size: Invalid value: "not_a_size": must consist '
+            "of numeric characters followed by a valid size suffix. 'k|K|m|M (e.g. '16',  or "
+            "'32k',  or '64M', regex used for validation is '\\d+[kKmM]?')",
+        ),
+    ],
+)
+def test_invalid_values_are_nics_messages(annotations: dict[str, str], message: str) -> None:
+    """NIC's validation (internal/k8s/validation.go's annotation tests)."""
+    _, problems, _ = validate(annotations, frozenset({"s"}), hostless=False)
+    assert [str(p) for p in problems] == [message]
+
+
+def test_angie_warns_as_before() -> None:
+    """Angie's classic configuration has no slow path, so no tiers."""
+    ing = parse_ingress(
+        {
+            "metadata": {
+                "name": "a",
+                "namespace": "default",
+                "annotations": {"nginx.org/proxy-buffer-size": "16k"},
+            },
+            "spec": {"rules": [{"host": "b.test"}]},
+        }
+    )
+    vhosts, _ = virtual_hosts(ing, ["b.test"], {})
+    out = ingress_records(ing, vhosts, None, "ferryman", {}, slow_path=False)  # type: ignore[arg-type]
+    assert any("applied by the nginx data plane only" in w for w in out.warnings)
