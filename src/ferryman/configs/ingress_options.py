@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, parse_buffers, tier_kib
+from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
 from ferryman.resources.ingress_sticky import StickyCookie
 
