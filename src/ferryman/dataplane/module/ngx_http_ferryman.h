@@ -206,6 +206,23 @@ typedef struct {
 
 
 extern ngx_module_t       ngx_http_ferryman_module;
+
+/* What ferryman.lua calls through LuaJIT's FFI (ngx_http_ferryman_zone.c,
+ * ngx_http_ferryman_flight.c): the module's only exported functions besides
+ * the stream module's (ngx_ferryman_stream_api.h). */
+int ngx_http_ferryman_put(const u_char *key, size_t key_len,
+    const u_char *value, size_t value_len);
+int ngx_http_ferryman_flush(void);
+int ngx_http_ferryman_commit(void);
+int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
+int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
+    size_t *name_len, uint64_t *count);
+
+
+/* The rest stays inside the .so: direct calls, not through its PLT, as when
+ * it was one file of static functions. */
+#pragma GCC visibility push(hidden)
+
 /* The zone (ferryman_fast_zone), NULL: none in this configuration. */
 extern ngx_shm_zone_t    *ferryman_zone;
 /* $ferryman_listener's index (configs/http_listeners.py's map), NGX_ERROR when
@@ -240,12 +257,6 @@ ngx_int_t ferryman_record_copy(ngx_str_t *key, ngx_pool_t *pool,
     ngx_str_t *value, uint32_t *slot);
 /* One more request proxied here (which 0) or handed to the slow path (1). */
 void ferryman_count(ferryman_shctx_t *sh, ngx_uint_t which);
-/* The push's functions, for ferryman.lua's FFI. */
-int ngx_http_ferryman_put(const u_char *key, size_t key_len,
-    const u_char *value, size_t value_len);
-int ngx_http_ferryman_flush(void);
-int ngx_http_ferryman_commit(void);
-int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
 
 /* ngx_http_ferryman_cache.c */
 ferryman_cache_t *ferryman_current_cache(ferryman_shctx_t *sh);
@@ -285,8 +296,9 @@ void ferryman_count_failure(ferryman_peer_t *peer, ngx_msec_t fail_timeout);
 ngx_atomic_uint_t ferryman_flight_tag(u_char *name, size_t len);
 ngx_atomic_t *ferryman_flight_enter(ferryman_shctx_t *sh, uint32_t hash,
     ngx_atomic_uint_t tag);
-int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
-    size_t *name_len, uint64_t *count);
+
+
+#pragma GCC visibility pop
 
 
 #endif /* _NGX_HTTP_FERRYMAN_H_INCLUDED_ */

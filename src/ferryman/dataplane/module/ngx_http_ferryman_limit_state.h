@@ -40,6 +40,11 @@ typedef struct {
 
 
 extern ngx_module_t     ngx_http_ferryman_module;
+
+
+/* Inside the .so only (see ngx_http_ferryman.h). */
+#pragma GCC visibility push(hidden)
+
 /* "ferryman_fast_limits" (ngx_http_ferryman_limit_zone.c), NULL: none. */
 extern ngx_shm_zone_t  *ferryman_limit_zone;
 
@@ -48,6 +53,9 @@ extern ngx_shm_zone_t  *ferryman_limit_zone;
  * length into *len (0: empty, not limited). */
 ngx_int_t ferryman_limit_key(ngx_http_request_t *r, ferryman_limit_t *limit,
     ngx_str_t *key, size_t *len);
+
+
+#pragma GCC visibility pop
 
 
 #endif /* _NGX_HTTP_FERRYMAN_LIMIT_STATE_H_INCLUDED_ */

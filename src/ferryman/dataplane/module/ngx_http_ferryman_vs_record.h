@@ -80,6 +80,9 @@ typedef struct {
 } ferryman_vs_parser_t;
 
 
+/* Inside the .so only (see ngx_http_ferryman.h). */
+#pragma GCC visibility push(hidden)
+
 /* ngx_http_ferryman_vs_tokens.c: NGX_OK, or NGX_ERROR (the record is
  * rejected). */
 ngx_int_t ferryman_vs_end_token(ferryman_vs_parser_t *ps);
@@ -99,6 +102,9 @@ ngx_regex_t *ferryman_vs_regex(ferryman_vs_parser_t *ps, ngx_str_t *pattern,
 /* ngx_http_ferryman_vs_limits.c */
 ngx_int_t ferryman_vs_parse_limits(ferryman_vs_parser_t *ps,
     ferryman_limits_t **out);
+
+
+#pragma GCC visibility pop
 
 
 #endif /* _NGX_HTTP_FERRYMAN_VS_RECORD_H_INCLUDED_ */

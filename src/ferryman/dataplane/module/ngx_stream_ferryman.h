@@ -62,6 +62,9 @@ typedef struct {
 extern ngx_module_t  ngx_stream_ferryman_module;
 
 
+/* Inside the .so only (see ngx_http_ferryman.h). */
+#pragma GCC visibility push(hidden)
+
 /* ngx_stream_ferryman_balancer.c */
 ngx_int_t ferryman_stream_init_upstream(ngx_conf_t *cf,
     ngx_stream_upstream_srv_conf_t *us);
@@ -77,6 +80,9 @@ ngx_int_t ferryman_stream_host_record(ngx_stream_ferryman_srv_conf_t *conf,
 ngx_int_t ferryman_stream_listener_record(
     ngx_stream_ferryman_srv_conf_t *conf, ngx_pool_t *pool, u_char kind,
     u_char *buf, ngx_str_t *key, ngx_str_t *value);
+
+
+#pragma GCC visibility pop
 
 
 #endif /* _NGX_STREAM_FERRYMAN_H_INCLUDED_ */
