@@ -126,7 +126,7 @@ ngx_ferryman_peer(ngx_pool_t *pool, ngx_str_t *field,
 /* Paths ordered by length, then bytes: the order routes are sorted and
  * looked up in. */
 static ngx_inline int
-ngx_ferryman_path_cmp(ngx_str_t *path, u_char *data, size_t len)
+ngx_ferryman_path_cmp(const ngx_str_t *path, const u_char *data, size_t len)
 {
     if (path->len != len) {
         return path->len < len ? -1 : 1;

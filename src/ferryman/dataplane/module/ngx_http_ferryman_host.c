@@ -88,8 +88,7 @@ ferryman_route_cmp(const void *one, const void *two)
 
     int  rc;
 
-    rc = ngx_ferryman_path_cmp((ngx_str_t *) &a->path, b->path.data,
-                               b->path.len);
+    rc = ngx_ferryman_path_cmp(&a->path, b->path.data, b->path.len);
     if (rc != 0) {
         return rc;
     }
