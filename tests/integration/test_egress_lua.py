@@ -34,7 +34,7 @@ from tests.unit._pki import authority, ca_secret, issue
 from tests.unit.test_vs_policies import Objects
 
 MODULES = Path("/usr/lib/nginx/modules")
-TEMPLATE = Path(LUA_DIR).parent.parent / "configs" / "templates" / "nginx.conf.tmpl"
+TEMPLATE = Path(LUA_DIR).parent.parent / "configs" / "templates" / "slow-path.conf.tmpl"
 
 CONFIG = """
 load_module {modules}/ndk_http_module.so;
@@ -81,7 +81,8 @@ http {{
 
 
 def _egress_directives() -> str:
-    """The slow path's egressMTLS lines, as nginx.conf.tmpl has them."""
+    """The slow path's egressMTLS lines, as slow-path.conf.tmpl (nginx.conf.tmpl's
+    slow-path locations) has them."""
     lines = TEMPLATE.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if "# egressMTLS" in line)
     end = next(i for i in range(start, len(lines)) if "proxy_ssl_server_name" in lines[i])
