@@ -27,8 +27,15 @@ KINDS = (
     # TCP/UDP listeners (--global-configuration) and the TransportServers on them.
     "GlobalConfiguration",
     "TransportServer",
+    # Gateway API (--enable-gateway-api): what the translator reads, and the
+    # Namespaces whose labels allowedRoutes selects.
+    "GatewayClass",
+    "Gateway",
+    "HTTPRoute",
+    "ReferenceGrant",
+    "Namespace",
 )
-CLUSTER_SCOPED = frozenset({"IngressClass"})
+CLUSTER_SCOPED = frozenset({"IngressClass", "GatewayClass", "Namespace"})
 
 
 class Sink(Protocol):
