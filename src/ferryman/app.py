@@ -135,6 +135,7 @@ def main_config(
         # Beside latency.sock, in the state dir NGINX's workers can traverse.
         tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
         http_listeners=settings.global_configuration is not None,
+        gateway=settings.gateway_api,
     )
 
 
@@ -439,6 +440,10 @@ async def _run(
         resource_status=cluster.reporter.resource_status if cluster else None,
         virtual_servers=not flavour.angie, configmap=flavour.configmap(user),
         stream=flavour.stream(user), tls_socket=flavour.tls_socket(user),
+        gateway_status=(
+            getattr(cluster.reporter, "gateway_api_status", None) if cluster
+            else LogReporter().gateway_api_status
+        ),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds. (The ConfigMap

@@ -482,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
         # Angie's servers.conf has no such check (yet): refuse rather than ignore.
         print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
         return 2
+    if args.enable_gateway_api and args.data_plane == "angie":
+        # Gateway routes need the Lua router, which Angie's flavour has not.
+        print("ferryman run: --enable-gateway-api needs --data-plane nginx", file=sys.stderr)
+        return 2
     if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
         # Hooks live on Machines in the API: a silently ignored safety net is worse.
         print("ferryman run: --machine-lifecycle-hooks needs Kubernetes mode", file=sys.stderr)

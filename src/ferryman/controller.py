@@ -37,6 +37,7 @@ from ferryman.report import (
     ADDED_OR_UPDATED_WITH_WARNING,
     REJECTED,
     WARNING,
+    GatewayStatusSink,
     Reporter,
 )
 from ferryman.resources.meta import ObjectRef
@@ -47,6 +48,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Translator, internal
 from ferryman.translators.desired import HOST_RECORDS, Desired
+from ferryman.translators.gateway import GatewayTranslator
 from ferryman.translators.ingress import IngressTranslator, StatusSink
 from ferryman.translators.transport import RECORDS as STREAM_RECORDS
 from ferryman.translators.transport import TransportTranslator
@@ -110,6 +112,7 @@ class Controller:
         configmap: ConfigMapState | None = None,
         stream: bool = False,
         tls_socket: str = "",
+        gateway_status: GatewayStatusSink | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with; ``status``
         receives each Ingress's load-balancer addresses (Kubernetes mode);
@@ -121,7 +124,8 @@ class Controller:
         VirtualServers (the Lua router; Angie's classic configuration does not);
         ``configmap``: the keys of ``--nginx-configmaps`` and the files they render;
         ``stream``: nginx.conf has the stream block (TransportServers), and
-        ``tls_socket`` is where ferryman's HTTPS server listens behind TLS passthrough."""
+        ``tls_socket`` is where ferryman's HTTPS server listens behind TLS passthrough;
+        ``gateway_status`` receives Gateway API objects' status (Kubernetes mode)."""
         self._settings = settings
         self._queue = queue
         self._dataplane = dataplane
@@ -152,6 +156,12 @@ class Controller:
             VirtualServerTranslator(store, self._d, self, virtual_servers),
             self._transport,
         ]
+        self._gateways: GatewayTranslator | None = None
+        if settings.gateway_api and virtual_servers:
+            self._gateways = GatewayTranslator(
+                settings, store, self._d, self, self._files, gateway_status
+            )
+            translators.append(self._gateways)
         self._translators = translators
         self._syncs = {kind: t for t in translators for kind in t.kinds}
         self._renders = {kind: t for t in translators for kind in t.renders}
@@ -240,6 +250,8 @@ class Controller:
     def set_addresses(self, addresses: tuple[str, ...]) -> None:
         """The addresses Ingress status shows; every served Ingress is updated."""
         self._ingresses.set_addresses(addresses)
+        if self._gateways is not None:
+            self._gateways.set_addresses(addresses)
 
     # ---- sync: one key -> desired state -------------------------------------------
 
@@ -249,10 +261,14 @@ class Controller:
             translator.sync(ref)
         elif ref.kind == "Service":
             self._compute_endpoints(endpoints.keys_of(ref.namespace, ref.name))
+            if self._gateways is not None:  # a backendRef resolves, or no longer
+                self._gateways.touch()
         elif ref.kind == POD_ADDRESS:
             self._queue_services(endpoints.keys_at(ref.namespace, ref.name))
         elif ref.kind == "Namespace":  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
+            if self._gateways is not None:  # labels allowedRoutes select by
+                self._gateways.touch()
         elif ref.kind in REFERENCED:
             self._d.referenced_changed(ref)
         elif ref == LEAVING_NODES:
@@ -332,6 +348,8 @@ class Controller:
         started = time.monotonic()
         stale, self._d.stale = self._d.stale, set()
         self.render_all(stale)
+        if self._gateways is not None:
+            self._gateways.prepare()
         self._d.certificate_records(self._secrets)
         records = self._record_changes()
         changes: dict[str, str | None] = {
@@ -350,6 +368,8 @@ class Controller:
         for translator in self._translators:
             translator.gauges(self._metrics)
         self._report(self._waiting(outstanding))
+        if self._gateways is not None:
+            self._gateways.publish()
 
     def _report(self, waiting: set[ObjectRef]) -> None:
         """Report the pending Events, but hold back those that say a resource is

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,9 @@ class Kit:
         # and a VirtualServerRoute's referencedBy as last written.
         self.resource_statuses: list[tuple[ObjectRef, str, str, str]] = []
         self.referenced_by: dict[ObjectRef, str | None] = {}
+        # Gateway API statuses as last published.
+        self.gateway_statuses: dict[ObjectRef, Mapping[str, Any]] = {}
+        self.gateway_writes = 0
         if self.dataplane.observer is None:
             self.dataplane.observer = ReloadLog(self.metrics)
         self.controller = Controller(
@@ -60,6 +63,7 @@ class Kit:
             resource_status=self._resource_status,
             configmap=configmap,
             stream=stream,
+            gateway_status=self._gateway_status,
         )
         self.sink = QueueingSink(self.store, self.queue)
 
@@ -68,6 +72,10 @@ class Kit:
     ) -> None:
         self.resource_statuses.append((ref, state, reason, message))
         self.referenced_by[ref] = by
+
+    def _gateway_status(self, ref: ObjectRef, status: Mapping[str, Any]) -> None:
+        self.gateway_statuses[ref] = status
+        self.gateway_writes += 1
 
     def add(self, *objs: dict[str, Any]) -> None:
         for o in objs:

@@ -111,6 +111,12 @@ SecretCheck = Callable[[str, str], str | None]
 # A namespace's labels (Selector), None when it does not exist.
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 ServiceExists = Callable[[str, str], bool]
+# Why a listener's port cannot be served (ferryman's own ports), None when it can.
+PortCheck = Callable[[int], str | None]
+
+
+def _any_port(port: int) -> str | None:
+    return None
 
 
 def attach(
@@ -120,6 +126,7 @@ def attach(
     secret: SecretCheck,
     namespace_labels: NamespaceLabels,
     service_exists: ServiceExists,
+    port_unavailable: PortCheck = _any_port,
 ) -> Attachment:
     """Statuses and routing for ``gateways`` (this class's only) and ``routes``."""
     grants = list(grants)
@@ -128,7 +135,8 @@ def attach(
     by_name = {(g.meta.namespace, g.meta.name): g for g in gateways}
     for key, g in by_name.items():
         listener_status[key] = {
-            lst.name: _listener_status(g, lst, grants, secret) for lst in g.listeners
+            lst.name: _listener_status(g, lst, grants, secret, port_unavailable(lst.port))
+            for lst in g.listeners
         }
     attached: dict[tuple[str, str, str], int] = {}
     ordered = sorted(
@@ -167,7 +175,11 @@ def attach(
 
 
 def _listener_status(
-    gw: Gateway, lst: Listener, grants: list[ReferenceGrant], secret: SecretCheck
+    gw: Gateway,
+    lst: Listener,
+    grants: list[ReferenceGrant],
+    secret: SecretCheck,
+    port_problem: str | None,
 ) -> ListenerStatus:
     conditions: list[Condition] = []
     kinds, bad_kinds = _route_kinds(lst)
@@ -175,6 +187,8 @@ def _listener_status(
     if lst.protocol not in SUPPORTED_PROTOCOLS:
         conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
                                     f"protocol {lst.protocol} is not supported"))  # fmt: skip
+    elif port_problem is not None:
+        conditions.append(Condition("Accepted", False, "PortUnavailable", port_problem))
     elif lst.protocol == "HTTPS" and lst.tls_mode == "Passthrough":
         conditions.append(Condition("Accepted", False, "UnsupportedValue",
                                     "tls mode Passthrough needs protocol TLS"))  # fmt: skip
@@ -339,14 +353,14 @@ def _intersect(listener: str | None, hostnames: tuple[str, ...]) -> list[str]:
         return list(hostnames)
     out = []
     for h in hostnames:
-        if _covers(listener, h):
+        if covers(listener, h):
             out.append(h)
-        elif _covers(h, listener):
+        elif covers(h, listener):
             out.append(listener)
     return out
 
 
-def _covers(pattern: str, host: str) -> bool:
+def covers(pattern: str, host: str) -> bool:
     """Whether ``pattern`` (exact, or ``*.`` and a suffix of one or more labels)
     matches ``host`` (itself possibly a wildcard, which then must be as narrow)."""
     if pattern == host:

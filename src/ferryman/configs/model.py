@@ -92,6 +92,9 @@ class MainConfig:
     # --global-configuration: the public server takes its HTTP listeners
     # (configs/http_listeners.py; the controller writes both files).
     http_listeners: bool = False
+    # --enable-gateway-api: the Gateway server, listening where
+    # configs/gateway_servers.py's file says (the controller writes it).
+    gateway: bool = False
 
     @property
     def fast_zone_size(self) -> str:

@@ -59,7 +59,7 @@ _VALUE_RE = re.compile(r"[^\x00-\x1f\x7f]*")
 _CERTIFICATE_RE = re.compile(r"[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+")
 
 
-KINDS = ("E", "H", "C", "V", "M", "F", "S", "T")
+KINDS = ("E", "H", "C", "V", "M", "F", "S", "T", "W")
 
 
 def record_problem(key: RecordKey, value: str) -> str | None:

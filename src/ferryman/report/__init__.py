@@ -56,6 +56,20 @@ class LogReporter:
             },
         )
 
+    def gateway_api_status(self, ref: ObjectRef, status: Mapping[str, Any]) -> None:
+        """Manifests mode: a Gateway API object's status as a log line."""
+        log.info(
+            "status",
+            extra={
+                "fields": {
+                    "kind": ref.kind,
+                    "namespace": ref.namespace,
+                    "name": ref.name,
+                    "status": dict(status),
+                }
+            },
+        )
+
 
 class RecordingReporter:
     """Keeps events in memory; ``ferryman render`` and tests read them back."""

@@ -27,8 +27,8 @@ KINDS = (
     # TCP/UDP listeners (--global-configuration) and the TransportServers on them.
     "GlobalConfiguration",
     "TransportServer",
-    # Gateway API (--enable-gateway-api): what the translator reads, and the
-    # Namespaces whose labels allowedRoutes selects.
+    # Gateway API (--enable-gateway-api), and Namespaces for the labels
+    # listeners' allowedRoutes select by.
     "GatewayClass",
     "Gateway",
     "HTTPRoute",

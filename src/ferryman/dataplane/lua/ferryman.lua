@@ -42,6 +42,7 @@ local mtls = require("ferryman_mtls")
 local upstream_fields = require("ferryman_vs_upstream")
 local guarded_ingress = require("ferryman_ingress")
 local flights = require("ferryman_in_flight")
+local gateways = require("ferryman_gateway")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -118,6 +119,7 @@ local function refresh()
         unknown_bytes = 0
         cached_route_bytes = 0
         cache_version = version
+        gateways.reset()
     end
 end
 
@@ -611,6 +613,18 @@ function _M.route()
     ctx.ferryman_host = entry
 end
 
+-- The Gateway server's access phase (nginx.conf.tmpl): the listener's
+-- routing for the request's address, port and name, else 404.
+function _M.gateway_route()
+    refresh()
+    local var = ngx.var
+    local entry = gateways.lookup(store, var.server_addr, var.server_port, var.host)
+    if entry == nil then
+        return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    return vs_route(entry, entry.vs)
+end
+
 -- A request's first attempt: more tries for the other peers, at most a
 -- VirtualServer upstream's next-upstream-tries (0: no limit), and its timeouts.
 local function first_attempt(host, n)
@@ -784,6 +798,32 @@ function _M.certificate()
     end
 end
 
+-- The Gateway server's certificate: that of the HTTPS listener serving the
+-- SNI name on this address and port; no listener, no handshake.
+function _M.gateway_certificate()
+    refresh()
+    local name = ssl.server_name()
+    local entry = gateways.lookup(
+        store,
+        gateways.ipv4(ssl.raw_server_addr()),
+        ssl.server_port(),
+        name and string.lower(name) or ""
+    )
+    local pair = entry and entry.tls ~= "-" and certificate_pair(entry.tls)
+    if not pair then
+        return ngx.exit(ngx.ERROR)
+    end
+    ssl.clear_certs()
+    local ok, err = ssl.set_cert(pair[1])
+    if ok then
+        ok, err = ssl.set_priv_key(pair[2])
+    end
+    if not ok then
+        ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
+        return ngx.exit(ngx.ERROR)
+    end
+end
+
 -- The end of the dict is kept: virtual hosts and certificates larger than
 -- LARGE_RECORD bytes may not use its last LARGE_RESERVE, smaller ones not its
 -- last SMALL_RESERVE; endpoint sets may use all of it. So when one tenant's big
@@ -857,7 +897,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHCVMFST])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCVMFSTW])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))

@@ -1,0 +1,413 @@
+"""Gateway API (--enable-gateway-api): GatewayClasses naming ferryman's
+controller, their Gateways, the HTTPRoutes attached to them and the
+ReferenceGrants they need -> the Gateway server's sockets, W records, and
+every object's status.
+
+Attachment depends on everything at once (a route's acceptance on a listener's
+hostname and namespaces, a listener's attached routes on every route, a
+backend's resolution on Services and grants), so the translator does not
+translate one object: a change to any of its kinds, to a Service, a
+Namespace's labels or a certificate's Secret marks it stale, and ``prepare``
+computes the whole Gateway state once per batch, before the flush pushes the
+records. Statuses are published after the flush (``publish``), each only
+when it changed.
+
+Host ownership across APIs: a Gateway serves its hostnames on its own
+sockets (its address from --gateway-addresses, its listeners' ports), which
+Ingress and VirtualServer hosts never share; so a name claimed by an Ingress
+and a Gateway listener is served by both, each where it listens. Without an
+address pool every Gateway listens on all addresses, and ferryman's own ports
+(the Ingress listeners among them) are refused to its listeners
+(PortUnavailable) rather than shared.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from ferryman.configs.gateway_attach import Attachment, attach
+from ferryman.configs.gateway_servers import (
+    ANY_ADDRESS,
+    GATEWAY_LISTENS_FILE,
+    Served,
+    records,
+    render_listens,
+)
+from ferryman.configs.gateway_status import (
+    gateway_class_status,
+    gateway_status,
+    invalid_gateway_status,
+    route_parents,
+)
+from ferryman.configs.model import BackendKey, backend_key
+from ferryman.metrics import Metrics
+from ferryman.reads import Reads
+from ferryman.report import REJECTED, WARNING, GatewayStatusSink
+from ferryman.resources.gateway_api import (
+    Gateway,
+    HTTPRoute,
+    ReferenceGrant,
+    parse_gateway,
+    parse_gateway_class,
+    parse_http_route,
+    parse_reference_grant,
+)
+from ferryman.resources.meta import ObjectRef
+from ferryman.resources.nic_fields import Parsed
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.translators import Worker
+from ferryman.translators.desired import Desired
+
+log = logging.getLogger("ferryman.gateway")
+
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+# Where W records' certificates are noted in Desired.host_cert (no host name
+# holds a ":", so these never meet an Ingress's or VirtualServer's host).
+_CERT_PREFIX = "gateway:"
+
+
+class GatewayTranslator:
+    kinds: tuple[str, ...] = KINDS
+    renders: tuple[str, ...] = ("Gateway", "HTTPRoute")
+    rejected_state: str | None = None
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        desired: Desired,
+        worker: Worker,
+        files: MutableMapping[str, str],
+        status: GatewayStatusSink | None,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._d = desired
+        self._worker = worker
+        self._files = files
+        self._sink = status
+        self._stale = True
+        # Each object's parse, with the raw object it was made from: the store
+        # replaces an object on change, so an unchanged one is not parsed again.
+        self._parsed: dict[ObjectRef, _Parse] = {}
+        self._assigned: dict[tuple[str, str], str] = {}
+        self._status_addresses: tuple[str, ...] = ()
+        self._wanted: dict[ObjectRef, Mapping[str, Any]] = {}
+        self._sent: dict[ObjectRef, Mapping[str, Any]] = {}
+        self._route_backends: dict[ObjectRef, frozenset[BackendKey]] = {}
+        self._rejected: dict[ObjectRef, str] = {}
+        self._gateways = 0
+        self._routes = 0
+        files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
+
+    # ---- Translator protocol -------------------------------------------------------
+
+    def sync(self, ref: ObjectRef) -> None:
+        self._stale = True
+
+    def render(self, ref: ObjectRef) -> None:
+        self._stale = True
+
+    def withdraw(self, ref: ObjectRef) -> None:
+        self._stale = True
+
+    def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
+        pass
+
+    def waiting(self, refs: set[ObjectRef]) -> set[ObjectRef]:
+        return set()
+
+    def gauges(self, metrics: Metrics) -> None:
+        pass
+
+    # ---- the worker's hooks --------------------------------------------------------
+
+    def touch(self) -> None:
+        """A Service or Namespace changed: attachment may have."""
+        self._stale = True
+
+    def set_addresses(self, addresses: tuple[str, ...]) -> None:
+        """The addresses Ingress status shows: Gateways' without an address pool."""
+        if addresses != self._status_addresses:
+            self._status_addresses = addresses
+            self._stale = True
+
+    def prepare(self) -> None:
+        """Compute the Gateway state if anything it depends on changed."""
+        if not self._stale:
+            return
+        self._stale = False
+        try:
+            self._compute()
+        except Exception:
+            # Keep what NGINX holds and say so; the next change tries again.
+            log.exception("gateway translation failed")
+
+    def publish(self) -> None:
+        """Send each status that changed since it was last sent."""
+        if self._sink is None:
+            return
+        for ref, status in sorted(self._wanted.items()):
+            if self._sent.get(ref) != status:
+                self._sink(ref, status)
+                self._sent[ref] = status
+        for ref in [r for r in self._sent if r not in self._wanted]:
+            del self._sent[ref]
+
+    # ---- the computation -----------------------------------------------------------
+
+    def _parse_all(self, kind: str, parser: Any) -> list[tuple[ObjectRef, _Parse]]:
+        """Every object of ``kind``, parsed; only those the store replaced since
+        the last time are read and parsed again (Store.stamp)."""
+        store = self._store
+        out = []
+        for ref in store.refs(kind):
+            stamp = store.stamp(kind, ref.namespace, ref.name)
+            cached = self._parsed.get(ref)
+            if cached is None or cached.stamp is not stamp:
+                obj = store.get(kind, ref.namespace, ref.name) or {}
+                meta = obj.get("metadata") or {}
+                spec = obj.get("spec") or {}
+                cached = _Parse(
+                    stamp,
+                    parser(obj),
+                    str(spec.get("gatewayClassName") or "") if isinstance(spec, Mapping) else "",
+                    int(meta.get("generation") or 0) if isinstance(meta, Mapping) else 0,
+                )
+                self._parsed[ref] = cached
+            out.append((ref, cached))
+        return out
+
+    def _reject(self, ref: ObjectRef, parsed: Parsed[Any]) -> None:
+        message = f"{ref.namespace}/{ref.name} was rejected: {parsed.message()}"
+        if self._rejected.get(ref) != message:
+            self._rejected[ref] = message
+            self._d.event(ref, WARNING, REJECTED, message)
+
+    def _compute(self) -> None:
+        store, settings = self._store, self._settings
+        wanted: dict[ObjectRef, Mapping[str, Any]] = {}
+        seen: set[ObjectRef] = set()
+        classes: set[str] = set()
+        for ref, p in self._parse_all("GatewayClass", parse_gateway_class):
+            seen.add(ref)
+            gc = p.parsed.resource
+            if gc is not None and gc.controller == settings.gateway_controller_name:
+                classes.add(gc.meta.name)
+                wanted[ref] = gateway_class_status(gc.meta.generation, True)
+        gateways: list[Gateway] = []
+        for ref, p in self._parse_all("Gateway", parse_gateway):
+            seen.add(ref)
+            if p.class_name not in classes:
+                continue
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
+                wanted[ref] = invalid_gateway_status(p.generation, p.parsed.message())
+                continue
+            gateways.append(p.parsed.resource)
+        gateways.sort(key=_age)
+        routes: list[HTTPRoute] = []
+        for ref, p in self._parse_all("HTTPRoute", parse_http_route):
+            seen.add(ref)
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
+            else:
+                routes.append(p.parsed.resource)
+        grants: list[ReferenceGrant] = []
+        for ref, p in self._parse_all("ReferenceGrant", parse_reference_grant):
+            seen.add(ref)
+            if p.parsed.resource is not None:
+                grants.append(p.parsed.resource)
+        for gone in [r for r in self._parsed if r not in seen]:
+            del self._parsed[gone]
+            self._rejected.pop(gone, None)
+
+        reads = Reads(self._d.cache)
+
+        def secret(namespace: str, name: str) -> str | None:
+            state = reads.secret(namespace, name)
+            return None if state.cert_id else (state.error or "unusable")
+
+        def namespace_labels(name: str) -> Mapping[str, str] | None:
+            obj = store.get("Namespace", "", name)
+            if obj is None:
+                return None
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            return {str(k): str(v) for k, v in labels.items()}
+
+        def service_exists(namespace: str, name: str) -> bool:
+            return store.get("Service", namespace, name) is not None
+
+        att = attach(
+            gateways, routes, grants, secret, namespace_labels, service_exists, self._unavailable
+        )
+        addresses = self._addresses(gateways)
+        served: list[Served] = []
+        sockets: set[tuple[str, int, bool]] = set()
+        for g in gateways:
+            key = (g.meta.namespace, g.meta.name)
+            address = addresses.get(key)
+            status = att.gateways[key]
+            shown = address if address != ANY_ADDRESS else None
+            body = gateway_status(status, g.meta.generation, shown)
+            if address is None:
+                body = _unassigned(body, g.meta.generation)
+            elif address == ANY_ADDRESS and self._status_addresses:
+                body["addresses"] = [_address(a) for a in self._status_addresses]
+            wanted[ObjectRef("Gateway", *key)] = body
+            if address is None:
+                continue
+            usable = {s.name for s in status.listeners if _programmed(s.conditions)}
+            for lst in g.listeners:
+                if lst.name not in usable:
+                    continue
+                cert = None
+                if lst.protocol == "HTTPS" and lst.certificates:
+                    cref = lst.certificates[0]
+                    cert = reads.secret(cref.namespace or g.meta.namespace, cref.name).cert_id
+                table = att.table.get((*key, lst.name), {})
+                served.append(Served(address, lst, table, cert))
+                sockets.add((address, lst.port, lst.protocol == "HTTPS"))
+        self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
+        self._write_records(served, att)
+        self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
+        controller = settings.gateway_controller_name
+        for route in routes:
+            ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
+            parents = att.routes.get((route.meta.namespace, route.meta.name), ())
+            if parents or ref in self._sent:
+                wanted[ref] = route_parents(
+                    parents, route.meta.namespace, route.meta.generation, controller
+                )
+        self._wanted = wanted
+        self._gateways, self._routes = len(gateways), len(routes)
+
+    def _write_records(self, served: Iterable[Served], att: Attachment) -> None:
+        d = self._d
+        served = list(served)
+        wanted, _ = records(served)
+        for key in [k for k in d.records if k[0] == "W" and k[1] not in wanted]:
+            del d.records[key]
+        for name, value in wanted.items():
+            d.records[("W", name)] = value
+        for host in [h for h in d.host_cert if h.startswith(_CERT_PREFIX)]:
+            del d.host_cert[host]
+        for i, s in enumerate(served):
+            if s.cert_id:
+                d.host_cert[f"{_CERT_PREFIX}{i}"] = s.cert_id
+        # Which backends each route uses: their endpoint sets are computed and
+        # kept while some route on a served listener uses them.
+        uses: dict[ObjectRef, set[BackendKey]] = {}
+        for s in served:
+            for entries in s.table.values():
+                for e in entries:
+                    namespace, name = e.route.split("/", 1)
+                    keys = uses.setdefault(ObjectRef("HTTPRoute", namespace, name), set())
+                    for ns, service, port, _ in e.backends:
+                        if service is not None:
+                            keys.add(backend_key(ns, service, str(port)))
+        for ref in set(self._route_backends) | set(uses):
+            backends = frozenset(uses.get(ref, ()))
+            if self._route_backends.get(ref) != backends:
+                d.endpoints.set_backends(ref, backends)
+                if backends:
+                    self._route_backends[ref] = backends
+                else:
+                    self._route_backends.pop(ref, None)
+
+    def _unavailable(self, port: int) -> str | None:
+        s = self._settings
+        own = {s.ready_port: "readiness", s.metrics_port: "metrics"}
+        if s.nginx_status_port:
+            own[s.nginx_status_port] = "NGINX status"
+        if s.readiness_gate_webhook_port:
+            own[s.readiness_gate_webhook_port] = "readiness gate webhook"
+        if not s.gateway_addresses or s.tls_passthrough:
+            own[s.https_port] = "Ingress HTTPS"
+        if not s.gateway_addresses:
+            own[s.http_port] = "Ingress HTTP"
+        if port in own:
+            return f"port {port} is ferryman's {own[port]} port"
+        return None
+
+    def _addresses(self, gateways: list[Gateway]) -> dict[tuple[str, str], str]:
+        """Each Gateway's address: the pool's one it asked for (spec.addresses),
+        else the one it had (its status, so a restart keeps it), else the
+        lowest free; "*" for all without a pool. Absent: none could be given."""
+        pool = self._settings.gateway_addresses
+        keys = [(g.meta.namespace, g.meta.name) for g in gateways]
+        if not pool:
+            return dict.fromkeys(keys, ANY_ADDRESS)
+        in_pool = set(pool)
+        self._assigned = {k: a for k, a in self._assigned.items() if k in keys}
+        taken = set(self._assigned.values())
+        for g, key in zip(gateways, keys, strict=True):
+            requested = [v for t, v in g.addresses if t == "IPAddress"]
+            current = self._assigned.get(key)
+            if requested and current not in requested:
+                if current is not None:
+                    taken.discard(current)
+                    del self._assigned[key]
+                free = [a for a in requested if a in in_pool and a not in taken]
+                if free:
+                    self._assigned[key] = free[0]
+                    taken.add(free[0])
+                continue
+            if current is not None:
+                continue
+            had = self._had_address(key)
+            choice = had if had in in_pool and had not in taken else None
+            if choice is None:
+                choice = next((a for a in pool if a not in taken), None)
+            if choice is not None:
+                self._assigned[key] = choice
+                taken.add(choice)
+        return dict(self._assigned)
+
+    def _had_address(self, key: tuple[str, str]) -> str | None:
+        obj = self._store.get("Gateway", *key)
+        for a in ((obj or {}).get("status") or {}).get("addresses") or []:
+            if isinstance(a, Mapping) and isinstance(a.get("value"), str):
+                return str(a["value"])
+        return None
+
+
+@dataclass(frozen=True)
+class _Parse:
+    stamp: object  # Store.stamp of the object parsed
+    parsed: Parsed[Any]
+    class_name: str  # a Gateway's spec.gatewayClassName, as written
+    generation: int
+
+
+def _age(g: Gateway) -> tuple[str, str, str]:
+    return (g.meta.creation_timestamp or "", g.meta.namespace, g.meta.name)
+
+
+def _programmed(conditions: Iterable[Any]) -> bool:
+    return any(c.type == "Programmed" and c.status for c in conditions)
+
+
+def _address(value: str) -> dict[str, str]:
+    kind = "IPAddress" if value.replace(".", "").isdigit() or ":" in value else "Hostname"
+    return {"type": kind, "value": value}
+
+
+def _unassigned(body: dict[str, Any], generation: int) -> dict[str, Any]:
+    """A Gateway no address could be given to is not programmed."""
+    conditions = [c for c in body["conditions"] if c["type"] != "Programmed"]
+    conditions.append(
+        {
+            "type": "Programmed",
+            "status": "False",
+            "reason": "AddressNotAssigned",
+            "message": "no address of --gateway-addresses is free, "
+            "or the one asked for is not in it",
+            "observedGeneration": generation,
+        }
+    )
+    return {**body, "conditions": conditions}

@@ -1,0 +1,259 @@
+"""Gateway API in manifests mode through real NGINX and real backends: each
+Gateway on its own address of --gateway-addresses, HTTPRoutes attached by
+listener and hostname, HTTPS listeners with their certificates, route changes
+without reloads, and a hostname claimed by an Ingress and a Gateway."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    Response,
+    _insecure_context,
+    eventually,
+    free_port,
+    service_with_backends,
+    tls_secret,
+)
+
+POOL = ("127.0.0.10", "127.0.0.11", "127.0.0.12")
+
+
+def gateway_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GatewayClass",
+        "metadata": {"name": "ferryman"},
+        "spec": {"controllerName": "ferryman.io/gateway-controller"},
+    }
+
+
+def gateway(name: str, listeners: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"gatewayClassName": "ferryman", "listeners": listeners, **spec},
+    }
+
+
+def route(
+    name: str, parent: str, hostnames: list[str], rules: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"parentRefs": [{"name": parent}], "hostnames": hostnames, "rules": rules},
+    }
+
+
+def to(service: str, path: str = "/", kind: str = "PathPrefix") -> dict[str, Any]:
+    return {
+        "matches": [{"path": {"type": kind, "value": path}}],
+        "backendRefs": [{"name": service, "port": 80}],
+    }
+
+
+def get_at(address: str, port: int, host: str, path: str = "/", *, https: bool = False) -> Response:
+    scheme = "https" if https else "http"
+    ext = {"sni_hostname": host} if https else {}
+    with httpx.Client(verify=_insecure_context(), timeout=10) as c:
+        req = c.build_request(
+            "GET", f"{scheme}://{address}:{port}{path}", headers={"Host": host}, extensions=ext
+        )
+        r = c.send(req, follow_redirects=False)
+    return Response(r.status_code, r.headers, r.text)
+
+
+def served(address: str, port: int, host: str, path: str = "/", **kw: Any) -> str | None:
+    r = get_at(address, port, host, path, **kw)
+    return r.served_by if r.status == 200 else str(r.status)
+
+
+@pytest.fixture
+def gw(ferryman: Ferryman, backends: Backends) -> Ferryman:
+    for name in ("tea", "coffee", "juice"):
+        ferryman.write(name, service_with_backends(name, [backends.start(name)]))
+    ferryman.write("class", gateway_class())
+    ferryman.extra_args += [
+        "--enable-gateway-api",
+        "--gateway-addresses",
+        f"{POOL[0]}-{POOL[-1]}",
+    ]
+    return ferryman
+
+
+def test_routes_on_each_gateways_own_address(gw: Ferryman) -> None:
+    """Two Gateways on one port: each listens on its own address, and a route
+    is served only on the Gateway it attaches to, by path and hostname."""
+    port = free_port()
+    listener = [{"name": "http", "port": port, "protocol": "HTTP"}]
+    gw.write("gateways", gateway("one", listener), gateway("two", listener))
+    gw.write(
+        "routes",
+        route("r1", "one", ["cafe.example.com"], [to("tea", "/tea"), to("coffee", "/")]),
+        route("r2", "two", ["cafe.example.com"], [to("juice")]),
+    )
+    gw.start()
+    one, two = POOL[0], POOL[1]
+    assert served(one, port, "cafe.example.com", "/tea/cup") == "tea"
+    assert served(one, port, "cafe.example.com", "/teapot") == "coffee"
+    assert served(one, port, "cafe.example.com", "/") == "coffee"
+    assert served(two, port, "cafe.example.com", "/tea") == "juice"
+    # Another hostname: no route takes it on either Gateway.
+    assert served(one, port, "other.example.com", "/tea") == "404"
+    # The third address of the pool belongs to no Gateway: nothing listens.
+    with pytest.raises(httpx.ConnectError):
+        get_at(POOL[2], port, "cafe.example.com")
+
+
+def test_route_changes_go_live_without_reloads(gw: Ferryman) -> None:
+    port = free_port()
+    gw.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
+    gw.write("routes", route("r1", "one", ["cafe.example.com"], [to("tea")]))
+    gw.start()
+    address = POOL[0]
+    assert served(address, port, "cafe.example.com") == "tea"
+    reloads = gw.reloads()
+    gw.write("routes", route("r1", "one", ["cafe.example.com"], [to("coffee")]))
+    eventually(lambda: served(address, port, "cafe.example.com") == "coffee", what="edit")
+    gw.write(
+        "routes",
+        route("r1", "one", ["cafe.example.com"], [to("coffee")]),
+        route("r2", "one", ["bar.example.com"], [to("juice", "/juice", "Exact")]),
+    )
+    eventually(lambda: served(address, port, "bar.example.com", "/juice") == "juice", what="add")
+    assert served(address, port, "bar.example.com", "/juice/more") == "404"
+    gw.write("routes", route("r2", "one", ["bar.example.com"], [to("juice", "/juice", "Exact")]))
+    eventually(lambda: served(address, port, "cafe.example.com") == "404", what="delete")
+    assert gw.reloads() == reloads
+    # A new Gateway is a new socket: one reload.
+    gw.write(
+        "gateways",
+        gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]),
+        gateway("two", [{"name": "http", "port": port, "protocol": "HTTP"}]),
+    )
+    gw.write(
+        "routes",
+        route("r2", "one", ["bar.example.com"], [to("juice", "/juice", "Exact")]),
+        route("r3", "two", [], [to("tea")]),
+    )
+    eventually(lambda: served(POOL[1], port, "any.example.com") == "tea", what="new gateway")
+    assert gw.reloads() == reloads + 1
+
+
+def test_listener_hostnames_pick_the_most_specific_listener(gw: Ferryman) -> None:
+    """A wildcard listener and an exact one on one port: a name the exact one
+    has is never served by the wildcard's routes, even with none of its own."""
+    port = free_port()
+    listeners = [
+        {"name": "wild", "port": port, "protocol": "HTTP", "hostname": "*.example.com"},
+        {"name": "exact", "port": port, "protocol": "HTTP", "hostname": "tea.example.com"},
+    ]
+    gw.write("gateways", gateway("one", listeners))
+    rule = to("coffee")
+    wild = route("wild", "one", [], [rule])
+    wild["spec"]["parentRefs"] = [{"name": "one", "sectionName": "wild"}]
+    gw.write("routes", wild)
+    gw.start()
+    address = POOL[0]
+    assert served(address, port, "a.example.com") == "coffee"
+    assert served(address, port, "a.b.example.com") == "coffee"
+    assert served(address, port, "tea.example.com") == "404"
+    assert served(address, port, "example.com") == "404"
+
+
+def test_https_listener_serves_its_certificate(gw: Ferryman) -> None:
+    port = free_port()
+    listener = {
+        "name": "https",
+        "port": port,
+        "protocol": "HTTPS",
+        "hostname": "secure.example.com",
+        "tls": {"certificateRefs": [{"name": "secure"}]},
+    }
+    gw.write("secret", tls_secret("secure", ["secure.example.com"]))
+    gw.write("gateways", gateway("one", [listener]))
+    gw.write("routes", route("r1", "one", [], [to("tea")]))
+    gw.start()
+    address = POOL[0]
+    assert served(address, port, "secure.example.com", https=True) == "tea"
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection((address, port)) as raw,
+        ctx.wrap_socket(raw, server_hostname="secure.example.com") as tls,
+    ):
+        cert = tls.getpeercert(binary_form=True)
+    assert cert is not None and b"secure.example.com" in cert
+    # No listener for that name: no handshake.
+    with pytest.raises(httpx.ConnectError):
+        get_at(address, port, "other.example.com", https=True)
+
+
+def test_a_hostname_claimed_by_an_ingress_and_a_gateway(gw: Ferryman) -> None:
+    """Each API serves the name where it listens: the Ingress on ferryman's
+    ports, the Gateway on its own address."""
+    port = free_port()
+    gw.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
+    gw.write("routes", route("r1", "one", ["shared.example.com"], [to("tea")]))
+    gw.write(
+        "ingress",
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "shared", "namespace": "default"},
+            "spec": {
+                "ingressClassName": "ferryman",
+                "rules": [
+                    {
+                        "host": "shared.example.com",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/",
+                                    "pathType": "Prefix",
+                                    "backend": {
+                                        "service": {"name": "coffee", "port": {"number": 80}}
+                                    },
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+        },
+    )
+    gw.start()
+    assert gw.get("shared.example.com", "/").served_by == "coffee"
+    assert served(POOL[0], port, "shared.example.com") == "tea"
+
+
+def test_without_a_pool_gateways_listen_everywhere_but_on_ferrymans_ports(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    ferryman.write("tea", service_with_backends("tea", [backends.start("tea")]))
+    ferryman.write("class", gateway_class())
+    port = free_port()
+    listeners = [
+        {"name": "http", "port": port, "protocol": "HTTP"},
+        {"name": "taken", "port": ferryman.http_port, "protocol": "HTTP", "hostname": "x.test"},
+    ]
+    ferryman.write("gateways", gateway("one", listeners))
+    ferryman.write("routes", route("r1", "one", [], [to("tea")]))
+    ferryman.extra_args += ["--enable-gateway-api", "--log-format", "json"]
+    ferryman.start()
+    assert served("127.0.0.1", port, "any.example.com") == "tea"
+    assert served("127.0.0.2", port, "any.example.com") == "tea"
+    # ferryman's own HTTP port stays the Ingress listener's.
+    assert ferryman.get("x.test", "/").status == 404
+    assert f"port {ferryman.http_port} is ferryman's Ingress HTTP port" in ferryman.logs()

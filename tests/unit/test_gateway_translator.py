@@ -1,0 +1,173 @@
+"""The Gateway translator over a fake data plane: addresses from the pool,
+statuses with observedGeneration published once per change, W records and
+the listen file, ferryman's own ports refused."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from ferryman.configs.gateway_servers import GATEWAY_LISTENS_FILE
+from ferryman.resources.meta import ObjectRef
+from tests.unit.controller_kit import Kit
+
+POOL = ("10.0.0.1", "10.0.0.2")
+
+
+def _kit(tmp: Path, pool: tuple[str, ...] = POOL) -> Kit:
+    return Kit(tmp, gateway_api=True, gateway_addresses=pool, http_port=18080, https_port=18443)
+
+
+def _class(name: str = "ferryman", controller: str = "ferryman.io/gateway-controller") -> dict:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GatewayClass",
+        "metadata": {"name": name, "generation": 3},
+        "spec": {"controllerName": controller},
+    }
+
+
+def _gateway(name: str, port: int = 80, created: str = "2026-01-01T00:00:00Z", **spec: Any):
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {
+            "name": name,
+            "namespace": "infra",
+            "generation": 2,
+            "creationTimestamp": created,
+        },
+        "spec": {
+            "gatewayClassName": "ferryman",
+            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
+            **spec,
+        },
+    }
+
+
+def _route(name: str, gateway: str = "one", host: str = "a.example.com", generation: int = 1):
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": "infra", "generation": generation},
+        "spec": {
+            "parentRefs": [{"name": gateway}],
+            "hostnames": [host],
+            "rules": [{"backendRefs": [{"name": "svc", "port": 8080}]}],
+        },
+    }
+
+
+def _service() -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "svc", "namespace": "infra"},
+        "spec": {"ports": [{"port": 8080, "targetPort": 3000}]},
+    }
+
+
+def _sync(kit: Kit, *objs: dict) -> None:
+    kit.add(*objs)
+    asyncio.run(kit.drain())
+
+
+def _conditions(status: Any) -> dict[str, tuple[str, str, int]]:
+    return {
+        c["type"]: (c["status"], c["reason"], c["observedGeneration"]) for c in status["conditions"]
+    }
+
+
+def test_class_gateway_and_route_statuses(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    _sync(kit, _class(), _class("other", "example.com/else"), _service())
+    _sync(kit, _gateway("one"), _route("r1"))
+    gc = kit.gateway_statuses[ObjectRef("GatewayClass", "", "ferryman")]
+    assert _conditions(gc) == {"Accepted": ("True", "Accepted", 3)}
+    assert ObjectRef("GatewayClass", "", "other") not in kit.gateway_statuses
+    gw = kit.gateway_statuses[ObjectRef("Gateway", "infra", "one")]
+    assert gw["addresses"] == [{"type": "IPAddress", "value": "10.0.0.1"}]
+    assert _conditions(gw) == {
+        "Accepted": ("True", "Accepted", 2),
+        "Programmed": ("True", "Programmed", 2),
+    }
+    (listener,) = gw["listeners"]
+    assert listener["attachedRoutes"] == 1
+    assert _conditions(listener)["Programmed"] == ("True", "Programmed", 2)
+    (parent,) = kit.gateway_statuses[ObjectRef("HTTPRoute", "infra", "r1")]["parents"]
+    assert parent["parentRef"] == {
+        "group": "gateway.networking.k8s.io",
+        "kind": "Gateway",
+        "namespace": "infra",
+        "name": "one",
+    }
+    assert parent["controllerName"] == "ferryman.io/gateway-controller"
+    assert _conditions(parent) == {
+        "Accepted": ("True", "Accepted", 1),
+        "ResolvedRefs": ("True", "ResolvedRefs", 1),
+    }
+    assert kit.dataplane.files[GATEWAY_LISTENS_FILE].endswith("listen 10.0.0.1:80;\n")
+    record = kit.dataplane.records[("W", "10.0.0.1:80/a.example.com")]
+    assert record.startswith("- - U|infra/svc:8080|")
+    # Nothing changed: nothing is written again.
+    writes = kit.gateway_writes
+    _sync(kit, _service())
+    assert kit.gateway_writes == writes
+
+
+def test_a_route_leaving_gets_its_parents_cleared(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    _sync(kit, _class(), _service(), _gateway("one"), _route("r1"))
+    _sync(kit, _route("r1", gateway="elsewhere", generation=2))
+    assert kit.gateway_statuses[ObjectRef("HTTPRoute", "infra", "r1")] == {"parents": []}
+    assert not any(k[0] == "W" and "a.example.com" in k[1] for k in kit.dataplane.records)
+    gw = kit.gateway_statuses[ObjectRef("Gateway", "infra", "one")]
+    assert gw["listeners"][0]["attachedRoutes"] == 0
+
+
+def test_addresses_asked_for_kept_and_exhausted(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    asked = _gateway("asked", addresses=[{"type": "IPAddress", "value": "10.0.0.2"}])
+    _sync(kit, _class(), _gateway("one"), asked)
+    statuses = kit.gateway_statuses
+    assert statuses[ObjectRef("Gateway", "infra", "asked")]["addresses"][0]["value"] == "10.0.0.2"
+    assert statuses[ObjectRef("Gateway", "infra", "one")]["addresses"][0]["value"] == "10.0.0.1"
+    _sync(kit, _gateway("late", created="2026-02-01T00:00:00Z"))
+    late = statuses[ObjectRef("Gateway", "infra", "late")]
+    assert _conditions(late)["Programmed"] == ("False", "AddressNotAssigned", 2)
+    assert late["addresses"] == []
+    # Once one leaves, the waiting Gateway gets its address.
+    kit.sink.delete(ObjectRef("Gateway", "infra", "one"))
+    asyncio.run(kit.drain())
+    late = statuses[ObjectRef("Gateway", "infra", "late")]
+    assert late["addresses"] == [{"type": "IPAddress", "value": "10.0.0.1"}]
+
+
+def test_a_restart_keeps_the_address_the_status_shows(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    had = _gateway("one")
+    had["status"] = {"addresses": [{"type": "IPAddress", "value": "10.0.0.2"}]}
+    _sync(kit, _class(), had)
+    gw = kit.gateway_statuses[ObjectRef("Gateway", "infra", "one")]
+    assert gw["addresses"][0]["value"] == "10.0.0.2"
+
+
+def test_ferrymans_own_ports_are_refused_without_a_pool(tmp_path: Path) -> None:
+    kit = _kit(tmp_path, pool=())
+    _sync(kit, _class(), _gateway("one", port=18080), _gateway("two", port=9000))
+    one = kit.gateway_statuses[ObjectRef("Gateway", "infra", "one")]
+    listener = _conditions(one["listeners"][0])
+    assert listener["Accepted"] == ("False", "PortUnavailable", 2)
+    assert listener["Programmed"][0] == "False"
+    assert "listen 18080" not in kit.dataplane.files[GATEWAY_LISTENS_FILE]
+    assert "listen 9000;\n" in kit.dataplane.files[GATEWAY_LISTENS_FILE]
+
+
+def test_an_invalid_route_is_rejected_with_the_field(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    bad = _route("bad")
+    bad["spec"]["rules"][0]["matches"] = [{"path": {"type": "Exact", "value": "no-slash"}}]
+    _sync(kit, _class(), _gateway("one"), bad)
+    assert kit.reasons("bad") == ["Rejected"]
+    assert "spec.rules[0].matches[0].path" in kit.messages("bad")[0]
