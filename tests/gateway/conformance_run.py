@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GATEWAY_CLASS = "ferryman"
 CONTROLLER_NAME = "ferryman.io/gateway-controller"
 PROFILE = "GATEWAY-HTTP"
-# The profile's core features; extended ones are added as ferryman claims them.
+# The profile's core features; the suite is told those ferryman claims (its
+# GatewayClass's supportedFeatures), extended ones included.
 FEATURES = ("Gateway", "HTTPRoute", "ReferenceGrant")
 # Addresses Gateways take one each (the suite dials a Gateway's first status
 # address on its listeners' ports 80, 443, 8080): loopback, so nothing leaves
@@ -136,7 +137,13 @@ class Results:
     skipped: int
     failed_tests: list[str] = field(default_factory=list)
     skipped_tests: list[str] = field(default_factory=list)
+    # The extended features' results: result, statistics, failedTests,
+    # supportedFeatures, unsupportedFeatures (absent when none was claimed).
     extended: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def extended_failed(self) -> list[str]:
+        return list(self.extended.get("failedTests") or [])
 
     @classmethod
     def read(cls, report: Path, profile: str = PROFILE) -> Results:
@@ -181,6 +188,8 @@ def outputs_by_test(log: str) -> dict[str, list[str]]:
 
 # A log line's source and time: ``    helpers.go:1057: 2026-11-27T15:18:20.77Z: ``.
 _STAMP = re.compile(r"^(\s*\S+\.go:\d+: )\d{4}-\d\d-\d\dT[\d:.]+Z: ")
+# How long a retried request has been tried: ``(after 18.02s)``.
+_AFTER = re.compile(r" \(after [\d.]+m?s\)$")
 
 
 def condensed(lines: Iterable[str]) -> list[str]:
@@ -192,7 +201,7 @@ def condensed(lines: Iterable[str]) -> list[str]:
     for line in lines:
         if "--- PASS:" in line:
             continue
-        key = _STAMP.sub(r"\1", line)
+        key = _AFTER.sub("", _STAMP.sub(r"\1", line))
         if key == last:
             count += 1
             continue

@@ -8,6 +8,8 @@ ConformanceReport says; each failed test's output is printed. Environment:
 
 * ``FERRYMAN_CONFORMANCE_RUN_TEST=Name``: only that test (Setup still runs);
 * ``FERRYMAN_CONFORMANCE_SKIP_TESTS=A,B``: skip those;
+* ``FERRYMAN_CONFORMANCE_FEATURES=A,B``: claim these features too (the suite is
+  told what ferryman's GatewayClass claims: ``configs/gateway_status.py``);
 * ``FERRYMAN_CONFORMANCE_OUT=DIR``: where the report and logs are kept
   (``scripts/gateway-conformance.sh`` copies the report into docs/).
 """
@@ -25,10 +27,13 @@ import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import Pod
 
+from ferryman.configs.gateway_status import SUPPORTED_FEATURES
+
 # Registers Gateway API's kinds with lightkube (``apply`` decodes by apiVersion and kind).
 from ferryman.report.gateway_status import RESOURCES
 from tests.gateway.conformance_run import (
     CONTROLLER_NAME,
+    FEATURES,
     GATEWAY_ADDRESSES,
     GATEWAY_CLASS,
     Implementation,
@@ -158,10 +163,12 @@ def test_gateway_api_conformance_core(
 ) -> None:
     only = os.environ.get("FERRYMAN_CONFORMANCE_RUN_TEST") or None
     skips = [s for s in os.environ.get("FERRYMAN_CONFORMANCE_SKIP_TESTS", "").split(",") if s]
+    extra = [f for f in os.environ.get("FERRYMAN_CONFORMANCE_FEATURES", "").split(",") if f]
+    features = sorted({*FEATURES, *SUPPORTED_FEATURES, *extra})
     out = _out_dir(tmp_path)
     report = out / "report.yaml"
     report.unlink(missing_ok=True)
-    args = suite_args(report, Implementation(), run_test=only, skip_tests=skips)
+    args = suite_args(report, Implementation(), only, skips, features)
     run = run_suite(conformance.suite, gateway_cluster.kubeconfig, out, args)
     shutil.copy(ferryman.log_path, out / "ferryman.log")
     log = run.log.read_text(errors="replace")
@@ -174,10 +181,16 @@ def test_gateway_api_conformance_core(
         f"core: {results.result}: {results.passed} passed, {results.failed} failed, "
         f"{results.skipped} skipped"
     )
-    failures = failure_report(log, results.failed_tests) if results.failed_tests else ""
+    extended = results.extended
+    if extended:
+        stats = extended.get("statistics") or {}
+        print(f"extended: {extended.get('result')}: {stats}; claimed "
+              f"{[f for f in extended.get('supportedFeatures') or []]}")  # fmt: skip
+    failed = [*results.failed_tests, *results.extended_failed]
+    failures = failure_report(log, failed) if failed else ""
     if failures:
         print(failures)
-    assert results.failed_tests == [], failures
+    assert failed == [], failures
     if only:
         assert results.passed == 1, f"{only} did not run:\n{setup_failure(log)}"
     elif skips:

@@ -24,6 +24,8 @@ LOG = """\
     helpers.go:1057: 2026-11-27T15:18:20.774775089Z: Expected AttachedRoutes to be 2, got 3
     helpers.go:1057: 2026-11-27T15:18:20.874775089Z: Expected AttachedRoutes to be 2, got 3
     helpers.go:1057: 2026-11-27T15:18:20.974775089Z: Expected AttachedRoutes to be 2, got 3
+    tls.go:84: 2026-11-27T15:18:21.0Z: Request failed, not ready yet: EOF (after 1.5s)
+    tls.go:84: 2026-11-27T15:18:22.0Z: Request failed, not ready yet: EOF (after 2.5s)
     b.go:93: Error: timed out
 === RUN   TestConformance/B/two
     b.go:99: 2026-11-27T15:18:21.0Z: fine
@@ -66,6 +68,7 @@ def test_a_failure_shows_its_failed_subtest_condensed() -> None:
     assert report.startswith("==== B/one ====")
     assert report.count("Expected AttachedRoutes") == 1
     assert "(the line above 3 times)" in report
+    assert report.count("not ready yet") == 1 and "(the line above 2 times)" in report
     assert "Error: timed out" in report
     assert "fine" not in report and "--- PASS" not in report
     assert condensed(["x", "--- PASS: y", "x"]) == ["x", "    (the line above 2 times)"]
