@@ -134,7 +134,8 @@ def main_config(
         stream=stream,
         # Beside latency.sock, in the state dir NGINX's workers can traverse.
         tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
-        http_listeners=settings.global_configuration is not None,
+        # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
+        http_listeners=True,
         gateway=settings.gateway_api,
     )
 

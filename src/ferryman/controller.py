@@ -50,6 +50,7 @@ from ferryman.translators import Translator, internal
 from ferryman.translators.desired import HOST_RECORDS, Desired
 from ferryman.translators.gateway import GatewayTranslator
 from ferryman.translators.ingress import IngressTranslator, StatusSink
+from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.transport import RECORDS as STREAM_RECORDS
 from ferryman.translators.transport import TransportTranslator
 from ferryman.translators.virtualserver import VirtualServerTranslator
@@ -137,8 +138,10 @@ class Controller:
         self._files: dict[str, str] = dict(files)
         self._applied_files: dict[str, str] = dict(files)
         self._applied = AppliedRecords(dataplane, settings, metrics)
+        # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
+        ports = ListenPorts(self._files, enabled=virtual_servers)
         self._ingresses = IngressTranslator(
-            settings, store, queue, self._d, self, status, slow_path=virtual_servers
+            settings, store, queue, self._d, self, status, slow_path=virtual_servers, ports=ports
         )
         self._transport = TransportTranslator(
             settings,
@@ -150,6 +153,7 @@ class Controller:
             stream,
             tls_socket,
             http_listeners=virtual_servers,
+            listen_ports=ports,
         )
         translators: list[Translator] = [
             self._ingresses,

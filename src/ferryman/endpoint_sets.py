@@ -26,7 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
 
-from ferryman.configs.endpoints import Peer, port_ref_of, resolve_peers
+from ferryman.configs.endpoints import (
+    CLUSTER_IP,
+    Peer,
+    cluster_ip_peers,
+    port_ref_of,
+    resolve_peers,
+)
 from ferryman.configs.model import BackendKey
 from ferryman.dataplane import RecordKey
 from ferryman.resources.meta import ObjectRef, valid_or_none
@@ -144,6 +150,10 @@ class EndpointSets:
             return
         ns, svc, port = split(key)
         service = valid_or_none(parse_service, self._store.get("Service", ns, svc))
+        if port.endswith(CLUSTER_IP):
+            # nginx.org/use-cluster-ip: the ClusterIP alone, kube-proxy balances.
+            self._write(key, cluster_ip_peers(service, port_ref_of(port.removesuffix(CLUSTER_IP))))
+            return
         slices = [
             s
             for raw in self._store.slices_for(ns, svc)
@@ -169,6 +179,9 @@ class EndpointSets:
             self._pending[key] = pending
         else:
             self._pending.pop(key, None)
+        self._write(key, peers)
+
+    def _write(self, key: BackendKey, peers: tuple[Peer, ...]) -> None:
         if peers:
             self._records[("E", key)] = " ".join(_peer(p) for p in peers)
         else:

@@ -20,7 +20,7 @@ without a reload; stream.conf changes reload (the controller applies files).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from ferryman.configs.http_listeners import listener_files
@@ -51,6 +51,7 @@ from ferryman.report import (
 )
 from ferryman.resources.globalconfiguration import (
     GlobalConfiguration,
+    Listener,
     parse_global_configuration,
 )
 from ferryman.resources.meta import ObjectRef
@@ -98,11 +99,14 @@ class TransportServers:
         read_secret: SecretReader = lambda ref, name: (None, "not found"),
         https_socket: str = "",
         http_listeners: bool = False,
+        set_http_listeners: Callable[[Iterable[Listener]], None] | None = None,
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
         loaded); without it every TransportServer is refused, saying why.
         ``http_listeners``: nginx.conf's public server takes the HTTP listeners
-        (configs/http_listeners.py; not Angie's, which serves no VirtualServer)."""
+        (configs/http_listeners.py; not Angie's, which serves no VirtualServer),
+        handed to ``set_http_listeners`` (translators/listen_ports.py, which adds
+        the Ingresses' ports; None: this writes the files itself)."""
         self._settings = settings
         self._store = store
         self._records = records
@@ -126,8 +130,11 @@ class TransportServers:
         self._certificates: dict[RecordKey, str] = {}
         # Only with --global-configuration: nginx.conf includes the files then.
         self._http_listeners = http_listeners and settings.global_configuration is not None
+        self._set_http_listeners = set_http_listeners or (
+            lambda listeners: files.update(listener_files(listeners))
+        )
         if self._http_listeners:
-            files.update(listener_files(()))
+            self._set_http_listeners(())
         if stream:
             files[STREAM_FILE] = render_stream([], self._passthrough())
 
@@ -197,13 +204,13 @@ class TransportServers:
         if obj is None:
             self._gc = None
             if self._http_listeners:
-                self._files.update(listener_files(()))
+                self._set_http_listeners(())
             return
         parsed = parse_global_configuration(obj, forbidden_ports=forbidden_ports(self._settings))
         self._gc = parsed.resource
         if self._http_listeners:
             # A new or removed HTTP listener reloads (the controller applies files).
-            self._files.update(listener_files(self._gc.listeners if self._gc else ()))
+            self._set_http_listeners(self._gc.listeners if self._gc else ())
         who = f"{ref.namespace}/{ref.name}"
         if parsed.problems:
             self._event(

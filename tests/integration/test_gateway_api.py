@@ -257,3 +257,30 @@ def test_without_a_pool_gateways_listen_everywhere_but_on_ferrymans_ports(
     # ferryman's own HTTP port stays the Ingress listener's.
     assert ferryman.get("x.test", "/").status == 404
     assert f"port {ferryman.http_port} is ferryman's Ingress HTTP port" in ferryman.logs()
+
+
+def test_request_mirror_copies_requests(ferryman: Ferryman, backends: Backends) -> None:
+    """RequestMirror: the client gets the route's backend's answer, and each
+    request reaches the mirror's backend as well (percent 0 never does)."""
+    tea, mirror, never = backends.start("tea"), backends.start("mirror"), backends.start("never")
+    for name, b in (("tea", tea), ("mirror", mirror), ("never", never)):
+        ferryman.write(name, service_with_backends(name, [b]))
+    ferryman.write("class", gateway_class())
+    port = free_port()
+    ferryman.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
+    rule = to("tea")
+    rule["filters"] = [
+        {"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "mirror", "port": 80}}},
+        {
+            "type": "RequestMirror",
+            "requestMirror": {"backendRef": {"name": "never", "port": 80}, "percent": 0},
+        },
+    ]
+    ferryman.write("routes", route("r1", "one", ["m.example.com"], [rule]))
+    ferryman.extra_args += ["--enable-gateway-api", "--gateway-addresses", POOL[0]]
+    ferryman.start()
+    for _ in range(5):
+        assert served(POOL[0], port, "m.example.com", "/copy?x=1") == "tea"
+    eventually(lambda: mirror.hits >= 5, what="mirrored requests")
+    assert tea.hits == 5
+    assert never.hits == 0

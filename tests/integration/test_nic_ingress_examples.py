@@ -5,9 +5,11 @@ tests/integration/test_ingress_mergeable.py."""
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 
+from tests.integration.grpc_greeter import Greeter, say_hello
 from tests.integration.harness import (
     Backends,
     Ferryman,
@@ -91,18 +93,57 @@ def test_websocket(ferryman: Ferryman, backends: Backends) -> None:
     assert (h["upgrade"], h["connection"]) == ("websocket", "upgrade")
 
 
+def _grpc_services(f: Ferryman, backends: Backends, greeter: Greeter, http2: bool) -> bytes:
+    """The README's Ingress, its Services and Secret, and a ConfigMap with
+    http2 on or off (the README's prerequisite); the certificate."""
+    _cafe(f, backends)
+    f.extra_args += ["--nginx-configmaps", "default/nginx-config"]
+    data = {"http2": "true" if http2 else "false"}
+    f.write(
+        "configmap",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "nginx-config", "namespace": "default"},
+            "data": data,
+        },
+    )
+    f.write("grpc", service_with_backends("grpc-svc", [greeter], port=50051))  # type: ignore[list-item]
+    secret = tls_secret("grpc-secret", ["grpc.example.com"])
+    f.write("secret", secret)
+    _readme_ingress(f, "grpc-services")
+    return base64.b64decode(secret["data"]["tls.crt"])
+
+
 def test_grpc_services(ferryman: Ferryman, backends: Backends) -> None:
-    """gRPC needs HTTP/2 listeners: the Ingress is served (tea, coffee) with a
-    Warning naming grpc-services."""
-    _cafe(ferryman, backends)
-    ferryman.write("grpc", service_with_backends("grpc-svc", [backends.start("g")], port=50051))
-    ferryman.write("secret", tls_secret("grpc-secret", ["grpc.example.com"]))
-    _readme_ingress(ferryman, "grpc-services")
-    ferryman.start()
-    assert ferryman.get("grpc.example.com", "/tea", https=True).served_by == "tea"
-    event = ferryman.events_for("grpc-ingress")[-1]
-    assert event["reason"] == "AddedOrUpdatedWithWarning"
-    assert "nginx.org/grpc-services: gRPC needs HTTP/2 listeners" in event["message"]
+    """README: grpc-svc answers gRPC at /helloworld.Greeter (grpc_pass), tea and
+    coffee HTTP on the same host; no reload."""
+    greeter = Greeter("greeter")
+    try:
+        root = _grpc_services(ferryman, backends, greeter, http2=True)
+        ferryman.start()
+        answer = say_hello(ferryman.https_port, "grpc.example.com", root)
+        assert (answer["name"], answer["message"]) == ("greeter", "Hello ferryman")
+        assert ferryman.get("grpc.example.com", "/tea", https=True).served_by == "tea"
+        assert ferryman.events_for("grpc-ingress")[-1]["reason"] == "AddedOrUpdated"
+        assert ferryman.reloads() == 1
+    finally:
+        greeter.close()
+
+
+def test_grpc_services_without_http2(ferryman: Ferryman, backends: Backends) -> None:
+    """NIC ignores the annotation without the ConfigMap's http2 ("requires
+    HTTP2, ignoring"): a Warning, and the paths are proxied as HTTP/1.1."""
+    greeter = Greeter("greeter")
+    try:
+        _grpc_services(ferryman, backends, greeter, http2=False)
+        ferryman.start()
+        assert ferryman.get("grpc.example.com", "/tea", https=True).served_by == "tea"
+        event = ferryman.events_for("grpc-ingress")[-1]
+        assert event["reason"] == "AddedOrUpdatedWithWarning"
+        assert "nginx.org/grpc-services: requires HTTP2" in event["message"]
+    finally:
+        greeter.close()
 
 
 def test_basic_auth(ferryman: Ferryman, backends: Backends) -> None:

@@ -286,7 +286,6 @@ def test_unsupported_fields_warn_and_no_field_reloads(
         "next-upstream": "error timeout http_502",
         "buffering": False,
         "buffer-size": "8k",
-        "type": "grpc",
         "subselector": {"version": "v1"},
     }
     start(ferryman, [b], one_route("w", "w.test", fields))
@@ -294,7 +293,6 @@ def test_unsupported_fields_warn_and_no_field_reloads(
     message = ferryman.events_for("w")[-1]["message"]
     assert "spec.upstreams[0].next-upstream: proxy_next_upstream takes no variable" in message
     assert "spec.upstreams[0].buffering: proxy_buffering takes no variable" in message
-    assert "spec.upstreams[0].type: gRPC needs HTTP/2 listeners" in message
     assert "spec.upstreams[0].subselector: not implemented" in message
     # Each per-request field, changed in turn: no reload.
     for upstream in (

@@ -78,6 +78,9 @@ EVERYTHING: dict[str, Any] = {
     "controller.strictRequestPaths": True,
     "controller.globalConfiguration": "ingress/listeners",
     "controller.enableTlsPassthrough": True,
+    "controller.gatewayAPI.enable": True,
+    "controller.gatewayAPI.controllerName": "example.com/gateway",
+    "controller.gatewayAPI.addresses": "10.0.0.10-10.0.0.20",
     "controller.httpPort": 8000,
     "controller.httpsPort": 8443,
     "controller.readyPort": 8082,
@@ -498,6 +501,8 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert parsed.nginx_status_port == 8080
     assert parsed.nginx_status_allow_cidrs == ("10.0.0.0/8", "::1/128")
     assert parsed.health_status and parsed.health_status_uri == "/healthz"
+    assert parsed.enable_gateway_api and parsed.gateway_controller_name == "example.com/gateway"
+    assert parsed.gateway_addresses[0] == "10.0.0.10" and len(parsed.gateway_addresses) == 11
     assert parsed.enable_latency_metrics is True
     assert parsed.compute_full_forwarded_for is False
     assert parsed.strict_request_paths is True

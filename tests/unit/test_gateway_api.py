@@ -101,3 +101,26 @@ def test_a_reference_grant_allows_exactly_what_it_names() -> None:
     assert not grant.allows(*route, "web", "", "Service", "other")
     assert not grant.allows(*route, "elsewhere", "", "Service", "app")
     assert not grant.allows("gateway.networking.k8s.io", "Gateway", "web", "", "Service", "app")
+
+
+def _mirror(**fields: Any) -> dict[str, Any]:
+    mirror = {"backendRef": {"name": "copy", "port": 80}, **fields}
+    return _route([{"filters": [{"type": "RequestMirror", "requestMirror": mirror}]}])
+
+
+def test_request_mirror_percentages() -> None:
+    def percent(**fields: Any) -> float:
+        route = parse_http_route(_mirror(**fields)).resource
+        assert route is not None
+        return route.rules[0].filters[0].mirror_percent
+
+    assert percent() == 100.0
+    assert percent(percent=25) == 25.0
+    assert percent(fraction={"numerator": 1}) == 1.0
+    assert percent(fraction={"numerator": 1, "denominator": 3}) == 100 / 3
+    for bad in (
+        {"percent": 101},
+        {"fraction": {"numerator": 4, "denominator": 3}},
+        {"percent": 5, "fraction": {"numerator": 1}},
+    ):
+        assert parse_http_route(_mirror(**bad)).resource is None, bad

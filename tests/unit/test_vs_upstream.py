@@ -65,6 +65,5 @@ def test_directives_without_variables_are_named() -> None:
         "client-body-buffer-size",
         "next-upstream",
         "subselector",
-        "type",
-    ]
+    ]  # type: grpc is served (configs/vs_grpc.py)
     assert unsupported(Upstream("up", "svc", None, 80, next_upstream=("timeout", "error"))) == {}

@@ -98,6 +98,18 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: ["k8s.nginx.org"]
     resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status", "transportservers/status"]
     verbs: ["patch"]
+  {{- if .Values.controller.gatewayAPI.enable }}
+  # Gateway API: its objects read, status written; Namespaces for allowedRoutes.
+  - apiGroups: ["gateway.networking.k8s.io"]
+    resources: ["gatewayclasses", "gateways", "httproutes", "referencegrants"]
+    verbs: ["get", "list", "watch"]
+  - apiGroups: ["gateway.networking.k8s.io"]
+    resources: ["gatewayclasses/status", "gateways/status", "httproutes/status"]
+    verbs: ["patch", "update"]
+  - apiGroups: [""]
+    resources: ["namespaces"]
+    verbs: ["list", "watch"]
+  {{- end }}
   {{- if include "ferryman.readinessGates" . }}
   # Readiness gates: pods are watched in opted-in namespaces only.
   - apiGroups: [""]

@@ -20,6 +20,10 @@ from typing import Any
 from ferryman.resources import validation
 from ferryman.resources.configmap import GLOBAL_KEYS, HSTS_OPTIONS, ROUTE_KEYS, parse_data
 
+# Global keys that routes read as well, so their change renders every route
+# again: http2 (gRPC routes need it, configs/vs_grpc.py and ingress_options.py).
+_ROUTES_READ = frozenset(["http2"])
+
 # NIC's event reasons for its ConfigMap (internal/logger/events.go).
 INVALID_VALUE = "InvalidValue"
 UPDATED = "Updated"
@@ -259,8 +263,9 @@ class ConfigMapState:
     def route_defaults(self) -> Mapping[str, str]:
         """The route-level keys in force, by NIC's key names, normalised
         (``true``/``false``, NIC's time form, trimmed sizes): the defaults that
-        ``nginx.org/*`` annotations override for each Ingress and VirtualServer."""
-        return {k: v for k, v in self._values.items() if k in ROUTE_KEYS}
+        ``nginx.org/*`` annotations override for each Ingress and VirtualServer,
+        and the global keys routes read (``_ROUTES_READ``)."""
+        return {k: v for k, v in self._values.items() if k in ROUTE_KEYS or k in _ROUTES_READ}
 
     def global_values(self) -> Mapping[str, str]:
         return {k: v for k, v in self._values.items() if k in GLOBAL_KEYS}

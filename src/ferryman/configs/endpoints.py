@@ -69,6 +69,25 @@ def resolve_peers(
     return tuple(sorted(ready or on_leaving or draining))
 
 
+# A backend key's suffix (``ns/svc:port@cluster-ip``): the Service's ClusterIP
+# and port, not its endpoints (an Ingress's ``nginx.org/use-cluster-ip``). A
+# port name is an IANA service name, so "@" never ends a plain key.
+CLUSTER_IP = "@cluster-ip"
+
+
+def cluster_ip_peers(service: Service | None, port_ref: int | str) -> tuple[Peer, ...]:
+    """NIC's use-cluster-ip: the one peer ``ClusterIP:<Service port>`` (the
+    port the Ingress names, resolved by name among the Service's ports); none
+    when the Service or port is missing or the Service has no ClusterIP
+    (headless, ExternalName: NIC would write ``None:port``; ferryman answers 503)."""
+    if service is None or not service.cluster_ip:
+        return ()
+    sport = service.find_port(port_ref)
+    if sport is None:
+        return ()
+    return (Peer(service.cluster_ip, sport.port),)
+
+
 def port_ref_of(text: str) -> int | str:
     """Backend keys carry the port as text; digits mean a port number."""
     return int(text) if text.isascii() and text.isdigit() else text

@@ -49,7 +49,13 @@ from ferryman.resources.gateway_api import (
 SUPPORTED_PROTOCOLS = ("HTTP", "HTTPS")
 # Filters the route engine serves; any other is UnsupportedValue.
 SUPPORTED_FILTERS = frozenset(
-    {"RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite"}
+    {
+        "RequestHeaderModifier",
+        "ResponseHeaderModifier",
+        "RequestRedirect",
+        "URLRewrite",
+        "RequestMirror",
+    }
 )
 HTTP_ROUTE = (GROUP, "HTTPRoute")
 
@@ -96,6 +102,8 @@ class RouteEntry:
     rule: Rule
     match: Match
     backends: tuple[tuple[str, str | None, int, int], ...]
+    # RequestMirror filters whose backends resolve: (namespace, service, port, percent).
+    mirrors: tuple[tuple[str, str, int, float], ...] = ()
 
 
 @dataclass
@@ -375,8 +383,10 @@ def _resolved_refs(
     route: HTTPRoute, grants: list[ReferenceGrant], service_exists: ServiceExists
 ) -> Condition:
     for rule in route.rules:
-        for backend in rule.backends:
-            why = _backend_problem(route, backend.ref, grants, service_exists)
+        refs = [b.ref for b in rule.backends]
+        refs += [f.backend for f in rule.filters if f.type == "RequestMirror" and f.backend]
+        for ref in refs:
+            why = _backend_problem(route, ref, grants, service_exists)
             if why is not None:
                 return Condition("ResolvedRefs", False, why[0], why[1])
     return Condition("ResolvedRefs", True, "ResolvedRefs")
@@ -418,9 +428,17 @@ def _add_entries(
             )
             for b in rule.backends
         )
+        mirrors = tuple(
+            (f.backend.namespace or route.meta.namespace, f.backend.name, f.mirror_port or 0,
+             f.mirror_percent)
+            for f in rule.filters
+            if f.type == "RequestMirror" and f.backend is not None
+            and _backend_problem(route, f.backend, grants, exists) is None
+        )  # fmt: skip
         for match in rule.matches:
             for host in hosts:
-                table.setdefault(host, []).append(RouteEntry(name, rule, match, backends))
+                entry = RouteEntry(name, rule, match, backends, mirrors)
+                table.setdefault(host, []).append(entry)
 
 
 def _precedence(entry: RouteEntry) -> tuple[int, int, int, int, int]:

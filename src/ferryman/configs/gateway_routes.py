@@ -23,7 +23,9 @@ redirect), each G item one match:
   ``a~<name>~<value>`` (add), ``x~<name>`` (remove); ``d`` a redirect
   ``<code>~<scheme>~<hostname>~<port>~<f|p|>~<path>``; ``w`` a rewrite
   ``<hostname>~<f|p|>~<path>`` (``f`` the full path, ``p`` the matched prefix
-  replaced; empty fields keep the request's).
+  replaced; empty fields keep the request's); ``m`` mirrors,
+  ``^``-separated ``<upstream>~<percent>`` (each request is copied to that
+  upstream with that probability; its answer is ignored).
 
 Every string from the route is base64, as in every V record.
 """
@@ -72,7 +74,14 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
                 splits.append(f"{weight}:p.{n}..")
         if not splits:
             splits = [f"1:{_ERROR}"]
-        routes.append(_item(entry.match, ",".join(splits), _filters(entry.rule.filters)))
+        filters = _filters(entry.rule.filters)
+        if entry.mirrors:
+            mirrors = "^".join(
+                f"{upstream(backend_key(ns, svc, str(port)))}~{percent:g}"
+                for ns, svc, port, percent in entry.mirrors
+            )
+            filters = ";".join(f for f in (filters, f"m:{mirrors}") if f)
+        routes.append(_item(entry.match, ",".join(splits), filters))
     return " ".join(items + routes), frozenset(upstreams)
 
 

@@ -15,13 +15,20 @@ VirtualServer gaining, changing or losing ``listener`` changes its H record
 only. Both files always exist (empty of listeners without any), so nginx.conf
 includes them unconditionally and ``$ferryman_listener`` is always defined.
 
+Ingresses' ``nginx.org/listen-ports`` and ``listen-ports-ssl`` ports
+(configs/ingress_ports.py) are listeners of the same kind, named by their
+number (never a DNS-1035 label, so never a GlobalConfiguration listener's
+name): ``ports`` maps each to whether it is TLS. A port a GlobalConfiguration
+listener has is left out here too, so the two never write one port twice
+(``listen`` twice on one port fails ``nginx -t``).
+
 Every value is a validated number, a listener name (a DNS-1035 label) or an
 address GlobalConfiguration checked with ``ipaddress``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ferryman.resources.globalconfiguration import Listener
 
@@ -44,29 +51,48 @@ def served(listeners: Iterable[Listener]) -> list[Listener]:
     return sorted(out, key=lambda item: item.port)
 
 
-def render_listens(listeners: Iterable[Listener]) -> str:
-    """The ``listen`` lines of ferryman's public server for the HTTP listeners."""
+def annotation_ports(listeners: Iterable[Listener], ports: Mapping[int, bool]) -> list[int]:
+    """The Ingress ports served: those no GlobalConfiguration listener has."""
+    taken = {listener.port for listener in listeners}
+    return sorted(p for p in ports if p not in taken)
+
+
+def render_listens(listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None) -> str:
+    """The ``listen`` lines of ferryman's public server for the HTTP listeners
+    and the Ingresses' ports (number -> TLS)."""
+    items = list(listeners)
     lines = [_HEADER]
-    for listener in served(listeners):
+    for listener in served(items):
         # reuseport as the default ports: the kernel spreads connections over workers.
         flags = (" ssl" if listener.ssl else "") + " reuseport"
         address = f"{listener.ipv4}:" if listener.ipv4 else ""
         lines.append(f"listen {address}{listener.port}{flags};\n")
         if listener.ipv6:
             lines.append(f"listen [{listener.ipv6}]:{listener.port}{flags};\n")
+    ports = ports or {}
+    for port in annotation_ports(items, ports):
+        lines.append(f"listen {port}{' ssl' if ports[port] else ''} reuseport;\n")
     return "".join(lines)
 
 
-def render_map(listeners: Iterable[Listener]) -> str:
+def render_map(listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None) -> str:
     """``$ferryman_listener``: the listener of the request's port, "" for the
     default ports (and the unix socket behind TLS passthrough)."""
+    items = list(listeners)
     lines = [_HEADER, "map $server_port $ferryman_listener {\n", '    default "";\n']
-    for listener in served(listeners):
+    for listener in served(items):
         lines.append(f"    {listener.port} {listener.name};\n")
+    for port in annotation_ports(items, ports or {}):
+        lines.append(f"    {port} {port};\n")
     lines.append("}\n")
     return "".join(lines)
 
 
-def listener_files(listeners: Iterable[Listener]) -> dict[str, str]:
+def listener_files(
+    listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None
+) -> dict[str, str]:
     items = list(listeners)
-    return {HTTP_LISTENERS_FILE: render_listens(items), LISTENER_MAP_FILE: render_map(items)}
+    return {
+        HTTP_LISTENERS_FILE: render_listens(items, ports),
+        LISTENER_MAP_FILE: render_map(items, ports),
+    }

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.ingress import backend_of
 from ferryman.configs.ingress_mergeable import (
     MASTER_DENYLIST,
@@ -51,6 +52,10 @@ class Outcome:
     minions: dict[str, list[str]] = field(default_factory=dict)
 
 
+_CLUSTER_IP_NOT_ON_ANGIE = (
+    "nginx.org/use-cluster-ip is applied by the nginx data plane only (ferryman); "
+    "the endpoints are used"
+)
 _NOT_ON_ANGIE = (
     "nginx.org annotations beyond lb-method, max-fails, fail-timeout and "
     "ssl-redirect are applied by the nginx data plane only (ferryman); ignored"
@@ -81,6 +86,11 @@ def ingress_records(
         replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))
         for vh in vhosts
     ]
+    if options.use_cluster_ip:
+        if slow_path:
+            vhosts = [cluster_ip_host(vh) for vh in vhosts]
+        else:
+            out.warnings.append(_CLUSTER_IP_NOT_ON_ANGIE)
     auth = basic_auth(ing, options, reads) if slow_path else NONE
     if not slow_path and (options.slow() or options.basic_auth_secret):
         out.warnings.append(_NOT_ON_ANGIE)
@@ -152,12 +162,20 @@ def _master(
     if not slow or not slow_path:
         if slow:
             out.warnings.append(_NOT_ON_ANGIE)
-        routes = _routes(host, parts)
+        routes = _routes(host, parts, slow_path)
         out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
         return out
     r = ingress_vs_routing(parts, vh, host, server, spec)
     out.written = [Written(r.host, r.record, r.backends, r.fast)]
     return out
+
+
+def cluster_ip_host(vh: VirtualHost) -> VirtualHost:
+    """``vh`` routing to its Services' ClusterIPs (``nginx.org/use-cluster-ip``):
+    each backend key names the ClusterIP endpoint set (configs/endpoints.py)."""
+    routes = tuple(replace(r, backend=r.backend + CLUSTER_IP) for r in vh.routes)
+    default = vh.default_backend + CLUSTER_IP if vh.default_backend else None
+    return replace(vh, routes=routes, default_backend=default)
 
 
 def _plain(vh: VirtualHost) -> Written:
@@ -178,13 +196,15 @@ def _effective(spec: Attached, route: Attached) -> Attached:
     return Attached({**spec.configs, **route.configs}, route.warnings)
 
 
-def _routes(host: str, parts: list[Part]) -> tuple[Route, ...]:
+def _routes(host: str, parts: list[Part], slow_path: bool) -> tuple[Route, ...]:
     routes = []
     for part in parts:
         for p in part.ing.rules[0].paths:
             exact = p.path_type == "Exact"
             path = p.path if exact else (p.path.rstrip("/") or "/")
-            routes.append(Route(exact, path, backend_of(part.ing, p.backend)))
+            key = backend_of(part.ing, p.backend)
+            key += CLUSTER_IP if part.options.use_cluster_ip and slow_path else ""
+            routes.append(Route(exact, path, key))
     return tuple(routes)
 
 

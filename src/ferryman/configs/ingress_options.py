@@ -15,6 +15,8 @@ nothing else stays on the C module's fast path (``slow``).
 
 What cannot be applied per request is returned as a warning naming the reason
 (``unsupported``), as VirtualServer does (docs/virtualserver.md).
+``nginx.org/listen-ports`` and ``listen-ports-ssl`` are not options of the
+routes: ``configs/ingress_ports.py`` reads them.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class IngressOptions:
     hsts: str | None = None  # the header's value when HSTS is on
     hsts_behind_proxy: bool = False
     ssl_services: frozenset[str] = frozenset()
-    grpc_services: frozenset[str] = frozenset()
+    grpc_services: frozenset[str] = frozenset()  # empty unless the ConfigMap's http2 is on
     websocket_services: frozenset[str] = frozenset()
     lb_method: str = "round_robin"
     max_fails: int = 1
@@ -80,6 +82,9 @@ class IngressOptions:
     path_regex: str | None = None
     set_headers: tuple[tuple[str, str], ...] = ()  # proxy-set-headers: (name, value)
     add_headers: tuple[tuple[str, str, bool], ...] = ()  # add-header: (name, value, always)
+    # nginx.org/use-cluster-ip: the backends' keys name the ClusterIP (an E record
+    # like any other), so the fast path serves them as well.
+    use_cluster_ip: bool = False
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -88,6 +93,7 @@ class IngressOptions:
             lb_method=self.lb_method if self.lb_method in ("round_robin", "least_conn") else "",
             max_fails=self.max_fails,
             fail_timeout_ms=self.fail_timeout_ms,
+            use_cluster_ip=self.use_cluster_ip,
         )
 
 
@@ -148,21 +154,13 @@ def ingress_options(
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: snippets are not supported by ferryman; ignored")
     grpc = get("grpc-services", frozenset())
-    if grpc:
+    if grpc and configmap.get("http2") != "true":
+        # NIC logs "annotation nginx.org/grpc-services requires HTTP2, ignoring".
         warnings.append(
-            f"{PREFIX}grpc-services: gRPC needs HTTP/2 listeners, which ferryman does not "
-            "open; proxied as HTTP/1.1"
+            f"{PREFIX}grpc-services: requires HTTP2 (the ConfigMap's http2), ignoring; "
+            "proxied as HTTP/1.1"
         )
-    for key in ("listen-ports", "listen-ports-ssl"):
-        if PREFIX + key in annotations:
-            warnings.append(
-                f"{PREFIX}{key}: not implemented: ferryman listens on --http-port and "
-                "--https-port only"
-            )
-    if get("use-cluster-ip", False) is True:
-        warnings.append(
-            f"{PREFIX}use-cluster-ip: not implemented: ferryman proxies to the endpoints"
-        )
+        grpc = frozenset()
     for key in sorted(OTHER_NIC):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: not implemented by ferryman; ignored")
@@ -199,6 +197,7 @@ def ingress_options(
         path_regex=_str_or_none(get("path-regex", None)),
         set_headers=_pairs(get("proxy-set-headers", ())),
         add_headers=_triples(get("add-header", ())),
+        use_cluster_ip=get("use-cluster-ip", False) is True,
     )
     return options, warnings
 

@@ -22,10 +22,14 @@ Host options beyond the VirtualServer's grammar are one more item,
 ``O|<hsts>|<behind proxy 0|1>|<server tokens 0|1>`` (``hsts``: the header's
 value, base64, empty for none), read by ``ferryman_vs.lua`` and applied in
 ``ferryman.lua``'s header filter. A route of an Ingress with
-``nginx.org/proxy-buffering: "false"`` has a ninth field ``u``: ferryman_vs.lua
-sends its requests to ``@ferryman_unbuffered``, the slow path's location with
-``proxy_buffering off`` declared once in nginx.conf (the directive takes no
-variable; the location is constant, so no reload).
+``nginx.org/proxy-buffering: "false"`` has the flag ``u`` (the R item's ninth
+field): ferryman_vs.lua sends its requests to ``@ferryman_unbuffered``, the
+slow path's location with ``proxy_buffering off`` declared once in nginx.conf
+(the directive takes no variable; the location is constant, so no reload). A
+path to a service of ``nginx.org/grpc-services`` has the flag ``g``: its
+requests go to ``@ferryman_grpc`` (grpc_pass, ``configs/vs_grpc.py``), as NIC
+writes ``grpc_pass`` for them, when the ConfigMap's http2 is on (NIC ignores
+the annotation otherwise: ``ingress_options``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, replace
 
+from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.ingress_options import IngressOptions
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.policy_auth import Basic
@@ -198,6 +203,7 @@ def _fast_options(o: IngressOptions) -> bool:
         next_upstream_tries=o.next_upstream_tries,
         path_regex=o.path_regex,
         websocket_services=o.websocket_services,
+        use_cluster_ip=o.use_cluster_ip,
     )
 
 
@@ -253,6 +259,7 @@ def ingress_vs_routing(
         add = "^".join(f"{b64(n)}~{b64(v)}~{int(a)}" for n, v, a in o.add_headers)
         for loc in _locations(part.ing, host, o):
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
+            key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
             upstream = _upstream(key, loc.backend.service in o.ssl_services, o)
             if upstream not in upstreams:
@@ -272,8 +279,10 @@ def ingress_vs_routing(
             action = f"p.{number}.{rewrite}.{set_headers}.{add}.{hide}..{passed}."
             proxies = "1" if loc.proxies else "0"
             fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
-            if not o.proxy_buffering:
-                fields.append("u")
+            flags = "g" if loc.backend.service in o.grpc_services else ""
+            flags += "" if o.proxy_buffering else "u"
+            if flags:
+                fields.append(flags)
             routes.append("|".join(fields))
     redirect = f"{server.redirect_code}:i" if server.redirect_to_https else "-"
     hsts = b64(server.hsts + "; preload") if server.hsts else ""

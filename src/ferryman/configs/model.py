@@ -89,8 +89,9 @@ class MainConfig:
     # TLS passthrough: the HTTPS port belongs to the stream block, and ferryman's
     # HTTPS server listens here (PROXY protocol) for the SNI names it terminates.
     tls_socket: str = ""
-    # --global-configuration: the public server takes its HTTP listeners
-    # (configs/http_listeners.py; the controller writes both files).
+    # The public server takes the GlobalConfiguration's HTTP listeners and the
+    # Ingresses' nginx.org/listen-ports (configs/http_listeners.py; the
+    # controller writes both files).
     http_listeners: bool = False
     # --enable-gateway-api: the Gateway server, listening where
     # configs/gateway_servers.py's file says (the controller writes it).

@@ -22,7 +22,7 @@ A VirtualServer host is two records:
     ``ip`` ip_hash, ``h`` hash and ``hc`` hash consistent of ``key``; times in s,
     ``-`` when unset; ``fields``: ``configs/vs_upstream.py``; upstreams are
     numbered from 1 in order);
-  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>|<policies>``:
+  - ``R|<E|N|P|X|I>|<path>|<proxies 0|1>|<matches>|<default>|<errorPages>|<policies>[|<flags>]``:
     ``=``, ``^~``, prefix, ``~``, ``~*``; ``proxies``: NGINX's auto_redirect applies
     (``vs_routes``); ``<matches>``: ``;``-separated ``<conditions>><splits>``,
     conditions ``&``-separated ``<variable>.<value>``; ``<splits>`` and
@@ -38,7 +38,10 @@ A VirtualServer host is two records:
     ``<name>~<value>``); ``<errorPages>``: ``;``-separated ``<codes>><action>``,
     codes ``:``-separated, the action a redirect or a return (code 0: the
     original status); ``<policies>``: the P items the route enforces
-    (``vs_policies``), ``,``-separated, ``!`` to answer 500;
+    (``vs_policies``), ``,``-separated, ``!`` to answer 500; ``<flags>``
+    (absent: none), letters: ``g`` a gRPC route, proxied from
+    ``@ferryman_grpc`` with grpc_pass (``vs_grpc``), ``u`` unbuffered (an
+    Ingress's, ``configs/ingress_vs.py``);
   - ``P|<letter>|<fields>``: one policy configuration (``configs/policy_*.py``
     document each kind's fields; ``dataplane/lua/ferryman_policy.lua`` enforces
     them), numbered from 1 in order;
@@ -76,6 +79,14 @@ from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads, SecretRead
 from ferryman.configs.vs_delegation import Delegated
 from ferryman.configs.vs_fast import FastRoute, fast_record
+from ferryman.configs.vs_grpc import (
+    GRPC_FLAG,
+    grpc_pages,
+    is_grpc,
+    proxied,
+    route_is_grpc,
+    upstream_warning,
+)
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_response import UNIGNORABLE, unignorable
 from ferryman.configs.vs_routes import Location, source_variable, unquote
@@ -124,10 +135,14 @@ def _seconds(ms: int | None) -> str:
 
 
 class _Builder:
-    def __init__(self, vs: VirtualServer, spec: Attached, policy_items: PolicyItems) -> None:
+    def __init__(
+        self, vs: VirtualServer, spec: Attached, policy_items: PolicyItems, grpc_ready: bool
+    ) -> None:
         self.vs = vs
         self.spec = spec
         self.policy_items = policy_items
+        # TLS termination and HTTP/2: what NIC's gRPC upstreams need (``vs_grpc``).
+        self.grpc_ready = grpc_ready
         self.warnings: list[str] = []
         self.items: list[str] = []
         self.backends: set[BackendKey] = set()
@@ -135,6 +150,8 @@ class _Builder:
         # The same upstreams and routes for the F record (``vs_fast``).
         self.fast_upstreams: list[tuple[BackendKey, Upstream]] = []
         self.fast_routes: list[FastRoute] = []
+        # The names of gRPC upstreams in ``upstreams``.
+        self.grpc: set[str] = set()
         # The upstream names the routes being built use: the VirtualServer's, or
         # a VirtualServerRoute's while its subroutes are built (``owner``).
         self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
@@ -143,6 +160,7 @@ class _Builder:
         """Number ``upstreams`` after those in the record; their services are in
         ``namespace`` unless they name one."""
         named = {}
+        self.grpc = {u.name for u in upstreams if is_grpc(u)}
         for i, u in enumerate(upstreams):
             self.count += 1
             named[u.name] = self.count
@@ -152,12 +170,12 @@ class _Builder:
     @contextmanager
     def owner(self, upstreams: dict[str, int], warnings: list[str]) -> Iterator[None]:
         """Build a VirtualServerRoute's part: its upstream names, its warnings."""
-        saved = self.upstreams, self.warnings
+        saved = self.upstreams, self.warnings, self.grpc
         self.upstreams, self.warnings = upstreams, warnings
         try:
             yield
         finally:
-            self.upstreams, self.warnings = saved
+            self.upstreams, self.warnings, self.grpc = saved
 
     def warn(self, where: str, what: str) -> None:
         self.warnings.append(f"{where}: {what}")
@@ -175,6 +193,8 @@ class _Builder:
             balancing = _BALANCING[lb.method if lb else "round_robin"]
         for field, why in unsupported(u).items():
             self.warn(f"{where}.{field}", why)
+        if (grpc_why := upstream_warning(u, self.grpc_ready)) is not None:
+            self.warn(f"{where}.type", grpc_why)
         fields = [
             "U",
             key,
@@ -239,11 +259,19 @@ class _Builder:
             matches.append(f"{conditions}>{outcome}")
         default = self.outcome(where, r.action, r.splits)
         loc = location(r)
+        grpc, mixed = route_is_grpc(r, self.grpc)
+        if mixed:
+            self.warn(where, mixed)
+        error_pages = r.error_pages
+        if grpc:
+            error_pages, dropped = grpc_pages(error_pages, proxied(r))
+            for why in dropped:
+                self.warn(f"{where}.errorPages", why)
         pages = ";".join(
             ":".join(str(c) for c in page.codes)
             + ">"
             + self.action(f"{where}.errorPages[{p_i}]", page.response)
-            for p_i, page in enumerate(r.error_pages)
+            for p_i, page in enumerate(error_pages)
         )
         attached = effective(self.spec, policies)
         enforced = self.policy_items.reference(attached)
@@ -257,6 +285,8 @@ class _Builder:
             pages,
             enforced,
         ]
+        if grpc:
+            fields.append(GRPC_FLAG)
         self.items.append("|".join(fields))
         self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams, attached))
 
@@ -322,11 +352,13 @@ def vs_records(
     reads: PolicyReads | None = None,
     ingress_class: str = "",
     delegated: tuple[Delegated, ...] = (),
+    http2: bool = False,
 ) -> VSRecords:
     """The records of ``vs``'s host; ``secret``: the state of its TLS Secret (None:
     no TLS); ``reads``: where its Policies (and their Secrets) are read;
     ``ingress_class``: the class served (a Policy of another is not used);
-    ``delegated``: the VirtualServerRoutes it serves (``vs_delegation``)."""
+    ``delegated``: the VirtualServerRoutes it serves (``vs_delegation``);
+    ``http2``: the ConfigMap's http2 (gRPC upstreams need it, ``vs_grpc``)."""
     found: PolicyReads = reads if reads is not None else _NoPolicies()
     ns, name = vs.meta.namespace, vs.meta.name
 
@@ -335,7 +367,7 @@ def vs_records(
 
     spec = attach(vs.policies, owner(ns, name, SPEC), found) if vs.policies else NONE
     items = PolicyItems()
-    b = _Builder(vs, spec, items)
+    b = _Builder(vs, spec, items, grpc_ready=secret is not None and http2)
     b.warnings.extend(spec.warnings)
     for i, r in enumerate(vs.routes):
         route = (

@@ -30,10 +30,11 @@ What each becomes, against NIC's template (nginx.virtualserver.tmpl):
 
 The rest take no variable in NGINX (``proxy_next_upstream``,
 ``proxy_buffering``, ``proxy_buffers``, ``proxy_buffer_size``,
-``proxy_busy_buffers_size``, ``client_body_buffer_size``), ``grpc_pass``
-needs HTTP/2 listeners, and ``subselector`` needs every pod's labels: they
-stay ``Warning`` (``unsupported``; docs/virtualserver.md says why, and
+``proxy_busy_buffers_size``, ``client_body_buffer_size``), and
+``subselector`` needs every pod's labels: they stay ``Warning``
+(``unsupported``; docs/virtualserver.md says why, and
 ``bench/vs_directives_reload.py`` measures what rendering them would cost).
+``type: grpc`` is a route flag (``configs/vs_grpc.py``).
 """
 
 from __future__ import annotations
@@ -93,6 +94,4 @@ def unsupported(u: Upstream) -> dict[str, str]:
     for field, (used, directive) in directives.items():
         if used:
             out[field] = f"{directive} takes no variable; ignored"
-    if u.type != "http":
-        out["type"] = "gRPC needs HTTP/2 listeners, which ferryman does not open; ignored"
     return out

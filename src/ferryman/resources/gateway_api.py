@@ -298,6 +298,7 @@ class Filter:
     status_code: int | None = None  # RequestRedirect
     backend: ObjectReference | None = None  # RequestMirror
     mirror_port: int | None = None
+    mirror_percent: float = 100.0  # percent or fraction, as a percentage
 
 
 @dataclass(frozen=True)
@@ -547,16 +548,47 @@ def _filter(o: Obj) -> Filter:
             if m
             else None
         )
-        if ref is None:
+        if ref is None or m is None:
             ctx.add(required(o.at("requestMirror.backendRef")))
             return Filter(kind)
         return Filter(
-            kind, backend=_reference(ref, default_kind="Service"), mirror_port=ref.integer("port")
+            kind,
+            backend=_reference(ref, default_kind="Service"),
+            mirror_port=ref.integer("port"),
+            mirror_percent=_mirror_percent(m),
         )
     if kind in ("ExtensionRef", "CORS", "ExternalAuth"):
         return Filter(kind)  # valid, not implemented: the route's status says so
     ctx.add(invalid(o.at("type"), kind, "must be a filter type of the specification"))
     return Filter(kind)
+
+
+def _mirror_percent(m: Obj) -> float:
+    """RequestMirror's percent (0-100) or fraction (numerator/denominator,
+    denominator 100 by default), as a percentage; 100 without either."""
+    ctx = m.ctx
+    percent = m.integer("percent")
+    fraction = m.obj("fraction", frozenset({"numerator", "denominator"}))
+    if percent is not None and fraction is not None:
+        ctx.add(invalid(m.at("percent"), percent, "only one of percent or fraction may be set"))
+    if percent is not None:
+        if not 0 <= percent <= 100:
+            ctx.add(invalid(m.at("percent"), percent, "must be between 0 and 100, inclusive"))
+        return float(percent)
+    if fraction is not None:
+        numerator = fraction.integer("numerator") or 0
+        denominator = fraction.integer("denominator") or 100
+        if denominator < 1 or not 0 <= numerator <= denominator:
+            ctx.add(
+                invalid(
+                    m.at("fraction"),
+                    f"{numerator}/{denominator}",
+                    "numerator must be between 0 and the denominator, which must be at least 1",
+                )
+            )
+            return 0.0
+        return 100.0 * numerator / denominator
+    return 100.0
 
 
 def _check_filters(o: Obj, filters: tuple[Filter, ...]) -> None:

@@ -183,6 +183,9 @@ def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
             out["spec"] = {"ports": _ports(spec["ports"])} if "ports" in spec else {}
             if "selector" in spec:  # which pods get a readiness gate
                 out["spec"]["selector"] = spec["selector"]
+            for k in ("clusterIP", "type"):  # nginx.org/use-cluster-ip
+                if k in spec:
+                    out["spec"][k] = spec[k]
         elif "spec" in obj:
             out["spec"] = spec
     elif kind == "EndpointSlice":

@@ -40,6 +40,9 @@ class Service:
     # The pods it selects (readiness gates); None: no selector, its endpoints are
     # managed by hand and it selects no pod.
     selector: Mapping[str, str] | None = None
+    # spec.clusterIP when it is an address ("": headless, ExternalName, unset or
+    # malformed): nginx.org/use-cluster-ip routes there (configs/endpoints.py).
+    cluster_ip: str = ""
 
     def find_port(self, ref: int | str) -> ServicePort | None:
         for p in self.ports:
@@ -110,7 +113,22 @@ def parse_service(obj: Mapping[str, Any]) -> Service:
         tuple(ServicePort(n, p) for n, p in ports),
         # A selector that is no map of strings (hand-written) selects nothing.
         dict(selector) if selector and _string_map(selector) else None,
+        _cluster_ip(spec),
     )
+
+
+def _cluster_ip(spec: Mapping[str, Any] | None) -> str:
+    """The ClusterIP as an address NGINX can connect to, "" for none: it becomes
+    a peer, so only what ``ipaddress`` reads as an address is taken."""
+    if not spec or spec.get("type") == "ExternalName":
+        return ""
+    raw = spec.get("clusterIP")
+    if not isinstance(raw, str):
+        return ""
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        return ""  # "None" (headless) or malformed
 
 
 def _string_map(value: object) -> bool:

@@ -310,6 +310,8 @@ class GatewayTranslator:
                     for ns, service, port, _ in e.backends:
                         if service is not None:
                             keys.add(backend_key(ns, service, str(port)))
+                    for ns, service, port, _ in e.mirrors:
+                        keys.add(backend_key(ns, service, str(port)))
         for ref in set(self._route_backends) | set(uses):
             backends = frozenset(uses.get(ref, ()))
             if self._route_backends.get(ref) != backends:

@@ -45,6 +45,8 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker, internal
 from ferryman.translators.desired import Desired
+from ferryman.translators.ingress_listen import listen_ports
+from ferryman.translators.listen_ports import ListenPorts
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
@@ -67,6 +69,7 @@ class IngressTranslator:
         worker: Worker,
         status: StatusSink | None,
         slow_path: bool = True,
+        ports: ListenPorts | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -78,6 +81,8 @@ class IngressTranslator:
         self._status_shown: set[ObjectRef] = set()
         # The data plane has the Lua slow path (not Angie's classic configuration).
         self._slow_path = slow_path
+        # nginx.org/listen-ports: the ports opened beyond the default two.
+        self._ports = ports if ports is not None else ListenPorts({}, enabled=False)
 
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "IngressClass":
@@ -150,6 +155,8 @@ class IngressTranslator:
             )
             written = outcome.written
             warnings += outcome.warnings
+        written, more, others = listen_ports(ing, ref, written, reads, self._settings, self._ports)
+        warnings += more
         d.declare(ref, reads.refs)
         new_hosts = {vh.host for vh in vhosts}
         d.drop_hosts_of(ref, keep=new_hosts)
@@ -168,6 +175,8 @@ class IngressTranslator:
                 d.ref_hosts[ref] = set()  # served (its master's host): status shown
         elif ing is not None:
             self._report(ref, bool(vhosts), warnings)
+        # Ingresses whose ports changed scheme hands (configs/ingress_ports.py).
+        self._worker.render_all(others)
 
     def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:
         config = self._d.config
@@ -238,7 +247,7 @@ class IngressTranslator:
             self._status_shown.discard(ref)
 
     def withdraw(self, ref: ObjectRef) -> None:
-        pass
+        self._worker.render_all(self._ports.release(ref))
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
         self._publish_status(ref)

@@ -17,6 +17,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
+from ferryman.translators.listen_ports import ListenPorts
 from ferryman.transport_servers import KINDS, TransportServers
 from ferryman.vsr_status import VALID
 
@@ -41,6 +42,7 @@ class TransportTranslator:
         stream: bool,
         tls_socket: str,
         http_listeners: bool = False,
+        listen_ports: ListenPorts | None = None,
     ) -> None:
         self._d = desired
         self._worker = worker
@@ -51,6 +53,7 @@ class TransportTranslator:
             event=desired.event, set_backends=desired.endpoints.set_backends,
             owner=desired.config.owner, claim=self._claim, https_socket=tls_socket,
             read_secret=self._secret, http_listeners=http_listeners,
+            set_http_listeners=listen_ports.set_listeners if listen_ports else None,
         )  # fmt: skip
 
     def _state(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:

@@ -135,7 +135,12 @@ class VirtualServerTranslator:
             self._event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
         out = vs_records(
-            vs, state, reads=reads, ingress_class=d.policy.served, delegated=delegations.routes
+            vs,
+            state,
+            reads=reads,
+            ingress_class=d.policy.served,
+            delegated=delegations.routes,
+            http2=self._worker.route_defaults().get("http2") == "true",
         )
         host, listener_warnings = out.host, []
         if vs.listener is not None:

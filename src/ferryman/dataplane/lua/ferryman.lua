@@ -158,6 +158,29 @@ external_auth.peers_for = peers_for
 
 local NONE = {}
 
+-- A host's listeners field ("a,b", "-" for none, "0" for the default ports'
+-- listener "") as a set; nil stays nil (the default ports only).
+local function listener_set(field)
+    if field == nil then
+        return nil
+    end
+    local set = {}
+    for name in string.gmatch(field, "[^,]+") do
+        set[name == "0" and "" or name] = true
+    end
+    return set
+end
+
+-- The port plain HTTP is redirected to: the first of an Ingress's
+-- listen-ports-ssl (named by their numbers), nil for the default HTTPS port.
+local function redirect_port(field)
+    local first = field and string.match(field, "^(%d+)")
+    if first == nil or first == "0" then
+        return nil
+    end
+    return first
+end
+
 local function host_entry(host)
     local entry = hosts_cache[host]
     if entry == nil then
@@ -173,18 +196,22 @@ local function host_entry(host)
             local fields = split(raw, " ")
             local method, max_fails, fail_timeout =
                 string.match(fields[4] or "", "^(%a+):(%d+):([%d.]+)$")
-            -- "<0|1>[:<http listener>:<https listener>]": a host served on
-            -- GlobalConfiguration listeners names them ("-": none), else it is
-            -- served on the default ports, whose listener is "".
+            -- "<0|1>[:<http listeners>:<https listeners>]": a host served on
+            -- GlobalConfiguration listeners, or an Ingress's listen-ports,
+            -- names them, comma-separated ("-": none; "0": the default
+            -- ports, whose listener is ""), else it is served on the default
+            -- ports only.
             local redirect, listen_http, listen_https =
                 string.match(fields[2] or "", "^(%d):([^:]+):([^:]+)$")
             entry = {
                 key = host,
                 tls = fields[1],
                 redirect = (redirect or fields[2]) == "1",
-                -- nil: the default ports only
-                listen_http = listen_http,
-                listen_https = listen_https,
+                -- nil: the default ports only; else sets of listener names
+                listen_http = listener_set(listen_http),
+                listen_https = listener_set(listen_https),
+                -- NIC redirects to the first HTTPS port (listen-ports-ssl).
+                https_port = redirect_port(listen_https),
                 default = fields[3] ~= "-" and fields[3] or nil,
                 least_conn = method == "lc",
                 max_fails = tonumber(max_fails) or 1,
@@ -248,7 +275,7 @@ local function vhost(host)
         return listener == "" and entry or nil
     end
     local want = var.https == "on" and entry.listen_https or entry.listen_http
-    return listener == want and entry or nil
+    return want[listener] and entry or nil
 end
 
 local SLASH = string.byte("/")
@@ -583,14 +610,14 @@ function _M.route()
     elseif vs then
         if entry.redirect and ngx.var.scheme == "http" then
             -- An Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
-            local port = ngx.var.ferryman_https_port
+            local port = entry.https_port or ngx.var.ferryman_https_port
             local authority = port == "443" and host or (host .. ":" .. port)
             return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
         end
         return vs_route(entry, vs)
     end
     if entry.redirect and ngx.var.scheme == "http" then
-        local port = ngx.var.ferryman_https_port
+        local port = entry.https_port or ngx.var.ferryman_https_port
         local authority = port == "443" and host or (host .. ":" .. port)
         return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
     end
@@ -623,6 +650,18 @@ function _M.gateway_route()
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
     return vs_route(entry, entry.vs)
+end
+
+-- balancer_by_lua of a RequestMirror copy (nginx.conf.tmpl): a peer of the
+-- upstream the route named in $ferryman_mirror_<index>, which a mirror
+-- subrequest shares with its request.
+function _M.balance_mirror(index)
+    local key = ngx.var["ferryman_mirror_" .. index]
+    local peers = key and key ~= "" and peers_for(key) or nil
+    if peers == nil or #peers == 0 then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    return use(peers[math.random(#peers)])
 end
 
 -- A request's first attempt: more tries for the other peers, at most a

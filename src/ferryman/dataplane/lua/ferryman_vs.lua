@@ -14,22 +14,11 @@ local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, stri
 local SLASH = string.byte("/")
 local re_find = ngx.re.find
 local upstream_fields = require("ferryman_vs_upstream")
+local gateway_routes = require("ferryman_gateway_routes")
 
 local _M = {}
 
--- Fields of text split by a plain one-character separator, empty ones kept.
-local function cut(text, sep)
-    local out, start = {}, 1
-    while true do
-        local at = find(text, sep, start, true)
-        if at == nil then
-            out[#out + 1] = sub(text, start)
-            return out
-        end
-        out[#out + 1] = sub(text, start, at - 1)
-        start = at + 1
-    end
-end
+local cut = policies.cut
 
 -- "<name>~<value>^..." as { { name, value }, ... }, nil when empty.
 local function headers_of(text)
@@ -122,46 +111,6 @@ end
 
 local MODIFIERS = { E = "=", N = "^~", P = "", X = "~", I = "~*" }
 
--- A G item's header changes: { {op, name, value}, ... }, op s(et), a(dd), x (remove).
-local function gateway_headers_of(text)
-    local out = {}
-    for _, op in ipairs(cut(text, "^")) do
-        local f = cut(op, "~")
-        out[#out + 1] = { f[1], decode_base64(f[2]), f[3] and decode_base64(f[3]) or nil }
-    end
-    return out
-end
-
--- A G item's filters (configs/gateway_routes.py).
-local function gateway_filters_of(text, entry)
-    for _, item in ipairs(cut(text, ";")) do
-        local letter, payload = sub(item, 1, 1), sub(item, 3)
-        local f = cut(payload, "~")
-        if letter == "q" then
-            entry.request_headers = gateway_headers_of(payload)
-        elseif letter == "r" then
-            entry.response_headers = gateway_headers_of(payload)
-        elseif letter == "d" then
-            entry.redirect = { code = tonumber(f[1]), scheme = decode_base64(f[2]),
-                               host = decode_base64(f[3]), port = f[4], path_kind = f[5],
-                               path = decode_base64(f[6]) }
-        elseif letter == "w" then
-            entry.rewrite = { host = decode_base64(f[1]), path_kind = f[2],
-                              path = decode_base64(f[3]) }
-        end
-    end
-end
-
--- A G item's condition (configs/gateway_routes.py): "=" equal, "~" a regex.
-local function gateway_condition_of(text)
-    local f = cut(text, ".")
-    local var, value = decode_base64(f[1]), decode_base64(f[2])
-    if sub(value, 1, 1) == "~" then
-        return { var = var, negate = false, regex = sub(value, 2), options = "jo" }
-    end
-    return { var = var, negate = false, exact = sub(value, 2) }
-end
-
 -- The V record as a table: redirect, upstreams, and routes by kind.
 function _M.decode(raw)
     local items = cut(raw, " ")
@@ -216,8 +165,11 @@ function _M.decode(raw)
                     end
                 end
             end
-            -- An Ingress route with nginx.org/proxy-buffering: false (ingress_vs).
-            route.unbuffered = f[9] == "u"
+            -- The route's flags: "u" an Ingress route with nginx.org/proxy-buffering:
+            -- false (ingress_vs), "g" gRPC (ferryman.configs.virtualserver).
+            local flags = f[9] or ""
+            route.unbuffered = find(flags, "u", 1, true) ~= nil
+            route.grpc = find(flags, "g", 1, true) ~= nil
             local modifier = route.modifier
             if modifier == "=" then
                 vs.exact[route.path] = route
@@ -232,23 +184,9 @@ function _M.decode(raw)
             end
             named[route] = f[8]
         elseif f[1] == "G" then
-            -- Gateway API matches, taken in order (ordered_route).
-            local path = decode_base64(f[3])
-            local entry = { gateway = f[2], path = path, conditions = {}, matches = {},
-                            default = splits_of(f[5]) }
-            if f[2] == "r" then
-                entry.path, entry.options = "^(?:" .. path .. ")$", "jo"
-            end
-            if f[4] ~= "" then
-                for _, c in ipairs(cut(f[4], "&")) do
-                    entry.conditions[#entry.conditions + 1] = gateway_condition_of(c)
-                end
-            end
-            if f[6] and f[6] ~= "" then
-                gateway_filters_of(f[6], entry)
-            end
+            -- Gateway API matches, taken in order (ferryman_gateway_routes).
             vs.ordered = vs.ordered or {}
-            vs.ordered[#vs.ordered + 1] = entry
+            vs.ordered[#vs.ordered + 1] = gateway_routes.decode(f, splits_of)
         elseif f[1] == "P" then
             policy_items[#policy_items + 1] = policies.decode(f)
         elseif f[1] == "S" then
@@ -366,99 +304,6 @@ local function rewrite(route, rewrite_path, uri)
     ngx.req.set_uri(new, false)
 end
 
--- Gateway API: the first match (in the record's order) whose path and
--- conditions all hold; nil when none does.
-local function ordered_route(vs, uri)
-    for _, e in ipairs(vs.ordered) do
-        local kind, path, hit = e.gateway, e.path, false
-        if kind == "e" then
-            hit = uri == path
-        elseif kind == "p" then
-            hit = path == "/" or uri == path
-                or (sub(uri, 1, #path) == path and byte(uri, #path + 1) == SLASH)
-        else
-            local from, _, err = re_find(uri, path, e.options)
-            hit = from ~= nil
-            if err then
-                ngx.log(ngx.ERR, "ferryman: route regex ", path, ": ", err)
-            end
-        end
-        if hit then
-            for _, c in ipairs(e.conditions) do
-                if not holds(c) then
-                    hit = false
-                    break
-                end
-            end
-            if hit then
-                return e
-            end
-        end
-    end
-    return nil
-end
-
--- A path with the matched prefix (or the whole path) replaced, as the Gateway
--- API's ReplacePrefixMatch and ReplaceFullPath say.
-local function replaced_path(entry, kind, value, uri)
-    if kind == "f" then
-        return value
-    end
-    local rest = entry.path == "/" and uri or sub(uri, #entry.path + 1)
-    if rest == "" then
-        return value
-    end
-    if sub(value, -1) == "/" then
-        value = sub(value, 1, -2)
-    end
-    return value .. rest
-end
-
-local WELL_KNOWN = { http = "80", https = "443" }
-
--- RequestRedirect: the scheme, host, port and path given, the request's for the rest.
-local function gateway_redirect(entry, uri)
-    local d, var = entry.redirect, ngx.var
-    local scheme = d.scheme ~= "" and d.scheme or var.scheme
-    local host = d.host ~= "" and d.host or var.host
-    local port = d.port
-    if port == "" then
-        -- No port: the scheme's own when the scheme changes, else the listener's.
-        port = d.scheme ~= "" and WELL_KNOWN[scheme] or (var.ferryman_server_port or var.server_port)
-    end
-    local authority = (port == WELL_KNOWN[scheme]) and host or (host .. ":" .. port)
-    local path = uri
-    if d.path_kind ~= "" then
-        path = replaced_path(entry, d.path_kind, d.path, uri)
-    end
-    local args = var.args
-    local url = scheme .. "://" .. authority .. path .. (args and args ~= "" and ("?" .. args) or "")
-    return ngx.redirect(url, d.code)
-end
-
--- RequestHeaderModifier: set, add or remove the request's headers.
-local function gateway_request_headers(ops)
-    local current = nil
-    for _, op in ipairs(ops) do
-        local kind, name, value = op[1], op[2], op[3]
-        if kind == "s" then
-            upstream_fields.set_header(name, value)
-        elseif kind == "x" then
-            upstream_fields.remove_header(name)
-        else
-            current = current or ngx.req.get_headers(0, true)
-            local had = current[name] or current[lower(name)]
-            if had == nil then
-                upstream_fields.set_header(name, value)
-            else
-                local values = type(had) == "table" and had or { had }
-                values[#values + 1] = value
-                ngx.req.set_header(name, values)
-            end
-        end
-    end
-end
-
 local function answer(a)
     if a.kind == "redirect" then
         return ngx.redirect(expand(a.url), a.code)
@@ -506,9 +351,9 @@ function _M.route(vs)
     local uri = var.uri
     local route, redirect
     if vs.ordered then
-        route = ordered_route(vs, uri)
+        route = gateway_routes.first(vs, uri, holds)
         if route and route.redirect then
-            return gateway_redirect(route, uri)
+            return gateway_routes.redirect(route, uri)
         end
     else
         route, redirect = find_route(vs, uri)
@@ -519,7 +364,15 @@ function _M.route(vs)
         end
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    if route.unbuffered and var.ferryman_variant ~= "unbuffered" then
+    if route.grpc and var.ferryman_variant ~= "grpc" then
+        -- The slow path's location with grpc_pass (grpc-locations.conf.tmpl),
+        -- before any policy counts the request.
+        return ngx.exec("@ferryman_grpc")
+    end
+    if route.mirrors and var.ferryman_variant ~= "mirror" then
+        gateway_routes.mirror(route, vs) -- goes on in a mirroring location, if any
+    end
+    if route.unbuffered and not route.grpc and var.ferryman_variant ~= "unbuffered" then
         -- The same slow path in the location with proxy_buffering off
         -- (nginx.conf.tmpl), before any policy counts the request.
         return ngx.exec("@ferryman_unbuffered")
@@ -557,22 +410,7 @@ function _M.route(vs)
         return answer(a)
     end
     if route.gateway then
-        if route.request_headers then
-            gateway_request_headers(route.request_headers)
-        end
-        local w = route.rewrite
-        if w then
-            if w.host ~= "" then
-                upstream_fields.set_header("Host", w.host)
-            end
-            if w.path_kind ~= "" then
-                ngx.req.set_uri(replaced_path(route, w.path_kind, w.path, uri), false)
-            end
-        end
-        if route.response_headers then
-            ngx.ctx.ferryman_response = { add = NONE, hide = NONE,
-                                          gateway = route.response_headers }
-        end
+        gateway_routes.apply(route, uri, NONE)
     end
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
@@ -654,22 +492,8 @@ function _M.header_filter(response)
         end
     end
     -- An HTTPRoute's ResponseHeaderModifier, whatever the status.
-    for _, op in ipairs(response.gateway or NONE) do
-        local kind, name, value = op[1], op[2], op[3]
-        if kind == "s" then
-            ngx.header[name] = value
-        elseif kind == "x" then
-            ngx.header[name] = nil
-        else
-            local had = ngx.header[name]
-            if had == nil then
-                ngx.header[name] = value
-            else
-                local values = type(had) == "table" and had or { had }
-                values[#values + 1] = value
-                ngx.header[name] = values
-            end
-        end
+    if response.gateway then
+        gateway_routes.response_headers(response.gateway)
     end
     -- A CORS Policy's headers (NIC's add_header ... always).
     for _, h in ipairs(response.cors or NONE) do

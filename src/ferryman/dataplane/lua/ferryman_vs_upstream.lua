@@ -133,9 +133,15 @@ function _M.on_route(upstream)
         -- A connection opened with an egressMTLS client certificate is never
         -- kept: NGINX's pool is per peer address, so it would carry the next
         -- request to that peer, whatever certificate that one's route names.
-        var.ferryman_upstream_target = var.ferryman_egress_cert ~= ""
-                and "https://ferryman_backend_mtls"
-            or "https://ferryman_backend_tls"
+        -- In @ferryman_grpc: grpcs:// to the gRPC pools (HTTP/2 connections).
+        local mtls = var.ferryman_egress_cert ~= ""
+        if var.ferryman_variant == "grpc" then
+            var.ferryman_upstream_target = mtls and "grpcs://ferryman_grpc_mtls"
+                or "grpcs://ferryman_grpc_tls"
+        else
+            var.ferryman_upstream_target = mtls and "https://ferryman_backend_mtls"
+                or "https://ferryman_backend_tls"
+        end
     end
 end
 

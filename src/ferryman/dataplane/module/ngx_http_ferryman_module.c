@@ -796,6 +796,42 @@ ferryman_parse_listeners(ferryman_host_t *host, ngx_str_t *field)
 }
 
 
+/* Whether listener (data, len) is one of "want"'s comma-separated names
+ * (configs/routes.py: an Ingress's nginx.org/listen-ports give several, named
+ * by port; "0" stands for the default ports, whose listener is ""). */
+static ngx_uint_t
+ferryman_listed(ngx_str_t *want, u_char *data, size_t len)
+{
+    u_char  *pos, *end, *comma;
+    size_t   n;
+
+    pos = want->data;
+    end = pos + want->len;
+
+    while (pos < end) {
+        comma = ngx_strlchr(pos, end, ',');
+        if (comma == NULL) {
+            comma = end;
+        }
+
+        n = comma - pos;
+
+        if (n == 1 && pos[0] == '0') {
+            if (len == 0) {
+                return 1;
+            }
+
+        } else if (n == len && ngx_memcmp(pos, data, len) == 0) {
+            return 1;
+        }
+
+        pos = comma + 1;
+    }
+
+    return 0;
+}
+
+
 /* Whether the request came in on a listener the host is not served on. */
 static ngx_uint_t
 ferryman_wrong_listener(ngx_http_request_t *r, ferryman_host_t *host,
@@ -823,7 +859,7 @@ ferryman_wrong_listener(ngx_http_request_t *r, ferryman_host_t *host,
 
     want = https ? &host->listen_https : &host->listen_http;
 
-    return want->len != len || ngx_memcmp(want->data, data, len) != 0;
+    return !ferryman_listed(want, data, len);
 }
 
 
