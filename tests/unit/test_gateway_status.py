@@ -10,8 +10,18 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from lightkube import AsyncClient
+from lightkube.config.kubeconfig import KubeConfig
 
-from ferryman.report.gateway_status import desired, merge_patch, rfc3339, shows, stamped
+from ferryman.report.gateway_status import (
+    SWEEP_MIN,
+    GatewayStatusWriter,
+    desired,
+    merge_patch,
+    rfc3339,
+    shows,
+    stamped,
+)
 from ferryman.resources.meta import ObjectRef
 
 OURS = "ferryman.io/gateway-controller"
@@ -125,3 +135,28 @@ def test_what_was_written_shows_at_once(
     old = {c["type"]: c["status"] for c in have}
     for c in written["conditions"]:
         assert c["lastTransitionTime"] == (T0 if old.get(c["type"]) == c["status"] else T1)
+
+
+def test_statuses_of_deleted_objects_are_not_held_for_ever() -> None:
+    """Only a write's 404 drops a wanted status; objects deleted after their last
+    one are swept once the wanted statuses double, by the store's view."""
+    live: set[str] = set()
+    # Never called: no replica leads here, so nothing is written.
+    config = KubeConfig.from_dict({
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    })  # fmt: skip
+    client = AsyncClient(config=config)
+    writer = GatewayStatusWriter(
+        client, OURS, read=lambda kind, ns, name: {} if name in live else None
+    )
+    for i in range(SWEEP_MIN - 1):
+        writer.want(ObjectRef("HTTPRoute", "a", f"gone-{i}"), {"parents": []})
+    live.update({"kept-0", "kept-1"})
+    assert writer.wanted() == SWEEP_MIN - 1
+    writer.want(ObjectRef("HTTPRoute", "a", "kept-0"), {"parents": []})
+    assert writer.wanted() == 1
+    writer.want(ObjectRef("HTTPRoute", "a", "kept-1"), {"parents": []})
+    assert writer.wanted() == 2

@@ -55,6 +55,8 @@ RESOURCES: dict[str, Any] = {
 # change), capped.
 RETRY_MIN = 0.2
 RETRY_MAX = 30.0
+# The fewest wanted statuses at which those of deleted objects are swept.
+SWEEP_MIN = 1024
 # Refusals a retry cannot fix: the status itself is invalid.
 _PERMANENT = frozenset({400, 422})
 
@@ -203,13 +205,30 @@ class GatewayStatusWriter:
         self._queued: set[ObjectRef] = set()
         self._backoff: dict[ObjectRef, float] = {}
         self._leader = False
+        # Objects deleted after their last status would stay wanted for ever
+        # (only a write's 404 drops one): past this many, those the store no
+        # longer holds are dropped, and the bound doubles from what is left.
+        self._sweep_at = SWEEP_MIN
 
     def want(self, ref: ObjectRef, status: Status) -> None:
         if ref.kind not in RESOURCES:
             raise ValueError(f"no Gateway API status for {ref.kind}")
         self._wanted[ref] = copy.deepcopy(status)
+        if len(self._wanted) >= self._sweep_at:
+            self._sweep()
         if self._leader:
             self._enqueue(ref)
+
+    def _sweep(self) -> None:
+        read = self._read
+        if read is not None:
+            for gone in [r for r in self._wanted if read(*r) is None]:
+                del self._wanted[gone]
+        self._sweep_at = max(SWEEP_MIN, 2 * len(self._wanted))
+
+    def wanted(self) -> int:
+        """How many objects' statuses are held (for tests and gauges)."""
+        return len(self._wanted)
 
     def set_leader(self, leader: bool) -> None:
         self._leader = leader
