@@ -284,3 +284,86 @@ def test_request_mirror_copies_requests(ferryman: Ferryman, backends: Backends) 
     eventually(lambda: mirror.hits >= 5, what="mirrored requests")
     assert tea.hits == 5
     assert never.hits == 0
+
+
+def test_rule_timeouts_and_backend_filters(gw: Ferryman) -> None:
+    """timeouts.request: an answer later than it is a 504 ("0s": none);
+    a backendRef's RequestHeaderModifier applies to the requests that backend
+    gets, after the rule's own, and its ResponseHeaderModifier to its answers."""
+    port = free_port()
+    gw.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
+    slow = to("tea", "/slow")
+    slow["timeouts"] = {"request": "500ms"}
+    patient = to("tea", "/patient")
+    patient["timeouts"] = {"request": "0s"}
+    split = {
+        "matches": [{"path": {"type": "PathPrefix", "value": "/split"}}],
+        "filters": [
+            {
+                "type": "RequestHeaderModifier",
+                "requestHeaderModifier": {"set": [{"name": "x-rule", "value": "r"}]},
+            }
+        ],
+        "backendRefs": [
+            {
+                "name": "coffee",
+                "port": 80,
+                "filters": [
+                    {
+                        "type": "RequestHeaderModifier",
+                        "requestHeaderModifier": {
+                            "set": [{"name": "x-rule", "value": "coffee"}],
+                            "add": [{"name": "x-backend", "value": "coffee"}],
+                        },
+                    },
+                    {
+                        "type": "ResponseHeaderModifier",
+                        "responseHeaderModifier": {"set": [{"name": "x-answer", "value": "c"}]},
+                    },
+                ],
+            },
+        ],
+    }
+    gw.write("routes", route("r1", "one", ["t.example.com"], [slow, patient, split]))
+    gw.start()
+    address = POOL[0]
+    assert served(address, port, "t.example.com", "/slow") == "tea"
+    assert served(address, port, "t.example.com", "/slow?delay=1.5") == "504"
+    assert served(address, port, "t.example.com", "/patient?delay=1.5") == "tea"
+    r = get_at(address, port, "t.example.com", "/split")
+    assert r.served_by == "coffee"
+    headers = r.json()["headers"]
+    assert (headers["x-rule"], headers["x-backend"]) == ("coffee", "coffee")
+    assert r.headers["x-answer"] == "c"
+
+
+def test_https_misdirected_requests_are_421(gw: Ferryman) -> None:
+    """Over HTTPS, a Host that another listener serves than the one the SNI
+    name chose is answered 421; a name no listener has stays the SNI's."""
+    port = free_port()
+    gw.write("secret", tls_secret("cert", ["a.example.com", "b.example.com", "c.example.com"]))
+    tls = {"certificateRefs": [{"name": "cert"}]}
+    listeners = [
+        {"name": "any", "port": port, "protocol": "HTTPS", "tls": tls},
+        {"name": "b", "port": port, "protocol": "HTTPS", "hostname": "b.example.com", "tls": tls},
+    ]
+    gw.write("gateways", gateway("one", listeners))
+    gw.write("routes", route("r1", "one", [], [to("tea")]))
+    gw.start()
+    address = POOL[0]
+
+    def status(sni: str, host: str) -> int:
+        with httpx.Client(verify=_insecure_context(), timeout=10) as c:
+            req = c.build_request(
+                "GET",
+                f"https://{address}:{port}/",
+                headers={"Host": host},
+                extensions={"sni_hostname": sni},
+            )
+            return c.send(req).status_code
+
+    assert status("a.example.com", "a.example.com") == 200
+    assert status("b.example.com", "b.example.com") == 200
+    assert status("a.example.com", "b.example.com") == 421
+    assert status("b.example.com", "a.example.com") == 421
+    assert status("c.example.com", "a.example.com") == 200

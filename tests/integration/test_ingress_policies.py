@@ -142,29 +142,35 @@ def test_kinds_nic_does_not_allow_on_ingress_answer_500(
         )
 
 
-def test_kinds_enforced_on_virtual_servers_only_fail_closed_on_ingress(
+def test_ingress_kinds_fail_closed_where_not_enforced(
     ferryman: Ferryman, backends: Backends
 ) -> None:
-    """NIC allows ingressMTLS, egressMTLS and externalAuth on an Ingress; ferryman
-    enforces them on VirtualServers only so far, so an Ingress naming one answers
-    500 with a Warning rather than serve without the check the Policy asks for."""
+    """NIC allows ingressMTLS, egressMTLS and externalAuth on an Ingress, and
+    ferryman enforces them there as on VirtualServers: ingressMTLS needs TLS on
+    the Ingress (NIC's warning, 500); an egressMTLS whose Secret is missing
+    answers 500 rather than proxy without the client certificate asked for;
+    externalAuth asks its Service (here the echo backend, which answers 200)."""
     auth = {"authURI": "/auth", "authServiceName": "app"}
     start(
         ferryman,
         backends,
         policy("mtls", ingressMTLS={"clientCertSecret": "client-ca"}),
+        policy("egress", egressMTLS={"tlsSecret": "client"}),
         policy("ext", externalAuth=auth),
         guarded_ingress("mtls", "mtls.test", "mtls"),
+        guarded_ingress("egress", "egress.test", "egress"),
         guarded_ingress("ext", "ext.test", "ext"),
     )
-    for name, host, kind in [
-        ("mtls", "mtls.test", "IngressMTLS"),
-        ("ext", "ext.test", "ExternalAuth"),
-    ]:
-        assert status(ferryman, host, "/app") == 500
-        assert last_event(ferryman, name, "Ingress")["message"].endswith(
-            f"Policy default/{name}: {kind} on Ingress resources is not enforced yet (ferryman)"
-        )
+    assert status(ferryman, "mtls.test", "/app") == 500
+    assert last_event(ferryman, "mtls", "Ingress")["message"].endswith(
+        "TLS must be enabled for IngressMTLS policy default/mtls"
+    )
+    assert status(ferryman, "egress.test", "/app") == 500
+    assert last_event(ferryman, "egress", "Ingress")["message"].endswith(
+        "EgressMTLS policy default/egress references an invalid secret default/client: "
+        "secret doesn't exist"
+    )
+    assert served_by(ferryman, "ext.test", "/app") == "pod0"
 
 
 def test_cors_on_routed_answers_only(ferryman: Ferryman, backends: Backends) -> None:

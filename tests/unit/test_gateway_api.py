@@ -124,3 +124,17 @@ def test_request_mirror_percentages() -> None:
         {"percent": 5, "fraction": {"numerator": 1}},
     ):
         assert parse_http_route(_mirror(**bad)).resource is None, bad
+
+
+def test_rule_timeouts() -> None:
+    def timeouts(**t: str) -> tuple[float | None, float | None]:
+        rule = {"backendRefs": [{"name": "svc", "port": 80}], "timeouts": t}
+        route = parse_http_route(_route([rule])).resource
+        assert route is not None
+        return route.rules[0].request_timeout, route.rules[0].backend_timeout
+
+    assert timeouts(request="500ms") == (0.5, None)
+    assert timeouts(request="1h2m3s", backendRequest="0s") == (3723.0, 0.0)
+    assert timeouts(request="2s", backendRequest="1s500ms") == (2.0, 1.5)
+    for bad in ({"request": "1.5s"}, {"request": "1d"}, {"request": "1s", "backendRequest": "2s"}):
+        assert parse_http_route(_route([{"timeouts": bad}])).resource is None, bad

@@ -49,7 +49,7 @@ def test_a_names_own_routes_come_before_wider_ones() -> None:
     assert _services(out["10.0.0.1:80/a.example.com"]) == ["exact", "wild", "any"]
     assert _services(out["10.0.0.1:80/*.example.com"]) == ["wild", "any"]
     assert _services(out["10.0.0.1:80/_"]) == ["any"]
-    assert all(v.startswith("- ") for v in out.values())
+    assert all(v.startswith("- 0 ") for v in out.values())
     assert {b.split(":")[0] for b in backends} == {"ns/any", "ns/wild", "ns/exact"}
 
 
@@ -60,8 +60,8 @@ def test_an_exact_listener_takes_its_name_from_a_wildcard_one() -> None:
     exact = Served("*", _listener("exact", "a.example.com"), {}, "cert-a")
     out, _ = records([wild, exact])
     # a.example.com is the exact listener's: no routes there, its certificate.
-    assert out["*:80/a.example.com"] == "cert-a -"
-    assert out["*:80/*.example.com"] == "cert-w -"
+    assert out["*:80/a.example.com"] == "cert-a 1 -"
+    assert out["*:80/*.example.com"] == "cert-w 0 -"
 
 
 _LABEL = st.sampled_from(["a", "b", "c"])
@@ -98,7 +98,7 @@ def test_the_lookup_finds_the_most_specific_listener(
         assert found is None
     else:
         best = max(ranked, key=lambda t: (t[0], -t[1]))[1]
-        assert found == f"cert{best} -"
+        assert found == f"cert{best} {best} -"
 
 
 def test_listen_lines() -> None:

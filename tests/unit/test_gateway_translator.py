@@ -109,7 +109,7 @@ def test_class_gateway_and_route_statuses(tmp_path: Path) -> None:
     }
     assert kit.dataplane.files[GATEWAY_LISTENS_FILE].endswith("listen 10.0.0.1:80;\n")
     record = kit.dataplane.records[("W", "10.0.0.1:80/a.example.com")]
-    assert record.startswith("- - U|infra/svc:8080|")
+    assert record.startswith("- 0 - U|infra/svc:8080|")
     # Nothing changed: nothing is written again.
     writes = kit.gateway_writes
     _sync(kit, _service())

@@ -77,12 +77,12 @@ def test_a_host_with_policies_is_a_stub_and_an_ingress_routing_record() -> None:
     ing = parse_ingress(_ingress("deny"))
     (vh,), _ = virtual_hosts(ing, ["cafe.test"], {})
     attached = ingress_policies(ing, Objects(_policy("deny", **DENY)), "ferryman")
-    stub, record = ingress_routing(vh, attached)
+    stub, record, _ = ingress_routing(vh, attached)
     # No route and no default: the module hands every request to Lua.
     assert encode_host(stub) == "- 0 - rr:1:10"
     fields = record.split(" ")
     assert fields[:4] == ["I", "1", "1", "-"]
     assert fields[4:6] == ["E|/b|ns/app:80", "L|/a|ns/app:80"]
     assert fields[6].startswith("P|a|")
-    _, failed = ingress_routing(vh, ingress_policies(ing, Objects(), "ferryman"))
+    _, failed, _ = ingress_routing(vh, ingress_policies(ing, Objects(), "ferryman"))
     assert failed.split(" ")[:3] == ["I", "!", "!"]

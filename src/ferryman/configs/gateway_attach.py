@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ferryman.resources.gateway_api import (
     GROUP,
+    Filter,
     Gateway,
     HTTPRoute,
     Listener,
@@ -57,6 +58,8 @@ SUPPORTED_FILTERS = frozenset(
         "RequestMirror",
     }
 )
+# Filters the route engine serves on a backendRef (after the rule's).
+BACKEND_FILTERS = frozenset({"RequestHeaderModifier", "ResponseHeaderModifier"})
 HTTP_ROUTE = (GROUP, "HTTPRoute")
 
 
@@ -104,6 +107,8 @@ class RouteEntry:
     backends: tuple[tuple[str, str | None, int, int], ...]
     # RequestMirror filters whose backends resolve: (namespace, service, port, percent).
     mirrors: tuple[tuple[str, str, int, float], ...] = ()
+    # Each backend's own filters, in the order of ``backends``.
+    backend_filters: tuple[tuple[Filter, ...], ...] = ()
 
 
 @dataclass
@@ -310,7 +315,13 @@ def _parent_conditions(
         return (Condition("Accepted", False, reason, "no listener hostname matches"),), allowing
     unsupported = sorted(
         {f.type for rule in route.rules for f in rule.filters if f.type not in SUPPORTED_FILTERS}
-        | {f.type for rule in route.rules for b in rule.backends for f in b.filters}
+        | {
+            f.type
+            for rule in route.rules
+            for b in rule.backends
+            for f in b.filters
+            if f.type not in BACKEND_FILTERS
+        }
     )
     if unsupported:
         message = f"unsupported filters: {', '.join(unsupported)}"
@@ -437,7 +448,8 @@ def _add_entries(
         )  # fmt: skip
         for match in rule.matches:
             for host in hosts:
-                entry = RouteEntry(name, rule, match, backends, mirrors)
+                filters = tuple(b.filters for b in rule.backends)
+                entry = RouteEntry(name, rule, match, backends, mirrors, filters)
                 table.setdefault(host, []).append(entry)
 
 

@@ -25,7 +25,12 @@ redirect), each G item one match:
   ``<hostname>~<f|p|>~<path>`` (``f`` the full path, ``p`` the matched prefix
   replaced; empty fields keep the request's); ``m`` mirrors,
   ``^``-separated ``<upstream>~<percent>`` (each request is copied to that
-  upstream with that probability; its answer is ignored).
+  upstream with that probability; its answer is ignored); ``b`` and ``c`` a
+  backendRef's request and response header changes, ``<split>@<changes>``
+  (``split`` 1-based, in the splits' order), applied after the rule's when
+  that split is picked; ``t`` the rule's timeout in seconds (the shorter of
+  timeouts.request and timeouts.backendRequest): NGINX's connect, send and
+  read timeouts of each attempt.
 
 Every string from the route is base64, as in every V record.
 """
@@ -64,7 +69,11 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
     routes = []
     for entry in entries:
         splits = []
-        for namespace, service, port, weight in entry.backends:
+        per_backend = []
+        backend_filters = entry.backend_filters or ((),) * len(entry.backends)
+        for (namespace, service, port, weight), own in zip(
+            entry.backends, backend_filters, strict=True
+        ):
             if weight <= 0:
                 continue
             if service is None:
@@ -72,9 +81,14 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
             else:
                 n = upstream(backend_key(namespace, service, str(port)))
                 splits.append(f"{weight}:p.{n}..")
+                per_backend += _backend_filters(len(splits), own)
         if not splits:
             splits = [f"1:{_ERROR}"]
-        filters = _filters(entry.rule.filters)
+        filters = ";".join(f for f in (_filters(entry.rule.filters), *per_backend) if f)
+        rule = entry.rule
+        timeout = min((t for t in (rule.request_timeout, rule.backend_timeout) if t), default=0)
+        if timeout:
+            filters = ";".join(f for f in (filters, f"t:{timeout:g}") if f)
         if entry.mirrors:
             mirrors = "^".join(
                 f"{upstream(backend_key(ns, svc, str(port)))}~{percent:g}"
@@ -83,6 +97,18 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
             filters = ";".join(f for f in (filters, f"m:{mirrors}") if f)
         routes.append(_item(entry.match, ",".join(splits), filters))
     return " ".join(items + routes), frozenset(upstreams)
+
+
+def _backend_filters(split: int, filters: tuple[Filter, ...]) -> list[str]:
+    """A backendRef's header changes, for the split it is (1-based): ``b``
+    request, ``c`` response, ``<split>@<changes>``."""
+    out = []
+    for f in filters:
+        if f.headers is None:
+            continue
+        letter = "b" if f.type == "RequestHeaderModifier" else "c"
+        out.append(f"{letter}:{split}@{_headers(f.headers)}")
+    return out
 
 
 def _headers(changes: HeaderChanges) -> str:

@@ -10,8 +10,10 @@ is records.
 
 A W record is keyed ``<address>:<port>/<name>``, name an exact hostname, a
 wildcard ``*.<suffix>`` or ``_`` (any host), and holds
-``<certificate id or -> <V record>`` (the V record of G items,
-configs/gateway_routes.py). The router (ferryman_gateway.lua) looks a
+``<certificate id or -> <listener> <V record>`` (the listener serving the
+name, numbered within the socket: over HTTPS a request whose Host another
+listener serves than its SNI name's is misdirected, 421; the V record of G
+items, configs/gateway_routes.py). The router (ferryman_gateway.lua) looks a
 request's name up at its socket as the specification picks listeners: the
 exact name, then wildcards from the longest suffix, then ``_``. Each record
 is whole: the matches of the one listener that serves that name there (the
@@ -95,15 +97,15 @@ def records(served: Iterable[Served]) -> tuple[dict[str, str], frozenset[Backend
         names |= {_key(s.listener.hostname or "") for s in listeners}
         for name in sorted(names):
             best: Served | None = None
-            best_rank = -1
-            for s in listeners:
+            best_rank, best_index = -1, 0
+            for index, s in enumerate(listeners):
                 rank = _specificity(s.listener.hostname, name)
                 if rank is not None and rank > best_rank:
-                    best, best_rank = s, rank
+                    best, best_rank, best_index = s, rank, index
             if best is None:
                 continue
             record, used = gateway_record(_entries_for(best.table, name))
-            out[f"{socket}/{name}"] = f"{best.cert_id or '-'} {record}"
+            out[f"{socket}/{name}"] = f"{best.cert_id or '-'} {best_index} {record}"
             backends |= used
     return out, frozenset(backends)
 

@@ -22,6 +22,10 @@ SUPPORTED_FEATURES = (
     "Gateway",
     "HTTPRoute",
     "ReferenceGrant",
+    "HTTPRouteBackendRequestHeaderModification",
+    "HTTPRouteBackendTimeout",
+    "HTTPRouteRequestTimeout",
+    "GatewayHTTPSListenerDetectMisdirectedRequests",
 )
 
 

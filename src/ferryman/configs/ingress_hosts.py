@@ -19,14 +19,16 @@ from dataclasses import dataclass, field, replace
 
 from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.ingress import backend_of
+from ferryman.configs.ingress_limit_req import limit_req_policy
 from ferryman.configs.ingress_mergeable import (
     MASTER_DENYLIST,
     filtered,
+    master_of,
     merge,
     minion_annotations,
 )
 from ferryman.configs.ingress_options import IngressOptions, ingress_options
-from ferryman.configs.ingress_policies import ingress_policies, ingress_routing
+from ferryman.configs.ingress_policies import client_check, ingress_policies, ingress_routing
 from ferryman.configs.ingress_vs import Part, basic_auth, combined, ingress_vs_routing
 from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost
 from ferryman.configs.policy_reads import PolicyReads
@@ -42,6 +44,7 @@ class Written:
     routing: str | None  # the V record, None: none
     backends: frozenset[BackendKey] = frozenset()
     fast: str | None = None  # the F record (ingress_vs), None: none
+    client_check: str | None = None  # the M record (ingressMTLS), None: none
 
 
 @dataclass
@@ -76,6 +79,8 @@ def ingress_records(
     ``slow_path``: the data plane has the Lua slow path (not Angie's);
     ``mergeable``: for a master, the mergeable Ingresses of its host."""
     out = Outcome()
+    if ing.mergeable == "minion" and slow_path:
+        out.warnings = _minion_warnings(ing, reads, ingress_class, configmap, mergeable or [])
     if not vhosts:
         return out
     if ing.mergeable == "master":
@@ -91,7 +96,7 @@ def ingress_records(
             vhosts = [cluster_ip_host(vh) for vh in vhosts]
         else:
             out.warnings.append(_CLUSTER_IP_NOT_ON_ANGIE)
-    auth = basic_auth(ing, options, reads) if slow_path else NONE
+    auth = _route_configs(ing, options, reads) if slow_path else NONE
     if not slow_path and (options.slow() or options.basic_auth_secret):
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
@@ -101,9 +106,11 @@ def ingress_records(
             out.written = [Written(vh, None, frozenset(backends_of(vh))) for vh in vhosts]
             return out
         guarded = ingress_policies(ing, reads, ingress_class)
+        check = client_check(guarded)
         for vh in vhosts:
-            stub, record = ingress_routing(vh, guarded)
-            out.written.append(Written(stub, record, frozenset(backends_of(vh))))
+            stub, record, extra = ingress_routing(vh, guarded)
+            backends = frozenset(backends_of(vh)) | extra
+            out.written.append(Written(stub, record, backends, client_check=check))
         out.warnings += guarded.warnings
         return out
     policies = ingress_policies(ing, reads, ingress_class) if ing.policies else NONE
@@ -113,7 +120,7 @@ def ingress_records(
         host = "" if vh.host == CATCH_ALL else vh.host
         part = Part(ing, options, attached)
         r = ingress_vs_routing([part], vh, host, options, attached)
-        out.written.append(Written(r.host, r.record, r.backends, r.fast))
+        out.written.append(Written(r.host, r.record, r.backends, r.fast, client_check(attached)))
     return out
 
 
@@ -142,13 +149,10 @@ def _master(
     parts: list[Part] = []
     slow = server.slow() or bool(spec.configs) or spec.error
     for minion in merged.minions:
-        own, warned = minion_annotations(minion, master)
-        options, more = ingress_options(own, configmap)
-        served = replace(minion, meta=replace(minion.meta, annotations=own))
-        auth = basic_auth(served, options, reads) if slow_path else NONE
-        if served.policies and slow_path:
-            # NIC writes a minion's policies into its locations.
-            auth = combined(ingress_policies(served, reads, ingress_class), auth)
+        _, warned = minion_annotations(minion, master)
+        served, options, auth, more = _minion(minion, master, reads, ingress_class, configmap)
+        if not slow_path:
+            auth = NONE
         policies = _effective(spec, auth)
         slow = slow or options.slow() or auth is not NONE
         slow = slow or _balancing(options) != _balancing(server)
@@ -166,7 +170,7 @@ def _master(
         out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
         return out
     r = ingress_vs_routing(parts, vh, host, server, spec)
-    out.written = [Written(r.host, r.record, r.backends, r.fast)]
+    out.written = [Written(r.host, r.record, r.backends, r.fast, client_check(spec))]
     return out
 
 
@@ -176,6 +180,51 @@ def cluster_ip_host(vh: VirtualHost) -> VirtualHost:
     routes = tuple(replace(r, backend=r.backend + CLUSTER_IP) for r in vh.routes)
     default = vh.default_backend + CLUSTER_IP if vh.default_backend else None
     return replace(vh, routes=routes, default_backend=default)
+
+
+def _minion(
+    minion: Ingress,
+    master: Ingress,
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+) -> tuple[Ingress, IngressOptions, Attached, list[str]]:
+    """A minion as its master serves it: with the annotations it keeps or
+    inherits, its options, what its routes enforce and the options' warnings."""
+    own, _ = minion_annotations(minion, master)
+    options, warnings = ingress_options(own, configmap)
+    served = replace(minion, meta=replace(minion.meta, annotations=own))
+    auth = _route_configs(served, options, reads)
+    if served.policies:
+        # NIC writes a minion's policies into its locations.
+        auth = combined(ingress_policies(served, reads, ingress_class), auth)
+    return served, options, auth, warnings
+
+
+def _minion_warnings(
+    minion: Ingress,
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+    mergeable: list[Ingress],
+) -> list[str]:
+    """A minion's own Event's warnings (its options' and its policies'): the
+    master's render applies them, but the Event is the minion's."""
+    master = master_of(minion.rules[0].host, mergeable)
+    if master is None:
+        return []
+    _, _, auth, warnings = _minion(minion, master, reads, ingress_class, configmap)
+    return [*warnings, *auth.warnings]
+
+
+def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
+    """What the Ingress's own annotations enforce on its routes as policies do:
+    basic auth and the limit-req rate limit."""
+    basic = basic_auth(ing, options, reads)
+    if options.limit_req is None:
+        return basic  # NONE stays NONE: the callers tell "nothing" by identity
+    limit = limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req)
+    return combined(basic, limit)
 
 
 def _plain(vh: VirtualHost) -> Written:

@@ -24,7 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
+from ferryman.resources.ingress_sticky import StickyCookie
 
 # http { client_max_body_size 1m } in nginx.conf.tmpl is checked before routing.
 SERVER_BODY_LIMIT = 1024 * 1024
@@ -85,6 +87,11 @@ class IngressOptions:
     # nginx.org/use-cluster-ip: the backends' keys name the ClusterIP (an E record
     # like any other), so the fast path serves them as well.
     use_cluster_ip: bool = False
+    limit_req: LimitReq | None = None  # limit-req-*: the Ingress's rate limit
+    # sticky-cookie-services: service -> its cookie (NGINX's sticky cookie)
+    sticky: Mapping[str, StickyCookie] = field(default_factory=dict)
+    # proxy-redirect-from/-to (NGINX's proxy_redirect); None: off, default or unset
+    proxy_redirect: tuple[str, str] | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -164,6 +171,8 @@ def ingress_options(
     for key in sorted(OTHER_NIC):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: not implemented by ferryman; ignored")
+    limit, more = limit_req(annotations)
+    warnings += more
     for key in ("upstream-zone-size",):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: ferryman's balancers share one zone; ignored")
@@ -198,8 +207,27 @@ def ingress_options(
         set_headers=_pairs(get("proxy-set-headers", ())),
         add_headers=_triples(get("add-header", ())),
         use_cluster_ip=get("use-cluster-ip", False) is True,
+        limit_req=limit,
+        proxy_redirect=_proxy_redirect(annotations),
+        sticky=_sticky(get("sticky-cookie-services", {})),
     )
     return options, warnings
+
+
+def _sticky(value: object) -> dict[str, StickyCookie]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, StickyCookie)}
+
+
+def _proxy_redirect(annotations: Mapping[str, str]) -> tuple[str, str] | None:
+    """The (redirect, replacement) pair; ``off`` and ``default`` rewrite nothing
+    here (ferryman's proxy_pass names no upstream a backend could redirect to)."""
+    origin = annotations.get(PREFIX + "proxy-redirect-from")
+    replacement = annotations.get(PREFIX + "proxy-redirect-to")
+    if origin is None or replacement is None or origin in ("off", "default"):
+        return None
+    return origin, replacement
 
 
 def _int(value: object, default: int) -> int:

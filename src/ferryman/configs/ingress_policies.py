@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ferryman.configs.model import VirtualHost
+from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.policy_base import SPEC, Owner
+from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads
 from ferryman.configs.routes import NO_BACKEND, route_tables
 from ferryman.configs.vs_policies import Attached, PolicyItems, attach
@@ -38,11 +39,12 @@ from ferryman.resources.policy_external_auth import ExternalAuth
 
 # NIC's allowlist (waf: rejected when the Policy is read, so missing or invalid here).
 ON_INGRESS = (AccessControl, CORS, IngressMTLS, EgressMTLS, ExternalAuth)
-# Of those, the kinds ferryman enforces on VirtualServers only so far: the
-# host's client-certificate (M) record, the auth Service's endpoints and the
-# upstream TLS of a VirtualServer are not written for an Ingress. They fail
-# closed (500, Warning), never served as if the Policy were not there.
-NOT_YET_ON_INGRESS = (IngressMTLS, EgressMTLS, ExternalAuth)
+# Of those, the kinds ferryman does not enforce on Ingress yet (they fail
+# closed: 500, Warning). None now: ingressMTLS is the host's M record
+# (``client_check``), externalAuth's Service is among the record's backends,
+# egressMTLS sets the client certificate of ``nginx.org/ssl-services``'
+# upstreams (on plain HTTP ones it does nothing, as NGINX's proxy_ssl_* in NIC).
+NOT_YET_ON_INGRESS: tuple[type, ...] = ()
 
 
 def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> Attached:
@@ -68,6 +70,12 @@ def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> At
         elif isinstance(policy.policy, NOT_YET_ON_INGRESS):
             kind = type(policy.policy).__name__
             message = f"Policy {key}: {kind} on Ingress resources is not enforced yet (ferryman)"
+        elif isinstance(policy.policy, IngressMTLS) and ing.mergeable == "minion":
+            # NIC sets a minion's ingressMTLS on a server the master's replaces.
+            message = (
+                f"Policy {key}: IngressMTLS on a mergeable minion is not enforced "
+                "(client certificates are the master's host's); set it on the master"
+            )
         else:
             continue
         before = attach(refs[:i], owner, reads)
@@ -77,8 +85,17 @@ def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> At
     return attach(refs, owner, reads)
 
 
-def ingress_routing(vh: VirtualHost, attached: Attached) -> tuple[VirtualHost, str]:
-    """The stub H record's host and the V record for a host with policies."""
+def client_check(attached: Attached) -> str | None:
+    """The host's M record (ingressMTLS), None: no client certificates asked for."""
+    client = attached.configs.get(ClientCerts)
+    return client.record() if isinstance(client, ClientCerts) and not attached.error else None
+
+
+def ingress_routing(
+    vh: VirtualHost, attached: Attached
+) -> tuple[VirtualHost, str, frozenset[BackendKey]]:
+    """The stub H record's host, the V record for a host with policies and the
+    Services the policies proxy to (externalAuth's)."""
     items = PolicyItems()
     matched = items.reference(attached) or "-"
     unmatched = items.reference(attached, route_only=frozenset("c")) or "-"
@@ -87,4 +104,5 @@ def ingress_routing(vh: VirtualHost, attached: Attached) -> tuple[VirtualHost, s
     fields += [f"E|{p}|{b}" for p, b in sorted(exact.items())]
     fields += [f"L|{p}|{b}" for p, b in sorted(prefix.items())]
     fields += items.items
-    return replace(vh, routes=(), default_backend=None), " ".join(fields)
+    extra = frozenset(BackendKey(k) for k in items.backends)
+    return replace(vh, routes=(), default_backend=None), " ".join(fields), extra

@@ -18,6 +18,10 @@ trailing slash, ``/p/rest`` becomes ``<rewrite>/rest``, as NGINX does for
 ``location /p``); a path written ``/p/`` answers ``/p`` with 301 to ``/p/``,
 as NGINX's auto_redirect does for NIC's ``location /p/``.
 
+``nginx.org/proxy-redirect-from``/``-to`` are a tenth field of the proxy
+action (``_proxy_redirect``), which ferryman_proxy_redirect.lua applies to the
+upstream's Location and Refresh headers, as NGINX's proxy_redirect.
+
 Host options beyond the VirtualServer's grammar are one more item,
 ``O|<hsts>|<behind proxy 0|1>|<server tokens 0|1>`` (``hsts``: the header's
 value, base64, empty for none), read by ``ferryman_vs.lua`` and applied in
@@ -46,6 +50,7 @@ from ferryman.configs.policy_reads import PolicyReads
 from ferryman.configs.virtualserver import b64
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems
 from ferryman.resources.ingress import Ingress, ServiceBackend
+from ferryman.resources.ingress_sticky import StickyCookie
 from ferryman.resources.secret_policy import HTPASSWD_TYPE, Htpasswd, parse_htpasswd_secret
 
 _BALANCING = {
@@ -65,6 +70,21 @@ class _Location:
     backend: ServiceBackend
     rewrite: str | None  # the rewrite path, as the location replaces its prefix
     proxies: bool = False  # NGINX's auto_redirect: /p answers 301 to /p/
+
+
+def _proxy_redirect(o: IngressOptions) -> str:
+    """The action's tenth field, ``<mode>~<redirect>~<replacement>`` (base64):
+    mode ``p`` a prefix, ``r`` a regular expression, ``i`` a caseless one
+    (``ferryman_proxy_redirect.lua``); empty for none."""
+    if o.proxy_redirect is None:
+        return ""
+    origin, replacement = o.proxy_redirect
+    mode = "p"
+    if origin.startswith("~*"):
+        mode, origin = "i", origin[2:]
+    elif origin.startswith("~"):
+        mode, origin = "r", origin[1:]
+    return f"{mode}~{b64(origin)}~{b64(replacement)}"
 
 
 def _seconds(ms: int | None) -> str:
@@ -110,7 +130,20 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
     return [*exact.values(), *other.values()]
 
 
-def _upstream(key: BackendKey, tls: bool, o: IngressOptions) -> str:
+def _sticky(cookie: StickyCookie | None) -> str:
+    """The U item's twelfth field (ferryman_sticky.lua): ``<name>~<expires>~<domain>~
+    <path>~<samesite>~<flags>``, strings base64, expires in seconds (-1 none, -2
+    max), flags ``h`` httponly and ``s`` secure; empty for none."""
+    if cookie is None:
+        return ""
+    flags = ("h" if cookie.httponly else "") + ("s" if cookie.secure else "")
+    strings = (cookie.name, str(cookie.expires), cookie.domain, cookie.path, cookie.samesite)
+    return "~".join([b64(strings[0]), strings[1], *(b64(x) for x in strings[2:]), flags])
+
+
+def _upstream(
+    key: BackendKey, tls: bool, o: IngressOptions, sticky: StickyCookie | None = None
+) -> str:
     method = o.lb_method
     hash_key = ""
     if method.startswith("hash"):
@@ -142,6 +175,7 @@ def _upstream(key: BackendKey, tls: bool, o: IngressOptions) -> str:
             str(o.next_upstream_tries),
             b64(hash_key),
             fields,
+            *([_sticky(sticky)] if sticky else []),
         ]
     )
 
@@ -257,11 +291,13 @@ def ingress_vs_routing(
         passed = "^".join(b64(n) for n in o.pass_headers)
         set_headers = "^".join(f"{b64(n)}~{b64(v)}" for n, v in o.set_headers)
         add = "^".join(f"{b64(n)}~{b64(v)}~{int(a)}" for n, v, a in o.add_headers)
+        redirect = _proxy_redirect(o)
         for loc in _locations(part.ing, host, o):
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
             key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
-            upstream = _upstream(key, loc.backend.service in o.ssl_services, o)
+            tls = loc.backend.service in o.ssl_services
+            upstream = _upstream(key, tls, o, o.sticky.get(loc.backend.service))
             if upstream not in upstreams:
                 upstreams[upstream] = len(upstreams) + 1
                 lines.append(upstream)
@@ -277,6 +313,8 @@ def ingress_vs_routing(
             fast_locations.append(f"{head} f 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
             action = f"p.{number}.{rewrite}.{set_headers}.{add}.{hide}..{passed}."
+            if redirect:
+                action += "." + redirect  # the tenth field, after the ignored headers
             proxies = "1" if loc.proxies else "0"
             fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
             flags = "g" if loc.backend.service in o.grpc_services else ""

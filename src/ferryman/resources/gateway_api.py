@@ -315,6 +315,10 @@ class Rule:
     filters: tuple[Filter, ...]
     backends: tuple[BackendRef, ...]
     name: str | None = None
+    # timeouts.request and timeouts.backendRequest in seconds (0: disabled,
+    # None: not set).
+    request_timeout: float | None = None
+    backend_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -400,7 +404,35 @@ def _rule(o: Obj) -> Rule:
             o.ctx.add(invalid(b.at("weight"), weight, f"must be between 0 and {MAX_WEIGHT}"))
         backend_filters = tuple(_filter(f) for f in b.objs("filters", _FILTER_KEYS))
         backends.append(BackendRef(ref, port, weight, backend_filters))
-    return Rule(matches, filters, tuple(backends), o.text("name") or None)
+    request, backend = None, None
+    if (t := o.obj("timeouts", frozenset({"request", "backendRequest"}))) is not None:
+        request = _duration(t, "request")
+        backend = _duration(t, "backendRequest")
+        if request and backend and backend > request:
+            o.ctx.add(
+                invalid(
+                    t.at("backendRequest"),
+                    t.text("backendRequest"),
+                    "backendRequest timeout cannot be longer than request timeout",
+                )
+            )
+    return Rule(matches, filters, tuple(backends), o.text("name") or None, request, backend)
+
+
+# GEP-2257's Duration: 1 to 4 numbers of up to 5 digits, each with its unit.
+_DURATION_RE = re.compile(r"^([0-9]{1,5}(h|m|s|ms)){1,4}$")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration(o: Obj, key: str) -> float | None:
+    """A Duration field in seconds (None when absent)."""
+    if not o.has(key):
+        return None
+    text = o.text(key)
+    if not _DURATION_RE.fullmatch(text):
+        o.ctx.add(invalid(o.at(key), text, "must be a Gateway API Duration such as 500ms or 1h2m"))
+        return None
+    return sum(float(n) * _UNITS[u] for n, u in re.findall(r"([0-9]+)(ms|h|m|s)", text))
 
 
 def _match(o: Obj) -> Match:

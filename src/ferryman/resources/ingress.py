@@ -118,6 +118,13 @@ def _backend(raw: object, where: str, errors: list[str]) -> ServiceBackend | Non
         )
         return None
     svc = raw.get("service")
+    if not isinstance(svc, Mapping) and "serviceName" in raw:
+        # networking.k8s.io/v1beta1's backend, as some of NIC's READMEs still show.
+        errors.append(
+            f"{where}.serviceName: v1beta1's field (removed in Kubernetes 1.22); "
+            "networking.k8s.io/v1 takes service.name and service.port"
+        )
+        return None
     if not isinstance(svc, Mapping):
         errors.append(f"{where}.service: required")
         return None
@@ -205,6 +212,7 @@ def _path(raw: object, where: str, errors: list[str], regex: bool = False) -> HT
     path_type = raw.get("pathType")
     if path_type not in PATH_TYPES:
         errors.append(f"{where}.pathType: must be one of {', '.join(PATH_TYPES)}")
+        _backend(raw.get("backend"), f"{where}.backend", errors)  # its problems too
         return None
     path = raw.get("path")
     if path in (None, "") and path_type == "ImplementationSpecific":

@@ -18,7 +18,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ferryman.resources import ingress_proxy_redirect as proxy_redirect
 from ferryman.resources import nic_rules
+from ferryman.resources.ingress_sticky import parse_sticky_services
 from ferryman.resources.nic_fields import TOO_MANY, Problem, forbidden, invalid, required
 from ferryman.resources.nic_upstream import NEXT_UPSTREAM
 
@@ -267,6 +269,38 @@ def parse_add_headers(value: str) -> tuple[tuple[str, str, bool], ...]:
     return tuple(out)
 
 
+_LIMIT_REQ_KEY = r"^(\$\{[a-zA-Z_][a-zA-Z0-9_]*\}|\$[a-zA-Z_][a-zA-Z0-9_]*)+$"  # NIC's
+_LIMIT_REQ_KEY_RE = re.compile(_LIMIT_REQ_KEY[1:-1], re.ASCII)
+
+
+def parse_limit_req_key(value: str) -> str:
+    """NIC's validateLimitReqKeyAnnotation: NGINX variable references only."""
+    if not _LIMIT_REQ_KEY_RE.fullmatch(value):
+        raise BadValue(
+            nic_rules.regex_error(
+                "must consist of one or more NGINX variable references ($varname or "
+                "${varname}); must not contain ';', '\"', '\\', or newline characters",
+                _LIMIT_REQ_KEY,
+                "$binary_remote_addr",
+                "${request_uri}",
+            )
+        )
+    return value
+
+
+def _nic(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """A parser of another module (whose ValueError carries NIC's message) as a
+    value parser here."""
+
+    def parsed(value: str) -> object:
+        try:
+            return parse(value)
+        except ValueError as e:
+            raise BadValue(str(e)) from None
+
+    return parsed
+
+
 def _text(value: str) -> str:
     return value
 
@@ -332,6 +366,26 @@ KNOWN: Mapping[str, Known] = {
     "policies": Known(_text),
     "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
     "add-header": Known(lambda v: parse_add_headers(v)),
+    "limit-req-key": Known(parse_limit_req_key),
+    "sticky-cookie-services": Known(_nic(parse_sticky_services)),
+    "proxy-redirect-from": Known(_nic(proxy_redirect.parse_from)),
+    "proxy-redirect-to": Known(_nic(proxy_redirect.parse_to)),
+    # Parsed with the Ingress's options (configs/ingress_limit_req.py): NIC only
+    # logs their bad values, so they warn there rather than reject.
+    **dict.fromkeys(
+        (
+            "limit-req-rate",
+            "limit-req-zone-size",
+            "limit-req-delay",
+            "limit-req-no-delay",
+            "limit-req-burst",
+            "limit-req-dry-run",
+            "limit-req-log-level",
+            "limit-req-reject-code",
+            "limit-req-scale",
+        ),
+        Known(_text, required=False),
+    ),
 }
 # Known to NIC (validated or read), recognised here, applied by no part of ferryman
 # yet: accepted (not validated) with a Warning naming them (``configs/ingress_options.py``).
@@ -339,25 +393,36 @@ OTHER_NIC = frozenset(
     [
         "add-header-inherit",
         "rewrite-target",
-        "sticky-cookie-services",
         "app-root",
-        "proxy-redirect-from",
-        "proxy-redirect-to",
         "custom-http-errors",
         "ssl-ciphers",
         "ssl-prefer-server-ciphers",
-        "limit-req-rate",
-        "limit-req-key",
-        "limit-req-zone-size",
-        "limit-req-delay",
-        "limit-req-no-delay",
-        "limit-req-burst",
-        "limit-req-dry-run",
-        "limit-req-log-level",
-        "limit-req-reject-code",
-        "limit-req-scale",
     ]
 )
+
+
+# NIC's annotations for NGINX Plus (its validatePlusOnlyAnnotation): on open-source
+# NGINX, which ferryman drives, NIC rejects the Ingress, and so does ferryman
+# rather than serve it without the health checks, JWT validation or
+# persistence asked for.
+PLUS_ONLY = frozenset(
+    "nginx.com/" + key
+    for key in (
+        "health-checks",
+        "health-checks-mandatory",
+        "health-checks-mandatory-queue",
+        "slow-start",
+        "jwt-key",
+        "jwt-realm",
+        "jwt-token",
+        "jwt-login-url",
+        "sticky-cookie-services",
+        "policies",
+    )
+)
+# Annotations read only by NIC's custom templates (its custom-annotations
+# example); ferryman renders no user templates.
+CUSTOM = "custom.nginx.org/"
 
 
 def parse_value(key: str, value: str) -> object:
@@ -370,12 +435,22 @@ def validate(
 ) -> tuple[dict[str, object], list[Problem], list[str]]:
     """NIC's validateIngressAnnotations: the parsed ``nginx.org/*`` values (key
     without the prefix), the problems that reject the Ingress (in NIC's order:
-    annotation names sorted, the first failing rule of each), and warnings for
-    unknown ``nginx.org/*`` annotations."""
+    annotation names sorted, the first failing rule of each; NGINX Plus's
+    ``nginx.com/*`` ones forbidden), and warnings for unknown ``nginx.org/*``
+    annotations and for ``custom.nginx.org/*`` ones."""
     parsed: dict[str, object] = {}
     problems: list[Problem] = []
     warnings: list[str] = []
     for name in sorted(annotations):
+        if name in PLUS_ONLY:
+            problems.append(forbidden(f"annotations.{name}", "annotation requires NGINX Plus"))
+            continue
+        if name.startswith(CUSTOM):
+            warnings.append(
+                f"annotation {name}: custom annotations take effect through NIC's custom "
+                "templates, which ferryman does not have: ignored"
+            )
+            continue
         if not name.startswith(PREFIX):
             continue
         key = name.removeprefix(PREFIX)
@@ -404,6 +479,9 @@ def validate(
                 detail = f"{lead}The following services were not found: {','.join(unknown)}"
                 problems.append(invalid(where, value, detail))
                 del parsed[key]
+    pair = proxy_redirect.pair_problem(annotations)
+    if pair is not None:
+        problems.append(pair)
     return parsed, problems, warnings
 
 

@@ -161,7 +161,7 @@ class IngressTranslator:
         new_hosts = {vh.host for vh in vhosts}
         d.drop_hosts_of(ref, keep=new_hosts)
         for w in written:
-            d.write_host(ref, w.host, w.routing, fast=w.fast)
+            d.write_host(ref, w.host, w.routing, w.client_check, w.fast)
         if new_hosts:
             d.ref_hosts[ref] = new_hosts
         backends: set[BackendKey] = set()

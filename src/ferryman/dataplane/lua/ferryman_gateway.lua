@@ -1,7 +1,7 @@
 -- Gateway API listeners: the W record serving a request's socket and name
 -- (grammar and the choice of listener: ferryman.configs.gateway_servers).
--- A record is "<certificate id or -> <V record>"; its G items are routed by
--- ferryman_vs like a VirtualServer's.
+-- A record is "<certificate id or -> <listener> <V record>"; its G items are
+-- routed by ferryman_vs like a VirtualServer's.
 
 local virtual_servers = require("ferryman_vs")
 
@@ -26,12 +26,13 @@ local function entry_of(store, key)
         local raw = store:get(key)
         entry = false
         if raw then
-            local space = find(raw, " ", 1, true)
-            if space then
+            local tls, listener, rest = string.match(raw, "^(%S+) (%S+) (.*)$")
+            if tls then
                 entry = {
                     key = key,
-                    tls = sub(raw, 1, space - 1),
-                    vs = virtual_servers.decode(sub(raw, space + 1)),
+                    tls = tls,
+                    listener = listener,
+                    vs = virtual_servers.decode(rest),
                 }
             end
         end

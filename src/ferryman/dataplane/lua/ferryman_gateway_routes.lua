@@ -42,6 +42,16 @@ local function filters_of(text, entry)
         elseif letter == "w" then
             entry.rewrite = { host = decode_base64(f[1]), path_kind = f[2],
                               path = decode_base64(f[3]) }
+        elseif letter == "b" or letter == "c" then
+            -- A backendRef's own header changes: "<split>@<changes>".
+            local at = string.find(payload, "@", 1, true)
+            local ops = { tonumber(sub(payload, 1, at - 1)), headers_of(sub(payload, at + 1)) }
+            local key = letter == "b" and "backend_request" or "backend_response"
+            entry[key] = entry[key] or {}
+            entry[key][#entry[key] + 1] = ops
+        elseif letter == "t" then
+            local seconds = tonumber(payload)
+            entry.timeouts = { seconds, seconds, seconds }
         elseif letter == "m" then
             entry.mirrors = {}
             for _, m in ipairs(cut(payload, "^")) do
@@ -78,6 +88,17 @@ function _M.decode(f, splits_of)
     end
     if f[6] and f[6] ~= "" then
         filters_of(f[6], entry)
+    end
+    -- Each split's action carries its backendRef's header changes.
+    for key, field in pairs({ backend_request = "request_headers",
+                              backend_response = "response_headers" }) do
+        for _, ops in ipairs(entry[key] or {}) do
+            local split = entry.default[ops[1]]
+            if split then
+                split[2]["gateway_" .. field] = ops[2]
+            end
+        end
+        entry[key] = nil
     end
     return entry
 end
@@ -190,12 +211,16 @@ local function request_headers(ops)
     end
 end
 
--- The filters of a route that proxies: request headers, URLRewrite, and the
--- response header changes the header filter applies (``none``: ferryman_vs's
--- empty list).
-function _M.apply(route, uri, none)
+-- The filters of a route that proxies to ``action`` (the split picked):
+-- the rule's request headers, then its backendRef's, URLRewrite, timeouts,
+-- and the response header changes the header filter applies (``none``:
+-- ferryman_vs's empty list).
+function _M.apply(route, action, uri, none)
     if route.request_headers then
         request_headers(route.request_headers)
+    end
+    if action.gateway_request_headers then
+        request_headers(action.gateway_request_headers)
     end
     local w = route.rewrite
     if w then
@@ -206,8 +231,28 @@ function _M.apply(route, uri, none)
             ngx.req.set_uri(replaced_path(route, w.path_kind, w.path, uri), false)
         end
     end
-    if route.response_headers then
-        ngx.ctx.ferryman_response = { add = none, hide = none, gateway = route.response_headers }
+    local ctx = ngx.ctx
+    if route.timeouts then
+        ctx.ferryman_timeouts = route.timeouts
+    end
+    local response = route.response_headers
+    local own = action.gateway_response_headers
+    if own then
+        if response then
+            local both = {}
+            for _, op in ipairs(response) do
+                both[#both + 1] = op
+            end
+            for _, op in ipairs(own) do
+                both[#both + 1] = op
+            end
+            response = both
+        else
+            response = own
+        end
+    end
+    if response then
+        ctx.ferryman_response = { add = none, hide = none, gateway = response }
     end
 end
 

@@ -15,6 +15,8 @@ local SLASH = string.byte("/")
 local re_find = ngx.re.find
 local upstream_fields = require("ferryman_vs_upstream")
 local gateway_routes = require("ferryman_gateway_routes")
+local proxy_redirect = require("ferryman_proxy_redirect")
+local sticky = require("ferryman_sticky")
 
 local _M = {}
 
@@ -44,8 +46,10 @@ local function action_of(text)
         for _, name in ipairs(ignored or {}) do
             ignore_rate = ignore_rate or lower(name) == "x-accel-limit-rate"
         end
-        if add or hide or passed or ignore_rate then
-            response = { add = add or {}, hide = {}, passed = passed, ignore_rate = ignore_rate }
+        local redirect = proxy_redirect.decode(f[10]) -- an Ingress's proxy-redirect-*
+        if add or hide or passed or ignore_rate or redirect then
+            response = { add = add or {}, hide = {}, passed = passed, ignore_rate = ignore_rate,
+                         redirect = redirect }
             for _, name in ipairs(hide or {}) do
                 response.hide[#response.hide + 1] = decode_base64(name)
             end
@@ -138,6 +142,7 @@ function _M.decode(raw)
                 tries = tonumber(f[9]) or 0,
             }
             upstream_fields.decode(f[11], vs.upstreams[#vs.upstreams])
+            sticky.decode(f[12], vs.upstreams[#vs.upstreams]) -- an Ingress's sticky cookie
         elseif f[1] == "R" then
             local route = {
                 modifier = MODIFIERS[f[2]],
@@ -410,7 +415,7 @@ function _M.route(vs)
         return answer(a)
     end
     if route.gateway then
-        gateway_routes.apply(route, uri, NONE)
+        gateway_routes.apply(route, a, uri, NONE)
     end
     if a.rewrite then
         rewrite(route, a.rewrite, uri)
@@ -422,6 +427,7 @@ function _M.route(vs)
         response.hide = a.response and a.response.hide or NONE
         response.passed = a.response and a.response.passed
         response.ignore_rate = a.response and a.response.ignore_rate
+        response.redirect = a.response and a.response.redirect
         response.errors = route.errors
         ngx.ctx.ferryman_response = response
     end
@@ -484,6 +490,9 @@ function _M.header_filter(response)
             ngx.header[name] = nil
         end
         upstream_fields.header_filter(response.passed, response.ignore_rate)
+        if response.redirect then
+            proxy_redirect.header_filter(response.redirect)
+        end
     end
     local codes_ok = ADD_HEADER_CODES[ngx.status]
     for _, h in ipairs(response.add) do
