@@ -189,7 +189,7 @@ def outputs_by_test(log: str) -> dict[str, list[str]]:
 # A log line's source and time: ``    helpers.go:1057: 2026-11-27T15:18:20.77Z: ``.
 _STAMP = re.compile(r"^(\s*\S+\.go:\d+: )\d{4}-\d\d-\d\dT[\d:.]+Z: ")
 # How long a retried request has been tried: ``(after 18.02s)``.
-_AFTER = re.compile(r" \(after [\d.]+m?s\)$")
+_AFTER = re.compile(r" \(after [^)]*\)$")
 
 
 def condensed(lines: Iterable[str]) -> list[str]:
