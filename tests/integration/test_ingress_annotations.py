@@ -238,7 +238,7 @@ def test_unknown_and_snippet_annotations_warn(ferryman: Ferryman, backends: Back
             {
                 "nginx.org/proxy-reed-timeout": "1s",
                 "nginx.org/server-snippets": "return 403;",
-                "nginx.org/proxy-buffers": "8 16k",
+                "nginx.org/proxy-max-temp-file-size": "0",
             }
         ),
     )
@@ -247,7 +247,7 @@ def test_unknown_and_snippet_annotations_warn(ferryman: Ferryman, backends: Back
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert "nginx.org/proxy-reed-timeout is not a NIC annotation" in event["message"]
     assert "snippets are not supported" in event["message"]
-    assert "proxy_buffers takes no variable" in event["message"]
+    assert "proxy_max_temp_file_size takes no variable" in event["message"]
 
 
 def test_websocket_upgrade(ferryman: Ferryman, backends: Backends) -> None:

@@ -206,7 +206,7 @@ def test_invalid_virtual_server_is_rejected_and_others_keep_serving(
 
 
 def test_unimplemented_fields_make_a_warning(ferryman: Ferryman, backends: Backends) -> None:
-    upstreams = [{"name": "a", "service": "a", "port": 80, "buffer-size": "16k"}]
+    upstreams = [{"name": "a", "service": "a", "port": 80, "client-body-buffer-size": "16k"}]
     start_with_backends(
         ferryman, backends, vs("w", "w.test", [{"path": "/", "action": to("a")}], upstreams)
     )
@@ -214,8 +214,8 @@ def test_unimplemented_fields_make_a_warning(ferryman: Ferryman, backends: Backe
     event = ferryman.events_for("w")[-1]
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert (
-        "spec.upstreams[0].buffer-size: proxy_buffer_size takes no variable; ignored"
-        in event["message"]
+        "spec.upstreams[0].client-body-buffer-size: client_body_buffer_size takes no variable; "
+        "ignored" in event["message"]
     )
 
 

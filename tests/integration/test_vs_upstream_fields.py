@@ -284,15 +284,14 @@ def test_unsupported_fields_warn_and_no_field_reloads(
     b = backends.start("a")
     fields = {
         "next-upstream": "error timeout http_502",
-        "buffering": False,
-        "buffer-size": "8k",
+        "client-body-buffer-size": "8k",
         "subselector": {"version": "v1"},
     }
     start(ferryman, [b], one_route("w", "w.test", fields))
     assert ferryman.get("w.test", "/").served_by == "a"
     message = ferryman.events_for("w")[-1]["message"]
     assert "spec.upstreams[0].next-upstream: proxy_next_upstream takes no variable" in message
-    assert "spec.upstreams[0].buffering: proxy_buffering takes no variable" in message
+    assert "spec.upstreams[0].client-body-buffer-size: client_body_buffer_size takes no" in message
     assert "spec.upstreams[0].subselector: not implemented" in message
     # Each per-request field, changed in turn: no reload.
     for upstream in (

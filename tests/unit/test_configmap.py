@@ -259,7 +259,10 @@ def test_the_full_configuration_passes_nginx_t(tmp_path: Path) -> None:
 
 # ---- no value can add a directive ------------------------------------------------
 
-_BASELINE = directives(_main(parse_data(FULL).values))
+# FULL, and FULL with hsts-behind-proxy (its map's entry is "https", not "on").
+_BASELINE = directives(_main(parse_data(FULL).values)) + directives(
+    _main({**parse_data(FULL).values, "hsts-behind-proxy": "true"})
+)
 _SHAPES = {(d.path, d.name) for d in _BASELINE}
 _MAX_ARGS: dict[str, int] = {}
 for _d in _BASELINE:

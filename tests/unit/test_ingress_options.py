@@ -135,7 +135,7 @@ def test_not_per_request_values_warn() -> None:
     _, warnings = ingress_options(
         {
             "nginx.org/client-max-body-size": "10m",
-            "nginx.org/proxy-buffer-size": "16k",
+            "nginx.org/proxy-max-temp-file-size": "0",
             "nginx.org/location-snippets": "deny all;",
             "nginx.org/listen-ports": "8080",
             "nginx.org/use-cluster-ip": "true",
@@ -146,7 +146,7 @@ def test_not_per_request_values_warn() -> None:
     text = " ".join(warnings)
     for part in (
         "client-max-body-size",
-        "proxy_buffer_size",
+        "proxy_max_temp_file_size",
         "snippets",
         "nginx.org/rewrite-target: not implemented",
     ):

@@ -128,7 +128,7 @@ def test_subroutes_get_their_own_upstreams_warnings_and_the_routes_error_pages()
     pages = [{"codes": [502], "return": {"code": 200, "body": "down"}}]
     vs = _vs({"path": "/a", "route": "team/a", "errorPages": pages})
     doc = _vsr("a", "/a", "/a/b", namespace="team")
-    doc["spec"]["upstreams"][0]["buffering"] = False
+    doc["spec"]["upstreams"][0]["client-body-buffer-size"] = "16k"
     out = resolve(vs, Reads(doc), "ferryman")
     assert [len(r.error_pages) for r in routed(vs, out.routes)] == [1, 1]
     records = vs_records(vs, None, delegated=out.routes)
@@ -136,6 +136,7 @@ def test_subroutes_get_their_own_upstreams_warnings_and_the_routes_error_pages()
     assert records.warnings == ()
     assert dict(records.routes) == {
         out.routes[0].ref: (
-            "spec.upstreams[0].buffering: proxy_buffering takes no variable; ignored",
+            "spec.upstreams[0].client-body-buffer-size: "
+            "client_body_buffer_size takes no variable; ignored",
         )
     }

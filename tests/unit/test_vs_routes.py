@@ -128,7 +128,7 @@ def test_records_hold_any_accepted_value_as_base64_only(body: str, value: str) -
 
 def test_unimplemented_fields_are_warnings_naming_them() -> None:
     vs = _vs(
-        upstreams=[{"name": "up", "service": "svc", "port": 80, "buffering": False}],
+        upstreams=[{"name": "up", "service": "svc", "port": 80, "client-body-buffer-size": "16k"}],
         routes=[
             {
                 "path": "/",
@@ -140,7 +140,8 @@ def test_unimplemented_fields_are_warnings_naming_them() -> None:
     )
     warnings = vs_records(vs, SecretState("cert", None)).warnings
     assert warnings == (
-        "spec.upstreams[0].buffering: proxy_buffering takes no variable; ignored",
+        "spec.upstreams[0].client-body-buffer-size: "
+        "client_body_buffer_size takes no variable; ignored",
         "Policy ns/limit is missing or invalid",
     )  # a delegation is resolved apart (vs_delegation), its warnings the VS's
 

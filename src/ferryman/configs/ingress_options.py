@@ -21,9 +21,10 @@ routes: ``configs/ingress_ports.py`` reads them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, parse_buffers, tier_kib
 from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
 from ferryman.resources.ingress_sticky import StickyCookie
@@ -42,10 +43,9 @@ _FROM_CONFIGMAP = frozenset(
     ["lb-method", "max-fails", "fail-timeout", "keepalive", "ssl-redirect", "http-redirect-code"]
 )
 
+# proxy-buffers, proxy-buffer-size and proxy-busy-buffers-size choose a buffer
+# tier (``buffer_tiers``); these two have none.
 _NOT_PER_REQUEST = {
-    "proxy-buffers": "proxy_buffers",
-    "proxy-buffer-size": "proxy_buffer_size",
-    "proxy-busy-buffers-size": "proxy_busy_buffers_size",
     "proxy-max-temp-file-size": "proxy_max_temp_file_size",
     "client-body-buffer-size": "client_body_buffer_size",
 }
@@ -92,6 +92,10 @@ class IngressOptions:
     sticky: Mapping[str, StickyCookie] = field(default_factory=dict)
     # proxy-redirect-from/-to (NGINX's proxy_redirect); None: off, default or unset
     proxy_redirect: tuple[str, str] | None = None
+    # proxy-buffer-size, proxy-buffers, proxy-busy-buffers-size: the buffer
+    # tier (KiB, ``buffer_tiers``) of the slow path's location; None: the
+    # server's buffers (NGINX's or the ConfigMap's).
+    buffer_tier: int | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -157,6 +161,9 @@ def ingress_options(
     for key, directive in _NOT_PER_REQUEST.items():
         if get(key, None) is not None:
             warnings.append(f"{PREFIX}{key}: {directive} takes no variable; ignored")
+    tier, why = _buffer_tier(get)
+    if why is not None:
+        warnings.append(why)
     for key in ("server-snippets", "location-snippets"):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: snippets are not supported by ferryman; ignored")
@@ -210,6 +217,7 @@ def ingress_options(
         limit_req=limit,
         proxy_redirect=_proxy_redirect(annotations),
         sticky=_sticky(get("sticky-cookie-services", {})),
+        buffer_tier=tier,
     )
     return options, warnings
 
@@ -228,6 +236,30 @@ def _proxy_redirect(annotations: Mapping[str, str]) -> tuple[str, str] | None:
     if origin is None or replacement is None or origin in ("off", "default"):
         return None
     return origin, replacement
+
+
+def _buffer_tier(get: Callable[[str, object], object]) -> tuple[int | None, str | None]:
+    """The buffer tier the annotations ask for, or a warning when none is
+    large enough (the server's buffers then apply)."""
+    buffers = get("proxy-buffers", None)
+    ask = BufferAsk(
+        buffer_size=_int_or_none(get("proxy-buffer-size", None)),
+        buffers=parse_buffers(buffers) if isinstance(buffers, str) else None,
+        busy_buffers_size=_int_or_none(get("proxy-busy-buffers-size", None)),
+    )
+    try:
+        return tier_kib(ask), None
+    except TooLarge as e:
+        keys = [
+            k
+            for k, v in (
+                ("proxy-buffer-size", ask.buffer_size),
+                ("proxy-buffers", ask.buffers),
+                ("proxy-busy-buffers-size", ask.busy_buffers_size),
+            )
+            if v is not None
+        ]
+        return None, f"{', '.join(PREFIX + k for k in keys)}: {e}"
 
 
 def _int(value: object, default: int) -> int:

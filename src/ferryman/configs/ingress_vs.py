@@ -33,7 +33,11 @@ slow path's location with ``proxy_buffering off`` declared once in nginx.conf
 path to a service of ``nginx.org/grpc-services`` has the flag ``g``: its
 requests go to ``@ferryman_grpc`` (grpc_pass, ``configs/vs_grpc.py``), as NIC
 writes ``grpc_pass`` for them, when the ConfigMap's http2 is on (NIC ignores
-the annotation otherwise: ``ingress_options``).
+the annotation otherwise: ``ingress_options``). ``nginx.org/proxy-buffer-size``,
+``proxy-buffers`` and ``proxy-busy-buffers-size`` give the flag ``b<kib>``:
+its requests go to the slow path's location of that buffer tier
+(``@ferryman_b<kib>``, or ``@ferryman_unbuffered_b<kib>`` with ``u``;
+``configs/buffer_tiers.py``).
 """
 
 from __future__ import annotations
@@ -319,6 +323,7 @@ def ingress_vs_routing(
             fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
             flags = "g" if loc.backend.service in o.grpc_services else ""
             flags += "" if o.proxy_buffering else "u"
+            flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
             if flags:
                 fields.append(flags)
             routes.append("|".join(fields))

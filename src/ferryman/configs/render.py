@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import jinja2
 
+from ferryman.configs import buffer_tiers
 from ferryman.configs.model import MainConfig
 
 
 def template_environment() -> jinja2.Environment:
     """The one Jinja2 set-up for every NGINX/Angie template."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("ferryman.configs", "templates"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -17,6 +18,13 @@ def template_environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,  # NGINX syntax, not HTML; values are validated instead
     )
+    # The slow path's locations per buffer tier (nginx.conf.tmpl).
+    env.globals.update(
+        slow_variants=buffer_tiers.slow_variants(),
+        buffer_count=buffer_tiers.BUFFERS,
+        buffer_busy=buffer_tiers.BUSY,
+    )
+    return env
 
 
 class Renderer:

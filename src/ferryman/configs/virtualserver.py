@@ -41,7 +41,9 @@ A VirtualServer host is two records:
     (``vs_policies``), ``,``-separated, ``!`` to answer 500; ``<flags>``
     (absent: none), letters: ``g`` a gRPC route, proxied from
     ``@ferryman_grpc`` with grpc_pass (``vs_grpc``), ``u`` unbuffered (an
-    Ingress's, ``configs/ingress_vs.py``);
+    Ingress's, ``configs/ingress_vs.py``, or every upstream the route proxies
+    to has ``buffering: false``), ``b<kib>`` a buffer tier
+    (``configs/buffer_tiers.py``: the largest its upstreams ask for);
   - ``P|<letter>|<fields>``: one policy configuration (``configs/policy_*.py``
     document each kind's fields; ``dataplane/lua/ferryman_policy.lua`` enforces
     them), numbered from 1 in order;
@@ -72,6 +74,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.configs.buffer_tiers import route_flags
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.policy_base import ROUTE, SPEC, SUBROUTE, Owner
@@ -90,7 +93,7 @@ from ferryman.configs.vs_grpc import (
 from ferryman.configs.vs_policies import NONE, Attached, PolicyItems, attach, effective
 from ferryman.configs.vs_response import UNIGNORABLE, unignorable
 from ferryman.configs.vs_routes import Location, source_variable, unquote
-from ferryman.configs.vs_upstream import unsupported, upstream_fields
+from ferryman.configs.vs_upstream import buffer_tier, unsupported, upstream_fields
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_action import Action, Pass, Proxy, Redirect
 from ferryman.resources.nic_match import Split
@@ -152,6 +155,8 @@ class _Builder:
         self.fast_routes: list[FastRoute] = []
         # The names of gRPC upstreams in ``upstreams``.
         self.grpc: set[str] = set()
+        # Each upstream's (buffer tier, unbuffered), by number (``buffer_tiers``).
+        self.buffers: dict[int, tuple[int | None, bool]] = {}
         # The upstream names the routes being built use: the VirtualServer's, or
         # a VirtualServerRoute's while its subroutes are built (``owner``).
         self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
@@ -164,6 +169,7 @@ class _Builder:
         for i, u in enumerate(upstreams):
             self.count += 1
             named[u.name] = self.count
+            self.buffers[self.count] = (buffer_tier(u)[0], u.buffering is False)
             self.items.append(self._upstream(i, u, namespace))
         return named
 
@@ -286,7 +292,14 @@ class _Builder:
             enforced,
         ]
         if grpc:
-            fields.append(GRPC_FLAG)
+            fields.append(GRPC_FLAG)  # grpc_pass: proxy buffers do not apply
+        else:
+            used = [self.buffers[self.upstreams[name]] for name in sorted(proxied(r))]
+            flags, mixed_buffering = route_flags(used)
+            if mixed_buffering is not None:
+                self.warn(where, mixed_buffering)
+            if flags:
+                fields.append(flags)
         self.items.append("|".join(fields))
         self.fast_routes.append(FastRoute(loc, r, enforced, self.upstreams, attached))
 

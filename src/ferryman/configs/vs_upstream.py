@@ -28,17 +28,21 @@ What each becomes, against NIC's template (nginx.virtualserver.tmpl):
   no variable, so the number itself does not size anything (unset: ferryman's
   default, kept).
 
+``buffering``, ``buffers``, ``buffer-size`` and ``busy-buffers-size`` take
+no variable either; they become route flags (``buffer_tier``): the slow
+path's location with ``proxy_buffering off`` and/or of a buffer tier
+(``configs/buffer_tiers.py``), declared once in nginx.conf.
+
 The rest take no variable in NGINX (``proxy_next_upstream``,
-``proxy_buffering``, ``proxy_buffers``, ``proxy_buffer_size``,
-``proxy_busy_buffers_size``, ``client_body_buffer_size``), and
-``subselector`` needs every pod's labels: they stay ``Warning``
-(``unsupported``; docs/virtualserver.md says why, and
+``client_body_buffer_size``), and ``subselector`` needs every pod's labels:
+they stay ``Warning`` (``unsupported``; docs/virtualserver.md says why, and
 ``bench/vs_directives_reload.py`` measures what rendering them would cost).
 ``type: grpc`` is a route flag (``configs/vs_grpc.py``).
 """
 
 from __future__ import annotations
 
+from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, tier_kib
 from ferryman.resources.nic_upstream import Upstream
 
 # http { client_max_body_size } in nginx.conf.tmpl: location / refuses a larger
@@ -81,11 +85,13 @@ def unsupported(u: Upstream) -> dict[str, str]:
             "above the server's client_max_body_size 1m, which NGINX checks before "
             "routing; 1m applies"
         )
+    tier, too_large = buffer_tier(u)
+    if u.type == "grpc" and (tier is not None or too_large or u.buffering is not None):
+        # NIC writes them into the gRPC location too, where grpc_pass ignores them.
+        out[_asked_buffers(u)] = "does not apply to a gRPC upstream (grpc_pass); ignored"
+    elif too_large is not None:
+        out[_asked_buffers(u)] = too_large
     directives = {
-        "buffering": (u.buffering is not None, "proxy_buffering"),
-        "buffers": (u.buffers is not None, "proxy_buffers"),
-        "buffer-size": (u.buffer_size is not None, "proxy_buffer_size"),
-        "busy-buffers-size": (u.busy_buffers_size is not None, "proxy_busy_buffers_size"),
         "client-body-buffer-size": (
             u.client_body_buffer_size is not None,
             "client_body_buffer_size",
@@ -95,3 +101,32 @@ def unsupported(u: Upstream) -> dict[str, str]:
         if used:
             out[field] = f"{directive} takes no variable; ignored"
     return out
+
+
+def buffer_tier(u: Upstream) -> tuple[int | None, str | None]:
+    """The buffer tier (KiB) ``u``'s buffers ask for (None: the server's), or
+    why none is large enough."""
+    ask = BufferAsk(
+        buffer_size=u.buffer_size,
+        buffers=(u.buffers.number, u.buffers.size) if u.buffers else None,
+        busy_buffers_size=u.busy_buffers_size,
+    )
+    try:
+        return tier_kib(ask), None
+    except TooLarge as e:
+        return None, str(e)
+
+
+def _asked_buffers(u: Upstream) -> str:
+    """The buffer fields ``u`` sets, as one warning's field name."""
+    fields = [
+        name
+        for name, value in (
+            ("buffering", u.buffering),
+            ("buffer-size", u.buffer_size),
+            ("buffers", u.buffers),
+            ("busy-buffers-size", u.busy_buffers_size),
+        )
+        if value is not None
+    ]
+    return ",".join(fields)

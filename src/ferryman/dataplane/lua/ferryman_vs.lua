@@ -11,6 +11,7 @@ local policies = require("ferryman_policy")
 
 local decode_base64 = ngx.decode_base64
 local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, string.gsub, string.byte
+local match = string.match
 local SLASH = string.byte("/")
 local re_find = ngx.re.find
 local upstream_fields = require("ferryman_vs_upstream")
@@ -171,10 +172,22 @@ function _M.decode(raw)
                 end
             end
             -- The route's flags: "u" an Ingress route with nginx.org/proxy-buffering:
-            -- false (ingress_vs), "g" gRPC (ferryman.configs.virtualserver).
+            -- false (ingress_vs), "g" gRPC (ferryman.configs.virtualserver),
+            -- "b<kib>" a buffer tier (ferryman.configs.buffer_tiers).
             local flags = f[9] or ""
             route.unbuffered = find(flags, "u", 1, true) ~= nil
             route.grpc = find(flags, "g", 1, true) ~= nil
+            -- The slow path's location of a buffered/unbuffered, tiered route
+            -- (nginx.conf.tmpl: @ferryman_<variant>); nil: this one.
+            local tier = match(flags, "b(%d+)")
+            local variant = route.unbuffered and "unbuffered" or nil
+            if tier then
+                variant = (variant and variant .. "_" or "") .. "b" .. tier
+            end
+            if variant and not route.grpc then
+                route.variant = variant
+                route.location = "@ferryman_" .. variant
+            end
             local modifier = route.modifier
             if modifier == "=" then
                 vs.exact[route.path] = route
@@ -377,10 +390,11 @@ function _M.route(vs)
     if route.mirrors and var.ferryman_variant ~= "mirror" then
         gateway_routes.mirror(route, vs) -- goes on in a mirroring location, if any
     end
-    if route.unbuffered and not route.grpc and var.ferryman_variant ~= "unbuffered" then
-        -- The same slow path in the location with proxy_buffering off
-        -- (nginx.conf.tmpl), before any policy counts the request.
-        return ngx.exec("@ferryman_unbuffered")
+    if route.variant and var.ferryman_variant ~= route.variant then
+        -- The same slow path in the location with proxy_buffering off and/or
+        -- the route's buffer tier (nginx.conf.tmpl), before any policy
+        -- counts the request.
+        return ngx.exec(route.location)
     end
     if redirect then
         local args = var.args
