@@ -195,6 +195,14 @@ def test_https_listener_serves_its_certificate(gw: Ferryman) -> None:
     ):
         cert = tls.getpeercert(binary_form=True)
     assert cert is not None and b"secure.example.com" in cert
+    # HTTP/2 is offered: a client that speaks only h2 (as the conformance
+    # suite's does) gets it.
+    ctx.set_alpn_protocols(["h2"])
+    with (
+        socket.create_connection((address, port)) as raw,
+        ctx.wrap_socket(raw, server_hostname="secure.example.com") as tls,
+    ):
+        assert tls.selected_alpn_protocol() == "h2"
     # No listener for that name: no handshake.
     with pytest.raises(httpx.ConnectError):
         get_at(address, port, "other.example.com", https=True)

@@ -121,8 +121,9 @@ def test_section_name_and_hostname_intersection() -> None:
     assert conditions(att, "wild")["Accepted"] == "Accepted"
     assert set(att.table[("gw", "g", "a")]) == {"a.test"}
     assert set(att.table[("gw", "g", "b")]) == {"x.y.b.test"}
-    # attachedRoutes counts what allowedRoutes and parentRefs select, hostnames aside.
-    assert [s.attached_routes for s in att.gateways[("gw", "g")].listeners] == [2, 2]
+    # attachedRoutes counts the Accepted routes whose hostnames meet the
+    # listener's: "wild" on both, "miss" (not Accepted) on neither.
+    assert [s.attached_routes for s in att.gateways[("gw", "g")].listeners] == [1, 1]
 
 
 def test_backend_refs_kind_grant_and_existence() -> None:

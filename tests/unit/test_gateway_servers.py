@@ -103,7 +103,7 @@ def test_the_lookup_finds_the_most_specific_listener(
 
 def test_listen_lines() -> None:
     text = render_listens([("10.0.0.1", 80, False), ("*", 8443, True), ("10.0.0.1", 80, False)])
-    assert text.splitlines()[1:] == ["listen 8443 ssl;", "listen 10.0.0.1:80;"]
+    assert text.splitlines()[1:] == ["listen 8443 ssl http2;", "listen 10.0.0.1:80;"]
 
 
 def test_record_strings_are_base64() -> None:

@@ -171,3 +171,17 @@ def test_an_invalid_route_is_rejected_with_the_field(tmp_path: Path) -> None:
     _sync(kit, _class(), _gateway("one"), bad)
     assert kit.reasons("bad") == ["Rejected"]
     assert "spec.rules[0].matches[0].path" in kit.messages("bad")[0]
+
+
+def test_a_route_made_again_in_one_batch_gets_its_status_again(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    first = _route("r1")
+    first["metadata"]["uid"] = "u1"
+    _sync(kit, _class(), _service(), _gateway("one"), first)
+    writes = kit.gateway_writes
+    again = _route("r1")
+    again["metadata"]["uid"] = "u2"
+    kit.sink.delete(ObjectRef("HTTPRoute", "infra", "r1"))
+    _sync(kit, again)
+    assert kit.gateway_writes == writes + 1
+    assert kit.gateway_statuses[ObjectRef("HTTPRoute", "infra", "r1")]["parents"]

@@ -18,8 +18,9 @@ The rules (gateway-api v1.6, apis/v1 gateway_types.go and httproute_types.go):
   or granted by a ReferenceGrant (RefNotPermitted), and exist
   (BackendNotFound); the route is accepted anyway and requests its invalid
   backends would have had are answered 500, in proportion to their weights;
-- attachedRoutes counts, per listener, the routes its allowedRoutes and the
-  route's parentRefs select, whatever their hostnames.
+- attachedRoutes counts, per listener, the Accepted routes its allowedRoutes
+  and the route's parentRefs select whose hostnames (if any) intersect the
+  listener's.
 
 Precedence between the rules of all routes on one listener hostname (the
 specification's order): an Exact path, then regular expressions (their place is
@@ -165,7 +166,11 @@ def attach(
                 continue  # not one of ours: its controller reports it
             statuses = listener_status[gw_key]
             conditions, taking = _parent_conditions(route, parent, gw, statuses, namespace_labels)
-            for lst in taking:
+            # attachedRoutes: the routes Accepted on a listener whose hostname
+            # intersects theirs (v1.6; the suite holds implementations to it).
+            for lst in taking if conditions[0].status else ():
+                if route.hostnames and not _intersect(lst.hostname, route.hostnames):
+                    continue
                 count_key = (*gw_key, lst.name)
                 attached[count_key] = attached.get(count_key, 0) + 1
             refs = _resolved_refs(route, grants, service_exists)

@@ -63,7 +63,9 @@ def render_listens(sockets: Iterable[tuple[str, int, bool]]) -> str:
     lines = [_HEADER]
     for address, port, tls in sorted(set(sockets)):
         where = str(port) if address == ANY_ADDRESS else f"{address}:{port}"
-        lines.append(f"listen {where}{' ssl' if tls else ''};\n")
+        # HTTP/2 offered over TLS (ALPN): clients such as the conformance
+        # suite's speak only h2 to an HTTPS listener.
+        lines.append(f"listen {where}{' ssl http2' if tls else ''};\n")
     return "".join(lines)
 
 

@@ -105,7 +105,7 @@ def backends(ts: TransportServer) -> frozenset[BackendKey]:
 def stream_record(ts: TransportServer) -> str:
     """``<backend> <method> <max_fails> <fail_timeout ms> <max_conns> <tries>
     <next_upstream 0|1> <next_upstream_timeout ms> [<backup backend>]``, as
-    ngx_stream_ferryman_module.c reads it."""
+    ngx_stream_ferryman_balancer.c reads it."""
     up = ts.upstream
     fields = [
         backend_key(ts.meta.namespace, up.service, str(up.port)),

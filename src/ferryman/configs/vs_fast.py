@@ -3,7 +3,7 @@
 The Lua slow path routes a VirtualServer host from its ``V`` record
 (``configs/virtualserver.py``); each of its entries into Lua costs NGINX CPU per
 request. The ``F`` record, pushed beside ``V`` for the same host and read only by
-the module (``dataplane/module/ngx_http_ferryman_vs.c`` holds the grammar), lists
+the module (``dataplane/module/ngx_http_ferryman_vs_parse.c`` holds the grammar), lists
 every route's location, so the module picks the location as NGINX would, and for
 the routes it can serve exactly, their matches, splits and upstreams. Any other
 route is ``s`` (slow): the module hands its requests to the slow path, which
@@ -86,7 +86,7 @@ _MAX_FAILS = 1
 _FAIL_TIMEOUT_MS = 10_000
 # NGINX's log levels (NGX_LOG_*), as the module reads a rate limit's logLevel.
 _LOG_LEVELS = {"error": 4, "warn": 5, "notice": 6, "info": 7}
-# The key variables the module reads (ngx_http_ferryman_limit.c's list); NIC's
+# The key variables the module reads (ngx_http_ferryman_limit_key.c's list); NIC's
 # jwt_claim_ and apikey_ ones only the Lua router has.
 _KEY_VARIABLES = frozenset(
     ["binary_remote_addr", "request_uri", "uri", "args", "request_method", "remote_addr"]

@@ -74,7 +74,7 @@ PARAMETER_KEYS = frozenset(
     ]
 )
 # NIC's stream methods for NGINX (not Plus) -> the balancer's name for it
-# (ngx_stream_ferryman_module.c).
+# (ngx_stream_ferryman_balancer.c).
 LB_METHODS = {
     "round_robin": "rr",
     "least_conn": "lc",

@@ -97,7 +97,9 @@ class GatewayTranslator:
         self._assigned: dict[tuple[str, str], str] = {}
         self._status_addresses: tuple[str, ...] = ()
         self._wanted: dict[ObjectRef, Mapping[str, Any]] = {}
-        self._sent: dict[ObjectRef, Mapping[str, Any]] = {}
+        # What was sent, with the uid of the object it was sent for: an object
+        # deleted and created again within a batch gets its status again.
+        self._sent: dict[ObjectRef, tuple[str | None, Mapping[str, Any]]] = {}
         self._route_backends: dict[ObjectRef, frozenset[BackendKey]] = {}
         self._rejected: dict[ObjectRef, str] = {}
         self._gateways = 0
@@ -152,9 +154,10 @@ class GatewayTranslator:
         if self._sink is None:
             return
         for ref, status in sorted(self._wanted.items()):
-            if self._sent.get(ref) != status:
+            sent = (self._store.uid(ref), status)
+            if self._sent.get(ref) != sent:
                 self._sink(ref, status)
-                self._sent[ref] = status
+                self._sent[ref] = sent
         for ref in [r for r in self._sent if r not in self._wanted]:
             del self._sent[ref]
 

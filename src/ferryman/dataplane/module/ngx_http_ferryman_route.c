@@ -1,0 +1,247 @@
+/*
+ * Routing, in the precontent phase of locations marked `ferryman_route`: the
+ * virtual host, the route (an Ingress host's or a VirtualServer's), its rate
+ * limits and the endpoint set, kept in the request's context for the
+ * balancer; what the fast path does not proxy goes to the slow path.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_ferryman.h"
+
+
+/* A request's context: its virtual host, which lives in the worker's cache,
+ * so the cache is kept until the request ends; the rate limits' delay. */
+static ferryman_ctx_t *
+ferryman_new_ctx(ngx_http_request_t *r, ferryman_cache_t *cache,
+    ferryman_host_t *host, ngx_msec_t delay)
+{
+    ferryman_ctx_t      *ctx;
+    ngx_pool_cleanup_t  *cln;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ferryman_ctx_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (ctx == NULL || cln == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ferryman_release_cache;
+    cln->data = cache;
+    cache->refs++;
+
+    ctx->cache = cache;
+    ctx->host = host;
+    ctx->delay = delay;
+
+    return ctx;
+}
+
+
+/* NGX_OK: proxy (the context set); NGX_ERROR: the slow path answers; or a
+ * status the module answers. "limit": whether a route's rate limits can be
+ * enforced here (in the precontent phase), else such a route is the slow
+ * path's. */
+ngx_int_t
+ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
+{
+    ngx_int_t                  rc, status;
+    ngx_msec_t                 delay;
+    ngx_str_t                 *name, *backend_name;
+    ngx_uint_t                 https;
+    ferryman_ctx_t            *ctx;
+    ferryman_host_t           *host;
+    ferryman_balance_t        *balance;
+    ferryman_vs_upstream_t    *upstream;
+    ferryman_limits_t         *limits;
+    ferryman_cache_t          *cache;
+    ferryman_backend_t        *backend;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    cache = ferryman_current_cache(sh);
+    if (cache == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* $host: the Host header's name, else the server's name ("_"). */
+    name = &r->headers_in.server;
+    if (name->len == 0) {
+        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+        name = &cscf->server_name;
+    }
+
+    host = ferryman_vhost(cache, name);
+    if (host == NULL) {
+        return NGX_ERROR;
+    }
+
+    https = 0;
+#if (NGX_HTTP_SSL)
+    https = r->connection->ssl != NULL;
+#endif
+
+    if (host->redirect && !https) {
+        return NGX_ERROR;
+    }
+
+    /* Not this host's listener: Lua answers 404, as for an unknown host. */
+    if (ferryman_wrong_listener(r, host, https)) {
+        return NGX_ERROR;
+    }
+
+    delay = 0;
+
+    if (host->vs != NULL) {
+        limits = NULL;
+
+        rc = ferryman_vs_route(r, host->vs, &upstream, &limits);
+
+        if (rc != NGX_OK && rc != NGX_HTTP_NOT_FOUND) {
+            return NGX_ERROR;
+        }
+
+        if (limits != NULL) {
+            if (!limit) {
+                return NGX_ERROR;
+            }
+
+            status = ferryman_limit_check(r, limits, &delay);
+
+            if (status != NGX_DECLINED) {
+                return status;
+            }
+        }
+
+        if (rc == NGX_HTTP_NOT_FOUND) {
+            /* No route: the VirtualServer's limits passed it; answered
+             * once its delay is over. */
+            if (delay == 0) {
+                return NGX_HTTP_NOT_FOUND;
+            }
+
+            ctx = ferryman_new_ctx(r, cache, host, delay);
+            if (ctx == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            ctx->status = NGX_HTTP_NOT_FOUND;
+            ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
+
+            return NGX_OK;
+        }
+
+        backend_name = &upstream->backend;
+        balance = &upstream->balance;
+
+    } else {
+        backend_name = ferryman_match(host, &r->uri);
+        if (backend_name == NULL) {
+            return NGX_ERROR;
+        }
+
+        balance = &host->balance;
+    }
+
+    if (cache->last_backend_name == backend_name->data) {
+        backend = cache->last_backend;
+
+    } else {
+        backend = ferryman_backend(cache, backend_name);
+
+        if (backend != NULL) {
+            cache->last_backend_name = backend_name->data;
+            cache->last_backend = backend;
+        }
+    }
+
+    if (backend == NULL || backend->npeers == 0) {
+        /* A VirtualServer's upstream without endpoints: its route was
+         * chosen (a split already rolled), so answer as the slow path would
+         * rather than let it route again. */
+        return host->vs != NULL ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_ERROR;
+    }
+
+    ctx = ferryman_new_ctx(r, cache, host, delay);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (backend->npeers <= 64) {
+        ctx->tried = &ctx->tried_few;
+
+    } else {
+        ctx->tried = ngx_pcalloc(r->pool,
+                                 (backend->npeers + 63) / 64 * sizeof(uint64_t));
+        if (ctx->tried == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    ctx->balance = balance;
+    ctx->backend = backend;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
+
+    return NGX_OK;
+}
+
+
+/* The precontent phase of locations with "ferryman_route": a request the
+ * fast path proxies goes on to proxy_pass with its route in the module's
+ * context; any other is handed to the slow path's named location. Routing
+ * here rather than in the upstream's peer initialisation keeps the
+ * connection alive: a failed initialisation ends in a 500, and NGINX closes
+ * the connection after any 500, even one error_page turns into a 404. */
+ngx_int_t
+ngx_http_ferryman_route_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                 rc;
+    ferryman_ctx_t           *ctx;
+    ferryman_shctx_t         *sh;
+    ferryman_loc_conf_t      *flcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_ferryman_module);
+
+    if (flcf->slow_path.len == 0 || r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+    if (ctx != NULL) {
+        /* Routed already (back from a rate limit's delay). */
+        return ctx->status ? (ngx_int_t) ctx->status : NGX_DECLINED;
+    }
+
+    sh = ferryman_shared();
+    rc = NGX_DECLINED;
+
+    if (sh != NULL) {
+        rc = ferryman_route(r, sh, 1);
+        /* Answered here (proxied, refused by a rate limit, no endpoint) or
+         * handed to the slow path. */
+        ferryman_count(sh, rc == NGX_ERROR ? 1 : 0);
+    }
+
+    if (rc == NGX_OK) {
+        ctx = ngx_http_get_module_ctx(r, ngx_http_ferryman_module);
+
+        if (ctx->delay > 0) {
+            /* Back here once it is over: the context lets it through. */
+            return ferryman_limit_wait(r, ctx->delay);
+        }
+
+        return NGX_DECLINED;
+    }
+
+    if (rc != NGX_ERROR && rc != NGX_DECLINED) {
+        return rc;
+    }
+
+    (void) ngx_http_named_location(r, &flcf->slow_path);
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}

@@ -1,0 +1,103 @@
+/*
+ * A stream listener's records in the zone: a host's (TLS passthrough's S,
+ * the certificates' T), "<kind>:<listener>/<host>", else its wildcard's
+ * ("*.<parent>" in the host's place), and the listener's own,
+ * "<kind>:<listener>".
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_stream.h>
+
+#include "ngx_stream_ferryman.h"
+#include "ngx_ferryman_stream_api.h"
+
+
+/* For a wildcard passthrough host: the key of "a.b.c" becomes the key of
+ * "*.b.c", in place ("*" takes the first label's place: never longer);
+ * NGX_DECLINED when the name has no dot after its first label. */
+static ngx_int_t
+ferryman_stream_wildcard(ngx_stream_ferryman_srv_conf_t *conf, ngx_str_t *key)
+{
+    u_char  *name, *dot, *end;
+
+    name = key->data + 2 + conf->listener.len + 1;
+    end = key->data + key->len;
+    dot = ngx_strlchr(name, end, '.');
+
+    if (dot == NULL || dot == name || dot + 1 == end) {
+        return NGX_DECLINED;
+    }
+
+    name[0] = '*';
+    ngx_memmove(name + 1, dot, end - dot);
+    key->len = (name + 1 + (end - dot)) - key->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ferryman_stream_host_record(ngx_stream_ferryman_srv_conf_t *conf,
+    ngx_pool_t *pool, u_char kind, u_char *name, size_t len, u_char *buf,
+    ngx_str_t *key, ngx_str_t *value)
+{
+    u_char    *p;
+    uint32_t   unused;
+
+    value->len = 0;
+
+    if (len == 0 || 2 + conf->listener.len + 1 + len > FERRYMAN_STREAM_MAX_KEY)
+    {
+        return NGX_OK;
+    }
+
+    p = buf;
+    *p++ = kind;
+    *p++ = ':';
+    p = ngx_cpymem(p, conf->listener.data, conf->listener.len);
+    *p++ = '/';
+    /* Host names are matched lowercase, as ferryman writes them. */
+    ngx_strlow(p, name, len);
+    key->data = buf;
+    key->len = p + len - buf;
+
+    if (ngx_ferryman_stream_record(key, pool, value, &unused) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (value->len == 0 && ferryman_stream_wildcard(conf, key) == NGX_OK
+        && ngx_ferryman_stream_record(key, pool, value, &unused) == NGX_ERROR)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ferryman_stream_listener_record(ngx_stream_ferryman_srv_conf_t *conf,
+    ngx_pool_t *pool, u_char kind, u_char *buf, ngx_str_t *key,
+    ngx_str_t *value)
+{
+    uint32_t  unused;
+
+    value->len = 0;
+
+    if (2 + conf->listener.len > FERRYMAN_STREAM_MAX_KEY) {
+        return NGX_OK;
+    }
+
+    buf[0] = kind;
+    buf[1] = ':';
+    key->data = buf;
+    key->len = ngx_cpymem(buf + 2, conf->listener.data, conf->listener.len)
+               - buf;
+
+    if (ngx_ferryman_stream_record(key, pool, value, &unused) == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
