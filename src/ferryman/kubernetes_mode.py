@@ -68,8 +68,11 @@ class KubernetesMode:
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
             settings.ingress_class,
             settings.nginx_configmap,
+            settings.gateway_api,
         )
-        self.reporter = KubernetesReporter(self.client, store.uid)
+        self.reporter = KubernetesReporter(
+            self.client, store.uid, settings.gateway_controller_name, store.get
+        )
         self.elector = LeaderElector(
             self.client,
             settings.leader_lock_namespace,

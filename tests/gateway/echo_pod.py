@@ -10,6 +10,7 @@ SIGTERM is passed on to echo-basic; this process ends with it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -18,6 +19,8 @@ import sys
 import threading
 import time
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
 
 def _serving(ip: str, port: int) -> bool:
     try:
@@ -25,6 +28,12 @@ def _serving(ip: str, port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when this process ends (Linux prctl PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def main(argv: list[str]) -> int:
@@ -37,7 +46,9 @@ def main(argv: list[str]) -> int:
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         stop.wait()
         return 0
-    child = subprocess.Popen([binary])
+    # The kubelet's stop kills this process (SIGKILL): echo-basic must not outlive
+    # it (hundreds were left running after test sessions).
+    child = subprocess.Popen([binary], preexec_fn=_die_with_parent)
     signal.signal(signal.SIGTERM, lambda *_: child.terminate())
     # echo-basic serves port 3000 in every mode (HTTP, gRPC, the TCP echo),
     # whatever the container declares (tcp-backend declares none).

@@ -77,14 +77,22 @@ def lease_held_elsewhere(kube: Client, namespace: str, name: str) -> None:
     )
 
 
-@pytest.fixture
+@pytest.fixture(params=["gates", "gates+gateway-api"])
 def ferryman(
-    tmp_path: Path, cluster: APIServer, cluster_namespace: str, plain_namespace: str
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    cluster: APIServer,
+    cluster_namespace: str,
+    plain_namespace: str,
 ) -> Iterator[Ferryman]:
+    """With Gateway API too, every Namespace is watched besides the opted-in
+    ones: both feed the store's Namespaces (sources/namespaces.py)."""
     lease_held_elsewhere(cluster.client(), cluster_namespace, "gates-leader")
+    gateway_api = ["--enable-gateway-api"] if request.param == "gates+gateway-api" else []
     f = Ferryman(
         tmp_path / "ferryman",
         extra_args=[
+            *gateway_api,
             "--readiness-gates",
             "--watch-namespace",
             f"{cluster_namespace},{plain_namespace}",

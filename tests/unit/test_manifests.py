@@ -664,3 +664,48 @@ def test_manifests_build_in_well_under_pyyaml_s_time() -> None:
         return best
 
     assert cpu(manifests._Loader) < 0.8 * cpu(_PyYAMLConstructor)
+
+
+GATEWAY_API = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ferryman, namespace: ignored}
+spec: {controllerName: ferryman.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec: {gatewayClassName: ferryman, listeners: [{name: http, port: 80, protocol: HTTP}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: shop}
+spec: {parentRefs: [{name: gw, namespace: default}]}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: from-shop}
+spec: {from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: shop}],
+       to: [{group: "", kind: Service}]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {team: a}}
+"""
+
+
+def test_gateway_api_kinds_and_namespaces_are_read(tmp_path: Path) -> None:
+    """Gateway API's kinds, and Namespaces (their labels: allowedRoutes selectors);
+    the cluster-scoped ones without a namespace, even when the file gives one
+    (kubectl ignores it), so the translator finds them under ("", name)."""
+    objs, problems = parse(tmp_path / "gw.yaml", GATEWAY_API)
+    assert objs is not None and problems == []
+    assert set(objs) == {
+        ObjectRef("GatewayClass", "", "ferryman"),
+        ObjectRef("Gateway", "default", "gw"),
+        ObjectRef("HTTPRoute", "shop", "web"),
+        ObjectRef("ReferenceGrant", "default", "from-shop"),
+        ObjectRef("Namespace", "", "shop"),
+    }
+    assert "namespace" not in objs[ObjectRef("GatewayClass", "", "ferryman")]["metadata"]
+    assert objs[ObjectRef("Namespace", "", "shop")]["metadata"]["labels"] == {"team": "a"}

@@ -152,3 +152,17 @@ def test_readers_of_the_store_get_copies_of_their_own() -> None:
         {"name": "http", "port": 80},
         {"port": 9090},
     ]
+
+
+def test_a_namespace_keeps_every_label() -> None:
+    """Gateway API's allowedRoutes selects namespaces by any label; readiness
+    gates read one of them."""
+    labels = {"ferryman.io/pod-readiness-gate-inject": "enabled", "team": "a", "env": "prod"}
+    ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "shop", "labels": labels, "managedFields": [{}]},
+        "status": {"phase": "Active"},
+    }
+    assert slim(ns) == {"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": "shop", "labels": labels}}  # fmt: skip

@@ -1,4 +1,5 @@
-"""Reporting to the API server: events.k8s.io/v1 Events and Ingress status.
+"""Reporting to the API server: events.k8s.io/v1 Events and Ingress status
+(and, through ``gateway_status.py``, Gateway API status).
 
 ``event`` is called from the sync path and must not block it, so events and
 status updates go through a queue that one task drains. Only the leader writes
@@ -14,7 +15,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressStatus
 from lightkube.types import PatchType
 
+from ferryman.report.gateway_status import GatewayStatusWriter, Read
 from ferryman.resources.ingressclass import CONTROLLER_NAME
 from ferryman.resources.meta import ObjectRef
 
@@ -86,8 +88,17 @@ class _ResourceStatus:
 
 
 class KubernetesReporter:
-    def __init__(self, client: AsyncClient, uid_of: Callable[[ObjectRef], str | None]) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        uid_of: Callable[[ObjectRef], str | None],
+        gateway_controller: str = "ferryman.io/gateway-controller",
+        read: Read | None = None,
+    ) -> None:
+        """``gateway_controller``: the controllerName of our HTTPRoute parent
+        entries; ``read``: the store's ``get`` (Gateway API status)."""
         self._client = client
+        self._gateway = GatewayStatusWriter(client, gateway_controller, read)
         self._uid_of = uid_of
         self._queue: asyncio.Queue[_Event | _Status | _ResourceStatus] = asyncio.Queue()
         self._resource_wanted: dict[ObjectRef, tuple[str, str, str, str | None]] = {}
@@ -125,6 +136,10 @@ class KubernetesReporter:
         if self._leader:
             self._queue.put_nowait(_ResourceStatus(ref, fields))
 
+    def gateway_api_status(self, ref: ObjectRef, status: Mapping[str, Any]) -> None:
+        """The ``GatewayStatusSink`` (report/__init__.py): ``ref`` should show ``status``."""
+        self._gateway.want(ref, status)
+
     def set_external_endpoints(self, addresses: tuple[str, ...], ports: str) -> None:
         """The addresses Ingress status shows, as NIC writes them into the status
         of every VirtualServer and VirtualServerRoute (``ports``: NIC's
@@ -140,6 +155,7 @@ class KubernetesReporter:
 
     def set_leader(self, leader: bool) -> None:
         self._leader = leader
+        self._gateway.set_leader(leader)
         if leader:
             for ref, fields in self._resource_wanted.items():
                 self._queue.put_nowait(_ResourceStatus(ref, fields))
@@ -151,6 +167,11 @@ class KubernetesReporter:
                 self._queue.put_nowait(_Status(ref, addresses))
 
     async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._gateway.run(), name="gateway-status")
+            await self._drain()
+
+    async def _drain(self) -> None:
         while True:
             item = await self._queue.get()
             if not self._leader:

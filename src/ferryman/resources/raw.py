@@ -21,7 +21,6 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ferryman.resources.readiness_gate import INJECT_LABEL
 from ferryman.resources.service import SERVICE_NAME_LABEL
 
 # A copy of the whole object as kubectl applied it: never read, often the
@@ -42,7 +41,9 @@ _LABELS_READ: dict[str, tuple[str, ...] | None] = {
     "EndpointSlice": (sys.intern(SERVICE_NAME_LABEL),),
     "Secret": (),
     "Pod": None,  # matched against Service selectors
-    "Namespace": (sys.intern(INJECT_LABEL),),
+    # Readiness gates read the opt-in label; Gateway API's allowedRoutes
+    # namespace selectors any label.
+    "Namespace": None,
 }
 _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
     "Ingress": None,
@@ -205,7 +206,7 @@ def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
         if "status" in obj:
             out["status"] = _pod_status(obj["status"])
     elif kind == "Namespace":
-        pass  # its name and whether it opts in (a label) are all that is read
+        pass  # its name and labels (opt-in, route selectors) are all that is read
     else:  # a kind no parser reads: kept as it is
         out = dict(obj)
     if compacted:

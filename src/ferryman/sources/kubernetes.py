@@ -10,6 +10,12 @@ selector for each type ferryman reads (TLS, and those of NIC's policies).
 With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
 by the API server) and, through ``sources/pods.py``, the Pods of each of them.
 
+With ``--enable-gateway-api`` GatewayClasses, Gateways, HTTPRoutes and
+ReferenceGrants are watched (their CRDs may be absent), and every Namespace:
+a listener's ``allowedRoutes`` selects namespaces by their labels. With both,
+the two Namespace informers feed one store entry per namespace
+(``sources/namespaces.py``).
+
 lightkube is used for configuration (in-cluster service account, kubeconfig)
 and typed decoding; the store keeps plain dicts (``to_dict``) so manifests mode
 and Kubernetes mode feed the controller the same shape.
@@ -28,7 +34,7 @@ from typing import Any
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret, Service
 from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.networking_v1 import Ingress, IngressClass
@@ -37,6 +43,7 @@ from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from ferryman.resources.secret_policy import SECRET_TYPES
 from ferryman.sources import Sink
+from ferryman.sources.namespaces import NamespaceMerge
 from ferryman.sources.pods import PodInformers
 
 log = logging.getLogger("ferryman.kubernetes")
@@ -63,9 +70,15 @@ class Kind:
 
     @property
     def key(self) -> str:
-        """The informer's identity: one kind may have several, by field selector."""
-        selector = ",".join(f"{k}={v}" for k, v in sorted((self.fields or {}).items()))
-        return f"{self.name}?{selector}" if selector else self.name
+        """The informer's identity: one kind may have several, by field or label
+        selector (Namespaces: the opted-in ones for readiness gates, all of them
+        for Gateway API)."""
+        key = self.name
+        if self.fields:
+            key += "?" + ",".join(f"{k}={v}" for k, v in sorted(self.fields.items()))
+        if self.labels:
+            key += "#" + ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        return key
 
 
 def _nic(kind: str, plural: str) -> Kind:
@@ -86,6 +99,27 @@ KINDS = (
     _nic("TransportServer", "transportservers"),
     _nic("GlobalConfiguration", "globalconfigurations"),
 )
+
+GATEWAY_API_GROUP = "gateway.networking.k8s.io"
+
+
+def _gateway_api(kind: str, plural: str, version: str = "v1", namespaced: bool = True) -> Kind:
+    create = create_namespaced_resource if namespaced else create_global_resource
+    resource = create(GATEWAY_API_GROUP, version, kind, plural)
+    return Kind(kind, resource, namespaced=namespaced, optional=True)
+
+
+# --enable-gateway-api: what the translator reads (resources/gateway_api.py).
+GATEWAY_API_KINDS = (
+    _gateway_api("GatewayClass", "gatewayclasses", namespaced=False),
+    _gateway_api("Gateway", "gateways"),
+    _gateway_api("HTTPRoute", "httproutes"),
+    # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
+    # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
+    _gateway_api("ReferenceGrant", "referencegrants", "v1beta1"),
+)
+# Every Namespace (Gateway API): allowedRoutes.namespaces.selector matches their labels.
+ALL_NAMESPACES = Kind("Namespace", Namespace, namespaced=False)
 
 # Readiness gates (--readiness-gates): only opted-in namespaces are held (the
 # API server filters), and Pods only in those (sources/pods.py).
@@ -145,23 +179,29 @@ class KubernetesSource:
         pods_client: AsyncClient | None = None,
         ingress_class: str = "",
         configmap: tuple[str, str] | None = None,
+        gateway_api: bool = False,
     ) -> None:
         """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
         this client the Pods in each of them. Its own connections: a watch per
         opted-in namespace must not take those that status, Events and the Lease need.
         ``configmap``: (namespace, name) of the one ConfigMap to watch, whatever
-        the watched namespaces."""
+        the watched namespaces. ``gateway_api``: watch Gateway API's kinds and
+        every Namespace."""
         self._client = client
         self._pods_client = pods_client
         self._sink = sink
+        self._kinds = KINDS + ((*GATEWAY_API_KINDS, ALL_NAMESPACES) if gateway_api else ())
+        # Both Namespace informers: one store entry per namespace, merged.
+        self._merge = NamespaceMerge(sink) if gateway_api and pods_client else None
+        gated_sink = self._merge.gated if self._merge is not None else sink
         self._gates = (
-            PodInformers(self, PODS, sink, namespaces, ingress_class) if pods_client else None
+            PodInformers(self, PODS, gated_sink, namespaces, ingress_class) if pods_client else None
         )
         # () means every namespace: one informer per kind with namespace "*".
         self._namespaces = namespaces or ("*",)
         self._known: dict[tuple[str, str], dict[ObjectRef, str]] = {}
         self._synced: dict[tuple[str, str], asyncio.Event] = {}
-        for kind in KINDS:
+        for kind in self._kinds:
             for ns in self._scopes(kind):
                 self._synced[(kind.key, ns)] = asyncio.Event()
         self._configmap = (configmap_kind(configmap[1]), configmap[0]) if configmap else None
@@ -183,7 +223,7 @@ class KubernetesSource:
 
     async def run(self, stop: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
-            for kind in KINDS:
+            for kind in self._kinds:
                 for ns in self._scopes(kind):
                     tg.create_task(self.informer(kind, ns, stop), name=f"watch {kind.name} {ns}")
             if self._configmap is not None:
@@ -248,7 +288,10 @@ class KubernetesSource:
         return self._pods_client if kind is PODS and self._pods_client else self._client
 
     def _sink_of(self, kind: Kind) -> Sink:
-        """Namespaces and Pods go through the Pod informers, which follow them."""
+        """Opted-in Namespaces and Pods go through the Pod informers, which follow
+        them; all Namespaces, with those too, through the merge."""
+        if kind is ALL_NAMESPACES and self._merge is not None:
+            return self._merge.everything
         gated = kind is NAMESPACES or kind is PODS
         return self._gates if gated and self._gates is not None else self._sink
 

@@ -335,6 +335,9 @@ def _add(objects: Objects, obj: object, where: str, on_problem: ProblemHandler) 
         return
     if kind not in CLUSTER_SCOPED and not md.get("namespace"):
         obj = {**obj, "metadata": {**md, "namespace": "default"}}
+    elif kind in CLUSTER_SCOPED and md.get("namespace"):
+        # kubectl ignores it; kept, the object would be looked for in vain.
+        obj = {**obj, "metadata": {k: v for k, v in md.items() if k != "namespace"}}
     ref = ref_of(obj)
     assert ref is not None
     if ref in objects:

@@ -1,0 +1,201 @@
+"""The official Gateway API conformance suite (v1.6.3, profile GATEWAY-HTTP) against
+ferryman in Kubernetes mode, on the test cluster: the suite's base Deployments
+run as echo-basic processes under the test kubelet, and every Gateway takes a
+loopback address of ``--gateway-addresses``, where the suite sends its requests.
+
+Passing means every core test of the profile passed, as the suite's own
+ConformanceReport says; each failed test's output is printed. Environment:
+
+* ``FERRYMAN_CONFORMANCE_RUN_TEST=Name``: only that test (Setup still runs);
+* ``FERRYMAN_CONFORMANCE_SKIP_TESTS=A,B``: skip those;
+* ``FERRYMAN_CONFORMANCE_FEATURES=A,B``: claim these features too (the suite is
+  told what ferryman's GatewayClass claims: ``configs/gateway_status.py``);
+* ``FERRYMAN_CONFORMANCE_OUT=DIR``: where the report and logs are kept
+  (``scripts/gateway-conformance.sh`` copies the report into docs/).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import Client
+from lightkube.resources.core_v1 import Pod
+
+from ferryman.configs.gateway_status import SUPPORTED_FEATURES
+
+# Registers Gateway API's kinds with lightkube (``apply`` decodes by apiVersion and kind).
+from ferryman.report.gateway_status import RESOURCES
+from tests.gateway.conformance_run import (
+    CONTROLLER_NAME,
+    FEATURES,
+    GATEWAY_ADDRESSES,
+    GATEWAY_CLASS,
+    Implementation,
+    Results,
+    failure_report,
+    run_suite,
+    setup_failure,
+    suite_args,
+)
+from tests.gateway.conftest import base_manifests
+from tests.gateway.environment import Conformance
+from tests.integration.harness import Ferryman, tls_secret
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.kubelet import Kubelet
+
+# The core tests of GATEWAY-HTTP in v1.6.3 (notes/gateway-conformance.md §6).
+CORE_TESTS = 36
+NAMESPACES = (
+    "gateway-conformance-infra",
+    "gateway-conformance-app-backend",
+    "gateway-conformance-web-backend",
+)
+GATEWAY_API = "gateway.networking.k8s.io/"
+
+
+def _base(conformance: Conformance) -> list[dict[str, Any]]:
+    """The base manifests but the Gateways (the suite applies those with its class)."""
+    docs = [d for d in yaml.safe_load_all(base_manifests(conformance).read_text()) if d]
+    return [d for d in docs if not d["apiVersion"].startswith(GATEWAY_API)]
+
+
+def _volume_secrets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Secrets base pods mount: the suite creates them only after the
+    Deployments, and the test kubelet starts a pod once its volumes exist."""
+    wanted = {
+        (d["metadata"]["namespace"], v["secret"]["secretName"])
+        for d in docs
+        if d["kind"] == "Deployment"
+        for v in d["spec"]["template"]["spec"].get("volumes") or []
+        if "secret" in v
+    }
+    return [tls_secret(name, ["abc.example.com"], namespace=ns) for ns, name in sorted(wanted)]
+
+
+def _not_ready(kube: Client) -> list[str]:
+    return [
+        p.metadata.name
+        for ns in NAMESPACES
+        for p in kube.list(Pod, namespace=ns)
+        if not any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+    ]
+
+
+@pytest.fixture(scope="module")
+def base_pods(
+    gateway_cluster: APIServer, gateway_kubelet: Kubelet, conformance: Conformance
+) -> None:
+    """The suite's backends, Ready before the suite starts: a failure here is the
+    environment's, not ferryman's (the suite re-applies them in place)."""
+    kube = gateway_cluster.client()
+    docs = _base(conformance)
+    apply(kube, *[d for d in docs if d["kind"] == "Namespace"])
+    apply(kube, *_volume_secrets(docs), *[d for d in docs if d["kind"] != "Namespace"])
+    expected = sum(d["spec"].get("replicas", 1) for d in docs if d["kind"] == "Deployment")
+
+    def ready() -> bool:
+        pods = [p for ns in NAMESPACES for p in kube.list(Pod, namespace=ns)]
+        return len(pods) == expected and not _not_ready(kube)
+
+    try:
+        wait_until(ready, 300, f"{expected} Ready base pods")
+    except AssertionError as e:
+        errors = gateway_kubelet.errors[-5:]
+        raise AssertionError(f"{e}; not ready: {_not_ready(kube)}; kubelet: {errors}") from None
+
+
+@pytest.fixture(scope="module")
+def gateway_class(gateway_cluster: APIServer) -> str:
+    """The suite's GatewayClass: it never creates one itself."""
+    assert "GatewayClass" in RESOURCES
+    apply(
+        gateway_cluster.client(),
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "GatewayClass",
+            "metadata": {"name": GATEWAY_CLASS},
+            "spec": {"controllerName": CONTROLLER_NAME},
+        },
+    )
+    return GATEWAY_CLASS
+
+
+@pytest.fixture(scope="module")
+def ferryman(
+    tmp_path_factory: pytest.TempPathFactory, gateway_cluster: APIServer, gateway_class: str
+) -> Iterator[Ferryman]:
+    """ferryman in Kubernetes mode, serving Gateway API on 127.0.0.x; its own
+    listeners on free ports (never 80, 443 or 8080, which Gateways use)."""
+    f = Ferryman(
+        tmp_path_factory.mktemp("conformance-ferryman"),
+        extra_args=[
+            "--enable-gateway-api",
+            *("--gateway-controller-name", CONTROLLER_NAME),
+            *("--gateway-addresses", GATEWAY_ADDRESSES),
+        ],
+        kubeconfig=gateway_cluster.kubeconfig,
+        env={"POD_NAME": "ferryman-conformance"},
+    )
+    f.start()
+    yield f
+    f.stop()
+
+
+def _out_dir(tmp_path: Path) -> Path:
+    out = Path(os.environ.get("FERRYMAN_CONFORMANCE_OUT") or tmp_path / "out")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+@pytest.mark.timeout(3600)
+def test_gateway_api_conformance_core(
+    tmp_path: Path,
+    conformance: Conformance,
+    gateway_cluster: APIServer,
+    base_pods: None,
+    ferryman: Ferryman,
+) -> None:
+    only = os.environ.get("FERRYMAN_CONFORMANCE_RUN_TEST") or None
+    skips = [s for s in os.environ.get("FERRYMAN_CONFORMANCE_SKIP_TESTS", "").split(",") if s]
+    extra = [f for f in os.environ.get("FERRYMAN_CONFORMANCE_FEATURES", "").split(",") if f]
+    features = sorted({*FEATURES, *SUPPORTED_FEATURES, *extra})
+    out = _out_dir(tmp_path)
+    report = out / "report.yaml"
+    report.unlink(missing_ok=True)
+    args = suite_args(report, Implementation(), only, skips, features)
+    run = run_suite(conformance.suite, gateway_cluster.kubeconfig, out, args)
+    shutil.copy(ferryman.log_path, out / "ferryman.log")
+    log = run.log.read_text(errors="replace")
+    print(f"\nconformance suite: exit {run.returncode} after {run.seconds:.0f} s; log {run.log}")
+    assert ferryman.proc is not None and ferryman.proc.poll() is None, "ferryman exited"
+    if not report.exists():
+        raise AssertionError(f"the suite wrote no report; its log ends:\n{setup_failure(log)}")
+    results = Results.read(report)
+    print(
+        f"core: {results.result}: {results.passed} passed, {results.failed} failed, "
+        f"{results.skipped} skipped"
+    )
+    extended = results.extended
+    if extended:
+        stats = extended.get("statistics") or {}
+        print(f"extended: {extended.get('result')}: {stats}; claimed "
+              f"{[f for f in extended.get('supportedFeatures') or []]}")  # fmt: skip
+    failed = [*results.failed_tests, *results.extended_failed]
+    failures = failure_report(log, failed) if failed else ""
+    if failures:
+        print(failures)
+    assert failed == [], failures
+    if only:
+        ran = results.passed + int((extended.get("statistics") or {}).get("Passed", 0))
+        assert ran == 1, f"{only} did not run:\n{setup_failure(log)}"
+    elif skips:  # core or extended ones
+        assert results.passed + results.skipped == CORE_TESTS, results.skipped_tests
+    else:
+        assert results.skipped_tests == [] and results.skipped == 0, results.skipped_tests
+        assert results.passed == CORE_TESTS and results.result == "success"
