@@ -442,8 +442,7 @@ async def _run(
         virtual_servers=not flavour.angie, configmap=flavour.configmap(user),
         stream=flavour.stream(user), tls_socket=flavour.tls_socket(user),
         gateway_status=(
-            getattr(cluster.reporter, "gateway_api_status", None) if cluster
-            else LogReporter().gateway_api_status
+            cluster.reporter.gateway_api_status if cluster else LogReporter().gateway_api_status
         ),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
