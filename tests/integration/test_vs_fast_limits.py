@@ -421,11 +421,17 @@ def test_no_f_record_with_limits_crashes_nginx(
     f, workers = limited_host
     _push_raw(f, f"F\t{HOST}\t{record.strip()}")
     for user in ("", "u", "v"):
-        r = httpx.get(
-            f"http://127.0.0.1:{f.http_port}/",
-            headers={"Host": HOST, **({"X-User": user} if user else {})},
-            timeout=10,
-        )
+        try:
+            r = httpx.get(
+                f"http://127.0.0.1:{f.http_port}/",
+                headers={"Host": HOST, **({"X-User": user} if user else {})},
+                timeout=10,
+            )
+        except httpx.RemoteProtocolError:
+            # A record can set millisecond timeouts (its read timeout "8"): NGINX
+            # then ends an answer whose body the backend sent a little after its
+            # headers, as it should. Whether a worker survived is checked below.
+            continue
         assert r.status_code in (200, 404, 429, 503), (record, r.status_code)
     assert _workers(f) == workers, f"a worker died on F record {record!r}"
 
