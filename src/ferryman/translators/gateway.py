@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.configs.gateway_attach import Attachment, attach
+from ferryman.configs.gateway_attach import attach
 from ferryman.configs.gateway_servers import (
     ANY_ADDRESS,
     GATEWAY_LISTENS_FILE,
@@ -102,8 +102,6 @@ class GatewayTranslator:
         self._sent: dict[ObjectRef, tuple[str | None, Mapping[str, Any]]] = {}
         self._route_backends: dict[ObjectRef, frozenset[BackendKey]] = {}
         self._rejected: dict[ObjectRef, str] = {}
-        self._gateways = 0
-        self._routes = 0
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
 
     # ---- Translator protocol -------------------------------------------------------
@@ -276,7 +274,7 @@ class GatewayTranslator:
                 served.append(Served(address, lst, table, cert))
                 sockets.add((address, lst.port, lst.protocol == "HTTPS"))
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
-        self._write_records(served, att)
+        self._write_records(served)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
         controller = settings.gateway_controller_name
         for route in routes:
@@ -287,9 +285,8 @@ class GatewayTranslator:
                     parents, route.meta.namespace, route.meta.generation, controller
                 )
         self._wanted = wanted
-        self._gateways, self._routes = len(gateways), len(routes)
 
-    def _write_records(self, served: Iterable[Served], att: Attachment) -> None:
+    def _write_records(self, served: Iterable[Served]) -> None:
         d = self._d
         served = list(served)
         wanted, _ = records(served)
