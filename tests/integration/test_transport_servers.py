@@ -122,9 +122,15 @@ def stream_service(name: str, ports: list[int], port: int = 7000) -> list[dict[s
 
 
 def tcp_ask(port: int, payload: bytes = b"hello") -> bytes:
+    """One request, read to the end: NGINX closes the client's side only after it has
+    released the upstream peer, so a caller that asks again finds the peer's
+    connection no longer counted (maxConns) rather than racing its release."""
+    answer = b""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(payload)
-        return s.recv(4096)
+        while chunk := s.recv(4096):
+            answer += chunk
+    return answer
 
 
 def udp_ask(port: int, payload: bytes = b"hello") -> bytes:
