@@ -15,6 +15,7 @@ and, from the ``go test -v`` log, each failed test's own lines.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import subprocess
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ferryman.flag_types import address_pool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +45,10 @@ GATEWAY_ADDRESSES = os.environ.get("FERRYMAN_GATEWAY_ADDRESSES", "127.0.0.100-12
 # utils/config/timeout.go): a stuck run fails sooner. The pods' readiness is the
 # test kubelet's (23 echo-basic processes on a 2-core machine).
 TIMEOUTS = "GWCMustBeAccepted:60;NamespacesMustBeReady:300"
+# GatewayStaticAddresses asks for one address ferryman can use (the pool's last,
+# which lowest-free assignment reaches last) and one it cannot (just outside it).
+USABLE_ADDRESS = address_pool(GATEWAY_ADDRESSES)[-1]
+UNUSABLE_ADDRESS = str(ipaddress.IPv4Address(address_pool(GATEWAY_ADDRESSES)[0]) - 1)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,8 @@ def suite_args(
         # them, and the next run's Setup would be refused there.
         "-cleanup-base-resources=false",
         f"-timeout-config-overrides={TIMEOUTS}",
+        f"-usable-address={USABLE_ADDRESS}",
+        f"-unusable-address={UNUSABLE_ADDRESS}",
     ]  # fmt: skip
     if run_test:
         args.append(f"-run-test={run_test}")

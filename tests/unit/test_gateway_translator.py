@@ -185,3 +185,28 @@ def test_a_route_made_again_in_one_batch_gets_its_status_again(tmp_path: Path) -
     _sync(kit, again)
     assert kit.gateway_writes == writes + 1
     assert kit.gateway_statuses[ObjectRef("HTTPRoute", "infra", "r1")]["parents"]
+
+
+def test_an_address_that_cannot_be_had_is_said_and_not_served(tmp_path: Path) -> None:
+    kit = _kit(tmp_path)
+    fake = _gateway("fake", addresses=[{"type": "test/fake", "value": "x"}])
+    outside = _gateway("outside", port=81, addresses=[{"type": "IPAddress", "value": "192.0.2.7"}])
+    _sync(kit, _class(), _service(), fake, outside, _route("r1", gateway="fake"))
+    fake_status = kit.gateway_statuses[ObjectRef("Gateway", "infra", "fake")]
+    assert _conditions(fake_status) == {
+        "Accepted": ("False", "UnsupportedAddress", 2),
+        "Programmed": ("False", "Invalid", 2),
+    }
+    outside_status = kit.gateway_statuses[ObjectRef("Gateway", "infra", "outside")]
+    assert _conditions(outside_status) == {
+        "Accepted": ("True", "Accepted", 2),
+        "Programmed": ("False", "AddressNotUsable", 2),
+    }
+    assert fake_status["addresses"] == outside_status["addresses"] == []
+    assert "listen" not in kit.dataplane.files[GATEWAY_LISTENS_FILE]
+    assert not any(k[0] == "W" for k in kit.dataplane.records)
+    # Asking for a usable address instead: served there.
+    _sync(kit, _gateway("outside", port=81, addresses=[{"value": "10.0.0.2"}]))
+    outside_status = kit.gateway_statuses[ObjectRef("Gateway", "infra", "outside")]
+    assert _conditions(outside_status)["Programmed"] == ("True", "Programmed", 2)
+    assert kit.dataplane.files[GATEWAY_LISTENS_FILE].endswith("listen 10.0.0.2:81;\n")

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.configs.gateway_addresses import Asking, NoAddress, Outcome, assign
 from ferryman.configs.gateway_attach import attach
 from ferryman.configs.gateway_servers import (
     ANY_ADDRESS,
@@ -246,17 +247,18 @@ class GatewayTranslator:
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists, self._unavailable
         )
-        addresses = self._addresses(gateways)
+        outcomes = self._addresses(gateways)
         served: list[Served] = []
         sockets: set[tuple[str, int, bool]] = set()
         for g in gateways:
             key = (g.meta.namespace, g.meta.name)
-            address = addresses.get(key)
+            outcome = outcomes[key]
+            address = outcome if isinstance(outcome, str) else None
             status = att.gateways[key]
             shown = address if address != ANY_ADDRESS else None
             body = gateway_status(status, g.meta.generation, shown)
-            if address is None:
-                body = _unassigned(body, g.meta.generation)
+            if isinstance(outcome, NoAddress):
+                body = _without_address(body, outcome, g.meta.generation)
             elif address == ANY_ADDRESS and self._status_addresses:
                 body["addresses"] = [_address(a) for a in self._status_addresses]
             wanted[ObjectRef("Gateway", *key)] = body
@@ -336,39 +338,17 @@ class GatewayTranslator:
             return f"port {port} is ferryman's {own[port]} port"
         return None
 
-    def _addresses(self, gateways: list[Gateway]) -> dict[tuple[str, str], str]:
-        """Each Gateway's address: the pool's one it asked for (spec.addresses),
-        else the one it had (its status, so a restart keeps it), else the
-        lowest free; "*" for all without a pool. Absent: none could be given."""
-        pool = self._settings.gateway_addresses
-        keys = [(g.meta.namespace, g.meta.name) for g in gateways]
-        if not pool:
-            return dict.fromkeys(keys, ANY_ADDRESS)
-        in_pool = set(pool)
-        self._assigned = {k: a for k, a in self._assigned.items() if k in keys}
-        taken = set(self._assigned.values())
-        for g, key in zip(gateways, keys, strict=True):
-            requested = [v for t, v in g.addresses if t == "IPAddress"]
-            current = self._assigned.get(key)
-            if requested and current not in requested:
-                if current is not None:
-                    taken.discard(current)
-                    del self._assigned[key]
-                free = [a for a in requested if a in in_pool and a not in taken]
-                if free:
-                    self._assigned[key] = free[0]
-                    taken.add(free[0])
-                continue
-            if current is not None:
-                continue
-            had = self._had_address(key)
-            choice = had if had in in_pool and had not in taken else None
-            if choice is None:
-                choice = next((a for a in pool if a not in taken), None)
-            if choice is not None:
-                self._assigned[key] = choice
-                taken.add(choice)
-        return dict(self._assigned)
+    def _addresses(self, gateways: list[Gateway]) -> dict[tuple[str, str], Outcome]:
+        """Each Gateway's address or why it has none (configs/gateway_addresses.py)."""
+        asking = [Asking((g.meta.namespace, g.meta.name), g.addresses) for g in gateways]
+        self._assigned, outcomes = assign(
+            asking,
+            self._settings.gateway_addresses,
+            self._assigned,
+            self._had_address,
+            self._status_addresses,
+        )
+        return outcomes
 
     def _had_address(self, key: tuple[str, str]) -> str | None:
         obj = self._store.get("Gateway", *key)
@@ -399,17 +379,23 @@ def _address(value: str) -> dict[str, str]:
     return {"type": kind, "value": value}
 
 
-def _unassigned(body: dict[str, Any], generation: int) -> dict[str, Any]:
-    """A Gateway no address could be given to is not programmed."""
-    conditions = [c for c in body["conditions"] if c["type"] != "Programmed"]
-    conditions.append(
-        {
-            "type": "Programmed",
-            "status": "False",
-            "reason": "AddressNotAssigned",
-            "message": "no address of --gateway-addresses is free, "
-            "or the one asked for is not in it",
-            "observedGeneration": generation,
-        }
-    )
-    return {**body, "conditions": conditions}
+def _without_address(body: dict[str, Any], why: NoAddress, generation: int) -> dict[str, Any]:
+    """A Gateway without an address is not programmed; one asking for an address
+    ferryman does not support is not accepted either."""
+    replaced = {"Programmed"} if why.accepted else {"Accepted", "Programmed"}
+    conditions = [c for c in body["conditions"] if c["type"] not in replaced]
+    if not why.accepted:
+        conditions.append(_condition("Accepted", why.reason, why.message, generation))
+    programmed = why.reason if why.accepted else "Invalid"
+    conditions.append(_condition("Programmed", programmed, why.message, generation))
+    return {**body, "addresses": [], "conditions": conditions}
+
+
+def _condition(kind: str, reason: str, message: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }
