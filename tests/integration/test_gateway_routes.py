@@ -207,3 +207,79 @@ def test_filters_headers_redirects_and_rewrites(ferryman: Ferryman, backends: Ba
     assert r.json()["headers"]["host"] == "internal.example.com"
     assert ferryman.get(HOST, "/full/anything").json()["path"] == "/one"
     assert ferryman.reloads() == 1
+
+
+def test_cors_filter_answers_preflights_and_marks_answers(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    named = {"app": backends.start("app")}
+
+    def cors_rule(prefix: str, **cors: Any) -> dict[str, Any]:
+        return {
+            "matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
+            "filters": [{"type": "CORS", "cors": cors}],
+            "backendRefs": [_backend("app")],
+        }
+
+    routes = [
+        _route("c", [
+            cors_rule("/listed", allowOrigins=["https://www.foo.com", "https://*.bar.com"],
+                      allowMethods=["GET", "OPTIONS"], allowHeaders=["x-header-1"],
+                      exposeHeaders=["x-header-3"], allowCredentials=True, maxAge=3600),
+            cors_rule("/any", allowOrigins=["*"], allowMethods=["*"], allowHeaders=["*"]),
+            cors_rule("/any-credentials", allowOrigins=["*"], allowMethods=["*"],
+                      allowHeaders=["*"], allowCredentials=True),
+        ]),
+    ]  # fmt: skip
+    ferryman.start()
+    _push(ferryman, _records(routes, named))
+    eventually(lambda: ferryman.get(HOST, "/listed").status == 200, 10, "the record live")
+
+    def preflight(path: str, origin: str, **more: str) -> Any:
+        asked = {"Origin": origin, "Access-Control-Request-Method": "PUT", **more}
+        return ferryman.get(HOST, path, method="OPTIONS", headers=asked)
+
+    # A preflight from a listed origin (or one a wildcard label covers, at any
+    # depth) is answered without the backend.
+    for origin in ("https://www.foo.com", "https://a.b.bar.com"):
+        r = preflight("/listed", origin, **{"Access-Control-Request-Headers": "x-header-1"})
+        assert r.status == 204 and r.served_by is None, (origin, r.status)
+        assert r.headers["access-control-allow-origin"] == origin
+        assert r.headers["access-control-allow-methods"] == "GET, OPTIONS"
+        assert r.headers["access-control-allow-headers"] == "x-header-1"
+        assert r.headers["access-control-expose-headers"] == "x-header-3"
+        assert r.headers["access-control-max-age"] == "3600"
+        assert r.headers["access-control-allow-credentials"] == "true"
+    # Other origins (another scheme, a port, the bare wildcard domain): their
+    # preflights are answered without CORS headers, their requests served
+    # without them.
+    for origin in ("http://www.foo.com", "https://www.foo.com:8443", "https://bar.com"):
+        r = preflight("/listed", origin)
+        assert r.status == 204 and r.served_by is None, origin
+        assert "access-control-allow-origin" not in r.headers, origin
+        r = ferryman.get(HOST, "/listed", headers={"Origin": origin})
+        assert r.served_by == "app" and "access-control-allow-origin" not in r.headers, origin
+    # An OPTIONS request that is not a preflight is the backend's.
+    r = ferryman.get(HOST, "/listed", method="OPTIONS", headers={"Origin": "https://www.foo.com"})
+    assert r.served_by == "app"
+    # A simple request from a listed origin: the backend's answer with the headers.
+    r = ferryman.get(HOST, "/listed", headers={"Origin": "https://www.foo.com"})
+    assert r.served_by == "app"
+    assert r.headers["access-control-allow-origin"] == "https://www.foo.com"
+    assert r.headers["access-control-allow-credentials"] == "true"
+    assert r.headers["access-control-expose-headers"] == "x-header-3"
+    assert "Origin" in r.headers["vary"]
+    # "*" without credentials is "*"; with credentials, the request's own values.
+    r = preflight("/any", "https://x.example", **{"Access-Control-Request-Headers": "x-a"})
+    assert r.status == 204 and r.headers["access-control-allow-origin"] == "*"
+    assert r.headers["access-control-allow-methods"] == "*"
+    assert r.headers["access-control-allow-headers"] == "*"
+    assert "access-control-allow-credentials" not in r.headers
+    r = preflight("/any-credentials", "https://x.example:444",
+                  **{"Access-Control-Request-Headers": "x-a, x-b"})  # fmt: skip
+    assert r.headers["access-control-allow-origin"] == "https://x.example:444"
+    assert r.headers["access-control-allow-methods"] == "PUT"
+    assert r.headers["access-control-allow-headers"] == "x-a, x-b"
+    # An Origin that is not an origin is never echoed.
+    r = preflight("/any-credentials", "https://x.example/<script>")
+    assert r.status == 204 and "access-control-allow-origin" not in r.headers

@@ -57,6 +57,7 @@ SUPPORTED_FILTERS = frozenset(
         "RequestRedirect",
         "URLRewrite",
         "RequestMirror",
+        "CORS",
     }
 )
 # Filters the route engine serves on a backendRef (after the rule's).

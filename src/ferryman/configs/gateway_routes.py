@@ -30,7 +30,10 @@ redirect), each G item one match:
   (``split`` 1-based, in the splits' order), applied after the rule's when
   that split is picked; ``t`` the rule's timeout in seconds (the shorter of
   timeouts.request and timeouts.backendRequest): NGINX's connect, send and
-  read timeouts of each attempt.
+  read timeouts of each attempt; ``o`` CORS
+  ``<origins>~<methods>~<allow headers>~<expose headers>~<max age>~<credentials 0|1>``,
+  the origins one regular expression (``*`` for any), the lists ``, ``-joined
+  (ferryman_gateway_cors.lua answers preflights and adds the headers).
 
 Every string from the route is base64, as in every V record.
 """
@@ -38,10 +41,12 @@ Every string from the route is base64, as in every V record.
 from __future__ import annotations
 
 import base64
+import re
 
 from ferryman.configs.gateway_attach import RouteEntry
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.resources.gateway_api import Filter, HeaderChanges, Match
+from ferryman.resources.gateway_cors import Cors
 
 # The answer for requests an invalid backend would have had, or a rule with
 # none (the specification: 500).
@@ -133,7 +138,21 @@ def _filters(filters: tuple[Filter, ...]) -> str:
             out.append("d:" + "~".join(fields))
         elif f.type == "URLRewrite":
             out.append("w:" + "~".join([b64(f.hostname or ""), path_kind, path]))
+        elif f.type == "CORS" and f.cors is not None:
+            out.append("o:" + _cors(f.cors))
     return ";".join(out)
+
+
+def _cors(c: Cors) -> str:
+    fields = (
+        origin_regex(c.allow_origins) or "*",
+        ", ".join(c.allow_methods),
+        ", ".join(c.allow_headers),
+        ", ".join(c.expose_headers),
+    )
+    return "~".join(
+        [*(b64(f) for f in fields), str(c.max_age), "1" if c.allow_credentials else "0"]
+    )
 
 
 def _item(m: Match, splits: str, filters: str) -> str:
@@ -152,3 +171,25 @@ def _item(m: Match, splits: str, filters: str) -> str:
         conditions.append(f"{b64('arg_' + q.name)}.{b64(mode + q.value)}")
     kind = _PATH_KINDS[m.path_type]
     return f"G|{kind}|{b64(path)}|{'&'.join(conditions)}|{splits}|{filters}"
+
+
+def origin_regex(origins: tuple[str, ...]) -> str | None:
+    """One PCRE (matched caselessly) for the origins a rule allows; None for
+    ``*`` (any). A ``*.`` label stands for one or more labels, a host of ``*``
+    for any host; a port must be the same, and none means none."""
+    if "*" in origins:
+        return None
+    alternatives = []
+    for origin in origins:
+        scheme, _, authority = origin.partition("://")
+        host, colon, port = authority.partition(":")
+        if host == "*":
+            pattern = r"[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+        elif host.startswith("*."):
+            pattern = r"[a-z0-9-]+(?:\.[a-z0-9-]+)*\." + re.escape(host[2:].lower())
+        else:
+            pattern = re.escape(host.lower())
+        alternatives.append(
+            re.escape(scheme.lower()) + "://" + pattern + (re.escape(colon + port) if colon else "")
+        )
+    return "^(?:" + "|".join(alternatives) + ")$"

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ferryman.resources.gateway_cors import Cors, parse_cors
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
     Context,
@@ -299,6 +300,7 @@ class Filter:
     backend: ObjectReference | None = None  # RequestMirror
     mirror_port: int | None = None
     mirror_percent: float = 100.0  # percent or fraction, as a percentage
+    cors: Cors | None = None  # CORS
 
 
 @dataclass(frozen=True)
@@ -589,7 +591,9 @@ def _filter(o: Obj) -> Filter:
             mirror_port=ref.integer("port"),
             mirror_percent=_mirror_percent(m),
         )
-    if kind in ("ExtensionRef", "CORS", "ExternalAuth"):
+    if kind == "CORS":
+        return Filter(kind, cors=parse_cors(o))
+    if kind in ("ExtensionRef", "ExternalAuth"):
         return Filter(kind)  # valid, not implemented: the route's status says so
     ctx.add(invalid(o.at("type"), kind, "must be a filter type of the specification"))
     return Filter(kind)

@@ -4,6 +4,7 @@
 -- route it picks (header changes, redirects, rewrites, mirrors).
 
 local upstream_fields = require("ferryman_vs_upstream")
+local cors = require("ferryman_gateway_cors")
 local cut = require("ferryman_policy").cut
 
 local decode_base64 = ngx.decode_base64
@@ -52,6 +53,8 @@ local function filters_of(text, entry)
         elseif letter == "t" then
             local seconds = tonumber(payload)
             entry.timeouts = { seconds, seconds, seconds }
+        elseif letter == "o" then
+            entry.cors = cors.decode(payload)
         elseif letter == "m" then
             entry.mirrors = {}
             for _, m in ipairs(cut(payload, "^")) do
@@ -171,6 +174,11 @@ function _M.redirect(entry, uri)
     return ngx.redirect(url, d.code)
 end
 
+-- CORS: a preflight is answered here; returns for any other request.
+function _M.preflight(entry)
+    return cors.preflight(entry.cors)
+end
+
 -- RequestMirror: the same route goes on in a location that also sends a copy
 -- of the request to each upstream chosen by its percentage (nginx.conf.tmpl's
 -- Gateway server); returns only when none is.
@@ -235,20 +243,25 @@ function _M.apply(route, action, uri, none)
     if route.timeouts then
         ctx.ferryman_timeouts = route.timeouts
     end
-    local response = route.response_headers
-    local own = action.gateway_response_headers
-    if own then
-        if response then
-            local both = {}
-            for _, op in ipairs(response) do
-                both[#both + 1] = op
+    -- CORS headers first, so the rule's and the backendRef's header changes
+    -- (in that order) have the last word.
+    local response = nil
+    for _, ops in ipairs({ route.cors and cors.response(route.cors) or false,
+                           route.response_headers or false,
+                           action.gateway_response_headers or false }) do
+        if ops then
+            if response == nil then
+                response = ops
+            else
+                local both = {}
+                for _, op in ipairs(response) do
+                    both[#both + 1] = op
+                end
+                for _, op in ipairs(ops) do
+                    both[#both + 1] = op
+                end
+                response = both
             end
-            for _, op in ipairs(own) do
-                both[#both + 1] = op
-            end
-            response = both
-        else
-            response = own
         end
     end
     if response then

@@ -370,6 +370,9 @@ function _M.route(vs)
     local route, redirect
     if vs.ordered then
         route = gateway_routes.first(vs, uri, holds)
+        if route and route.cors then
+            gateway_routes.preflight(route) -- answers preflights
+        end
         if route and route.redirect then
             return gateway_routes.redirect(route, uri)
         end
