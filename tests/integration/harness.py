@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import yaml
 
-from ferryman.app import FAST_MODULE, MODULES
+from ferryman.dataplane.flavour import FAST_MODULE, MODULES
 from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.nginx import NginxManager, Paths
 
