@@ -10,7 +10,6 @@ import os
 import pwd
 import signal
 import socket
-import stat
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,15 +27,16 @@ from ferryman.dataplane.flavour import (
     main_config,
 )
 from ferryman.dataplane.in_flight import InFlight
-from ferryman.dataplane.nginx import (
-    NginxManager,
-    Paths,
-    prepare_state_dir,
-    remove_short_socket_dir,
-)
+from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.dataplane.state_dir import (
+    Paths,
+    own_state_dir,
+    prepare_state_dir,
+    remove_short_socket_dir,
+)
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
@@ -110,31 +110,6 @@ def _log_problem(where: str, message: str) -> None:
 
 def _checked_state_dir(state_dir: Path) -> Path:
     return checked_path("--state-dir", state_dir)
-
-
-def _own_state_dir(state_dir: Path) -> Path:
-    """Where ``run`` keeps its state: ``state_dir``, or a folder of its own in it.
-
-    The state dir is made owner-only (0711) so that nobody else can replace the
-    configuration NGINX loads or reach the push socket; that needs its owner. A
-    Kubernetes emptyDir is root's (mode 0777) while ferryman runs as uid 101, so
-    then ferryman makes ``ferryman-<uid>`` inside it and keeps everything there.
-    """
-    uid = os.geteuid()
-    try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        if uid == 0 or state_dir.stat().st_uid == uid:
-            return state_dir
-        own = state_dir / f"ferryman-{uid}"
-        with contextlib.suppress(FileExistsError):
-            own.mkdir(mode=0o700)
-        st = own.lstat()
-    except OSError as e:
-        raise SettingsError(f"--state-dir {state_dir}: {e.strerror} (ferryman is uid {uid})") from e
-    # A folder somebody else put there first could hold their configuration.
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
-        raise SettingsError(f"--state-dir {state_dir}: {own} exists and is not uid {uid}'s folder")
-    return own
 
 
 async def _keep_nginx_alive(
@@ -222,7 +197,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
     collector.pause()  # unless ferryman.launch did already
     try:
         user, uid = _worker_user()
-        state_dir = _own_state_dir(_checked_state_dir(settings.state_dir))
+        state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
         paths = _prepared(flavour_paths(data_plane, state_dir), uid)
         try:
             return await _run(settings, data_plane, paths, user, uid)
