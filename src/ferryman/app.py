@@ -4,38 +4,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import grp
 import logging
 import os
 import pwd
-import re
 import signal
 import socket
-import stat
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ferryman import collector
-from ferryman.configs.configmap import ConfigMapState, Tuning
-from ferryman.configs.model import MainConfig
-from ferryman.configs.render import Renderer
 from ferryman.controller import Controller
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate, ensure_fallback_certificate
-from ferryman.dataplane.in_flight import InFlight
-from ferryman.dataplane.nginx import (
-    NginxManager,
-    Paths,
-    prepare_state_dir,
-    remove_short_socket_dir,
+from ferryman.dataplane.flavour import (
+    FAST_MODULE,
+    Flavour,
+    checked_path,
+    flavour_paths,
+    main_config,
 )
+from ferryman.dataplane.in_flight import InFlight
+from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.dataplane.state_dir import (
+    Paths,
+    own_state_dir,
+    prepare_state_dir,
+    remove_short_socket_dir,
+)
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
@@ -53,7 +54,6 @@ from ferryman.workqueue import WorkQueue
 # What only the Angie flavour or only Kubernetes mode uses is imported where it
 # is used: lightkube and the Angie renderer alone took ~0.1 s of every start.
 if TYPE_CHECKING:
-    from ferryman.configs.angie import AngieRenderer
     from ferryman.dataplane.dns import DnsServer
 
 log = logging.getLogger("ferryman")
@@ -65,18 +65,6 @@ FINITE_TASKS = frozenset({"addresses"})
 async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     return done
-
-
-LUA_DIR = Path(__file__).parent / "dataplane" / "lua"
-# ndk must load before the Lua module that links against it.
-# ferryman's own module (dataplane/module, built by scripts/build-module.sh) is
-# optional: without it the Lua balancer serves the fast path, more slowly.
-FAST_MODULE = "ngx_http_ferryman_module.so"
-MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so", FAST_MODULE)
-# TransportServers' balancer (built beside FAST_MODULE): it calls into
-# FAST_MODULE's zone, so it is loaded after it and only with it, and only when
-# TransportServers are wanted (--global-configuration, --enable-tls-passthrough).
-STREAM_MODULE = "ngx_stream_ferryman_module.so"
 
 
 def _worker_user() -> tuple[str | None, int | None]:
@@ -95,111 +83,6 @@ def _worker_gid() -> int | None:
 
 def _traversable_by_others(path: Path) -> bool:
     return all(p.stat().st_mode & 0o001 for p in path.parents)
-
-
-def main_config(
-    settings: Settings, paths: Paths, worker_user: str | None, *, public: bool
-) -> MainConfig:
-    modules_dir = _checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
-    modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
-    stream = (
-        bool(settings.global_configuration or settings.tls_passthrough)
-        and str(modules_dir / FAST_MODULE) in modules
-        and str(modules_dir / "ngx_stream_module.so") in modules
-        and (modules_dir / STREAM_MODULE).exists()
-    )
-    if stream:
-        modules += (str(modules_dir / STREAM_MODULE),)
-    return MainConfig(
-        state_dir=str(paths.state_dir),
-        endpoints_socket=str(paths.endpoints_socket),
-        http_port=settings.http_port,
-        https_port=settings.https_port,
-        lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
-        modules=modules,
-        fast_module=str(modules_dir / FAST_MODULE) in modules,
-        worker_processes=settings.worker_processes,
-        worker_shutdown_timeout=settings.worker_shutdown_timeout,
-        worker_user=worker_user,
-        shared_dict_size=settings.shared_dict_size,
-        fallback_certificate=str(paths.fallback_certificate),
-        status_socket=str(paths.status_socket),
-        status_port=settings.nginx_status_port,
-        status_allow=settings.nginx_status_allow,
-        health_uri=settings.health_uri,
-        latency_socket=str(paths.latency_socket) if settings.latency_metrics else "",
-        public=public,
-        compute_full_forwarded_for=settings.compute_full_forwarded_for,
-        strict_request_paths=settings.strict_request_paths,
-        stream=stream,
-        # Beside latency.sock, in the state dir NGINX's workers can traverse.
-        tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
-        # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
-        http_listeners=True,
-        gateway=settings.gateway_api,
-    )
-
-
-class _Flavour:
-    """What differs between the NGINX (Lua router) and Angie (classic) data planes."""
-
-    def __init__(self, name: str, settings: Settings, paths: Paths) -> None:
-        self.angie = name == "angie"
-        self.settings = settings
-        self.paths = paths
-        self.renderer = Renderer()
-        self.main_file = "angie.conf" if self.angie else "nginx.conf"
-        self.dns_port = 0  # Angie: where ferryman's DNS server listens, once bound
-
-    @functools.cached_property
-    def angie_renderer(self) -> AngieRenderer:
-        from ferryman.configs.angie import AngieRenderer
-
-        return AngieRenderer()
-
-    def main(self, user: str | None, *, public: bool, tuning: Tuning | None = None) -> str:
-        main = main_config(self.settings, self.paths, user, public=public)
-        if tuning is not None:
-            main = replace(main, tuning=tuning)
-        if self.angie:
-            # No Lua: Angie loads no dynamic modules.
-            return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
-        return self.renderer.main(main)
-
-    def stream(self, user: str | None) -> bool:
-        """nginx.conf has the stream block TransportServers need (never with Angie)."""
-        return not self.angie and main_config(self.settings, self.paths, user, public=True).stream
-
-    def tls_socket(self, user: str | None) -> str:
-        """Where ferryman's HTTPS server listens behind TLS passthrough ("": none)."""
-        if self.angie:
-            return ""
-        return main_config(self.settings, self.paths, user, public=True).tls_socket
-
-    def config_version(self, socket: str, version: int) -> str:
-        if self.angie:
-            return self.angie_renderer.config_version(socket, version)
-        return self.renderer.config_version(socket, version)
-
-    def configmap(self, user: str | None) -> ConfigMapState | None:
-        """--nginx-configmaps: its keys, rendering the public configuration."""
-        if self.settings.nginx_configmap is None:
-            return None
-        namespace, name = self.settings.nginx_configmap
-
-        def render(tuning: Tuning) -> dict[str, str]:
-            return {self.main_file: self.main(user, public=True, tuning=tuning)}
-
-        return ConfigMapState(namespace, name, render)
-
-
-def _paths(data_plane: str, state_dir: Path) -> Paths:
-    checked = _checked_state_dir(state_dir)
-    if data_plane != "angie":
-        return Paths(checked)
-    from ferryman.dataplane.angie import AngiePaths
-
-    return AngiePaths(checked)
 
 
 def _free_loopback_port() -> int:
@@ -225,41 +108,8 @@ def _log_problem(where: str, message: str) -> None:
     log.error("manifest rejected", extra={"fields": {"file": where, "reason": message}})
 
 
-def _checked_path(flag: str, path: Path) -> Path:
-    resolved = path.resolve()
-    # The path is written unquoted into nginx.conf.
-    if not re.fullmatch(r"[A-Za-z0-9/._+@-]+", str(resolved)):
-        raise SettingsError(f"{flag} {resolved}: only letters, digits and / . _ + @ - are allowed")
-    return resolved
-
-
 def _checked_state_dir(state_dir: Path) -> Path:
-    return _checked_path("--state-dir", state_dir)
-
-
-def _own_state_dir(state_dir: Path) -> Path:
-    """Where ``run`` keeps its state: ``state_dir``, or a folder of its own in it.
-
-    The state dir is made owner-only (0711) so that nobody else can replace the
-    configuration NGINX loads or reach the push socket; that needs its owner. A
-    Kubernetes emptyDir is root's (mode 0777) while ferryman runs as uid 101, so
-    then ferryman makes ``ferryman-<uid>`` inside it and keeps everything there.
-    """
-    uid = os.geteuid()
-    try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        if uid == 0 or state_dir.stat().st_uid == uid:
-            return state_dir
-        own = state_dir / f"ferryman-{uid}"
-        with contextlib.suppress(FileExistsError):
-            own.mkdir(mode=0o700)
-        st = own.lstat()
-    except OSError as e:
-        raise SettingsError(f"--state-dir {state_dir}: {e.strerror} (ferryman is uid {uid})") from e
-    # A folder somebody else put there first could hold their configuration.
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
-        raise SettingsError(f"--state-dir {state_dir}: {own} exists and is not uid {uid}'s folder")
-    return own
+    return checked_path("--state-dir", state_dir)
 
 
 async def _keep_nginx_alive(
@@ -347,8 +197,8 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
     collector.pause()  # unless ferryman.launch did already
     try:
         user, uid = _worker_user()
-        state_dir = _own_state_dir(_checked_state_dir(settings.state_dir))
-        paths = _prepared(_paths(data_plane, state_dir), uid)
+        state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
+        paths = _prepared(flavour_paths(data_plane, state_dir), uid)
         try:
             return await _run(settings, data_plane, paths, user, uid)
         finally:
@@ -360,7 +210,7 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
 async def _run(
     settings: Settings, data_plane: str, paths: Paths, user: str | None, uid: int | None
 ) -> int:
-    flavour = _Flavour(data_plane, settings, paths)
+    flavour = Flavour(data_plane, settings, paths)
     if uid is not None and not _traversable_by_others(paths.state_dir):
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
@@ -609,7 +459,7 @@ async def render(settings: Settings, output: Path, data_plane: str = "nginx") ->
     pushed to NGINX's memory, in the push format); with Angie, angie.conf,
     servers.conf and certs/ instead of nginx.conf.
     """
-    paths = _prepared(_paths(data_plane, output), None, "--output")
+    paths = _prepared(flavour_paths(data_plane, output), None, "--output")
     try:
         return await _render(settings, paths, data_plane)
     finally:
@@ -619,7 +469,7 @@ async def render(settings: Settings, output: Path, data_plane: str = "nginx") ->
 
 async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str]:
     assert settings.manifests is not None
-    flavour = _Flavour(data_plane, settings, paths)
+    flavour = Flavour(data_plane, settings, paths)
     flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
     problems: list[str] = []
     ensure_fallback_certificate(paths.fallback_certificate)

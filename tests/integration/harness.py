@@ -24,9 +24,10 @@ from typing import Any
 import httpx
 import yaml
 
-from ferryman.app import FAST_MODULE, MODULES
+from ferryman.dataplane.flavour import FAST_MODULE, MODULES
 from ferryman.dataplane.in_flight import InFlight
-from ferryman.dataplane.nginx import NginxManager, Paths
+from ferryman.dataplane.nginx import NginxManager
+from ferryman.dataplane.state_dir import Paths
 
 ROOT = Path(__file__).resolve().parents[2]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"

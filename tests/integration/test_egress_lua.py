@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from ferryman.app import LUA_DIR
 from ferryman.configs.policy_base import ROUTE, Owner
 from ferryman.configs.vs_policies import attach
+from ferryman.dataplane.flavour import LUA_DIR
 from ferryman.resources.nic_route import PolicyRef
 from tests.integration.harness import eventually, free_port, reachable
 from tests.unit._pki import authority, ca_secret, issue

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman.app import LUA_DIR
+from ferryman.dataplane.flavour import LUA_DIR
 from ferryman.resources.secret_jwk import ALGORITHMS, parse_jwk_secret
 from tests.integration.harness import eventually, free_port, reachable
 from tests.unit._jose import jwk, jwk_secret, jwks, token

@@ -43,7 +43,8 @@ from ferryman.configs.routes import encode_host
 from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngieGeneration, AngiePaths
 from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
-from ferryman.dataplane.nginx import NginxManager, prepare_state_dir
+from ferryman.dataplane.nginx import NginxManager
+from ferryman.dataplane.state_dir import prepare_state_dir
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics
 from ferryman.resources.ingress import parse_ingress

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 
 from ferryman.resources.gateway_api import (
     GROUP,
-    Filter,
     Gateway,
     HTTPRoute,
     Listener,
     Match,
-    ObjectReference,
     ParentRef,
-    ReferenceGrant,
     Rule,
 )
+from ferryman.resources.gateway_fields import ObjectReference
+from ferryman.resources.gateway_filters import Filter
+from ferryman.resources.reference_grant import ReferenceGrant
 
 SUPPORTED_PROTOCOLS = ("HTTP", "HTTPS")
 # Filters the route engine serves; any other is UnsupportedValue.

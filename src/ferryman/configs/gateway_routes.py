@@ -45,8 +45,9 @@ import re
 
 from ferryman.configs.gateway_attach import RouteEntry
 from ferryman.configs.model import BackendKey, backend_key
-from ferryman.resources.gateway_api import Filter, HeaderChanges, Match
+from ferryman.resources.gateway_api import Match
 from ferryman.resources.gateway_cors import Cors
+from ferryman.resources.gateway_filters import Filter, HeaderChanges
 
 # The answer for requests an invalid backend would have had, or a rule with
 # none (the specification: 500).

@@ -37,9 +37,10 @@ from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.in_flight import InFlight, angie_peer_counts, angie_replica_count
-from ferryman.dataplane.nginx import NginxManager, Paths, unix_get
+from ferryman.dataplane.nginx import NginxManager, unix_get
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.reloads import ENDPOINTS, OTHER
+from ferryman.dataplane.state_dir import Paths
 from ferryman.metrics import parse_angie_status, worker_processes
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax

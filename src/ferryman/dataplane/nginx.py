@@ -17,12 +17,9 @@ import ctypes
 import logging
 import os
 import re
-import shutil
 import signal
-import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -38,8 +35,8 @@ from ferryman.dataplane.errors import (
 )
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.in_flight import InFlight, parse_peer_counts
-from ferryman.dataplane.private_dir import new_private_directory, private_directory
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
+from ferryman.dataplane.state_dir import Paths, remove_if_stale
 from ferryman.metrics import parse_stub_status
 
 log = logging.getLogger("ferryman.nginx")
@@ -76,80 +73,11 @@ _BIND_RETRIED_RE = re.compile(r"\] \d+#\d+: bind\(\) to \S+ failed")
 # then less often (Angie's take seconds at thousands of hosts).
 _FIRST_POLL = 0.005
 _POLL_INTERVAL = 0.02
-# No longer than the even one's name: that decides where the sockets fit.
-_ODD_SOCKET = "nginx-version-odd.sock"
 # NGINX's note that it removed the previous version's socket (``generation_socket``).
 _DELETED_VERSION_SOCKET_RE = re.compile(
     r"\[warn\] .*deleting socket \S+/nginx-(config-version|version-odd)\.sock"
 )
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-# sun_path is 108 bytes on Linux; NGINX refuses longer unix socket paths.
-_MAX_SOCKET_PATH = 100
-
-
-@dataclass(frozen=True)
-class Paths:
-    state_dir: Path
-    # Where the sockets go when run/ in the state dir makes their paths too long:
-    # a private directory with a random name (see private_dir.py).
-    short_socket_dir: Path | None = None
-
-    @property
-    def sockets_fit_in_state_dir(self) -> bool:
-        longest = self.state_dir / "run" / "nginx-config-version.sock"
-        return len(str(longest)) <= _MAX_SOCKET_PATH
-
-    @property
-    def socket_dir(self) -> Path:
-        """``run/`` in the state dir, or the short directory made for this run."""
-        return self.short_socket_dir or self.state_dir / "run"
-
-    @property
-    def main(self) -> Path:
-        return self.state_dir / "nginx.conf"
-
-    @property
-    def version_conf(self) -> Path:
-        return self.state_dir / "config-version.conf"
-
-    @property
-    def version_socket(self) -> Path:
-        return self.socket_dir / "nginx-config-version.sock"
-
-    def generation_socket(self, version: int) -> Path:
-        """Where the workers of configuration ``version`` answer its number.
-
-        Consecutive versions listen on different sockets, so an answer there can
-        only come from a new worker. On one shared socket the old workers kept
-        winning the accept for the ~100 ms NGINX's master waits before it tells
-        them to quit, and every reload's confirmation waited that long (at
-        start-up, a fifth of the time to ready). NGINX deletes the socket the
-        new configuration no longer names.
-        """
-        return self.version_socket if version % 2 == 0 else self.socket_dir / _ODD_SOCKET
-
-    @property
-    def latency_socket(self) -> Path:
-        # In the state dir itself (0711): NGINX workers, maybe another user, write to it.
-        return self.state_dir / "latency.sock"
-
-    @property
-    def status_socket(self) -> Path:
-        return self.socket_dir / "nginx-status.sock"
-
-    @property
-    def endpoints_socket(self) -> Path:
-        return self.socket_dir / "nginx-endpoints.sock"
-
-    @property
-    def fallback_certificate(self) -> Path:
-        return self.state_dir / "fallback.pem"
-
-    @property
-    def tmp(self) -> Path:
-        return self.state_dir / "tmp"
 
 
 def level_of(line: str) -> int:
@@ -182,48 +110,6 @@ async def unix_get(socket: Path, url: str) -> tuple[int, str]:
         session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp,
     ):
         return resp.status, await resp.text()
-
-
-def _remove_if_stale(path: Path) -> None:
-    """Remove a unix socket nothing listens on.
-
-    A reload that failed leaves its version socket behind (NGINX bound it for
-    the new configuration, then dropped that without removing it), and binding
-    it again fails every retry. One whose confirmation only timed out is live:
-    NGINX runs that configuration, and the retry, the same version, reuses it.
-    """
-    with socket.socket(socket.AF_UNIX) as s:
-        s.setblocking(False)
-        try:
-            s.connect(str(path))
-        except ConnectionRefusedError:
-            path.unlink(missing_ok=True)
-        except OSError:  # none there, or a listener with its backlog full
-            pass
-
-
-def prepare_state_dir(paths: Paths, worker_uid: int | None) -> Paths:
-    """Create the layout; returns ``paths`` with the private socket directory
-    (``private_dir``: raises ``UnsafeDirectoryError`` when it is not private)."""
-    paths.state_dir.mkdir(parents=True, exist_ok=True)
-    # Workers (maybe another user) must reach tmp/, but nobody else need list it.
-    paths.state_dir.chmod(0o711)
-    paths.tmp.mkdir(exist_ok=True)
-    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        d = paths.tmp / sub
-        d.mkdir(exist_ok=True)
-        if worker_uid is not None:
-            os.chown(d, worker_uid, -1)
-    if paths.sockets_fit_in_state_dir:
-        private_directory(paths.socket_dir)
-        return paths
-    return replace(paths, short_socket_dir=new_private_directory("ferryman-"))
-
-
-def remove_short_socket_dir(paths: Paths) -> None:
-    """The random directory made for the sockets, at exit (NGINX removed its sockets)."""
-    if paths.short_socket_dir is not None:
-        shutil.rmtree(paths.short_socket_dir, ignore_errors=True)
 
 
 # Loaded here, not in the forked child, which must not touch the loader's locks.
@@ -462,7 +348,7 @@ class NginxManager:
         if (answering := self._paths.generation_socket(version)) != self._paths.generation_socket(
             self._version
         ):
-            _remove_if_stale(answering)
+            remove_if_stale(answering)
         self._write_version(version)
         try:
             await self._test()

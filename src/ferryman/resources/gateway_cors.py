@@ -76,4 +76,3 @@ def parse_cors(filter_: Obj) -> Cors:
         expose_headers=lists["exposeHeaders"],
         max_age=DEFAULT_MAX_AGE if max_age is None else max_age,
     )
-

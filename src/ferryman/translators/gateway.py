@@ -50,14 +50,13 @@ from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.gateway_api import (
     Gateway,
     HTTPRoute,
-    ReferenceGrant,
     parse_gateway,
     parse_gateway_class,
     parse_http_route,
-    parse_reference_grant,
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
+from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker

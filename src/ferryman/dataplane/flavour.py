@@ -1,0 +1,156 @@
+"""The data-plane flavours (NGINX with the Lua router, or Angie) and the main
+configuration file each runs with.
+
+``main_config`` assembles the main NGINX configuration's model from the
+settings and the state dir's paths (which dynamic modules to load, the
+listeners, the sockets); ``Flavour`` holds what differs between NGINX and
+Angie: the main file's name and renderer, the stream block, the config-version
+server. It is apart from ``app`` (the composition root, which builds one
+``Flavour`` for ``run`` and one for ``render``) so the wiring there stays
+about wiring.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ferryman.configs.configmap import ConfigMapState, Tuning
+from ferryman.configs.model import MainConfig
+from ferryman.configs.render import Renderer
+from ferryman.dataplane.state_dir import Paths
+from ferryman.settings import Settings, SettingsError
+
+# Angie's renderer is imported where it is used: it took ~0.1 s of every start.
+if TYPE_CHECKING:
+    from ferryman.configs.angie import AngieRenderer
+
+# ferryman.lua and its modules, found by lua_package_path.
+LUA_DIR = Path(__file__).parent / "lua"
+# ndk must load before the Lua module that links against it.
+# ferryman's own module (dataplane/module, built by scripts/build-module.sh) is
+# optional: without it the Lua balancer serves the fast path, more slowly.
+FAST_MODULE = "ngx_http_ferryman_module.so"
+MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so", FAST_MODULE)
+# TransportServers' balancer (built beside FAST_MODULE): it calls into
+# FAST_MODULE's zone, so it is loaded after it and only with it, and only when
+# TransportServers are wanted (--global-configuration, --enable-tls-passthrough).
+STREAM_MODULE = "ngx_stream_ferryman_module.so"
+
+
+def checked_path(flag: str, path: Path) -> Path:
+    """``path`` resolved; a SettingsError naming ``flag`` if nginx.conf cannot hold it."""
+    resolved = path.resolve()
+    # The path is written unquoted into nginx.conf.
+    if not re.fullmatch(r"[A-Za-z0-9/._+@-]+", str(resolved)):
+        raise SettingsError(f"{flag} {resolved}: only letters, digits and / . _ + @ - are allowed")
+    return resolved
+
+
+def flavour_paths(data_plane: str, state_dir: Path) -> Paths:
+    """Where the flavour's files and sockets go in ``state_dir`` (checked)."""
+    checked = checked_path("--state-dir", state_dir)
+    if data_plane != "angie":
+        return Paths(checked)
+    from ferryman.dataplane.angie import AngiePaths
+
+    return AngiePaths(checked)
+
+
+def main_config(
+    settings: Settings, paths: Paths, worker_user: str | None, *, public: bool
+) -> MainConfig:
+    modules_dir = checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
+    modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
+    stream = (
+        bool(settings.global_configuration or settings.tls_passthrough)
+        and str(modules_dir / FAST_MODULE) in modules
+        and str(modules_dir / "ngx_stream_module.so") in modules
+        and (modules_dir / STREAM_MODULE).exists()
+    )
+    if stream:
+        modules += (str(modules_dir / STREAM_MODULE),)
+    return MainConfig(
+        state_dir=str(paths.state_dir),
+        endpoints_socket=str(paths.endpoints_socket),
+        http_port=settings.http_port,
+        https_port=settings.https_port,
+        lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
+        modules=modules,
+        fast_module=str(modules_dir / FAST_MODULE) in modules,
+        worker_processes=settings.worker_processes,
+        worker_shutdown_timeout=settings.worker_shutdown_timeout,
+        worker_user=worker_user,
+        shared_dict_size=settings.shared_dict_size,
+        fallback_certificate=str(paths.fallback_certificate),
+        status_socket=str(paths.status_socket),
+        status_port=settings.nginx_status_port,
+        status_allow=settings.nginx_status_allow,
+        health_uri=settings.health_uri,
+        latency_socket=str(paths.latency_socket) if settings.latency_metrics else "",
+        public=public,
+        compute_full_forwarded_for=settings.compute_full_forwarded_for,
+        strict_request_paths=settings.strict_request_paths,
+        stream=stream,
+        # Beside latency.sock, in the state dir NGINX's workers can traverse.
+        tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
+        # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
+        http_listeners=True,
+        gateway=settings.gateway_api,
+    )
+
+
+class Flavour:
+    """What differs between the NGINX (Lua router) and Angie (classic) data planes."""
+
+    def __init__(self, name: str, settings: Settings, paths: Paths) -> None:
+        self.angie = name == "angie"
+        self.settings = settings
+        self.paths = paths
+        self.renderer = Renderer()
+        self.main_file = "angie.conf" if self.angie else "nginx.conf"
+        self.dns_port = 0  # Angie: where ferryman's DNS server listens, once bound
+
+    @functools.cached_property
+    def angie_renderer(self) -> AngieRenderer:
+        from ferryman.configs.angie import AngieRenderer
+
+        return AngieRenderer()
+
+    def main(self, user: str | None, *, public: bool, tuning: Tuning | None = None) -> str:
+        main = main_config(self.settings, self.paths, user, public=public)
+        if tuning is not None:
+            main = replace(main, tuning=tuning)
+        if self.angie:
+            # No Lua: Angie loads no dynamic modules.
+            return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
+        return self.renderer.main(main)
+
+    def stream(self, user: str | None) -> bool:
+        """nginx.conf has the stream block TransportServers need (never with Angie)."""
+        return not self.angie and main_config(self.settings, self.paths, user, public=True).stream
+
+    def tls_socket(self, user: str | None) -> str:
+        """Where ferryman's HTTPS server listens behind TLS passthrough ("": none)."""
+        if self.angie:
+            return ""
+        return main_config(self.settings, self.paths, user, public=True).tls_socket
+
+    def config_version(self, socket: str, version: int) -> str:
+        if self.angie:
+            return self.angie_renderer.config_version(socket, version)
+        return self.renderer.config_version(socket, version)
+
+    def configmap(self, user: str | None) -> ConfigMapState | None:
+        """--nginx-configmaps: its keys, rendering the public configuration."""
+        if self.settings.nginx_configmap is None:
+            return None
+        namespace, name = self.settings.nginx_configmap
+
+        def render(tuning: Tuning) -> dict[str, str]:
+            return {self.main_file: self.main(user, public=True, tuning=tuning)}
+
+        return ConfigMapState(namespace, name, render)
