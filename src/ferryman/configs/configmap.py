@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.resources import validation
+from ferryman.resources import nic_rules, validation
 from ferryman.resources.configmap import GLOBAL_KEYS, HSTS_OPTIONS, ROUTE_KEYS, parse_data
 
 # Global keys that routes read as well, so their change renders every route
@@ -123,6 +123,13 @@ class Tuning:
     hsts_behind_proxy: bool = False
     redirect_to_https: bool = False
     redirect_code: str = "301"
+
+    @property
+    def client_max_body_bytes(self) -> int:
+        """client_max_body_size in bytes (0: none): the default the data plane
+        checks itself, since the router's location takes any body."""
+        size = nic_rules.offset_bytes(self.client_max_body_size.strip())
+        return 1 << 20 if size is None else size
 
 
 def _on(values: Mapping[str, str], key: str) -> bool:

@@ -29,8 +29,6 @@ from ferryman.configs.ingress_limit_req import LimitReq, limit_req
 from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
 from ferryman.resources.ingress_sticky import StickyCookie
 
-# http { client_max_body_size 1m } in nginx.conf.tmpl is checked before routing.
-SERVER_BODY_LIMIT = 1024 * 1024
 HSTS_MAX_AGE = 2592000  # NIC's ConfigMap default: 30 days
 
 # The ConfigMap keys that are defaults here. The others of its route-level keys
@@ -58,7 +56,7 @@ class IngressOptions:
     connect_timeout_ms: int | None = None  # None: NGINX's 60s
     read_timeout_ms: int | None = None
     send_timeout_ms: int | None = None
-    client_max_body_size: int | None = None  # None: the server's 1m
+    client_max_body_size: int | None = None  # None: the server's; 0: no limit
     proxy_buffering: bool = True
     hide_headers: tuple[str, ...] = ()
     pass_headers: tuple[str, ...] = ()
@@ -137,15 +135,6 @@ def ingress_options(
 
     warnings: list[str] = []
     body = get("client-max-body-size", None)
-    # The server's limit, which NGINX checks before routing: the ConfigMap's, else 1m.
-    server = _server_body_limit(configmap)
-    if isinstance(body, int) and (body == 0 or body > server):
-        shown = configmap.get("client-max-body-size", "1m")
-        warnings.append(
-            f"{PREFIX}client-max-body-size: above the server's client_max_body_size "
-            f"{shown}, which NGINX checks before routing; {shown} applies"
-        )
-        body = None
     hsts = None
     if get("hsts", False) is True:
         max_age = get("hsts-max-age", HSTS_MAX_AGE)
@@ -300,15 +289,3 @@ def _triples(value: object) -> tuple[tuple[str, str, bool], ...]:
     if not isinstance(value, tuple):
         return ()
     return tuple((str(n), str(v), bool(a)) for n, v, a in value)
-
-
-def _server_body_limit(configmap: Mapping[str, str]) -> int:
-    raw = configmap.get("client-max-body-size")
-    if raw is None:
-        return SERVER_BODY_LIMIT
-    try:
-        limit = parse_value("client-max-body-size", raw)
-    except BadValue:
-        return SERVER_BODY_LIMIT
-    # 0: no limit at the server; an Ingress's own is then always checkable.
-    return limit if isinstance(limit, int) and limit > 0 else 1 << 62

@@ -161,7 +161,7 @@ def _upstream(
         [
             "1" if tls else "0",
             str(o.max_conns) if o.max_conns else "-",
-            str(o.client_max_body_size) if o.client_max_body_size else "-",
+            "-" if o.client_max_body_size is None else str(o.client_max_body_size),
             str(o.next_upstream_timeout_ms) if o.next_upstream_timeout_ms else "-",
             "-" if o.keepalive is None else str(o.keepalive),
         ]

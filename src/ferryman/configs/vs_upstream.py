@@ -14,10 +14,11 @@ What each becomes, against NIC's template (nginx.virtualserver.tmpl):
 - ``max-conns``: NGINX's ``server ... max_conns=``, a peer with that many
   requests in flight (counted across workers, as NIC's upstream ``zone`` does)
   is skipped, and none left is NGINX's 502;
-- ``client-max-body-size``: NGINX's 413 for a Content-Length above it (a
-  chunked body: once read, as ``proxy_request_buffering`` reads it anyway), as
-  long as it is within the server's own 1m, which NGINX checks before any
-  routing (``_SERVER_BODY_LIMIT``);
+- ``client-max-body-size``: NGINX's 413 for a Content-Length above it, below
+  or above the server's own (the router's location takes any body and checks
+  the route's limit itself); a chunked body is measured once read (as
+  ``proxy_request_buffering`` reads it anyway) up to the server's limit, above
+  which NGINX refuses it while reading;
 - ``next-upstream-timeout``: no next attempt once that long has passed since
   the first, the last failure's status answered (NGINX's
   ``proxy_next_upstream_timeout``), for NGINX's default conditions
@@ -45,10 +46,6 @@ from __future__ import annotations
 from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, tier_kib
 from ferryman.resources.nic_upstream import Upstream
 
-# http { client_max_body_size } in nginx.conf.tmpl: location / refuses a larger
-# Content-Length with 413 before the request is routed.
-_SERVER_BODY_LIMIT = 1024 * 1024
-
 
 def _number(value: int | None) -> str:
     return "-" if value is None else str(value)
@@ -62,7 +59,7 @@ def upstream_fields(u: Upstream) -> str:
         [
             "1" if u.tls else "0",
             _number(u.max_conns or None),  # 0: no limit, as NGINX's max_conns=0
-            _number(body if body and body <= _SERVER_BODY_LIMIT else None),
+            _number(body),  # 0: no limit, as NGINX's client_max_body_size 0
             _number(timeout or None),
             _number(u.keepalive),
         ]
@@ -79,12 +76,6 @@ def unsupported(u: Upstream) -> dict[str, str]:
         )
     if u.next_upstream and set(u.next_upstream) != {"error", "timeout"}:
         out["next-upstream"] = "proxy_next_upstream takes no variable; ignored"
-    body = u.client_max_body_size
-    if body is not None and (body == 0 or body > _SERVER_BODY_LIMIT):
-        out["client-max-body-size"] = (
-            "above the server's client_max_body_size 1m, which NGINX checks before "
-            "routing; 1m applies"
-        )
     tier, too_large = buffer_tier(u)
     if u.type == "grpc" and (tier is not None or too_large or u.buffering is not None):
         # NIC writes them into the gRPC location too, where grpc_pass ignores them.

@@ -60,6 +60,8 @@ local settings = { latency = false }
 -- which then need the route's names in NGINX variables.
 function _M.configure(options)
     settings.latency = options.latency and true or false
+    settings.body_limit = options.body_limit or 1024 * 1024
+    upstream_fields.configure(settings.body_limit)
 end
 
 local cache_version = nil
@@ -481,8 +483,29 @@ end
 
 -- access_by_lua of the fast path's location (without the module): what the
 -- balancer will not proxy goes to the slow path now, keeping the connection.
+-- Methods that carry no body in practice: an HTTP/2 request of another
+-- method without a Content-Length may stream one.
+local NO_BODY = { GET = true, HEAD = true }
+
+-- A body the server's limit does not allow, or may not (no length): "location
+-- /" takes any body, so such a request is the slow path's, which knows each
+-- route's limit (ferryman_vs_upstream.check_body).
+local function body_beyond_default()
+    local limit = settings.body_limit
+    if limit == 0 then
+        return false
+    end
+    local var = ngx.var
+    local length = tonumber(var.content_length)
+    if length then
+        return length > limit
+    end
+    return var.http_transfer_encoding ~= nil
+        or (var.http2 ~= "" and not NO_BODY[ngx.req.get_method()])
+end
+
 function _M.fast_check()
-    if fast_route() == nil then
+    if fast_route() == nil or body_beyond_default() then
         return ngx.exec("@ferryman")
     end
 end
@@ -600,6 +623,7 @@ function _M.route()
     if backend == nil then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
+    upstream_fields.check_body(settings.body_limit)
     local peers = peers_for(backend)
     if #peers == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)

@@ -11,6 +11,16 @@ local counters = ngx.shared.ferryman_balancer
 
 local _M = {}
 
+-- The ConfigMap's client_max_body_size in bytes (0: none), the limit of a
+-- route that sets none. nginx.conf's "location /" takes any body, so that a
+-- route may allow more than the server does: the fast path hands a body
+-- above this (or one without a length) to the slow path, which checks it here.
+local default_body_limit = 1024 * 1024
+
+function _M.configure(body_limit)
+    default_body_limit = body_limit
+end
+
 -- NGINX's NGX_BUSY from a balancer: "no live upstreams", answered 502 (a
 -- status code from balancer_by_lua would be a 500 on this NGINX).
 _M.NO_LIVE_UPSTREAMS = -3
@@ -109,6 +119,25 @@ local function body_length()
     return size or 0
 end
 
+-- NGINX's 413 for a body above ``limit`` (0: no limit) when the length says
+-- so. A body without a length is read (as proxy_request_buffering would) and
+-- measured when the limit is below the server's: above the server's it is
+-- the slow path location's client_max_body_size (the server's) that refuses
+-- it while reading.
+function _M.check_body(limit)
+    if limit == 0 then
+        return
+    end
+    local var = ngx.var
+    local length = tonumber(var.content_length)
+    if length == nil and limit < default_body_limit and var.http_transfer_encoding then
+        length = body_length()
+    end
+    if length and length > limit then
+        return ngx.exit(413) -- NGINX's "Request Entity Too Large"
+    end
+end
+
 -- The access phase, once the route chose the upstream: NIC's
 -- client_max_body_size (413), keepalive 0 (Connection: close unless an
 -- upgrade, NIC's $vs_connection_header), tls.enable (proxy_pass https://, to
@@ -116,16 +145,7 @@ end
 -- with an egressMTLS certificate, to one that keeps none).
 function _M.on_route(upstream)
     local var = ngx.var
-    local limit = upstream.body_max
-    if limit then
-        local length = tonumber(var.content_length)
-        if length == nil and var.http_transfer_encoding then
-            length = body_length()
-        end
-        if length and length > limit then
-            return ngx.exit(413) -- NGINX's "Request Entity Too Large"
-        end
-    end
+    _M.check_body(upstream.body_max or default_body_limit)
     if upstream.keepalive == 0 and var.ferryman_h_connection == "" then
         var.ferryman_h_connection = "close"
     end

@@ -187,6 +187,44 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 }
 
 
+/* Whether the request's body may be above the server's client_max_body_size
+ * (the ConfigMap's): the location with "ferryman_route" takes any body, so
+ * that a route may allow more than the server does, and such a request goes
+ * to the slow path, which knows each route's limit. A body without a length
+ * (chunked, or an HTTP/2 stream still open after its headers) may be. */
+static ngx_flag_t
+ferryman_body_beyond_default(ngx_http_request_t *r)
+{
+    off_t                       limit;
+    ngx_http_core_srv_conf_t   *cscf;
+    ngx_http_core_loc_conf_t   *server;
+
+    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+    server = cscf->ctx->loc_conf[ngx_http_core_module.ctx_index];
+    limit = server->client_max_body_size;
+
+    if (limit == 0) {
+        return 0;
+    }
+
+    if (r->headers_in.content_length_n >= 0) {
+        return r->headers_in.content_length_n > limit;
+    }
+
+    if (r->headers_in.chunked) {
+        return 1;
+    }
+
+#if (NGX_HTTP_V2)
+    if (r->stream != NULL && !r->stream->in_closed) {
+        return 1;
+    }
+#endif
+
+    return 0;
+}
+
+
 /* The precontent phase of locations with "ferryman_route": a request the
  * fast path proxies goes on to proxy_pass with its route in the module's
  * context; any other is handed to the slow path's named location. Routing
@@ -216,6 +254,11 @@ ngx_http_ferryman_route_handler(ngx_http_request_t *r)
 
     sh = ferryman_shared();
     rc = NGX_DECLINED;
+
+    if (sh != NULL && ferryman_body_beyond_default(r)) {
+        ferryman_count(sh, 1);
+        sh = NULL;
+    }
 
     if (sh != NULL) {
         rc = ferryman_route(r, sh, 1);

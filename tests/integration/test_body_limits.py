@@ -1,0 +1,107 @@
+"""Request body limits as a route asks for them, above the server's own too:
+nginx.org/client-max-body-size and a VirtualServer upstream's
+client-max-body-size (NIC writes client_max_body_size into the route's
+location). The router's location takes any body and checks each route's limit
+itself (the fast path hands a larger or unmeasured body to the slow path), so a
+route may allow more than the ConfigMap's client-max-body-size (1m here) without
+a reload, and every other route keeps the server's limit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    service_with_backends,
+)
+
+MIB = 1 << 20
+
+
+def _ingress(name: str, host: str, size: str | None) -> dict[str, Any]:
+    annotations = {"nginx.org/client-max-body-size": size} if size else {}
+    return ingress(name, [rule(host, path("/", "app"))], annotations=annotations)
+
+
+def _post(f: Ferryman, host: str, size: int) -> int:
+    return f.get(host, "/", method="POST", content=b"x" * size).status
+
+
+def _chunked(f: Ferryman, host: str, size: int) -> httpx.Response:
+    """A body without a Content-Length (Transfer-Encoding: chunked)."""
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(size // 65536):
+            yield b"x" * 65536
+        yield b"x" * (size % 65536)
+
+    with httpx.Client(timeout=20) as c:
+        return c.post(f"http://127.0.0.1:{f.http_port}/", headers={"Host": host}, content=chunks())
+
+
+def test_a_route_may_allow_more_than_the_server(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    f = either_fast_path
+    f.write("svc", service_with_backends("app", [backends.start("a")]))
+    f.write("plain", _ingress("plain", "plain.test", None))
+    f.write("big", _ingress("big", "big.test", "4m"))
+    f.write("open", _ingress("open", "open.test", "0"))
+    f.start()
+    # The server's limit for a route that sets none, on the fast path's hosts too.
+    assert _post(f, "plain.test", MIB) == 200
+    assert _post(f, "plain.test", MIB + 1) == 413
+    # More than the server's, up to the route's own; "0" is no limit.
+    r = f.get("big.test", "/", method="POST", content=b"y" * (3 * MIB))
+    assert r.status == 200 and len(r.json()["body"]) == 3 * MIB
+    assert _post(f, "big.test", 4 * MIB + 1) == 413
+    assert _post(f, "open.test", 6 * MIB) == 200
+    # Bodies without a length: the server's limit while NGINX reads them.
+    r = _chunked(f, "plain.test", 100_000)
+    assert r.status_code == 200 and len(r.json()["body"]) == 100_000
+    assert _chunked(f, "plain.test", 2 * MIB).status_code == 413
+    assert _chunked(f, "big.test", 2 * MIB).status_code == 413
+    # Raising a limit is a record, not a reload.
+    f.write("plain", _ingress("plain", "plain.test", "3m"))
+    eventually(lambda: _post(f, "plain.test", 2 * MIB) == 200, 10, "the new limit")
+    assert f.reloads() == 1
+
+
+def test_a_virtualserver_upstream_may_allow_more_than_the_server(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    f.write("svc", service_with_backends("app", [backends.start("a")]))
+    f.write(
+        "vs",
+        {
+            "apiVersion": "k8s.nginx.org/v1",
+            "kind": "VirtualServer",
+            "metadata": {"name": "vs", "namespace": "default"},
+            "spec": {
+                "host": "vs.test",
+                "upstreams": [
+                    {"name": "big", "service": "app", "port": 80, "client-max-body-size": "2m"},
+                    {"name": "plain", "service": "app", "port": 80},
+                ],
+                "routes": [
+                    {"path": "/big", "action": {"pass": "big"}},
+                    {"path": "/", "action": {"pass": "plain"}},
+                ],
+            },
+        },
+    )
+    f.start()
+    post = f.get
+    assert post("vs.test", "/big", method="POST", content=b"x" * (2 * MIB)).status == 200
+    assert post("vs.test", "/big", method="POST", content=b"x" * (2 * MIB + 1)).status == 413
+    assert post("vs.test", "/", method="POST", content=b"x" * (MIB + 1)).status == 413
+    assert f.events_for("vs")[-1]["reason"] == "AddedOrUpdated"
