@@ -15,15 +15,12 @@ from lightkube.types import PatchType
 from tests.integration.harness import Ferryman, served_by, service_with_backends
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.test_virtualserver_mode import VirtualServer, crds, running
-from tests.kubernetes.test_vsr_mode import HOST, VirtualServerRoute, _put, _vs, _vsr
-
-__all__ = ["crds", "running"]  # the fixtures this module uses
+from tests.kubernetes.nic_resources import VirtualServer, VirtualServerRoute, put, status
+from tests.kubernetes.test_vsr_mode import HOST, _vs, _vsr
 
 
 def _endpoints(kube: Client, resource: Any, namespace: str, name: str) -> Any:
-    status = kube.get(resource, name, namespace=namespace).get("status") or {}
-    return status.get("externalEndpoints")
+    return status(kube, resource, name, namespace).get("externalEndpoints")
 
 
 def _lb(kube: Client, namespace: str, *addresses: dict[str, str]) -> None:
@@ -57,8 +54,8 @@ def test_external_endpoints_from_the_external_service(
     apply(kube, own)
     _lb(kube, namespace, {"ip": "192.0.2.7"})
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
-    _put(kube, VirtualServer, _vs(namespace))
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    put(kube, VirtualServer, _vs(namespace))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
     f = Ferryman(
         tmp_path,
         extra_args=[
@@ -99,8 +96,8 @@ def test_external_endpoints_from_ingress_addresses(
     """--ingress-address: NIC's external-status-address, ports from no Service: ""."""
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
-    _put(kube, VirtualServer, _vs(namespace))
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    put(kube, VirtualServer, _vs(namespace))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
     f = Ferryman(
         tmp_path,
         extra_args=[

@@ -32,9 +32,8 @@ from lightkube.types import PatchType
 from ferryman import cli
 from tests.integration.harness import Ferryman, free_port, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.nic_resources import NIC_CRDS, VirtualServer, VirtualServerRoute
 from tests.kubernetes.test_machine_controller import CRD, Machine
-from tests.kubernetes.test_virtualserver_mode import VirtualServer
-from tests.kubernetes.test_vsr_mode import VirtualServerRoute
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -612,7 +611,7 @@ def test_rendered_chart_applies_and_runs(
     """The rendered objects apply; the rendered args under the chart's ServiceAccount run
     ferryman: it takes the Lease, and writes the Service's address and an Event, and
     a VirtualServer's and a VirtualServerRoute's status."""
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
+    install_crds(kube, *NIC_CRDS)
     namespace = f"helm{next(_names)}"
     ingress_class = f"{namespace}-class"
     docs = _template(helm_binary, namespace=namespace, values={"ingressClass.name": ingress_class})

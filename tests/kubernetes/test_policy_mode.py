@@ -6,47 +6,21 @@ using an invalid Policy is Warning with NIC's message while that route answers 5
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lightkube import Client
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.unit.nic_fixtures import ROOT
-
-VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer", "virtualservers")
-Policy = create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies")
-
-
-@pytest.fixture
-def crds(kube: Client) -> Client:
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
-    wait_until(lambda: list(kube.list(Policy, namespace="default")) is not None, 30, "Policy")
-    return kube
-
-
-@pytest.fixture
-def running() -> Iterator[list[Ferryman]]:
-    started: list[Ferryman] = []
-    yield started
-    for f in started:
-        if f.proc is not None:
-            f.stop()
+from tests.kubernetes.nic_resources import Policy, VirtualServer, status
 
 
 def _policy(namespace: str, **spec: Any) -> dict[str, Any]:
     md = {"name": "auth", "namespace": namespace}
     return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
-
-
-def _status(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any]:
-    return dict(kube.get(resource, name, namespace=namespace).get("status") or {})
 
 
 def _basic(user: str, password: str) -> dict[str, str]:
@@ -93,13 +67,13 @@ def test_policy_status_and_its_secret(
         "reason": "AddedOrUpdated",
         "message": f"Policy {namespace}/auth was added or updated",
     }
-    wait_until(lambda: _status(kube, Policy, "auth", namespace) == valid, 10, "Policy Valid")
+    wait_until(lambda: status(kube, Policy, "auth", namespace) == valid, 10, "Policy Valid")
 
     # Invalid: its status says why; the route answers 500 and the VirtualServer warns.
     patch = {"spec": {"basicAuth": {"secret": None}}}
     kube.patch(Policy, "auth", patch, namespace=namespace, patch_type=PatchType.MERGE)
     invalid = wait_until(
-        lambda: (s := _status(kube, Policy, "auth", namespace)).get("state") == "Invalid" and s,
+        lambda: (s := status(kube, Policy, "auth", namespace)).get("state") == "Invalid" and s,
         10,
         "Policy Invalid",
     )
@@ -115,5 +89,5 @@ def test_policy_status_and_its_secret(
         "message": f"Configuration for {namespace}/cafe was added or updated with warning(s): "
         f"Policy {namespace}/auth is missing or invalid",
     }
-    wait_until(lambda: _status(kube, VirtualServer, "cafe", namespace) == warning, 10, "Warning")
+    wait_until(lambda: status(kube, VirtualServer, "cafe", namespace) == warning, 10, "Warning")
     assert f.reloads() == 1
