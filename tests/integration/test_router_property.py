@@ -15,14 +15,12 @@ only the new version routes (an Exact path, unique per example, to backend
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.ingress import virtual_hosts
@@ -32,12 +30,18 @@ from tests.integration.harness import (
     Backends,
     Ferryman,
     backend,
-    eventually,
     fast_path_counts,
     ingress,
     path,
     rule,
-    service_with_backends,
+)
+from tests.integration.router_kit import (
+    HostClient,
+    await_marker,
+    check_answers,
+    examples,
+    new_marker,
+    serve,
 )
 
 HOST = "router.example.com"
@@ -45,8 +49,6 @@ SERVICES = ("a", "b", "c")  # what rules and the default backend route to
 MARKER_SERVICE = "d"  # only the marker path of the current example
 SEGMENTS = ["a", "b", "ab", "c", ""]
 PATH_TYPES = ["Exact", "Prefix", "ImplementationSpecific"]
-
-_markers = itertools.count()
 
 
 def _join(segments: list[str], slash: bool) -> str:
@@ -97,60 +99,35 @@ def predicted(obj: dict[str, Any], request: str) -> str:
     return "404" if key is None else key.split("/")[1].split(":")[0]
 
 
-class Client:
-    def __init__(self, ferryman: Ferryman) -> None:
-        self._base = f"http://127.0.0.1:{ferryman.http_port}"
-        self._client = httpx.Client(timeout=10)
-
-    def served_by(self, request: str) -> str:
-        r = self._client.get(self._base + request, headers={"Host": HOST})
-        return str(r.json()["name"]) if r.status_code == 200 else str(r.status_code)
-
-    def close(self) -> None:
-        self._client.close()
-
-
 @pytest.fixture
-def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
+def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, HostClient]]:
     """ferryman with the fast path in ngx_http_ferryman_module, or in Lua."""
-    ferryman = either_fast_path
-    for name in (*SERVICES, MARKER_SERVICE):
-        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    ferryman.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))
-    ferryman.start()
-    client = Client(ferryman)
-    yield ferryman, client
-    client.close()
+    either_fast_path.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))
+    client = HostClient(either_fast_path, HOST)
+    yield from serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
 
 
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@examples(15)
 @given(rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests)
 def test_router_routes_like_match(
-    router: tuple[Ferryman, Client],
+    router: tuple[Ferryman, HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
 ) -> None:
     ferryman, client = router
-    marker = f"/marker-{next(_markers)}"
+    marker = new_marker()
     obj = manifest(rules, default, marker)
     ferryman.write("ing", obj)
-    eventually(lambda: client.served_by(marker) == MARKER_SERVICE, 10.0, f"{marker} live")
+    await_marker(client, marker, MARKER_SERVICE)
 
     # The rule paths themselves and their neighbours, then random paths.
     near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
     checked = list(dict.fromkeys([*near, *requests]))[:80]
     module = "--nginx-modules-dir" not in ferryman.extra_args
     before = fast_path_counts(ferryman) if module else (0.0, 0.0)
-    answers = [(request, predicted(obj, request), client.served_by(request)) for request in checked]
-    wrong = [(request, want, got) for request, want, got in answers if want != got]
-    assert not wrong, (
-        f"rules={rules} default={default}: (request, match says, NGINX answered) {wrong}"
-    )
+    example = f"rules={rules} default={default}"
+    answers = check_answers(client, checked, lambda r: predicted(obj, r), example)
     if module:
         # The module itself routed: every 200 was proxied by it, every 404 handed over.
         after = fast_path_counts(ferryman)
