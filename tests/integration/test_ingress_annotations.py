@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.integration import router_kit as kit
 from tests.integration import test_router_property as router
 from tests.integration.harness import (
     Backends,
@@ -28,14 +29,6 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
     tls_secret,
-)
-from tests.integration.router_kit import (
-    HostClient,
-    await_marker,
-    check_answers,
-    examples,
-    new_marker,
-    serve,
 )
 from tests.integration.test_nic_policy_examples import _basic, _secret
 from tests.integration.test_vs_upstream_fields import _TLSEcho
@@ -354,11 +347,11 @@ def test_proxy_buffering_off(ferryman: Ferryman) -> None:
 @pytest.fixture
 def annotated_router(
     either_fast_path: Ferryman, backends: Backends
-) -> Iterator[tuple[Ferryman, HostClient]]:
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
     f = either_fast_path
     f.write("ing", with_timeout(router.manifest([("/", "Prefix", "a")], None, "/marker-start")))
-    client = HostClient(f, router.HOST)
-    yield from serve(f, backends, (*router.SERVICES, router.MARKER_SERVICE), client)
+    client = kit.HostClient(f, router.HOST)
+    yield from kit.serve(f, backends, (*router.SERVICES, router.MARKER_SERVICE), client)
 
 
 def with_timeout(obj: dict[str, Any]) -> dict[str, Any]:
@@ -367,14 +360,14 @@ def with_timeout(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-@examples(10)
+@kit.examples(10)
 @given(
     rules=router._rules,
     default=st.one_of(st.none(), st.sampled_from(router.SERVICES)),
     requests=router._requests,
 )
 def test_the_vs_engine_routes_an_annotated_host_like_match(
-    annotated_router: tuple[Ferryman, HostClient],
+    annotated_router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
@@ -382,14 +375,14 @@ def test_the_vs_engine_routes_an_annotated_host_like_match(
     """Kubernetes path semantics written as NGINX locations (= /p and /p/ for a
     Prefix /p, configs/ingress_vs.py) route as ``routes.match`` does."""
     f, client = annotated_router
-    marker = new_marker()
+    marker = kit.new_marker()
     obj = with_timeout(router.manifest(rules, default, marker))
     f.write("ing", obj)
-    await_marker(client, marker, router.MARKER_SERVICE)
+    kit.await_marker(client, marker, router.MARKER_SERVICE)
     near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
     checked = list(dict.fromkeys([*near, *requests]))[:80]
     example = f"rules={rules} default={default}"
-    check_answers(client, checked, lambda r: router.predicted(obj, r), example)
+    kit.check_answers(client, checked, lambda r: router.predicted(obj, r), example)
 
 
 def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> None:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.integration import router_kit as kit
 from tests.integration import test_router_property as router
 from tests.integration.harness import (
     Backends,
@@ -24,14 +25,6 @@ from tests.integration.harness import (
     rule,
     served_by,
     service_with_backends,
-)
-from tests.integration.router_kit import (
-    HostClient,
-    await_marker,
-    check_answers,
-    examples,
-    new_marker,
-    serve,
 )
 from tests.integration.test_vs_policies import last_event, policy
 
@@ -217,12 +210,12 @@ def test_only_hosts_with_policies_leave_the_module(ferryman: Ferryman, backends:
 @pytest.fixture
 def guarded_router(
     either_fast_path: Ferryman, backends: Backends
-) -> Iterator[tuple[Ferryman, HostClient]]:
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
     f = either_fast_path
     f.write("open", policy("open", accessControl={"allow": ["127.0.0.1"]}))
     f.write("ing", with_policy(router.manifest([("/", "Prefix", "a")], None, "/marker-start")))
-    client = HostClient(f, router.HOST)
-    yield from serve(f, backends, (*router.SERVICES, router.MARKER_SERVICE), client)
+    client = kit.HostClient(f, router.HOST)
+    yield from kit.serve(f, backends, (*router.SERVICES, router.MARKER_SERVICE), client)
 
 
 def with_policy(obj: dict[str, Any]) -> dict[str, Any]:
@@ -230,14 +223,14 @@ def with_policy(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-@examples(10)
+@kit.examples(10)
 @given(
     rules=router._rules,
     default=st.one_of(st.none(), st.sampled_from(router.SERVICES)),
     requests=router._requests,
 )
 def test_the_slow_path_routes_a_host_with_policies_like_match(
-    guarded_router: tuple[Ferryman, HostClient],
+    guarded_router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
@@ -245,16 +238,16 @@ def test_the_slow_path_routes_a_host_with_policies_like_match(
     """The Lua slow path matches an Ingress host with policies as
     ``routes.match`` does (the fast path's reference), every request handed over."""
     f, client = guarded_router
-    marker = new_marker()
+    marker = kit.new_marker()
     obj = with_policy(router.manifest(rules, default, marker))
     f.write("ing", obj)
-    await_marker(client, marker, router.MARKER_SERVICE)
+    kit.await_marker(client, marker, router.MARKER_SERVICE)
     near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
     checked = list(dict.fromkeys([*near, *requests]))[:80]
     module = "--nginx-modules-dir" not in f.extra_args
     before = fast_path_counts(f) if module else (0.0, 0.0)
     example = f"rules={rules} default={default}"
-    answers = check_answers(client, checked, lambda r: router.predicted(obj, r), example)
+    answers = kit.check_answers(client, checked, lambda r: router.predicted(obj, r), example)
     if module:
         after = fast_path_counts(f)
         assert (after[0] - before[0], after[1] - before[1]) == (0, len(answers))

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from ferryman.configs.ingress import virtual_hosts
 from ferryman.configs.routes import match, route_tables
 from ferryman.resources.ingress import parse_ingress
+from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,
     Ferryman,
@@ -34,14 +35,6 @@ from tests.integration.harness import (
     ingress,
     path,
     rule,
-)
-from tests.integration.router_kit import (
-    HostClient,
-    await_marker,
-    check_answers,
-    examples,
-    new_marker,
-    serve,
 )
 
 HOST = "router.example.com"
@@ -100,26 +93,28 @@ def predicted(obj: dict[str, Any], request: str) -> str:
 
 
 @pytest.fixture
-def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, HostClient]]:
+def router(
+    either_fast_path: Ferryman, backends: Backends
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
     """ferryman with the fast path in ngx_http_ferryman_module, or in Lua."""
     either_fast_path.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))
-    client = HostClient(either_fast_path, HOST)
-    yield from serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
+    client = kit.HostClient(either_fast_path, HOST)
+    yield from kit.serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
 
 
-@examples(15)
+@kit.examples(15)
 @given(rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests)
 def test_router_routes_like_match(
-    router: tuple[Ferryman, HostClient],
+    router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
 ) -> None:
     ferryman, client = router
-    marker = new_marker()
+    marker = kit.new_marker()
     obj = manifest(rules, default, marker)
     ferryman.write("ing", obj)
-    await_marker(client, marker, MARKER_SERVICE)
+    kit.await_marker(client, marker, MARKER_SERVICE)
 
     # The rule paths themselves and their neighbours, then random paths.
     near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
@@ -127,7 +122,7 @@ def test_router_routes_like_match(
     module = "--nginx-modules-dir" not in ferryman.extra_args
     before = fast_path_counts(ferryman) if module else (0.0, 0.0)
     example = f"rules={rules} default={default}"
-    answers = check_answers(client, checked, lambda r: predicted(obj, r), example)
+    answers = kit.check_answers(client, checked, lambda r: predicted(obj, r), example)
     if module:
         # The module itself routed: every 200 was proxied by it, every 404 handed over.
         after = fast_path_counts(ferryman)

@@ -20,17 +20,11 @@ from hypothesis import strategies as st
 
 from ferryman.configs.vs_routes import first_match, source_variable, unquote
 from ferryman.resources.virtualserver import parse_virtual_server
+from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,
     Ferryman,
     fast_path_counts,
-)
-from tests.integration.router_kit import (
-    HostClient,
-    await_marker,
-    examples,
-    new_marker,
-    serve,
 )
 
 HOST = "vs-match.example.com"
@@ -90,7 +84,7 @@ def predicted(matches: list[Conditions], request: dict[tuple[str, str], str]) ->
     return DEFAULT if found is None else MATCHED[found]
 
 
-class Client(HostClient):
+class Client(kit.HostClient):
     """Also sends a drawn request's headers, arguments and cookies."""
 
     def served_by(self, path: str, request: dict[tuple[str, str], str] | None = None) -> str:
@@ -112,10 +106,10 @@ class Client(HostClient):
 @pytest.fixture
 def matcher(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
     ferryman.write("vs", manifest([[(SOURCES[0], "a")]], "/marker-start"))
-    yield from serve(ferryman, backends, (*MATCHED, DEFAULT, MARKER), Client(ferryman, HOST))
+    yield from kit.serve(ferryman, backends, (*MATCHED, DEFAULT, MARKER), Client(ferryman, HOST))
 
 
-@examples(20)
+@kit.examples(20)
 @given(matches=_matches, requests=_requests)
 def test_matches_choose_like_first_match(
     matcher: tuple[Ferryman, Client],
@@ -123,11 +117,11 @@ def test_matches_choose_like_first_match(
     requests: list[dict[tuple[str, str], str]],
 ) -> None:
     ferryman, client = matcher
-    marker = new_marker()
+    marker = kit.new_marker()
     obj = manifest(matches, marker)
     assert parse_virtual_server(obj).problems == ()
     ferryman.write("vs", obj)
-    await_marker(client, marker, MARKER)
+    kit.await_marker(client, marker, MARKER)
     before = fast_path_counts(ferryman)
     answers = [(r, predicted(matches, r), client.served_by("/", r)) for r in requests]
     wrong = [(r, want, got) for r, want, got in answers if want != got]

@@ -23,18 +23,11 @@ from hypothesis import strategies as st
 from ferryman.configs.virtualserver import location, routed
 from ferryman.configs.vs_routes import find_location
 from ferryman.resources.virtualserver import parse_virtual_server
+from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,
     Ferryman,
     fast_path_counts,
-)
-from tests.integration.router_kit import (
-    HostClient,
-    await_marker,
-    check_answers,
-    examples,
-    new_marker,
-    serve,
 )
 
 HOST = "vs-router.example.com"
@@ -103,23 +96,25 @@ def predicted(obj: dict[str, Any], request: str) -> str:
 
 
 @pytest.fixture
-def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, HostClient]]:
+def router(
+    either_fast_path: Ferryman, backends: Backends
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
     either_fast_path.write("vs", manifest([("/", "a")], "/marker-start"))
-    client = HostClient(either_fast_path, HOST)
-    yield from serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
+    client = kit.HostClient(either_fast_path, HOST)
+    yield from kit.serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
 
 
-@examples(15)
+@kit.examples(15)
 @given(routes=_routes, requests=_requests)
 def test_virtual_server_routes_like_find_location(
-    router: tuple[Ferryman, HostClient], routes: list[tuple[str, str]], requests: list[str]
+    router: tuple[Ferryman, kit.HostClient], routes: list[tuple[str, str]], requests: list[str]
 ) -> None:
     ferryman, client = router
-    marker = new_marker()
+    marker = kit.new_marker()
     obj = manifest(routes, marker)
     assert parse_virtual_server(obj).problems == ()
     ferryman.write("vs", obj)
-    await_marker(client, marker, MARKER_SERVICE)
+    kit.await_marker(client, marker, MARKER_SERVICE)
 
     near = [
         p.lstrip("=^~ ") + s
@@ -130,7 +125,7 @@ def test_virtual_server_routes_like_find_location(
     checked = [r for r in dict.fromkeys([*near, *requests]) if r.startswith("/")][:80]
     module = "--nginx-modules-dir" not in ferryman.extra_args
     before = fast_path_counts(ferryman) if module else (0.0, 0.0)
-    answers = check_answers(client, checked, lambda r: predicted(obj, r), f"routes={routes}")
+    answers = kit.check_answers(client, checked, lambda r: predicted(obj, r), f"routes={routes}")
     if module:
         # The module proxied every request a route passes (vs_fast: these routes
         # are all its own) and handed the 404s and 301s to the slow path.

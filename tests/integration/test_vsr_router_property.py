@@ -31,15 +31,8 @@ from ferryman.resources.virtualserverroute import (
     VirtualServerRoute,
     parse_virtual_server_route,
 )
+from tests.integration import router_kit as kit
 from tests.integration.harness import Backends, Ferryman
-from tests.integration.router_kit import (
-    HostClient,
-    await_marker,
-    check_answers,
-    examples,
-    new_marker,
-    serve,
-)
 from tests.integration.test_vs_router_property import (
     MARKER_SERVICE,
     REGEXES,
@@ -160,22 +153,22 @@ def predicted(docs: list[dict[str, Any]], request: str) -> str:
 
 
 @pytest.fixture
-def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, HostClient]]:
-    client = HostClient(ferryman, HOST)
-    yield from serve(ferryman, backends, (*SERVICES, MARKER_SERVICE), client)
+def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    client = kit.HostClient(ferryman, HOST)
+    yield from kit.serve(ferryman, backends, (*SERVICES, MARKER_SERVICE), client)
 
 
-@examples(15)
+@kit.examples(15)
 @given(docs=_example(), requests=_requests)
 def test_delegated_routes_like_the_reference(
-    router: tuple[Ferryman, HostClient], docs: list[dict[str, Any]], requests: list[str]
+    router: tuple[Ferryman, kit.HostClient], docs: list[dict[str, Any]], requests: list[str]
 ) -> None:
     ferryman, client = router
-    marker = new_marker()
+    marker = kit.new_marker()
     docs = _with_marker(docs, marker)
     assert parse_virtual_server(docs[0]).problems == ()
     ferryman.write("vs", *docs)
-    await_marker(client, marker, MARKER_SERVICE)
+    kit.await_marker(client, marker, MARKER_SERVICE)
     paths = [
         str(r["path"])
         for d in docs
@@ -185,4 +178,4 @@ def test_delegated_routes_like_the_reference(
         p.lstrip("=^~ ") + s for p in paths if not p.startswith("~") for s in ("", "/", "/x", "x")
     ]
     checked = [r for r in dict.fromkeys([*near, *requests]) if r.startswith("/")][:80]
-    check_answers(client, checked, lambda r: predicted(docs, r), f"docs={docs}")
+    kit.check_answers(client, checked, lambda r: predicted(docs, r), f"docs={docs}")
