@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -71,6 +71,30 @@ def running() -> Iterator[list[Ferryman]]:
     for f in started:
         if f.proc is not None:
             f.stop()
+
+
+@pytest.fixture
+def start_ferryman(
+    tmp_path: Path, apiserver: APIServer, namespace: str, running: list[Ferryman]
+) -> Callable[..., Ferryman]:
+    """Starts ferryman in Kubernetes mode on ``apiserver`` as pod ``pod_name``,
+    watching the test's namespace (its leader Lease there too), with ``args``
+    added; it is stopped after the test."""
+
+    def start(pod_name: str, *args: str) -> Ferryman:
+        f = Ferryman(
+            tmp_path,
+            extra_args=[
+                "--watch-namespace", namespace, "--leader-election-namespace", namespace, *args,
+            ],
+            kubeconfig=apiserver.kubeconfig,
+            env={"POD_NAME": pod_name},
+        )  # fmt: skip
+        running.append(f)
+        f.start()
+        return f
+
+    return start
 
 
 @pytest.fixture(scope="session")

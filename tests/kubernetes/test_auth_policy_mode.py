@@ -6,6 +6,7 @@ with no reload."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from lightkube import Client
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends, tls_secret
 from tests.integration.test_vs_auth_policies import mtls_get
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.unit._jose import jwk, jwk_secret, jwks, token
 from tests.unit._pki import authority, ca_secret, issue
@@ -39,8 +40,8 @@ def _vs(name: str, namespace: str, host: str, **spec: Any) -> dict[str, Any]:
 
 
 def test_jwt_and_ingress_mtls_secrets_from_the_api(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    tmp_path: Path, crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     ns = namespace
@@ -55,14 +56,7 @@ def test_jwt_and_ingress_mtls_secrets_from_the_api(
         _policy("mtls", ns, ingressMTLS={"clientCertSecret": "clients"}),
         _vs("app", ns, "mtls.k8s.test", tls={"secret": "tls"}, policies=[{"name": "mtls"}]),
     )
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", ns, "--leader-election-namespace", ns],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-auth"},
-    )
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-auth")
     exp = int(time.time()) + 300
     old = {"Authorization": "Bearer " + token("RS256", {"exp": exp}, kid="one")}
     assert f.get("jwt.k8s.test", "/").status == 401

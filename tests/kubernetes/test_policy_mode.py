@@ -6,14 +6,14 @@ using an invalid Policy is Warning with NIC's message while that route answers 5
 from __future__ import annotations
 
 import base64
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lightkube import Client
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.kubernetes.nic_resources import Policy, VirtualServer, status
 
@@ -28,8 +28,8 @@ def _basic(user: str, password: str) -> dict[str, str]:
 
 
 def test_policy_status_and_its_secret(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
@@ -52,14 +52,7 @@ def test_policy_status_and_its_secret(
         },
     }
     apply(kube, secret, _policy(namespace, basicAuth={"secret": "users", "realm": "k8s"}), vs)
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-pol"},
-    )
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-pol")
     assert f.get("pol.k8s.test", "/").status == 401
     assert served_by(f, "pol.k8s.test", "/", headers=_basic("foo", "bar")) == "tea"
     valid = {

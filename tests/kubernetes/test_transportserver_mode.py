@@ -5,13 +5,13 @@ goes through it, and ferryman writes NIC's status (state, reason, message)."""
 from __future__ import annotations
 
 import socket
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lightkube import Client
 
 from tests.integration.harness import Ferryman, free_port, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.kubernetes.nic_resources import GlobalConfiguration, TransportServer, status
 
@@ -45,8 +45,8 @@ def _through(port: int) -> str:
 
 
 def test_transport_server_status_and_traffic(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     port = free_port()
@@ -62,17 +62,7 @@ def test_transport_server_status_and_traffic(
         )
     )
     kube.create(TransportServer(_ts(namespace, "first", "tea")))
-    f = Ferryman(
-        tmp_path,
-        extra_args=[
-            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
-            "--global-configuration", f"{namespace}/gc",
-        ],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-ts"},
-    )  # fmt: skip
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-ts", "--global-configuration", f"{namespace}/gc")
     assert _through(port) == "tea"
     want = {
         "state": "Valid",

@@ -4,13 +4,13 @@ NIC's status (state, reason, message) through the status subresource."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lightkube import Client
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.kubernetes.nic_resources import VirtualServer, put, status
 
@@ -33,21 +33,14 @@ def _status(kube: Client, namespace: str) -> dict[str, Any]:
 
 
 def test_virtual_server_is_served_and_valid(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
     apply(kube, *service_with_backends("coffee", [backends.start("coffee")], namespace=namespace))
     put(kube, VirtualServer, _vs(namespace, "tea"))
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-vs"},
-    )
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-vs")
     assert served_by(f, "vs.k8s.test", "/") == "tea"
     want = {
         "state": "Valid",

@@ -5,13 +5,13 @@ message, referencedBy) through the status subresource."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lightkube import Client
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.kubernetes.nic_resources import VirtualServer, VirtualServerRoute, put, status
 
@@ -45,8 +45,8 @@ def _status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
 
 
 def test_virtual_server_route_is_served_and_reports_status(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
@@ -54,14 +54,7 @@ def test_virtual_server_route_is_served_and_reports_status(
     put(kube, VirtualServer, _vs(namespace))
     put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
     put(kube, VirtualServerRoute, _vsr(namespace, "orphan", "tea", host="nobody.k8s.test"))
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-vsr"},
-    )
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-vsr")
     assert served_by(f, HOST, "/tea") == "tea"
     valid = {
         "state": "Valid",
