@@ -13,8 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from tests.integration import router_kit as kit
 from tests.integration import test_router_property as router
@@ -348,10 +346,7 @@ def test_proxy_buffering_off(ferryman: Ferryman) -> None:
 def annotated_router(
     either_fast_path: Ferryman, backends: Backends
 ) -> Iterator[tuple[Ferryman, kit.HostClient]]:
-    f = either_fast_path
-    f.write("ing", with_timeout(router.manifest([("/", "Prefix", "a")], None, "/marker-start")))
-    client = kit.HostClient(f, router.HOST)
-    yield from kit.serve(f, backends, (*router.SERVICES, router.MARKER_SERVICE), client)
+    yield from router.serve_router(either_fast_path, backends, with_timeout)
 
 
 def with_timeout(obj: dict[str, Any]) -> dict[str, Any]:
@@ -361,11 +356,7 @@ def with_timeout(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 @kit.examples(10)
-@given(
-    rules=router._rules,
-    default=st.one_of(st.none(), st.sampled_from(router.SERVICES)),
-    requests=router._requests,
-)
+@router.drawn
 def test_the_vs_engine_routes_an_annotated_host_like_match(
     annotated_router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
@@ -374,15 +365,7 @@ def test_the_vs_engine_routes_an_annotated_host_like_match(
 ) -> None:
     """Kubernetes path semantics written as NGINX locations (= /p and /p/ for a
     Prefix /p, configs/ingress_vs.py) route as ``routes.match`` does."""
-    f, client = annotated_router
-    marker = kit.new_marker()
-    obj = with_timeout(router.manifest(rules, default, marker))
-    f.write("ing", obj)
-    kit.await_marker(client, marker, router.MARKER_SERVICE)
-    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
-    checked = list(dict.fromkeys([*near, *requests]))[:80]
-    example = f"rules={rules} default={default}"
-    kit.check_answers(client, checked, lambda r: router.predicted(obj, r), example)
+    router.check_example(*annotated_router, rules, default, requests, with_timeout)
 
 
 def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> None:

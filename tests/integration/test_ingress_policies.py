@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from tests.integration import router_kit as kit
 from tests.integration import test_router_property as router
@@ -211,11 +209,8 @@ def test_only_hosts_with_policies_leave_the_module(ferryman: Ferryman, backends:
 def guarded_router(
     either_fast_path: Ferryman, backends: Backends
 ) -> Iterator[tuple[Ferryman, kit.HostClient]]:
-    f = either_fast_path
-    f.write("open", policy("open", accessControl={"allow": ["127.0.0.1"]}))
-    f.write("ing", with_policy(router.manifest([("/", "Prefix", "a")], None, "/marker-start")))
-    client = kit.HostClient(f, router.HOST)
-    yield from kit.serve(f, backends, (*router.SERVICES, router.MARKER_SERVICE), client)
+    either_fast_path.write("open", policy("open", accessControl={"allow": ["127.0.0.1"]}))
+    yield from router.serve_router(either_fast_path, backends, with_policy)
 
 
 def with_policy(obj: dict[str, Any]) -> dict[str, Any]:
@@ -224,11 +219,7 @@ def with_policy(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 @kit.examples(10)
-@given(
-    rules=router._rules,
-    default=st.one_of(st.none(), st.sampled_from(router.SERVICES)),
-    requests=router._requests,
-)
+@router.drawn
 def test_the_slow_path_routes_a_host_with_policies_like_match(
     guarded_router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
@@ -237,20 +228,9 @@ def test_the_slow_path_routes_a_host_with_policies_like_match(
 ) -> None:
     """The Lua slow path matches an Ingress host with policies as
     ``routes.match`` does (the fast path's reference), every request handed over."""
-    f, client = guarded_router
-    marker = kit.new_marker()
-    obj = with_policy(router.manifest(rules, default, marker))
-    f.write("ing", obj)
-    kit.await_marker(client, marker, router.MARKER_SERVICE)
-    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
-    checked = list(dict.fromkeys([*near, *requests]))[:80]
-    module = "--nginx-modules-dir" not in f.extra_args
-    before = fast_path_counts(f) if module else (0.0, 0.0)
-    example = f"rules={rules} default={default}"
-    answers = kit.check_answers(client, checked, lambda r: router.predicted(obj, r), example)
-    if module:
-        after = fast_path_counts(f)
-        assert (after[0] - before[0], after[1] - before[1]) == (0, len(answers))
+    answers, counts = router.check_example(*guarded_router, rules, default, requests, with_policy)
+    if counts is not None:
+        assert counts == (0, len(answers))
 
 
 def test_wildcard_and_catch_all_hosts_with_policies(ferryman: Ferryman, backends: Backends) -> None:

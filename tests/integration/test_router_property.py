@@ -16,7 +16,7 @@ only the new version routes (an Exact path, unique per example, to backend
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -92,39 +92,72 @@ def predicted(obj: dict[str, Any], request: str) -> str:
     return "404" if key is None else key.split("/")[1].split(":")[0]
 
 
+Dress = Callable[[dict[str, Any]], dict[str, Any]]
+# The examples of every Ingress router test: rules, a default backend or none, requests.
+drawn = given(
+    rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests
+)
+
+
+def _as_is(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj
+
+
+def serve_router(
+    f: Ferryman, backends: Backends, dress: Dress = _as_is
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    """A router fixture's body: ``dress`` adds to each Ingress what the test is about."""
+    f.write("ing", dress(manifest([("/", "Prefix", "a")], None, "/marker-start")))
+    yield from kit.serve(f, backends, (*SERVICES, MARKER_SERVICE), kit.HostClient(f, HOST))
+
+
+def check_example(
+    f: Ferryman,
+    client: kit.HostClient,
+    rules: list[tuple[str, str, str]],
+    default: str | None,
+    requests: list[str],
+    dress: Dress = _as_is,
+) -> tuple[list[tuple[str, str, str]], tuple[float, float] | None]:
+    """Writes the example's Ingress, waits until NGINX routes it, and checks
+    that every answer is what ``match`` predicts: the rule paths and their
+    neighbours, then the drawn requests. Returns the (request, predicted,
+    answered) triples and, with the module loaded, how many requests it
+    proxied and handed to the Lua slow path meanwhile."""
+    marker = kit.new_marker()
+    obj = dress(manifest(rules, default, marker))
+    f.write("ing", obj)
+    kit.await_marker(client, marker, MARKER_SERVICE)
+    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
+    checked = list(dict.fromkeys([*near, *requests]))[:80]
+    module = "--nginx-modules-dir" not in f.extra_args
+    before = fast_path_counts(f) if module else None
+    example = f"rules={rules} default={default}"
+    answers = kit.check_answers(client, checked, lambda r: predicted(obj, r), example)
+    if before is None:
+        return answers, None
+    after = fast_path_counts(f)
+    return answers, (after[0] - before[0], after[1] - before[1])
+
+
 @pytest.fixture
 def router(
     either_fast_path: Ferryman, backends: Backends
 ) -> Iterator[tuple[Ferryman, kit.HostClient]]:
     """ferryman with the fast path in ngx_http_ferryman_module, or in Lua."""
-    either_fast_path.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))
-    client = kit.HostClient(either_fast_path, HOST)
-    yield from kit.serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
+    yield from serve_router(either_fast_path, backends)
 
 
 @kit.examples(15)
-@given(rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests)
+@drawn
 def test_router_routes_like_match(
     router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
 ) -> None:
-    ferryman, client = router
-    marker = kit.new_marker()
-    obj = manifest(rules, default, marker)
-    ferryman.write("ing", obj)
-    kit.await_marker(client, marker, MARKER_SERVICE)
-
-    # The rule paths themselves and their neighbours, then random paths.
-    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
-    checked = list(dict.fromkeys([*near, *requests]))[:80]
-    module = "--nginx-modules-dir" not in ferryman.extra_args
-    before = fast_path_counts(ferryman) if module else (0.0, 0.0)
-    example = f"rules={rules} default={default}"
-    answers = kit.check_answers(client, checked, lambda r: predicted(obj, r), example)
-    if module:
+    answers, counts = check_example(*router, rules, default, requests)
+    if counts is not None:
         # The module itself routed: every 200 was proxied by it, every 404 handed over.
-        after = fast_path_counts(ferryman)
         routed = sum(got != "404" for _, _, got in answers)
-        assert (after[0] - before[0], after[1] - before[1]) == (routed, len(answers) - routed)
+        assert counts == (routed, len(answers) - routed)
