@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from bench.processes import (
-    BackendNginx,
     Ferryman,
-    compile_bytecode,
+    bench_bed,
     endpoint_slices,
     free_port,
     get,
@@ -156,19 +153,10 @@ def main() -> None:
     ap.add_argument("--routes", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=30)
     args = ap.parse_args()
-    compile_bytecode()
-    with tempfile.TemporaryDirectory(prefix="fbench-gateway-", dir="/tmp") as tmp:
-        work = Path(tmp)
-        backends = BackendNginx(work / "backends", [free_port(), free_port()])
-        f = Ferryman(
-            work / "ferryman",
-            extra_args=["--enable-gateway-api", "--gateway-addresses", ADDRESS],
-        )
-        try:
-            print(scale(f, args.routes, args.samples, (backends.ports[0], backends.ports[1])))
-        finally:
-            f.stop()
-            backends.stop()
+    with bench_bed(
+        "fbench-gateway-", extra_args=["--enable-gateway-api", "--gateway-addresses", ADDRESS]
+    ) as (_work, backends, f):
+        print(scale(f, args.routes, args.samples, (backends.ports[0], backends.ports[1])))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import argparse
 import re
 import statistics
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,9 @@ from typing import Any
 from tests.unit._jose import jwk, jwk_secret, jwks, token
 
 from bench.processes import (
-    BackendNginx,
-    Ferryman,
-    compile_bytecode,
+    alternating,
+    bench_bed,
     cpu_seconds,
-    free_port,
     ingress_docs,
     write_yaml,
 )
@@ -90,11 +87,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=1)
     args = ap.parse_args()
-    compile_bytecode()
-    with tempfile.TemporaryDirectory(prefix="fbench-jwt-", dir="/tmp") as tmp:
-        work = Path(tmp)
-        backends = BackendNginx(work / "backends", [free_port(), free_port()])
-        f = Ferryman(work / "ferryman")
+    with bench_bed("fbench-jwt-") as (work, backends, f):
         write_yaml(f.manifests / "app0.yaml", ingress_docs(0, tuple(backends.ports[:2])))
         write_yaml(f.manifests / "plain.yaml", [_vs("plain", None)])
         targets: dict[str, tuple[str, Path | None]] = {"no_policy": ("plain.bench.test", None)}
@@ -112,31 +105,27 @@ def main() -> None:
             targets[f"jwt_{name}"] = (host, _script(work, name, host, tokens))
         f.start()
         master = int((f.workdir / "state" / "nginx.pid").read_text())
-        try:
-            for host, script in targets.values():
-                _wrk(f.http_port, host, 2, script)
-            rps: dict[str, list[float]] = {n: [] for n in targets}
-            cpu_us: dict[str, list[float]] = {n: [] for n in targets}
-            names = sorted(targets)
-            for i in range(args.rounds):
-                for name in names[i % len(names) :] + names[: i % len(names)]:
-                    host, script = targets[name]
-                    before = cpu_seconds(master)
-                    r, non2xx = _wrk(f.http_port, host, args.seconds, script)
-                    used = cpu_seconds(master) - before
-                    if non2xx:
-                        raise RuntimeError(f"{name}: {non2xx:.0f} non-2xx answers")
-                    rps[name].append(r)
-                    cpu_us[name].append(used / (r * args.seconds) * 1e6)
-            print(f"reloads: {f.reloads()}")
-            for name in names:
-                print(
-                    f"{name}: {statistics.median(rps[name]):.0f} req/s, "
-                    f"NGINX CPU {statistics.median(cpu_us[name]):.1f} us/request"
-                )
-        finally:
-            f.stop()
-            backends.stop()
+        for host, script in targets.values():
+            _wrk(f.http_port, host, 2, script)
+        rps: dict[str, list[float]] = {n: [] for n in targets}
+        cpu_us: dict[str, list[float]] = {n: [] for n in targets}
+        names = sorted(targets)
+        for i in range(args.rounds):
+            for name in alternating(names, i):
+                host, script = targets[name]
+                before = cpu_seconds(master)
+                r, non2xx = _wrk(f.http_port, host, args.seconds, script)
+                used = cpu_seconds(master) - before
+                if non2xx:
+                    raise RuntimeError(f"{name}: {non2xx:.0f} non-2xx answers")
+                rps[name].append(r)
+                cpu_us[name].append(used / (r * args.seconds) * 1e6)
+        print(f"reloads: {f.reloads()}")
+        for name in names:
+            print(
+                f"{name}: {statistics.median(rps[name]):.0f} req/s, "
+                f"NGINX CPU {statistics.median(cpu_us[name]):.1f} us/request"
+            )
 
 
 if __name__ == "__main__":

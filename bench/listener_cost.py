@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.processes import BackendNginx, Ferryman, free_port, ingress_docs, write_yaml
+from bench.processes import BackendNginx, alternating, free_port, ingress_docs, started_sides
 
 HOST = "app0.bench.test"
 
@@ -54,22 +54,18 @@ def main() -> None:
             ]
         },
     }
-    sides = {}
+    docs = ingress_docs(0, (backends.ports[0], backends.ports[1]))
+    compared = {
+        "plain": ([], docs),
+        "listeners": (["--global-configuration", "default/gc"], [*docs, gc]),
+    }
     try:
-        for name, extra in (("plain", []), ("listeners", ["--global-configuration", "default/gc"])):
-            f = Ferryman(work / name, extra_args=extra)
-            docs = ingress_docs(0, (backends.ports[0], backends.ports[1]))
-            write_yaml(f.manifests / "app.yaml", [*docs, *([gc] if extra else [])])
-            f.start()
-            sides[name] = f
-        for r in range(args.rounds):
-            order = ["plain", "listeners"] if r % 2 == 0 else ["listeners", "plain"]
-            for name in order:
-                kept = _kept(sides[name].http_port, args.requests)
-                print(f"round {r} {name:10} kept requests/s {kept:6.0f}")
+        with started_sides(work, compared) as sides:
+            for r in range(args.rounds):
+                for name in alternating(list(sides), r):
+                    kept = _kept(sides[name].http_port, args.requests)
+                    print(f"round {r} {name:10} kept requests/s {kept:6.0f}")
     finally:
-        for f in sides.values():
-            f.stop()
         backends.stop()
 
 

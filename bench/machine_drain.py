@@ -63,9 +63,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
-import platform
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,8 +92,8 @@ from bench.drain_cluster import (
     machine_events,
     pods_on,
 )
-from bench.processes import dump
-from bench.rollout import SLOW, Tally, failure_kind, upstream_errors
+from bench.processes import in_work, publish, when_and_where
+from bench.rollout import SLOW, Tally, ask, next_due, upstream_errors
 
 TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default (bench/rollout.py's)
 PHASES = ("before", "hooks", "drain", "terminate", "removal", "after")
@@ -288,29 +285,15 @@ async def _client(
         due = time.monotonic() + interval * index / clients  # spread over one interval
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            sent, phase = time.monotonic(), tally.phase
             replica = balancer.choose(n)
             n += 1
             if replica is None:
-                tally.failed("no_ready_replica", sent, -1, phase)
+                sent = time.monotonic()
+                tally.failed("no_ready_replica", sent, -1, tally.phase)
             else:
                 url = f"http://127.0.0.1:{ports[replica]}/load/{n}{query}"
-                try:
-                    async with session.get(url, headers={"Host": HOST}) as r:
-                        body = await r.read()
-                        if r.status == 200:
-                            pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
-                            tally.ok(pod, replica, phase)
-                        else:
-                            tally.failed(str(r.status), sent, replica, phase)
-                except (TimeoutError, aiohttp.ClientError) as e:
-                    tally.failed(failure_kind(e), sent, replica, phase)
-            if time.monotonic() - sent > SLOW:
-                tally.slow += 1
-            late = time.monotonic() - (due + interval)
-            if late > 0:
-                tally.not_sent += int(late / interval)
-            due = max(due + interval, time.monotonic())
+                sent = await ask(session, url, HOST, replica, tally)
+            due = next_due(tally, sent, due, interval)
 
 
 def watch_deletion(kube: Client, cluster: Cluster, timeline: Timeline) -> None:
@@ -457,14 +440,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
-    if args.work:
-        result = run(args, args.work)
-    else:
-        with tempfile.TemporaryDirectory(prefix="fbench-drain-", dir="/tmp") as tmp:
-            result = run(args, Path(tmp))
+    result = in_work(lambda work: run(args, work), args.work, "fbench-drain-")
     result = {
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+        **when_and_where(),
         "mode": "hook" if args.hook else "no-hook",
         "load": {
             "clients": args.clients,
@@ -481,11 +459,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         **result,
     }
-    print(table(result))
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / result_name(args.hook, args.term_delay, args.request_delay, args.leader)
-    dump(out, result)
-    print(f"wrote {out}")
+    name = result_name(args.hook, args.term_delay, args.request_delay, args.leader)
+    publish(result, table(result), args.out / name)
     return result
 
 

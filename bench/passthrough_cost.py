@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.processes import BackendNginx, Ferryman, free_port, ingress_docs, write_yaml
+from bench.processes import BackendNginx, alternating, free_port, ingress_docs, started_sides
 from ferryman.dataplane.fallback import self_signed
 
 HOST = "app0.bench.test"
@@ -78,28 +78,24 @@ def main() -> None:
             "tls.key": base64.b64encode(key).decode(),
         },
     }
-    sides = {}
+    docs = ingress_docs(0, (backends.ports[0], backends.ports[1]))
+    for d in docs:
+        if d["kind"] == "Ingress":
+            d["spec"]["tls"] = [{"hosts": [HOST], "secretName": "tls"}]
+    compared = {
+        "plain": ([], [*docs, secret]),
+        "passthrough": (["--enable-tls-passthrough"], [*docs, secret]),
+    }
     try:
-        for name, extra in (("plain", []), ("passthrough", ["--enable-tls-passthrough"])):
-            f = Ferryman(work / name, extra_args=extra)
-            docs = ingress_docs(0, (backends.ports[0], backends.ports[1]))
-            for d in docs:
-                if d["kind"] == "Ingress":
-                    d["spec"]["tls"] = [{"hosts": [HOST], "secretName": "tls"}]
-            write_yaml(f.manifests / "app.yaml", [*docs, secret])
-            f.start()
-            sides[name] = f
-        for r in range(args.rounds):
-            order = ["plain", "passthrough"] if r % 2 == 0 else ["passthrough", "plain"]
-            for name in order:
-                port = sides[name].https_port
-                new = _new_connections(port, args.requests // 4)
-                kept = _kept(port, args.requests)
-                print(f"round {r} {name:12} new TLS connections/s {new:6.0f}", end="")
-                print(f"  kept requests/s {kept:6.0f}")
+        with started_sides(work, compared) as sides:
+            for r in range(args.rounds):
+                for name in alternating(list(sides), r):
+                    port = sides[name].https_port
+                    new = _new_connections(port, args.requests // 4)
+                    kept = _kept(port, args.requests)
+                    print(f"round {r} {name:12} new TLS connections/s {new:6.0f}", end="")
+                    print(f"  kept requests/s {kept:6.0f}")
     finally:
-        for f in sides.values():
-            f.stop()
         backends.stop()
 
 

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import platform
 import re
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.integration.metrics_text import parse_metrics, reload_count
 
 ROOT = Path(__file__).resolve().parents[1]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
@@ -26,12 +31,6 @@ def modules_dir_args() -> list[str]:
     integration tests read it: a module built from this checkout), none when unset."""
     modules = os.environ.get("FERRYMAN_TEST_NGINX_MODULES_DIR")
     return ["--nginx-modules-dir", modules] if modules else []
-
-
-def _without_class(sample: str) -> str:
-    """Drops NIC's constant ``class`` label, so samples read as in a one-class setup."""
-    sample = re.sub(r'class="[^"]*",?', "", sample)
-    return sample.replace(",}", "}").replace("{}", "")
 
 
 def angie_binary() -> str:
@@ -278,18 +277,11 @@ class Ferryman:
 
     def metrics(self) -> dict[str, float]:
         _, text = get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10)
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                out[_without_class(name)] = float(value)
-        return out
+        return parse_metrics(text)
 
     def reloads(self) -> int:
         """Reloads, whatever their reason."""
-        m = self.metrics()
-        name = "nginx_ingress_controller_nginx_reloads_total"
-        return int(m[f'{name}{{reason="other"}}'] + m[f'{name}{{reason="endpoints"}}'])
+        return reload_count(self.metrics())
 
     def memory(self) -> dict[str, float]:
         assert self.proc is not None
@@ -320,3 +312,77 @@ def wrk(url: str, host: str, seconds: int, connections: int = 64) -> dict[str, f
 
 def dump(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def bench_bed(
+    prefix: str, extra_args: list[str] | None = None
+) -> Iterator[tuple[Path, BackendNginx, Ferryman]]:
+    """A benchmark's work directory under /tmp (NGINX's unix sockets want short
+    paths), a backend NGINX on two ports and a ferryman not yet started; both
+    are stopped after the block. Bytecode is compiled first, so that no start
+    measured includes compiling."""
+    compile_bytecode()
+    with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as tmp:
+        work = Path(tmp)
+        backends = BackendNginx(work / "backends", [free_port(), free_port()])
+        f = Ferryman(work / "ferryman", extra_args=extra_args or [])
+        try:
+            yield work, backends, f
+        finally:
+            f.stop()
+            backends.stop()
+
+
+@contextlib.contextmanager
+def started_sides(
+    work: Path, sides: dict[str, tuple[list[str], list[dict[str, Any]]]]
+) -> Iterator[dict[str, Ferryman]]:
+    """An A/B comparison's ferrymen: one per side (its extra arguments, its
+    manifests), all started before the block and stopped after it."""
+    started: dict[str, Ferryman] = {}
+    try:
+        for name, (extra, docs) in sides.items():
+            f = Ferryman(work / name, extra_args=extra)
+            write_yaml(f.manifests / "app.yaml", docs)
+            f.start()
+            started[name] = f
+        yield started
+    finally:
+        for f in started.values():
+            f.stop()
+
+
+def alternating(names: list[str], round_: int) -> list[str]:
+    """``names`` in the order of round ``round_``: each goes first in turn, so
+    that warming and drift weigh on every side alike."""
+    shift = round_ % len(names)
+    return names[shift:] + names[:shift]
+
+
+def when_and_where() -> dict[str, str]:
+    """When a result was measured and on what machine: results are compared
+    across runs, and the core count bounds what NGINX can do."""
+    return {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+    }
+
+
+def in_work(
+    run: Callable[[Path], dict[str, Any]], work: Path | None, prefix: str
+) -> dict[str, Any]:
+    """``run`` in ``work`` (kept, to read its logs after) or in a temporary
+    directory under /tmp (short paths: NGINX's unix sockets live there)."""
+    if work:
+        return run(work)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as tmp:
+        return run(Path(tmp))
+
+
+def publish(result: dict[str, Any], table: str, out: Path) -> None:
+    """Prints the result's ``table`` and writes the result as JSON to ``out``."""
+    print(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dump(out, result)
+    print(f"wrote {out}")

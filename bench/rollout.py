@@ -35,12 +35,10 @@ import asyncio
 import contextlib
 import errno
 import os
-import platform
 import re
 import signal
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -60,7 +58,7 @@ from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
 from tests.kubernetes.kubelet import Kubelet
 from tests.kubernetes.workloads import deployment, rolled_out, service
 
-from bench.processes import FERRYMAN, dump
+from bench.processes import FERRYMAN, in_work, publish, when_and_where
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
 
 # ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
@@ -218,6 +216,37 @@ def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
 # -------------------------------------------------------------------- load
 
 
+async def ask(
+    session: aiohttp.ClientSession, url: str, host: str, replica: int, tally: Tally
+) -> float:
+    """One request of the load, its answer tallied (the pod that answered, or why
+    none did, in the phase it was sent in); returns when it was sent."""
+    sent, phase = time.monotonic(), tally.phase
+    try:
+        async with session.get(url, headers={"Host": host}) as r:
+            body = await r.read()
+            if r.status == 200:
+                pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
+                tally.ok(pod, replica, phase)
+            else:
+                tally.failed(str(r.status), sent, replica, phase)
+    except (TimeoutError, aiohttp.ClientError) as e:
+        tally.failed(failure_kind(e), sent, replica, phase)
+    return sent
+
+
+def next_due(tally: Tally, sent: float, due: float, interval: float) -> float:
+    """When a client's next request is due. A client waits for its answer: the
+    requests it would have sent meanwhile are not sent (and so cannot fail);
+    count them, and the slow answer."""
+    if time.monotonic() - sent > SLOW:
+        tally.slow += 1
+    late = time.monotonic() - (due + interval)
+    if late > 0:
+        tally.not_sent += int(late / interval)
+    return max(due + interval, time.monotonic())
+
+
 async def _client(
     index: int, ports: list[int], interval: float, tally: Tally, stop: asyncio.Event
 ) -> None:
@@ -230,28 +259,11 @@ async def _client(
         due = time.monotonic() + interval * index / len(ports) / 4
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            sent, phase = time.monotonic(), tally.phase
             replica = n % len(ports)
             url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
             n += 1
-            try:
-                async with session.get(url, headers={"Host": HOST}) as r:
-                    body = await r.read()
-                    if r.status == 200:
-                        pod = body.split(b'"', 4)[3].decode()  # {"name": "<pod>", ...
-                        tally.ok(pod, replica, phase)
-                    else:
-                        tally.failed(str(r.status), sent, replica, phase)
-            except (TimeoutError, aiohttp.ClientError) as e:
-                tally.failed(failure_kind(e), sent, replica, phase)
-            # A client waits for its answer: the requests it would have sent
-            # meanwhile are not sent (and so cannot fail); count them.
-            if time.monotonic() - sent > SLOW:
-                tally.slow += 1
-            late = time.monotonic() - (due + interval)
-            if late > 0:
-                tally.not_sent += int(late / interval)
-            due = max(due + interval, time.monotonic())
+            sent = await ask(session, url, HOST, replica, tally)
+            due = next_due(tally, sent, due, interval)
 
 
 async def load(
@@ -521,14 +533,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
-    if args.work:
-        result = run(args, args.work)
-    else:
-        with tempfile.TemporaryDirectory(prefix="fbench-rollout-", dir="/tmp") as tmp:
-            result = run(args, Path(tmp))
+    result = in_work(lambda work: run(args, work), args.work, "fbench-rollout-")
     result = {
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+        **when_and_where(),
         "mode": "gates" if args.gates else "no-gates",
         "replicas": args.replicas,
         "load": {"clients": args.clients, "rate_per_s": args.rate, "ferryman_replicas": 2},
@@ -541,14 +548,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "second_replica_stalled_s": args.stall,
         **result,
     }
-    print(table(result))
-    args.out.mkdir(parents=True, exist_ok=True)
     variant = ("-stalled" if args.stall else "") + (
         "" if args.term_delay == TERM_DELAY else f"-drain{args.term_delay:g}s"
     )
-    out = args.out / f"rollout-{result['mode']}{variant}.json"
-    dump(out, result)
-    print(f"wrote {out}")
+    publish(result, table(result), args.out / f"rollout-{result['mode']}{variant}.json")
     return result
 
 

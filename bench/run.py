@@ -24,8 +24,6 @@ Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import subprocess
 import tempfile
@@ -43,6 +41,7 @@ from bench.processes import (
     get,
     ingress_docs,
     process_cpu_seconds,
+    when_and_where,
     write_yaml,
 )
 
@@ -193,7 +192,21 @@ def batch(backends: BackendNginx, work: Path, n: int = 1000) -> dict[str, Any]:
         f.stop()
 
 
-def _hand_written(work: Path, port: int, backends: tuple[int, int]) -> subprocess.Popen[bytes]:
+# What a location sets to proxy as NGINX users write it by hand (and ferryman does).
+PROXY_HEADERS = """
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header X-Real-IP $remote_addr;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;"""
+
+
+def hand_written_nginx(
+    work: Path, port: int, http: str, probe: tuple[str, str]
+) -> subprocess.Popen[bytes]:
+    """The baseline ferryman is measured against: NGINX with ``http`` in its
+    http block as users write it, started once ``probe`` (host, path) answers 200."""
     d = work / "handwritten"
     (d / "tmp").mkdir(parents=True, exist_ok=True)
     (d / "nginx.conf").write_text(
@@ -205,24 +218,7 @@ events {{ worker_connections 16384; }}
 http {{
     access_log off;
     proxy_temp_path {d}/tmp;
-    upstream app {{
-        server 127.0.0.1:{backends[0]};
-        server 127.0.0.1:{backends[1]};
-        keepalive 64;
-    }}
-    server {{
-        listen 127.0.0.1:{port} reuseport;
-        server_name app0.bench.test;
-        location /p0 {{
-            proxy_pass http://app;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_set_header X-Real-IP $remote_addr;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-        }}
-    }}
+{http}
 }}
 """
     )
@@ -233,8 +229,25 @@ http {{
         ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
         start_new_session=True,
     )
-    _wait(lambda: get(f"http://127.0.0.1:{port}/p0", "app0.bench.test")[0] == 200, 10, "nginx")
+    host, path = probe
+    _wait(lambda: get(f"http://127.0.0.1:{port}{path}", host)[0] == 200, 10, "nginx")
     return proc
+
+
+def _hand_written(work: Path, port: int, backends: tuple[int, int]) -> subprocess.Popen[bytes]:
+    http = f"""    upstream app {{
+        server 127.0.0.1:{backends[0]};
+        server 127.0.0.1:{backends[1]};
+        keepalive 64;
+    }}
+    server {{
+        listen 127.0.0.1:{port} reuseport;
+        server_name app0.bench.test;
+        location /p0 {{
+            proxy_pass http://app;{PROXY_HEADERS}
+        }}
+    }}"""
+    return hand_written_nginx(work, port, http, ("app0.bench.test", "/p0"))
 
 
 def throughput(backends: BackendNginx, work: Path, seconds: int, rounds: int) -> dict[str, Any]:
@@ -333,8 +346,7 @@ def main() -> None:
         backends = BackendNginx(work / "backends", [free_port() for _ in range(POOL)])
         try:
             results: dict[str, Any] = {
-                "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
+                **when_and_where(),
                 "startup": [],
             }
             for n in (int(x) for x in args.sizes.split(",") if "startup" in scenarios):

@@ -30,14 +30,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from bench.processes import (
-    BackendNginx,
-    Ferryman,
-    compile_bytecode,
+    alternating,
+    bench_bed,
     cpu_seconds,
     free_port,
     ingress_docs,
@@ -97,12 +94,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args()
-    compile_bytecode()
-    with tempfile.TemporaryDirectory(prefix="fbench-vs-", dir="/tmp") as tmp:
-        work = Path(tmp)
-        backends = BackendNginx(work / "backends", [free_port(), free_port()])
+    with bench_bed("fbench-vs-") as (work, backends, f):
         ports = (backends.ports[0], backends.ports[1])
-        f = Ferryman(work / "ferryman")
         write_yaml(f.manifests / "app0.yaml", ingress_docs(0, ports))
         guarded_ingress = ingress_docs(1, ports)
         guarded_ingress[0]["metadata"]["annotations"] = {"nginx.org/policies": "local"}
@@ -142,7 +135,7 @@ def main() -> None:
             cpu_us: dict[str, list[float]] = {name: [] for name in targets}
             names = sorted(targets)
             for i in range(args.rounds):
-                for name in names[i % len(names) :] + names[: i % len(names)]:
+                for name in alternating(names, i):
                     target_port, host, pid = targets[name]
                     before = cpu_seconds(pid)
                     run = wrk(f"http://127.0.0.1:{target_port}/p0/x", host, args.seconds)
@@ -163,8 +156,6 @@ def main() -> None:
         finally:
             plain.terminate()
             plain.wait(10)
-            f.stop()
-            backends.stop()
 
 
 if __name__ == "__main__":

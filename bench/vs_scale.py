@@ -28,23 +28,20 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.processes import (
-    BackendNginx,
     Ferryman,
-    compile_bytecode,
+    bench_bed,
     cpu_seconds,
     endpoint_slices,
     free_port,
-    get,
     write_yaml,
     wrk,
 )
-from bench.run import WARM_UP_SECONDS, _percentile, _wait
+from bench.run import PROXY_HEADERS, WARM_UP_SECONDS, _percentile, _wait, hand_written_nginx
 
 RATE = "1000000r/s"  # neither side rejects at the rates 2 cores reach
 # One wrk run per slice: background load on a shared machine changes within
@@ -115,25 +112,8 @@ def vs_docs(i: int, ports: tuple[int, int]) -> list[dict[str, Any]]:
 
 def _hand_written(work: Path, port: int, backends: tuple[int, int]) -> subprocess.Popen[bytes]:
     """The same two routes as NGINX users write them by hand."""
-    d = work / "handwritten"
-    (d / "tmp").mkdir(parents=True, exist_ok=True)
-    proxy = """
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_set_header X-Real-IP $remote_addr;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;"""
-    (d / "nginx.conf").write_text(
-        f"""
-worker_processes 2;
-pid {d}/nginx.pid;
-error_log stderr error;
-events {{ worker_connections 16384; }}
-http {{
-    access_log off;
-    proxy_temp_path {d}/tmp;
-    limit_req_zone $binary_remote_addr zone=limit:10m rate={RATE};
+    proxy = PROXY_HEADERS
+    http = f"""    limit_req_zone $binary_remote_addr zone=limit:10m rate={RATE};
     upstream a {{ server 127.0.0.1:{backends[0]}; server 127.0.0.1:{backends[1]}; keepalive 64; }}
     upstream b {{ server 127.0.0.1:{backends[0]}; server 127.0.0.1:{backends[1]}; keepalive 64; }}
     split_clients $request_id $half {{ 50% a; * b; }}
@@ -147,16 +127,8 @@ http {{
             limit_req zone=limit burst={BURST} nodelay;
             proxy_pass http://a;{proxy}
         }}
-    }}
-}}
-"""
-    )
-    proc = subprocess.Popen(
-        ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
-        start_new_session=True,
-    )
-    _wait(lambda: get(f"http://127.0.0.1:{port}/split", "vs0.bench.test")[0] == 200, 10, "nginx")
-    return proc
+    }}"""
+    return hand_written_nginx(work, port, http, ("vs0.bench.test", "/split"))
 
 
 def scale(f: Ferryman, n: int, samples: int, ports: tuple[int, int]) -> dict[str, Any]:
@@ -228,12 +200,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args()
-    compile_bytecode()
-    with tempfile.TemporaryDirectory(prefix="fbench-vs-scale-", dir="/tmp") as tmp:
-        work = Path(tmp)
-        backends = BackendNginx(work / "backends", [free_port(), free_port()])
+    with bench_bed("fbench-vs-scale-") as (work, backends, f):
         ports = (backends.ports[0], backends.ports[1])
-        f = Ferryman(work / "ferryman")
         plain: subprocess.Popen[bytes] | None = None
         try:
             print(scale(f, args.vs, args.samples, ports), flush=True)
@@ -248,8 +216,6 @@ def main() -> None:
             if plain is not None:
                 plain.terminate()
                 plain.wait(10)
-            f.stop()
-            backends.stop()
 
 
 if __name__ == "__main__":

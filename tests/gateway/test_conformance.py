@@ -20,12 +20,8 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
-from lightkube import Client
-from lightkube.resources.core_v1 import Pod
 
 from ferryman.configs.gateway_status import SUPPORTED_FEATURES
 
@@ -43,71 +39,22 @@ from tests.gateway.conformance_run import (
     setup_failure,
     suite_args,
 )
-from tests.gateway.conftest import base_manifests
+from tests.gateway.conftest import start_base_pods
 from tests.gateway.environment import Conformance
-from tests.integration.harness import Ferryman, tls_secret
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.integration.harness import Ferryman
+from tests.kubernetes.apiserver import APIServer, apply
 from tests.kubernetes.kubelet import Kubelet
 
 # The core tests of GATEWAY-HTTP in v1.6.3 (notes/gateway-conformance.md §6).
 CORE_TESTS = 36
-NAMESPACES = (
-    "gateway-conformance-infra",
-    "gateway-conformance-app-backend",
-    "gateway-conformance-web-backend",
-)
-GATEWAY_API = "gateway.networking.k8s.io/"
-
-
-def _base(conformance: Conformance) -> list[dict[str, Any]]:
-    """The base manifests but the Gateways (the suite applies those with its class)."""
-    docs = [d for d in yaml.safe_load_all(base_manifests(conformance).read_text()) if d]
-    return [d for d in docs if not d["apiVersion"].startswith(GATEWAY_API)]
-
-
-def _volume_secrets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The Secrets base pods mount: the suite creates them only after the
-    Deployments, and the test kubelet starts a pod once its volumes exist."""
-    wanted = {
-        (d["metadata"]["namespace"], v["secret"]["secretName"])
-        for d in docs
-        if d["kind"] == "Deployment"
-        for v in d["spec"]["template"]["spec"].get("volumes") or []
-        if "secret" in v
-    }
-    return [tls_secret(name, ["abc.example.com"], namespace=ns) for ns, name in sorted(wanted)]
-
-
-def _not_ready(kube: Client) -> list[str]:
-    return [
-        p.metadata.name
-        for ns in NAMESPACES
-        for p in kube.list(Pod, namespace=ns)
-        if not any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-    ]
 
 
 @pytest.fixture(scope="module")
 def base_pods(
     gateway_cluster: APIServer, gateway_kubelet: Kubelet, conformance: Conformance
 ) -> None:
-    """The suite's backends, Ready before the suite starts: a failure here is the
-    environment's, not ferryman's (the suite re-applies them in place)."""
-    kube = gateway_cluster.client()
-    docs = _base(conformance)
-    apply(kube, *[d for d in docs if d["kind"] == "Namespace"])
-    apply(kube, *_volume_secrets(docs), *[d for d in docs if d["kind"] != "Namespace"])
-    expected = sum(d["spec"].get("replicas", 1) for d in docs if d["kind"] == "Deployment")
-
-    def ready() -> bool:
-        pods = [p for ns in NAMESPACES for p in kube.list(Pod, namespace=ns)]
-        return len(pods) == expected and not _not_ready(kube)
-
-    try:
-        wait_until(ready, 300, f"{expected} Ready base pods")
-    except AssertionError as e:
-        errors = gateway_kubelet.errors[-5:]
-        raise AssertionError(f"{e}; not ready: {_not_ready(kube)}; kubelet: {errors}") from None
+    """The suite's backends, Ready before the suite starts."""
+    start_base_pods(gateway_cluster.client(), conformance, gateway_kubelet)
 
 
 @pytest.fixture(scope="module")

@@ -10,78 +10,21 @@ import json
 import socket
 import ssl
 import urllib.request
-from typing import Any
 
-import yaml
-from lightkube import Client
-from lightkube.resources.core_v1 import Pod
 from lightkube.resources.discovery_v1 import EndpointSlice
 
-from tests.gateway.conftest import base_manifests
+from tests.gateway.conftest import start_base_pods
 from tests.gateway.environment import Conformance
-from tests.integration.harness import tls_secret
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import APIServer, wait_until
 from tests.kubernetes.kubelet import Kubelet
-
-NAMESPACES = (
-    "gateway-conformance-infra",
-    "gateway-conformance-app-backend",
-    "gateway-conformance-web-backend",
-)
-GATEWAY_API = "gateway.networking.k8s.io/"
-
-
-def _base(conformance: Conformance) -> list[dict[str, Any]]:
-    docs = [d for d in yaml.safe_load_all(base_manifests(conformance).read_text()) if d]
-    return [d for d in docs if not d["apiVersion"].startswith(GATEWAY_API)]
-
-
-def _secrets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The Secrets the suite creates itself before its pods can start."""
-    wanted = {
-        (d["metadata"]["namespace"], v["secret"]["secretName"])
-        for d in docs
-        if d["kind"] == "Deployment"
-        for v in d["spec"]["template"]["spec"].get("volumes") or []
-        if "secret" in v
-    }
-    return [tls_secret(name, ["abc.example.com"], namespace=ns) for ns, name in sorted(wanted)]
-
-
-def _ready_pods(kube: Client) -> list[Pod]:
-    pods = [p for ns in NAMESPACES for p in kube.list(Pod, namespace=ns)]
-    ready = [
-        p
-        for p in pods
-        if any(c.type == "Ready" and c.status == "True" for c in (p.status.conditions or []))
-    ]
-    return ready if pods and len(ready) == len(pods) else []
 
 
 def test_the_base_manifests_become_ready_pods_answering_as_echo_basic(
     gateway_cluster: APIServer, gateway_kubelet: Kubelet, conformance: Conformance
 ) -> None:
     kube = gateway_cluster.client()
-    docs = _base(conformance)
-    namespaces = [d for d in docs if d["kind"] == "Namespace"]
-    apply(kube, *namespaces)
-    apply(kube, *_secrets(docs), *[d for d in docs if d["kind"] != "Namespace"])
-    expected = sum(d["spec"].get("replicas", 1) for d in docs if d["kind"] == "Deployment")
-    try:
-        pods = wait_until(
-            lambda: (ready := _ready_pods(kube)) and len(ready) == expected and ready,
-            240,
-            f"{expected} Ready pods",
-        )
-    except AssertionError:
-        states = {
-            p.metadata.name: [(c.type, c.status) for c in (p.status.conditions or [])]
-            for ns in NAMESPACES
-            for p in kube.list(Pod, namespace=ns)
-            if not any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-        }
-        raise AssertionError(f"pods: {states}; kubelet: {gateway_kubelet.errors[-5:]}") from None
-    assert expected == 23, "the suite's release has 23 base pods (notes/gateway-conformance.md)"
+    pods = start_base_pods(kube, conformance, gateway_kubelet)
+    assert len(pods) == 23, "the suite's release has 23 base pods (notes/gateway-conformance.md)"
     assert not gateway_kubelet.errors
     ips = {p.status.podIP for p in pods}
     assert len(ips) == len(pods)

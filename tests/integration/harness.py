@@ -28,6 +28,7 @@ from ferryman.dataplane.flavour import FAST_MODULE, MODULES
 from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.state_dir import Paths
+from tests.integration.metrics_text import parse_metrics, reload_count
 
 ROOT = Path(__file__).resolve().parents[2]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
@@ -84,12 +85,6 @@ def fast_path_counts(f: Ferryman) -> tuple[float, float]:
     m = f.metrics()
     name = "ferryman_fast_path_requests_total"
     return m[f'{name}{{path="fast"}}'], m[f'{name}{{path="slow"}}']
-
-
-def _without_class(sample: str) -> str:
-    """Drops NIC's constant ``class`` label, so samples read as in a one-class setup."""
-    sample = re.sub(r'class="[^"]*",?', "", sample)
-    return sample.replace(",}", "}").replace("{}", "")
 
 
 def reachable(path: Path) -> Path:
@@ -576,18 +571,11 @@ class Ferryman:
 
     def metrics(self) -> dict[str, float]:
         text = httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).text
-        out: dict[str, float] = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, _, value = line.rpartition(" ")
-                out[_without_class(name)] = float(value)
-        return out
+        return parse_metrics(text)
 
     def reloads(self) -> int:
         """Reloads counted, whatever their reason."""
-        m = self.metrics()
-        name = "nginx_ingress_controller_nginx_reloads_total"
-        return int(m[f'{name}{{reason="other"}}'] + m[f'{name}{{reason="endpoints"}}'])
+        return reload_count(self.metrics())
 
     def angie_generation(self) -> int:
         """Angie's own count of configuration loads (its /status/ API, on the

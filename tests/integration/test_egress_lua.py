@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import subprocess
 import threading
 import urllib.error
 import urllib.request
@@ -29,24 +28,16 @@ from ferryman.configs.policy_base import ROUTE, Owner
 from ferryman.configs.vs_policies import attach
 from ferryman.dataplane.flavour import LUA_DIR
 from ferryman.resources.nic_route import PolicyRef
-from tests.integration.harness import eventually, free_port, reachable
+from tests.integration.harness import free_port
+from tests.integration.lua_nginx import running
 from tests.unit._pki import authority, ca_secret, issue
 from tests.unit.test_vs_policies import Objects
 
-MODULES = Path("/usr/lib/nginx/modules")
 TEMPLATE = Path(LUA_DIR).parent.parent / "configs" / "templates" / "slow-path.conf.tmpl"
 
-CONFIG = """
-load_module {modules}/ndk_http_module.so;
-load_module {modules}/ngx_http_lua_module.so;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log info;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {dir}/body;
+# The http block (lua_nginx.nginx_conf has the rest).
+HTTP = """
     proxy_temp_path {dir}/proxy;
-    lua_package_path "{lua}/?.lua;/usr/share/lua/5.1/?.lua;;";
     lua_shared_dict items 1m;
     # As ferryman's: the peer set by balancer_by_lua (which resumes no TLS
     # session), and no keepalive (NIC's default): a TLS connection made with one
@@ -75,9 +66,7 @@ http {{
             }}
             proxy_pass https://tls_backend;
         }}
-    }}
-}}
-"""
+    }}"""
 
 
 def _egress_directives() -> str:
@@ -168,32 +157,14 @@ def nginx(tmp_path: Path) -> Iterator[tuple[int, Seen]]:
     seen = Seen()
     backend = _backend(tmp_path, seen)
     port = free_port()
-    for d in ("body", "proxy"):
-        (tmp_path / d).mkdir()
-    # Its workers run as nobody: the checkout may be owner-only (a fresh clone
-    # under mktemp -d is).
-    reachable(Path(LUA_DIR))
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(
-        CONFIG.format(
-            modules=MODULES,
-            dir=tmp_path,
-            lua=LUA_DIR,
-            port=port,
-            backend=backend.server_address[1],
-            egress=_egress_directives(),
-        )
-    )
-    proc = subprocess.Popen(
-        ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", "daemon off;"],
-        stderr=subprocess.DEVNULL,
+    (tmp_path / "proxy").mkdir()
+    http = HTTP.format(
+        dir=tmp_path, port=port, backend=backend.server_address[1], egress=_egress_directives()
     )
     try:
-        eventually(lambda: _post(port, "/item", ""), what="nginx answering")
-        yield port, seen
+        with running(tmp_path, http, lambda: _post(port, "/item", "")):
+            yield port, seen
     finally:
-        proc.terminate()
-        proc.wait(10)
         backend.shutdown()
 
 

@@ -19,7 +19,6 @@ from tests.integration.harness import (
     path,
     rule,
     served_by,
-    service,
     service_with_backends,
     without_fast_module,
 )
@@ -58,19 +57,7 @@ def test_proxied_requests_run_in_the_module_and_the_rest_is_handed_over(
 
 def test_endpoints_with_ipv6_addresses(ferryman: Ferryman, backends: Backends) -> None:
     pod = backends.start("v6", "::1")
-    slice_ = {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": "app-v6",
-            "namespace": "default",
-            "labels": {"kubernetes.io/service-name": "app"},
-        },
-        "addressType": "IPv6",
-        "ports": [{"port": pod.port}],
-        "endpoints": [{"addresses": ["::1"], "conditions": {"ready": True}}],
-    }
-    ferryman.write("svc", [*service("app"), slice_])
+    ferryman.write("svc", service_with_backends("app", [pod]))  # an IPv6 EndpointSlice
     ferryman.write("ing", ingress("rr", [rule(RR, path("/", "app"))]))
     ferryman.start()
     fast, _ = fast_path_counts(ferryman)

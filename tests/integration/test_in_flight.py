@@ -25,7 +25,6 @@ from tests.integration.harness import (
     ingress,
     path,
     rule,
-    service,
     service_with_backends,
     without_fast_module,
 )
@@ -201,19 +200,9 @@ def test_ipv6_peers_are_named_as_upstream_addr_names_them(
     ferryman: Ferryman, backends: Backends
 ) -> None:
     pod = backends.start("v6", "::1")
-    slice_ = {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": "app-v6",
-            "namespace": "default",
-            "labels": {"kubernetes.io/service-name": "app"},
-        },
-        "addressType": "IPv6",
-        "ports": [{"port": pod.port}],
-        "endpoints": [{"addresses": ["0:0::1"], "conditions": {"ready": True}}],
-    }
-    ferryman.write("svc", [*service("app"), slice_])
+    docs = service_with_backends("app", [pod])  # an IPv6 EndpointSlice
+    docs[-1]["endpoints"][0]["addresses"] = ["0:0::1"]  # spelled otherwise than NGINX does
+    ferryman.write("svc", docs)
     ferryman.write("ing", ingress("app", [rule(HOST, path("/", "app"))]))
     ferryman.start()
     with _held(ferryman, pod, 1):

@@ -5,7 +5,6 @@ for any of them."""
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -14,9 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
+from tests.integration import router_kit as kit
 from tests.integration import test_router_property as router
 from tests.integration.harness import (
     Backends,
@@ -31,7 +29,6 @@ from tests.integration.harness import (
     tls_secret,
 )
 from tests.integration.test_nic_policy_examples import _basic, _secret
-from tests.integration.test_router_property import Client
 from tests.integration.test_vs_upstream_fields import _TLSEcho
 
 HOST = "ann.test"
@@ -348,15 +345,8 @@ def test_proxy_buffering_off(ferryman: Ferryman) -> None:
 @pytest.fixture
 def annotated_router(
     either_fast_path: Ferryman, backends: Backends
-) -> Iterator[tuple[Ferryman, Client]]:
-    f = either_fast_path
-    for name in (*router.SERVICES, router.MARKER_SERVICE):
-        f.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    f.write("ing", with_timeout(router.manifest([("/", "Prefix", "a")], None, "/marker-start")))
-    f.start()
-    client = Client(f)
-    yield f, client
-    client.close()
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    yield from router.serve_router(either_fast_path, backends, with_timeout)
 
 
 def with_timeout(obj: dict[str, Any]) -> dict[str, Any]:
@@ -365,37 +355,17 @@ def with_timeout(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-_markers = itertools.count()
-
-
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    rules=router._rules,
-    default=st.one_of(st.none(), st.sampled_from(router.SERVICES)),
-    requests=router._requests,
-)
+@kit.examples(10)
+@router.drawn
 def test_the_vs_engine_routes_an_annotated_host_like_match(
-    annotated_router: tuple[Ferryman, Client],
+    annotated_router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
 ) -> None:
     """Kubernetes path semantics written as NGINX locations (= /p and /p/ for a
     Prefix /p, configs/ingress_vs.py) route as ``routes.match`` does."""
-    f, client = annotated_router
-    marker = f"/marker-{next(_markers)}"
-    obj = with_timeout(router.manifest(rules, default, marker))
-    f.write("ing", obj)
-    eventually(lambda: client.served_by(marker) == router.MARKER_SERVICE, 10.0, f"{marker} live")
-    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
-    checked = list(dict.fromkeys([*near, *requests]))[:80]
-    answers = [(r, router.predicted(obj, r), client.served_by(r)) for r in checked]
-    wrong = [a for a in answers if a[1] != a[2]]
-    assert not wrong, f"rules={rules} default={default}: (request, match, NGINX) {wrong}"
+    router.check_example(*annotated_router, rules, default, requests, with_timeout)
 
 
 def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> None:

@@ -6,14 +6,12 @@ path."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
+from tests.integration import router_kit as kit
 from tests.integration import test_router_property as router
 from tests.integration.harness import (
     Backends,
@@ -26,12 +24,10 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-from tests.integration.test_router_property import Client
 from tests.integration.test_vs_policies import last_event, policy
 
 GUARDED = "guarded.test"
 PLAIN = "plain.test"
-_markers = itertools.count()
 
 
 def guarded_ingress(name: str, host: str, policies: str, *paths: dict[str, Any]) -> dict[str, Any]:
@@ -212,16 +208,9 @@ def test_only_hosts_with_policies_leave_the_module(ferryman: Ferryman, backends:
 @pytest.fixture
 def guarded_router(
     either_fast_path: Ferryman, backends: Backends
-) -> Iterator[tuple[Ferryman, Client]]:
-    f = either_fast_path
-    for name in (*router.SERVICES, router.MARKER_SERVICE):
-        f.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    f.write("open", policy("open", accessControl={"allow": ["127.0.0.1"]}))
-    f.write("ing", with_policy(router.manifest([("/", "Prefix", "a")], None, "/marker-start")))
-    f.start()
-    client = Client(f)
-    yield f, client
-    client.close()
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    either_fast_path.write("open", policy("open", accessControl={"allow": ["127.0.0.1"]}))
+    yield from router.serve_router(either_fast_path, backends, with_policy)
 
 
 def with_policy(obj: dict[str, Any]) -> dict[str, Any]:
@@ -229,39 +218,19 @@ def with_policy(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(
-    rules=router._rules,
-    default=st.one_of(st.none(), st.sampled_from(router.SERVICES)),
-    requests=router._requests,
-)
+@kit.examples(10)
+@router.drawn
 def test_the_slow_path_routes_a_host_with_policies_like_match(
-    guarded_router: tuple[Ferryman, Client],
+    guarded_router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
 ) -> None:
     """The Lua slow path matches an Ingress host with policies as
     ``routes.match`` does (the fast path's reference), every request handed over."""
-    f, client = guarded_router
-    marker = f"/marker-{next(_markers)}"
-    obj = with_policy(router.manifest(rules, default, marker))
-    f.write("ing", obj)
-    eventually(lambda: client.served_by(marker) == router.MARKER_SERVICE, 10.0, f"{marker} live")
-    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
-    checked = list(dict.fromkeys([*near, *requests]))[:80]
-    module = "--nginx-modules-dir" not in f.extra_args
-    before = fast_path_counts(f) if module else (0.0, 0.0)
-    answers = [(r, router.predicted(obj, r), client.served_by(r)) for r in checked]
-    wrong = [a for a in answers if a[1] != a[2]]
-    assert not wrong, f"rules={rules} default={default}: (request, match, NGINX) {wrong}"
-    if module:
-        after = fast_path_counts(f)
-        assert (after[0] - before[0], after[1] - before[1]) == (0, len(answers))
+    answers, counts = router.check_example(*guarded_router, rules, default, requests, with_policy)
+    if counts is not None:
+        assert counts == (0, len(answers))
 
 
 def test_wildcard_and_catch_all_hosts_with_policies(ferryman: Ferryman, backends: Backends) -> None:

@@ -6,35 +6,23 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman.dataplane.flavour import LUA_DIR
 from ferryman.resources.secret_jwk import ALGORITHMS, parse_jwk_secret
-from tests.integration.harness import eventually, free_port, reachable
+from tests.integration.harness import free_port
+from tests.integration.lua_nginx import running
 from tests.unit._jose import jwk, jwk_secret, jwks, token
 
-MODULES = Path("/usr/lib/nginx/modules")
-
-CONFIG = """
-load_module {modules}/ndk_http_module.so;
-load_module {modules}/ngx_http_lua_module.so;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log info;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {dir}/body;
-    lua_package_path "{lua}/?.lua;/usr/share/lua/5.1/?.lua;;";
+# The http block (lua_nginx.nginx_conf has the rest).
+HTTP = """
     lua_shared_dict keys 1m;
     server {{
         listen 127.0.0.1:{port};
@@ -76,9 +64,7 @@ http {{
             }}
             content_by_lua_block {{ ngx.say("passed") }}
         }}
-    }}
-}}
-"""
+    }}"""
 
 
 @dataclass
@@ -109,23 +95,9 @@ class LuaNginx:
 def lua_nginx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LuaNginx]:
     tmp_path = tmp_path_factory.mktemp("jwt")
     port = free_port()
-    (tmp_path / "body").mkdir()
-    conf = tmp_path / "nginx.conf"
-    # Its workers run as nobody: the checkout may be owner-only (a fresh clone
-    # under mktemp -d is).
-    reachable(Path(LUA_DIR))
-    conf.write_text(CONFIG.format(modules=MODULES, dir=tmp_path, lua=LUA_DIR, port=port))
-    proc = subprocess.Popen(
-        ["nginx", "-p", str(tmp_path), "-c", str(conf), "-g", "daemon off;"],
-        stderr=subprocess.DEVNULL,
-    )
     n = LuaNginx(port)
-    try:
-        eventually(lambda: n.post("/keys", ""), what="nginx answering")
+    with running(tmp_path, HTTP.format(port=port), lambda: n.post("/keys", "")):
         yield n
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.mark.parametrize("alg", ALGORITHMS)

@@ -15,29 +15,26 @@ only the new version routes (an Exact path, unique per example, to backend
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.ingress import virtual_hosts
 from ferryman.configs.routes import match, route_tables
 from ferryman.resources.ingress import parse_ingress
+from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,
     Ferryman,
     backend,
-    eventually,
     fast_path_counts,
     ingress,
     path,
     rule,
-    service_with_backends,
 )
 
 HOST = "router.example.com"
@@ -45,8 +42,6 @@ SERVICES = ("a", "b", "c")  # what rules and the default backend route to
 MARKER_SERVICE = "d"  # only the marker path of the current example
 SEGMENTS = ["a", "b", "ab", "c", ""]
 PATH_TYPES = ["Exact", "Prefix", "ImplementationSpecific"]
-
-_markers = itertools.count()
 
 
 def _join(segments: list[str], slash: bool) -> str:
@@ -97,62 +92,72 @@ def predicted(obj: dict[str, Any], request: str) -> str:
     return "404" if key is None else key.split("/")[1].split(":")[0]
 
 
-class Client:
-    def __init__(self, ferryman: Ferryman) -> None:
-        self._base = f"http://127.0.0.1:{ferryman.http_port}"
-        self._client = httpx.Client(timeout=10)
+Dress = Callable[[dict[str, Any]], dict[str, Any]]
+# The examples of every Ingress router test: rules, a default backend or none, requests.
+drawn = given(
+    rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests
+)
 
-    def served_by(self, request: str) -> str:
-        r = self._client.get(self._base + request, headers={"Host": HOST})
-        return str(r.json()["name"]) if r.status_code == 200 else str(r.status_code)
 
-    def close(self) -> None:
-        self._client.close()
+def _as_is(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj
+
+
+def serve_router(
+    f: Ferryman, backends: Backends, dress: Dress = _as_is
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    """A router fixture's body: ``dress`` adds to each Ingress what the test is about."""
+    f.write("ing", dress(manifest([("/", "Prefix", "a")], None, "/marker-start")))
+    yield from kit.serve(f, backends, (*SERVICES, MARKER_SERVICE), kit.HostClient(f, HOST))
+
+
+def check_example(
+    f: Ferryman,
+    client: kit.HostClient,
+    rules: list[tuple[str, str, str]],
+    default: str | None,
+    requests: list[str],
+    dress: Dress = _as_is,
+) -> tuple[list[tuple[str, str, str]], tuple[float, float] | None]:
+    """Writes the example's Ingress, waits until NGINX routes it, and checks
+    that every answer is what ``match`` predicts: the rule paths and their
+    neighbours, then the drawn requests. Returns the (request, predicted,
+    answered) triples and, with the module loaded, how many requests it
+    proxied and handed to the Lua slow path meanwhile."""
+    marker = kit.new_marker()
+    obj = dress(manifest(rules, default, marker))
+    f.write("ing", obj)
+    kit.await_marker(client, marker, MARKER_SERVICE)
+    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
+    checked = list(dict.fromkeys([*near, *requests]))[:80]
+    module = "--nginx-modules-dir" not in f.extra_args
+    before = fast_path_counts(f) if module else None
+    example = f"rules={rules} default={default}"
+    answers = kit.check_answers(client, checked, lambda r: predicted(obj, r), example)
+    if before is None:
+        return answers, None
+    after = fast_path_counts(f)
+    return answers, (after[0] - before[0], after[1] - before[1])
 
 
 @pytest.fixture
-def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
+def router(
+    either_fast_path: Ferryman, backends: Backends
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
     """ferryman with the fast path in ngx_http_ferryman_module, or in Lua."""
-    ferryman = either_fast_path
-    for name in (*SERVICES, MARKER_SERVICE):
-        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    ferryman.write("ing", manifest([("/", "Prefix", "a")], None, "/marker-start"))
-    ferryman.start()
-    client = Client(ferryman)
-    yield ferryman, client
-    client.close()
+    yield from serve_router(either_fast_path, backends)
 
 
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(rules=_rules, default=st.one_of(st.none(), st.sampled_from(SERVICES)), requests=_requests)
+@kit.examples(15)
+@drawn
 def test_router_routes_like_match(
-    router: tuple[Ferryman, Client],
+    router: tuple[Ferryman, kit.HostClient],
     rules: list[tuple[str, str, str]],
     default: str | None,
     requests: list[str],
 ) -> None:
-    ferryman, client = router
-    marker = f"/marker-{next(_markers)}"
-    obj = manifest(rules, default, marker)
-    ferryman.write("ing", obj)
-    eventually(lambda: client.served_by(marker) == MARKER_SERVICE, 10.0, f"{marker} live")
-
-    # The rule paths themselves and their neighbours, then random paths.
-    near = [p + s for p, _, _ in rules for s in ("", "/", "/x")]
-    checked = list(dict.fromkeys([*near, *requests]))[:80]
-    module = "--nginx-modules-dir" not in ferryman.extra_args
-    before = fast_path_counts(ferryman) if module else (0.0, 0.0)
-    answers = [(request, predicted(obj, request), client.served_by(request)) for request in checked]
-    wrong = [(request, want, got) for request, want, got in answers if want != got]
-    assert not wrong, (
-        f"rules={rules} default={default}: (request, match says, NGINX answered) {wrong}"
-    )
-    if module:
+    answers, counts = check_example(*router, rules, default, requests)
+    if counts is not None:
         # The module itself routed: every 200 was proxied by it, every 404 handed over.
-        after = fast_path_counts(ferryman)
         routed = sum(got != "404" for _, _, got in answers)
-        assert (after[0] - before[0], after[1] - before[1]) == (routed, len(answers) - routed)
+        assert counts == (routed, len(answers) - routed)

@@ -11,23 +11,20 @@ a marker route only it has.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.vs_routes import first_match, source_variable, unquote
 from ferryman.resources.virtualserver import parse_virtual_server
+from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,
     Ferryman,
-    eventually,
     fast_path_counts,
-    service_with_backends,
 )
 
 HOST = "vs-match.example.com"
@@ -37,7 +34,6 @@ SOURCES = [("header", "X-A"), ("header", "x-b"), ("argument", "q"), ("cookie", "
 WORDS = ["a", "b", "ab", "A", "Ab", ""]
 REGEXES = ["~^a", "~b$", "~*^A", "~*B"]
 
-_markers = itertools.count()
 
 _value = st.one_of(
     st.sampled_from(WORDS),
@@ -88,10 +84,8 @@ def predicted(matches: list[Conditions], request: dict[tuple[str, str], str]) ->
     return DEFAULT if found is None else MATCHED[found]
 
 
-class Client:
-    def __init__(self, ferryman: Ferryman) -> None:
-        self._base = f"http://127.0.0.1:{ferryman.http_port}"
-        self._client = httpx.Client(timeout=10)
+class Client(kit.HostClient):
+    """Also sends a drawn request's headers, arguments and cookies."""
 
     def served_by(self, path: str, request: dict[tuple[str, str], str] | None = None) -> str:
         headers, params, cookies = {"Host": HOST}, {}, []
@@ -106,29 +100,16 @@ class Client:
                 cookies.append(f"{name}={value}")
         if cookies:
             headers["Cookie"] = "; ".join(cookies)
-        r = self._client.get(self._base + path, headers=headers, params=params)
-        return str(r.json()["name"]) if r.status_code == 200 else str(r.status_code)
-
-    def close(self) -> None:
-        self._client.close()
+        return self.ask(path, headers, **params)
 
 
 @pytest.fixture
 def matcher(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
-    for name in (*MATCHED, DEFAULT, MARKER):
-        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
     ferryman.write("vs", manifest([[(SOURCES[0], "a")]], "/marker-start"))
-    ferryman.start()
-    client = Client(ferryman)
-    yield ferryman, client
-    client.close()
+    yield from kit.serve(ferryman, backends, (*MATCHED, DEFAULT, MARKER), Client(ferryman, HOST))
 
 
-@settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@kit.examples(20)
 @given(matches=_matches, requests=_requests)
 def test_matches_choose_like_first_match(
     matcher: tuple[Ferryman, Client],
@@ -136,11 +117,11 @@ def test_matches_choose_like_first_match(
     requests: list[dict[tuple[str, str], str]],
 ) -> None:
     ferryman, client = matcher
-    marker = f"/marker-{next(_markers)}"
+    marker = kit.new_marker()
     obj = manifest(matches, marker)
     assert parse_virtual_server(obj).problems == ()
     ferryman.write("vs", obj)
-    eventually(lambda: client.served_by(marker) == MARKER, 10.0, f"{marker} live")
+    kit.await_marker(client, marker, MARKER)
     before = fast_path_counts(ferryman)
     answers = [(r, predicted(matches, r), client.served_by("/", r)) for r in requests]
     wrong = [(r, want, got) for r, want, got in answers if want != got]

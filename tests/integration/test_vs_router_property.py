@@ -12,25 +12,22 @@ rewrites the VirtualServer and waits for a marker route only it has.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.virtualserver import location, routed
 from ferryman.configs.vs_routes import find_location
 from ferryman.resources.virtualserver import parse_virtual_server
+from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,
     Ferryman,
-    eventually,
     fast_path_counts,
-    service_with_backends,
 )
 
 HOST = "vs-router.example.com"
@@ -39,8 +36,6 @@ MARKER_SERVICE = "d"
 SEGMENTS = ["a", "b", "ab", "A", ""]
 # Regular expressions both PCRE and Python's re read alike.
 REGEXES = ["a$", "^/a", "b/", "AB", "/b$", "^/ab?/", "a.b"]
-
-_markers = itertools.count()
 
 
 def _join(segments: list[str], slash: bool) -> str:
@@ -100,46 +95,26 @@ def predicted(obj: dict[str, Any], request: str) -> str:
     return str(getattr(action, "upstream", ""))
 
 
-class Client:
-    def __init__(self, ferryman: Ferryman) -> None:
-        self._base = f"http://127.0.0.1:{ferryman.http_port}"
-        self._client = httpx.Client(timeout=10)
-
-    def served_by(self, request: str) -> str:
-        r = self._client.get(self._base + request, headers={"Host": HOST})
-        return str(r.json()["name"]) if r.status_code == 200 else str(r.status_code)
-
-    def close(self) -> None:
-        self._client.close()
-
-
 @pytest.fixture
-def router(either_fast_path: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
-    ferryman = either_fast_path
-    for name in (*SERVICES, MARKER_SERVICE):
-        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    ferryman.write("vs", manifest([("/", "a")], "/marker-start"))
-    ferryman.start()
-    client = Client(ferryman)
-    yield ferryman, client
-    client.close()
+def router(
+    either_fast_path: Ferryman, backends: Backends
+) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    either_fast_path.write("vs", manifest([("/", "a")], "/marker-start"))
+    client = kit.HostClient(either_fast_path, HOST)
+    yield from kit.serve(either_fast_path, backends, (*SERVICES, MARKER_SERVICE), client)
 
 
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@kit.examples(15)
 @given(routes=_routes, requests=_requests)
 def test_virtual_server_routes_like_find_location(
-    router: tuple[Ferryman, Client], routes: list[tuple[str, str]], requests: list[str]
+    router: tuple[Ferryman, kit.HostClient], routes: list[tuple[str, str]], requests: list[str]
 ) -> None:
     ferryman, client = router
-    marker = f"/marker-{next(_markers)}"
+    marker = kit.new_marker()
     obj = manifest(routes, marker)
     assert parse_virtual_server(obj).problems == ()
     ferryman.write("vs", obj)
-    eventually(lambda: client.served_by(marker) == MARKER_SERVICE, 10.0, f"{marker} live")
+    kit.await_marker(client, marker, MARKER_SERVICE)
 
     near = [
         p.lstrip("=^~ ") + s
@@ -150,9 +125,7 @@ def test_virtual_server_routes_like_find_location(
     checked = [r for r in dict.fromkeys([*near, *requests]) if r.startswith("/")][:80]
     module = "--nginx-modules-dir" not in ferryman.extra_args
     before = fast_path_counts(ferryman) if module else (0.0, 0.0)
-    answers = [(request, predicted(obj, request), client.served_by(request)) for request in checked]
-    wrong = [(request, want, got) for request, want, got in answers if want != got]
-    assert not wrong, f"routes={routes}: (request, reference says, NGINX answered) {wrong}"
+    answers = kit.check_answers(client, checked, lambda r: predicted(obj, r), f"routes={routes}")
     if module:
         # The module proxied every request a route passes (vs_fast: these routes
         # are all its own) and handed the 404s and 301s to the slow path.

@@ -14,13 +14,12 @@ upstream is its own resource's.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.virtualserver import location, routed
@@ -32,19 +31,18 @@ from ferryman.resources.virtualserverroute import (
     VirtualServerRoute,
     parse_virtual_server_route,
 )
-from tests.integration.harness import Backends, Ferryman, eventually, service_with_backends
+from tests.integration import router_kit as kit
+from tests.integration.harness import Backends, Ferryman
 from tests.integration.test_vs_router_property import (
     MARKER_SERVICE,
     REGEXES,
     SERVICES,
-    Client,
     _plain,
     _requests,
     _route,
 )
 
 HOST = "vs-router.example.com"
-_markers = itertools.count()
 
 
 class _Reads:
@@ -155,30 +153,22 @@ def predicted(docs: list[dict[str, Any]], request: str) -> str:
 
 
 @pytest.fixture
-def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, Client]]:
-    for name in (*SERVICES, MARKER_SERVICE):
-        ferryman.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    ferryman.start()
-    client = Client(ferryman)
-    yield ferryman, client
-    client.close()
+def router(ferryman: Ferryman, backends: Backends) -> Iterator[tuple[Ferryman, kit.HostClient]]:
+    client = kit.HostClient(ferryman, HOST)
+    yield from kit.serve(ferryman, backends, (*SERVICES, MARKER_SERVICE), client)
 
 
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@kit.examples(15)
 @given(docs=_example(), requests=_requests)
 def test_delegated_routes_like_the_reference(
-    router: tuple[Ferryman, Client], docs: list[dict[str, Any]], requests: list[str]
+    router: tuple[Ferryman, kit.HostClient], docs: list[dict[str, Any]], requests: list[str]
 ) -> None:
     ferryman, client = router
-    marker = f"/marker-{next(_markers)}"
+    marker = kit.new_marker()
     docs = _with_marker(docs, marker)
     assert parse_virtual_server(docs[0]).problems == ()
     ferryman.write("vs", *docs)
-    eventually(lambda: client.served_by(marker) == MARKER_SERVICE, 10.0, f"{marker} live")
+    kit.await_marker(client, marker, MARKER_SERVICE)
     paths = [
         str(r["path"])
         for d in docs
@@ -188,6 +178,4 @@ def test_delegated_routes_like_the_reference(
         p.lstrip("=^~ ") + s for p in paths if not p.startswith("~") for s in ("", "/", "/x", "x")
     ]
     checked = [r for r in dict.fromkeys([*near, *requests]) if r.startswith("/")][:80]
-    answers = [(r, predicted(docs, r), client.served_by(r)) for r in checked]
-    wrong = [(r, want, got) for r, want, got in answers if want != got]
-    assert not wrong, f"docs={docs}: (request, reference says, NGINX answered) {wrong}"
+    kit.check_answers(client, checked, lambda r: predicted(docs, r), f"docs={docs}")

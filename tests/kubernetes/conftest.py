@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -9,9 +9,18 @@ from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from tests.kubernetes.apiserver import APIServer, build
+from tests.integration.harness import Ferryman
+from tests.kubernetes.apiserver import APIServer, build, install_crds, wait_until
 from tests.kubernetes.kubelet import Kubelet
 from tests.kubernetes.netns import BackendHost
+from tests.kubernetes.nic_resources import (
+    NIC_CRDS,
+    GlobalConfiguration,
+    Policy,
+    TransportServer,
+    VirtualServer,
+    VirtualServerRoute,
+)
 
 _names = itertools.count()
 
@@ -42,6 +51,50 @@ def namespace(kube: Client) -> str:
     name = f"t{next(_names)}"
     kube.create(Namespace(metadata=ObjectMeta(name=name)))
     return name
+
+
+@pytest.fixture
+def crds(kube: Client) -> Client:
+    """``kube`` once NIC's CRDs (deploy/crds) are installed and each kind is listed."""
+    install_crds(kube, *NIC_CRDS)
+    kinds = (VirtualServer, VirtualServerRoute, Policy, TransportServer, GlobalConfiguration)
+    listed = lambda: all(list(kube.list(k, namespace="default")) is not None for k in kinds)  # noqa: E731
+    wait_until(listed, 30, "NIC's kinds")
+    return kube
+
+
+@pytest.fixture
+def running() -> Iterator[list[Ferryman]]:
+    """The ferrymen a test starts (it appends them); those still running are stopped."""
+    started: list[Ferryman] = []
+    yield started
+    for f in started:
+        if f.proc is not None:
+            f.stop()
+
+
+@pytest.fixture
+def start_ferryman(
+    tmp_path: Path, apiserver: APIServer, namespace: str, running: list[Ferryman]
+) -> Callable[..., Ferryman]:
+    """Starts ferryman in Kubernetes mode on ``apiserver`` as pod ``pod_name``,
+    watching the test's namespace (its leader Lease there too), with ``args``
+    added; it is stopped after the test."""
+
+    def start(pod_name: str, *args: str) -> Ferryman:
+        f = Ferryman(
+            tmp_path,
+            extra_args=[
+                "--watch-namespace", namespace, "--leader-election-namespace", namespace, *args,
+            ],
+            kubeconfig=apiserver.kubeconfig,
+            env={"POD_NAME": pod_name},
+        )  # fmt: skip
+        running.append(f)
+        f.start()
+        return f
+
+    return start
 
 
 @pytest.fixture(scope="session")

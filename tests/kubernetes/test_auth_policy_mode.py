@@ -6,41 +6,18 @@ with no reload."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from lightkube import Client
-from lightkube.generic_resource import create_namespaced_resource
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends, tls_secret
 from tests.integration.test_vs_auth_policies import mtls_get
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
 from tests.unit._jose import jwk, jwk_secret, jwks, token
 from tests.unit._pki import authority, ca_secret, issue
-from tests.unit.nic_fixtures import ROOT
-
-Policy = create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies")
-# Registered so apply() can decode VirtualServer manifests.
-VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer", "virtualservers")
-
-
-@pytest.fixture
-def crds(kube: Client) -> Client:
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
-    wait_until(lambda: list(kube.list(Policy, namespace="default")) is not None, 30, "Policy")
-    return kube
-
-
-@pytest.fixture
-def running() -> Iterator[list[Ferryman]]:
-    started: list[Ferryman] = []
-    yield started
-    for f in started:
-        if f.proc is not None:
-            f.stop()
 
 
 def _policy(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -63,8 +40,8 @@ def _vs(name: str, namespace: str, host: str, **spec: Any) -> dict[str, Any]:
 
 
 def test_jwt_and_ingress_mtls_secrets_from_the_api(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    tmp_path: Path, crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     ns = namespace
@@ -79,14 +56,7 @@ def test_jwt_and_ingress_mtls_secrets_from_the_api(
         _policy("mtls", ns, ingressMTLS={"clientCertSecret": "clients"}),
         _vs("app", ns, "mtls.k8s.test", tls={"secret": "tls"}, policies=[{"name": "mtls"}]),
     )
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", ns, "--leader-election-namespace", ns],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-auth"},
-    )
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-auth")
     exp = int(time.time()) + 300
     old = {"Authorization": "Bearer " + token("RS256", {"exp": exp}, kid="one")}
     assert f.get("jwt.k8s.test", "/").status == 401

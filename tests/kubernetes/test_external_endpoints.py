@@ -5,7 +5,7 @@ HTTP and HTTPS ports as NIC reports them, following the Service's changes."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lightkube import Client
@@ -13,17 +13,24 @@ from lightkube.resources.core_v1 import ServiceStatus
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.test_virtualserver_mode import VirtualServer, crds, running
-from tests.kubernetes.test_vsr_mode import HOST, VirtualServerRoute, _put, _vs, _vsr
-
-__all__ = ["crds", "running"]  # the fixtures this module uses
+from tests.kubernetes.nic_resources import VirtualServer, VirtualServerRoute, put, status
+from tests.kubernetes.test_vsr_mode import HOST, _vs, _vsr
 
 
 def _endpoints(kube: Client, resource: Any, namespace: str, name: str) -> Any:
-    status = kube.get(resource, name, namespace=namespace).get("status") or {}
-    return status.get("externalEndpoints")
+    return status(kube, resource, name, namespace).get("externalEndpoints")
+
+
+def _wait_endpoints(kube: Client, namespace: str, want: Any, timeout: float, what: str) -> None:
+    """Both the VirtualServer "cafe" and its VirtualServerRoute "tea" report ``want``."""
+    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
+        wait_until(
+            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
+            timeout,
+            f"{name}'s {what}",
+        )
 
 
 def _lb(kube: Client, namespace: str, *addresses: dict[str, str]) -> None:
@@ -37,8 +44,8 @@ def _lb(kube: Client, namespace: str, *addresses: dict[str, str]) -> None:
 
 
 def test_external_endpoints_from_the_external_service(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     own = {
@@ -57,65 +64,30 @@ def test_external_endpoints_from_the_external_service(
     apply(kube, own)
     _lb(kube, namespace, {"ip": "192.0.2.7"})
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
-    _put(kube, VirtualServer, _vs(namespace))
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
-    f = Ferryman(
-        tmp_path,
-        extra_args=[
-            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
-            "--external-service", f"{namespace}/ferryman",
-        ],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-ext"},
-    )  # fmt: skip
-    running.append(f)
-    f.start()
+    put(kube, VirtualServer, _vs(namespace))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    f = start_ferryman("ferryman-ext", "--external-service", f"{namespace}/ferryman")
     assert served_by(f, HOST, "/tea") == "tea"
     want = [{"ip": "192.0.2.7", "ports": "[80,443]"}]
-    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
-        wait_until(
-            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
-            15,
-            f"{name}'s externalEndpoints",
-        )
+    _wait_endpoints(kube, namespace, want, 15, "externalEndpoints")
     # The Service's address changes (ferryman reads it every 10 s): both follow.
     _lb(kube, namespace, {"hostname": "lb.example.com"})
     want = [{"hostname": "lb.example.com", "ports": "[80,443]"}]
-    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
-        wait_until(
-            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
-            25,
-            f"{name}'s new externalEndpoints",
-        )
+    _wait_endpoints(kube, namespace, want, 25, "new externalEndpoints")
     state = kube.get(VirtualServer, "cafe", namespace=namespace)["status"]["state"]
     assert state == "Valid"
     assert f.reloads() == 1
 
 
 def test_external_endpoints_from_ingress_addresses(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     """--ingress-address: NIC's external-status-address, ports from no Service: ""."""
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
-    _put(kube, VirtualServer, _vs(namespace))
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
-    f = Ferryman(
-        tmp_path,
-        extra_args=[
-            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
-            "--ingress-address", "192.0.2.30",
-        ],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-ext2"},
-    )  # fmt: skip
-    running.append(f)
-    f.start()
+    put(kube, VirtualServer, _vs(namespace))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    start_ferryman("ferryman-ext2", "--ingress-address", "192.0.2.30")
     want = [{"ip": "192.0.2.30", "ports": ""}]
-    for resource, name in ((VirtualServer, "cafe"), (VirtualServerRoute, "tea")):
-        wait_until(
-            lambda r=resource, n=name: _endpoints(kube, r, namespace, n) == want,
-            15,
-            f"{name}'s externalEndpoints",
-        )
+    _wait_endpoints(kube, namespace, want, 15, "externalEndpoints")

@@ -4,9 +4,11 @@ and its RBAC and args run the real controller under the chart's ServiceAccount."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import itertools
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,8 @@ from lightkube.types import PatchType
 from ferryman import cli
 from tests.integration.harness import Ferryman, free_port, ingress, path, rule
 from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.nic_resources import NIC_CRDS, VirtualServer, VirtualServerRoute
 from tests.kubernetes.test_machine_controller import CRD, Machine
-from tests.kubernetes.test_virtualserver_mode import VirtualServer
-from tests.kubernetes.test_vsr_mode import VirtualServerRoute
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -585,6 +586,42 @@ def _assert_ca_bundle_kept(kube: Client, namespace: str) -> None:
     wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 10, "caBundle")
 
 
+def _assert_ingress_reported(kube: Client, namespace: str, ip: str) -> None:
+    """The Ingress "web" got the Service's address in its status, and an Event."""
+
+    def status() -> list[str]:
+        ing = kube.get(Ingress, "web", namespace=namespace)
+        lb = ing.status.loadBalancer if ing.status else None
+        return [i.ip or "" for i in (lb.ingress or [])] if lb else []
+
+    wait_until(lambda: status() == [ip], 10, "Ingress status from the Service")
+    wait_until(
+        lambda: [
+            e
+            for e in kube.list(Event, namespace=namespace)
+            if e.regarding is not None and e.regarding.name == "web"
+        ],
+        10,
+        "an Event for the Ingress",
+    )
+
+
+@contextlib.contextmanager
+def _running(f: Ferryman, kube: Client, webhook: bool = True) -> Iterator[None]:
+    """``f`` started under the chart's RBAC: when the block is done nothing it
+    did was forbidden; it stops cleanly, and (``webhook``) the readiness-gate
+    MutatingWebhookConfiguration goes: it is cluster-wide, and later tests'
+    opted-in namespaces would call it."""
+    f.start()
+    try:
+        yield
+        assert "forbidden" not in f.logs().lower()
+    finally:
+        assert f.stop() == 0
+        if webhook:
+            kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
+
+
 def _token_kubeconfig(apiserver: APIServer, kube: Client, namespace: str, out: Path) -> str:
     name = f"{RELEASE}-ferryman"
     request = ServiceAccount.Token(
@@ -612,7 +649,7 @@ def test_rendered_chart_applies_and_runs(
     """The rendered objects apply; the rendered args under the chart's ServiceAccount run
     ferryman: it takes the Lease, and writes the Service's address and an Event, and
     a VirtualServer's and a VirtualServerRoute's status."""
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
+    install_crds(kube, *NIC_CRDS)
     namespace = f"helm{next(_names)}"
     ingress_class = f"{namespace}-class"
     docs = _template(helm_binary, namespace=namespace, values={"ingressClass.name": ingress_class})
@@ -673,8 +710,7 @@ def test_rendered_chart_applies_and_runs(
         kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
     )
-    f.start()
-    try:
+    with _running(f, kube):
 
         def vs_state() -> Any:
             obj = kube.get(VirtualServer, "cafe", namespace=namespace)
@@ -691,28 +727,8 @@ def test_rendered_chart_applies_and_runs(
             lambda: kube.get(Lease, f"{name}-leader-election", namespace=namespace), 10, "Lease"
         )
         assert lease.spec.holderIdentity == "edge-pod-0"
-
-        def status() -> list[str]:
-            ing = kube.get(Ingress, "web", namespace=namespace)
-            lb = ing.status.loadBalancer if ing.status else None
-            return [i.ip or "" for i in (lb.ingress or [])] if lb else []
-
-        wait_until(lambda: status() == ["192.0.2.40"], 10, "Ingress status from the Service")
-        wait_until(
-            lambda: [
-                e
-                for e in kube.list(Event, namespace=namespace)
-                if e.regarding is not None and e.regarding.name == "web"
-            ],
-            10,
-            "an Event for the Ingress",
-        )
+        _assert_ingress_reported(kube, namespace, "192.0.2.40")
         _assert_ca_bundle_kept(kube, namespace)
-        assert "forbidden" not in f.logs().lower()
-    finally:
-        assert f.stop() == 0
-        # Cluster-wide: later tests' opted-in namespaces would call it.
-        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
 
 
 def test_watch_namespace_runs_on_namespaced_roles(
@@ -762,30 +778,9 @@ def test_watch_namespace_runs_on_namespaced_roles(
         kubeconfig=kubeconfig,
         env={"POD_NAME": "edge-pod-ns", "POD_NAMESPACE": namespace},
     )
-    f.start()
-    try:
-
-        def status() -> list[str]:
-            ing = kube.get(Ingress, "web", namespace=apps)
-            lb = ing.status.loadBalancer if ing.status else None
-            return [i.ip or "" for i in (lb.ingress or [])] if lb else []
-
-        wait_until(lambda: status() == ["192.0.2.41"], 10, "Ingress status from the Service")
-        wait_until(
-            lambda: [
-                e
-                for e in kube.list(Event, namespace=apps)
-                if e.regarding is not None and e.regarding.name == "web"
-            ],
-            10,
-            "an Event for the Ingress",
-        )
+    with _running(f, kube):
+        _assert_ingress_reported(kube, apps, "192.0.2.41")
         _assert_ca_bundle_kept(kube, namespace)
-        assert "forbidden" not in f.logs().lower()
-    finally:
-        assert f.stop() == 0
-        # Cluster-wide: later tests' opted-in namespaces would call it.
-        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
 
 
 def test_readiness_gates_run_on_the_charts_rbac(
@@ -823,9 +818,8 @@ def test_readiness_gates_run_on_the_charts_rbac(
         kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
     )
-    f.start()
     report = f"{RELEASE}-ferryman-leader-election.edge-pod-0"
-    try:
+    with _running(f, kube):
         wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
 
         def condition() -> str | None:
@@ -834,11 +828,6 @@ def test_readiness_gates_run_on_the_charts_rbac(
             return found[0].reason if found and found[0].status == "True" else None
 
         assert wait_until(condition, 10, "the gate condition") == "NotServed"
-        assert "forbidden" not in f.logs().lower()
-    finally:
-        assert f.stop() == 0
-        # Cluster-wide: later tests' opted-in namespaces would call it.
-        kube.delete(MutatingWebhookConfiguration, f"{RELEASE}-ferryman-readiness-gates")
     with pytest.raises(ApiError) as gone:
         kube.get(Lease, report, namespace=namespace)
     assert gone.value.status.code == 404
@@ -873,8 +862,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
         kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace, "NODE_NAME": "edge-node"},
     )
-    f.start()
-    try:
+    with _running(f, kube, webhook=False):
         ours = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
 
         def hooks() -> Any:
@@ -883,6 +871,3 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
 
         wanted = {"preDrain": [ours], "preTerminate": [ours]}
         wait_until(lambda: hooks() == wanted, 20, "ferryman's hooks")
-        assert "forbidden" not in f.logs().lower()
-    finally:
-        assert f.stop() == 0

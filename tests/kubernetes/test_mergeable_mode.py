@@ -4,10 +4,8 @@ and the status addresses of a served minion."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from lightkube import Client
 
 from tests.integration.harness import Ferryman, ingress, path, rule, service_with_backends
@@ -16,15 +14,6 @@ from tests.kubernetes.netns import BackendHost
 from tests.kubernetes.test_kubernetes_mode import _events, _ferryman, _start, _status
 
 HOST = "cafe.test"
-
-
-@pytest.fixture
-def running() -> Iterator[list[Ferryman]]:
-    started: list[Ferryman] = []
-    yield started
-    for f in started:
-        if f.proc is not None:
-            f.stop()
 
 
 def test_mergeable_events_and_status(

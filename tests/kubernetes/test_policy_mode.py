@@ -6,38 +6,16 @@ using an invalid Policy is Warning with NIC's message while that route answers 5
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 from lightkube import Client
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.unit.nic_fixtures import ROOT
-
-VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer", "virtualservers")
-Policy = create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies")
-
-
-@pytest.fixture
-def crds(kube: Client) -> Client:
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
-    wait_until(lambda: list(kube.list(Policy, namespace="default")) is not None, 30, "Policy")
-    return kube
-
-
-@pytest.fixture
-def running() -> Iterator[list[Ferryman]]:
-    started: list[Ferryman] = []
-    yield started
-    for f in started:
-        if f.proc is not None:
-            f.stop()
+from tests.kubernetes.nic_resources import Policy, VirtualServer, status
 
 
 def _policy(namespace: str, **spec: Any) -> dict[str, Any]:
@@ -45,17 +23,13 @@ def _policy(namespace: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
 
 
-def _status(kube: Client, resource: Any, name: str, namespace: str) -> dict[str, Any]:
-    return dict(kube.get(resource, name, namespace=namespace).get("status") or {})
-
-
 def _basic(user: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def test_policy_status_and_its_secret(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
@@ -78,14 +52,7 @@ def test_policy_status_and_its_secret(
         },
     }
     apply(kube, secret, _policy(namespace, basicAuth={"secret": "users", "realm": "k8s"}), vs)
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-pol"},
-    )
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-pol")
     assert f.get("pol.k8s.test", "/").status == 401
     assert served_by(f, "pol.k8s.test", "/", headers=_basic("foo", "bar")) == "tea"
     valid = {
@@ -93,13 +60,13 @@ def test_policy_status_and_its_secret(
         "reason": "AddedOrUpdated",
         "message": f"Policy {namespace}/auth was added or updated",
     }
-    wait_until(lambda: _status(kube, Policy, "auth", namespace) == valid, 10, "Policy Valid")
+    wait_until(lambda: status(kube, Policy, "auth", namespace) == valid, 10, "Policy Valid")
 
     # Invalid: its status says why; the route answers 500 and the VirtualServer warns.
     patch = {"spec": {"basicAuth": {"secret": None}}}
     kube.patch(Policy, "auth", patch, namespace=namespace, patch_type=PatchType.MERGE)
     invalid = wait_until(
-        lambda: (s := _status(kube, Policy, "auth", namespace)).get("state") == "Invalid" and s,
+        lambda: (s := status(kube, Policy, "auth", namespace)).get("state") == "Invalid" and s,
         10,
         "Policy Invalid",
     )
@@ -115,5 +82,5 @@ def test_policy_status_and_its_secret(
         "message": f"Configuration for {namespace}/cafe was added or updated with warning(s): "
         f"Policy {namespace}/auth is missing or invalid",
     }
-    wait_until(lambda: _status(kube, VirtualServer, "cafe", namespace) == warning, 10, "Warning")
+    wait_until(lambda: status(kube, VirtualServer, "cafe", namespace) == warning, 10, "Warning")
     assert f.reloads() == 1

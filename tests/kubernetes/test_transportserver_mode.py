@@ -5,41 +5,15 @@ goes through it, and ferryman writes NIC's status (state, reason, message)."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 from lightkube import Client
-from lightkube.generic_resource import create_namespaced_resource
 
 from tests.integration.harness import Ferryman, free_port, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.unit.nic_fixtures import ROOT
-
-TransportServer = create_namespaced_resource(
-    "k8s.nginx.org", "v1", "TransportServer", "transportservers"
-)
-GlobalConfiguration = create_namespaced_resource(
-    "k8s.nginx.org", "v1", "GlobalConfiguration", "globalconfigurations"
-)
-
-
-@pytest.fixture
-def crds(kube: Client) -> Client:
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
-    wait_until(lambda: list(kube.list(TransportServer, namespace="default")) is not None, 30, "TS")
-    return kube
-
-
-@pytest.fixture
-def running() -> Iterator[list[Ferryman]]:
-    started: list[Ferryman] = []
-    yield started
-    for f in started:
-        if f.proc is not None:
-            f.stop()
+from tests.kubernetes.nic_resources import GlobalConfiguration, TransportServer, status
 
 
 def _ts(namespace: str, name: str, service: str) -> dict[str, Any]:
@@ -56,7 +30,7 @@ def _ts(namespace: str, name: str, service: str) -> dict[str, Any]:
 
 
 def _status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
-    return dict(kube.get(TransportServer, name, namespace=namespace).get("status") or {})
+    return status(kube, TransportServer, name, namespace)
 
 
 def _through(port: int) -> str:
@@ -71,8 +45,8 @@ def _through(port: int) -> str:
 
 
 def test_transport_server_status_and_traffic(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     port = free_port()
@@ -88,17 +62,7 @@ def test_transport_server_status_and_traffic(
         )
     )
     kube.create(TransportServer(_ts(namespace, "first", "tea")))
-    f = Ferryman(
-        tmp_path,
-        extra_args=[
-            "--watch-namespace", namespace, "--leader-election-namespace", namespace,
-            "--global-configuration", f"{namespace}/gc",
-        ],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-ts"},
-    )  # fmt: skip
-    running.append(f)
-    f.start()
+    f = start_ferryman("ferryman-ts", "--global-configuration", f"{namespace}/gc")
     assert _through(port) == "tea"
     want = {
         "state": "Valid",

@@ -4,37 +4,15 @@ NIC's status (state, reason, message) through the status subresource."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-from lightkube import ApiError, Client
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.types import PatchType
+from lightkube import Client
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.unit.nic_fixtures import ROOT
-
-VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer", "virtualservers")
-
-
-@pytest.fixture
-def crds(kube: Client) -> Client:
-    install_crds(kube, *sorted((ROOT / "deploy" / "crds").glob("k8s.nginx.org_*.yaml")))
-    wait_until(lambda: list(kube.list(VirtualServer, namespace="default")) is not None, 30, "VS")
-    return kube
-
-
-@pytest.fixture
-def running() -> Iterator[list[Ferryman]]:
-    started: list[Ferryman] = []
-    yield started
-    for f in started:
-        if f.proc is not None:
-            f.stop()
+from tests.kubernetes.nic_resources import VirtualServer, put, status
 
 
 def _vs(namespace: str, upstream: str, path: str = "/") -> dict[str, Any]:
@@ -50,40 +28,19 @@ def _vs(namespace: str, upstream: str, path: str = "/") -> dict[str, Any]:
     }
 
 
-def _put(kube: Client, doc: dict[str, Any]) -> None:
-    md = doc["metadata"]
-    try:
-        kube.create(VirtualServer(doc))
-    except ApiError as e:
-        if e.status.code != 409:
-            raise
-        spec = {"spec": doc["spec"]}
-        kube.patch(
-            VirtualServer, md["name"], spec, namespace=md["namespace"], patch_type=PatchType.MERGE
-        )
-
-
 def _status(kube: Client, namespace: str) -> dict[str, Any]:
-    obj = kube.get(VirtualServer, "cafe", namespace=namespace)
-    return dict(obj.get("status") or {})
+    return status(kube, VirtualServer, "cafe", namespace)
 
 
 def test_virtual_server_is_served_and_valid(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
     apply(kube, *service_with_backends("coffee", [backends.start("coffee")], namespace=namespace))
-    _put(kube, _vs(namespace, "tea"))
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-vs"},
-    )
-    running.append(f)
-    f.start()
+    put(kube, VirtualServer, _vs(namespace, "tea"))
+    f = start_ferryman("ferryman-vs")
     assert served_by(f, "vs.k8s.test", "/") == "tea"
     want = {
         "state": "Valid",
@@ -92,21 +49,21 @@ def test_virtual_server_is_served_and_valid(
     }
     wait_until(lambda: _status(kube, namespace) == want, 10, "status Valid")
 
-    _put(kube, _vs(namespace, "coffee"))
+    put(kube, VirtualServer, _vs(namespace, "coffee"))
     wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "coffee", 5, "the update")
-    _put(kube, _vs(namespace, "coffee", path="/a{b}"))  # refused by the parser
+    put(kube, VirtualServer, _vs(namespace, "coffee", path="/a{b}"))  # refused by the parser
     invalid = wait_until(
         lambda: (s := _status(kube, namespace)).get("state") == "Invalid" and s, 10, "Invalid"
     )
     assert invalid["reason"] == "Rejected"
     assert invalid["message"].startswith(f"VirtualServer {namespace}/cafe was rejected with error")
     assert served_by(f, "vs.k8s.test", "/") == "404"
-    _put(kube, _vs(namespace, "tea"))
+    put(kube, VirtualServer, _vs(namespace, "tea"))
     wait_until(lambda: _status(kube, namespace) == want, 10, "Valid again")
     # Deleted and created again: the new object gets its status too.
     kube.delete(VirtualServer, "cafe", namespace=namespace)
     wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "404", 5, "the deletion")
-    _put(kube, _vs(namespace, "tea"))
+    put(kube, VirtualServer, _vs(namespace, "tea"))
     wait_until(lambda: _status(kube, namespace) == want, 10, "status of the new object")
     assert served_by(f, "vs.k8s.test", "/") == "tea"
     assert f.reloads() == 1

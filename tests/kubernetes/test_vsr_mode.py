@@ -5,23 +5,17 @@ message, referencedBy) through the status subresource."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from lightkube import ApiError, Client
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.types import PatchType
+from lightkube import Client
 
 from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from tests.kubernetes.apiserver import apply, wait_until
 from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.test_virtualserver_mode import VirtualServer, crds, running
+from tests.kubernetes.nic_resources import VirtualServer, VirtualServerRoute, put, status
 
-VirtualServerRoute = create_namespaced_resource(
-    "k8s.nginx.org", "v1", "VirtualServerRoute", "virtualserverroutes"
-)
 HOST = "vsr.k8s.test"
-__all__ = ["crds", "running"]  # the fixtures this module uses
 
 
 def _vs(namespace: str) -> dict[str, Any]:
@@ -46,41 +40,21 @@ def _vsr(namespace: str, name: str, service: str, host: str = HOST) -> dict[str,
     }
 
 
-def _put(kube: Client, resource: Any, doc: dict[str, Any]) -> None:
-    md = doc["metadata"]
-    try:
-        kube.create(resource(doc))
-    except ApiError as e:
-        if e.status.code != 409:
-            raise
-        spec = {"spec": doc["spec"]}
-        kube.patch(
-            resource, md["name"], spec, namespace=md["namespace"], patch_type=PatchType.MERGE
-        )
-
-
 def _status(kube: Client, namespace: str, name: str) -> dict[str, Any]:
-    return dict(kube.get(VirtualServerRoute, name, namespace=namespace).get("status") or {})
+    return status(kube, VirtualServerRoute, name, namespace)
 
 
 def test_virtual_server_route_is_served_and_reports_status(
-    tmp_path: Path, apiserver: APIServer, crds: Client, namespace: str, backends: BackendHost,
-    running: list[Ferryman],
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
 ) -> None:  # fmt: skip
     kube = crds
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
     apply(kube, *service_with_backends("green", [backends.start("green")], namespace=namespace))
-    _put(kube, VirtualServer, _vs(namespace))
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
-    _put(kube, VirtualServerRoute, _vsr(namespace, "orphan", "tea", host="nobody.k8s.test"))
-    f = Ferryman(
-        tmp_path,
-        extra_args=["--watch-namespace", namespace, "--leader-election-namespace", namespace],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": "ferryman-vsr"},
-    )
-    running.append(f)
-    f.start()
+    put(kube, VirtualServer, _vs(namespace))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    put(kube, VirtualServerRoute, _vsr(namespace, "orphan", "tea", host="nobody.k8s.test"))
+    f = start_ferryman("ferryman-vsr")
     assert served_by(f, HOST, "/tea") == "tea"
     valid = {
         "state": "Valid",
@@ -97,10 +71,10 @@ def test_virtual_server_route_is_served_and_reports_status(
     }
     wait_until(lambda: _status(kube, namespace, "orphan") == orphan, 10, "orphan status")
 
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "green"))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "green"))
     wait_until(lambda: served_by(f, HOST, "/tea") == "green", 5, "the update")
     # Another host: the VS no longer serves it, and says why.
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "green", host="other.k8s.test"))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "green", host="other.k8s.test"))
     wait_until(lambda: served_by(f, HOST, "/tea") == "404", 5, "the host check")
     moved = wait_until(
         lambda: (
@@ -110,14 +84,14 @@ def test_virtual_server_route_is_served_and_reports_status(
         "the VSR's status",
     )
     assert (moved["state"], moved["referencedBy"]) == ("Warning", "")
-    vs_status = kube.get(VirtualServer, "cafe", namespace=namespace).get("status") or {}
+    vs_status = status(kube, VirtualServer, "cafe", namespace)
     assert vs_status["state"] == "Warning"
     assert vs_status["message"].endswith(
         f"VirtualServerRoute {namespace}/tea is invalid: spec.host: Invalid value: "
         f"\"other.k8s.test\": must be equal to '{HOST}'"
     )
     kube.delete(VirtualServerRoute, "tea", namespace=namespace)
-    _put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
     wait_until(lambda: _status(kube, namespace, "tea") == valid, 10, "status of the new object")
     assert served_by(f, HOST, "/tea") == "tea"
     assert f.reloads() == 1

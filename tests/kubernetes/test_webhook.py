@@ -289,6 +289,22 @@ def test_replicas_serve_one_certificate_and_follow_the_secret(
             assert f.stop() == 0
 
 
+def _serve_web_with_given_secret(kube: Client, ns: str, data: dict[str, str]) -> None:
+    """The kubernetes.io/tls Secret "given" (a certificate someone else keeps,
+    ``--readiness-gate-webhook-cert-secret``), and a Service and Ingress "web" whose
+    pods the webhook gates."""
+    secret = {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "given", "namespace": ns}, "data": data,
+    }  # fmt: skip
+    apply(
+        kube,
+        secret,
+        _service("web", ns, {"app": "web"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+    )
+
+
 def test_a_secret_given_is_used_as_it_is(
     tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
     cluster_objects: list[str],
@@ -297,16 +313,7 @@ def test_a_secret_given_is_used_as_it_is(
     CA trusted, never replaced."""
     ns = pods_namespace
     given = generate(["127.0.0.1"])
-    secret = {
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": "given", "namespace": ns}, "data": given.secret_data(),
-    }  # fmt: skip
-    apply(
-        kube,
-        secret,
-        _service("web", ns, {"app": "web"}),
-        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
-    )
+    _serve_web_with_given_secret(kube, ns, given.secret_data())
     config, port = f"given-{ns}", free_port()
     cluster_objects.append(config)
     # Two webhooks in the configuration: each gets the caBundle.
@@ -345,16 +352,7 @@ def test_an_unusable_secret_costs_the_gates_not_ferryman(
     ns = pods_namespace
     good, other = generate(["127.0.0.1"]), generate(["127.0.0.1"])
     broken = good.secret_data() | {"tls.key": other.secret_data()["tls.key"]}
-    secret = {
-        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-        "metadata": {"name": "given", "namespace": ns}, "data": broken,
-    }  # fmt: skip
-    apply(
-        kube,
-        secret,
-        _service("web", ns, {"app": "web"}),
-        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
-    )
+    _serve_web_with_given_secret(kube, ns, broken)
     config, port = f"broken-{ns}", free_port()
     cluster_objects.append(config)
     apply(kube, _configuration(config, ns, port))

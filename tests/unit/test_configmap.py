@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -13,13 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ferryman
 from ferryman.configs.configmap import IN_NGINX_CONF, ConfigMapState, Tuning, tuning
 from ferryman.configs.render import Renderer
-from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.resources.configmap import GLOBAL_KEYS, ROUTE_KEYS, UNSUPPORTED, parse_data
+from tests.unit.nginx_check import assert_nginx_t
 from tests.unit.nginx_tokens import Directive, directives
-from tests.unit.test_render import LUA, MAIN, STATE
+from tests.unit.test_render import MAIN
 
 # Every supported key, with a value NGINX takes.
 FULL: dict[str, str] = {
@@ -236,25 +234,7 @@ def test_every_key_reaches_nginx_conf() -> None:
 
 
 def test_the_full_configuration_passes_nginx_t(tmp_path: Path) -> None:
-    text = _main(parse_data(FULL).values)
-    lua = Path(ferryman.__file__).parent / "dataplane" / "lua"
-    state = str(tmp_path)
-    text = text.replace(STATE, state).replace(LUA, str(lua)).replace("user nobody nogroup;\n", "")
-    text = text.replace("listen 80 ", "listen 18080 ").replace("listen 443 ", "listen 18443 ")
-    (tmp_path / "nginx.conf").write_text(text)
-    (tmp_path / "config-version.conf").write_text("")
-    (tmp_path / "run").mkdir()
-    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / "tmp" / sub).mkdir(parents=True)
-    ensure_fallback_certificate(tmp_path / "fallback.pem")
-    result = subprocess.run(
-        ["nginx", "-t", "-p", state, "-c", f"{state}/nginx.conf", "-e", "stderr"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    assert_nginx_t(tmp_path, _main(parse_data(FULL).values))
 
 
 # ---- no value can add a directive ------------------------------------------------

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +28,10 @@ from ferryman.configs.vs_listeners import NO_GLOBAL_CONFIGURATION, resolve_liste
 from ferryman.resources.globalconfiguration import GlobalConfiguration, Listener
 from ferryman.resources.virtualserver import Listeners, parse_virtual_server
 from tests.unit.controller_kit import Kit
+from tests.unit.nginx_check import STATE, assert_nginx_t
 from tests.unit.strategies import dns_labels
 from tests.unit.test_controller_failures import _service
-from tests.unit.test_render import GOLDEN, LUA, MAIN, STATE
+from tests.unit.test_render import MAIN
 
 LISTENERS = (
     Listener("http-8083", 8083, "HTTP"),
@@ -79,36 +78,8 @@ def test_the_configuration_passes_nginx_t(tmp_path: Path, with_listeners: bool) 
     up) loads, and so does one without the map (the module then takes every
     request as the default ports'). With $FERRYMAN_TEST_NGINX_MODULES_DIR set,
     that directory's module is the one loaded."""
-    from ferryman.dataplane.fallback import ensure_fallback_certificate
-
-    lua = Path(__file__).parents[2] / "src" / "ferryman" / "dataplane" / "lua"
-    state = str(tmp_path)
     main = Renderer().main(dataclasses.replace(MAIN, http_listeners=with_listeners))
-    main = main.replace(STATE, state).replace(LUA, str(lua))
-    if modules := os.environ.get("FERRYMAN_TEST_NGINX_MODULES_DIR"):
-        module = "ngx_http_ferryman_module.so"
-        main = main.replace(f"/usr/lib/nginx/modules/{module}", f"{modules}/{module}")
-    main = main.replace("user nobody nogroup;\n", "")
-    main = main.replace("listen 80 ", "listen 18080 ").replace("listen 443 ", "listen 18443 ")
-    (tmp_path / "nginx.conf").write_text(main)
-    if with_listeners:
-        for name, text in listener_files(LISTENERS).items():
-            (tmp_path / name).write_text(text)
-    (tmp_path / "config-version.conf").write_text(
-        (GOLDEN / "config-version.conf").read_text().replace(STATE, state)
-    )
-    (tmp_path / "run").mkdir()
-    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / "tmp" / sub).mkdir(parents=True)
-    ensure_fallback_certificate(tmp_path / "fallback.pem")
-    result = subprocess.run(
-        ["nginx", "-t", "-p", state, "-c", f"{state}/nginx.conf", "-e", "stderr"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    assert_nginx_t(tmp_path, main, listener_files(LISTENERS) if with_listeners else {})
 
 
 def test_the_h_record_names_a_hosts_listeners_after_its_redirect() -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +42,9 @@ from ferryman.resources.service import parse_service
 from ferryman.translators.listen_ports import ListenPorts
 from tests.integration.harness import ingress, path, rule, tls_secret
 from tests.unit.controller_kit import Kit
+from tests.unit.nginx_check import assert_nginx_t
 from tests.unit.test_controller_failures import _service
-from tests.unit.test_render import GOLDEN, LUA, MAIN, STATE
+from tests.unit.test_render import MAIN
 
 LIMITS = Limits(80, 443, reserved_ports(8081, 9113, 8080, [("dns-tcp", 5353)]))
 
@@ -181,36 +180,9 @@ def test_a_global_configuration_listener_keeps_its_port() -> None:
 def test_the_files_pass_nginx_t(tmp_path: Path) -> None:
     """nginx.conf with GlobalConfiguration listeners and Ingress ports of both
     schemes loads (with $FERRYMAN_TEST_NGINX_MODULES_DIR, that module)."""
-    from ferryman.dataplane.fallback import ensure_fallback_certificate
-
-    lua = Path(__file__).parents[2] / "src" / "ferryman" / "dataplane" / "lua"
-    state = str(tmp_path)
     main = Renderer().main(dataclasses.replace(MAIN, http_listeners=True))
-    main = main.replace(STATE, state).replace(LUA, str(lua))
-    if modules := os.environ.get("FERRYMAN_TEST_NGINX_MODULES_DIR"):
-        module = "ngx_http_ferryman_module.so"
-        main = main.replace(f"/usr/lib/nginx/modules/{module}", f"{modules}/{module}")
-    main = main.replace("user nobody nogroup;\n", "")
-    main = main.replace("listen 80 ", "listen 18080 ").replace("listen 443 ", "listen 18443 ")
-    (tmp_path / "nginx.conf").write_text(main)
     gc = (Listener("http-8083", 18083, "HTTP"), Listener("tls", 18444, "HTTP", ssl=True))
-    for name, text in listener_files(gc, {18083: False, 19000: False, 19443: True}).items():
-        (tmp_path / name).write_text(text)
-    (tmp_path / "config-version.conf").write_text(
-        (GOLDEN / "config-version.conf").read_text().replace(STATE, state)
-    )
-    (tmp_path / "run").mkdir()
-    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / "tmp" / sub).mkdir(parents=True)
-    ensure_fallback_certificate(tmp_path / "fallback.pem")
-    result = subprocess.run(
-        ["nginx", "-t", "-p", state, "-c", f"{state}/nginx.conf", "-e", "stderr"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    assert_nginx_t(tmp_path, main, listener_files(gc, {18083: False, 19000: False, 19443: True}))
 
 
 def _ing(name: str, host: str, annotations: dict[str, str], created: str) -> dict[str, Any]:

@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-import ferryman
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
-from ferryman.dataplane.fallback import ensure_fallback_certificate
+from tests.unit.nginx_check import GOLDEN, LUA, STATE, assert_nginx_t
 
-GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("FERRYMAN_UPDATE_GOLDEN") == "1"
-STATE = "/var/lib/ferryman"
-LUA = "/opt/ferryman/lua"
 
 MAIN = MainConfig(
     state_dir=STATE,
@@ -147,31 +142,10 @@ def test_golden_files_are_valid_nginx(tmp_path: Path, golden: str) -> None:
     modules = Path("/usr/lib/nginx/modules")
     assert (modules / "ngx_http_lua_module.so").exists(), "scripts/setup.sh installs it"
     assert (modules / "ngx_http_ferryman_module.so").exists(), "scripts/setup.sh builds it"
-    lua = Path(ferryman.__file__).parent / "dataplane" / "lua"
-    state = str(tmp_path)
-    main = (GOLDEN / golden).read_text()
-    main = main.replace(STATE, state).replace(LUA, str(lua))
-    main = main.replace("user nobody nogroup;\n", "")
-    main = main.replace("listen 80 ", "listen 18080 ").replace("listen 443 ", "listen 18443 ")
-    (tmp_path / "nginx.conf").write_text(main)
-    (tmp_path / "config-version.conf").write_text(
-        (GOLDEN / "config-version.conf").read_text().replace(STATE, state)
-    )
-    (tmp_path / "run").mkdir()
-    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / "tmp" / sub).mkdir(parents=True)
-    if golden != "nginx-bootstrap.conf":
-        # NGINX starts with the bootstrap while the certificate is still being
-        # made (app._run): only the public listeners may need it.
-        ensure_fallback_certificate(tmp_path / "fallback.pem")
-    result = subprocess.run(
-        ["nginx", "-t", "-p", state, "-c", f"{state}/nginx.conf", "-e", "stderr"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    # NGINX starts with the bootstrap while the certificate is still being
+    # made (app._run): only the public listeners may need it.
+    fallback = golden != "nginx-bootstrap.conf"
+    assert_nginx_t(tmp_path, (GOLDEN / golden).read_text(), fallback=fallback)
 
 
 def test_stub_status_text_is_parsed() -> None:
