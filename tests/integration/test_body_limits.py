@@ -21,6 +21,7 @@ from tests.integration.harness import (
     path,
     rule,
     service_with_backends,
+    tls_secret,
 )
 
 MIB = 1 << 20
@@ -105,3 +106,48 @@ def test_a_virtualserver_upstream_may_allow_more_than_the_server(
     assert post("vs.test", "/big", method="POST", content=b"x" * (2 * MIB + 1)).status == 413
     assert post("vs.test", "/", method="POST", content=b"x" * (MIB + 1)).status == 413
     assert f.events_for("vs")[-1]["reason"] == "AddedOrUpdated"
+
+
+def test_an_http2_stream_without_a_length_keeps_the_servers_limit(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    """Over HTTP/2 a body may come without Content-Length (DATA frames until the
+    stream ends): the fast path cannot know its size, so NGINX reads it under the
+    server's limit, never under the router location's "any"."""
+    f = either_fast_path
+    f.extra_args += ["--nginx-configmaps", "default/nginx-config"]
+    f.write(
+        "configmap",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "nginx-config", "namespace": "default"},
+            "data": {"http2": "true"},
+        },
+    )
+    f.write("svc", service_with_backends("app", [backends.start("a")]))
+    f.write("secret", tls_secret("h2-secret", ["h2.test"]))
+    doc = _ingress("h2", "h2.test", None)
+    doc["spec"]["tls"] = [{"hosts": ["h2.test"], "secretName": "h2-secret"}]
+    f.write("h2", doc)
+    f.start()
+
+    def stream(size: int) -> httpx.Response:
+        def chunks() -> Iterator[bytes]:
+            for _ in range(size // 65536):
+                yield b"x" * 65536
+            yield b"x" * (size % 65536)
+
+        headers = {"Host": "h2.test"}
+        with httpx.Client(http2=True, verify=False, timeout=20) as c:
+            r = c.post(
+                f"https://127.0.0.1:{f.https_port}/",
+                headers=headers,
+                content=chunks(),
+                extensions={"sni_hostname": "h2.test"},
+            )
+        assert r.http_version == "HTTP/2"
+        return r
+
+    assert stream(100_000).status_code == 200
+    assert stream(2 * MIB).status_code == 413
