@@ -134,7 +134,7 @@ class _Bench:
         )
 
     def sync(self, *objs: dict[str, Any]) -> float:
-        from ferryman.controller import keys_for_event
+        from ferryman.queue_keys import keys_for_event
 
         started = time.perf_counter()
         for o in objs:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import grp
 import logging
-import os
-import pwd
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,6 +24,7 @@ from ferryman.dataplane.flavour import (
     main_config,
 )
 from ferryman.dataplane.in_flight import InFlight
+from ferryman.dataplane.keep_alive import keep_nginx_alive
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
@@ -37,6 +35,7 @@ from ferryman.dataplane.state_dir import (
     prepare_state_dir,
     remove_short_socket_dir,
 )
+from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
@@ -67,24 +66,6 @@ async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     return done
 
 
-def _worker_user() -> tuple[str | None, int | None]:
-    """NGINX workers drop root to nobody; unprivileged, they keep our user."""
-    if os.geteuid() != 0:
-        return None, None
-    nobody = pwd.getpwnam("nobody")
-    group = grp.getgrgid(nobody.pw_gid).gr_name
-    return f"nobody {group}", nobody.pw_uid
-
-
-def _worker_gid() -> int | None:
-    """The group of NGINX's workers when they run as another user (``_worker_user``)."""
-    return pwd.getpwnam("nobody").pw_gid if os.geteuid() == 0 else None
-
-
-def _traversable_by_others(path: Path) -> bool:
-    return all(p.stat().st_mode & 0o001 for p in path.parents)
-
-
 def _free_loopback_port() -> int:
     """A port ``render`` can write for ``--angie-dns-port 0`` (run binds its own)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -110,55 +91,6 @@ def _log_problem(where: str, message: str) -> None:
 
 def _checked_state_dir(state_dir: Path) -> Path:
     return checked_path("--state-dir", state_dir)
-
-
-async def _keep_nginx_alive(
-    nginx: NginxManager, controller: Controller, metrics: Metrics, closed_main: str | None
-) -> None:
-    """NGINX died without being asked to: start it again and refill its memory.
-
-    ``closed_main``: NGINX (whose memory the records fill) restarts as it starts,
-    without public listeners until the records are back; Angie's configuration
-    is all in files, so it comes back whole with them.
-    """
-    while True:
-        code = await nginx.wait_exit()
-        log.error("nginx exited unexpectedly; restarting it", extra={"fields": {"code": code}})
-        metrics.nginx_restarts.inc()
-        try:
-            await nginx.restart(closed_main)
-        except DataPlaneError as e:
-            log.error("nginx failed to restart", extra={"fields": {"error": str(e)}})
-            await asyncio.sleep(1)
-            continue
-        controller.resend_everything()
-        await _until_reopened(nginx, controller)
-
-
-# A full push of 10,000 hosts takes seconds; a restarted NGINX whose listeners
-# are still closed this long after is pushed everything again: the push or the
-# reload that reopens them failed (a port taken meanwhile), and no resource
-# change may come to retry it.
-REOPEN_CHECK = 5.0
-REOPEN_CHECK_MAX = 60.0
-
-
-async def _until_reopened(nginx: NginxManager, controller: Controller) -> None:
-    """Returns once the restarted NGINX has its listeners, or has died again."""
-    delay = REOPEN_CHECK
-    while nginx.listeners_closed:
-        try:
-            await asyncio.wait_for(nginx.wait_exit(), delay)
-            return
-        except TimeoutError:
-            pass
-        if nginx.listeners_closed:
-            log.warning(
-                "nginx listeners still closed after the restart; pushing everything again",
-                extra={"fields": {"waited": delay}},
-            )
-            controller.resend_everything()
-            delay = min(delay * 2, REOPEN_CHECK_MAX)
 
 
 async def _grace_period(seconds: float, hurry: asyncio.Event) -> None:
@@ -196,7 +128,7 @@ def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -
 async def run(settings: Settings, data_plane: str = "nginx") -> int:
     collector.pause()  # unless ferryman.launch did already
     try:
-        user, uid = _worker_user()
+        user, uid = worker_user()
         state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
         paths = _prepared(flavour_paths(data_plane, state_dir), uid)
         try:
@@ -211,7 +143,7 @@ async def _run(
     settings: Settings, data_plane: str, paths: Paths, user: str | None, uid: int | None
 ) -> int:
     flavour = Flavour(data_plane, settings, paths)
-    if uid is not None and not _traversable_by_others(paths.state_dir):
+    if uid is not None and not traversable_by_others(paths.state_dir):
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
             "to disk, latency metrics and TLS passthrough's hop to HTTPS will fail; make "
@@ -361,7 +293,7 @@ async def _run(
     try:
         if settings.latency_metrics:
             receiver = LatencyReceiver(paths.latency_socket, metrics, controller.latency_owner)
-            receiver.bind(_worker_gid())
+            receiver.bind(worker_gid())
             tasks.append(asyncio.create_task(receiver.run(), name="latency"))
         manifests: ManifestsSource | None = None
         if cluster is not None:
@@ -407,8 +339,11 @@ async def _run(
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),
             asyncio.create_task(
-                _keep_nginx_alive(
-                    nginx, controller, metrics, None if flavour.angie else bootstrap_main
+                keep_nginx_alive(
+                    nginx,
+                    controller.resend_everything,
+                    metrics,
+                    None if flavour.angie else bootstrap_main,
                 ),
                 name="nginx",
             ),

@@ -10,10 +10,10 @@ import textwrap
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import __version__, app, collector, flag_types, logs
+from ferryman import __version__, app, collector, flag_settings, flag_types, logs
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
-from ferryman.settings import Settings, SettingsError
+from ferryman.settings import SettingsError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -434,17 +434,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _binary(args: argparse.Namespace) -> str:
-    if args.data_plane_binary:
-        return str(args.data_plane_binary)
-    return str(args.nginx_binary) if args.data_plane == "nginx" else "angie"
-
-
-def _reload_timeout(value: float) -> float:
-    # NIC's --nginx-reload-timeout is in milliseconds; accept both forms.
-    return value / 1000 if value > 1000 else value
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command != "run":  # run resumes it once started (collector)
@@ -453,21 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         return machine_controller.main(args)
     if args.command == "render":
         logs.setup("text", "warning")
-        settings = Settings(
-            state_dir=args.output,
-            manifests=args.manifests,
-            http_port=args.http_port,
-            https_port=args.https_port,
-            ingress_class=args.ingress_class,
-            nginx_modules_dir=args.nginx_modules_dir,
-            angie_dns_port=args.angie_dns_port,
-            nginx_configmap=args.nginx_configmaps,
-            global_configuration=args.global_configuration,
-            tls_passthrough=args.enable_tls_passthrough,
-            gateway_api=args.enable_gateway_api,
-            gateway_controller_name=args.gateway_controller_name,
-            gateway_addresses=args.gateway_addresses,
-        )
+        settings = flag_settings.render_settings(args)
         try:
             problems = asyncio.run(app.render(settings, args.output, args.data_plane))
         except SettingsError as e:
@@ -478,78 +453,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
 
     logs.setup(args.log_format, args.log_level)
-    if args.strict_request_paths and args.data_plane == "angie":
-        # Angie's servers.conf has no such check (yet): refuse rather than ignore.
-        print("ferryman run: --strict-request-paths needs --data-plane nginx", file=sys.stderr)
+    if (error := flag_settings.run_combination_error(args)) is not None:
+        print(error, file=sys.stderr)
         return 2
-    if args.enable_gateway_api and args.data_plane == "angie":
-        # Gateway routes need the Lua router, which Angie's flavour has not.
-        print("ferryman run: --enable-gateway-api needs --data-plane nginx", file=sys.stderr)
-        return 2
-    if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
-        # Hooks live on Machines in the API: a silently ignored safety net is worse.
-        print("ferryman run: --machine-lifecycle-hooks needs Kubernetes mode", file=sys.stderr)
-        return 2
-    if args.readiness_gate_webhook_port and not args.readiness_gate_webhook_cert_secret:
-        print(
-            "ferryman run: --readiness-gate-webhook-port needs "
-            "--readiness-gate-webhook-cert-secret",
-            file=sys.stderr,
-        )
-        return 2
-    settings = Settings(
-        state_dir=args.state_dir,
-        manifests=args.manifests,
-        kubeconfig=args.kubeconfig,
-        http_port=args.http_port,
-        https_port=args.https_port,
-        ready_port=args.ready_port,
-        metrics_port=args.metrics_port,
-        ingress_class=args.ingress_class,
-        nginx_binary=_binary(args),
-        nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
-        nginx_modules_dir=args.nginx_modules_dir,
-        worker_processes=args.worker_processes,
-        worker_shutdown_timeout=args.worker_shutdown_timeout or "",
-        shutdown_grace_period=args.shutdown_grace_period,
-        watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
-        # The webhook's gates hold pods back until ferryman routes to them: it
-        # implies gated routing, or gated pods would never turn Ready.
-        readiness_gates=args.readiness_gates or bool(args.readiness_gate_webhook_port),
-        report_ingress_status=args.report_ingress_status,
-        external_service=args.external_service,
-        ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
-        leader_election=args.enable_leader_election,
-        leader_lock_name=args.leader_election_lock_name,
-        leader_lock_namespace=args.leader_election_namespace,
-        lease_duration=args.leader_election_lease_duration,
-        renew_deadline=args.leader_election_renew_deadline,
-        retry_period=args.leader_election_retry_period,
-        readiness_gate_timeout=args.readiness_gate_timeout,
-        machine_lifecycle_hooks=args.machine_lifecycle_hooks,
-        machine_drain_timeout=args.machine_drain_timeout,
-        node_name=os.environ.get("NODE_NAME", ""),
-        nginx_status_port=args.nginx_status_port,
-        nginx_status_allow=args.nginx_status_allow_cidrs,
-        health_uri=args.health_status_uri if args.health_status else "",
-        latency_metrics=args.enable_latency_metrics,
-        angie_dns_port=args.angie_dns_port,
-        compute_full_forwarded_for=args.compute_full_forwarded_for,
-        strict_request_paths=args.strict_request_paths,
-        global_configuration=args.global_configuration,
-        tls_passthrough=args.enable_tls_passthrough,
-        gateway_api=args.enable_gateway_api,
-        gateway_controller_name=args.gateway_controller_name,
-        gateway_addresses=args.gateway_addresses,
-        shared_dict_size=args.records_memory_size,
-        max_record_bytes=args.max_record_bytes,
-        allowed_host_suffixes=args.allowed_host_suffixes,
-        readiness_gate_webhook_port=args.readiness_gate_webhook_port,
-        readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
-        readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
-        readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
-        nginx_configmap=args.nginx_configmaps,
-    )
+    settings = flag_settings.run_settings(args)
     try:
         return asyncio.run(app.run(settings, args.data_plane))
     except SettingsError as e:

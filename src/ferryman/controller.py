@@ -17,20 +17,20 @@ and pushed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from ferryman.configs.configmap import ConfigMapState
 from ferryman.configs.model import BackendKey
 from ferryman.dataplane import DataPlane, RecordKey
-from ferryman.dataplane.errors import ConfigError, ConfigTestError, PushError
+from ferryman.dataplane.errors import PushError
 from ferryman.dataplane.records import AppliedRecords
 from ferryman.endpoint_sets import PodId
 from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
+from ferryman.nginx_files import NginxFiles
+from ferryman.queue_keys import LEAVING_NODES, POD_ADDRESS, RESYNC
 from ferryman.reads import REFERENCED
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -41,8 +41,6 @@ from ferryman.report import (
     Reporter,
 )
 from ferryman.resources.meta import ObjectRef
-from ferryman.resources.pod import addresses_to_resync
-from ferryman.resources.service import service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
@@ -61,37 +59,11 @@ log = logging.getLogger("ferryman.controller")
 # A custom resource's status: (ref, state, reason, message, referencedBy), NIC's
 # fields; referencedBy only for a VirtualServerRoute.
 ResourceStatusSink = Callable[[ObjectRef, str, str, str, str | None], None]
-# A key that syncs nothing: it wakes the worker so that it flushes.
-RESYNC = ObjectRef("Resync", "", "")
-# The key of a pod's address (readiness gates): its name is the address.
-POD_ADDRESS = "PodAddress"
-# The key that takes the Nodes being drained (machine lifecycle hooks) into account.
-LEAVING_NODES = ObjectRef("LeavingNodes", "", "")
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
 PUSH_ROUNDS = 4
 # Events that say a resource is live: held back while its records are not.
 _LIVE = (ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING)
-# A reload that tested good but was not taken is tried again after this many
-# seconds, doubling per failure up to the maximum.
-RELOAD_RETRY_BASE = 1.0
-RELOAD_RETRY_MAX = 30.0
-
-
-def keys_for_event(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[ObjectRef]:
-    """Map a stored object (and its previous version) to the keys to sync."""
-    kind = str(obj.get("kind"))
-    md = obj.get("metadata") or {}
-    ns, name = str(md.get("namespace") or ""), str(md.get("name") or "")
-    if kind == "EndpointSlice":
-        keys = []
-        for o in (obj, old):
-            if o is not None and (svc := service_name_of(o)):
-                keys.append(ObjectRef("Service", ns, svc))
-        return keys
-    if kind == "Pod":
-        return [ObjectRef(POD_ADDRESS, ns, ip) for ip in addresses_to_resync(obj, old)]
-    return [ObjectRef(kind, ns, name)]
 
 
 class Controller:
@@ -129,24 +101,22 @@ class Controller:
         ``gateway_status`` receives Gateway API objects' status (Kubernetes mode)."""
         self._settings = settings
         self._queue = queue
-        self._dataplane = dataplane
         self._secrets = secrets
         self._reporter = reporter
         self._metrics = metrics
         self._d = Desired(settings, store, secrets)
-        # Desired and applied files (path -> text); records are in Desired.
-        self._files: dict[str, str] = dict(files)
-        self._applied_files: dict[str, str] = dict(files)
+        # Files (path -> text) change by reload; records (in Desired) by push.
+        self._files = NginxFiles(files, dataplane, queue, reporter, store, configmap)
         self._applied = AppliedRecords(dataplane, settings, metrics)
         # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
-        ports = ListenPorts(self._files, enabled=virtual_servers)
+        ports = ListenPorts(self._files.desired, enabled=virtual_servers)
         self._ingresses = IngressTranslator(
             settings, store, queue, self._d, self, status, slow_path=virtual_servers, ports=ports
         )
         self._transport = TransportTranslator(
             settings,
             store,
-            self._files,
+            self._files.desired,
             self._d,
             self,
             secrets,
@@ -163,7 +133,7 @@ class Controller:
         self._gateways: GatewayTranslator | None = None
         if settings.gateway_api and virtual_servers:
             self._gateways = GatewayTranslator(
-                settings, store, self._d, self, self._files, gateway_status
+                settings, store, self._d, self, self._files.desired, gateway_status
             )
             translators.append(self._gateways)
         self._translators = translators
@@ -177,10 +147,6 @@ class Controller:
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
         self._resource_status = resource_status
-        self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
-        self._store = store  # the ConfigMap is read from it
-        self._configmap = configmap
-        self._configmap_changed = False  # its Event waits for the reload's outcome
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
         """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
@@ -245,11 +211,11 @@ class Controller:
             self._on_gates_applied()
 
     def set_file(self, path: str, text: str) -> None:
-        self._files[path] = text
+        self._files.desired[path] = text
 
     def applied_file(self, path: str) -> str | None:
         """The text of ``path`` the data plane runs (readiness: the public configuration)."""
-        return self._applied_files.get(path)
+        return self._files.applied(path)
 
     def set_addresses(self, addresses: tuple[str, ...]) -> None:
         """The addresses Ingress status shows; every served Ingress is updated."""
@@ -277,26 +243,13 @@ class Controller:
             self._d.referenced_changed(ref)
         elif ref == LEAVING_NODES:
             self._compute_endpoints(endpoints.set_leaving(self._leaving))
-        elif ref.kind == "ConfigMap":
-            self._sync_configmap(ref)
-
-    def _sync_configmap(self, ref: ObjectRef) -> None:
-        """``--nginx-configmaps``: its keys become nginx.conf (configs/configmap.py)."""
-        cm = self._configmap
-        if cm is None or (ref.namespace, ref.name) != (cm.namespace, cm.name):
-            return
-        before = cm.route_defaults()
-        for event in cm.update(self._store.get("ConfigMap", ref.namespace, ref.name)):
-            self._reporter.event(ref, *event)
-        self._files.update(cm.files())
-        self._configmap_changed = True
-        if cm.route_defaults() != before:  # every route's defaults moved
-            self._d.stale |= set(self._d.config.refs())
+        elif ref.kind == "ConfigMap" and self._files.sync_configmap(ref):
+            self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
 
     def route_defaults(self) -> Mapping[str, str]:
         """The ConfigMap's route-level keys in force (NIC's names, normalised): the
         defaults ``nginx.org/*`` annotations override ({} without a ConfigMap)."""
-        return self._configmap.route_defaults() if self._configmap is not None else {}
+        return self._files.route_defaults()
 
     def _queue_services(self, keys: Iterable[BackendKey]) -> None:
         """Recompute the Services feeding ``keys`` later in this batch: the queue
@@ -356,9 +309,7 @@ class Controller:
             self._gateways.prepare()
         self._d.certificate_records(self._secrets)
         records = self._record_changes()
-        changes: dict[str, str | None] = {
-            p: t for p, t in self._files.items() if self._applied_files.get(p) != t
-        }
+        changes = self._files.changes()
         self._metrics.generation_seconds.observe(
             self._generation_seconds + time.monotonic() - started
         )
@@ -366,9 +317,7 @@ class Controller:
         outstanding = await self._push_records(records)
         self._tell_gates_applied()
         self._tell_leaving_applied(outstanding)
-        error = await self._reload(changes) if changes else None
-        if self._configmap_changed and self._configmap is not None:
-            self._configmap_applied(self._configmap, error)
+        await self._files.apply(changes)
         for translator in self._translators:
             translator.gauges(self._metrics)
         self._report(self._waiting(outstanding))
@@ -484,49 +433,6 @@ class Controller:
                 self.render_all(self._d.deps.users(secret))
             elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
                 self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
-
-    def _configmap_applied(self, cm: ConfigMapState, error: str | None) -> None:
-        """Report how the ConfigMap's update went (``error``: ``nginx -t``'s refusal,
-        "" while a reload is still to be retried); after a refusal its last good
-        values are rendered again (at start-up, the defaults: the listeners open)."""
-        if error == "":
-            return
-        self._configmap_changed = False
-        ref = ObjectRef("ConfigMap", cm.namespace, cm.name)
-        self._reporter.event(ref, *cm.reloaded(error))
-        if error is not None:
-            retry = cm.files()
-            if any(self._files.get(p) != t for p, t in retry.items()):
-                self._files.update(retry)
-                self._queue.add(RESYNC)
-
-    async def _reload(self, changes: Mapping[str, str | None]) -> str | None:
-        """Apply changed files; the data plane counts and logs the reload. Returns
-        why ``nginx -t`` refused them, "" when the reload is retried later, None
-        when they are live."""
-        try:
-            await self._dataplane.apply(changes)
-        except ConfigTestError as e:
-            # Refused: keep the last good files; not retried until settings change.
-            # In place: translators (TransportServers' stream.conf) hold the dict.
-            self._files.clear()
-            self._files.update(self._applied_files)
-            return str(e) or "nginx -t failed"
-        except ConfigError:
-            # Tested good but not taken (a listener could not bind, no answer in
-            # time): try again later, the cause may pass.
-            delay = min(RELOAD_RETRY_BASE * 2**self._reload_failures, RELOAD_RETRY_MAX)
-            self._reload_failures += 1
-            asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
-            log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
-            return ""
-        self._reload_failures = 0
-        for p, t in changes.items():
-            if t is None:
-                self._applied_files.pop(p, None)
-            else:
-                self._applied_files[p] = t
-        return None
 
     # ---- the worker ----------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ferryman.controller import keys_for_event
+from ferryman.queue_keys import keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.raw import Packed
 from ferryman.store import Store

@@ -29,7 +29,7 @@ import yaml
 from aiohttp import web
 from hypothesis import HealthCheck, assume, event, given, settings
 
-from ferryman import cli
+from ferryman import cli, flag_settings
 from ferryman.configs.angie import (
     SERVERS_FILE,
     AngieRenderer,
@@ -704,7 +704,7 @@ def test_render_angie_writes_what_angie_accepts(
 )
 def test_data_plane_binary(argv: list[str], binary: str) -> None:
     args = cli.parser().parse_args(["run", *argv])
-    assert cli._binary(args) == binary
+    assert flag_settings.data_plane_binary(args) == binary
 
 
 def test_latency_log_names_the_route_of_proxied_locations_only() -> None:

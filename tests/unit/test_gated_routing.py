@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ferryman.endpoint_sets
-from ferryman.controller import POD_ADDRESS, keys_for_event
+from ferryman.queue_keys import POD_ADDRESS, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from tests.integration.harness import ingress, path, rule

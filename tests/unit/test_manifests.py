@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ferryman import logs
 from ferryman.resources.meta import ObjectRef
-from ferryman.sources import manifests
+from ferryman.sources import manifest_yaml, manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file
 
 from .strategies import yaml_values
@@ -401,17 +401,20 @@ def alias_bomb(levels: int) -> str:
 
 
 def test_nesting_up_to_the_limit_is_read(tmp_path: Path) -> None:
-    objs, problems = parse(tmp_path / "deep.yaml", nested(manifests.MAX_DEPTH))
+    objs, problems = parse(tmp_path / "deep.yaml", nested(manifest_yaml.MAX_DEPTH))
     assert problems == []
     assert objs is not None and len(objs) == 1
 
 
 def test_nesting_beyond_the_limit_is_reported_and_nothing_is_built(tmp_path: Path) -> None:
     path = tmp_path / "deep.yaml"
-    objs, problems = parse(path, nested(manifests.MAX_DEPTH + 1))
+    objs, problems = parse(path, nested(manifest_yaml.MAX_DEPTH + 1))
     assert objs is None
     assert problems == [
-        (str(path), f"not read: collections nest deeper than {manifests.MAX_DEPTH} levels (line 8)")
+        (
+            str(path),
+            f"not read: collections nest deeper than {manifest_yaml.MAX_DEPTH} levels (line 8)",
+        )
     ]
 
 
@@ -449,7 +452,8 @@ def test_an_alias_bomb_is_reported_and_nothing_is_built(tmp_path: Path) -> None:
     assert objs is None
     ((where, message),) = problems
     assert where == str(path)
-    assert message.startswith(f"not read: aliases stand for more than {manifests.MAX_ALIAS_NODES}")
+    limit = manifest_yaml.MAX_ALIAS_NODES
+    assert message.startswith(f"not read: aliases stand for more than {limit}")
 
 
 @pytest.mark.parametrize(
@@ -514,7 +518,7 @@ def depth(text: str) -> int:
     ["- - - - x\n", "? - a\n: b\n", "[[[]]]", "{a: {b: {}}}", "a:\n  b:\n    - c\n", "!!map {}"],
 )
 def test_the_nesting_bound_holds_for_compact_forms(text: str) -> None:
-    assert depth(text) <= manifests.nesting_bound(text)
+    assert depth(text) <= manifest_yaml.nesting_bound(text)
 
 
 @settings(max_examples=150, deadline=None)
@@ -522,13 +526,13 @@ def test_the_nesting_bound_holds_for_compact_forms(text: str) -> None:
 def test_the_nesting_bound_holds(value: object, flow: bool | None) -> None:
     """Files under the bound skip the event walk: the bound must never be low."""
     text = yaml.safe_dump(value, default_flow_style=flow)
-    assert depth(text) <= manifests.nesting_bound(text)
+    assert depth(text) <= manifest_yaml.nesting_bound(text)
 
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet="[]{}-:?!&*|>#,'\" \nab", max_size=60))
 def test_the_nesting_bound_holds_for_any_text(text: str) -> None:
-    assert depth(text) <= manifests.nesting_bound(text)
+    assert depth(text) <= manifest_yaml.nesting_bound(text)
 
 
 def test_a_file_over_the_size_limit_is_not_read(tmp_path: Path) -> None:
@@ -548,7 +552,7 @@ def test_a_hostile_edit_keeps_the_previous_objects(tmp_path: Path) -> None:
     source = ManifestsSource(tmp_path, sink, problems)
     source.load()
     before = dict(sink.objects)
-    for hostile in (nested(manifests.MAX_DEPTH + 1), alias_bomb(8)):
+    for hostile in (nested(manifest_yaml.MAX_DEPTH + 1), alias_bomb(8)):
         path.write_text(hostile.replace("port: 80", "port: 81"))
         source._reload({path})
         assert sink.objects == before
@@ -598,7 +602,7 @@ def test_watchfiles_own_lines_stay_out_of_the_log(
     assert "logger=watchfiles" not in err
 
 
-class _PyYAMLConstructor(manifests._Loader):
+class _PyYAMLConstructor(manifest_yaml.Loader):
     """The loader as it was: PyYAML's own resolver and constructor throughout."""
 
     resolve = yaml.SafeLoader.resolve
@@ -617,7 +621,7 @@ def _read(text: str, loader: type[Any]) -> str:
 @given(value=yaml_values, flow=st.booleans() | st.none())
 def test_documents_read_as_pyyaml_builds_them(value: object, flow: bool | None) -> None:
     text = yaml.safe_dump_all([value, {"k": value}], default_flow_style=flow)
-    assert _read(text, manifests._Loader) == _read(text, _PyYAMLConstructor)
+    assert _read(text, manifest_yaml.Loader) == _read(text, _PyYAMLConstructor)
 
 
 @pytest.mark.parametrize(
@@ -640,13 +644,13 @@ def test_documents_read_as_pyyaml_builds_them(value: object, flow: bool | None) 
     ],
 )
 def test_the_unusual_reads_as_pyyaml_builds_it(text: str) -> None:
-    assert _read(text, manifests._Loader) == _read(text, _PyYAMLConstructor)
+    assert _read(text, manifest_yaml.Loader) == _read(text, _PyYAMLConstructor)
 
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet="[]{}-:?!&*<=|>#,'\" \nab01.~", max_size=60))
 def test_any_text_reads_as_pyyaml_builds_it(text: str) -> None:
-    assert _read(text, manifests._Loader) == _read(text, _PyYAMLConstructor)
+    assert _read(text, manifest_yaml.Loader) == _read(text, _PyYAMLConstructor)
 
 
 def test_manifests_build_in_well_under_pyyaml_s_time() -> None:
@@ -663,7 +667,7 @@ def test_manifests_build_in_well_under_pyyaml_s_time() -> None:
             best = min(best, time.process_time() - started)
         return best
 
-    assert cpu(manifests._Loader) < 0.8 * cpu(_PyYAMLConstructor)
+    assert cpu(manifest_yaml.Loader) < 0.8 * cpu(_PyYAMLConstructor)
 
 
 GATEWAY_API = """\

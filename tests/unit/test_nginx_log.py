@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from ferryman.dataplane.nginx import level_of
+from ferryman.dataplane.nginx_messages import level_of
 
 PREFIX = "2026/11/23 12:00:00 [{level}] 10#10: *7 "
 TAIL = ', client: 127.0.0.1, server: _, request: "GET / HTTP/1.1", upstream: "http://10.0.0.1:80/"'

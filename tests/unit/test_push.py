@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.dataplane import PushResult, push_body, push_order, record_problem
-from ferryman.dataplane.nginx import parse_push_answer
+from ferryman.dataplane.nginx_messages import parse_push_answer
 
 CERT = "TUlJQg==\tTUlJRQ=="
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from ferryman.configs.policy_rate import Limit, RateLimits
 from ferryman.configs.vs_policies import NONE, Attached
-from ferryman.resources.ingress_annotations import PREFIX, BadValue, parse_bool, parse_size
+from ferryman.resources.annotation_values import BadValue, parse_bool, parse_size
+from ferryman.resources.ingress_annotations import PREFIX
 
 RATE = PREFIX + "limit-req-rate"
 _RATE = re.compile(r"([0-9]+)(r/s|r/m)", re.ASCII)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, parse_buffers, tier_kib
 from ferryman.configs.ingress_limit_req import LimitReq, limit_req
-from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, BadValue, parse_value
+from ferryman.resources.annotation_values import BadValue
+from ferryman.resources.ingress_annotations import OTHER_NIC, PREFIX, parse_value
 from ferryman.resources.ingress_sticky import StickyCookie
 
 HSTS_MAX_AGE = 2592000  # NIC's ConfigMap default: 30 days

@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ferryman.resources.ingress_annotations import PREFIX, BadValue, parse_ports
+from ferryman.resources.annotation_values import BadValue, parse_ports
+from ferryman.resources.ingress_annotations import PREFIX
 
 PLAIN = "listen-ports"
 SSL = "listen-ports-ssl"

@@ -35,6 +35,12 @@ from ferryman.dataplane.errors import (
 )
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.in_flight import InFlight, parse_peer_counts
+from ferryman.dataplane.nginx_messages import (
+    culprits_in,
+    level_of,
+    master_failure,
+    parse_push_answer,
+)
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
 from ferryman.dataplane.state_dir import Paths, remove_if_stale
 from ferryman.metrics import parse_stub_status
@@ -42,33 +48,6 @@ from ferryman.metrics import parse_stub_status
 log = logging.getLogger("ferryman.nginx")
 nginx_log = logging.getLogger("ferryman.nginx.errorlog")
 
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.DEBUG,  # start/reload chatter; the level stays in the text
-    "warn": logging.WARNING,
-    "error": logging.ERROR,
-    "crit": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emerg": logging.CRITICAL,
-}
-_LEVEL_RE = re.compile(r"\[(debug|info|notice|warn|error|crit|alert|emerg)\]")
-# NGINX logs every failed attempt at a peer as an error, also when the next peer
-# then answered (proxy_next_upstream retries errors and timeouts before the
-# response starts): the line cannot tell, so an attempt is a warning; what the
-# client got is the request's status (--enable-latency-metrics counts 502/504s).
-# "no live upstreams" (no peer left to try) stays an error, as do failures after
-# the response began ("while reading upstream"), which nothing retries.
-_ATTEMPT_RE = re.compile(
-    r"while (?:connecting to|sending request to|reading response header from|"
-    r"SSL handshaking to) upstream"
-)
-# The master's own [emerg] lines: after a HUP, the new configuration failed to load
-# (the master keeps the old one and says nothing else). A failed bind() is retried
-# by the master itself (5 times, 500 ms apart) and only its last word, "still
-# could not bind()", is the failure.
-_MASTER_EMERG_RE = re.compile(r"\[emerg\] (\d+)#")
-_BIND_RETRIED_RE = re.compile(r"\] \d+#\d+: bind\(\) to \S+ failed")
 # Seconds between version-socket polls: the first soon (a reload takes ~20 ms),
 # then less often (Angie's take seconds at thousands of hosts).
 _FIRST_POLL = 0.005
@@ -78,15 +57,6 @@ _DELETED_VERSION_SOCKET_RE = re.compile(
     r"\[warn\] .*deleting socket \S+/nginx-(config-version|version-odd)\.sock"
 )
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-def level_of(line: str) -> int:
-    """The level ferryman logs a line of NGINX's error log at."""
-    m = _LEVEL_RE.search(line)
-    level = _LEVELS[m.group(1)] if m else logging.INFO
-    if level == logging.ERROR and _ATTEMPT_RE.search(line) and "no live upstreams" not in line:
-        return logging.WARNING
-    return level
 
 
 class ReloadCheck(Protocol):
@@ -120,38 +90,6 @@ def _die_with_parent() -> None:
     """In the child before exec: NGINX gets SIGTERM if ferryman dies, even by SIGKILL,
     so no NGINX is ever left without its controller."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def culprits_in(message: str, state_dir: Path) -> tuple[str, ...]:
-    """Files under the state dir that an ``nginx -t`` message points at."""
-    found = []
-    prefix = str(state_dir) + "/"
-    for m in re.finditer(r" in (\S+?):\d+", message):
-        if m.group(1).startswith(prefix):
-            found.append(m.group(1)[len(prefix) :])
-    return tuple(dict.fromkeys(found))
-
-
-def parse_push_answer(text: str) -> PushResult | None:
-    """The push handler's answer (ferryman.lua): the version, the fill ratio of
-    each store (``M``) and the records it refused (``R``); None when malformed."""
-    lines = text.splitlines()
-    if not lines or not lines[0].isdigit():
-        return None
-    memory: dict[str, float] = {}
-    refused: dict[RecordKey, str] = {}
-    for line in lines[1:]:
-        fields = line.split("\t")
-        try:
-            if fields[0] == "M" and len(fields) == 3:
-                memory[fields[1]] = float(fields[2])
-            elif fields[0] == "R" and len(fields) == 4:
-                refused[(fields[1], fields[2])] = fields[3]
-            else:
-                return None
-        except ValueError:
-            return None
-    return PushResult(int(lines[0]), refused, memory)
 
 
 class NginxManager:
@@ -298,13 +236,7 @@ class NginxManager:
             self._watch_reload(proc.pid, line)
 
     def _watch_reload(self, master: int, line: str) -> None:
-        m = _MASTER_EMERG_RE.search(line)
-        if (
-            self._reload_errors is not None
-            and m is not None
-            and int(m.group(1)) == master
-            and not _BIND_RETRIED_RE.search(line)
-        ):
+        if self._reload_errors is not None and master_failure(line, master):
             self._reload_errors.append(line)
 
     async def _test(self) -> None:

@@ -1,0 +1,122 @@
+"""Parsed ``ferryman`` flags -> ``Settings``: the flag combinations refused, and
+what each flag becomes.
+
+Apart from cli.py, which defines the flags themselves (names, defaults, help: a
+contract other tools rely on), so that the parser stays one readable list and
+what the flags mean together (NIC's millisecond reload timeout, the binary a data
+plane runs, a webhook implying gated routing) is read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ferryman.settings import Settings
+
+
+def data_plane_binary(args: argparse.Namespace) -> str:
+    """The data plane's binary: --data-plane-binary, else --nginx-binary for
+    nginx, angie for angie."""
+    if args.data_plane_binary:
+        return str(args.data_plane_binary)
+    return str(args.nginx_binary) if args.data_plane == "nginx" else "angie"
+
+
+def _reload_timeout(value: float) -> float:
+    # NIC's --nginx-reload-timeout is in milliseconds; accept both forms.
+    return value / 1000 if value > 1000 else value
+
+
+def render_settings(args: argparse.Namespace) -> Settings:
+    """``ferryman render``'s settings: the configuration goes to --output."""
+    return Settings(
+        state_dir=args.output,
+        manifests=args.manifests,
+        http_port=args.http_port,
+        https_port=args.https_port,
+        ingress_class=args.ingress_class,
+        nginx_modules_dir=args.nginx_modules_dir,
+        angie_dns_port=args.angie_dns_port,
+        nginx_configmap=args.nginx_configmaps,
+        global_configuration=args.global_configuration,
+        tls_passthrough=args.enable_tls_passthrough,
+        gateway_api=args.enable_gateway_api,
+        gateway_controller_name=args.gateway_controller_name,
+        gateway_addresses=args.gateway_addresses,
+    )
+
+
+def run_combination_error(args: argparse.Namespace) -> str | None:
+    """Why ``ferryman run``'s flags do not go together (the line to print), or None."""
+    if args.strict_request_paths and args.data_plane == "angie":
+        # Angie's servers.conf has no such check (yet): refuse rather than ignore.
+        return "ferryman run: --strict-request-paths needs --data-plane nginx"
+    if args.enable_gateway_api and args.data_plane == "angie":
+        # Gateway routes need the Lua router, which Angie's flavour has not.
+        return "ferryman run: --enable-gateway-api needs --data-plane nginx"
+    if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
+        # Hooks live on Machines in the API: a silently ignored safety net is worse.
+        return "ferryman run: --machine-lifecycle-hooks needs Kubernetes mode"
+    if args.readiness_gate_webhook_port and not args.readiness_gate_webhook_cert_secret:
+        return (
+            "ferryman run: --readiness-gate-webhook-port needs --readiness-gate-webhook-cert-secret"
+        )
+    return None
+
+
+def run_settings(args: argparse.Namespace) -> Settings:
+    """``ferryman run``'s settings (its flags checked by ``run_combination_error``)."""
+    return Settings(
+        state_dir=args.state_dir,
+        manifests=args.manifests,
+        kubeconfig=args.kubeconfig,
+        http_port=args.http_port,
+        https_port=args.https_port,
+        ready_port=args.ready_port,
+        metrics_port=args.metrics_port,
+        ingress_class=args.ingress_class,
+        nginx_binary=data_plane_binary(args),
+        nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
+        nginx_modules_dir=args.nginx_modules_dir,
+        worker_processes=args.worker_processes,
+        worker_shutdown_timeout=args.worker_shutdown_timeout or "",
+        shutdown_grace_period=args.shutdown_grace_period,
+        watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+        # The webhook's gates hold pods back until ferryman routes to them: it
+        # implies gated routing, or gated pods would never turn Ready.
+        readiness_gates=args.readiness_gates or bool(args.readiness_gate_webhook_port),
+        report_ingress_status=args.report_ingress_status,
+        external_service=args.external_service,
+        ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
+        leader_election=args.enable_leader_election,
+        leader_lock_name=args.leader_election_lock_name,
+        leader_lock_namespace=args.leader_election_namespace,
+        lease_duration=args.leader_election_lease_duration,
+        renew_deadline=args.leader_election_renew_deadline,
+        retry_period=args.leader_election_retry_period,
+        readiness_gate_timeout=args.readiness_gate_timeout,
+        machine_lifecycle_hooks=args.machine_lifecycle_hooks,
+        machine_drain_timeout=args.machine_drain_timeout,
+        node_name=os.environ.get("NODE_NAME", ""),
+        nginx_status_port=args.nginx_status_port,
+        nginx_status_allow=args.nginx_status_allow_cidrs,
+        health_uri=args.health_status_uri if args.health_status else "",
+        latency_metrics=args.enable_latency_metrics,
+        angie_dns_port=args.angie_dns_port,
+        compute_full_forwarded_for=args.compute_full_forwarded_for,
+        strict_request_paths=args.strict_request_paths,
+        global_configuration=args.global_configuration,
+        tls_passthrough=args.enable_tls_passthrough,
+        gateway_api=args.enable_gateway_api,
+        gateway_controller_name=args.gateway_controller_name,
+        gateway_addresses=args.gateway_addresses,
+        shared_dict_size=args.records_memory_size,
+        max_record_bytes=args.max_record_bytes,
+        allowed_host_suffixes=args.allowed_host_suffixes,
+        readiness_gate_webhook_port=args.readiness_gate_webhook_port,
+        readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
+        readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
+        readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
+        nginx_configmap=args.nginx_configmaps,
+    )

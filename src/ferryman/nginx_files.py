@@ -1,0 +1,132 @@
+"""The configuration files NGINX runs, and the one test + reload that changes them.
+
+Records change by push and never reload; files (ferryman's own settings, the
+listeners, stream.conf, what ``--nginx-configmaps`` renders) change only by a
+reload. This module keeps that second path apart from the worker: the files
+wanted and the files live, the reload with its retry when NGINX tested them
+good but did not take them, and the ConfigMap whose keys become files and
+whose Event waits for the reload's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+
+from ferryman.configs.configmap import ConfigMapState
+from ferryman.dataplane import DataPlane
+from ferryman.dataplane.errors import ConfigError, ConfigTestError
+from ferryman.queue_keys import RESYNC
+from ferryman.report import Reporter
+from ferryman.resources.meta import ObjectRef
+from ferryman.store import Store
+from ferryman.workqueue import WorkQueue
+
+log = logging.getLogger("ferryman.controller")
+
+# A reload that tested good but was not taken is tried again after this many
+# seconds, doubling per failure up to the maximum.
+RELOAD_RETRY_BASE = 1.0
+RELOAD_RETRY_MAX = 30.0
+
+
+class NginxFiles:
+    def __init__(
+        self,
+        files: Mapping[str, str],
+        dataplane: DataPlane,
+        queue: WorkQueue[ObjectRef],
+        reporter: Reporter,
+        store: Store,
+        configmap: ConfigMapState | None,
+    ) -> None:
+        """``files``: the configuration files NGINX was started with;
+        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render."""
+        # Desired and applied files (path -> text). Translators write the
+        # desired ones in place (they hold this dict).
+        self.desired: dict[str, str] = dict(files)
+        self._applied: dict[str, str] = dict(files)
+        self._dataplane = dataplane
+        self._queue = queue
+        self._reporter = reporter
+        self._store = store  # the ConfigMap is read from it
+        self._configmap = configmap
+        self._configmap_changed = False  # its Event waits for the reload's outcome
+        self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
+
+    def applied(self, path: str) -> str | None:
+        """The text of ``path`` the data plane runs."""
+        return self._applied.get(path)
+
+    def changes(self) -> dict[str, str | None]:
+        """The files that differ from those the data plane runs."""
+        return {p: t for p, t in self.desired.items() if self._applied.get(p) != t}
+
+    def route_defaults(self) -> Mapping[str, str]:
+        """The ConfigMap's route-level keys in force (NIC's names, normalised): the
+        defaults ``nginx.org/*`` annotations override ({} without a ConfigMap)."""
+        return self._configmap.route_defaults() if self._configmap is not None else {}
+
+    def sync_configmap(self, ref: ObjectRef) -> bool:
+        """``--nginx-configmaps``: its keys become nginx.conf (configs/configmap.py).
+        True when its route-level defaults moved (every route renders again)."""
+        cm = self._configmap
+        if cm is None or (ref.namespace, ref.name) != (cm.namespace, cm.name):
+            return False
+        before = cm.route_defaults()
+        for event in cm.update(self._store.get("ConfigMap", ref.namespace, ref.name)):
+            self._reporter.event(ref, *event)
+        self.desired.update(cm.files())
+        self._configmap_changed = True
+        return cm.route_defaults() != before
+
+    async def apply(self, changes: Mapping[str, str | None]) -> None:
+        """Apply ``changes`` (from ``changes()``) with one test + reload, then
+        report how the ConfigMap's update went."""
+        error = await self._reload(changes) if changes else None
+        if self._configmap_changed and self._configmap is not None:
+            self._configmap_applied(self._configmap, error)
+
+    def _configmap_applied(self, cm: ConfigMapState, error: str | None) -> None:
+        """Report how the ConfigMap's update went (``error``: ``nginx -t``'s refusal,
+        "" while a reload is still to be retried); after a refusal its last good
+        values are rendered again (at start-up, the defaults: the listeners open)."""
+        if error == "":
+            return
+        self._configmap_changed = False
+        ref = ObjectRef("ConfigMap", cm.namespace, cm.name)
+        self._reporter.event(ref, *cm.reloaded(error))
+        if error is not None:
+            retry = cm.files()
+            if any(self.desired.get(p) != t for p, t in retry.items()):
+                self.desired.update(retry)
+                self._queue.add(RESYNC)
+
+    async def _reload(self, changes: Mapping[str, str | None]) -> str | None:
+        """Apply changed files; the data plane counts and logs the reload. Returns
+        why ``nginx -t`` refused them, "" when the reload is retried later, None
+        when they are live."""
+        try:
+            await self._dataplane.apply(changes)
+        except ConfigTestError as e:
+            # Refused: keep the last good files; not retried until settings change.
+            # In place: translators (TransportServers' stream.conf) hold the dict.
+            self.desired.clear()
+            self.desired.update(self._applied)
+            return str(e) or "nginx -t failed"
+        except ConfigError:
+            # Tested good but not taken (a listener could not bind, no answer in
+            # time): try again later, the cause may pass.
+            delay = min(RELOAD_RETRY_BASE * 2**self._reload_failures, RELOAD_RETRY_MAX)
+            self._reload_failures += 1
+            asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
+            log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
+            return ""
+        self._reload_failures = 0
+        for p, t in changes.items():
+            if t is None:
+                self._applied.pop(p, None)
+            else:
+                self._applied[p] = t
+        return None
