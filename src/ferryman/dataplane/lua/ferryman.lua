@@ -40,7 +40,6 @@
 -- and hands over the same way, in C.
 
 local balancer = require("ngx.balancer")
-local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
 local mtls = require("ferryman_mtls")
 local upstream_fields = require("ferryman_vs_upstream")
@@ -48,6 +47,7 @@ local guarded_ingress = require("ferryman_ingress")
 local gateways = require("ferryman_gateway")
 local records = require("ferryman_records")
 local sticky = require("ferryman_sticky")
+local certificates = require("ferryman_certificates")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -79,9 +79,6 @@ local cached_route_bytes = 0
 local routes_generation = 0
 local MAX_CACHED_ROUTE_BYTES = 4 * 1024 * 1024
 local MAX_CACHED_PATH = 256
-local certs_cache = {} -- by certificate id; an id names immutable content
-local certs_cached = 0
-local MAX_CACHED_CERTS = 1000
 
 local function refresh()
     local version = store:get("version")
@@ -785,80 +782,10 @@ function _M.log()
     release(ngx.ctx)
 end
 
-local function certificate_pair(id)
-    local pair = certs_cache[id]
-    if pair then
-        return pair
-    end
-    local raw = store:get("C:" .. id)
-    if raw == nil then
-        return nil
-    end
-    local chain_b64, key_b64 = string.match(raw, "^(%S+)\t(%S+)$")
-    local chain = chain_b64 and ssl.parse_pem_cert(ngx.decode_base64(chain_b64))
-    local key = key_b64 and ssl.parse_pem_priv_key(ngx.decode_base64(key_b64))
-    if not chain or not key then
-        ngx.log(ngx.ERR, "ferryman: certificate ", id, " does not parse")
-        return nil
-    end
-    if certs_cached >= MAX_CACHED_CERTS then
-        certs_cache = {}
-        certs_cached = 0
-    end
-    pair = { chain, key }
-    certs_cache[id] = pair
-    certs_cached = certs_cached + 1
-    return pair
-end
-
-function _M.certificate()
-    refresh()
-    local name = ssl.server_name()
-    local entry = name and named_host(string.lower(name))
-    local pair = entry and entry.tls ~= "-" and entry.tls ~= "!" and certificate_pair(entry.tls)
-    if not pair then
-        -- No certificate for this name: refuse the handshake (unrecognized_name).
-        return ngx.exit(ngx.ERROR)
-    end
-    ssl.clear_certs()
-    local ok, err = ssl.set_cert(pair[1])
-    if ok then
-        ok, err = ssl.set_priv_key(pair[2])
-    end
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
-        return ngx.exit(ngx.ERROR)
-    end
-    if not mtls.certificate(store, entry) then
-        return ngx.exit(ngx.ERROR)
-    end
-end
-
--- The Gateway server's certificate: that of the HTTPS listener serving the
--- SNI name on this address and port; no listener, no handshake.
-function _M.gateway_certificate()
-    refresh()
-    local name = ssl.server_name()
-    local entry = gateways.lookup(
-        store,
-        gateways.ipv4(ssl.raw_server_addr()),
-        ssl.server_port(),
-        name and string.lower(name) or ""
-    )
-    local pair = entry and entry.tls ~= "-" and certificate_pair(entry.tls)
-    if not pair then
-        return ngx.exit(ngx.ERROR)
-    end
-    ssl.clear_certs()
-    local ok, err = ssl.set_cert(pair[1])
-    if ok then
-        ok, err = ssl.set_priv_key(pair[2])
-    end
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
-        return ngx.exit(ngx.ERROR)
-    end
-end
+-- Handshakes (ferryman_certificates), which look hosts up as routing does.
+certificates.bind(refresh, named_host)
+_M.certificate = certificates.certificate
+_M.gateway_certificate = certificates.gateway_certificate
 
 -- The push channel and what it answers (ferryman_records).
 _M.push = records.push
