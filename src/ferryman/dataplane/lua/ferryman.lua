@@ -45,9 +45,9 @@ local mtls = require("ferryman_mtls")
 local guarded_ingress = require("ferryman_ingress")
 local gateways = require("ferryman_gateway")
 local records = require("ferryman_records")
-local sticky = require("ferryman_sticky")
 local certificates = require("ferryman_certificates")
 local balancing = require("ferryman_balancer")
+local filters = require("ferryman_filters")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -493,53 +493,9 @@ function _M.balance_mirror(index)
     return use(peers[math.random(#peers)])
 end
 
--- An Ingress host's nginx.org/hsts (NIC's add_header ... always, with the
--- upstream's own header hidden; only over HTTPS, or with hsts-behind-proxy
--- when X-Forwarded-Proto is https) and nginx.org/server-tokens (NGINX's
--- server_tokens on: its version in the Server header).
-local function ingress_options(options)
-    local var = ngx.var
-    -- $ferryman_hsts exists when the ConfigMap's hsts is on: its add_header
-    -- (server level, after this filter) sends the header; never two.
-    if options.hsts and var.ferryman_hsts == nil then
-        local secure
-        if options.hsts_behind_proxy then
-            secure = var.http_x_forwarded_proto == "https"
-        else
-            secure = var.https == "on"
-        end
-        ngx.header["Strict-Transport-Security"] = secure and options.hsts or nil
-    end
-    if options.server_tokens then
-        ngx.header["Server"] = "nginx/" .. var.nginx_version
-    end
-end
-
--- header_filter_by_lua of the slow path: a VirtualServer route's response
--- header changes (ferryman_vs), nothing for any other request.
-function _M.header_filter()
-    local ctx = ngx.ctx
-    local response = ctx.ferryman_response
-    if response then
-        virtual_servers.header_filter(response)
-    end
-    local upstream = ctx.ferryman_host
-    if upstream and upstream.sticky and ctx.ferryman_peer and ngx.var.upstream_status then
-        sticky.header_filter(upstream.sticky, ctx.ferryman_peer)
-    end
-    local options = ctx.ferryman_options
-    if options then
-        ingress_options(options)
-    end
-end
-
--- body_filter_by_lua of the slow path: a VirtualServer error page's body.
-function _M.body_filter()
-    local response = ngx.ctx.ferryman_response
-    if response then
-        virtual_servers.body_filter(response)
-    end
-end
+-- The slow path's response filters (ferryman_filters).
+_M.header_filter = filters.header_filter
+_M.body_filter = filters.body_filter
 
 -- The slow path's balancer and log phase (ferryman_balancer); externalAuth's
 -- subrequests release their counted attempts as requests do.
