@@ -38,6 +38,14 @@
 -- would take a 500, after which NGINX closes the connection whatever the
 -- answer.) With ngx_http_ferryman_module loaded, the module is the fast path
 -- and hands over the same way, in C.
+--
+-- This file holds the host and endpoint-set caches, routing and the entry
+-- points the templates call (ferryman.<name>()); the rest is in modules it
+-- wires up: ferryman_balancer (peer choice, passive health, balance(), log()),
+-- ferryman_certificates (the C records and certificate() for handshakes),
+-- ferryman_filters (header_filter(), body_filter()), ferryman_records (the
+-- push socket). Entry points that live there are the same functions, and the
+-- fast path holds what it calls as upvalues: no call costs more for the split.
 
 local balancer = require("ngx.balancer")
 local virtual_servers = require("ferryman_vs")
