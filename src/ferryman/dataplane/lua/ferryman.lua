@@ -391,6 +391,22 @@ local function vs_of(entry)
     return vs
 end
 
+-- The slow path's hand-over to its balancer, which runs for this same
+-- request: the endpoint set of backend key, named for the access log, and
+-- host, the fields balance() follows (a host entry or a VirtualServer
+-- upstream); 503 when the set has no endpoint.
+local function proxy_to(key, entry, host)
+    local peers = peers_for(key)
+    if #peers == 0 then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    ngx.var.ferryman_backend = key
+    ngx.var.ferryman_vhost = entry.key
+    local ctx = ngx.ctx
+    ctx.ferryman_peers = peers
+    ctx.ferryman_host = host
+end
+
 -- The slow path for a VirtualServer host: ferryman_vs answers or names the
 -- upstream, whose peers balance() then chooses from.
 local function vs_route(entry, vs)
@@ -398,15 +414,7 @@ local function vs_route(entry, vs)
     if upstream == nil then
         return -- answered
     end
-    local peers = peers_for(upstream.key)
-    if #peers == 0 then
-        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-    end
-    ngx.var.ferryman_backend = upstream.key
-    ngx.var.ferryman_vhost = entry.key
-    local ctx = ngx.ctx
-    ctx.ferryman_peers = peers
-    ctx.ferryman_host = upstream
+    return proxy_to(upstream.key, entry, upstream)
 end
 
 -- The slow path's access phase: answers what the fast path does not proxy.
@@ -432,19 +440,15 @@ function _M.route()
             return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
         end
         routing = vs
-    elseif vs then
-        if entry.redirect and ngx.var.scheme == "http" then
-            -- An Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
-            local port = entry.https_port or ngx.var.ferryman_https_port
-            local authority = port == "443" and host or (host .. ":" .. port)
-            return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
-        end
-        return vs_route(entry, vs)
     end
+    -- Also an Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
     if entry.redirect and ngx.var.scheme == "http" then
         local port = entry.https_port or ngx.var.ferryman_https_port
         local authority = port == "443" and host or (host .. ":" .. port)
         return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
+    end
+    if vs and not vs.ingress then
+        return vs_route(entry, vs)
     end
     local backend = match(routing, ngx.var.uri)
     if routing ~= entry then
@@ -453,16 +457,7 @@ function _M.route()
     if backend == nil then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    local peers = peers_for(backend)
-    if #peers == 0 then
-        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-    end
-    ngx.var.ferryman_backend = backend
-    ngx.var.ferryman_vhost = entry.key
-    -- The balancer runs for this same request: hand it the set chosen here.
-    local ctx = ngx.ctx
-    ctx.ferryman_peers = peers
-    ctx.ferryman_host = entry
+    return proxy_to(backend, entry, entry)
 end
 
 -- The Gateway server's access phase (nginx.conf.tmpl): the listener's
