@@ -38,23 +38,35 @@
 -- would take a 500, after which NGINX closes the connection whatever the
 -- answer.) With ngx_http_ferryman_module loaded, the module is the fast path
 -- and hands over the same way, in C.
+--
+-- This file holds the host and endpoint-set caches, routing and the entry
+-- points the templates call (ferryman.<name>()); the rest is in modules it
+-- wires up: ferryman_balancer (peer choice, passive health, balance(), log()),
+-- ferryman_certificates (the C records and certificate() for handshakes),
+-- ferryman_filters (header_filter(), body_filter()), ferryman_records (the
+-- push socket). Entry points that live there are the same functions, and the
+-- fast path holds what it calls as upvalues: no call costs more for the split.
 
 local balancer = require("ngx.balancer")
-local ssl = require("ngx.ssl")
 local virtual_servers = require("ferryman_vs")
 local mtls = require("ferryman_mtls")
-local upstream_fields = require("ferryman_vs_upstream")
 local guarded_ingress = require("ferryman_ingress")
 local gateways = require("ferryman_gateway")
 local records = require("ferryman_records")
-local sticky = require("ferryman_sticky")
+local certificates = require("ferryman_certificates")
+local balancing = require("ferryman_balancer")
+local filters = require("ferryman_filters")
+local upstream_fields = require("ferryman_vs_upstream")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
+-- Upvalues, as when they were local functions here: the fast path calls them
+-- directly (ferryman_balancer).
+local choose, use, tried_peers = balancing.choose, balancing.use, balancing.tried_peers
 
 local _M = {}
 
-local settings = { latency = false }
+local settings = { latency = false, body_limit = 1024 * 1024 }
 
 -- From init_by_lua: latency = true when the access log feeds latency metrics,
 -- which then need the route's names in NGINX variables.
@@ -81,9 +93,6 @@ local cached_route_bytes = 0
 local routes_generation = 0
 local MAX_CACHED_ROUTE_BYTES = 4 * 1024 * 1024
 local MAX_CACHED_PATH = 256
-local certs_cache = {} -- by certificate id; an id names immutable content
-local certs_cached = 0
-local MAX_CACHED_CERTS = 1000
 
 local function refresh()
     local version = store:get("version")
@@ -306,139 +315,6 @@ local function route_of(entry, path)
     return backend or nil
 end
 
--- Passive health, as NGINX's max_fails/fail_timeout: a peer that failed
--- max_fails times is skipped for fail_timeout seconds, unless every peer is.
-local function is_down(peer, host)
-    if host.max_fails == 0 then
-        return false
-    end
-    local fails = counters:get(peer[4])
-    return fails ~= nil and fails >= host.max_fails
-end
-
--- Round-robin from a counter all workers share (so requests spread evenly
--- whichever worker takes them), or the least active requests for least_conn.
-local function choose(peers, host, tried)
-    local n = #peers
-    local start = (counters:incr(peers.rr, 1, 0) or 0) % n
-    local best, best_load, fallback
-    for offset = 0, n - 1 do
-        local peer = peers[((start + offset) % n) + 1]
-        if not (tried and tried[peer[3]]) then
-            fallback = fallback or peer
-            if not is_down(peer, host) then
-                if not host.least_conn then
-                    return peer
-                end
-                local load = counters:get(peer[5]) or 0
-                if best == nil or load < best_load then
-                    best, best_load = peer, load
-                end
-            end
-        end
-    end
-    return best or fallback
-end
-
--- A VirtualServer upstream's lb-method random (host.random = 1: one peer at
--- random) or random two (host.random = 2: the less active of two at random,
--- NGINX's "random two least_conn"), among the peers not tried and not down
--- (all not tried when every one is down).
-local function choose_random(peers, host, tried)
-    local up, left = {}, {}
-    for _, peer in ipairs(peers) do
-        if not (tried and tried[peer[3]]) then
-            left[#left + 1] = peer
-            if not is_down(peer, host) then
-                up[#up + 1] = peer
-            end
-        end
-    end
-    local pool = #up > 0 and up or left
-    local n = #pool
-    if n == 0 then
-        return nil
-    end
-    local first = pool[math.random(n)]
-    if host.random < 2 or n < 2 then
-        return first
-    end
-    local second = pool[math.random(n - 1)]
-    if second == first then
-        second = pool[n]
-    end
-    local a, b = counters:get(first[5]) or 0, counters:get(second[5]) or 0
-    return b < a and second or first
-end
-
--- Points per peer on the consistent-hash ring (NGINX's ketama uses 160 per
--- weight unit).
-local RING_POINTS = 160
-
--- The ring of a peer set, built once per decoded set: sorted points, each
--- with its peer.
-local function ring_of(peers)
-    local ring = peers.ring
-    if ring == nil then
-        ring = {}
-        for _, peer in ipairs(peers) do
-            for i = 1, RING_POINTS do
-                ring[#ring + 1] = { ngx.crc32_long(peer[3] .. "-" .. i), peer }
-            end
-        end
-        table.sort(ring, function(a, b)
-            return a[1] < b[1]
-        end)
-        peers.ring = ring
-    end
-    return ring
-end
-
--- A VirtualServer upstream's lb-method hash [consistent] or ip_hash: the same
--- value picks the same peer while it is up; when it is down or tried, the
--- next one (on the ring, or in order), so a key moves only with its peer.
-local function choose_hash(peers, host, tried)
-    local h = ngx.crc32_long(virtual_servers.hash_value(host))
-    local ring, count, at = nil, #peers, 0
-    if host.hash == "hc" then
-        ring = ring_of(peers)
-        count = #ring
-        -- The first point at or after h, round the ring.
-        local lo, hi = 1, count
-        while lo < hi do
-            local mid = math.floor((lo + hi) / 2)
-            if ring[mid][1] < h then
-                lo = mid + 1
-            else
-                hi = mid
-            end
-        end
-        at = ring[lo][1] < h and 0 or lo - 1
-    else
-        at = h % count
-    end
-    local fallback
-    for i = 0, count - 1 do
-        local slot = ((at + i) % count) + 1
-        local peer = ring and ring[slot][2] or peers[slot]
-        if not (tried and tried[peer[3]]) then
-            if not is_down(peer, host) then
-                return peer
-            end
-            fallback = fallback or peer
-        end
-    end
-    return fallback
-end
-
-local function use(peer)
-    local ok, err = balancer.set_current_peer(peer[1], peer[2])
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot use peer ", peer[1], ":", peer[2], ": ", err)
-        return ngx.exit(ngx.ERROR)
-    end
-end
-
 -- The route of this request for the fast path: nil when the slow path must
 -- answer (see the top of this file).
 local function fast_route()
@@ -459,30 +335,6 @@ local function fast_route()
     return entry, backend, peers
 end
 
--- NGINX's $upstream_addr lists the peers this request tried ("a:p, b:p"), and
--- the attempt being chosen now as an empty entry (" : ").
-local function tried_peers(peers)
-    local names, last = {}, nil
-    for name in string.gmatch(ngx.var.upstream_addr or "", "[^,%s]+") do
-        if name ~= ":" then
-            names[name] = true
-            last = name
-        end
-    end
-    local tried, previous = {}, nil
-    for _, peer in ipairs(peers) do
-        if names[peer[6]] then
-            tried[peer[3]] = true
-        end
-        if peer[6] == last then
-            previous = peer
-        end
-    end
-    return tried, previous
-end
-
--- access_by_lua of the fast path's location (without the module): what the
--- balancer will not proxy goes to the slow path now, keeping the connection.
 -- Methods that carry no body in practice: an HTTP/2 request of another
 -- method without a Content-Length may stream one.
 local NO_BODY = { GET = true, HEAD = true }
@@ -504,6 +356,8 @@ local function body_beyond_default()
         or (var.http2 ~= "" and not NO_BODY[ngx.req.get_method()])
 end
 
+-- access_by_lua of the fast path's location (without the module): what the
+-- balancer will not proxy goes to the slow path now, keeping the connection.
 function _M.fast_check()
     if fast_route() == nil or body_beyond_default() then
         return ngx.exec("@ferryman")
@@ -561,6 +415,22 @@ local function vs_of(entry)
     return vs
 end
 
+-- The slow path's hand-over to its balancer, which runs for this same
+-- request: the endpoint set of backend key, named for the access log, and
+-- host, the fields balance() follows (a host entry or a VirtualServer
+-- upstream); 503 when the set has no endpoint.
+local function proxy_to(key, entry, host)
+    local peers = peers_for(key)
+    if #peers == 0 then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    ngx.var.ferryman_backend = key
+    ngx.var.ferryman_vhost = entry.key
+    local ctx = ngx.ctx
+    ctx.ferryman_peers = peers
+    ctx.ferryman_host = host
+end
+
 -- The slow path for a VirtualServer host: ferryman_vs answers or names the
 -- upstream, whose peers balance() then chooses from.
 local function vs_route(entry, vs)
@@ -568,15 +438,7 @@ local function vs_route(entry, vs)
     if upstream == nil then
         return -- answered
     end
-    local peers = peers_for(upstream.key)
-    if #peers == 0 then
-        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-    end
-    ngx.var.ferryman_backend = upstream.key
-    ngx.var.ferryman_vhost = entry.key
-    local ctx = ngx.ctx
-    ctx.ferryman_peers = peers
-    ctx.ferryman_host = upstream
+    return proxy_to(upstream.key, entry, upstream)
 end
 
 -- The slow path's access phase: answers what the fast path does not proxy.
@@ -602,19 +464,15 @@ function _M.route()
             return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
         end
         routing = vs
-    elseif vs then
-        if entry.redirect and ngx.var.scheme == "http" then
-            -- An Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
-            local port = entry.https_port or ngx.var.ferryman_https_port
-            local authority = port == "443" and host or (host .. ":" .. port)
-            return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
-        end
-        return vs_route(entry, vs)
     end
+    -- Also an Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
     if entry.redirect and ngx.var.scheme == "http" then
         local port = entry.https_port or ngx.var.ferryman_https_port
         local authority = port == "443" and host or (host .. ":" .. port)
         return ngx.redirect("https://" .. authority .. ngx.var.request_uri, 301)
+    end
+    if vs and not vs.ingress then
+        return vs_route(entry, vs)
     end
     local backend = match(routing, ngx.var.uri)
     if routing ~= entry then
@@ -624,16 +482,7 @@ function _M.route()
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
     upstream_fields.check_body(settings.body_limit)
-    local peers = peers_for(backend)
-    if #peers == 0 then
-        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-    end
-    ngx.var.ferryman_backend = backend
-    ngx.var.ferryman_vhost = entry.key
-    -- The balancer runs for this same request: hand it the set chosen here.
-    local ctx = ngx.ctx
-    ctx.ferryman_peers = peers
-    ctx.ferryman_host = entry
+    return proxy_to(backend, entry, entry)
 end
 
 -- The Gateway server's access phase (nginx.conf.tmpl): the listener's
@@ -672,217 +521,20 @@ function _M.balance_mirror(index)
     return use(peers[math.random(#peers)])
 end
 
--- A request's first attempt: more tries for the other peers, at most a
--- VirtualServer upstream's next-upstream-tries (0: no limit), and its timeouts.
-local function first_attempt(host, n)
-    local more = n - 1
-    local tries = host.tries
-    if tries and tries > 0 and tries - 1 < more then
-        more = tries - 1
-    end
-    if more > 0 then
-        balancer.set_more_tries(more)
-    end
-    -- An HTTPRoute rule's timeouts (ferryman_gateway_routes) before the upstream's.
-    local timeouts = ngx.ctx.ferryman_timeouts or host.timeouts
-    if timeouts then
-        balancer.set_timeouts(timeouts[1], timeouts[2], timeouts[3])
-    end
-end
+-- The slow path's response filters (ferryman_filters).
+_M.header_filter = filters.header_filter
+_M.body_filter = filters.body_filter
 
--- balancer_by_lua of the slow path's upstream (least_conn hosts proxy here).
-function _M.balance()
-    local ctx = ngx.ctx
-    local peers = ctx.ferryman_peers
-    local host = ctx.ferryman_host
-    local n = peers and #peers or 0
-    if n == 0 then
-        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-    end
-    local tried = ctx.ferryman_tried
-    if tried == nil then
-        tried = {}
-        ctx.ferryman_tried = tried
-        first_attempt(host, n)
-        upstream_fields.too_late(host, ctx)
-    else
-        local previous = ctx.ferryman_peer
-        if ctx.ferryman_counted then
-            counters:incr(previous[5], -1, 0)
-            ctx.ferryman_counted = false
-        end
-        if host.max_fails > 0 then
-            counters:incr(previous[4], 1, 0, host.fail_timeout)
-        end
-        if upstream_fields.too_late(host, ctx) then
-            return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
-        end
-    end
-    -- A VirtualServer upstream's max-conns: the full peers count as tried.
-    local avoid = upstream_fields.excluded(host, peers, tried) or tried
-    local peer
-    if host.sticky and ctx.ferryman_peer == nil then
-        -- nginx.org/sticky-cookie-services: the peer the request's cookie names.
-        peer = sticky.peer(peers, host.sticky, avoid, function(p)
-            return is_down(p, host)
-        end)
-    end
-    if peer == nil then
-        if host.random then
-            peer = choose_random(peers, host, avoid)
-        elseif host.hash then
-            peer = choose_hash(peers, host, avoid)
-        else
-            peer = choose(peers, host, avoid)
-        end
-    end
-    if peer == nil then
-        return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
-    end
-    tried[peer[3]] = true
-    ctx.ferryman_peer = peer
-    -- Every attempt is counted until the next one or the log phase: least_conn
-    -- balances by it and GET /in-flight reports it (with the module, the
-    -- slow path proxies only what a push raced past the module's routing).
-    counters:incr(peer[5], 1, 0)
-    ctx.ferryman_counted = true
-    return use(peer)
-end
+-- The slow path's balancer and log phase (ferryman_balancer); externalAuth's
+-- subrequests release their counted attempts as requests do.
+_M.balance = balancing.balance
+_M.log = balancing.log
+external_auth.release = balancing.release
 
--- An Ingress host's nginx.org/hsts (NIC's add_header ... always, with the
--- upstream's own header hidden; only over HTTPS, or with hsts-behind-proxy
--- when X-Forwarded-Proto is https) and nginx.org/server-tokens (NGINX's
--- server_tokens on: its version in the Server header).
-local function ingress_options(options)
-    local var = ngx.var
-    -- $ferryman_hsts exists when the ConfigMap's hsts is on: its add_header
-    -- (server level, after this filter) sends the header; never two.
-    if options.hsts and var.ferryman_hsts == nil then
-        local secure
-        if options.hsts_behind_proxy then
-            secure = var.http_x_forwarded_proto == "https"
-        else
-            secure = var.https == "on"
-        end
-        ngx.header["Strict-Transport-Security"] = secure and options.hsts or nil
-    end
-    if options.server_tokens then
-        ngx.header["Server"] = "nginx/" .. var.nginx_version
-    end
-end
-
--- header_filter_by_lua of the slow path: a VirtualServer route's response
--- header changes (ferryman_vs), nothing for any other request.
-function _M.header_filter()
-    local ctx = ngx.ctx
-    local response = ctx.ferryman_response
-    if response then
-        virtual_servers.header_filter(response)
-    end
-    local upstream = ctx.ferryman_host
-    if upstream and upstream.sticky and ctx.ferryman_peer and ngx.var.upstream_status then
-        sticky.header_filter(upstream.sticky, ctx.ferryman_peer)
-    end
-    local options = ctx.ferryman_options
-    if options then
-        ingress_options(options)
-    end
-end
-
--- body_filter_by_lua of the slow path: a VirtualServer error page's body.
-function _M.body_filter()
-    local response = ngx.ctx.ferryman_response
-    if response then
-        virtual_servers.body_filter(response)
-    end
-end
-
-local function release(ctx)
-    if ctx.ferryman_counted then
-        counters:incr(ctx.ferryman_peer[5], -1, 0)
-        ctx.ferryman_counted = false
-    end
-end
-external_auth.release = release
-
-function _M.log()
-    release(ngx.ctx)
-end
-
-local function certificate_pair(id)
-    local pair = certs_cache[id]
-    if pair then
-        return pair
-    end
-    local raw = store:get("C:" .. id)
-    if raw == nil then
-        return nil
-    end
-    local chain_b64, key_b64 = string.match(raw, "^(%S+)\t(%S+)$")
-    local chain = chain_b64 and ssl.parse_pem_cert(ngx.decode_base64(chain_b64))
-    local key = key_b64 and ssl.parse_pem_priv_key(ngx.decode_base64(key_b64))
-    if not chain or not key then
-        ngx.log(ngx.ERR, "ferryman: certificate ", id, " does not parse")
-        return nil
-    end
-    if certs_cached >= MAX_CACHED_CERTS then
-        certs_cache = {}
-        certs_cached = 0
-    end
-    pair = { chain, key }
-    certs_cache[id] = pair
-    certs_cached = certs_cached + 1
-    return pair
-end
-
-function _M.certificate()
-    refresh()
-    local name = ssl.server_name()
-    local entry = name and named_host(string.lower(name))
-    local pair = entry and entry.tls ~= "-" and entry.tls ~= "!" and certificate_pair(entry.tls)
-    if not pair then
-        -- No certificate for this name: refuse the handshake (unrecognized_name).
-        return ngx.exit(ngx.ERROR)
-    end
-    ssl.clear_certs()
-    local ok, err = ssl.set_cert(pair[1])
-    if ok then
-        ok, err = ssl.set_priv_key(pair[2])
-    end
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
-        return ngx.exit(ngx.ERROR)
-    end
-    if not mtls.certificate(store, entry) then
-        return ngx.exit(ngx.ERROR)
-    end
-end
-
--- The Gateway server's certificate: that of the HTTPS listener serving the
--- SNI name on this address and port; no listener, no handshake.
-function _M.gateway_certificate()
-    refresh()
-    local name = ssl.server_name()
-    local entry = gateways.lookup(
-        store,
-        gateways.ipv4(ssl.raw_server_addr()),
-        ssl.server_port(),
-        name and string.lower(name) or ""
-    )
-    local pair = entry and entry.tls ~= "-" and certificate_pair(entry.tls)
-    if not pair then
-        return ngx.exit(ngx.ERROR)
-    end
-    ssl.clear_certs()
-    local ok, err = ssl.set_cert(pair[1])
-    if ok then
-        ok, err = ssl.set_priv_key(pair[2])
-    end
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
-        return ngx.exit(ngx.ERROR)
-    end
-end
+-- Handshakes (ferryman_certificates), which look hosts up as routing does.
+certificates.bind(refresh, named_host)
+_M.certificate = certificates.certificate
+_M.gateway_certificate = certificates.gateway_certificate
 
 -- The push channel and what it answers (ferryman_records).
 _M.push = records.push

@@ -1,0 +1,104 @@
+-- TLS certificates in ssl_certificate_by_lua (nginx.conf.tmpl): the C records
+-- ("C\t<id>\t<base64 PEM chain>\t<base64 PEM key>", grammar at the top of
+-- ferryman.lua), parsed once per worker, and the choice of one by the SNI name:
+-- the virtual host's (certificate) or the Gateway HTTPS listener's
+-- (gateway_certificate). Its own module because it runs once per handshake,
+-- never on a request's path, and its cache serves nothing else.
+-- ferryman.lua binds the host look-up it shares with routing (bind), so a
+-- handshake and the requests after it see the same version of the records.
+
+local ssl = require("ngx.ssl")
+local mtls = require("ferryman_mtls")
+local gateways = require("ferryman_gateway")
+
+local store = ngx.shared.ferryman
+
+local _M = {}
+
+-- ferryman.lua's: drop the worker's decoded records when the dict's version
+-- moved; the virtual host of a name (exact, then the one-label wildcard).
+local refresh, named_host
+
+function _M.bind(refresh_records, host_of_name)
+    refresh, named_host = refresh_records, host_of_name
+end
+
+local certs_cache = {} -- by certificate id; an id names immutable content
+local certs_cached = 0
+local MAX_CACHED_CERTS = 1000
+
+local function certificate_pair(id)
+    local pair = certs_cache[id]
+    if pair then
+        return pair
+    end
+    local raw = store:get("C:" .. id)
+    if raw == nil then
+        return nil
+    end
+    local chain_b64, key_b64 = string.match(raw, "^(%S+)\t(%S+)$")
+    local chain = chain_b64 and ssl.parse_pem_cert(ngx.decode_base64(chain_b64))
+    local key = key_b64 and ssl.parse_pem_priv_key(ngx.decode_base64(key_b64))
+    if not chain or not key then
+        ngx.log(ngx.ERR, "ferryman: certificate ", id, " does not parse")
+        return nil
+    end
+    if certs_cached >= MAX_CACHED_CERTS then
+        certs_cache = {}
+        certs_cached = 0
+    end
+    pair = { chain, key }
+    certs_cache[id] = pair
+    certs_cached = certs_cached + 1
+    return pair
+end
+
+-- Makes pair the handshake's certificate; false (after logging why OpenSSL
+-- refused it) when it cannot be.
+local function serve(pair, name)
+    ssl.clear_certs()
+    local ok, err = ssl.set_cert(pair[1])
+    if ok then
+        ok, err = ssl.set_priv_key(pair[2])
+    end
+    if not ok then
+        ngx.log(ngx.ERR, "ferryman: cannot use certificate for ", name, ": ", err)
+        return false
+    end
+    return true
+end
+
+-- The shared HTTPS server's certificate: its SNI name's virtual host's, then
+-- the host's client certificate settings (ferryman_mtls).
+function _M.certificate()
+    refresh()
+    local name = ssl.server_name()
+    local entry = name and named_host(string.lower(name))
+    local pair = entry and entry.tls ~= "-" and entry.tls ~= "!" and certificate_pair(entry.tls)
+    if not pair then
+        -- No certificate for this name: refuse the handshake (unrecognized_name).
+        return ngx.exit(ngx.ERROR)
+    end
+    if not serve(pair, name) or not mtls.certificate(store, entry) then
+        return ngx.exit(ngx.ERROR)
+    end
+end
+
+-- The Gateway server's certificate: that of the HTTPS listener serving the
+-- SNI name on this address and port; no listener, no handshake.
+function _M.gateway_certificate()
+    refresh()
+    local name = ssl.server_name()
+    local entry = gateways.lookup(
+        store,
+        gateways.ipv4(ssl.raw_server_addr()),
+        ssl.server_port(),
+        name and string.lower(name) or ""
+    )
+    local pair = entry and entry.tls ~= "-" and certificate_pair(entry.tls)
+    if not pair or not serve(pair, name) then
+        return ngx.exit(ngx.ERROR)
+    end
+end
+
+return _M
