@@ -56,16 +56,42 @@ def _updated(f: Ferryman, count: int) -> list[tuple[str, str, str]]:
     return eventually(seen, 15, f"update Event {count}")
 
 
-def _soon(check: Callable[[], bool], what: str = "the new configuration") -> None:
+def _old_workers_closed(f: Ferryman) -> None:
+    """Waits until the workers of the configuration before the last reload stopped
+    accepting: NGINX (and Angie) retitle a worker "is shutting down" as it closes
+    its listeners, so once the master's only workers not shutting down are
+    ``--worker-processes`` (2) titled ones and no child is still a fresh fork
+    (titled as the master), every old worker has closed them. Call it once the
+    new configuration answered (its workers exist). A fixed sleep raced with the
+    old workers on a loaded machine."""
+
+    def closed() -> bool:
+        master = f.nginx_master_pid()
+        if master is None:
+            return False
+        titles = []
+        for pid in Path(f"/proc/{master}/task/{master}/children").read_text().split():
+            try:
+                titles.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+            except OSError:
+                continue  # exited
+        current = [t for t in titles if b"worker process" in t and b"shutting down" not in t]
+        return len(current) == 2 and not any(b"master process" in t for t in titles)
+
+    eventually(closed, 10, "the old workers closing their listeners")
+
+
+def _soon(f: Ferryman, check: Callable[[], bool], what: str = "the new configuration") -> None:
     """Waits until ``check`` holds, then until the old workers stopped accepting.
 
     A reload is confirmed once a new worker answers; for a few tens of
-    milliseconds after that, the old workers (told to quit) may still accept a
-    connection and answer it with the old configuration (measured: old answers up
-    to 0.07 s after the first new one), so the first request may not see the
-    change, and one request seeing it does not mean the next will."""
+    milliseconds after that (longer on a loaded machine), the old workers (told to
+    quit) may still accept a connection and answer it with the old configuration
+    (measured: old answers up to 0.07 s after the first new one), so the first
+    request may not see the change, and one request seeing it does not mean the
+    next will."""
     eventually(check, 10, what)
-    time.sleep(0.3)
+    _old_workers_closed(f)
 
 
 def _start(f: Ferryman, backends: Backends, tls: bool = False, **data: str) -> None:
@@ -93,7 +119,7 @@ def test_proxy_read_timeout_fires_after_an_edit_and_reloads_once(
         "Updated",
         f"ConfigMap {NS}/{NAME} updated without error",
     )
-    _soon(lambda: ferryman.get("cm.test", "/?delay=1.5").status == 504, "504")
+    _soon(ferryman, lambda: ferryman.get("cm.test", "/?delay=1.5").status == 504, "504")
     assert ferryman.reloads() == reloads + 1
     # The same value written another way, and a key NIC does not know: no reload.
     ferryman.write("cm", configmap(proxy_read_timeout="1s", unknown_key="x"))
@@ -108,13 +134,19 @@ def test_proxy_read_timeout_fires_after_an_edit_and_reloads_once(
         "InvalidValue",
         f"ConfigMap {NS}/{NAME} 'proxy-read-timeout' invalid time string \"soon\", ignoring",
     ) in _events(ferryman)
-    _soon(lambda: ferryman.get("cm.test", "/", method="POST", content=b"x" * 99).status == 413)
+    _soon(
+        ferryman,
+        lambda: ferryman.get("cm.test", "/", method="POST", content=b"x" * 99).status == 413,
+    )
     assert ferryman.get("cm.test", "/?delay=1.5").status == 504
     assert ferryman.reloads() == reloads + 2
     # The ConfigMap deleted: every default back (60s, 1m).
     ferryman.remove("cm")
     _updated(ferryman, 5)
-    _soon(lambda: ferryman.get("cm.test", "/", method="POST", content=b"x" * 99).status == 200)
+    _soon(
+        ferryman,
+        lambda: ferryman.get("cm.test", "/", method="POST", content=b"x" * 99).status == 200,
+    )
     assert ferryman.get("cm.test", "/?delay=1.5").status == 200
 
 
@@ -136,7 +168,7 @@ def test_a_value_nginx_refuses_keeps_the_previous_configuration(
     assert r.status == 200 and r.headers["server"].startswith("nginx/")
     ferryman.write("cm", configmap(server_tokens="false"))
     _updated(ferryman, 3)
-    _soon(lambda: ferryman.get("cm.test").headers["server"] == "nginx")
+    _soon(ferryman, lambda: ferryman.get("cm.test").headers["server"] == "nginx")
 
 
 def test_a_refused_value_at_start_up_still_opens_the_listeners(
@@ -183,7 +215,7 @@ def test_log_format_and_access_log_reach_syslog(ferryman: Ferryman, backends: Ba
         "cm", configmap(access_log_off="true", access_log=f"syslog:server=127.0.0.1:{port}")
     )
     _updated(ferryman, 2)
-    time.sleep(1)  # the old workers (which log) have stopped accepting
+    _old_workers_closed(ferryman)  # the old workers (which log) stopped accepting
     ferryman.get("cm.test", "/not-logged")
     log.settimeout(1)
     with pytest.raises(TimeoutError):
@@ -201,10 +233,11 @@ def test_real_ip_from_a_trusted_proxy_is_the_client_address(
     )
     _updated(ferryman, 2)
     _soon(
+        ferryman,
         lambda: (
             ferryman.get("cm.test", headers=forwarded).json()["headers"]["x-real-ip"]
             == "203.0.113.7"
-        )
+        ),
     )
 
 
@@ -238,7 +271,7 @@ def test_tls_keys_protocols_http2_and_hsts(ferryman: Ferryman, backends: Backend
         ),
     )
     _updated(ferryman, 2)
-    _soon(lambda: _handshake(port, ssl.TLSVersion.TLSv1_3, ["h2", "http/1.1"]) == "h2")
+    _soon(ferryman, lambda: _handshake(port, ssl.TLSVersion.TLSv1_3, ["h2", "http/1.1"]) == "h2")
     with pytest.raises(ssl.SSLError):
         _handshake(port, ssl.TLSVersion.TLSv1_2)
     r = ferryman.get("cm.test", https=True)
@@ -403,7 +436,7 @@ def test_ssl_dhparam_file_enables_dhe(ferryman: Ferryman, backends: Backends) ->
         _dhe_cipher(ferryman.https_port)
     ferryman.write("cm", configmap(ssl_dhparam_file=params))
     _updated(ferryman, 2)
-    _soon(lambda: _dhe_cipher(ferryman.https_port) == "DHE-RSA-AES128-GCM-SHA256", "DHE")
+    _soon(ferryman, lambda: _dhe_cipher(ferryman.https_port) == "DHE-RSA-AES128-GCM-SHA256", "DHE")
     assert (ferryman.state / "dhparam.pem").read_text() == params.strip() + "\n"
 
 
@@ -413,7 +446,7 @@ def test_hidden_and_passed_backend_headers(ferryman: Ferryman, backends: Backend
     assert r.headers["server"] == "nginx" and "content-type" in r.headers
     ferryman.write("cm", configmap(proxy_hide_headers="Content-Type", proxy_pass_headers="Server"))
     _updated(ferryman, 2)
-    _soon(lambda: ferryman.get("cm.test").headers["server"].startswith("BaseHTTP/"))
+    _soon(ferryman, lambda: ferryman.get("cm.test").headers["server"].startswith("BaseHTTP/"))
     r = ferryman.get("cm.test")
     assert r.headers["server"].startswith("BaseHTTP/") and "content-type" not in r.headers
 
@@ -444,7 +477,7 @@ def test_keepalive_timeout_and_requests(ferryman: Ferryman, backends: Backends) 
     assert _keepalive(ferryman.http_port, 3, 1.5) == [True, True, True, True]
     ferryman.write("cm", configmap(keepalive_timeout="1s", keepalive_requests="2"))
     _updated(ferryman, 2)
-    time.sleep(1)  # the old workers have stopped accepting
+    _old_workers_closed(ferryman)
     answered = _keepalive(ferryman.http_port, 3, 0)
     assert answered[:3] == [True, True, False]  # closed after the second
     assert _keepalive(ferryman.http_port, 1, 1.5) == [True, False]  # idle longer than 1s

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 from tests.integration.harness import (
     Backends,
     Ferryman,
+    at_once,
     eventually,
     fast_path_counts,
     free_port,
@@ -106,12 +106,6 @@ def test_a_rate_limited_route_is_served_and_refused_by_the_module(
     assert ferryman.reloads() == 1
 
 
-def _timed(f: Ferryman, path: str) -> tuple[int, float]:
-    started = time.monotonic()
-    r = httpx.get(f"http://127.0.0.1:{f.http_port}{path}", headers={"Host": HOST}, timeout=10)
-    return r.status_code, time.monotonic() - started
-
-
 def test_delay_and_burst_in_the_module(ferryman: Ferryman, backends: Backends) -> None:
     _start(
         ferryman,
@@ -125,8 +119,7 @@ def test_delay_and_burst_in_the_module(ferryman: Ferryman, backends: Backends) -
     before = fast_path_counts(ferryman)
     # Five at once: excess 0, 1, 2, 3 (delay 1: waits 0, 0, 0.5 s, 1 s), and
     # 4 beyond burst 3: refused at once.
-    with ThreadPoolExecutor(5) as pool:
-        results = sorted(pool.map(lambda _: _timed(ferryman, "/x"), range(5)), key=lambda r: r[1])
+    results = at_once(ferryman.http_port, HOST, "/x", 5)
     assert sorted(s for s, _ in results) == [200, 200, 200, 200, 503], results
     waits = sorted(t for s, t in results if s == 200)
     assert waits[0] < 0.35 and waits[1] < 0.35, results
@@ -192,13 +185,7 @@ def test_the_virtual_servers_own_limit_counts_routes_and_no_route_in_the_module(
     time.sleep(1.1)
     before = fast_path_counts(ferryman)
 
-    def timed(_: int) -> tuple[int, float]:
-        started = time.monotonic()
-        r = httpx.get(f"http://127.0.0.1:{ferryman.http_port}/x", headers={"Host": waits})
-        return r.status_code, time.monotonic() - started
-
-    with ThreadPoolExecutor(3) as pool:
-        results = sorted(pool.map(timed, range(3)), key=lambda r: r[1])
+    results = at_once(ferryman.http_port, waits, "/x", 3)
     assert [s for s, _ in results] == [404] * 3, results
     assert results[0][1] < 0.35 and 0.4 < results[1][1] < 0.9 and 0.9 < results[2][1] < 1.5
     assert moved(ferryman, before) == (3, 0)

@@ -10,12 +10,12 @@ import ctypes
 import hashlib
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tests.integration.harness import (
     Backends,
     Ferryman,
+    at_once,
     eventually,
     served_by,
 )
@@ -112,12 +112,6 @@ def rate_limit(name: str, **fields: Any) -> dict[str, Any]:
     return policy(name, rateLimit={"key": "${binary_remote_addr}", "zoneSize": "10M", **fields})
 
 
-def timed(f: Ferryman, host: str, p: str = "/", **kw: Any) -> tuple[int, float]:
-    started = time.monotonic()
-    r = f.get(host, p, **kw)
-    return r.status, time.monotonic() - started
-
-
 def test_rate_limit_burst_nodelay_and_reject_code(ferryman: Ferryman, backends: Backends) -> None:
     routes = [
         {"path": "/", "action": to("a")},
@@ -158,9 +152,7 @@ def test_rate_limit_delays_beyond_delay_and_rejects_past_burst(
     )
     # burst 3 without delay: five at once; one now, three queued a second apart
     # (NGINX's delay), the fifth refused at once.
-    with ThreadPoolExecutor(5) as pool:
-        results = list(pool.map(lambda _: timed(ferryman, "cafe.test"), range(5)))
-    results.sort(key=lambda r: r[1])
+    results = at_once(ferryman.http_port, "cafe.test", "/", 5)
     assert [s for s, _ in results] == [503, 200, 200, 200, 200] or [s for s, _ in results] == [
         200,
         503,
@@ -171,10 +163,10 @@ def test_rate_limit_delays_beyond_delay_and_rejects_past_burst(
     waits = sorted(t for s, t in results if s == 200)
     assert waits[0] < 0.5 and 0.7 < waits[1] < 1.6 and 1.7 < waits[2] < 2.6 and waits[3] > 2.7
     # delay=2: two beyond the rate pass undelayed, the next waits.
-    quick = [timed(ferryman, "tea.test") for _ in range(3)]
-    assert all(s == 200 and t < 0.5 for s, t in quick), quick
-    s, t = timed(ferryman, "tea.test")
-    assert s == 200 and 0.7 < t < 1.6, (s, t)
+    tea = at_once(ferryman.http_port, "tea.test", "/", 4)
+    quick, (s, t) = tea[:3], tea[3]
+    assert all(s == 200 and t < 0.5 for s, t in quick), tea
+    assert s == 200 and 0.7 < t < 1.6, tea
 
 
 def test_rate_limit_dry_run_only_logs(ferryman: Ferryman, backends: Backends) -> None:
