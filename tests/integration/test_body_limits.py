@@ -36,16 +36,18 @@ def _post(f: Ferryman, host: str, size: int) -> int:
     return f.get(host, "/", method="POST", content=b"x" * size).status
 
 
+def _chunks(size: int) -> Iterator[bytes]:
+    """``size`` bytes as a stream: httpx sends it without a Content-Length."""
+    for _ in range(size // 65536):
+        yield b"x" * 65536
+    yield b"x" * (size % 65536)
+
+
 def _chunked(f: Ferryman, host: str, size: int) -> httpx.Response:
     """A body without a Content-Length (Transfer-Encoding: chunked)."""
-
-    def chunks() -> Iterator[bytes]:
-        for _ in range(size // 65536):
-            yield b"x" * 65536
-        yield b"x" * (size % 65536)
-
     with httpx.Client(timeout=20) as c:
-        return c.post(f"http://127.0.0.1:{f.http_port}/", headers={"Host": host}, content=chunks())
+        url = f"http://127.0.0.1:{f.http_port}/"
+        return c.post(url, headers={"Host": host}, content=_chunks(size))
 
 
 def test_a_route_may_allow_more_than_the_server(
@@ -133,17 +135,11 @@ def test_an_http2_stream_without_a_length_keeps_the_servers_limit(
     f.start()
 
     def stream(size: int) -> httpx.Response:
-        def chunks() -> Iterator[bytes]:
-            for _ in range(size // 65536):
-                yield b"x" * 65536
-            yield b"x" * (size % 65536)
-
-        headers = {"Host": "h2.test"}
         with httpx.Client(http2=True, verify=False, timeout=20) as c:
             r = c.post(
                 f"https://127.0.0.1:{f.https_port}/",
-                headers=headers,
-                content=chunks(),
+                headers={"Host": "h2.test"},
+                content=_chunks(size),
                 extensions={"sni_hostname": "h2.test"},
             )
         assert r.http_version == "HTTP/2"
