@@ -47,8 +47,9 @@ GATEWAY_ADDRESSES = os.environ.get("FERRYMAN_GATEWAY_ADDRESSES", "127.0.0.100-12
 TIMEOUTS = "GWCMustBeAccepted:60;NamespacesMustBeReady:300"
 # GatewayStaticAddresses asks for one address ferryman can use (the pool's last,
 # which lowest-free assignment reaches last) and one it cannot (just outside it).
-USABLE_ADDRESS = address_pool(GATEWAY_ADDRESSES)[-1]
-UNUSABLE_ADDRESS = str(ipaddress.IPv4Address(address_pool(GATEWAY_ADDRESSES)[0]) - 1)
+_POOL = address_pool(GATEWAY_ADDRESSES)
+USABLE_ADDRESS = _POOL[-1]
+UNUSABLE_ADDRESS = str(ipaddress.IPv4Address(_POOL[0]) - 1)
 
 
 @dataclass(frozen=True)

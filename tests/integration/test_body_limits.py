@@ -23,6 +23,8 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
+from tests.integration.test_configmap import NAME, NS, configmap
+from tests.integration.test_virtualserver import vs
 
 MIB = 1 << 20
 
@@ -83,25 +85,15 @@ def test_a_virtualserver_upstream_may_allow_more_than_the_server(
 ) -> None:
     f = ferryman
     f.write("svc", service_with_backends("app", [backends.start("a")]))
-    f.write(
-        "vs",
-        {
-            "apiVersion": "k8s.nginx.org/v1",
-            "kind": "VirtualServer",
-            "metadata": {"name": "vs", "namespace": "default"},
-            "spec": {
-                "host": "vs.test",
-                "upstreams": [
-                    {"name": "big", "service": "app", "port": 80, "client-max-body-size": "2m"},
-                    {"name": "plain", "service": "app", "port": 80},
-                ],
-                "routes": [
-                    {"path": "/big", "action": {"pass": "big"}},
-                    {"path": "/", "action": {"pass": "plain"}},
-                ],
-            },
-        },
-    )
+    upstreams = [
+        {"name": "big", "service": "app", "port": 80, "client-max-body-size": "2m"},
+        {"name": "plain", "service": "app", "port": 80},
+    ]
+    routes = [
+        {"path": "/big", "action": {"pass": "big"}},
+        {"path": "/", "action": {"pass": "plain"}},
+    ]
+    f.write("vs", vs("vs", "vs.test", routes, upstreams))
     f.start()
     post = f.get
     assert post("vs.test", "/big", method="POST", content=b"x" * (2 * MIB)).status == 200
@@ -117,16 +109,8 @@ def test_an_http2_stream_without_a_length_keeps_the_servers_limit(
     stream ends): the fast path cannot know its size, so NGINX reads it under the
     server's limit, never under the router location's "any"."""
     f = either_fast_path
-    f.extra_args += ["--nginx-configmaps", "default/nginx-config"]
-    f.write(
-        "configmap",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "nginx-config", "namespace": "default"},
-            "data": {"http2": "true"},
-        },
-    )
+    f.extra_args += ["--nginx-configmaps", f"{NS}/{NAME}"]
+    f.write("configmap", configmap(http2="true"))
     f.write("svc", service_with_backends("app", [backends.start("a")]))
     f.write("secret", tls_secret("h2-secret", ["h2.test"]))
     doc = _ingress("h2", "h2.test", None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ferryman.resources import nic_rules
-from ferryman.resources.nic_upstream import NEXT_UPSTREAM
+from ferryman.resources.nic_upstream import LB_METHODS, NEXT_UPSTREAM
 
 BOOLS = {
     # Go's strconv.ParseBool, which NIC's ParseBool is.
@@ -31,14 +31,6 @@ BOOLS = {
     "false": False,
     "False": False,
 }
-LB_METHODS = (
-    "round_robin",
-    "least_conn",
-    "ip_hash",
-    "random",
-    "random two",
-    "random two least_conn",
-)
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _UINT = re.compile(r"\+?[0-9]+", re.ASCII)
 _PROXY_BUFFERS = re.compile(r"([0-9]+) ([0-9]+)([kKmM]?)", re.ASCII)

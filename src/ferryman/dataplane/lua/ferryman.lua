@@ -481,7 +481,7 @@ function _M.route()
     if backend == nil then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    upstream_fields.check_body(settings.body_limit)
+    upstream_fields.check_body(nil) -- the server's limit
     return proxy_to(backend, entry, entry)
 end
 

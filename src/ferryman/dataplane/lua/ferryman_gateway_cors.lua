@@ -62,15 +62,17 @@ local function wildcard(config, configured, asked, shape)
     return nil
 end
 
-local function common(config, origin, h)
-    h["Access-Control-Allow-Origin"] =
-        (config.origins == nil and not config.credentials) and "*" or origin
+-- The headers every answer to an allowed origin carries.
+local function allowing(config, origin)
+    local out = { { "Access-Control-Allow-Origin",
+                    (config.origins == nil and not config.credentials) and "*" or origin } }
     if config.credentials then
-        h["Access-Control-Allow-Credentials"] = "true"
+        out[#out + 1] = { "Access-Control-Allow-Credentials", "true" }
     end
     if config.expose ~= "" then
-        h["Access-Control-Expose-Headers"] = config.expose
+        out[#out + 1] = { "Access-Control-Expose-Headers", config.expose }
     end
+    return out
 end
 
 -- A preflight is answered here (204); returns for any other request.
@@ -87,7 +89,9 @@ function _M.preflight(config)
         return ngx.exit(ngx.HTTP_NO_CONTENT)
     end
     local h = ngx.header
-    common(config, origin, h)
+    for _, pair in ipairs(allowing(config, origin)) do
+        h[pair[1]] = pair[2]
+    end
     h["Access-Control-Allow-Methods"] = wildcard(config, config.methods, method, TOKEN)
     h["Access-Control-Allow-Headers"] =
         wildcard(config, config.headers, var.http_access_control_request_headers, TOKENS)
@@ -103,14 +107,9 @@ function _M.response(config)
     if origin == nil then
         return nil
     end
-    local h = {}
-    common(config, origin, h)
     local ops = { { "a", "Vary", "Origin" } }
-    for _, name in ipairs({ "Access-Control-Allow-Origin", "Access-Control-Allow-Credentials",
-                            "Access-Control-Expose-Headers" }) do
-        if h[name] then
-            ops[#ops + 1] = { "s", name, h[name] }
-        end
+    for _, pair in ipairs(allowing(config, origin)) do
+        ops[#ops + 1] = { "s", pair[1], pair[2] }
     end
     return ops
 end

@@ -119,12 +119,13 @@ local function body_length()
     return size or 0
 end
 
--- NGINX's 413 for a body above ``limit`` (0: no limit) when the length says
--- so. A body without a length is read (as proxy_request_buffering would) and
+-- NGINX's 413 for a body above ``limit`` (0: no limit; nil: the server's)
+-- when the length says so. A body without a length is read (as proxy_request_buffering would) and
 -- measured when the limit is below the server's: above the server's it is
 -- the slow path location's client_max_body_size (the server's) that refuses
 -- it while reading.
 function _M.check_body(limit)
+    limit = limit or default_body_limit
     if limit == 0 then
         return
     end
@@ -145,7 +146,7 @@ end
 -- with an egressMTLS certificate, to one that keeps none).
 function _M.on_route(upstream)
     local var = ngx.var
-    _M.check_body(upstream.body_max or default_body_limit)
+    _M.check_body(upstream.body_max)
     if upstream.keepalive == 0 and var.ferryman_h_connection == "" then
         var.ferryman_h_connection = "close"
     end
