@@ -15,6 +15,7 @@ import base64
 import datetime
 import ipaddress
 import itertools
+import socket
 import subprocess
 import sys
 import time
@@ -148,9 +149,10 @@ class ControllerProcess:
     """`ferryman machine-controller` as a process; ``restart`` is a new process
     with the same flags (it keeps nothing but what the Machines say)."""
 
-    def __init__(self, argv: list[str], log: Path) -> None:
+    def __init__(self, argv: list[str], log: Path, webhook_port: int) -> None:
         self.argv = argv
         self.log = log
+        self.webhook_port = webhook_port
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
@@ -165,7 +167,22 @@ class ControllerProcess:
     def restart(self, kube: Client) -> None:
         self.stop()
         self.start()
+        self.wait_ready(kube)
+
+    def wait_ready(self, kube: Client) -> None:
+        """Until the webhook listens and the API server calls it.
+
+        The probe alone proves nothing while the API server has not loaded the
+        webhook's configuration yet (it reads them through an informer): the probe
+        is then admitted without a call, and the next Machine a test creates met
+        `connection refused` when the process had not bound its port yet."""
+        wait_until(lambda: _accepts(self.webhook_port), 30, "the machine webhook's port")
         _wait_webhook(kube)
+
+
+def _accepts(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +207,7 @@ def controller(
             "--webhook-key-file", str(key),
         ],
         tmp / "controller.log",
+        port,
     )  # fmt: skip
     process.start()
     webhook = {
@@ -220,7 +238,7 @@ def controller(
     }
     kube.create(codecs.from_dict(webhook))
     try:
-        _wait_webhook(kube)
+        process.wait_ready(kube)
         yield process
     finally:
         kube.delete(ValidatingWebhookConfiguration, "machine-api")
