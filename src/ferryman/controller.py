@@ -133,9 +133,12 @@ class Controller:
         self._gateways: GatewayTranslator | None = None
         if settings.gateway_api and virtual_servers:
             self._gateways = GatewayTranslator(
-                settings, store, self._d, self, self._files.desired, gateway_status
+                settings, store, self._d, self, self._files.desired, gateway_status, ports
             )
+            ports.on_holders_changed = self._gateways.touch
             translators.append(self._gateways)
+        self._ports = ports
+        self._files.on_unbindable = self._unbindable
         self._translators = translators
         self._syncs = {kind: t for t in translators for kind in t.kinds}
         self._renders = {kind: t for t in translators for kind in t.renders}
@@ -298,6 +301,15 @@ class Controller:
         except Exception:
             log.exception("withdrawing records failed", extra={"fields": {"key": str(ref)}})
         self.render_all(affected - {ref})
+
+    def _unbindable(self, ports: Mapping[int, str]) -> bool:
+        """NGINX could not bind ``ports``: refused to whoever asked for them
+        (re-rendered, told); True when the reload can go on without them."""
+        changed, dropped = self._ports.block(ports)
+        self._d.stale |= changed
+        if dropped and self._gateways is not None:
+            self._gateways.touch()
+        return bool(dropped)
 
     # ---- flush: desired -> NGINX ---------------------------------------------------
 

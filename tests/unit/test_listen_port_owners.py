@@ -1,0 +1,77 @@
+"""Who a port is refused to (translators/listen_ports.py) and how a failed
+reload names the port NGINX could not bind (dataplane/nginx_messages.py)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferryman.configs.http_listeners import HTTP_LISTENERS_FILE
+from ferryman.configs.ingress_ports import Claim
+from ferryman.configuration import AgeKey
+from ferryman.dataplane.nginx_messages import bind_failure, master_failure
+from ferryman.resources.meta import ObjectRef
+from ferryman.translators.listen_ports import ListenPorts
+
+BIND = (
+    "2026/11/28 08:00:00 [emerg] 42#42: bind() to 0.0.0.0:{port} failed "
+    "(98: Address already in use)"
+)
+
+
+def _age(name: str, year: int) -> AgeKey:
+    return (False, f"{year}-01-01T00:00:00Z", "default", name, "Ingress")
+
+
+def _ref(name: str) -> ObjectRef:
+    return ObjectRef("Ingress", "default", name)
+
+
+def test_the_port_a_master_could_not_bind_is_named() -> None:
+    assert bind_failure(BIND.format(port=8080), 42) == (8080, "Address already in use")
+    assert bind_failure(BIND.format(port=8080), 7) is None  # another master's (the test's)
+    assert not master_failure(BIND.format(port=8080), 42)  # retried by NGINX itself
+    v6 = "[emerg] 42#42: bind() to [::]:9000 failed (13: Permission denied)"
+    assert bind_failure(v6, 42) == (9000, "Permission denied")
+    assert bind_failure("[emerg] 42#42: still could not bind()", 42) is None
+
+
+@given(st.integers(1, 65535))
+def test_any_port_is_read_back(port: int) -> None:
+    assert bind_failure(BIND.format(port=port), 42) == (port, "Address already in use")
+
+
+def test_an_unbindable_port_is_refused_until_nobody_asks() -> None:
+    files: dict[str, str] = {}
+    ports = ListenPorts(files)
+    ports.claim(_ref("a"), _age("a", 2020), Claim(frozenset({9001, 9002})))
+    changed, dropped = ports.block({9001: "Address already in use", 5555: "x"})
+    assert (changed, dropped) == ({_ref("a")}, {9001})  # nobody asked for 5555
+    grant = ports.grant(_ref("a"))
+    assert grant.plain == {9002}
+    assert grant.refused == ((9001, False, "cannot be bound: Address already in use"),)
+    assert "9001" not in files[HTTP_LISTENERS_FILE]
+    # Still asked for: still refused (the same files would fail again).
+    ports.claim(_ref("a"), _age("a", 2020), Claim(frozenset({9001})))
+    assert ports.grant(_ref("a")).plain == frozenset()
+    # Nobody asks any more: asked again, it is tried again.
+    ports.release(_ref("a"))
+    ports.claim(_ref("b"), _age("b", 2021), Claim(frozenset({9001})))
+    assert ports.grant(_ref("b")).plain == {9001}
+
+
+def test_a_port_a_gateway_keeps_is_refused_to_ingresses() -> None:
+    ports = ListenPorts({})
+    told: list[int] = []
+    ports.on_holders_changed = lambda: told.append(1)
+    ports.claim(_ref("a"), _age("a", 2021), Claim(frozenset({9001})))
+    assert told and ports.oldest(9001) == (_age("a", 2021), _ref("a"))
+    changed = ports.set_gateway_ports(
+        {9001: "is Gateway default/gw's listener http's port"}, {9001}
+    )
+    assert changed == {_ref("a")}
+    assert ports.grant(_ref("a")).refused == (
+        (9001, False, "is Gateway default/gw's listener http's port"),
+    )
+    assert ports.set_gateway_ports({}, ()) == {_ref("a")}
+    assert ports.grant(_ref("a")).plain == {9001}
