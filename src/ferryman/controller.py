@@ -133,7 +133,14 @@ class Controller:
         self._gateways: GatewayTranslator | None = None
         if settings.gateway_api and virtual_servers:
             self._gateways = GatewayTranslator(
-                settings, store, self._d, self, self._files.desired, gateway_status, ports
+                settings,
+                store,
+                self._d,
+                self,
+                self._files.desired,
+                gateway_status,
+                ports,
+                self._transport.servers.set_gateway_ports,
             )
             ports.on_holders_changed = self._gateways.touch
             translators.append(self._gateways)

@@ -122,6 +122,9 @@ class TransportServers:
         self._read_secret = read_secret
         self._rendering = False
         self._gc: GlobalConfiguration | None = None
+        # Ports older Gateway listeners on every address keep (port -> who):
+        # the GlobalConfiguration's TCP/HTTP listeners there are left out.
+        self._gateway_ports: dict[int, str] = {}
         self._servers: dict[ObjectRef, TransportServer] = {}
         self._invalid: dict[ObjectRef, str] = {}  # ref -> NIC's message
         self._reported: dict[ObjectRef, Outcome] = {}
@@ -197,6 +200,16 @@ class TransportServers:
         if not self._rendering:
             self._recompute(changed=set())
 
+    def set_gateway_ports(self, held: Mapping[int, str]) -> None:
+        """The ports Gateways keep (translators/gateway.py decided by age)."""
+        if dict(held) == self._gateway_ports:
+            return
+        self._gateway_ports = dict(held)
+        if (name := self._settings.global_configuration) is not None:
+            ref = ObjectRef("GlobalConfiguration", *name)
+            self._sync_global_configuration(ref)
+            self._recompute(changed={ref})
+
     def _sync_global_configuration(self, ref: ObjectRef) -> None:
         if self._settings.global_configuration != (ref.namespace, ref.name):
             return  # NIC watches the one it is told about, by name
@@ -206,7 +219,9 @@ class TransportServers:
             if self._http_listeners:
                 self._set_http_listeners(())
             return
-        parsed = parse_global_configuration(obj, forbidden_ports=forbidden_ports(self._settings))
+        parsed = parse_global_configuration(
+            obj, forbidden_ports=forbidden_ports(self._settings), held=self._gateway_ports
+        )
         self._gc = parsed.resource
         if self._http_listeners:
             # A new or removed HTTP listener reloads (the controller applies files).

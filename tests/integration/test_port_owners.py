@@ -230,3 +230,29 @@ def test_a_global_configuration_listener_against_a_gateway_listener(
     f.write("later", _ing("later", "later.test", str(later)))
     eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0
+
+
+def test_an_older_gateway_listener_keeps_its_port_from_a_global_configuration(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """The younger GlobalConfiguration's listener on the port is left out and
+    reported as its other problems are; the Gateway serves there."""
+    f = ferryman
+    port = free_port()
+    _gateway_setup(f, backends)
+    f.extra_args += ["--global-configuration", "default/gc"]
+    f.write("gw", _gw("gw", port, "2020-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
+    f.write("gc", _global_configuration(port, "2021-01-01T00:00:00Z"))
+    f.start()
+    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 10, "gateway serves")
+    condition = _listener_condition(f, "gw", "http")
+    assert condition is not None and condition["status"] == "True"
+    event = eventually(
+        lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"], 10, "gc"
+    )[-1]
+    assert event["reason"] == "AddedOrUpdatedWithError"
+    assert (
+        f"Listener tcp-one: port {port} is Gateway default/gw's listener http's port"
+        in event["message"]
+    )
+    assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0

@@ -27,7 +27,7 @@ the Ingresses' side and is told which ports the Gateways keep).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,11 +89,15 @@ class GatewayTranslator:
         files: MutableMapping[str, str],
         status: GatewayStatusSink | None,
         ports: ListenPorts | None = None,
+        listeners_give_way: Callable[[Mapping[int, str]], None] = lambda held: None,
     ) -> None:
         """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
-        listeners (None: neither is served)."""
+        listeners (None: neither is served); ``listeners_give_way``: told the
+        ports Gateways keep, where a younger GlobalConfiguration's listeners
+        are left out (transport_servers.py)."""
         self._settings = settings
         self._ports = ports
+        self._listeners_give_way = listeners_give_way
         self._everywhere: set[tuple[str, str]] = set()  # Gateways on every address
         self._store = store
         self._d = desired
@@ -296,6 +300,7 @@ class GatewayTranslator:
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
         if self._ports is not None and (changed := self._ports.set_gateway_ports(held, asked)):
             self._worker.render_all(changed)
+        self._listeners_give_way(held)
         controller = settings.gateway_controller_name
         for route in routes:
             ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
@@ -350,13 +355,24 @@ class GatewayTranslator:
         if (g.meta.namespace, g.meta.name) not in self._everywhere:
             return None  # on its own address: never an Ingress's or a listener's socket
         for listener in self._ports.listeners():
-            if listener.port == port and listener.protocol != "UDP":
+            if listener.port == port and listener.protocol != "UDP" and self._gc_older(g):
                 return f"port {port} is GlobalConfiguration listener {listener.name}'s port"
         oldest = self._ports.oldest(port)
         if oldest is not None and oldest[0] < _age_key(g):
             ref = oldest[1]
             return f"port {port} is served for Ingress {ref.namespace}/{ref.name}"
         return None
+
+    def _gc_older(self, g: Gateway) -> bool:
+        """The GlobalConfiguration is older than ``g``: its listeners keep their
+        ports (else it leaves out those ``g``'s listeners take)."""
+        name = self._settings.global_configuration
+        obj = self._store.get("GlobalConfiguration", *name) if name else None
+        meta = (obj or {}).get("metadata") or {}
+        ts = meta.get("creationTimestamp")
+        ts = ts if isinstance(ts, str) else None
+        age = (ts is None, ts or "", *(name or ("", "")), "GlobalConfiguration")
+        return age < _age_key(g)
 
     def _own_port(self, port: int) -> str | None:
         s = self._settings
