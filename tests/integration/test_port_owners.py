@@ -118,19 +118,27 @@ def test_a_port_in_use_is_refused_and_later_changes_apply(
         eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
         assert _last(f, "later")["reason"] == "AddedOrUpdated"
 
-        # The ConfigMap: applied, and said so.
-        f.write("cm", configmap(server_tokens="false"))
-        eventually(
-            lambda: (
-                "server" not in get_on(ok, "free.test", "/").headers
-                or "nginx/" not in get_on(ok, "free.test", "/").headers["server"]
-            ),
-            15,
-            "server_tokens off",
-        )
-        cm_events = [e for e in f.events() if e.get("name") == CM_NAME]
-        assert cm_events[-1]["reason"] == "Updated"
-    assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1
+        # The ConfigMap, in one reload with a second busy port: told that its
+        # reload failed, then applied once the port is dropped, and said so.
+        busy2 = free_port()
+        waiting = f"ConfigMap {CM_NS}/{CM_NAME} was updated, but not applied yet: "
+        told = [r for r, m in _cm_events(f) if m.startswith(waiting)]
+        assert told == ["UpdatedWithError"]  # the start-up reload failed too
+        with _held(busy2):
+            f.write("cm", configmap(server_tokens="false"), _ing("busy2", "b2.test", str(busy2)))
+            eventually(
+                lambda: "nginx/" not in get_on(ok, "free.test", "/").headers.get("server", ""),
+                15,
+                "server_tokens off",
+            )
+            eventually(lambda: _cm_events(f)[-1][0] == "Updated", 10, "ConfigMap Updated")
+        assert [r for r, m in _cm_events(f) if m.startswith(waiting)] == told * 2
+        assert f"port {busy2} cannot be bound" in _last(f, "busy2")["message"]
+    assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 2
+
+
+def _cm_events(f: Ferryman) -> list[tuple[str, str]]:
+    return [(e["reason"], e["message"]) for e in f.events() if e.get("name") == CM_NAME]
 
 
 def _statuses(f: Ferryman, kind: str, name: str) -> list[dict[str, Any]]:
