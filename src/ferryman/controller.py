@@ -51,6 +51,7 @@ from ferryman.translators.ingress import IngressTranslator, StatusSink
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.transport import RECORDS as STREAM_RECORDS
 from ferryman.translators.transport import TransportTranslator
+from ferryman.translators.unbindable import Unbindable
 from ferryman.translators.virtualserver import VirtualServerTranslator
 from ferryman.workqueue import WorkQueue
 
@@ -144,8 +145,9 @@ class Controller:
             )
             ports.on_holders_changed = self._gateways.touch
             translators.append(self._gateways)
-        self._ports = ports
-        self._files.on_unbindable = self._unbindable
+        self._files.on_unbindable = Unbindable(
+            settings, ports, self._d, self._gateways, self._transport.servers.block
+        ).refuse
         self._translators = translators
         self._syncs = {kind: t for t in translators for kind in t.kinds}
         self._renders = {kind: t for t in translators for kind in t.renders}
@@ -308,15 +310,6 @@ class Controller:
         except Exception:
             log.exception("withdrawing records failed", extra={"fields": {"key": str(ref)}})
         self.render_all(affected - {ref})
-
-    def _unbindable(self, ports: Mapping[int, str]) -> bool:
-        """NGINX could not bind ``ports``: refused to whoever asked for them
-        (re-rendered, told); True when the reload can go on without them."""
-        changed, dropped = self._ports.block(ports)
-        self._d.stale |= changed
-        if dropped and self._gateways is not None:
-            self._gateways.touch()
-        return bool(dropped)
 
     # ---- flush: desired -> NGINX ---------------------------------------------------
 

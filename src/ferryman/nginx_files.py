@@ -16,7 +16,14 @@ from collections.abc import Callable, Mapping
 
 from ferryman.configs.configmap import ConfigMapState
 from ferryman.dataplane import DataPlane
-from ferryman.dataplane.errors import ConfigError, ConfigTestError, ReloadError
+from ferryman.dataplane.errors import (
+    DROPPED,
+    GIVE_UP,
+    RETRY,
+    ConfigError,
+    ConfigTestError,
+    ReloadError,
+)
 from ferryman.queue_keys import RESYNC
 from ferryman.report import Reporter
 from ferryman.resources.meta import ObjectRef
@@ -56,10 +63,9 @@ class NginxFiles:
         self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
         self._retry_error = ""  # why the reload to be retried failed
         self._configmap_waiting = False  # its Warning for that said
-        # NGINX could not bind these ports (port -> reason): True when whoever
-        # asked for them was refused them, so the files change and the reload
-        # goes on; False: nobody can drop them.
-        self.on_unbindable: Callable[[Mapping[int, str]], bool] = lambda ports: False
+        # NGINX could not bind these ports (port -> reason): what to do
+        # (dataplane/errors.py: DROPPED, RETRY or GIVE_UP).
+        self.on_unbindable: Callable[[Mapping[int, str]], str] = lambda ports: RETRY
 
     def applied(self, path: str) -> str | None:
         """The text of ``path`` the data plane runs."""
@@ -124,13 +130,14 @@ class NginxFiles:
         except ReloadError as e:
             if e.ports:
                 # A port NGINX cannot bind: the same files would fail for ever.
-                # Refused to whoever asked for it, and the reload goes on at once;
-                # a port nobody can drop leaves the files as a test refusal does.
+                # Refused to whoever asked for it, and the reload goes on at once.
                 self._retry_error = str(e)
-                if self.on_unbindable(e.ports):
+                outcome = self.on_unbindable(e.ports)
+                if outcome == DROPPED:
                     self._queue.add(RESYNC)
                     return ""
-                return self._refused(str(e))
+                if outcome == GIVE_UP:
+                    return self._refused(str(e))
             return self._retry(e)
         except ConfigError as e:
             return self._retry(e)

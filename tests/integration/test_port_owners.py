@@ -264,3 +264,30 @@ def test_an_older_gateway_listener_keeps_its_port_from_a_global_configuration(
         in event["message"]
     )
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0
+
+
+def test_a_global_configuration_listener_on_a_port_in_use_is_left_out(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Its listener is left out and reported as the object's other problems
+    are; ferryman becomes ready and later changes still reload."""
+    f = ferryman
+    busy, later = free_port(), free_port()
+    f.write("svc", service_with_backends("app", [backends.start("a")]))
+    f.extra_args += ["--global-configuration", "default/gc", "--log-format", "json"]
+    with _held(busy):
+        f.write("gc", _global_configuration(busy, "2020-01-01T00:00:00Z"))
+        f.start()
+        event = eventually(
+            lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"],
+            10,
+            "gc",
+        )[-1]
+        assert event["reason"] == "AddedOrUpdatedWithError"
+        assert (
+            f"Listener tcp-one: port {busy} cannot be bound: Address already in use"
+            in event["message"]
+        )
+        f.write("later", _ing("later", "later.test", str(later)))
+        eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
+    assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1

@@ -34,5 +34,15 @@ class ReloadError(ConfigError):
         self.ports = dict(ports or {})
 
 
+# What a reload whose listeners could not bind leads to (``ReloadError.ports``):
+# the resources asking for the ports were refused them (the files changed:
+# reload again now); a port is ferryman's own (--http-port...: retried later,
+# the holder may go); nobody can drop them (the last good files stay, as after
+# a test refusal: the same files would fail for ever).
+DROPPED = "dropped"
+RETRY = "retry"
+GIVE_UP = "give up"
+
+
 class PushError(DataPlaneError):
     pass
