@@ -10,6 +10,7 @@ from ferryman.configs.http_listeners import HTTP_LISTENERS_FILE
 from ferryman.configs.ingress_ports import Claim
 from ferryman.configuration import AgeKey
 from ferryman.dataplane.nginx_messages import bind_failure, master_failure
+from ferryman.resources.globalconfiguration import parse_global_configuration
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators.listen_ports import ListenPorts
 
@@ -75,3 +76,25 @@ def test_a_port_a_gateway_keeps_is_refused_to_ingresses() -> None:
     )
     assert ports.set_gateway_ports({}, ()) == {_ref("a")}
     assert ports.grant(_ref("a")).plain == {9001}
+
+
+def test_a_global_configuration_leaves_out_listeners_on_ports_it_cannot_have() -> None:
+    """An older Gateway's port is refused to TCP and HTTP listeners (UDP is
+    another socket); a port NGINX could not bind to every listener."""
+    listeners = [
+        {"name": "tcp", "port": 9000, "protocol": "TCP"},
+        {"name": "udp", "port": 9000, "protocol": "UDP"},
+        {"name": "busy", "port": 9001, "protocol": "UDP"},
+        {"name": "ok", "port": 9002, "protocol": "HTTP"},
+    ]
+    obj = {"metadata": {"name": "gc", "namespace": "default"}, "spec": {"listeners": listeners}}
+    parsed = parse_global_configuration(
+        obj,
+        held={9000: "is Gateway default/gw's listener http's port"},
+        unbindable={9001: "cannot be bound: Address already in use"},
+    )
+    assert parsed.resource is not None
+    assert [lst.name for lst in parsed.resource.listeners] == ["udp", "ok"]
+    message = parsed.message()
+    assert "Listener tcp: port 9000 is Gateway default/gw's listener http's port" in message
+    assert "Listener busy: port 9001 cannot be bound: Address already in use" in message
