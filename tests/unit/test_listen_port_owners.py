@@ -98,3 +98,41 @@ def test_a_global_configuration_leaves_out_listeners_on_ports_it_cannot_have() -
     message = parsed.message()
     assert "Listener tcp: port 9000 is Gateway default/gw's listener http's port" in message
     assert "Listener busy: port 9001 cannot be bound: Address already in use" in message
+
+
+_PORTS = st.integers(9000, 9006)
+
+
+@given(
+    claims=st.lists(
+        st.tuples(st.frozensets(_PORTS, max_size=3), st.frozensets(_PORTS, max_size=3)),
+        max_size=5,
+    ),
+    gateway=st.frozensets(_PORTS, max_size=3),
+    busy=st.frozensets(_PORTS, max_size=2),
+)
+def test_a_refused_port_is_never_granted_nor_opened(
+    claims: list[tuple[frozenset[int], frozenset[int]]],
+    gateway: frozenset[int],
+    busy: frozenset[int],
+) -> None:
+    """Whatever the order: a port a Gateway keeps or NGINX could not bind is
+    no Ingress's, the file never opens it, and each port opened has one scheme."""
+    files: dict[str, str] = {}
+    ports = ListenPorts(files)
+    for i, (plain, ssl) in enumerate(claims):
+        ports.claim(_ref(f"i{i}"), _age(f"i{i}", 2000 + i), Claim(plain, ssl - plain))
+    ports.set_gateway_ports(dict.fromkeys(gateway, "is a Gateway's"), gateway)
+    ports.block(dict.fromkeys(busy, "Address already in use"))
+    blocked = gateway | {p for p in busy if ports.oldest(p) is not None or p in gateway}
+    opened: dict[int, bool] = {}
+    for i in range(len(claims)):
+        grant = ports.grant(_ref(f"i{i}"))
+        assert not (grant.plain | grant.ssl) & blocked
+        for port in grant.plain:
+            assert opened.setdefault(port, False) is False
+        for port in grant.ssl:
+            assert opened.setdefault(port, True) is True
+    listens = files.get(HTTP_LISTENERS_FILE, "")
+    for port in blocked:
+        assert f"listen {port}" not in listens
