@@ -291,3 +291,28 @@ def test_a_global_configuration_listener_on_a_port_in_use_is_left_out(
         f.write("later", _ing("later", "later.test", str(later)))
         eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1
+
+
+def test_a_gateway_listener_on_a_port_in_use_is_told_and_the_rest_serves(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    busy, ok = free_port(), free_port()
+    _gateway_setup(f, backends)
+    listeners = [
+        {"name": "busy", "port": busy, "protocol": "HTTP"},
+        {"name": "ok", "port": ok, "protocol": "HTTP"},
+    ]
+    with _held(busy):
+        f.write("gw", gateway("gw", listeners), route("r", "gw", [], [to("tea")]))
+        f.start()
+        eventually(lambda: served("127.0.0.1", ok, "x.test") == "tea", 15, "the free listener")
+
+        def told() -> dict[str, Any] | None:
+            c = _listener_condition(f, "gw", "busy")
+            return c if c is not None and c["status"] == "False" else None
+
+        condition = eventually(told, 15, "PortUnavailable")
+        assert condition["reason"] == "PortUnavailable"
+        assert condition["message"] == f"port {busy} cannot be bound: Address already in use"
+    assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1

@@ -301,13 +301,24 @@ class NginxManager:
             await self._wait_version(version)
             if check is not None:
                 await check.confirm(reading, deadline)
-        except (ConfigTestError, ReloadError):
+        except (ConfigTestError, ReloadError) as e:
             self.write(before)
             self._write_version(self._version)
+            if isinstance(e, ReloadError):
+                self._remove_stale_sockets()
             raise
         finally:
             self._reload_errors = None
         return version
+
+    def _remove_stale_sockets(self) -> None:
+        """A master that failed to load a configuration closes the sockets it
+        bound for it without removing their files (a new unix listener, the
+        Gateway server's among them): binding them again would fail every
+        later reload. Those nothing listens on go."""
+        for where in {self._paths.state_dir, self._paths.socket_dir}:
+            for path in where.glob("*.sock"):
+                remove_if_stale(path)
 
     async def _wait_version(self, version: int) -> None:
         deadline = time.monotonic() + self._reload_timeout
