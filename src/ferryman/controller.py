@@ -143,7 +143,7 @@ class Controller:
                 ports,
                 self._transport.servers.set_gateway_ports,
             )
-            ports.on_holders_changed = self._gateways.touch
+            ports.on_owners_changed = self._gateways.touch
             translators.append(self._gateways)
         self._files.on_unbindable = Unbindable(
             settings, ports, self._d, self._gateways, self._transport.servers.block

@@ -316,3 +316,31 @@ def test_a_gateway_listener_on_a_port_in_use_is_told_and_the_rest_serves(
         assert condition["reason"] == "PortUnavailable"
         assert condition["message"] == f"port {busy} cannot be bound: Address already in use"
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1
+
+
+def test_an_older_global_configuration_takes_a_port_back_with_a_new_listener(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """Age decides, not who asked first: a listener added to an older
+    GlobalConfiguration takes the port from a younger Gateway's listener."""
+    f = ferryman
+    port, other = free_port(), free_port()
+    _gateway_setup(f, backends)
+    f.extra_args += ["--global-configuration", "default/gc"]
+    f.write("gc", _global_configuration(other, "2020-01-01T00:00:00Z"))
+    f.write("gw", _gw("gw", port, "2021-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
+    f.start()
+    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 10, "gateway serves")
+    gc = _global_configuration(other, "2020-01-01T00:00:00Z")
+    gc["spec"]["listeners"].append({"name": "tcp-two", "port": port, "protocol": "TCP"})
+    f.write("gc", gc)
+
+    def told() -> dict[str, Any] | None:
+        c = _listener_condition(f, "gw", "http")
+        return c if c is not None and c["status"] == "False" else None
+
+    condition = eventually(told, 10, "PortUnavailable")
+    assert condition["message"] == f"port {port} is GlobalConfiguration listener tcp-two's port"
+    gc_events = [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"]
+    assert gc_events[-1]["reason"] == "Updated"
+    assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0

@@ -64,7 +64,7 @@ def test_an_unbindable_port_is_refused_until_nobody_asks() -> None:
 def test_a_port_a_gateway_keeps_is_refused_to_ingresses() -> None:
     ports = ListenPorts({})
     told: list[int] = []
-    ports.on_holders_changed = lambda: told.append(1)
+    ports.on_owners_changed = lambda: told.append(1)
     ports.claim(_ref("a"), _age("a", 2021), Claim(frozenset({9001})))
     assert told and ports.oldest(9001) == (_age("a", 2021), _ref("a"))
     changed = ports.set_gateway_ports(

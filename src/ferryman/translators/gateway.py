@@ -99,6 +99,9 @@ class GatewayTranslator:
         self._ports = ports
         self._listeners_give_way = listeners_give_way
         self._everywhere: set[tuple[str, str]] = set()  # Gateways on every address
+        # The GlobalConfiguration's TCP and HTTP listeners as asked for (port ->
+        # name), whatever Gateways took from it since.
+        self._gc_ports: dict[int, str] = {}
         self._store = store
         self._d = desired
         self._worker = worker
@@ -259,6 +262,10 @@ class GatewayTranslator:
 
         outcomes = self._addresses(gateways)
         self._everywhere = {k for k, o in outcomes.items() if o == ANY_ADDRESS}
+        gc = reads.global_configuration() if self._ports is not None else None
+        self._gc_ports = {
+            lst.port: lst.name for lst in (gc.listeners if gc else ()) if lst.protocol != "UDP"
+        }
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists, self._unavailable
         )
@@ -354,9 +361,8 @@ class GatewayTranslator:
             return f"port {port} {unbindable[port]}"
         if (g.meta.namespace, g.meta.name) not in self._everywhere:
             return None  # on its own address: never an Ingress's or a listener's socket
-        for listener in self._ports.listeners():
-            if listener.port == port and listener.protocol != "UDP" and self._gc_older(g):
-                return f"port {port} is GlobalConfiguration listener {listener.name}'s port"
+        if port in self._gc_ports and self._gc_older(g):
+            return f"port {port} is GlobalConfiguration listener {self._gc_ports[port]}'s port"
         oldest = self._ports.oldest(port)
         if oldest is not None and oldest[0] < _age_key(g):
             ref = oldest[1]

@@ -64,7 +64,7 @@ class ListenPorts:
         self._holders: dict[int, tuple[AgeKey, ObjectRef]] = {}
         # Called when the oldest Ingress asking for some port changed (the
         # Gateway translator decides its listeners by it).
-        self.on_holders_changed: Callable[[], None] = lambda: None
+        self.on_owners_changed: Callable[[], None] = lambda: None
 
     @property
     def enabled(self) -> bool:
@@ -75,9 +75,6 @@ class ListenPorts:
         with --global-configuration, which always has the files."""
         self._listeners = tuple(listeners)
         self._write(always=True)
-
-    def listeners(self) -> tuple[Listener, ...]:
-        return self._listeners
 
     def oldest(self, port: int) -> tuple[AgeKey, ObjectRef] | None:
         """The oldest Ingress asking for ``port`` (whatever it is granted)."""
@@ -136,7 +133,7 @@ class ListenPorts:
         if holders != self._holders:
             self._holders = holders
             self._lift()
-            self.on_holders_changed()
+            self.on_owners_changed()
         scheme = self._schemes()
         blocked = {**self._gateway_ports, **self._unbindable}
         grants: dict[ObjectRef, Grant] = {}
