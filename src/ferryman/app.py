@@ -73,6 +73,22 @@ def _free_loopback_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _bind_webhook(port: int) -> socket.socket:
+    """The readiness gate webhook's port, bound before NGINX's public listeners
+    open: it serves only once the caches are whole, but no listener a resource
+    asks for may take its port meanwhile (and crash-loop every replica)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("0.0.0.0", port))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise SettingsError(f"--readiness-gate-webhook-port {port}: {e}") from e
+    sock.setblocking(False)
+    return sock
+
+
 async def _start_dns(settings: Settings) -> DnsServer:
     """Angie's upstreams resolve their peers here; it must answer before Angie starts."""
     from ferryman.dataplane.dns import DnsServer, Zone
@@ -207,10 +223,13 @@ async def _run(
     # way to ready. One step of the task spawns it.
     starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
     await asyncio.sleep(0)
+    webhook_socket: socket.socket | None = None
     try:
         cluster = (
             KubernetesMode(settings, store, queue, metrics) if settings.manifests is None else None
         )
+        if cluster is not None and settings.readiness_gate_webhook_port:
+            webhook_socket = _bind_webhook(settings.readiness_gate_webhook_port)
     except BaseException:
         await _abandon(nginx, starting)
         raise
@@ -334,7 +353,9 @@ async def _run(
         if cluster is not None:
             tasks += cluster.tasks(stop, controller, in_flight)
             if settings.readiness_gate_webhook_port:  # once the caches are whole
-                webhook = readiness_gate_webhook(settings, cluster, store, controller, metrics)
+                webhook = readiness_gate_webhook(
+                    settings, cluster, store, controller, metrics, webhook_socket
+                )
                 tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))
         tasks += [
             asyncio.create_task(controller.run(), name="controller"),
@@ -382,6 +403,8 @@ async def _run(
         await asyncio.gather(*report, return_exceptions=True)
         if dns is not None:
             await dns.stop()
+        if webhook_socket is not None:
+            webhook_socket.close()
         await probes.stop()
     log.info("stopped", extra={"fields": {"code": code}})
     return code

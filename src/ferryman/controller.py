@@ -51,6 +51,7 @@ from ferryman.translators.ingress import IngressTranslator, StatusSink
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.transport import RECORDS as STREAM_RECORDS
 from ferryman.translators.transport import TransportTranslator
+from ferryman.translators.unbindable import Unbindable
 from ferryman.translators.virtualserver import VirtualServerTranslator
 from ferryman.workqueue import WorkQueue
 
@@ -133,9 +134,20 @@ class Controller:
         self._gateways: GatewayTranslator | None = None
         if settings.gateway_api and virtual_servers:
             self._gateways = GatewayTranslator(
-                settings, store, self._d, self, self._files.desired, gateway_status
+                settings,
+                store,
+                self._d,
+                self,
+                self._files.desired,
+                gateway_status,
+                ports,
+                self._transport.servers.set_gateway_ports,
             )
+            ports.on_owners_changed = self._gateways.touch
             translators.append(self._gateways)
+        self._files.on_unbindable = Unbindable(
+            settings, ports, self._d, self._gateways, self._transport.servers.block
+        ).refuse
         self._translators = translators
         self._syncs = {kind: t for t in translators for kind in t.kinds}
         self._renders = {kind: t for t in translators for kind in t.renders}

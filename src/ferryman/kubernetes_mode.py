@@ -10,6 +10,7 @@ here where it is used, so that manifests mode never loads it.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -230,8 +231,10 @@ def webhook(
     store: Store,
     controller: Controller,
     metrics: Metrics,
+    bound: socket.socket | None = None,
 ) -> WebhookServer:
-    """The readiness gate webhook, reading the served Services from the cache."""
+    """The readiness gate webhook, reading the served Services from the cache
+    (``bound``: its port's socket, bound early; None: bound when it starts)."""
     from ferryman.webhook.admission import CachedServices, Injector
     from ferryman.webhook.cluster import CertificateSecret
     from ferryman.webhook.server import WebhookServer
@@ -240,7 +243,7 @@ def webhook(
     namespace, name = settings.readiness_gate_webhook_cert_secret
     client = cluster.client
     return WebhookServer(
-        settings.readiness_gate_webhook_port,
+        bound if bound is not None else settings.readiness_gate_webhook_port,
         Injector(
             settings.ingress_class,
             CachedServices(controller.served_services, store.get, store.stamp),

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ferryman.configs.configmap import ConfigMapState
 from ferryman.dataplane import DataPlane
-from ferryman.dataplane.errors import ConfigError, ConfigTestError
+from ferryman.dataplane.errors import (
+    DROPPED,
+    GIVE_UP,
+    RETRY,
+    ConfigError,
+    ConfigTestError,
+    ReloadError,
+)
 from ferryman.queue_keys import RESYNC
 from ferryman.report import Reporter
 from ferryman.resources.meta import ObjectRef
@@ -54,6 +61,11 @@ class NginxFiles:
         self._configmap = configmap
         self._configmap_changed = False  # its Event waits for the reload's outcome
         self._reload_failures = 0  # unconfirmed reloads in a row (for the retry's backoff)
+        self._retry_error = ""  # why the reload to be retried failed
+        self._configmap_waiting = False  # its Warning for that said
+        # NGINX could not bind these ports (port -> reason): what to do
+        # (dataplane/errors.py: DROPPED, RETRY or GIVE_UP).
+        self.on_unbindable: Callable[[Mapping[int, str]], str] = lambda ports: RETRY
 
     def applied(self, path: str) -> str | None:
         """The text of ``path`` the data plane runs."""
@@ -92,10 +104,14 @@ class NginxFiles:
         """Report how the ConfigMap's update went (``error``: ``nginx -t``'s refusal,
         "" while a reload is still to be retried); after a refusal its last good
         values are rendered again (at start-up, the defaults: the listeners open)."""
+        ref = ObjectRef("ConfigMap", cm.namespace, cm.name)
         if error == "":
+            if not self._configmap_waiting:
+                self._configmap_waiting = True
+                self._reporter.event(ref, *cm.waiting(self._retry_error))
             return
         self._configmap_changed = False
-        ref = ObjectRef("ConfigMap", cm.namespace, cm.name)
+        self._configmap_waiting = False
         self._reporter.event(ref, *cm.reloaded(error))
         if error is not None:
             retry = cm.files()
@@ -110,23 +126,43 @@ class NginxFiles:
         try:
             await self._dataplane.apply(changes)
         except ConfigTestError as e:
-            # Refused: keep the last good files; not retried until settings change.
-            # In place: translators (TransportServers' stream.conf) hold the dict.
-            self.desired.clear()
-            self.desired.update(self._applied)
-            return str(e) or "nginx -t failed"
-        except ConfigError:
-            # Tested good but not taken (a listener could not bind, no answer in
-            # time): try again later, the cause may pass.
-            delay = min(RELOAD_RETRY_BASE * 2**self._reload_failures, RELOAD_RETRY_MAX)
-            self._reload_failures += 1
-            asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
-            log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
-            return ""
+            return self._refused(str(e) or "nginx -t failed")
+        except ReloadError as e:
+            if e.ports:
+                # A port NGINX cannot bind: the same files would fail for ever.
+                # Refused to whoever asked for it, and the reload goes on at once.
+                self._retry_error = str(e)
+                outcome = self.on_unbindable(e.ports)
+                if outcome == DROPPED:
+                    self._queue.add(RESYNC)
+                    return ""
+                if outcome == GIVE_UP:
+                    return self._refused(str(e))
+            return self._retry(e)
+        except ConfigError as e:
+            return self._retry(e)
         self._reload_failures = 0
+        self._retry_error = ""
         for p, t in changes.items():
             if t is None:
                 self._applied.pop(p, None)
             else:
                 self._applied[p] = t
         return None
+
+    def _refused(self, error: str) -> str:
+        """Keep the last good files; not retried until settings change. In
+        place: translators (TransportServers' stream.conf) hold the dict."""
+        self.desired.clear()
+        self.desired.update(self._applied)
+        return error
+
+    def _retry(self, e: ConfigError) -> str:
+        """Tested good but not taken (no answer in time): try again later, the
+        cause may pass."""
+        delay = min(RELOAD_RETRY_BASE * 2**self._reload_failures, RELOAD_RETRY_MAX)
+        self._reload_failures += 1
+        self._retry_error = str(e)
+        asyncio.get_running_loop().call_later(delay, self._queue.add, RESYNC)
+        log.warning("nginx reload is retried", extra={"fields": {"retry_in": delay}})
+        return ""

@@ -45,12 +45,25 @@ MERGEABLE_HOST = "MergeableIngressHost"
 SecretParser = Callable[[Mapping[str, Any]], Any]
 
 
+def own_ports(settings: Settings) -> dict[int, str]:
+    """The ports ferryman itself opens besides the public HTTP and HTTPS ones
+    (port -> its flag): no resource may take them, whoever binds first (the
+    webhook binds after NGINX's first reload; a listener there would stop it)."""
+    s = settings
+    flags = (
+        (s.ready_port, "--ready-port"),
+        (s.metrics_port, "--metrics-port"),
+        (s.nginx_status_port, "--nginx-status-port"),
+        (s.readiness_gate_webhook_port, "--readiness-gate-webhook-port"),
+        (s.angie_dns_port, "--angie-dns-port"),
+    )
+    return {port: flag for port, flag in flags if port}
+
+
 def forbidden_ports(settings: Settings) -> frozenset[int]:
     """The ports no GlobalConfiguration listener may take: NIC forbids its own
-    (HTTP, HTTPS, readiness, metrics, stub_status)."""
-    s = settings
-    ports = (s.http_port, s.https_port, s.ready_port, s.metrics_port, s.nginx_status_port)
-    return frozenset(p for p in ports if p)
+    (HTTP, HTTPS, readiness, metrics, stub_status); ferryman its webhook's too."""
+    return frozenset({settings.http_port, settings.https_port, *own_ports(settings)} - {0})
 
 
 class Cache:

@@ -122,6 +122,11 @@ class TransportServers:
         self._read_secret = read_secret
         self._rendering = False
         self._gc: GlobalConfiguration | None = None
+        # Ports older Gateway listeners on every address keep (port -> who):
+        # the GlobalConfiguration's TCP/HTTP listeners there are left out.
+        self._gateway_ports: dict[int, str] = {}
+        # Ports NGINX could not bind (port -> why): left out until it changes.
+        self._unbindable: dict[int, str] = {}
         self._servers: dict[ObjectRef, TransportServer] = {}
         self._invalid: dict[ObjectRef, str] = {}  # ref -> NIC's message
         self._reported: dict[ObjectRef, Outcome] = {}
@@ -147,6 +152,7 @@ class TransportServers:
 
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "GlobalConfiguration":
+            self._unbindable = {}  # changed: every listener is tried again
             self._sync_global_configuration(ref)
             self._recompute(changed={ref})
             return
@@ -197,6 +203,34 @@ class TransportServers:
         if not self._rendering:
             self._recompute(changed=set())
 
+    def set_gateway_ports(self, held: Mapping[int, str]) -> None:
+        """The ports Gateways keep (translators/gateway.py decided by age)."""
+        if dict(held) == self._gateway_ports:
+            return
+        self._gateway_ports = dict(held)
+        self._parse_again()
+
+    def block(self, ports: Mapping[int, str]) -> bool:
+        """NGINX could not bind ``ports`` (port -> its reason): the listeners
+        asking for them are left out (reported as the object's other problems)
+        until it changes. True when some listener was."""
+        mine = (
+            {p for p in ports if any(lst.port == p for lst in self._gc.listeners)}
+            if (self._gc is not None)
+            else set()
+        )
+        if not mine:
+            return False
+        self._unbindable.update({p: f"cannot be bound: {ports[p]}" for p in mine})
+        self._parse_again()
+        return True
+
+    def _parse_again(self) -> None:
+        if (name := self._settings.global_configuration) is not None:
+            ref = ObjectRef("GlobalConfiguration", *name)
+            self._sync_global_configuration(ref)
+            self._recompute(changed={ref})
+
     def _sync_global_configuration(self, ref: ObjectRef) -> None:
         if self._settings.global_configuration != (ref.namespace, ref.name):
             return  # NIC watches the one it is told about, by name
@@ -206,7 +240,12 @@ class TransportServers:
             if self._http_listeners:
                 self._set_http_listeners(())
             return
-        parsed = parse_global_configuration(obj, forbidden_ports=forbidden_ports(self._settings))
+        parsed = parse_global_configuration(
+            obj,
+            forbidden_ports=forbidden_ports(self._settings),
+            held=self._gateway_ports,
+            unbindable=self._unbindable,
+        )
         self._gc = parsed.resource
         if self._http_listeners:
             # A new or removed HTTP listener reloads (the controller applies files).

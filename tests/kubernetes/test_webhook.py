@@ -25,6 +25,7 @@ from lightkube.models.core_v1 import Container, PodReadinessGate, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.core_v1 import Namespace, Pod, Secret, ServiceAccount
+from lightkube.resources.events_v1 import Event
 from lightkube.types import PatchType
 
 from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
@@ -398,5 +399,47 @@ def test_a_namespace_without_the_label_gets_no_gate_whatever_the_configuration_s
         wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 5, "no gate once opted out")
         reviews = f.metrics()
         assert reviews['ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}'] >= 1
+    finally:
+        assert f.stop() == 0
+
+
+def test_an_ingress_asking_for_the_webhooks_port_is_refused_it(
+    tmp_path: Path, apiserver: APIServer, kube: Client, pods_namespace: str,
+    cluster_objects: list[str],
+) -> None:  # fmt: skip
+    """The webhook's port is ferryman's: bound before NGINX's listeners open
+    and refused to an Ingress's listen-ports, which is told; the webhook
+    serves, where NGINX taking the port first once stopped every replica."""
+    ns = pods_namespace
+    config, port = f"port-{ns}", free_port()
+    asks = {"nginx.org/listen-ports": str(port)}
+    apply(
+        kube,
+        _service("web", ns, {"app": "web"}),
+        ingress("web", [rule("web.test", path("/", "web"))], namespace=ns),
+        ingress("greedy", [rule("greedy.test", path("/", "web"))], namespace=ns,
+                annotations=asks),
+    )  # fmt: skip
+    cluster_objects.append(config)
+    apply(kube, _configuration(config, ns, port))
+    f = _ferryman(tmp_path, apiserver, ns, port, config)
+    f.start()
+    try:
+        wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
+                   10, "caBundle")  # fmt: skip
+        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+
+        def warned() -> list[str]:
+            return [
+                e.note or ""
+                for e in kube.list(Event, namespace=ns)
+                if e.regarding is not None
+                and e.regarding.name == "greedy"
+                and e.reason == "AddedOrUpdatedWithWarning"
+            ]
+
+        note = wait_until(warned, 10, "Warning Event")[-1]
+        assert f"port {port} is ferryman's --readiness-gate-webhook-port" in note
+        assert f.proc is not None and f.proc.poll() is None
     finally:
         assert f.stop() == 0

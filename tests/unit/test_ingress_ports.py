@@ -46,7 +46,14 @@ from tests.unit.nginx_check import assert_nginx_t
 from tests.unit.test_controller_failures import _service
 from tests.unit.test_render import MAIN
 
-LIMITS = Limits(80, 443, reserved_ports(8081, 9113, 8080, [("dns-tcp", 5353)]))
+LIMITS = Limits(
+    80,
+    443,
+    reserved_ports(
+        {8081: "--ready-port", 9113: "--metrics-port", 8080: "--nginx-status-port"},
+        [("dns-tcp", 5353)],
+    ),
+)
 
 
 def test_nics_parsing_and_messages() -> None:

@@ -288,6 +288,16 @@ class ConfigMapState:
             files[DHPARAM_FILE] = dhparam
         return files
 
+    def waiting(self, error: str) -> Event:
+        """The Event for an update whose reload failed and is tried again (it
+        may yet apply: its values stay)."""
+        return (
+            "Warning",
+            UPDATED_WITH_ERROR,
+            f"ConfigMap {self.who} was updated, but not applied yet: {error}; "
+            "the reload is retried",
+        )
+
     def reloaded(self, error: str | None) -> Event:
         """The Event for the update just applied: ``error`` is why NGINX refused
         it (the values then go back to those it runs with)."""

@@ -127,10 +127,11 @@ SecretCheck = Callable[[str, str], str | None]
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 ServiceExists = Callable[[str, str], bool]
 # Why a listener's port cannot be served (ferryman's own ports), None when it can.
-PortCheck = Callable[[int], str | None]
+# Why a Gateway cannot have a port (None: it can).
+PortCheck = Callable[[Gateway, int], str | None]
 
 
-def _any_port(port: int) -> str | None:
+def _any_port(gateway: Gateway, port: int) -> str | None:
     return None
 
 
@@ -150,7 +151,7 @@ def attach(
     by_name = {(g.meta.namespace, g.meta.name): g for g in gateways}
     for key, g in by_name.items():
         listener_status[key] = {
-            lst.name: _listener_status(g, lst, grants, secret, port_unavailable(lst.port))
+            lst.name: _listener_status(g, lst, grants, secret, port_unavailable(g, lst.port))
             for lst in g.listeners
         }
     attached: dict[tuple[str, str, str], int] = {}

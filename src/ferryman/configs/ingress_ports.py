@@ -15,13 +15,15 @@ port from something else) is refused here, port by port, each with a warning;
 the Ingress's other ports and everything else keep serving:
 
 - a port above 65535 (NIC's parser accepts up to 2^31-1; ``nginx -t`` fails);
-- ferryman's readiness, metrics or stub_status port, the other scheme's
+- ferryman's readiness, metrics, stub_status or webhook port, the other scheme's
   default port (``--https-port`` in ``listen-ports``, ``--http-port`` in
   ``listen-ports-ssl``), or a GlobalConfiguration listener's port (any protocol:
   the listener owns it);
 - a port in both annotations of one Ingress (refused in ``listen-ports-ssl``);
 - a port another, older Ingress serves with the other scheme (``ListenPorts``
-  in listen_ports.py decides: the oldest claimant, as for hosts).
+  in listen_ports.py decides: the oldest claimant, as for hosts), an older
+  Gateway's listener on every address keeps, or NGINX could not bind (another
+  process holds it).
 
 The default port of the annotation's own scheme in the list is the default
 listener. A scheme whose ports are all refused is served on no port (never
@@ -87,19 +89,14 @@ def _read(annotations: Mapping[str, str], key: str) -> tuple[int, ...] | None:
         return None
 
 
-def reserved_ports(
-    ready: int, metrics: int, status: int, listeners: Iterable[tuple[str, int]]
-) -> dict[int, str]:
-    """port -> what holds it: ferryman's own ports (0: off) and the
+def reserved_ports(own: Mapping[int, str], listeners: Iterable[tuple[str, int]]) -> dict[int, str]:
+    """port -> what holds it: ferryman's own ports (port -> flag) and the
     GlobalConfiguration's listeners (name, port)."""
     out: dict[int, str] = {}
     for name, port in listeners:
         out.setdefault(port, f"is GlobalConfiguration listener {name}'s")
-    for port, flag in ((ready, "--ready-port"), (metrics, "--metrics-port")):
-        if port:
-            out[port] = f"is ferryman's {flag}"
-    if status:
-        out[status] = "is ferryman's --nginx-status-port"
+    for port, flag in own.items():
+        out[port] = f"is ferryman's {flag}"
     return out
 
 
@@ -138,6 +135,12 @@ def _checked(
 
 def _refused(key: str, port: int, why: str) -> str:
     return f"{PREFIX}{key}: port {port} {why}; the host is not served on it"
+
+
+def refused_warning(key: str, port: int, why: str) -> str:
+    """A port refused to every Ingress: NGINX cannot bind it, or an older
+    Gateway keeps it (``why`` says which)."""
+    return _refused(key, port, why)
 
 
 def taken_warning(key: str, port: int, by: str) -> str:

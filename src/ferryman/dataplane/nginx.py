@@ -36,6 +36,7 @@ from ferryman.dataplane.errors import (
 from ferryman.dataplane.files import atomic_write
 from ferryman.dataplane.in_flight import InFlight, parse_peer_counts
 from ferryman.dataplane.nginx_messages import (
+    bind_failure,
     culprits_in,
     level_of,
     master_failure,
@@ -107,6 +108,7 @@ class NginxManager:
         self._reloads = reloads
         # While a reload waits for its confirmation: the master's [emerg] lines.
         self._reload_errors: list[str] | None = None
+        self._unbound: dict[int, str] = {}  # ...and the ports it could not bind
         self._paths = paths
         self._reload_timeout = reload_timeout
         self._render_version = render_version
@@ -236,8 +238,12 @@ class NginxManager:
             self._watch_reload(proc.pid, line)
 
     def _watch_reload(self, master: int, line: str) -> None:
-        if self._reload_errors is not None and master_failure(line, master):
+        if self._reload_errors is None:
+            return
+        if master_failure(line, master):
             self._reload_errors.append(line)
+        elif (bound := bind_failure(line, master)) is not None:
+            self._unbound.setdefault(*bound)
 
     async def _test(self) -> None:
         proc = await asyncio.create_subprocess_exec(
@@ -287,6 +293,7 @@ class NginxManager:
             check = self._reload_check
             reading = await check.before() if check is not None else 0
             self._reload_errors = []
+            self._unbound = {}
             self._proc.send_signal(signal.SIGHUP)
             # The timeout runs from the HUP, for both confirmations: the test
             # before it can take long too (13 s for Angie at 10,000 hosts).
@@ -294,13 +301,24 @@ class NginxManager:
             await self._wait_version(version)
             if check is not None:
                 await check.confirm(reading, deadline)
-        except (ConfigTestError, ReloadError):
+        except (ConfigTestError, ReloadError) as e:
             self.write(before)
             self._write_version(self._version)
+            if isinstance(e, ReloadError):
+                self._remove_stale_sockets()
             raise
         finally:
             self._reload_errors = None
         return version
+
+    def _remove_stale_sockets(self) -> None:
+        """A master that failed to load a configuration closes the sockets it
+        bound for it without removing their files (a new unix listener, the
+        Gateway server's among them): binding them again would fail every
+        later reload. Those nothing listens on go."""
+        for where in {self._paths.state_dir, self._paths.socket_dir}:
+            for path in where.glob("*.sock"):
+                remove_if_stale(path)
 
     async def _wait_version(self, version: int) -> None:
         deadline = time.monotonic() + self._reload_timeout
@@ -312,7 +330,8 @@ class NginxManager:
                 raise ReloadError(f"nginx exited with code {self._proc.returncode}")
             if self._reload_errors:
                 raise ReloadError(
-                    "the master kept its old configuration: " + "; ".join(self._reload_errors)
+                    "the master kept its old configuration: " + "; ".join(self._reload_errors),
+                    self._unbound,
                 )
             try:
                 answering = self._paths.generation_socket(version)

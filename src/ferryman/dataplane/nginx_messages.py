@@ -43,6 +43,8 @@ _ATTEMPT_RE = re.compile(
 # could not bind()", is the failure.
 _MASTER_EMERG_RE = re.compile(r"\[emerg\] (\d+)#")
 _BIND_RETRIED_RE = re.compile(r"\] \d+#\d+: bind\(\) to \S+ failed")
+# Which port: "bind() to 0.0.0.0:8080 failed (98: Address already in use)".
+_BIND_RE = re.compile(r"\[emerg\] (\d+)#\d+: bind\(\) to \S*:(\d+) failed \((?:\d+: )?([^)]*)\)")
 
 
 def level_of(line: str) -> int:
@@ -59,6 +61,15 @@ def master_failure(line: str, master: int) -> bool:
     load (not a bind() it retries by itself)."""
     m = _MASTER_EMERG_RE.search(line)
     return m is not None and int(m.group(1)) == master and not _BIND_RETRIED_RE.search(line)
+
+
+def bind_failure(line: str, master: int) -> tuple[int, str] | None:
+    """The port the master ``master`` could not bind and NGINX's reason, when
+    ``line`` says so: the culprit of a reload that then fails."""
+    m = _BIND_RE.search(line)
+    if m is None or int(m.group(1)) != master:
+        return None
+    return int(m.group(2)), m.group(3)
 
 
 def culprits_in(message: str, state_dir: Path) -> tuple[str, ...]:

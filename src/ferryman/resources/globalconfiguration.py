@@ -69,9 +69,14 @@ def parse_global_configuration(
     obj: Mapping[str, Any],
     context: Context | None = None,
     forbidden_ports: frozenset[int] = frozenset(),
+    held: Mapping[int, str] | None = None,
+    unbindable: Mapping[int, str] | None = None,
 ) -> Parsed[GlobalConfiguration]:
     """The valid listeners and the problems of the others; ``forbidden_ports``
-    are ferryman's own (NIC forbids its HTTP/HTTPS and status ports).
+    are ferryman's own (NIC forbids its HTTP/HTTPS and status ports);
+    ``held``: ports older resources hold (port -> who, said in the problem:
+    one owner per port), refused to TCP and HTTP listeners; ``unbindable``:
+    ports NGINX could not bind (port -> why), refused to every listener.
 
     Parsed.resource is None only when the object itself is unusable (no
     metadata, a spec that is not an object)."""
@@ -88,6 +93,12 @@ def parse_global_configuration(
         before = len(ctx.problems)
         listener = _listener(item, forbidden_ports)
         if listener is None or len(ctx.problems) > before:
+            continue
+        refused = dict(held or {}) if listener.protocol != "UDP" else {}
+        refused.update(unbindable or {})
+        if listener.port in refused:
+            why = f"Listener {listener.name}: port {listener.port} {refused[listener.port]}"
+            ctx.add(forbidden(f"spec.listeners[{i}].port", why))
             continue
         if listener.name in names:
             ctx.add(duplicate(f"spec.listeners[{i}].name", listener.name))

@@ -18,13 +18,16 @@ Ingress and VirtualServer hosts never share; so a name claimed by an Ingress
 and a Gateway listener is served by both, each where it listens. Without an
 address pool every Gateway listens on all addresses, and ferryman's own ports
 (the Ingress listeners among them) are refused to its listeners
-(PortUnavailable) rather than shared.
+(PortUnavailable) rather than shared; so are a GlobalConfiguration listener's
+port, a port NGINX could not bind, and an Ingress's ``listen-ports`` port when
+that Ingress is older (one owner per port, the oldest: listen_ports.py keeps
+the Ingresses' side and is told which ports the Gateways keep).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +47,7 @@ from ferryman.configs.gateway_status import (
     route_parents,
 )
 from ferryman.configs.model import BackendKey, backend_key
+from ferryman.configuration import AgeKey
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
@@ -61,6 +65,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
+from ferryman.translators.listen_ports import ListenPorts
 
 log = logging.getLogger("ferryman.gateway")
 
@@ -83,8 +88,20 @@ class GatewayTranslator:
         worker: Worker,
         files: MutableMapping[str, str],
         status: GatewayStatusSink | None,
+        ports: ListenPorts | None = None,
+        listeners_give_way: Callable[[Mapping[int, str]], None] = lambda held: None,
     ) -> None:
+        """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
+        listeners (None: neither is served); ``listeners_give_way``: told the
+        ports Gateways keep, where a younger GlobalConfiguration's listeners
+        are left out (transport_servers.py)."""
         self._settings = settings
+        self._ports = ports
+        self._listeners_give_way = listeners_give_way
+        self._everywhere: set[tuple[str, str]] = set()  # Gateways on every address
+        # The GlobalConfiguration's TCP and HTTP listeners as asked for (port ->
+        # name), whatever Gateways took from it since.
+        self._gc_ports: dict[int, str] = {}
         self._store = store
         self._d = desired
         self._worker = worker
@@ -243,10 +260,17 @@ class GatewayTranslator:
         def service_exists(namespace: str, name: str) -> bool:
             return store.get("Service", namespace, name) is not None
 
+        outcomes = self._addresses(gateways)
+        self._everywhere = {k for k, o in outcomes.items() if o == ANY_ADDRESS}
+        gc = reads.global_configuration() if self._ports is not None else None
+        self._gc_ports = {
+            lst.port: lst.name for lst in (gc.listeners if gc else ()) if lst.protocol != "UDP"
+        }
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists, self._unavailable
         )
-        outcomes = self._addresses(gateways)
+        held: dict[int, str] = {}
+        asked: set[int] = set()
         served: list[Served] = []
         sockets: set[tuple[str, int, bool]] = set()
         for g in gateways:
@@ -265,8 +289,12 @@ class GatewayTranslator:
                 continue
             usable = {s.name for s in status.listeners if _programmed(s.conditions)}
             for lst in g.listeners:
+                asked.add(lst.port)
                 if lst.name not in usable:
                     continue
+                if address == ANY_ADDRESS:
+                    who = f"{g.meta.namespace}/{g.meta.name}'s listener {lst.name}"
+                    held.setdefault(lst.port, f"is Gateway {who}'s port")
                 cert = None
                 if lst.protocol == "HTTPS" and lst.certificates:
                     cref = lst.certificates[0]
@@ -277,6 +305,9 @@ class GatewayTranslator:
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         self._write_records(served)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
+        if self._ports is not None and (changed := self._ports.set_gateway_ports(held, asked)):
+            self._worker.render_all(changed)
+        self._listeners_give_way(held)
         controller = settings.gateway_controller_name
         for route in routes:
             ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
@@ -322,7 +353,34 @@ class GatewayTranslator:
                 else:
                     self._route_backends.pop(ref, None)
 
-    def _unavailable(self, port: int) -> str | None:
+    def _unavailable(self, g: Gateway, port: int) -> str | None:
+        own = self._own_port(port)
+        if own is not None or self._ports is None:
+            return own
+        if port in (unbindable := self._ports.unbindable()):
+            return f"port {port} {unbindable[port]}"
+        if (g.meta.namespace, g.meta.name) not in self._everywhere:
+            return None  # on its own address: never an Ingress's or a listener's socket
+        if port in self._gc_ports and self._gc_older(g):
+            return f"port {port} is GlobalConfiguration listener {self._gc_ports[port]}'s port"
+        oldest = self._ports.oldest(port)
+        if oldest is not None and oldest[0] < _age_key(g):
+            ref = oldest[1]
+            return f"port {port} is served for Ingress {ref.namespace}/{ref.name}"
+        return None
+
+    def _gc_older(self, g: Gateway) -> bool:
+        """The GlobalConfiguration is older than ``g``: its listeners keep their
+        ports (else it leaves out those ``g``'s listeners take)."""
+        name = self._settings.global_configuration
+        obj = self._store.get("GlobalConfiguration", *name) if name else None
+        meta = (obj or {}).get("metadata") or {}
+        ts = meta.get("creationTimestamp")
+        ts = ts if isinstance(ts, str) else None
+        age = (ts is None, ts or "", *(name or ("", "")), "GlobalConfiguration")
+        return age < _age_key(g)
+
+    def _own_port(self, port: int) -> str | None:
         s = self._settings
         own = {s.ready_port: "readiness", s.metrics_port: "metrics"}
         if s.nginx_status_port:
@@ -367,6 +425,12 @@ class _Parse:
 
 def _age(g: Gateway) -> tuple[str, str, str]:
     return (g.meta.creation_timestamp or "", g.meta.namespace, g.meta.name)
+
+
+def _age_key(g: Gateway) -> AgeKey:
+    """As Ingresses' (configuration.age_key): who is older decides a port."""
+    ts = g.meta.creation_timestamp
+    return (ts is None, ts or "", g.meta.namespace, g.meta.name, "Gateway")
 
 
 def _programmed(conditions: Iterable[Any]) -> bool:

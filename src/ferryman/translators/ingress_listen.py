@@ -14,12 +14,13 @@ from ferryman.configs.ingress_ports import (
     Wanted,
     check,
     listeners,
+    refused_warning,
     reserved_ports,
     taken_warning,
     wanted,
 )
 from ferryman.configuration import age_key
-from ferryman.reads import Reads
+from ferryman.reads import Reads, own_ports
 from ferryman.resources.ingress import Ingress
 from ferryman.resources.ingress_annotations import PREFIX
 from ferryman.resources.meta import ObjectRef
@@ -38,7 +39,7 @@ def limits(settings: Settings, reads: Reads) -> Limits:
     gc = reads.global_configuration()
     s = settings
     held = [(listener.name, listener.port) for listener in gc.listeners] if gc else []
-    reserved = reserved_ports(s.ready_port, s.metrics_port, s.nginx_status_port, held)
+    reserved = reserved_ports(own_ports(s), held)
     return Limits(s.http_port, s.https_port, reserved)
 
 
@@ -70,5 +71,6 @@ def listen_ports(
     others = ports.claim(ref, age_key(ing), claim)
     grant = ports.grant(ref)
     warnings += [taken_warning(SSL if ssl else PLAIN, p, by) for p, ssl, by in grant.taken]
+    warnings += [refused_warning(SSL if ssl else PLAIN, p, why) for p, ssl, why in grant.refused]
     names = listeners(want, grant.plain, grant.ssl, bounds)
     return [replace(w, host=replace(w.host, listeners=names)) for w in written], warnings, others

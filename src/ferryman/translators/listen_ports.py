@@ -13,11 +13,19 @@ A port is opened with one scheme: when Ingresses ask for one port with both,
 the oldest claimant's (creationTimestamp, namespace, name: as hosts are
 owned) wins, and the others are told (``taken``) and re-rendered when that
 changes (``claim`` and ``release`` return whose grants changed).
+
+A port has one owner across kinds too. A Gateway listening on every address
+(no --gateway-addresses) that is older than every Ingress asking for one of
+its listeners' ports keeps it (translators/gateway.py asks ``oldest`` and
+hands over what it keeps, ``set_gateway_ports``); the Ingresses are refused
+it. A port NGINX could not bind (another process holds it: the failed
+reload names it, ``unbindable``) is refused to every Ingress asking for it
+until none does, so the reload goes on without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from ferryman.configs.http_listeners import HTTP_LISTENERS_FILE, listener_files
@@ -35,6 +43,8 @@ class Grant:
     plain: frozenset[int] = frozenset()
     ssl: frozenset[int] = frozenset()
     taken: tuple[tuple[int, bool, str], ...] = ()  # (port, asked as TLS, holder)
+    # Ports refused to every Ingress: (port, asked as TLS, why).
+    refused: tuple[tuple[int, bool, str], ...] = ()
 
 
 class ListenPorts:
@@ -46,6 +56,15 @@ class ListenPorts:
         self._listeners: tuple[Listener, ...] = ()
         self._claims: dict[ObjectRef, tuple[AgeKey, Claim]] = {}
         self._grants: dict[ObjectRef, Grant] = {}
+        # Ports refused to every Ingress (port -> why, said in the warning):
+        # those NGINX could not bind, and those older Gateways keep.
+        self._unbindable: dict[int, str] = {}
+        self._gateway_ports: dict[int, str] = {}
+        self._gateway_asks: frozenset[int] = frozenset()
+        self._holders: dict[int, tuple[AgeKey, ObjectRef]] = {}
+        # Called when the oldest Ingress asking for some port changed (the
+        # Gateway translator decides its listeners by it).
+        self.on_owners_changed: Callable[[], None] = lambda: None
 
     @property
     def enabled(self) -> bool:
@@ -56,6 +75,40 @@ class ListenPorts:
         with --global-configuration, which always has the files."""
         self._listeners = tuple(listeners)
         self._write(always=True)
+
+    def oldest(self, port: int) -> tuple[AgeKey, ObjectRef] | None:
+        """The oldest Ingress asking for ``port`` (whatever it is granted)."""
+        return self._holders.get(port)
+
+    def unbindable(self) -> Mapping[int, str]:
+        return self._unbindable
+
+    def set_gateway_ports(self, held: Mapping[int, str], asked: Iterable[int]) -> set[ObjectRef]:
+        """The ports Gateways keep (port -> what holds it) and every port their
+        listeners ask for; returns the Ingresses whose grants changed."""
+        self._gateway_asks = frozenset(asked)
+        if dict(held) == self._gateway_ports and not self._lift():
+            return set()
+        self._gateway_ports = dict(held)
+        return self._decide()
+
+    def block(self, ports: Mapping[int, str]) -> tuple[set[ObjectRef], set[int]]:
+        """NGINX could not bind ``ports`` (port -> its reason): refused from now
+        on. Returns the Ingresses whose grants changed, and the ports some
+        Ingress or Gateway asked for (those a reload can go on without)."""
+        asked = {p for p in ports if p in self._holders or p in self._gateway_asks}
+        for port in asked:
+            self._unbindable[port] = f"cannot be bound: {ports[port]}"
+        return (self._decide() if asked else set()), asked
+
+    def _lift(self) -> bool:
+        """A port nobody asks for any more is tried again when next asked."""
+        gone = [
+            p for p in self._unbindable if p not in self._holders and p not in self._gateway_asks
+        ]
+        for port in gone:
+            del self._unbindable[port]
+        return bool(gone)
 
     def grant(self, ref: ObjectRef) -> Grant:
         return self._grants.get(ref, Grant())
@@ -76,33 +129,53 @@ class ListenPorts:
         return self._decide() - {ref}
 
     def _decide(self) -> set[ObjectRef]:
+        holders = self._oldest()
+        if holders != self._holders:
+            self._holders = holders
+            self._lift()
+            self.on_owners_changed()
         scheme = self._schemes()
+        blocked = {**self._gateway_ports, **self._unbindable}
         grants: dict[ObjectRef, Grant] = {}
         for ref, (_, claim) in self._claims.items():
             asked = [(p, False) for p in claim.plain] + [(p, True) for p in claim.ssl]
             taken = []
+            refused: list[tuple[int, bool, str]] = []
             for port, ssl in asked:
+                if port in blocked:
+                    refused.append((port, ssl, blocked[port]))
+                    continue
                 held, by = scheme[port]
                 if held != ssl:
                     taken.append((port, ssl, f"{by.namespace}/{by.name}"))
-            refused = {p for p, _, _ in taken}
+            out = {p for p, _, _ in taken} | {p for p, _, _ in refused}
             grants[ref] = Grant(
-                frozenset(claim.plain - refused),
-                frozenset(claim.ssl - refused),
+                frozenset(claim.plain - out),
+                frozenset(claim.ssl - out),
                 tuple(sorted(taken)),
+                tuple(sorted(refused)),
             )
         old = self._grants
         self._grants = grants
         self._write()
         return {r for r in grants.keys() | old.keys() if grants.get(r) != old.get(r)}
 
+    def _oldest(self) -> dict[int, tuple[AgeKey, ObjectRef]]:
+        out: dict[int, tuple[AgeKey, ObjectRef]] = {}
+        for ref, (age, claim) in sorted(self._claims.items(), key=lambda i: (i[1][0], i[0])):
+            for port in claim.plain | claim.ssl:
+                out.setdefault(port, (age, ref))
+        return out
+
     def _schemes(self) -> dict[int, tuple[bool, ObjectRef]]:
-        """Each port's scheme (TLS or not) and the oldest claimant that set it."""
+        """Each open port's scheme (TLS or not) and the oldest claimant that set
+        it (the ports refused to every Ingress left out)."""
         scheme: dict[int, tuple[bool, ObjectRef]] = {}
+        blocked = self._gateway_ports.keys() | self._unbindable.keys()
         for ref, (_, claim) in sorted(self._claims.items(), key=lambda i: (i[1][0], i[0])):
-            for port in sorted(claim.plain):
+            for port in sorted(claim.plain - blocked):
                 scheme.setdefault(port, (False, ref))
-            for port in sorted(claim.ssl):
+            for port in sorted(claim.ssl - blocked):
                 scheme.setdefault(port, (True, ref))
         return scheme
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import ssl
 from collections.abc import Callable
 
@@ -41,7 +42,7 @@ MAX_BODY = 3 * 1024 * 1024
 class WebhookServer:
     def __init__(
         self,
-        port: int,
+        port: int | socket.socket,
         injector: Injector,
         client: AsyncClient,
         secret: CertificateSecret,
@@ -50,7 +51,9 @@ class WebhookServer:
     ) -> None:
         """``configuration``: the MutatingWebhookConfiguration whose caBundle
         ferryman keeps (None: someone else keeps it). ``count(result)``: each
-        review's result (admission.INJECTED, UNCHANGED, ERROR)."""
+        review's result (admission.INJECTED, UNCHANGED, ERROR). ``port``: a
+        socket already bound to it (app.py binds it before NGINX's listeners
+        open, so no listener can take it first)."""
         self._port = port
         self._injector = injector
         self._client = client
@@ -68,8 +71,13 @@ class WebhookServer:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         try:
-            await web.TCPSite(runner, "0.0.0.0", self._port, ssl_context=context).start()
-            log.info("readiness gate webhook listening", extra={"fields": {"port": self._port}})
+            port = self._port
+            if isinstance(port, socket.socket):
+                await web.SockSite(runner, port, ssl_context=context).start()
+                port = port.getsockname()[1]
+            else:
+                await web.TCPSite(runner, "0.0.0.0", port, ssl_context=context).start()
+            log.info("readiness gate webhook listening", extra={"fields": {"port": port}})
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._secret.watch(lambda s: self._secret_changed(s, context)))
                 if self._configuration:

@@ -1,0 +1,52 @@
+"""Ports NGINX could not bind, handed back to whoever asked for them.
+
+A reload whose listener cannot bind (another program holds the port) fails
+on NGINX's side after the test passed; retried with the same files, it would
+fail for ever and hold back every later change that needs a reload. The
+failed reload names the ports (``ReloadError.ports``): Ingresses and Gateway
+listeners asking for one are refused it (listen_ports.py, gateway.py) and
+the reload goes on at once without it; so are the GlobalConfiguration's
+listeners, left out with its other problems until it changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from ferryman.dataplane.errors import DROPPED, GIVE_UP, RETRY
+from ferryman.settings import Settings
+from ferryman.translators.desired import Desired
+from ferryman.translators.gateway import GatewayTranslator
+from ferryman.translators.listen_ports import ListenPorts
+
+
+class Unbindable:
+    def __init__(
+        self,
+        settings: Settings,
+        ports: ListenPorts,
+        desired: Desired,
+        gateways: GatewayTranslator | None,
+        transport: Callable[[Mapping[int, str]], bool],
+    ) -> None:
+        """``transport``: the GlobalConfiguration's listeners refused the ports
+        (transport_servers.py ``block``), True when one asked for them."""
+        self._settings = settings
+        self._ports = ports
+        self._d = desired
+        self._gateways = gateways
+        self._transport = transport
+
+    def refuse(self, ports: Mapping[int, str]) -> str:
+        """Refuse ``ports`` (port -> NGINX's reason) to whoever asked for them
+        (rendered again by the next flush, and told); what the reload does next."""
+        changed, dropped = self._ports.block(ports)
+        self._d.stale |= changed
+        if dropped and self._gateways is not None:
+            self._gateways.touch()
+        if self._transport(ports) or dropped:
+            return DROPPED
+        s = self._settings
+        if ports.keys() & {s.http_port, s.https_port, s.nginx_status_port}:
+            return RETRY
+        return GIVE_UP
