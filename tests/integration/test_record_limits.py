@@ -77,3 +77,57 @@ def test_a_full_record_memory_rejects_only_what_does_not_fit(
     first_live = sorted(n for n in live if n.startswith("hog-"))[0]
     assert served_by(f, f"{first_live}.test", f"/{int(first_live[4:]):04d}/000/" + "x" * 190) == "c"
     assert 0.5 < f.metrics()['ferryman_records_memory_ratio{store="dict"}'] <= 1
+
+
+# ---- records assembled from several resources: the contributor pays ----------------
+
+SMALL_LIMIT = 6000
+MERGED = "shop.test"
+
+
+def _many_paths(prefix: str, service: str, n: int = 100) -> list[dict[str, Any]]:
+    return [path(f"/{prefix}/{i:03d}/" + "y" * 80, service) for i in range(n)]
+
+
+def test_a_big_minion_is_rejected_alone_and_its_master_keeps_serving(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    f.extra_args += ["--max-record-bytes", str(SMALL_LIMIT)]
+    master = {"nginx.org/mergeable-ingress-type": "master"}
+    minion = {"nginx.org/mergeable-ingress-type": "minion"}
+    f.write("a-svc", service_with_backends("a", [backends.start("a")], namespace="a"))
+    f.write("b-svc", service_with_backends("b", [backends.start("b")], namespace="b"))
+    f.write("master", ingress("master", [{"host": MERGED}], annotations=master, namespace="a"))
+    f.write(
+        "small",
+        ingress("small", [rule(MERGED, path("/small", "a"))], annotations=minion, namespace="a"),
+    )
+    # ~10 kB of paths from another namespace: the host's record would not fit.
+    big = ingress(
+        "big", [rule(MERGED, *_many_paths("big", "b"))], annotations=minion, namespace="b"
+    )
+    f.write("big", big)
+    f.start()
+
+    assert served_by(f, MERGED, "/small") == "a"
+    assert served_by(f, MERGED, "/big/000/" + "y" * 80) == "404"
+    message = eventually(lambda: _rejected(f).get("big"), 10, "the big minion rejected")
+    assert f"the virtual host {MERGED}" in message, message
+    assert f"more than --max-record-bytes {SMALL_LIMIT}" in message, message
+    assert "master" not in _rejected(f)
+    assert f.events_for("master")[-1]["reason"] == "AddedOrUpdated"
+    assert f.events_for("small")[-1]["reason"] == "AddedOrUpdated"
+
+    # Another tenant's new minion still goes live; the big one, once small, too.
+    f.write(
+        "late",
+        ingress("late", [rule(MERGED, path("/late", "a"))], annotations=minion, namespace="a"),
+    )
+    eventually(lambda: served_by(f, MERGED, "/late") == "a", 10, "a new minion live")
+    small_big = ingress(
+        "big", [rule(MERGED, *_many_paths("big", "b", 3))], annotations=minion, namespace="b"
+    )
+    f.write("big", small_big)
+    eventually(lambda: served_by(f, MERGED, "/big/000/" + "y" * 80) == "b", 10, "big fits")
+    eventually(lambda: f.events_for("big")[-1]["reason"] == "AddedOrUpdated", 10, "big served")
