@@ -127,7 +127,7 @@ class Controller:
         )
         translators: list[Translator] = [
             self._ingresses,
-            VirtualServerTranslator(store, self._d, self, virtual_servers),
+            VirtualServerTranslator(settings, store, self._d, self, virtual_servers),
             self._transport,
         ]
         self._gateways: GatewayTranslator | None = None

@@ -131,3 +131,74 @@ def test_a_big_minion_is_rejected_alone_and_its_master_keeps_serving(
     f.write("big", small_big)
     eventually(lambda: served_by(f, MERGED, "/big/000/" + "y" * 80) == "b", 10, "big fits")
     eventually(lambda: f.events_for("big")[-1]["reason"] == "AddedOrUpdated", 10, "big served")
+
+
+def test_a_big_selected_route_is_rejected_alone_and_its_virtual_server_keeps_serving(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    f.extra_args += ["--max-record-bytes", str(SMALL_LIMIT)]
+    f.write("a-svc", service_with_backends("web", [backends.start("a")], namespace="a"))
+    f.write("b-svc", service_with_backends("web", [backends.start("b")], namespace="b"))
+    f.write(
+        "vs",
+        _vs(
+            "a",
+            [
+                {"path": "/", "action": {"pass": "web"}},
+                {"path": "/menu", "routeSelector": {"matchLabels": {"app": "menu"}}},
+            ],
+        ),
+    )
+    f.write("small", _vsr("a", "small", ["/menu/a"]))
+    # ~10 kB of subroutes from another namespace: the host's records would not fit.
+    f.write("big", _vsr("b", "big", [f"/menu/{i:03d}/" + "y" * 80 for i in range(100)]))
+    f.start()
+
+    assert served_by(f, MERGED, "/menu/a") == "a"
+    assert served_by(f, MERGED, "/") == "a"
+    assert served_by(f, MERGED, "/menu/000/" + "y" * 80) == "a"  # the VS's "/"
+    event = eventually(lambda: _last(f, "VirtualServerRoute", "big", "b"), 10, "big reported")
+    assert event["reason"] == "Rejected", event
+    assert f"the virtual host {MERGED}" in event["message"], event
+    assert f"more than --max-record-bytes {SMALL_LIMIT}" in event["message"], event
+    assert _last(f, "VirtualServer", "cafe", "a")["reason"] == "AddedOrUpdated"
+    assert _last(f, "VirtualServerRoute", "small", "a")["reason"] == "AddedOrUpdated"
+
+    # A new route of another tenant still goes live.
+    f.write("late", _vsr("a", "late", ["/menu/late"]))
+    eventually(lambda: served_by(f, MERGED, "/menu/late") == "a", 10, "a new route live")
+    assert _last(f, "VirtualServerRoute", "big", "b")["reason"] == "Rejected"
+
+
+def _vs(namespace: str, routes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": "cafe", "namespace": namespace},
+        "spec": {
+            "host": MERGED,
+            "upstreams": [{"name": "web", "service": "web", "port": 80}],
+            "routes": routes,
+        },
+    }
+
+
+def _vsr(namespace: str, name: str, paths: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServerRoute",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "menu"}},
+        "spec": {
+            "host": MERGED,
+            "upstreams": [{"name": "web", "service": "web", "port": 80}],
+            "subroutes": [{"path": p, "action": {"pass": "web"}} for p in paths],
+        },
+    }
+
+
+def _last(f: Ferryman, kind: str, name: str, namespace: str) -> dict[str, str]:
+    events = [
+        e for e in f.events_for(name) if (e.get("kind"), e.get("namespace")) == (kind, namespace)
+    ]
+    return events[-1] if events else {}

@@ -9,13 +9,15 @@ translates again exactly the VirtualServers that read it (``Desired.deps``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ferryman.configs.policy_status import policy_status
-from ferryman.configs.virtualserver import vs_records
-from ferryman.configs.vs_delegation import resolve
+from ferryman.configs.record_shares import fit
+from ferryman.configs.routes import encode_host
+from ferryman.configs.virtualserver import VSRecords, vs_records
+from ferryman.configs.vs_delegation import Delegated, resolve
 from ferryman.configs.vs_listeners import resolve_listeners
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
@@ -28,9 +30,11 @@ from ferryman.report import (
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
+from ferryman.translators.record_fit import largest, too_large
 from ferryman.vsr_status import INVALID, VALID, WARNING_STATE, RouteStatuses
 
 
@@ -39,9 +43,12 @@ class VirtualServerTranslator:
     renders: tuple[str, ...] = ("VirtualServer",)
     rejected_state: str | None = INVALID
 
-    def __init__(self, store: Store, desired: Desired, worker: Worker, routed: bool) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, desired: Desired, worker: Worker, routed: bool
+    ) -> None:
         """``routed``: the data plane routes VirtualServers (the Lua router;
         Angie's classic configuration does not: they are rejected saying so)."""
+        self._settings = settings
         self._store = store
         self._d = desired
         self._worker = worker
@@ -134,14 +141,23 @@ class VirtualServerTranslator:
             # NIC's words: the resource is kept, its host is served by another.
             self._event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
-        out = vs_records(
-            vs,
-            state,
-            reads=reads,
-            ingress_class=d.policy.served,
-            delegated=delegations.routes,
-            http2=self._worker.route_defaults().get("http2") == "true",
-        )
+        http2 = self._worker.route_defaults().get("http2") == "true"
+
+        def render(delegated: Sequence[Delegated]) -> VSRecords:
+            return vs_records(
+                vs,
+                state,
+                reads=reads,
+                ingress_class=d.policy.served,
+                delegated=tuple(delegated),
+                http2=http2,
+            )
+
+        # VirtualServerRoutes whose subroutes would make the record too large
+        # are left out (configs/record_shares.py), not the VirtualServer.
+        limit = self._settings.max_record_bytes
+        fitted = fit(delegations.routes, render, _largest, limit, lambda r: str(r.ref))
+        out = fitted.rendered
         host, listener_warnings = out.host, []
         if vs.listener is not None:
             # Served on its GlobalConfiguration listeners only; NIC warns when one
@@ -154,6 +170,12 @@ class VirtualServerTranslator:
         d.ref_hosts[ref] = {out.host.host}
         d.endpoints.set_backends(ref, out.backends)
         self._routes.served(ref, vs.host, out.routes)
+        for e in fitted.excluded:
+            vsr = e.contributor.ref
+            self._routes.changed(vsr)  # waits for its host, as one served by none
+            why = too_large("its subroutes", vs.host, e, limit)
+            message = f"VirtualServerRoute {vsr.namespace}/{vsr.name} was rejected: {why}"
+            self._route_status(vsr, INVALID, REJECTED, message, "")
         if warnings := delegations.warnings + out.warnings + tuple(listener_warnings):
             self._event(
                 ref,
@@ -191,3 +213,7 @@ def _vs_class(obj: Mapping[str, Any]) -> str:
 def _same(a: VirtualServer, b: VirtualServer) -> bool:
     """Equal but for resourceVersion (a status write changes only that)."""
     return a == replace(b, meta=replace(b.meta, resource_version=a.meta.resource_version))
+
+
+def _largest(out: VSRecords) -> int:
+    return largest((encode_host(out.host), out.record, out.client_check, out.fast))
