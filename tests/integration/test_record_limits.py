@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from tests.integration.harness import (
     Backends,
     Ferryman,
+    Response,
     eventually,
+    free_port,
     ingress,
     path,
     rule,
@@ -202,3 +206,80 @@ def _last(f: Ferryman, kind: str, name: str, namespace: str) -> dict[str, str]:
         e for e in f.events_for(name) if (e.get("kind"), e.get("namespace")) == (kind, namespace)
     ]
     return events[-1] if events else {}
+
+
+def test_a_big_route_without_hostnames_is_refused_alone_on_a_shared_gateway(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    address, port = "127.0.0.10", free_port()
+    f.extra_args += [
+        "--max-record-bytes",
+        str(SMALL_LIMIT),
+        "--enable-gateway-api",
+        "--gateway-addresses",
+        address,
+    ]
+    f.write("a-svc", service_with_backends("web", [backends.start("a")], namespace="a"))
+    f.write("b-svc", service_with_backends("web", [backends.start("b")], namespace="b"))
+    f.write(
+        "class",
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "GatewayClass",
+            "metadata": {"name": "ferryman"},
+            "spec": {"controllerName": "ferryman.io/gateway-controller"},
+        },
+    )
+    listener = {
+        "name": "http",
+        "port": port,
+        "protocol": "HTTP",
+        "allowedRoutes": {"namespaces": {"from": "All"}},
+    }
+    f.write(
+        "gateway",
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": "shared", "namespace": "default"},
+            "spec": {"gatewayClassName": "ferryman", "listeners": [listener]},
+        },
+    )
+    f.write("small", _route("a", "small", ["a.test"], ["/"]))
+    # ~10 kB of matches for any hostname: every record of the listener would be too large.
+    f.write("big", _route("b", "big", [], [f"/big/{i:03d}/" + "y" * 80 for i in range(100)]))
+    f.start()
+
+    def at(host: str, p: str = "/") -> str | None:
+        r = httpx.get(f"http://{address}:{port}{p}", headers={"Host": host}, timeout=10)
+        return Response(r.status_code, r.headers, r.text).served_by or str(r.status_code)
+
+    eventually(lambda: at("a.test") == "a", 10, "the small route live")
+    assert at("a.test", "/big/000/" + "y" * 80) == "a"  # its own "/"
+    message = eventually(lambda: _rejected(f).get("big"), 10, "the big route rejected")
+    assert f"more than --max-record-bytes {SMALL_LIMIT}" in message, message
+    status = [line for line in f.logs().splitlines() if "status" in line and "name=big" in line]
+    assert status and "UnsupportedValue" in status[-1], status
+
+    # Another tenant's new route still goes live.
+    f.write("late", _route("a", "late", ["late.test"], ["/"]))
+    eventually(lambda: at("late.test") == "a", 10, "a new route live")
+
+
+def _route(namespace: str, name: str, hostnames: list[str], paths: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": "shared", "namespace": "default"}],
+            "hostnames": hostnames,
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": p}} for p in paths],
+                    "backendRefs": [{"name": "web", "port": 80}],
+                }
+            ],
+        },
+    }

@@ -61,6 +61,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
+from ferryman.translators.gateway_fit import fit_routes, not_accepted
 
 log = logging.getLogger("ferryman.gateway")
 
@@ -102,6 +103,8 @@ class GatewayTranslator:
         self._sent: dict[ObjectRef, tuple[str | None, Mapping[str, Any]]] = {}
         self._route_backends: dict[ObjectRef, frozenset[BackendKey]] = {}
         self._rejected: dict[ObjectRef, str] = {}
+        # HTTPRoutes left out for --max-record-bytes (translators/gateway_fit.py).
+        self._left_out: dict[ObjectRef, str] = {}
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
 
     # ---- Translator protocol -------------------------------------------------------
@@ -189,6 +192,15 @@ class GatewayTranslator:
             self._rejected[ref] = message
             self._d.event(ref, WARNING, REJECTED, message)
 
+    def _refuse(self, ref: ObjectRef, why: str | None) -> None:
+        """A Rejected Event for a route left out of its listeners' records, once
+        each time it is left out."""
+        if why is None:
+            self._left_out.pop(ref, None)
+        elif self._left_out.get(ref) != why:
+            self._left_out[ref] = why
+            self._d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
+
     def _compute(self) -> None:
         store, settings = self._store, self._settings
         wanted: dict[ObjectRef, Mapping[str, Any]] = {}
@@ -226,6 +238,7 @@ class GatewayTranslator:
         for gone in [r for r in self._parsed if r not in seen]:
             del self._parsed[gone]
             self._rejected.pop(gone, None)
+            self._left_out.pop(gone, None)
 
         reads = Reads(self._d.cache)
 
@@ -275,12 +288,16 @@ class GatewayTranslator:
                 served.append(Served(address, lst, table, cert))
                 sockets.add((address, lst.port, lst.protocol == "HTTPS"))
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
+        served, too_large = fit_routes(served, settings.max_record_bytes)
         self._write_records(served)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
         controller = settings.gateway_controller_name
         for route in routes:
             ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
             parents = att.routes.get((route.meta.namespace, route.meta.name), ())
+            if (why := too_large.get(f"{ref.namespace}/{ref.name}")) is not None:
+                parents = not_accepted(parents, why)
+            self._refuse(ref, why)
             if parents or ref in self._sent:
                 wanted[ref] = route_parents(
                     parents, route.meta.namespace, route.meta.generation, controller

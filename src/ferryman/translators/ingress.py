@@ -217,7 +217,7 @@ class IngressTranslator:
         host = vhosts[0].host
         excluded = {
             ObjectRef("Ingress", *key_of(e.contributor).split("/", 1)): too_large(
-                "its paths", host, e, limit
+                "its paths", f"the record of the virtual host {host}", e, limit
             )
             for e in fitted.excluded
         }

@@ -21,12 +21,12 @@ def largest(values: Iterable[str | None]) -> int:
     return max((len(v.encode()) for v in values if v), default=0)
 
 
-def too_large(what: str, host: str, e: Excluded[Any], limit: int) -> str:
-    """A left-out contributor's reason: the host, the sizes and the limit."""
+def too_large(what: str, record: str, e: Excluded[Any], limit: int) -> str:
+    """A left-out contributor's reason: the record, the sizes and the limit."""
     return (
-        f"{what} would make the record of the virtual host {host} {e.size} bytes "
+        f"{what} would make {record} {e.size} bytes "
         f"({e.share} of them its own), more than --max-record-bytes {limit}; "
-        "the host is served without it"
+        "served without it"
     )
 
 

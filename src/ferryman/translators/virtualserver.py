@@ -173,7 +173,7 @@ class VirtualServerTranslator:
         for e in fitted.excluded:
             vsr = e.contributor.ref
             self._routes.changed(vsr)  # waits for its host, as one served by none
-            why = too_large("its subroutes", vs.host, e, limit)
+            why = too_large("its subroutes", f"the record of the virtual host {vs.host}", e, limit)
             message = f"VirtualServerRoute {vsr.namespace}/{vsr.name} was rejected: {why}"
             self._route_status(vsr, INVALID, REJECTED, message, "")
         if warnings := delegations.warnings + out.warnings + tuple(listener_warnings):

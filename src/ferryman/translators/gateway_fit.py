@@ -1,0 +1,74 @@
+"""HTTPRoutes left out of the Gateway's W records for ``--max-record-bytes``.
+
+A W record holds every route a listener serves for one name, whatever their
+namespaces; a route without hostnames is in every record of its listener. So
+the routes pay, not the listener: each socket with a record over the limit is
+rendered without the routes with the largest shares until its records fit
+(``configs/record_shares.py``), and a route left out is left out everywhere, so
+that its status (Accepted False) says what is served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from ferryman.configs.gateway_attach import Condition, ParentStatus
+from ferryman.configs.gateway_servers import Served, records, socket_key
+from ferryman.configs.record_shares import fit
+from ferryman.translators.record_fit import largest, too_large
+
+# The Gateway API's reason for a route the implementation does not serve as
+# written; the message says it is its size.
+TOO_LARGE_REASON = "UnsupportedValue"
+
+
+def fit_routes(served: list[Served], limit: int) -> tuple[list[Served], dict[str, str]]:
+    """``served`` without the routes (namespace/name) whose shares would make a W
+    record larger than ``limit``, and why each is left out."""
+    wanted, _ = records(served)
+    big = {key.partition("/")[0] for key, value in wanted.items() if len(value.encode()) > limit}
+    if not big:
+        return served, {}
+    at = [s for s in served if socket_key(s.address, s.listener.port) in big]
+    routes = sorted({e.route for s in at for entries in s.table.values() for e in entries})
+
+    def render(kept: Sequence[str]) -> dict[str, str]:
+        return records(without(at, set(routes) - set(kept)))[0]
+
+    fitted = fit(routes, render, lambda r: largest(r.values()), limit)
+    where = ", ".join(sorted(big))
+    why = {
+        e.contributor: too_large("its rules", f"the largest Gateway record at {where}", e, limit)
+        for e in fitted.excluded
+    }
+    return without(served, set(why)), why
+
+
+def without(served: Iterable[Served], routes: set[str]) -> list[Served]:
+    if not routes:
+        return list(served)
+    return [
+        replace(
+            s,
+            table={
+                name: [e for e in entries if e.route not in routes]
+                for name, entries in s.table.items()
+            },
+        )
+        for s in served
+    ]
+
+
+def not_accepted(parents: Iterable[ParentStatus], why: str) -> tuple[ParentStatus, ...]:
+    """``parents`` with Accepted False for ``why`` where they were accepted."""
+    refused = Condition("Accepted", False, TOO_LARGE_REASON, why)
+    return tuple(
+        replace(
+            p,
+            conditions=tuple(
+                refused if c.type == "Accepted" and c.status else c for c in p.conditions
+            ),
+        )
+        for p in parents
+    )
