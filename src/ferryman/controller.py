@@ -433,6 +433,8 @@ class Controller:
                 self.render_all(self._d.deps.users(secret))
             elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
                 self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
+            elif kind == "W" and self._gateways is not None:  # its routes are told
+                self._gateways.refused(name, why)
 
     # ---- the worker ----------------------------------------------------------------
 

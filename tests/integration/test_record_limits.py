@@ -222,41 +222,14 @@ def test_a_big_route_without_hostnames_is_refused_alone_on_a_shared_gateway(
     ]
     f.write("a-svc", service_with_backends("web", [backends.start("a")], namespace="a"))
     f.write("b-svc", service_with_backends("web", [backends.start("b")], namespace="b"))
-    f.write(
-        "class",
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "ferryman"},
-            "spec": {"controllerName": "ferryman.io/gateway-controller"},
-        },
-    )
-    listener = {
-        "name": "http",
-        "port": port,
-        "protocol": "HTTP",
-        "allowedRoutes": {"namespaces": {"from": "All"}},
-    }
-    f.write(
-        "gateway",
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": "shared", "namespace": "default"},
-            "spec": {"gatewayClassName": "ferryman", "listeners": [listener]},
-        },
-    )
+    f.write("class", _gateway_class(), _shared_gateway(port))
     f.write("small", _route("a", "small", ["a.test"], ["/"]))
     # ~10 kB of matches for any hostname: every record of the listener would be too large.
     f.write("big", _route("b", "big", [], [f"/big/{i:03d}/" + "y" * 80 for i in range(100)]))
     f.start()
 
-    def at(host: str, p: str = "/") -> str | None:
-        r = httpx.get(f"http://{address}:{port}{p}", headers={"Host": host}, timeout=10)
-        return Response(r.status_code, r.headers, r.text).served_by or str(r.status_code)
-
-    eventually(lambda: at("a.test") == "a", 10, "the small route live")
-    assert at("a.test", "/big/000/" + "y" * 80) == "a"  # its own "/"
+    eventually(lambda: _at(address, port, "a.test") == "a", 10, "the small route live")
+    assert _at(address, port, "a.test", "/big/000/" + "y" * 80) == "a"  # its own "/"
     message = eventually(lambda: _rejected(f).get("big"), 10, "the big route rejected")
     assert f"more than --max-record-bytes {SMALL_LIMIT}" in message, message
     status = [line for line in f.logs().splitlines() if "status" in line and "name=big" in line]
@@ -264,7 +237,62 @@ def test_a_big_route_without_hostnames_is_refused_alone_on_a_shared_gateway(
 
     # Another tenant's new route still goes live.
     f.write("late", _route("a", "late", ["late.test"], ["/"]))
-    eventually(lambda: at("late.test") == "a", 10, "a new route live")
+    eventually(lambda: _at(address, port, "late.test") == "a", 10, "a new route live")
+
+
+def test_a_gateway_record_nginx_refuses_is_reported_on_its_routes(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    address, port = "127.0.0.10", free_port()
+    # 1 MiB of record memory, no size cap below it: NGINX's memory is what refuses.
+    f.extra_args += ["--records-memory-size", "1m", "--max-record-bytes", "1000000"]
+    f.extra_args += ["--enable-gateway-api", "--gateway-addresses", address]
+    f.write("a-svc", service_with_backends("web", [backends.start("a")], namespace="a"))
+    f.write("b-svc", service_with_backends("web", [backends.start("b")], namespace="b"))
+    f.write("class", _gateway_class(), _shared_gateway(port))
+    f.write("small", _route("a", "small", ["a.test"], ["/"]))
+    # 8 hostnames, each a ~200 kB record: more than the memory holds.
+    hog_paths = [f"/hog/{i:03d}/" + "y" * 900 for i in range(200)]
+    f.write("hog", _route("b", "hog", [f"h{i}.test" for i in range(8)], hog_paths))
+    f.start()
+
+    eventually(lambda: _at(address, port, "a.test") == "a", 10, "the small route live")
+    message = eventually(lambda: _rejected(f).get("hog"), 20, "the hog route rejected")
+    assert "does not fit in NGINX's record memory (--records-memory-size 1m" in message, message
+    status = [line for line in f.logs().splitlines() if "status" in line and "name=hog" in line]
+    assert status and "does not fit" in status[-1], status
+    f.write("late", _route("a", "late", ["late.test"], ["/"]))
+    eventually(lambda: _at(address, port, "late.test") == "a", 10, "a new route live")
+
+
+def _at(address: str, port: int, host: str, p: str = "/") -> str | None:
+    r = httpx.get(f"http://{address}:{port}{p}", headers={"Host": host}, timeout=10)
+    return Response(r.status_code, r.headers, r.text).served_by or str(r.status_code)
+
+
+def _gateway_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GatewayClass",
+        "metadata": {"name": "ferryman"},
+        "spec": {"controllerName": "ferryman.io/gateway-controller"},
+    }
+
+
+def _shared_gateway(port: int) -> dict[str, Any]:
+    listener = {
+        "name": "http",
+        "port": port,
+        "protocol": "HTTP",
+        "allowedRoutes": {"namespaces": {"from": "All"}},
+    }
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "shared", "namespace": "default"},
+        "spec": {"gatewayClassName": "ferryman", "listeners": [listener]},
+    }
 
 
 def _route(namespace: str, name: str, hostnames: list[str], paths: list[str]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from ferryman.configs.gateway_servers import (
     Served,
     records,
     render_listens,
+    routes_in,
 )
 from ferryman.configs.gateway_status import (
     gateway_class_status,
@@ -61,7 +62,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
-from ferryman.translators.gateway_fit import fit_routes, not_accepted
+from ferryman.translators.gateway_fit import fit_routes, not_accepted, without
 
 log = logging.getLogger("ferryman.gateway")
 
@@ -105,6 +106,9 @@ class GatewayTranslator:
         self._rejected: dict[ObjectRef, str] = {}
         # HTTPRoutes left out for --max-record-bytes (translators/gateway_fit.py).
         self._left_out: dict[ObjectRef, str] = {}
+        # Routes in a W record NGINX refused: the parse they were refused with, why.
+        self._refused: dict[ObjectRef, tuple[object, str]] = {}
+        self._served: list[Served] = []
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
 
     # ---- Translator protocol -------------------------------------------------------
@@ -191,6 +195,25 @@ class GatewayTranslator:
         if self._rejected.get(ref) != message:
             self._rejected[ref] = message
             self._d.event(ref, WARNING, REJECTED, message)
+
+    def refused(self, key: str, why: str) -> None:
+        """NGINX refused W record ``key`` (``why``: the limit it hit): the routes
+        in it are left out of every record, with Accepted False and a Rejected
+        Event saying so, until they change; the records are computed again."""
+        for route in sorted(routes_in(self._served, key)):
+            ref = ObjectRef("HTTPRoute", *route.split("/", 1))
+            parse = self._parsed.get(ref)
+            self._refused[ref] = (parse.stamp if parse else None, f"the Gateway record {key} {why}")
+        self._stale = True
+        self.prepare()
+
+    def _still_refused(self) -> dict[str, str]:
+        """The routes NGINX refused a record of, less those changed since."""
+        for ref, (stamp, _) in list(self._refused.items()):
+            parse = self._parsed.get(ref)
+            if parse is None or parse.stamp is not stamp:
+                del self._refused[ref]
+        return {f"{r.namespace}/{r.name}": why for r, (_, why) in self._refused.items()}
 
     def _refuse(self, ref: ObjectRef, why: str | None) -> None:
         """A Rejected Event for a route left out of its listeners' records, once
@@ -288,7 +311,10 @@ class GatewayTranslator:
                 served.append(Served(address, lst, table, cert))
                 sockets.add((address, lst.port, lst.protocol == "HTTPS"))
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
-        served, too_large = fit_routes(served, settings.max_record_bytes)
+        refused = self._still_refused()
+        served, too_large = fit_routes(without(served, set(refused)), settings.max_record_bytes)
+        too_large.update(refused)
+        self._served = served
         self._write_records(served)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
         controller = settings.gateway_controller_name
