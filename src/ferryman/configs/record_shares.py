@@ -53,8 +53,10 @@ def fit(
     largest shares until it does (``size``: the largest record rendered, in
     bytes; ``order``: a contributor's stable name, for ties)."""
     full = render(contributors)
+    if not contributors:
+        return Fitted(full)
     full_size = size(full)
-    if full_size <= limit or not contributors or size(render(())) > limit:
+    if full_size <= limit or size(render(())) > limit:
         return Fitted(full)
     every = range(len(contributors))
     shares = [full_size - size(render([contributors[o] for o in every if o != i])) for i in every]

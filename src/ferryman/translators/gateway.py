@@ -34,7 +34,6 @@ from ferryman.configs.gateway_servers import (
     ANY_ADDRESS,
     GATEWAY_LISTENS_FILE,
     Served,
-    records,
     render_listens,
     routes_in,
 )
@@ -312,10 +311,10 @@ class GatewayTranslator:
                 sockets.add((address, lst.port, lst.protocol == "HTTPS"))
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
-        served, too_large = fit_routes(without(served, set(refused)), settings.max_record_bytes)
-        too_large.update(refused)
-        self._served = served
-        self._write_records(served)
+        fitted = fit_routes(without(served, set(refused)), settings.max_record_bytes)
+        too_large = fitted.why | refused
+        self._served = fitted.served
+        self._write_records(fitted.served, fitted.records)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
         controller = settings.gateway_controller_name
         for route in routes:
@@ -330,10 +329,8 @@ class GatewayTranslator:
                 )
         self._wanted = wanted
 
-    def _write_records(self, served: Iterable[Served]) -> None:
+    def _write_records(self, served: list[Served], wanted: Mapping[str, str]) -> None:
         d = self._d
-        served = list(served)
-        wanted, _ = records(served)
         for key in [k for k in d.records if k[0] == "W" and k[1] not in wanted]:
             del d.records[key]
         for name, value in wanted.items():

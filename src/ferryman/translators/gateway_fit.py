@@ -11,7 +11,7 @@ that its status (Accepted False) says what is served.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ferryman.configs.gateway_attach import Condition, ParentStatus
 from ferryman.configs.gateway_servers import Served, records, socket_key
@@ -23,13 +23,20 @@ from ferryman.translators.record_fit import largest, too_large
 TOO_LARGE_REASON = "UnsupportedValue"
 
 
-def fit_routes(served: list[Served], limit: int) -> tuple[list[Served], dict[str, str]]:
-    """``served`` without the routes (namespace/name) whose shares would make a W
-    record larger than ``limit``, and why each is left out."""
+@dataclass(frozen=True)
+class Fit:
+    served: list[Served]  # without the routes left out
+    records: dict[str, str]  # the W records of ``served``
+    why: dict[str, str]  # route (namespace/name) left out -> why
+
+
+def fit_routes(served: list[Served], limit: int) -> Fit:
+    """``served`` without the routes whose shares would make a W record larger
+    than ``limit``, and its records (rendered once while all fit)."""
     wanted, _ = records(served)
     big = {key.partition("/")[0] for key, value in wanted.items() if len(value.encode()) > limit}
     if not big:
-        return served, {}
+        return Fit(served, wanted, {})
     at = [s for s in served if socket_key(s.address, s.listener.port) in big]
     routes = sorted({e.route for s in at for entries in s.table.values() for e in entries})
 
@@ -42,7 +49,8 @@ def fit_routes(served: list[Served], limit: int) -> tuple[list[Served], dict[str
         e.contributor: too_large("its rules", f"the largest Gateway record at {where}", e, limit)
         for e in fitted.excluded
     }
-    return without(served, set(why)), why
+    kept = without(served, set(why))
+    return Fit(kept, records(kept)[0], why)
 
 
 def without(served: Iterable[Served], routes: set[str]) -> list[Served]:
