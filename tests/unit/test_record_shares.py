@@ -50,6 +50,28 @@ def test_the_largest_shares_are_left_out_until_the_record_fits(
     assert _fit(owner, shares, limit, shuffled) == out
 
 
+@given(st.integers(0, 100), parts, st.integers(0, 300))
+def test_what_is_rendered_fits_when_records_do_not_add_up(
+    owner: int, shares: dict[str, int], limit: int
+) -> None:
+    """Several records (H, V, F): the size is the largest, and a contributor
+    grows only some of them, so shares overlap; what is rendered still fits."""
+    names = sorted(shares)
+
+    def render(kept: Sequence[str]) -> int:
+        records = [owner, owner // 2]
+        for k in kept:
+            records[len(k) % 2] += shares[k]
+        return max(records)
+
+    fitted = fit(names, render, lambda size: size, limit)
+    if render(names) <= limit or owner > limit:
+        assert fitted.excluded == ()
+    else:
+        assert fitted.rendered <= limit
+        assert fitted.rendered == render([n for n in names if n not in _names(fitted)])
+
+
 def test_a_contributor_hears_when_it_is_left_out_and_taken_back() -> None:
     owner, a, b = (ObjectRef("Ingress", "ns", n) for n in ("master", "a", "b"))
     ex = Exclusions()
