@@ -94,9 +94,9 @@ def _many_paths(prefix: str, service: str, n: int = 100) -> list[dict[str, Any]]
 
 
 def test_a_big_minion_is_rejected_alone_and_its_master_keeps_serving(
-    ferryman: Ferryman, backends: Backends
+    either_fast_path: Ferryman, backends: Backends
 ) -> None:
-    f = ferryman
+    f = either_fast_path
     f.extra_args += ["--max-record-bytes", str(SMALL_LIMIT)]
     master = {"nginx.org/mergeable-ingress-type": "master"}
     minion = {"nginx.org/mergeable-ingress-type": "minion"}
