@@ -435,6 +435,8 @@ class Controller:
                 self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
             elif kind == "W" and self._gateways is not None:  # its routes are told
                 self._gateways.refused(name, why)
+        if self._gateways is not None:  # W records without the routes refused
+            self._gateways.prepare()
 
     # ---- the worker ----------------------------------------------------------------
 

@@ -198,13 +198,17 @@ class GatewayTranslator:
     def refused(self, key: str, why: str) -> None:
         """NGINX refused W record ``key`` (``why``: the limit it hit): the routes
         in it are left out of every record, with Accepted False and a Rejected
-        Event saying so, until they change; the records are computed again."""
-        for route in sorted(routes_in(self._served, key)):
+        Event saying so, until they change; the records are computed again at
+        the next ``prepare``."""
+        routes = routes_in(self._served, key)
+        if not routes:  # a listener's own record: no route to tell
+            fields = {"key": key, "why": why}
+            log.warning("NGINX refused a Gateway record", extra={"fields": fields})
+        for route in sorted(routes):
             ref = ObjectRef("HTTPRoute", *route.split("/", 1))
             parse = self._parsed.get(ref)
             self._refused[ref] = (parse.stamp if parse else None, f"the Gateway record {key} {why}")
         self._stale = True
-        self.prepare()
 
     def _still_refused(self) -> dict[str, str]:
         """The routes NGINX refused a record of, less those changed since."""
