@@ -137,6 +137,39 @@ def test_a_big_minion_is_rejected_alone_and_its_master_keeps_serving(
     eventually(lambda: f.events_for("big")[-1]["reason"] == "AddedOrUpdated", 10, "big served")
 
 
+def test_a_minion_nginx_has_no_room_for_is_rejected_alone(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    f.extra_args += ["--records-memory-size", "1m"]
+    master = {"nginx.org/mergeable-ingress-type": "master"}
+    minion = {"nginx.org/mergeable-ingress-type": "minion"}
+    f.write("a-svc", service_with_backends("a", [backends.start("a")], namespace="a"))
+    f.write("b-svc", service_with_backends("b", [backends.start("b")], namespace="b"))
+    f.write("hog-svc", service_with_backends("hog", [backends.start("c")], namespace="hog"))
+    f.write("master", ingress("master", [{"host": MERGED}], annotations=master, namespace="a"))
+    f.write(
+        "small",
+        ingress("small", [rule(MERGED, path("/small", "a"))], annotations=minion, namespace="a"),
+    )
+    f.start()
+    assert served_by(f, MERGED, "/small") == "a"
+    # ~1 MB of other hosts: the memory is full up to its reserve.
+    f.write("hogs", *[_hog(n) for n in range(50)])
+    eventually(lambda: _rejected(f), 30, "a hog rejected")
+
+    # ~30 kB of paths from another namespace: no room for the master's record with them.
+    big = ingress(
+        "big", [rule(MERGED, *_many_paths("big", "b", 300))], annotations=minion, namespace="b"
+    )
+    f.write("big", big)
+    message = eventually(lambda: _rejected(f).get("big"), 20, "the big minion rejected")
+    assert f"with its paths, the virtual host {MERGED} does not fit in NGINX's record" in message
+    assert "master" not in _rejected(f)
+    assert served_by(f, MERGED, "/small") == "a"
+    assert served_by(f, MERGED, "/big/000/" + "y" * 80) == "404"
+
+
 def test_a_big_selected_route_is_rejected_alone_and_its_virtual_server_keeps_serving(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -173,6 +206,39 @@ def test_a_big_selected_route_is_rejected_alone_and_its_virtual_server_keeps_ser
     f.write("late", _vsr("a", "late", ["/menu/late"]))
     eventually(lambda: served_by(f, MERGED, "/menu/late") == "a", 10, "a new route live")
     assert _last(f, "VirtualServerRoute", "big", "b")["reason"] == "Rejected"
+
+
+def test_a_route_nginx_has_no_room_for_is_rejected_alone(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    f.extra_args += ["--records-memory-size", "1m"]
+    f.write("a-svc", service_with_backends("web", [backends.start("a")], namespace="a"))
+    f.write("b-svc", service_with_backends("web", [backends.start("b")], namespace="b"))
+    f.write("hog-svc", service_with_backends("hog", [backends.start("c")], namespace="hog"))
+    routes = [
+        {"path": "/", "action": {"pass": "web"}},
+        {"path": "/menu", "routeSelector": {"matchLabels": {"app": "menu"}}},
+    ]
+    f.write("vs", _vs("a", routes))
+    f.write("small", _vsr("a", "small", ["/menu/a"]))
+    f.start()
+    assert served_by(f, MERGED, "/menu/a") == "a"
+    f.write("hogs", *[_hog(n) for n in range(50)])
+    eventually(lambda: _rejected(f), 30, "a hog rejected")
+
+    # ~30 kB of subroutes from another namespace: no room for the host's records with them.
+    f.write("big", _vsr("b", "big", [f"/menu/{i:03d}/" + "y" * 80 for i in range(300)]))
+
+    def rejected() -> bool:
+        return _last(f, "VirtualServerRoute", "big", "b").get("reason") == "Rejected"
+
+    eventually(rejected, 20, "the big route rejected")
+    event = _last(f, "VirtualServerRoute", "big", "b")
+    assert "does not fit in NGINX's record memory" in event["message"], event
+    assert _last(f, "VirtualServer", "cafe", "a")["reason"] == "AddedOrUpdated"
+    assert served_by(f, MERGED, "/menu/a") == "a"
+    assert served_by(f, MERGED, "/menu/000/" + "y" * 80) == "a"  # the VS's "/"
 
 
 def _vs(namespace: str, routes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ferryman.configs.record_shares import Fitted, fit
 from ferryman.resources.meta import ObjectRef
-from ferryman.translators.record_fit import Exclusions
+from ferryman.translators.record_fit import Exclusions, Refusals
 
 # Contributors by name, each with the bytes it adds to the record.
 parts = st.dictionaries(st.text("abcdef", min_size=1, max_size=3), st.integers(0, 100), max_size=8)
@@ -82,3 +82,24 @@ def test_a_contributor_hears_when_it_is_left_out_and_taken_back() -> None:
     assert ex.why(a) is None
     assert ex.set(owner, {}) == {b}
     assert ex.why(b) is None
+
+
+def test_no_room_sheds_the_largest_share_until_that_contributor_changes() -> None:
+    owner = ObjectRef("VirtualServer", "ns", "cafe")
+    refusals: Refusals[tuple[str, int]] = Refusals(lambda c: c[0])
+    parts = [("a", 10), ("b", 30), ("c", 20)]
+
+    def render(kept: Sequence[tuple[str, int]]) -> int:
+        return 5 + sum(size for _, size in kept)
+
+    assert refusals.shrunk(owner, parts, render, int, 65) == (65, {})  # nothing refused
+    refusals.shrink(owner, "does not fit")
+    assert refusals.shrunk(owner, parts, render, int, 65) == (35, {"b": "does not fit"})
+    assert refusals.shed
+    # Left out while unchanged; tried again once it changes.
+    assert refusals.split(owner, parts) == ([("a", 10), ("c", 20)], {"b": "does not fit"})
+    assert refusals.split(owner, [("a", 10), ("b", 31)]) == ([("a", 10), ("b", 31)], {})
+    # An owner with nothing to shed: its own part is what does not fit.
+    refusals.shrink(owner, "does not fit")
+    assert refusals.shrunk(owner, [], render, int, 5) == (5, {})
+    assert not refusals.shed

@@ -50,7 +50,7 @@ from ferryman.translators import Worker, internal
 from ferryman.translators.desired import Desired
 from ferryman.translators.ingress_listen import listen_ports
 from ferryman.translators.listen_ports import ListenPorts
-from ferryman.translators.record_fit import Exclusions, largest, too_large
+from ferryman.translators.record_fit import Exclusions, Refusals, largest, too_large
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
@@ -89,6 +89,7 @@ class IngressTranslator:
         self._ports = ports if ports is not None else ListenPorts({}, enabled=False)
         # Minions masters leave out for --max-record-bytes.
         self._excluded = Exclusions()
+        self._refused: Refusals[Ingress] = Refusals(key_of)
 
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "IngressClass":
@@ -167,6 +168,7 @@ class IngressTranslator:
             backends |= w.backends
         d.endpoints.set_backends(ref, frozenset(backends))
         if ing is None:
+            self._refused.forget(ref)
             self._worker.render_all(self._excluded.set(ref, {}))
         if ing is not None and ing.mergeable == "minion":
             warn, reason, message = minion_event(ing, mergeable or [], warnings)
@@ -210,19 +212,37 @@ class IngressTranslator:
         others = [m for m in mergeable or [] if m.mergeable != "minion"]
         minions = [m for m in mergeable or [] if m.mergeable == "minion"]
         if ing.mergeable != "master" or not vhosts:
+            self._refused.forget(ref)
             self._worker.render_all(self._excluded.set(ref, {}))
             return render(minions)
         limit = self._settings.max_record_bytes
-        fitted = fit(minions, render, _largest, limit, key_of)
         host = vhosts[0].host
-        excluded = {
-            ObjectRef("Ingress", *key_of(e.contributor).split("/", 1)): too_large(
+        tried, refused = self._refused.split(ref, minions)
+        fitted = fit(tried, render, _largest, limit, key_of)
+        why = {
+            key_of(e.contributor): too_large(
                 "its paths", f"the record of the virtual host {host}", e, limit
             )
             for e in fitted.excluded
         }
+        kept = [m for m in tried if key_of(m) not in why]
+        out, shed = self._refused.shrunk(ref, kept, render, _largest, fitted.rendered)
+        for name, refusal in (refused | shed).items():
+            why[name] = f"with its paths, the virtual host {host} {refusal}; served without them"
+        excluded = {ObjectRef("Ingress", *name.split("/", 1)): w for name, w in why.items()}
         self._worker.render_all(self._excluded.set(ref, excluded))
-        return fitted.rendered
+        return out
+
+    def shed(self, ref: ObjectRef, why: str) -> bool:
+        """NGINX's memory refused ``ref``'s host record (``why``): a master leaves
+        out its minion with the largest share instead of being rejected (True),
+        until that minion changes; False when there is none to leave out."""
+        ing = self._d.config.get(ref)
+        if not isinstance(ing, Ingress) or ing.mergeable != "master":
+            return False
+        self._refused.shrink(ref, why)
+        self._worker.render_all([ref])
+        return self._refused.shed
 
     def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:
         config = self._d.config
@@ -293,6 +313,7 @@ class IngressTranslator:
             self._status_shown.discard(ref)
 
     def withdraw(self, ref: ObjectRef) -> None:
+        self._refused.forget(ref)
         self._worker.render_all(self._ports.release(ref) | self._excluded.set(ref, {}))
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:

@@ -34,7 +34,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
-from ferryman.translators.record_fit import largest, too_large
+from ferryman.translators.record_fit import Refusals, largest, too_large
 from ferryman.vsr_status import INVALID, VALID, WARNING_STATE, RouteStatuses
 
 
@@ -59,6 +59,8 @@ class VirtualServerTranslator:
             desired.host_writer.get,
             self._route_status,
         )
+        # VirtualServerRoutes left out because NGINX's memory refused the host.
+        self._refused: Refusals[Delegated] = Refusals(_name)
         # Each Policy's spec when it was last reported (its own status and Event).
         self._policy_specs: dict[ObjectRef, object] = {}
 
@@ -130,6 +132,8 @@ class VirtualServerTranslator:
         delegations = resolve(vs, reads, d.policy.served) if vs and owned else None
         d.declare(ref, reads.refs)
         d.drop_hosts_of(ref, keep=owned)
+        if vs is None or delegations is None:
+            self._refused.forget(ref)
         if vs is None:
             d.endpoints.set_backends(ref, frozenset())
             self._routes.served(ref, None, {})
@@ -156,8 +160,20 @@ class VirtualServerTranslator:
         # VirtualServerRoutes whose subroutes would make the record too large
         # are left out (configs/record_shares.py), not the VirtualServer.
         limit = self._settings.max_record_bytes
-        fitted = fit(delegations.routes, render, _largest, limit, lambda r: str(r.ref))
-        out = fitted.rendered
+        tried, refused = self._refused.split(ref, delegations.routes)
+        fitted = fit(tried, render, _largest, limit, _name)
+        left_out = {
+            _name(e.contributor): too_large(
+                "its subroutes", f"the record of the virtual host {vs.host}", e, limit
+            )
+            for e in fitted.excluded
+        }
+        kept = [r for r in tried if _name(r) not in left_out]
+        out, shed = self._refused.shrunk(ref, kept, render, _largest, fitted.rendered)
+        for name, refusal in (refused | shed).items():
+            left_out[name] = (
+                f"with its subroutes, the virtual host {vs.host} {refusal}; served without them"
+            )
         host, listener_warnings = out.host, []
         if vs.listener is not None:
             # Served on its GlobalConfiguration listeners only; NIC warns when one
@@ -170,11 +186,10 @@ class VirtualServerTranslator:
         d.ref_hosts[ref] = {out.host.host}
         d.endpoints.set_backends(ref, out.backends)
         self._routes.served(ref, vs.host, out.routes)
-        for e in fitted.excluded:
-            vsr = e.contributor.ref
+        for name, why in sorted(left_out.items()):
+            vsr = ObjectRef("VirtualServerRoute", *name.split("/", 1))
             self._routes.changed(vsr)  # waits for its host, as one served by none
-            why = too_large("its subroutes", f"the record of the virtual host {vs.host}", e, limit)
-            message = f"VirtualServerRoute {vsr.namespace}/{vsr.name} was rejected: {why}"
+            message = f"VirtualServerRoute {name} was rejected: {why}"
             self._route_status(vsr, INVALID, REJECTED, message, "")
         if warnings := delegations.warnings + out.warnings + tuple(listener_warnings):
             self._event(
@@ -190,7 +205,17 @@ class VirtualServerTranslator:
             self._event(ref, VALID, ADDED_OR_UPDATED, message)
 
     def withdraw(self, ref: ObjectRef) -> None:
+        self._refused.forget(ref)
         self._routes.served(ref, None, {})
+
+    def shed(self, ref: ObjectRef, why: str) -> bool:
+        """NGINX's memory refused ``ref``'s host records (``why``): the
+        VirtualServer leaves out its VirtualServerRoute with the largest share
+        instead of being rejected (True), until that one changes; False when
+        it delegates to none."""
+        self._refused.shrink(ref, why)
+        self._worker.render_all([ref])
+        return self._refused.shed
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
         pass  # the worker publishes status.state (Desired.states) itself
@@ -217,3 +242,7 @@ def _same(a: VirtualServer, b: VirtualServer) -> bool:
 
 def _largest(out: VSRecords) -> int:
     return largest((encode_host(out.host), out.record, out.client_check, out.fast))
+
+
+def _name(d: Delegated) -> str:
+    return f"{d.ref.namespace}/{d.ref.name}"
