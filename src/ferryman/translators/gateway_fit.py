@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from ferryman.configs.gateway_attach import Condition, ParentStatus
+from ferryman.configs.gateway_attach import Condition, ParentStatus, RouteEntry
 from ferryman.configs.gateway_servers import Served, records, socket_key
 from ferryman.configs.record_shares import fit
 from ferryman.translators.record_fit import largest, too_large
@@ -38,10 +38,27 @@ def fit_routes(served: list[Served], limit: int) -> Fit:
     if not big:
         return Fit(served, wanted, {})
     at = [s for s in served if socket_key(s.address, s.listener.port) in big]
-    routes = sorted({e.route for s in at for entries in s.table.values() for e in entries})
+    # Each route's entries, where they are (listener, name, position): a
+    # render builds the tables of the routes it keeps, not all of them, so
+    # the one-route renders that measure shares stay small.
+    placed: dict[str, list[tuple[int, str, int, RouteEntry]]] = {}
+    for li, s in enumerate(at):
+        for name, entries in s.table.items():
+            for pos, e in enumerate(entries):
+                placed.setdefault(e.route, []).append((li, name, pos, e))
+    routes = sorted(placed)
 
     def render(kept: Sequence[str]) -> dict[str, str]:
-        return records(without(at, set(routes) - set(kept)))[0]
+        tables: list[dict[str, list[tuple[int, RouteEntry]]]] = [{} for _ in at]
+        for route in kept:
+            for li, name, pos, e in placed[route]:
+                tables[li].setdefault(name, []).append((pos, e))
+        return records(
+            [
+                replace(s, table={n: [e for _, e in sorted(es)] for n, es in t.items()})
+                for s, t in zip(at, tables, strict=True)
+            ]
+        )[0]
 
     fitted = fit(routes, render, lambda r: largest(r.values()), limit)
     where = ", ".join(sorted(big))
@@ -56,16 +73,13 @@ def fit_routes(served: list[Served], limit: int) -> Fit:
 def without(served: Iterable[Served], routes: set[str]) -> list[Served]:
     if not routes:
         return list(served)
-    return [
-        replace(
-            s,
-            table={
-                name: [e for e in entries if e.route not in routes]
-                for name, entries in s.table.items()
-            },
-        )
+    # A name whose routes are all left out has no entries: as if never named
+    # (it falls through to wider names), as without those routes.
+    tables = [
+        {n: kept for n, es in s.table.items() if (kept := [e for e in es if e.route not in routes])}
         for s in served
     ]
+    return [replace(s, table=t) for s, t in zip(served, tables, strict=True)]
 
 
 def not_accepted(parents: Iterable[ParentStatus], why: str) -> tuple[ParentStatus, ...]:
