@@ -1,5 +1,6 @@
-"""Contributors left out of their owner's records for ``--max-record-bytes``
-(``configs/record_shares.py`` decides which), and who has to hear about it.
+"""Contributors left out of their owner's records, for ``--max-record-bytes``
+(``configs/record_shares.py`` decides which) or because NGINX's memory had no
+room (``Refusals``), and who has to hear about it.
 
 Each owner's render says which of its contributors it left out this time;
 ``Exclusions`` keeps that per owner, so a contributor is told it is rejected
