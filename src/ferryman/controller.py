@@ -25,7 +25,7 @@ from ferryman.configs.configmap import ConfigMapState
 from ferryman.configs.model import BackendKey
 from ferryman.dataplane import DataPlane, RecordKey
 from ferryman.dataplane.errors import PushError
-from ferryman.dataplane.records import AppliedRecords
+from ferryman.dataplane.records import AppliedRecords, memory_refusal
 from ferryman.endpoint_sets import PodId
 from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
@@ -126,11 +126,9 @@ class Controller:
             http_listeners=virtual_servers,
             listen_ports=ports,
         )
-        translators: list[Translator] = [
-            self._ingresses,
-            VirtualServerTranslator(store, self._d, self, virtual_servers),
-            self._transport,
-        ]
+        vs = VirtualServerTranslator(settings, store, self._d, self, virtual_servers)
+        translators: list[Translator] = [self._ingresses, vs, self._transport]
+        self._sheds = {"Ingress": self._ingresses.shed, "VirtualServer": vs.shed}
         self._gateways: GatewayTranslator | None = None
         if settings.gateway_api and virtual_servers:
             self._gateways = GatewayTranslator(
@@ -431,7 +429,11 @@ class Controller:
         """Reject the resources whose records were refused."""
         for (kind, name), why in sorted(refused.items()):
             if kind in HOST_RECORDS:
-                if (owner := self._d.host_writer.get(name)) is not None:
+                if (owner := self._d.host_writer.get(name)) is None:
+                    continue
+                # No room: a host assembled from several resources sheds a share.
+                shed = self._sheds.get(owner.kind) if memory_refusal(why) else None
+                if shed is None or not shed(owner, why):
                     self.reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":
                 for user in sorted(self._d.endpoints.users(name)):
@@ -445,6 +447,10 @@ class Controller:
                 self.render_all(self._d.deps.users(secret))
             elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
                 self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
+            elif kind == "W" and self._gateways is not None:  # its routes are told
+                self._gateways.refused(name, why)
+        if self._gateways is not None:  # W records without the routes refused
+            self._gateways.prepare()
 
     # ---- the worker ----------------------------------------------------------------
 

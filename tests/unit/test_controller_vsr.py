@@ -137,3 +137,23 @@ def test_a_selector_is_translated_once_per_batch_not_once_per_route(tmp_path: Pa
         asyncio.run(kit.drain())
     assert spy.call_count == 2  # its own key, then once for the routes read
     assert kit.dataplane.records[("V", "cafe.test")].count("R|P|") == 50
+
+
+def test_a_vsr_left_out_for_its_size_is_invalid_with_no_referenced_by(tmp_path: Path) -> None:
+    """Kubernetes mode's status for a VirtualServerRoute too large to serve: its
+    own Invalid/Rejected, while its VirtualServer stays Valid."""
+    big = _vsr()
+    big["spec"]["subroutes"] = [
+        {"path": f"/tea/{i:03d}/" + "y" * 80, "action": {"pass": "up"}} for i in range(100)
+    ]
+    kit = Kit(tmp_path, max_record_bytes=6000)
+    kit.add(*_service("app", "10.0.0.1", namespace="team"), big, _vs())
+    asyncio.run(kit.drain())
+    state, reason, message = _last(kit, VSR)
+    assert (state, reason) == ("Invalid", "Rejected"), message
+    assert "more than --max-record-bytes 6000" in message
+    assert kit.referenced_by[VSR] == ""
+    assert _last(kit, ObjectRef("VirtualServer", "default", "cafe"))[:2] == (
+        "Valid",
+        "AddedOrUpdated",
+    )

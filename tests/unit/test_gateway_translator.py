@@ -210,3 +210,29 @@ def test_an_address_that_cannot_be_had_is_said_and_not_served(tmp_path: Path) ->
     outside_status = kit.gateway_statuses[ObjectRef("Gateway", "infra", "outside")]
     assert _conditions(outside_status)["Programmed"] == ("True", "Programmed", 2)
     assert kit.dataplane.files[GATEWAY_LISTENS_FILE].endswith("listen 10.0.0.2:81;\n")
+
+
+def test_a_route_too_large_for_its_records_is_not_accepted_and_the_others_are(
+    tmp_path: Path,
+) -> None:
+    """Kubernetes mode's status for an HTTPRoute whose rules would make the
+    listener's records larger than --max-record-bytes; the names it alone
+    served fall through to wider ones, as without it."""
+    kit = Kit(tmp_path, gateway_api=True, gateway_addresses=POOL, max_record_bytes=4000)
+    big = _route("big", host="b.example.com")
+    big["spec"]["rules"] = [
+        {
+            "matches": [{"path": {"value": f"/{i:03d}/" + "y" * 80}} for i in range(60)],
+            "backendRefs": [{"name": "svc", "port": 8080}],
+        }
+    ]
+    _sync(kit, _class(), _service(), _gateway("one"), _route("r1"), big)
+    (parent,) = kit.gateway_statuses[ObjectRef("HTTPRoute", "infra", "big")]["parents"]
+    accepted = next(c for c in parent["conditions"] if c["type"] == "Accepted")
+    assert (accepted["status"], accepted["reason"]) == ("False", "UnsupportedValue")
+    assert "more than --max-record-bytes 4000" in accepted["message"]
+    assert kit.reasons("big") == ["Rejected"]
+    (parent,) = kit.gateway_statuses[ObjectRef("HTTPRoute", "infra", "r1")]["parents"]
+    assert _conditions(parent)["Accepted"] == ("True", "Accepted", 1)
+    assert ("W", "10.0.0.1:80/a.example.com") in kit.dataplane.records
+    assert ("W", "10.0.0.1:80/b.example.com") not in kit.dataplane.records

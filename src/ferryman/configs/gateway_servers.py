@@ -98,18 +98,33 @@ def records(served: Iterable[Served]) -> tuple[dict[str, str], frozenset[Backend
         names = {_key(h) for s in listeners for h in s.table}
         names |= {_key(s.listener.hostname or "") for s in listeners}
         for name in sorted(names):
-            best: Served | None = None
-            best_rank, best_index = -1, 0
-            for index, s in enumerate(listeners):
-                rank = _specificity(s.listener.hostname, name)
-                if rank is not None and rank > best_rank:
-                    best, best_rank, best_index = s, rank, index
+            best_index, best = _serving(listeners, name)
             if best is None:
                 continue
             record, used = gateway_record(_entries_for(best.table, name))
             out[f"{socket}/{name}"] = f"{best.cert_id or '-'} {best_index} {record}"
             backends |= used
     return out, frozenset(backends)
+
+
+def _serving(listeners: list[Served], name: str) -> tuple[int, Served | None]:
+    """The listener of one socket that serves ``name`` (the first of the most
+    specific), with its number there."""
+    best: Served | None = None
+    best_rank, best_index = -1, 0
+    for index, s in enumerate(listeners):
+        rank = _specificity(s.listener.hostname, name)
+        if rank is not None and rank > best_rank:
+            best, best_rank, best_index = s, rank, index
+    return best_index, best
+
+
+def routes_in(served: Iterable[Served], key: str) -> set[str]:
+    """The routes (namespace/name) whose entries W record ``key`` holds."""
+    socket, _, name = key.partition("/")
+    listeners = [s for s in served if socket_key(s.address, s.listener.port) == socket]
+    _, best = _serving(listeners, name)
+    return {e.route for e in _entries_for(best.table, name)} if best is not None else set()
 
 
 def _entries_for(table: Mapping[str, list[RouteEntry]], name: str) -> list[RouteEntry]:

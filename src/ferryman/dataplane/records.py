@@ -35,6 +35,11 @@ MEMORY_WARNING_RATIO = 0.8
 LARGE_RECORD = 4096
 
 
+def memory_refusal(why: str) -> bool:
+    """``why`` (a reason ``push`` gave) says NGINX's memory had no room."""
+    return why.startswith("does not fit in")
+
+
 class AppliedRecords:
     def __init__(self, dataplane: DataPlane, settings: Settings, metrics: Metrics) -> None:
         self._dataplane = dataplane

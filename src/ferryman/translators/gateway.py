@@ -37,8 +37,8 @@ from ferryman.configs.gateway_servers import (
     ANY_ADDRESS,
     GATEWAY_LISTENS_FILE,
     Served,
-    records,
     render_listens,
+    routes_in,
 )
 from ferryman.configs.gateway_status import (
     gateway_class_status,
@@ -65,6 +65,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
+from ferryman.translators.gateway_fit import fit_routes, not_accepted, without
 from ferryman.translators.listen_ports import ListenPorts
 
 log = logging.getLogger("ferryman.gateway")
@@ -119,6 +120,11 @@ class GatewayTranslator:
         self._sent: dict[ObjectRef, tuple[str | None, Mapping[str, Any]]] = {}
         self._route_backends: dict[ObjectRef, frozenset[BackendKey]] = {}
         self._rejected: dict[ObjectRef, str] = {}
+        # HTTPRoutes left out for --max-record-bytes (translators/gateway_fit.py).
+        self._left_out: dict[ObjectRef, str] = {}
+        # Routes in a W record NGINX refused: the parse they were refused with, why.
+        self._refused: dict[ObjectRef, tuple[object, str]] = {}
+        self._served: list[Served] = []
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
 
     # ---- Translator protocol -------------------------------------------------------
@@ -206,6 +212,38 @@ class GatewayTranslator:
             self._rejected[ref] = message
             self._d.event(ref, WARNING, REJECTED, message)
 
+    def refused(self, key: str, why: str) -> None:
+        """NGINX refused W record ``key`` (``why``: the limit it hit): the routes
+        in it are left out of every record, with Accepted False and a Rejected
+        Event saying so, until they change; the records are computed again at
+        the next ``prepare``."""
+        routes = routes_in(self._served, key)
+        if not routes:  # a listener's own record: no route to tell
+            fields = {"key": key, "why": why}
+            log.warning("NGINX refused a Gateway record", extra={"fields": fields})
+        for route in sorted(routes):
+            ref = ObjectRef("HTTPRoute", *route.split("/", 1))
+            parse = self._parsed.get(ref)
+            self._refused[ref] = (parse.stamp if parse else None, f"the Gateway record {key} {why}")
+        self._stale = True
+
+    def _still_refused(self) -> dict[str, str]:
+        """The routes NGINX refused a record of, less those changed since."""
+        for ref, (stamp, _) in list(self._refused.items()):
+            parse = self._parsed.get(ref)
+            if parse is None or parse.stamp is not stamp:
+                del self._refused[ref]
+        return {f"{r.namespace}/{r.name}": why for r, (_, why) in self._refused.items()}
+
+    def _refuse(self, ref: ObjectRef, why: str | None) -> None:
+        """A Rejected Event for a route left out of its listeners' records, once
+        each time it is left out."""
+        if why is None:
+            self._left_out.pop(ref, None)
+        elif self._left_out.get(ref) != why:
+            self._left_out[ref] = why
+            self._d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
+
     def _compute(self) -> None:
         store, settings = self._store, self._settings
         wanted: dict[ObjectRef, Mapping[str, Any]] = {}
@@ -243,6 +281,7 @@ class GatewayTranslator:
         for gone in [r for r in self._parsed if r not in seen]:
             del self._parsed[gone]
             self._rejected.pop(gone, None)
+            self._left_out.pop(gone, None)
 
         reads = Reads(self._d.cache)
 
@@ -303,7 +342,11 @@ class GatewayTranslator:
                 served.append(Served(address, lst, table, cert))
                 sockets.add((address, lst.port, lst.protocol == "HTTPS"))
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
-        self._write_records(served)
+        refused = self._still_refused()
+        fitted = fit_routes(without(served, set(refused)), settings.max_record_bytes)
+        too_large = fitted.why | refused
+        self._served = fitted.served
+        self._write_records(fitted.served, fitted.records)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
         if self._ports is not None and (changed := self._ports.set_gateway_ports(held, asked)):
             self._worker.render_all(changed)
@@ -312,16 +355,17 @@ class GatewayTranslator:
         for route in routes:
             ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
             parents = att.routes.get((route.meta.namespace, route.meta.name), ())
+            if (why := too_large.get(f"{ref.namespace}/{ref.name}")) is not None:
+                parents = not_accepted(parents, why)
+            self._refuse(ref, why)
             if parents or ref in self._sent:
                 wanted[ref] = route_parents(
                     parents, route.meta.namespace, route.meta.generation, controller
                 )
         self._wanted = wanted
 
-    def _write_records(self, served: Iterable[Served]) -> None:
+    def _write_records(self, served: list[Served], wanted: Mapping[str, str]) -> None:
         d = self._d
-        served = list(served)
-        wanted, _ = records(served)
         for key in [k for k in d.records if k[0] == "W" and k[1] not in wanted]:
             del d.records[key]
         for name, value in wanted.items():

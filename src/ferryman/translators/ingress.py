@@ -9,18 +9,21 @@ NIC's words; its status shows the load-balancer addresses while it serves.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ferryman.configs.ingress import secret_names, virtual_hosts
-from ferryman.configs.ingress_hosts import Written, ingress_records
+from ferryman.configs.ingress_hosts import Outcome, Written, ingress_records
 from ferryman.configs.ingress_mergeable import (
     NO_MASTER,
     ingress_kinds,
+    key_of,
     mergeable_host,
     minion_event,
 )
 from ferryman.configs.model import BackendKey, VirtualHost
+from ferryman.configs.record_shares import fit
+from ferryman.configs.routes import encode_host
 from ferryman.configuration import covering_wildcard
 from ferryman.metrics import Metrics
 from ferryman.reads import MERGEABLE_HOST, Reads
@@ -47,6 +50,7 @@ from ferryman.translators import Worker, internal
 from ferryman.translators.desired import Desired
 from ferryman.translators.ingress_listen import listen_ports
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.translators.record_fit import Exclusions, Refusals, largest, too_large
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
@@ -83,6 +87,9 @@ class IngressTranslator:
         self._slow_path = slow_path
         # nginx.org/listen-ports: the ports opened beyond the default two.
         self._ports = ports if ports is not None else ListenPorts({}, enabled=False)
+        # Minions masters leave out for --max-record-bytes.
+        self._excluded = Exclusions()
+        self._refused: Refusals[Ingress] = Refusals(key_of)
 
     def sync(self, ref: ObjectRef) -> None:
         if ref.kind == "IngressClass":
@@ -144,15 +151,7 @@ class IngressTranslator:
                 found = reads.mergeable(host)
                 mergeable = [m for m in found if d.policy.accepts(m.class_name)]
             # nginx.org annotations over the ConfigMap's keys (configs/ingress_options.py).
-            outcome = ingress_records(
-                ing,
-                vhosts,
-                reads,
-                d.policy.served,
-                self._worker.route_defaults(),
-                slow_path=self._slow_path,
-                mergeable=mergeable,
-            )
+            outcome = self._fitted(ref, ing, vhosts, reads, mergeable)
             written = outcome.written
             warnings += outcome.warnings
         written, more, others = listen_ports(ing, ref, written, reads, self._settings, self._ports)
@@ -168,15 +167,82 @@ class IngressTranslator:
         for w in written:
             backends |= w.backends
         d.endpoints.set_backends(ref, frozenset(backends))
+        if ing is None:
+            self._refused.forget(ref)
+            self._worker.render_all(self._excluded.set(ref, {}))
         if ing is not None and ing.mergeable == "minion":
             warn, reason, message = minion_event(ing, mergeable or [], warnings)
+            if (why := self._excluded.why(ref)) is not None:
+                warn, reason, message = (
+                    True,
+                    REJECTED,
+                    f"{ref.namespace}/{ref.name} was rejected: {why}",
+                )
             d.event(ref, WARNING if warn else NORMAL, reason, message)
-            if reason != NO_MASTER:
+            if reason not in (NO_MASTER, REJECTED):
                 d.ref_hosts[ref] = set()  # served (its master's host): status shown
         elif ing is not None:
             self._report(ref, bool(vhosts), warnings)
         # Ingresses whose ports changed scheme hands (configs/ingress_ports.py).
         self._worker.render_all(others)
+
+    def _fitted(
+        self,
+        ref: ObjectRef,
+        ing: Ingress,
+        vhosts: list[VirtualHost],
+        reads: Reads,
+        mergeable: list[Ingress] | None,
+    ) -> Outcome:
+        """``ing``'s records; a master's without the minions whose paths would
+        make its host's record too large (configs/record_shares.py)."""
+
+        def render(minions: Sequence[Ingress]) -> Outcome:
+            merged = others + list(minions) if mergeable is not None else None
+            return ingress_records(
+                ing,
+                vhosts,
+                reads,
+                self._d.policy.served,
+                self._worker.route_defaults(),
+                slow_path=self._slow_path,
+                mergeable=merged,
+            )
+
+        others = [m for m in mergeable or [] if m.mergeable != "minion"]
+        minions = [m for m in mergeable or [] if m.mergeable == "minion"]
+        if ing.mergeable != "master" or not vhosts:
+            self._refused.forget(ref)
+            self._worker.render_all(self._excluded.set(ref, {}))
+            return render(minions)
+        limit = self._settings.max_record_bytes
+        host = vhosts[0].host
+        tried, refused = self._refused.split(ref, minions)
+        fitted = fit(tried, render, _largest, limit, key_of)
+        why = {
+            key_of(e.contributor): too_large(
+                "its paths", f"the record of the virtual host {host}", e, limit
+            )
+            for e in fitted.excluded
+        }
+        kept = [m for m in tried if key_of(m) not in why]
+        out, shed = self._refused.shrunk(ref, kept, render, _largest, fitted.rendered)
+        for name, refusal in (refused | shed).items():
+            why[name] = f"with its paths, the virtual host {host} {refusal}; served without them"
+        excluded = {ObjectRef("Ingress", *name.split("/", 1)): w for name, w in why.items()}
+        self._worker.render_all(self._excluded.set(ref, excluded))
+        return out
+
+    def shed(self, ref: ObjectRef, why: str) -> bool:
+        """NGINX's memory refused ``ref``'s host record (``why``): a master leaves
+        out its minion with the largest share instead of being rejected (True),
+        until that minion changes; False when there is none to leave out."""
+        ing = self._d.config.get(ref)
+        if not isinstance(ing, Ingress) or ing.mergeable != "master":
+            return False
+        self._refused.shrink(ref, why)
+        self._worker.render_all([ref])
+        return self._refused.shed
 
     def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:
         config = self._d.config
@@ -247,7 +313,8 @@ class IngressTranslator:
             self._status_shown.discard(ref)
 
     def withdraw(self, ref: ObjectRef) -> None:
-        self._worker.render_all(self._ports.release(ref))
+        self._refused.forget(ref)
+        self._worker.render_all(self._ports.release(ref) | self._excluded.set(ref, {}))
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
         self._publish_status(ref)
@@ -259,3 +326,9 @@ class IngressTranslator:
         config = self._d.config
         for kind, count in ingress_kinds(config.get(r) for r in config.refs()).items():
             metrics.ingress_resources.labels(type=kind).set(count)
+
+
+def _largest(outcome: Outcome) -> int:
+    return largest(
+        v for w in outcome.written for v in (encode_host(w.host), w.routing, w.fast, w.client_check)
+    )

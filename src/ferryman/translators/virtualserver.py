@@ -9,13 +9,15 @@ translates again exactly the VirtualServers that read it (``Desired.deps``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ferryman.configs.policy_status import policy_status
-from ferryman.configs.virtualserver import vs_records
-from ferryman.configs.vs_delegation import resolve
+from ferryman.configs.record_shares import fit
+from ferryman.configs.routes import encode_host
+from ferryman.configs.virtualserver import VSRecords, vs_records
+from ferryman.configs.vs_delegation import Delegated, resolve
 from ferryman.configs.vs_listeners import resolve_listeners
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
@@ -28,9 +30,11 @@ from ferryman.report import (
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
+from ferryman.translators.record_fit import Refusals, largest, too_large
 from ferryman.vsr_status import INVALID, VALID, WARNING_STATE, RouteStatuses
 
 
@@ -39,9 +43,12 @@ class VirtualServerTranslator:
     renders: tuple[str, ...] = ("VirtualServer",)
     rejected_state: str | None = INVALID
 
-    def __init__(self, store: Store, desired: Desired, worker: Worker, routed: bool) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, desired: Desired, worker: Worker, routed: bool
+    ) -> None:
         """``routed``: the data plane routes VirtualServers (the Lua router;
         Angie's classic configuration does not: they are rejected saying so)."""
+        self._settings = settings
         self._store = store
         self._d = desired
         self._worker = worker
@@ -52,6 +59,8 @@ class VirtualServerTranslator:
             desired.host_writer.get,
             self._route_status,
         )
+        # VirtualServerRoutes left out because NGINX's memory refused the host.
+        self._refused: Refusals[Delegated] = Refusals(_name)
         # Each Policy's spec when it was last reported (its own status and Event).
         self._policy_specs: dict[ObjectRef, object] = {}
 
@@ -123,6 +132,8 @@ class VirtualServerTranslator:
         delegations = resolve(vs, reads, d.policy.served) if vs and owned else None
         d.declare(ref, reads.refs)
         d.drop_hosts_of(ref, keep=owned)
+        if vs is None or delegations is None:
+            self._refused.forget(ref)
         if vs is None:
             d.endpoints.set_backends(ref, frozenset())
             self._routes.served(ref, None, {})
@@ -134,14 +145,35 @@ class VirtualServerTranslator:
             # NIC's words: the resource is kept, its host is served by another.
             self._event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
-        out = vs_records(
-            vs,
-            state,
-            reads=reads,
-            ingress_class=d.policy.served,
-            delegated=delegations.routes,
-            http2=self._worker.route_defaults().get("http2") == "true",
-        )
+        http2 = self._worker.route_defaults().get("http2") == "true"
+
+        def render(delegated: Sequence[Delegated]) -> VSRecords:
+            return vs_records(
+                vs,
+                state,
+                reads=reads,
+                ingress_class=d.policy.served,
+                delegated=tuple(delegated),
+                http2=http2,
+            )
+
+        # VirtualServerRoutes whose subroutes would make the record too large
+        # are left out (configs/record_shares.py), not the VirtualServer.
+        limit = self._settings.max_record_bytes
+        tried, refused = self._refused.split(ref, delegations.routes)
+        fitted = fit(tried, render, _largest, limit, _name)
+        left_out = {
+            _name(e.contributor): too_large(
+                "its subroutes", f"the record of the virtual host {vs.host}", e, limit
+            )
+            for e in fitted.excluded
+        }
+        kept = [r for r in tried if _name(r) not in left_out]
+        out, shed = self._refused.shrunk(ref, kept, render, _largest, fitted.rendered)
+        for name, refusal in (refused | shed).items():
+            left_out[name] = (
+                f"with its subroutes, the virtual host {vs.host} {refusal}; served without them"
+            )
         host, listener_warnings = out.host, []
         if vs.listener is not None:
             # Served on its GlobalConfiguration listeners only; NIC warns when one
@@ -154,6 +186,11 @@ class VirtualServerTranslator:
         d.ref_hosts[ref] = {out.host.host}
         d.endpoints.set_backends(ref, out.backends)
         self._routes.served(ref, vs.host, out.routes)
+        for name, why in sorted(left_out.items()):
+            vsr = ObjectRef("VirtualServerRoute", *name.split("/", 1))
+            self._routes.changed(vsr)  # waits for its host, as one served by none
+            message = f"VirtualServerRoute {name} was rejected: {why}"
+            self._route_status(vsr, INVALID, REJECTED, message, "")
         if warnings := delegations.warnings + out.warnings + tuple(listener_warnings):
             self._event(
                 ref,
@@ -168,7 +205,17 @@ class VirtualServerTranslator:
             self._event(ref, VALID, ADDED_OR_UPDATED, message)
 
     def withdraw(self, ref: ObjectRef) -> None:
+        self._refused.forget(ref)
         self._routes.served(ref, None, {})
+
+    def shed(self, ref: ObjectRef, why: str) -> bool:
+        """NGINX's memory refused ``ref``'s host records (``why``): the
+        VirtualServer leaves out its VirtualServerRoute with the largest share
+        instead of being rejected (True), until that one changes; False when
+        it delegates to none."""
+        self._refused.shrink(ref, why)
+        self._worker.render_all([ref])
+        return self._refused.shed
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
         pass  # the worker publishes status.state (Desired.states) itself
@@ -191,3 +238,11 @@ def _vs_class(obj: Mapping[str, Any]) -> str:
 def _same(a: VirtualServer, b: VirtualServer) -> bool:
     """Equal but for resourceVersion (a status write changes only that)."""
     return a == replace(b, meta=replace(b.meta, resource_version=a.meta.resource_version))
+
+
+def _largest(out: VSRecords) -> int:
+    return largest((encode_host(out.host), out.record, out.client_check, out.fast))
+
+
+def _name(d: Delegated) -> str:
+    return f"{d.ref.namespace}/{d.ref.name}"
