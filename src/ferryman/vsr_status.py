@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ferryman.configs.tenancy import host_denied
 from ferryman.reads import Cache
 from ferryman.report import ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING, REJECTED
 from ferryman.resources.meta import ObjectRef
@@ -44,7 +45,10 @@ class RouteStatuses:
         served_class: Callable[[], str],
         host_owner: Callable[[str], ObjectRef | None],
         emit: Emit,
+        allows: Callable[[str, str], bool] = lambda namespace, host: True,
     ) -> None:
+        """``allows``: whether a namespace may serve a host (tenant mode)."""
+        self._allows = allows
         self._cache = cache
         self._served_class = served_class
         self._host_owner = host_owner
@@ -98,6 +102,11 @@ class RouteStatuses:
             return  # another controller's
         if ref in self._serving:
             self._report_served(ref)
+            return
+        if not self._allows(ref.namespace, vsr.host):
+            why = host_denied(ref.namespace, vsr.host)
+            message = f"VirtualServerRoute {who} was rejected with error: {why}"
+            self._emit(ref, INVALID, REJECTED, message, "")
             return
         self._waiting_host[ref] = vsr.host
         self._waiting.setdefault(vsr.host, set()).add(ref)

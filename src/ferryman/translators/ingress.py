@@ -21,6 +21,7 @@ from ferryman.configs.ingress_mergeable import (
     minion_event,
 )
 from ferryman.configs.model import BackendKey, VirtualHost
+from ferryman.configs.tenancy import denied_minion
 from ferryman.configuration import covering_wildcard
 from ferryman.metrics import Metrics
 from ferryman.reads import MERGEABLE_HOST, Reads
@@ -142,7 +143,12 @@ class IngressTranslator:
             vhosts, warnings = virtual_hosts(ing, d.config.owned_hosts(ref), states)
             if (host := mergeable_host(ing)) is not None:
                 found = reads.mergeable(host)
-                mergeable = [m for m in found if d.policy.accepts(m.class_name)]
+                # Tenant mode: a namespace not allowed the host adds nothing to it.
+                mergeable = [
+                    m
+                    for m in found
+                    if d.policy.accepts(m.class_name) and d.config.allows(m.meta.namespace, host)
+                ]
             # nginx.org annotations over the ConfigMap's keys (configs/ingress_options.py).
             outcome = ingress_records(
                 ing,
@@ -168,7 +174,10 @@ class IngressTranslator:
         for w in written:
             backends |= w.backends
         d.endpoints.set_backends(ref, frozenset(backends))
-        if ing is not None and ing.mergeable == "minion":
+        minion = ing is not None and ing.mergeable == "minion"
+        if ing is not None and minion and (why := denied_minion(ing, d.config)) is not None:
+            d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
+        elif ing is not None and ing.mergeable == "minion":
             warn, reason, message = minion_event(ing, mergeable or [], warnings)
             d.event(ref, WARNING if warn else NORMAL, reason, message)
             if reason != NO_MASTER:

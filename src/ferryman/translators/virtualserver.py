@@ -51,6 +51,7 @@ class VirtualServerTranslator:
             lambda: desired.policy.served,
             desired.host_writer.get,
             self._route_status,
+            desired.config.allows,
         )
         # Each Policy's spec when it was last reported (its own status and Event).
         self._policy_specs: dict[ObjectRef, object] = {}
@@ -120,7 +121,7 @@ class VirtualServerTranslator:
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
         reads = Reads(d.cache)
         state = reads.secret(ref.namespace, secret) if secret else None
-        delegations = resolve(vs, reads, d.policy.served) if vs and owned else None
+        delegations = resolve(vs, reads, d.policy.served, d.config) if vs and owned else None
         d.declare(ref, reads.refs)
         d.drop_hosts_of(ref, keep=owned)
         if vs is None:
