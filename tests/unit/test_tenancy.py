@@ -19,6 +19,7 @@ from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
+from tests.integration.harness import ingress, path, rule
 from tests.unit.controller_kit import Kit
 
 TENANTS = (("shop", "shop.test"), ("billing", "billing.test"))
@@ -144,3 +145,51 @@ def test_a_grant_change_translates_its_readers_again(tmp_path: Path) -> None:
         asyncio.run(kit.drain())
         assert REFUSED in _record(kit)
         assert kit.reasons("cafe")[-1] == "AddedOrUpdatedWithWarning"
+
+
+def _policy(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "Policy",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def test_an_ingress_policy_of_another_namespace_needs_a_grant(tmp_path: Path) -> None:
+    kit = Kit(tmp_path, allowed_host_suffixes=TENANTS)
+    allow = _policy("allow", "billing", {"accessControl": {"allow": ["10.0.0.0/8"]}})
+    ing = ingress("shop", [rule("shop.test", path("/", "app"))], namespace="shop")
+    ing["metadata"]["annotations"] = {"nginx.org/policies": "billing/allow"}
+    kit.add(allow, ing)
+    asyncio.run(kit.drain())
+    assert kit.reasons("shop")[-1] == "AddedOrUpdatedWithWarning"
+    assert (
+        "Policy billing/allow is refused: Policy billing/allow is in another"
+        in (kit.messages("shop")[-1])
+    )
+    assert (
+        "from {group: networking.k8s.io, kind: Ingress, namespace: shop}"
+        in (kit.messages("shop")[-1])
+    )
+    kit.add(grant("billing", "Ingress", to=POLICY, group="networking.k8s.io"))
+    asyncio.run(kit.drain())
+    assert kit.reasons("shop")[-1] == "AddedOrUpdated"
+
+
+def test_an_external_auth_service_of_another_namespace_needs_a_grant(tmp_path: Path) -> None:
+    kit = Kit(tmp_path, allowed_host_suffixes=TENANTS)
+    auth = {"externalAuth": {"authURI": "/auth", "authServiceName": "billing/auth"}}
+    vs = _vs("app")
+    vs["spec"]["policies"] = [{"name": "ext"}]
+    kit.add(_policy("ext", "shop", auth), vs)
+    asyncio.run(kit.drain())
+    assert kit.reasons("cafe")[-1] == "AddedOrUpdatedWithWarning"
+    message = kit.messages("cafe")[-1]
+    assert "ExternalAuth policy shop/ext: Service billing/auth is in another namespace" in message
+    assert "from {group: k8s.nginx.org, kind: Policy, namespace: shop}" in message
+    assert "billing/auth:80" not in _record(kit)
+    kit.add(grant("billing", "Policy", to=SERVICE))
+    asyncio.run(kit.drain())
+    assert kit.reasons("cafe")[-1] == "AddedOrUpdated"
+    assert "billing/auth:80" in _record(kit)
