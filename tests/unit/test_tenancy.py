@@ -18,6 +18,7 @@ from ferryman.reads import Cache, Reads
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
+from ferryman.sources.kubernetes import KubernetesSource
 from ferryman.store import Store
 from tests.integration.harness import ingress, path, rule
 from tests.unit.controller_kit import Kit
@@ -193,3 +194,13 @@ def test_an_external_auth_service_of_another_namespace_needs_a_grant(tmp_path: P
     asyncio.run(kit.drain())
     assert kit.reasons("cafe")[-1] == "AddedOrUpdated"
     assert "billing/auth:80" in _record(kit)
+
+
+def test_kubernetes_mode_watches_grants_in_tenant_mode() -> None:
+    def kinds(**flags: bool) -> list[str]:
+        source = KubernetesSource(None, None, **flags)  # type: ignore[arg-type]
+        return [k.key for k in source._kinds if k.key == "ReferenceGrant"]
+
+    assert kinds() == []
+    assert kinds(reference_grants=True) == ["ReferenceGrant"]
+    assert kinds(reference_grants=True, gateway_api=True) == ["ReferenceGrant"]
