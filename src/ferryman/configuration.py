@@ -81,11 +81,6 @@ class Configuration:
     def __len__(self) -> int:
         return len(self._ingresses)
 
-    @property
-    def tenant_mode(self) -> bool:
-        """A host policy is in force (``configs/tenancy.py``)."""
-        return self._policy is not None
-
     def allows(self, namespace: str, host: str) -> bool:
         """Whether ``namespace`` may serve ``host``: always without a host policy."""
         return self._policy is None or self._policy.allows(namespace, host)

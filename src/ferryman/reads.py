@@ -36,8 +36,9 @@ from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
 
-# The kinds only read by translators: a change to one translates its readers
-# (a ReferenceGrant too, besides Gateway API's own translator: the controller).
+# The kinds only read by translators: a change to one translates its readers.
+# A ReferenceGrant's change does too (tenant mode), but the controller hands
+# it to Gateway API's translator as well, so it is not among them.
 GRANT = "ReferenceGrant"
 REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
 _ROUTE = "VirtualServerRoute"

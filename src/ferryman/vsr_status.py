@@ -14,7 +14,9 @@ VirtualServer owning its host. NIC (internal/k8s/controller.go,
 - valid but served by none: ``Warning``/``Ignored`` "VirtualServer ns/name
   ignores VirtualServerRoute" when a VirtualServer owns its host, else
   ``Warning``/``NoVirtualServerFound`` "VirtualServer is invalid or doesn't
-  exist"; ``referencedBy`` empty.
+  exist"; ``referencedBy`` empty;
+- in tenant mode, of a namespace not allowed its host (``configs/tenancy.py``):
+  ``Invalid``/``Rejected``, saying so (ferryman's; NIC has no host policy).
 
 The controller tells ``served`` what each VirtualServer's translation serves
 (``VSRecords.routes``) and ``changed`` when a VirtualServerRoute changes; this

@@ -201,7 +201,7 @@ class _Builder:
         key = backend_key(service_ns, u.service, str(u.port))
         why = check(self.grants, kind, namespace, SERVICE, service_ns, u.service)
         if why is not None:
-            # Tenant mode: as a Service that does not exist (NGINX's 502).
+            # Tenant mode: as a Service that does not exist (no endpoints: 503).
             self.warn(f"{where}.service", why)
             key = REFUSED
         else:

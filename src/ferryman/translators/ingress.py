@@ -174,11 +174,11 @@ class IngressTranslator:
         for w in written:
             backends |= w.backends
         d.endpoints.set_backends(ref, frozenset(backends))
-        minion = ing is not None and ing.mergeable == "minion"
-        if ing is not None and minion and (why := denied_minion(ing, d.config)) is not None:
+        minion = ing if ing is not None and ing.mergeable == "minion" else None
+        if minion is not None and (why := denied_minion(minion, d.config)) is not None:
             d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
-        elif ing is not None and ing.mergeable == "minion":
-            warn, reason, message = minion_event(ing, mergeable or [], warnings)
+        elif minion is not None:
+            warn, reason, message = minion_event(minion, mergeable or [], warnings)
             d.event(ref, WARNING if warn else NORMAL, reason, message)
             if reason != NO_MASTER:
                 d.ref_hosts[ref] = set()  # served (its master's host): status shown
