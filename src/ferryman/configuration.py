@@ -81,6 +81,10 @@ class Configuration:
     def __len__(self) -> int:
         return len(self._ingresses)
 
+    def allows(self, namespace: str, host: str) -> bool:
+        """Whether ``namespace`` may serve ``host``: always without a host policy."""
+        return self._policy is None or self._policy.allows(namespace, host)
+
     def get(self, ref: ObjectRef) -> Claimant | None:
         return self._ingresses.get(ref)
 

@@ -31,7 +31,7 @@ from ferryman.endpoint_sets import split as split_key
 from ferryman.metrics import Metrics
 from ferryman.nginx_files import NginxFiles
 from ferryman.queue_keys import LEAVING_NODES, POD_ADDRESS, RESYNC
-from ferryman.reads import REFERENCED
+from ferryman.reads import GRANT, REFERENCED
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -237,6 +237,8 @@ class Controller:
 
     def sync(self, ref: ObjectRef) -> None:
         endpoints = self._d.endpoints
+        if ref.kind == GRANT:  # Gateway API's, and tenant mode's references too
+            self._d.referenced_changed(ref)
         if (translator := self._syncs.get(ref.kind)) is not None:
             translator.sync(ref)
         elif ref.kind == "Service":

@@ -70,6 +70,7 @@ class KubernetesMode:
             settings.ingress_class,
             settings.nginx_configmap,
             settings.gateway_api,
+            reference_grants=bool(settings.allowed_host_suffixes),
         )
         self.reporter = KubernetesReporter(
             self.client, store.uid, settings.gateway_controller_name, store.get

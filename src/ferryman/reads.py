@@ -19,6 +19,7 @@ from typing import Any
 
 from ferryman.configs.ingress import SecretState
 from ferryman.configs.policy_reads import SecretRead
+from ferryman.configs.tenancy import FROM_GROUP
 from ferryman.dependencies import ANY
 from ferryman.resources.globalconfiguration import (
     GlobalConfiguration,
@@ -29,12 +30,16 @@ from ferryman.resources.ingress_annotations import MERGEABLE
 from ferryman.resources.meta import InvalidResource, ObjectRef
 from ferryman.resources.nic_fields import Parsed
 from ferryman.resources.policy import Policy, parse_policy
+from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.resources.virtualserverroute import VirtualServerRoute, parse_virtual_server_route
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
 
 # The kinds only read by translators: a change to one translates its readers.
+# A ReferenceGrant's change does too (tenant mode), but the controller hands
+# it to Gateway API's translator as well, so it is not among them.
+GRANT = "ReferenceGrant"
 REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
 _ROUTE = "VirtualServerRoute"
 _GC = "GlobalConfiguration"
@@ -86,6 +91,10 @@ class Cache:
         self._policies: dict[tuple[str, str], Policy | None] = {}
         # Parsed mergeable Ingresses (None: not mergeable, or invalid).
         self._mergeable: dict[tuple[str, str], Ingress | None] = {}
+        # Tenant mode (--allowed-host-suffixes): references across namespaces
+        # need a ReferenceGrant (configs/tenancy.py); the valid ones by namespace.
+        self.tenant_mode = bool(settings and settings.allowed_host_suffixes)
+        self._grants: dict[str, list[ReferenceGrant]] = {}
 
     def secret(self, namespace: str, name: str) -> SecretState:
         key = (namespace, name)
@@ -150,6 +159,20 @@ class Cache:
                 found.append(ing)
         return found
 
+    def grants(self, namespace: str) -> list[ReferenceGrant]:
+        """The valid ReferenceGrants of ``namespace``."""
+        found = self._grants.get(namespace)
+        if found is None:
+            found = []
+            for ref in self._store.refs(GRANT):
+                if ref.namespace == namespace:
+                    obj = self._store.get(GRANT, namespace, ref.name)
+                    grant = parse_reference_grant(obj).resource if obj is not None else None
+                    if grant is not None:
+                        found.append(grant)
+            self._grants[namespace] = found
+        return found
+
     def refuse(self, ref: ObjectRef, why: str) -> None:
         """The data plane refused what ``ref`` holds: unusable until it changes."""
         if ref.kind == "Secret":
@@ -169,6 +192,8 @@ class Cache:
             self._gc = []
         elif ref.kind == "Ingress":
             self._mergeable.pop(key, None)
+        elif ref.kind == GRANT:
+            self._grants.pop(ref.namespace, None)
 
 
 class Reads:
@@ -218,6 +243,22 @@ class Reads:
         """The Policy, parsed and valid; None when it is missing or invalid."""
         self.refs.add(ObjectRef("Policy", namespace, name))
         return self._cache.policy(namespace, name)
+
+    def granted(
+        self, from_kind: str, from_namespace: str, to: tuple[str, str], namespace: str, name: str
+    ) -> bool:
+        """Whether a ``from_kind`` in ``from_namespace`` may refer to the ``to``
+        object namespace/name (``configs/tenancy.py``): always outside tenant mode
+        and within one namespace; else a ReferenceGrant of ``namespace`` must
+        allow it, and a change to that namespace's grants translates the reader again."""
+        if not self._cache.tenant_mode or namespace == from_namespace:
+            return True
+        self.refs.add(ObjectRef(GRANT, namespace, ANY))
+        group = FROM_GROUP[from_kind]
+        return any(
+            g.allows(group, from_kind, from_namespace, to[0], to[1], name)
+            for g in self._cache.grants(namespace)
+        )
 
     def mergeable(self, host: str) -> list[Ingress]:
         """The valid master and minion Ingresses of ``host`` (any class: the

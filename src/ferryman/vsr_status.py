@@ -14,7 +14,9 @@ VirtualServer owning its host. NIC (internal/k8s/controller.go,
 - valid but served by none: ``Warning``/``Ignored`` "VirtualServer ns/name
   ignores VirtualServerRoute" when a VirtualServer owns its host, else
   ``Warning``/``NoVirtualServerFound`` "VirtualServer is invalid or doesn't
-  exist"; ``referencedBy`` empty.
+  exist"; ``referencedBy`` empty;
+- in tenant mode, of a namespace not allowed its host (``configs/tenancy.py``):
+  ``Invalid``/``Rejected``, saying so (ferryman's; NIC has no host policy).
 
 The controller tells ``served`` what each VirtualServer's translation serves
 (``VSRecords.routes``) and ``changed`` when a VirtualServerRoute changes; this
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ferryman.configs.tenancy import host_denied
 from ferryman.reads import Cache
 from ferryman.report import ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING, REJECTED
 from ferryman.resources.meta import ObjectRef
@@ -44,7 +47,10 @@ class RouteStatuses:
         served_class: Callable[[], str],
         host_owner: Callable[[str], ObjectRef | None],
         emit: Emit,
+        allows: Callable[[str, str], bool] = lambda namespace, host: True,
     ) -> None:
+        """``allows``: whether a namespace may serve a host (tenant mode)."""
+        self._allows = allows
         self._cache = cache
         self._served_class = served_class
         self._host_owner = host_owner
@@ -98,6 +104,11 @@ class RouteStatuses:
             return  # another controller's
         if ref in self._serving:
             self._report_served(ref)
+            return
+        if not self._allows(ref.namespace, vsr.host):
+            why = host_denied(ref.namespace, vsr.host)
+            message = f"VirtualServerRoute {who} was rejected with error: {why}"
+            self._emit(ref, INVALID, REJECTED, message, "")
             return
         self._waiting_host[ref] = vsr.host
         self._waiting.setdefault(vsr.host, set()).add(ref)

@@ -115,3 +115,40 @@ def test_gateway_api_kinds_and_namespaces_reach_the_store(
     run_source(apiserver, plain, False, lambda: None, lambda: plain.count("Service") >= 0)
     for kind in ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant", "Namespace"):
         assert plain.count(kind) == 0, kind
+
+
+def test_tenant_mode_watches_reference_grants_without_gateway_api(
+    apiserver: APIServer, gateway_crds: None, kube: Client, namespace: str
+) -> None:
+    """--allowed-host-suffixes: a reference across namespaces needs a grant, so
+    ReferenceGrants are watched, and none of Gateway API's other kinds."""
+
+    async def go(store: Store) -> None:
+        client = AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig))
+        source = KubernetesSource(client, store, reference_grants=True)
+        stop = asyncio.Event()
+        task = asyncio.create_task(source.run(stop))
+        try:
+            await asyncio.wait_for(source.wait_synced(), 10)
+            await asyncio.to_thread(
+                kube.create,
+                REFERENCE_GRANT_V1.from_dict({
+                    "metadata": {"name": "tenant", "namespace": namespace},
+                    "spec": {"from": [{"group": "k8s.nginx.org", "kind": "VirtualServer",
+                                       "namespace": "shop"}],
+                             "to": [{"group": "", "kind": "Service"}]},
+                }),
+            )  # fmt: skip
+            await until(
+                lambda: store.get("ReferenceGrant", namespace, "tenant") is not None, "grant"
+            )
+        finally:
+            stop.set()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await client.close()
+
+    store = Store()
+    asyncio.run(go(store))
+    for kind in ("GatewayClass", "Gateway", "HTTPRoute", "Namespace"):
+        assert store.count(kind) == 0, kind

@@ -871,3 +871,18 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
 
         wanted = {"preDrain": [ours], "preTerminate": [ours]}
         wait_until(lambda: hooks() == wanted, 20, "ferryman's hooks")
+
+
+def test_tenant_mode_may_watch_reference_grants(helm_binary: Path) -> None:
+    """--allowed-host-suffixes follows references across namespaces only when a
+    ReferenceGrant allows them: ferryman watches those, Gateway API or not."""
+
+    def grants(docs: list[dict[str, Any]]) -> list[list[str]]:
+        rules = _one(docs, "ClusterRole", f"{RELEASE}-ferryman")["rules"]
+        return [r["verbs"] for r in rules if "referencegrants" in r["resources"]]
+
+    assert grants(_template(helm_binary)) == []
+    tenants = {"controller.allowedHostSuffixes": {"team-a": ["a.example.com"]}}
+    assert grants(_template(helm_binary, values=tenants)) == [["get", "list", "watch"]]
+    both = {**tenants, "controller.gatewayAPI.enable": True}
+    assert grants(_template(helm_binary, values=both)) == [["get", "list", "watch"]]

@@ -98,6 +98,12 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: ["k8s.nginx.org"]
     resources: ["virtualservers/status", "virtualserverroutes/status", "policies/status", "transportservers/status"]
     verbs: ["patch"]
+  {{- if and .Values.controller.allowedHostSuffixes (not .Values.controller.gatewayAPI.enable) }}
+  # Tenant mode: ReferenceGrants allow references across namespaces.
+  - apiGroups: ["gateway.networking.k8s.io"]
+    resources: ["referencegrants"]
+    verbs: ["get", "list", "watch"]
+  {{- end }}
   {{- if .Values.controller.gatewayAPI.enable }}
   # Gateway API: its objects read, status written; Namespaces for allowedRoutes.
   - apiGroups: ["gateway.networking.k8s.io"]

@@ -58,6 +58,7 @@ def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> At
         context=SPEC,
         tls=bool(ing.tls),
         ingress_class=ingress_class,
+        kind="Ingress",
     )
     refs = list(ing.policies)
     for i, ref in enumerate(refs):

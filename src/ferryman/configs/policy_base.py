@@ -40,6 +40,7 @@ class Owner:
     path: str = "/"  # the route's path ("/" for spec)
     tls: bool = False  # the host has TLS (ingressMTLS needs it)
     ingress_class: str = ""  # the class served: a Policy naming another is not ours
+    kind: str = "VirtualServer"  # the referring resource's (a ReferenceGrant's from)
 
 
 class Enforced:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.configs.policy_base import Enforced, Owner, Step, b64
 from ferryman.configs.policy_reads import PolicyReads
+from ferryman.configs.tenancy import SERVICE, check
 from ferryman.resources.policy import Policy
 from ferryman.resources.policy_external_auth import ExternalAuth
 
@@ -83,5 +84,8 @@ def translate(
             "a 401 from the auth service is answered as is",
         )
     namespace = e.service_namespace or policy.meta.namespace
+    why = check(reads, "Policy", policy.meta.namespace, SERVICE, namespace, e.service)
+    if why is not None:  # tenant mode: the context answers 500, as for sslVerify
+        return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
     backend = backend_key(namespace, e.service, str(port_of(e)))
     return Step(External(backend, e.auth_uri, e.ssl_enabled), warnings)

@@ -28,6 +28,10 @@ class SecretRead(Generic[T]):
 class PolicyReads(Protocol):
     def policy(self, namespace: str, name: str) -> Policy | None: ...
 
+    def granted(
+        self, from_kind: str, from_namespace: str, to: tuple[str, str], namespace: str, name: str
+    ) -> bool: ...
+
     def secret_read(
         self, namespace: str, name: str, parser: Callable[[Mapping[str, Any]], Any]
     ) -> SecretRead[Any]: ...

@@ -80,6 +80,7 @@ from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.policy_base import ROUTE, SPEC, SUBROUTE, Owner
 from ferryman.configs.policy_ingress_mtls import ClientCerts
 from ferryman.configs.policy_reads import PolicyReads, SecretRead
+from ferryman.configs.tenancy import REFUSED, SERVICE, Grants, check
 from ferryman.configs.vs_delegation import Delegated
 from ferryman.configs.vs_fast import FastRoute, fast_record
 from ferryman.configs.vs_grpc import (
@@ -139,9 +140,15 @@ def _seconds(ms: int | None) -> str:
 
 class _Builder:
     def __init__(
-        self, vs: VirtualServer, spec: Attached, policy_items: PolicyItems, grpc_ready: bool
+        self,
+        vs: VirtualServer,
+        spec: Attached,
+        policy_items: PolicyItems,
+        grpc_ready: bool,
+        grants: Grants,
     ) -> None:
         self.vs = vs
+        self.grants = grants  # tenant mode's references across namespaces
         self.spec = spec
         self.policy_items = policy_items
         # TLS termination and HTTP/2: what NIC's gRPC upstreams need (``vs_grpc``).
@@ -161,16 +168,18 @@ class _Builder:
         # a VirtualServerRoute's while its subroutes are built (``owner``).
         self.upstreams = self.add_upstreams(vs.meta.namespace, vs.upstreams)
 
-    def add_upstreams(self, namespace: str, upstreams: tuple[Upstream, ...]) -> dict[str, int]:
+    def add_upstreams(
+        self, namespace: str, upstreams: tuple[Upstream, ...], kind: str = "VirtualServer"
+    ) -> dict[str, int]:
         """Number ``upstreams`` after those in the record; their services are in
-        ``namespace`` unless they name one."""
+        ``namespace`` unless they name one; ``kind``: the resource naming them."""
         named = {}
         self.grpc = {u.name for u in upstreams if is_grpc(u)}
         for i, u in enumerate(upstreams):
             self.count += 1
             named[u.name] = self.count
             self.buffers[self.count] = (buffer_tier(u)[0], u.buffering is False)
-            self.items.append(self._upstream(i, u, namespace))
+            self.items.append(self._upstream(i, u, namespace, kind))
         return named
 
     @contextmanager
@@ -186,10 +195,17 @@ class _Builder:
     def warn(self, where: str, what: str) -> None:
         self.warnings.append(f"{where}: {what}")
 
-    def _upstream(self, i: int, u: Upstream, namespace: str) -> str:
+    def _upstream(self, i: int, u: Upstream, namespace: str, kind: str) -> str:
         where = f"spec.upstreams[{i}]"
-        key = backend_key(u.service_namespace or namespace, u.service, str(u.port))
-        self.backends.add(key)
+        service_ns = u.service_namespace or namespace
+        key = backend_key(service_ns, u.service, str(u.port))
+        why = check(self.grants, kind, namespace, SERVICE, service_ns, u.service)
+        if why is not None:
+            # Tenant mode: as a Service that does not exist (no endpoints: 503).
+            self.warn(f"{where}.service", why)
+            key = REFUSED
+        else:
+            self.backends.add(key)
         self.fast_upstreams.append((key, u))
         lb = u.lb_method
         hash_key = lb.hash_key if lb else ""
@@ -335,6 +351,11 @@ class _NoPolicies:
     ) -> SecretRead[Any]:
         return SecretRead(None, "", "secret doesn't exist or of an unsupported type")
 
+    def granted(
+        self, from_kind: str, from_namespace: str, to: tuple[str, str], namespace: str, name: str
+    ) -> bool:
+        return True  # no host policy either
+
 
 def _subroutes(
     b: _Builder, d: Delegated, owner: Callable[[str, str, str, str], Owner], reads: PolicyReads
@@ -344,7 +365,7 @@ def _subroutes(
     warnings: list[str] = []
     vsr = d.vsr.meta
     with b.owner({}, warnings):
-        b.upstreams = b.add_upstreams(vsr.namespace, d.vsr.upstreams)
+        b.upstreams = b.add_upstreams(vsr.namespace, d.vsr.upstreams, "VirtualServerRoute")
         for i, r in enumerate(d.vsr.subroutes):
             path = str(r.path)
             if r.policies:
@@ -376,11 +397,13 @@ def vs_records(
     ns, name = vs.meta.namespace, vs.meta.name
 
     def owner(o_ns: str, o_name: str, context: str, path: str = "/") -> Owner:
-        return Owner(o_ns, o_name, ns, name, context, path, secret is not None, ingress_class)
+        kind = "VirtualServerRoute" if context == SUBROUTE else "VirtualServer"
+        tls = secret is not None
+        return Owner(o_ns, o_name, ns, name, context, path, tls, ingress_class, kind)
 
     spec = attach(vs.policies, owner(ns, name, SPEC), found) if vs.policies else NONE
     items = PolicyItems()
-    b = _Builder(vs, spec, items, grpc_ready=secret is not None and http2)
+    b = _Builder(vs, spec, items, grpc_ready=secret is not None and http2, grants=found)
     b.warnings.extend(spec.warnings)
     for i, r in enumerate(vs.routes):
         route = (

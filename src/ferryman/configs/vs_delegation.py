@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from ferryman.configs.tenancy import HostRules, tenant_problem
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_action import ErrorPage
 from ferryman.resources.nic_fields import Parsed
@@ -91,8 +92,11 @@ def _problems(vsr: VirtualServerRoute, vs: VirtualServer, paths: tuple[str, ...]
 
 
 class _Resolver:
-    def __init__(self, vs: VirtualServer, reads: RouteReads, served_class: str) -> None:
+    def __init__(
+        self, vs: VirtualServer, reads: RouteReads, served_class: str, hosts: HostRules | None
+    ) -> None:
         self.vs = vs
+        self.hosts = hosts
         self.reads = reads
         self.served_class = served_class
         self.warnings: list[str] = []
@@ -112,7 +116,7 @@ class _Resolver:
         return vsr
 
     def checked(self, vsr: VirtualServerRoute, paths: tuple[str, ...]) -> bool:
-        message = _problems(vsr, self.vs, paths)
+        message = _problems(vsr, self.vs, paths) or tenant_problem(vsr, self.vs, self.hosts)
         if message:
             self.warnings.append(f"VirtualServerRoute {_key(vsr)} is invalid: {message}")
         return not message
@@ -177,9 +181,12 @@ class _Resolver:
         return [v for v in vsrs if _key(v) not in dropped]
 
 
-def resolve(vs: VirtualServer, reads: RouteReads, served_class: str) -> Delegations:
-    """The VirtualServerRoutes ``vs`` serves, and its warnings about the others."""
-    res = _Resolver(vs, reads, served_class)
+def resolve(
+    vs: VirtualServer, reads: RouteReads, served_class: str, hosts: HostRules | None = None
+) -> Delegations:
+    """The VirtualServerRoutes ``vs`` serves, and its warnings about the others;
+    ``hosts``: tenant mode's rules (``configs/tenancy.py``)."""
+    res = _Resolver(vs, reads, served_class, hosts)
     for r in vs.routes:
         if r.route is not None or r.route_selector:
             res.route(r)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ferryman.configs.policy_base import Enforced, Owner, Step
 from ferryman.configs.policy_kinds import TRANSLATORS
 from ferryman.configs.policy_reads import PolicyReads
+from ferryman.configs.tenancy import POLICY, check
 from ferryman.resources.nic_route import PolicyRef
 
 
@@ -57,6 +58,10 @@ def attach(refs: Iterable[PolicyRef], owner: Owner, reads: PolicyReads) -> Attac
     warnings: list[str] = []
     for ref in refs:
         key = f"{ref.namespace}/{ref.name}"
+        why = check(reads, owner.kind, owner.namespace, POLICY, ref.namespace, ref.name)
+        if why is not None:  # tenant mode: as if missing, the context answers 500
+            warnings.append(f"Policy {key} is refused: {why}")
+            return Attached({}, tuple(warnings), True)
         policy = reads.policy(ref.namespace, ref.name)
         if policy is None or policy.ingress_class not in ("", owner.ingress_class):
             warnings.append(f"Policy {key} is missing or invalid")

@@ -109,14 +109,15 @@ def _gateway_api(kind: str, plural: str, version: str = "v1", namespaced: bool =
     return Kind(kind, resource, namespaced=namespaced, optional=True)
 
 
+# v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
+# but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
+REFERENCE_GRANTS = _gateway_api("ReferenceGrant", "referencegrants", "v1beta1")
 # --enable-gateway-api: what the translator reads (resources/gateway_api.py).
 GATEWAY_API_KINDS = (
     _gateway_api("GatewayClass", "gatewayclasses", namespaced=False),
     _gateway_api("Gateway", "gateways"),
     _gateway_api("HTTPRoute", "httproutes"),
-    # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
-    # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
-    _gateway_api("ReferenceGrant", "referencegrants", "v1beta1"),
+    REFERENCE_GRANTS,
 )
 # Every Namespace (Gateway API): allowedRoutes.namespaces.selector matches their labels.
 ALL_NAMESPACES = Kind("Namespace", Namespace, namespaced=False)
@@ -180,17 +181,21 @@ class KubernetesSource:
         ingress_class: str = "",
         configmap: tuple[str, str] | None = None,
         gateway_api: bool = False,
+        reference_grants: bool = False,
     ) -> None:
         """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
         this client the Pods in each of them. Its own connections: a watch per
         opted-in namespace must not take those that status, Events and the Lease need.
         ``configmap``: (namespace, name) of the one ConfigMap to watch, whatever
         the watched namespaces. ``gateway_api``: watch Gateway API's kinds and
-        every Namespace."""
+        every Namespace. ``reference_grants``: watch ReferenceGrants without them
+        (tenant mode's references across namespaces, configs/tenancy.py)."""
         self._client = client
         self._pods_client = pods_client
         self._sink = sink
         self._kinds = KINDS + ((*GATEWAY_API_KINDS, ALL_NAMESPACES) if gateway_api else ())
+        if reference_grants and not gateway_api:
+            self._kinds += (REFERENCE_GRANTS,)
         # Both Namespace informers: one store entry per namespace, merged.
         self._merge = NamespaceMerge(sink) if gateway_api and pods_client else None
         gated_sink = self._merge.gated if self._merge is not None else sink

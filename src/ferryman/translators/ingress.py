@@ -24,6 +24,7 @@ from ferryman.configs.ingress_mergeable import (
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.record_shares import fit
 from ferryman.configs.routes import encode_host
+from ferryman.configs.tenancy import denied_minion
 from ferryman.configuration import covering_wildcard
 from ferryman.metrics import Metrics
 from ferryman.reads import MERGEABLE_HOST, Reads
@@ -149,7 +150,12 @@ class IngressTranslator:
             vhosts, warnings = virtual_hosts(ing, d.config.owned_hosts(ref), states)
             if (host := mergeable_host(ing)) is not None:
                 found = reads.mergeable(host)
-                mergeable = [m for m in found if d.policy.accepts(m.class_name)]
+                # Tenant mode: a namespace not allowed the host adds nothing to it.
+                mergeable = [
+                    m
+                    for m in found
+                    if d.policy.accepts(m.class_name) and d.config.allows(m.meta.namespace, host)
+                ]
             # nginx.org annotations over the ConfigMap's keys (configs/ingress_options.py).
             outcome = self._fitted(ref, ing, vhosts, reads, mergeable)
             written = outcome.written
@@ -170,8 +176,11 @@ class IngressTranslator:
         if ing is None:
             self._refused.forget(ref)
             self._worker.render_all(self._excluded.set(ref, {}))
-        if ing is not None and ing.mergeable == "minion":
-            warn, reason, message = minion_event(ing, mergeable or [], warnings)
+        minion = ing if ing is not None and ing.mergeable == "minion" else None
+        if minion is not None and (why := denied_minion(minion, d.config)) is not None:
+            d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
+        elif minion is not None:
+            warn, reason, message = minion_event(minion, mergeable or [], warnings)
             if (why := self._excluded.why(ref)) is not None:
                 warn, reason, message = (
                     True,

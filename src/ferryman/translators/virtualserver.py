@@ -58,6 +58,7 @@ class VirtualServerTranslator:
             lambda: desired.policy.served,
             desired.host_writer.get,
             self._route_status,
+            desired.config.allows,
         )
         # VirtualServerRoutes left out because NGINX's memory refused the host.
         self._refused: Refusals[Delegated] = Refusals(_name)
@@ -129,7 +130,7 @@ class VirtualServerTranslator:
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
         reads = Reads(d.cache)
         state = reads.secret(ref.namespace, secret) if secret else None
-        delegations = resolve(vs, reads, d.policy.served) if vs and owned else None
+        delegations = resolve(vs, reads, d.policy.served, d.config) if vs and owned else None
         d.declare(ref, reads.refs)
         d.drop_hosts_of(ref, keep=owned)
         if vs is None or delegations is None:
