@@ -197,7 +197,8 @@ def test_proxy_redirect_annotations_as_nic_validates_them() -> None:
         "';', '{', '}', newline, carriage return, backtick, whitespace, or '#'"
     ]
     assert _validate({frm: "~^(a", to: "c"})[0] == [
-        'annotations.nginx.org/proxy-redirect-from: Invalid value: "~^(a": invalid regex pattern'
+        'annotations.nginx.org/proxy-redirect-from: Invalid value: "~^(a": invalid regex pattern: '
+        "missing closing parenthesis at offset 3"
     ]
     assert _validate({to: "c"})[0] == [
         'annotations.nginx.org/proxy-redirect-to: Invalid value: "": nginx.org/proxy-redirect-to '

@@ -238,7 +238,7 @@ def test_the_rich_fixture_is_valid_and_modelled() -> None:
         (
             ((f"{R1}.path", "~ ^/coffee/("),),
             f'{R1}.path: Invalid value: "~ ^/coffee/(": must be a valid regular expression: '
-            "missing ), unterminated subpattern at position 9",
+            "missing closing parenthesis at offset 10",
         ),
         (
             ((f"{R1}.path", "~ ^/v{2}"),),

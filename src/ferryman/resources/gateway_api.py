@@ -43,6 +43,7 @@ from ferryman.resources.nic_fields import (
     parse_object_meta,
     required,
 )
+from ferryman.resources.pcre import pcre_error
 from ferryman.resources.validation import dns1123_subdomain
 
 GROUP = "gateway.networking.k8s.io"
@@ -391,6 +392,8 @@ def _match(o: Obj) -> Match:
                 ctx.add(invalid(p.at("value"), path, "must not end with '/..' or '/.'"))
         elif len(path) > 1024 or not path:
             ctx.add(invalid(p.at("value"), path, "must be 1 to 1024 characters"))
+        elif (error := pcre_error(path)) is not None:
+            ctx.add(invalid(p.at("value"), path, f"must be a valid regular expression: {error}"))
     headers = _value_matches(o, "headers", header=True)
     query = _value_matches(o, "queryParams", header=False)
     method = o.text("method") or None
@@ -412,6 +415,8 @@ def _value_matches(o: Obj, key: str, header: bool) -> tuple[ValueMatch, ...]:
         value = m.text("value")
         if not value or len(value) > (4096 if header else 1024):
             o.ctx.add(invalid(m.at("value"), value, "must be 1 to 4096 characters"))
+        elif kind == "RegularExpression" and (error := pcre_error(value)) is not None:
+            o.ctx.add(invalid(m.at("value"), value, f"must be a valid regular expression: {error}"))
         # Header names compare case-insensitively, query parameter names exactly.
         folded = name.lower() if header else name
         if folded in seen:

@@ -47,6 +47,7 @@ from ferryman.resources.annotation_values import (
 )
 from ferryman.resources.ingress_sticky import parse_sticky_services
 from ferryman.resources.nic_fields import TOO_MANY, Problem, forbidden, invalid, required
+from ferryman.resources.pcre import pcre_error
 
 PREFIX = "nginx.org/"
 MERGEABLE = PREFIX + "mergeable-ingress-type"
@@ -295,10 +296,8 @@ def regex_path(path: str) -> str | None:
         return "path traversal not allowed, path must not contain '..' segments"
     if not _REGEX_PATH.fullmatch(path):
         return "must start with / and must not include any whitespace character or `;`"
-    try:
-        re.compile(path)
-    except re.error as e:
-        return f"must be a valid regular expression: {e}"
+    if (error := pcre_error(path)) is not None:
+        return f"must be a valid regular expression: {error}"
     if not ESCAPED.fullmatch(path):
         return (
             "must have all '\"' (double quotes) escaped and must not end with an "

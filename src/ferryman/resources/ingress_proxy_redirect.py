@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 
 from ferryman.resources.nic_fields import Problem, invalid
+from ferryman.resources.pcre import pcre_error
 
 FROM = "nginx.org/proxy-redirect-from"
 TO = "nginx.org/proxy-redirect-to"
@@ -30,10 +31,9 @@ def parse_from(value: str) -> str:
     if not _VALUE.fullmatch(value):
         raise ValueError(_CHARS)
     if value.startswith("~"):
-        try:
-            re.compile(value.removeprefix("~*") if value.startswith("~*") else value[1:])
-        except re.error:
-            raise ValueError("invalid regex pattern") from None
+        regex = value.removeprefix("~*") if value.startswith("~*") else value[1:]
+        if (error := pcre_error(regex)) is not None:
+            raise ValueError(f"invalid regex pattern: {error}")
     return value
 
 

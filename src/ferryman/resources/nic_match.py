@@ -12,6 +12,7 @@ from ferryman.resources.nic_action import (
     parse_action,
 )
 from ferryman.resources.nic_fields import Obj, invalid, required
+from ferryman.resources.pcre import regex_value_error
 
 SPLIT_KEYS = frozenset({"weight", "action"})
 MATCH_KEYS = frozenset({"conditions", "action", "splits"})
@@ -135,6 +136,8 @@ def _condition(c: Obj) -> Condition | None:
     if bad := rules.escaped_string(value, "value-123"):
         ctx.add(invalid(c.at("value"), value, bad))
     ctx.extend([invalid(c.at("value"), value, m) for m in rules.single_line(value)])
+    if (error := regex_value_error(value.removeprefix("!"))) is not None:
+        ctx.add(invalid(c.at("value"), value, error))
     if len(ctx.problems) != before:
         return None
     return Condition(found[0][0], found[0][1], value)

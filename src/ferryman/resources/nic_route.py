@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ferryman.resources import nic_rules as rules
@@ -25,6 +24,7 @@ from ferryman.resources.nic_fields import (
     required,
 )
 from ferryman.resources.nic_match import MATCH_KEYS, Match, Split, parse_match, parse_splits
+from ferryman.resources.pcre import pcre_error
 
 ROUTE_KEYS = frozenset(
     [
@@ -113,10 +113,8 @@ def path_problems(where: str, raw: str) -> list[Problem]:
 
 
 def _regex_problems(where: str, raw: str, regex: str) -> list[Problem]:
-    try:
-        re.compile(regex)
-    except re.error as e:
-        return [invalid(where, raw, f"must be a valid regular expression: {e}")]
+    if (error := pcre_error(regex)) is not None:
+        return [invalid(where, raw, f"must be a valid regular expression: {error}")]
     if bad := rules.escaped_string(regex, "*.jpg", "^/images/image_*.png$"):
         return [invalid(where, raw, bad)]
     # NIC writes the location's regex unquoted, so NGINX would refuse these too.

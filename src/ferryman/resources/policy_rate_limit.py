@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ferryman.resources import nic_rules as rules
 from ferryman.resources.nic_fields import TOO_MANY, Obj, Problem, invalid, required
+from ferryman.resources.pcre import regex_value_error
 
 _RATE_LIMIT_KEYS = frozenset(
     [
@@ -166,6 +167,8 @@ def _rate_condition(r: Obj) -> RateLimitCondition | None:
             )
         _pattern(v, "match", r'([^\s"\'])*')
         v.ctx.extend([invalid(v.at("match"), match, m) for m in rules.token(match, "match")])
+        if (error := regex_value_error(match)) is not None:
+            v.ctx.add(invalid(v.at("match"), match, error))
         variables.append((name, match))
     if len(variables) > 1:
         c.ctx.add(Problem(c.at("variables"), TOO_MANY, "must have at most 1 items", len(variables)))
