@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ferryman.configs.gateway_addresses import NoAddress
 from ferryman.configs.gateway_attach import Condition, GatewayStatus, ParentStatus
 from ferryman.resources.gateway_api import GROUP
 
@@ -125,3 +126,31 @@ def route_parents(
             }
         )
     return {"parents": out}
+
+
+def address_entry(value: str) -> dict[str, str]:
+    """A Gateway status address as the API writes it."""
+    kind = "IPAddress" if value.replace(".", "").isdigit() or ":" in value else "Hostname"
+    return {"type": kind, "value": value}
+
+
+def without_address(body: dict[str, Any], why: NoAddress, generation: int) -> dict[str, Any]:
+    """A Gateway without an address is not programmed; one asking for an address
+    ferryman does not support is not accepted either."""
+    replaced = {"Programmed"} if why.accepted else {"Accepted", "Programmed"}
+    conditions = [c for c in body["conditions"] if c["type"] not in replaced]
+    if not why.accepted:
+        conditions.append(_false_condition("Accepted", why.reason, why.message, generation))
+    programmed = why.reason if why.accepted else "Invalid"
+    conditions.append(_false_condition("Programmed", programmed, why.message, generation))
+    return {**body, "addresses": [], "conditions": conditions}
+
+
+def _false_condition(kind: str, reason: str, message: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }

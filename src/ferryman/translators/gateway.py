@@ -41,10 +41,12 @@ from ferryman.configs.gateway_servers import (
     routes_in,
 )
 from ferryman.configs.gateway_status import (
+    address_entry,
     gateway_class_status,
     gateway_status,
     invalid_gateway_status,
     route_parents,
+    without_address,
 )
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.configuration import AgeKey
@@ -320,9 +322,9 @@ class GatewayTranslator:
             shown = address if address != ANY_ADDRESS else None
             body = gateway_status(status, g.meta.generation, shown)
             if isinstance(outcome, NoAddress):
-                body = _without_address(body, outcome, g.meta.generation)
+                body = without_address(body, outcome, g.meta.generation)
             elif address == ANY_ADDRESS and self._status_addresses:
-                body["addresses"] = [_address(a) for a in self._status_addresses]
+                body["addresses"] = [address_entry(a) for a in self._status_addresses]
             wanted[ObjectRef("Gateway", *key)] = body
             if address is None:
                 continue
@@ -479,30 +481,3 @@ def _age_key(g: Gateway) -> AgeKey:
 
 def _programmed(conditions: Iterable[Any]) -> bool:
     return any(c.type == "Programmed" and c.status for c in conditions)
-
-
-def _address(value: str) -> dict[str, str]:
-    kind = "IPAddress" if value.replace(".", "").isdigit() or ":" in value else "Hostname"
-    return {"type": kind, "value": value}
-
-
-def _without_address(body: dict[str, Any], why: NoAddress, generation: int) -> dict[str, Any]:
-    """A Gateway without an address is not programmed; one asking for an address
-    ferryman does not support is not accepted either."""
-    replaced = {"Programmed"} if why.accepted else {"Accepted", "Programmed"}
-    conditions = [c for c in body["conditions"] if c["type"] not in replaced]
-    if not why.accepted:
-        conditions.append(_condition("Accepted", why.reason, why.message, generation))
-    programmed = why.reason if why.accepted else "Invalid"
-    conditions.append(_condition("Programmed", programmed, why.message, generation))
-    return {**body, "addresses": [], "conditions": conditions}
-
-
-def _condition(kind: str, reason: str, message: str, generation: int) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": "False",
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-    }
