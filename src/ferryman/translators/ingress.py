@@ -22,7 +22,6 @@ from ferryman.configs.ingress_mergeable import (
     minion_event,
 )
 from ferryman.configs.model import BackendKey, VirtualHost
-from ferryman.configs.record_shares import fit
 from ferryman.configs.routes import encode_host
 from ferryman.configs.tenancy import denied_minion
 from ferryman.configuration import covering_wildcard
@@ -51,7 +50,7 @@ from ferryman.translators import Worker, internal
 from ferryman.translators.desired import Desired
 from ferryman.translators.ingress_listen import listen_ports
 from ferryman.translators.listen_ports import ListenPorts
-from ferryman.translators.record_fit import Exclusions, Refusals, largest, too_large
+from ferryman.translators.record_fit import Exclusions, Refusals, largest
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
@@ -224,20 +223,15 @@ class IngressTranslator:
             self._refused.forget(ref)
             self._worker.render_all(self._excluded.set(ref, {}))
             return render(minions)
-        limit = self._settings.max_record_bytes
-        host = vhosts[0].host
-        tried, refused = self._refused.split(ref, minions)
-        fitted = fit(tried, render, _largest, limit, key_of)
-        why = {
-            key_of(e.contributor): too_large(
-                "its paths", f"the record of the virtual host {host}", e, limit
-            )
-            for e in fitted.excluded
-        }
-        kept = [m for m in tried if key_of(m) not in why]
-        out, shed = self._refused.shrunk(ref, kept, render, _largest, fitted.rendered)
-        for name, refusal in (refused | shed).items():
-            why[name] = f"with its paths, the virtual host {host} {refusal}; served without them"
+        out, why = self._refused.fit(
+            ref,
+            minions,
+            render,
+            _largest,
+            self._settings.max_record_bytes,
+            "its paths",
+            vhosts[0].host,
+        )
         excluded = {ObjectRef("Ingress", *name.split("/", 1)): w for name, w in why.items()}
         self._worker.render_all(self._excluded.set(ref, excluded))
         return out

@@ -109,3 +109,29 @@ class Refusals(Generic[C]):
             out[name] = why
         self.shed = bool(out)
         return fitted.rendered, out
+
+    def fit(
+        self,
+        owner: ObjectRef,
+        contributors: Sequence[C],
+        render: Callable[[Sequence[C]], R],
+        size: Callable[[R], int],
+        limit: int,
+        what: str,
+        host: str,
+    ) -> tuple[R, dict[str, str]]:
+        """``owner``'s records with the contributors that fit: those whose
+        ``what`` (e.g. "its paths") would make ``host``'s record larger than
+        ``limit`` are left out, as are those NGINX's memory refused; and who
+        was left out (name -> why)."""
+        tried, refused = self.split(owner, contributors)
+        fitted = fit(tried, render, size, limit, self._name)
+        record = f"the record of the virtual host {host}"
+        why = {
+            self._name(e.contributor): too_large(what, record, e, limit) for e in fitted.excluded
+        }
+        kept = [c for c in tried if self._name(c) not in why]
+        out, shed = self.shrunk(owner, kept, render, size, fitted.rendered)
+        for name, refusal in (refused | shed).items():
+            why[name] = f"with {what}, the virtual host {host} {refusal}; served without them"
+        return out, why

@@ -14,7 +14,6 @@ from dataclasses import replace
 from typing import Any
 
 from ferryman.configs.policy_status import policy_status
-from ferryman.configs.record_shares import fit
 from ferryman.configs.routes import encode_host
 from ferryman.configs.virtualserver import VSRecords, vs_records
 from ferryman.configs.vs_delegation import Delegated, resolve
@@ -34,7 +33,7 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Worker
 from ferryman.translators.desired import Desired
-from ferryman.translators.record_fit import Refusals, largest, too_large
+from ferryman.translators.record_fit import Refusals, largest
 from ferryman.vsr_status import INVALID, VALID, WARNING_STATE, RouteStatuses
 
 
@@ -160,21 +159,15 @@ class VirtualServerTranslator:
 
         # VirtualServerRoutes whose subroutes would make the record too large
         # are left out (configs/record_shares.py), not the VirtualServer.
-        limit = self._settings.max_record_bytes
-        tried, refused = self._refused.split(ref, delegations.routes)
-        fitted = fit(tried, render, _largest, limit, _name)
-        left_out = {
-            _name(e.contributor): too_large(
-                "its subroutes", f"the record of the virtual host {vs.host}", e, limit
-            )
-            for e in fitted.excluded
-        }
-        kept = [r for r in tried if _name(r) not in left_out]
-        out, shed = self._refused.shrunk(ref, kept, render, _largest, fitted.rendered)
-        for name, refusal in (refused | shed).items():
-            left_out[name] = (
-                f"with its subroutes, the virtual host {vs.host} {refusal}; served without them"
-            )
+        out, left_out = self._refused.fit(
+            ref,
+            delegations.routes,
+            render,
+            _largest,
+            self._settings.max_record_bytes,
+            "its subroutes",
+            vs.host,
+        )
         host, listener_warnings = out.host, []
         if vs.listener is not None:
             # Served on its GlobalConfiguration listeners only; NIC warns when one
