@@ -155,6 +155,7 @@ class KubernetesMode:
             lambda: self.elector.leader or not settings.leader_election,
             settings.machine_drain_timeout,
             self.metrics,
+            lease.duration,
         )
         return [
             asyncio.create_task(agent.run(), name="machine-drains"),

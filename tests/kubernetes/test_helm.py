@@ -823,7 +823,7 @@ def test_readiness_gates_run_on_the_charts_rbac(
         kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
     )
-    report = f"{RELEASE}-ferryman-leader-election.edge-pod-0"
+    report = f"ferryman-report.{RELEASE}-ferryman-leader-election.edge-pod-0"
     with _running(f, kube):
         wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
 
