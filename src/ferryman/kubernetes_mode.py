@@ -156,6 +156,7 @@ class KubernetesMode:
             settings.machine_drain_timeout,
             self.metrics,
             lease.duration,
+            settings.drain_in_flight_timeout,
         )
         return [
             asyncio.create_task(agent.run(), name="machine-drains"),

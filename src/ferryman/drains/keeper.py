@@ -62,9 +62,12 @@ class HookKeeper:
         timeout: float,
         metrics: Metrics,
         lease_duration: float = math.inf,
+        in_flight_timeout: float = 0.0,
     ) -> None:
         """``lease_duration``: the installation's report duration (a report
-        claiming more counts that long only)."""
+        claiming more counts that long only); ``in_flight_timeout``:
+        --drain-in-flight-timeout."""
+        self._in_flight_timeout = in_flight_timeout
         self._client = client
         self._lease_duration = lease_duration
         self._agent = agent
@@ -169,6 +172,7 @@ class HookKeeper:
                     machine.uid in self._announced,
                     self._terminate_since.get(machine.uid),
                     self._quiet_since.get(machine.uid),
+                    self._in_flight_timeout,
                 )
             await self._apply(machine, step, now)
         self._metrics.machines_draining.set(draining)
