@@ -70,6 +70,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.leaderElection.retryPeriod": 2,
     "controller.machineLifecycleHooks.mode": "openshift",
     "controller.machineLifecycleHooks.drainTimeout": 90,
+    "controller.machineLifecycleHooks.inFlightTimeout": 30,
     "controller.nginxStatus.port": 8080,
     "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
     "controller.healthStatus.enable": True,
