@@ -8,6 +8,7 @@ import ctypes
 import time
 
 from tests.integration.harness import Backends, Ferryman
+from tests.integration.test_ingress_annotations import HOST, annotated, last, start
 from tests.integration.test_virtualserver import start_with_backends, to, vs
 from tests.integration.test_vs_policies import last_event, libc_hash, policy, refs, secret
 
@@ -66,3 +67,23 @@ def test_a_file_of_costly_hashes_only_is_an_invalid_secret(
         "Basic Auth policy default/auth references an invalid secret default/users: "
         "no usable htpasswd line: line 1 (user 'a') refused: bcrypt cost 31 is above 12"
     ) in message
+
+
+def test_the_basic_auth_annotation_refuses_a_costly_hash_too(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    text = "slow:$2y$31$ft4CcfyFuF0RZWFr8aedxeVI9lxqVUy7H300Vr5ROgXUD.tKJGaHW\nfast:{PLAIN}p\n"
+    start(
+        ferryman,
+        backends,
+        secret("passwd", "nginx.org/htpasswd", {"htpasswd": text.encode()}),
+        annotated({"nginx.org/basic-auth-secret": "passwd"}),
+    )
+    assert ferryman.get(HOST, "/", headers=basic("fast", "p")).served_by == "a"
+    assert ferryman.get(HOST, "/", headers=basic("slow", "x")).status == 401
+    event = last(ferryman)
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert (
+        "basic auth secret default/passwd: htpasswd line 1 (user 'slow') refused: "
+        "bcrypt cost 31 is above 12"
+    ) in event["message"]
