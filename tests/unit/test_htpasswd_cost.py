@@ -37,7 +37,8 @@ def encode_uint32(value: int, minimum: int) -> str:
     return out
 
 
-def yescrypt_setting(y: Yescrypt, flavor: int = 0x2F) -> str:
+def yescrypt_setting(y: Yescrypt) -> str:
+    flavor = 0x2F if y.rw else 0
     text = encode_uint32(flavor, 0) + encode_uint32(y.n_log2, 1) + encode_uint32(y.r, 1)
     have = (y.p != 1) | (bool(y.t) << 1) | (bool(y.g) << 2)
     if have:
@@ -81,12 +82,17 @@ def test_yescrypt_numbers_round_trip(value: int, minimum: int) -> None:
         r=st.integers(1, 2**20),
         p=st.integers(2, 2**10) | st.just(1),
         t=st.integers(0, 2**10),
+        rw=st.booleans(),
     )
 )
 def test_yescrypt_bound(y: Yescrypt) -> None:
     assert yescrypt_params(yescrypt_setting(y)) == y
     blocks = (1 << y.n_log2) * y.r
-    within = blocks <= 2**19 and (1 << y.n_log2) * max(y.r, 8) * y.p * (y.t + 2) <= 2**21
+    units = (1 << y.n_log2) * max(y.r, 8) * y.p
+    if y.rw:
+        within = blocks <= 2**19 and units * (y.t + 2) <= 2**21
+    else:  # classic scrypt and WORM: scrypt's bound
+        within = units * (y.t + 1) <= 2**19
     for prefix in ("$y$", "$gy$", "$sm3y$"):
         problem = hash_problem(f"{prefix}{yescrypt_setting(y)}$salt$hash")
         assert (problem is None) == within, (y, problem)
@@ -198,3 +204,11 @@ def test_a_secret_with_no_usable_user_is_invalid() -> None:
     assert parse_htpasswd_secret(obj).content == b"b:{PLAIN}p\n"
     obj["stringData"] = {"htpasswd": ""}  # empty as before: every request 401
     assert parse_htpasswd_secret(obj).content == b""
+
+
+def test_classic_yescrypt_flavours_are_bound_as_scrypt() -> None:
+    """Measured: flavour 0 with N=2^16 r=8 p=2 took 0.33 s, inside the RW bound."""
+    heavy = Yescrypt(16, 8, p=2, rw=False)
+    assert "classic flavour" in (hash_problem(f"$y${yescrypt_setting(heavy)}$s$h") or "")
+    assert hash_problem(f"$y${yescrypt_setting(Yescrypt(16, 8, rw=False))}$s$h") is None
+    assert hash_problem(f"$y${yescrypt_setting(Yescrypt(16, 8, p=2))}$s$h") is None
