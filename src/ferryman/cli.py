@@ -315,6 +315,15 @@ def parser() -> argparse.ArgumentParser:
         "releasing it with a Warning Event (default: 300)",
     )
     r.add_argument(
+        "--drain-in-flight-timeout",
+        type=flag_types.non_negative_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="once a leaving Node is out of rotation on every replica, the longest "
+        "requests still in flight through it hold the drain, counted from the "
+        "deletion (0, the default: until --machine-drain-timeout)",
+    )
+    r.add_argument(
         "--nginx-status-port",
         type=flag_types.port,
         default=0,

@@ -98,6 +98,7 @@ def run_settings(args: argparse.Namespace) -> Settings:
         readiness_gate_timeout=args.readiness_gate_timeout,
         machine_lifecycle_hooks=args.machine_lifecycle_hooks,
         machine_drain_timeout=args.machine_drain_timeout,
+        drain_in_flight_timeout=args.drain_in_flight_timeout,
         node_name=os.environ.get("NODE_NAME", ""),
         nginx_status_port=args.nginx_status_port,
         nginx_status_allow=args.nginx_status_allow_cidrs,

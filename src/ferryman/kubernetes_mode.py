@@ -157,6 +157,8 @@ class KubernetesMode:
             lambda: self.elector.leader or not settings.leader_election,
             settings.machine_drain_timeout,
             self.metrics,
+            lease.duration,
+            settings.drain_in_flight_timeout,
         )
         return [
             asyncio.create_task(agent.run(), name="machine-drains"),

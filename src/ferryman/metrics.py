@@ -356,7 +356,7 @@ class Metrics:
             "ferryman_machine_drains",
             "Machine deletions whose pre-drain hook ferryman released, by result: drained "
             "(no request in flight to the Node's endpoints or replica), timed_out "
-            "(--machine-drain-timeout)",
+            "(--machine-drain-timeout), in_flight_timed_out (--drain-in-flight-timeout)",
             ["result"],
             registry=r,
         )

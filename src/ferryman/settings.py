@@ -87,6 +87,8 @@ class Settings:
     # hold a Machine's deletion at each hook (--machine-drain-timeout).
     machine_lifecycle_hooks: str = "off"
     machine_drain_timeout: float = 300.0
+    # Requests in flight hold a drain at most this long (--drain-in-flight-timeout; 0: no cap).
+    drain_in_flight_timeout: float = 0.0
     # The Node this replica runs on (NODE_NAME, from the downward API): its
     # readiness fails while that Node's Machine is being deleted.
     node_name: str = ""

@@ -110,7 +110,7 @@ def _run_with_deploy_rbac(
         lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
         assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
         # Its readiness-gate report: a Lease of its own, created and renewed.
-        report = "ferryman-leader-election.ferryman-sa"
+        report = "ferryman-report.ferryman-leader-election.ferryman-sa"
         wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 5, "report")
 
         # The webhook's certificate made into its Secret, and its CA trusted.

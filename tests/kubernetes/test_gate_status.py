@@ -7,6 +7,7 @@ ferryman's writes is under test.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from lightkube import AsyncClient, Client
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ApiError
+from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Pod, PodStatus, ServiceAccount
@@ -27,9 +29,11 @@ from ferryman.gates.decide import (
     PodKey,
     Verdict,
     condition_patch,
+    decide,
+    live_replicas,
 )
 from ferryman.gates.flipper import write_condition
-from ferryman.gates.report import ReplicaLease, read_reports
+from ferryman.gates.report import CLASS_LABEL, ReplicaLease, lease_name, read_reports
 from tests.kubernetes.apiserver import APIServer
 
 GATE = "target-health.ferryman.io/ferryman"
@@ -145,7 +149,7 @@ def test_a_replica_reports_what_it_applied_and_withdraws_when_it_stops(
     async def go() -> None:
         c = client(apiserver)
         lease = ReplicaLease(
-            c, namespace, "lock.ferryman-a", "ferryman-a", "ferryman",
+            c, namespace, "ferryman-report.lock.ferryman-a", "ferryman-a", "ferryman",
             lambda: frozenset(applied), 30,
         )  # fmt: skip
         task = asyncio.create_task(lease.run())
@@ -174,8 +178,52 @@ def test_a_replica_reports_what_it_applied_and_withdraws_when_it_stops(
 
     asyncio.run(go())
     try:
-        kube.get(Lease, "lock.ferryman-a", namespace=namespace)
+        kube.get(Lease, "ferryman-report.lock.ferryman-a", namespace=namespace)
     except ApiError as e:
         assert e.status.code == 404
     else:
         raise AssertionError("the stopped replica's Lease is still there")
+
+
+def test_a_forged_report_renewed_in_the_future_does_not_hold_a_gate_closed(
+    apiserver: APIServer, kube: Client, namespace: str
+) -> None:
+    """Whoever can write Leases in the namespace writes a report renewed in ten
+    years (and the leader lock, labelled): the real replica's report decides."""
+    key = PodKey(namespace, "web-1", "u1")
+    future = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=3650)
+    for name, holder in ((lease_name("lock", "forged"), "forged"), ("lock", "ferryman-a")):
+        kube.create(
+            Lease(
+                metadata=ObjectMeta(name=name, labels={CLASS_LABEL: "ferryman"}),
+                spec=LeaseSpec(
+                    holderIdentity=holder, renewTime=future, leaseDurationSeconds=3650 * 86400
+                ),
+            ),
+            namespace=namespace,
+        )
+
+    async def go() -> Verdict:
+        c = client(apiserver)
+        lease = ReplicaLease(
+            c, namespace, lease_name("lock", "ferryman-a"), "ferryman-a", "ferryman",
+            lambda: frozenset({key}), 30,
+        )  # fmt: skip
+        task = asyncio.create_task(lease.run())
+        try:
+            deadline = time.monotonic() + 5
+            while len(reports := await read_reports(c, namespace, "ferryman", 30)) < 2:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            now = time.time()
+            return decide(GatedPod(key, now, True, None), live_replicas(reports, now), now, 0)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await c.close()
+
+    verdict = asyncio.run(go())
+    assert (verdict.reason, verdict.message) == (
+        "Applied",
+        "applied by all 1 live ferryman replicas",
+    )

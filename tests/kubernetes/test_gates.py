@@ -232,7 +232,8 @@ def test_a_dead_replica_holds_gates_back_only_until_its_report_expires(
     wait_until(lambda: reported(kube, ns) == {"ferryman-a", "ferryman-b"}, 10, "both report")
     assert follower.proc is not None
     follower.stop(signal.SIGKILL)  # no goodbye: its Lease stays behind
-    dead = f"ferryman-leader-election.{'ferryman-b' if leader is started['a'] else 'ferryman-a'}"
+    gone = "ferryman-b" if leader is started["a"] else "ferryman-a"
+    dead = f"ferryman-report.ferryman-leader-election.{gone}"
     lease = kube.get(Lease, dead, namespace=ns)
     expires = _seconds(lease.spec.renewTime) + 10
     apply(kube, gated("web", ns))

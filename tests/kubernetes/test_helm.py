@@ -70,6 +70,7 @@ EVERYTHING: dict[str, Any] = {
     "controller.leaderElection.retryPeriod": 2,
     "controller.machineLifecycleHooks.mode": "openshift",
     "controller.machineLifecycleHooks.drainTimeout": 90,
+    "controller.machineLifecycleHooks.inFlightTimeout": 30,
     "controller.nginxStatus.port": 8080,
     "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
     "controller.healthStatus.enable": True,
@@ -390,8 +391,11 @@ def test_readiness_gate_webhook_off(helm_binary: Path) -> None:
     assert not [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"]
     assert not [a for a in _args(docs) if a.startswith("--readiness-gate-webhook")]
     assert "webhook" not in {p["name"] for p in _container(docs)["ports"]}
-    policy = _one(docs, "NetworkPolicy")["spec"]["ingress"][0]["ports"]
-    assert [p["port"] for p in policy] == ["http", "https", "readiness"]
+    rules = _one(docs, "NetworkPolicy")["spec"]["ingress"]
+    assert [[p["port"] for p in r["ports"]] for r in rules] == [
+        ["http", "https", "readiness"],
+        ["metrics"],
+    ]
 
 
 def _secret_verbs(rules: list[dict[str, Any]]) -> list[list[str]]:
@@ -426,9 +430,11 @@ def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
         policy["podSelector"]["matchLabels"]
         == (_one(docs, "Deployment")["spec"]["selector"]["matchLabels"])
     )
-    open_to_all, scrapers = policy["ingress"]
+    open_to_all, webhook, scrapers = policy["ingress"]
     assert "from" not in open_to_all
-    assert [p["port"] for p in open_to_all["ports"]] == ["http", "https", "readiness", "webhook"]
+    assert [p["port"] for p in open_to_all["ports"]] == ["http", "https", "readiness"]
+    # The API server's source addresses differ per cluster: open unless given.
+    assert webhook == {"ports": [{"port": "webhook"}]}
     assert [p["port"] for p in scrapers["ports"]] == ["metrics", "nginx-status"]
     monitoring = {"kubernetes.io/metadata.name": "monitoring"}
     assert scrapers["from"] == [{"namespaceSelector": {"matchLabels": monitoring}}]
@@ -437,13 +443,13 @@ def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
     assert {p["port"] for rule in policy["ingress"] for p in rule["ports"]} <= names
     # deploy/ has the same policy.
     deploy = yaml.safe_load((ROOT / "deploy" / "networkpolicy.yaml").read_text())["spec"]
-    assert [p["port"] for p in deploy["ingress"][0]["ports"]] == [
-        "http",
-        "https",
-        "readiness",
-        "webhook",
-    ]
-    assert deploy["ingress"][1] == {"ports": [{"port": "metrics"}], "from": scrapers["from"]}
+    assert [p["port"] for p in deploy["ingress"][0]["ports"]] == ["http", "https", "readiness"]
+    assert deploy["ingress"][1] == webhook
+    assert deploy["ingress"][2] == {"ports": [{"port": "metrics"}], "from": scrapers["from"]}
+    control_plane = [{"ipBlock": {"cidr": "10.0.0.0/28"}}]
+    docs = _template(helm_binary, values={"networkPolicy.webhookFrom": control_plane})
+    rules = _one(docs, "NetworkPolicy")["spec"]["ingress"]
+    assert rules[1] == {"ports": [{"port": "webhook"}], "from": control_plane}
     assert not [d for d in _template(helm_binary, values={"networkPolicy.create": False})
                 if d["kind"] == "NetworkPolicy"]  # fmt: skip
 
@@ -818,7 +824,7 @@ def test_readiness_gates_run_on_the_charts_rbac(
         kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
         env={"POD_NAME": "edge-pod-0", "POD_NAMESPACE": namespace},
     )
-    report = f"{RELEASE}-ferryman-leader-election.edge-pod-0"
+    report = f"ferryman-report.{RELEASE}-ferryman-leader-election.edge-pod-0"
     with _running(f, kube):
         wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
 

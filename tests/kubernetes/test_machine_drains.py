@@ -315,6 +315,46 @@ def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     wait_until(lambda: _gone(kube, ns, "m-slow"), 60, "the Machine deleted")
 
 
+def test_requests_in_flight_hold_a_drain_no_longer_than_the_in_flight_timeout(
+    cluster: APIServer,
+    kube: Client,
+    controller: Any,
+    instances: Path,
+    node: Kubelet,
+    kubelet: Kubelet,
+    cluster_namespace: str,
+    replicas: Replicas,
+) -> None:
+    """Slow requests to the leaving Node held the drain to --machine-drain-timeout
+    (300 s here); --drain-in-flight-timeout lets it go once the Node is out of rotation."""
+    ns = cluster_namespace
+    serve_web(kube, ns, "slow.test", {"web-a": node.node, "web-b": kubelet.node})
+    make_machine(kube, ns, "m-slow", node.node, instances)
+    f = replicas.start(
+        "solo",
+        kubelet.node,
+        "--machine-lifecycle-hooks",
+        "openshift",
+        "--machine-drain-timeout",
+        "300",
+        "--drain-in-flight-timeout",
+        "3",
+    )
+    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 30, "ferryman's hook")
+    ip = pod_ip(kube, ns, "web-a")
+    threads = []
+    for _ in range(10):  # round-robin: some go to web-a
+        threads.append(slow_request(f, "slow.test", 20))
+    wait_until(lambda: in_flight_to(f, ip) >= 1, 10, "requests in flight to web-a")
+    kube.delete(Machine, "m-slow", namespace=ns)
+    reason = "IngressTrafficDrainInFlightTimedOut"
+    wait_until(lambda: reason in ours_only(events(kube, ns, "m-slow")), 20, "in-flight cap")
+    note = dict(events(kube, ns, "m-slow"))[reason]
+    assert "in flight to the Node's endpoints" in note and "after 3s" in note
+    assert f.metrics()['ferryman_machine_drains_total{result="in_flight_timed_out"}'] == 1
+    wait_until(lambda: _gone(kube, ns, "m-slow"), 60, "the Machine deleted")
+
+
 @pytest.fixture(scope="module")
 def capi_crd(kube: Client) -> None:
     install_crds(kube, CAPI_CRD)

@@ -175,6 +175,9 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
         url = f"https://127.0.0.1:{port}/readiness-gates"
         with httpx.Client(verify=ssl.create_default_context(cadata=ca)) as client:
             assert client.post(url, content=b"{not json").status_code == 400
+            # Deeper than json's decoder recurses: 400, not a 500 with a traceback.
+            nested = client.post(url, content=b"[" * 100_000)
+            assert (nested.status_code, nested.json()) == (400, {"error": "nested too deeply"})
             assert client.post(url, json={"request": {"object": {}}}).status_code == 400
             assert client.post(url, content=b" " * (3 * 1024 * 1024 + 1)).status_code == 413
 
@@ -183,7 +186,7 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
         assert reviews == {
             'ferryman_readiness_gate_webhook_reviews_total{result="injected"}': 3,
             'ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}': 5,
-            'ferryman_readiness_gate_webhook_reviews_total{result="error"}': 3,
+            'ferryman_readiness_gate_webhook_reviews_total{result="error"}': 4,
         }
 
         # A namespace without the label is never asked about. (The API server

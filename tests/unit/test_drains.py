@@ -335,3 +335,43 @@ def test_without_hooks_nodes_are_not_followed(tmp_path: Path) -> None:
 def test_a_foreign_hook_is_never_touched_by_any_step() -> None:
     hooks = hooks_of(machine(pre_drain=[FOREIGN]))
     assert Hook("etcd-quorum", "etcd-operator") in hooks.pre_drain
+
+
+def drain_capped(live: list[DrainReport], now: float, cap: float) -> Step:
+    obj = machine(deleting=True, pre_drain=[FOREIGN, OURS], pre_terminate=[OURS])
+    return decide.drain(
+        view(obj), "openshift", live, now, 300.0, True, None, 140.0, in_flight_timeout=cap
+    )
+
+
+ONLY_IN_FLIGHT = [
+    [applied("r1", 0), applied("r2", 2)],
+    [applied("r1", 0), applied("r2", None)],
+    [applied("r1", 0), applied("r2", 0, node="n1", ready=False, replica_in_flight=3)],
+    [applied("r1", 0), applied("r2", 0, node="n1", ready=False)],
+]
+STILL_IN_ROTATION = [
+    [applied("r1", 0), DrainReport("r2", "n3", True)],
+    [applied("r1", 0), applied("r2", 0, node="n1", ready=True)],
+    [],
+]
+
+
+@given(
+    st.sampled_from(ONLY_IN_FLIGHT + STILL_IN_ROTATION),
+    st.floats(0, 299),
+    st.sampled_from([0.0, 10.0, 60.0]),
+)
+def test_the_in_flight_cap_ends_only_the_wait_for_requests_in_flight(
+    live: list[DrainReport], elapsed: float, cap: float
+) -> None:
+    """A slow request held the drain to --machine-drain-timeout; the cap lets it
+    go once the Node is out of rotation everywhere, never before."""
+    step = drain_capped(live, 100.0 + elapsed, cap)
+    if 0 < cap <= elapsed and live in ONLY_IN_FLIGHT:
+        assert step.result == "in_flight_timed_out"
+        assert step.patches == (Patch("preDrain", our_hook("openshift"), False),)
+        assert step.notice is not None and step.notice.type == "Warning"
+        assert step.notice.reason == "IngressTrafficDrainInFlightTimedOut"
+    else:
+        assert step == Step()

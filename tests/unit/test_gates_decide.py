@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from ferryman.gates.decide import (
     APPLIED,
+    CLOCK_SKEW,
     NOT_SERVED,
     TIMED_OUT,
     WAITING,
@@ -136,3 +137,18 @@ def test_the_transition_time_moves_only_with_the_status() -> None:
     patch = condition_patch(pod(condition=have), GATE, flipped, "T1")
     assert patch is not None
     assert patch["status"]["conditions"][0]["lastTransitionTime"] == "T1"
+
+
+def test_a_report_renewed_in_the_future_does_not_hold_the_gate_closed() -> None:
+    """Anyone who can write a Lease there could forge a report renewed in ten years;
+    the gate timeout defaults to never, so it held every gate closed."""
+    alive = ReplicaReport("a", NOW - 1, 30, frozenset({POD}))
+    for identity in ("forged", "a"):
+        forged = ReplicaReport(identity, NOW + 10 * 365 * 86400, 30, frozenset())
+        assert decide(pod(), live_replicas([alive, forged], NOW), NOW, 0).reason == APPLIED
+
+
+@given(st.floats(0, 60), st.sampled_from([5.0, 30.0]))
+def test_a_report_ahead_by_at_most_the_clock_skew_counts(ahead: float, duration: float) -> None:
+    report = ReplicaReport("a", NOW + ahead, duration, frozenset())
+    assert bool(live_replicas([report], NOW)) == (ahead <= CLOCK_SKEW)

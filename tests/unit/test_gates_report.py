@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 from hypothesis import given
 from hypothesis import strategies as st
+from lightkube.models.coordination_v1 import LeaseSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.coordination_v1 import Lease
 
-from ferryman.gates.decide import PodKey
-from ferryman.gates.report import decode, encode
+from ferryman.gates.decide import PodKey, live_replicas
+from ferryman.gates.report import REPORT_PREFIX, decode, encode, lease_name, report_of
 
 names = st.from_regex(r"[a-z0-9]([a-z0-9.-]{0,20}[a-z0-9])?", fullmatch=True)
 keys = st.builds(PodKey, names, names, st.uuids().map(str))
@@ -49,3 +53,28 @@ def test_a_report_too_large_is_cut_short_never_over_the_limit(
     # What is left out comes after what is kept, in name order.
     names = sorted("/".join(k) for k in applied)
     assert sorted("/".join(k) for k in kept) == names[: len(kept)]
+
+
+def _lease(name: str, holder: str, renewed: datetime.datetime, duration: int) -> Lease:
+    return Lease(
+        metadata=ObjectMeta(name=name),
+        spec=LeaseSpec(holderIdentity=holder, renewTime=renewed, leaseDurationSeconds=duration),
+    )
+
+
+def test_only_report_leases_named_for_their_holder_are_reports() -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    name = lease_name("ferryman-leader-election", "pod-a")
+    assert name.startswith(REPORT_PREFIX)
+    assert report_of(_lease(name, "pod-a", now, 30)) is not None
+    # The leader lock, or any other Lease carrying the label, is no report.
+    assert report_of(_lease("ferryman-leader-election", "pod-a", now, 30)) is None
+    assert report_of(_lease(name, "pod-b", now, 30)) is None
+
+
+def test_a_report_lasts_no_longer_than_the_installations_leases() -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    forged = _lease(lease_name("lock", "x"), "x", now, 10 * 365 * 86400)
+    report = report_of(forged, longest=30)
+    assert report is not None and report.duration == 30
+    assert not live_replicas([report], now.timestamp() + 31)

@@ -197,7 +197,8 @@ def basic_auth(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Att
         message = f"basic auth secret {ns}/{name} is invalid: {why}; requests answer 500"
         return Attached({}, (message,), True)
     assert isinstance(read.value, Htpasswd)
-    return Attached({Basic: Basic(options.basic_auth_realm, read.value.content)})
+    refused = tuple(f"basic auth secret {ns}/{name}: htpasswd {w}" for w in read.value.refused)
+    return Attached({Basic: Basic(options.basic_auth_realm, read.value.content)}, refused)
 
 
 def combined(a: Attached, b: Attached) -> Attached:

@@ -94,7 +94,11 @@ def translate_basic(
     if problem:
         return Step(None, (problem,), error=True)
     assert isinstance(read.value, Htpasswd)
-    return Step(Basic(b.realm, read.value.content))
+    refused = tuple(
+        f"Basic Auth policy {key} secret {ns}/{b.secret}: htpasswd {why}"
+        for why in read.value.refused
+    )
+    return Step(Basic(b.realm, read.value.content), refused)
 
 
 def translate_api_key(

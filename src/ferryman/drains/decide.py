@@ -18,6 +18,13 @@ no request in flight through it: that is "drained". Or when
 says what was still in flight). The pre-terminate hook goes once no live
 replica runs on the Node (its pod was evicted by the drain, and it stopped),
 or after the timeout counted from when it started waiting.
+
+A slow request through the leaving Node (a long download, a WebSocket) holds
+the drain until it ends or the timeout passes. ``--drain-in-flight-timeout``
+caps that part alone: once only requests in flight are left (every live replica
+has taken the Node out of rotation and its own replica is not ready), the hook
+goes that many seconds after the deletion began, cutting those requests off
+when the Node goes.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ HOOK_OWNER = "ferryman.io/ingress-controller"
 DRAINING = "IngressTrafficDraining"
 DRAINED = "IngressTrafficDrained"
 TIMED_OUT = "IngressTrafficDrainTimedOut"
+IN_FLIGHT_TIMED_OUT = "IngressTrafficDrainInFlightTimedOut"
 STOPPED = "IngressReplicaStopped"
 STOP_TIMED_OUT = "IngressReplicaStopTimedOut"
 
@@ -91,7 +99,8 @@ class Notice:
 @dataclass(frozen=True)
 class Step:
     """What to do with one Machine now: hook changes, an Event, and whether a
-    drain ended (``result``: "drained" or "timed_out"; for the metrics)."""
+    drain ended (``result``: "drained", "timed_out" or "in_flight_timed_out";
+    for the metrics)."""
 
     patches: tuple[Patch, ...] = ()
     notice: Notice | None = None
@@ -170,12 +179,15 @@ def drain(
     announced: bool,
     terminate_since: float | None,
     quiet_since: float | None = None,
+    in_flight_timeout: float = 0.0,
 ) -> Step:
     """A Machine being deleted. ``announced``: the Draining Event was written;
     ``terminate_since``: when its pre-terminate hook began to wait (None: not yet);
     ``quiet_since``: since when ``waiting_on`` has found nothing, without a break
     (the drain ends only after ``SETTLE`` seconds of that: a reading is one
-    moment, and a replica publishes only what changed)."""
+    moment, and a replica publishes only what changed); ``in_flight_timeout``:
+    seconds after the deletion began when requests in flight stop holding the
+    drain (0: until ``timeout``)."""
     hook = our_hook(flavour)
     node = machine.node or "(no Node)"
     if _ours(machine.hooks.pre_drain, hook):
@@ -204,6 +216,18 @@ def drain(
                     f"({'; '.join(waiting)}); pre-drain hook {HOOK_NAME} removed anyway",
                 ),
                 "timed_out",
+            )
+        if 0 < in_flight_timeout <= elapsed and not _out_of_rotation_pending(machine.node, live):
+            return Step(
+                (Patch("preDrain", hook, False),),
+                Notice(
+                    "Warning",
+                    IN_FLIGHT_TIMED_OUT,
+                    f"Node {node} is out of rotation on every ferryman replica; requests "
+                    f"still in flight after {in_flight_timeout:g}s ({'; '.join(waiting)}) "
+                    f"are not waited for; pre-drain hook {HOOK_NAME} removed",
+                ),
+                "in_flight_timed_out",
             )
         if not announced:
             return Step(
@@ -240,6 +264,14 @@ def drain(
                 ),
             )
     return Step()
+
+
+def _out_of_rotation_pending(node: str, live: list[DrainReport]) -> bool:
+    """Whether anything but requests in flight still holds ``node``: no live
+    replica, one that has not applied the drain, or its own replica still ready."""
+    return not live or any(
+        node not in r.applied or (node and r.node == node and r.ready) for r in live
+    )
 
 
 def waiting_on(node: str, live: list[DrainReport]) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -60,8 +61,15 @@ class HookKeeper:
         is_leader: Callable[[], bool],
         timeout: float,
         metrics: Metrics,
+        lease_duration: float = math.inf,
+        in_flight_timeout: float = 0.0,
     ) -> None:
+        """``lease_duration``: the installation's report duration (a report
+        claiming more counts that long only); ``in_flight_timeout``:
+        --drain-in-flight-timeout."""
+        self._in_flight_timeout = in_flight_timeout
         self._client = client
+        self._lease_duration = lease_duration
         self._agent = agent
         self._identity = identity
         self._namespace = lease_namespace
@@ -96,7 +104,7 @@ class HookKeeper:
     async def reports(self, now: float) -> list[DrainReport]:
         """Every live replica's drain report; this one's as it is now. A replica
         that publishes none (an older version) holds drains until the timeout."""
-        leases = await read_leases(self._client, self._namespace, self._class)
+        leases = await read_leases(self._client, self._namespace, self._class, self._lease_duration)
         live = {r.identity for r in live_replicas([r for r, _ in leases], now)}
         found: dict[str, DrainReport] = {}
         for report, notes in leases:
@@ -164,6 +172,7 @@ class HookKeeper:
                     machine.uid in self._announced,
                     self._terminate_since.get(machine.uid),
                     self._quiet_since.get(machine.uid),
+                    self._in_flight_timeout,
                 )
             await self._apply(machine, step, now)
         self._metrics.machines_draining.set(draining)

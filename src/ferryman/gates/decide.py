@@ -4,7 +4,10 @@ The leader decides for every pod whose gate is pending, from what each replica
 reports it has applied (``ReplicaReport``) and the time it is given. A replica
 counts while its report is fresh (renewed within its duration): a replica that
 died stops holding gates back once its report expires, and a report left by a
-dead one never lets a gate through on its own.
+dead one never lets a gate through on its own. A report renewed in the future
+(beyond ``CLOCK_SKEW``) does not count: anyone who can write a Lease in that
+namespace could otherwise hold every gate closed with one Lease renewed in ten
+years (the gate timeout defaults to never).
 
 The gate opens (True) when any of these holds, in this order of reasons:
 
@@ -24,6 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+# Seconds a replica's clock may run ahead of the leader's: NTP keeps nodes well
+# within it; a replica further ahead counts as not reporting (its gates open
+# without it, as if it had died), which fails open rather than shut.
+CLOCK_SKEW = 5.0
 
 APPLIED = "Applied"
 NOT_SERVED = "NotServed"
@@ -68,7 +76,7 @@ class ReplicaReport:
     applied: frozenset[PodKey]
 
     def live(self, now: float) -> bool:
-        return self.renewed + self.duration > now
+        return self.renewed <= now + CLOCK_SKEW and self.renewed + self.duration > now
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ class GateKeeper:
 
     async def _reports(self, now: float) -> list[ReplicaReport]:
         """Every replica's report, this one's as it is now (not as last published)."""
-        others = await read_reports(self._client, self._namespace, self._class)
+        others = await read_reports(self._client, self._namespace, self._class, self.lease.duration)
         return [*(r for r in others if r.identity != self._identity), self.lease.current(now)]
 
     def tasks(self) -> list[asyncio.Task[Any]]:

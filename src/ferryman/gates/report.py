@@ -23,6 +23,7 @@ import contextlib
 import datetime
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 
 from lightkube import AsyncClient
@@ -40,9 +41,14 @@ CLASS_LABEL = "gates.ferryman.io/ingress-class"
 APPLIED_ANNOTATION = "gates.ferryman.io/applied-pods"
 
 
+# Report Leases' names start so, and hold their replica's identity last: the
+# leader lock (or any other Lease someone labels) is never read as a report.
+REPORT_PREFIX = "ferryman-report."
+
+
 def lease_name(lock_name: str, identity: str) -> str:
     """One Lease per replica and installation (the leader lock names the installation)."""
-    return f"{lock_name}.{identity}"
+    return f"{REPORT_PREFIX}{lock_name}.{identity}"
 
 
 # The API server refuses an object whose annotations exceed 256 KiB in all. A
@@ -79,37 +85,43 @@ def decode(text: str | None) -> frozenset[PodKey]:
     return frozenset(keys)
 
 
-def report_of(lease: Lease) -> ReplicaReport | None:
+def report_of(lease: Lease, longest: float = math.inf) -> ReplicaReport | None:
+    """``longest``: the installation's lease duration; a report claiming to last
+    longer (a forged one, lasting years) counts for that long only."""
     spec = lease.spec or LeaseSpec()
     renewed = spec.renewTime or spec.acquireTime
     if not spec.holderIdentity or renewed is None or not spec.leaseDurationSeconds:
         return None  # released, or never renewed: not a live replica
+    name = (lease.metadata.name if lease.metadata else None) or ""
+    if not (name.startswith(REPORT_PREFIX) and name.endswith(f".{spec.holderIdentity}")):
+        return None
     annotations = (lease.metadata.annotations if lease.metadata else None) or {}
     return ReplicaReport(
         spec.holderIdentity,
         renewed.timestamp(),
-        float(spec.leaseDurationSeconds),
+        min(float(spec.leaseDurationSeconds), longest),
         decode(annotations.get(APPLIED_ANNOTATION)),
     )
 
 
 async def read_leases(
-    client: AsyncClient, namespace: str, ingress_class: str
+    client: AsyncClient, namespace: str, ingress_class: str, longest: float = math.inf
 ) -> list[tuple[ReplicaReport, Mapping[str, str]]]:
     """Every replica's report, with its Lease's annotations (what other features
     publish there: ``ReplicaLease``'s ``extra``)."""
     found: list[tuple[ReplicaReport, Mapping[str, str]]] = []
     async for lease in client.list(Lease, namespace=namespace, labels={CLASS_LABEL: ingress_class}):
-        if (report := report_of(lease)) is not None:
+        if (report := report_of(lease, longest)) is not None:
             annotations = (lease.metadata.annotations if lease.metadata else None) or {}
             found.append((report, annotations))
     return found
 
 
 async def read_reports(
-    client: AsyncClient, namespace: str, ingress_class: str
+    client: AsyncClient, namespace: str, ingress_class: str, longest: float = math.inf
 ) -> list[ReplicaReport]:
-    return [report for report, _ in await read_leases(client, namespace, ingress_class)]
+    leases = await read_leases(client, namespace, ingress_class, longest)
+    return [report for report, _ in leases]
 
 
 class ReplicaLease:
@@ -139,6 +151,11 @@ class ReplicaLease:
         # A third of the duration: two renewals may fail before the report expires.
         self._renew_every = self._duration / 3
         self._changed = asyncio.Event()
+
+    @property
+    def duration(self) -> float:
+        """Seconds each report lasts: every replica of the installation publishes the same."""
+        return float(self._duration)
 
     def changed(self) -> None:
         self._changed.set()

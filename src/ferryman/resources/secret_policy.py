@@ -2,7 +2,10 @@
 
 Their checks and messages are NIC's (internal/k8s/secrets/validation.go). The
 content is not checked further, as in NIC: an htpasswd line NGINX cannot use
-just never matches (NGINX answers 401 for it).
+just never matches (NGINX answers 401 for it). One check ferryman adds: a
+user whose hash costs more than the bound (``htpasswd_cost``) is left out,
+because checking it would stall the NGINX worker; when no user is left, the
+Secret is invalid.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.resources.htpasswd_cost import screen_htpasswd
 from ferryman.resources.secret import TLS_TYPE, InvalidSecret
 
 HTPASSWD_TYPE = "nginx.org/htpasswd"
@@ -40,6 +44,7 @@ SUPPORTED_TYPES = frozenset(
 @dataclass(frozen=True)
 class Htpasswd:
     content: bytes
+    refused: tuple[str, ...] = ()  # the users left out, for the Warning
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,10 @@ def parse_htpasswd_secret(obj: Mapping[str, Any]) -> Htpasswd:
     data = _data(obj)
     if HTPASSWD_KEY not in data:
         raise InvalidSecret(f"htpasswd secret must have the data field {HTPASSWD_KEY}")
-    return Htpasswd(data[HTPASSWD_KEY])
+    screened = screen_htpasswd(data[HTPASSWD_KEY])
+    if screened.refused and not screened.usable:
+        raise InvalidSecret("no usable htpasswd line: " + "; ".join(screened.refused))
+    return Htpasswd(screened.content, screened.refused)
 
 
 def parse_apikey_secret(obj: Mapping[str, Any]) -> APIKeys:

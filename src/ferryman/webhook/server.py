@@ -11,7 +11,6 @@ routing matters more than gates.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import socket
 import ssl
@@ -21,7 +20,7 @@ from aiohttp import web
 from lightkube import AsyncClient
 from lightkube.resources.core_v1 import Secret
 
-from ferryman.webhook.admission import ERROR, Injector
+from ferryman.webhook.admission import Injector
 from ferryman.webhook.certificate import Bundle, CertificateError, from_secret_data
 from ferryman.webhook.cluster import (
     RETRY_MAX,
@@ -30,13 +29,11 @@ from ferryman.webhook.cluster import (
     ensure_ca_bundle,
     keep_ca_bundle,
 )
+from ferryman.webhook.reviews import MAX_BODY, Reviews
 
 log = logging.getLogger("ferryman.webhook")
 
 PATH = "/readiness-gates"
-# The API server accepts requests up to 3 MiB, so no pod it creates is larger;
-# aiohttp refuses a larger body (413) before reading it all.
-MAX_BODY = 3 * 1024 * 1024
 
 
 class WebhookServer:
@@ -55,11 +52,10 @@ class WebhookServer:
         socket already bound to it (app.py binds it before NGINX's listeners
         open, so no listener can take it first)."""
         self._port = port
-        self._injector = injector
+        self._reviews = Reviews(injector, count)
         self._client = client
         self._secret = secret
         self._configuration = configuration
-        self._count = count
         self._bundle: Bundle | None = None
 
     async def run(self) -> None:
@@ -67,7 +63,7 @@ class WebhookServer:
         ferryman): that is a setting to fix, not trouble to wait out."""
         self._bundle, context = await self._first_bundle()
         app = web.Application(client_max_size=MAX_BODY)
-        app.router.add_post(PATH, self._review)
+        app.router.add_post(PATH, self._reviews.handle)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         try:
@@ -130,25 +126,3 @@ class WebhookServer:
         # here with the same Secret, and the caBundle must still follow it.
         if self._configuration:
             await ensure_ca_bundle(self._client, self._configuration, bundle.ca)
-
-    async def _review(self, request: web.Request) -> web.Response:
-        try:
-            document = json.loads(await request.read())
-        except web.HTTPRequestEntityTooLarge:
-            self._count(ERROR)
-            log.warning(
-                "readiness gate webhook: review refused", extra={"fields": {"reason": "too large"}}
-            )
-            raise
-        except ValueError:  # JSON, or UTF-8, it is not
-            document = None
-        outcome = self._injector.review(document)
-        self._count(outcome.result)
-        if outcome.result == ERROR:
-            log.warning(
-                "readiness gate webhook: review failed",
-                extra={"fields": {"reason": outcome.reason}},
-            )
-        if outcome.review is None:
-            return web.json_response({"error": outcome.reason}, status=400)
-        return web.json_response(outcome.review)
