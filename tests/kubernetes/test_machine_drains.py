@@ -276,6 +276,30 @@ def pod_ip(kube: Client, ns: str, name: str) -> str:
     return pod.status.podIP
 
 
+def _delete_with_slow_requests(
+    kube: Client,
+    ns: str,
+    instances: Path,
+    node: Kubelet,
+    kubelet: Kubelet,
+    replicas: Replicas,
+    *drain_timeout: str,
+) -> Any:
+    """One replica elsewhere, requests to the Machine's Node in flight through
+    it (each 20 s), then the Machine deleted; the replica."""
+    serve_web(kube, ns, "slow.test", {"web-a": node.node, "web-b": kubelet.node})
+    make_machine(kube, ns, "m-slow", node.node, instances)
+    hooks_flags = ("--machine-lifecycle-hooks", "openshift", "--machine-drain-timeout")
+    f = replicas.start("solo", kubelet.node, *hooks_flags, *drain_timeout)
+    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 30, "ferryman's hook")
+    ip = pod_ip(kube, ns, "web-a")
+    for _ in range(10):  # round-robin: some go to web-a
+        slow_request(f, "slow.test", 20)
+    wait_until(lambda: in_flight_to(f, ip) >= 1, 10, "requests in flight to web-a")
+    kube.delete(Machine, "m-slow", namespace=ns)
+    return f
+
+
 def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     cluster: APIServer,
     kube: Client,
@@ -287,23 +311,7 @@ def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     replicas: Replicas,
 ) -> None:
     ns = cluster_namespace
-    serve_web(kube, ns, "slow.test", {"web-a": node.node, "web-b": kubelet.node})
-    make_machine(kube, ns, "m-slow", node.node, instances)
-    f = replicas.start(
-        "solo",
-        kubelet.node,
-        "--machine-lifecycle-hooks",
-        "openshift",
-        "--machine-drain-timeout",
-        "3",
-    )
-    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 30, "ferryman's hook")
-    ip = pod_ip(kube, ns, "web-a")
-    threads = []
-    for _ in range(10):  # round-robin: some go to web-a
-        threads.append(slow_request(f, "slow.test", 20))
-    wait_until(lambda: in_flight_to(f, ip) >= 1, 10, "requests in flight to web-a")
-    kube.delete(Machine, "m-slow", namespace=ns)
+    f = _delete_with_slow_requests(kube, ns, instances, node, kubelet, replicas, "3")
     wait_until(
         lambda: "IngressTrafficDrainTimedOut" in ours_only(events(kube, ns, "m-slow")),
         20,
@@ -328,25 +336,8 @@ def test_requests_in_flight_hold_a_drain_no_longer_than_the_in_flight_timeout(
     """Slow requests to the leaving Node held the drain to --machine-drain-timeout
     (300 s here); --drain-in-flight-timeout lets it go once the Node is out of rotation."""
     ns = cluster_namespace
-    serve_web(kube, ns, "slow.test", {"web-a": node.node, "web-b": kubelet.node})
-    make_machine(kube, ns, "m-slow", node.node, instances)
-    f = replicas.start(
-        "solo",
-        kubelet.node,
-        "--machine-lifecycle-hooks",
-        "openshift",
-        "--machine-drain-timeout",
-        "300",
-        "--drain-in-flight-timeout",
-        "3",
-    )
-    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 30, "ferryman's hook")
-    ip = pod_ip(kube, ns, "web-a")
-    threads = []
-    for _ in range(10):  # round-robin: some go to web-a
-        threads.append(slow_request(f, "slow.test", 20))
-    wait_until(lambda: in_flight_to(f, ip) >= 1, 10, "requests in flight to web-a")
-    kube.delete(Machine, "m-slow", namespace=ns)
+    flags = ("300", "--drain-in-flight-timeout", "3")
+    f = _delete_with_slow_requests(kube, ns, instances, node, kubelet, replicas, *flags)
     reason = "IngressTrafficDrainInFlightTimedOut"
     wait_until(lambda: reason in ours_only(events(kube, ns, "m-slow")), 20, "in-flight cap")
     note = dict(events(kube, ns, "m-slow"))[reason]
