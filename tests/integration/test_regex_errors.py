@@ -1,0 +1,91 @@
+"""A regular expression PCRE cannot run to its end (a long URI overflows its JIT
+stack or reaches its match limit) answers 500 at once, as NGINX does for a
+location regex that fails: the request never falls through to another route, a
+condition never counts as holding or not, a policy is never skipped; with the
+route in ngx_http_ferryman_module and in Lua alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.harness import Backends, Ferryman, served_by
+from tests.integration.test_virtualserver import start_with_backends, to, vs
+from tests.integration.test_vs_policies import policy, refs, secret
+
+# Each "/a" one more repetition of the group: ngx.re's JIT stack runs out
+# (pcre_exec() failed: -27) well before 1500 of them. The module's regexes run
+# without JIT and match it.
+ADMIN = "~ ^/admin(/[a-z0-9]+)*/?$"
+LONG = "/admin" + "/a" * 1500
+# Backtracking beyond PCRE's match limit, with JIT (Lua) and without (the
+# module) alike.
+NESTED = "^/(a+)+$"
+BACKTRACKING = "/" + "a" * 30 + "!"
+
+
+def hits(backends: Backends) -> int:
+    """Requests every backend has seen so far."""
+    return sum(b.hits for b in backends._all)
+
+
+def logged(f: Ferryman, what: str, pattern: str) -> bool:
+    """Whether NGINX's error log has the failure of ``what``'s regex ``pattern``."""
+    return any(
+        "[error]" in line and f"{what} regex" in line and pattern in line and "cafe.test" in line
+        for line in f.logs().splitlines()
+    )
+
+
+def basic_auth() -> list[dict[str, Any]]:
+    return [
+        secret("users", "nginx.org/htpasswd", {"htpasswd": b"user:{PLAIN}pw\n"}),
+        policy("auth", basicAuth={"secret": "users", "realm": "Admin"}),
+    ]
+
+
+def test_a_route_regex_that_cannot_run_answers_500(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    ferryman = either_fast_path
+    routes = [
+        {"path": "/", "action": to("a")},
+        {"path": ADMIN, "action": to("b"), "policies": refs("auth")},
+    ]
+    start_with_backends(ferryman, backends, *basic_auth(), vs("cafe", "cafe.test", routes))
+    assert ferryman.get("cafe.test", "/admin/a/b").status == 401
+    assert served_by(ferryman, "cafe.test", "/other") == "a"
+    seen = hits(backends)
+    assert ferryman.get("cafe.test", LONG).status == 500
+    assert hits(backends) == seen
+    assert logged(ferryman, "route", ADMIN[2:])
+
+
+def test_a_module_route_regex_that_cannot_run_answers_500(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    ferryman = either_fast_path
+    routes = [{"path": "/", "action": to("a")}, {"path": "~ " + NESTED, "action": to("b")}]
+    start_with_backends(ferryman, backends, vs("cafe", "cafe.test", routes))
+    assert served_by(ferryman, "cafe.test", "/aaa") == "b"
+    assert served_by(ferryman, "cafe.test", "/aaa!") == "a"
+    seen = hits(backends)
+    assert ferryman.get("cafe.test", BACKTRACKING).status == 500
+    assert hits(backends) == seen
+    assert logged(ferryman, "route", NESTED)
+
+
+def test_a_negated_condition_that_cannot_run_answers_500(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    ferryman = either_fast_path
+    matches = [
+        {"conditions": [{"variable": "$request_uri", "value": "!~" + NESTED}], "action": to("b")}
+    ]
+    routes = [{"path": "/", "action": to("a"), "matches": matches}]
+    start_with_backends(ferryman, backends, vs("cafe", "cafe.test", routes))
+    assert served_by(ferryman, "cafe.test", "/aaa") == "a"
+    assert served_by(ferryman, "cafe.test", "/aaa!") == "b"
+    seen = hits(backends)
+    assert ferryman.get("cafe.test", BACKTRACKING).status == 500
+    assert hits(backends) == seen
+    assert logged(ferryman, "condition", NESTED)
