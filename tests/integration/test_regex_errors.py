@@ -28,12 +28,23 @@ def hits(backends: Backends) -> int:
     return sum(b.hits for b in backends._all)
 
 
-def logged(f: Ferryman, what: str, pattern: str) -> bool:
-    """Whether NGINX's error log has the failure of ``what``'s regex ``pattern``."""
+def logged(f: Ferryman, what: str, pattern: str, by_module: bool = False) -> bool:
+    """Whether NGINX's error log has the failure of ``what``'s regex ``pattern``,
+    logged by the module (not by Lua) when ``by_module``."""
     return any(
-        "[error]" in line and f"{what} regex" in line and pattern in line and "cafe.test" in line
+        "[error]" in line
+        and f"{what} regex" in line
+        and pattern in line
+        and "cafe.test" in line
+        and ("[lua]" not in line or not by_module)
         for line in f.logs().splitlines()
     )
+
+
+def in_module(f: Ferryman) -> bool:
+    """Whether ``either_fast_path`` runs the fast path in the module (the Lua
+    one has a modules directory of its own)."""
+    return not f.extra_args
 
 
 def basic_auth() -> list[dict[str, Any]]:
@@ -71,7 +82,8 @@ def test_a_module_route_regex_that_cannot_run_answers_500(
     seen = hits(backends)
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert hits(backends) == seen
-    assert logged(ferryman, "route", NESTED)
+    # The module answers it itself, where its fast path runs.
+    assert logged(ferryman, "route", NESTED, by_module=in_module(ferryman))
 
 
 def test_a_negated_condition_that_cannot_run_answers_500(
@@ -88,4 +100,4 @@ def test_a_negated_condition_that_cannot_run_answers_500(
     seen = hits(backends)
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert hits(backends) == seen
-    assert logged(ferryman, "condition", NESTED)
+    assert logged(ferryman, "condition", NESTED, by_module=in_module(ferryman))
