@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.integration.harness import Backends, Ferryman, served_by
 from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.integration.test_vs_policies import policy, refs, secret
+from tests.integration.test_vs_policies import policy, rate_limit, refs, secret, status
 
 # Each "/a" one more repetition of the group: ngx.re's JIT stack runs out
 # (pcre_exec() failed: -27) well before 1500 of them. The module's regexes run
@@ -101,3 +101,22 @@ def test_a_negated_condition_that_cannot_run_answers_500(
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert hits(backends) == seen
     assert logged(ferryman, "condition", NESTED, by_module=in_module(ferryman))
+
+
+def test_a_rate_limit_tier_regex_that_cannot_run_answers_500(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    ferryman = either_fast_path
+    tier = {"variables": [{"name": "$request_uri", "match": "~" + NESTED}]}
+    start_with_backends(
+        ferryman,
+        backends,
+        rate_limit("strict", rate="1r/m", condition=tier),
+        vs("cafe", "cafe.test", [{"path": "/", "action": to("a")}], policies=refs("strict")),
+    )
+    assert [status(ferryman, "cafe.test", "/aaa") for _ in range(2)] == [200, 503]
+    assert [status(ferryman, "cafe.test", "/aaa!") for _ in range(2)] == [200, 200]
+    seen = hits(backends)
+    assert ferryman.get("cafe.test", BACKTRACKING).status == 500
+    assert hits(backends) == seen
+    assert logged(ferryman, "rate-limit tier", NESTED)
