@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.harness import Backends, Ferryman, served_by
+from tests.integration.harness import (
+    Backends,
+    Ferryman,
+    ingress,
+    path,
+    rule,
+    served_by,
+    service_with_backends,
+)
 from tests.integration.test_virtualserver import start_with_backends, to, vs
 from tests.integration.test_vs_policies import policy, rate_limit, refs, secret, status
 
@@ -120,3 +128,21 @@ def test_a_rate_limit_tier_regex_that_cannot_run_answers_500(
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert hits(backends) == seen
     assert logged(ferryman, "rate-limit tier", NESTED)
+
+
+def test_an_ingress_path_regex_that_cannot_run_answers_500(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    ferryman = either_fast_path
+    ferryman.write("tea", service_with_backends("tea", [backends.start("t")]))
+    ferryman.write("app", service_with_backends("app", [backends.start("a")]))
+    paths = (path(NESTED[1:], "tea"), path("/", "app"))
+    annotations = {"nginx.org/path-regex": "case_sensitive"}
+    ferryman.write("ing", ingress("ing", [rule("cafe.test", *paths)], annotations=annotations))
+    ferryman.start()
+    assert served_by(ferryman, "cafe.test", "/aaa") == "t"
+    assert served_by(ferryman, "cafe.test", "/aaa!") == "a"
+    seen = hits(backends)
+    assert ferryman.get("cafe.test", BACKTRACKING).status == 500
+    assert hits(backends) == seen
+    assert logged(ferryman, "route", NESTED[1:], by_module=in_module(ferryman))
