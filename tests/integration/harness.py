@@ -274,6 +274,11 @@ class Backends:
         self._all.append(b)
         return b
 
+    @property
+    def hits(self) -> int:
+        """Requests all of them have seen so far."""
+        return sum(b.hits for b in self._all)
+
     def stop_all(self) -> None:
         for b in self._all:
             b.server.shutdown()

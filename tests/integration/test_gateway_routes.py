@@ -283,3 +283,24 @@ def test_cors_filter_answers_preflights_and_marks_answers(
     # An Origin that is not an origin is never echoed.
     r = preflight("/any-credentials", "https://x.example/<script>")
     assert r.status == 204 and "access-control-allow-origin" not in r.headers
+
+
+def test_a_path_regex_that_cannot_run_answers_500(ferryman: Ferryman, backends: Backends) -> None:
+    """PCRE's match limit reached by backtracking: neither a match nor a miss, so the
+    request never falls through to the next rule (docs/operations.md, Regular
+    expressions)."""
+    named = {n: backends.start(n) for n in ("re", "root")}
+    routes = [
+        _route("r", [
+            {"matches": [{"path": {"type": "RegularExpression", "value": "/(a+)+"}}],
+             "backendRefs": [_backend("re")]},
+            {"backendRefs": [_backend("root")]},
+        ]),
+    ]  # fmt: skip
+    ferryman.start()
+    _push(ferryman, _records(routes, named))
+    eventually(lambda: ferryman.get(HOST, "/aaa").served_by == "re", 10, "the record live")
+    assert ferryman.get(HOST, "/aaa!").served_by == "root"
+    seen = named["re"].hits + named["root"].hits
+    assert ferryman.get(HOST, "/" + "a" * 30 + "!").status == 500
+    assert named["re"].hits + named["root"].hits == seen

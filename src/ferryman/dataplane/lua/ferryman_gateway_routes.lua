@@ -9,7 +9,7 @@ local cut = require("ferryman_policy").cut
 
 local decode_base64 = ngx.decode_base64
 local sub, lower, byte = string.sub, string.lower, string.byte
-local re_find = ngx.re.find
+local regex = require("ferryman_regex")
 local SLASH = byte("/")
 
 -- Mirrors per request: the Gateway server declares a location for 1 to this many.
@@ -117,11 +117,7 @@ function _M.first(vs, uri, holds)
             hit = path == "/" or uri == path
                 or (sub(uri, 1, #path) == path and byte(uri, #path + 1) == SLASH)
         else
-            local from, _, err = re_find(uri, path, e.options)
-            hit = from ~= nil
-            if err then
-                ngx.log(ngx.ERR, "ferryman: route regex ", path, ": ", err)
-            end
+            hit = regex.finds("route", uri, path, e.options)
         end
         if hit then
             for _, c in ipairs(e.conditions) do

@@ -11,6 +11,7 @@
 -- it waits (excess - delay) / rate.
 
 local vars = require("ferryman_policy_vars")
+local regex = require("ferryman_regex")
 
 local dict = ngx.shared.ferryman_limits
 local decode_base64 = ngx.decode_base64
@@ -51,7 +52,7 @@ local function matches(m, value)
         return false
     end
     if m.regex then
-        return ngx.re.find(value, m.regex, m.options) ~= nil
+        return regex.finds("rate-limit tier", value, m.regex, m.options)
     end
     return lower(value) == m.value
 end

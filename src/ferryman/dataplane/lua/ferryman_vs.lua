@@ -13,7 +13,7 @@ local decode_base64 = ngx.decode_base64
 local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, string.gsub, string.byte
 local match = string.match
 local SLASH = string.byte("/")
-local re_find = ngx.re.find
+local regex = require("ferryman_regex")
 local upstream_fields = require("ferryman_vs_upstream")
 local gateway_routes = require("ferryman_gateway_routes")
 local proxy_redirect = require("ferryman_proxy_redirect")
@@ -248,11 +248,8 @@ local function find_route(vs, uri)
         return longest
     end
     for _, r in ipairs(vs.regexes) do
-        local from, _, err = re_find(uri, r.path, r.options)
-        if from then
+        if regex.finds("route", uri, r.path, r.options) then
             return r
-        elseif err then
-            ngx.log(ngx.ERR, "ferryman: route regex ", r.path, ": ", err)
         end
     end
     return longest
@@ -264,7 +261,7 @@ local function holds(c)
     if c.exact then
         found = actual == c.exact
     elseif c.regex then
-        found = actual ~= "" and re_find(actual, c.regex, c.options) ~= nil
+        found = actual ~= "" and regex.finds("condition", actual, c.regex, c.options)
     else
         found = lower(actual) == c.value
     end
@@ -309,7 +306,7 @@ end
 local function rewrite(route, rewrite_path, uri)
     local new
     if route.options then
-        local m = ngx.re.match(uri, "^" .. route.path, "jo")
+        local m = regex.match("rewrite", uri, "^" .. route.path, "jo")
         if m == nil then
             return
         end

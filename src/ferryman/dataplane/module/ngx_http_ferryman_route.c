@@ -97,6 +97,10 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 
         rc = ferryman_vs_route(r, host->vs, &upstream, &limits);
 
+        if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+            return rc;
+        }
+
         if (rc != NGX_OK && rc != NGX_HTTP_NOT_FOUND) {
             return NGX_ERROR;
         }

@@ -76,12 +76,28 @@ ferryman_vs_proxying(ferryman_vs_t *vs, ngx_str_t *uri)
 }
 
 
+/* A regex PCRE could not run to its end (its match limit or stack
+ * exhausted by a long subject) neither matched nor missed: the request ends
+ * with 500, as NGINX ends it for a location regex that fails, rather than
+ * take a route, or skip a condition, it was not meant to. */
+static ngx_int_t
+ferryman_vs_regex_failed(ngx_http_request_t *r, ngx_str_t *pattern,
+    ngx_int_t rc, const char *what)
+{
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "ferryman: %s regex \"%V\" of host \"%V\" failed: %i",
+                  what, pattern, &r->headers_in.server, rc);
+
+    return NGX_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+
 /* NGINX's location choice (vs_routes.find_location, ferryman_vs.lua's
- * find_route); NULL: none (*none set), or what the slow path answers (an
- * auto_redirect, a regex that fails to run). */
+ * find_route); NULL: none (*none set), what the slow path answers (an
+ * auto_redirect), or a regex that failed to run (*failed set). */
 static ferryman_vs_location_t *
 ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs,
-    ngx_uint_t *none)
+    ngx_uint_t *none, ngx_int_t *failed)
 {
     ngx_int_t                rc;
     ngx_str_t               *uri;
@@ -122,7 +138,8 @@ ferryman_vs_location(ngx_http_request_t *r, ferryman_vs_t *vs,
         }
 
         if (rc != NGX_REGEX_NO_MATCHED) {
-            /* The slow path logs it and goes on as ngx.re does. */
+            *failed = ferryman_vs_regex_failed(r, &vs->regex[i]->path, rc,
+                                               "route");
             return NULL;
         }
     }
@@ -163,7 +180,7 @@ ferryman_vs_holds(ngx_http_request_t *r, ferryman_vs_condition_t *c)
                 found = 1;
 
             } else if (rc != NGX_REGEX_NO_MATCHED) {
-                return NGX_ERROR;
+                return ferryman_vs_regex_failed(r, &c->value, rc, "condition");
             }
         }
 
@@ -183,13 +200,18 @@ ngx_int_t
 ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
     ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits)
 {
-    ngx_int_t                rc;
+    ngx_int_t                rc, failed;
     ngx_uint_t               i, j, roll, none;
     ferryman_vs_match_t     *m;
     ferryman_vs_location_t  *loc;
 
     none = 0;
-    loc = ferryman_vs_location(r, vs, &none);
+    failed = 0;
+    loc = ferryman_vs_location(r, vs, &none, &failed);
+
+    if (failed) {
+        return failed;
+    }
 
     if (loc == NULL && none && vs->limits != NULL) {
         /* No route, under the VirtualServer's own limits: the module
@@ -213,8 +235,8 @@ ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
         for (j = 0; j < m->nconditions; j++) {
             rc = ferryman_vs_holds(r, &m->conditions[j]);
 
-            if (rc == NGX_ERROR) {
-                return NGX_DECLINED;
+            if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
+                return rc;
             }
 
             if (rc != NGX_OK) {

@@ -44,8 +44,9 @@ ferryman_vs_t *ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log,
 
 /* The upstream this request is proxied to and the route's rate limits (NULL:
  * none) (NGX_OK); NGX_HTTP_NOT_FOUND: no route, and the VirtualServer's own
- * rate limits (*limits) apply before that answer; or NGX_DECLINED: the slow
- * path answers it (no route, a route it must serve, an auto_redirect). */
+ * rate limits (*limits) apply before that answer; NGX_DECLINED: the slow
+ * path answers it (no route, a route it must serve, an auto_redirect); or
+ * NGX_HTTP_INTERNAL_SERVER_ERROR: a regex failed to run, answered at once. */
 ngx_int_t ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
     ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits);
 

@@ -150,6 +150,8 @@ ferryman_vs_parse_condition(ferryman_vs_parser_t *ps,
 
     case 'r':
     case 'i':
+        /* Kept for the log line of a regex that fails to run. */
+        c->value = value;
         c->regex = ferryman_vs_regex(ps, &value, kind == 'i');
         return c->regex != NULL ? NGX_OK : NGX_ERROR;
 

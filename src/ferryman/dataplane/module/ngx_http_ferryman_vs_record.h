@@ -28,7 +28,7 @@ typedef struct {
 typedef struct {
     ngx_str_t                 variable;    /* lowercased, as ngx.var reads it */
     ngx_uint_t                key;
-    ngx_str_t                 value;       /* kind s */
+    ngx_str_t                 value;       /* kind s; the regex's, r, i */
     ngx_regex_t              *regex;       /* kinds r, i */
     unsigned                  negate:1;
 } ferryman_vs_condition_t;
