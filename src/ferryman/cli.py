@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import __version__, app, collector, flag_settings, flag_types, logs
+from ferryman import __version__, app, collector, flag_settings, flag_types, logs, nic_flags
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import SettingsError
@@ -435,7 +435,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    argv = sys.argv[1:] if argv is None else argv
+    try:  # NIC's Go-style command line too (nic_flags.py)
+        args = p.parse_args(nic_flags.translate(argv, p))
+    except nic_flags.FlagError as e:
+        command = argv[0] if argv and not argv[0].startswith("-") else "run"
+        print(f"ferryman {command}: {e} (see ferryman {command} --help)", file=sys.stderr)
+        return 2
     if args.command != "run":  # run resumes it once started (collector)
         collector.resume()
     if args.command == "machine-controller":
