@@ -435,14 +435,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = parser()
-    argv = sys.argv[1:] if argv is None else argv
-    try:  # NIC's Go-style command line too (nic_flags.py)
-        args = p.parse_args(nic_flags.translate(argv, p))
-    except nic_flags.FlagError as e:
-        command = argv[0] if argv and not argv[0].startswith("-") else "run"
-        print(f"ferryman {command}: {e} (see ferryman {command} --help)", file=sys.stderr)
-        return 2
+    args = nic_flags.parse_args(parser(), sys.argv[1:] if argv is None else argv)
     if args.command != "run":  # run resumes it once started (collector)
         collector.resume()
     if args.command == "machine-controller":
@@ -451,10 +444,13 @@ def main(argv: list[str] | None = None) -> int:
         logs.setup("text", "warning")
         settings = flag_settings.render_settings(args)
         try:
-            problems = asyncio.run(app.render(settings, args.output, args.data_plane))
+            notes: list[str] = []
+            problems = asyncio.run(app.render(settings, args.output, args.data_plane, notes))
         except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
+        for note in notes:
+            print(note)
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0

@@ -199,6 +199,16 @@ class _Argv:
         return head + self.out + tail
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` (ferryman's or NIC's spelling) parsed; a FlagError is one line
+    and exit code 2, as argparse's own errors are."""
+    try:
+        return parser.parse_args(translate(argv, parser))
+    except FlagError as e:
+        command = argv[0] if argv and not argv[0].startswith("-") else "run"
+        parser.exit(2, f"ferryman {command}: {e} (see ferryman {command} --help)\n")
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

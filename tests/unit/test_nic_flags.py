@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman import cli, flag_settings
+from ferryman import cli, flag_settings, nic_flags
 from ferryman.settings import Settings
 
 # Values for flags whose default is none (or not a valid value to give).
@@ -70,7 +70,7 @@ FLAGS = _flags()
 
 def _parsed(argv: list[str]) -> tuple[dict[str, Any], Settings]:
     p = cli.parser()
-    args = p.parse_args(cli.nic_flags.translate(argv, p))
+    args = nic_flags.parse_args(p, argv)
     return vars(args), flag_settings.run_settings(args)
 
 
@@ -181,7 +181,9 @@ def test_external_service_by_name_is_in_the_controllers_namespace(
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert cli.main(argv) == 2
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert "Traceback" not in err and "unrecognized arguments" not in err

@@ -124,8 +124,13 @@ class IngressTranslator:
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
-        if obj is None or not self._d.policy.accepts(raw_class_name(obj)):
+        if obj is None or not self._d.policy.accepts(class_name := raw_class_name(obj)):
+            if obj is not None:
+                self._d.ignore(ref, class_name)
+            else:
+                self._d.ignored.pop(ref, None)
             return None
+        self._d.ignored.pop(ref, None)
         try:
             return parse_ingress(obj)
         except InvalidResource as e:
