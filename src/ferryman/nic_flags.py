@@ -259,6 +259,7 @@ def _translate(rest: list[str], sub: argparse.ArgumentParser, command: str) -> l
             if f"--{RENAMED[name]}" not in state.actions:
                 raise FlagError(f"{token.partition('=')[0]} is not a flag of ferryman {command}")
             value, i = _value(rest, i, token, eq, value)
+            _check(state.actions[f"--{RENAMED[name]}"], token.partition("=")[0], value)
             state.flag(RENAMED[name], value)
         elif f"--{name}" in state.actions:
             i = _ferryman_flag(state, rest, i, name, token, eq, value)
@@ -289,6 +290,15 @@ def _translate(rest: list[str], sub: argparse.ArgumentParser, command: str) -> l
         else:
             raise FlagError(_unknown(token.partition("=")[0], name, state.actions))
     return state.finish()
+
+
+def _check(action: argparse.Action, flag: str, value: str) -> None:
+    """Refuse a renamed flag's bad value under the name the user wrote."""
+    if callable(action.type):
+        try:
+            action.type(value)
+        except (argparse.ArgumentTypeError, ValueError) as e:
+            raise FlagError(f"argument {flag} ({action.option_strings[-1]}): {e}") from None
 
 
 def _value(rest: list[str], i: int, token: str, eq: str, value: str) -> tuple[str, int]:

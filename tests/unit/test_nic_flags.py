@@ -213,6 +213,10 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
             "-ready-status-port is not a flag of ferryman render",
         ),
         (["run", "stray"], "unexpected argument 'stray'"),
+        (
+            ["-default-http-listener-port=70000"],
+            "argument -default-http-listener-port (--http-port): '70000' is not a port number",
+        ),
     ],
 )
 def test_what_ferryman_does_not_do_is_one_line_naming_what_to_use(
@@ -236,3 +240,53 @@ def test_go_spellings_of_version_and_help(capsys: pytest.CaptureFixture[str]) ->
 
 def test_argparse_abbreviations_of_ferryman_flags_still_work(tmp_path: Path) -> None:
     assert _parsed(["run", "--ingress-cl", "x"]) == _parsed(["run", "--ingress-class", "x"])
+
+
+# NIC 5.5.4's Helm chart with its default values renders these args (its
+# _helpers.tpl "nginx-ingress.args", release "nginx-ingress"), $(POD_NAMESPACE)
+# expanded by the kubelet.
+NIC_CHART_ARGS = [
+    "-nginx-plus=false", "-nginx-reload-timeout=60000", "-enable-app-protect=false",
+    "-enable-app-protect-ip-intelligence=false", "-enable-app-protect-dos=false",
+    "-nginx-configmaps=nginx-ingress/nginx-ingress", "-ingress-class=nginx",
+    "-health-status=false", "-health-status-uri=/nginx-health", "-nginx-debug=false",
+    "-log-level=info", "-log-format=glog", "-enable-config-safety=false",
+    "-nginx-status=true", "-nginx-status-port=8080", "-nginx-status-allow-cidrs=127.0.0.1",
+    "-report-ingress-status", "-external-service=nginx-ingress-controller",
+    "-enable-leader-election=true", "-leader-election-lock-name=nginx-ingress-leader-election",
+    "-enable-prometheus-metrics=true", "-prometheus-metrics-listen-port=9113",
+    "-prometheus-tls-secret=", "-enable-service-insight=false",
+    "-service-insight-listen-port=9114", "-service-insight-tls-secret=",
+    "-enable-custom-resources=true", "-enable-snippets=false", "-disable-ipv6=false",
+    "-enable-tls-passthrough=false", "-enable-cert-manager=false", "-enable-oidc=false",
+    "-enable-external-dns=false", "-default-http-listener-port=80",
+    "-default-https-listener-port=443", "-allow-empty-ingress-host=false",
+    "-ready-status=true", "-ready-status-port=8081", "-enable-latency-metrics=false",
+    "-ssl-dynamic-reload=true", "-enable-telemetry-reporting=true",
+    "-weight-changes-dynamic-reload=false",
+]  # fmt: skip
+
+
+def test_nic_charts_default_args_run_ferryman_as_nic_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "nginx-ingress")
+    args, s = _parsed(NIC_CHART_ARGS)
+    assert args["command"] == "run"
+    assert (s.ingress_class, s.nginx_configmap) == ("nginx", ("nginx-ingress", "nginx-ingress"))
+    assert (s.http_port, s.https_port, s.ready_port, s.metrics_port) == (80, 443, 8081, 9113)
+    assert (s.nginx_status_port, s.nginx_status_allow) == (8080, ("127.0.0.1/32",))
+    assert s.nginx_reload_timeout == 60
+    assert s.report_ingress_status and s.leader_election
+    assert s.external_service == "nginx-ingress/nginx-ingress-controller"
+    assert s.leader_lock_name == "nginx-ingress-leader-election"
+    assert (args["log_format"], args["log_level"]) == ("text", "info")
+    assert s.health_uri == ""
+
+
+def test_nic_deployment_manifests_args_run_ferryman() -> None:
+    # deployments/deployment/nginx-ingress.yaml, NIC 5.5.4.
+    _, s = _parsed(["-nginx-configmaps=default/nginx-config", "-report-ingress-status",
+                    "-external-service=nginx-ingress"])  # fmt: skip
+    assert s.nginx_configmap == ("default", "nginx-config")
+    assert s.report_ingress_status
