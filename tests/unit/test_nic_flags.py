@@ -57,6 +57,8 @@ def _flags() -> dict[str, tuple[str | None, ...]]:
             out[flag] = tuple(str(c) for c in action.choices)
         elif flag in _SAMPLES:
             out[flag] = (_SAMPLES[flag],)
+        elif action.default is None:
+            continue  # no value known to be valid: add one to _SAMPLES
         elif isinstance(action.default, tuple):
             out[flag] = (",".join(action.default),)
         else:
