@@ -132,6 +132,9 @@ def test_render_lists_ingresses_of_another_class_as_ignored(
     f.write("vs", {"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServer",
                    "metadata": {"name": "cafe", "namespace": "default"},
                    "spec": {"ingressClassName": "nginx", "host": "cafe.test"}})  # fmt: skip
+    f.write("ts", {"apiVersion": "k8s.nginx.org/v1", "kind": "TransportServer",
+                   "metadata": {"name": "dns", "namespace": "default"},
+                   "spec": {"ingressClassName": "nginx"}})  # fmt: skip
     result = subprocess.run(
         [str(FERRYMAN), "render", "--manifests", str(f.manifests), "--output",
          str(tmp_path / "out")],
@@ -143,6 +146,8 @@ def test_render_lists_ingresses_of_another_class_as_ignored(
         "not the default; set spec.ingressClassName: ferryman",
         "Ingress default/other: ignored: its class nginx is not the one served (ferryman); "
         "serve it with --ingress-class=nginx",
+        "TransportServer default/dns: ignored: its class nginx is not the one served "
+        "(ferryman); serve it with --ingress-class=nginx",
         "VirtualServer default/cafe: ignored: its class nginx is not the one served "
         "(ferryman); serve it with --ingress-class=nginx",
     ]

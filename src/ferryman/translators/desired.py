@@ -86,10 +86,13 @@ class Desired:
         if state is not None:
             self.states[ref] = state
 
-    def ignore(self, ref: ObjectRef, class_name: str | None) -> None:
-        """``ref`` names a class ferryman does not serve: said once (info), as
-        another controller's objects are no one's error but a newcomer's
-        surprise (NIC's examples all name class ``nginx``)."""
+    def class_checked(self, ref: ObjectRef, class_name: str | None, served: bool) -> None:
+        """``ref`` (present) names ``class_name``, which ferryman ``served`` or not.
+        One not served is said once (info): another controller's objects are no
+        one's error but a newcomer's surprise (NIC's examples name class nginx)."""
+        if served:
+            self.ignored.pop(ref, None)
+            return
         named = class_name or ""
         if self.ignored.get(ref) == named:
             return

@@ -124,13 +124,13 @@ class IngressTranslator:
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
-        if obj is None or not self._d.policy.accepts(class_name := raw_class_name(obj)):
-            if obj is not None:
-                self._d.ignore(ref, class_name)
-            else:
-                self._d.ignored.pop(ref, None)
+        if obj is None:
+            self._d.class_checked(ref, None, True)  # deleted: nothing to say
             return None
-        self._d.ignored.pop(ref, None)
+        class_name = raw_class_name(obj)
+        self._d.class_checked(ref, class_name, served := self._d.policy.accepts(class_name))
+        if not served:
+            return None
         try:
             return parse_ingress(obj)
         except InvalidResource as e:
