@@ -1,4 +1,5 @@
-"""The ``ferryman`` command. Flag names follow NIC's where NIC has the flag."""
+"""The ``ferryman`` command. Flag names follow NIC's where NIC has the flag; NIC's own
+command line (Go's -flag=value, its names) runs it too (docs/from-nic.md)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ class _Help(argparse.HelpFormatter):
     def _split_lines(self, text: str, width: int) -> list[str]:
         # Paths and flags in the help stay whole.
         return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = self._split_lines(" ".join(text.split()), width - len(indent))
+        return "\n".join(indent + line for line in lines)
 
 
 def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:

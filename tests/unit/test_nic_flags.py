@@ -292,3 +292,10 @@ def test_nic_deployment_manifests_args_run_ferryman() -> None:
                     "-external-service=nginx-ingress"])  # fmt: skip
     assert s.nginx_configmap == ("default", "nginx-config")
     assert s.report_ingress_status
+
+
+def test_every_flag_takes_no_value_or_one() -> None:
+    """nic_flags reads each flag as Go does, a switch or one value: a flag taking
+    several values (nargs) would need it taught first."""
+    for sub in nic_flags._subparsers(cli.parser()).values():
+        assert [a.option_strings for a in sub._actions if a.nargs not in (None, 0)] == []
