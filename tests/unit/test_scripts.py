@@ -41,7 +41,7 @@ def test_bench_finds_the_uv_that_setup_installed(tmp_path: Path) -> None:
 def test_ferryman_starts_from_the_bytecode_setup_compiled() -> None:
     """scripts/setup.sh compiles the virtualenv's libraries once: where
     PYTHONDONTWRITEBYTECODE is set, nothing else would, and every start would
-    compile them again (bench/cold_start.py: ~0.8 s to ready instead of ~0.4 s)."""
+    compile them again (bench/cold_start.py, 20 Ingresses: ~0.8 s to ready, not ~0.4 s)."""
     python = ROOT / ".venv" / "bin" / "python"
     run = subprocess.run(
         [str(python), "-v", "-c", "import ferryman.cli, ferryman.app"],
