@@ -346,6 +346,8 @@ def _ferryman_flag(
         state.flag(name, value)
         return i
     value, i = _value(rest, i, token, eq, value)
+    if value == "" and action.default is None:
+        return i  # Go's empty string flag: none given, which is ferryman's default too
     if name == "log-level":
         value = _LOG_LEVELS.get(value, value)
     elif name == "log-format":

@@ -133,6 +133,7 @@ def test_every_ferryman_flag_spelled_the_go_ways_gives_the_same_settings(
             ["--nginx-configmaps", "nsx/nginx-config"],
         ),
         (["-watch-namespace=a,b"], ["--watch-namespace", "a,b"]),
+        (["-global-configuration=", "-external-service="], []),
         (["-health-status"], ["--health-status"]),
         (["-health-status=false"], []),
         (["-health-status", "-health-status=false"], []),
