@@ -196,7 +196,11 @@ class _Argv:
             tail.append("--nginx-status-port=0")
         if self.metrics_off:
             tail.append("--metrics-port=0")
-        return head + self.out + tail
+
+        def known(tokens: list[str]) -> list[str]:  # render serves neither
+            return [t for t in tokens if t.partition("=")[0] in self.actions]
+
+        return known(head) + self.out + known(tail)
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:

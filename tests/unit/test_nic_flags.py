@@ -175,6 +175,13 @@ def test_nic_flags_mean_what_they_mean_in_nic(nic: list[str], ferryman: list[str
     assert _parsed(nic)[1] == _parsed(["run", *ferryman])[1]
 
 
+def test_render_takes_nics_metrics_and_status_switches_as_nothing_to_do(tmp_path: Path) -> None:
+    p = cli.parser()
+    argv = ["render", "-manifests=/tmp", f"-output={tmp_path}", "-ingress-class=nginx"]
+    args = nic_flags.parse_args(p, [*argv, "-enable-prometheus-metrics=false", "-nginx-status"])
+    assert args == nic_flags.parse_args(p, argv)
+
+
 def test_external_service_by_name_is_in_the_controllers_namespace(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
