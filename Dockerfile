@@ -22,7 +22,9 @@ RUN install -d /usr/lib/nginx/modules && /build/scripts/build-module.sh
 FROM ${BASE} AS python
 # The virtualenv, with exactly the versions and hashes in uv.lock: uv (pinned,
 # only in this stage) turns the lock into a hashed requirements file and pip
-# refuses anything else. ferryman itself goes in without dependencies.
+# refuses anything else. ferryman itself goes in without dependencies. pip
+# compiles every module's bytecode as it installs: the read-only root could not
+# take it later, and each start would compile ferryman and its libraries again.
 ARG PIP_CERT
 ARG UV_VERSION=0.13.9
 RUN apt-get update \

@@ -244,8 +244,9 @@ class Ferryman:
         self.manifests.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> float:
-        """Start and wait until ready; returns seconds from spawn to ready."""
+    def start(self, poll: float = 0.05) -> float:
+        """Start and wait until ready, asking every ``poll`` seconds; returns
+        seconds from spawn to ready."""
         log = (self.workdir / "ferryman.log").open("ab")
         started = time.monotonic()
         self.proc = subprocess.Popen(
@@ -269,7 +270,7 @@ class Ferryman:
                 raise RuntimeError(f"ferryman exited {self.proc.returncode}")
             if time.monotonic() - started > 600:
                 raise RuntimeError("ferryman not ready after 600 s")
-            time.sleep(0.05)
+            time.sleep(poll)
         return time.monotonic() - started
 
     def request(self, host: str, path: str) -> tuple[int, str]:

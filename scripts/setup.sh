@@ -32,3 +32,9 @@ if ! command -v uv >/dev/null; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
 uv sync --quiet --frozen
+# Bytecode once, for ferryman and its libraries: where PYTHONDONTWRITEBYTECODE is
+# set (this machine class sets it) Python still reads .pyc files but never writes
+# them, so without this every start compiles everything again (~0.4 s of 0.8 s to
+# ready). A .pyc whose source changed since is ignored, never wrong; a file that
+# does not compile fails where it is imported, as it would without this.
+.venv/bin/python -m compileall -q -j 0 src "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true

@@ -410,8 +410,11 @@ async def _run(
     return code
 
 
-async def render(settings: Settings, output: Path, data_plane: str = "nginx") -> list[str]:
-    """Render once into ``output``; returns every problem found (empty: all good).
+async def render(
+    settings: Settings, output: Path, data_plane: str = "nginx", notes: list[str] | None = None
+) -> list[str]:
+    """Render once into ``output``; returns every problem found (empty: all good)
+    and adds to ``notes`` what was left out but is no problem (another class's).
 
     ``output`` gets nginx.conf (as it would run) and records.txt (what would be
     pushed to NGINX's memory, in the push format); with Angie, angie.conf,
@@ -419,13 +422,13 @@ async def render(settings: Settings, output: Path, data_plane: str = "nginx") ->
     """
     paths = _prepared(flavour_paths(data_plane, output), None, "--output")
     try:
-        return await _render(settings, paths, data_plane)
+        return await _render(settings, paths, data_plane, notes if notes is not None else [])
     finally:
         # Named in the output as a run would name its own; nothing listens there.
         remove_short_socket_dir(paths)
 
 
-async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str]:
+async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list[str]) -> list[str]:
     assert settings.manifests is not None
     flavour = Flavour(data_plane, settings, paths)
     flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
@@ -457,6 +460,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str) -> list[str
     )
     source.load()
     await controller.drain()
+    notes += controller.ignored()
     for ref, _, reason, message in reporter.events:
         if reason == REJECTED or reason.endswith("WithError"):
             problems.append(f"{ref}: {reason}: {message}")

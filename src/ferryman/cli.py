@@ -1,4 +1,5 @@
-"""The ``ferryman`` command. Flag names follow NIC's where NIC has the flag."""
+"""The ``ferryman`` command. Flag names follow NIC's where NIC has the flag; NIC's own
+command line (Go's -flag=value, its names) runs it too (docs/from-nic.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import textwrap
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import __version__, app, collector, flag_settings, flag_types, logs
+from ferryman import __version__, app, collector, flag_settings, flag_types, logs, nic_flags
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import SettingsError
@@ -45,6 +46,10 @@ class _Help(argparse.HelpFormatter):
     def _split_lines(self, text: str, width: int) -> list[str]:
         # Paths and flags in the help stay whole.
         return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = self._split_lines(" ".join(text.split()), width - len(indent))
+        return "\n".join(indent + line for line in lines)
 
 
 def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
@@ -444,7 +449,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = nic_flags.parse_args(parser(), sys.argv[1:] if argv is None else argv)
     if args.command != "run":  # run resumes it once started (collector)
         collector.resume()
     if args.command == "machine-controller":
@@ -453,10 +458,13 @@ def main(argv: list[str] | None = None) -> int:
         logs.setup("text", "warning")
         settings = flag_settings.render_settings(args)
         try:
-            problems = asyncio.run(app.render(settings, args.output, args.data_plane))
+            notes: list[str] = []
+            problems = asyncio.run(app.render(settings, args.output, args.data_plane, notes))
         except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
+        for note in notes:
+            print(note)
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0

@@ -474,6 +474,9 @@ class Controller:
         self._metrics.work_seconds.observe(seconds)
         self._generation_seconds += seconds
 
+    def ignored(self) -> list[str]:
+        return self._d.ignored_lines()  # ferryman render lists them
+
     async def drain(self) -> None:
         """Start-up: sync everything queued, then apply it with one flush."""
         while len(self._queue):

@@ -100,6 +100,7 @@ class TransportServers:
         https_socket: str = "",
         http_listeners: bool = False,
         set_http_listeners: Callable[[Iterable[Listener]], None] | None = None,
+        class_checked: Callable[[ObjectRef, str, bool], None] = lambda ref, c, served: None,
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
         loaded); without it every TransportServer is refused, saying why.
@@ -113,6 +114,7 @@ class TransportServers:
         self._files = files
         self._stream = stream
         self._served_class = served_class
+        self._class_checked = class_checked  # Desired.class_checked: says who is ignored
         self._state = state
         self._event = event
         self._set_backends = set_backends
@@ -265,7 +267,11 @@ class TransportServers:
         obj = self._store.get("TransportServer", ref.namespace, ref.name)
         self._servers.pop(ref, None)
         self._invalid.pop(ref, None)
-        if obj is None or _class(obj) not in ("", self._served_class()):
+        if obj is None:
+            self._class_checked(ref, "", True)  # deleted: nothing to say
+            return
+        self._class_checked(ref, _class(obj), _class(obj) in ("", self._served_class()))
+        if _class(obj) not in ("", self._served_class()):
             return
         parsed = parse_transport_server(obj, tls_passthrough=self._settings.tls_passthrough)
         who = f"{ref.namespace}/{ref.name}"

@@ -449,6 +449,8 @@ class Ferryman:
     metrics_port: int = field(default_factory=free_port)
     # Runs ferryman through another program, e.g. setpriv to run it as another user.
     command_prefix: list[str] = field(default_factory=list)
+    # Spell the command line as NIC's manifests do (Go flags, NIC's names, no "run").
+    nic_flags: bool = False
     proc: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
@@ -494,6 +496,19 @@ class Ferryman:
             *modules_dir_args(),
             *self.extra_args,
         ]  # fmt: skip
+        if self.nic_flags:  # the same, as NIC's manifests spell flags
+            args = [
+                *self.command_prefix, str(FERRYMAN), f"-{source[0][2:]}={source[1]}",
+                f"-state-dir={self.state}",
+                f"-default-http-listener-port={self.http_port}",
+                f"-default-https-listener-port={self.https_port}",
+                f"-ready-status-port={self.ready_port}",
+                f"-prometheus-metrics-listen-port={self.metrics_port}",
+                "-enable-prometheus-metrics",
+                "-worker-processes=2",
+                *(f"-{a[2:]}" if a.startswith("--") else a for a in modules_dir_args()),
+                *self.extra_args,
+            ]  # fmt: skip
         if self.flavour == "angie":
             args += ["--data-plane", "angie", "--data-plane-binary", angie_binary()]
         self._log = self.log_path.open("ab")

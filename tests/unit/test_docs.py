@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ferryman import nic_flags
 from ferryman.cli import parser
 from ferryman.metrics import Metrics
 
@@ -34,3 +35,21 @@ def test_every_metric_is_documented() -> None:
     names = {m.name for m in Metrics().registry.collect()}
     missing = sorted(n for n in names if n not in GUIDE)
     assert missing == []
+
+
+def test_every_nic_flag_ferryman_reads_is_on_the_coming_from_nic_page() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "from-nic.md").read_text()
+    names = [*nic_flags.RENAMED, *nic_flags.UNSUPPORTED, "enable-prometheus-metrics"]
+    names += ["nginx-status", "tls-passthrough-port", "v "]
+    # Families are named once with a wildcard: -app-protect-*, -plm-storage-*.
+    missing = [
+        n
+        for n in names
+        if f"`-{n}" not in page and not any(f"`-{p}*`" in page for p in _prefixes(n))
+    ]
+    assert missing == []
+
+
+def _prefixes(name: str) -> list[str]:
+    parts = name.split("-")
+    return ["-".join(parts[:i]) + "-" for i in range(1, len(parts))]

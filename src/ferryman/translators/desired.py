@@ -11,6 +11,7 @@ across kinds is ``Configuration``'s.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from ferryman.configs.model import VirtualHost
@@ -30,6 +31,21 @@ from ferryman.store import Store
 # by the module), V (Lua routing: VirtualServers, guarded Ingress hosts), M
 # (ingressMTLS's client check), F (the module's VirtualServer routes).
 HOST_RECORDS = ("H", "V", "M", "F")
+
+log = logging.getLogger("ferryman.controller")
+
+
+def ignored_reason(class_name: str, served: str) -> str:
+    """Why a resource naming ``class_name`` ("" for none) is not served, and how to."""
+    if not class_name:
+        return (
+            f"it names no class and IngressClass {served} is not the default; set "
+            f"spec.ingressClassName: {served}"
+        )
+    return (
+        f"its class {class_name} is not the one served ({served}); serve it with "
+        f"--ingress-class={class_name}"
+    )
 
 
 class Desired:
@@ -59,6 +75,8 @@ class Desired:
         # once per batch: a selector's reader would otherwise be translated once
         # per object it read.
         self.stale: set[ObjectRef] = set()
+        # Resources left to another class: ref -> the class they name ("": none).
+        self.ignored: dict[ObjectRef, str] = {}
 
     def event(
         self, ref: ObjectRef, type_: str, reason: str, message: str, state: str | None = None
@@ -67,6 +85,30 @@ class Desired:
         self.pending[ref] = (type_, reason, message)
         if state is not None:
             self.states[ref] = state
+
+    def class_checked(self, ref: ObjectRef, class_name: str | None, served: bool) -> None:
+        """``ref`` (present) names ``class_name``, which ferryman ``served`` or not.
+        One not served is said once (info): another controller's objects are no
+        one's error but a newcomer's surprise (NIC's examples name class nginx)."""
+        if served:
+            self.ignored.pop(ref, None)
+            return
+        named = class_name or ""
+        if self.ignored.get(ref) == named:
+            return
+        self.ignored[ref] = named
+        log.info(
+            f"{ref.kind} ignored: {ignored_reason(named, self.policy.served)}",
+            extra={"fields": {"key": str(ref), "class": named or "(none)",
+                              "served": self.policy.served}},
+        )  # fmt: skip
+
+    def ignored_lines(self) -> list[str]:
+        """The resources left to another class, and why."""
+        served = self.policy.served
+        return [
+            f"{r}: ignored: {ignored_reason(c, served)}" for r, c in sorted(self.ignored.items())
+        ]
 
     def referenced_changed(self, ref: ObjectRef) -> None:
         """A Secret, Policy or VirtualServerRoute changed: its readers translate

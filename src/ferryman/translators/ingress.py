@@ -124,7 +124,12 @@ class IngressTranslator:
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
-        if obj is None or not self._d.policy.accepts(raw_class_name(obj)):
+        if obj is None:
+            self._d.class_checked(ref, None, True)  # deleted: nothing to say
+            return None
+        class_name = raw_class_name(obj)
+        self._d.class_checked(ref, class_name, served := self._d.policy.accepts(class_name))
+        if not served:
             return None
         try:
             return parse_ingress(obj)

@@ -54,6 +54,7 @@ class TransportTranslator:
             owner=desired.config.owner, claim=self._claim, https_socket=tls_socket,
             read_secret=self._secret, http_listeners=http_listeners,
             set_http_listeners=listen_ports.set_listeners if listen_ports else None,
+            class_checked=desired.class_checked,
         )  # fmt: skip
 
     def _state(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:

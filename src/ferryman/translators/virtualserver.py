@@ -77,7 +77,10 @@ class VirtualServerTranslator:
         obj = self._store.get("VirtualServer", ref.namespace, ref.name)
         vs = None
         # NIC serves a VirtualServer without a class whatever the default class is.
-        if obj is not None and _vs_class(obj) in ("", self._d.policy.served):
+        named = _vs_class(obj) if obj is not None else ""
+        served = named in ("", self._d.policy.served)
+        self._d.class_checked(ref, named, obj is None or served)  # deleted: nothing to say
+        if obj is not None and served:
             parsed = parse_virtual_server(obj)
             vs = parsed.resource
             error = parsed.message()
