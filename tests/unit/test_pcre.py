@@ -62,6 +62,9 @@ def test_http_route_regular_expressions_are_checked() -> None:
         assert len(problems) == 1 and where in problems[0], problems
         assert "must be a valid regular expression" in problems[0]
     assert parse_http_route(_route(query)).problems
+    quoting = {"path": {"type": "RegularExpression", "value": r"\Q/a"}}
+    (problem,) = [str(p) for p in parse_http_route(_route(quoting)).problems]
+    assert "matched whole, as ^(?:\\Q/a)$" in problem, problem
     fine = {"path": {"type": "RegularExpression", "value": r"/a\Kb"}}
     assert not parse_http_route(_route(fine)).problems
 

@@ -392,7 +392,7 @@ def _match(o: Obj) -> Match:
                 ctx.add(invalid(p.at("value"), path, "must not end with '/..' or '/.'"))
         elif len(path) > 1024 or not path:
             ctx.add(invalid(p.at("value"), path, "must be 1 to 1024 characters"))
-        elif (error := pcre_error(path)) is not None:
+        elif (error := _whole_path_error(path)) is not None:
             ctx.add(invalid(p.at("value"), path, f"must be a valid regular expression: {error}"))
     headers = _value_matches(o, "headers", header=True)
     query = _value_matches(o, "queryParams", header=False)
@@ -426,3 +426,14 @@ def _value_matches(o: Obj, key: str, header: bool) -> tuple[ValueMatch, ...]:
     if len(out) > 16:
         o.ctx.add(invalid(o.at(key), len(out), "must have at most 16 items"))
     return tuple(out)
+
+
+def _whole_path_error(path: str) -> str | None:
+    """The data plane matches a RegularExpression path whole, as
+    ``^(?:path)$``: a pattern valid alone can still break that (``\\Q/a``
+    quotes the closing parenthesis), so both forms are checked."""
+    if (error := pcre_error(path)) is not None:
+        return error
+    if (error := pcre_error(f"^(?:{path})$")) is not None:
+        return f"{error} (matched whole, as ^(?:{path})$)"
+    return None
