@@ -236,6 +236,7 @@ def test_template_defaults(helm_binary: Path) -> None:
             "Deployment",
             "Service",
             "NetworkPolicy",
+            "PodDisruptionBudget",
             # The readiness gate webhook's.
             "MutatingWebhookConfiguration",
             "Service",
@@ -895,3 +896,19 @@ def test_tenant_mode_may_watch_reference_grants(helm_binary: Path) -> None:
     assert grants(_template(helm_binary, values=tenants)) == [["get", "list", "watch"]]
     both = {**tenants, "controller.gatewayAPI.enable": True}
     assert grants(_template(helm_binary, values=both)) == [["get", "list", "watch"]]
+
+
+def test_a_disruption_budget_keeps_one_replica_while_there_are_more(helm_binary: Path) -> None:
+    """The webhook fails closed: a drain must not take every replica at once. One
+    replica gets no budget (minAvailable 1 would hold its node's drain forever)."""
+    docs = _template(helm_binary)
+    pdb = _one(docs, "PodDisruptionBudget")["spec"]
+    assert (
+        pdb["selector"]["matchLabels"]
+        == _one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    )
+    assert pdb["minAvailable"] == 1
+    single = _template(helm_binary, values={"replicaCount": 1})
+    assert not [d for d in single if d["kind"] == "PodDisruptionBudget"]
+    off = _template(helm_binary, values={"podDisruptionBudget.enabled": False})
+    assert not [d for d in off if d["kind"] == "PodDisruptionBudget"]
