@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.core_v1 import Pod
 
@@ -25,6 +26,7 @@ from tests.kubernetes.workloads import deployment, live_pods, rolled_out, servic
 
 HOST = "stall.test"
 LEASE = 6  # seconds; the stall is longer
+STALL = LEASE + 6
 TIMINGS = [
     "--leader-election-lease-duration", str(LEASE),
     "--leader-election-renew-deadline", "4",
@@ -66,15 +68,21 @@ class FollowingClient(threading.Thread):
                 self.failed.append(f"{type(e).__name__} via {f.workdir.name}")
 
 
+@pytest.mark.parametrize("webhook_on", ["stopped", "running"])
 def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates_every_pod(
     cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, replicas: Replicas,  # noqa: F811
+    webhook_on: str,
 ) -> None:  # fmt: skip
+    """``webhook_on``: the replica the API server calls. The stopped one: pods are
+    refused until it runs again. The running one: the rollout goes on while the
+    other is stopped, pods are deleted behind its back, and it must not take
+    traffic again before it has caught up."""
     kube, ns = cluster.client(), cluster_namespace
     opt_in(kube, ns)
     apply(kube, service("web", ns), ingress("web", [rule(HOST, path("/", "web"))], namespace=ns))
     config, ports = f"stall-{ns}", {"a": free_port(), "b": free_port()}
-    # The API server calls the replica that will stop (deploy/'s policy: Fail).
-    apply(kube, webhook_configuration(config, ns, ports["b"]))
+    # deploy/'s configuration (failurePolicy Fail) calling one replica; b stops.
+    apply(kube, webhook_configuration(config, ns, ports["b" if webhook_on == "stopped" else "a"]))
     try:
         for name, port in ports.items():
             replicas.start(
@@ -105,8 +113,9 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
         stopped = time.monotonic()
         try:
             apply(kube, deployment("web", ns, 2, "v2"))
-            # The stall is the scenario: longer than the Lease.
-            time.sleep(max(0.0, LEASE + 1 - (time.monotonic() - stopped)))
+            # The stall is the scenario: longer than the Lease, and long enough
+            # for the gates to open without b (its report expired) meanwhile.
+            time.sleep(max(0.0, STALL - (time.monotonic() - stopped)))
         finally:
             os.kill(b.proc.pid, signal.SIGCONT)
         wait_until(lambda: rolled_out(kube, ns, "web", 2), 120, "rolled out")
