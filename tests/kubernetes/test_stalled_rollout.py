@@ -20,7 +20,13 @@ from lightkube.resources.core_v1 import Pod
 from tests.integration.harness import Ferryman, free_port, ingress, path, rule, served_by
 from tests.kubernetes.apiserver import APIServer, apply, wait_until
 from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.test_gates import GATE, Replicas, opt_in, replicas  # noqa: F401
+from tests.kubernetes.test_gates import (  # noqa: F401
+    GATE,
+    Replicas,
+    leader_and_follower,
+    opt_in,
+    replicas,
+)
 from tests.kubernetes.test_webhook import _configuration as webhook_configuration
 from tests.kubernetes.workloads import deployment, live_pods, rolled_out, service
 
@@ -68,21 +74,22 @@ class FollowingClient(threading.Thread):
                 self.failed.append(f"{type(e).__name__} via {f.workdir.name}")
 
 
+@pytest.mark.parametrize("stopped_role", ["follower", "leader"])
 @pytest.mark.parametrize("webhook_on", ["stopped", "running"])
 def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates_every_pod(
     cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, replicas: Replicas,  # noqa: F811
-    webhook_on: str,
+    webhook_on: str, stopped_role: str,
 ) -> None:  # fmt: skip
     """``webhook_on``: the replica the API server calls. The stopped one: pods are
     refused until it runs again. The running one: the rollout goes on while the
     other is stopped, pods are deleted behind its back, and it must not take
-    traffic again before it has caught up."""
+    traffic again before it has caught up. ``stopped_role``: the leader (which
+    opens the gates and writes status) or the other replica is stopped."""
     kube, ns = cluster.client(), cluster_namespace
     opt_in(kube, ns)
     apply(kube, service("web", ns), ingress("web", [rule(HOST, path("/", "web"))], namespace=ns))
     config, ports = f"stall-{ns}", {"a": free_port(), "b": free_port()}
-    # deploy/'s configuration (failurePolicy Fail) calling one replica; b stops.
-    apply(kube, webhook_configuration(config, ns, ports["b" if webhook_on == "stopped" else "a"]))
+    apply(kube, webhook_configuration(config, ns, ports["a"]))
     try:
         for name, port in ports.items():
             replicas.start(
@@ -92,6 +99,11 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
                 "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
                 "--readiness-gate-webhook-configuration", config,
             )  # fmt: skip
+        leader, follower = leader_and_follower(kube, ns, replicas.started)
+        stopped, running = (leader, follower) if stopped_role == "leader" else (follower, leader)
+        # deploy/'s configuration (failurePolicy Fail) calling one replica.
+        called = stopped if webhook_on == "stopped" else running
+        apply(kube, webhook_configuration(config, ns, ports[called.workdir.name]))
         wait_until(
             lambda: all(w.clientConfig.caBundle for w in kube.get(
                 MutatingWebhookConfiguration, config).webhooks or []),
@@ -101,27 +113,26 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
         apply(kube, deployment("web", ns, 2, "v1"))
         wait_until(lambda: rolled_out(kube, ns, "web", 2), 60, "first pods")
         first = live_pods(kube, ns)
-        a, b = replicas.started["a"], replicas.started["b"]
-        for f in (a, b):
+        for f in (running, stopped):
             wait_until(
                 lambda f=f: {served_by(f, HOST, f"/{i}") for i in range(12)} == first, 20, "both"
             )
-        client = FollowingClient([a, b])
+        client = FollowingClient([running, stopped])
         client.start()
-        assert b.proc is not None
-        os.kill(b.proc.pid, signal.SIGSTOP)
-        stopped = time.monotonic()
+        assert stopped.proc is not None
+        os.kill(stopped.proc.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
         try:
             apply(kube, deployment("web", ns, 2, "v2"))
             # The stall is the scenario: longer than the Lease, and long enough
-            # for the gates to open without b (its report expired) meanwhile.
-            time.sleep(max(0.0, STALL - (time.monotonic() - stopped)))
+            # for the gates to open without it (its report expired) meanwhile.
+            time.sleep(max(0.0, STALL - (time.monotonic() - stopped_at)))
         finally:
-            os.kill(b.proc.pid, signal.SIGCONT)
+            os.kill(stopped.proc.pid, signal.SIGCONT)
         wait_until(lambda: rolled_out(kube, ns, "web", 2), 120, "rolled out")
         wait_until(lambda: not (live_pods(kube, ns) & first), 60, "old pods gone")
         new = live_pods(kube, ns)
-        for f in (a, b):
+        for f in (running, stopped):
             wait_until(
                 lambda f=f: {served_by(f, HOST, f"/{i}") for i in range(12)} == new, 30, "new"
             )
