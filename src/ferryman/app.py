@@ -36,6 +36,7 @@ from ferryman.dataplane.state_dir import (
     remove_short_socket_dir,
 )
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
+from ferryman.following import Following
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
@@ -272,6 +273,7 @@ async def _run(
         reading = await in_flight()
         return reading.peers, reading.replica, reading.peers_measured
 
+    following: Following | None = None
     probes = ProbeServer(
         settings.ready_port,
         settings.metrics_port,
@@ -284,6 +286,8 @@ async def _run(
             and not stop.is_set()
             and not nginx.listeners_closed
             and not (cluster is not None and cluster.node_leaving())
+            # Nor while behind the API after a stall or an outage (following.py).
+            and (following is None or following.ready())
         ),
         counters,
         in_flight_reading,
@@ -351,6 +355,8 @@ async def _run(
         else:
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
+            following = cluster.following(controller)
+            tasks.append(asyncio.create_task(following.run(), name="following"))
             tasks += cluster.tasks(stop, controller, in_flight)
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(

@@ -357,6 +357,13 @@ class Controller:
         self._applied.forget_all()
         self._queue.add(RESYNC)
 
+    def settled(self) -> bool:
+        """Everything queued is synced and NGINX holds its records (catching up)."""
+        return not len(self._queue) and not self._d.stale and not self._record_changes()
+
+    def push_failing_since(self) -> float | None:
+        return self._applied.failing_since  # following.py: behind after a while
+
     def _waiting(self, outstanding: Iterable[RecordKey]) -> set[ObjectRef]:
         """Resources with some of the ``outstanding`` records NGINX does not hold yet."""
         d = self._d
@@ -377,8 +384,7 @@ class Controller:
         return waiting | also
 
     def _record_changes(self) -> dict[RecordKey, str]:
-        """Records that differ from what NGINX holds ("" deletes one)."""
-        return self._applied.changes(self._d.records)
+        return self._applied.changes(self._d.records)  # "" deletes one
 
     async def _push_records(self, changes: dict[RecordKey, str]) -> dict[RecordKey, str]:
         """Push ``changes``; a record that is refused (too large, not encodable, no

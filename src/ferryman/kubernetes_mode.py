@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ferryman.dataplane.in_flight import InFlight
     from ferryman.drains.decide import Flavour
     from ferryman.drains.replica import DrainAgent
+    from ferryman.following import Following
     from ferryman.gates.decide import PodKey
     from ferryman.gates.keeper import GateKeeper
     from ferryman.gates.pods import PendingIndex
@@ -164,6 +165,29 @@ class KubernetesMode:
             asyncio.create_task(agent.run(), name="machine-drains"),
             asyncio.create_task(keeper.run(), name="machine-hooks"),
         ]
+
+    def following(self, controller: Controller) -> Following:
+        """Ready means caught up: after a stall or an API outage longer than the
+        report Lease allows, not ready until relisted and applied (following.py)."""
+        from ferryman.following import Following
+
+        async def caught_up() -> None:
+            await self.source.wait_synced()
+            # The lists' changes are queued by now; NGINX confirms them in a
+            # flush. Polled: settled() is derived from the queue, the render and
+            # the push, and is asked only while catching up.
+            while not controller.settled():  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+
+        return Following(
+            self.settings.lease_duration,
+            self.source.resync,
+            caught_up,
+            (
+                ("lists from the API server", self.source.out_of_touch),
+                ("pushes to NGINX", controller.push_failing_since),
+            ),
+        )
 
     def node_leaving(self) -> bool:
         """This replica's Node is being drained: readiness answers 503."""

@@ -126,3 +126,21 @@ def _run_with_deploy_rbac(
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0
+
+
+def test_a_disruption_budget_keeps_a_webhook_replica_through_voluntary_disruptions(
+    apiserver: APIServer, kube: Client
+) -> None:
+    """With failurePolicy Fail, no replica answering means no pod of an opted-in
+    namespace is created: a drain must not take both replicas at once."""
+    from lightkube.resources.policy_v1 import PodDisruptionBudget
+
+    _apply_deploy(kube)
+    pdb = kube.get(PodDisruptionBudget, "ferryman", namespace="ferryman")
+    deployment = next(
+        d for d in yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text())
+        if d["kind"] == "Deployment"
+    )  # fmt: skip
+    assert pdb.spec is not None and pdb.spec.selector is not None
+    assert pdb.spec.selector.matchLabels == deployment["spec"]["selector"]["matchLabels"]
+    assert pdb.spec.minAvailable == 1

@@ -145,7 +145,9 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
                 class_name="someone-else"),
     )  # fmt: skip
     cluster_objects.append(config)
-    apply(kube, _configuration(config, ns, port))
+    doc = _configuration(config, ns, port)
+    doc["webhooks"][0]["failurePolicy"] = "Ignore"  # what it spares is checked at the end
+    apply(kube, doc)
     f = _ferryman(tmp_path, apiserver, ns, port, config)
     f.start()
     try:
@@ -199,14 +201,14 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
     finally:
         assert f.stop() == 0
 
-    # Webhook down, failurePolicy Ignore: pods are created, without the gate.
+    # Webhook down, failurePolicy Ignore (not deploy/'s): pods are created, without the gate.
     assert _pod(kube, ns, {"app": "web"}) == []
 
 
 def test_failure_policy_fail_refuses_pods_while_the_webhook_is_down(
     kube: Client, pods_namespace: str, cluster_objects: list[str]
 ) -> None:
-    """What failurePolicy Ignore (the default) spares: with Fail, no replica
+    """What failurePolicy Ignore spares: with Fail (the default), no replica
     answering means no pod of an opted-in namespace is created."""
     config = f"fail-{pods_namespace}"
     doc = _configuration(config, pods_namespace, free_port())  # nothing listens there
@@ -359,7 +361,9 @@ def test_an_unusable_secret_costs_the_gates_not_ferryman(
     _serve_web_with_given_secret(kube, ns, broken)
     config, port = f"broken-{ns}", free_port()
     cluster_objects.append(config)
-    apply(kube, _configuration(config, ns, port))
+    doc = _configuration(config, ns, port)
+    doc["webhooks"][0]["failurePolicy"] = "Ignore"
+    apply(kube, doc)
     f = _ferryman(tmp_path, apiserver, ns, port, config, secret="given")
     f.start()
     try:

@@ -299,3 +299,13 @@ def test_route_keys_said_to_be_in_nginx_conf_are(key: str) -> None:
         without["hsts"] = values["hsts"]
     assert key in ROUTE_KEYS
     assert _main(values) != _main(without)
+
+
+def test_the_connect_timeout_is_ferrymans_unless_the_configmap_sets_one() -> None:
+    """NGINX's 60s would hold a request on a vanished pod's address (issue 32)."""
+    default = {(d.name, d.args) for d in directives(_main({}))}
+    assert ("proxy_connect_timeout", ("2s",)) in default
+    state = _state()
+    state.update(_cm({"proxy-connect-timeout": "30s"}))
+    found = [d.args for d in directives(_main(state.values)) if d.name == "proxy_connect_timeout"]
+    assert found == [("30s",)]

@@ -210,6 +210,30 @@ def test_a_failed_push_reports_nothing_live_until_it_goes_through(tmp_path: Path
     assert ("H", "a.test") in kit.dataplane.records
 
 
+def test_a_failing_push_is_told_until_one_goes_through(tmp_path: Path) -> None:
+    """following.py holds readiness once pushes have failed for a Lease's duration,
+    and until the controller has settled (everything queued in NGINX)."""
+
+    async def scenario(kit: Kit) -> None:
+        kit.dataplane.fail_pushes = True
+        kit.add(*_service("app", "10.0.0.1"), _small("a", "a.test"))
+        await kit.drain()
+        assert kit.controller.push_failing_since() is not None
+        assert not kit.controller.settled()
+        kit.dataplane.fail_pushes = False
+        task = asyncio.create_task(kit.controller.run())
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if kit.controller.settled():
+                break
+        task.cancel()
+        assert kit.controller.push_failing_since() is None
+
+    kit = Kit(tmp_path)
+    asyncio.run(scenario(kit))
+    assert ("H", "a.test") in kit.dataplane.records
+
+
 def test_memory_fill_ratio_is_exported_and_warned_about(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -82,6 +82,14 @@ IN_NGINX_CONF = frozenset(
         "redirect-to-https",
     }
 )
+# proxy-connect-timeout when the ConfigMap sets none. NGINX's own, 60s, is how
+# long a request waits on the address of a pod that is gone (SYNs dropped, no
+# RST) before proxy_next_upstream moves it on; 2s lets a live peer's connect
+# survive one lost SYN (Linux retransmits it after 1 s) and leaves a client
+# with a 5 s timeout 3 s for the retry (docs/operations.md, "Connect timeout").
+DEFAULT_PROXY_CONNECT_TIMEOUT = "2s"
+# ferryman's values for _PLAIN_DIRECTIVES' keys the ConfigMap leaves out.
+_PLAIN_DEFAULTS = {"proxy-connect-timeout": DEFAULT_PROXY_CONNECT_TIMEOUT}
 # The file ssl-dhparam-file's content is written to, in the state directory.
 DHPARAM_FILE = "dhparam.pem"
 
@@ -106,7 +114,9 @@ class Tuning:
     server_names_hash_bucket_size: str = ""
     server_names_hash_max_size: str = ""
     # (directive, value) pairs at http level, in a fixed order.
-    directives: tuple[tuple[str, str], ...] = ()
+    directives: tuple[tuple[str, str], ...] = (
+        ("proxy_connect_timeout", DEFAULT_PROXY_CONNECT_TIMEOUT),
+    )
     proxy_buffering: str = ""  # "", "on" or "off"
     hide_headers: tuple[str, ...] = ()
     pass_headers: tuple[str, ...] = ()
@@ -181,7 +191,11 @@ def tuning(values: Mapping[str, str]) -> Tuning:
         client_max_body_size=values.get("client-max-body-size", defaults.client_max_body_size),
         server_names_hash_bucket_size=values.get("server-names-hash-bucket-size", ""),
         server_names_hash_max_size=values.get("server-names-hash-max-size", ""),
-        directives=tuple((d, values[k]) for k, d in _PLAIN_DIRECTIVES if k in values),
+        directives=tuple(
+            (d, values[k] if k in values else _PLAIN_DEFAULTS[k])
+            for k, d in _PLAIN_DIRECTIVES
+            if k in values or k in _PLAIN_DEFAULTS
+        ),
         proxy_buffering="" if buffering is None else ("on" if buffering == "true" else "off"),
         hide_headers=tuple(values["proxy-hide-headers"].split(","))
         if "proxy-hide-headers" in values

@@ -10,6 +10,7 @@ resource behind it. Everything else in the round is in force.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 
 from ferryman.dataplane import (
@@ -23,6 +24,7 @@ from ferryman.dataplane import (
     push_order,
     record_problem,
 )
+from ferryman.dataplane.errors import PushError
 from ferryman.metrics import Metrics
 from ferryman.settings import Settings
 
@@ -48,6 +50,8 @@ class AppliedRecords:
         self._applied: dict[RecordKey, str] = {}
         self.full = False  # the next push replaces everything NGINX holds
         self._memory: dict[str, float] = {}  # store -> last fill ratio NGINX told
+        # Since when (monotonic) pushes fail: NGINX runs what it had (following.py).
+        self.failing_since: float | None = None
 
     def forget_all(self) -> None:
         """NGINX lost its memory (it was restarted): the next push sends everything."""
@@ -71,7 +75,12 @@ class AppliedRecords:
         sendable = push_order({k: v for k, v in changes.items() if k not in refused})
         if not sendable and not self.full:
             return refused
-        result = await self._dataplane.push(sendable, full=self.full)
+        try:
+            result = await self._dataplane.push(sendable, full=self.full)
+        except PushError:
+            self.failing_since = self.failing_since or time.monotonic()
+            raise
+        self.failing_since = None
         self.full = False
         self._record(sendable, result)
         for key, code in result.refused.items():

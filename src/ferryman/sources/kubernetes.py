@@ -4,7 +4,8 @@ Each informer lists (the list's resourceVersion is where its watch starts),
 then watches. When the watch ends for any reason — 410 Gone after compaction, a
 dropped connection, an API server restart — it lists again and compares the
 result with what it delivered before, so objects deleted during the gap are
-deleted here too and nothing added is missed. Secrets are listed with a field
+deleted here too and nothing added is missed; ``resync`` ends every watch at
+once, for a replica that fell behind (``following.py``). Secrets are listed with a field
 selector for each type ferryman reads (TLS, and those of NIC's policies).
 
 With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
@@ -27,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -165,6 +167,15 @@ def _not_found(e: Exception) -> bool:
     return getattr(response, "status_code", None) == 404
 
 
+async def _either(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+
+
 def _plain(obj: Any, kind: str) -> dict[str, Any]:
     data: dict[str, Any] = obj.to_dict()
     data.setdefault("kind", kind)
@@ -210,6 +221,10 @@ class KubernetesSource:
             for ns in self._scopes(kind):
                 self._synced[(kind.key, ns)] = asyncio.Event()
         self._configmap = (configmap_kind(configmap[1]), configmap[0]) if configmap else None
+        # Set to end every watch at once (``resync``); a new one takes its place.
+        self._resynced = asyncio.Event()
+        # Since when (monotonic) each informer that cannot list has failed.
+        self._failing: dict[tuple[str, str], float] = {}
         if self._configmap is not None:
             self.expect(*self._configmap)
 
@@ -238,11 +253,24 @@ class KubernetesSource:
                 tg.create_task(self._gates.run(stop), name="pod informers")
                 tg.create_task(self.informer(NAMESPACES, "", stop), name="watch Namespace")
 
+    def resync(self) -> None:
+        """Every informer lists again, and ``wait_synced`` waits for all of them:
+        after a stall, the watches' streams may hold a part of what happened."""
+        for synced in self._synced.values():
+            synced.clear()
+        resynced, self._resynced = self._resynced, asyncio.Event()
+        resynced.set()
+
+    def out_of_touch(self) -> float | None:
+        """Since when (``time.monotonic``) some informer has been unable to list."""
+        return min(self._failing.values(), default=None)
+
     def forget(self, kind: Kind, namespace: str) -> None:
         """Delete what the (stopped) informer of ``kind`` in ``namespace`` delivered."""
         # Set, not just dropped: wait_synced may be waiting on it.
         if (synced := self._synced.pop((kind.key, namespace), None)) is not None:
             synced.set()
+        self._failing.pop((kind.key, namespace), None)
         for ref in self._known.pop((kind.key, namespace), {}):
             self._sink.delete(ref)
 
@@ -256,27 +284,48 @@ class KubernetesSource:
         self.expect(kind, namespace)
         delay = _RETRY_MIN
         while not stop.is_set():
+            resynced = self._resynced
             try:
                 version = await self._relist(kind, namespace)
+                self._failing.pop((kind.key, namespace), None)
                 if (synced := self._synced.get((kind.key, namespace))) is not None:
                     synced.set()
                 delay = _RETRY_MIN
-                await self._watch(kind, namespace, version)
+                await self._watch_until(resynced, kind, namespace, version)
             except Exception as e:  # an informer must outlive any API or network failure
                 if kind.optional and _not_found(e):
+                    self._failing.pop((kind.key, namespace), None)
                     # No CRD: nothing of this kind exists; start-up must not wait for it.
                     self._absent(kind, namespace)
                     delay = _RETRY_MAX / 2
                 else:
+                    self._failing.setdefault((kind.key, namespace), time.monotonic())
                     log.warning(
                         "watch interrupted; listing again",
                         extra={
                             "fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}
                         },
                     )
+            if resynced.is_set():
+                continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
+                await asyncio.wait_for(_either(stop, self._resynced), delay)
             delay = min(delay * 2, _RETRY_MAX)
+
+    async def _watch_until(
+        self, resynced: asyncio.Event, kind: Kind, namespace: str, version: str
+    ) -> None:
+        """Watch until the watch ends or a ``resync`` is asked for."""
+        watch = asyncio.ensure_future(self._watch(kind, namespace, version))
+        asked = asyncio.ensure_future(resynced.wait())
+        try:
+            await asyncio.wait({watch, asked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (watch, asked):
+                task.cancel()
+            await asyncio.gather(watch, asked, return_exceptions=True)
+        if not watch.cancelled() and (error := watch.exception()) is not None:
+            raise error
 
     def _absent(self, kind: Kind, namespace: str) -> None:
         if (synced := self._synced.get((kind.key, namespace))) is not None:
