@@ -159,15 +159,7 @@ class Controller:
         self._resource_status = resource_status
 
     def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
-        """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
-        (``address:port`` as NGINX logs it) is one of that backend's peers; None
-        for anything else (a forged or stale latency sample)."""
-        owner = self._d.host_writer.get(host)
-        if owner is None or backend not in self._d.endpoints.backends_of(owner):
-            return None
-        peers = self._d.records.get(("E", backend))
-        address, _, port = server.rpartition(":")
-        return owner if peers and f"{address.strip('[]')}#{port}" in peers.split(" ") else None
+        return self._d.latency_owner(host, backend, server)
 
     def served_services(self, namespace: str) -> frozenset[str]:
         """Names of the Services in ``namespace`` that a served Ingress routes to

@@ -144,6 +144,17 @@ class Desired:
         else:
             self.host_cert.pop(vh.host, None)
 
+    def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
+        """The Ingress routing virtual host ``host`` to ``backend`` when ``server``
+        (``address:port`` as NGINX logs it) is one of that backend's peers; None
+        for anything else (a forged or stale latency sample)."""
+        owner = self.host_writer.get(host)
+        if owner is None or backend not in self.endpoints.backends_of(owner):
+            return None
+        peers = self.records.get(("E", backend))
+        address, _, port = server.rpartition(":")
+        return owner if peers and f"{address.strip('[]')}#{port}" in peers.split(" ") else None
+
     def drop_host(self, host: str) -> None:
         del self.host_writer[host]
         for kind in HOST_RECORDS:
