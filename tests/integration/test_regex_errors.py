@@ -11,6 +11,7 @@ from typing import Any
 from tests.integration.harness import (
     Backends,
     Ferryman,
+    eventually,
     ingress,
     path,
     rule,
@@ -44,6 +45,11 @@ def logged(f: Ferryman, what: str, pattern: str, by_module: bool = False) -> boo
     )
 
 
+def wait_logged(f: Ferryman, what: str, pattern: str, by_module: bool = False) -> None:
+    """Until ``logged``: ferryman relays NGINX's error log as it reads it."""
+    eventually(lambda: logged(f, what, pattern, by_module), 10, f"the {what} failure logged")
+
+
 def in_module(f: Ferryman) -> bool:
     """Whether ``either_fast_path`` runs the fast path in the module (the Lua
     one has a modules directory of its own)."""
@@ -71,7 +77,7 @@ def test_a_route_regex_that_cannot_run_answers_500(
     seen = backends.hits
     assert ferryman.get("cafe.test", LONG).status == 500
     assert backends.hits == seen
-    assert logged(ferryman, "route", ADMIN[2:])
+    wait_logged(ferryman, "route", ADMIN[2:])
 
 
 def test_a_module_route_regex_that_cannot_run_answers_500(
@@ -86,7 +92,7 @@ def test_a_module_route_regex_that_cannot_run_answers_500(
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert backends.hits == seen
     # The module answers it itself, where its fast path runs.
-    assert logged(ferryman, "route", NESTED, by_module=in_module(ferryman))
+    wait_logged(ferryman, "route", NESTED, by_module=in_module(ferryman))
 
 
 def test_a_negated_condition_that_cannot_run_answers_500(
@@ -103,7 +109,7 @@ def test_a_negated_condition_that_cannot_run_answers_500(
     seen = backends.hits
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert backends.hits == seen
-    assert logged(ferryman, "condition", NESTED, by_module=in_module(ferryman))
+    wait_logged(ferryman, "condition", NESTED, by_module=in_module(ferryman))
 
 
 def test_a_rate_limit_tier_regex_that_cannot_run_answers_500(
@@ -122,7 +128,7 @@ def test_a_rate_limit_tier_regex_that_cannot_run_answers_500(
     seen = backends.hits
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert backends.hits == seen
-    assert logged(ferryman, "rate-limit tier", NESTED)
+    wait_logged(ferryman, "rate-limit tier", NESTED)
 
 
 def test_an_ingress_path_regex_that_cannot_run_answers_500(
@@ -140,4 +146,4 @@ def test_an_ingress_path_regex_that_cannot_run_answers_500(
     seen = backends.hits
     assert ferryman.get("cafe.test", BACKTRACKING).status == 500
     assert backends.hits == seen
-    assert logged(ferryman, "route", NESTED[1:], by_module=in_module(ferryman))
+    wait_logged(ferryman, "route", NESTED[1:], by_module=in_module(ferryman))
