@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -30,11 +32,19 @@ from tests.kubernetes.test_kubernetes_mode import _events, _status
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
-def _apply_deploy(kube: Client) -> None:
+@contextlib.contextmanager
+def _deployed(kube: Client) -> Iterator[None]:
+    """deploy/ applied; its MutatingWebhookConfiguration deleted after: it is
+    cluster-wide and fails closed, so later tests' opted-in namespaces would
+    call a webhook nobody serves and have every pod refused."""
     ordered = sorted(DEPLOY.glob("*.yaml"), key=lambda p: p.name != "namespace.yaml")
-    for f in ordered:
-        for obj in codecs.load_all_yaml(f.read_text()):
-            apply(kube, obj.to_dict())
+    try:
+        for f in ordered:
+            for obj in codecs.load_all_yaml(f.read_text()):
+                apply(kube, obj.to_dict())
+        yield
+    finally:
+        kube.delete(MutatingWebhookConfiguration, "ferryman-readiness-gates")
 
 
 def _token_kubeconfig(apiserver: APIServer, kube: Client, out: Path) -> str:
@@ -74,12 +84,8 @@ def _webhook_args() -> list[str]:
 def test_deploy_manifests_apply_and_rbac_suffices(
     tmp_path: Path, apiserver: APIServer, kube: Client, backends: BackendHost
 ) -> None:
-    _apply_deploy(kube)
-    try:
+    with _deployed(kube):
         _run_with_deploy_rbac(tmp_path, apiserver, kube, backends)
-    finally:
-        # Cluster-wide: later tests' opted-in namespaces would call it.
-        kube.delete(MutatingWebhookConfiguration, "ferryman-readiness-gates")
 
 
 def _run_with_deploy_rbac(
@@ -135,12 +141,12 @@ def test_a_disruption_budget_keeps_a_webhook_replica_through_voluntary_disruptio
     namespace is created: a drain must not take both replicas at once."""
     from lightkube.resources.policy_v1 import PodDisruptionBudget
 
-    _apply_deploy(kube)
-    pdb = kube.get(PodDisruptionBudget, "ferryman", namespace="ferryman")
-    deployment = next(
-        d for d in yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text())
-        if d["kind"] == "Deployment"
-    )  # fmt: skip
-    assert pdb.spec is not None and pdb.spec.selector is not None
-    assert pdb.spec.selector.matchLabels == deployment["spec"]["selector"]["matchLabels"]
-    assert pdb.spec.minAvailable == 1
+    with _deployed(kube):
+        pdb = kube.get(PodDisruptionBudget, "ferryman", namespace="ferryman")
+        deployment = next(
+            d for d in yaml.safe_load_all((DEPLOY / "deployment.yaml").read_text())
+            if d["kind"] == "Deployment"
+        )  # fmt: skip
+        assert pdb.spec is not None and pdb.spec.selector is not None
+        assert pdb.spec.selector.matchLabels == deployment["spec"]["selector"]["matchLabels"]
+        assert pdb.spec.minAvailable == 1
