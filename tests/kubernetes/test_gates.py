@@ -283,6 +283,21 @@ def test_the_timeout_opens_the_gate_with_a_warning_event(
     assert kubelet.errors == []
 
 
+def start_with_webhooks(
+    replicas: Replicas, ns: str, config: str, ports: dict[str, int], timings: list[str]
+) -> None:
+    """One replica per ``ports`` entry, each serving the readiness gate webhook
+    of ``config`` on its port with the namespace's certificate Secret."""
+    for name, port in ports.items():
+        replicas.start(
+            (name,), *timings,
+            "--readiness-gate-webhook-port", str(port),
+            "--readiness-gate-webhook-cert-secret", f"{ns}/webhook-cert",
+            "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
+            "--readiness-gate-webhook-configuration", config,
+        )  # fmt: skip
+
+
 def test_the_gate_the_webhook_injects_is_opened_once_both_replicas_route(
     cluster: APIServer, kubelet: Kubelet, cluster_namespace: str, replicas: Replicas
 ) -> None:
@@ -295,14 +310,7 @@ def test_the_gate_the_webhook_injects_is_opened_once_both_replicas_route(
     config, ports = f"gates-{ns}", {"a": free_port(), "b": free_port()}
     apply(kube, webhook_configuration(config, ns, ports["a"]))
     try:
-        for name, port in ports.items():
-            replicas.start(
-                (name,), *TIMINGS,
-                "--readiness-gate-webhook-port", str(port),
-                "--readiness-gate-webhook-cert-secret", f"{ns}/webhook-cert",
-                "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
-                "--readiness-gate-webhook-configuration", config,
-            )  # fmt: skip
+        start_with_webhooks(replicas, ns, config, ports, TIMINGS)
         wait_until(
             lambda: all(w.clientConfig.caBundle for w in kube.get(
                 MutatingWebhookConfiguration, config).webhooks or []),

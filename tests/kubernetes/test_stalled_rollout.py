@@ -26,6 +26,7 @@ from tests.kubernetes.test_gates import (  # noqa: F401
     leader_and_follower,
     opt_in,
     replicas,
+    start_with_webhooks,
 )
 from tests.kubernetes.test_webhook import _configuration as webhook_configuration
 from tests.kubernetes.workloads import deployment, live_pods, rolled_out, service
@@ -91,14 +92,7 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
     config, ports = f"stall-{ns}", {"a": free_port(), "b": free_port()}
     apply(kube, webhook_configuration(config, ns, ports["a"]))
     try:
-        for name, port in ports.items():
-            replicas.start(
-                (name,), *TIMINGS,
-                "--readiness-gate-webhook-port", str(port),
-                "--readiness-gate-webhook-cert-secret", f"{ns}/webhook-cert",
-                "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
-                "--readiness-gate-webhook-configuration", config,
-            )  # fmt: skip
+        start_with_webhooks(replicas, ns, config, ports, TIMINGS)
         leader, follower = leader_and_follower(kube, ns, replicas.started)
         stopped, running = (leader, follower) if stopped_role == "leader" else (follower, leader)
         # deploy/'s configuration (failurePolicy Fail) calling one replica.
