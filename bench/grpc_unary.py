@@ -1,5 +1,5 @@
 """gRPC through ferryman (a VirtualServer upstream with ``type: grpc``, served
-from ``@ferryman_grpc``, configs/vs_grpc.py): how soon a new gRPC route
+from ``@ferryman_grpc``, kinds/virtualserver/records/grpc.py): how soon a new gRPC route
 answers, whether it reloads, and what the hop costs a unary call.
 
     .venv/bin/python -m bench.grpc_unary [--calls 2000]

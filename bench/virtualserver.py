@@ -6,7 +6,7 @@
 - a VirtualServer host (``vs0.bench.test/p0``, ``action.pass`` to the same Service,
   and ``vs1.bench.test/p0`` whose route first evaluates a header match and a
   50/50 split): routes ngx_http_ferryman_module serves itself (the F record,
-  configs/vs_fast.py), the Lua slow path without it;
+  kinds/virtualserver/records/fast.py), the Lua slow path without it;
 - a VirtualServer host (``vs2.bench.test/p0``) with a rateLimit Policy (one key,
   the client's address, for every request: the bucket every worker locks; a rate
   and burst no run reaches) and an accessControl Policy allowing the loopback: what a
@@ -18,7 +18,7 @@
   accessControl Policy: the Lua slow path matching Ingress paths, then the policy;
 - an Ingress host (``app2.bench.test/p0``) with ``nginx.org/proxy-read-timeout``
   and ``nginx.org/proxy-hide-headers``: the VirtualServer engine's V record
-  (configs/ingress_vs.py);
+  (kinds/ingress/records/as_virtualserver.py);
 - a hand-written NGINX configuration for the same route (bench/run.py's).
 
 wrk ``-t2 -c64`` against each, back to back per round with the order rotating;

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ferryman.resources.ingress import Ingress
+from ferryman.kinds.ingress.parse.ingress import Ingress
+from ferryman.kinds.transport.parse.transportserver import TransportServer
+from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.resources.meta import ObjectRef
-from ferryman.resources.transportserver import TransportServer
-from ferryman.resources.virtualserver import VirtualServer
 
 AgeKey = tuple[bool, str, str, str, str]
 # What claims hosts: an Ingress (its rules' hosts) or a VirtualServer (its host).
-# A TLS passthrough TransportServer claims its host too (transport_servers.py).
+# A TLS passthrough TransportServer claims its host too (kinds/transport/translate/servers.py).
 Claimant = Ingress | VirtualServer | TransportServer
 Aged = Claimant
 

@@ -28,6 +28,11 @@ from ferryman.dataplane.errors import PushError
 from ferryman.dataplane.records import AppliedRecords, memory_refusal
 from ferryman.endpoint_sets import PodId
 from ferryman.endpoint_sets import split as split_key
+from ferryman.kinds.gateway.translate.gateway import GatewayTranslator
+from ferryman.kinds.ingress.translate.ingress import IngressTranslator, StatusSink
+from ferryman.kinds.transport.translate.transport import RECORDS as STREAM_RECORDS
+from ferryman.kinds.transport.translate.transport import TransportTranslator
+from ferryman.kinds.virtualserver.translate.virtualserver import VirtualServerTranslator
 from ferryman.metrics import Metrics
 from ferryman.nginx_files import NginxFiles
 from ferryman.queue_keys import LEAVING_NODES, POD_ADDRESS, RESYNC
@@ -46,13 +51,8 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import Translator, internal
 from ferryman.translators.desired import HOST_RECORDS, Desired
-from ferryman.translators.gateway import GatewayTranslator
-from ferryman.translators.ingress import IngressTranslator, StatusSink
 from ferryman.translators.listen_ports import ListenPorts
-from ferryman.translators.transport import RECORDS as STREAM_RECORDS
-from ferryman.translators.transport import TransportTranslator
 from ferryman.translators.unbindable import Unbindable
-from ferryman.translators.virtualserver import VirtualServerTranslator
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")

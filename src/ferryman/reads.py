@@ -17,21 +17,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ferryman.configs.ingress import SecretState
-from ferryman.configs.policy_reads import SecretRead
 from ferryman.configs.tenancy import FROM_GROUP
 from ferryman.dependencies import ANY
-from ferryman.resources.globalconfiguration import (
+from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
+from ferryman.kinds.ingress.parse.annotations import MERGEABLE
+from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState
+from ferryman.kinds.policy.parse.policy import Policy, parse_policy
+from ferryman.kinds.policy.records.reads import SecretRead
+from ferryman.kinds.transport.parse.globalconfiguration import (
     GlobalConfiguration,
     parse_global_configuration,
 )
-from ferryman.resources.ingress import Ingress, parse_ingress
-from ferryman.resources.ingress_annotations import MERGEABLE
+from ferryman.kinds.virtualserver.parse.virtualserverroute import (
+    VirtualServerRoute,
+    parse_virtual_server_route,
+)
 from ferryman.resources.meta import InvalidResource, ObjectRef
 from ferryman.resources.nic_fields import Parsed
-from ferryman.resources.policy import Policy, parse_policy
-from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
-from ferryman.resources.virtualserverroute import VirtualServerRoute, parse_virtual_server_route
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store

@@ -9,7 +9,7 @@ ConformanceReport says; each failed test's output is printed. Environment:
 * ``FERRYMAN_CONFORMANCE_RUN_TEST=Name``: only that test (Setup still runs);
 * ``FERRYMAN_CONFORMANCE_SKIP_TESTS=A,B``: skip those;
 * ``FERRYMAN_CONFORMANCE_FEATURES=A,B``: claim these features too (the suite is
-  told what ferryman's GatewayClass claims: ``configs/gateway_status.py``);
+  told what ferryman's GatewayClass claims: ``kinds/gateway/records/status.py``);
 * ``FERRYMAN_CONFORMANCE_OUT=DIR``: where the report and logs are kept
   (``scripts/gateway-conformance.sh`` copies the report into docs/).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ferryman.configs.gateway_status import SUPPORTED_FEATURES
+from ferryman.kinds.gateway.records.status import SUPPORTED_FEATURES
 
 # Registers Gateway API's kinds with lightkube (``apply`` decodes by apiVersion and kind).
 from ferryman.report.gateway_status import RESOURCES

@@ -103,7 +103,7 @@ def test_invalid_balancing_annotations_are_rejected(ferryman: Ferryman, backends
 
 def test_nic_methods_beyond_the_fast_path(ferryman: Ferryman, backends: Backends) -> None:
     """ip_hash and the random methods are served by the slow path's balancer
-    (configs/ingress_vs.py); Angie's classic configuration falls back to
+    (kinds/ingress/records/as_virtualserver.py); Angie's classic configuration falls back to
     round-robin and says so."""
     ferryman.write("svc", service_with_backends("app", [backends.start("a")]))
     ferryman.write("ing", _ingress({"nginx.org/lb-method": "ip_hash"}))

@@ -1,5 +1,5 @@
 """egressMTLS's per-request part in a real NGINX: the P item the translator writes
-(configs/policy_egress_mtls.py), decoded and enforced by ferryman_policy.lua and
+(kinds/policy/records/egress_mtls.py), decoded and enforced by ferryman_policy.lua and
 ferryman_egress.lua, and the directives of nginx.conf.tmpl's slow path, make NGINX
 present the Policy's client certificate and SNI name to a TLS backend that
 requires a client certificate; a changed item (a rotated Secret, another name)
@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from ferryman.configs.policy_base import ROUTE, Owner
-from ferryman.configs.vs_policies import attach
 from ferryman.dataplane.flavour import LUA_DIR
+from ferryman.kinds.policy.records.attach import attach
+from ferryman.kinds.policy.records.base import ROUTE, Owner
 from ferryman.resources.nic_route import PolicyRef
 from tests.integration.harness import free_port
 from tests.integration.lua_nginx import running

@@ -1,6 +1,6 @@
 """HTTPRoute matches as the data plane serves them (issue 18, before the
 Gateway translator): the attachment of real HTTPRoute objects (configs/
-gateway_attach.py) encoded as a V record (configs/gateway_routes.py), pushed
+gateway_attach.py) encoded as a V record (kinds/gateway/records/routes.py), pushed
 into a running ferryman's NGINX, answered by the Lua router in the
 specification's order with fall-through, weights and 500s for invalid backends."""
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 
-from ferryman.configs.gateway_attach import attach
-from ferryman.configs.gateway_routes import gateway_record
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.routes import encode_host
-from ferryman.resources.gateway_api import parse_gateway, parse_http_route
+from ferryman.kinds.gateway.parse.gateway_api import parse_gateway, parse_http_route
+from ferryman.kinds.gateway.records.attach import attach
+from ferryman.kinds.gateway.records.routes import gateway_record
 from tests.integration.harness import Backend, Backends, Ferryman, eventually
 
 HOST = "gw.example.com"

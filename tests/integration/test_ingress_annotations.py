@@ -1,5 +1,5 @@
 """NIC's ``nginx.org/*`` annotations on Ingress through real NGINX and real
-backends (configs/ingress_options.py, ingress_vs.py): what the client and the
+backends (kinds/ingress/records/options.py, ingress_vs.py): what the client and the
 backend see, NIC's rejections, Warnings for unknown annotations, and no reload
 for any of them."""
 
@@ -364,7 +364,7 @@ def test_the_vs_engine_routes_an_annotated_host_like_match(
     requests: list[str],
 ) -> None:
     """Kubernetes path semantics written as NGINX locations (= /p and /p/ for a
-    Prefix /p, configs/ingress_vs.py) route as ``routes.match`` does."""
+    Prefix /p, kinds/ingress/records/as_virtualserver.py) route as ``routes.match`` does."""
     router.check_example(*annotated_router, rules, default, requests, with_timeout)
 
 

@@ -1,5 +1,5 @@
 """``nginx.org/listen-ports``, ``listen-ports-ssl`` and ``use-cluster-ip`` on
-Ingress through real NGINX and real backends (configs/ingress_ports.py,
+Ingress through real NGINX and real backends (kinds/ingress/records/ports.py,
 translators/listen_ports.py, configs/endpoints.py): the host answers on its
 own ports only, a new port reloads once and a move between open ports not at
 all, refused ports are Warnings, and use-cluster-ip proxies to the Service's

@@ -1,7 +1,7 @@
 """NIC's grpc-upstreams example (custom-resources/grpc-upstreams), applied
 unchanged with its ConfigMap (http2: "true"): the README's SayHello over TLS
 and HTTP/2 is answered by the greeter, through ``@ferryman_grpc``
-(configs/vs_grpc.py), with no reload."""
+(kinds/virtualserver/records/grpc.py), with no reload."""
 
 from __future__ import annotations
 

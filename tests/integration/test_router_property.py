@@ -23,9 +23,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.ingress import virtual_hosts
 from ferryman.configs.routes import match, route_tables
-from ferryman.resources.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,

@@ -1,4 +1,4 @@
-"""VirtualServer routes in ngx_http_ferryman_module (``configs/vs_fast.py``, the F
+"""VirtualServer routes in ngx_http_ferryman_module (``kinds/virtualserver/records/fast.py``, the F
 record): which routes the module proxies itself and which it hands to the Lua
 slow path, what the module's own routes do (splits, timeouts, tries, an upstream
 without endpoints), and that no F record, however malformed, crashes NGINX.

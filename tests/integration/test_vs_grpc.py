@@ -1,4 +1,4 @@
-"""VirtualServer gRPC upstreams (``type: grpc``, configs/vs_grpc.py) on real
+"""VirtualServer gRPC upstreams (``type: grpc``, kinds/virtualserver/records/grpc.py) on real
 NGINX with real grpcio backends: grpc_pass from ``@ferryman_grpc``, grpcs for
 ``tls.enable``, gRPC and HTTP routes on one host, with either fast path."""
 

@@ -1,5 +1,5 @@
 """NGINX chooses among a VirtualServer route's ``matches`` exactly as
-``ferryman.configs.vs_routes.first_match`` predicts: NIC's condition values
+``ferryman.kinds.virtualserver.records.locations.first_match`` predicts: NIC's condition values
 (caseless strings, ``!`` negation, ``~``/``~*`` regular expressions, never on an
 empty value), all conditions of a match, the first match that holds, else the
 route's own action; on headers, arguments and cookies, per request in
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.vs_routes import first_match, source_variable, unquote
-from ferryman.resources.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.records.locations import first_match, source_variable, unquote
 from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,

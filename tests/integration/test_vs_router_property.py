@@ -1,7 +1,8 @@
-"""NGINX routes VirtualServer paths exactly as ``ferryman.configs.vs_routes.find_location``
-predicts: NGINX's location precedence (exact, longest prefix, ``^~``, regexes in
-order, auto_redirect), done per request by ngx_http_ferryman_module (``vs_fast``)
-or, without it, in Lua.
+"""NGINX routes VirtualServer paths exactly as
+``ferryman.kinds.virtualserver.records.locations.find_location`` predicts:
+NGINX's location precedence (exact, longest prefix, ``^~``,
+regexes in order, auto_redirect), done per request by ngx_http_ferryman_module
+(``vs_fast``) or, without it, in Lua.
 
 Hypothesis draws a VirtualServer (one host, 6-15 routes of every path form over a
 tiny alphabet, so that ties, prefix relations and regex overlaps are frequent)
@@ -20,9 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.virtualserver import location, routed
-from ferryman.configs.vs_routes import find_location
-from ferryman.resources.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.records.locations import find_location
+from ferryman.kinds.virtualserver.records.virtualserver import location, routed
 from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,

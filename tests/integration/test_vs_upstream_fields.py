@@ -1,5 +1,5 @@
 """A VirtualServer's upstream fields and proxy header fields that NIC writes as
-NGINX directives, done per request with no reload (configs/vs_upstream.py,
+NGINX directives, done per request with no reload (kinds/virtualserver/records/upstream.py,
 vs_response.py, dataplane/lua/ferryman_vs_upstream.lua): real NGINX, real
 backends, what the client and the backend see."""
 

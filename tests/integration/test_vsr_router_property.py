@@ -22,15 +22,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.virtualserver import location, routed
-from ferryman.configs.vs_delegation import resolve
-from ferryman.configs.vs_routes import find_location
-from ferryman.resources.nic_fields import Parsed
-from ferryman.resources.virtualserver import parse_virtual_server
-from ferryman.resources.virtualserverroute import (
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserverroute import (
     VirtualServerRoute,
     parse_virtual_server_route,
 )
+from ferryman.kinds.virtualserver.records.delegation import resolve
+from ferryman.kinds.virtualserver.records.locations import find_location
+from ferryman.kinds.virtualserver.records.virtualserver import location, routed
+from ferryman.resources.nic_fields import Parsed
 from tests.integration import router_kit as kit
 from tests.integration.harness import Backends, Ferryman
 from tests.integration.test_vs_router_property import (

@@ -17,9 +17,9 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
-from ferryman.resources.policy import parse_policy
-from ferryman.resources.virtualserver import parse_virtual_server
-from ferryman.resources.virtualserverroute import parse_virtual_server_route
+from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
 from tests.kubernetes.apiserver import APIServer, install_crds, wait_until
 from tests.unit.nic_fixtures import (
     POLICIES,

@@ -37,7 +37,6 @@ from ferryman.configs.angie import (
     backend_dns_name,
     certificate_files,
 )
-from ferryman.configs.ingress import SecretState, virtual_hosts
 from ferryman.configs.model import MainConfig
 from ferryman.configs.routes import encode_host
 from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngieGeneration, AngiePaths
@@ -45,9 +44,10 @@ from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.state_dir import prepare_state_dir
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics
-from ferryman.resources.ingress import parse_ingress
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from tests.integration.harness import angie_binary

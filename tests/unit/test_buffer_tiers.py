@@ -22,14 +22,14 @@ from ferryman.configs.buffer_tiers import (
     route_flags,
     tier_kib,
 )
-from ferryman.configs.ingress import virtual_hosts
-from ferryman.configs.ingress_hosts import ingress_records
-from ferryman.configs.ingress_options import ingress_options
 from ferryman.configs.render import Renderer
-from ferryman.configs.virtualserver import VSRecords, vs_records
-from ferryman.resources.ingress import parse_ingress
-from ferryman.resources.ingress_annotations import validate
-from ferryman.resources.virtualserver import parse_virtual_server
+from ferryman.kinds.ingress.parse.annotations import validate
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records.hosts import ingress_records
+from ferryman.kinds.ingress.records.options import ingress_options
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
 from tests.unit.test_render import MAIN
 from tests.unit.test_vs_fast import locations
 

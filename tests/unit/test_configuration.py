@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferryman.configuration import Configuration
-from ferryman.resources.ingress import Ingress, parse_ingress
+from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
 from ferryman.resources.meta import ObjectRef
 
 T1 = "2024-01-01T00:00:00Z"
@@ -283,7 +283,7 @@ def test_a_denied_host_is_never_claimed() -> None:
 
 
 def _virtual_server(name: str, host: str, ts: str | None) -> Any:
-    from ferryman.resources.virtualserver import parse_virtual_server
+    from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 
     md: dict[str, Any] = {"name": name, "namespace": "default"}
     if ts is not None:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import ferryman.endpoint_sets
+import ferryman.kinds.ingress.translate.ingress
 import ferryman.translators.desired
-import ferryman.translators.ingress
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.resources.meta import ObjectRef
 from tests.integration.harness import ingress, path, rule, tls_secret
@@ -268,14 +268,14 @@ def test_an_error_rendering_one_ingress_never_stops_the_others(
     asyncio.run(kit.drain())
     assert kit.reasons("new") == ["Rejected"]  # the host is old's
 
-    virtual_hosts = ferryman.translators.ingress.virtual_hosts
+    virtual_hosts = ferryman.kinds.ingress.translate.ingress.virtual_hosts
 
     def failing(ing: Any, hosts: Any, states: Any) -> Any:
         if ing.meta.name == "old":
             raise RuntimeError("boom")
         return virtual_hosts(ing, hosts, states)
 
-    monkeypatch.setattr(ferryman.translators.ingress, "virtual_hosts", failing)
+    monkeypatch.setattr(ferryman.kinds.ingress.translate.ingress, "virtual_hosts", failing)
     old["spec"]["rules"] = old["spec"]["rules"][1:]  # releases shared.test
     kit.add(old)
     asyncio.run(kit.drain())
@@ -291,14 +291,14 @@ def test_an_error_rendering_one_ingress_never_stops_the_others(
 def test_an_unexpected_parser_error_rejects_that_ingress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parse = ferryman.translators.ingress.parse_ingress
+    parse = ferryman.kinds.ingress.translate.ingress.parse_ingress
 
     def failing(obj: Any) -> Any:
         if obj["metadata"]["name"] == "odd":
             raise KeyError("spec")
         return parse(obj)
 
-    monkeypatch.setattr(ferryman.translators.ingress, "parse_ingress", failing)
+    monkeypatch.setattr(ferryman.kinds.ingress.translate.ingress, "parse_ingress", failing)
     kit = Kit(tmp_path)
     kit.add(*_service("app", "10.0.0.1"), _small("odd", "odd.test"), _small("fine", "fine.test"))
     asyncio.run(kit.drain())

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from ferryman.kinds.virtualserver.translate import virtualserver as vs_translator
 from ferryman.resources.meta import ObjectRef
-from ferryman.translators import virtualserver as vs_translator
 from tests.unit.controller_kit import Kit
 from tests.unit.test_controller_failures import _service
 

@@ -1,4 +1,4 @@
-"""Which address each Gateway gets (configs/gateway_addresses.py): what it asks
+"""Which address each Gateway gets (kinds/gateway/records/addresses.py): what it asks
 for when it can be had, the reason when it cannot (UnsupportedAddress,
 AddressNotUsable, AddressNotAssigned), and never one address for two Gateways."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.gateway_addresses import Asking, NoAddress, assign
-from ferryman.configs.gateway_servers import ANY_ADDRESS
+from ferryman.kinds.gateway.records.addresses import Asking, NoAddress, assign
+from ferryman.kinds.gateway.records.servers import ANY_ADDRESS
 
 POOL = ("10.0.0.1", "10.0.0.2", "10.0.0.3")
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ferryman.configs.gateway_attach import Attachment, attach
-from ferryman.resources.gateway_api import Gateway, HTTPRoute, parse_gateway, parse_http_route
-from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
+from ferryman.kinds.gateway.parse.gateway_api import (
+    Gateway,
+    HTTPRoute,
+    parse_gateway,
+    parse_http_route,
+)
+from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
+from ferryman.kinds.gateway.records.attach import Attachment, attach
 
 LABELS = {"web": {"expose": "yes"}, "gw": {}, "other": {}}
 SERVICES = {("web", "app"), ("gw", "app"), ("other", "app")}

@@ -1,6 +1,6 @@
 """An HTTPRoute's CORS filter: the CRD's validation in manifests mode
-(resources/gateway_cors.py) and the origins' one regular expression the data
-plane matches (configs/gateway_routes.py)."""
+(kinds/gateway/parse/cors.py) and the origins' one regular expression the data
+plane matches (kinds/gateway/records/routes.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.gateway_routes import origin_regex
-from ferryman.resources.gateway_api import parse_http_route
-from ferryman.resources.gateway_cors import Cors
+from ferryman.kinds.gateway.parse.cors import Cors
+from ferryman.kinds.gateway.parse.gateway_api import parse_http_route
+from ferryman.kinds.gateway.records.routes import origin_regex
 
 
 def _parse(cors: Any) -> Any:

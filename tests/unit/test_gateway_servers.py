@@ -9,9 +9,9 @@ import base64
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.gateway_attach import RouteEntry
-from ferryman.configs.gateway_servers import Served, records, render_listens
-from ferryman.resources.gateway_api import Listener, Match, Rule
+from ferryman.kinds.gateway.parse.gateway_api import Listener, Match, Rule
+from ferryman.kinds.gateway.records.attach import RouteEntry
+from ferryman.kinds.gateway.records.servers import Served, records, render_listens
 
 
 def _listener(name: str, hostname: str | None, port: int = 80) -> Listener:

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ferryman.configs.gateway_servers import GATEWAY_LISTENS_FILE
+from ferryman.kinds.gateway.records.servers import GATEWAY_LISTENS_FILE
 from ferryman.resources.meta import ObjectRef
 from tests.unit.controller_kit import Kit
 

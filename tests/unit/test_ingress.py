@@ -1,4 +1,4 @@
-"""ferryman.resources.ingress.parse_ingress: what is accepted, and why not."""
+"""ferryman.kinds.ingress.parse.ingress.parse_ingress: what is accepted, and why not."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ferryman.resources.ingress import (
+from ferryman.kinds.ingress.parse.ingress import (
     MAX_PATH_LENGTH,
     MAX_PATHS,
     MAX_RULES,
@@ -228,7 +228,7 @@ def _path(path: str) -> dict[str, Any]:
         (_annotation(MAX_FAILS, "1" * 30), f"annotations.{MAX_FAILS}"),
         (_annotation(FAIL_TIMEOUT, "٣s"), f"annotations.{FAIL_TIMEOUT}"),
         (_annotation(FAIL_TIMEOUT, "1²s"), f"annotations.{FAIL_TIMEOUT}"),
-        # Caps (see the constants in resources/ingress.py).
+        # Caps (see the constants in kinds/ingress/parse/ingress.py).
         (_set(f"{P1}.path", "/" + "a" * MAX_PATH_LENGTH), "spec.rules[0].http.paths[1].path"),
         (
             _set("spec.rules.0.http.paths", [_path(f"/p{i}") for i in range(MAX_PATHS + 1)]),

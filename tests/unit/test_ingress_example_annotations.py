@@ -14,21 +14,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.ingress import SecretState, virtual_hosts
-from ferryman.configs.ingress_hosts import Outcome, ingress_records
-from ferryman.configs.ingress_limit_req import LimitReq, limit_req, limit_req_policy
-from ferryman.configs.ingress_mergeable import minion_event
-from ferryman.configs.ingress_options import ingress_options
-from ferryman.configs.policy_base import b64
-from ferryman.configs.policy_rate import RateLimits
-from ferryman.resources.ingress import parse_ingress
-from ferryman.resources.ingress_annotations import validate
-from ferryman.resources.ingress_sticky import (
+from ferryman.kinds.ingress.parse.annotations import validate
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.sticky import (
     EXPIRES_MAX,
     StickyCookie,
     StickyError,
     parse_sticky_services,
 )
+from ferryman.kinds.ingress.records.hosts import Outcome, ingress_records
+from ferryman.kinds.ingress.records.limit_req import LimitReq, limit_req, limit_req_policy
+from ferryman.kinds.ingress.records.mergeable import minion_event
+from ferryman.kinds.ingress.records.options import ingress_options
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
+from ferryman.kinds.policy.records.base import b64
+from ferryman.kinds.policy.records.rate import RateLimits
 from ferryman.resources.meta import InvalidResource
 from tests.unit._pki import authority, issue
 from tests.unit.test_vs_policies import Objects, _policy, _secret

@@ -1,6 +1,6 @@
-"""nginx.org annotations: NIC's validation messages (resources/ingress_annotations.py),
-the ConfigMap as defaults (configs/ingress_options.py), and mergeable rules
-(configs/ingress_mergeable.py)."""
+"""nginx.org annotations: NIC's validation messages (kinds/ingress/parse/annotations.py),
+the ConfigMap as defaults (kinds/ingress/records/options.py), and mergeable rules
+(kinds/ingress/records/mergeable.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from ferryman.configs.ingress_mergeable import merge, minion_annotations, minion_event
-from ferryman.configs.ingress_options import IngressOptions, ingress_options
-from ferryman.resources.ingress import parse_ingress
-from ferryman.resources.ingress_annotations import validate
+from ferryman.kinds.ingress.parse.annotations import validate
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records.mergeable import merge, minion_annotations, minion_event
+from ferryman.kinds.ingress.records.options import IngressOptions, ingress_options
 from ferryman.resources.meta import InvalidResource
 
 
@@ -150,7 +150,7 @@ def test_not_per_request_values_warn() -> None:
         "nginx.org/rewrite-target: not implemented",
     ):
         assert part in text
-    # Implemented since (configs/ingress_ports.py, configs/endpoints.py, a body
+    # Implemented since (kinds/ingress/records/ports.py, configs/endpoints.py, a body
     # limit above the server's checked by the data plane): no warning.
     assert "listen-ports" not in text and "use-cluster-ip" not in text
     assert "client-max-body-size" not in text
@@ -214,8 +214,8 @@ def test_master_and_minion_specs() -> None:
 
 
 def test_configmap_defaults_reach_the_fast_path_record() -> None:
-    from ferryman.configs.ingress import SecretState, virtual_hosts
-    from ferryman.configs.ingress_hosts import ingress_records
+    from ferryman.kinds.ingress.records.hosts import ingress_records
+    from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
 
     ing = parse_ingress(
         {

@@ -1,4 +1,4 @@
-"""Policies on an Ingress (configs/ingress_policies.py): NIC's reading of
+"""Policies on an Ingress (kinds/ingress/records/policies.py): NIC's reading of
 ``nginx.org/policies``, its allowlist and first-failure rule, and the records
 (a stub H, the Ingress V record)."""
 
@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.ingress import virtual_hosts
-from ferryman.configs.ingress_policies import ingress_policies, ingress_routing
-from ferryman.configs.policy_access import Access
 from ferryman.configs.routes import encode_host
-from ferryman.resources.ingress import parse_ingress, policy_refs
+from ferryman.kinds.ingress.parse.ingress import parse_ingress, policy_refs
+from ferryman.kinds.ingress.records.policies import ingress_policies, ingress_routing
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
+from ferryman.kinds.policy.records.access import Access
 from ferryman.resources.nic_route import PolicyRef
 from tests.unit.test_vs_policies import Objects, _policy
 

@@ -1,5 +1,5 @@
-"""``nginx.org/listen-ports`` and ``listen-ports-ssl`` (configs/ingress_ports.py,
-translators/listen_ports.py, configs/http_listeners.py) and
+"""``nginx.org/listen-ports`` and ``listen-ports-ssl`` (kinds/ingress/records/ports.py,
+translators/listen_ports.py, kinds/transport/records/http_listeners.py) and
 ``nginx.org/use-cluster-ip`` (configs/endpoints.py): NIC's parsing, ports
 refused with a warning, the H record's listeners, the files that open the
 ports (and that they pass ``nginx -t``), and the ClusterIP endpoint set."""
@@ -16,14 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.endpoints import CLUSTER_IP, Peer, cluster_ip_peers
-from ferryman.configs.http_listeners import (
-    HTTP_LISTENERS_FILE,
-    LISTENER_MAP_FILE,
-    listener_files,
-    render_listens,
-    render_map,
-)
-from ferryman.configs.ingress_ports import (
+from ferryman.configs.render import Renderer
+from ferryman.kinds.ingress.parse.annotations import validate
+from ferryman.kinds.ingress.records.ports import (
     DEFAULT,
     MAX_PORT,
     Claim,
@@ -34,9 +29,14 @@ from ferryman.configs.ingress_ports import (
     reserved_ports,
     wanted,
 )
-from ferryman.configs.render import Renderer
-from ferryman.resources.globalconfiguration import Listener
-from ferryman.resources.ingress_annotations import validate
+from ferryman.kinds.transport.parse.globalconfiguration import Listener
+from ferryman.kinds.transport.records.http_listeners import (
+    HTTP_LISTENERS_FILE,
+    LISTENER_MAP_FILE,
+    listener_files,
+    render_listens,
+    render_map,
+)
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.service import parse_service
 from ferryman.translators.listen_ports import ListenPorts
@@ -275,12 +275,12 @@ def test_angie_warns_and_keeps_the_defaults() -> None:
     Warnings, the host stays on the default ports and the endpoints."""
     from typing import cast
 
-    from ferryman.configs.ingress import virtual_hosts
-    from ferryman.configs.ingress_hosts import ingress_records
+    from ferryman.kinds.ingress.parse.ingress import parse_ingress
+    from ferryman.kinds.ingress.records.hosts import ingress_records
+    from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
+    from ferryman.kinds.ingress.translate.listen import NOT_ON_ANGIE, listen_ports
     from ferryman.reads import Reads
-    from ferryman.resources.ingress import parse_ingress
     from ferryman.settings import Settings
-    from ferryman.translators.ingress_listen import NOT_ON_ANGIE, listen_ports
 
     annotations = {"nginx.org/use-cluster-ip": "true", "nginx.org/listen-ports": "9000"}
     ing = parse_ingress(_ing("a", "a.test", annotations, "2020-01-01T00:00:00Z"))

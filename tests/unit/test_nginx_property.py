@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ferryman.app import render
-from ferryman.configs.ingress import SecretState, virtual_hosts
 from ferryman.configs.model import CATCH_ALL
 from ferryman.configs.routes import encode_host
-from ferryman.resources.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 

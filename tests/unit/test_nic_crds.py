@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
+from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
 from ferryman.resources import nic_crds
 from ferryman.resources.nic_fields import Context, Parsed
-from ferryman.resources.policy import parse_policy
-from ferryman.resources.virtualserver import parse_virtual_server
-from ferryman.resources.virtualserverroute import parse_virtual_server_route
 from tests.unit.nic_fixtures import (
     POLICIES,
     ROOT,

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from ferryman.resources.nic_fields import Parsed
-from ferryman.resources.policy import parse_policy
-from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
-from ferryman.resources.virtualserverroute import (
+from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserverroute import (
     VirtualServerRoute,
     check_for_virtual_server,
     parse_virtual_server_route,
 )
+from ferryman.resources.nic_fields import Parsed
 from tests.unit.nic_fixtures import nic_examples
 
 # example -> (the field refused, why ferryman does not offer it)

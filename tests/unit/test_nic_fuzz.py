@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
 from ferryman.resources.nic_fields import Parsed
-from ferryman.resources.policy import parse_policy
-from ferryman.resources.virtualserver import parse_virtual_server
-from ferryman.resources.virtualserverroute import parse_virtual_server_route
 
 from .nic_fixtures import POLICIES, VIRTUAL_SERVER, VIRTUAL_SERVER_ROUTE
 from .strategies import mutations, yaml_values

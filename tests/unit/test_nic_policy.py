@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ferryman.resources.policy import (
+from ferryman.kinds.policy.parse.policy import (
     APIKey,
     EgressMTLS,
     IngressMTLS,

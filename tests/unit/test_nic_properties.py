@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.resources.nic_route import split_path
-from ferryman.resources.policy import parse_policy
-from ferryman.resources.virtualserver import parse_virtual_server
 from tests.unit.nic_edit import edited
 from tests.unit.nic_fixtures import POLICIES, VIRTUAL_SERVER, meta
 

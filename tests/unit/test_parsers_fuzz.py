@@ -19,9 +19,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.ingressclass import parse_ingress_class, raw_class_name
 from ferryman.resources import validation
-from ferryman.resources.ingress import parse_ingress
-from ferryman.resources.ingressclass import parse_ingress_class, raw_class_name
 from ferryman.resources.meta import InvalidResource, parse_meta, ref_of
 from ferryman.resources.secret import parse_tls_secret
 from ferryman.resources.service import parse_endpoint_slice, parse_service, service_name_of

@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.resources.gateway_api import parse_http_route
+from ferryman.kinds.gateway.parse.gateway_api import parse_http_route
+from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.resources.pcre import pcre_error, regex_value_error
-from ferryman.resources.policy import parse_policy
 
 # Accepted by Python's re, refused by PCRE2 (the escape) or by the PCRE that
 # Debian's ngx.re links (option resets, PCRE2 only): each once became a route

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from ferryman.configs.policy_base import ROUTE, SPEC, Owner
-from ferryman.configs.policy_egress_mtls import Egress
-from ferryman.configs.policy_ingress_mtls import ClientCerts
-from ferryman.configs.policy_jwt import JWTAuth
-from ferryman.configs.vs_policies import Attached, attach
+from ferryman.kinds.policy.records.attach import Attached, attach
+from ferryman.kinds.policy.records.base import ROUTE, SPEC, Owner
+from ferryman.kinds.policy.records.egress_mtls import Egress
+from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
+from ferryman.kinds.policy.records.jwt import JWTAuth
 from ferryman.resources.nic_route import PolicyRef
 from tests.unit._jose import jwk, jwk_secret, jwks
 from tests.unit._pki import authority, ca_secret, issue

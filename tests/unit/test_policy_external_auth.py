@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from ferryman.configs.policy_base import ROUTE, Owner
-from ferryman.configs.policy_external import External
-from ferryman.configs.vs_policies import attach
+from ferryman.kinds.policy.parse.policy import Policy, parse_policy
+from ferryman.kinds.policy.records.attach import attach
+from ferryman.kinds.policy.records.base import ROUTE, Owner
+from ferryman.kinds.policy.records.external import External
 from ferryman.resources.nic_route import PolicyRef
-from ferryman.resources.policy import Policy, parse_policy
 
 
 def _raw(**external: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman.resources.ingressclass import raw_class_name
+from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
 from ferryman.resources.meta import InvalidResource, ref_of
 from ferryman.resources.raw import LAST_APPLIED, Packed, pack, slim
 from ferryman.resources.service import service_name_of

@@ -8,7 +8,6 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman.configs.ingress import SecretState, secret_names, virtual_hosts
 from ferryman.configs.model import CATCH_ALL, Route, VirtualHost
 from ferryman.configs.routes import (
     backends_of,
@@ -17,7 +16,8 @@ from ferryman.configs.routes import (
     match,
     route_tables,
 )
-from ferryman.resources.ingress import Balancing, Ingress, parse_ingress
+from ferryman.kinds.ingress.parse.ingress import Balancing, Ingress, parse_ingress
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState, secret_names, virtual_hosts
 from tests.unit.strategies import backend_keys
 
 HOST = "a.example.com"

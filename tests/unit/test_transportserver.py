@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.transportserver import (
+from ferryman.kinds.transport.parse.globalconfiguration import Listener, parse_global_configuration
+from ferryman.kinds.transport.parse.transportserver import TransportServer, parse_transport_server
+from ferryman.kinds.transport.records.stream import (
     render_stream,
     stream_record,
     stream_server,
 )
 from ferryman.resources import nic_crds
-from ferryman.resources.globalconfiguration import Listener, parse_global_configuration
 from ferryman.resources.nic_fields import Context
-from ferryman.resources.transportserver import TransportServer, parse_transport_server
 from tests.unit.nic_fixtures import nic_examples
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferryman.configs.virtualserver import routed, vs_records
-from ferryman.configs.vs_delegation import resolve
+from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.kinds.virtualserver.parse.virtualserverroute import (
+    VirtualServerRoute,
+    parse_virtual_server_route,
+)
+from ferryman.kinds.virtualserver.records.delegation import resolve
+from ferryman.kinds.virtualserver.records.virtualserver import routed, vs_records
 from ferryman.resources.nic_fields import Parsed
-from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
-from ferryman.resources.virtualserverroute import VirtualServerRoute, parse_virtual_server_route
 
 
 def _vs(*routes: dict[str, Any]) -> VirtualServer:

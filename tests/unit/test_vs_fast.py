@@ -1,4 +1,4 @@
-"""The F record (configs/vs_fast.py): which routes ngx_http_ferryman_module is
+"""The F record (kinds/virtualserver/records/fast.py): which routes ngx_http_ferryman_module is
 given to serve, which stay with the Lua slow path, and that every value travels
 as base64 so none can be read as the record's structure."""
 
@@ -12,11 +12,11 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ferryman.configs.virtualserver import vs_records
-from ferryman.configs.vs_fast import _defaults_except
 from ferryman.dataplane import record_problem
+from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.kinds.virtualserver.records.fast import _defaults_except
+from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.resources.nic_upstream import Upstream
-from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
 
 
 def vs(routes: list[dict[str, Any]], **spec: Any) -> VirtualServer:

@@ -1,4 +1,4 @@
-"""Rate limits in the F record (configs/vs_fast.py): which rate-limited routes
+"""Rate limits in the F record (kinds/virtualserver/records/fast.py): which rate-limited routes
 ngx_http_ferryman_module serves (the ``q`` location: its limits, then the
 route), which stay with the Lua slow path, and that a NIC zone is counted by
 one of the two only."""
@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ferryman.configs.virtualserver import vs_records
 from ferryman.dataplane import record_problem
-from ferryman.resources.policy import parse_policy
-from ferryman.resources.virtualserver import parse_virtual_server
+from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from tests.unit.test_vs_fast import locations
 from tests.unit.test_vs_policies import Objects, _policy
 

@@ -1,4 +1,4 @@
-"""gRPC routes in the records (configs/vs_grpc.py): the R item's ``g`` flag for
+"""gRPC routes in the records (kinds/virtualserver/records/grpc.py): the R item's ``g`` flag for
 a VirtualServer upstream's ``type: grpc`` and an Ingress's
 ``nginx.org/grpc-services``, NIC's warnings (no TLS or HTTP/2, errorPages a gRPC
 location cannot take), and that the module never serves them."""
@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from ferryman.configs.configmap import ConfigMapState
-from ferryman.configs.ingress import SecretState, virtual_hosts
-from ferryman.configs.ingress_hosts import ingress_records
-from ferryman.configs.ingress_options import ingress_options
-from ferryman.configs.virtualserver import VSRecords, b64, vs_records
-from ferryman.configs.vs_delegation import resolve
-from ferryman.resources.ingress import parse_ingress
-from ferryman.resources.virtualserver import parse_virtual_server
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records.hosts import ingress_records
+from ferryman.kinds.ingress.records.options import ingress_options
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.records.delegation import resolve
+from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, b64, vs_records
 from tests.unit.test_vs_delegation import Reads, _vsr
 from tests.unit.test_vs_fast import locations
 

@@ -1,4 +1,4 @@
-"""Which Policies apply where (configs/vs_policies.py) and each kind's NIC rules
+"""Which Policies apply where (kinds/policy/records/attach.py) and each kind's NIC rules
 for several of a kind, missing Policies and Secrets, and the P items' encoding."""
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.policy_access import Access
-from ferryman.configs.policy_auth import Basic, Keys
-from ferryman.configs.policy_base import ROUTE, SPEC, Owner
-from ferryman.configs.policy_cors import Cors
-from ferryman.configs.policy_rate import RateLimits
-from ferryman.configs.policy_reads import SecretRead
-from ferryman.configs.policy_status import policy_status
-from ferryman.configs.virtualserver import vs_records
-from ferryman.configs.vs_policies import Attached, PolicyItems, attach, effective
 from ferryman.dataplane import record_problem
+from ferryman.kinds.policy.parse.policy import Policy, parse_policy
+from ferryman.kinds.policy.records.access import Access
+from ferryman.kinds.policy.records.attach import Attached, PolicyItems, attach, effective
+from ferryman.kinds.policy.records.auth import Basic, Keys
+from ferryman.kinds.policy.records.base import ROUTE, SPEC, Owner
+from ferryman.kinds.policy.records.cors import Cors
+from ferryman.kinds.policy.records.rate import RateLimits
+from ferryman.kinds.policy.records.reads import SecretRead
+from ferryman.kinds.policy.records.status import policy_status
+from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.resources.meta import InvalidResource
 from ferryman.resources.nic_route import PolicyRef
-from ferryman.resources.policy import Policy, parse_policy
-from ferryman.resources.virtualserver import parse_virtual_server
 
 
 def _policy(name: str, cls: str = "", **spec: Any) -> dict[str, Any]:

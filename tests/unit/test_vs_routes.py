@@ -1,5 +1,5 @@
-"""The VirtualServer routing reference (configs/vs_routes.py) and its records
-(configs/virtualserver.py): NGINX's location precedence, NIC's condition values,
+"""The VirtualServer routing reference (kinds/virtualserver/records/locations.py) and its records
+(kinds/virtualserver/records/virtualserver.py): NGINX's location precedence, NIC's condition values,
 NGINX's quoted-string reading, and records no value can break."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.ingress import SecretState
-from ferryman.configs.virtualserver import vs_records
-from ferryman.configs.vs_routes import (
+from ferryman.dataplane import record_problem
+from ferryman.kinds.ingress.records.virtual_hosts import SecretState
+from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.kinds.virtualserver.records.locations import (
     Found,
     Location,
     condition_holds,
@@ -21,8 +22,7 @@ from ferryman.configs.vs_routes import (
     rewrite,
     unquote,
 )
-from ferryman.dataplane import record_problem
-from ferryman.resources.virtualserver import VirtualServer, parse_virtual_server
+from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 
 LOCATIONS = [
     Location("", "/"),

@@ -1,4 +1,4 @@
-"""configs/vs_upstream.py: the U record's per-request fields and the fields that
+"""kinds/virtualserver/records/upstream.py: the U record's per-request fields and the fields that
 stay Warning (hypothesis: any upstream NIC accepts)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.vs_upstream import unsupported, upstream_fields
+from ferryman.kinds.virtualserver.records.upstream import unsupported, upstream_fields
 from ferryman.resources.nic_upstream import Upstream
 
 _MAYBE = st.none() | st.integers(min_value=0, max_value=2**40)
@@ -63,5 +63,5 @@ def test_directives_without_variables_are_named() -> None:
         "client-body-buffer-size",
         "next-upstream",
         "subselector",
-    ]  # type: grpc is served (configs/vs_grpc.py)
+    ]  # type: grpc is served (kinds/virtualserver/records/grpc.py)
     assert unsupported(Upstream("up", "svc", None, 80, next_upstream=("timeout", "error"))) == {}

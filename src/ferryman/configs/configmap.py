@@ -21,7 +21,7 @@ from ferryman.resources import nic_rules, validation
 from ferryman.resources.configmap import GLOBAL_KEYS, HSTS_OPTIONS, ROUTE_KEYS, parse_data
 
 # Global keys that routes read as well, so their change renders every route
-# again: http2 (gRPC routes need it, configs/vs_grpc.py and ingress_options.py).
+# again: http2 (gRPC routes need it, kinds/virtualserver/records/grpc.py and ingress_options.py).
 _ROUTES_READ = frozenset(["http2"])
 
 # NIC's event reasons for its ConfigMap (internal/logger/events.go).

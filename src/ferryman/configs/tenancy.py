@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ferryman.resources.ingress import Ingress
-from ferryman.resources.virtualserver import VirtualServer
-from ferryman.resources.virtualserverroute import VirtualServerRoute
+from ferryman.kinds.ingress.parse.ingress import Ingress
+from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
+from ferryman.kinds.virtualserver.parse.virtualserverroute import VirtualServerRoute
 
 FLAG = "--allowed-host-suffixes"
 NIC_GROUP = "k8s.nginx.org"

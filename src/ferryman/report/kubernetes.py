@@ -29,8 +29,8 @@ from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressStatus
 from lightkube.types import PatchType
 
+from ferryman.kinds.ingress.parse.ingressclass import CONTROLLER_NAME
 from ferryman.report.gateway_status import GatewayStatusWriter, Read
-from ferryman.resources.ingressclass import CONTROLLER_NAME
 from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.report")

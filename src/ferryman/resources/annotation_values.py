@@ -3,7 +3,7 @@
 Each parser takes an annotation's text and returns its value, or raises
 ``BadValue`` with NIC's detail (``must be a time``, ``must be a boolean``, ...),
 the message NIC's field error carries. The ConfigMap keys of the same names are
-read with the same parsers (``configs/ingress_options.py``), so both are read
+read with the same parsers (``kinds/ingress/records/options.py``), so both are read
 alike. Apart from ``ingress_annotations.py``, which says which annotations
 exist and NIC's rules between them, because the parsers are the detail of how
 one value is read.

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ferryman.resources import nic_rules as rules
-from ferryman.resources.nic_action import (
+from ferryman.kinds.virtualserver.parse.action import (
     ACTION_KEYS,
     ERROR_PAGE_KEYS,
     Action,
@@ -14,6 +13,14 @@ from ferryman.resources.nic_action import (
     parse_action,
     parse_error_page,
 )
+from ferryman.kinds.virtualserver.parse.match import (
+    MATCH_KEYS,
+    Match,
+    Split,
+    parse_match,
+    parse_splits,
+)
+from ferryman.resources import nic_rules as rules
 from ferryman.resources.nic_fields import (
     Obj,
     Problem,
@@ -23,7 +30,6 @@ from ferryman.resources.nic_fields import (
     not_supported,
     required,
 )
-from ferryman.resources.nic_match import MATCH_KEYS, Match, Split, parse_match, parse_splits
 from ferryman.resources.pcre import pcre_error
 
 ROUTE_KEYS = frozenset(

@@ -114,7 +114,7 @@ def _gateway_api(kind: str, plural: str, version: str = "v1", namespaced: bool =
 # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
 # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
 REFERENCE_GRANTS = _gateway_api("ReferenceGrant", "referencegrants", "v1beta1")
-# --enable-gateway-api: what the translator reads (resources/gateway_api.py).
+# --enable-gateway-api: what the translator reads (kinds/gateway/parse/gateway_api.py).
 GATEWAY_API_KINDS = (
     _gateway_api("GatewayClass", "gatewayclasses", namespaced=False),
     _gateway_api("Gateway", "gateways"),

@@ -20,8 +20,8 @@ from ferryman.configuration import Configuration, HostPolicy
 from ferryman.dataplane import RecordKey
 from ferryman.dependencies import Dependencies
 from ferryman.endpoint_sets import EndpointSets
+from ferryman.kinds.ingress.parse.ingressclass import ClassPolicy
 from ferryman.reads import Cache
-from ferryman.resources.ingressclass import ClassPolicy
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings

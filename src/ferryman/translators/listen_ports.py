@@ -1,11 +1,11 @@
 """The HTTP ports beyond the default two, and the two files that open them.
 
 Two kinds of resource open ports on ferryman's public server: the
-GlobalConfiguration's HTTP listeners (transport_servers.py hands them over)
+GlobalConfiguration's HTTP listeners (kinds/transport/translate/servers.py hands them over)
 and Ingresses' ``nginx.org/listen-ports``/``listen-ports-ssl``
-(configs/ingress_ports.py checks them; the Ingress translator claims them
+(kinds/ingress/records/ports.py checks them; the Ingress translator claims them
 here). This holds both and writes ``http-listeners.conf`` and
-``http-listener-map.conf`` (configs/http_listeners.py) from them, so the
+``http-listener-map.conf`` (kinds/transport/records/http_listeners.py) from them, so the
 files change only when the set of ports does: that reloads once, and the
 controller does it with the rest of the flush.
 
@@ -16,7 +16,7 @@ changes (``claim`` and ``release`` return whose grants changed).
 
 A port has one owner across kinds too. A Gateway listening on every address
 (no --gateway-addresses) that is older than every Ingress asking for one of
-its listeners' ports keeps it (translators/gateway.py asks ``oldest`` and
+its listeners' ports keeps it (kinds/gateway/translate/gateway.py asks ``oldest`` and
 hands over what it keeps, ``set_gateway_ports``); the Ingresses are refused
 it. A port NGINX could not bind (another process holds it: the failed
 reload names it, ``unbindable``) is refused to every Ingress asking for it
@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
-from ferryman.configs.http_listeners import HTTP_LISTENERS_FILE, listener_files
-from ferryman.configs.ingress_ports import Claim
 from ferryman.configuration import AgeKey
-from ferryman.resources.globalconfiguration import Listener
+from ferryman.kinds.ingress.records.ports import Claim
+from ferryman.kinds.transport.parse.globalconfiguration import Listener
+from ferryman.kinds.transport.records.http_listeners import HTTP_LISTENERS_FILE, listener_files
 from ferryman.resources.meta import ObjectRef
 
 

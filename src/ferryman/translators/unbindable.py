@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ferryman.dataplane.errors import DROPPED, GIVE_UP, RETRY
+from ferryman.kinds.gateway.translate.gateway import GatewayTranslator
 from ferryman.settings import Settings
 from ferryman.translators.desired import Desired
-from ferryman.translators.gateway import GatewayTranslator
 from ferryman.translators.listen_ports import ListenPorts
 
 
@@ -30,7 +30,7 @@ class Unbindable:
         transport: Callable[[Mapping[int, str]], bool],
     ) -> None:
         """``transport``: the GlobalConfiguration's listeners refused the ports
-        (transport_servers.py ``block``), True when one asked for them."""
+        (kinds/transport/translate/servers.py ``block``), True when one asked for them."""
         self._settings = settings
         self._ports = ports
         self._d = desired

@@ -17,9 +17,9 @@
 -- implementation of the path matching done here. A VirtualServer host has an H
 -- record without routes (so Lua's fast path hands all its requests to the slow
 -- path) and a V record, which the module never receives:
--- ferryman.configs.virtualserver documents it, ferryman_vs.lua routes with it
--- (ferryman.configs.vs_routes is the reference). Its F record gives the module
--- the routes it serves itself (ferryman.configs.vs_fast); it hands the others
+-- ferryman.kinds.virtualserver.records.virtualserver documents it, ferryman_vs.lua routes with it
+-- (ferryman.kinds.virtualserver.records.locations is the reference). Its F record gives the module
+-- the routes it serves itself (ferryman.kinds.virtualserver.records.fast); it hands the others
 -- to the slow path. An Ingress host with Policies is written the same way, its
 -- V record starting with "I" (ferryman_ingress), with no F record.
 --
@@ -245,7 +245,7 @@ end
 
 -- The virtual host serving a request: its name's, else the catch-all "_";
 -- nil when the request came in on a listener the host is not served on
--- ($ferryman_listener: configs/http_listeners.py; nil where no map defines it).
+-- ($ferryman_listener: kinds/transport/records/http_listeners.py; nil where no map defines it).
 local function vhost(host)
     local entry = named_host(host) or host_entry("_")
     if entry == nil then
@@ -465,7 +465,7 @@ function _M.route()
         end
         routing = vs
     end
-    -- Also an Ingress host on the VirtualServer engine (ferryman.configs.ingress_vs).
+    -- Also an Ingress host on the VirtualServer engine (ferryman.kinds.ingress.records.as_virtualserver).
     if entry.redirect and ngx.var.scheme == "http" then
         local port = entry.https_port or ngx.var.ferryman_https_port
         local authority = port == "443" and host or (host .. ":" .. port)

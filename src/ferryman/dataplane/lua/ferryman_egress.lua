@@ -1,4 +1,4 @@
--- The egressMTLS Policy (ferryman.configs.policy_egress_mtls): the client
+-- The egressMTLS Policy (ferryman.kinds.policy.records.egress_mtls): the client
 -- certificate and key NGINX presents to a TLS upstream, and the name it sends
 -- as SNI, per request. The slow path's location has
 --   proxy_ssl_certificate $ferryman_egress_cert;  (and _key)

@@ -1,5 +1,5 @@
 -- Gateway API listeners: the W record serving a request's socket and name
--- (grammar and the choice of listener: ferryman.configs.gateway_servers).
+-- (grammar and the choice of listener: ferryman.kinds.gateway.records.servers).
 -- A record is "<certificate id or -> <listener> <V record>"; its G items are
 -- routed by ferryman_vs like a VirtualServer's.
 

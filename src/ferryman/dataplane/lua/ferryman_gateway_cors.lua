@@ -1,5 +1,5 @@
 -- An HTTPRoute's CORS filter (Gateway API; the "o" filter of a G item,
--- ferryman.configs.gateway_routes). Not NIC's cors Policy
+-- ferryman.kinds.gateway.records.routes). Not NIC's cors Policy
 -- (ferryman_policy_cors.lua), whose rules differ: here a preflight is an
 -- OPTIONS request with Origin and Access-Control-Request-Method, answered 204
 -- without reaching the backend (with the CORS headers only for an allowed

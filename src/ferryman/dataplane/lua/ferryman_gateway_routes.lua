@@ -1,5 +1,5 @@
 -- Gateway API routing on the VirtualServer engine: a V record's G items
--- (grammar: ferryman.configs.gateway_routes), taken in the record's order
+-- (grammar: ferryman.kinds.gateway.records.routes), taken in the record's order
 -- with fall-through, and the HTTPRoute filters ferryman_vs applies to the
 -- route it picks (header changes, redirects, rewrites, mirrors).
 

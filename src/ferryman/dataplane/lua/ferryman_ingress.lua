@@ -1,6 +1,6 @@
 -- An Ingress host with Policies (nginx.org/policies): its routes and policy
 -- configurations come from a V record starting with "I", which
--- ferryman.configs.ingress_policies documents and writes; its H record is a
+-- ferryman.kinds.ingress.records.policies documents and writes; its H record is a
 -- stub, so every request of the host reaches the slow path, where ferryman.lua
 -- matches the routes decoded here and enforce() applies the policies.
 

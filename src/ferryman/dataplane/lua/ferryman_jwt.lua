@@ -256,7 +256,7 @@ local key_sets = {}
 local key_sets_cached = 0
 local MAX_CACHED_KEY_SETS = 1000
 
--- The P item's fields (ferryman.configs.policy_jwt): realm, token variable,
+-- The P item's fields (ferryman.kinds.policy.records.jwt): realm, token variable,
 -- key set, each base64. keys is false when the set does not load.
 function _M.decode(f)
     local raw = decode_base64(f[3] or "") or ""

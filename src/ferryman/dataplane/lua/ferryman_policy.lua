@@ -1,5 +1,5 @@
 -- NIC's Policies on VirtualServer routes (k8s.nginx.org/v1 Policy), per
--- request. ferryman.configs.vs_policies decides which configurations apply
+-- request. ferryman.kinds.policy.records.attach decides which configurations apply
 -- where (NIC's spec/route precedence) and writes each as a P item of the V
 -- record; ferryman_vs.lua decodes the record with decode() and set_of() and
 -- calls enforce() once the route is chosen.

@@ -1,6 +1,6 @@
 -- The accessControl Policy: NGINX's allow/deny on the client's address
 -- ($remote_addr). P item: a|<allow|deny>|<network>,... with each network
--- <4|6>.<address, hex>.<prefix length> (configs/policy_access.py).
+-- <4|6>.<address, hex>.<prefix length> (kinds/policy/records/access.py).
 
 local byte, sub, char = string.byte, string.sub, string.char
 local band, lshift = bit.band, bit.lshift

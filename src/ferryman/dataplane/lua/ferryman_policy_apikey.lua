@@ -2,7 +2,7 @@
 -- named headers and query arguments, concatenated in that order (NIC's
 -- $header_query_value), are hashed (SHA-256) and looked up among the
 -- Secret's keys' hashes: nothing supplied 401, no such key 403.
--- P item: configs/policy_auth.py.
+-- P item: kinds/policy/records/auth.py.
 
 local ffi = require("ffi")
 local vars = require("ferryman_policy_vars")

@@ -1,6 +1,6 @@
 -- The cors Policy: NIC's CORS headers on the route's responses and its
 -- answer to preflights (any OPTIONS request: 204). P item and rules:
--- configs/policy_cors.py.
+-- kinds/policy/records/cors.py.
 
 local decode_base64 = ngx.decode_base64
 local lower, sub = string.lower, string.sub

@@ -1,5 +1,5 @@
 -- The externalAuth Policy: NGINX's auth_request, asked per request
--- (configs/policy_external.py says why this way). P item:
+-- (kinds/policy/records/external.py says why this way). P item:
 -- x|<backend key>|<authURI, base64>|<ssl 0|1>.
 --
 -- The subrequest goes to nginx.conf's internal location AUTH_LOCATION, whose

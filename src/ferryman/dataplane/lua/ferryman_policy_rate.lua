@@ -2,9 +2,9 @@
 -- shared dict ferryman_limits, which every worker shares as NGINX's zone is.
 -- Routes whose only policy is a rate limit are limited by
 -- ngx_http_ferryman_module instead (ngx_http_ferryman_limit.c, the same
--- arithmetic, its own zone): configs/vs_fast.py gives a NIC zone to one of the
+-- arithmetic, its own zone): kinds/virtualserver/records/fast.py gives a NIC zone to one of the
 -- two only, so no bucket is counted in both.
--- P item and units: configs/policy_rate.py. Arithmetic as
+-- P item and units: kinds/policy/records/rate.py. Arithmetic as
 -- ngx_http_limit_req_module's (1.22): per key, "excess" in thousandths of a
 -- request and the time of the last counted request in ms; a request adds
 -- 1000 and the rate leaks it away; past burst it is refused; beyond "delay"

@@ -1,6 +1,6 @@
 -- nginx.org/proxy-redirect-from and -to on an Ingress: NGINX's proxy_redirect,
 -- applied in the header filter to the upstream's Location and Refresh headers
--- (ferryman.configs.ingress_vs writes it as the action's tenth field,
+-- (ferryman.kinds.ingress.records.as_virtualserver writes it as the action's tenth field,
 -- "<mode>~<redirect>~<replacement>" in base64), so no Ingress needs a
 -- location (and a reload) of its own.
 --

@@ -58,7 +58,7 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
     -- The module holds what it routes with: H, E and F (VirtualServer routes
-    -- it serves itself, ferryman.configs.vs_fast) records, and S and T
+    -- it serves itself, ferryman.kinds.virtualserver.records.fast) records, and S and T
     -- (TransportServers and their certificates, for ngx_stream_ferryman_module).
     if kind ~= "H" and kind ~= "E" and kind ~= "F" and kind ~= "S" and kind ~= "T" then
         module = nil

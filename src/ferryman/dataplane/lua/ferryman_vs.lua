@@ -1,10 +1,10 @@
 -- VirtualServer routing (k8s.nginx.org/v1), per request, from the V record of
--- the host (grammar: ferryman.configs.virtualserver; the location choice and
--- the match conditions: ferryman.configs.vs_routes, the reference this
+-- the host (grammar: ferryman.kinds.virtualserver.records.virtualserver; the location choice and
+-- the match conditions: ferryman.kinds.virtualserver.records.locations, the reference this
 -- follows). ferryman.lua's slow path calls in here for hosts that have a V
 -- record: Lua's fast path never routes them (their H record is a stub without
 -- routes); the module routes those of their routes the F record gives it
--- (ferryman.configs.vs_fast) and hands the others, and requests no route
+-- (ferryman.kinds.virtualserver.records.fast) and hands the others, and requests no route
 -- takes, to the slow path.
 
 local policies = require("ferryman_policy")
@@ -172,7 +172,7 @@ function _M.decode(raw)
                 end
             end
             -- The route's flags: "u" an Ingress route with nginx.org/proxy-buffering:
-            -- false (ingress_vs), "g" gRPC (ferryman.configs.virtualserver),
+            -- false (ingress_vs), "g" gRPC (ferryman.kinds.virtualserver.records.virtualserver),
             -- "b<kib>" a buffer tier (ferryman.configs.buffer_tiers).
             local flags = f[9] or ""
             route.unbuffered = find(flags, "u", 1, true) ~= nil
@@ -210,7 +210,7 @@ function _M.decode(raw)
         elseif f[1] == "S" then
             named[vs] = f[2]
         elseif f[1] == "O" then
-            -- An Ingress host's options (ferryman.configs.ingress_vs).
+            -- An Ingress host's options (ferryman.kinds.ingress.records.as_virtualserver).
             vs.options = {
                 hsts = f[2] ~= "" and decode_base64(f[2]) or nil,
                 hsts_behind_proxy = f[3] == "1",

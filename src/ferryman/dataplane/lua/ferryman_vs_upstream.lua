@@ -1,6 +1,6 @@
 -- A VirtualServer upstream's fields and a proxy action's header fields that
 -- NIC writes as NGINX directives, done per request instead (what each field
--- becomes, and which cannot: ferryman.configs.vs_upstream and vs_response).
+-- becomes, and which cannot: ferryman.kinds.virtualserver.records.upstream and vs_response).
 -- ferryman_vs.lua decodes and routes; this module is called at the points
 -- where NGINX would apply the directive.
 
@@ -206,7 +206,7 @@ end
 -- The header filter of a proxied response: responseHeaders.pass (NGINX
 -- hides Date, Server, X-Pad and X-Accel-* unless proxy_pass_header) and
 -- .ignore of X-Accel-Limit-Rate (the rate it set undone; the other ignorable
--- headers: ferryman.configs.vs_response).
+-- headers: ferryman.kinds.virtualserver.records.response).
 function _M.header_filter(passed, ignore_rate)
     local var = ngx.var
     if var.upstream_status == nil then

@@ -1,6 +1,6 @@
 /*
  * Reading the records ferryman pushes (configs/routes.py,
- * configs/transportserver.py): space-separated fields and "<addr>#<port>"
+ * kinds/transport/records/stream.py): space-separated fields and "<addr>#<port>"
  * peers. Both modules read them (ngx_http_ferryman_module and, in its own
  * .so, ngx_stream_ferryman_module), so the readers are static inline here
  * rather than exported from one .so to the other.

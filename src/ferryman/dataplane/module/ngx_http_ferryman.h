@@ -225,7 +225,7 @@ int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
 
 /* The zone (ferryman_fast_zone), NULL: none in this configuration. */
 extern ngx_shm_zone_t    *ferryman_zone;
-/* $ferryman_listener's index (configs/http_listeners.py's map), NGX_ERROR when
+/* $ferryman_listener's index (kinds/transport/records/http_listeners.py's map), NGX_ERROR when
  * the configuration defines no such variable: every request is then on the
  * default ports' listener, "". */
 extern ngx_int_t          ferryman_listener_index;

@@ -18,7 +18,7 @@
  * State: one shared zone ("ferryman_fast_limits", ferryman_limit_zone) for
  * every NIC zone, a node per (NIC zone, key), in a red-black tree by CRC32 and
  * a queue in least recently used order. The Lua slow path keeps its own
- * (lua_shared_dict ferryman_limits): configs/vs_fast.py serves a NIC zone in
+ * (lua_shared_dict ferryman_limits): kinds/virtualserver/records/fast.py serves a NIC zone in
  * C only when every route using it is served here, so each zone's requests
  * are counted in exactly one place.
  *

@@ -12,7 +12,7 @@
 #include <ngx_http.h>
 
 
-/* The F record's bounds (configs/vs_fast.py keeps larger values in Lua):
+/* The F record's bounds (kinds/virtualserver/records/fast.py keeps larger values in Lua):
  * rate in thousandths of a request per second, so that rate * ms and
  * excess * 1000 never overflow 64 bits. */
 #define FERRYMAN_LIMIT_MAX_RATE   1000000000000ULL

@@ -1,7 +1,7 @@
 /*
  * VirtualServer routes in C, for requests: a request takes its location by
  * NGINX's precedence over all of the host's routes (as
- * configs/vs_routes.py::find_location and ferryman_vs.lua); on a fast route
+ * kinds/virtualserver/records/locations.py::find_location and ferryman_vs.lua); on a fast route
  * its match conditions and split pick the upstream here, on any other the
  * request goes to the slow path, which routes it from the V record as before.
  * The F record these routes come from: ngx_http_ferryman_vs_parse.c.

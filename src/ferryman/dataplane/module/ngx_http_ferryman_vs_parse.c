@@ -1,10 +1,10 @@
 /*
- * VirtualServer routes in C: the F record (configs/vs_fast.py writes it, next
+ * VirtualServer routes in C: the F record (kinds/virtualserver/records/fast.py writes it, next
  * to the V record the Lua slow path routes with) carries every route's
  * location and, for the routes this module can serve exactly, their matches,
  * splits and upstreams; any other route says "slow". A request takes its
  * location by NGINX's precedence over all of the host's routes (as
- * configs/vs_routes.py::find_location and ferryman_vs.lua); on a fast route
+ * kinds/virtualserver/records/locations.py::find_location and ferryman_vs.lua); on a fast route
  * its match conditions and split pick the upstream here, on any other the
  * request goes to the slow path, which routes it from the V record as before.
  *

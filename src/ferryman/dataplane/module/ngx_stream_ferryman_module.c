@@ -13,7 +13,7 @@
  *
  * An S record is "<backend> <method> <max_fails> <fail_timeout ms>
  * <max_conns> <tries> <next_upstream 0|1> <next_upstream_timeout ms>
- * [<backup backend>]" (ferryman.configs.transportserver writes it); method is
+ * [<backup backend>]" (ferryman.kinds.transport.records.stream writes it); method is
  * rr, lc, random, random2 or random2lc. Failures and open connections are
  * counted per peer in the zone (all workers agree), through the functions
  * ngx_http_ferryman_module exports (ngx_ferryman_stream_api.h): this module
@@ -226,7 +226,7 @@ ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  * `ssl_certificate data:$ferryman_stream_certificate` in a server whose
  * TransportServers end TLS. The record "T:<listener>/<host>" (or
  * "T:<listener>" for one without a host) is "<base64 chain> <base64 key>"
- * (ferryman.configs.transportserver); the name is the client's SNI, then its
+ * (ferryman.kinds.transport.records.stream); the name is the client's SNI, then its
  * one-label wildcard, then none. No record: empty, and the handshake fails.
  */
 static ngx_int_t

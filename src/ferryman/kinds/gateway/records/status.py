@@ -1,0 +1,156 @@
+"""Gateway API statuses as the API holds them (pure: ``gateway_attach``'s
+conditions in, ``status`` bodies out).
+
+Every condition carries the object's generation as ``observedGeneration``:
+clients (the conformance suite among them) take a condition with an older
+one as not yet reported. ``lastTransitionTime`` is the writer's
+(report/kubernetes.py), which keeps it while a condition's status stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ferryman.kinds.gateway.parse.gateway_api import GROUP
+from ferryman.kinds.gateway.records.addresses import NoAddress
+from ferryman.kinds.gateway.records.attach import Condition, GatewayStatus, ParentStatus
+
+# What ferryman serves of the specification (GatewayClass
+# status.supportedFeatures, which the conformance suite reads): the core of
+# GATEWAY-HTTP and the extended features the route engine implements.
+SUPPORTED_FEATURES = (
+    "Gateway",
+    "HTTPRoute",
+    "ReferenceGrant",
+    "GatewayAddressEmpty",
+    "GatewayHTTPListenerIsolation",
+    "GatewayHTTPSListenerDetectMisdirectedRequests",
+    "GatewayPort8080",
+    "GatewayStaticAddresses",
+    "HTTPRoute303RedirectStatusCode",
+    "HTTPRoute307RedirectStatusCode",
+    "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolWebSocket",
+    "HTTPRouteBackendRequestHeaderModification",
+    "HTTPRouteBackendTimeout",
+    "HTTPRouteCORS",
+    "HTTPRouteDestinationPortMatching",
+    "HTTPRouteHostRewrite",
+    "HTTPRouteMethodMatching",
+    "HTTPRouteNamedRouteRule",
+    "HTTPRouteParentRefPort",
+    "HTTPRoutePathRedirect",
+    "HTTPRoutePathRewrite",
+    "HTTPRoutePortRedirect",
+    "HTTPRouteQueryParamMatching",
+    "HTTPRouteRequestTimeout",
+    "HTTPRouteResponseHeaderModification",
+    "HTTPRouteSchemeRedirect",
+)
+
+
+def conditions(items: Iterable[Condition], generation: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": c.type,
+            "status": "True" if c.status else "False",
+            "reason": c.reason,
+            "message": c.message or c.reason,
+            "observedGeneration": generation,
+        }
+        for c in items
+    ]
+
+
+def gateway_class_status(generation: int, accepted: bool, message: str = "") -> dict[str, Any]:
+    if accepted:
+        condition = Condition("Accepted", True, "Accepted", "served by ferryman")
+    else:
+        condition = Condition("Accepted", False, "InvalidParameters", message)
+    return {
+        "conditions": conditions([condition], generation),
+        "supportedFeatures": [{"name": f} for f in sorted(SUPPORTED_FEATURES)],
+    }
+
+
+def gateway_status(status: GatewayStatus, generation: int, address: str | None) -> dict[str, Any]:
+    return {
+        "addresses": [{"type": "IPAddress", "value": address}] if address else [],
+        "conditions": conditions(status.conditions, generation),
+        "listeners": [
+            {
+                "name": s.name,
+                "supportedKinds": [{"group": g, "kind": k} for g, k in s.supported_kinds],
+                "attachedRoutes": s.attached_routes,
+                "conditions": conditions(s.conditions, generation),
+            }
+            for s in status.listeners
+        ],
+    }
+
+
+def invalid_gateway_status(generation: int, message: str) -> dict[str, Any]:
+    """A Gateway the API server would not have taken (manifests mode)."""
+    return {
+        "conditions": conditions(
+            [
+                Condition("Accepted", False, "Invalid", message),
+                Condition("Programmed", False, "Invalid", message),
+            ],
+            generation,
+        ),
+    }
+
+
+def route_parents(
+    parents: Iterable[ParentStatus], route_namespace: str, generation: int, controller: str
+) -> dict[str, Any]:
+    out = []
+    for p in parents:
+        ref: dict[str, Any] = {
+            "group": p.parent.group or GROUP,
+            "kind": p.parent.kind or "Gateway",
+            "namespace": p.parent.namespace or route_namespace,
+            "name": p.parent.name,
+        }
+        if p.parent.section_name is not None:
+            ref["sectionName"] = p.parent.section_name
+        if p.parent.port is not None:
+            ref["port"] = p.parent.port
+        out.append(
+            {
+                "parentRef": ref,
+                "controllerName": controller,
+                "conditions": conditions(p.conditions, generation),
+            }
+        )
+    return {"parents": out}
+
+
+def address_entry(value: str) -> dict[str, str]:
+    """A Gateway status address as the API writes it."""
+    kind = "IPAddress" if value.replace(".", "").isdigit() or ":" in value else "Hostname"
+    return {"type": kind, "value": value}
+
+
+def without_address(body: dict[str, Any], why: NoAddress, generation: int) -> dict[str, Any]:
+    """A Gateway without an address is not programmed; one asking for an address
+    ferryman does not support is not accepted either."""
+    replaced = {"Programmed"} if why.accepted else {"Accepted", "Programmed"}
+    conditions = [c for c in body["conditions"] if c["type"] not in replaced]
+    if not why.accepted:
+        conditions.append(_false_condition("Accepted", why.reason, why.message, generation))
+    programmed = why.reason if why.accepted else "Invalid"
+    conditions.append(_false_condition("Programmed", programmed, why.message, generation))
+    return {**body, "addresses": [], "conditions": conditions}
+
+
+def _false_condition(kind: str, reason: str, message: str, generation: int) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+    }

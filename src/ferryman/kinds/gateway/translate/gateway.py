@@ -1,0 +1,483 @@
+"""Gateway API (--enable-gateway-api): GatewayClasses naming ferryman's
+controller, their Gateways, the HTTPRoutes attached to them and the
+ReferenceGrants they need -> the Gateway server's sockets, W records, and
+every object's status.
+
+Attachment depends on everything at once (a route's acceptance on a listener's
+hostname and namespaces, a listener's attached routes on every route, a
+backend's resolution on Services and grants), so the translator does not
+translate one object: a change to any of its kinds, to a Service, a
+Namespace's labels or a certificate's Secret marks it stale, and ``prepare``
+computes the whole Gateway state once per batch, before the flush pushes the
+records. Statuses are published after the flush (``publish``), each only
+when it changed.
+
+Host ownership across APIs: a Gateway serves its hostnames on its own
+sockets (its address from --gateway-addresses, its listeners' ports), which
+Ingress and VirtualServer hosts never share; so a name claimed by an Ingress
+and a Gateway listener is served by both, each where it listens. Without an
+address pool every Gateway listens on all addresses, and ferryman's own ports
+(the Ingress listeners among them) are refused to its listeners
+(PortUnavailable) rather than shared; so are a GlobalConfiguration listener's
+port, a port NGINX could not bind, and an Ingress's ``listen-ports`` port when
+that Ingress is older (one owner per port, the oldest: listen_ports.py keeps
+the Ingresses' side and is told which ports the Gateways keep).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from ferryman.configs.model import BackendKey, backend_key
+from ferryman.configuration import AgeKey
+from ferryman.kinds.gateway.parse.gateway_api import (
+    Gateway,
+    HTTPRoute,
+    parse_gateway,
+    parse_gateway_class,
+    parse_http_route,
+)
+from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
+from ferryman.kinds.gateway.records.addresses import Asking, NoAddress, Outcome, assign
+from ferryman.kinds.gateway.records.attach import attach
+from ferryman.kinds.gateway.records.servers import (
+    ANY_ADDRESS,
+    GATEWAY_LISTENS_FILE,
+    Served,
+    render_listens,
+    routes_in,
+)
+from ferryman.kinds.gateway.records.status import (
+    address_entry,
+    gateway_class_status,
+    gateway_status,
+    invalid_gateway_status,
+    route_parents,
+    without_address,
+)
+from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
+from ferryman.metrics import Metrics
+from ferryman.reads import Reads
+from ferryman.report import REJECTED, WARNING, GatewayStatusSink
+from ferryman.resources.meta import ObjectRef
+from ferryman.resources.nic_fields import Parsed
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.translators import Worker
+from ferryman.translators.desired import Desired
+from ferryman.translators.listen_ports import ListenPorts
+
+log = logging.getLogger("ferryman.gateway")
+
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+# Where W records' certificates are noted in Desired.host_cert (no host name
+# holds a ":", so these never meet an Ingress's or VirtualServer's host).
+_CERT_PREFIX = "gateway:"
+
+
+class GatewayTranslator:
+    kinds: tuple[str, ...] = KINDS
+    renders: tuple[str, ...] = ("Gateway", "HTTPRoute")
+    rejected_state: str | None = None
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        desired: Desired,
+        worker: Worker,
+        files: MutableMapping[str, str],
+        status: GatewayStatusSink | None,
+        ports: ListenPorts | None = None,
+        listeners_give_way: Callable[[Mapping[int, str]], None] = lambda held: None,
+    ) -> None:
+        """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
+        listeners (None: neither is served); ``listeners_give_way``: told the
+        ports Gateways keep, where a younger GlobalConfiguration's listeners
+        are left out (kinds/transport/translate/servers.py)."""
+        self._settings = settings
+        self._ports = ports
+        self._listeners_give_way = listeners_give_way
+        self._everywhere: set[tuple[str, str]] = set()  # Gateways on every address
+        # The GlobalConfiguration's TCP and HTTP listeners as asked for (port ->
+        # name), whatever Gateways took from it since.
+        self._gc_ports: dict[int, str] = {}
+        self._store = store
+        self._d = desired
+        self._worker = worker
+        self._files = files
+        self._sink = status
+        self._stale = True
+        # Each object's parse, with the raw object it was made from: the store
+        # replaces an object on change, so an unchanged one is not parsed again.
+        self._parsed: dict[ObjectRef, _Parse] = {}
+        self._assigned: dict[tuple[str, str], str] = {}
+        self._status_addresses: tuple[str, ...] = ()
+        self._wanted: dict[ObjectRef, Mapping[str, Any]] = {}
+        # What was sent, with the uid of the object it was sent for: an object
+        # deleted and created again within a batch gets its status again.
+        self._sent: dict[ObjectRef, tuple[str | None, Mapping[str, Any]]] = {}
+        self._route_backends: dict[ObjectRef, frozenset[BackendKey]] = {}
+        self._rejected: dict[ObjectRef, str] = {}
+        # HTTPRoutes left out for --max-record-bytes (kinds/gateway/translate/fit.py).
+        self._left_out: dict[ObjectRef, str] = {}
+        # Routes in a W record NGINX refused: the parse they were refused with, why.
+        self._refused: dict[ObjectRef, tuple[object, str]] = {}
+        self._served: list[Served] = []
+        files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
+
+    # ---- Translator protocol -------------------------------------------------------
+
+    def sync(self, ref: ObjectRef) -> None:
+        self._stale = True
+
+    def render(self, ref: ObjectRef) -> None:
+        self._stale = True
+
+    def withdraw(self, ref: ObjectRef) -> None:
+        self._stale = True
+
+    def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
+        pass
+
+    def waiting(self, refs: set[ObjectRef]) -> set[ObjectRef]:
+        return set()
+
+    def gauges(self, metrics: Metrics) -> None:
+        pass
+
+    # ---- the worker's hooks --------------------------------------------------------
+
+    def touch(self) -> None:
+        """A Service or Namespace changed: attachment may have."""
+        self._stale = True
+
+    def set_addresses(self, addresses: tuple[str, ...]) -> None:
+        """The addresses Ingress status shows: Gateways' without an address pool."""
+        if addresses != self._status_addresses:
+            self._status_addresses = addresses
+            self._stale = True
+
+    def prepare(self) -> None:
+        """Compute the Gateway state if anything it depends on changed."""
+        if not self._stale:
+            return
+        self._stale = False
+        try:
+            self._compute()
+        except Exception:
+            # Keep what NGINX holds and say so; the next change tries again.
+            log.exception("gateway translation failed")
+
+    def publish(self) -> None:
+        """Send each status that changed since it was last sent."""
+        if self._sink is None:
+            return
+        for ref, status in sorted(self._wanted.items()):
+            sent = (self._store.uid(ref), status)
+            if self._sent.get(ref) != sent:
+                self._sink(ref, status)
+                self._sent[ref] = sent
+        for ref in [r for r in self._sent if r not in self._wanted]:
+            del self._sent[ref]
+
+    # ---- the computation -----------------------------------------------------------
+
+    def _parse_all(self, kind: str, parser: Any) -> list[tuple[ObjectRef, _Parse]]:
+        """Every object of ``kind``, parsed; only those the store replaced since
+        the last time are read and parsed again (Store.stamp)."""
+        store = self._store
+        out = []
+        for ref in store.refs(kind):
+            stamp = store.stamp(kind, ref.namespace, ref.name)
+            cached = self._parsed.get(ref)
+            if cached is None or cached.stamp is not stamp:
+                obj = store.get(kind, ref.namespace, ref.name) or {}
+                meta = obj.get("metadata") or {}
+                spec = obj.get("spec") or {}
+                cached = _Parse(
+                    stamp,
+                    parser(obj),
+                    str(spec.get("gatewayClassName") or "") if isinstance(spec, Mapping) else "",
+                    int(meta.get("generation") or 0) if isinstance(meta, Mapping) else 0,
+                )
+                self._parsed[ref] = cached
+            out.append((ref, cached))
+        return out
+
+    def _reject(self, ref: ObjectRef, parsed: Parsed[Any]) -> None:
+        message = f"{ref.namespace}/{ref.name} was rejected: {parsed.message()}"
+        if self._rejected.get(ref) != message:
+            self._rejected[ref] = message
+            self._d.event(ref, WARNING, REJECTED, message)
+
+    def refused(self, key: str, why: str) -> None:
+        """NGINX refused W record ``key`` (``why``: the limit it hit): the routes
+        in it are left out of every record, with Accepted False and a Rejected
+        Event saying so, until they change; the records are computed again at
+        the next ``prepare``."""
+        routes = routes_in(self._served, key)
+        if not routes:  # a listener's own record: no route to tell
+            fields = {"key": key, "why": why}
+            log.warning("NGINX refused a Gateway record", extra={"fields": fields})
+        for route in sorted(routes):
+            ref = ObjectRef("HTTPRoute", *route.split("/", 1))
+            parse = self._parsed.get(ref)
+            self._refused[ref] = (parse.stamp if parse else None, f"the Gateway record {key} {why}")
+        self._stale = True
+
+    def _still_refused(self) -> dict[str, str]:
+        """The routes NGINX refused a record of, less those changed since."""
+        for ref, (stamp, _) in list(self._refused.items()):
+            parse = self._parsed.get(ref)
+            if parse is None or parse.stamp is not stamp:
+                del self._refused[ref]
+        return {f"{r.namespace}/{r.name}": why for r, (_, why) in self._refused.items()}
+
+    def _refuse(self, ref: ObjectRef, why: str | None) -> None:
+        """A Rejected Event for a route left out of its listeners' records, once
+        each time it is left out."""
+        if why is None:
+            self._left_out.pop(ref, None)
+        elif self._left_out.get(ref) != why:
+            self._left_out[ref] = why
+            self._d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
+
+    def _compute(self) -> None:
+        store, settings = self._store, self._settings
+        wanted: dict[ObjectRef, Mapping[str, Any]] = {}
+        seen: set[ObjectRef] = set()
+        classes: set[str] = set()
+        for ref, p in self._parse_all("GatewayClass", parse_gateway_class):
+            seen.add(ref)
+            gc = p.parsed.resource
+            if gc is not None and gc.controller == settings.gateway_controller_name:
+                classes.add(gc.meta.name)
+                wanted[ref] = gateway_class_status(gc.meta.generation, True)
+        gateways: list[Gateway] = []
+        for ref, p in self._parse_all("Gateway", parse_gateway):
+            seen.add(ref)
+            if p.class_name not in classes:
+                continue
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
+                wanted[ref] = invalid_gateway_status(p.generation, p.parsed.message())
+                continue
+            gateways.append(p.parsed.resource)
+        gateways.sort(key=_age)
+        routes: list[HTTPRoute] = []
+        for ref, p in self._parse_all("HTTPRoute", parse_http_route):
+            seen.add(ref)
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
+            else:
+                routes.append(p.parsed.resource)
+        grants: list[ReferenceGrant] = []
+        for ref, p in self._parse_all("ReferenceGrant", parse_reference_grant):
+            seen.add(ref)
+            if p.parsed.resource is not None:
+                grants.append(p.parsed.resource)
+        for gone in [r for r in self._parsed if r not in seen]:
+            del self._parsed[gone]
+            self._rejected.pop(gone, None)
+            self._left_out.pop(gone, None)
+
+        reads = Reads(self._d.cache)
+
+        def secret(namespace: str, name: str) -> str | None:
+            state = reads.secret(namespace, name)
+            return None if state.cert_id else (state.error or "unusable")
+
+        def namespace_labels(name: str) -> Mapping[str, str] | None:
+            obj = store.get("Namespace", "", name)
+            if obj is None:
+                return None
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            return {str(k): str(v) for k, v in labels.items()}
+
+        def service_exists(namespace: str, name: str) -> bool:
+            return store.get("Service", namespace, name) is not None
+
+        outcomes = self._addresses(gateways)
+        self._everywhere = {k for k, o in outcomes.items() if o == ANY_ADDRESS}
+        gc = reads.global_configuration() if self._ports is not None else None
+        self._gc_ports = {
+            lst.port: lst.name for lst in (gc.listeners if gc else ()) if lst.protocol != "UDP"
+        }
+        att = attach(
+            gateways, routes, grants, secret, namespace_labels, service_exists, self._unavailable
+        )
+        held: dict[int, str] = {}
+        asked: set[int] = set()
+        served: list[Served] = []
+        sockets: set[tuple[str, int, bool]] = set()
+        for g in gateways:
+            key = (g.meta.namespace, g.meta.name)
+            outcome = outcomes[key]
+            address = outcome if isinstance(outcome, str) else None
+            status = att.gateways[key]
+            shown = address if address != ANY_ADDRESS else None
+            body = gateway_status(status, g.meta.generation, shown)
+            if isinstance(outcome, NoAddress):
+                body = without_address(body, outcome, g.meta.generation)
+            elif address == ANY_ADDRESS and self._status_addresses:
+                body["addresses"] = [address_entry(a) for a in self._status_addresses]
+            wanted[ObjectRef("Gateway", *key)] = body
+            if address is None:
+                continue
+            usable = {s.name for s in status.listeners if _programmed(s.conditions)}
+            for lst in g.listeners:
+                asked.add(lst.port)
+                if lst.name not in usable:
+                    continue
+                if address == ANY_ADDRESS:
+                    who = f"{g.meta.namespace}/{g.meta.name}'s listener {lst.name}"
+                    held.setdefault(lst.port, f"is Gateway {who}'s port")
+                cert = None
+                if lst.protocol == "HTTPS" and lst.certificates:
+                    cref = lst.certificates[0]
+                    cert = reads.secret(cref.namespace or g.meta.namespace, cref.name).cert_id
+                table = att.table.get((*key, lst.name), {})
+                served.append(Served(address, lst, table, cert))
+                sockets.add((address, lst.port, lst.protocol == "HTTPS"))
+        self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
+        refused = self._still_refused()
+        fitted = fit_routes(without(served, set(refused)), settings.max_record_bytes)
+        too_large = fitted.why | refused
+        self._served = fitted.served
+        self._write_records(fitted.served, fitted.records)
+        self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
+        if self._ports is not None and (changed := self._ports.set_gateway_ports(held, asked)):
+            self._worker.render_all(changed)
+        self._listeners_give_way(held)
+        controller = settings.gateway_controller_name
+        for route in routes:
+            ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
+            parents = att.routes.get((route.meta.namespace, route.meta.name), ())
+            if (why := too_large.get(f"{ref.namespace}/{ref.name}")) is not None:
+                parents = not_accepted(parents, why)
+            self._refuse(ref, why)
+            if parents or ref in self._sent:
+                wanted[ref] = route_parents(
+                    parents, route.meta.namespace, route.meta.generation, controller
+                )
+        self._wanted = wanted
+
+    def _write_records(self, served: list[Served], wanted: Mapping[str, str]) -> None:
+        d = self._d
+        for key in [k for k in d.records if k[0] == "W" and k[1] not in wanted]:
+            del d.records[key]
+        for name, value in wanted.items():
+            d.records[("W", name)] = value
+        for host in [h for h in d.host_cert if h.startswith(_CERT_PREFIX)]:
+            del d.host_cert[host]
+        for i, s in enumerate(served):
+            if s.cert_id:
+                d.host_cert[f"{_CERT_PREFIX}{i}"] = s.cert_id
+        # Which backends each route uses: their endpoint sets are computed and
+        # kept while some route on a served listener uses them.
+        uses: dict[ObjectRef, set[BackendKey]] = {}
+        for s in served:
+            for entries in s.table.values():
+                for e in entries:
+                    namespace, name = e.route.split("/", 1)
+                    keys = uses.setdefault(ObjectRef("HTTPRoute", namespace, name), set())
+                    for ns, service, port, _ in e.backends:
+                        if service is not None:
+                            keys.add(backend_key(ns, service, str(port)))
+                    for ns, service, port, _ in e.mirrors:
+                        keys.add(backend_key(ns, service, str(port)))
+        for ref in set(self._route_backends) | set(uses):
+            backends = frozenset(uses.get(ref, ()))
+            if self._route_backends.get(ref) != backends:
+                d.endpoints.set_backends(ref, backends)
+                if backends:
+                    self._route_backends[ref] = backends
+                else:
+                    self._route_backends.pop(ref, None)
+
+    def _unavailable(self, g: Gateway, port: int) -> str | None:
+        own = self._own_port(port)
+        if own is not None or self._ports is None:
+            return own
+        if port in (unbindable := self._ports.unbindable()):
+            return f"port {port} {unbindable[port]}"
+        if (g.meta.namespace, g.meta.name) not in self._everywhere:
+            return None  # on its own address: never an Ingress's or a listener's socket
+        if port in self._gc_ports and self._gc_older(g):
+            return f"port {port} is GlobalConfiguration listener {self._gc_ports[port]}'s port"
+        oldest = self._ports.oldest(port)
+        if oldest is not None and oldest[0] < _age_key(g):
+            ref = oldest[1]
+            return f"port {port} is served for Ingress {ref.namespace}/{ref.name}"
+        return None
+
+    def _gc_older(self, g: Gateway) -> bool:
+        """The GlobalConfiguration is older than ``g``: its listeners keep their
+        ports (else it leaves out those ``g``'s listeners take)."""
+        name = self._settings.global_configuration
+        obj = self._store.get("GlobalConfiguration", *name) if name else None
+        meta = (obj or {}).get("metadata") or {}
+        ts = meta.get("creationTimestamp")
+        ts = ts if isinstance(ts, str) else None
+        age = (ts is None, ts or "", *(name or ("", "")), "GlobalConfiguration")
+        return age < _age_key(g)
+
+    def _own_port(self, port: int) -> str | None:
+        s = self._settings
+        own = {s.ready_port: "readiness", s.metrics_port: "metrics"}
+        if s.nginx_status_port:
+            own[s.nginx_status_port] = "NGINX status"
+        if s.readiness_gate_webhook_port:
+            own[s.readiness_gate_webhook_port] = "readiness gate webhook"
+        if not s.gateway_addresses or s.tls_passthrough:
+            own[s.https_port] = "Ingress HTTPS"
+        if not s.gateway_addresses:
+            own[s.http_port] = "Ingress HTTP"
+        if port in own:
+            return f"port {port} is ferryman's {own[port]} port"
+        return None
+
+    def _addresses(self, gateways: list[Gateway]) -> dict[tuple[str, str], Outcome]:
+        """Each Gateway's address or why it has none (kinds/gateway/records/addresses.py)."""
+        asking = [Asking((g.meta.namespace, g.meta.name), g.addresses) for g in gateways]
+        self._assigned, outcomes = assign(
+            asking,
+            self._settings.gateway_addresses,
+            self._assigned,
+            self._had_address,
+            self._status_addresses,
+        )
+        return outcomes
+
+    def _had_address(self, key: tuple[str, str]) -> str | None:
+        obj = self._store.get("Gateway", *key)
+        for a in ((obj or {}).get("status") or {}).get("addresses") or []:
+            if isinstance(a, Mapping) and isinstance(a.get("value"), str):
+                return str(a["value"])
+        return None
+
+
+@dataclass(frozen=True)
+class _Parse:
+    stamp: object  # Store.stamp of the object parsed
+    parsed: Parsed[Any]
+    class_name: str  # a Gateway's spec.gatewayClassName, as written
+    generation: int
+
+
+def _age(g: Gateway) -> tuple[str, str, str]:
+    return (g.meta.creation_timestamp or "", g.meta.namespace, g.meta.name)
+
+
+def _age_key(g: Gateway) -> AgeKey:
+    """As Ingresses' (configuration.age_key): who is older decides a port."""
+    ts = g.meta.creation_timestamp
+    return (ts is None, ts or "", g.meta.namespace, g.meta.name, "Gateway")
+
+
+def _programmed(conditions: Iterable[Any]) -> bool:
+    return any(c.type == "Programmed" and c.status for c in conditions)

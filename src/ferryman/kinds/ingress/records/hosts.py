@@ -1,0 +1,268 @@
+"""Which records an Ingress's hosts become, by what its annotations ask for.
+
+- nothing beyond the fast path's (paths, TLS, ssl-redirect, round-robin or
+  least_conn, max-fails, fail-timeout): the ``H`` record alone, routed by the
+  C module;
+- ``nginx.org/policies`` only: the stub ``H`` and the ``I`` V record
+  (``ingress_policies``);
+- any other option (``ingress_options``) or basic auth: the stub ``H`` and a
+  VirtualServer-style V record (``ingress_vs``), with the policies in it.
+
+A mergeable master's host is its minions' paths (``ingress_mergeable``), on
+the fast path when none of them (nor the master) asks for more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from ferryman.configs.endpoints import CLUSTER_IP
+from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost
+from ferryman.configs.routes import backends_of
+from ferryman.kinds.ingress.parse.ingress import Ingress
+from ferryman.kinds.ingress.records.as_virtualserver import (
+    Part,
+    basic_auth,
+    combined,
+    ingress_vs_routing,
+)
+from ferryman.kinds.ingress.records.limit_req import limit_req_policy
+from ferryman.kinds.ingress.records.mergeable import (
+    MASTER_DENYLIST,
+    filtered,
+    master_of,
+    merge,
+    minion_annotations,
+)
+from ferryman.kinds.ingress.records.options import IngressOptions, ingress_options
+from ferryman.kinds.ingress.records.policies import client_check, ingress_policies, ingress_routing
+from ferryman.kinds.ingress.records.virtual_hosts import backend_of
+from ferryman.kinds.policy.records.attach import NONE, Attached
+from ferryman.kinds.policy.records.reads import PolicyReads
+from ferryman.resources import validation
+
+
+@dataclass(frozen=True)
+class Written:
+    host: VirtualHost  # the H record's
+    routing: str | None  # the V record, None: none
+    backends: frozenset[BackendKey] = frozenset()
+    fast: str | None = None  # the F record (ingress_vs), None: none
+    client_check: str | None = None  # the M record (ingressMTLS), None: none
+
+
+@dataclass
+class Outcome:
+    written: list[Written] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # A master's minions: namespace/name -> their warnings (served minions only).
+    minions: dict[str, list[str]] = field(default_factory=dict)
+
+
+_CLUSTER_IP_NOT_ON_ANGIE = (
+    "nginx.org/use-cluster-ip is applied by the nginx data plane only (ferryman); "
+    "the endpoints are used"
+)
+_NOT_ON_ANGIE = (
+    "nginx.org annotations beyond lb-method, max-fails, fail-timeout and "
+    "ssl-redirect are applied by the nginx data plane only (ferryman); ignored"
+)
+
+
+def ingress_records(
+    ing: Ingress,
+    vhosts: list[VirtualHost],
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+    *,
+    slow_path: bool = True,
+    mergeable: list[Ingress] | None = None,
+) -> Outcome:
+    """The records of ``vhosts`` (``ingress.virtual_hosts``) and the warnings;
+    ``slow_path``: the data plane has the Lua slow path (not Angie's);
+    ``mergeable``: for a master, the mergeable Ingresses of its host."""
+    out = Outcome()
+    if ing.mergeable == "minion" and slow_path:
+        out.warnings = _minion_warnings(ing, reads, ingress_class, configmap, mergeable or [])
+    if not vhosts:
+        return out
+    if ing.mergeable == "master":
+        return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [], slow_path)
+    options, out.warnings = ingress_options(ing.meta.annotations, configmap)
+    # The fast path's settings as resolved with the ConfigMap's defaults.
+    vhosts = [
+        replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))
+        for vh in vhosts
+    ]
+    if options.use_cluster_ip:
+        if slow_path:
+            vhosts = [cluster_ip_host(vh) for vh in vhosts]
+        else:
+            out.warnings.append(_CLUSTER_IP_NOT_ON_ANGIE)
+    auth = _route_configs(ing, options, reads) if slow_path else NONE
+    if not slow_path and (options.slow() or options.basic_auth_secret):
+        out.warnings.append(_NOT_ON_ANGIE)
+        out.written = [_plain(vh) for vh in vhosts]
+        return out
+    if not options.slow() and auth is NONE:
+        if not ing.policies:
+            out.written = [Written(vh, None, frozenset(backends_of(vh))) for vh in vhosts]
+            return out
+        guarded = ingress_policies(ing, reads, ingress_class)
+        check = client_check(guarded)
+        for vh in vhosts:
+            stub, record, extra = ingress_routing(vh, guarded)
+            backends = frozenset(backends_of(vh)) | extra
+            out.written.append(Written(stub, record, backends, client_check=check))
+        out.warnings += guarded.warnings
+        return out
+    policies = ingress_policies(ing, reads, ingress_class) if ing.policies else NONE
+    attached = combined(policies, auth)
+    out.warnings += attached.warnings
+    for vh in vhosts:
+        host = "" if vh.host == CATCH_ALL else vh.host
+        part = Part(ing, options, attached)
+        r = ingress_vs_routing([part], vh, host, options, attached)
+        out.written.append(Written(r.host, r.record, r.backends, r.fast, client_check(attached)))
+    return out
+
+
+def _master(
+    master: Ingress,
+    vhosts: list[VirtualHost],
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+    mergeable: list[Ingress],
+    slow_path: bool,
+) -> Outcome:
+    out = Outcome()
+    host = master.rules[0].host
+    annotations, out.warnings = filtered(master, MASTER_DENYLIST)
+    plain = replace(master, meta=replace(master.meta, annotations=annotations))
+    server, more = ingress_options(annotations, configmap)
+    vh = replace(vhosts[0], redirect_https=vhosts[0].tls and server.ssl_redirect)
+    out.warnings += more
+    spec = combined(
+        ingress_policies(plain, reads, ingress_class) if plain.policies else NONE,
+        basic_auth(plain, server, reads) if slow_path else NONE,
+    )
+    out.warnings += spec.warnings
+    merged = merge(host, mergeable)
+    parts: list[Part] = []
+    slow = server.slow() or bool(spec.configs) or spec.error
+    for minion in merged.minions:
+        _, warned = minion_annotations(minion, master)
+        served, options, auth, more = _minion(minion, master, reads, ingress_class, configmap)
+        if not slow_path:
+            auth = NONE
+        policies = _effective(spec, auth)
+        slow = slow or options.slow() or auth is not NONE
+        slow = slow or _balancing(options) != _balancing(server)
+        parts.append(Part(served, options, policies))
+        out.minions[f"{minion.meta.namespace}/{minion.meta.name}"] = [
+            *warned,
+            *more,
+            *merged.warnings.get(f"{minion.meta.namespace}/{minion.meta.name}", []),
+            *auth.warnings,
+        ]
+    if not slow or not slow_path:
+        if slow:
+            out.warnings.append(_NOT_ON_ANGIE)
+        routes = _routes(host, parts, slow_path)
+        out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
+        return out
+    r = ingress_vs_routing(parts, vh, host, server, spec)
+    out.written = [Written(r.host, r.record, r.backends, r.fast, client_check(spec))]
+    return out
+
+
+def cluster_ip_host(vh: VirtualHost) -> VirtualHost:
+    """``vh`` routing to its Services' ClusterIPs (``nginx.org/use-cluster-ip``):
+    each backend key names the ClusterIP endpoint set (configs/endpoints.py)."""
+    routes = tuple(replace(r, backend=r.backend + CLUSTER_IP) for r in vh.routes)
+    default = vh.default_backend + CLUSTER_IP if vh.default_backend else None
+    return replace(vh, routes=routes, default_backend=default)
+
+
+def _minion(
+    minion: Ingress,
+    master: Ingress,
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+) -> tuple[Ingress, IngressOptions, Attached, list[str]]:
+    """A minion as its master serves it: with the annotations it keeps or
+    inherits, its options, what its routes enforce and the options' warnings."""
+    own, _ = minion_annotations(minion, master)
+    options, warnings = ingress_options(own, configmap)
+    served = replace(minion, meta=replace(minion.meta, annotations=own))
+    auth = _route_configs(served, options, reads)
+    if served.policies:
+        # NIC writes a minion's policies into its locations.
+        auth = combined(ingress_policies(served, reads, ingress_class), auth)
+    return served, options, auth, warnings
+
+
+def _minion_warnings(
+    minion: Ingress,
+    reads: PolicyReads,
+    ingress_class: str,
+    configmap: Mapping[str, str],
+    mergeable: list[Ingress],
+) -> list[str]:
+    """A minion's own Event's warnings (its options' and its policies'): the
+    master's render applies them, but the Event is the minion's."""
+    master = master_of(minion.rules[0].host, mergeable)
+    if master is None:
+        return []
+    _, _, auth, warnings = _minion(minion, master, reads, ingress_class, configmap)
+    return [*warnings, *auth.warnings]
+
+
+def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
+    """What the Ingress's own annotations enforce on its routes as policies do:
+    basic auth and the limit-req rate limit."""
+    basic = basic_auth(ing, options, reads)
+    if options.limit_req is None:
+        return basic  # NONE stays NONE: the callers tell "nothing" by identity
+    limit = limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req)
+    return combined(basic, limit)
+
+
+def _plain(vh: VirtualHost) -> Written:
+    """``vh`` as an H record alone: without the paths that are regular
+    expressions (``nginx.org/path-regex``), which only the V record carries."""
+    routes = tuple(
+        r
+        for r in vh.routes
+        if validation.http_path(r.path, "Exact" if r.exact else "Prefix") is None
+    )
+    plain = replace(vh, routes=routes)
+    return Written(plain, None, frozenset(backends_of(plain)))
+
+
+def _effective(spec: Attached, route: Attached) -> Attached:
+    if spec.error or route.error:
+        return Attached({}, route.warnings, True)
+    return Attached({**spec.configs, **route.configs}, route.warnings)
+
+
+def _routes(host: str, parts: list[Part], slow_path: bool) -> tuple[Route, ...]:
+    routes = []
+    for part in parts:
+        for p in part.ing.rules[0].paths:
+            exact = p.path_type == "Exact"
+            path = p.path if exact else (p.path.rstrip("/") or "/")
+            key = backend_of(part.ing, p.backend)
+            key += CLUSTER_IP if part.options.use_cluster_ip and slow_path else ""
+            routes.append(Route(exact, path, key))
+    return tuple(routes)
+
+
+def _balancing(o: IngressOptions) -> str:
+    method = "lc" if o.lb_method == "least_conn" else "rr"
+    timeout = f"{o.fail_timeout_ms / 1000:.3f}".rstrip("0").rstrip(".")
+    return f"{method}:{o.max_fails}:{timeout}"

@@ -1,0 +1,52 @@
+"""The ``accessControl`` Policy: NGINX's allow/deny by the client's address.
+
+NIC writes ``allow <cidr>; ... deny all;`` or ``deny <cidr>; ... allow all;``;
+several Policies in one context add their lists up, and when both kinds meet
+the allow rules come first, so the deny ones never decide (NIC's warning says
+so). The client's address is NGINX's ``$remote_addr``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ferryman.kinds.policy.parse.policy import AccessControl, Policy
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step
+from ferryman.kinds.policy.records.reads import PolicyReads
+
+_BOTH = (
+    "AccessControl policy (or policies) with deny rules is overridden by policy (or policies) "
+    "with allow rules"
+)
+
+
+@dataclass(frozen=True)
+class Access(Enforced):
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    letter = "a"
+
+    def fields(self) -> tuple[str, ...]:
+        # Allow rules decide when there are any (NIC's "deny all" follows them).
+        action, networks = ("allow", self.allow) if self.allow else ("deny", self.deny)
+        return (action, ",".join(_network(n) for n in networks))
+
+
+def _network(text: str) -> str:
+    """``<4|6>.<network address, hex>.<prefix length>``: NGINX masks an address's
+    host bits (``10.0.0.1/8`` is ``10.0.0.0/8``), and a plain address is /32 or /128."""
+    net = ipaddress.ip_network(text, strict=False)
+    return f"{net.version}.{net.network_address.packed.hex()}.{net.prefixlen}"
+
+
+def translate(
+    policy: Policy, key: str, current: Enforced | None, owner: Owner, reads: PolicyReads
+) -> Step:
+    a = policy.policy
+    assert isinstance(a, AccessControl)
+    before = current if isinstance(current, Access) else Access((), ())
+    allow = before.allow + (a.networks if a.action == "allow" else ())
+    deny = before.deny + (a.networks if a.action == "deny" else ())
+    warnings = (_BOTH,) if allow and deny else ()
+    return Step(Access(allow, deny), warnings)

@@ -1,0 +1,102 @@
+"""The ``egressMTLS`` Policy: TLS to the upstream with a client certificate
+(ferryman_egress.lua).
+
+NIC writes ``proxy_ssl_certificate``, ``..._key``, ``proxy_ssl_trusted_certificate``,
+``proxy_ssl_verify``, ``..._verify_depth``, ``..._protocols``, ``..._ciphers``,
+``..._session_reuse``, ``..._server_name`` and ``proxy_ssl_name`` into the
+location. What NGINX takes from variables is set per request from the P item,
+with no reload: the client certificate and key (``data:`` values) and the
+name sent as SNI. What it does not (docs/virtualserver.md, "egressMTLS"):
+
+- ``verifyServer`` (with ``trustedCertSecret`` and ``verifyDepth``): the route
+  answers 500 with a warning, rather than talk to an unverified server the
+  Policy says must be verified;
+- ``protocols``, ``ciphers``, ``sessionReuse: false``: NGINX's own settings
+  stay (a warning names each).
+
+These take effect on upstreams with ``tls.enable`` (``proxy_pass https://``);
+on a plain one NGINX's proxy_ssl directives do nothing, in NIC too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ferryman.kinds.policy.parse.policy import EgressMTLS, Policy
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step, b64
+from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
+from ferryman.resources.secret import TLS_TYPE, TLSPair, parse_tls_secret
+from ferryman.resources.secret_ca import CA_TYPE, parse_ca_secret
+
+# NIC's defaults (policy.go: generateString(..., "TLSv1 TLSv1.1 TLSv1.2"), "DEFAULT").
+_NIC_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2")
+_NIC_CIPHERS = "DEFAULT"
+
+
+@dataclass(frozen=True)
+class Egress(Enforced):
+    chain: bytes  # PEM; empty: no client certificate
+    key: bytes
+    name: str  # the SNI name; "": none (serverName false)
+    letter = "e"
+
+    def fields(self) -> tuple[str, ...]:
+        return (b64(self.chain), b64(self.key), b64(self.name))
+
+
+def _problem(key: str, where: str, read: SecretRead[object], want: str) -> str | None:
+    """NIC's messages for a Secret egressMTLS cannot use."""
+    if not read.secret_type:
+        return f"EgressMTLS policy {key} references an invalid secret {where}: secret doesn't exist"
+    if read.secret_type != want:
+        return (
+            f"EgressMTLS policy {key} references a secret {where} of a wrong type "
+            f"'{read.secret_type}', must be '{want}'"
+        )
+    if read.value is None:
+        return f"EgressMTLS policy {key} references an invalid secret {where}: {read.error}"
+    return None
+
+
+def translate(
+    policy: Policy, key: str, current: Enforced | None, owner: Owner, reads: PolicyReads
+) -> Step:
+    e = policy.policy
+    assert isinstance(e, EgressMTLS)
+    if current is not None:
+        message = (
+            "Multiple egressMTLS policies in the same context is not valid. "
+            f"EgressMTLS policy {key} will be ignored"
+        )
+        return Step(None, (message,))
+    ns = policy.meta.namespace
+    pair = TLSPair(b"", b"")
+    if e.tls_secret:
+        read = reads.secret_read(ns, e.tls_secret, parse_tls_secret)
+        if problem := _problem(key, f"{ns}/{e.tls_secret}", read, TLS_TYPE):
+            return Step(None, (problem,), error=True)
+        assert isinstance(read.value, TLSPair)
+        pair = read.value
+    if e.trusted_cert_secret:
+        read = reads.secret_read(ns, e.trusted_cert_secret, parse_ca_secret)
+        if problem := _problem(key, f"{ns}/{e.trusted_cert_secret}", read, CA_TYPE):
+            return Step(None, (problem,), error=True)
+    if e.verify_server:
+        message = (
+            f"EgressMTLS policy {key}: verifyServer needs NGINX's proxy_ssl_verify and "
+            "proxy_ssl_trusted_certificate, which take no variables: not served (ferryman)"
+        )
+        return Step(None, (message,), error=True)
+    warnings = [
+        f"EgressMTLS policy {key}: {what} is not applied, NGINX's default stays (ferryman)"
+        for what, differs in (
+            ("protocols", bool(e.protocols) and e.protocols != _NIC_PROTOCOLS),
+            ("ciphers", bool(e.ciphers) and e.ciphers != _NIC_CIPHERS),
+            ("sessionReuse", not e.session_reuse),
+        )
+        if differs
+    ]
+    # serverName without sslName: NIC sends $proxy_host, its upstream's internal
+    # name, which no certificate holds; ferryman sends none.
+    name = e.ssl_name if e.server_name else ""
+    return Step(Egress(pair.chain, pair.key, name), tuple(warnings))

@@ -1,0 +1,105 @@
+"""GlobalConfiguration and TransportServers (kinds/transport/translate/servers.py) as a
+translator: the worker hands it their keys, and a TLS passthrough
+TransportServer's host takes part in the host ownership Ingresses and
+VirtualServers share (``renders``: rendered again when it wins or loses one)."""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+
+from ferryman.kinds.transport.parse.transportserver import TransportServer
+from ferryman.kinds.transport.translate.servers import KINDS, TransportServers
+from ferryman.kinds.virtualserver.translate.vsr_status import VALID
+from ferryman.metrics import Metrics
+from ferryman.reads import Reads
+from ferryman.report import NORMAL, WARNING
+from ferryman.resources.meta import ObjectRef
+from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.translators import Worker
+from ferryman.translators.desired import Desired
+from ferryman.translators.listen_ports import ListenPorts
+
+# The records a TransportServer holds (kinds/transport/translate/servers.py): S, its stream
+# routing, and T, its TLS certificate.
+RECORDS = ("S", "T")
+
+
+class TransportTranslator:
+    kinds: tuple[str, ...] = tuple(sorted(KINDS))
+    renders: tuple[str, ...] = ("TransportServer",)
+    rejected_state: str | None = None  # refuse() reports it
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        files: MutableMapping[str, str],
+        desired: Desired,
+        worker: Worker,
+        secrets: SecretStore,
+        stream: bool,
+        tls_socket: str,
+        http_listeners: bool = False,
+        listen_ports: ListenPorts | None = None,
+    ) -> None:
+        self._d = desired
+        self._worker = worker
+        self._secrets = secrets
+        self.servers = TransportServers(
+            settings, store, desired.records, files, stream=stream,
+            served_class=lambda: desired.policy.served, state=self._state,
+            event=desired.event, set_backends=desired.endpoints.set_backends,
+            owner=desired.config.owner, claim=self._claim, https_socket=tls_socket,
+            read_secret=self._secret, http_listeners=http_listeners,
+            set_http_listeners=listen_ports.set_listeners if listen_ports else None,
+            class_checked=desired.class_checked,
+        )  # fmt: skip
+
+    def _state(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
+        self._d.event(ref, NORMAL if state == VALID else WARNING, reason, message, state)
+
+    def _secret(self, ref: ObjectRef, name: str | None) -> tuple[str | None, str]:
+        """A TransportServer's TLS Secret as a certificate record (or why not); its
+        change translates the TransportServer again, as an Ingress's does."""
+        reads = Reads(self._d.cache)
+        state = reads.secret(ref.namespace, name) if name else None
+        self._d.declare(ref, reads.refs)
+        if state is None or state.cert_id is None:
+            return None, (state.error if state else None) or "not found"
+        return self._secrets.record(state.cert_id), ""
+
+    def _claim(self, ref: ObjectRef, ts: TransportServer | None) -> None:
+        """A TLS passthrough host joins (or leaves) the shared host ownership."""
+        config = self._d.config
+        self._worker.render_all(config.upsert(ts) if ts else config.delete(ref))
+
+    def sync(self, ref: ObjectRef) -> None:
+        self.servers.sync(ref)
+        if ref.kind == "GlobalConfiguration":
+            # VirtualServers on its HTTP listeners read it (Reads.global_configuration).
+            self._d.referenced_changed(ref)
+
+    def render(self, ref: ObjectRef) -> None:
+        self.servers.host_owners_changed()
+
+    def refuse(self, ref: ObjectRef, reason: str) -> None:
+        """NGINX refused its record (or rendering it failed): rejected until it changes."""
+        self.servers.refuse(ref, reason)
+
+    def holder(self, record: str) -> ObjectRef | None:
+        return self.servers.holder(record)
+
+    def withdraw(self, ref: ObjectRef) -> None:
+        pass
+
+    def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
+        pass
+
+    def waiting(self, refs: set[ObjectRef]) -> set[ObjectRef]:
+        return set()
+
+    def gauges(self, metrics: Metrics) -> None:
+        for kind, count in self.servers.counts().items():
+            metrics.transportserver_resources.labels(type=kind).set(count)
