@@ -23,8 +23,8 @@ from typing import Any
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.metrics import Metrics
+from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
-from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
@@ -121,7 +121,7 @@ def _objects(ips: list[str], ready: bool) -> list[dict[str, Any]]:
 class _Bench:
     def __init__(self, gates: bool) -> None:
         self.store = Store()
-        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.queue: WorkQueue[QueueKey] = WorkQueue()
         self.controller = Controller(
             Settings(state_dir=Path(tempfile.mkdtemp()), readiness_gates=gates),
             self.store,

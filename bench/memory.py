@@ -169,8 +169,8 @@ def deep_by_type(roots: list[object], seen: set[int]) -> tuple[Counter[str], Cou
 def profile(n: int, slices: int, work: Path, top: int) -> None:
     from ferryman.controller import Controller
     from ferryman.metrics import Metrics
+    from ferryman.queue_keys import QueueKey
     from ferryman.report import RecordingReporter
-    from ferryman.resources.meta import ObjectRef
     from ferryman.secrets import SecretStore
     from ferryman.settings import Settings
     from ferryman.sink import QueueingSink
@@ -183,7 +183,7 @@ def profile(n: int, slices: int, work: Path, top: int) -> None:
     tracemalloc.start()
     rss_before = rss_kib_self()
     store = Store()
-    queue: WorkQueue[ObjectRef] = WorkQueue()
+    queue: WorkQueue[QueueKey] = WorkQueue()
     settings = Settings(state_dir=work / "state", manifests=work / "manifests")
     controller = Controller(
         settings, store, queue, _NullDataPlane(), SecretStore(), RecordingReporter(), Metrics(), {}

@@ -42,8 +42,8 @@ from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics, parse_stub_status
 from ferryman.probes import ProbeServer
+from ferryman.queue_keys import QueueKey
 from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
-from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings, SettingsError
 from ferryman.sink import QueueingSink
@@ -170,7 +170,7 @@ async def _run(
     # Made while NGINX starts and the sources list: only the public listeners need it.
     fallback_made = begin_fallback_certificate(paths.fallback_certificate)
     metrics = Metrics(settings.ingress_class)
-    queue: WorkQueue[ObjectRef] = WorkQueue(
+    queue: WorkQueue[QueueKey] = WorkQueue(
         on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
     )
     store = Store()
@@ -441,7 +441,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list
     problems: list[str] = []
     ensure_fallback_certificate(paths.fallback_certificate)
     store = Store()
-    queue: WorkQueue[ObjectRef] = WorkQueue()
+    queue: WorkQueue[QueueKey] = WorkQueue()
     reporter = RecordingReporter()
     dataplane: OutputDirectory = OutputDirectory(paths.state_dir)
     if flavour.angie:

@@ -35,7 +35,7 @@ from ferryman.kinds.transport.translate.transport import TransportTranslator
 from ferryman.kinds.virtualserver.translate.virtualserver import VirtualServerTranslator
 from ferryman.metrics import Metrics
 from ferryman.nginx_files import NginxFiles
-from ferryman.queue_keys import LEAVING_NODES, POD_ADDRESS, RESYNC
+from ferryman.queue_keys import LEAVING_NODES, RESYNC, LeavingNodes, PodAddress, QueueKey, Resync
 from ferryman.reads import GRANT, REFERENCED
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -72,7 +72,7 @@ class Controller:
         self,
         settings: Settings,
         store: Store,
-        queue: WorkQueue[ObjectRef],
+        queue: WorkQueue[QueueKey],
         dataplane: DataPlane,
         secrets: SecretStore,
         reporter: Reporter,
@@ -227,8 +227,17 @@ class Controller:
 
     # ---- sync: one key -> desired state -------------------------------------------
 
-    def sync(self, ref: ObjectRef) -> None:
+    def sync(self, key: QueueKey) -> None:
         endpoints = self._d.endpoints
+        if isinstance(key, Resync):
+            return  # it only wakes the worker, which flushes after the batch
+        if isinstance(key, PodAddress):
+            self._queue_services(endpoints.keys_at(key.namespace, key.address))
+            return
+        if isinstance(key, LeavingNodes):
+            self._compute_endpoints(endpoints.set_leaving(self._leaving))
+            return
+        ref = key
         if ref.kind == GRANT:  # Gateway API's, and tenant mode's references too
             self._d.referenced_changed(ref)
         if (translator := self._syncs.get(ref.kind)) is not None:
@@ -237,16 +246,12 @@ class Controller:
             self._compute_endpoints(endpoints.keys_of(ref.namespace, ref.name))
             if self._gateways is not None:  # a backendRef resolves, or no longer
                 self._gateways.touch()
-        elif ref.kind == POD_ADDRESS:
-            self._queue_services(endpoints.keys_at(ref.namespace, ref.name))
         elif ref.kind == "Namespace":  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
             if self._gateways is not None:  # labels allowedRoutes select by
                 self._gateways.touch()
         elif ref.kind in REFERENCED:
             self._d.referenced_changed(ref)
-        elif ref == LEAVING_NODES:
-            self._compute_endpoints(endpoints.set_leaving(self._leaving))
         elif ref.kind == "ConfigMap" and self._files.sync_configmap(ref):
             self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
 
@@ -454,12 +459,12 @@ class Controller:
 
     # ---- the worker ----------------------------------------------------------------
 
-    def _sync_logged(self, ref: ObjectRef) -> None:
+    def _sync_logged(self, ref: QueueKey) -> None:
         started = time.monotonic()
         try:
             self.sync(ref)
         except Exception as e:
-            if ref.kind in self._renders:
+            if isinstance(ref, ObjectRef) and ref.kind in self._renders:
                 # A retry would fail the same way: rejected until it changes.
                 log.exception("sync failed", extra={"fields": {"key": str(ref)}})
                 self.reject(ref, internal(e))

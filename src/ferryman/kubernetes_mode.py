@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ferryman.controller import Controller
 from ferryman.metrics import Metrics
+from ferryman.queue_keys import QueueKey
 from ferryman.resources.meta import ObjectRef
 from ferryman.settings import Settings, SettingsError
 from ferryman.sink import QueueingSink
@@ -42,7 +43,7 @@ class KubernetesMode:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
     def __init__(
-        self, settings: Settings, store: Store, queue: WorkQueue[ObjectRef], metrics: Metrics
+        self, settings: Settings, store: Store, queue: WorkQueue[QueueKey], metrics: Metrics
     ) -> None:
         from ferryman.leader import LeaderElector
         from ferryman.report.kubernetes import KubernetesReporter, instance_name

@@ -24,7 +24,7 @@ from ferryman.dataplane.errors import (
     ConfigTestError,
     ReloadError,
 )
-from ferryman.queue_keys import RESYNC
+from ferryman.queue_keys import RESYNC, QueueKey
 from ferryman.report import Reporter
 from ferryman.resources.meta import ObjectRef
 from ferryman.store import Store
@@ -43,7 +43,7 @@ class NginxFiles:
         self,
         files: Mapping[str, str],
         dataplane: DataPlane,
-        queue: WorkQueue[ObjectRef],
+        queue: WorkQueue[QueueKey],
         reporter: Reporter,
         store: Store,
         configmap: ConfigMapState | None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ferryman.queue_keys import keys_for_event
+from ferryman.queue_keys import QueueKey, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.raw import Packed
 from ferryman.store import Store
@@ -20,7 +20,7 @@ class QueueingSink:
     (readiness gates: the index of pending pods), after the store."""
 
     def __init__(
-        self, store: Store, queue: WorkQueue[ObjectRef], also: PendingIndex | None = None
+        self, store: Store, queue: WorkQueue[QueueKey], also: PendingIndex | None = None
     ) -> None:
         self._store = store
         self._queue = queue

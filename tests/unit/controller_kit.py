@@ -11,6 +11,7 @@ from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.metrics import Metrics
+from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
@@ -34,7 +35,7 @@ class Kit:
         ``configmap``: the --nginx-configmaps keys and what they render; ``stream``:
         nginx.conf has the stream block (TransportServers)."""
         self.store = Store()
-        self.queue: WorkQueue[ObjectRef] = WorkQueue()
+        self.queue: WorkQueue[QueueKey] = WorkQueue()
         self.dataplane = dataplane or FakeDataPlane()
         self.reporter = RecordingReporter()
         self.metrics = Metrics()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ferryman.endpoint_sets
-from ferryman.queue_keys import POD_ADDRESS, keys_for_event
+from ferryman.queue_keys import PodAddress, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from tests.integration.harness import ingress, path, rule
@@ -189,13 +189,13 @@ def test_a_pod_event_queues_its_addresses_only_when_routing_reads_the_change() -
     restarted["metadata"]["resourceVersion"] = "8"
     assert keys_for_event(restarted, old) == []
     ready = pod_obj(ip="10.0.0.1")
-    assert keys_for_event(ready, old) == [ObjectRef(POD_ADDRESS, "ns", "10.0.0.1")]
+    assert keys_for_event(ready, old) == [PodAddress("ns", "10.0.0.1")]
     moved = pod_obj(ip="10.0.0.9")
     assert keys_for_event(moved, ready) == [
-        ObjectRef(POD_ADDRESS, "ns", "10.0.0.1"),
-        ObjectRef(POD_ADDRESS, "ns", "10.0.0.9"),
+        PodAddress("ns", "10.0.0.1"),
+        PodAddress("ns", "10.0.0.9"),
     ]
-    assert keys_for_event(ready, None) == [ObjectRef(POD_ADDRESS, "ns", "10.0.0.1")]
+    assert keys_for_event(ready, None) == [PodAddress("ns", "10.0.0.1")]
 
 
 def test_a_batch_of_pod_events_recomputes_their_service_once(

@@ -36,6 +36,7 @@ from ferryman.kinds.ingress.translate.listen import listen_ports
 from ferryman.kinds.transport.parse.transportserver import TransportServer
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.metrics import Metrics
+from ferryman.queue_keys import QueueKey
 from ferryman.reads import MERGEABLE_HOST, Reads
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -68,7 +69,7 @@ class IngressTranslator:
         self,
         settings: Settings,
         store: Store,
-        queue: WorkQueue[ObjectRef],
+        queue: WorkQueue[QueueKey],
         desired: Desired,
         worker: Worker,
         status: StatusSink | None,
