@@ -22,6 +22,7 @@ from typing import Any
 
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
+from ferryman.kinds import REGISTRY
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
@@ -120,7 +121,7 @@ def _objects(ips: list[str], ready: bool) -> list[dict[str, Any]]:
 
 class _Bench:
     def __init__(self, gates: bool) -> None:
-        self.store = Store()
+        self.store = Store(REGISTRY)
         self.queue: WorkQueue[QueueKey] = WorkQueue()
         self.controller = Controller(
             Settings(state_dir=Path(tempfile.mkdtemp()), readiness_gates=gates),
@@ -167,7 +168,7 @@ def main() -> None:
         slices.append(plain.sync(changed))
 
     tracemalloc.start()
-    store = Store()
+    store = Store(REGISTRY)
     for i, ip in enumerate(ips):
         store.upsert(_pod(i, ip, True))
     per_pod = tracemalloc.get_traced_memory()[0] / n

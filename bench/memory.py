@@ -168,6 +168,7 @@ def deep_by_type(roots: list[object], seen: set[int]) -> tuple[Counter[str], Cou
 
 def profile(n: int, slices: int, work: Path, top: int) -> None:
     from ferryman.controller import Controller
+    from ferryman.kinds import REGISTRY
     from ferryman.metrics import Metrics
     from ferryman.queue_keys import QueueKey
     from ferryman.report import RecordingReporter
@@ -182,13 +183,15 @@ def profile(n: int, slices: int, work: Path, top: int) -> None:
     gc.collect()
     tracemalloc.start()
     rss_before = rss_kib_self()
-    store = Store()
+    store = Store(REGISTRY)
     queue: WorkQueue[QueueKey] = WorkQueue()
     settings = Settings(state_dir=work / "state", manifests=work / "manifests")
     controller = Controller(
         settings, store, queue, _NullDataPlane(), SecretStore(), RecordingReporter(), Metrics(), {}
     )
-    source = ManifestsSource(work / "manifests", QueueingSink(store, queue), lambda w, m: None)
+    source = ManifestsSource(
+        work / "manifests", QueueingSink(store, queue), lambda w, m: None, REGISTRY
+    )
     source.load()
     asyncio.run(controller.drain())
     gc.collect()

@@ -37,6 +37,7 @@ from ferryman.dataplane.state_dir import (
 )
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
 from ferryman.following import Following
+from ferryman.kinds import REGISTRY
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
@@ -173,7 +174,7 @@ async def _run(
     queue: WorkQueue[QueueKey] = WorkQueue(
         on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
     )
-    store = Store()
+    store = Store(REGISTRY)
     if flavour.angie:
         from ferryman.dataplane import angie
     nginx = NginxManager(
@@ -325,7 +326,7 @@ async def _run(
         else:
             assert settings.manifests is not None
             manifests = ManifestsSource(
-                settings.manifests, QueueingSink(store, queue), _log_problem
+                settings.manifests, QueueingSink(store, queue), _log_problem, REGISTRY
             )
             first = asyncio.create_task(manifests.load_in_thread(), name="first load")
         await asyncio.wait({starting, first}, return_when=asyncio.FIRST_EXCEPTION)
@@ -440,7 +441,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list
     flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
     problems: list[str] = []
     ensure_fallback_certificate(paths.fallback_certificate)
-    store = Store()
+    store = Store(REGISTRY)
     queue: WorkQueue[QueueKey] = WorkQueue()
     reporter = RecordingReporter()
     dataplane: OutputDirectory = OutputDirectory(paths.state_dir)
@@ -462,7 +463,10 @@ async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list
         stream=flavour.stream(None), tls_socket=flavour.tls_socket(None),
     )  # fmt: skip
     source = ManifestsSource(
-        settings.manifests, QueueingSink(store, queue), lambda w, m: problems.append(f"{w}: {m}")
+        settings.manifests,
+        QueueingSink(store, queue),
+        lambda w, m: problems.append(f"{w}: {m}"),
+        REGISTRY,
     )
     source.load()
     await controller.drain()

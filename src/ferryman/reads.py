@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ferryman.configs.secret_state import SecretState
 from ferryman.configs.tenancy import FROM_GROUP
 from ferryman.dependencies import ANY
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.ingress.parse.annotations import MERGEABLE
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState
 from ferryman.kinds.policy.parse.policy import Policy, parse_policy
 from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.kinds.transport.parse.globalconfiguration import (

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState
+from ferryman.configs.secret_state import SecretState
 from ferryman.resources.meta import InvalidResource
 from ferryman.resources.secret import TLSPair, parse_tls_secret
 

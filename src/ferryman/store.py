@@ -8,9 +8,10 @@ reader may keep or drop; nothing read from the store aliases what it holds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ferryman.kind_spec import KindSpec
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.pod import ips_of
 from ferryman.resources.raw import Packed, pack
@@ -20,7 +21,10 @@ RawObject = Mapping[str, Any]
 
 
 class Store:
-    def __init__(self) -> None:
+    def __init__(self, kinds: Iterable[KindSpec] = ()) -> None:
+        """``kinds``: the registered kinds, whose objects keep only what their
+        spec says their parsers read (any other object is kept whole)."""
+        self._specs = {spec.kind: spec for spec in kinds}
         self._objects: dict[str, dict[tuple[str, str], Packed]] = {}
         # (namespace, Service) -> its EndpointSlices' names; and each slice's Service.
         self._slices: dict[tuple[str, str], set[str]] = {}
@@ -41,7 +45,7 @@ class Store:
         if ref is None:
             raise ValueError("object without kind or metadata.name")
         key = (ref.namespace, ref.name)
-        packed = pack(obj)
+        packed = pack(obj, kinds=self._specs)
         self.changes += 1
         old_packed = self._objects.setdefault(ref.kind, {}).get(key)
         self._objects[ref.kind][key] = packed

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.configs.record_text import unquote
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
-from ferryman.kinds.virtualserver.records.locations import first_match, source_variable, unquote
+from ferryman.kinds.virtualserver.records.locations import first_match, source_variable
 from tests.integration import router_kit as kit
 from tests.integration.harness import (
     Backends,

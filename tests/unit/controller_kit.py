@@ -10,6 +10,7 @@ from ferryman.configs.configmap import ConfigMapState
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.kinds import REGISTRY
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
@@ -34,7 +35,7 @@ class Kit:
         """``settings``: Settings fields to set (``max_record_bytes=...``);
         ``configmap``: the --nginx-configmaps keys and what they render; ``stream``:
         nginx.conf has the stream block (TransportServers)."""
-        self.store = Store()
+        self.store = Store(REGISTRY)
         self.queue: WorkQueue[QueueKey] = WorkQueue()
         self.dataplane = dataplane or FakeDataPlane()
         self.reporter = RecordingReporter()

@@ -39,13 +39,14 @@ from ferryman.configs.angie import (
 )
 from ferryman.configs.model import MainConfig
 from ferryman.configs.routes import encode_host
+from ferryman.configs.secret_state import SecretState
 from ferryman.dataplane.angie import ZONE_FILE, AngieDataPlane, AngieGeneration, AngiePaths
 from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.state_dir import prepare_state_dir
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics
 from ferryman.resources.meta import ObjectRef

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.configs.record_text import b64
+from ferryman.configs.secret_state import SecretState
 from ferryman.kinds.ingress.parse.annotations import validate
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.parse.sticky import (
@@ -26,8 +28,7 @@ from ferryman.kinds.ingress.records.hosts import Outcome, ingress_records
 from ferryman.kinds.ingress.records.limit_req import LimitReq, limit_req, limit_req_policy
 from ferryman.kinds.ingress.records.mergeable import minion_event
 from ferryman.kinds.ingress.records.options import ingress_options
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
-from ferryman.kinds.policy.records.base import b64
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.policy.records.rate import RateLimits
 from ferryman.resources.meta import InvalidResource
 from tests.unit._pki import authority, issue

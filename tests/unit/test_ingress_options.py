@@ -214,8 +214,9 @@ def test_master_and_minion_specs() -> None:
 
 
 def test_configmap_defaults_reach_the_fast_path_record() -> None:
+    from ferryman.configs.secret_state import SecretState
     from ferryman.kinds.ingress.records.hosts import ingress_records
-    from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
+    from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 
     ing = parse_ingress(
         {

@@ -20,11 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferryman import logs
+from ferryman.kinds import REGISTRY
 from ferryman.resources.meta import ObjectRef
-from ferryman.sources import manifest_yaml, manifests
+from ferryman.sources import manifest_kinds, manifest_yaml, manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file
 
 from .strategies import yaml_values
+
+KINDS = manifest_kinds(REGISTRY)
 
 SERVICE = """\
 apiVersion: v1
@@ -54,7 +57,7 @@ class Problems(list[tuple[str, str]]):
 def parse(path: Path, text: str) -> tuple[dict[ObjectRef, Mapping[str, Any]] | None, Problems]:
     path.write_text(text, encoding="utf-8")
     problems = Problems()
-    return parse_file(path, problems), problems
+    return parse_file(path, problems, KINDS), problems
 
 
 def test_multi_document_file(tmp_path: Path) -> None:
@@ -224,7 +227,7 @@ def test_unreadable_file_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(b"kind: \xff\n")
     problems = Problems()
-    assert parse_file(path, problems) is None
+    assert parse_file(path, problems, KINDS) is None
     assert problems[0][0] == str(path)
 
 
@@ -246,7 +249,7 @@ def test_directory_load_first_file_wins_and_only_yaml_files_count(tmp_path: Path
     (tmp_path / "c.txt").write_text(SERVICE.replace("web", "ignored"))
     (tmp_path / ".hidden.yaml").write_text(SERVICE.replace("web", "hidden"))
     sink, problems = RecordingSink(), Problems()
-    ManifestsSource(tmp_path, sink, problems).load()
+    ManifestsSource(tmp_path, sink, problems, REGISTRY).load()
     assert set(sink.objects) == {
         ObjectRef("Service", "shop", "web"),
         ObjectRef("Ingress", "default", "web"),
@@ -287,7 +290,7 @@ def test_the_first_load_parses_in_a_thread_and_delivers_on_the_loop(tmp_path: Pa
         return before, ticks
 
     sink, problems = ThreadRecordingSink(), Problems()
-    source = ManifestsSource(tmp_path, sink, problems)
+    source = ManifestsSource(tmp_path, sink, problems, REGISTRY)
     before, after = asyncio.run(main())
     assert after > before  # the loop ran while the files were parsed
     assert threads == {threading.get_ident()}
@@ -301,7 +304,7 @@ def test_the_first_load_parses_in_a_thread_and_delivers_on_the_loop(tmp_path: Pa
 
 def _load_in_thread(directory: Path) -> tuple[RecordingSink, Problems]:
     sink, problems = RecordingSink(), Problems()
-    asyncio.run(ManifestsSource(directory, sink, problems).load_in_thread())
+    asyncio.run(ManifestsSource(directory, sink, problems, REGISTRY).load_in_thread())
     return sink, problems
 
 
@@ -317,7 +320,7 @@ def test_a_large_first_load_is_parsed_by_two_processes_with_the_same_result(
 ) -> None:
     _directory_of_many(tmp_path)
     plain_sink, plain_problems = RecordingSink(), Problems()
-    ManifestsSource(tmp_path, plain_sink, plain_problems).load()
+    ManifestsSource(tmp_path, plain_sink, plain_problems, REGISTRY).load()
     monkeypatch.setattr(manifests, "SPLIT_MIN_FILES", 4)
     parents: list[int] = []
     fork = manifests.forked.fork
@@ -344,7 +347,7 @@ def test_when_the_second_process_fails_its_files_are_parsed_here(
 ) -> None:
     _directory_of_many(tmp_path)
     plain_sink, plain_problems = RecordingSink(), Problems()
-    ManifestsSource(tmp_path, plain_sink, plain_problems).load()
+    ManifestsSource(tmp_path, plain_sink, plain_problems, REGISTRY).load()
     monkeypatch.setattr(manifests, "SPLIT_MIN_FILES", 4)
 
     def fails(*_: object) -> bytes:
@@ -365,7 +368,7 @@ def test_a_second_process_that_hangs_is_ended_and_its_files_parsed_here(
     readiness, for ever."""
     _directory_of_many(tmp_path)
     plain_sink, plain_problems = RecordingSink(), Problems()
-    ManifestsSource(tmp_path, plain_sink, plain_problems).load()
+    ManifestsSource(tmp_path, plain_sink, plain_problems, REGISTRY).load()
     monkeypatch.setattr(manifests, "SPLIT_MIN_FILES", 4)
     monkeypatch.setattr(manifests, "CHILD_WAIT_MIN", 0.5)
 
@@ -465,7 +468,7 @@ def test_an_alias_inside_what_it_names_is_refused(tmp_path: Path, loop: str) -> 
     path = tmp_path / "web.yaml"
     path.write_text(SERVICE + loop)
     sink, problems = RecordingSink(), Problems()
-    source = ManifestsSource(tmp_path, sink, problems)
+    source = ManifestsSource(tmp_path, sink, problems, REGISTRY)
     source.load()
     path.write_text(SERVICE + loop + "# edited\n")  # the same objects: compared in full
     source._reload({path})
@@ -539,7 +542,7 @@ def test_a_file_over_the_size_limit_is_not_read(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     path.write_text(SERVICE + "#" * manifests.MAX_FILE_BYTES)
     problems = Problems()
-    assert parse_file(path, problems) is None
+    assert parse_file(path, problems, KINDS) is None
     assert problems == [
         (str(path), f"file is larger than {manifests.MAX_FILE_BYTES} bytes: not read")
     ]
@@ -549,7 +552,7 @@ def test_a_hostile_edit_keeps_the_previous_objects(tmp_path: Path) -> None:
     path = tmp_path / "web.yaml"
     path.write_text(SERVICE)
     sink, problems = RecordingSink(), Problems()
-    source = ManifestsSource(tmp_path, sink, problems)
+    source = ManifestsSource(tmp_path, sink, problems, REGISTRY)
     source.load()
     before = dict(sink.objects)
     for hostile in (nested(manifest_yaml.MAX_DEPTH + 1), alias_bomb(8)):
@@ -579,7 +582,7 @@ def test_watchfiles_own_lines_stay_out_of_the_log(
     """watchfiles logs "N changes detected" at INFO for every batch of edits."""
     logs.setup("text", "info")
     sink = RecordingSink()
-    source = ManifestsSource(tmp_path, sink, Problems())
+    source = ManifestsSource(tmp_path, sink, Problems(), REGISTRY)
     source.load()
 
     async def edit_and_watch() -> None:

@@ -27,8 +27,9 @@ from hypothesis import strategies as st
 from ferryman.app import render
 from ferryman.configs.model import CATCH_ALL
 from ferryman.configs.routes import encode_host
+from ferryman.configs.secret_state import SecretState
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from ferryman import kinds
 from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
-from ferryman.resources import nic_crds
 from ferryman.resources.nic_fields import Context, Parsed
 from tests.unit.nic_fixtures import (
     POLICIES,
@@ -40,7 +40,7 @@ FIXTURES = {
 
 @pytest.mark.parametrize("directory", ["deploy/crds", "charts/ferryman/crds"])
 def test_the_committed_crds_are_the_generated_ones(directory: str) -> None:
-    for name, text in nic_crds.files().items():
+    for name, text in kinds.crd_files().items():
         committed = ROOT / directory / name
         assert committed.read_text() == text, f"{committed} is stale: run scripts/nic-crds.py"
 
@@ -57,12 +57,12 @@ def test_the_script_writes_both_copies(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     for directory in ("deploy/crds", "charts/ferryman/crds"):
-        for name, text in nic_crds.files().items():
+        for name, text in kinds.crd_files().items():
             assert (tmp_path / directory / name).read_text() == text
 
 
 def test_the_crds_have_nics_names_short_names_and_columns() -> None:
-    by_kind = {k: nic_crds.crd(k) for k in PARSERS}
+    by_kind = {k: kinds.crd(k) for k in PARSERS}
     assert {k: c["metadata"]["name"] for k, c in by_kind.items()} == {
         "VirtualServer": "virtualservers.k8s.nginx.org",
         "VirtualServerRoute": "virtualserverroutes.k8s.nginx.org",
@@ -104,7 +104,7 @@ def _read(kind: str) -> dict[str, set[str]]:
 
 
 def _spec_nodes(kind: str) -> dict[str, Mapping[str, Any]]:
-    schema = nic_crds.crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema = kinds.crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     return dict(_object_nodes(schema["properties"]["spec"], "spec"))
 
 
@@ -126,6 +126,6 @@ def test_the_parsers_read_exactly_the_fields_of_the_crds() -> None:
 
 
 def test_the_generated_files_are_plain_yaml_without_aliases() -> None:
-    for text in nic_crds.files().values():
+    for text in kinds.crd_files().values():
         assert "&id" not in text
         assert yaml.safe_load(text)["kind"] == "CustomResourceDefinition"

@@ -19,6 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ferryman.kinds import REGISTRY
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.parse.ingressclass import parse_ingress_class, raw_class_name
 from ferryman.resources import validation
@@ -26,6 +27,7 @@ from ferryman.resources.meta import InvalidResource, parse_meta, ref_of
 from ferryman.resources.secret import parse_tls_secret
 from ferryman.resources.service import parse_endpoint_slice, parse_service, service_name_of
 from ferryman.secrets import SecretStore
+from ferryman.sources import manifest_kinds
 from ferryman.sources.manifests import parse_file
 
 from ._tls import cert_pem, key_pem, tls_secret
@@ -266,7 +268,9 @@ def test_manifest_files(scratch: Path, text: str) -> None:
     path = scratch / "fuzz.yaml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     problems: list[tuple[str, str]] = []
-    objs = parse_file(path, lambda where, message: problems.append((where, message)))
+    objs = parse_file(
+        path, lambda where, message: problems.append((where, message)), manifest_kinds(REGISTRY)
+    )
     assert objs is not None or problems
     for obj in (objs or {}).values():
         kind = obj.get("kind")

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ferryman.kind_spec import by_kind
+from ferryman.kinds import REGISTRY
 from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
 from ferryman.resources.meta import InvalidResource, ref_of
 from ferryman.resources.raw import LAST_APPLIED, Packed, pack, slim
@@ -19,6 +21,8 @@ from ferryman.store import Store
 
 from .strategies import mutations, yaml_values
 from .test_parsers_fuzz import VALID, Parser, objects_with_names, raw_objects
+
+KINDS = by_kind(REGISTRY)
 
 FUZZ = settings(max_examples=300, deadline=None)
 
@@ -64,7 +68,7 @@ def outcome(parse: Parser, obj: Mapping[str, Any]) -> tuple[str, object]:
 
 def stored(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """What a reader of the store gets back for ``obj``."""
-    return pack(obj).unpack()
+    return pack(obj, kinds=KINDS).unpack()
 
 
 @pytest.mark.parametrize("kind", sorted(VALID))
@@ -92,14 +96,14 @@ def test_random_shapes_parse_and_are_read_the_same(obj: dict[Any, Any]) -> None:
 
 def test_what_no_parser_reads_is_not_kept() -> None:
     for kind, (valid, _) in VALID.items():
-        kept = slim(enriched(valid))
+        kept = slim(enriched(valid), kinds=KINDS)
         assert "status" not in kept
         assert not {"managedFields", "ownerReferences", "finalizers"} & set(kept["metadata"])
         for key in ("labels", "annotations"):
             assert LAST_APPLIED not in kept["metadata"].get(key, {})
             if kind not in ("Ingress", "IngressClass"):
                 assert "app.example.com/team" not in kept["metadata"].get(key, {})
-    assert slim(enriched(VALID["EndpointSlice"][0]))["endpoints"][0] == {
+    assert slim(enriched(VALID["EndpointSlice"][0]), kinds=KINDS)["endpoints"][0] == {
         "addresses": ["10.0.0.1"],
         "conditions": {"ready": True},
         "nodeName": "n1",
@@ -142,7 +146,7 @@ def test_packing_keeps_any_value_a_manifest_can_hold(value: object) -> None:
 
 
 def test_readers_of_the_store_get_copies_of_their_own() -> None:
-    s = Store()
+    s = Store(REGISTRY)
     s.upsert(enriched(VALID["Service"][0]))
     got = s.get("Service", "shop", "web")
     assert got is not None

@@ -11,7 +11,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState
+from ferryman.configs.secret_state import SecretState
 from ferryman.resources.meta import InvalidResource
 from ferryman.resources.secret import (
     MAX_CHAIN_BYTES,

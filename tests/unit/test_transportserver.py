@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman import kinds
 from ferryman.kinds.transport.parse.globalconfiguration import Listener, parse_global_configuration
 from ferryman.kinds.transport.parse.transportserver import TransportServer, parse_transport_server
 from ferryman.kinds.transport.records.stream import (
@@ -17,7 +18,6 @@ from ferryman.kinds.transport.records.stream import (
     stream_record,
     stream_server,
 )
-from ferryman.resources import nic_crds
 from ferryman.resources.nic_fields import Context
 from tests.unit.nic_fixtures import nic_examples
 
@@ -292,7 +292,7 @@ def _object_nodes(schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, M
 
 @pytest.mark.parametrize("kind", ["TransportServer", "GlobalConfiguration"])
 def test_the_parsers_read_exactly_the_fields_of_the_crds(kind: str) -> None:
-    schema = nic_crds.crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema = kinds.crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     nodes = dict(_object_nodes(schema["properties"]["spec"], "spec"))
     rich = [
         ts(

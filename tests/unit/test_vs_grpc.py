@@ -8,13 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from ferryman.configs.configmap import ConfigMapState
+from ferryman.configs.record_text import b64
+from ferryman.configs.secret_state import SecretState
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.records.hosts import ingress_records
 from ferryman.kinds.ingress.records.options import ingress_options
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.delegation import resolve
-from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, b64, vs_records
+from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
 from tests.unit.test_vs_delegation import Reads, _vsr
 from tests.unit.test_vs_fast import locations
 

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.configs.record_text import unquote
+from ferryman.configs.secret_state import SecretState
 from ferryman.dataplane import record_problem
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.kinds.virtualserver.records.locations import (
     Found,
@@ -20,7 +21,6 @@ from ferryman.kinds.virtualserver.records.locations import (
     condition_holds,
     find_location,
     rewrite,
-    unquote,
 )
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 

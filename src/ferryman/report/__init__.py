@@ -20,6 +20,9 @@ ADDED_OR_UPDATED_WITH_WARNING = "AddedOrUpdatedWithWarning"
 ADDED_OR_UPDATED_WITH_ERROR = "AddedOrUpdatedWithError"
 REJECTED = "Rejected"
 
+# The ``status.state`` of NIC's custom resources.
+VALID, WARNING_STATE, INVALID = "Valid", "Warning", "Invalid"
+
 log = logging.getLogger("ferryman.events")
 
 

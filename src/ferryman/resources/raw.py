@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ferryman.kind_spec import KindSpec
 from ferryman.resources.service import SERVICE_NAME_LABEL
 
 # A copy of the whole object as kubectl applied it: never read, often the
@@ -32,11 +33,9 @@ _META_KEYS = (
     "name", "namespace", "creationTimestamp", "uid", "resourceVersion", "generation",
     "annotations", "labels",
 )  # fmt: skip
-# Labels and annotations a kind's parser looks up; None: the whole map (its
-# parse result holds it).
+# Labels and annotations the engine's own kinds' parsers look up; None: the
+# whole map (its parse result holds it). Any other kind keeps both whole.
 _LABELS_READ: dict[str, tuple[str, ...] | None] = {
-    "Ingress": None,
-    "IngressClass": None,
     "Service": (),
     "EndpointSlice": (sys.intern(SERVICE_NAME_LABEL),),
     "Secret": (),
@@ -46,8 +45,6 @@ _LABELS_READ: dict[str, tuple[str, ...] | None] = {
     "Namespace": None,
 }
 _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
-    "Ingress": None,
-    "IngressClass": None,
     "Service": (),
     "EndpointSlice": (),
     "Secret": (),
@@ -166,17 +163,26 @@ def _data(data: object, secret_type: object) -> object:
     return {k: data[k] for k in _SECRET_KEYS if k in data}
 
 
-def slim(obj: Mapping[str, Any], *, compacted: bool = False) -> dict[str, Any]:
-    """``obj`` without the fields its kind's parser never reads; ``compacted``:
-    ``obj`` is a tree of its own whose strings are interned as ``compact``
-    does (the manifests loader builds it so), which is then not walked again."""
+def slim(
+    obj: Mapping[str, Any],
+    *,
+    compacted: bool = False,
+    kinds: Mapping[str, KindSpec] | None = None,
+) -> dict[str, Any]:
+    """``obj`` without the fields its kind's parser never reads: the engine's
+    own kinds field by field, one of ``kinds`` (the registered ones) by its
+    spec's ``keeps``, any other whole; ``compacted``: ``obj`` is a tree of its
+    own whose strings are interned as ``compact`` does (the manifests loader
+    builds it so), which is then not walked again."""
     kind = obj.get("kind")
+    spec = kinds.get(kind) if kinds is not None and isinstance(kind, str) else None
     out: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     if "metadata" in obj:
         out["metadata"] = _metadata(obj["metadata"], kind if isinstance(kind, str) else "")
-    if kind in ("Ingress", "IngressClass", "VirtualServer", "VirtualServerRoute", "Policy"):
-        if "spec" in obj:
-            out["spec"] = obj["spec"]
+    if spec is not None and spec.keeps is not None:
+        for k in spec.keeps:
+            if k in obj:
+                out[k] = obj[k]
     elif kind == "Service":
         spec = obj.get("spec")
         if isinstance(spec, Mapping):
@@ -271,6 +277,13 @@ class Packed(Mapping[str, Any]):
         return f"Packed({self.unpack()!r})"
 
 
-def pack(obj: Mapping[str, Any], *, compacted: bool = False) -> Packed:
-    """``obj`` slimmed and packed, as the store keeps it (``compacted``: see ``slim``)."""
-    return obj if isinstance(obj, Packed) else Packed(slim(obj, compacted=compacted))
+def pack(
+    obj: Mapping[str, Any],
+    *,
+    compacted: bool = False,
+    kinds: Mapping[str, KindSpec] | None = None,
+) -> Packed:
+    """``obj`` slimmed and packed, as the store keeps it (see ``slim``)."""
+    if isinstance(obj, Packed):
+        return obj
+    return Packed(slim(obj, compacted=compacted, kinds=kinds))

@@ -6,36 +6,20 @@ once when its initial state is complete.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ferryman.kind_spec import CORE, KindSpec, by_kind
 from ferryman.resources.meta import ObjectRef
 
-KINDS = (
-    "Ingress",
-    "IngressClass",
-    "Service",
-    "EndpointSlice",
-    "Secret",
-    # NIC's custom resources (k8s.nginx.org/v1): VirtualServers route, with the
-    # VirtualServerRoutes they delegate to; Policies are held for what comes next.
-    "VirtualServer",
-    "VirtualServerRoute",
-    "Policy",
-    # --nginx-configmaps: NIC's nginx-config (only the one named is read).
-    "ConfigMap",
-    # TCP/UDP listeners (--global-configuration) and the TransportServers on them.
-    "GlobalConfiguration",
-    "TransportServer",
-    # Gateway API (--enable-gateway-api), and Namespaces for the labels
-    # listeners' allowedRoutes select by.
-    "GatewayClass",
-    "Gateway",
-    "HTTPRoute",
-    "ReferenceGrant",
-    "Namespace",
-)
-CLUSTER_SCOPED = frozenset({"IngressClass", "GatewayClass", "Namespace"})
+# Kind name -> spec: what a source reads.
+Kinds = Mapping[str, KindSpec]
+
+
+def manifest_kinds(kinds: Iterable[KindSpec]) -> dict[str, KindSpec]:
+    """What a manifests directory may declare: the engine's own kinds (not
+    Pods) and the registered ones (``ferryman.kinds.REGISTRY``)."""
+    return by_kind((*CORE, *kinds))
 
 
 class Sink(Protocol):

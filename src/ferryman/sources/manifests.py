@@ -26,9 +26,10 @@ from typing import Any
 
 import yaml
 
+from ferryman.kind_spec import KindSpec
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.raw import Packed, pack
-from ferryman.sources import CLUSTER_SCOPED, KINDS, Sink, forked
+from ferryman.sources import Kinds, Sink, forked, manifest_kinds
 from ferryman.sources.manifest_yaml import Refused, load_all
 
 log = logging.getLogger("ferryman.manifests")
@@ -55,8 +56,9 @@ def _is_manifest(path: Path) -> bool:
     return path.suffix in (".yaml", ".yml") and not path.name.startswith(".")
 
 
-def parse_file(path: Path, on_problem: ProblemHandler) -> Objects | None:
-    """The objects in one file, or None when the file cannot be parsed at all."""
+def parse_file(path: Path, on_problem: ProblemHandler, kinds: Kinds) -> Objects | None:
+    """The objects of ``kinds`` in one file, or None when the file cannot be
+    parsed at all."""
     try:
         with path.open("rb") as f:
             # read(n) allocates n bytes up front: ask for what the file holds,
@@ -85,7 +87,7 @@ def parse_file(path: Path, on_problem: ProblemHandler) -> Objects | None:
         if doc is None:
             continue
         for obj in _items(doc):
-            _add(objects, obj, f"{path} (document {i + 1})", on_problem)
+            _add(objects, obj, f"{path} (document {i + 1})", on_problem, kinds)
     return objects
 
 
@@ -96,7 +98,9 @@ def _items(doc: object) -> list[object]:
     return [doc]
 
 
-def _add(objects: Objects, obj: object, where: str, on_problem: ProblemHandler) -> None:
+def _add(
+    objects: Objects, obj: object, where: str, on_problem: ProblemHandler, kinds: Kinds
+) -> None:
     if not isinstance(obj, Mapping):
         on_problem(where, "not an object: a manifest must be a YAML mapping")
         return
@@ -104,16 +108,16 @@ def _add(objects: Objects, obj: object, where: str, on_problem: ProblemHandler) 
     if not isinstance(kind, str) or not isinstance(obj.get("apiVersion"), str):
         on_problem(where, "apiVersion and kind are required")
         return
-    if kind not in KINDS:
+    if (spec := kinds.get(kind)) is None:
         log.info("ignoring unsupported kind", extra={"fields": {"file": where, "kind": kind}})
         return
     md = obj.get("metadata")
     if not isinstance(md, Mapping) or not isinstance(md.get("name"), str) or not md["name"]:
         on_problem(where, f"{kind}: metadata.name is required")
         return
-    if kind not in CLUSTER_SCOPED and not md.get("namespace"):
+    if spec.namespaced and not md.get("namespace"):
         obj = {**obj, "metadata": {**md, "namespace": "default"}}
-    elif kind in CLUSTER_SCOPED and md.get("namespace"):
+    elif not spec.namespaced and md.get("namespace"):
         # kubectl ignores it; kept, the object would be looked for in vain.
         obj = {**obj, "metadata": {k: v for k, v in md.items() if k != "namespace"}}
     ref = ref_of(obj)
@@ -124,16 +128,19 @@ def _add(objects: Objects, obj: object, where: str, on_problem: ProblemHandler) 
     objects[ref] = obj
 
 
-def _parse_files(paths: Iterable[Path]) -> tuple[dict[Path, Objects | None], list[Problem]]:
+def _parse_files(
+    paths: Iterable[Path], kinds: Kinds
+) -> tuple[dict[Path, Objects | None], list[Problem]]:
     """Each file's objects, slim and packed as the store keeps them (they
     are held by the source too), None for a file gone or that cannot be read;
     and the problems found, in order."""
     problems: list[Problem] = []
     parsed: dict[Path, Objects | None] = {}
     for path in paths:
-        objects = parse_file(path, lambda w, m: problems.append((w, m))) if path.is_file() else None
+        on_problem: ProblemHandler = lambda w, m: problems.append((w, m))  # noqa: E731
+        objects = parse_file(path, on_problem, kinds) if path.is_file() else None
         if objects is not None:  # the loader built them compact
-            parsed[path] = {r: pack(o, compacted=True) for r, o in objects.items()}
+            parsed[path] = {r: pack(o, compacted=True, kinds=kinds) for r, o in objects.items()}
         else:
             parsed[path] = None
     return parsed, problems
@@ -173,7 +180,15 @@ def _decode(data: bytes, on_problem: ProblemHandler) -> dict[Path, Objects | Non
 
 
 class ManifestsSource:
-    def __init__(self, directory: Path, sink: Sink, on_problem: ProblemHandler) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        sink: Sink,
+        on_problem: ProblemHandler,
+        kinds: Iterable[KindSpec],
+    ) -> None:
+        """``kinds``: the registered kinds, accepted besides the engine's own."""
+        self._kinds = manifest_kinds(kinds)
         self._dir = directory
         self._sink = sink
         self._on_problem = on_problem
@@ -201,7 +216,7 @@ class ManifestsSource:
         child = None
         if len(ours) >= SPLIT_MIN_FILES and len(os.sched_getaffinity(0)) >= 2:
             ours, theirs = ours[::2], ours[1::2]
-            child = forked.fork(lambda: _encode(*_parse_files(theirs)))
+            child = forked.fork(lambda: _encode(*_parse_files(theirs, self._kinds)))
             if child is None:
                 ours, theirs = sorted(changed), []
         started = time.monotonic()
@@ -244,7 +259,7 @@ class ManifestsSource:
         self._deliver(changed, self._parse(changed))
 
     def _parse(self, changed: set[Path]) -> dict[Path, Objects | None]:
-        parsed, problems = _parse_files(changed)
+        parsed, problems = _parse_files(changed, self._kinds)
         for where, message in problems:
             self._on_problem(where, message)
         return parsed

@@ -44,6 +44,7 @@ import base64
 import re
 
 from ferryman.configs.model import BackendKey, backend_key
+from ferryman.configs.record_text import b64
 from ferryman.kinds.gateway.parse.cors import Cors
 from ferryman.kinds.gateway.parse.filters import Filter, HeaderChanges
 from ferryman.kinds.gateway.parse.gateway_api import Match
@@ -53,10 +54,6 @@ from ferryman.kinds.gateway.records.attach import RouteEntry
 # none (the specification: 500).
 _ERROR = "t.500." + base64.b64encode(b"text/plain").decode() + ".."
 _PATH_KINDS = {"Exact": "e", "PathPrefix": "p", "RegularExpression": "r"}
-
-
-def b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode("ascii")
 
 
 def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey]]:

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 
 from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
+from ferryman.configs.record_text import b64
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
 from ferryman.kinds.ingress.parse.sticky import StickyCookie
 from ferryman.kinds.ingress.records.options import IngressOptions
@@ -54,7 +55,6 @@ from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems
 from ferryman.kinds.policy.records.auth import Basic
 from ferryman.kinds.policy.records.base import Enforced
 from ferryman.kinds.policy.records.reads import PolicyReads
-from ferryman.kinds.virtualserver.records.virtualserver import b64
 from ferryman.resources.secret_policy import HTPASSWD_TYPE, Htpasswd, parse_htpasswd_secret
 
 _BALANCING = {

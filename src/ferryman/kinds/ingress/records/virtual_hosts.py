@@ -7,18 +7,10 @@ is treated as Prefix. Rules for the same host are merged in order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost, backend_key
+from ferryman.configs.secret_state import SecretState
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
-
-
-@dataclass(frozen=True)
-class SecretState:
-    """What the local secret store knows of one Secret."""
-
-    cert_id: str | None
-    error: str | None  # why the secret cannot be used, when cert_id is None
 
 
 def backend_of(ing: Ingress, b: ServiceBackend) -> BackendKey:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from ferryman.configs.record_text import b64
 from ferryman.kinds.policy.parse.policy import APIKey, BasicAuth, Policy
-from ferryman.kinds.policy.records.base import Enforced, Owner, Step, b64
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
 from ferryman.resources.secret_policy import (
     APIKEY_TYPE,

@@ -12,7 +12,6 @@ ignored, a second apiKey is an error.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,11 +20,6 @@ from ferryman.kinds.policy.records.reads import PolicyReads
 
 # NIC's contexts (its ``specContext``, ``routeContext``, ``subRouteContext``).
 SPEC, ROUTE, SUBROUTE = "spec", "route", "subroute"
-
-
-def b64(text: str | bytes) -> str:
-    raw = text.encode() if isinstance(text, str) else text
-    return base64.b64encode(raw).decode("ascii")
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ferryman.configs.record_text import b64
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.policy import Policy
-from ferryman.kinds.policy.records.base import Enforced, Owner, Step, b64
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
 
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey, backend_key
+from ferryman.configs.record_text import b64
 from ferryman.configs.tenancy import SERVICE, check
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import Policy
-from ferryman.kinds.policy.records.base import Enforced, Owner, Step, b64
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
 
 

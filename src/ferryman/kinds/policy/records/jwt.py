@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ferryman.configs.record_text import b64, unquote
 from ferryman.kinds.policy.parse.policy import JWT, Policy
-from ferryman.kinds.policy.records.base import Enforced, Owner, Step, b64
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
-from ferryman.kinds.virtualserver.records.locations import unquote
 from ferryman.resources.secret_jwk import JWK_TYPE, KeySet, parse_jwk_secret
 
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ferryman.configs.record_text import b64
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.parse.rate_limit import RateLimit
-from ferryman.kinds.policy.records.base import Enforced, Owner, Step, b64
+from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
 
 

@@ -46,15 +46,17 @@ from ferryman.kinds.transport.records.stream import (
     stream_record,
     stream_server,
 )
-from ferryman.kinds.virtualserver.translate.vsr_status import INVALID, VALID, WARNING_STATE
 from ferryman.reads import forbidden_ports
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_ERROR,
     ADDED_OR_UPDATED_WITH_WARNING,
+    INVALID,
     NORMAL,
     REJECTED,
+    VALID,
     WARNING,
+    WARNING_STATE,
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.settings import Settings

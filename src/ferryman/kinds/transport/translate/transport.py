@@ -9,10 +9,9 @@ from collections.abc import MutableMapping
 
 from ferryman.kinds.transport.parse.transportserver import TransportServer
 from ferryman.kinds.transport.translate.servers import KINDS, TransportServers
-from ferryman.kinds.virtualserver.translate.vsr_status import VALID
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
-from ferryman.report import NORMAL, WARNING
+from ferryman.report import NORMAL, VALID, WARNING
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings

@@ -77,26 +77,6 @@ def find_location(locations: Sequence[Location], uri: str) -> Found | None:
     return Found(longest) if longest is not None else None
 
 
-_ESCAPES = {'"': '"', "'": "'", "\\": "\\", "t": "\t", "r": "\r", "n": "\n"}
-
-
-def unquote(text: str) -> str:
-    """What NGINX holds for ``"text"`` in its configuration (ngx_conf_read_token):
-    ``\\"``, ``\\'`` and ``\\\\`` lose the backslash; ``\\t``, ``\\r``, ``\\n`` are
-    tab, CR and LF; any other backslash stays."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPES:
-            out.append(_ESCAPES[text[i + 1]])
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
 def condition_holds(value: str, actual: str) -> bool:
     """Whether the request's ``actual`` value meets a condition's (unquoted) ``value``."""
     negate = value.startswith("!")

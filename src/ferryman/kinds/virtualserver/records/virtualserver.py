@@ -68,7 +68,6 @@ its services resolved in its own namespace, and its warnings are its own
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,8 +75,9 @@ from typing import Any
 
 from ferryman.configs.buffer_tiers import route_flags
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
+from ferryman.configs.record_text import b64, unquote
+from ferryman.configs.secret_state import SecretState
 from ferryman.configs.tenancy import REFUSED, SERVICE, Grants, check
-from ferryman.kinds.ingress.records.virtual_hosts import SecretState
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems, attach, effective
 from ferryman.kinds.policy.records.base import ROUTE, SPEC, SUBROUTE, Owner
@@ -96,7 +96,7 @@ from ferryman.kinds.virtualserver.records.grpc import (
     route_is_grpc,
     upstream_warning,
 )
-from ferryman.kinds.virtualserver.records.locations import Location, source_variable, unquote
+from ferryman.kinds.virtualserver.records.locations import Location, source_variable
 from ferryman.kinds.virtualserver.records.response import UNIGNORABLE, unignorable
 from ferryman.kinds.virtualserver.records.upstream import buffer_tier, unsupported, upstream_fields
 from ferryman.resources.meta import ObjectRef
@@ -128,10 +128,6 @@ class VSRecords:
     routes: Mapping[ObjectRef, tuple[str, ...]]
     client_check: str | None = None  # the M record (ingressMTLS), None: none
     fast: str | None = None  # the F record (``vs_fast``), None: none
-
-
-def b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode("ascii")
 
 
 def _seconds(ms: int | None) -> str:

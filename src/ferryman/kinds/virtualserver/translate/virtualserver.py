@@ -19,20 +19,18 @@ from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, pars
 from ferryman.kinds.virtualserver.records.delegation import Delegated, resolve
 from ferryman.kinds.virtualserver.records.listeners import resolve_listeners
 from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
-from ferryman.kinds.virtualserver.translate.vsr_status import (
-    INVALID,
-    VALID,
-    WARNING_STATE,
-    RouteStatuses,
-)
+from ferryman.kinds.virtualserver.translate.vsr_status import RouteStatuses
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
+    INVALID,
     NORMAL,
     REJECTED,
+    VALID,
     WARNING,
+    WARNING_STATE,
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.settings import Settings

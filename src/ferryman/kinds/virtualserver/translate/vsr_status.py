@@ -30,10 +30,16 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ferryman.configs.tenancy import host_denied
 from ferryman.reads import Cache
-from ferryman.report import ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING, REJECTED
+from ferryman.report import (
+    ADDED_OR_UPDATED,
+    ADDED_OR_UPDATED_WITH_WARNING,
+    INVALID,
+    REJECTED,
+    VALID,
+    WARNING_STATE,
+)
 from ferryman.resources.meta import ObjectRef
 
-VALID, WARNING_STATE, INVALID = "Valid", "Warning", "Invalid"
 IGNORED, NO_VIRTUAL_SERVER = "Ignored", "NoVirtualServerFound"  # NIC's reasons
 
 # (the VirtualServerRoute, state, reason, message, referencedBy)

@@ -1,0 +1,127 @@
+"""What the engine knows of a resource kind: its identity, when it is read,
+what its parser keeps and the CRD it comes with.
+
+The kinds' packages (``ferryman.kinds``) each declare ``KindSpec`` values and
+``kinds.REGISTRY`` lists them; the composition root hands that registry to the
+sources (which kinds to watch or accept from manifests), the store (what of an
+object to keep) and the CRD files. None of those names a kind of a package
+there: a kind is added by its package and one line in the registry
+(controller-runtime's builder and lightkube's registry keyed by apiVersion and
+kind are the models).
+
+The engine's own inputs (Services and EndpointSlices for endpoints, Secrets,
+the ConfigMap, Namespaces and Pods) are ``CORE`` here: the engine reads them
+itself, whatever kinds are registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferryman.settings import Settings
+
+Schema = dict[str, Any]
+
+
+def always(settings: Settings) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Crd:
+    """A custom resource's definition as ferryman installs it: names, the
+    structural schema of what its parsers read, and ``kubectl get``'s columns."""
+
+    short_name: str
+    spec: Schema
+    status: Schema
+    columns: tuple[Mapping[str, Any], ...]
+    # The doc (under docs/) the generated file points its readers to.
+    doc: str
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind: str
+    # "" for the core API group.
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+    # A custom resource: its CRD may be missing from a cluster, which reads
+    # then as no objects (and is asked again).
+    custom: bool = False
+    # Whether the kind is read with these settings (Gateway API's behind its flag).
+    enabled: Callable[[Settings], bool] = always
+    # Top-level fields its parsers read besides apiVersion, kind and metadata;
+    # None: the object is kept whole (metadata too).
+    keeps: tuple[str, ...] | None = None
+    # The CRD ferryman ships for it (NIC's); None for a kind someone else defines.
+    crd: Crd | None = field(default=None, compare=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def crd_object(self) -> dict[str, Any]:
+        """The CustomResourceDefinition object of this kind (``crd`` must be set)."""
+        assert self.crd is not None, self.kind
+        schema: Schema = {
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": self.crd.spec,
+                "status": self.crd.status,
+            },
+        }
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{self.plural}.{self.group}"},
+            "spec": {
+                "group": self.group,
+                "names": {
+                    "kind": self.kind,
+                    "listKind": f"{self.kind}List",
+                    "plural": self.plural,
+                    "singular": self.kind.lower(),
+                    "shortNames": [self.crd.short_name],
+                },
+                "scope": "Namespaced" if self.namespaced else "Cluster",
+                "versions": [
+                    {
+                        "name": self.version,
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "additionalPrinterColumns": list(self.crd.columns),
+                        "schema": {"openAPIV3Schema": schema},
+                    }
+                ],
+            },
+        }
+
+
+# The engine's own inputs. Their store projections are raw.py's (each read
+# field by field); the manifests directory accepts all but Pods (a pod is not
+# something one declares to an ingress controller).
+SERVICE = KindSpec("Service", "", "v1", "services")
+ENDPOINT_SLICE = KindSpec("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices")
+SECRET = KindSpec("Secret", "", "v1", "secrets")
+CONFIG_MAP = KindSpec("ConfigMap", "", "v1", "configmaps")
+NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
+POD = KindSpec("Pod", "", "v1", "pods")
+CORE = (SERVICE, ENDPOINT_SLICE, SECRET, CONFIG_MAP, NAMESPACE)
+
+
+def by_kind(specs: Iterable[KindSpec]) -> dict[str, KindSpec]:
+    """Kind name -> spec; one name registered twice is a programming error."""
+    out: dict[str, KindSpec] = {}
+    for spec in specs:
+        assert spec.kind not in out, f"{spec.kind} is registered twice"
+        out[spec.kind] = spec
+    return out

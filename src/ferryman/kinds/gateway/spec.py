@@ -1,0 +1,26 @@
+"""Gateway API's kinds (gateway.networking.k8s.io) as the engine knows them:
+read with --enable-gateway-api only; their CRDs are the Gateway API's own."""
+
+from __future__ import annotations
+
+from ferryman.kind_spec import KindSpec
+from ferryman.settings import Settings
+
+GROUP = "gateway.networking.k8s.io"
+
+
+def _enabled(settings: Settings) -> bool:
+    return settings.gateway_api
+
+
+GATEWAY_CLASS = KindSpec(
+    "GatewayClass", GROUP, "v1", "gatewayclasses", namespaced=False, custom=True, enabled=_enabled
+)
+GATEWAY = KindSpec("Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled)
+HTTP_ROUTE = KindSpec("HTTPRoute", GROUP, "v1", "httproutes", custom=True, enabled=_enabled)
+# v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
+# but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
+REFERENCE_GRANT = KindSpec(
+    "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_enabled
+)
+SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, REFERENCE_GRANT)

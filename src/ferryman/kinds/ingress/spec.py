@@ -1,0 +1,11 @@
+"""Ingress and IngressClass (networking.k8s.io/v1) as the engine knows them."""
+
+from __future__ import annotations
+
+from ferryman.kind_spec import KindSpec
+
+INGRESS = KindSpec("Ingress", "networking.k8s.io", "v1", "ingresses", keeps=("spec",))
+INGRESS_CLASS = KindSpec(
+    "IngressClass", "networking.k8s.io", "v1", "ingressclasses", namespaced=False, keeps=("spec",)
+)
+SPECS = (INGRESS, INGRESS_CLASS)
