@@ -23,6 +23,7 @@ from typing import Any
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.kinds import REGISTRY
+from ferryman.kinds.translators import build as kind_translators
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
@@ -132,6 +133,7 @@ class _Bench:
             RecordingReporter(),
             Metrics(),
             {"nginx.conf": "bootstrap"},
+            kind_translators,
         )
 
     def sync(self, *objs: dict[str, Any]) -> float:

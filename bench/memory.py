@@ -169,6 +169,7 @@ def deep_by_type(roots: list[object], seen: set[int]) -> tuple[Counter[str], Cou
 def profile(n: int, slices: int, work: Path, top: int) -> None:
     from ferryman.controller import Controller
     from ferryman.kinds import REGISTRY
+    from ferryman.kinds.translators import build as kind_translators
     from ferryman.metrics import Metrics
     from ferryman.queue_keys import QueueKey
     from ferryman.report import RecordingReporter
@@ -187,7 +188,15 @@ def profile(n: int, slices: int, work: Path, top: int) -> None:
     queue: WorkQueue[QueueKey] = WorkQueue()
     settings = Settings(state_dir=work / "state", manifests=work / "manifests")
     controller = Controller(
-        settings, store, queue, _NullDataPlane(), SecretStore(), RecordingReporter(), Metrics(), {}
+        settings,
+        store,
+        queue,
+        _NullDataPlane(),
+        SecretStore(),
+        RecordingReporter(),
+        Metrics(),
+        {},
+        kind_translators,
     )
     source = ManifestsSource(
         work / "manifests", QueueingSink(store, queue), lambda w, m: None, REGISTRY

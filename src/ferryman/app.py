@@ -38,6 +38,7 @@ from ferryman.dataplane.state_dir import (
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
 from ferryman.following import Following
 from ferryman.kinds import REGISTRY
+from ferryman.kinds.translators import build as kind_translators
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
@@ -50,6 +51,7 @@ from ferryman.settings import Settings, SettingsError
 from ferryman.sink import QueueingSink
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
+from ferryman.translators.context import Shape, Sinks
 from ferryman.workqueue import WorkQueue
 
 # What only the Angie flavour or only Kubernetes mode uses is imported where it
@@ -61,6 +63,14 @@ log = logging.getLogger("ferryman")
 
 # Tasks that may finish while ferryman runs; any other ending is a failure.
 FINITE_TASKS = frozenset({"addresses"})
+
+
+def _shape(flavour: Flavour, user: str | None) -> Shape:
+    """What this data plane serves: Angie's classic configuration routes no
+    VirtualServer or Gateway."""
+    return Shape(
+        routed=not flavour.angie, stream=flavour.stream(user), tls_socket=flavour.tls_socket(user)
+    )
 
 
 async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
@@ -237,16 +247,19 @@ async def _run(
         raise
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
     status = cluster.reporter.status if cluster and settings.report_ingress_status else None
+    sinks = Sinks(
+        ingress=status,
+        gateway=(
+            cluster.reporter.gateway_api_status if cluster else LogReporter().gateway_api_status
+        ),
+    )
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap, status,
+        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap,
+        kind_translators, shape=_shape(flavour, user), sinks=sinks,
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
-        virtual_servers=not flavour.angie, configmap=flavour.configmap(user),
-        stream=flavour.stream(user), tls_socket=flavour.tls_socket(user),
-        gateway_status=(
-            cluster.reporter.gateway_api_status if cluster else LogReporter().gateway_api_status
-        ),
+        configmap=flavour.configmap(user),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds. (The ConfigMap
@@ -459,8 +472,7 @@ async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        virtual_servers=not flavour.angie, configmap=flavour.configmap(None),
-        stream=flavour.stream(None), tls_socket=flavour.tls_socket(None),
+        kind_translators, shape=_shape(flavour, None), configmap=flavour.configmap(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests,

@@ -28,11 +28,6 @@ from ferryman.dataplane.errors import PushError
 from ferryman.dataplane.records import AppliedRecords, memory_refusal
 from ferryman.endpoint_sets import PodId
 from ferryman.endpoint_sets import split as split_key
-from ferryman.kinds.gateway.translate.gateway import GatewayTranslator
-from ferryman.kinds.ingress.translate.ingress import IngressTranslator, StatusSink
-from ferryman.kinds.transport.translate.transport import RECORDS as STREAM_RECORDS
-from ferryman.kinds.transport.translate.transport import TransportTranslator
-from ferryman.kinds.virtualserver.translate.virtualserver import VirtualServerTranslator
 from ferryman.metrics import Metrics
 from ferryman.nginx_files import NginxFiles
 from ferryman.queue_keys import LEAVING_NODES, RESYNC, LeavingNodes, PodAddress, QueueKey, Resync
@@ -42,14 +37,14 @@ from ferryman.report import (
     ADDED_OR_UPDATED_WITH_WARNING,
     REJECTED,
     WARNING,
-    GatewayStatusSink,
     Reporter,
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
-from ferryman.translators import Translator, internal
+from ferryman.translators import internal
+from ferryman.translators.context import Context, Shape, Sinks, TranslatorFactory
 from ferryman.translators.desired import HOST_RECORDS, Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.unbindable import Unbindable
@@ -63,6 +58,9 @@ ResourceStatusSink = Callable[[ObjectRef, str, str, str, str | None], None]
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
 PUSH_ROUNDS = 4
+# A data plane that routes per request, with no status written (manifests mode).
+_ROUTED = Shape()
+_NO_SINKS = Sinks()
 # Events that say a resource is live: held back while its records are not.
 _LIVE = (ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING)
 
@@ -78,28 +76,23 @@ class Controller:
         reporter: Reporter,
         metrics: Metrics,
         files: Mapping[str, str],
-        status: StatusSink | None = None,
+        translators: TranslatorFactory,
+        shape: Shape = _ROUTED,
+        sinks: Sinks = _NO_SINKS,
         on_gates_applied: Callable[[], None] | None = None,
         on_leaving_applied: Callable[[], None] | None = None,
         resource_status: ResourceStatusSink | None = None,
-        virtual_servers: bool = True,
         configmap: ConfigMapState | None = None,
-        stream: bool = False,
-        tls_socket: str = "",
-        gateway_status: GatewayStatusSink | None = None,
     ) -> None:
-        """``files``: the configuration files NGINX was started with; ``status``
-        receives each Ingress's load-balancer addresses (Kubernetes mode);
-        ``on_gates_applied`` is called after each flush that changed
-        ``applied_gated_pods()`` (readiness gates: the gate flipper reads it then);
-        ``on_leaving_applied`` after each flush that changed ``leaving_applied()``;
-        ``resource_status`` receives each VirtualServer's and Policy's state when
-        its Event is reported (Kubernetes mode); ``virtual_servers``: the data plane routes
-        VirtualServers (the Lua router; Angie's classic configuration does not);
-        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render;
-        ``stream``: nginx.conf has the stream block (TransportServers), and
-        ``tls_socket`` is where ferryman's HTTPS server listens behind TLS passthrough;
-        ``gateway_status`` receives Gateway API objects' status (Kubernetes mode)."""
+        """``files``: the configuration files NGINX was started with;
+        ``translators``: the registered kinds' (``ferryman.kinds.translators``),
+        built here for this worker, with ``shape`` (what the data plane serves)
+        and ``sinks`` (Kubernetes mode's status); ``on_gates_applied`` is called
+        after each flush that changed ``applied_gated_pods()`` (readiness gates:
+        the gate flipper reads it then); ``on_leaving_applied`` after each flush
+        that changed ``leaving_applied()``; ``resource_status`` receives each
+        custom resource's state when its Event is reported (Kubernetes mode);
+        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render."""
         self._settings = settings
         self._queue = queue
         self._secrets = secrets
@@ -110,45 +103,16 @@ class Controller:
         self._files = NginxFiles(files, dataplane, queue, reporter, store, configmap)
         self._applied = AppliedRecords(dataplane, settings, metrics)
         # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
-        ports = ListenPorts(self._files.desired, enabled=virtual_servers)
-        self._ingresses = IngressTranslator(
-            settings, store, queue, self._d, self, status, slow_path=virtual_servers, ports=ports
+        ports = ListenPorts(self._files.desired, enabled=shape.routed)
+        context = Context(
+            settings, store, queue, self._d, self, self._files.desired, secrets, ports, shape, sinks
         )
-        self._transport = TransportTranslator(
-            settings,
-            store,
-            self._files.desired,
-            self._d,
-            self,
-            secrets,
-            stream,
-            tls_socket,
-            http_listeners=virtual_servers,
-            listen_ports=ports,
-        )
-        vs = VirtualServerTranslator(settings, store, self._d, self, virtual_servers)
-        translators: list[Translator] = [self._ingresses, vs, self._transport]
-        self._sheds = {"Ingress": self._ingresses.shed, "VirtualServer": vs.shed}
-        self._gateways: GatewayTranslator | None = None
-        if settings.gateway_api and virtual_servers:
-            self._gateways = GatewayTranslator(
-                settings,
-                store,
-                self._d,
-                self,
-                self._files.desired,
-                gateway_status,
-                ports,
-                self._transport.servers.set_gateway_ports,
-            )
-            ports.on_owners_changed = self._gateways.touch
-            translators.append(self._gateways)
-        self._files.on_unbindable = Unbindable(
-            settings, ports, self._d, self._gateways, self._transport.servers.block
-        ).refuse
-        self._translators = translators
-        self._syncs = {kind: t for t in translators for kind in t.kinds}
-        self._renders = {kind: t for t in translators for kind in t.renders}
+        self._translators = list(translators(context))
+        ports.on_owners_changed = self._touch
+        self._files.on_unbindable = Unbindable(settings, ports, self._d, self._translators).refuse
+        self._syncs = {kind: t for t in self._translators for kind in t.kinds}
+        self._renders = {kind: t for t in self._translators for kind in t.renders}
+        self._record_owners = {kind: t for t in self._translators for kind in t.records}
         self._leaving: frozenset[str] = frozenset()
         self._leaving_applied: frozenset[str] = frozenset()
         self._on_leaving_applied = on_leaving_applied
@@ -221,9 +185,8 @@ class Controller:
 
     def set_addresses(self, addresses: tuple[str, ...]) -> None:
         """The addresses Ingress status shows; every served Ingress is updated."""
-        self._ingresses.set_addresses(addresses)
-        if self._gateways is not None:
-            self._gateways.set_addresses(addresses)
+        for translator in self._translators:
+            translator.set_addresses(addresses)
 
     # ---- sync: one key -> desired state -------------------------------------------
 
@@ -244,12 +207,10 @@ class Controller:
             translator.sync(ref)
         elif ref.kind == "Service":
             self._compute_endpoints(endpoints.keys_of(ref.namespace, ref.name))
-            if self._gateways is not None:  # a backendRef resolves, or no longer
-                self._gateways.touch()
+            self._touch()  # a backendRef resolves, or no longer
         elif ref.kind == "Namespace":  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
-            if self._gateways is not None:  # labels allowedRoutes select by
-                self._gateways.touch()
+            self._touch()  # labels a Gateway's allowedRoutes select by
         elif ref.kind in REFERENCED:
             self._d.referenced_changed(ref)
         elif ref.kind == "ConfigMap" and self._files.sync_configmap(ref):
@@ -291,10 +252,9 @@ class Controller:
     def reject(self, ref: ObjectRef, reason: str) -> None:
         """Take ``ref`` out of the configuration until it changes: withdraw what it
         wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
-        if ref.kind == "TransportServer":  # not a host owner unless passthrough: its own
-            self._transport.refuse(ref, reason)
-            return
         translator = self._renders[ref.kind]
+        if translator.reject_itself(ref, reason):
+            return
         message = f"{ref.namespace}/{ref.name} was rejected: {reason}"
         self._d.event(ref, WARNING, REJECTED, message, translator.rejected_state)
         affected = self._d.config.delete(ref)
@@ -314,8 +274,7 @@ class Controller:
         started = time.monotonic()
         stale, self._d.stale = self._d.stale, set()
         self.render_all(stale)
-        if self._gateways is not None:
-            self._gateways.prepare()
+        self._before_flush()
         self._d.certificate_records(self._secrets)
         records = self._record_changes()
         changes = self._files.changes()
@@ -330,8 +289,16 @@ class Controller:
         for translator in self._translators:
             translator.gauges(self._metrics)
         self._report(self._waiting(outstanding))
-        if self._gateways is not None:
-            self._gateways.publish()
+        for translator in self._translators:
+            translator.after_flush()
+
+    def _touch(self) -> None:
+        for translator in self._translators:
+            translator.touch()
+
+    def _before_flush(self) -> None:
+        for translator in self._translators:
+            translator.before_flush()
 
     def _report(self, waiting: set[ObjectRef]) -> None:
         """Report the pending Events, but hold back those that say a resource is
@@ -368,7 +335,7 @@ class Controller:
         for kind, name in outstanding:
             if kind in HOST_RECORDS and (writer := d.host_writer.get(name)) is not None:
                 waiting.add(writer)
-            elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
+            elif (owner := self._record_owners.get(kind)) and (holder := owner.holder(kind, name)):
                 waiting.add(holder)
             elif kind == "E":
                 waiting |= d.endpoints.users(name)
@@ -437,8 +404,8 @@ class Controller:
                 if (owner := self._d.host_writer.get(name)) is None:
                     continue
                 # No room: a host assembled from several resources sheds a share.
-                shed = self._sheds.get(owner.kind) if memory_refusal(why) else None
-                if shed is None or not shed(owner, why):
+                translator = self._renders[owner.kind]
+                if not (memory_refusal(why) and translator.shed(owner, why)):
                     self.reject(owner, f"the virtual host {name} {why}")
             elif kind == "E":
                 for user in sorted(self._d.endpoints.users(name)):
@@ -450,12 +417,9 @@ class Controller:
                 secret = ObjectRef("Secret", namespace, rest.partition("@")[0])
                 self._d.cache.refuse(secret, f"its certificate {why}")
                 self.render_all(self._d.deps.users(secret))
-            elif kind in STREAM_RECORDS and (holder := self._transport.holder(name)):
-                self._transport.refuse(holder, f"the stream record {kind}:{name} {why}")
-            elif kind == "W" and self._gateways is not None:  # its routes are told
-                self._gateways.refused(name, why)
-        if self._gateways is not None:  # W records without the routes refused
-            self._gateways.prepare()
+            elif (records := self._record_owners.get(kind)) is not None:
+                records.refuse_record(kind, name, why)
+        self._before_flush()  # records again without what was refused
 
     # ---- the worker ----------------------------------------------------------------
 

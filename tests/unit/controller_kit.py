@@ -11,6 +11,7 @@ from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.kinds import REGISTRY
+from ferryman.kinds.translators import build as kind_translators
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
@@ -19,6 +20,7 @@ from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.sink import QueueingSink
 from ferryman.store import Store
+from ferryman.translators.context import Shape, Sinks
 from ferryman.workqueue import WorkQueue
 
 
@@ -60,12 +62,15 @@ class Kit:
             self.reporter,
             self.metrics,
             {"nginx.conf": "bootstrap"},
-            lambda ref, addresses: self.statuses.append((ref, addresses)),
+            kind_translators,
+            shape=Shape(stream=stream),
+            sinks=Sinks(
+                ingress=lambda ref, addresses: self.statuses.append((ref, addresses)),
+                gateway=self._gateway_status,
+            ),
             on_gates_applied=on_gates_applied,
             resource_status=self._resource_status,
             configmap=configmap,
-            stream=stream,
-            gateway_status=self._gateway_status,
         )
         self.sink = QueueingSink(self.store, self.queue)
 

@@ -37,6 +37,8 @@ class Reporter(Protocol):
 # ``{"parents": [...]}``, this controller's entries only (the writer keeps
 # other controllers'). Leader-only, retried, skipped when already there.
 GatewayStatusSink = Callable[[ObjectRef, Mapping[str, Any]], None]
+# An Ingress's load-balancer addresses (Kubernetes mode): () clears them.
+IngressStatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 
 
 class LogReporter:

@@ -65,6 +65,9 @@ class ListenPorts:
         # Called when the oldest Ingress asking for some port changed (the
         # Gateway translator decides its listeners by it).
         self.on_owners_changed: Callable[[], None] = lambda: None
+        # Told the ports Gateways keep, once decided (a younger
+        # GlobalConfiguration's listeners give way to them).
+        self.gateway_ports_observers: list[Callable[[Mapping[int, str]], None]] = []
 
     @property
     def enabled(self) -> bool:
@@ -91,6 +94,12 @@ class ListenPorts:
             return set()
         self._gateway_ports = dict(held)
         return self._decide()
+
+    def tell_gateway_ports(self, held: Mapping[int, str]) -> None:
+        """Tell the observers the ports Gateways keep (after the Ingresses that
+        lost them were rendered again)."""
+        for observer in self.gateway_ports_observers:
+            observer(held)
 
     def block(self, ports: Mapping[int, str]) -> tuple[set[ObjectRef], set[int]]:
         """NGINX could not bind ``ports`` (port -> its reason): refused from now

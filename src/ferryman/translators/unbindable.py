@@ -11,11 +11,11 @@ listeners, left out with its other problems until it changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 
 from ferryman.dataplane.errors import DROPPED, GIVE_UP, RETRY
-from ferryman.kinds.gateway.translate.gateway import GatewayTranslator
 from ferryman.settings import Settings
+from ferryman.translators import Translator
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 
@@ -26,25 +26,26 @@ class Unbindable:
         settings: Settings,
         ports: ListenPorts,
         desired: Desired,
-        gateways: GatewayTranslator | None,
-        transport: Callable[[Mapping[int, str]], bool],
+        translators: Sequence[Translator],
     ) -> None:
-        """``transport``: the GlobalConfiguration's listeners refused the ports
-        (kinds/transport/translate/servers.py ``block``), True when one asked for them."""
+        """``translators``: each is told the ports (``refuse_ports``: the
+        GlobalConfiguration's listeners give them up) and, when Ingresses gave
+        some up, ``touch``ed (Gateway listeners may take them)."""
         self._settings = settings
         self._ports = ports
         self._d = desired
-        self._gateways = gateways
-        self._transport = transport
+        self._translators = translators
 
     def refuse(self, ports: Mapping[int, str]) -> str:
         """Refuse ``ports`` (port -> NGINX's reason) to whoever asked for them
         (rendered again by the next flush, and told); what the reload does next."""
         changed, dropped = self._ports.block(ports)
         self._d.stale |= changed
-        if dropped and self._gateways is not None:
-            self._gateways.touch()
-        if self._transport(ports) or dropped:
+        if dropped:
+            for translator in self._translators:
+                translator.touch()
+        refused = [t.refuse_ports(ports) for t in self._translators]
+        if any(refused) or dropped:
             return DROPPED
         s = self._settings
         if ports.keys() & {s.http_port, s.https_port, s.nginx_status_port}:

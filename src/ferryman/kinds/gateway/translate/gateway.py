@@ -27,7 +27,7 @@ the Ingresses' side and is told which ports the Gateways keep).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +66,8 @@ from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
 from ferryman.settings import Settings
 from ferryman.store import Store
-from ferryman.translators import Worker
+from ferryman.translators import Translator, Worker
+from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 
@@ -78,10 +79,11 @@ KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
 _CERT_PREFIX = "gateway:"
 
 
-class GatewayTranslator:
+class GatewayTranslator(Translator):
     kinds: tuple[str, ...] = KINDS
     renders: tuple[str, ...] = ("Gateway", "HTTPRoute")
     rejected_state: str | None = None
+    records: tuple[str, ...] = ("W",)
 
     def __init__(
         self,
@@ -92,15 +94,13 @@ class GatewayTranslator:
         files: MutableMapping[str, str],
         status: GatewayStatusSink | None,
         ports: ListenPorts | None = None,
-        listeners_give_way: Callable[[Mapping[int, str]], None] = lambda held: None,
     ) -> None:
         """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
-        listeners (None: neither is served); ``listeners_give_way``: told the
-        ports Gateways keep, where a younger GlobalConfiguration's listeners
-        are left out (kinds/transport/translate/servers.py)."""
+        listeners (None: neither is served); it is told the ports Gateways
+        keep, where a younger GlobalConfiguration's listeners are left out
+        (kinds/transport/translate/servers.py)."""
         self._settings = settings
         self._ports = ports
-        self._listeners_give_way = listeners_give_way
         self._everywhere: set[tuple[str, str]] = set()  # Gateways on every address
         # The GlobalConfiguration's TCP and HTTP listeners as asked for (port ->
         # name), whatever Gateways took from it since.
@@ -161,7 +161,7 @@ class GatewayTranslator:
             self._status_addresses = addresses
             self._stale = True
 
-    def prepare(self) -> None:
+    def before_flush(self) -> None:
         """Compute the Gateway state if anything it depends on changed."""
         if not self._stale:
             return
@@ -172,7 +172,7 @@ class GatewayTranslator:
             # Keep what NGINX holds and say so; the next change tries again.
             log.exception("gateway translation failed")
 
-    def publish(self) -> None:
+    def after_flush(self) -> None:
         """Send each status that changed since it was last sent."""
         if self._sink is None:
             return
@@ -214,11 +214,11 @@ class GatewayTranslator:
             self._rejected[ref] = message
             self._d.event(ref, WARNING, REJECTED, message)
 
-    def refused(self, key: str, why: str) -> None:
+    def refuse_record(self, kind: str, key: str, why: str) -> None:
         """NGINX refused W record ``key`` (``why``: the limit it hit): the routes
         in it are left out of every record, with Accepted False and a Rejected
         Event saying so, until they change; the records are computed again at
-        the next ``prepare``."""
+        the next ``before_flush``."""
         routes = routes_in(self._served, key)
         if not routes:  # a listener's own record: no route to tell
             fields = {"key": key, "why": why}
@@ -350,9 +350,10 @@ class GatewayTranslator:
         self._served = fitted.served
         self._write_records(fitted.served, fitted.records)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
-        if self._ports is not None and (changed := self._ports.set_gateway_ports(held, asked)):
-            self._worker.render_all(changed)
-        self._listeners_give_way(held)
+        if self._ports is not None:
+            if changed := self._ports.set_gateway_ports(held, asked):
+                self._worker.render_all(changed)
+            self._ports.tell_gateway_ports(held)
         controller = settings.gateway_controller_name
         for route in routes:
             ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
@@ -481,3 +482,15 @@ def _age_key(g: Gateway) -> AgeKey:
 
 def _programmed(conditions: Iterable[Any]) -> bool:
     return any(c.type == "Programmed" and c.status for c in conditions)
+
+
+def build(context: Context) -> list[GatewayTranslator]:
+    """--enable-gateway-api, on a data plane that routes per request."""
+    c = context
+    if not (c.settings.gateway_api and c.shape.routed):
+        return []
+    return [
+        GatewayTranslator(
+            c.settings, c.store, c.desired, c.worker, c.files, c.sinks.gateway, c.ports
+        )
+    ]

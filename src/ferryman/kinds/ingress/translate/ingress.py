@@ -9,7 +9,7 @@ NIC's words; its status shows the load-balancer addresses while it serves.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ferryman.configs.model import BackendKey, VirtualHost
@@ -44,11 +44,13 @@ from ferryman.report import (
     NORMAL,
     REJECTED,
     WARNING,
+    IngressStatusSink,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
 from ferryman.settings import Settings
 from ferryman.store import Store
-from ferryman.translators import Worker, internal
+from ferryman.translators import Translator, Worker, internal
+from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.record_fit import Exclusions, Refusals, largest
@@ -56,11 +58,8 @@ from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
 
-# An Ingress's load-balancer addresses (Kubernetes mode): () clears them.
-StatusSink = Callable[[ObjectRef, tuple[str, ...]], None]
 
-
-class IngressTranslator:
+class IngressTranslator(Translator):
     kinds: tuple[str, ...] = ("Ingress", "IngressClass")
     renders: tuple[str, ...] = ("Ingress",)
     rejected_state: str | None = None
@@ -72,7 +71,7 @@ class IngressTranslator:
         queue: WorkQueue[QueueKey],
         desired: Desired,
         worker: Worker,
-        status: StatusSink | None,
+        status: IngressStatusSink | None,
         slow_path: bool = True,
         ports: ListenPorts | None = None,
     ) -> None:
@@ -341,3 +340,11 @@ def _largest(outcome: Outcome) -> int:
     return largest(
         v for w in outcome.written for v in (encode_host(w.host), w.routing, w.fast, w.client_check)
     )
+
+
+def build(context: Context) -> IngressTranslator:
+    c = context
+    return IngressTranslator(
+        c.settings, c.store, c.queue, c.desired, c.worker, c.sinks.ingress,
+        slow_path=c.shape.routed, ports=c.ports,
+    )  # fmt: skip

@@ -5,7 +5,7 @@ VirtualServers share (``renders``: rendered again when it wins or loses one)."""
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 from ferryman.kinds.transport.parse.transportserver import TransportServer
 from ferryman.kinds.transport.translate.servers import KINDS, TransportServers
@@ -16,7 +16,8 @@ from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
-from ferryman.translators import Worker
+from ferryman.translators import Translator, Worker
+from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 
@@ -25,10 +26,11 @@ from ferryman.translators.listen_ports import ListenPorts
 RECORDS = ("S", "T")
 
 
-class TransportTranslator:
+class TransportTranslator(Translator):
     kinds: tuple[str, ...] = tuple(sorted(KINDS))
     renders: tuple[str, ...] = ("TransportServer",)
-    rejected_state: str | None = None  # refuse() reports it
+    rejected_state: str | None = None  # reject_itself() reports it
+    records: tuple[str, ...] = RECORDS
 
     def __init__(
         self,
@@ -55,6 +57,8 @@ class TransportTranslator:
             set_http_listeners=listen_ports.set_listeners if listen_ports else None,
             class_checked=desired.class_checked,
         )  # fmt: skip
+        if listen_ports is not None:
+            listen_ports.gateway_ports_observers.append(self.servers.set_gateway_ports)
 
     def _state(self, ref: ObjectRef, state: str, reason: str, message: str) -> None:
         self._d.event(ref, NORMAL if state == VALID else WARNING, reason, message, state)
@@ -83,12 +87,23 @@ class TransportTranslator:
     def render(self, ref: ObjectRef) -> None:
         self.servers.host_owners_changed()
 
-    def refuse(self, ref: ObjectRef, reason: str) -> None:
-        """NGINX refused its record (or rendering it failed): rejected until it changes."""
+    def reject_itself(self, ref: ObjectRef, reason: str) -> bool:
+        """Rendering it failed: rejected until it changes (a TransportServer is
+        not a host owner unless it passes TLS through: its own status says so)."""
         self.servers.refuse(ref, reason)
+        return True
 
-    def holder(self, record: str) -> ObjectRef | None:
-        return self.servers.holder(record)
+    def refuse_ports(self, ports: Mapping[int, str]) -> bool:
+        """The GlobalConfiguration's listeners asking for ``ports`` are left out."""
+        return self.servers.block(ports)
+
+    def holder(self, kind: str, name: str) -> ObjectRef | None:
+        return self.servers.holder(name)
+
+    def refuse_record(self, kind: str, name: str, why: str) -> None:
+        """NGINX refused its record: rejected until it changes."""
+        if (holder := self.servers.holder(name)) is not None:
+            self.servers.refuse(holder, f"the stream record {kind}:{name} {why}")
 
     def withdraw(self, ref: ObjectRef) -> None:
         pass
@@ -102,3 +117,11 @@ class TransportTranslator:
     def gauges(self, metrics: Metrics) -> None:
         for kind, count in self.servers.counts().items():
             metrics.transportserver_resources.labels(type=kind).set(count)
+
+
+def build(context: Context) -> TransportTranslator:
+    c = context
+    return TransportTranslator(
+        c.settings, c.store, c.files, c.desired, c.worker, c.secrets, c.shape.stream,
+        c.shape.tls_socket, http_listeners=c.shape.routed, listen_ports=c.ports,
+    )  # fmt: skip

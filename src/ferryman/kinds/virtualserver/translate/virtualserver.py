@@ -35,12 +35,13 @@ from ferryman.report import (
 from ferryman.resources.meta import ObjectRef
 from ferryman.settings import Settings
 from ferryman.store import Store
-from ferryman.translators import Worker
+from ferryman.translators import Translator, Worker
+from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.record_fit import Refusals, largest
 
 
-class VirtualServerTranslator:
+class VirtualServerTranslator(Translator):
     kinds: tuple[str, ...] = ("VirtualServer", "VirtualServerRoute", "Policy")
     renders: tuple[str, ...] = ("VirtualServer",)
     rejected_state: str | None = INVALID
@@ -246,3 +247,8 @@ def _largest(out: VSRecords) -> int:
 
 def _name(d: Delegated) -> str:
     return f"{d.ref.namespace}/{d.ref.name}"
+
+
+def build(context: Context) -> VirtualServerTranslator:
+    c = context
+    return VirtualServerTranslator(c.settings, c.store, c.desired, c.worker, c.shape.routed)

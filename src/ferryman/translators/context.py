@@ -1,0 +1,61 @@
+"""What a kind's translator is built from: the worker's parts it may use, the
+shape of the data plane, and where Kubernetes mode's status goes.
+
+The worker builds one ``Context`` and hands it to the registered translator
+factories (``ferryman.kinds.translators``): it names no kind itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass
+
+from ferryman.queue_keys import QueueKey
+from ferryman.report import GatewayStatusSink, IngressStatusSink
+from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
+from ferryman.store import Store
+from ferryman.translators import Translator, Worker
+from ferryman.translators.desired import Desired
+from ferryman.translators.listen_ports import ListenPorts
+from ferryman.workqueue import WorkQueue
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the data plane can serve."""
+
+    # It routes per request (the Lua router and ferryman's module); Angie's
+    # classic configuration does not: VirtualServers and Gateways are refused.
+    routed: bool = True
+    # nginx.conf has the stream block (TransportServers).
+    stream: bool = False
+    # Where ferryman's HTTPS server listens behind TLS passthrough.
+    tls_socket: str = ""
+
+
+@dataclass(frozen=True)
+class Sinks:
+    """Where status goes in Kubernetes mode (None: manifests mode, logs only)."""
+
+    ingress: IngressStatusSink | None = None
+    gateway: GatewayStatusSink | None = None
+
+
+@dataclass(frozen=True)
+class Context:
+    settings: Settings
+    store: Store
+    queue: WorkQueue[QueueKey]
+    desired: Desired
+    worker: Worker
+    # The configuration files NGINX runs (path -> text), as desired.
+    files: MutableMapping[str, str]
+    secrets: SecretStore
+    ports: ListenPorts
+    shape: Shape
+    sinks: Sinks
+
+
+# The registered kinds' translators, built for one worker.
+TranslatorFactory = Callable[[Context], Sequence[Translator]]
