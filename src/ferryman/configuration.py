@@ -22,33 +22,34 @@ changed, so the caller re-renders exactly those.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
-from ferryman.kinds.ingress.parse.ingress import Ingress
-from ferryman.kinds.transport.parse.transportserver import TransportServer
-from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
-from ferryman.resources.meta import ObjectRef
+from ferryman.resources.meta import Meta, ObjectRef
 
 AgeKey = tuple[bool, str, str, str, str]
-# What claims hosts: an Ingress (its rules' hosts) or a VirtualServer (its host).
-# A TLS passthrough TransportServer claims its host too (kinds/transport/translate/servers.py).
-Claimant = Ingress | VirtualServer | TransportServer
-Aged = Claimant
 
 
-def age_key(res: Aged) -> AgeKey:
+class Claimant(Protocol):
+    """What claims hosts, whatever its kind: an Ingress (its rules' hosts), a
+    VirtualServer (its host), a TLS passthrough TransportServer (its SNI name)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def meta(self) -> Meta: ...
+
+    def hosts(self) -> tuple[str, ...]: ...
+
+
+def age_key(res: Claimant) -> AgeKey:
     ts = res.meta.creation_timestamp
     # The kind last: only two resources of different kinds with one name tie before it.
-    return (ts is None, ts or "", res.meta.namespace, res.meta.name, _kind(res))
-
-
-def _kind(res: Aged) -> str:
-    if isinstance(res, TransportServer):
-        return "TransportServer"
-    return "VirtualServer" if isinstance(res, VirtualServer) else "Ingress"
+    return (ts is None, ts or "", res.meta.namespace, res.meta.name, res.kind)
 
 
 def ingress_ref(res: Claimant) -> ObjectRef:
-    return ObjectRef(_kind(res), res.meta.namespace, res.meta.name)
+    return ObjectRef(res.kind, res.meta.namespace, res.meta.name)
 
 
 class HostPolicy:

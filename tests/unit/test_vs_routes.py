@@ -106,7 +106,12 @@ _text = st.text(
 ).filter(lambda t: '"' not in t and "$" not in t and not t.endswith("\\"))
 
 
-@given(body=_text, value=_text)
+# A condition value NIC reads as a regular expression (``~``, ``!~``) must
+# compile; the encoding under test is the same for any other value.
+_literal = _text.filter(lambda t: not t.removeprefix("!").startswith("~"))
+
+
+@given(body=_text, value=_literal)
 def test_records_hold_any_accepted_value_as_base64_only(body: str, value: str) -> None:
     routes = [
         {

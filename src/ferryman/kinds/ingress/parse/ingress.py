@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse.annotations import too_many
@@ -74,6 +74,8 @@ class TLS:
 
 @dataclass(frozen=True)
 class Ingress:
+    # The kind it claims hosts as (configuration.Claimant).
+    kind: ClassVar[str] = "Ingress"
     meta: Meta
     class_name: str | None
     default_backend: ServiceBackend | None

@@ -33,8 +33,6 @@ from ferryman.kinds.ingress.records.mergeable import (
 )
 from ferryman.kinds.ingress.records.virtual_hosts import secret_names, virtual_hosts
 from ferryman.kinds.ingress.translate.listen import listen_ports
-from ferryman.kinds.transport.parse.transportserver import TransportServer
-from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.reads import MERGEABLE_HOST, Reads
@@ -141,8 +139,9 @@ class IngressTranslator(Translator):
     def render(self, ref: ObjectRef) -> None:
         """Rewrite the virtual hosts ``ref`` owns; drop those it no longer owns."""
         d = self._d
-        ing = d.config.get(ref)
-        assert not isinstance(ing, VirtualServer | TransportServer)
+        claimant = d.config.get(ref)
+        assert claimant is None or isinstance(claimant, Ingress)
+        ing = claimant
         d.ref_hosts.pop(ref, None)
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ferryman.kinds.transport.parse.globalconfiguration import (
     TLS_PASSTHROUGH,
@@ -105,6 +105,8 @@ class TSUpstream:
 
 @dataclass(frozen=True)
 class TransportServer:
+    # The kind it claims hosts as (configuration.Claimant).
+    kind: ClassVar[str] = "TransportServer"
     meta: Meta
     ingress_class: str
     listener: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ferryman.resources import nic_rules as rules
 from ferryman.resources.meta import Meta
@@ -86,6 +86,8 @@ class Listeners:
 
 @dataclass(frozen=True)
 class VirtualServer:
+    # The kind it claims hosts as (configuration.Claimant).
+    kind: ClassVar[str] = "VirtualServer"
     meta: Meta
     ingress_class: str
     host: str
