@@ -14,11 +14,11 @@ import yaml
 from lightkube import Client
 from lightkube.resources.core_v1 import Pod
 
-from tests.gateway.environment import Conformance, build
-from tests.integration.harness import tls_secret
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
-from tests.kubernetes.apiserver import build as build_apiserver
-from tests.kubernetes.kubelet import Kubelet
+from testkit.apiserver import APIServer, apply, install_crds, wait_until
+from testkit.apiserver import build as build_apiserver
+from testkit.gateway_environment import Conformance, build
+from testkit.harness import tls_secret
+from testkit.kubelet import Kubelet
 
 # The namespaces of the suite's base manifests (v1.6.3).
 NAMESPACES = (

@@ -7,7 +7,7 @@ import base64
 import ctypes
 import time
 
-from tests.integration.harness import Backends, Ferryman
+from testkit.harness import Backends, Ferryman
 from tests.integration.test_ingress_annotations import HOST, annotated, last, start
 from tests.integration.test_virtualserver import start_with_backends, to, vs
 from tests.integration.test_vs_policies import last_event, libc_hash, policy, refs, secret

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.harness import (
+from testkit.harness import (
     FERRYMAN,
     Backends,
     Ferryman,

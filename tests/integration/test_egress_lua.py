@@ -28,9 +28,9 @@ from ferryman.dataplane.flavour import LUA_DIR
 from ferryman.kinds.policy.records.attach import attach
 from ferryman.kinds.policy.records.base import ROUTE, Owner
 from ferryman.resources.nic_route import PolicyRef
-from tests.integration.harness import free_port
-from tests.integration.lua_nginx import running
-from tests.unit._pki import authority, ca_secret, issue
+from testkit.harness import free_port
+from testkit.lua_nginx import running
+from testkit.pki import authority, ca_secret, issue
 from tests.unit.test_vs_policies import Objects
 
 TEMPLATE = Path(LUA_DIR).parent.parent / "configs" / "templates" / "slow-path.conf.tmpl"

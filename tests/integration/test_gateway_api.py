@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     Response,

@@ -14,9 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration import router_kit as kit
-from tests.integration import test_router_property as router
-from tests.integration.harness import (
+from testkit import router_kit as kit
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -28,6 +27,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
+from tests.integration import test_router_property as router
 from tests.integration.test_nic_policy_examples import _basic, _secret
 from tests.integration.test_vs_upstream_fields import _TLSEcho
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -17,7 +17,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 HOST = "cafe.example.com"
 MASTER = {"nginx.org/mergeable-ingress-type": "master"}

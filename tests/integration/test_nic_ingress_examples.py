@@ -9,17 +9,17 @@ import base64
 import re
 import subprocess
 
-from tests.integration.grpc_greeter import Greeter, say_hello
-from tests.integration.harness import (
+from testkit.grpc_greeter import Greeter, say_hello
+from testkit.harness import (
     Backends,
     Ferryman,
     served_by,
     service_with_backends,
     tls_secret,
 )
+from testkit.nic_fixtures import NIC_EXAMPLES
 from tests.integration.test_nic_policy_examples import _basic, _secret
 from tests.integration.test_vs_upstream_fields import _TLSEcho
-from tests.unit.nic_fixtures import NIC_EXAMPLES
 
 EXAMPLES = NIC_EXAMPLES.parent / "ingress-resources"
 HOST = "cafe.example.com"

@@ -19,7 +19,7 @@ import re
 import httpx
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,

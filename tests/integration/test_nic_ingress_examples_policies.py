@@ -18,7 +18,7 @@ from pathlib import Path
 from threading import Thread
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -28,6 +28,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
+from testkit.pki import authority, ca_secret, issue
 from tests.integration.test_egress_lua import Seen, _backend
 from tests.integration.test_nic_ingress_examples import EXAMPLES, HOST, _cafe
 from tests.integration.test_nic_ingress_examples_more import example, last_event
@@ -36,7 +37,6 @@ from tests.integration.test_vs_auth_policies import CERT_ERROR, NO_CERT, mtls_ge
 from tests.integration.test_vs_egress_pools import _client_secret, _Peer
 from tests.integration.test_vs_external_auth import AuthService
 from tests.integration.test_vs_upstream_fields import _TLSEcho
-from tests.unit._pki import authority, ca_secret, issue
 
 BASIC_FOO_BAR = {"Authorization": "Basic Zm9vOmJhcg=="}  # foo:bar, the README's
 

@@ -15,7 +15,7 @@ import subprocess
 import time
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -23,7 +23,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 
 def _example(ferryman: Ferryman, folder: str, name: str) -> None:

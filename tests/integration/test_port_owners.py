@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Ferryman,
     eventually,
     ingress,

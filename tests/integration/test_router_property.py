@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from ferryman.configs.routes import match, route_tables
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
-from tests.integration import router_kit as kit
-from tests.integration.harness import (
+from testkit import router_kit as kit
+from testkit.harness import (
     Backends,
     Ferryman,
     backend,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backend,
     Backends,
     Ferryman,

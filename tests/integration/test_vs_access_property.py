@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.harness import Backends, Ferryman, eventually, service_with_backends
+from testkit.harness import Backends, Ferryman, eventually, service_with_backends
 from tests.integration.test_vs_policies import policy
 
 HOST = "access.example.com"

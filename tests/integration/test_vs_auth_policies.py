@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import Backends, Ferryman, eventually, served_by, tls_secret
+from testkit.harness import Backends, Ferryman, eventually, served_by, tls_secret
+from testkit.jose import jwk, jwk_secret, jwks, token
+from testkit.pki import Issued, authority, ca_secret, crl_pem, issue
 from tests.integration.test_virtualserver import start_with_backends, to, vs
 from tests.integration.test_vs_policies import last_event, policy, rate_limit, refs, status
-from tests.unit._jose import jwk, jwk_secret, jwks, token
-from tests.unit._pki import Issued, authority, ca_secret, crl_pem, issue
 
 
 def bearer(t: str) -> dict[str, str]:

@@ -8,10 +8,10 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from tests.integration.harness import Ferryman, service_with_backends
+from testkit.harness import Ferryman, service_with_backends
+from testkit.pki import issue
 from tests.integration.test_egress_lua import Seen, _backend
 from tests.integration.test_virtualserver import vs
-from tests.unit._pki import issue
 
 
 class _Peer:

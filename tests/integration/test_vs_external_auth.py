@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ferryman.dataplane.fallback import self_signed
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -26,8 +26,8 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
+from testkit.nic_fixtures import NIC_EXAMPLES
 from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.unit.nic_fixtures import NIC_EXAMPLES
 
 CAFE = "cafe.example.com"
 # The answers the auth service gives, by Authorization header.

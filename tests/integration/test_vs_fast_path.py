@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     BrokenBackend,
     Ferryman,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     Response,
@@ -19,7 +19,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 GC = "nginx-ingress/nginx-configuration"
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.locations import first_match, source_variable, unquote
-from tests.integration import router_kit as kit
-from tests.integration.harness import (
+from testkit import router_kit as kit
+from testkit.harness import (
     Backends,
     Ferryman,
     fast_path_counts,

@@ -12,7 +12,7 @@ import subprocess
 import time
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     at_once,

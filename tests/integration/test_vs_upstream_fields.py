@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from ferryman.dataplane.fallback import self_signed
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     _EchoServer,

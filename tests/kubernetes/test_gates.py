@@ -23,9 +23,9 @@ from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Namespace, Pod, PodStatus
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, free_port, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.kubelet import Kubelet
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import Ferryman, free_port, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
 from tests.kubernetes.test_rollout import deployment, service
 from tests.kubernetes.test_webhook import _configuration as webhook_configuration
 

@@ -14,7 +14,8 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress
 
-from tests.integration.harness import (
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import (
     Ferryman,
     ingress,
     path,
@@ -23,8 +24,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.netns import BackendHost
+from testkit.netns import BackendHost
 
 
 def _ferryman(

@@ -41,9 +41,9 @@ from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.types import PatchType
 
 from ferryman.machines.hooks import Hook, Point, hook_patch
-from tests.integration.harness import free_port
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
-from tests.kubernetes.kubelet import Kubelet
+from testkit.apiserver import APIServer, apply, install_crds, wait_until
+from testkit.harness import free_port
+from testkit.kubelet import Kubelet
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "deploy" / "crds" / "machines.machine.openshift.io.yaml"

@@ -30,9 +30,10 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Event as CoreEvent
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
-from tests.kubernetes.kubelet import Kubelet
+from testkit.apiserver import APIServer, apply, install_crds, wait_until
+from testkit.harness import Ferryman, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
+from testkit.workloads import service
 from tests.kubernetes.test_machine_controller import (  # noqa: F401
     FOREIGN,
     FOREIGN_GO,
@@ -52,7 +53,6 @@ from tests.kubernetes.test_machine_controller import (  # noqa: F401
     own,
     ready,
 )
-from tests.kubernetes.workloads import service
 
 OURS = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
 OURS_GO = "{Name:IngressTrafficDrain Owner:ferryman.io/ingress-controller}"

@@ -30,8 +30,8 @@ from lightkube.types import PatchType
 
 from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
 from ferryman.webhook.certificate import generate
-from tests.integration.harness import Ferryman, free_port, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import Ferryman, free_port, ingress, path, rule
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "webhook.yaml"
 GATE = gate_type("ferryman")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from lightkube import ApiError, Client
 
-from tests.integration.harness import free_port, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import free_port, ingress, path, rule
 from tests.kubernetes.test_webhook import (
     GATE,
     _configuration,

@@ -50,9 +50,9 @@ from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
-from tests.integration.harness import angie_binary
+from testkit.harness import angie_binary
+from testkit.tls import b64, cert_pem, key_pem, tls_secret
 
-from ._tls import b64, cert_pem, key_pem, tls_secret
 from .test_nginx_property import GOOD_SECRET, Case, ingress_cases, service_docs
 
 CERT = "ns/site@0123456789abcdef"

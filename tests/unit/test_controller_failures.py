@@ -16,8 +16,8 @@ import ferryman.kinds.ingress.translate.ingress
 import ferryman.translators.desired
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.resources.meta import ObjectRef
-from tests.integration.harness import ingress, path, rule, tls_secret
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule, tls_secret
 
 
 def _service(name: str, *addresses: str, namespace: str = "default") -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
 from tests.unit.test_controller_failures import _service
 
 

@@ -30,9 +30,9 @@ from ferryman.kinds.virtualserver.records.listeners import (
     NO_GLOBAL_CONFIGURATION,
     resolve_listeners,
 )
-from tests.unit.controller_kit import Kit
-from tests.unit.nginx_check import STATE, assert_nginx_t
-from tests.unit.strategies import dns_labels
+from testkit.controller_kit import Kit
+from testkit.nginx_check import STATE, assert_nginx_t
+from testkit.strategies import dns_labels
 from tests.unit.test_controller_failures import _service
 from tests.unit.test_render import MAIN
 

@@ -30,7 +30,7 @@ from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_ho
 from ferryman.kinds.policy.records.base import b64
 from ferryman.kinds.policy.records.rate import RateLimits
 from ferryman.resources.meta import InvalidResource
-from tests.unit._pki import authority, issue
+from testkit.pki import authority, issue
 from tests.unit.test_vs_policies import Objects, _policy, _secret
 
 

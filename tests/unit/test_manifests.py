@@ -23,8 +23,7 @@ from ferryman import logs
 from ferryman.resources.meta import ObjectRef
 from ferryman.sources import manifest_yaml, manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file
-
-from .strategies import yaml_values
+from testkit.strategies import yaml_values
 
 SERVICE = """\
 apiVersion: v1

@@ -31,8 +31,7 @@ from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_hosts
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
-
-from ._tls import tls_secret
+from testkit.tls import tls_secret
 
 NAMESPACES = ("default", "team-a")
 GOOD_SECRET = "good-tls"

@@ -27,9 +27,8 @@ from ferryman.resources.secret import parse_tls_secret
 from ferryman.resources.service import parse_endpoint_slice, parse_service, service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.sources.manifests import parse_file
-
-from ._tls import cert_pem, key_pem, tls_secret
-from .strategies import mutations, yaml_scalars, yaml_values
+from testkit.strategies import mutations, yaml_scalars, yaml_values
+from testkit.tls import cert_pem, key_pem, tls_secret
 
 # Enough to find a shape no one thought of, few enough for CI (~1 s a test).
 FUZZ = settings(max_examples=300, deadline=None)

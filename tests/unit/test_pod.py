@@ -20,8 +20,7 @@ from ferryman.resources.pod import (
 from ferryman.resources.raw import pack, slim
 from ferryman.resources.readiness_gate import gate_type
 from ferryman.store import Store
-
-from .strategies import mutations
+from testkit.strategies import mutations
 
 FUZZ = settings(max_examples=300, deadline=None)
 GATE = gate_type("ferryman")

@@ -14,8 +14,8 @@ from ferryman.kinds.policy.records.egress_mtls import Egress
 from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
 from ferryman.kinds.policy.records.jwt import JWTAuth
 from ferryman.resources.nic_route import PolicyRef
-from tests.unit._jose import jwk, jwk_secret, jwks
-from tests.unit._pki import authority, ca_secret, issue
+from testkit.jose import jwk, jwk_secret, jwks
+from testkit.pki import authority, ca_secret, issue
 from tests.unit.test_vs_policies import Objects
 
 

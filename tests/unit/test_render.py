@@ -16,7 +16,7 @@ import pytest
 
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
-from tests.unit.nginx_check import GOLDEN, LUA, STATE, assert_nginx_t
+from testkit.nginx_check import GOLDEN, LUA, STATE, assert_nginx_t
 
 UPDATE = os.environ.get("FERRYMAN_UPDATE_GOLDEN") == "1"
 

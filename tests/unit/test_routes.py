@@ -18,7 +18,7 @@ from ferryman.configs.routes import (
 )
 from ferryman.kinds.ingress.parse.ingress import Balancing, Ingress, parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import SecretState, secret_names, virtual_hosts
-from tests.unit.strategies import backend_keys
+from testkit.strategies import backend_keys
 
 HOST = "a.example.com"
 

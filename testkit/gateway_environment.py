@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.kubernetes.kubelet import Command
+from testkit.kubelet import Command
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Conformance:
         def run(pod: dict[str, Any], ip: str, ports: list[int]) -> list[str]:
             image = pod["spec"]["containers"][0].get("image", "")
             binary = str(self.echo_basic) if "/gateway-api/echo-basic:" in image else "-"
-            return [sys.executable, "-m", "tests.gateway.echo_pod", binary, ip, *map(str, ports)]
+            return [sys.executable, "-m", "testkit.echo_pod", binary, ip, *map(str, ports)]
 
         return run
 
