@@ -40,10 +40,9 @@ from testkit.conformance_run import (
     setup_failure,
     suite_args,
 )
-from testkit.gateway_environment import Conformance
+from testkit.gateway_environment import Conformance, start_base_pods
 from testkit.harness import Ferryman
 from testkit.kubelet import Kubelet
-from tests.gateway.conftest import start_base_pods
 
 # The core tests of GATEWAY-HTTP in v1.6.3 (notes/gateway-conformance.md §6).
 CORE_TESTS = 36

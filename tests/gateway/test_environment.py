@@ -14,9 +14,8 @@ import urllib.request
 from lightkube.resources.discovery_v1 import EndpointSlice
 
 from testkit.apiserver import APIServer, wait_until
-from testkit.gateway_environment import Conformance
+from testkit.gateway_environment import Conformance, start_base_pods
 from testkit.kubelet import Kubelet
-from tests.gateway.conftest import start_base_pods
 
 
 def test_the_base_manifests_become_ready_pods_answering_as_echo_basic(

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from testkit.configmap_docs import NAME, NS, configmap
 from testkit.harness import (
     Backends,
     Ferryman,
@@ -23,8 +24,7 @@ from testkit.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_configmap import NAME, NS, configmap
-from tests.integration.test_virtualserver import vs
+from testkit.virtualservers import vs
 
 MIB = 1 << 20
 

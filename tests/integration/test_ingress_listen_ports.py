@@ -20,7 +20,7 @@ from testkit.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_vs_listeners import get_on
+from testkit.listeners import get_on
 
 
 def _ing(name: str, host: str, annotations: dict[str, str], tls: bool = False) -> dict[str, Any]:

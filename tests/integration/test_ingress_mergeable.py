@@ -159,7 +159,7 @@ def test_nic_mergeable_example(ferryman: Ferryman, backends: Backends) -> None:
 
 
 def test_minion_policies_apply_to_its_paths(ferryman: Ferryman, backends: Backends) -> None:
-    from tests.integration.test_vs_policies import policy
+    from testkit.vs_policies import policy
 
     f = ferryman
     f.write("svc", service_with_backends("app", [backends.start("a")]))

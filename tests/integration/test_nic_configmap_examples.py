@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import ssl
 
+from testkit.configmap_docs import _updated
 from testkit.harness import (
     Backends,
     Ferryman,
@@ -18,7 +19,6 @@ from testkit.harness import (
     tls_secret,
 )
 from testkit.nic_fixtures import VENDOR
-from tests.integration.test_configmap import _updated
 
 EXAMPLES = VENDOR / "nic-examples-v5.5.4"
 

@@ -16,7 +16,7 @@ from testkit.harness import (
     tls_secret,
 )
 from testkit.nic_fixtures import NIC_EXAMPLES
-from tests.integration.test_vsr_delegation import HOST, answer, vs, vsr
+from testkit.vsr_delegation import HOST, answer, vs, vsr
 
 
 def _policy(name: str, **spec: Any) -> dict[str, Any]:

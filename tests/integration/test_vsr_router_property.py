@@ -33,7 +33,7 @@ from ferryman.kinds.virtualserver.records.virtualserver import location, routed
 from ferryman.resources.nic_fields import Parsed
 from testkit import router_kit as kit
 from testkit.harness import Backends, Ferryman
-from tests.integration.test_vs_router_property import (
+from testkit.vs_router import (
     MARKER_SERVICE,
     REGEXES,
     SERVICES,

@@ -15,9 +15,9 @@ from lightkube import Client
 from testkit.apiserver import apply, wait_until
 from testkit.harness import Ferryman, served_by, service_with_backends, tls_secret
 from testkit.jose import jwk, jwk_secret, jwks, token
+from testkit.mtls import mtls_get
 from testkit.netns import BackendHost
 from testkit.pki import authority, ca_secret, issue
-from tests.integration.test_vs_auth_policies import mtls_get
 
 
 def _policy(name: str, namespace: str, **spec: Any) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from lightkube.resources.core_v1 import ConfigMap
 from lightkube.resources.events_v1 import Event
 
 from testkit.apiserver import APIServer, apply, wait_until
+from testkit.configmap_docs import configmap
 from testkit.harness import Ferryman, ingress, path, rule, service_with_backends
 from testkit.netns import BackendHost
-from tests.integration.test_configmap import configmap
 
 
 def _cm(namespace: str, **data: str) -> dict[str, object]:

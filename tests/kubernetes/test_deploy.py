@@ -26,8 +26,8 @@ from testkit.harness import (
     served_by,
     service_with_backends,
 )
+from testkit.kubernetes_mode import _events, _status
 from testkit.netns import BackendHost
-from tests.kubernetes.test_kubernetes_mode import _events, _status
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -16,7 +16,7 @@ from testkit.apiserver import apply, wait_until
 from testkit.harness import Ferryman, served_by, service_with_backends
 from testkit.netns import BackendHost
 from testkit.nic_resources import VirtualServer, VirtualServerRoute, put, status
-from tests.kubernetes.test_vsr_mode import HOST, _vs, _vsr
+from testkit.vsr_mode import HOST, _vs, _vsr
 
 
 def _endpoints(kube: Client, resource: Any, namespace: str, name: str) -> Any:

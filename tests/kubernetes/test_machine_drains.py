@@ -9,7 +9,7 @@ Events in order, the replicas' readiness, where requests go, and requests in
 flight finishing before the drain goes on.
 """
 
-# The Machine API fixtures are test_machine_controller's, imported by name
+# The Machine API fixtures are testkit.machine_controller's, imported by name
 # (module-scoped there; pytest binds imported fixtures as its own).
 # ruff: noqa: F811
 
@@ -33,8 +33,7 @@ from lightkube.types import PatchType
 from testkit.apiserver import APIServer, apply, install_crds, wait_until
 from testkit.harness import Ferryman, ingress, path, rule, served_by
 from testkit.kubelet import Kubelet
-from testkit.workloads import service
-from tests.kubernetes.test_machine_controller import (  # noqa: F401
+from testkit.machine_controller import (  # noqa: F401
     FOREIGN,
     FOREIGN_GO,
     FOREIGN_HOOK,
@@ -53,6 +52,7 @@ from tests.kubernetes.test_machine_controller import (  # noqa: F401
     own,
     ready,
 )
+from testkit.workloads import service
 
 OURS = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
 OURS_GO = "{Name:IngressTrafficDrain Owner:ferryman.io/ingress-controller}"

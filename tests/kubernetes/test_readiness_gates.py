@@ -28,8 +28,8 @@ from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate
 from testkit.apiserver import APIServer, apply, wait_until
 from testkit.harness import Ferryman, ingress, path, rule, served_by
 from testkit.kubelet import Kubelet
-from tests.kubernetes.test_kubernetes_mode import _status
-from tests.kubernetes.test_rollout import deployment, service
+from testkit.kubernetes_mode import _status
+from testkit.workloads import deployment, service
 
 
 def gated(name: str, namespace: str) -> dict[str, Any]:

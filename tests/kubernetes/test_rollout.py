@@ -21,10 +21,10 @@ from lightkube.types import PatchType
 
 from ferryman.resources.service import SERVICE_NAME_LABEL
 from testkit.apiserver import APIServer, apply, wait_until
+from testkit.connections import NewConnections
 from testkit.harness import Ferryman, ingress, path, rule, served_by
 from testkit.kubelet import Kubelet
 from testkit.workloads import deployment, live_pods, rolled_out, service
-from tests.integration.test_termination import NewConnections
 
 
 def answering(f: Ferryman, host: str, n: int = 12) -> set[str | None]:

@@ -18,7 +18,7 @@ from lightkube import ApiError, Client
 
 from testkit.apiserver import APIServer, apply, wait_until
 from testkit.harness import free_port, ingress, path, rule
-from tests.kubernetes.test_webhook import (
+from testkit.webhook import (
     GATE,
     _configuration,
     _ferryman,

@@ -17,7 +17,7 @@ from ferryman.configs.render import Renderer
 from ferryman.resources.configmap import GLOBAL_KEYS, ROUTE_KEYS, UNSUPPORTED, parse_data
 from testkit.nginx_check import assert_nginx_t
 from testkit.nginx_tokens import Directive, directives
-from tests.unit.test_render import MAIN
+from testkit.render import MAIN
 
 # Every supported key, with a value NGINX takes.
 FULL: dict[str, str] = {

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef
-from testkit.controller_kit import Kit
+from testkit.controller_kit import Kit, _service
 from testkit.harness import ingress, path, rule
-from tests.unit.test_controller_failures import _service
 
 REF = ObjectRef("VirtualServer", "default", "cafe")
 

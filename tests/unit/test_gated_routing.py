@@ -18,7 +18,7 @@ from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from testkit.controller_kit import Kit
 from testkit.harness import ingress, path, rule
-from tests.unit.test_pod import GATE, OTHER_GATE, pod_obj
+from testkit.pods import GATE, OTHER_GATE, pod_obj
 
 BACKEND = ("E", "ns/web:80")
 

@@ -31,7 +31,7 @@ from ferryman.kinds.policy.records.base import b64
 from ferryman.kinds.policy.records.rate import RateLimits
 from ferryman.resources.meta import InvalidResource
 from testkit.pki import authority, issue
-from tests.unit.test_vs_policies import Objects, _policy, _secret
+from testkit.policy_objects import Objects, _policy, _secret
 
 
 def _validate(annotations: dict[str, str]) -> tuple[list[str], list[str]]:

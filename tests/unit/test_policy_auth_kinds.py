@@ -16,7 +16,7 @@ from ferryman.kinds.policy.records.jwt import JWTAuth
 from ferryman.resources.nic_route import PolicyRef
 from testkit.jose import jwk, jwk_secret, jwks
 from testkit.pki import authority, ca_secret, issue
-from tests.unit.test_vs_policies import Objects
+from testkit.policy_objects import Objects
 
 
 def _policy(name: str, **spec: Any) -> dict[str, Any]:

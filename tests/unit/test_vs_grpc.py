@@ -15,8 +15,8 @@ from ferryman.kinds.ingress.records.virtual_hosts import SecretState, virtual_ho
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.delegation import resolve
 from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, b64, vs_records
-from tests.unit.test_vs_delegation import Reads, _vsr
-from tests.unit.test_vs_fast import locations
+from testkit.vs_delegation import Reads, _vsr
+from testkit.vs_fast import locations
 
 TLS = SecretState("cert", None)
 NIC_NEEDS = (
