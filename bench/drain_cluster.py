@@ -21,13 +21,13 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Event, Namespace, Pod
 from lightkube.types import PatchType
-from tests.integration.harness import Ferryman, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, build, install_crds, wait_until
-from tests.kubernetes.kubelet import Kubelet, echo_command
-from tests.kubernetes.workloads import rolled_out, service
 
 from bench.processes import FERRYMAN, ROOT
 from bench.rollout import app_deployment
+from testkit.apiserver import APIServer, apply, build, install_crds, wait_until
+from testkit.harness import Ferryman, ingress, path, rule
+from testkit.kubelet import Kubelet, echo_command
+from testkit.workloads import rolled_out, service
 
 NAMESPACE = "bench"
 MACHINE_NAMESPACE = "openshift-machine-api"

@@ -30,9 +30,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.unit._pki import authority
-
 from bench.processes import free_port
+from testkit.pki import authority
 
 MAIN = """
 pid {dir}/nginx.pid;

@@ -4,7 +4,7 @@ answers, whether it reloads, and what the hop costs a unary call.
 
     .venv/bin/python -m bench.grpc_unary [--calls 2000]
 
-A real grpcio greeter (tests/integration/grpc_greeter.py) and a real ferryman
+A real grpcio greeter (testkit/grpc_greeter.py) and a real ferryman
 with the ConfigMap's http2 and a TLS host; the VirtualServer is written after
 the start. Prints, for ``--calls`` sequential unary calls on one channel
 (Python's client, so the client's own cost is part of both): calls per second,
@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 import grpc
-from tests.integration.grpc_greeter import METHOD, Greeter, decode, encode
-from tests.integration.harness import Ferryman, eventually, service_with_backends, tls_secret
+
+from testkit.grpc_greeter import METHOD, Greeter, decode, encode
+from testkit.harness import Ferryman, eventually, service_with_backends, tls_secret
 
 HOST = "grpc.bench"
 

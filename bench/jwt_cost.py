@@ -25,8 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.unit._jose import jwk, jwk_secret, jwks, token
-
 from bench.processes import (
     alternating,
     bench_bed,
@@ -34,6 +32,7 @@ from bench.processes import (
     ingress_docs,
     write_yaml,
 )
+from testkit.jose import jwk, jwk_secret, jwks, token
 
 ALGS = ("HS256", "RS256", "ES256")
 

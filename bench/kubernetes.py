@@ -192,7 +192,8 @@ def _percentile(values: list[float], q: float) -> float:
 def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dict[str, Any]:
     from lightkube import codecs
     from lightkube.resources.discovery_v1 import EndpointSlice
-    from tests.kubernetes.apiserver import APIServer, build
+
+    from testkit.apiserver import APIServer, build
 
     server = APIServer(build(), work / f"apiserver{n}")
     server.start()

@@ -10,7 +10,7 @@ so the Deployment, ReplicaSet and EndpointSlice controllers are Kubernetes'
 own. The Machine API is ``ferryman machine-controller`` (the Machine CRD from
 deploy/crds, its local provider: the instance is a file in ``--instances-dir``;
 no webhook, nothing here changes hooks of a Machine being deleted). Two test
-kubelets (tests/kubernetes/kubelet.py) are two Nodes: the Machine's and a
+kubelets (testkit/kubelet.py) are two Nodes: the Machine's and a
 shared one.
 
 The Deployment ``web`` (pods answer with their names; a readiness probe,
@@ -72,8 +72,6 @@ import aiohttp
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
-from tests.kubernetes.apiserver import wait_until
-from tests.kubernetes.workloads import rolled_out
 
 from bench.drain_cluster import (
     APP,
@@ -94,6 +92,8 @@ from bench.drain_cluster import (
 )
 from bench.processes import in_work, publish, when_and_where
 from bench.rollout import SLOW, Tally, ask, next_due, upstream_errors
+from testkit.apiserver import wait_until
+from testkit.workloads import rolled_out
 
 TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default (bench/rollout.py's)
 PHASES = ("before", "hooks", "drain", "terminate", "removal", "after")

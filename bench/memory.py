@@ -95,7 +95,8 @@ def measure_rss(n: int, slices: int, work: Path) -> dict[str, float]:
 def measure_rss_kubernetes(n: int, slices: int, work: Path) -> dict[str, float]:
     from lightkube import Client
     from lightkube.config.kubeconfig import KubeConfig
-    from tests.kubernetes.apiserver import APIServer, apply, build
+
+    from testkit.apiserver import APIServer, apply, build
 
     server = APIServer(build(), work / f"apiserver{n}")
     server.start()

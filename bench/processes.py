@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.integration.metrics_text import parse_metrics, reload_count
+
+from testkit.metrics_text import parse_metrics, reload_count
 
 ROOT = Path(__file__).resolve().parents[1]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"

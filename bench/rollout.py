@@ -5,7 +5,7 @@ Deployment's pods are replaced, without and with Pod readiness gates.
 
 A real kube-apiserver with kube-controller-manager's controllers
 (tools/testapiserver --controllers all) and the test kubelet
-(tests/kubernetes/kubelet.py) run a Deployment (RollingUpdate, maxSurge 1,
+(testkit/kubelet.py) run a Deployment (RollingUpdate, maxSurge 1,
 maxUnavailable 0) whose pods are real processes on addresses of their own;
 an Ingress routes a host to its Service through two ferryman replicas in
 Kubernetes mode (leader election on). Constant load (``--clients`` keep-alive
@@ -53,13 +53,13 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.types import PatchType
-from tests.integration.harness import Ferryman, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, build, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.workloads import deployment, rolled_out, service
 
 from bench.processes import FERRYMAN, in_work, publish, when_and_where
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
+from testkit.apiserver import APIServer, apply, build, wait_until
+from testkit.harness import Ferryman, ingress, path, rule
+from testkit.kubelet import Kubelet
+from testkit.workloads import deployment, rolled_out, service
 
 # ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
 # gated pods once their containers are ready, flip the gate); --gates refuses to

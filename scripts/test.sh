@@ -4,8 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$HOME/.local/bin:$PATH"
-.venv/bin/ruff check src tests bench examples
-.venv/bin/ruff format --check src tests bench examples
+.venv/bin/ruff check src tests bench examples testkit
+.venv/bin/ruff format --check src tests bench examples testkit
 .venv/bin/mypy src
 .venv/bin/lint-imports
 # Build the Go tools the Kubernetes tests use before pytest (whose per-test

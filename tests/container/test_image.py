@@ -24,14 +24,14 @@ import httpx
 import pytest
 import yaml
 
-from tests.integration.harness import (
+from testkit.harness import (
     eventually,
     ingress,
     path,
     rule,
     service_with_backends,
 )
-from tests.kubernetes.netns import BackendHost
+from testkit.netns import BackendHost
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "scripts" / "build-image.sh"

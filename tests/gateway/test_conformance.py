@@ -27,7 +27,8 @@ from ferryman.kinds.gateway.records.status import SUPPORTED_FEATURES
 
 # Registers Gateway API's kinds with lightkube (``apply`` decodes by apiVersion and kind).
 from ferryman.report.gateway_status import RESOURCES
-from tests.gateway.conformance_run import (
+from testkit.apiserver import APIServer, apply
+from testkit.conformance_run import (
     CONTROLLER_NAME,
     FEATURES,
     GATEWAY_ADDRESSES,
@@ -39,11 +40,9 @@ from tests.gateway.conformance_run import (
     setup_failure,
     suite_args,
 )
-from tests.gateway.conftest import start_base_pods
-from tests.gateway.environment import Conformance
-from tests.integration.harness import Ferryman
-from tests.kubernetes.apiserver import APIServer, apply
-from tests.kubernetes.kubelet import Kubelet
+from testkit.gateway_environment import Conformance, start_base_pods
+from testkit.harness import Ferryman
+from testkit.kubelet import Kubelet
 
 # The core tests of GATEWAY-HTTP in v1.6.3 (notes/gateway-conformance.md §6).
 CORE_TESTS = 36

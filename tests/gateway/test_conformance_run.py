@@ -1,4 +1,4 @@
-"""tests/gateway/conformance_run.py's reading of the suite's output: the report's
+"""testkit/conformance_run.py's reading of the suite's output: the report's
 core results, and each failed test's own lines out of interleaved ``go test -v``
 output, condensed (the suite's waits repeat a line every 100 ms)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gateway.conformance_run import (
+from testkit.conformance_run import (
     Implementation,
     Results,
     condensed,

@@ -13,10 +13,9 @@ import urllib.request
 
 from lightkube.resources.discovery_v1 import EndpointSlice
 
-from tests.gateway.conftest import start_base_pods
-from tests.gateway.environment import Conformance
-from tests.kubernetes.apiserver import APIServer, wait_until
-from tests.kubernetes.kubelet import Kubelet
+from testkit.apiserver import APIServer, wait_until
+from testkit.gateway_environment import Conformance, start_base_pods
+from testkit.kubelet import Kubelet
 
 
 def test_the_base_manifests_become_ready_pods_answering_as_echo_basic(

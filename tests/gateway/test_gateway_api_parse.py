@@ -16,7 +16,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
 )
 from ferryman.kinds.gateway.parse.reference_grant import parse_reference_grant
 from ferryman.resources.nic_fields import Parsed
-from tests.gateway.environment import Conformance
+from testkit.gateway_environment import Conformance
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], Parsed[Any]]] = {
     "GatewayClass": parse_gateway_class,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import Backends, Ferryman, without_fast_module
+from testkit.harness import Backends, Ferryman, without_fast_module
 
 
 @pytest.fixture

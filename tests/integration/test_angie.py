@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,

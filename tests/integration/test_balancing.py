@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     BrokenBackend,
     Ferryman,

@@ -7,10 +7,10 @@ import base64
 import ctypes
 import time
 
-from tests.integration.harness import Backends, Ferryman
-from tests.integration.test_ingress_annotations import HOST, annotated, last, start
-from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.integration.test_vs_policies import last_event, libc_hash, policy, refs, secret
+from testkit.annotated_ingress import HOST, annotated, last, start
+from testkit.harness import Backends, Ferryman
+from testkit.virtualservers import start_with_backends, to, vs
+from testkit.vs_policies import last_event, libc_hash, policy, refs, secret
 
 _libcrypt = ctypes.CDLL("libcrypt.so.1")
 _libcrypt.crypt.restype = ctypes.c_char_p

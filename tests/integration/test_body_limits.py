@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from tests.integration.harness import (
+from testkit.configmap_docs import NAME, NS, configmap
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -23,8 +24,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_configmap import NAME, NS, configmap
-from tests.integration.test_virtualserver import vs
+from testkit.virtualservers import vs
 
 MIB = 1 << 20
 

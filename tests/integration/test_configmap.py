@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.harness import (
+from testkit.configmap_docs import NAME, NS, _events, _updated, configmap
+from testkit.harness import (
     FERRYMAN,
     Backends,
     Ferryman,
@@ -25,35 +26,6 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-
-NS, NAME = "nginx-ingress", "nginx-config"
-
-
-def configmap(**data: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": NAME, "namespace": NS},
-        "data": {k.replace("_", "-"): v for k, v in data.items()},
-    }
-
-
-def _events(f: Ferryman) -> list[tuple[str, str, str]]:
-    return [
-        (e["type"], e["reason"], e["message"])
-        for e in f.events()
-        if e.get("kind") == "ConfigMap" and e.get("name") == NAME
-    ]
-
-
-def _updated(f: Ferryman, count: int) -> list[tuple[str, str, str]]:
-    """Waits for the ``count``-th update Event on the ConfigMap."""
-
-    def seen() -> list[tuple[str, str, str]]:
-        done = [e for e in _events(f) if e[1] in ("Updated", "UpdatedWithError")]
-        return done if len(done) >= count else []
-
-    return eventually(seen, 15, f"update Event {count}")
 
 
 def _old_workers_closed(f: Ferryman) -> None:

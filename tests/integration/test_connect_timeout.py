@@ -19,7 +19,7 @@ import pytest
 
 from ferryman.configs.configmap import DEFAULT_PROXY_CONNECT_TIMEOUT
 from ferryman.resources.annotation_values import parse_time_ms
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     ingress,
@@ -27,7 +27,7 @@ from tests.integration.harness import (
     rule,
     service_with_backends,
 )
-from tests.kubernetes.netns import BackendHost
+from testkit.netns import BackendHost
 
 HOST = "vanished.test"
 # What a request may take beyond one connect timeout: the live backend's answer

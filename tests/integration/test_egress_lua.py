@@ -11,14 +11,9 @@ https://``) are not routed in this branch yet; the directives are the same."""
 from __future__ import annotations
 
 import base64
-import json
-import ssl
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +23,11 @@ from ferryman.dataplane.flavour import LUA_DIR
 from ferryman.kinds.policy.records.attach import attach
 from ferryman.kinds.policy.records.base import ROUTE, Owner
 from ferryman.resources.nic_route import PolicyRef
-from tests.integration.harness import free_port
-from tests.integration.lua_nginx import running
-from tests.unit._pki import authority, ca_secret, issue
-from tests.unit.test_vs_policies import Objects
+from testkit.egress import Seen, _backend
+from testkit.harness import free_port
+from testkit.lua_nginx import running
+from testkit.pki import authority, ca_secret, issue
+from testkit.policy_objects import Objects
 
 TEMPLATE = Path(LUA_DIR).parent.parent / "configs" / "templates" / "slow-path.conf.tmpl"
 
@@ -76,56 +72,6 @@ def _egress_directives() -> str:
     start = next(i for i, line in enumerate(lines) if "# egressMTLS" in line)
     end = next(i for i in range(start, len(lines)) if "proxy_ssl_server_name" in lines[i])
     return "\n".join(lines[start : end + 1]).replace("{", "{{").replace("}", "}}")
-
-
-@dataclass
-class Seen:
-    """What the TLS backend saw of each handshake."""
-
-    sni: list[str | None] = field(default_factory=list)
-    client: list[str] = field(default_factory=list)
-    ports: list[int] = field(default_factory=list)  # the client's, per request
-
-
-def _backend(tmp: Path, seen: Seen, keep_alive: bool = False) -> ThreadingHTTPServer:
-    """A TLS backend requiring a client certificate of egress-client-ca; each
-    request's certificate name in ``seen.client``; ``keep_alive``: HTTP/1.1 (its
-    connections may be kept and reused), else one request per connection."""
-    server_cert = issue("backend-ca", "secure-app.example.com", server=True)
-    (tmp / "server.crt").write_bytes(server_cert.cert_pem)
-    (tmp / "server.key").write_bytes(server_cert.key_pem)
-    (tmp / "clients.crt").write_bytes(authority("egress-client-ca").cert_pem)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(tmp / "server.crt", tmp / "server.key")
-    ctx.load_verify_locations(tmp / "clients.crt")
-    ctx.verify_mode = ssl.CERT_REQUIRED
-
-    def on_sni(sock: Any, name: str | None, _: Any) -> None:
-        seen.sni.append(name)
-
-    ctx.sni_callback = on_sni
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
-
-        def do_GET(self) -> None:
-            cert = self.connection.getpeercert()  # type: ignore[attr-defined]
-            cn = dict(x[0] for x in cert["subject"])["commonName"] if cert else ""
-            seen.client.append(cn)
-            seen.ports.append(self.client_address[1])
-            body = json.dumps({"client": cn}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
 
 
 def _item(*objs: dict[str, Any]) -> str:

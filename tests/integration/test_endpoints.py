@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,

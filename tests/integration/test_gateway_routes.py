@@ -16,7 +16,7 @@ from ferryman.configs.routes import encode_host
 from ferryman.kinds.gateway.parse.gateway_api import parse_gateway, parse_http_route
 from ferryman.kinds.gateway.records.attach import attach
 from ferryman.kinds.gateway.records.routes import gateway_record
-from tests.integration.harness import Backend, Backends, Ferryman, eventually
+from testkit.harness import Backend, Backends, Ferryman, eventually
 
 HOST = "gw.example.com"
 

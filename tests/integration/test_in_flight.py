@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backend,
     Backends,
     BrokenBackend,

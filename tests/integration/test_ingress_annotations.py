@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration import router_kit as kit
-from tests.integration import test_router_property as router
-from tests.integration.harness import (
+from testkit import ingress_router as router
+from testkit import router_kit as kit
+from testkit.annotated_ingress import HOST, annotated, last, start
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -28,29 +29,8 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_nic_policy_examples import _basic, _secret
-from tests.integration.test_vs_upstream_fields import _TLSEcho
-
-HOST = "ann.test"
-
-
-def annotated(annotations: dict[str, str], *paths: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    return ingress(
-        "ann", [rule(HOST, *(paths or (path("/", "app"),)))], annotations=annotations, **kw
-    )
-
-
-def start(
-    f: Ferryman, backends: Backends, *docs: dict[str, Any], names: tuple[str, ...] = ("a",)
-) -> None:
-    f.write("svc", service_with_backends("app", [backends.start(n) for n in names]))
-    for i, d in enumerate(docs):
-        f.write(f"doc{i}", d)
-    f.start()
-
-
-def last(f: Ferryman, name: str = "ann") -> dict[str, str]:
-    return f.events_for(name)[-1]
+from testkit.nic_policy_examples import _basic, _secret
+from testkit.upstream_fields import _TLSEcho
 
 
 def test_read_timeout_answers_504_and_edits_do_not_reload(
@@ -371,7 +351,7 @@ def test_the_vs_engine_routes_an_annotated_host_like_match(
 def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> None:
     """nginx.org/policies on a host the annotations put on the VirtualServer
     engine: the Policy is enforced there too (403), edits without reload."""
-    from tests.integration.test_vs_policies import policy
+    from testkit.vs_policies import policy
 
     ing = annotated({"nginx.org/policies": "local", "nginx.org/proxy-read-timeout": "1s"})
     start(ferryman, backends, policy("local", accessControl={"deny": ["127.0.0.0/8"]}), ing)
@@ -407,7 +387,7 @@ def test_proxy_set_headers_and_add_header(ferryman: Ferryman, backends: Backends
 def test_configmap_keys_are_the_defaults(ferryman: Ferryman, backends: Backends) -> None:
     """annotation > ConfigMap key > built-in default, a ConfigMap change
     re-translating every Ingress."""
-    from tests.integration.test_configmap import NAME, NS, configmap
+    from testkit.configmap_docs import NAME, NS, configmap
 
     ferryman.extra_args += ["--nginx-configmaps", f"{NS}/{NAME}"]
     ferryman.write("cm", configmap(proxy_read_timeout="1s", hsts="true"))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     FERRYMAN,
     Backends,
     Ferryman,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -20,7 +20,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_vs_listeners import get_on
+from testkit.listeners import get_on
 
 
 def _ing(name: str, host: str, annotations: dict[str, str], tls: bool = False) -> dict[str, Any]:

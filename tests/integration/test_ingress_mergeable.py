@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -17,7 +17,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 HOST = "cafe.example.com"
 MASTER = {"nginx.org/mergeable-ingress-type": "master"}
@@ -159,7 +159,7 @@ def test_nic_mergeable_example(ferryman: Ferryman, backends: Backends) -> None:
 
 
 def test_minion_policies_apply_to_its_paths(ferryman: Ferryman, backends: Backends) -> None:
-    from tests.integration.test_vs_policies import policy
+    from testkit.vs_policies import policy
 
     f = ferryman
     f.write("svc", service_with_backends("app", [backends.start("a")]))

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration import router_kit as kit
-from tests.integration import test_router_property as router
-from tests.integration.harness import (
+from testkit import ingress_router as router
+from testkit import router_kit as kit
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -24,7 +24,7 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-from tests.integration.test_vs_policies import last_event, policy
+from testkit.vs_policies import last_event, policy
 
 GUARDED = "guarded.test"
 PLAIN = "plain.test"

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferryman.resources.secret_jwk import ALGORITHMS, parse_jwk_secret
-from tests.integration.harness import free_port
-from tests.integration.lua_nginx import running
-from tests.unit._jose import jwk, jwk_secret, jwks, token
+from testkit.harness import free_port
+from testkit.jose import jwk, jwk_secret, jwks, token
+from testkit.lua_nginx import running
 
 # The http block (lua_nginx.nginx_conf has the rest).
 HTTP = """

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     FERRYMAN,
     Backends,
     Ferryman,

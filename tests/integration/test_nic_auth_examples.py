@@ -11,12 +11,12 @@ import base64
 import json
 from pathlib import Path
 
-from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
-from tests.integration.test_vs_auth_policies import CERT_ERROR, NO_CERT, mtls_get
-from tests.integration.test_vs_policies import last_event
-from tests.unit._jose import jwk_secret, token
-from tests.unit._pki import authority, ca_secret, issue
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.harness import Backends, Ferryman, service_with_backends, tls_secret
+from testkit.jose import jwk_secret, token
+from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
+from testkit.nic_fixtures import NIC_EXAMPLES
+from testkit.pki import authority, ca_secret, issue
+from testkit.vs_policies import last_event
 
 # hack/secrets.json's jwk-secret and its token: HS256, kid 0001.
 JWK_SECRET = '{"keys":[{"kty":"oct","kid":"0001","k":"ZmFudGFzdGljand0"}]}'

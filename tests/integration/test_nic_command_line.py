@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.integration.harness import (
+from testkit.harness import (
     FERRYMAN,
     Backends,
     Ferryman,

@@ -10,15 +10,15 @@ from __future__ import annotations
 import socket
 import ssl
 
-from tests.integration.harness import (
+from testkit.configmap_docs import _updated
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_configmap import _updated
-from tests.unit.nic_fixtures import VENDOR
+from testkit.nic_fixtures import VENDOR
 
 EXAMPLES = VENDOR / "nic-examples-v5.5.4"
 

@@ -10,15 +10,15 @@ from typing import Any
 
 import grpc
 
-from tests.integration.grpc_greeter import Greeter, say_hello, status_of
-from tests.integration.harness import (
+from testkit.grpc_greeter import Greeter, say_hello, status_of
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 HOST = "greeter.example.com"
 FOLDER = NIC_EXAMPLES / "grpc-upstreams"

@@ -9,20 +9,17 @@ import base64
 import re
 import subprocess
 
-from tests.integration.grpc_greeter import Greeter, say_hello
-from tests.integration.harness import (
+from testkit.grpc_greeter import Greeter, say_hello
+from testkit.harness import (
     Backends,
     Ferryman,
     served_by,
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_nic_policy_examples import _basic, _secret
-from tests.integration.test_vs_upstream_fields import _TLSEcho
-from tests.unit.nic_fixtures import NIC_EXAMPLES
-
-EXAMPLES = NIC_EXAMPLES.parent / "ingress-resources"
-HOST = "cafe.example.com"
+from testkit.nic_ingress_examples import EXAMPLES, HOST, _cafe
+from testkit.nic_policy_examples import _basic, _secret
+from testkit.upstream_fields import _TLSEcho
 
 
 def _readme_ingress(f: Ferryman, folder: str) -> None:
@@ -30,23 +27,6 @@ def _readme_ingress(f: Ferryman, folder: str) -> None:
     text = (EXAMPLES / folder / "README.md").read_text()
     blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "kind: Ingress" in b]
     f.write_text(f"{folder}-ingress.yaml", blocks[-1])
-
-
-def _cafe(f: Ferryman, backends: Backends) -> None:
-    """Class "nginx" as the cluster's default (some READMEs' Ingresses name none)."""
-    f.extra_args += ["--ingress-class", "nginx"]
-    annotations = {"ingressclass.kubernetes.io/is-default-class": "true"}
-    f.write(
-        "class",
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "IngressClass",
-            "metadata": {"name": "nginx", "annotations": annotations},
-            "spec": {"controller": "ferryman.io/ingress-controller"},
-        },
-    )
-    f.write("tea", service_with_backends("tea-svc", [backends.start("tea")]))
-    f.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
 
 
 def test_rewrites(ferryman: Ferryman, backends: Backends) -> None:

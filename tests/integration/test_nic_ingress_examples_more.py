@@ -19,21 +19,15 @@ import re
 import httpx
 import pytest
 
-from tests.integration.harness import (
+from testkit.configmap_docs import _updated
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_configmap import _updated
-from tests.integration.test_nic_ingress_examples import EXAMPLES, HOST, _cafe
-
-
-def example(f: Ferryman, folder: str, *names: str) -> None:
-    """The folder's manifest files, unchanged."""
-    for name in names:
-        f.write_text(f"{folder}-{name}", (EXAMPLES / folder / name).read_text())
+from testkit.nic_ingress_examples import EXAMPLES, HOST, _cafe, example, last_event
 
 
 def readme_blocks(folder: str, kind: str) -> list[str]:
@@ -52,10 +46,6 @@ def readme_blocks(folder: str, kind: str) -> list[str]:
 def invalid_values(f: Ferryman) -> list[str]:
     """The ConfigMap's per-key Warnings (reason InvalidValue)."""
     return [e["message"] for e in f.events() if e.get("reason") == "InvalidValue"]
-
-
-def last_event(f: Ferryman, name: str, kind: str = "Ingress") -> dict[str, str]:
-    return [e for e in f.events_for(name) if e.get("kind") == kind][-1]
 
 
 def test_empty_host(ferryman: Ferryman, backends: Backends) -> None:

@@ -18,7 +18,9 @@ from pathlib import Path
 from threading import Thread
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.egress import Seen, _backend, _client_secret, _Peer
+from testkit.external_auth import AuthService
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -28,15 +30,11 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_egress_lua import Seen, _backend
-from tests.integration.test_nic_ingress_examples import EXAMPLES, HOST, _cafe
-from tests.integration.test_nic_ingress_examples_more import example, last_event
-from tests.integration.test_nic_policy_examples import PREFLIGHT
-from tests.integration.test_vs_auth_policies import CERT_ERROR, NO_CERT, mtls_get
-from tests.integration.test_vs_egress_pools import _client_secret, _Peer
-from tests.integration.test_vs_external_auth import AuthService
-from tests.integration.test_vs_upstream_fields import _TLSEcho
-from tests.unit._pki import authority, ca_secret, issue
+from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
+from testkit.nic_ingress_examples import EXAMPLES, HOST, _cafe, example, last_event
+from testkit.nic_policy_examples import PREFLIGHT
+from testkit.pki import authority, ca_secret, issue
+from testkit.upstream_fields import _TLSEcho
 
 BASIC_FOO_BAR = {"Authorization": "Basic Zm9vOmJhcg=="}  # foo:bar, the README's
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.harness import Backends, Ferryman, service_with_backends, tls_secret
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 CAFE = "cafe.example.com"
 

@@ -10,12 +10,10 @@ vsr-route-selector-policies is in test_vsr_policies.py."""
 
 from __future__ import annotations
 
-import base64
 import subprocess
 import time
-from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -23,25 +21,12 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_policy_examples import PREFLIGHT, _basic, _secret
 
 
 def _example(ferryman: Ferryman, folder: str, name: str) -> None:
     ferryman.write_text(f"{folder}-{name}", (NIC_EXAMPLES / folder / name).read_text())
-
-
-def _secret(name: str, type_: str, data: dict[str, bytes]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": "default"},
-        "type": type_,
-        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
-    }
-
-
-def _basic(user: str, password: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def test_access_control(ferryman: Ferryman, backends: Backends) -> None:
@@ -112,13 +97,6 @@ def test_api_key(ferryman: Ferryman, backends: Backends) -> None:
     )
     assert r.served_by == "coffee"
     assert ferryman.reloads() == 1
-
-
-PREFLIGHT = {
-    "Origin": "https://app.example.com",
-    "Access-Control-Request-Method": "POST",
-    "Access-Control-Request-Headers": "Content-Type",
-}
 
 
 def test_cors(ferryman: Ferryman, backends: Backends) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import Ferryman
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.harness import Ferryman
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 # The answer our stand-in for CoreDNS gives (the README's for kubernetes.io).
 ANSWER = "147.75.40.148"

@@ -7,14 +7,14 @@ import re
 
 import yaml
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     served_by,
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 
 def _example(ferryman: Ferryman, folder: str, name: str) -> None:

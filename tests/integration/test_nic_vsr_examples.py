@@ -8,14 +8,14 @@ writes, the test follows NIC v5.5.4's code (internal/k8s), named at each place.
 
 from __future__ import annotations
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 HOST = "cafe.example.com"
 

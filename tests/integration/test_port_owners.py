@@ -12,7 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.configmap_docs import NAME as CM_NAME
+from testkit.configmap_docs import NS as CM_NS
+from testkit.configmap_docs import configmap
+from testkit.gateway_docs import gateway, gateway_class, route, served, to
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -22,11 +26,7 @@ from tests.integration.harness import (
     rule,
     service_with_backends,
 )
-from tests.integration.test_configmap import NAME as CM_NAME
-from tests.integration.test_configmap import NS as CM_NS
-from tests.integration.test_configmap import configmap
-from tests.integration.test_gateway_api import gateway, gateway_class, route, served, to
-from tests.integration.test_vs_listeners import get_on
+from testkit.listeners import get_on
 
 
 def _ing(name: str, host: str, ports: str, created: str | None = None) -> dict[str, Any]:

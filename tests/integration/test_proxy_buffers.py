@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.configmap_docs import NAME, NS, configmap
+from testkit.harness import (
     Ferryman,
     eventually,
     ingress,
@@ -22,8 +23,7 @@ from tests.integration.harness import (
     rule,
     service_with_backends,
 )
-from tests.integration.test_configmap import NAME, NS, configmap
-from tests.integration.test_vs_upstream_fields import one_route
+from testkit.upstream_fields import one_route
 
 HOST = "buffers.test"
 HEADER_BYTES = 12 * 1024  # above 8k, within 16k (with the status line and the rest)

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     Response,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.harness import Backends, Ferryman, eventually, served_by
-from tests.integration.test_virtualserver import start_with_backends, to, vs
+from testkit.harness import Backends, Ferryman, eventually, served_by
+from testkit.virtualservers import start_with_backends, to, vs
 
 pytestmark = pytest.mark.flavours("nginx")
 

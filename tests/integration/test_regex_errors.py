@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -18,8 +18,8 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.integration.test_vs_policies import policy, rate_limit, refs, secret, status
+from testkit.virtualservers import start_with_backends, to, vs
+from testkit.vs_policies import policy, rate_limit, refs, secret, status
 
 # Each "/a" one more repetition of the group: ngx.re's JIT stack runs out
 # (pcre_exec() failed: -27) from about 820 of them (a 1.6 KB URI). The module's

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     ingress,

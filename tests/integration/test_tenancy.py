@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.egress import Seen, _backend, _client_secret, _Peer
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -19,8 +20,6 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-from tests.integration.test_egress_lua import Seen, _backend
-from tests.integration.test_vs_egress_pools import _client_secret, _Peer
 
 SHOP = "shop.test"
 FLAG = ["--allowed-host-suffixes", "shop=shop.test,evil=evil.test"]

@@ -7,7 +7,7 @@ import ssl
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ferryman.dataplane.fallback import self_signed
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -29,7 +29,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import Ferryman, eventually, free_port
+from testkit.harness import Ferryman, eventually, free_port
 
 GC = ("nginx-ingress", "nginx-configuration")
 
@@ -470,7 +470,7 @@ def test_tls_ends_in_nginx_with_the_transport_servers_secret(
     import base64
     import ssl
 
-    from tests.integration.harness import tls_secret
+    from testkit.harness import tls_secret
 
     port = free_port()
     a, b = echoes.tcp("a"), echoes.tcp("b")

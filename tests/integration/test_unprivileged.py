@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     ROOT,
     Backends,
     Ferryman,

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     ingress,

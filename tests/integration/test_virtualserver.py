@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     BrokenBackend,
     Ferryman,
@@ -23,39 +23,7 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-
-
-def vs(
-    name: str,
-    host: str,
-    routes: list[dict[str, Any]],
-    upstreams: list[dict[str, Any]] | None = None,
-    created: str | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": name, "namespace": "default"}
-    if created:
-        md["creationTimestamp"] = created
-    if upstreams is None:
-        upstreams = [{"name": s, "service": s, "port": 80} for s in ("a", "b", "c")]
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServer",
-        "metadata": md,
-        "spec": {"host": host, "upstreams": upstreams, "routes": routes, **spec},
-    }
-
-
-def to(upstream: str) -> dict[str, Any]:
-    return {"pass": upstream}
-
-
-def start_with_backends(f: Ferryman, backends: Backends, *docs: dict[str, Any]) -> None:
-    for name in ("a", "b", "c"):
-        f.write(f"svc-{name}", service_with_backends(name, [backends.start(name)]))
-    for i, d in enumerate(docs):
-        f.write(f"doc{i}", d)
-    f.start()
+from testkit.virtualservers import start_with_backends, to, vs
 
 
 def test_path_forms_follow_nginx_location_precedence(

@@ -5,7 +5,6 @@ reload for any change of a Policy or its Secret."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import ssl
@@ -15,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from tests.integration.harness import Backends, Ferryman, eventually, served_by, tls_secret
-from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.integration.test_vs_policies import last_event, policy, rate_limit, refs, status
-from tests.unit._jose import jwk, jwk_secret, jwks, token
-from tests.unit._pki import Issued, authority, ca_secret, crl_pem, issue
+from testkit.harness import Backends, Ferryman, eventually, served_by, tls_secret
+from testkit.jose import jwk, jwk_secret, jwks, token
+from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
+from testkit.pki import Issued, authority, ca_secret, crl_pem, issue
+from testkit.virtualservers import start_with_backends, to, vs
+from testkit.vs_policies import last_event, policy, rate_limit, refs, status
 
 
 def bearer(t: str) -> dict[str, str]:
@@ -120,34 +120,6 @@ def test_jwt_secret_problems_answer_500_with_nics_warning(
 
 
 # ---- ingressMTLS ------------------------------------------------------------------------
-
-
-def mtls_get(
-    f: Ferryman, tmp: Path, host: str, client: Issued | None, path: str = "/"
-) -> tuple[int, str]:
-    """GET over TLS to ``host`` (SNI and Host), presenting ``client``'s certificate."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    if client is not None:
-        cert, key = tmp / f"{id(client)}.crt", tmp / f"{id(client)}.key"
-        cert.write_bytes(client.chain_pem)
-        key.write_bytes(client.key_pem)
-        ctx.load_cert_chain(cert, key)
-    conn = http.client.HTTPSConnection("127.0.0.1", f.https_port, context=ctx, timeout=10)
-    conn.sock = ctx.wrap_socket(
-        socket.create_connection(("127.0.0.1", f.https_port), 10),
-        server_hostname=host,
-    )
-    conn.request("GET", path, headers={"Host": host})
-    r = conn.getresponse()
-    body = r.read().decode()
-    conn.close()
-    return r.status, body
-
-
-NO_CERT = "400 No required SSL certificate was sent"
-CERT_ERROR = "400 The SSL certificate error"
 
 
 def mtls_vs(**policies: Any) -> dict[str, Any]:

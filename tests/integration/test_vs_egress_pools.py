@@ -4,43 +4,11 @@ kept connection another route's certificate opened."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
-from typing import Any
 
-from tests.integration.harness import Ferryman, service_with_backends
-from tests.integration.test_egress_lua import Seen, _backend
-from tests.integration.test_virtualserver import vs
-from tests.unit._pki import issue
-
-
-class _Peer:
-    """The TLS backend as the harness's Service helper takes it."""
-
-    def __init__(self, port: int) -> None:
-        self.name = "mtls"
-        self.port = port
-
-
-def _client_secret(name: str, client: str) -> dict[str, Any]:
-    issued = issue("egress-client-ca", client)
-    data = {"tls.crt": issued.cert_pem, "tls.key": issued.key_pem}
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": "default"},
-        "type": "kubernetes.io/tls",
-        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
-    }
-
-
-def _egress(name: str, secret: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "Policy",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"egressMTLS": {"tlsSecret": secret}},
-    }
+from testkit.egress import Seen, _backend, _client_secret, _egress, _Peer
+from testkit.harness import Ferryman, service_with_backends
+from testkit.virtualservers import vs
 
 
 def test_each_route_presents_its_own_client_certificate(ferryman: Ferryman, tmp_path: Path) -> None:

@@ -6,18 +6,13 @@ external-auth-oauth2 examples."""
 
 from __future__ import annotations
 
-import ssl
-import tempfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ferryman.dataplane.fallback import self_signed
-from tests.integration.harness import (
+from testkit.external_auth import AuthService
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
@@ -26,75 +21,10 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_virtualserver import start_with_backends, to, vs
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
+from testkit.virtualservers import start_with_backends, to, vs
 
 CAFE = "cafe.example.com"
-# The answers the auth service gives, by Authorization header.
-ANSWERS = {"Bearer ok": 200, "Bearer no": 403, "Bearer boom": 500, "Basic Zm9vOmJhcg==": 204}
-
-
-class _AuthHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _AuthServer
-
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.server.seen.append(
-            {
-                "method": self.command,
-                "path": self.path,
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "body": self.rfile.read(length) if length else b"",
-            }
-        )
-        code = ANSWERS.get(self.headers.get("Authorization", ""), 401)
-        self.send_response(code)
-        if code == 401:
-            self.send_header("WWW-Authenticate", 'Basic realm="Protected Area"')
-        body = b"" if code == 204 else b"auth\n"
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_HEAD = _answer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _AuthServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, tls: bool) -> None:
-        super().__init__(("127.0.0.1", 0), _AuthHandler)
-        self.seen: list[dict[str, Any]] = []
-        if tls:
-            key, crt = self_signed(["basic-auth-svc.default.svc"], days=30)
-            with tempfile.TemporaryDirectory() as d:
-                (Path(d) / "k").write_bytes(key)
-                (Path(d) / "c").write_bytes(crt)
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.load_cert_chain(str(Path(d) / "c"), str(Path(d) / "k"))
-            # The handshake in the connection's thread, not in accept's.
-            self.socket = context.wrap_socket(
-                self.socket, server_side=True, do_handshake_on_connect=False
-            )
-
-
-class AuthService:
-    """A backend for service_with_backends: name, address, port."""
-
-    def __init__(self, name: str, tls: bool = False) -> None:
-        self.name = name
-        self.server = _AuthServer(tls)
-        self.address = "127.0.0.1"
-        self.port = int(self.server.server_address[1])
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def seen(self) -> list[dict[str, Any]]:
-        return self.server.seen
 
 
 @pytest.fixture

@@ -25,7 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.harness import (
+from testkit.fast_path import (
+    _push_raw,
+    _start,
+    _workers,
+    answer,
+    virtual_server,
+)
+from testkit.harness import (
     Backends,
     Ferryman,
     at_once,
@@ -34,14 +41,7 @@ from tests.integration.harness import (
     free_port,
     service_with_backends,
 )
-from tests.integration.test_vs_fast_path import (
-    _push_raw,
-    _start,
-    _workers,
-    answer,
-    virtual_server,
-)
-from tests.integration.test_vs_policies import policy
+from testkit.vs_policies import policy
 
 HOST = "vs-fast.example.com"
 

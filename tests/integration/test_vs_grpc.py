@@ -10,12 +10,12 @@ from typing import Any
 import grpc
 
 from ferryman.dataplane.fallback import self_signed
-from tests.integration.grpc_greeter import Greeter, say_hello, say_hellos, status_of
-from tests.integration.harness import Backends, Ferryman, service_with_backends, tls_secret
-from tests.integration.test_virtualserver import vs
-from tests.integration.test_vs_egress_pools import _client_secret, _egress
-from tests.integration.test_vs_policies import policy
-from tests.unit._pki import authority
+from testkit.egress import _client_secret, _egress
+from testkit.grpc_greeter import Greeter, say_hello, say_hellos, status_of
+from testkit.harness import Backends, Ferryman, service_with_backends, tls_secret
+from testkit.pki import authority
+from testkit.virtualservers import vs
+from testkit.vs_policies import policy
 
 HOST = "grpc.test"
 

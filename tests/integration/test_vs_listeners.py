@@ -9,17 +9,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
-    Response,
-    _insecure_context,
     eventually,
     free_port,
     service_with_backends,
     tls_secret,
 )
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.listeners import get_on
+from testkit.nic_fixtures import NIC_EXAMPLES
 
 GC = "nginx-ingress/nginx-configuration"
 
@@ -28,21 +27,6 @@ def _example(ferryman: Ferryman, folder: str, name: str) -> None:
     ferryman.write_text(
         f"{folder}-{name}".replace("/", "-"), (NIC_EXAMPLES / folder / name).read_text()
     )
-
-
-def get_on(
-    port: int, host: str, path: str, *, https: bool = False, address: str = "127.0.0.1"
-) -> Response:
-    """A request to ``address``:``port``, for ``host`` (and its SNI name)."""
-    scheme = "https" if https else "http"
-    ext = {"sni_hostname": host} if https else {}
-    where = f"[{address}]" if ":" in address else address
-    with httpx.Client(verify=_insecure_context(), timeout=10) as c:
-        req = c.build_request(
-            "GET", f"{scheme}://{where}:{port}{path}", headers={"Host": host}, extensions=ext
-        )
-        r = c.send(req, follow_redirects=False)
-    return Response(r.status_code, r.headers, r.text)
 
 
 def endpoints_only(name: str, backends: Backends, port_name: str = "http") -> list[dict[str, Any]]:

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from ferryman.configs.record_text import unquote
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.locations import first_match, source_variable
-from tests.integration import router_kit as kit
-from tests.integration.harness import (
+from testkit import router_kit as kit
+from testkit.harness import (
     Backends,
     Ferryman,
     fast_path_counts,

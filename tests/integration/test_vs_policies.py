@@ -6,41 +6,27 @@ or attachment change."""
 from __future__ import annotations
 
 import base64
-import ctypes
 import hashlib
 import subprocess
 import time
-from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     at_once,
     eventually,
     served_by,
 )
-from tests.integration.test_virtualserver import start_with_backends, to, vs
-
-
-def policy(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "Policy",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
-
-
-def refs(*names: str) -> list[dict[str, str]]:
-    return [{"name": n} for n in names]
-
-
-def status(f: Ferryman, host: str, p: str = "/", **kw: Any) -> int:
-    return f.get(host, p, **kw).status
-
-
-def last_event(f: Ferryman, name: str, kind: str = "VirtualServer") -> dict[str, str]:
-    return [e for e in f.events_for(name) if e.get("kind") == kind][-1]
+from testkit.virtualservers import start_with_backends, to, vs
+from testkit.vs_policies import (
+    last_event,
+    libc_hash,
+    policy,
+    rate_limit,
+    refs,
+    secret,
+    status,
+)
 
 
 def test_access_control_allow_and_deny(ferryman: Ferryman, backends: Backends) -> None:
@@ -106,10 +92,6 @@ def test_a_missing_spec_policy_fails_the_whole_host(ferryman: Ferryman, backends
     assert status(ferryman, "cafe.test", "/") == 500
     assert status(ferryman, "cafe.test", "/nowhere") == 500
     assert "Policy default/gone is missing or invalid" in last_event(ferryman, "cafe")["message"]
-
-
-def rate_limit(name: str, **fields: Any) -> dict[str, Any]:
-    return policy(name, rateLimit={"key": "${binary_remote_addr}", "zoneSize": "10M", **fields})
 
 
 def test_rate_limit_burst_nodelay_and_reject_code(ferryman: Ferryman, backends: Backends) -> None:
@@ -185,29 +167,6 @@ def test_rate_limit_dry_run_only_logs(ferryman: Ferryman, backends: Backends) ->
     )[0]
     assert "[warn]" in line and "excess: 1.000 by zone" in line
     assert "pol_rl_default_dry_default_cafe_vs" in line
-
-
-def secret(name: str, type_: str, data: dict[str, bytes]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": "default"},
-        "type": type_,
-        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
-    }
-
-
-_libcrypt = ctypes.CDLL("libcrypt.so.1")
-_libcrypt.crypt.restype = ctypes.c_char_p
-_libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-_libcrypt.crypt_gensalt.restype = ctypes.c_char_p
-_libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-
-
-def libc_hash(password: str, prefix: str) -> str:
-    """crypt(3) as htpasswd tools call it, with a fresh salt for ``prefix`` ("" is DES)."""
-    setting = _libcrypt.crypt_gensalt(prefix.encode(), 0, None, 0) if prefix else b"ab"
-    return str(_libcrypt.crypt(password.encode(), setting).decode())
 
 
 def openssl_passwd(option: str, password: str) -> str:

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.harness import Backends, Ferryman, eventually, service_with_backends
-from tests.integration.test_vs_policies import policy
+from testkit.harness import Backends, Ferryman, eventually, service_with_backends
+from testkit.vs_policies import policy
 
 _examples = itertools.count()
 

@@ -24,44 +24,19 @@ from hypothesis import strategies as st
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.locations import find_location
 from ferryman.kinds.virtualserver.records.virtualserver import location, routed
-from tests.integration import router_kit as kit
-from tests.integration.harness import (
+from testkit import router_kit as kit
+from testkit.harness import (
     Backends,
     Ferryman,
     fast_path_counts,
 )
+from testkit.vs_router import MARKER_SERVICE, SERVICES, _requests, _route
 
 HOST = "vs-router.example.com"
-SERVICES = ("a", "b", "c")
-MARKER_SERVICE = "d"
-SEGMENTS = ["a", "b", "ab", "A", ""]
-# Regular expressions both PCRE and Python's re read alike.
-REGEXES = ["a$", "^/a", "b/", "AB", "/b$", "^/ab?/", "a.b"]
-
-
-def _join(segments: list[str], slash: bool) -> str:
-    return "/" + "/".join(segments) + ("/" if slash and segments else "")
-
-
-_plain = st.builds(_join, st.lists(st.sampled_from(SEGMENTS), max_size=3), st.booleans()).map(
-    lambda p: re.sub("/+", "/", p)
-)
-
-
-@st.composite
-def _route(draw: st.DrawFn) -> tuple[str, str]:
-    modifier = draw(st.sampled_from(["", "=", "^~", "~", "~*"]))
-    value = draw(st.sampled_from(REGEXES)) if modifier.startswith("~") else draw(_plain)
-    return modifier + value, draw(st.sampled_from(SERVICES))
 
 
 # Unique as locations ("/a" and "^~/a" are one location to NGINX).
 _routes = st.lists(_route(), min_size=6, max_size=15, unique_by=lambda r: r[0].removeprefix("^~"))
-_requests = st.lists(
-    st.builds(_join, st.lists(st.sampled_from([*SEGMENTS, "x", "abc"]), max_size=4), st.booleans()),
-    min_size=30,
-    max_size=30,
-)
 
 
 def manifest(routes: list[tuple[str, str]], marker: str) -> dict[str, Any]:

@@ -6,32 +6,21 @@ backends, what the client and the backend see."""
 from __future__ import annotations
 
 import socket
-import ssl
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ferryman.dataplane.fallback import self_signed
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
-    _EchoServer,
     eventually,
     service_with_backends,
 )
-from tests.integration.test_virtualserver import vs
-
-
-def one_route(
-    name: str, host: str, upstream: dict[str, Any], action: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    u = {"name": "up", "service": "app", "port": 80, **upstream}
-    return vs(name, host, [{"path": "/", "action": action or {"pass": "up"}}], [u])
+from testkit.upstream_fields import _TLSEcho, one_route
+from testkit.virtualservers import vs
 
 
 def start(f: Ferryman, backends: list[Any], *docs: dict[str, Any]) -> None:
@@ -56,26 +45,6 @@ def test_client_max_body_size_answers_413(ferryman: Ferryman, backends: Backends
     )
     assert r.status_code == 413
     assert ferryman.events_for("b")[-1]["reason"] == "AddedOrUpdated"
-
-
-class _TLSEcho:
-    """The echo backend behind TLS (a self-signed certificate)."""
-
-    def __init__(self, name: str) -> None:
-        key, crt = self_signed(["backend.test"], days=1)
-        d = Path(tempfile.mkdtemp())
-        (d / "tls.pem").write_bytes(crt + key)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(d / "tls.pem")
-        self.server = _EchoServer(name)
-        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.name = name
-        self.port = int(self.server.server_address[1])
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_tls_enable_proxies_over_https(ferryman: Ferryman) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     BrokenBackend,
     Ferryman,
@@ -16,42 +16,7 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-
-HOST = "cafe.test"
-
-
-def vs(
-    routes: list[dict[str, Any]],
-    upstreams: list[dict[str, Any]] | None = None,
-    namespace: str = "default",
-    name: str = "cafe",
-    host: str = HOST,
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServer",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"host": host, "upstreams": upstreams or [], "routes": routes},
-    }
-
-
-def vsr(
-    name: str,
-    subroutes: list[dict[str, Any]],
-    upstreams: list[dict[str, Any]] | None = None,
-    namespace: str = "default",
-    host: str = HOST,
-    labels: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": name, "namespace": namespace}
-    if labels:
-        md["labels"] = labels
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServerRoute",
-        "metadata": md,
-        "spec": {"host": host, "upstreams": upstreams or [], "subroutes": subroutes},
-    }
+from testkit.vsr_delegation import HOST, answer, vs, vsr
 
 
 def up(name: str, service: str | None = None) -> dict[str, Any]:
@@ -60,10 +25,6 @@ def up(name: str, service: str | None = None) -> dict[str, Any]:
 
 def to(upstream: str) -> dict[str, Any]:
     return {"pass": upstream}
-
-
-def answer(body: str) -> dict[str, Any]:
-    return {"return": {"code": 200, "type": "text/plain", "body": body}}
 
 
 def last(f: Ferryman, kind: str, name: str, namespace: str = "default") -> dict[str, str]:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from tests.integration.harness import (
+from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
     service_with_backends,
     tls_secret,
 )
-from tests.integration.test_vsr_delegation import HOST, answer, vs, vsr
-from tests.unit.nic_fixtures import NIC_EXAMPLES
+from testkit.nic_fixtures import NIC_EXAMPLES
+from testkit.vsr_delegation import HOST, answer, vs, vsr
 
 
 def _policy(name: str, **spec: Any) -> dict[str, Any]:

@@ -31,9 +31,9 @@ from ferryman.kinds.virtualserver.records.delegation import resolve
 from ferryman.kinds.virtualserver.records.locations import find_location
 from ferryman.kinds.virtualserver.records.virtualserver import location, routed
 from ferryman.resources.nic_fields import Parsed
-from tests.integration import router_kit as kit
-from tests.integration.harness import Backends, Ferryman
-from tests.integration.test_vs_router_property import (
+from testkit import router_kit as kit
+from testkit.harness import Backends, Ferryman
+from testkit.vs_router import (
     MARKER_SERVICE,
     REGEXES,
     SERVICES,

@@ -9,11 +9,11 @@ from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from tests.integration.harness import Ferryman
-from tests.kubernetes.apiserver import APIServer, build, install_crds, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.nic_resources import (
+from testkit.apiserver import APIServer, build, install_crds, wait_until
+from testkit.harness import Ferryman
+from testkit.kubelet import Kubelet
+from testkit.netns import BackendHost
+from testkit.nic_resources import (
     NIC_CRDS,
     GlobalConfiguration,
     Policy,

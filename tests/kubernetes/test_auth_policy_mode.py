@@ -12,12 +12,12 @@ from typing import Any
 
 from lightkube import Client
 
-from tests.integration.harness import Ferryman, served_by, service_with_backends, tls_secret
-from tests.integration.test_vs_auth_policies import mtls_get
-from tests.kubernetes.apiserver import apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.unit._jose import jwk, jwk_secret, jwks, token
-from tests.unit._pki import authority, ca_secret, issue
+from testkit.apiserver import apply, wait_until
+from testkit.harness import Ferryman, served_by, service_with_backends, tls_secret
+from testkit.jose import jwk, jwk_secret, jwks, token
+from testkit.mtls import mtls_get
+from testkit.netns import BackendHost
+from testkit.pki import authority, ca_secret, issue
 
 
 def _policy(name: str, namespace: str, **spec: Any) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from lightkube import Client
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.resources.events_v1 import Event
 
-from tests.integration.harness import Ferryman, ingress, path, rule, service_with_backends
-from tests.integration.test_configmap import configmap
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.netns import BackendHost
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.configmap_docs import configmap
+from testkit.harness import Ferryman, ingress, path, rule, service_with_backends
+from testkit.netns import BackendHost
 
 
 def _cm(namespace: str, **data: str) -> dict[str, object]:

@@ -16,7 +16,8 @@ from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
 
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
-from tests.integration.harness import (
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import (
     Ferryman,
     free_port,
     ingress,
@@ -25,9 +26,8 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.test_kubernetes_mode import _events, _status
+from testkit.kubernetes_mode import _events, _status
+from testkit.netns import BackendHost
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

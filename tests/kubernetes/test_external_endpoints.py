@@ -12,11 +12,11 @@ from lightkube import Client
 from lightkube.resources.core_v1 import ServiceStatus
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.nic_resources import VirtualServer, VirtualServerRoute, put, status
-from tests.kubernetes.test_vsr_mode import HOST, _vs, _vsr
+from testkit.apiserver import apply, wait_until
+from testkit.harness import Ferryman, served_by, service_with_backends
+from testkit.netns import BackendHost
+from testkit.nic_resources import VirtualServer, VirtualServerRoute, put, status
+from testkit.vsr_mode import HOST, _vs, _vsr
 
 
 def _endpoints(kube: Client, resource: Any, namespace: str, name: str) -> Any:

@@ -19,7 +19,8 @@ import httpx
 from lightkube import Client
 from lightkube.resources.discovery_v1 import EndpointSlice
 
-from tests.integration.harness import (
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import (
     Ferryman,
     ingress,
     path,
@@ -27,8 +28,7 @@ from tests.integration.harness import (
     served_by,
     service_with_backends,
 )
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.netns import BackendHost
+from testkit.netns import BackendHost
 
 HOST = "following.test"
 LEASE = 6  # seconds: --leader-election-lease-duration, so the stall stays short

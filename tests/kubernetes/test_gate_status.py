@@ -34,7 +34,7 @@ from ferryman.gates.decide import (
 )
 from ferryman.gates.flipper import write_condition
 from ferryman.gates.report import CLASS_LABEL, ReplicaLease, lease_name, read_reports
-from tests.kubernetes.apiserver import APIServer
+from testkit.apiserver import APIServer
 
 GATE = "target-health.ferryman.io/ferryman"
 OTHER = "example.com/other"

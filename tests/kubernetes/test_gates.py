@@ -7,52 +7,45 @@ replica held still (SIGSTOP) keeps it closed, and the pod NotReady, until it
 has caught up.
 """
 
+# The replicas fixture is testkit.gates', imported by name (pytest binds
+# imported fixtures as the module's own).
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from lightkube import Client
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Event, Namespace, Pod, PodStatus
+from lightkube.resources.core_v1 import Event, Pod, PodStatus
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, free_port, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.test_rollout import deployment, service
-from tests.kubernetes.test_webhook import _configuration as webhook_configuration
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.gates import (  # noqa: F401 (a fixture)
+    GATE,
+    TIMINGS,
+    Replicas,
+    leader_and_follower,
+    opt_in,
+    replicas,
+    start_with_webhooks,
+)
+from testkit.harness import free_port, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
+from testkit.webhook import _configuration as webhook_configuration
+from testkit.workloads import deployment, service
 
-GATE = "target-health.ferryman.io/ferryman"
 OTHER = "example.com/other"
-# The replicas' Leases (leadership and reports) last long enough that a replica
-# held still for the test's few seconds stays live; renewals come every second.
-TIMINGS = [
-    "--leader-election-lease-duration", "20",
-    "--leader-election-renew-deadline", "15",
-    "--leader-election-retry-period", "1",
-]  # fmt: skip
 
 
 def gated(name: str, namespace: str, version: str = "v1") -> dict[str, Any]:
     d = deployment(name, namespace, 1, version)
     d["spec"]["template"]["spec"]["readinessGates"] = [{"conditionType": GATE}]
     return d
-
-
-def opt_in(kube: Client, namespace: str) -> None:
-    kube.patch(
-        Namespace,
-        namespace,
-        {"metadata": {"labels": {"ferryman.io/pod-readiness-gate-inject": "enabled"}}},
-        patch_type=PatchType.MERGE,
-    )
 
 
 def the_pod(kube: Client, namespace: str, prefix: str) -> Pod | None:
@@ -75,57 +68,6 @@ def gate(kube: Client, namespace: str, name: str) -> Any:
 def ready(kube: Client, namespace: str, name: str) -> bool:
     c = conditions(kube.get(Pod, name, namespace=namespace)).get("Ready")
     return c is not None and c.status == "True"
-
-
-class Replicas:
-    """ferryman replicas in Kubernetes mode with --readiness-gates, in the test's namespace."""
-
-    def __init__(self, tmp_path: Path, cluster: APIServer, namespace: str) -> None:
-        self._tmp, self._cluster, self._namespace = tmp_path, cluster, namespace
-        self.started: dict[str, Ferryman] = {}
-
-    def start(self, names: tuple[str, ...], *extra: str) -> dict[str, Ferryman]:
-        for name in names:
-            f = Ferryman(
-                self._tmp / name,
-                extra_args=[
-                    "--watch-namespace", self._namespace,
-                    "--readiness-gates",
-                    "--leader-election-namespace", self._namespace,
-                    *(extra or TIMINGS),
-                ],
-                kubeconfig=self._cluster.kubeconfig,
-                env={"POD_NAME": f"ferryman-{name}"},
-            )  # fmt: skip
-            self.started[name] = f
-            f.start()
-        return self.started
-
-    def stop(self) -> None:
-        for f in self.started.values():
-            if f.proc is not None and f.proc.poll() is None:
-                os.kill(f.proc.pid, signal.SIGCONT)
-            if f.proc is not None:
-                f.stop()
-
-
-@pytest.fixture
-def replicas(tmp_path: Path, cluster: APIServer, cluster_namespace: str) -> Iterator[Replicas]:
-    r = Replicas(tmp_path, cluster, cluster_namespace)
-    yield r
-    r.stop()
-
-
-def leader_and_follower(
-    kube: Client, namespace: str, replicas: dict[str, Ferryman]
-) -> tuple[Ferryman, Ferryman]:
-    def holder() -> str | None:
-        lease = kube.get(Lease, "ferryman-leader-election", namespace=namespace)
-        return lease.spec.holderIdentity if lease.spec else None
-
-    name = wait_until(holder, 20, "a leader").removeprefix("ferryman-")
-    (other,) = set(replicas) - {name}
-    return replicas[name], replicas[other]
 
 
 def reported(kube: Client, namespace: str) -> set[str]:
@@ -281,21 +223,6 @@ def test_the_timeout_opens_the_gate_with_a_warning_event(
     m = leader.metrics()
     assert m['ferryman_readiness_gate_flips_total{result="timed_out"}'] == 1
     assert kubelet.errors == []
-
-
-def start_with_webhooks(
-    replicas: Replicas, ns: str, config: str, ports: dict[str, int], timings: list[str]
-) -> None:
-    """One replica per ``ports`` entry, each serving the readiness gate webhook
-    of ``config`` on its port with the namespace's certificate Secret."""
-    for name, port in ports.items():
-        replicas.start(
-            (name,), *timings,
-            "--readiness-gate-webhook-port", str(port),
-            "--readiness-gate-webhook-cert-secret", f"{ns}/webhook-cert",
-            "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
-            "--readiness-gate-webhook-configuration", config,
-        )  # fmt: skip
 
 
 def test_the_gate_the_webhook_injects_is_opened_once_both_replicas_route(

@@ -20,8 +20,8 @@ from lightkube.resources.core_v1 import Namespace
 from ferryman.report.gateway_status import RESOURCES
 from ferryman.sources.kubernetes import KubernetesSource
 from ferryman.store import Store
-from tests.gateway.environment import build as build_conformance
-from tests.kubernetes.apiserver import APIServer, install_crds
+from testkit.apiserver import APIServer, install_crds
+from testkit.gateway_environment import build as build_conformance
 
 REFERENCE_GRANT_V1 = create_namespaced_resource(
     "gateway.networking.k8s.io", "v1", "ReferenceGrant", "referencegrants"

@@ -20,8 +20,8 @@ from lightkube.types import PatchType
 
 from ferryman.report.gateway_status import RESOURCES, GatewayStatusWriter
 from ferryman.resources.meta import ObjectRef
-from tests.gateway.environment import build as build_conformance
-from tests.kubernetes.apiserver import APIServer, install_crds
+from testkit.apiserver import APIServer, install_crds
+from testkit.gateway_environment import build as build_conformance
 
 OURS = "ferryman.io/gateway-controller"
 THEIRS = "example.com/other-controller"

@@ -32,10 +32,10 @@ from lightkube.resources.rbac_authorization_v1 import (
 from lightkube.types import PatchType
 
 from ferryman import cli
-from tests.integration.harness import Ferryman, free_port, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
-from tests.kubernetes.nic_resources import NIC_CRDS, VirtualServer, VirtualServerRoute
-from tests.kubernetes.test_machine_controller import CRD, Machine
+from testkit.apiserver import APIServer, apply, install_crds, wait_until
+from testkit.harness import Ferryman, free_port, ingress, path, rule
+from testkit.machine_controller import CRD, Machine
+from testkit.nic_resources import NIC_CRDS, VirtualServer, VirtualServerRoute
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"

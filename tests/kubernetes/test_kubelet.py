@@ -12,8 +12,8 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.types import PatchType
 
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.kubelet import Kubelet
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.kubelet import Kubelet
 
 
 def pod(name: str, namespace: str, **spec: Any) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from lightkube import Client
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Service
 from lightkube.resources.discovery_v1 import EndpointSlice
-from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress
 
-from tests.integration.harness import (
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import (
     Ferryman,
     ingress,
     path,
@@ -23,19 +23,8 @@ from tests.integration.harness import (
     service_with_backends,
     tls_secret,
 )
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.netns import BackendHost
-
-
-def _ferryman(
-    tmp_path: Path, apiserver: APIServer, namespace: str, name: str = "a", *extra: str
-) -> Ferryman:
-    return Ferryman(
-        tmp_path / name,
-        extra_args=["--watch-namespace", namespace, *extra],
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": f"ferryman-{name}"},
-    )
+from testkit.kubernetes_mode import _events, _ferryman, _start, _status
+from testkit.netns import BackendHost
 
 
 @pytest.fixture
@@ -45,12 +34,6 @@ def running(tmp_path: Path, apiserver: APIServer, namespace: str) -> Iterator[li
     for f in started:
         if f.proc is not None:
             f.stop()
-
-
-def _start(running: list[Ferryman], f: Ferryman) -> Ferryman:
-    running.append(f)
-    f.start()
-    return f
 
 
 def test_api_changes_reach_nginx_within_a_second(
@@ -123,20 +106,6 @@ def test_kubernetes_mode_on_angie(
     wait_until(lambda: _status(kube, namespace, "web") == ["192.0.2.10"], 10, "status")
     ev = wait_until(lambda: _events(kube, namespace, "web"), 5, "event")[-1]
     assert ev.reason == "AddedOrUpdated"
-
-
-def _events(kube: Client, namespace: str, name: str) -> list[Event]:
-    return [
-        e
-        for e in kube.list(Event, namespace=namespace)
-        if e.regarding is not None and e.regarding.name == name
-    ]
-
-
-def _status(kube: Client, namespace: str, name: str) -> list[str]:
-    ing = kube.get(Ingress, name, namespace=namespace)
-    lb = ing.status.loadBalancer if ing.status else None
-    return [i.ip or i.hostname or "" for i in (lb.ingress if lb and lb.ingress else [])]
 
 
 def test_events_and_status(

@@ -9,7 +9,7 @@ Events in order, the replicas' readiness, where requests go, and requests in
 flight finishing before the drain goes on.
 """
 
-# The Machine API fixtures are test_machine_controller's, imported by name
+# The Machine API fixtures are testkit.machine_controller's, imported by name
 # (module-scoped there; pytest binds imported fixtures as its own).
 # ruff: noqa: F811
 
@@ -30,10 +30,10 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Event as CoreEvent
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, install_crds, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.test_machine_controller import (  # noqa: F401
+from testkit.apiserver import APIServer, apply, install_crds, wait_until
+from testkit.harness import Ferryman, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
+from testkit.machine_controller import (  # noqa: F401
     FOREIGN,
     FOREIGN_GO,
     FOREIGN_HOOK,
@@ -52,7 +52,7 @@ from tests.kubernetes.test_machine_controller import (  # noqa: F401
     own,
     ready,
 )
-from tests.kubernetes.workloads import service
+from testkit.workloads import service
 
 OURS = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
 OURS_GO = "{Name:IngressTrafficDrain Owner:ferryman.io/ingress-controller}"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from lightkube import Client
 
-from tests.integration.harness import Ferryman, ingress, path, rule, service_with_backends
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.test_kubernetes_mode import _events, _ferryman, _start, _status
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import Ferryman, ingress, path, rule, service_with_backends
+from testkit.kubernetes_mode import _events, _ferryman, _start, _status
+from testkit.netns import BackendHost
 
 HOST = "cafe.test"
 

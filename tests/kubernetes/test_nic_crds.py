@@ -20,8 +20,8 @@ from lightkube.types import PatchType
 from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
-from tests.kubernetes.apiserver import APIServer, install_crds, wait_until
-from tests.unit.nic_fixtures import (
+from testkit.apiserver import APIServer, install_crds, wait_until
+from testkit.nic_fixtures import (
     POLICIES,
     ROOT,
     VIRTUAL_SERVER,

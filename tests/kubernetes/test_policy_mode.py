@@ -12,10 +12,10 @@ from typing import Any
 from lightkube import Client
 from lightkube.types import PatchType
 
-from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.nic_resources import Policy, VirtualServer, status
+from testkit.apiserver import apply, wait_until
+from testkit.harness import Ferryman, served_by, service_with_backends
+from testkit.netns import BackendHost
+from testkit.nic_resources import Policy, VirtualServer, status
 
 
 def _policy(namespace: str, **spec: Any) -> dict[str, Any]:

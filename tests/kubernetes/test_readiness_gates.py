@@ -25,11 +25,11 @@ from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.types import PatchType
 
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
-from tests.integration.harness import Ferryman, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.test_kubernetes_mode import _status
-from tests.kubernetes.test_rollout import deployment, service
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import Ferryman, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
+from testkit.kubernetes_mode import _status
+from testkit.workloads import deployment, service
 
 
 def gated(name: str, namespace: str) -> dict[str, Any]:

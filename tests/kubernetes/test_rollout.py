@@ -2,7 +2,7 @@
 
 Deployment -> ReplicaSet -> Pods -> EndpointSlices are all worked out by
 kube-controller-manager's code (tools/testapiserver --controllers); the pods
-are real processes (tests/kubernetes/kubelet.py) answering with their names.
+are real processes (testkit/kubelet.py) answering with their names.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.types import PatchType
 
 from ferryman.resources.service import SERVICE_NAME_LABEL
-from tests.integration.harness import Ferryman, ingress, path, rule, served_by
-from tests.integration.test_termination import NewConnections
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.workloads import deployment, live_pods, rolled_out, service
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.connections import NewConnections
+from testkit.harness import Ferryman, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
+from testkit.workloads import deployment, live_pods, rolled_out, service
 
 
 def answering(f: Ferryman, host: str, n: int = 12) -> set[str | None]:

@@ -17,10 +17,8 @@ import pytest
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.core_v1 import Pod
 
-from tests.integration.harness import Ferryman, free_port, ingress, path, rule, served_by
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.kubelet import Kubelet
-from tests.kubernetes.test_gates import (  # noqa: F401
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.gates import (  # noqa: F401
     GATE,
     Replicas,
     leader_and_follower,
@@ -28,8 +26,10 @@ from tests.kubernetes.test_gates import (  # noqa: F401
     replicas,
     start_with_webhooks,
 )
-from tests.kubernetes.test_webhook import _configuration as webhook_configuration
-from tests.kubernetes.workloads import deployment, live_pods, rolled_out, service
+from testkit.harness import Ferryman, free_port, ingress, path, rule, served_by
+from testkit.kubelet import Kubelet
+from testkit.webhook import _configuration as webhook_configuration
+from testkit.workloads import deployment, live_pods, rolled_out, service
 
 HOST = "stall.test"
 LEASE = 6  # seconds; the stall is longer

@@ -10,10 +10,10 @@ from typing import Any
 
 from lightkube import Client
 
-from tests.integration.harness import Ferryman, free_port, service_with_backends
-from tests.kubernetes.apiserver import apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.nic_resources import GlobalConfiguration, TransportServer, status
+from testkit.apiserver import apply, wait_until
+from testkit.harness import Ferryman, free_port, service_with_backends
+from testkit.netns import BackendHost
+from testkit.nic_resources import GlobalConfiguration, TransportServer, status
 
 
 def _ts(namespace: str, name: str, service: str) -> dict[str, Any]:

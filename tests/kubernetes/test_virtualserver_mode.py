@@ -9,10 +9,10 @@ from typing import Any
 
 from lightkube import Client
 
-from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.nic_resources import VirtualServer, put, status
+from testkit.apiserver import apply, wait_until
+from testkit.harness import Ferryman, served_by, service_with_backends
+from testkit.netns import BackendHost
+from testkit.nic_resources import VirtualServer, put, status
 
 
 def _vs(namespace: str, upstream: str, path: str = "/") -> dict[str, Any]:

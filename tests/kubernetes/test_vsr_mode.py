@@ -10,34 +10,11 @@ from typing import Any
 
 from lightkube import Client
 
-from tests.integration.harness import Ferryman, served_by, service_with_backends
-from tests.kubernetes.apiserver import apply, wait_until
-from tests.kubernetes.netns import BackendHost
-from tests.kubernetes.nic_resources import VirtualServer, VirtualServerRoute, put, status
-
-HOST = "vsr.k8s.test"
-
-
-def _vs(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServer",
-        "metadata": {"name": "cafe", "namespace": namespace},
-        "spec": {"host": HOST, "routes": [{"path": "/tea", "route": "tea"}]},
-    }
-
-
-def _vsr(namespace: str, name: str, service: str, host: str = HOST) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServerRoute",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "host": host,
-            "upstreams": [{"name": "up", "service": service, "port": 80}],
-            "subroutes": [{"path": "/tea", "action": {"pass": "up"}}],
-        },
-    }
+from testkit.apiserver import apply, wait_until
+from testkit.harness import Ferryman, served_by, service_with_backends
+from testkit.netns import BackendHost
+from testkit.nic_resources import VirtualServer, VirtualServerRoute, put, status
+from testkit.vsr_mode import HOST, _vs, _vsr
 
 
 def _status(kube: Client, namespace: str, name: str) -> dict[str, Any]:

@@ -7,76 +7,41 @@ host, and its namespaceSelector narrowed to the test's namespace, so other
 tests' opted-in namespaces never call it.
 """
 
+# The cluster_objects and pods_namespace fixtures are testkit.webhook's,
+# imported by name (pytest binds imported fixtures as the module's own).
+# ruff: noqa: F811
+
 from __future__ import annotations
 
 import base64
 import copy
 import ssl
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import pytest
-import yaml
 from lightkube import ApiError, Client
-from lightkube.models.core_v1 import Container, PodReadinessGate, PodSpec
-from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
-from lightkube.resources.core_v1 import Namespace, Pod, Secret, ServiceAccount
+from lightkube.resources.core_v1 import Secret
 from lightkube.resources.events_v1 import Event
 from lightkube.types import PatchType
 
-from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
+from ferryman.resources.readiness_gate import INJECT_LABEL
 from ferryman.webhook.certificate import generate
-from tests.integration.harness import Ferryman, free_port, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import free_port, ingress, path, rule
+from testkit.webhook import (  # noqa: F401 (fixtures)
+    GATE,
+    _configuration,
+    _ferryman,
+    _opt_in,
+    _pod,
+    _service,
+    cluster_objects,
+    pods_namespace,
+)
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "webhook.yaml"
-GATE = gate_type("ferryman")
 OTHER = "example.com/warmed-up"
-
-
-def _configuration(name: str, namespace: str, port: int) -> dict[str, Any]:
-    """deploy/'s configuration, calling ``127.0.0.1:port`` for ``namespace`` only."""
-    doc = next(d for d in yaml.safe_load_all(DEPLOY.read_text()) if d["kind"].startswith("Mut"))
-    doc = copy.deepcopy(doc)
-    doc["metadata"]["name"] = name
-    for hook in doc["webhooks"]:
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/readiness-gates"}
-        hook["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] = namespace
-    return dict(doc)
-
-
-def _service(name: str, namespace: str, selector: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"selector": selector, "ports": [{"port": 80}]},
-    }
-
-
-def _opt_in(kube: Client, namespace: str, on: bool) -> None:
-    labels = {INJECT_LABEL: "enabled" if on else None}  # None removes it
-    kube.patch(Namespace, namespace, {"metadata": {"labels": labels}})
-
-
-def _pod(
-    kube: Client, namespace: str, labels: dict[str, str], gates: tuple[str, ...] = ()
-) -> list[str]:
-    """Creates a pod (by generateName, as a ReplicaSet does); its gates as created."""
-    pod = Pod(
-        metadata=ObjectMeta(generateName="p-", labels=labels),
-        spec=PodSpec(
-            containers=[Container(name="c", image="example.invalid/app")],
-            readinessGates=[PodReadinessGate(conditionType=g) for g in gates] or None,
-        ),
-    )
-    created = kube.create(pod, namespace=namespace)
-    assert created.spec is not None
-    return [g.conditionType for g in created.spec.readinessGates or []]
 
 
 def _ca_bundles(kube: Client, name: str) -> list[str | None]:
@@ -88,45 +53,6 @@ def _secret_ca(kube: Client, namespace: str, name: str) -> str:
     secret = kube.get(Secret, name, namespace=namespace)
     assert secret.data is not None
     return str(secret.data["ca.crt"])
-
-
-@pytest.fixture
-def cluster_objects(kube: Client) -> Iterator[list[str]]:
-    """Names of MutatingWebhookConfigurations to delete afterwards (they are
-    cluster-wide, and a webhook left behind would be called by later tests)."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        kube.delete(MutatingWebhookConfiguration, name)
-
-
-@pytest.fixture
-def pods_namespace(kube: Client, namespace: str) -> str:
-    """The test namespace, opted in, with the ServiceAccount pods are admitted with
-    (the serviceaccount controller does not run here)."""
-    kube.create(ServiceAccount(metadata=ObjectMeta(name="default")), namespace=namespace)
-    _opt_in(kube, namespace, True)
-    return namespace
-
-
-def _ferryman(
-    tmp_path: Path, apiserver: APIServer, namespace: str, port: int, configuration: str,
-    name: str = "a", secret: str = "webhook-cert",
-) -> Ferryman:  # fmt: skip
-    args = [
-        "--watch-namespace", namespace,
-        "--leader-election-namespace", namespace,
-        "--readiness-gate-webhook-port", str(port),
-        "--readiness-gate-webhook-cert-secret", f"{namespace}/{secret}",
-        "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
-        "--readiness-gate-webhook-configuration", configuration,
-    ]  # fmt: skip
-    return Ferryman(
-        tmp_path / name,
-        extra_args=args,
-        kubeconfig=apiserver.kubeconfig,
-        env={"POD_NAME": f"ferryman-{name}"},
-    )
 
 
 def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(

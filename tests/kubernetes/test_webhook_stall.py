@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from lightkube import ApiError, Client
 
-from tests.integration.harness import free_port, ingress, path, rule
-from tests.kubernetes.apiserver import APIServer, apply, wait_until
-from tests.kubernetes.test_webhook import (
+from testkit.apiserver import APIServer, apply, wait_until
+from testkit.harness import free_port, ingress, path, rule
+from testkit.webhook import (
     GATE,
     _configuration,
     _ferryman,

@@ -51,10 +51,9 @@ from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
-from tests.integration.harness import angie_binary
-
-from ._tls import b64, cert_pem, key_pem, tls_secret
-from .test_nginx_property import GOOD_SECRET, Case, ingress_cases, service_docs
+from testkit.harness import angie_binary
+from testkit.nginx_cases import GOOD_SECRET, Case, ingress_cases, service_docs
+from testkit.tls import b64, cert_pem, key_pem, tls_secret
 
 CERT = "ns/site@0123456789abcdef"
 CERT_RECORD = b64(cert_pem("a.example.com")) + "\t" + b64(key_pem("a.example.com"))

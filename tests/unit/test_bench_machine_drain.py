@@ -22,7 +22,7 @@ from bench.rollout import Tally
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.integration.harness import free_port
+from testkit.harness import free_port
 
 
 @given(st.lists(st.booleans(), min_size=1, max_size=5), st.integers(0, 1000))

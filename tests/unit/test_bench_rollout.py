@@ -13,7 +13,7 @@ from aiohttp import web
 from bench import rollout
 from bench.rollout import Tally, load, summary
 
-from tests.integration.harness import free_port
+from testkit.harness import free_port
 
 
 async def _serve(handler: web.Handler) -> tuple[web.AppRunner, int]:

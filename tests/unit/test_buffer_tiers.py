@@ -30,8 +30,8 @@ from ferryman.kinds.ingress.records.options import ingress_options
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
-from tests.unit.test_render import MAIN
-from tests.unit.test_vs_fast import locations
+from testkit.render import MAIN
+from testkit.vs_fast import locations
 
 KIB = 1024
 _sizes = st.integers(min_value=1, max_value=512 * KIB)

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from ferryman.configs.configmap import IN_NGINX_CONF, ConfigMapState, Tuning, tuning
 from ferryman.configs.render import Renderer
 from ferryman.resources.configmap import GLOBAL_KEYS, ROUTE_KEYS, UNSUPPORTED, parse_data
-from tests.unit.nginx_check import assert_nginx_t
-from tests.unit.nginx_tokens import Directive, directives
-from tests.unit.test_render import MAIN
+from testkit.nginx_check import assert_nginx_t
+from testkit.nginx_tokens import Directive, directives
+from testkit.render import MAIN
 
 # Every supported key, with a value NGINX takes.
 FULL: dict[str, str] = {

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.dataplane.fake import FakeDataPlane
-from tests.integration.harness import ingress, path, rule, service_with_backends
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule, service_with_backends
 
 
 def _ing(name: str, host: str) -> dict[str, object]:

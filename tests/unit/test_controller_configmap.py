@@ -9,7 +9,7 @@ from typing import Any
 
 from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.dataplane.fake import FakeDataPlane
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
 
 
 def _render(t: Tuning) -> dict[str, str]:

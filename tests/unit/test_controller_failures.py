@@ -16,31 +16,8 @@ import ferryman.kinds.ingress.translate.ingress
 import ferryman.translators.desired
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.resources.meta import ObjectRef
-from tests.integration.harness import ingress, path, rule, tls_secret
-from tests.unit.controller_kit import Kit
-
-
-def _service(name: str, *addresses: str, namespace: str = "default") -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"ports": [{"port": 80}]},
-        },
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": f"{name}-1",
-                "namespace": namespace,
-                "labels": {"kubernetes.io/service-name": name},
-            },
-            "addressType": "IPv4",
-            "ports": [{"port": 8080}],
-            "endpoints": [{"addresses": [a]} for a in addresses],
-        },
-    ]
+from testkit.controller_kit import Kit, _service
+from testkit.harness import ingress, path, rule, tls_secret
 
 
 def _small(name: str, host: str, svc: str = "app", namespace: str = "default") -> dict[str, Any]:

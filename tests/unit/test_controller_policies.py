@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef
-from tests.unit.controller_kit import Kit
-from tests.unit.test_controller_failures import _service
+from testkit.controller_kit import Kit, _service
 
 
 def _vs(name: str, policies: list[str]) -> dict[str, Any]:

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.resources.meta import ObjectRef
-from tests.integration.harness import ingress, path, rule
-from tests.unit.controller_kit import Kit
-from tests.unit.test_controller_failures import _service
+from testkit.controller_kit import Kit, _service
+from testkit.harness import ingress, path, rule
 
 REF = ObjectRef("VirtualServer", "default", "cafe")
 

@@ -11,8 +11,7 @@ from unittest import mock
 
 from ferryman.kinds.virtualserver.translate import virtualserver as vs_translator
 from ferryman.resources.meta import ObjectRef
-from tests.unit.controller_kit import Kit
-from tests.unit.test_controller_failures import _service
+from testkit.controller_kit import Kit, _service
 
 VSR = ObjectRef("VirtualServerRoute", "team", "tea")
 

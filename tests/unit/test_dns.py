@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ferryman.configs.angie import backend_dns_name
 from ferryman.dataplane.dns import UDP_SIZE, DnsServer, Zone
-from tests.unit.strategies import backend_keys
+from testkit.strategies import backend_keys
 
 WEB = "80.web.ns.ferryman.internal"
 SETS = {

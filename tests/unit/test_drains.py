@@ -16,8 +16,8 @@ from ferryman.drains import decide
 from ferryman.drains.decide import DrainReport, Patch, Step, machine_view, our_hook
 from ferryman.drains.replica import decode, encode
 from ferryman.machines.hooks import Hook, hooks_of
-from tests.integration.harness import ingress, path, rule
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule
 
 OURS = {"name": "IngressTrafficDrain", "owner": "ferryman.io/ingress-controller"}
 FOREIGN = {"name": "etcd-quorum", "owner": "etcd-operator"}

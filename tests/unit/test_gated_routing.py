@@ -16,9 +16,9 @@ import ferryman.endpoint_sets
 from ferryman.queue_keys import PodAddress, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
-from tests.integration.harness import ingress, path, rule
-from tests.unit.controller_kit import Kit
-from tests.unit.test_pod import GATE, OTHER_GATE, pod_obj
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule
+from testkit.pods import GATE, OTHER_GATE, pod_obj
 
 BACKEND = ("E", "ns/web:80")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ferryman.kinds.gateway.records.servers import GATEWAY_LISTENS_FILE
 from ferryman.resources.meta import ObjectRef
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
 
 POOL = ("10.0.0.1", "10.0.0.2")
 

@@ -30,11 +30,10 @@ from ferryman.kinds.virtualserver.records.listeners import (
     NO_GLOBAL_CONFIGURATION,
     resolve_listeners,
 )
-from tests.unit.controller_kit import Kit
-from tests.unit.nginx_check import STATE, assert_nginx_t
-from tests.unit.strategies import dns_labels
-from tests.unit.test_controller_failures import _service
-from tests.unit.test_render import MAIN
+from testkit.controller_kit import Kit, _service
+from testkit.nginx_check import STATE, assert_nginx_t
+from testkit.render import MAIN
+from testkit.strategies import dns_labels
 
 LISTENERS = (
     Listener("http-8083", 8083, "HTTP"),

@@ -31,8 +31,8 @@ from ferryman.kinds.ingress.records.options import ingress_options
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.policy.records.rate import RateLimits
 from ferryman.resources.meta import InvalidResource
-from tests.unit._pki import authority, issue
-from tests.unit.test_vs_policies import Objects, _policy, _secret
+from testkit.pki import authority, issue
+from testkit.policy_objects import Objects, _policy, _secret
 
 
 def _validate(annotations: dict[str, str]) -> tuple[list[str], list[str]]:

@@ -15,7 +15,7 @@ from ferryman.kinds.ingress.records.policies import ingress_policies, ingress_ro
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.policy.records.access import Access
 from ferryman.resources.nic_route import PolicyRef
-from tests.unit.test_vs_policies import Objects, _policy
+from testkit.policy_objects import Objects, _policy
 
 DENY = {"accessControl": {"deny": ["10.0.0.0/8"]}}
 RATE = {"rateLimit": {"rate": "1r/s", "key": "${binary_remote_addr}", "zoneSize": "10M"}}

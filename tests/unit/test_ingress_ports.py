@@ -40,11 +40,10 @@ from ferryman.kinds.transport.records.http_listeners import (
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.service import parse_service
 from ferryman.translators.listen_ports import ListenPorts
-from tests.integration.harness import ingress, path, rule, tls_secret
-from tests.unit.controller_kit import Kit
-from tests.unit.nginx_check import assert_nginx_t
-from tests.unit.test_controller_failures import _service
-from tests.unit.test_render import MAIN
+from testkit.controller_kit import Kit, _service
+from testkit.harness import ingress, path, rule, tls_secret
+from testkit.nginx_check import assert_nginx_t
+from testkit.render import MAIN
 
 LIMITS = Limits(
     80,

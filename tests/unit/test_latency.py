@@ -11,8 +11,8 @@ from ferryman import latency
 from ferryman.latency import LatencyReceiver, parse
 from ferryman.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
-from tests.integration.harness import ingress, path, rule, service
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule, service
 
 WEB = ObjectRef("Ingress", "ns", "web")
 

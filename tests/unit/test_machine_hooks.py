@@ -18,7 +18,7 @@ from ferryman.machines.hooks import (
     hooks_of,
     immutability_problems,
 )
-from tests.unit.strategies import yaml_scalars
+from testkit.strategies import yaml_scalars
 
 DRAIN = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
 TERMINATE = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"

@@ -24,8 +24,7 @@ from ferryman.kinds import REGISTRY
 from ferryman.resources.meta import ObjectRef
 from ferryman.sources import manifest_kinds, manifest_yaml, manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file
-
-from .strategies import yaml_values
+from testkit.strategies import yaml_values
 
 KINDS = manifest_kinds(REGISTRY)
 

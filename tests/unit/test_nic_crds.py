@@ -17,7 +17,7 @@ from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
 from ferryman.resources.nic_fields import Context, Parsed
-from tests.unit.nic_fixtures import (
+from testkit.nic_fixtures import (
     POLICIES,
     ROOT,
     VIRTUAL_SERVER,

@@ -18,7 +18,7 @@ from ferryman.kinds.virtualserver.parse.virtualserverroute import (
     parse_virtual_server_route,
 )
 from ferryman.resources.nic_fields import Parsed
-from tests.unit.nic_fixtures import nic_examples
+from testkit.nic_fixtures import nic_examples
 
 # example -> (the field refused, why ferryman does not offer it)
 NOT_SUPPORTED = {

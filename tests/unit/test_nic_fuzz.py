@@ -14,9 +14,8 @@ from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.parse.virtualserverroute import parse_virtual_server_route
 from ferryman.resources.nic_fields import Parsed
-
-from .nic_fixtures import POLICIES, VIRTUAL_SERVER, VIRTUAL_SERVER_ROUTE
-from .strategies import mutations, yaml_values
+from testkit.nic_fixtures import POLICIES, VIRTUAL_SERVER, VIRTUAL_SERVER_ROUTE
+from testkit.strategies import mutations, yaml_values
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CASES: list[tuple[Callable[[Mapping[str, Any]], Parsed[Any]], dict[str, Any]]] = [

@@ -13,8 +13,8 @@ from ferryman.kinds.policy.parse.policy import (
     RateLimit,
     parse_policy,
 )
-from tests.unit.nic_edit import DELETE, edited
-from tests.unit.nic_fixtures import POLICIES, policy
+from testkit.nic_edit import DELETE, edited
+from testkit.nic_fixtures import POLICIES, policy
 
 BY_NAME = {p["metadata"]["name"]: p for p in POLICIES}
 EXACTLY_ONE = (

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.resources.nic_route import split_path
-from tests.unit.nic_edit import edited
-from tests.unit.nic_fixtures import POLICIES, VIRTUAL_SERVER, meta
+from testkit.nic_edit import edited
+from testkit.nic_fixtures import POLICIES, VIRTUAL_SERVER, meta
 
 labels = st.from_regex(r"[a-z]([-a-z0-9]{0,8}[a-z0-9])?", fullmatch=True)
 hosts = st.builds(

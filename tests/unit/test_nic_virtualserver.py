@@ -15,8 +15,8 @@ from ferryman.kinds.virtualserver.parse.virtualserverroute import (
 )
 from ferryman.resources.nic_route import RouteRef
 from ferryman.resources.nic_upstream import LoadBalancing
-from tests.unit.nic_edit import DELETE, edited
-from tests.unit.nic_fixtures import VIRTUAL_SERVER, VIRTUAL_SERVER_ROUTE
+from testkit.nic_edit import DELETE, edited
+from testkit.nic_fixtures import VIRTUAL_SERVER, VIRTUAL_SERVER_ROUTE
 
 SUBDOMAIN = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "

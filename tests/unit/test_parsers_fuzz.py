@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,119 +20,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ferryman.kinds import REGISTRY
-from ferryman.kinds.ingress.parse.ingress import parse_ingress
-from ferryman.kinds.ingress.parse.ingressclass import parse_ingress_class, raw_class_name
+from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, parse_meta, ref_of
 from ferryman.resources.secret import parse_tls_secret
-from ferryman.resources.service import parse_endpoint_slice, parse_service, service_name_of
+from ferryman.resources.service import service_name_of
 from ferryman.secrets import SecretStore
 from ferryman.sources import manifest_kinds
 from ferryman.sources.manifests import parse_file
-
-from ._tls import cert_pem, key_pem, tls_secret
-from .strategies import mutations, yaml_scalars, yaml_values
+from testkit.parser_cases import INGRESS, SLICE, VALID, Parser, objects_with_names, raw_objects
+from testkit.strategies import mutations, yaml_values
+from testkit.tls import cert_pem, key_pem, tls_secret
 
 # Enough to find a shape no one thought of, few enough for CI (~1 s a test).
 FUZZ = settings(max_examples=300, deadline=None)
-
-Parser = Callable[[Mapping[str, Any]], object]
-
-BACKEND = {"service": {"name": "web", "port": {"number": 80}}}
-INGRESS = {
-    "apiVersion": "networking.k8s.io/v1",
-    "kind": "Ingress",
-    "metadata": {
-        "name": "web",
-        "namespace": "shop",
-        "creationTimestamp": "2024-01-02T03:04:05Z",
-        "annotations": {
-            "nginx.org/lb-method": "least_conn",
-            "nginx.org/max-fails": "3",
-            "nginx.org/fail-timeout": "10s",
-            "nginx.org/ssl-redirect": "false",
-        },
-        "labels": {"app": "web"},
-    },
-    "spec": {
-        "ingressClassName": "ferryman",
-        "defaultBackend": BACKEND,
-        "tls": [{"hosts": ["a.example.com"], "secretName": "a-tls"}],
-        "rules": [
-            {
-                "host": "a.example.com",
-                "http": {
-                    "paths": [
-                        {"path": "/", "pathType": "Prefix", "backend": BACKEND},
-                        {
-                            "path": "/api",
-                            "pathType": "Exact",
-                            "backend": {"service": {"name": "api", "port": {"name": "http"}}},
-                        },
-                    ]
-                },
-            },
-            {
-                "host": "*.b.example.com",
-                "http": {"paths": [{"pathType": "Prefix", "path": "/b", "backend": BACKEND}]},
-            },
-        ],
-    },
-}
-INGRESS_CLASS = {
-    "apiVersion": "networking.k8s.io/v1",
-    "kind": "IngressClass",
-    "metadata": {
-        "name": "ferryman",
-        "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"},
-    },
-    "spec": {"controller": "ferryman.io/ingress-controller"},
-}
-SERVICE = {
-    "apiVersion": "v1",
-    "kind": "Service",
-    "metadata": {"name": "web", "namespace": "shop"},
-    "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}, {"port": 9090}]},
-}
-SLICE = {
-    "apiVersion": "discovery.k8s.io/v1",
-    "kind": "EndpointSlice",
-    "metadata": {
-        "name": "web-1",
-        "namespace": "shop",
-        "labels": {"kubernetes.io/service-name": "web"},
-    },
-    "addressType": "IPv4",
-    "ports": [{"name": "http", "port": 8080}],
-    "endpoints": [
-        {"addresses": ["10.0.0.1"], "conditions": {"ready": True}, "nodeName": "n1"},
-        {"addresses": ["10.0.0.2", "10.0.0.3"]},
-    ],
-}
-SECRET = tls_secret("site")
-
-VALID: dict[str, tuple[Mapping[str, Any], Parser]] = {
-    "Ingress": (INGRESS, parse_ingress),
-    "IngressClass": (INGRESS_CLASS, parse_ingress_class),
-    "Service": (SERVICE, parse_service),
-    "EndpointSlice": (SLICE, parse_endpoint_slice),
-    "Secret": (SECRET, parse_tls_secret),
-}
-
-# Random top-level objects: mostly the field names parsers look for.
-FIELDS = st.sampled_from(
-    [
-        *("apiVersion", "kind", "metadata", "spec", "type", "data", "stringData"),
-        *("addressType", "ports", "endpoints", "name", "namespace", "annotations", "labels"),
-    ]
-)
-raw_objects = st.dictionaries(FIELDS | yaml_scalars, yaml_values, max_size=6)
-# metadata that passes its first check, so the rest of the object is reached.
-objects_with_names = st.builds(
-    lambda obj, md: {**obj, "metadata": {"name": "x", **md}},
-    raw_objects,
-    st.dictionaries(FIELDS | yaml_scalars, yaml_values, max_size=4),
-)
 
 
 def only_invalid_resource(parse: Parser, obj: Mapping[str, Any]) -> None:

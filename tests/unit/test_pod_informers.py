@@ -14,7 +14,7 @@ from typing import Any
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from ferryman.sources.pods import PodInformers
-from tests.unit.test_pod import GATE, pod_obj
+from testkit.pods import GATE, pod_obj
 
 
 class Host:

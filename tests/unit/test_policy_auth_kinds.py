@@ -14,9 +14,9 @@ from ferryman.kinds.policy.records.egress_mtls import Egress
 from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
 from ferryman.kinds.policy.records.jwt import JWTAuth
 from ferryman.resources.nic_route import PolicyRef
-from tests.unit._jose import jwk, jwk_secret, jwks
-from tests.unit._pki import authority, ca_secret, issue
-from tests.unit.test_vs_policies import Objects
+from testkit.jose import jwk, jwk_secret, jwks
+from testkit.pki import authority, ca_secret, issue
+from testkit.policy_objects import Objects
 
 
 def _policy(name: str, **spec: Any) -> dict[str, Any]:

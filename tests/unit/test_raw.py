@@ -18,9 +18,8 @@ from ferryman.resources.meta import InvalidResource, ref_of
 from ferryman.resources.raw import LAST_APPLIED, Packed, pack, slim
 from ferryman.resources.service import service_name_of
 from ferryman.store import Store
-
-from .strategies import mutations, yaml_values
-from .test_parsers_fuzz import VALID, Parser, objects_with_names, raw_objects
+from testkit.parser_cases import VALID, Parser, objects_with_names, raw_objects
+from testkit.strategies import mutations, yaml_values
 
 KINDS = by_kind(REGISTRY)
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ferryman.resources.readiness_gate import gate_type, gated_by, opted_in, selects
 from ferryman.resources.service import parse_service
-from tests.integration.harness import ingress, path, rule
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule
 
 LABELS = st.dictionaries(st.sampled_from("abc"), st.sampled_from("xyz"), max_size=3)
 

@@ -14,36 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
-from tests.unit.nginx_check import GOLDEN, LUA, STATE, assert_nginx_t
+from testkit.nginx_check import GOLDEN, STATE, assert_nginx_t
+from testkit.render import MAIN
 
 UPDATE = os.environ.get("FERRYMAN_UPDATE_GOLDEN") == "1"
 
-MAIN = MainConfig(
-    state_dir=STATE,
-    endpoints_socket=f"{STATE}/run/nginx-endpoints.sock",
-    http_port=80,
-    https_port=443,
-    lua_package_path=f"{LUA}/?.lua;/usr/share/lua/5.1/?.lua;;",
-    modules=(
-        "/usr/lib/nginx/modules/ndk_http_module.so",
-        "/usr/lib/nginx/modules/ngx_http_lua_module.so",
-        "/usr/lib/nginx/modules/ngx_http_ferryman_module.so",
-    ),
-    fast_module=True,
-    worker_processes="auto",
-    worker_shutdown_timeout="",
-    worker_user="nobody nogroup",
-    shared_dict_size="128m",
-    fallback_certificate=f"{STATE}/fallback.pem",
-    status_socket=f"{STATE}/run/nginx-status.sock",
-    status_port=8080,
-    status_allow=("127.0.0.1/32", "10.0.0.0/8"),
-    health_uri="/nginx-health",
-    latency_socket=f"{STATE}/latency.sock",
-    public=True,
-)
 BOOTSTRAP = dataclasses.replace(MAIN, public=False)
 # Without ngx_http_ferryman_module (not built): the Lua balancer is the fast path.
 # The non-default request settings ride along, so nginx -t sees their text too.

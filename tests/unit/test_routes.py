@@ -19,7 +19,7 @@ from ferryman.configs.routes import (
 from ferryman.configs.secret_state import SecretState
 from ferryman.kinds.ingress.parse.ingress import Balancing, Ingress, parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import secret_names, virtual_hosts
-from tests.unit.strategies import backend_keys
+from testkit.strategies import backend_keys
 
 HOST = "a.example.com"
 

@@ -21,8 +21,7 @@ from ferryman.resources.secret import (
     parse_tls_secret,
 )
 from ferryman.secrets import SecretStore
-
-from ._tls import b64, cert_pem, key_pem, tls_secret
+from testkit.tls import b64, cert_pem, key_pem, tls_secret
 
 
 def rejected(obj: dict[str, object]) -> str:

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from ferryman.resources.secret import InvalidSecret
 from ferryman.resources.secret_ca import parse_ca_secret
 from ferryman.resources.secret_jwk import HMAC_ALGS, RSA_ALGS, parse_jwk_secret
-from tests.unit._jose import b64url, jwk, jwk_secret, jwks, private_key
-from tests.unit._pki import authority, ca_secret, crl_pem, issue
+from testkit.jose import b64url, jwk, jwk_secret, jwks, private_key
+from testkit.pki import authority, ca_secret, crl_pem, issue
 
 
 def _problem(obj: dict[str, object], parse: object) -> str:

@@ -20,8 +20,8 @@ from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubernetesSource
 from ferryman.store import Store
-from tests.integration.harness import ingress, path, rule
-from tests.unit.controller_kit import Kit
+from testkit.controller_kit import Kit
+from testkit.harness import ingress, path, rule
 
 TENANTS = (("shop", "shop.test"), ("billing", "billing.test"))
 

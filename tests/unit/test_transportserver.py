@@ -19,7 +19,7 @@ from ferryman.kinds.transport.records.stream import (
     stream_server,
 )
 from ferryman.resources.nic_fields import Context
-from tests.unit.nic_fixtures import nic_examples
+from testkit.nic_fixtures import nic_examples
 
 
 def gc(*listeners: dict[str, Any]) -> dict[str, Any]:
@@ -323,7 +323,7 @@ def test_the_parsers_read_exactly_the_fields_of_the_crds(kind: str) -> None:
 def _stream_examples() -> list[tuple[str, dict[str, Any]]]:
     import yaml
 
-    from tests.unit.nic_fixtures import NIC_EXAMPLES
+    from testkit.nic_fixtures import NIC_EXAMPLES
 
     out = []
     for path in sorted(NIC_EXAMPLES.rglob("*.y*ml")):

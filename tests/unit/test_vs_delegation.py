@@ -3,17 +3,12 @@ and NIC's warnings about the others (internal/k8s/configuration.go)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
-from ferryman.kinds.virtualserver.parse.virtualserverroute import (
-    VirtualServerRoute,
-    parse_virtual_server_route,
-)
 from ferryman.kinds.virtualserver.records.delegation import resolve
 from ferryman.kinds.virtualserver.records.virtualserver import routed, vs_records
-from ferryman.resources.nic_fields import Parsed
+from testkit.vs_delegation import Reads, _vsr
 
 
 def _vs(*routes: dict[str, Any]) -> VirtualServer:
@@ -27,36 +22,6 @@ def _vs(*routes: dict[str, Any]) -> VirtualServer:
     ).resource
     assert vs is not None
     return vs
-
-
-def _vsr(name: str, *paths: str, namespace: str = "default", **extra: Any) -> dict[str, Any]:
-    labels = extra.pop("labels", {})
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServerRoute",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "host": "cafe.test",
-            "upstreams": [{"name": "up", "service": "svc", "port": 80}],
-            "subroutes": [{"path": p, "action": {"pass": "up"}} for p in paths],
-            **extra,
-        },
-    }
-
-
-class Reads:
-    def __init__(self, *docs: dict[str, Any]) -> None:
-        self.parsed = {
-            (d["metadata"]["namespace"], d["metadata"]["name"]): parse_virtual_server_route(d)
-            for d in docs
-        }
-
-    def route(self, namespace: str, name: str) -> Parsed[VirtualServerRoute] | None:
-        return self.parsed.get((namespace, name))
-
-    def selected_routes(self, labels: Mapping[str, str]) -> list[VirtualServerRoute]:
-        found = [p.resource for _, p in sorted(self.parsed.items()) if p.resource]
-        return [v for v in found if all(v.meta.labels.get(k) == x for k, x in labels.items())]
 
 
 def _names(vs: VirtualServer, reads: Reads) -> tuple[list[str], tuple[str, ...]]:

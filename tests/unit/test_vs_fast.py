@@ -17,6 +17,7 @@ from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, pars
 from ferryman.kinds.virtualserver.records.fast import _defaults_except
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.resources.nic_upstream import Upstream
+from testkit.vs_fast import locations
 
 
 def vs(routes: list[dict[str, Any]], **spec: Any) -> VirtualServer:
@@ -43,13 +44,6 @@ def parse(routes: list[dict[str, Any]], **spec: Any) -> VirtualServer | None:
     }
     parsed = parse_virtual_server(obj)
     return parsed.resource if parsed.problems == () else None
-
-
-def locations(record: str | None) -> list[str]:
-    """Each location item's fast/slow marker, in order."""
-    assert record is not None
-    tokens = record.split(" ")
-    return [tokens[i + 4] for i, t in enumerate(tokens) if t == "l"]
 
 
 def b64(text: str) -> str:

@@ -16,8 +16,8 @@ from ferryman.dataplane import record_problem
 from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
-from tests.unit.test_vs_fast import locations
-from tests.unit.test_vs_policies import Objects, _policy
+from testkit.policy_objects import Objects, _policy
+from testkit.vs_fast import locations
 
 
 def b64(text: str) -> str:

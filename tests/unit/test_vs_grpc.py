@@ -17,8 +17,8 @@ from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.delegation import resolve
 from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
-from tests.unit.test_vs_delegation import Reads, _vsr
-from tests.unit.test_vs_fast import locations
+from testkit.vs_delegation import Reads, _vsr
+from testkit.vs_fast import locations
 
 TLS = SecretState("cert", None)
 NIC_NEEDS = (

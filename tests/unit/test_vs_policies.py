@@ -4,68 +4,23 @@ for several of a kind, missing Policies and Secrets, and the P items' encoding."
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.dataplane import record_problem
-from ferryman.kinds.policy.parse.policy import Policy, parse_policy
 from ferryman.kinds.policy.records.access import Access
 from ferryman.kinds.policy.records.attach import Attached, PolicyItems, attach, effective
 from ferryman.kinds.policy.records.auth import Basic, Keys
 from ferryman.kinds.policy.records.base import ROUTE, SPEC, Owner
 from ferryman.kinds.policy.records.cors import Cors
 from ferryman.kinds.policy.records.rate import RateLimits
-from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.kinds.policy.records.status import policy_status
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
-from ferryman.resources.meta import InvalidResource
 from ferryman.resources.nic_route import PolicyRef
-
-
-def _policy(name: str, cls: str = "", **spec: Any) -> dict[str, Any]:
-    if cls:
-        spec["ingressClassName"] = cls
-    md = {"name": name, "namespace": "ns"}
-    return {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy", "metadata": md, "spec": spec}
-
-
-def _secret(name: str, type_: str, data: dict[str, bytes]) -> dict[str, Any]:
-    encoded = {k: base64.b64encode(v).decode() for k, v in data.items()}
-    return {
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": "ns"},
-        "type": type_,
-        "data": encoded,
-    }
-
-
-class Objects:
-    """The store's objects, read as reads.Reads reads them."""
-
-    def __init__(self, *objs: dict[str, Any]) -> None:
-        self.objs = {(o["kind"], o["metadata"]["name"]): o for o in objs}
-
-    def policy(self, namespace: str, name: str) -> Policy | None:
-        obj = self.objs.get(("Policy", name))
-        return None if obj is None else parse_policy(obj).resource
-
-    def granted(self, *reference: Any) -> bool:
-        return True  # outside tenant mode
-
-    def secret_read(
-        self, namespace: str, name: str, parser: Callable[[Mapping[str, Any]], Any]
-    ) -> SecretRead[Any]:
-        obj = self.objs.get(("Secret", name))
-        if obj is None:
-            return SecretRead(None, "", "secret doesn't exist or of an unsupported type")
-        try:
-            return SecretRead(parser(obj), obj["type"], None)
-        except InvalidResource as e:
-            return SecretRead(None, obj["type"], str(e))
+from testkit.policy_objects import Objects, _policy, _secret
 
 
 def _owner(context: str = ROUTE) -> Owner:

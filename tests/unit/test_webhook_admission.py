@@ -23,7 +23,7 @@ from ferryman.webhook.admission import (
     CachedServices,
     Injector,
 )
-from tests.unit.strategies import yaml_values
+from testkit.strategies import yaml_values
 
 GATE = gate_type("ferryman")
 keys = st.sampled_from(["app", "tier", "team", INJECT_LABEL])

@@ -100,3 +100,26 @@ class Kit:
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         value = self.metrics.registry.get_sample_value(name, labels)
         return float(value or 0.0)
+
+
+def _service(name: str, *addresses: str, namespace: str = "default") -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"ports": [{"port": 80}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{name}-1",
+                "namespace": namespace,
+                "labels": {"kubernetes.io/service-name": name},
+            },
+            "addressType": "IPv4",
+            "ports": [{"port": 8080}],
+            "endpoints": [{"addresses": [a]} for a in addresses],
+        },
+    ]

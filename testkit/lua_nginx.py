@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ferryman.dataplane.flavour import LUA_DIR
-from tests.integration.harness import eventually, reachable
+from testkit.harness import eventually, reachable
 
 MODULES = Path("/usr/lib/nginx/modules")
 

@@ -29,9 +29,9 @@ from ferryman.dataplane.flavour import FAST_MODULE, MODULES
 from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.state_dir import Paths
-from tests.integration.metrics_text import parse_metrics, reload_count
+from testkit.metrics_text import parse_metrics, reload_count
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
 
 
@@ -248,7 +248,7 @@ class BrokenBackend:
 
 @dataclass
 class RemoteBackend:
-    """An echo backend in another network namespace (see tests/kubernetes/netns.py)."""
+    """An echo backend in another network namespace (see testkit/netns.py)."""
 
     name: str
     address: str

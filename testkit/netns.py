@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.harness import RemoteBackend
+from testkit.harness import RemoteBackend
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ip(*args: str) -> None:
@@ -46,7 +46,7 @@ class BackendHost:
     def start(self, name: str) -> RemoteBackend:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", self.netns, sys.executable, "-c",
-             "import sys; from tests.integration.harness import serve_echo; "
+             "import sys; from testkit.harness import serve_echo; "
              "serve_echo(sys.argv[1], sys.argv[2])", name, self.address],
             cwd=ROOT, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip

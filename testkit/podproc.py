@@ -1,6 +1,6 @@
 """The "container" the test kubelet runs for a pod: echo backends answering with the pod's name.
 
-    python -m tests.kubernetes.podproc NAME ADDRESS PORT [PORT...]
+    python -m testkit.podproc NAME ADDRESS PORT [PORT...]
 
 Starts listening after ``START_DELAY`` seconds (env, default 0), as an
 application that loads before it serves, and prints ``ready`` once every port
@@ -19,7 +19,7 @@ import threading
 import time
 from types import FrameType
 
-from tests.integration.harness import _EchoServer
+from testkit.harness import _EchoServer
 
 
 def main(argv: list[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 VENDOR = Path(os.environ.get("FERRYMAN_VENDOR", ROOT.parent / "shared" / "vendor"))
 NIC_EXAMPLES = VENDOR / "nic-examples-v5.5.4" / "custom-resources"
 KINDS = ("VirtualServer", "VirtualServerRoute", "Policy")

@@ -18,7 +18,7 @@ from typing import TypeVar
 import httpx
 from hypothesis import HealthCheck, settings
 
-from tests.integration.harness import Backends, Ferryman, eventually, service_with_backends
+from testkit.harness import Backends, Ferryman, eventually, service_with_backends
 
 # One ferryman per test (function-scoped fixture) serves all its examples, and
 # an example waits for NGINX: neither is a health problem here.

@@ -11,7 +11,7 @@ from lightkube import ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
-from tests.unit.nic_fixtures import ROOT
+from testkit.nic_fixtures import ROOT
 
 VirtualServer = create_namespaced_resource("k8s.nginx.org", "v1", "VirtualServer", "virtualservers")
 VirtualServerRoute = create_namespaced_resource(

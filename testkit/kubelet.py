@@ -9,7 +9,7 @@ is the missing node agent. It
 * binds every unscheduled pod (default scheduler) to that Node, unless
   ``bind=False`` (a second Node that runs only pods created on it);
 * gives each of its pods an address of its own in the namespace and starts
-  one process for it (by default tests/kubernetes/podproc.py, an echo
+  one process for it (by default testkit/podproc.py, an echo
   backend answering with the pod's name on the first container's ports);
 * writes pod status the way kubelet does: phase, podIP(s), hostIP(s),
   PodScheduled/Initialized/ContainersReady/Ready, containerStatuses, where
@@ -67,7 +67,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod, Secret
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 # (pod as a dict, its IP, its ports) -> argv; the process must print one line
 # once it serves (its readiness), and is run inside the node's namespace.
@@ -76,7 +76,7 @@ Command = Callable[[dict[str, Any], str, list[int]], list[str]]
 
 def echo_command(pod: dict[str, Any], ip: str, ports: list[int]) -> list[str]:
     name = pod["metadata"]["name"]
-    return [sys.executable, "-m", "tests.kubernetes.podproc", name, ip, *map(str, ports)]
+    return [sys.executable, "-m", "testkit.podproc", name, ip, *map(str, ports)]
 
 
 def _ip(*args: str) -> None:

@@ -29,7 +29,7 @@ import yaml
 
 from ferryman.flag_types import address_pool
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 GATEWAY_CLASS = "ferryman"
 CONTROLLER_NAME = "ferryman.io/gateway-controller"

@@ -2,8 +2,8 @@
 echo-basic (or, for an image the suite never sends traffic to, nothing) and
 prints one line once it serves, which is the kubelet's readiness signal.
 
-    python -m tests.gateway.echo_pod ECHO_BINARY IP [PORT...]  # echo-basic
-    python -m tests.gateway.echo_pod - IP                     # an idle container
+    python -m testkit.echo_pod ECHO_BINARY IP [PORT...]  # echo-basic
+    python -m testkit.echo_pod - IP                     # an idle container
 
 SIGTERM is passed on to echo-basic; this process ends with it.
 """

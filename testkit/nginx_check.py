@@ -17,7 +17,8 @@ from pathlib import Path
 import ferryman
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 
-GOLDEN = Path(__file__).parent / "golden"
+# The golden files stay with the unit tests that compare against them.
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "unit" / "golden"
 STATE = "/var/lib/ferryman"
 LUA = "/opt/ferryman/lua"
 LUA_DIR = Path(ferryman.__file__).parent / "dataplane" / "lua"
