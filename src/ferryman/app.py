@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from ferryman.dataplane.state_dir import (
 )
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
 from ferryman.following import Following
+from ferryman.kind_spec import KindSpec
 from ferryman.kinds import REGISTRY
 from ferryman.kinds.translators import build as kind_translators
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
@@ -51,7 +53,7 @@ from ferryman.settings import Settings, SettingsError
 from ferryman.sink import QueueingSink
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
-from ferryman.translators.context import Shape, Sinks
+from ferryman.translators.context import Shape, Sinks, TranslatorFactory
 from ferryman.workqueue import WorkQueue
 
 # What only the Angie flavour or only Kubernetes mode uses is imported where it
@@ -63,6 +65,18 @@ log = logging.getLogger("ferryman")
 
 # Tasks that may finish while ferryman runs; any other ending is a failure.
 FINITE_TASKS = frozenset({"addresses"})
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """The kinds a run serves: their specs (sources, store) and the factory of
+    their translators (the worker)."""
+
+    specs: tuple[KindSpec, ...]
+    translators: TranslatorFactory
+
+
+BUILT_IN = Kinds(REGISTRY, kind_translators)
 
 
 def _shape(flavour: Flavour, user: str | None) -> Shape:
@@ -153,14 +167,14 @@ def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -
         raise SettingsError(f"{flag} {paths.state_dir}: {e}") from e
 
 
-async def run(settings: Settings, data_plane: str = "nginx") -> int:
+async def run(settings: Settings, data_plane: str = "nginx", kinds: Kinds = BUILT_IN) -> int:
     collector.pause()  # unless ferryman.launch did already
     try:
         user, uid = worker_user()
         state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
         paths = _prepared(flavour_paths(data_plane, state_dir), uid)
         try:
-            return await _run(settings, data_plane, paths, user, uid)
+            return await _run(settings, data_plane, paths, user, uid, kinds)
         finally:
             remove_short_socket_dir(paths)
     finally:
@@ -168,7 +182,12 @@ async def run(settings: Settings, data_plane: str = "nginx") -> int:
 
 
 async def _run(
-    settings: Settings, data_plane: str, paths: Paths, user: str | None, uid: int | None
+    settings: Settings,
+    data_plane: str,
+    paths: Paths,
+    user: str | None,
+    uid: int | None,
+    kinds: Kinds,
 ) -> int:
     flavour = Flavour(data_plane, settings, paths)
     if uid is not None and not traversable_by_others(paths.state_dir):
@@ -184,7 +203,7 @@ async def _run(
     queue: WorkQueue[QueueKey] = WorkQueue(
         on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
     )
-    store = Store(REGISTRY)
+    store = Store(kinds.specs)
     if flavour.angie:
         from ferryman.dataplane import angie
     nginx = NginxManager(
@@ -255,7 +274,7 @@ async def _run(
     )
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap,
-        kind_translators, shape=_shape(flavour, user), sinks=sinks,
+        kinds.translators, shape=_shape(flavour, user), sinks=sinks,
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
@@ -339,7 +358,7 @@ async def _run(
         else:
             assert settings.manifests is not None
             manifests = ManifestsSource(
-                settings.manifests, QueueingSink(store, queue), _log_problem, REGISTRY
+                settings.manifests, QueueingSink(store, queue), _log_problem, kinds.specs
             )
             first = asyncio.create_task(manifests.load_in_thread(), name="first load")
         await asyncio.wait({starting, first}, return_when=asyncio.FIRST_EXCEPTION)
@@ -431,7 +450,11 @@ async def _run(
 
 
 async def render(
-    settings: Settings, output: Path, data_plane: str = "nginx", notes: list[str] | None = None
+    settings: Settings,
+    output: Path,
+    data_plane: str = "nginx",
+    notes: list[str] | None = None,
+    kinds: Kinds = BUILT_IN,
 ) -> list[str]:
     """Render once into ``output``; returns every problem found (empty: all good)
     and adds to ``notes`` what was left out but is no problem (another class's).
@@ -442,19 +465,21 @@ async def render(
     """
     paths = _prepared(flavour_paths(data_plane, output), None, "--output")
     try:
-        return await _render(settings, paths, data_plane, notes if notes is not None else [])
+        return await _render(settings, paths, data_plane, notes if notes is not None else [], kinds)
     finally:
         # Named in the output as a run would name its own; nothing listens there.
         remove_short_socket_dir(paths)
 
 
-async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list[str]) -> list[str]:
+async def _render(
+    settings: Settings, paths: Paths, data_plane: str, notes: list[str], kinds: Kinds
+) -> list[str]:
     assert settings.manifests is not None
     flavour = Flavour(data_plane, settings, paths)
     flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
     problems: list[str] = []
     ensure_fallback_certificate(paths.fallback_certificate)
-    store = Store(REGISTRY)
+    store = Store(kinds.specs)
     queue: WorkQueue[QueueKey] = WorkQueue()
     reporter = RecordingReporter()
     dataplane: OutputDirectory = OutputDirectory(paths.state_dir)
@@ -472,13 +497,13 @@ async def _render(settings: Settings, paths: Paths, data_plane: str, notes: list
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        kind_translators, shape=_shape(flavour, None), configmap=flavour.configmap(None),
+        kinds.translators, shape=_shape(flavour, None), configmap=flavour.configmap(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests,
         QueueingSink(store, queue),
         lambda w, m: problems.append(f"{w}: {m}"),
-        REGISTRY,
+        kinds.specs,
     )
     source.load()
     await controller.drain()

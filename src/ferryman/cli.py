@@ -448,7 +448,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, kinds: app.Kinds = app.BUILT_IN) -> int:
+    """``kinds``: what is served (a test registers a kind of its own)."""
     args = nic_flags.parse_args(parser(), sys.argv[1:] if argv is None else argv)
     if args.command != "run":  # run resumes it once started (collector)
         collector.resume()
@@ -459,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = flag_settings.render_settings(args)
         try:
             notes: list[str] = []
-            problems = asyncio.run(app.render(settings, args.output, args.data_plane, notes))
+            problems = asyncio.run(app.render(settings, args.output, args.data_plane, notes, kinds))
         except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
@@ -475,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     settings = flag_settings.run_settings(args)
     try:
-        return asyncio.run(app.run(settings, args.data_plane))
+        return asyncio.run(app.run(settings, args.data_plane, kinds))
     except SettingsError as e:
         print(f"ferryman run: {e}", file=sys.stderr)
         return 2
