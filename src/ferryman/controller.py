@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ferryman.configs.configmap import ConfigMapState
 from ferryman.configs.model import BackendKey
-from ferryman.dataplane import DataPlane, RecordKey
+from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import PushError
 from ferryman.dataplane.records import AppliedRecords, memory_refusal
 from ferryman.endpoint_sets import PodId
@@ -45,9 +45,10 @@ from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import internal
 from ferryman.translators.context import Context, Shape, Sinks, TranslatorFactory
-from ferryman.translators.desired import HOST_RECORDS, Desired
+from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.unbindable import Unbindable
+from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
@@ -161,7 +162,7 @@ class Controller:
         return self._d.endpoints.left_addresses(node)
 
     def _tell_leaving_applied(self, outstanding: Iterable[RecordKey]) -> None:
-        if any(kind == "E" for kind, _ in outstanding) or LEAVING_NODES in self._queue:
+        if any(kind == Record.ENDPOINTS for kind, _ in outstanding) or LEAVING_NODES in self._queue:
             return
         if self._d.endpoints.leaving != self._leaving_applied:
             self._leaving_applied = self._d.endpoints.leaving
@@ -337,9 +338,9 @@ class Controller:
                 waiting.add(writer)
             elif (owner := self._record_owners.get(kind)) and (holder := owner.holder(kind, name)):
                 waiting.add(holder)
-            elif kind == "E":
+            elif kind == Record.ENDPOINTS:
                 waiting |= d.endpoints.users(name)
-            elif kind == "C":
+            elif kind == Record.CERTIFICATE:
                 hosts = [h for h, cert in d.host_cert.items() if cert == name]
                 waiting |= {w for h in hosts if (w := d.host_writer.get(h)) is not None}
         also: set[ObjectRef] = set()
@@ -358,7 +359,7 @@ class Controller:
         if not changes and not self._applied.full:
             return {}
         started = time.monotonic()
-        counts = dict.fromkeys("HCE", 0)
+        counts: dict[str, int] = {}
         for _ in range(PUSH_ROUNDS):
             try:
                 refused = await self._applied.push(changes)
@@ -388,9 +389,9 @@ class Controller:
             "configuration pushed",
             extra={
                 "fields": {
-                    "hosts": counts["H"],
-                    "certificates": counts["C"],
-                    "endpoint_sets": counts["E"],
+                    "hosts": counts.get(Record.HOST, 0),
+                    "certificates": counts.get(Record.CERTIFICATE, 0),
+                    "endpoint_sets": counts.get(Record.ENDPOINTS, 0),
                     "seconds": round(time.monotonic() - started, 3),
                 }
             },
@@ -407,10 +408,10 @@ class Controller:
                 translator = self._renders[owner.kind]
                 if not (memory_refusal(why) and translator.shed(owner, why)):
                     self.reject(owner, f"the virtual host {name} {why}")
-            elif kind == "E":
+            elif kind == Record.ENDPOINTS:
                 for user in sorted(self._d.endpoints.users(name)):
                     self.reject(user, f"the endpoint set {name} {why}")
-            elif kind == "C":
+            elif kind == Record.CERTIFICATE:
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.
                 namespace, _, rest = name.partition("/")

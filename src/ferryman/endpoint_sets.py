@@ -3,7 +3,7 @@ which backends each Service feeds, and each backend's record of peers.
 
 A backend key ("namespace/service:port") is computed when its first user
 arrives and dropped with its last; a Service's change recomputes the keys it
-feeds. The records go into the controller's desired records (``("E", key)``).
+feeds. The records go into the controller's desired records (``(Record.ENDPOINTS, key)``).
 
 Readiness gates (``gate_class`` set, ``--readiness-gates``): a ``ready: false``,
 not terminating endpoint whose pod is Ready in all but ferryman's gate
@@ -34,7 +34,6 @@ from ferryman.configs.endpoints import (
     resolve_peers,
 )
 from ferryman.configs.model import BackendKey
-from ferryman.dataplane import RecordKey
 from ferryman.resources.meta import ObjectRef, valid_or_none
 from ferryman.resources.pod import parse_pod, routable_gated, routable_while_gated
 from ferryman.resources.readiness_gate import opted_in, selects
@@ -45,6 +44,7 @@ from ferryman.resources.service import (
     parse_service,
 )
 from ferryman.store import Store
+from ferryman.wire.records import Record, RecordKey
 
 # A pod as the gate flipper names it: (namespace, name, uid).
 PodId = tuple[str, str, str]
@@ -133,7 +133,7 @@ class EndpointSets:
 
     def drop(self, key: BackendKey) -> None:
         """No record for ``key`` (its computation failed, or nobody uses it)."""
-        self._records.pop(("E", key), None)
+        self._records.pop((Record.ENDPOINTS, key), None)
         self._set_unready(key, set())
         self._set_nodes(key, frozenset())
         self._key_left.pop(key, None)
@@ -183,9 +183,9 @@ class EndpointSets:
 
     def _write(self, key: BackendKey, peers: tuple[Peer, ...]) -> None:
         if peers:
-            self._records[("E", key)] = " ".join(_peer(p) for p in peers)
+            self._records[(Record.ENDPOINTS, key)] = " ".join(_peer(p) for p in peers)
         else:
-            self._records.pop(("E", key), None)
+            self._records.pop((Record.ENDPOINTS, key), None)
         self._clean.add(key)
 
     # ---- machine lifecycle hooks ---------------------------------------------------
@@ -265,7 +265,7 @@ class EndpointSets:
         ``held`` (what NGINX confirmed holding) contains."""
         pods: set[PodId] = set()
         for key, peers in self._pending.items():
-            record = held(("E", key))
+            record = held((Record.ENDPOINTS, key))
             if record:
                 in_force = set(record.split(" "))
                 pods.update(p for peer, ids in peers.items() if peer in in_force for p in ids)

@@ -261,7 +261,7 @@ def test_the_readiness_gate_webhook_implies_gated_routing(
     """Pods the webhook gates are not Ready until ferryman routes to them."""
     seen: list[Settings] = []
 
-    async def run(settings: Settings, data_plane: str) -> int:
+    async def run(settings: Settings, data_plane: str, kinds: object = None) -> int:
         seen.append(settings)
         return 0
 

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.dataplane import PushResult, push_body, push_order, record_problem
+from ferryman.dataplane import PushResult
 from ferryman.dataplane.nginx_messages import parse_push_answer
+from ferryman.wire.push import push_body, push_order, record_problem
 
 CERT = "TUlJQg==\tTUlJRQ=="
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ferryman.dataplane import RecordKey
 from ferryman.kinds.transport.records.stream import STREAM_FILE
 from ferryman.kinds.transport.translate.servers import TransportServers
 from ferryman.resources.meta import ObjectRef
 from ferryman.settings import Settings
 from ferryman.store import Store
+from ferryman.wire.records import RecordKey
 
 GC_REF = ObjectRef("GlobalConfiguration", "nginx-ingress", "gc")
 

@@ -12,11 +12,11 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ferryman.dataplane import record_problem
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.kinds.virtualserver.records.fast import _defaults_except
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.resources.nic_upstream import Upstream
+from ferryman.wire.push import record_problem
 from testkit.vs_fast import locations
 
 

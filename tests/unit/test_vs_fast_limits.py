@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ferryman.dataplane import record_problem
 from ferryman.kinds.policy.parse.policy import parse_policy
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
+from ferryman.wire.push import record_problem
 from testkit.policy_objects import Objects, _policy
 from testkit.vs_fast import locations
 

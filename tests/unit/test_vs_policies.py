@@ -9,7 +9,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.dataplane import record_problem
 from ferryman.kinds.policy.records.access import Access
 from ferryman.kinds.policy.records.attach import Attached, PolicyItems, attach, effective
 from ferryman.kinds.policy.records.auth import Basic, Keys
@@ -20,6 +19,7 @@ from ferryman.kinds.policy.records.status import policy_status
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.resources.nic_route import PolicyRef
+from ferryman.wire.push import record_problem
 from testkit.policy_objects import Objects, _policy, _secret
 
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from ferryman.configs.record_text import unquote
 from ferryman.configs.secret_state import SecretState
-from ferryman.dataplane import record_problem
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.kinds.virtualserver.records.locations import (
     Found,
@@ -23,6 +22,7 @@ from ferryman.kinds.virtualserver.records.locations import (
     rewrite,
 )
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
+from ferryman.wire.push import record_problem
 
 LOCATIONS = [
     Location("", "/"),

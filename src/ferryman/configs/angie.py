@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from ferryman.configs.model import CATCH_ALL, BackendKey, MainConfig
 from ferryman.configs.render import template_environment
 from ferryman.configs.routes import decode_host, match
+from ferryman.wire.records import Record
 
 SERVERS_FILE = "servers.conf"
 CERTS_DIR = "certs"
@@ -133,12 +134,12 @@ def endpoint_sets(
     (address, port) pairs; ``()`` for a backend known to have none."""
     sets: dict[BackendKey, tuple[tuple[str, int], ...]] = {}
     for (kind, key), value in records.items():
-        if kind == "H":
+        if kind == Record.HOST:
             _, _, default, exact, prefix = decode_host(value)
             for backend in [*exact.values(), *prefix.values(), default]:
                 if backend is not None:
                     sets.setdefault(backend, ())
-        elif kind == "E" and value:
+        elif kind == Record.ENDPOINTS and value:
             pairs = (p.rsplit("#", 1) for p in value.split(" "))
             sets[key] = tuple((addr, int(port)) for addr, port in pairs)
     return sets
@@ -153,8 +154,9 @@ def _server_name(host: str) -> str:
 def angie_config(
     records: Mapping[tuple[str, str], str], state_dir: str, health_uri: str = ""
 ) -> AngieConfig:
-    """The model for the records the controller pushed (``("H"|"E"|"C", key) -> value``)."""
-    ready = {key for (kind, key), value in records.items() if kind == "E" and value}
+    """The model for the records the controller pushed: its hosts, endpoint sets and
+    certificates (``(Record, key) -> value``)."""
+    ready = {key for (kind, key), value in records.items() if kind == Record.ENDPOINTS and value}
     upstreams: dict[str, Upstream] = {}
     certificates: dict[str, bytes] = {}
     servers: list[Server] = []
@@ -177,7 +179,7 @@ def angie_config(
         name = upstream_for(backend, balancing)
         return Location(exact, path, name, 0 if name else 503, backend if name else "")
 
-    hosts = sorted((key, value) for (kind, key), value in records.items() if kind == "H")
+    hosts = sorted((key, value) for (kind, key), value in records.items() if kind == Record.HOST)
     for host, line in hosts:
         tls, redirect, default, exact, prefix = decode_host(line)
         balancing = line.split(" ")[3]
@@ -201,8 +203,8 @@ def angie_config(
                 target = match(exact, prefix, default, bare)
                 locations[(True, bare)] = location(True, bare, target, balancing)
         certificate = None
-        if tls not in ("-", "!") and ("C", tls) in records:
-            chain_b64, key_b64 = records[("C", tls)].split("\t")
+        if tls not in ("-", "!") and (Record.CERTIFICATE, tls) in records:
+            chain_b64, key_b64 = records[(Record.CERTIFICATE, tls)].split("\t")
             chain_file, key_file = certificate_files(tls)
             certificates[chain_file] = base64.b64decode(chain_b64)
             certificates[key_file] = base64.b64decode(key_b64)

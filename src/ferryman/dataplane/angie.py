@@ -32,7 +32,7 @@ from ferryman.configs.angie import (
     angie_config,
     endpoint_sets,
 )
-from ferryman.dataplane import PushResult, RecordKey, merge_records
+from ferryman.dataplane import PushResult, merge_records
 from ferryman.dataplane.dns import Endpoints, Zone
 from ferryman.dataplane.errors import ConfigError, DataPlaneError, PushError, ReloadError
 from ferryman.dataplane.files import atomic_write
@@ -42,6 +42,7 @@ from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.reloads import ENDPOINTS, OTHER
 from ferryman.dataplane.state_dir import Paths
 from ferryman.metrics import parse_angie_status, worker_processes
+from ferryman.wire.records import Record, RecordKey
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax
 
@@ -226,7 +227,7 @@ class AngieDataPlane:
         elif text != self._servers:
             changed = {k[0] for k in merged.keys() | self._records.keys()
                        if merged.get(k) != self._records.get(k)}  # fmt: skip
-            reason = ENDPOINTS if changed == {"E"} else OTHER
+            reason = ENDPOINTS if changed == {Record.ENDPOINTS} else OTHER
             # A new upstream's workers resolve at once: its names must answer
             # before the reload. A backend that lost its last endpoint keeps its
             # old answers until its locations answer 503 instead.

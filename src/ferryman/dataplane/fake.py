@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ferryman.dataplane import NO_MEMORY, PushResult, RecordKey, merge_records
+from ferryman.dataplane import NO_MEMORY, PushResult, merge_records
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
+from ferryman.wire.records import RecordKey
 
 
 class FakeDataPlane:

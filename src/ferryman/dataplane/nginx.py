@@ -25,7 +25,7 @@ from typing import Protocol
 
 import aiohttp
 
-from ferryman.dataplane import PushResult, RecordKey, push_body
+from ferryman.dataplane import PushResult
 from ferryman.dataplane.errors import (
     ConfigError,
     ConfigTestError,
@@ -45,6 +45,8 @@ from ferryman.dataplane.nginx_messages import (
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
 from ferryman.dataplane.state_dir import Paths, remove_if_stale
 from ferryman.metrics import parse_stub_status
+from ferryman.wire.push import push_body
+from ferryman.wire.records import RecordKey
 
 log = logging.getLogger("ferryman.nginx")
 nginx_log = logging.getLogger("ferryman.nginx.errorlog")

@@ -14,7 +14,8 @@ import logging
 import re
 from pathlib import Path
 
-from ferryman.dataplane import PushResult, RecordKey
+from ferryman.dataplane import PushResult
+from ferryman.wire.records import RecordKey
 
 _LEVELS = {
     "debug": logging.DEBUG,

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ferryman.dataplane import PushResult, RecordKey, merge_records, push_body
+from ferryman.dataplane import PushResult, merge_records
 from ferryman.dataplane.files import atomic_write
+from ferryman.wire.push import push_body
+from ferryman.wire.records import RecordKey
 
 
 class OutputDirectory:

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.routes import encode_host
 from ferryman.configuration import Configuration, HostPolicy
-from ferryman.dataplane import RecordKey
 from ferryman.dependencies import Dependencies
 from ferryman.endpoint_sets import EndpointSets
 from ferryman.kinds.ingress.parse.ingressclass import ClassPolicy
@@ -26,11 +25,7 @@ from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
-
-# The records of a virtual host, each keyed by the host: H (the host, served
-# by the module), V (Lua routing: VirtualServers, guarded Ingress hosts), M
-# (ingressMTLS's client check), F (the module's VirtualServer routes).
-HOST_RECORDS = ("H", "V", "M", "F")
+from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")
 
@@ -132,8 +127,13 @@ class Desired:
     ) -> None:
         """``vh``'s H record and, where given, its V record (``routing``), M
         record (``client_check``: ingressMTLS) and F record (``fast``: vs_fast)."""
-        self.records[("H", vh.host)] = encode_host(vh)
-        for kind, value in (("V", routing), ("M", client_check), ("F", fast)):
+        self.records[(Record.HOST, vh.host)] = encode_host(vh)
+        records = (
+            (Record.ROUTING, routing),
+            (Record.CLIENT_CHECK, client_check),
+            (Record.FAST_ROUTES, fast),
+        )
+        for kind, value in records:
             if value is None:
                 self.records.pop((kind, vh.host), None)
             else:
@@ -151,7 +151,7 @@ class Desired:
         owner = self.host_writer.get(host)
         if owner is None or backend not in self.endpoints.backends_of(owner):
             return None
-        peers = self.records.get(("E", backend))
+        peers = self.records.get((Record.ENDPOINTS, backend))
         address, _, port = server.rpartition(":")
         return owner if peers and f"{address.strip('[]')}#{port}" in peers.split(" ") else None
 
@@ -172,10 +172,10 @@ class Desired:
     def certificate_records(self, secrets: SecretStore) -> None:
         """Hold exactly the certificates some virtual host refers to."""
         needed = set(self.host_cert.values())
-        for key in [k for k in self.records if k[0] == "C" and k[1] not in needed]:
+        for key in [k for k in self.records if k[0] == Record.CERTIFICATE and k[1] not in needed]:
             del self.records[key]
         for cert_id in needed:
-            if ("C", cert_id) not in self.records:
+            if (Record.CERTIFICATE, cert_id) not in self.records:
                 record = secrets.record(cert_id)
                 if record is not None:
-                    self.records[("C", cert_id)] = record
+                    self.records[(Record.CERTIFICATE, cert_id)] = record

@@ -70,6 +70,7 @@ from ferryman.translators import Translator, Worker
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
@@ -83,7 +84,7 @@ class GatewayTranslator(Translator):
     kinds: tuple[str, ...] = KINDS
     renders: tuple[str, ...] = ("Gateway", "HTTPRoute")
     rejected_state: str | None = None
-    records: tuple[str, ...] = ("W",)
+    records: tuple[str, ...] = (Record.GATEWAY,)
 
     def __init__(
         self,
@@ -369,10 +370,10 @@ class GatewayTranslator(Translator):
 
     def _write_records(self, served: list[Served], wanted: Mapping[str, str]) -> None:
         d = self._d
-        for key in [k for k in d.records if k[0] == "W" and k[1] not in wanted]:
+        for key in [k for k in d.records if k[0] == Record.GATEWAY and k[1] not in wanted]:
             del d.records[key]
         for name, value in wanted.items():
-            d.records[("W", name)] = value
+            d.records[(Record.GATEWAY, name)] = value
         for host in [h for h in d.host_cert if h.startswith(_CERT_PREFIX)]:
             del d.host_cert[host]
         for i, s in enumerate(served):

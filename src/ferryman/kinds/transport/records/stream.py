@@ -27,12 +27,13 @@ from ferryman.kinds.transport.parse.transportserver import (
     LB_METHODS,
     TransportServer,
 )
+from ferryman.wire.records import Record
 
 STREAM_FILE = "stream.conf"
 # The record kinds ngx_stream_ferryman_module reads: a TransportServer, and the
 # certificate of one that ends TLS.
-STREAM_RECORD = "S"
-CERTIFICATE_RECORD = "T"
+STREAM_RECORD = Record.STREAM
+CERTIFICATE_RECORD = Record.STREAM_CERTIFICATE
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey
 from ferryman.configuration import age_key
-from ferryman.dataplane import RecordKey
 from ferryman.kinds.transport.parse.globalconfiguration import (
     GlobalConfiguration,
     Listener,
@@ -61,6 +60,7 @@ from ferryman.report import (
 from ferryman.resources.meta import ObjectRef
 from ferryman.settings import Settings
 from ferryman.store import Store
+from ferryman.wire.records import RecordKey
 
 KINDS = frozenset({"GlobalConfiguration", "TransportServer"})
 # NIC's Event reason for a GlobalConfiguration taken as it is.
@@ -347,7 +347,9 @@ class TransportServers:
         return None
 
     def _write(self, holders: Mapping[tuple[str, str], TransportServer]) -> None:
-        wanted = {(STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()}
+        wanted: dict[RecordKey, str] = {
+            (STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()
+        }
         wanted.update(self._certificates)
         self._record_writers = {record_name(ts): _ref(ts) for ts in holders.values()}
         kinds = (STREAM_RECORD, CERTIFICATE_RECORD)

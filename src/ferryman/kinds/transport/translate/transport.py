@@ -20,10 +20,11 @@ from ferryman.translators import Translator, Worker
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.wire.records import Record
 
 # The records a TransportServer holds (kinds/transport/translate/servers.py): S, its stream
 # routing, and T, its TLS certificate.
-RECORDS = ("S", "T")
+RECORDS = (Record.STREAM, Record.STREAM_CERTIFICATE)
 
 
 class TransportTranslator(Translator):
