@@ -3,11 +3,13 @@ status errors (a plain one) become ferryman's own classes, raised from them."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import httpx
 import pytest
 from lightkube.core.exceptions import ApiError
+from lightkube.core.generic_client import GenericClient
 
 from ferryman.kube.errors import (
     AlreadyExists,
@@ -80,6 +82,20 @@ def test_a_plain_404_page_is_not_found() -> None:
     with pytest.raises(NotFound) as raised, mapped():
         raise plain
     assert raised.value.status == 404
+
+
+def test_lightkubes_own_plain_404_is_not_found() -> None:
+    """lightkube raises its HTTP client's status error (not ApiError) for an
+    answer that is not JSON: what an API group the server does not serve gets."""
+    client_httpx = sys.modules[ApiError.__mro__[1].__module__.partition(".")[0]]
+    request = client_httpx.Request("GET", "https://api.test/apis/k8s.nginx.org/v1/policies")
+    response = client_httpx.Response(
+        404, text="404 page not found", headers={"Content-Type": "text/plain"}, request=request
+    )
+    with pytest.raises(NotFound) as raised, mapped():
+        GenericClient.raise_for_status(response)
+    assert raised.value.status == 404
+    assert not isinstance(raised.value.__cause__, ApiError)
 
 
 def test_a_status_without_a_message_keeps_the_message_empty() -> None:

@@ -26,6 +26,14 @@ from collections.abc import Iterator
 import httpx
 from lightkube.core.exceptions import ApiError
 
+# The status error of the HTTP client lightkube is built on (``ApiError``'s
+# base: a fork of httpx, not httpx itself, in some lightkube releases); it
+# raises one when the answer is not a Status (a plain "404 page not found").
+_CLIENT_STATUS_ERROR: type[Exception] = next(
+    c for c in ApiError.__mro__ if c.__name__ == "HTTPStatusError"
+)
+_STATUS_ERRORS = (ApiError, _CLIENT_STATUS_ERROR, httpx.HTTPStatusError)
+
 
 class KubeError(Exception):
     """The API server refused a request."""
@@ -109,9 +117,9 @@ def from_api(e: Exception) -> KubeError | None:
         code = s.code or (e.response.status_code if e.response is not None else 0)
         reason = s.reason or ""
         return classify(code, reason)(str(e), status=code, reason=reason, message=s.message or "")
-    if isinstance(e, httpx.HTTPStatusError):
+    if isinstance(e, _STATUS_ERRORS):
         # Not a Status: the plain "404 page not found" an unknown API group gets.
-        code = e.response.status_code
+        code = int(getattr(getattr(e, "response", None), "status_code", 0) or 0)
         return classify(code)(str(e), status=code)
     return None
 
@@ -121,7 +129,7 @@ def mapped() -> Iterator[None]:
     """Raises ferryman's ``KubeError`` for the API's errors in its body."""
     try:
         yield
-    except (ApiError, httpx.HTTPStatusError) as e:
+    except _STATUS_ERRORS as e:
         error = from_api(e)
         assert error is not None
         raise error from e
