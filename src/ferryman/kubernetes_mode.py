@@ -1,7 +1,7 @@
 """Kubernetes mode's parts: the API client, informers, reporter, leader election,
 with readiness gates the gate keeper and the webhook, and with machine
 lifecycle hooks the drain agent and hook keeper; both features publish each
-replica's state in one Lease per replica (``gates/report.py``).
+replica's state in one Lease per replica (``kube/leases.py``).
 
 What only Kubernetes mode uses (lightkube and what is built on it) is imported
 here where it is used, so that manifests mode never loads it.
@@ -45,9 +45,10 @@ class KubernetesMode:
     def __init__(
         self, settings: Settings, store: Store, queue: WorkQueue[QueueKey], metrics: Metrics
     ) -> None:
-        from ferryman.leader import LeaderElector
+        from ferryman.kube.client import KubeconfigError, make_client
+        from ferryman.kube.leader import LeaderElector
         from ferryman.report.kubernetes import KubernetesReporter, instance_name
-        from ferryman.sources.kubernetes import KubeconfigError, KubernetesSource, make_client
+        from ferryman.sources.kubernetes import KubernetesSource
 
         self.settings = settings
         self.store = store

@@ -21,11 +21,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Pod
-from lightkube.types import PatchType
-
 from ferryman.drains.decide import (
     DRAINING,
     DrainReport,
@@ -37,8 +32,10 @@ from ferryman.drains.decide import (
     waiting_on,
 )
 from ferryman.drains.replica import STATE_ANNOTATION, DrainAgent, decode
-from ferryman.gates.decide import live_replicas
-from ferryman.gates.report import read_leases
+from ferryman.kube import client as kube
+from ferryman.kube.errors import Conflict, KubeError, NotFound
+from ferryman.kube.leases import live_identities, read_leases
+from ferryman.kube.resources import AsyncClient, Pod
 from ferryman.machines.events import EventWriter
 from ferryman.metrics import Metrics
 
@@ -105,13 +102,13 @@ class HookKeeper:
         """Every live replica's drain report; this one's as it is now. A replica
         that publishes none (an older version) holds drains until the timeout."""
         leases = await read_leases(self._client, self._namespace, self._class, self._lease_duration)
-        live = {r.identity for r in live_replicas([r for r, _ in leases], now)}
+        live = live_identities(leases, now)
         found: dict[str, DrainReport] = {}
-        for report, notes in leases:
-            if report.identity in live and report.identity != self._identity:
-                found[report.identity] = decode(
-                    report.identity, notes.get(STATE_ANNOTATION)
-                ) or DrainReport(report.identity, "", True)
+        for lease in leases:
+            if lease.identity in live and lease.identity != self._identity:
+                found[lease.identity] = decode(
+                    lease.identity, lease.annotations.get(STATE_ANNOTATION)
+                ) or DrainReport(lease.identity, "", True)
         found[self._identity] = self._agent.report()
         return [await self._as_seen(r) for _, r in sorted(found.items())]
 
@@ -122,11 +119,9 @@ class HookKeeper:
         if report.ready:
             return report
         try:
-            pod = await self._client.get(Pod, report.identity, namespace=self._namespace)
-        except ApiError as e:
-            if e.status.code == 404:
-                return report
-            raise
+            pod = await kube.get(self._client, Pod, report.identity, namespace=self._namespace)
+        except NotFound:
+            return report
         conditions = (pod.status.conditions if pod.status else None) or []
         ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
         if not ready:
@@ -203,17 +198,15 @@ class HookKeeper:
 
     async def _write(self, machine: MachineView, patch: dict[str, Any], step: Step) -> bool:
         try:
-            await self._client.patch(
-                self._agent.resource,
-                machine.name,
-                patch,
-                namespace=machine.namespace,
-                patch_type=PatchType.MERGE,
+            await kube.patch(
+                self._client, self._agent.resource, machine.name, patch, namespace=machine.namespace
             )
-        except ApiError as e:
-            result = "conflict" if e.status.code == 409 else "error"
-            self._metrics.machine_hook_writes.labels(result=result).inc()
-            if e.status.code != 409:
+        except KubeError as e:
+            conflict = isinstance(e, Conflict)
+            self._metrics.machine_hook_writes.labels(
+                result="conflict" if conflict else "error"
+            ).inc()
+            if not conflict:
                 log.warning(
                     "machine hook write failed",
                     extra={"fields": {"machine": machine.name, "error": str(e)}},

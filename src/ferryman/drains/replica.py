@@ -24,11 +24,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from lightkube import AsyncClient
-from lightkube.generic_resource import create_namespaced_resource
-
 from ferryman.dataplane.in_flight import InFlight
 from ferryman.drains.decide import DrainReport, Flavour, MachineView, leaving_nodes, machine_view
+from ferryman.kube.resources import AsyncClient, create_namespaced_resource
+from ferryman.kube.watch import Backoff, Listing, Query, informer
 
 log = logging.getLogger("ferryman.drains")
 
@@ -185,36 +184,35 @@ class DrainAgent:
     async def _watch(self) -> None:
         """List, then watch, cluster-wide; any failure lists again (what was
         deleted meanwhile goes, as in the informers of sources/kubernetes.py)."""
-        delay = 0.2
-        while True:
-            try:
-                listing = self._client.list(self.resource, namespace="*")
-                seen: dict[tuple[str, str], MachineView] = {}
-                old, self.machines = self.machines, seen
-                async for obj in listing:
-                    self._upsert(_plain(obj))
-                uids = {m.uid for m in seen.values()}
-                self._seen_deleting = {u: t for u, t in self._seen_deleting.items() if u in uids}
-                self._changed()
-                self.synced.set()
-                del old
-                delay = 0.2
-                async for event, obj in self._client.watch(
-                    self.resource, namespace="*", resource_version=listing.resourceVersion,
-                    server_timeout=300,
-                ):  # fmt: skip
-                    data = _plain(obj)
-                    if event == "DELETED":
-                        md = data.get("metadata") or {}
-                        self.machines.pop((md.get("namespace") or "", md.get("name") or ""), None)
-                        self._seen_deleting.pop(str(md.get("uid") or ""), None)
-                    else:
-                        self._upsert(data)
-                    self._changed()
-            except Exception as e:  # the API or the CRD missing: list again, later
-                log.warning("machine watch interrupted", extra={"fields": {"error": str(e)}})
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _RETRY_MAX)
+        await informer(
+            self._client,
+            Query(self.resource, namespace="*"),
+            self._event,
+            _interrupted,
+            Backoff(0.2, _RETRY_MAX),
+            on_list=self._listed,
+        )
+
+    async def _listed(self, listing: Listing) -> None:
+        seen: dict[tuple[str, str], MachineView] = {}
+        old, self.machines = self.machines, seen
+        async for obj in listing:
+            self._upsert(_plain(obj))
+        uids = {m.uid for m in seen.values()}
+        self._seen_deleting = {u: t for u, t in self._seen_deleting.items() if u in uids}
+        self._changed()
+        self.synced.set()
+        del old
+
+    async def _event(self, event: str, obj: Any) -> None:
+        data = _plain(obj)
+        if event == "DELETED":
+            md = data.get("metadata") or {}
+            self.machines.pop((md.get("namespace") or "", md.get("name") or ""), None)
+            self._seen_deleting.pop(str(md.get("uid") or ""), None)
+        else:
+            self._upsert(data)
+        self._changed()
 
     # ---- the report ---------------------------------------------------------------
 
@@ -254,6 +252,11 @@ class DrainAgent:
                 await asyncio.wait_for(
                     self._wake.wait(), SAMPLE_EVERY if (applied or mine) else None
                 )
+
+
+def _interrupted(e: Exception) -> None:
+    """The API or the CRD missing: list again, later."""
+    log.warning("machine watch interrupted", extra={"fields": {"error": str(e)}})
 
 
 def _plain(obj: Any) -> dict[str, Any]:

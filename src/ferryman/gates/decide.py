@@ -28,10 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-# Seconds a replica's clock may run ahead of the leader's: NTP keeps nodes well
-# within it; a replica further ahead counts as not reporting (its gates open
-# without it, as if it had died), which fails open rather than shut.
-CLOCK_SKEW = 5.0
+from ferryman.kube.lease_clock import CLOCK_SKEW as CLOCK_SKEW
+from ferryman.kube.lease_clock import alive
 
 APPLIED = "Applied"
 NOT_SERVED = "NotServed"
@@ -76,7 +74,7 @@ class ReplicaReport:
     applied: frozenset[PodKey]
 
     def live(self, now: float) -> bool:
-        return self.renewed <= now + CLOCK_SKEW and self.renewed + self.duration > now
+        return alive(self.renewed, self.duration, now)
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import PodStatus
-from lightkube.types import PatchType
-
 from ferryman.gates.decide import (
     TIMED_OUT,
     GatedPod,
@@ -34,6 +29,9 @@ from ferryman.gates.decide import (
     decide,
     live_replicas,
 )
+from ferryman.kube import client as kube
+from ferryman.kube.errors import Conflict, Invalid, KubeError, NotFound
+from ferryman.kube.resources import AsyncClient, PatchType, PodStatus
 from ferryman.metrics import Metrics
 
 log = logging.getLogger("ferryman.gates")
@@ -46,10 +44,10 @@ BACKOFF_MAX = 30.0
 # A written condition reaches the Store through the Pod watch a moment later;
 # meanwhile the same verdict is not written again.
 ECHO_WAIT = 5.0
-# Status codes that mean the pod under that name is gone (404) or another
+# Errors that mean the pod under that name is gone (404) or another
 # incarnation: the API server refuses the UID in the patch as a change of an
 # immutable field (422; 409 where a precondition says so): nothing to write.
-GONE = frozenset({404, 409, 422})
+GONE = (NotFound, Conflict, Invalid)
 
 
 def rfc3339(t: float) -> str:
@@ -59,18 +57,19 @@ def rfc3339(t: float) -> str:
 async def write_condition(client: AsyncClient, key: PodKey, patch: dict[str, Any]) -> bool:
     """Patch ``key``'s status; False when that pod (that UID) no longer exists."""
     try:
-        await client.patch(
+        await kube.patch(
+            client,
             PodStatus,
             key.name,
             patch,
             namespace=key.namespace,
             patch_type=PatchType.STRATEGIC,
         )
-    except ApiError as e:
-        if e.status.code in GONE:
+    except KubeError as e:
+        if isinstance(e, GONE):
             log.info(
                 "gate not written: pod gone or replaced",
-                extra={"fields": {"pod": str(key), "code": e.status.code, "error": str(e)}},
+                extra={"fields": {"pod": str(key), "code": e.status, "error": str(e)}},
             )
             return False
         raise

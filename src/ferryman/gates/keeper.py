@@ -9,11 +9,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from lightkube import AsyncClient
-
 from ferryman.gates.decide import GatedPod, PodKey, ReplicaReport
 from ferryman.gates.flipper import Flipper, GateSettings, write_condition
 from ferryman.gates.report import ReplicaLease, read_reports
+from ferryman.kube.resources import AsyncClient
 from ferryman.metrics import Metrics
 from ferryman.resources.readiness_gate import gate_type
 from ferryman.settings import Settings

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ferryman import flag_types, logs
+from ferryman.kube.client import KubeconfigError, make_client
 from ferryman.machines import lifecycle
-from ferryman.sources.kubernetes import KubeconfigError, make_client
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

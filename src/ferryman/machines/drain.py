@@ -17,11 +17,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.models.meta_v1 import DeleteOptions, ObjectMeta, Preconditions
-from lightkube.resources.core_v1 import Node, Pod
-from lightkube.types import PatchType
+from ferryman.kube import client as kube
+from ferryman.kube.errors import Conflict, KubeError, NotFound
+from ferryman.kube.resources import (
+    AsyncClient,
+    DeleteOptions,
+    Node,
+    ObjectMeta,
+    Pod,
+    Preconditions,
+)
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
@@ -55,7 +60,7 @@ def to_evict(pods: Iterable[Mapping[str, Any]]) -> list[PodKey]:
 
 
 async def cordon(client: AsyncClient, node: str) -> None:
-    await client.patch(Node, node, {"spec": {"unschedulable": True}}, patch_type=PatchType.MERGE)
+    await kube.patch(client, Node, node, {"spec": {"unschedulable": True}})
 
 
 async def drain(client: AsyncClient, node: str, timeout: float, retry_interval: float) -> bool:
@@ -64,13 +69,14 @@ async def drain(client: AsyncClient, node: str, timeout: float, retry_interval: 
     as the Machine API has it when an admin deleted the Node)."""
     try:
         await cordon(client, node)
-    except ApiError as e:
-        if e.status.code == 404:
-            return False
-        raise DrainError(f"cordon failed: {e.status.message}") from e
+    except NotFound:
+        return False
+    except KubeError as e:
+        raise DrainError(f"cordon failed: {e.message}") from e
     deadline = time.monotonic() + timeout
     pods = [
-        p.to_dict() async for p in client.list(Pod, namespace="*", fields={"spec.nodeName": node})
+        p.to_dict()
+        async for p in kube.items(client, Pod, namespace="*", fields={"spec.nodeName": node})
     ]
     waiting = to_evict(pods)
     refused: dict[PodKey, str] = {}
@@ -107,19 +113,17 @@ async def _evict(client: AsyncClient, key: PodKey) -> str | None:
         deleteOptions=DeleteOptions(preconditions=Preconditions(uid=key.uid)),
     )
     try:
-        await client.create(eviction, name=key.name, namespace=key.namespace)
-    except ApiError as e:
-        if e.status.code == 404 or (e.status.code == 409 and key.uid):
+        await kube.create(client, eviction, key.name, namespace=key.namespace)
+    except KubeError as e:
+        if isinstance(e, NotFound) or (isinstance(e, Conflict) and key.uid):
             return None  # gone, or replaced (the uid precondition failed)
-        return e.status.message or f"HTTP {e.status.code}"
+        return e.message or f"HTTP {e.status}"
     return None
 
 
 async def _still_there(client: AsyncClient, key: PodKey) -> bool:
     try:
-        pod = await client.get(Pod, key.name, namespace=key.namespace)
-    except ApiError as e:
-        if e.status.code == 404:
-            return False
-        raise
+        pod = await kube.get(client, Pod, key.name, namespace=key.namespace)
+    except NotFound:
+        return False
     return pod.metadata is not None and pod.metadata.uid == key.uid

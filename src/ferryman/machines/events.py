@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.models.core_v1 import ObjectReference
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.events_v1 import Event
+from ferryman.kube.errors import KubeError
+from ferryman.kube.resources import AsyncClient
+from ferryman.kube.writers import Regarding, Reporter, write_event
 
 log = logging.getLogger("ferryman.machines")
 
@@ -27,8 +23,7 @@ class EventWriter:
         """``controller``: the reportingController (ferryman's hooks write as the
         ingress controller, the reference machine controller as itself)."""
         self._client = client
-        self._instance = instance
-        self._controller = controller
+        self._reporter = Reporter(controller, instance)
 
     async def emit(
         self,
@@ -52,27 +47,17 @@ class EventWriter:
                 }
             },
         )
+        regarding = Regarding(
+            str(machine.get("apiVersion") or API_VERSION),
+            "Machine",
+            md.get("namespace"),
+            md.get("name"),
+            md.get("uid"),
+        )
         try:
-            await self._client.create(
-                Event(
-                    metadata=ObjectMeta(
-                        name=f"{md.get('name')}.{time.time_ns():x}", namespace=md.get("namespace")
-                    ),
-                    eventTime=datetime.datetime.now(datetime.UTC),
-                    reportingController=self._controller,
-                    reportingInstance=self._instance,
-                    action=action,
-                    reason=reason,
-                    note=note[:1024],
-                    type=type_,
-                    regarding=ObjectReference(
-                        apiVersion=str(machine.get("apiVersion") or API_VERSION),
-                        kind="Machine",
-                        namespace=md.get("namespace"),
-                        name=md.get("name"),
-                        uid=md.get("uid"),
-                    ),
-                )
-            )
-        except ApiError as e:
+            await write_event(
+                self._client, self._reporter, regarding,
+                action=action, reason=reason, note=note, type_=type_,
+            )  # fmt: skip
+        except KubeError as e:
             log.warning("event not written", extra={"fields": {"reason": reason, "error": str(e)}})

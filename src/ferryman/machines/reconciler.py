@@ -10,18 +10,17 @@ their owners' updates are watch events.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.core_v1 import Node
-from lightkube.types import PatchType
-
+from ferryman.kube import client as kube
+from ferryman.kube.errors import Conflict, NotFound
+from ferryman.kube.resources import AsyncClient, Node, create_namespaced_resource
+from ferryman.kube.watch import Backoff, Listing, Query, informer
 from ferryman.machines import conditions, drain, lifecycle
 from ferryman.machines.events import EventWriter
 from ferryman.machines.hooks import go_list, hooks_of
@@ -82,21 +81,21 @@ class MachineReconciler:
     async def _watch(self) -> None:
         """List then watch from the list's version; on any end, again (a
         Machine missed meanwhile is listed, and reconciling twice is harmless)."""
-        while True:
-            try:
-                listing = self._client.list(Machine, namespace=self._namespace)
-                async for m in listing:
-                    self._queue.add(_key(_plain(m)))
-                async for _, m in self._client.watch(
-                    Machine, namespace=self._namespace, server_timeout=300,
-                    resource_version=str(listing.resourceVersion),
-                ):  # fmt: skip
-                    self._queue.add(_key(_plain(m)))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("machine watch interrupted", extra={"fields": {"error": str(e)}})
-                await asyncio.sleep(1)
+        await informer(
+            self._client,
+            Query(Machine, namespace=self._namespace),
+            self._event,
+            _interrupted,
+            Backoff(1.0, 1.0),
+            on_list=self._listed,
+        )
+
+    async def _listed(self, listing: Listing) -> None:
+        async for m in listing:
+            self._queue.add(_key(_plain(m)))
+
+    async def _event(self, _: str, m: Any) -> None:
+        self._queue.add(_key(_plain(m)))
 
     async def _work(self) -> None:
         while True:
@@ -125,11 +124,9 @@ class MachineReconciler:
         None: on its next change)."""
         namespace, name = key
         try:
-            machine = _plain(await self._client.get(Machine, name, namespace=namespace))
-        except ApiError as e:
-            if e.status.code == 404:
-                return None
-            raise
+            machine = _plain(await kube.get(self._client, Machine, name, namespace=namespace))
+        except NotFound:
+            return None
         step = lifecycle.next_step(machine)
         log.debug("step", extra={"fields": {"machine": f"{namespace}/{name}", "step": step.value}})
         if step is lifecycle.Step.ADD_FINALIZER:
@@ -197,11 +194,8 @@ class MachineReconciler:
         if await self._provider.exists(machine):
             return self._instance_poll
         if node := lifecycle.node_name(machine):
-            try:
-                await self._client.delete(Node, node)
-            except ApiError as e:
-                if e.status.code != 404:
-                    raise
+            with contextlib.suppress(NotFound):
+                await kube.delete(self._client, Node, node)
         finalizers = [
             f for f in machine["metadata"].get("finalizers") or [] if f != lifecycle.FINALIZER
         ]
@@ -229,11 +223,13 @@ class MachineReconciler:
                     machine, {"status": {"conditions": merged}}, status_subresource=True
                 )
                 return
-            except ApiError as e:
-                if e.status.code != 409 or attempt == 4:
+            except Conflict:
+                if attempt == 4:
                     raise
             md = machine["metadata"]
-            machine = _plain(await self._client.get(Machine, md["name"], namespace=md["namespace"]))
+            machine = _plain(
+                await kube.get(self._client, Machine, md["name"], namespace=md["namespace"])
+            )
 
     async def _patch(
         self, machine: Mapping[str, Any], body: dict[str, Any], *, status_subresource: bool = False
@@ -246,10 +242,12 @@ class MachineReconciler:
             "metadata": {**body.get("metadata", {}), "resourceVersion": md["resourceVersion"]},
         }
         res = Machine.Status if status_subresource else Machine
-        patched = await self._client.patch(
-            res, md["name"], body, namespace=md["namespace"], patch_type=PatchType.MERGE
-        )
+        patched = await kube.patch(self._client, res, md["name"], body, namespace=md["namespace"])
         return _plain(patched)
+
+
+def _interrupted(e: Exception) -> None:
+    log.warning("machine watch interrupted", extra={"fields": {"error": str(e)}})
 
 
 def _plain(obj: Any) -> dict[str, Any]:

@@ -36,11 +36,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-from lightkube.types import PatchType
-
+from ferryman.kube import client as kube
+from ferryman.kube.errors import BadRequest, Invalid, KubeError, NotFound
+from ferryman.kube.resources import (
+    AsyncClient,
+    create_global_resource,
+    create_namespaced_resource,
+)
+from ferryman.kube.writers import merge_patch as write_status
 from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.report")
@@ -57,8 +60,6 @@ RETRY_MIN = 0.2
 RETRY_MAX = 30.0
 # The fewest wanted statuses at which those of deleted objects are swept.
 SWEEP_MIN = 1024
-# Refusals a retry cannot fix: the status itself is invalid.
-_PERMANENT = frozenset({400, 422})
 
 Status = Mapping[str, Any]
 Read = Callable[[str, str, str], Mapping[str, Any] | None]
@@ -251,16 +252,17 @@ class GatewayStatusWriter:
             try:
                 await self.write(ref, wanted)
                 self._backoff.pop(ref, None)
-            except ApiError as e:
-                code = e.status.code
-                if code == 404:  # gone: nothing to report on
-                    self._backoff.pop(ref, None)
-                    if self._wanted.get(ref) is wanted:
-                        del self._wanted[ref]
-                elif code in _PERMANENT:
-                    log.warning("status refused", extra={"fields": _fields(ref, e)})
-                else:
-                    self._retry(ref, e)
+            except NotFound:  # gone: nothing to report on
+                self._backoff.pop(ref, None)
+                if self._wanted.get(ref) is wanted:
+                    del self._wanted[ref]
+            except (
+                BadRequest,
+                Invalid,
+            ) as e:  # a retry cannot fix it: the status itself is invalid
+                log.warning("status refused", extra={"fields": _fields(ref, e)})
+            except KubeError as e:
+                self._retry(ref, e)
             except Exception as e:  # API unreachable: retried
                 self._retry(ref, e)
 
@@ -278,18 +280,20 @@ class GatewayStatusWriter:
                 return False
         resource = RESOURCES[ref.kind]
         namespace = ref.namespace or None
-        current = await self._client.get(resource, ref.name, namespace=namespace)
+        current = await kube.get(self._client, resource, ref.name, namespace=namespace)
         have = _status_of(current)
         want = desired(ref, wanted, have, self._controller, self._now())
         if shows(ref, have, want):
             return False
         version = (current.get("metadata") or {}).get("resourceVersion")
-        await self._client.patch(
-            resource.Status,
+        await write_status(
+            self._client,
+            resource,
             ref.name,
-            {"metadata": {"resourceVersion": version}, "status": merge_patch(have, want)},
+            {"status": merge_patch(have, want)},
             namespace=namespace,
-            patch_type=PatchType.MERGE,
+            resource_version=version,
+            status=True,
         )
         return True
 

@@ -10,26 +10,18 @@ the latest event of each object it saw while it was not leading.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import os
 import socket
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_namespaced_resource
-from lightkube.models.core_v1 import ObjectReference
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Service
-from lightkube.resources.events_v1 import Event
-from lightkube.resources.networking_v1 import Ingress, IngressStatus
-from lightkube.types import PatchType
-
 from ferryman.kinds.ingress.parse.ingressclass import CONTROLLER_NAME
+from ferryman.kube import client as kube
+from ferryman.kube.errors import KubeError, NotFound
+from ferryman.kube.resources import AsyncClient, Ingress, Service, create_namespaced_resource
+from ferryman.kube.writers import Regarding, Reporter, merge_patch, write_event
 from ferryman.report.gateway_status import GatewayStatusWriter, Read
 from ferryman.resources.meta import ObjectRef
 
@@ -183,9 +175,10 @@ class KubernetesReporter:
                     await self._write_resource_status(item)
                 else:
                     await self._write_status(item)
-            except ApiError as e:
-                if e.status.code != 404:  # the object is gone: nothing to report on
-                    log.warning("report failed", extra={"fields": {"error": str(e)}})
+            except NotFound:
+                pass  # the object is gone: nothing to report on
+            except KubeError as e:
+                log.warning("report failed", extra={"fields": {"error": str(e)}})
             except Exception as e:  # API unreachable: status is retried, events dropped
                 log.warning("report failed", extra={"fields": {"error": str(e)}})
                 if not isinstance(item, _Event):
@@ -193,45 +186,31 @@ class KubernetesReporter:
                     self._queue.put_nowait(item)
 
     async def _write_event(self, e: _Event) -> None:
-        now = datetime.datetime.now(datetime.UTC)
-        await self._client.create(
-            Event(
-                # client-go's naming: the object's name and a unique suffix.
-                metadata=ObjectMeta(
-                    name=f"{e.ref.name}.{time.time_ns():x}", namespace=e.ref.namespace
-                ),
-                eventTime=now,
-                reportingController=CONTROLLER_NAME,
-                reportingInstance=self._instance,
-                action="Sync",
-                reason=e.reason,
-                note=e.message[:1024],
-                type=e.type,
-                regarding=ObjectReference(
-                    apiVersion=API_VERSIONS.get(e.ref.kind),
-                    kind=e.ref.kind,
-                    namespace=e.ref.namespace,
-                    name=e.ref.name,
-                    uid=self._uid_of(e.ref),
-                ),
-            )
-        )
+        regarding = Regarding(
+            API_VERSIONS.get(e.ref.kind), e.ref.kind, e.ref.namespace, e.ref.name,
+            self._uid_of(e.ref),
+        )  # fmt: skip
+        await write_event(
+            self._client, Reporter(CONTROLLER_NAME, self._instance), regarding,
+            action="Sync", reason=e.reason, note=e.message, type_=e.type,
+        )  # fmt: skip
 
     async def _write_status(self, s: _Status) -> None:
         if self._wanted.get(s.ref) != s.addresses or self._written.get(s.ref) == s.addresses:
             return  # superseded, or already there
-        current = await self._client.get(Ingress, s.ref.name, namespace=s.ref.namespace)
+        current = await kube.get(self._client, Ingress, s.ref.name, namespace=s.ref.namespace)
         lb = current.status.loadBalancer if current.status else None
         have = tuple(i.ip or i.hostname or "" for i in (lb.ingress if lb and lb.ingress else []))
         if have != s.addresses:
             # A merge patch replaces the list whole: no read-modify-write
             # conflict to retry, and fields other controllers own stay.
-            await self._client.patch(
-                IngressStatus,
+            await merge_patch(
+                self._client,
+                Ingress,
                 s.ref.name,
                 {"status": {"loadBalancer": {"ingress": [_lb_ingress(a) for a in s.addresses]}}},
                 namespace=s.ref.namespace,
-                patch_type=PatchType.MERGE,
+                status=True,
             )
         self._written[s.ref] = s.addresses
 
@@ -239,7 +218,7 @@ class KubernetesReporter:
         if self._resource_wanted.get(s.ref) != s.fields:
             return  # superseded
         resource = _RESOURCES[s.ref.kind]
-        current = await self._client.get(resource, s.ref.name, namespace=s.ref.namespace)
+        current = await kube.get(self._client, resource, s.ref.name, namespace=s.ref.namespace)
         have = current.get("status") or {}
         state, reason, message, referenced_by = s.fields
         status = {"state": state, "reason": reason, "message": message}
@@ -252,13 +231,10 @@ class KubernetesReporter:
         if all(have.get(k) == v or (have.get(k) is None and not v) for k, v in wanted.items()):
             return  # already there (read: a recreated object starts without status)
         # A merge patch of the status subresource: NIC's fields, nothing else touched.
-        await self._client.patch(
-            resource.Status,
-            s.ref.name,
-            {"status": wanted},
-            namespace=s.ref.namespace,
-            patch_type=PatchType.MERGE,
-        )
+        await merge_patch(
+            self._client, resource, s.ref.name, {"status": wanted}, namespace=s.ref.namespace,
+            status=True,
+        )  # fmt: skip
 
 
 def _lb_ingress(address: str) -> dict[str, str]:
@@ -276,8 +252,8 @@ async def external_addresses(client: AsyncClient, service: str) -> tuple[tuple[s
     "http" or "https": ``[80,443]``)."""
     namespace, _, name = service.partition("/")
     try:
-        svc = await client.get(Service, name, namespace=namespace)
-    except ApiError as e:
+        svc = await kube.get(client, Service, name, namespace=namespace)
+    except KubeError as e:
         log.warning("external service unreadable", extra={"fields": {"error": str(e)}})
         return (), ""
     ports = [

@@ -1,4 +1,4 @@
-"""Kubernetes mode: one list+watch informer per kind, through lightkube's AsyncClient.
+"""Kubernetes mode: one list+watch informer per kind, through ``ferryman.kube``.
 
 Each informer lists (the list's resourceVersion is where its watch starts),
 then watches. When the watch ends for any reason — 410 Gone after compaction, a
@@ -17,8 +17,8 @@ a listener's ``allowedRoutes`` selects namespaces by their labels. With both,
 the two Namespace informers feed one store entry per namespace
 (``sources/namespaces.py``).
 
-lightkube is used for configuration (in-cluster service account, kubeconfig)
-and typed decoding; the store keeps plain dicts (``to_dict``) so manifests mode
+The client (``kube/client.py``) comes configured from a kubeconfig or in-cluster
+and decodes typed objects; the store keeps plain dicts (``to_dict``) so manifests mode
 and Kubernetes mode feed the controller the same shape.
 """
 
@@ -27,20 +27,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.config.kubeconfig import KubeConfig
-from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret, Service
-from lightkube.resources.discovery_v1 import EndpointSlice
-from lightkube.resources.networking_v1 import Ingress, IngressClass
-
+from ferryman.kube.errors import NotFound, from_api
+from ferryman.kube.resources import (
+    AsyncClient,
+    ConfigMap,
+    EndpointSlice,
+    Ingress,
+    IngressClass,
+    Namespace,
+    Pod,
+    Secret,
+    Service,
+    create_global_resource,
+    create_namespaced_resource,
+)
+from ferryman.kube.watch import Backoff, Listing, Query, informer
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from ferryman.resources.secret_policy import SECRET_TYPES
@@ -135,36 +141,10 @@ def configmap_kind(name: str) -> Kind:
     return Kind("ConfigMap", ConfigMap, fields={"metadata.name": name})
 
 
-class KubeconfigError(ValueError):
-    """No usable configuration to reach the Kubernetes API."""
-
-
-def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
-    """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster.
-
-    ``http2``: every request over one connection (the Pod watches, one per opted-in
-    namespace: over HTTP/1.1 each holds one of the client's 100 connections)."""
-    try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        return AsyncClient(config=config, field_manager="ferryman", http2=http2)
-    # lightkube lets through whatever reading a malformed file raises (YAML
-    # errors, KeyError, AttributeError): each is a configuration ferryman cannot use.
-    except Exception as e:
-        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config or in-cluster"
-        reason = " ".join(str(e).split())
-        raise KubeconfigError(
-            f"no usable kubeconfig ({where}): {type(e).__name__}: {reason}"
-        ) from e
-
-
 def _not_found(e: Exception) -> bool:
-    """The API server does not serve the resource (404): lightkube raises ApiError
-    when the answer is a Status, httpx's error when it is the plain "404 page not
-    found" an unknown API group gets."""
-    if isinstance(e, ApiError):
-        return e.status.code == 404
-    response = getattr(e, "response", None)
-    return getattr(response, "status_code", None) == 404
+    """The API server does not serve the resource: a 404, as a Status or as the
+    plain "404 page not found" an unknown API group gets."""
+    return isinstance(from_api(e), NotFound)
 
 
 async def _either(*events: asyncio.Event) -> None:
@@ -282,50 +262,52 @@ class KubernetesSource:
         """List and watch ``kind`` in ``namespace`` ("" cluster-wide, "*" all) until
         ``stop``; the objects go to the sink."""
         self.expect(kind, namespace)
-        delay = _RETRY_MIN
-        while not stop.is_set():
-            resynced = self._resynced
-            try:
-                version = await self._relist(kind, namespace)
+        query = Query(
+            kind.resource,
+            namespace if kind.namespaced else None,
+            kind.fields,
+            kind.labels,
+            chunk_size=LIST_CHUNK,
+        )
+
+        async def listed(listing: Listing) -> None:
+            await self._relist(kind, namespace, listing)
+            self._failing.pop((kind.key, namespace), None)
+            if (synced := self._synced.get((kind.key, namespace))) is not None:
+                synced.set()
+
+        async def event(kind_of_event: str, obj: Any) -> None:
+            self._event(kind, namespace, kind_of_event, obj)
+
+        def interrupted(e: Exception) -> float | None:
+            if kind.optional and _not_found(e):
                 self._failing.pop((kind.key, namespace), None)
-                if (synced := self._synced.get((kind.key, namespace))) is not None:
-                    synced.set()
-                delay = _RETRY_MIN
-                await self._watch_until(resynced, kind, namespace, version)
-            except Exception as e:  # an informer must outlive any API or network failure
-                if kind.optional and _not_found(e):
-                    self._failing.pop((kind.key, namespace), None)
-                    # No CRD: nothing of this kind exists; start-up must not wait for it.
-                    self._absent(kind, namespace)
-                    delay = _RETRY_MAX / 2
-                else:
-                    self._failing.setdefault((kind.key, namespace), time.monotonic())
-                    log.warning(
-                        "watch interrupted; listing again",
-                        extra={
-                            "fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}
-                        },
-                    )
-            if resynced.is_set():
-                continue
+                # No CRD: nothing of this kind exists; start-up must not wait for it.
+                self._absent(kind, namespace)
+                return _RETRY_MAX / 2
+            self._failing.setdefault((kind.key, namespace), time.monotonic())
+            log.warning(
+                "watch interrupted; listing again",
+                extra={"fields": {"kind": kind.name, "namespace": namespace, "error": str(e)}},
+            )
+            return None
+
+        async def pause(delay: float) -> None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_either(stop, self._resynced), delay)
-            delay = min(delay * 2, _RETRY_MAX)
 
-    async def _watch_until(
-        self, resynced: asyncio.Event, kind: Kind, namespace: str, version: str
-    ) -> None:
-        """Watch until the watch ends or a ``resync`` is asked for."""
-        watch = asyncio.ensure_future(self._watch(kind, namespace, version))
-        asked = asyncio.ensure_future(resynced.wait())
-        try:
-            await asyncio.wait({watch, asked}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (watch, asked):
-                task.cancel()
-            await asyncio.gather(watch, asked, return_exceptions=True)
-        if not watch.cancelled() and (error := watch.exception()) is not None:
-            raise error
+        await informer(
+            self._client_of(kind),
+            query,
+            event,
+            interrupted,
+            Backoff(_RETRY_MIN, _RETRY_MAX),
+            on_list=listed,
+            pause=pause,
+            pause_after_end=True,
+            stop=stop,
+            restart=lambda: self._resynced,
+        )
 
     def _absent(self, kind: Kind, namespace: str) -> None:
         if (synced := self._synced.get((kind.key, namespace))) is not None:
@@ -349,21 +331,8 @@ class KubernetesSource:
         gated = kind is NAMESPACES or kind is PODS
         return self._gates if gated and self._gates is not None else self._sink
 
-    def _kwargs(self, kind: Kind, namespace: str) -> dict[str, Any]:
-        kw: dict[str, Any] = {}
-        if kind.namespaced:
-            kw["namespace"] = namespace
-        if kind.fields:
-            kw["fields"] = dict(kind.fields)
-        if kind.labels:
-            kw["labels"] = dict(kind.labels)
-        return kw
-
-    async def _relist(self, kind: Kind, namespace: str) -> str:
+    async def _relist(self, kind: Kind, namespace: str, listing: Listing) -> None:
         sink = self._sink_of(kind)
-        listing = self._client_of(kind).list(
-            kind.resource, chunk_size=LIST_CHUNK, **self._kwargs(kind, namespace)
-        )
         seen: dict[ObjectRef, str] = {}
         async for obj in listing:
             data = _plain(obj, kind.name)
@@ -381,24 +350,17 @@ class KubernetesSource:
         for ref in self._known.get((kind.key, namespace), {}).keys() - seen.keys():
             sink.delete(ref)
         self._known[(kind.key, namespace)] = seen
-        return str(listing.resourceVersion)
 
-    async def _watch(self, kind: Kind, namespace: str, version: str) -> None:
+    def _event(self, kind: Kind, namespace: str, event: str, obj: Any) -> None:
+        data = _plain(obj, kind.name)
+        ref = ref_of(data)
+        if ref is None:
+            return
         known = self._known.setdefault((kind.key, namespace), {})
         sink = self._sink_of(kind)
-        # The server closes a watch after timeoutSeconds; returning relists,
-        # which also re-checks that nothing was missed.
-        async for event, obj in self._client_of(kind).watch(
-            kind.resource, resource_version=version, server_timeout=300,
-            **self._kwargs(kind, namespace),
-        ):  # fmt: skip
-            data = _plain(obj, kind.name)
-            ref = ref_of(data)
-            if ref is None:
-                continue
-            if event == "DELETED":
-                known.pop(ref, None)
-                sink.delete(ref)
-            else:
-                known[ref] = str(data["metadata"].get("resourceVersion", ""))
-                sink.upsert(data)
+        if event == "DELETED":
+            known.pop(ref, None)
+            sink.delete(ref)
+        else:
+            known[ref] = str(data["metadata"].get("resourceVersion", ""))
+            sink.upsert(data)

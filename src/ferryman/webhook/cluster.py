@@ -16,13 +16,16 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
-from lightkube.resources.core_v1 import Secret
-from lightkube.types import PatchType
-
+from ferryman.kube import client as kube
+from ferryman.kube.errors import Conflict, NotFound
+from ferryman.kube.resources import (
+    AsyncClient,
+    MutatingWebhookConfiguration,
+    ObjectMeta,
+    PatchType,
+    Secret,
+)
+from ferryman.kube.watch import Backoff, Query, informer
 from ferryman.webhook.certificate import Bundle, from_secret_data, generate
 
 log = logging.getLogger("ferryman.webhook")
@@ -30,8 +33,6 @@ log = logging.getLogger("ferryman.webhook")
 # Backoff between tries after an API error: quick first, capped.
 RETRY_MIN = 0.5
 RETRY_MAX = 30.0
-# A watch is re-made after this many seconds (the server ends it then).
-WATCH_SECONDS = 300
 
 
 class CertificateSecret:
@@ -47,7 +48,7 @@ class CertificateSecret:
 
     async def obtain(self) -> Bundle:
         """The Secret's bundle; made and stored first when there is no Secret.
-        Raises ApiError, CertificateError (a Secret whose data is unusable is
+        Raises KubeError, CertificateError (a Secret whose data is unusable is
         never replaced: someone else may own it)."""
         secret = await self._get()
         if secret is not None:
@@ -59,7 +60,8 @@ class CertificateSecret:
             )
         bundle = await asyncio.to_thread(generate, self._hosts)
         try:
-            await self._client.create(
+            await kube.create(
+                self._client,
                 Secret(
                     metadata=ObjectMeta(
                         name=self.name,
@@ -68,11 +70,9 @@ class CertificateSecret:
                     ),
                     type="kubernetes.io/tls",
                     data=bundle.secret_data(),
-                )
+                ),
             )
-        except ApiError as e:
-            if e.status.code != 409:
-                raise
+        except Conflict:
             secret = await self._get()  # another replica created it first
             if secret is None:
                 raise
@@ -90,11 +90,9 @@ class CertificateSecret:
 
     async def _get(self) -> Secret | None:
         try:
-            return await self._client.get(Secret, self.name, namespace=self.namespace)
-        except ApiError as e:
-            if e.status.code == 404:
-                return None
-            raise
+            return await kube.get(self._client, Secret, self.name, namespace=self.namespace)
+        except NotFound:
+            return None
 
     async def watch(self, changed: Callable[[Secret | None], Awaitable[None]]) -> None:
         """Calls ``changed`` with the Secret on each change (None: deleted)."""
@@ -120,11 +118,9 @@ async def ensure_ca_bundle(
     that do not have ``ca``; writes nothing when all do."""
     if isinstance(config, str):
         try:
-            config = await client.get(MutatingWebhookConfiguration, config)
-        except ApiError as e:
-            if e.status.code == 404:
-                return  # the watch sets it once the configuration exists
-            raise
+            config = await kube.get(client, MutatingWebhookConfiguration, config)
+        except NotFound:
+            return  # the watch sets it once the configuration exists
     assert config.metadata is not None and config.metadata.name is not None
     want = base64.b64encode(ca).decode()
     stale = [w.name for w in config.webhooks or () if w.clientConfig.caBundle != want]
@@ -133,8 +129,8 @@ async def ensure_ca_bundle(
     # Strategic merge: webhooks merge by name, so only those entries' caBundle
     # changes, whatever else the owner of the configuration set.
     patch = {"webhooks": [{"name": n, "clientConfig": {"caBundle": want}} for n in stale]}
-    await client.patch(
-        MutatingWebhookConfiguration, config.metadata.name, patch,
+    await kube.patch(
+        client, MutatingWebhookConfiguration, config.metadata.name, patch,
         patch_type=PatchType.STRATEGIC,
     )  # fmt: skip
     log.info(
@@ -154,21 +150,21 @@ async def watch_named(
     state and each change, ``changed(None)`` when it is deleted. A watch made
     without a resourceVersion starts with the object as it is, so a re-made
     watch (after an error or the server's timeout) misses nothing."""
-    delay = RETRY_MIN
-    while True:
-        try:
-            async for event, obj in client.watch(
-                resource, namespace=namespace, fields={"metadata.name": name},
-                server_timeout=WATCH_SECONDS,
-            ):  # fmt: skip
-                await changed(None if event == "DELETED" else obj)
-                delay = RETRY_MIN
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # the webhook outlives any API or network failure
-            log.warning(
-                "readiness gate webhook: watch or update failed; trying again",
-                extra={"fields": {"kind": resource.__name__, "name": name, "error": str(e)}},
-            )
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, RETRY_MAX)
+
+    async def event(kind: str, obj: Any) -> None:
+        await changed(None if kind == "DELETED" else obj)
+
+    def failed(e: Exception) -> None:  # the webhook outlives any API or network failure
+        log.warning(
+            "readiness gate webhook: watch or update failed; trying again",
+            extra={"fields": {"kind": resource.__name__, "name": name, "error": str(e)}},
+        )
+
+    await informer(
+        client,
+        Query(resource, namespace=namespace, fields={"metadata.name": name}),
+        event,
+        failed,
+        Backoff(RETRY_MIN, RETRY_MAX),
+        pause_after_end=True,
+    )

@@ -17,9 +17,8 @@ import ssl
 from collections.abc import Callable
 
 from aiohttp import web
-from lightkube import AsyncClient
-from lightkube.resources.core_v1 import Secret
 
+from ferryman.kube.resources import AsyncClient, Secret
 from ferryman.webhook.admission import Injector
 from ferryman.webhook.certificate import Bundle, CertificateError, from_secret_data
 from ferryman.webhook.cluster import (

@@ -16,10 +16,12 @@ import logging
 from collections.abc import Callable
 
 from lightkube import AsyncClient
-from lightkube.core.exceptions import ApiError
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
+
+from ferryman.kube import client as kube
+from ferryman.kube.errors import Conflict, NotFound
 
 log = logging.getLogger("ferryman.leader")
 
@@ -84,15 +86,14 @@ class LeaderElector:
     async def _acquire_or_renew(self) -> bool:
         now = _now()
         try:
-            lease = await self._client.get(Lease, self._name, namespace=self._namespace)
-        except ApiError as e:
-            if e.status.code != 404:
-                raise
-            await self._client.create(
+            lease = await kube.get(self._client, Lease, self._name, namespace=self._namespace)
+        except NotFound:
+            await kube.create(
+                self._client,
                 Lease(
                     metadata=ObjectMeta(name=self._name, namespace=self._namespace),
                     spec=self._spec(now, now, 0),
-                )
+                ),
             )
             return True
         spec = lease.spec or LeaseSpec()
@@ -106,11 +107,9 @@ class LeaderElector:
         else:
             lease.spec = self._spec(spec.acquireTime or now, now, spec.leaseTransitions or 0)
         try:
-            await self._client.replace(lease)  # carries resourceVersion: races lose with 409
-        except ApiError as e:
-            if e.status.code == 409:
-                return False
-            raise
+            await kube.replace(self._client, lease)  # carries resourceVersion: races lose
+        except Conflict:
+            return False
         return True
 
     def _spec(
@@ -125,9 +124,9 @@ class LeaderElector:
         )
 
     async def _release(self) -> None:
-        lease = await self._client.get(Lease, self._name, namespace=self._namespace)
+        lease = await kube.get(self._client, Lease, self._name, namespace=self._namespace)
         if lease.spec and lease.spec.holderIdentity == self._identity:
             lease.spec.holderIdentity = None
             lease.spec.leaseDurationSeconds = 1
             lease.spec.renewTime = _now()
-            await self._client.replace(lease)
+            await kube.replace(self._client, lease)
