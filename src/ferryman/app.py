@@ -257,7 +257,9 @@ async def _run(
     webhook_socket: socket.socket | None = None
     try:
         cluster = (
-            KubernetesMode(settings, store, queue, metrics) if settings.manifests is None else None
+            KubernetesMode(settings, store, queue, metrics, kinds.specs)
+            if settings.manifests is None
+            else None
         )
         if cluster is not None and settings.readiness_gate_webhook_port:
             webhook_socket = _bind_webhook(settings.readiness_gate_webhook_port)

@@ -29,6 +29,11 @@ def always(settings: Settings) -> bool:
     return True
 
 
+# KindSpec.status
+STATE = "state"
+ROUTING = "routing"
+
+
 @dataclass(frozen=True)
 class Crd:
     """A custom resource's definition as ferryman installs it: names, the
@@ -60,6 +65,13 @@ class KindSpec:
     keeps: tuple[str, ...] | None = None
     # The CRD ferryman ships for it (NIC's); None for a kind someone else defines.
     crd: Crd | None = field(default=None, compare=False)
+    # The status ferryman writes into its objects (leader only): "" none (or
+    # its translator writes its own, as Gateway API's), STATE NIC's state,
+    # reason and message, ROUTING those and the addresses it is reached at.
+    status: str = ""
+    # The engine's own kinds it reads beyond those always watched (Gateway
+    # API's listeners select Namespaces by label: every Namespace is watched).
+    needs: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:

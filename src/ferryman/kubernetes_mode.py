@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ferryman.controller import Controller
+from ferryman.kind_spec import KindSpec
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.resources.meta import ObjectRef
@@ -43,8 +44,15 @@ class KubernetesMode:
     """Kubernetes mode's parts: API client, informers, reporter, leader election."""
 
     def __init__(
-        self, settings: Settings, store: Store, queue: WorkQueue[QueueKey], metrics: Metrics
+        self,
+        settings: Settings,
+        store: Store,
+        queue: WorkQueue[QueueKey],
+        metrics: Metrics,
+        kinds: Iterable[KindSpec],
     ) -> None:
+        """``kinds``: the registered kinds (watched when enabled, reported on)."""
+        kinds = tuple(kinds)
         from ferryman.kube.client import KubeconfigError, make_client
         from ferryman.kube.leader import LeaderElector
         from ferryman.report.kubernetes import KubernetesReporter, instance_name
@@ -72,11 +80,10 @@ class KubernetesMode:
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
             settings.ingress_class,
             settings.nginx_configmap,
-            settings.gateway_api,
-            reference_grants=bool(settings.allowed_host_suffixes),
+            [spec for spec in kinds if spec.enabled(settings)],
         )
         self.reporter = KubernetesReporter(
-            self.client, store.uid, settings.gateway_controller_name, store.get
+            self.client, store.uid, settings.gateway_controller_name, store.get, kinds
         )
         self.elector = LeaderElector(
             self.client,

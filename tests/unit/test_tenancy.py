@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ferryman.configs.tenancy import POLICY, REFUSED, SERVICE, check
 from ferryman.dependencies import ANY
+from ferryman.kinds import REGISTRY
 from ferryman.reads import Cache, Reads
 from ferryman.resources.meta import ObjectRef
 from ferryman.secrets import SecretStore
@@ -197,10 +198,13 @@ def test_an_external_auth_service_of_another_namespace_needs_a_grant(tmp_path: P
 
 
 def test_kubernetes_mode_watches_grants_in_tenant_mode() -> None:
-    def kinds(**flags: bool) -> list[str]:
-        source = KubernetesSource(None, None, **flags)  # type: ignore[arg-type]
+    tenants = (("team-a", "a.example.com"),)
+
+    def kinds(**settings: Any) -> list[str]:
+        enabled = [k for k in REGISTRY if k.enabled(Settings(state_dir=Path("/"), **settings))]
+        source = KubernetesSource(None, None, kinds=enabled)  # type: ignore[arg-type]
         return [k.key for k in source._kinds if k.key == "ReferenceGrant"]
 
     assert kinds() == []
-    assert kinds(reference_grants=True) == ["ReferenceGrant"]
-    assert kinds(reference_grants=True, gateway_api=True) == ["ReferenceGrant"]
+    assert kinds(allowed_host_suffixes=tenants) == ["ReferenceGrant"]
+    assert kinds(allowed_host_suffixes=tenants, gateway_api=True) == ["ReferenceGrant"]

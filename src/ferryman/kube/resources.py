@@ -3,8 +3,12 @@ here, so that only ``ferryman.kube`` imports lightkube."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import LoadResourceError
+from lightkube.core.resource_registry import resource_registry
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.core_v1 import ObjectReference
@@ -24,6 +28,8 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressClass, IngressStatus
 from lightkube.types import PatchType
+
+from ferryman.kind_spec import KindSpec
 
 __all__ = [
     "AsyncClient",
@@ -50,4 +56,18 @@ __all__ = [
     "Service",
     "create_global_resource",
     "create_namespaced_resource",
+    "resource_for",
 ]
+
+
+def resource_for(spec: KindSpec) -> Any:
+    """The lightkube class a kind is read and written by: Kubernetes' own
+    typed one where there is one (lightkube's registry, keyed by apiVersion
+    and kind), else a generic resource (custom resources)."""
+    if not spec.custom:
+        try:
+            return resource_registry.load(spec.api_version, spec.kind)
+        except LoadResourceError:
+            pass
+    create = create_namespaced_resource if spec.namespaced else create_global_resource
+    return create(spec.group, spec.version, spec.kind, spec.plural)

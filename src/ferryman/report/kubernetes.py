@@ -13,43 +13,24 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.kind_spec import ROUTING, KindSpec
 from ferryman.kinds.ingress.parse.ingressclass import CONTROLLER_NAME
 from ferryman.kube import client as kube
 from ferryman.kube.errors import KubeError, NotFound
-from ferryman.kube.resources import AsyncClient, Ingress, Service, create_namespaced_resource
+from ferryman.kube.resources import AsyncClient, Ingress, Service, resource_for
 from ferryman.kube.writers import Regarding, Reporter, merge_patch, write_event
 from ferryman.report.gateway_status import GatewayStatusWriter, Read
 from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.report")
 
-API_VERSIONS = {
-    "Ingress": "networking.k8s.io/v1",
-    "Pod": "v1",
-    "ConfigMap": "v1",
-    "VirtualServer": "k8s.nginx.org/v1",
-    "VirtualServerRoute": "k8s.nginx.org/v1",
-    "Policy": "k8s.nginx.org/v1",
-    "TransportServer": "k8s.nginx.org/v1",
-    "GlobalConfiguration": "k8s.nginx.org/v1",
-}
-# NIC's custom resources whose status ferryman writes (the status subresource).
-_RESOURCES = {
-    "VirtualServer": create_namespaced_resource(
-        "k8s.nginx.org", "v1", "VirtualServer", "virtualservers"
-    ),
-    "VirtualServerRoute": create_namespaced_resource(
-        "k8s.nginx.org", "v1", "VirtualServerRoute", "virtualserverroutes"
-    ),
-    "Policy": create_namespaced_resource("k8s.nginx.org", "v1", "Policy", "policies"),
-    "TransportServer": create_namespaced_resource(
-        "k8s.nginx.org", "v1", "TransportServer", "transportservers"
-    ),
-}
+# The apiVersion an Event names its object by, for the engine's own kinds (the
+# registered kinds' come from their specs).
+_CORE_API_VERSIONS = {"Pod": "v1", "ConfigMap": "v1"}
 
 
 def instance_name() -> str:
@@ -86,9 +67,17 @@ class KubernetesReporter:
         uid_of: Callable[[ObjectRef], str | None],
         gateway_controller: str = "ferryman.io/gateway-controller",
         read: Read | None = None,
+        kinds: Iterable[KindSpec] = (),
     ) -> None:
         """``gateway_controller``: the controllerName of our HTTPRoute parent
-        entries; ``read``: the store's ``get`` (Gateway API status)."""
+        entries; ``read``: the store's ``get`` (Gateway API status); ``kinds``:
+        the registered kinds (their apiVersions, the status each is written)."""
+        specs = tuple(kinds)
+        self._api_versions = {**_CORE_API_VERSIONS, **{s.kind: s.api_version for s in specs}}
+        # The kinds whose status ferryman writes (the status subresource), and
+        # those whose status says where they are reached (NIC's externalEndpoints).
+        self._status_resources = {s.kind: resource_for(s) for s in specs if s.status}
+        self._routing = frozenset(s.kind for s in specs if s.status == ROUTING)
         self._client = client
         self._gateway = GatewayStatusWriter(client, gateway_controller, read)
         self._uid_of = uid_of
@@ -142,7 +131,7 @@ class KubernetesReporter:
         self._external = external
         if self._leader:
             for ref, fields in self._resource_wanted.items():
-                if ref.kind in _ROUTING_KINDS:
+                if ref.kind in self._routing:
                     self._queue.put_nowait(_ResourceStatus(ref, fields))
 
     def set_leader(self, leader: bool) -> None:
@@ -187,7 +176,7 @@ class KubernetesReporter:
 
     async def _write_event(self, e: _Event) -> None:
         regarding = Regarding(
-            API_VERSIONS.get(e.ref.kind), e.ref.kind, e.ref.namespace, e.ref.name,
+            self._api_versions.get(e.ref.kind), e.ref.kind, e.ref.namespace, e.ref.name,
             self._uid_of(e.ref),
         )  # fmt: skip
         await write_event(
@@ -217,7 +206,7 @@ class KubernetesReporter:
     async def _write_resource_status(self, s: _ResourceStatus) -> None:
         if self._resource_wanted.get(s.ref) != s.fields:
             return  # superseded
-        resource = _RESOURCES[s.ref.kind]
+        resource = self._status_resources[s.ref.kind]
         current = await kube.get(self._client, resource, s.ref.name, namespace=s.ref.namespace)
         have = current.get("status") or {}
         state, reason, message, referenced_by = s.fields
@@ -225,7 +214,7 @@ class KubernetesReporter:
         if referenced_by is not None:
             status["referencedBy"] = referenced_by
         wanted: dict[str, Any] = dict(status)
-        if s.ref.kind in _ROUTING_KINDS:
+        if s.ref.kind in self._routing:
             # NIC omits the list when there is no address (a merge patch's null).
             wanted["externalEndpoints"] = self._external or None
         if all(have.get(k) == v or (have.get(k) is None and not v) for k, v in wanted.items()):
@@ -241,9 +230,6 @@ def _lb_ingress(address: str) -> dict[str, str]:
     if address.replace(".", "").isdigit() or ":" in address:
         return {"ip": address}
     return {"hostname": address}
-
-
-_ROUTING_KINDS = frozenset({"VirtualServer", "VirtualServerRoute"})
 
 
 async def external_addresses(client: AsyncClient, service: str) -> tuple[tuple[str, ...], str]:

@@ -11,11 +11,12 @@ selector for each type ferryman reads (TLS, and those of NIC's policies).
 With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
 by the API server) and, through ``sources/pods.py``, the Pods of each of them.
 
-With ``--enable-gateway-api`` GatewayClasses, Gateways, HTTPRoutes and
-ReferenceGrants are watched (their CRDs may be absent), and every Namespace:
-a listener's ``allowedRoutes`` selects namespaces by their labels. With both,
-the two Namespace informers feed one store entry per namespace
-(``sources/namespaces.py``).
+The registered kinds (``ferryman.kinds.REGISTRY``) these settings enable are
+watched besides the engine's own inputs; a custom resource's CRD may be
+absent. With ``--enable-gateway-api`` that is Gateway API's kinds, which need
+every Namespace too: a listener's ``allowedRoutes`` selects namespaces by
+their labels. With readiness gates as well, the two Namespace informers feed
+one store entry per namespace (``sources/namespaces.py``).
 
 The client (``kube/client.py``) comes configured from a kubeconfig or in-cluster
 and decodes typed objects; the store keeps plain dicts (``to_dict``) so manifests mode
@@ -28,23 +29,21 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.kind_spec import KindSpec
 from ferryman.kube.errors import NotFound, from_api
 from ferryman.kube.resources import (
     AsyncClient,
     ConfigMap,
     EndpointSlice,
-    Ingress,
-    IngressClass,
     Namespace,
     Pod,
     Secret,
     Service,
-    create_global_resource,
-    create_namespaced_resource,
+    resource_for,
 )
 from ferryman.kube.watch import Backoff, Listing, Query, informer
 from ferryman.resources.meta import ObjectRef, ref_of
@@ -89,45 +88,20 @@ class Kind:
         return key
 
 
-def _nic(kind: str, plural: str) -> Kind:
-    resource = create_namespaced_resource("k8s.nginx.org", "v1", kind, plural)
-    return Kind(kind, resource, optional=True)
+def kind_of(spec: KindSpec) -> Kind:
+    """The informer of a registered kind (a custom resource's CRD may be absent)."""
+    return Kind(spec.kind, resource_for(spec), namespaced=spec.namespaced, optional=spec.custom)
 
 
-KINDS = (
-    Kind("Ingress", Ingress),
-    Kind("IngressClass", IngressClass, namespaced=False),
+# What is always watched besides the registered kinds: the engine's own inputs.
+CORE_KINDS = (
     Kind("Service", Service),
     Kind("EndpointSlice", EndpointSlice),
     # One informer per Secret type ferryman reads (a field selector takes one value).
     *(Kind("Secret", Secret, fields={"type": t}) for t in SECRET_TYPES),
-    _nic("VirtualServer", "virtualservers"),
-    _nic("VirtualServerRoute", "virtualserverroutes"),
-    _nic("Policy", "policies"),
-    _nic("TransportServer", "transportservers"),
-    _nic("GlobalConfiguration", "globalconfigurations"),
 )
-
-GATEWAY_API_GROUP = "gateway.networking.k8s.io"
-
-
-def _gateway_api(kind: str, plural: str, version: str = "v1", namespaced: bool = True) -> Kind:
-    create = create_namespaced_resource if namespaced else create_global_resource
-    resource = create(GATEWAY_API_GROUP, version, kind, plural)
-    return Kind(kind, resource, namespaced=namespaced, optional=True)
-
-
-# v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
-# but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
-REFERENCE_GRANTS = _gateway_api("ReferenceGrant", "referencegrants", "v1beta1")
-# --enable-gateway-api: what the translator reads (kinds/gateway/parse/gateway_api.py).
-GATEWAY_API_KINDS = (
-    _gateway_api("GatewayClass", "gatewayclasses", namespaced=False),
-    _gateway_api("Gateway", "gateways"),
-    _gateway_api("HTTPRoute", "httproutes"),
-    REFERENCE_GRANTS,
-)
-# Every Namespace (Gateway API): allowedRoutes.namespaces.selector matches their labels.
+# Every Namespace, for a kind that ``needs`` them (Gateway API:
+# allowedRoutes.namespaces.selector matches their labels).
 ALL_NAMESPACES = Kind("Namespace", Namespace, namespaced=False)
 
 # Readiness gates (--readiness-gates): only opted-in namespaces are held (the
@@ -171,24 +145,27 @@ class KubernetesSource:
         pods_client: AsyncClient | None = None,
         ingress_class: str = "",
         configmap: tuple[str, str] | None = None,
-        gateway_api: bool = False,
-        reference_grants: bool = False,
+        kinds: Iterable[KindSpec] = (),
     ) -> None:
         """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
         this client the Pods in each of them. Its own connections: a watch per
         opted-in namespace must not take those that status, Events and the Lease need.
         ``configmap``: (namespace, name) of the one ConfigMap to watch, whatever
-        the watched namespaces. ``gateway_api``: watch Gateway API's kinds and
-        every Namespace. ``reference_grants``: watch ReferenceGrants without them
-        (tenant mode's references across namespaces, configs/tenancy.py)."""
+        the watched namespaces. ``kinds``: the registered kinds these settings
+        enable (``KindSpec.enabled``), watched besides the engine's own; every
+        Namespace too when one ``needs`` them."""
         self._client = client
         self._pods_client = pods_client
         self._sink = sink
-        self._kinds = KINDS + ((*GATEWAY_API_KINDS, ALL_NAMESPACES) if gateway_api else ())
-        if reference_grants and not gateway_api:
-            self._kinds += (REFERENCE_GRANTS,)
+        specs = tuple(kinds)
+        all_namespaces = any("Namespace" in spec.needs for spec in specs)
+        self._kinds = (
+            *(kind_of(spec) for spec in specs),
+            *CORE_KINDS,
+            *((ALL_NAMESPACES,) if all_namespaces else ()),
+        )
         # Both Namespace informers: one store entry per namespace, merged.
-        self._merge = NamespaceMerge(sink) if gateway_api and pods_client else None
+        self._merge = NamespaceMerge(sink) if all_namespaces and pods_client else None
         gated_sink = self._merge.gated if self._merge is not None else sink
         self._gates = (
             PodInformers(self, PODS, gated_sink, namespaces, ingress_class) if pods_client else None

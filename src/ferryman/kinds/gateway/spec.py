@@ -13,14 +13,27 @@ def _enabled(settings: Settings) -> bool:
     return settings.gateway_api
 
 
+def _grants(settings: Settings) -> bool:
+    """Gateway API's references across namespaces, and tenant mode's
+    (--allowed-host-suffixes, configs/tenancy.py)."""
+    return settings.gateway_api or bool(settings.allowed_host_suffixes)
+
+
+# A listener's allowedRoutes select namespaces by their labels.
+_NAMESPACES = ("Namespace",)
 GATEWAY_CLASS = KindSpec(
-    "GatewayClass", GROUP, "v1", "gatewayclasses", namespaced=False, custom=True, enabled=_enabled
+    "GatewayClass", GROUP, "v1", "gatewayclasses", namespaced=False, custom=True,
+    enabled=_enabled, needs=_NAMESPACES,
+)  # fmt: skip
+GATEWAY = KindSpec(
+    "Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled, needs=_NAMESPACES
 )
-GATEWAY = KindSpec("Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled)
-HTTP_ROUTE = KindSpec("HTTPRoute", GROUP, "v1", "httproutes", custom=True, enabled=_enabled)
+HTTP_ROUTE = KindSpec(
+    "HTTPRoute", GROUP, "v1", "httproutes", custom=True, enabled=_enabled, needs=_NAMESPACES
+)
 # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
 # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
 REFERENCE_GRANT = KindSpec(
-    "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_enabled
+    "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants
 )
 SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, REFERENCE_GRANT)

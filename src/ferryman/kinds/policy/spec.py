@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import Crd, KindSpec
+from ferryman.kind_spec import STATE, Crd, KindSpec
 from ferryman.resources import nic_crds
 
 POLICY = KindSpec(
@@ -12,6 +12,7 @@ POLICY = KindSpec(
     "policies",
     custom=True,
     keeps=("spec",),
+    status=STATE,
     crd=Crd(
         "pol",
         nic_crds.POLICY_SPEC,

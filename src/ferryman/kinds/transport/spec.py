@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import Crd, KindSpec
+from ferryman.kind_spec import STATE, Crd, KindSpec
 from ferryman.resources import nic_crds
 
 TRANSPORT_SERVER = KindSpec(
@@ -11,6 +11,7 @@ TRANSPORT_SERVER = KindSpec(
     "v1",
     "transportservers",
     custom=True,
+    status=STATE,
     crd=Crd(
         "ts",
         nic_crds.TRANSPORT_SERVER_SPEC,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import Crd, KindSpec
+from ferryman.kind_spec import ROUTING, Crd, KindSpec
 from ferryman.resources import nic_crds
 
 VIRTUAL_SERVER = KindSpec(
@@ -12,6 +12,7 @@ VIRTUAL_SERVER = KindSpec(
     "virtualservers",
     custom=True,
     keeps=("spec",),
+    status=ROUTING,
     crd=Crd(
         "vs",
         nic_crds.VIRTUAL_SERVER_SPEC,
@@ -27,6 +28,7 @@ VIRTUAL_SERVER_ROUTE = KindSpec(
     "virtualserverroutes",
     custom=True,
     keeps=("spec",),
+    status=ROUTING,
     crd=Crd(
         "vsr",
         nic_crds.VIRTUAL_SERVER_ROUTE_SPEC,
