@@ -8,7 +8,6 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ from ferryman import collector
 from ferryman.controller import Controller
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
-from ferryman.dataplane.fallback import begin_fallback_certificate, ensure_fallback_certificate
+from ferryman.dataplane.fallback import begin_fallback_certificate
 from ferryman.dataplane.flavour import (
     FAST_MODULE,
     Flavour,
@@ -27,33 +26,28 @@ from ferryman.dataplane.flavour import (
 from ferryman.dataplane.in_flight import InFlight
 from ferryman.dataplane.keep_alive import keep_nginx_alive
 from ferryman.dataplane.nginx import NginxManager
-from ferryman.dataplane.output import OutputDirectory
-from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.dataplane.state_dir import (
     Paths,
     own_state_dir,
-    prepare_state_dir,
     remove_short_socket_dir,
 )
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
 from ferryman.following import Following
-from ferryman.kind_spec import KindSpec
-from ferryman.kinds import REGISTRY
-from ferryman.kinds.translators import build as kind_translators
 from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
 from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.latency import LatencyReceiver
 from ferryman.metrics import Metrics, parse_stub_status
 from ferryman.probes import ProbeServer
 from ferryman.queue_keys import QueueKey
-from ferryman.report import REJECTED, LogReporter, RecordingReporter, Reporter
+from ferryman.report import LogReporter, Reporter
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings, SettingsError
 from ferryman.sink import QueueingSink
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.store import Store
-from ferryman.translators.context import Shape, Sinks, TranslatorFactory
+from ferryman.translators.context import Sinks
+from ferryman.wiring import BUILT_IN, Kinds, prepared, shape
 from ferryman.workqueue import WorkQueue
 
 # What only the Angie flavour or only Kubernetes mode uses is imported where it
@@ -67,36 +61,9 @@ log = logging.getLogger("ferryman")
 FINITE_TASKS = frozenset({"addresses"})
 
 
-@dataclass(frozen=True)
-class Kinds:
-    """The kinds a run serves: their specs (sources, store) and the factory of
-    their translators (the worker)."""
-
-    specs: tuple[KindSpec, ...]
-    translators: TranslatorFactory
-
-
-BUILT_IN = Kinds(REGISTRY, kind_translators)
-
-
-def _shape(flavour: Flavour, user: str | None) -> Shape:
-    """What this data plane serves: Angie's classic configuration routes no
-    VirtualServer or Gateway."""
-    return Shape(
-        routed=not flavour.angie, stream=flavour.stream(user), tls_socket=flavour.tls_socket(user)
-    )
-
-
 async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     return done
-
-
-def _free_loopback_port() -> int:
-    """A port ``render`` can write for ``--angie-dns-port 0`` (run binds its own)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _bind_webhook(port: int) -> socket.socket:
@@ -160,19 +127,12 @@ async def _abandon(nginx: NginxManager, starting: asyncio.Task[None]) -> None:
     await nginx.stop()
 
 
-def _prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
-    try:
-        return prepare_state_dir(paths, worker_uid)
-    except UnsafeDirectoryError as e:
-        raise SettingsError(f"{flag} {paths.state_dir}: {e}") from e
-
-
 async def run(settings: Settings, data_plane: str = "nginx", kinds: Kinds = BUILT_IN) -> int:
     collector.pause()  # unless ferryman.launch did already
     try:
         user, uid = worker_user()
         state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
-        paths = _prepared(flavour_paths(data_plane, state_dir), uid)
+        paths = prepared(flavour_paths(data_plane, state_dir), uid)
         try:
             return await _run(settings, data_plane, paths, user, uid, kinds)
         finally:
@@ -276,7 +236,7 @@ async def _run(
     )
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap,
-        kinds.translators, shape=_shape(flavour, user), sinks=sinks,
+        kinds.translators, shape=shape(flavour, user), sinks=sinks,
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,
@@ -449,68 +409,3 @@ async def _run(
         await probes.stop()
     log.info("stopped", extra={"fields": {"code": code}})
     return code
-
-
-async def render(
-    settings: Settings,
-    output: Path,
-    data_plane: str = "nginx",
-    notes: list[str] | None = None,
-    kinds: Kinds = BUILT_IN,
-) -> list[str]:
-    """Render once into ``output``; returns every problem found (empty: all good)
-    and adds to ``notes`` what was left out but is no problem (another class's).
-
-    ``output`` gets nginx.conf (as it would run) and records.txt (what would be
-    pushed to NGINX's memory, in the push format); with Angie, angie.conf,
-    servers.conf and certs/ instead of nginx.conf.
-    """
-    paths = _prepared(flavour_paths(data_plane, output), None, "--output")
-    try:
-        return await _render(settings, paths, data_plane, notes if notes is not None else [], kinds)
-    finally:
-        # Named in the output as a run would name its own; nothing listens there.
-        remove_short_socket_dir(paths)
-
-
-async def _render(
-    settings: Settings, paths: Paths, data_plane: str, notes: list[str], kinds: Kinds
-) -> list[str]:
-    assert settings.manifests is not None
-    flavour = Flavour(data_plane, settings, paths)
-    flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
-    problems: list[str] = []
-    ensure_fallback_certificate(paths.fallback_certificate)
-    store = Store(kinds.specs)
-    queue: WorkQueue[QueueKey] = WorkQueue()
-    reporter = RecordingReporter()
-    dataplane: OutputDirectory = OutputDirectory(paths.state_dir)
-    if flavour.angie:
-        from ferryman.dataplane.angie import AngieOutputDirectory
-
-        dataplane = AngieOutputDirectory(
-            paths.state_dir, flavour.angie_renderer, settings.http_port, settings.https_port
-        )
-    files = {
-        flavour.main_file: flavour.main(None, public=True),
-        "config-version.conf": flavour.config_version(str(paths.version_socket), 0),
-    }
-    await dataplane.apply(files)
-    await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
-    controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        kinds.translators, shape=_shape(flavour, None), configmap=flavour.configmap(None),
-    )  # fmt: skip
-    source = ManifestsSource(
-        settings.manifests,
-        QueueingSink(store, queue),
-        lambda w, m: problems.append(f"{w}: {m}"),
-        kinds.specs,
-    )
-    source.load()
-    await controller.drain()
-    notes += controller.ignored()
-    for ref, _, reason, message in reporter.events:
-        if reason == REJECTED or reason.endswith("WithError"):
-            problems.append(f"{ref}: {reason}: {message}")
-    return problems

@@ -11,7 +11,17 @@ import textwrap
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import __version__, app, collector, flag_settings, flag_types, logs, nic_flags
+from ferryman import (
+    __version__,
+    app,
+    collector,
+    flag_settings,
+    flag_types,
+    logs,
+    nic_flags,
+    render,
+    wiring,
+)
 from ferryman.machines import command as machine_controller
 from ferryman.resources import validation
 from ferryman.settings import SettingsError
@@ -448,7 +458,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None, kinds: app.Kinds = app.BUILT_IN) -> int:
+def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -> int:
     """``kinds``: what is served (a test registers a kind of its own)."""
     args = nic_flags.parse_args(parser(), sys.argv[1:] if argv is None else argv)
     if args.command != "run":  # run resumes it once started (collector)
@@ -460,7 +470,9 @@ def main(argv: list[str] | None = None, kinds: app.Kinds = app.BUILT_IN) -> int:
         settings = flag_settings.render_settings(args)
         try:
             notes: list[str] = []
-            problems = asyncio.run(app.render(settings, args.output, args.data_plane, notes, kinds))
+            problems = asyncio.run(
+                render.render(settings, args.output, args.data_plane, notes, kinds)
+            )
         except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2

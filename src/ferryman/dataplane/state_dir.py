@@ -7,7 +7,7 @@ bytes, so the sockets move to a short private directory when the state dir is
 deep); ``own_state_dir`` and ``prepare_state_dir`` make the directories with
 the owners and modes that keep other users out; ``remove_if_stale`` clears a
 socket a failed reload left behind. Apart from ``nginx`` (the process
-manager) because the layout is made before any NGINX starts, and ``app.render``
+manager) because the layout is made before any NGINX starts, and ``render.render``
 writes into it without starting one.
 """
 

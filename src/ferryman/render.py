@@ -1,0 +1,96 @@
+"""``ferryman render``: the configuration a run would start with, written once
+into a directory (nginx.conf and records.txt, or Angie's files), with every
+problem found; nothing is started."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from ferryman.controller import Controller
+from ferryman.dataplane.fallback import ensure_fallback_certificate
+from ferryman.dataplane.flavour import Flavour, flavour_paths
+from ferryman.dataplane.output import OutputDirectory
+from ferryman.dataplane.state_dir import Paths, remove_short_socket_dir
+from ferryman.metrics import Metrics
+from ferryman.queue_keys import QueueKey
+from ferryman.report import REJECTED, RecordingReporter
+from ferryman.secrets import SecretStore
+from ferryman.settings import Settings
+from ferryman.sink import QueueingSink
+from ferryman.sources.manifests import ManifestsSource
+from ferryman.store import Store
+from ferryman.wiring import BUILT_IN, Kinds, prepared, shape
+from ferryman.workqueue import WorkQueue
+
+
+def _free_loopback_port() -> int:
+    """A port ``render`` can write for ``--angie-dns-port 0`` (run binds its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def render(
+    settings: Settings,
+    output: Path,
+    data_plane: str = "nginx",
+    notes: list[str] | None = None,
+    kinds: Kinds = BUILT_IN,
+) -> list[str]:
+    """Render once into ``output``; returns every problem found (empty: all good)
+    and adds to ``notes`` what was left out but is no problem (another class's).
+
+    ``output`` gets nginx.conf (as it would run) and records.txt (what would be
+    pushed to NGINX's memory, in the push format); with Angie, angie.conf,
+    servers.conf and certs/ instead of nginx.conf.
+    """
+    paths = prepared(flavour_paths(data_plane, output), None, "--output")
+    try:
+        return await _render(settings, paths, data_plane, notes if notes is not None else [], kinds)
+    finally:
+        # Named in the output as a run would name its own; nothing listens there.
+        remove_short_socket_dir(paths)
+
+
+async def _render(
+    settings: Settings, paths: Paths, data_plane: str, notes: list[str], kinds: Kinds
+) -> list[str]:
+    assert settings.manifests is not None
+    flavour = Flavour(data_plane, settings, paths)
+    flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
+    problems: list[str] = []
+    ensure_fallback_certificate(paths.fallback_certificate)
+    store = Store(kinds.specs)
+    queue: WorkQueue[QueueKey] = WorkQueue()
+    reporter = RecordingReporter()
+    dataplane: OutputDirectory = OutputDirectory(paths.state_dir)
+    if flavour.angie:
+        from ferryman.dataplane.angie import AngieOutputDirectory
+
+        dataplane = AngieOutputDirectory(
+            paths.state_dir, flavour.angie_renderer, settings.http_port, settings.https_port
+        )
+    files = {
+        flavour.main_file: flavour.main(None, public=True),
+        "config-version.conf": flavour.config_version(str(paths.version_socket), 0),
+    }
+    await dataplane.apply(files)
+    await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
+    controller = Controller(
+        settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
+        kinds.translators, shape=shape(flavour, None), configmap=flavour.configmap(None),
+    )  # fmt: skip
+    source = ManifestsSource(
+        settings.manifests,
+        QueueingSink(store, queue),
+        lambda w, m: problems.append(f"{w}: {m}"),
+        kinds.specs,
+    )
+    source.load()
+    await controller.drain()
+    notes += controller.ignored()
+    for ref, _, reason, message in reporter.events:
+        if reason == REJECTED or reason.endswith("WithError"):
+            problems.append(f"{ref}: {reason}: {message}")
+    return problems

@@ -1,0 +1,43 @@
+"""What a run and a render are both built from: the kinds they serve, the
+shape of the data plane, its prepared state directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ferryman.dataplane.flavour import Flavour
+from ferryman.dataplane.private_dir import UnsafeDirectoryError
+from ferryman.dataplane.state_dir import Paths, prepare_state_dir
+from ferryman.kind_spec import KindSpec
+from ferryman.kinds import REGISTRY
+from ferryman.kinds.translators import build as kind_translators
+from ferryman.settings import SettingsError
+from ferryman.translators.context import Shape, TranslatorFactory
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """The kinds a run serves: their specs (sources, store, reporter) and the
+    factory of their translators (the worker)."""
+
+    specs: tuple[KindSpec, ...]
+    translators: TranslatorFactory
+
+
+BUILT_IN = Kinds(REGISTRY, kind_translators)
+
+
+def shape(flavour: Flavour, user: str | None) -> Shape:
+    """What this data plane serves: Angie's classic configuration routes no
+    VirtualServer or Gateway."""
+    return Shape(
+        routed=not flavour.angie, stream=flavour.stream(user), tls_socket=flavour.tls_socket(user)
+    )
+
+
+def prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
+    """``paths`` with the state directory made safe to run from (``flag`` names it)."""
+    try:
+        return prepare_state_dir(paths, worker_uid)
+    except UnsafeDirectoryError as e:
+        raise SettingsError(f"{flag} {paths.state_dir}: {e}") from e
