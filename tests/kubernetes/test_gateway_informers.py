@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from lightkube import AsyncClient, Client
@@ -17,7 +19,10 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from ferryman.kind_spec import KindSpec
+from ferryman.kinds import REGISTRY
 from ferryman.report.gateway_status import RESOURCES
+from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubernetesSource
 from ferryman.store import Store
 from testkit.apiserver import APIServer, install_crds
@@ -27,6 +32,12 @@ REFERENCE_GRANT_V1 = create_namespaced_resource(
     "gateway.networking.k8s.io", "v1", "ReferenceGrant", "referencegrants"
 )
 _names = itertools.count()
+TENANTS = (("shop", "shop.example.com"),)
+
+
+def enabled(**settings: Any) -> list[KindSpec]:
+    """The registered kinds these settings watch, as Kubernetes mode picks them."""
+    return [k for k in REGISTRY if k.enabled(Settings(state_dir=Path("/"), **settings))]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +60,7 @@ def run_source(apiserver: APIServer, store: Store, gateway_api: bool, scenario: 
 
     async def go() -> None:
         client = AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig))
-        source = KubernetesSource(client, store, gateway_api=gateway_api)
+        source = KubernetesSource(client, store, kinds=enabled(gateway_api=gateway_api))
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:
@@ -125,7 +136,7 @@ def test_tenant_mode_watches_reference_grants_without_gateway_api(
 
     async def go(store: Store) -> None:
         client = AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig))
-        source = KubernetesSource(client, store, reference_grants=True)
+        source = KubernetesSource(client, store, kinds=enabled(allowed_host_suffixes=TENANTS))
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:
