@@ -23,7 +23,6 @@ from typing import Any
 from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.kinds import REGISTRY
-from ferryman.kinds.translators import build as kind_translators
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
@@ -31,6 +30,7 @@ from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate
 from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
+from ferryman.wiring import BUILT_IN
 from ferryman.workqueue import WorkQueue
 
 NS = "bench"
@@ -133,7 +133,7 @@ class _Bench:
             RecordingReporter(),
             Metrics(),
             {"nginx.conf": "bootstrap"},
-            kind_translators,
+            BUILT_IN,
         )
 
     def sync(self, *objs: dict[str, Any]) -> float:

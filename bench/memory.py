@@ -170,7 +170,6 @@ def deep_by_type(roots: list[object], seen: set[int]) -> tuple[Counter[str], Cou
 def profile(n: int, slices: int, work: Path, top: int) -> None:
     from ferryman.controller import Controller
     from ferryman.kinds import REGISTRY
-    from ferryman.kinds.translators import build as kind_translators
     from ferryman.metrics import Metrics
     from ferryman.queue_keys import QueueKey
     from ferryman.report import RecordingReporter
@@ -179,6 +178,7 @@ def profile(n: int, slices: int, work: Path, top: int) -> None:
     from ferryman.sink import QueueingSink
     from ferryman.sources.manifests import ManifestsSource
     from ferryman.store import Store
+    from ferryman.wiring import BUILT_IN
     from ferryman.workqueue import WorkQueue
 
     write_manifests(work / "manifests", n, slices)
@@ -197,7 +197,7 @@ def profile(n: int, slices: int, work: Path, top: int) -> None:
         RecordingReporter(),
         Metrics(),
         {},
-        kind_translators,
+        BUILT_IN,
     )
     source = ManifestsSource(
         work / "manifests", QueueingSink(store, queue), lambda w, m: None, REGISTRY

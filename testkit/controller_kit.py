@@ -11,7 +11,6 @@ from ferryman.controller import Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.kinds import REGISTRY
-from ferryman.kinds.translators import build as kind_translators
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.report import RecordingReporter
@@ -21,6 +20,7 @@ from ferryman.settings import Settings
 from ferryman.sink import QueueingSink
 from ferryman.store import Store
 from ferryman.translators.context import Shape, Sinks
+from ferryman.wiring import BUILT_IN
 from ferryman.workqueue import WorkQueue
 
 
@@ -62,7 +62,7 @@ class Kit:
             self.reporter,
             self.metrics,
             {"nginx.conf": "bootstrap"},
-            kind_translators,
+            BUILT_IN,
             shape=Shape(stream=stream),
             sinks=Sinks(
                 ingress=lambda ref, addresses: self.statuses.append((ref, addresses)),

@@ -236,7 +236,7 @@ async def _run(
     )
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap,
-        kinds.translators, shape=shape(flavour, user), sinks=sinks,
+        kinds, shape=shape(flavour, user), sinks=sinks,
         on_gates_applied=cluster.gates_applied if cluster else None,
         on_leaving_applied=cluster.leaving_applied if cluster else None,
         resource_status=cluster.reporter.resource_status if cluster else None,

@@ -28,10 +28,10 @@ from ferryman.dataplane.errors import PushError
 from ferryman.dataplane.records import AppliedRecords, memory_refusal
 from ferryman.endpoint_sets import PodId
 from ferryman.endpoint_sets import split as split_key
+from ferryman.kind_spec import CONFIG_MAP, CORE, NAMESPACE, SECRET, SERVICE
 from ferryman.metrics import Metrics
 from ferryman.nginx_files import NginxFiles
 from ferryman.queue_keys import LEAVING_NODES, RESYNC, LeavingNodes, PodAddress, QueueKey, Resync
-from ferryman.reads import GRANT, REFERENCED
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -44,7 +44,7 @@ from ferryman.secrets import SecretStore
 from ferryman.settings import Settings
 from ferryman.store import Store
 from ferryman.translators import internal
-from ferryman.translators.context import Context, Shape, Sinks, TranslatorFactory
+from ferryman.translators.context import Context, Kinds, Shape, Sinks
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.unbindable import Unbindable
@@ -77,7 +77,7 @@ class Controller:
         reporter: Reporter,
         metrics: Metrics,
         files: Mapping[str, str],
-        translators: TranslatorFactory,
+        kinds: Kinds,
         shape: Shape = _ROUTED,
         sinks: Sinks = _NO_SINKS,
         on_gates_applied: Callable[[], None] | None = None,
@@ -86,8 +86,8 @@ class Controller:
         configmap: ConfigMapState | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with;
-        ``translators``: the registered kinds' (``ferryman.kinds.translators``),
-        built here for this worker, with ``shape`` (what the data plane serves)
+        ``kinds``: the registered kinds (``wiring.BUILT_IN``), whose translators
+        are built here for this worker, with ``shape`` (what the data plane serves)
         and ``sinks`` (Kubernetes mode's status); ``on_gates_applied`` is called
         after each flush that changed ``applied_gated_pods()`` (readiness gates:
         the gate flipper reads it then); ``on_leaving_applied`` after each flush
@@ -108,7 +108,9 @@ class Controller:
         context = Context(
             settings, store, queue, self._d, self, self._files.desired, secrets, ports, shape, sinks
         )
-        self._translators = list(translators(context))
+        self._translators = list(kinds.translators(context))
+        # Kinds whose change translates their readers again (the dependency index).
+        self._referenced = {s.kind for s in (*CORE, *kinds.specs) if s.referenced}
         ports.on_owners_changed = self._touch
         self._files.on_unbindable = Unbindable(settings, ports, self._d, self._translators).refuse
         self._syncs = {kind: t for t in self._translators for kind in t.kinds}
@@ -202,19 +204,17 @@ class Controller:
             self._compute_endpoints(endpoints.set_leaving(self._leaving))
             return
         ref = key
-        if ref.kind == GRANT:  # Gateway API's, and tenant mode's references too
+        if ref.kind in self._referenced:  # a Secret, a ReferenceGrant
             self._d.referenced_changed(ref)
         if (translator := self._syncs.get(ref.kind)) is not None:
             translator.sync(ref)
-        elif ref.kind == "Service":
+        elif ref.kind == SERVICE.kind:
             self._compute_endpoints(endpoints.keys_of(ref.namespace, ref.name))
             self._touch()  # a backendRef resolves, or no longer
-        elif ref.kind == "Namespace":  # opted in or out of readiness gates
+        elif ref.kind == NAMESPACE.kind:  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
             self._touch()  # labels a Gateway's allowedRoutes select by
-        elif ref.kind in REFERENCED:
-            self._d.referenced_changed(ref)
-        elif ref.kind == "ConfigMap" and self._files.sync_configmap(ref):
+        elif ref.kind == CONFIG_MAP.kind and self._files.sync_configmap(ref):
             self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
 
     def route_defaults(self) -> Mapping[str, str]:
@@ -228,7 +228,7 @@ class Controller:
         once per pod."""
         for key in keys:
             ns, svc, _ = split_key(key)
-            self._queue.add(ObjectRef("Service", ns, svc))
+            self._queue.add(ObjectRef(SERVICE.kind, ns, svc))
 
     def _compute_endpoints(self, keys: Iterable[BackendKey]) -> None:
         """Recompute each; one that fails rejects its users, the others still compute."""
@@ -415,7 +415,7 @@ class Controller:
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.
                 namespace, _, rest = name.partition("/")
-                secret = ObjectRef("Secret", namespace, rest.partition("@")[0])
+                secret = ObjectRef(SECRET.kind, namespace, rest.partition("@")[0])
                 self._d.cache.refuse(secret, f"its certificate {why}")
                 self.render_all(self._d.deps.users(secret))
             elif (records := self._record_owners.get(kind)) is not None:

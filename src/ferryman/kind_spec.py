@@ -72,6 +72,9 @@ class KindSpec:
     # The engine's own kinds it reads beyond those always watched (Gateway
     # API's listeners select Namespaces by label: every Namespace is watched).
     needs: tuple[str, ...] = ()
+    # Read by other resources' translations (the dependency index): a change
+    # translates its readers again, whatever translator syncs it.
+    referenced: bool = False
 
     @property
     def api_version(self) -> str:
@@ -123,7 +126,7 @@ class KindSpec:
 # something one declares to an ingress controller).
 SERVICE = KindSpec("Service", "", "v1", "services")
 ENDPOINT_SLICE = KindSpec("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices")
-SECRET = KindSpec("Secret", "", "v1", "secrets")
+SECRET = KindSpec("Secret", "", "v1", "secrets", referenced=True)
 CONFIG_MAP = KindSpec("ConfigMap", "", "v1", "configmaps")
 NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
 POD = KindSpec("Pod", "", "v1", "pods")

@@ -43,7 +43,6 @@ from ferryman.store import Store
 # A ReferenceGrant's change does too (tenant mode), but the controller hands
 # it to Gateway API's translator as well, so it is not among them.
 GRANT = "ReferenceGrant"
-REFERENCED = frozenset(["Secret", "VirtualServerRoute", "Policy"])
 _ROUTE = "VirtualServerRoute"
 _GC = "GlobalConfiguration"
 # Mergeable Ingresses are read by host: a change to a master or minion of a

@@ -79,7 +79,7 @@ async def _render(
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        kinds.translators, shape=shape(flavour, None), configmap=flavour.configmap(None),
+        kinds, shape=shape(flavour, None), configmap=flavour.configmap(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests,

@@ -3,28 +3,18 @@ shape of the data plane, its prepared state directory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ferryman.dataplane.flavour import Flavour
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.state_dir import Paths, prepare_state_dir
-from ferryman.kind_spec import KindSpec
 from ferryman.kinds import REGISTRY
 from ferryman.kinds.translators import build as kind_translators
 from ferryman.settings import SettingsError
-from ferryman.translators.context import Shape, TranslatorFactory
+from ferryman.translators.context import Kinds, Shape
 
-
-@dataclass(frozen=True)
-class Kinds:
-    """The kinds a run serves: their specs (sources, store, reporter) and the
-    factory of their translators (the worker)."""
-
-    specs: tuple[KindSpec, ...]
-    translators: TranslatorFactory
-
-
+# What ferryman serves: every kind of ferryman.kinds.
 BUILT_IN = Kinds(REGISTRY, kind_translators)
+
+__all__ = ["BUILT_IN", "Kinds", "prepared", "shape"]
 
 
 def shape(flavour: Flavour, user: str | None) -> Shape:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
+from ferryman.kind_spec import KindSpec
 from ferryman.queue_keys import QueueKey
 from ferryman.report import GatewayStatusSink, IngressStatusSink
 from ferryman.secrets import SecretStore
@@ -59,3 +60,12 @@ class Context:
 
 # The registered kinds' translators, built for one worker.
 TranslatorFactory = Callable[[Context], Sequence[Translator]]
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """The kinds a run serves: their specs (sources, store, reporter, the
+    worker's dependency index) and the factory of their translators."""
+
+    specs: tuple[KindSpec, ...]
+    translators: TranslatorFactory

@@ -66,7 +66,7 @@ class Desired:
         self.pending: dict[ObjectRef, tuple[str, str, str]] = {}
         self.states: dict[ObjectRef, str] = {}
         self.referenced_by: dict[ObjectRef, str] = {}
-        # Readers of changed referenced objects (reads.REFERENCED), translated
+        # Readers of changed referenced objects (KindSpec.referenced), translated
         # once per batch: a selector's reader would otherwise be translated once
         # per object it read.
         self.stale: set[ObjectRef] = set()

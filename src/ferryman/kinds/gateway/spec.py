@@ -34,6 +34,7 @@ HTTP_ROUTE = KindSpec(
 # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
 # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
 REFERENCE_GRANT = KindSpec(
-    "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants
-)
+    "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants,
+    referenced=True,
+)  # fmt: skip
 SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, REFERENCE_GRANT)
