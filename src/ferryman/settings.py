@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+# ferryman's name as a controller: IngressClasses' spec.controller, Events'
+# reportingController, the Machine lifecycle hooks' owner.
+CONTROLLER_NAME = "ferryman.io/ingress-controller"
+
 
 class SettingsError(ValueError):
     """A setting ferryman cannot run with (said to the user, exit code 2)."""

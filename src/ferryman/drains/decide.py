@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ferryman.machines.hooks import POINTS, Hook, Hooks, Point, hook_patch, hooks_of
+from ferryman.settings import CONTROLLER_NAME
 
 HOOK_NAME = "IngressTrafficDrain"
-HOOK_OWNER = "ferryman.io/ingress-controller"
+HOOK_OWNER = CONTROLLER_NAME
 
 DRAINING = "IngressTrafficDraining"
 DRAINED = "IngressTrafficDrained"

@@ -38,12 +38,13 @@ from ferryman.kube.leases import live_identities, read_leases
 from ferryman.kube.resources import AsyncClient, Pod
 from ferryman.machines.events import EventWriter
 from ferryman.metrics import Metrics
+from ferryman.settings import CONTROLLER_NAME
 
 log = logging.getLogger("ferryman.drains")
 
 ROUND_EVERY = 1.0
 IDLE_EVERY = 10.0
-REPORTING_CONTROLLER = "ferryman.io/ingress-controller"
+REPORTING_CONTROLLER = CONTROLLER_NAME
 
 
 class HookKeeper:

@@ -8,7 +8,6 @@ from typing import Any
 
 from ferryman.resources.meta import InvalidResource, parse_meta
 
-CONTROLLER_NAME = "ferryman.io/ingress-controller"
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 
 

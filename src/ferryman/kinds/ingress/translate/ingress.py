@@ -18,7 +18,6 @@ from ferryman.configs.tenancy import denied_minion
 from ferryman.configuration import covering_wildcard
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
 from ferryman.kinds.ingress.parse.ingressclass import (
-    CONTROLLER_NAME,
     ClassPolicy,
     parse_ingress_class,
     raw_class_name,
@@ -45,7 +44,7 @@ from ferryman.report import (
     IngressStatusSink,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
-from ferryman.settings import Settings
+from ferryman.settings import CONTROLLER_NAME, Settings
 from ferryman.store import Store
 from ferryman.translators import Translator, Worker, internal
 from ferryman.translators.context import Context
