@@ -23,16 +23,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import httpx
 from lightkube.core.exceptions import ApiError
 
-# The status error of the HTTP client lightkube is built on (``ApiError``'s
-# base: a fork of httpx, not httpx itself, in some lightkube releases); it
-# raises one when the answer is not a Status (a plain "404 page not found").
-_CLIENT_STATUS_ERROR: type[Exception] = next(
-    c for c in ApiError.__mro__ if c.__name__ == "HTTPStatusError"
-)
-_STATUS_ERRORS = (ApiError, _CLIENT_STATUS_ERROR, httpx.HTTPStatusError)
+
+def _status_error(e: BaseException) -> bool:
+    """An HTTP client's status error: ``ApiError``, or its base (the status
+    error of the client lightkube is built on: a fork of httpx, not httpx
+    itself, in some lightkube releases; raised when the answer is not a Status,
+    a plain "404 page not found"), or httpx's own. Known by name: httpx is no
+    dependency of ferryman's, and the fork's module name changes with releases."""
+    return any(c.__name__ == "HTTPStatusError" for c in type(e).__mro__) and hasattr(e, "response")
 
 
 class KubeError(Exception):
@@ -117,7 +117,7 @@ def from_api(e: Exception) -> KubeError | None:
         code = s.code or (e.response.status_code if e.response is not None else 0)
         reason = s.reason or ""
         return classify(code, reason)(str(e), status=code, reason=reason, message=s.message or "")
-    if isinstance(e, _STATUS_ERRORS):
+    if _status_error(e):
         # Not a Status: the plain "404 page not found" an unknown API group gets.
         code = int(getattr(getattr(e, "response", None), "status_code", 0) or 0)
         return classify(code)(str(e), status=code)
@@ -129,7 +129,9 @@ def mapped() -> Iterator[None]:
     """Raises ferryman's ``KubeError`` for the API's errors in its body."""
     try:
         yield
-    except _STATUS_ERRORS as e:
-        error = from_api(e)
-        assert error is not None
+    except Exception as e:
+        if (error := from_api(e)) is None:
+            raise
+        if error is e:
+            raise
         raise error from e
