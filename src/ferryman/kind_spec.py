@@ -133,6 +133,11 @@ POD = KindSpec("Pod", "", "v1", "pods")
 CORE = (SERVICE, ENDPOINT_SLICE, SECRET, CONFIG_MAP, NAMESPACE)
 
 
+def enabled(specs: Iterable[KindSpec], settings: Settings) -> list[KindSpec]:
+    """The kinds these settings read (Kubernetes mode watches them)."""
+    return [spec for spec in specs if spec.enabled(settings)]
+
+
 def by_kind(specs: Iterable[KindSpec]) -> dict[str, KindSpec]:
     """Kind name -> spec; one name registered twice is a programming error."""
     out: dict[str, KindSpec] = {}

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ferryman.controller import Controller
-from ferryman.kind_spec import KindSpec
+from ferryman.kind_spec import KindSpec, enabled
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
 from ferryman.resources.meta import ObjectRef
@@ -80,7 +80,7 @@ class KubernetesMode:
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
             settings.ingress_class,
             settings.nginx_configmap,
-            [spec for spec in kinds if spec.enabled(settings)],
+            enabled(kinds, settings),
         )
         self.reporter = KubernetesReporter(
             self.client, store.uid, settings.gateway_controller_name, store.get, kinds

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ferryman.kind_spec import KindSpec
+from ferryman.kind_spec import KindSpec, by_kind
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.pod import ips_of
 from ferryman.resources.raw import Packed, pack
@@ -24,7 +24,7 @@ class Store:
     def __init__(self, kinds: Iterable[KindSpec] = ()) -> None:
         """``kinds``: the registered kinds, whose objects keep only what their
         spec says their parsers read (any other object is kept whole)."""
-        self._specs = {spec.kind: spec for spec in kinds}
+        self._specs = by_kind(kinds)
         self._objects: dict[str, dict[tuple[str, str], Packed]] = {}
         # (namespace, Service) -> its EndpointSlices' names; and each slice's Service.
         self._slices: dict[tuple[str, str], set[str]] = {}

@@ -19,7 +19,7 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from ferryman.kind_spec import KindSpec
+from ferryman.kind_spec import KindSpec, enabled
 from ferryman.kinds import REGISTRY
 from ferryman.report.gateway_status import RESOURCES
 from ferryman.settings import Settings
@@ -35,9 +35,9 @@ _names = itertools.count()
 TENANTS = (("shop", "shop.example.com"),)
 
 
-def enabled(**settings: Any) -> list[KindSpec]:
+def watched(**settings: Any) -> list[KindSpec]:
     """The registered kinds these settings watch, as Kubernetes mode picks them."""
-    return [k for k in REGISTRY if k.enabled(Settings(state_dir=Path("/"), **settings))]
+    return enabled(REGISTRY, Settings(state_dir=Path("/"), **settings))
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def run_source(apiserver: APIServer, store: Store, gateway_api: bool, scenario: 
 
     async def go() -> None:
         client = AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig))
-        source = KubernetesSource(client, store, kinds=enabled(gateway_api=gateway_api))
+        source = KubernetesSource(client, store, kinds=watched(gateway_api=gateway_api))
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:
@@ -136,7 +136,7 @@ def test_tenant_mode_watches_reference_grants_without_gateway_api(
 
     async def go(store: Store) -> None:
         client = AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig))
-        source = KubernetesSource(client, store, kinds=enabled(allowed_host_suffixes=TENANTS))
+        source = KubernetesSource(client, store, kinds=watched(allowed_host_suffixes=TENANTS))
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:

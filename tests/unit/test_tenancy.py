@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ferryman.configs.tenancy import POLICY, REFUSED, SERVICE, check
 from ferryman.dependencies import ANY
+from ferryman.kind_spec import enabled
 from ferryman.kinds import REGISTRY
 from ferryman.reads import Cache, Reads
 from ferryman.resources.meta import ObjectRef
@@ -201,8 +202,8 @@ def test_kubernetes_mode_watches_grants_in_tenant_mode() -> None:
     tenants = (("team-a", "a.example.com"),)
 
     def kinds(**settings: Any) -> list[str]:
-        enabled = [k for k in REGISTRY if k.enabled(Settings(state_dir=Path("/"), **settings))]
-        source = KubernetesSource(None, None, kinds=enabled)  # type: ignore[arg-type]
+        watched = enabled(REGISTRY, Settings(state_dir=Path("/"), **settings))
+        source = KubernetesSource(None, None, kinds=watched)  # type: ignore[arg-type]
         return [k.key for k in source._kinds if k.key == "ReferenceGrant"]
 
     assert kinds() == []

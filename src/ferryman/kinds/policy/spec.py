@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import STATE, Crd, KindSpec
+from ferryman.kind_spec import STATE, Crd
 from ferryman.resources import nic_crds
+from ferryman.resources.nic_crds import nic_kind
 
-POLICY = KindSpec(
-    "Policy",
-    nic_crds.GROUP,
-    "v1",
-    "policies",
-    custom=True,
-    keeps=("spec",),
-    status=STATE,
-    crd=Crd(
-        "pol",
-        nic_crds.POLICY_SPEC,
-        nic_crds.STATE_STATUS,
-        (nic_crds.STATE_COLUMN, nic_crds.AGE_COLUMN),
-        "virtualserver.md",
-    ),
-)
+POLICY = nic_kind(
+    "Policy", "policies",
+    Crd("pol", nic_crds.POLICY_SPEC, nic_crds.STATE_STATUS,
+        (nic_crds.STATE_COLUMN, nic_crds.AGE_COLUMN), "virtualserver.md"),
+    keeps=("spec",), status=STATE,
+)  # fmt: skip
 SPECS = (POLICY,)

@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import STATE, Crd, KindSpec
+from ferryman.kind_spec import STATE, Crd
 from ferryman.resources import nic_crds
+from ferryman.resources.nic_crds import nic_kind
 
-TRANSPORT_SERVER = KindSpec(
-    "TransportServer",
-    nic_crds.GROUP,
-    "v1",
-    "transportservers",
-    custom=True,
+_REASON_COLUMN = {"name": "Reason", "type": "string", "jsonPath": ".status.reason"}
+TRANSPORT_SERVER = nic_kind(
+    "TransportServer", "transportservers",
+    Crd("ts", nic_crds.TRANSPORT_SERVER_SPEC, nic_crds.STATE_STATUS,
+        (nic_crds.STATE_COLUMN, _REASON_COLUMN, nic_crds.AGE_COLUMN), "transportserver.md"),
     status=STATE,
-    crd=Crd(
-        "ts",
-        nic_crds.TRANSPORT_SERVER_SPEC,
-        nic_crds.STATE_STATUS,
-        (
-            nic_crds.STATE_COLUMN,
-            {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
-            nic_crds.AGE_COLUMN,
-        ),
-        "transportserver.md",
-    ),
-)
-GLOBAL_CONFIGURATION = KindSpec(
-    "GlobalConfiguration",
-    nic_crds.GROUP,
-    "v1",
-    "globalconfigurations",
-    custom=True,
-    crd=Crd(
-        "gc",
-        nic_crds.GLOBAL_CONFIGURATION_SPEC,
-        nic_crds.NO_STATUS,
-        (nic_crds.AGE_COLUMN,),
-        "transportserver.md",
-    ),
-)
+)  # fmt: skip
+GLOBAL_CONFIGURATION = nic_kind(
+    "GlobalConfiguration", "globalconfigurations",
+    Crd("gc", nic_crds.GLOBAL_CONFIGURATION_SPEC, nic_crds.NO_STATUS, (nic_crds.AGE_COLUMN,),
+        "transportserver.md"),
+)  # fmt: skip
 SPECS = (TRANSPORT_SERVER, GLOBAL_CONFIGURATION)
