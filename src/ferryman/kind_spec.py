@@ -121,15 +121,15 @@ class KindSpec:
         }
 
 
-# The engine's own inputs. Their store projections are raw.py's (each read
-# field by field); the manifests directory accepts all but Pods (a pod is not
-# something one declares to an ingress controller).
+# The engine's own inputs, those a manifests directory may declare too. Their
+# store projections are raw.py's (each read field by field). Pods (readiness
+# gates) are watched by sources/pods.py alone: no one declares a pod to an
+# ingress controller.
 SERVICE = KindSpec("Service", "", "v1", "services")
 ENDPOINT_SLICE = KindSpec("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices")
 SECRET = KindSpec("Secret", "", "v1", "secrets", referenced=True)
 CONFIG_MAP = KindSpec("ConfigMap", "", "v1", "configmaps")
 NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
-POD = KindSpec("Pod", "", "v1", "pods")
 CORE = (SERVICE, ENDPOINT_SLICE, SECRET, CONFIG_MAP, NAMESPACE)
 
 
