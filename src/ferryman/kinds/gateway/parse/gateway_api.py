@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ferryman.kinds.gateway.parse.fields import (
     HEADER_NAME_RE,
@@ -274,6 +274,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class HTTPRoute:
+    kind: ClassVar[str] = "HTTPRoute"
     meta: Meta
     parents: tuple[ParentRef, ...]
     hostnames: tuple[str, ...]
@@ -297,6 +298,18 @@ def parse_http_route(obj: Mapping[str, Any]) -> Parsed[HTTPRoute]:
     )
     if spec is None or meta is None:
         return Parsed(None, tuple(ctx.problems))
+    parents = parse_parents(spec)
+    hostnames = parse_hostnames(spec)
+    rules = [_rule(r) for r in spec.objs("rules", _RULE_KEYS)]
+    if not rules:  # the CRD's default: one rule matching every request, no backends
+        rules = [Rule((Match("PathPrefix", "/"),), (), ())]
+    if ctx.problems:
+        return Parsed(None, tuple(ctx.problems))
+    return Parsed(HTTPRoute(meta, parents, hostnames, tuple(rules)), ())
+
+
+def parse_parents(spec: Obj) -> tuple[ParentRef, ...]:
+    """A route's ``spec.parentRefs`` (every route kind has the same)."""
     parents = []
     for p in spec.objs(
         "parentRefs", frozenset({"group", "kind", "namespace", "name", "sectionName", "port"})
@@ -304,26 +317,42 @@ def parse_http_route(obj: Mapping[str, Any]) -> Parsed[HTTPRoute]:
         ref = parse_reference(p, default_kind="Gateway", default_group=GROUP)
         section = p.text("sectionName") or None
         if section is not None and not _SECTION_NAME_RE.fullmatch(section):
-            ctx.add(
+            spec.ctx.add(
                 invalid(p.at("sectionName"), section, "must be a lower case RFC 1123 subdomain")
             )
         port = p.integer("port")
         if port is not None and not 1 <= port <= 65535:
-            ctx.add(invalid(p.at("port"), port, "must be between 1 and 65535, inclusive"))
+            spec.ctx.add(invalid(p.at("port"), port, "must be between 1 and 65535, inclusive"))
         parents.append(ParentRef(ref.group, ref.kind, ref.namespace, ref.name, section, port))
     if len(parents) > 32:
-        ctx.add(invalid("spec.parentRefs", len(parents), "must have at most 32 items"))
+        spec.ctx.add(invalid("spec.parentRefs", len(parents), "must have at most 32 items"))
+    return tuple(parents)
+
+
+def parse_hostnames(spec: Obj) -> tuple[str, ...]:
+    """A route's ``spec.hostnames``: lower case names, a leading ``*.`` allowed."""
     hostnames = []
     for where, h in spec.str_items("hostnames") or []:
         if len(h) > 253 or not HOSTNAME_RE.fullmatch(h):
-            ctx.add(invalid(where, h, "must be a lower case hostname"))
+            spec.ctx.add(invalid(where, h, "must be a lower case hostname"))
         hostnames.append(h)
-    rules = [_rule(r) for r in spec.objs("rules", _RULE_KEYS)]
-    if not rules:  # the CRD's default: one rule matching every request, no backends
-        rules = [Rule((Match("PathPrefix", "/"),), (), ())]
-    if ctx.problems:
-        return Parsed(None, tuple(ctx.problems))
-    return Parsed(HTTPRoute(meta, tuple(parents), tuple(hostnames), tuple(rules)), ())
+    return tuple(hostnames)
+
+
+def parse_backend_ref(b: Obj) -> tuple[ObjectReference, int | None, int]:
+    """A backendRef's referent, port and weight (the CRDs' defaults: a
+    Service, weight 1)."""
+    ref = parse_reference(b, default_kind="Service")
+    port = b.integer("port")
+    if ref.group == "" and ref.kind == "Service" and port is None:
+        b.ctx.add(
+            required(b.at("port"), "must be specified when the referent is a Kubernetes Service")
+        )
+    weight = b.integer("weight")
+    weight = 1 if weight is None else weight
+    if not 0 <= weight <= MAX_WEIGHT:
+        b.ctx.add(invalid(b.at("weight"), weight, f"must be between 0 and {MAX_WEIGHT}"))
+    return ref, port, weight
 
 
 def _rule(o: Obj) -> Rule:
@@ -337,18 +366,7 @@ def _rule(o: Obj) -> Rule:
         "backendRefs",
         frozenset({"group", "kind", "name", "namespace", "port", "weight", "filters"}),
     ):
-        ref = parse_reference(b, default_kind="Service")
-        port = b.integer("port")
-        if ref.group == "" and ref.kind == "Service" and port is None:
-            o.ctx.add(
-                required(
-                    b.at("port"), "must be specified when the referent is a Kubernetes Service"
-                )
-            )
-        weight = b.integer("weight")
-        weight = 1 if weight is None else weight
-        if not 0 <= weight <= MAX_WEIGHT:
-            o.ctx.add(invalid(b.at("weight"), weight, f"must be between 0 and {MAX_WEIGHT}"))
+        ref, port, weight = parse_backend_ref(b)
         backend_filters = tuple(parse_filter(f) for f in b.objs("filters", FILTER_KEYS))
         backends.append(BackendRef(ref, port, weight, backend_filters))
     request, backend = None, None

@@ -1,14 +1,12 @@
-"""Gateway API attachment: which HTTPRoutes a Gateway's listeners take, with the
-conditions the specification asks each object to report (pure: objects in,
-statuses and a routing table out).
+"""Gateway API attachment: which HTTPRoutes and TLSRoutes a Gateway's listeners
+take, with the conditions the specification asks each object to report (pure:
+objects in, statuses and routing tables out).
 
-The rules (gateway-api v1.6, apis/v1 gateway_types.go and httproute_types.go):
+The rules (gateway-api v1.6, apis/v1 gateway_types.go, httproute_types.go and
+tlsroute_types.go):
 
-- a listener is usable when its protocol is HTTP or HTTPS, an HTTPS listener's
-  certificateRefs resolve (core Secrets, across namespaces only with a
-  ReferenceGrant, present and usable), and no other listener on its port
-  conflicts (a different protocol: ProtocolConflict; the same hostname:
-  HostnameConflict);
+- a listener is usable as ``listeners.py`` decides, and takes its protocol's
+  route kind (HTTPRoute over HTTP and HTTPS, TLSRoute over TLS);
 - a route's parentRef selects a Gateway of this class, then its listeners by
   sectionName and port; of those, the ones whose allowedRoutes admit the
   route's namespace (Same, All, Selector) and kind take it (else
@@ -20,7 +18,9 @@ The rules (gateway-api v1.6, apis/v1 gateway_types.go and httproute_types.go):
   backends would have had are answered 500, in proportion to their weights;
 - attachedRoutes counts, per listener, the Accepted routes its allowedRoutes
   and the route's parentRefs select whose hostnames (if any) intersect the
-  listener's.
+  listener's;
+- a TLSRoute's hostnames each go to one route per listener: the oldest that
+  names it (TLS passthrough routes by the SNI name alone).
 
 Precedence between the rules of all routes on one listener hostname (the
 specification's order): an Exact path, then regular expressions (their place is
@@ -47,8 +47,18 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     Rule,
 )
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
+from ferryman.kinds.gateway.parse.tls_route import TLSRoute, TLSRule
+from ferryman.kinds.gateway.records.listeners import (
+    Condition,
+    GatewayStatus,
+    ListenerStatus,
+    SecretCheck,
+    gateway_conditions,
+    granted,
+    listener_status,
+)
 
-SUPPORTED_PROTOCOLS = ("HTTP", "HTTPS")
+Route = HTTPRoute | TLSRoute
 # Filters the route engine serves; any other is UnsupportedValue.
 SUPPORTED_FILTERS = frozenset(
     {
@@ -62,33 +72,6 @@ SUPPORTED_FILTERS = frozenset(
 )
 # Filters the route engine serves on a backendRef (after the rule's).
 BACKEND_FILTERS = frozenset({"RequestHeaderModifier", "ResponseHeaderModifier"})
-HTTP_ROUTE = (GROUP, "HTTPRoute")
-
-
-@dataclass(frozen=True)
-class Condition:
-    type: str
-    status: bool
-    reason: str
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class ListenerStatus:
-    name: str
-    supported_kinds: tuple[tuple[str, str], ...]
-    attached_routes: int
-    conditions: tuple[Condition, ...]
-
-    @property
-    def usable(self) -> bool:
-        return all(c.status for c in self.conditions if c.type in ("Accepted", "ResolvedRefs"))
-
-
-@dataclass(frozen=True)
-class GatewayStatus:
-    conditions: tuple[Condition, ...]
-    listeners: tuple[ListenerStatus, ...]
 
 
 @dataclass(frozen=True)
@@ -113,16 +96,27 @@ class RouteEntry:
     backend_filters: tuple[tuple[Filter, ...], ...] = ()
 
 
+@dataclass(frozen=True)
+class PassthroughEntry:
+    """The TLSRoute a listener passes one SNI name to, and its backends as
+    ``RouteEntry``'s."""
+
+    route: str  # namespace/name
+    backends: tuple[tuple[str, str | None, int, int], ...]
+
+
 @dataclass
 class Attachment:
     gateways: dict[tuple[str, str], GatewayStatus] = field(default_factory=dict)
     routes: dict[tuple[str, str], tuple[ParentStatus, ...]] = field(default_factory=dict)
     # (gateway namespace, name, listener name) -> hostname ("" any) -> entries in order
     table: dict[tuple[str, str, str], dict[str, list[RouteEntry]]] = field(default_factory=dict)
+    # The same for TLS passthrough listeners: hostname -> the TLSRoute served.
+    passthrough: dict[tuple[str, str, str], dict[str, PassthroughEntry]] = field(
+        default_factory=dict
+    )
 
 
-# A Secret's usability for a listener: None when usable, else why not.
-SecretCheck = Callable[[str, str], str | None]
 # A namespace's labels (Selector), None when it does not exist.
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 ServiceExists = Callable[[str, str], bool]
@@ -137,21 +131,25 @@ def _any_port(gateway: Gateway, port: int) -> str | None:
 
 def attach(
     gateways: Iterable[Gateway],
-    routes: Iterable[HTTPRoute],
+    routes: Iterable[Route],
     grants: Iterable[ReferenceGrant],
     secret: SecretCheck,
     namespace_labels: NamespaceLabels,
     service_exists: ServiceExists,
     port_unavailable: PortCheck = _any_port,
+    tls_passthrough: bool = False,
 ) -> Attachment:
-    """Statuses and routing for ``gateways`` (this class's only) and ``routes``."""
+    """Statuses and routing for ``gateways`` (this class's only) and ``routes``;
+    ``tls_passthrough``: TLS listeners can be served."""
     grants = list(grants)
     out = Attachment()
-    listener_status: dict[tuple[str, str], dict[str, ListenerStatus]] = {}
+    listeners: dict[tuple[str, str], dict[str, ListenerStatus]] = {}
     by_name = {(g.meta.namespace, g.meta.name): g for g in gateways}
     for key, g in by_name.items():
-        listener_status[key] = {
-            lst.name: _listener_status(g, lst, grants, secret, port_unavailable(g, lst.port))
+        listeners[key] = {
+            lst.name: listener_status(
+                g, lst, grants, secret, port_unavailable(g, lst.port), tls_passthrough
+            )
             for lst in g.listeners
         }
     attached: dict[tuple[str, str, str], int] = {}
@@ -166,7 +164,7 @@ def attach(
             gw_key = (parent.namespace or route.meta.namespace, parent.name)
             if (gw := by_name.get(gw_key)) is None:
                 continue  # not one of ours: its controller reports it
-            statuses = listener_status[gw_key]
+            statuses = listeners[gw_key]
             conditions, taking = _parent_conditions(route, parent, gw, statuses, namespace_labels)
             # attachedRoutes: the routes Accepted on a listener whose hostname
             # intersects theirs (v1.6; the suite holds implementations to it).
@@ -185,114 +183,17 @@ def attach(
     for key in by_name:
         final = tuple(
             ListenerStatus(s.name, s.supported_kinds, attached.get((*key, s.name), 0), s.conditions)
-            for s in listener_status[key].values()
+            for s in listeners[key].values()
         )
-        out.gateways[key] = GatewayStatus(_gateway_conditions(final), final)
+        out.gateways[key] = GatewayStatus(gateway_conditions(final), final)
     for entries_by_host in out.table.values():
         for entries in entries_by_host.values():
             entries.sort(key=_precedence)
     return out
 
 
-def _listener_status(
-    gw: Gateway,
-    lst: Listener,
-    grants: list[ReferenceGrant],
-    secret: SecretCheck,
-    port_problem: str | None,
-) -> ListenerStatus:
-    conditions: list[Condition] = []
-    kinds, bad_kinds = _route_kinds(lst)
-    conflict = _conflict(gw, lst)
-    if lst.protocol not in SUPPORTED_PROTOCOLS:
-        conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
-                                    f"protocol {lst.protocol} is not supported"))  # fmt: skip
-    elif port_problem is not None:
-        conditions.append(Condition("Accepted", False, "PortUnavailable", port_problem))
-    elif lst.protocol == "HTTPS" and lst.tls_mode == "Passthrough":
-        conditions.append(Condition("Accepted", False, "UnsupportedValue",
-                                    "tls mode Passthrough needs protocol TLS"))  # fmt: skip
-    else:
-        conditions.append(Condition("Accepted", True, "Accepted"))
-    refs = Condition("ResolvedRefs", True, "ResolvedRefs")
-    if bad_kinds:
-        refs = Condition("ResolvedRefs", False, "InvalidRouteKinds",
-                         f"unsupported route kinds: {', '.join(bad_kinds)}")  # fmt: skip
-    elif lst.protocol == "HTTPS":
-        why = _certificates(gw, lst, grants, secret)
-        if why is not None:
-            refs = Condition("ResolvedRefs", False, why[0], why[1])
-    conditions.append(refs)
-    conditions.append(
-        Condition("Conflicted", True, conflict)
-        if conflict
-        else Condition("Conflicted", False, "NoConflicts")
-    )
-    usable = conditions[0].status and refs.status and not conflict
-    conditions.append(
-        Condition("Programmed", True, "Programmed")
-        if usable
-        else Condition("Programmed", False, "Invalid")
-    )
-    return ListenerStatus(lst.name, kinds, 0, tuple(conditions))
-
-
-def _route_kinds(lst: Listener) -> tuple[tuple[tuple[str, str], ...], list[str]]:
-    if lst.kinds is None:
-        return ((HTTP_ROUTE,) if lst.protocol in SUPPORTED_PROTOCOLS else ()), []
-    good = tuple((k.group, k.kind) for k in lst.kinds if (k.group, k.kind) == HTTP_ROUTE)
-    bad = [f"{k.group}/{k.kind}" for k in lst.kinds if (k.group, k.kind) != HTTP_ROUTE]
-    return good, bad
-
-
-def _conflict(gw: Gateway, lst: Listener) -> str | None:
-    for other in gw.listeners:
-        if other is lst or other.port != lst.port:
-            continue
-        if other.protocol != lst.protocol:
-            return "ProtocolConflict"
-        if other.hostname == lst.hostname:
-            return "HostnameConflict"
-    return None
-
-
-def _certificates(
-    gw: Gateway, lst: Listener, grants: list[ReferenceGrant], secret: SecretCheck
-) -> tuple[str, str] | None:
-    if not lst.certificates:
-        return "InvalidCertificateRef", "an HTTPS listener needs a certificateRef"
-    for ref in lst.certificates:
-        if (ref.group, ref.kind) != ("", "Secret"):
-            return "InvalidCertificateRef", f"unsupported certificateRef {ref.group}/{ref.kind}"
-        namespace = ref.namespace or gw.meta.namespace
-        if namespace != gw.meta.namespace and not _granted(
-            grants, (GROUP, "Gateway"), gw.meta.namespace, ("", "Secret"), namespace, ref.name
-        ):
-            return (
-                "RefNotPermitted",
-                f"Secret {namespace}/{ref.name} is not granted to this Gateway",
-            )
-        if (why := secret(namespace, ref.name)) is not None:
-            return "InvalidCertificateRef", f"Secret {namespace}/{ref.name}: {why}"
-    return None
-
-
-def _granted(
-    grants: list[ReferenceGrant],
-    source: tuple[str, str],
-    source_namespace: str,
-    target: tuple[str, str],
-    target_namespace: str,
-    name: str,
-) -> bool:
-    return any(
-        g.meta.namespace == target_namespace and g.allows(*source, source_namespace, *target, name)
-        for g in grants
-    )
-
-
 def _parent_conditions(
-    route: HTTPRoute,
+    route: Route,
     parent: ParentRef,
     gw: Gateway,
     statuses: Mapping[str, ListenerStatus],
@@ -311,7 +212,7 @@ def _parent_conditions(
     allowing = [
         lst
         for lst in selected
-        if HTTP_ROUTE in statuses[lst.name].supported_kinds
+        if (GROUP, route.kind) in statuses[lst.name].supported_kinds
         and _namespace_allowed(lst, gw.meta.namespace, route.meta.namespace, namespace_labels)
     ]
     if not allowing:
@@ -320,6 +221,8 @@ def _parent_conditions(
     if route.hostnames and not any(_intersect(lst.hostname, route.hostnames) for lst in allowing):
         reason = "NoMatchingListenerHostname"
         return (Condition("Accepted", False, reason, "no listener hostname matches"),), allowing
+    if isinstance(route, TLSRoute):
+        return (Condition("Accepted", True, "Accepted"),), allowing
     unsupported = sorted(
         {f.type for rule in route.rules for f in rule.filters if f.type not in SUPPORTED_FILTERS}
         | {
@@ -398,11 +301,13 @@ def covers(pattern: str, host: str) -> bool:
 
 
 def _resolved_refs(
-    route: HTTPRoute, grants: list[ReferenceGrant], service_exists: ServiceExists
+    route: Route, grants: list[ReferenceGrant], service_exists: ServiceExists
 ) -> Condition:
-    for rule in route.rules:
+    rules: list[Rule | TLSRule] = list(route.rules)
+    for rule in rules:
         refs = [b.ref for b in rule.backends]
-        refs += [f.backend for f in rule.filters if f.type == "RequestMirror" and f.backend]
+        if isinstance(rule, Rule):
+            refs += [f.backend for f in rule.filters if f.type == "RequestMirror" and f.backend]
         for ref in refs:
             why = _backend_problem(route, ref, grants, service_exists)
             if why is not None:
@@ -411,13 +316,13 @@ def _resolved_refs(
 
 
 def _backend_problem(
-    route: HTTPRoute, ref: ObjectReference, grants: list[ReferenceGrant], exists: ServiceExists
+    route: Route, ref: ObjectReference, grants: list[ReferenceGrant], exists: ServiceExists
 ) -> tuple[str, str] | None:
     if (ref.group, ref.kind) != ("", "Service"):
         return "InvalidKind", f"backendRef kind {ref.group}/{ref.kind} is not supported"
     namespace = ref.namespace or route.meta.namespace
-    if namespace != route.meta.namespace and not _granted(
-        grants, HTTP_ROUTE, route.meta.namespace, ("", "Service"), namespace, ref.name
+    if namespace != route.meta.namespace and not granted(
+        grants, (GROUP, route.kind), route.meta.namespace, ("", "Service"), namespace, ref.name
     ):
         return "RefNotPermitted", f"Service {namespace}/{ref.name} is not granted to this route"
     if not exists(namespace, ref.name):
@@ -429,11 +334,14 @@ def _add_entries(
     out: Attachment,
     gw_key: tuple[str, str],
     lst: Listener,
-    route: HTTPRoute,
+    route: Route,
     grants: list[ReferenceGrant],
     exists: ServiceExists,
 ) -> None:
     hosts = _intersect(lst.hostname, route.hostnames)
+    if isinstance(route, TLSRoute):
+        _add_passthrough(out, (*gw_key, lst.name), hosts, route, grants, exists)
+        return
     table = out.table.setdefault((*gw_key, lst.name), {})
     name = f"{route.meta.namespace}/{route.meta.name}"
     for rule in route.rules:
@@ -460,6 +368,32 @@ def _add_entries(
                 table.setdefault(host, []).append(entry)
 
 
+def _add_passthrough(
+    out: Attachment,
+    key: tuple[str, str, str],
+    hosts: list[str],
+    route: TLSRoute,
+    grants: list[ReferenceGrant],
+    exists: ServiceExists,
+) -> None:
+    """Each SNI name to the oldest route naming it (routes come oldest first)."""
+    backends = tuple(
+        (
+            b.ref.namespace or route.meta.namespace,
+            None if _backend_problem(route, b.ref, grants, exists) else b.ref.name,
+            b.port or 0,
+            b.weight,
+        )
+        for rule in route.rules
+        for b in rule.backends
+    )
+    table = out.passthrough.setdefault(key, {})
+    for host in hosts:
+        table.setdefault(
+            host, PassthroughEntry(f"{route.meta.namespace}/{route.meta.name}", backends)
+        )
+
+
 def _precedence(entry: RouteEntry) -> tuple[int, int, int, int, int]:
     """The sort key of the specification's order (lower first); Python's sort is
     stable, so entries keep the route, rule and match order they were added in."""
@@ -471,21 +405,3 @@ def _precedence(entry: RouteEntry) -> tuple[int, int, int, int, int]:
     # A prefix's trailing slash changes nothing it matches ("/a/" is "/a").
     path = m.path.rstrip("/") if m.path_type == "PathPrefix" else m.path
     return (kind, -len(path), 0 if m.method else 1, -len(m.headers), -len(m.query))
-
-
-def _gateway_conditions(listeners: tuple[ListenerStatus, ...]) -> tuple[Condition, ...]:
-    usable = [s for s in listeners if s.usable and not _conflicted(s)]
-    if not usable:
-        return (
-            Condition("Accepted", False, "ListenersNotValid", "no listener is valid"),
-            Condition("Programmed", False, "Invalid", "no listener is valid"),
-        )
-    accepted_reason = "Accepted" if len(usable) == len(listeners) else "ListenersNotValid"
-    return (
-        Condition("Accepted", True, accepted_reason),
-        Condition("Programmed", True, "Programmed"),
-    )
-
-
-def _conflicted(s: ListenerStatus) -> bool:
-    return any(c.type == "Conflicted" and c.status for c in s.conditions)

@@ -14,7 +14,8 @@ from typing import Any
 
 from ferryman.kinds.gateway.parse.gateway_api import GROUP
 from ferryman.kinds.gateway.records.addresses import NoAddress
-from ferryman.kinds.gateway.records.attach import Condition, GatewayStatus, ParentStatus
+from ferryman.kinds.gateway.records.attach import ParentStatus
+from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus
 
 # What ferryman serves of the specification (GatewayClass
 # status.supportedFeatures, which the conformance suite reads): the core of

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ferryman.configs.record_shares import fit
-from ferryman.kinds.gateway.records.attach import Condition, ParentStatus, RouteEntry
+from ferryman.kinds.gateway.records.attach import ParentStatus, RouteEntry
+from ferryman.kinds.gateway.records.listeners import Condition
 from ferryman.kinds.gateway.records.servers import Served, records, socket_key
 from ferryman.translators.record_fit import largest, too_large
 

@@ -1,0 +1,178 @@
+"""A Gateway's listeners: whether each can be served and why not, the route
+kinds it takes, and the Gateway's own conditions from its listeners' (pure).
+
+The rules (gateway-api v1.6, apis/v1 gateway_types.go): a listener is usable
+when its protocol is served (HTTP and HTTPS by the HTTP route engine; TLS,
+passthrough only, by the stream module's records where NGINX has it), its
+port is free, an HTTPS listener's certificateRefs resolve (core Secrets,
+across namespaces only with a ReferenceGrant, present and usable), and no
+other listener on its port conflicts (a different protocol:
+ProtocolConflict; the same hostname: HostnameConflict). Each protocol takes
+one route kind: HTTPRoute over HTTP and HTTPS, TLSRoute over TLS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ferryman.kinds.gateway.parse.gateway_api import GROUP, Gateway, Listener
+from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
+
+SUPPORTED_PROTOCOLS = ("HTTP", "HTTPS")
+HTTP_ROUTE = (GROUP, "HTTPRoute")
+TLS_ROUTE = (GROUP, "TLSRoute")
+ROUTE_KINDS = {"HTTP": HTTP_ROUTE, "HTTPS": HTTP_ROUTE, "TLS": TLS_ROUTE}
+
+# A Secret's usability for a listener: None when usable, else why not.
+SecretCheck = Callable[[str, str], str | None]
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: bool
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ListenerStatus:
+    name: str
+    supported_kinds: tuple[tuple[str, str], ...]
+    attached_routes: int
+    conditions: tuple[Condition, ...]
+
+    @property
+    def usable(self) -> bool:
+        return all(c.status for c in self.conditions if c.type in ("Accepted", "ResolvedRefs"))
+
+
+@dataclass(frozen=True)
+class GatewayStatus:
+    conditions: tuple[Condition, ...]
+    listeners: tuple[ListenerStatus, ...]
+
+
+def listener_status(
+    gw: Gateway,
+    lst: Listener,
+    grants: list[ReferenceGrant],
+    secret: SecretCheck,
+    port_problem: str | None,
+    tls_passthrough: bool = False,
+) -> ListenerStatus:
+    """``tls_passthrough``: TLS listeners can be served (the data plane has
+    the stream module)."""
+    conditions: list[Condition] = []
+    kinds, bad_kinds = _route_kinds(lst)
+    conflict = _conflict(gw, lst)
+    if lst.protocol not in SUPPORTED_PROTOCOLS and not (tls_passthrough and lst.protocol == "TLS"):
+        conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
+                                    f"protocol {lst.protocol} is not supported"))  # fmt: skip
+    elif port_problem is not None:
+        conditions.append(Condition("Accepted", False, "PortUnavailable", port_problem))
+    elif lst.protocol == "HTTPS" and lst.tls_mode == "Passthrough":
+        conditions.append(Condition("Accepted", False, "UnsupportedValue",
+                                    "tls mode Passthrough needs protocol TLS"))  # fmt: skip
+    elif lst.protocol == "TLS" and lst.tls_mode != "Passthrough":
+        only = "a TLS listener passes TLS through only (tls mode Passthrough)"
+        conditions.append(Condition("Accepted", False, "UnsupportedValue", only))
+    else:
+        conditions.append(Condition("Accepted", True, "Accepted"))
+    refs = Condition("ResolvedRefs", True, "ResolvedRefs")
+    if bad_kinds:
+        refs = Condition("ResolvedRefs", False, "InvalidRouteKinds",
+                         f"unsupported route kinds: {', '.join(bad_kinds)}")  # fmt: skip
+    elif lst.protocol == "HTTPS":
+        why = _certificates(gw, lst, grants, secret)
+        if why is not None:
+            refs = Condition("ResolvedRefs", False, why[0], why[1])
+    conditions.append(refs)
+    conditions.append(
+        Condition("Conflicted", True, conflict)
+        if conflict
+        else Condition("Conflicted", False, "NoConflicts")
+    )
+    usable = conditions[0].status and refs.status and not conflict
+    conditions.append(
+        Condition("Programmed", True, "Programmed")
+        if usable
+        else Condition("Programmed", False, "Invalid")
+    )
+    return ListenerStatus(lst.name, kinds, 0, tuple(conditions))
+
+
+def _route_kinds(lst: Listener) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The route kinds a listener takes (its protocol's when it names none),
+    and those it names that its protocol cannot take."""
+    serves = ROUTE_KINDS.get(lst.protocol)
+    if lst.kinds is None:
+        return ((serves,) if serves else ()), []
+    good = tuple((k.group, k.kind) for k in lst.kinds if (k.group, k.kind) == serves)
+    bad = [f"{k.group}/{k.kind}" for k in lst.kinds if (k.group, k.kind) != serves]
+    return good, bad
+
+
+def _conflict(gw: Gateway, lst: Listener) -> str | None:
+    for other in gw.listeners:
+        if other is lst or other.port != lst.port:
+            continue
+        if other.protocol != lst.protocol:
+            return "ProtocolConflict"
+        if other.hostname == lst.hostname:
+            return "HostnameConflict"
+    return None
+
+
+def _certificates(
+    gw: Gateway, lst: Listener, grants: list[ReferenceGrant], secret: SecretCheck
+) -> tuple[str, str] | None:
+    if not lst.certificates:
+        return "InvalidCertificateRef", "an HTTPS listener needs a certificateRef"
+    for ref in lst.certificates:
+        if (ref.group, ref.kind) != ("", "Secret"):
+            return "InvalidCertificateRef", f"unsupported certificateRef {ref.group}/{ref.kind}"
+        namespace = ref.namespace or gw.meta.namespace
+        if namespace != gw.meta.namespace and not granted(
+            grants, (GROUP, "Gateway"), gw.meta.namespace, ("", "Secret"), namespace, ref.name
+        ):
+            return (
+                "RefNotPermitted",
+                f"Secret {namespace}/{ref.name} is not granted to this Gateway",
+            )
+        if (why := secret(namespace, ref.name)) is not None:
+            return "InvalidCertificateRef", f"Secret {namespace}/{ref.name}: {why}"
+    return None
+
+
+def granted(
+    grants: list[ReferenceGrant],
+    source: tuple[str, str],
+    source_namespace: str,
+    target: tuple[str, str],
+    target_namespace: str,
+    name: str,
+) -> bool:
+    return any(
+        g.meta.namespace == target_namespace and g.allows(*source, source_namespace, *target, name)
+        for g in grants
+    )
+
+
+def gateway_conditions(listeners: tuple[ListenerStatus, ...]) -> tuple[Condition, ...]:
+    usable = [s for s in listeners if s.usable and not _conflicted(s)]
+    if not usable:
+        return (
+            Condition("Accepted", False, "ListenersNotValid", "no listener is valid"),
+            Condition("Programmed", False, "Invalid", "no listener is valid"),
+        )
+    accepted_reason = "Accepted" if len(usable) == len(listeners) else "ListenersNotValid"
+    return (
+        Condition("Accepted", True, accepted_reason),
+        Condition("Programmed", True, "Programmed"),
+    )
+
+
+def _conflicted(s: ListenerStatus) -> bool:
+    return any(c.type == "Conflicted" and c.status for c in s.conditions)
