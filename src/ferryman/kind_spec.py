@@ -32,6 +32,7 @@ def always(settings: Settings) -> bool:
 # KindSpec.status
 STATE = "state"
 ROUTING = "routing"
+OWN = "own"
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,10 @@ class KindSpec:
     keeps: tuple[str, ...] | None = None
     # The CRD ferryman ships for it (NIC's); None for a kind someone else defines.
     crd: Crd | None = field(default=None, compare=False)
-    # The status ferryman writes into its objects (leader only): "" none (or
-    # its translator writes its own, as Gateway API's), STATE NIC's state,
-    # reason and message, ROUTING those and the addresses it is reached at.
+    # The status ferryman writes into its objects (leader only): "" none,
+    # STATE NIC's state, reason and message, ROUTING those and the addresses
+    # it is reached at, OWN the whole status its translator says (Gateway
+    # API's, through report/gateway_status.py).
     status: str = ""
     # The engine's own kinds it reads beyond those always watched (Gateway
     # API's listeners select Namespaces by label: every Namespace is watched).

@@ -24,9 +24,6 @@ from pathlib import Path
 import pytest
 
 from ferryman.kinds.gateway.records.status import SUPPORTED_FEATURES
-
-# Registers Gateway API's kinds with lightkube (``apply`` decodes by apiVersion and kind).
-from ferryman.report.gateway_status import RESOURCES
 from testkit.apiserver import APIServer, apply
 from testkit.conformance_run import (
     CONTROLLER_NAME,
@@ -41,6 +38,9 @@ from testkit.conformance_run import (
     suite_args,
 )
 from testkit.gateway_environment import Conformance, start_base_pods
+
+# Registers Gateway API's kinds with lightkube (``apply`` decodes by apiVersion and kind).
+from testkit.gateway_kinds import RESOURCES
 from testkit.harness import Ferryman
 from testkit.kubelet import Kubelet
 

@@ -21,12 +21,12 @@ from lightkube.resources.core_v1 import Namespace
 
 from ferryman.kind_spec import KindSpec, enabled
 from ferryman.kinds import REGISTRY
-from ferryman.report.gateway_status import RESOURCES
 from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubernetesSource
 from ferryman.store import Store
 from testkit.apiserver import APIServer, install_crds
 from testkit.gateway_environment import build as build_conformance
+from testkit.gateway_kinds import RESOURCES
 
 REFERENCE_GRANT_V1 = create_namespaced_resource(
     "gateway.networking.k8s.io", "v1", "ReferenceGrant", "referencegrants"

@@ -18,10 +18,11 @@ from lightkube import AsyncClient, Client
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.types import PatchType
 
-from ferryman.report.gateway_status import RESOURCES, GatewayStatusWriter
+from ferryman.report.gateway_status import GatewayStatusWriter
 from ferryman.resources.meta import ObjectRef
 from testkit.apiserver import APIServer, install_crds
 from testkit.gateway_environment import build as build_conformance
+from testkit.gateway_kinds import RESOURCES
 
 OURS = "ferryman.io/gateway-controller"
 THEIRS = "example.com/other-controller"
@@ -133,7 +134,7 @@ def run_with_writer(
     async def go() -> None:
         client = Racing(config=KubeConfig.from_file(apiserver.kubeconfig), field_manager="ferryman")
         clock = Clock()
-        writer = GatewayStatusWriter(client, OURS, now=clock)
+        writer = GatewayStatusWriter(client, OURS, RESOURCES, now=clock)
         task = asyncio.create_task(writer.run())
         try:
             await scenario(writer, clock, client)

@@ -23,6 +23,7 @@ from ferryman.report.gateway_status import (
     stamped,
 )
 from ferryman.resources.meta import ObjectRef
+from testkit.gateway_kinds import RESOURCES
 
 OURS = "ferryman.io/gateway-controller"
 T0, T1 = "2026-01-01T00:00:00Z", "2026-11-27T15:00:00Z"
@@ -150,7 +151,7 @@ def test_statuses_of_deleted_objects_are_not_held_for_ever() -> None:
     })  # fmt: skip
     client = AsyncClient(config=config)
     writer = GatewayStatusWriter(
-        client, OURS, read=lambda kind, ns, name: {} if name in live else None
+        client, OURS, RESOURCES, read=lambda kind, ns, name: {} if name in live else None
     )
     for i in range(SWEEP_MIN - 1):
         writer.want(ObjectRef("HTTPRoute", "a", f"gone-{i}"), {"parents": []})

@@ -1,15 +1,17 @@
 """Gateway API status, as ``GatewayStatusSink`` (report/__init__.py) promises it.
 
-The translator says what a GatewayClass's, Gateway's or HTTPRoute's status
-should be; ``GatewayStatusWriter`` makes the object show it:
+The translator says what a GatewayClass's, Gateway's or route's status should
+be; ``GatewayStatusWriter`` makes the object show it (the kinds it writes are
+those whose ``KindSpec.status`` is ``OWN``: the registry hands them over):
 
 * only the leader writes; each object's latest wanted status wins (the queue
   holds objects, not statuses), and a new leader writes them all;
 * conditions get their ``lastTransitionTime`` here: kept from the object while
   a condition of that type keeps its status, else now (RFC 3339, seconds, Z),
   so a resync that changes nothing changes no timestamp;
-* an HTTPRoute's ``status.parents`` holds other controllers' entries too: those
-  (by ``controllerName``) are kept, ours replaced;
+* a route's ``status.parents`` (HTTPRoute's, TLSRoute's) holds other
+  controllers' entries too: those (by ``controllerName``) are kept, ours
+  replaced;
 * nothing is written when the object already shows it (first by the store's
   copy, then by a fresh read), so a status write's own watch event, which
   makes the translator say the same again, ends there;
@@ -38,22 +40,13 @@ from typing import Any
 
 from ferryman.kube import client as kube
 from ferryman.kube.errors import BadRequest, Invalid, KubeError, NotFound
-from ferryman.kube.resources import (
-    AsyncClient,
-    create_global_resource,
-    create_namespaced_resource,
-)
+from ferryman.kube.resources import AsyncClient
 from ferryman.kube.writers import merge_patch as write_status
 from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.report")
 
 GROUP = "gateway.networking.k8s.io"
-RESOURCES: dict[str, Any] = {
-    "GatewayClass": create_global_resource(GROUP, "v1", "GatewayClass", "gatewayclasses"),
-    "Gateway": create_namespaced_resource(GROUP, "v1", "Gateway", "gateways"),
-    "HTTPRoute": create_namespaced_resource(GROUP, "v1", "HTTPRoute", "httproutes"),
-}
 # Backoff of a failed write, per object: quick first (a 409 after a concurrent
 # change), capped.
 RETRY_MIN = 0.2
@@ -128,7 +121,7 @@ def desired(
 ) -> dict[str, Any]:
     """The whole status ``ref`` should show, given what it shows (``have``)."""
     out = copy.deepcopy(dict(wanted))
-    if ref.kind == "HTTPRoute":
+    if "parents" in wanted:  # a route's
         before = _by(have.get("parents"), lambda p: _parent_key(p, ref.namespace))
         ours = []
         for p in out.get("parents") or []:
@@ -167,7 +160,7 @@ def _canonical(value: Any) -> str:
 
 def shows(ref: ObjectRef, have: Status, want: Status) -> bool:
     """Whether the object's status ``have`` is ``want`` (route parents in any order)."""
-    if ref.kind != "HTTPRoute":
+    if "parents" not in want:
         return _canonical(have) == _canonical(want)
     rest = {k: v for k, v in have.items() if k != "parents"}
     if _canonical(rest) != _canonical({k: v for k, v in want.items() if k != "parents"}):
@@ -192,11 +185,15 @@ class GatewayStatusWriter:
         self,
         client: AsyncClient,
         controller: str,
+        resources: Mapping[str, Any],
         read: Read | None = None,
         now: Callable[[], str] = _now,
     ) -> None:
-        """``controller``: our controllerName (route parents); ``read``: the
-        store's ``get``, whose copy saves a read when it already shows the status."""
+        """``controller``: our controllerName (route parents); ``resources``:
+        the kinds written, as lightkube resources (``kube.resources.resource_for``);
+        ``read``: the store's ``get``, whose copy saves a read when it already
+        shows the status."""
+        self._resources = dict(resources)
         self._client = client
         self._controller = controller
         self._read = read
@@ -212,7 +209,7 @@ class GatewayStatusWriter:
         self._sweep_at = SWEEP_MIN
 
     def want(self, ref: ObjectRef, status: Status) -> None:
-        if ref.kind not in RESOURCES:
+        if ref.kind not in self._resources:
             raise ValueError(f"no Gateway API status for {ref.kind}")
         self._wanted[ref] = copy.deepcopy(status)
         if len(self._wanted) >= self._sweep_at:
@@ -278,7 +275,7 @@ class GatewayStatusWriter:
             have = _status_of(cached)
             if shows(ref, have, desired(ref, wanted, have, self._controller, self._now())):
                 return False
-        resource = RESOURCES[ref.kind]
+        resource = self._resources[ref.kind]
         namespace = ref.namespace or None
         current = await kube.get(self._client, resource, ref.name, namespace=namespace)
         have = _status_of(current)

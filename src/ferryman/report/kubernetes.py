@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.kind_spec import ROUTING, KindSpec
+from ferryman.kind_spec import OWN, ROUTING, STATE, KindSpec
 from ferryman.kube import client as kube
 from ferryman.kube.errors import KubeError, NotFound
 from ferryman.kube.resources import AsyncClient, Ingress, Service, resource_for
@@ -76,10 +76,13 @@ class KubernetesReporter:
         self._api_versions = {**_CORE_API_VERSIONS, **{s.kind: s.api_version for s in specs}}
         # The kinds whose status ferryman writes (the status subresource), and
         # those whose status says where they are reached (NIC's externalEndpoints).
-        self._status_resources = {s.kind: resource_for(s) for s in specs if s.status}
+        self._status_resources = {
+            s.kind: resource_for(s) for s in specs if s.status in (STATE, ROUTING)
+        }
         self._routing = frozenset(s.kind for s in specs if s.status == ROUTING)
         self._client = client
-        self._gateway = GatewayStatusWriter(client, gateway_controller, read)
+        own = {s.kind: resource_for(s) for s in specs if s.status == OWN}
+        self._gateway = GatewayStatusWriter(client, gateway_controller, own, read)
         self._uid_of = uid_of
         self._queue: asyncio.Queue[_Event | _Status | _ResourceStatus] = asyncio.Queue()
         self._resource_wanted: dict[ObjectRef, tuple[str, str, str, str | None]] = {}

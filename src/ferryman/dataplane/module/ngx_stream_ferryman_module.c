@@ -26,7 +26,9 @@
  * Passthrough: a server with `ferryman_stream_sni_fallback ADDRESS` reads
  * the SNI (ssl_preread); a host no record names goes to ADDRESS, ferryman's
  * own HTTPS listener, with the PROXY protocol so that it sees the client's
- * address (the balancer turns it on for that peer only).
+ * address (the balancer turns it on for that peer only). A Gateway's TLS
+ * listener (`ferryman_stream_preread`) reads it the same way, with no
+ * fallback: a name no TLSRoute covers is closed.
  *
  * Files: this one holds the directives and the certificate variables;
  * ngx_stream_ferryman_balancer.c the peers' choice, and
@@ -50,6 +52,8 @@ static char *ngx_stream_ferryman(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_stream_ferryman_fallback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_stream_ferryman_preread(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_stream_ferryman_add_variables(ngx_conf_t *cf);
 
@@ -80,6 +84,13 @@ static ngx_command_t  ngx_stream_ferryman_commands[] = {
     { ngx_string("ferryman_stream_sni"),
       NGX_STREAM_SRV_CONF|NGX_CONF_NOARGS,
       ngx_stream_ferryman_sni,
+      NGX_STREAM_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("ferryman_stream_preread"),
+      NGX_STREAM_SRV_CONF|NGX_CONF_NOARGS,
+      ngx_stream_ferryman_preread,
       NGX_STREAM_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -221,13 +232,33 @@ ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* Passthrough with no fallback (a Gateway's TLS listener): the SNI name
+ * (ssl_preread) picks the record; a name no record covers is closed. */
+static char *
+ngx_stream_ferryman_preread(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_stream_ferryman_srv_conf_t  *fcf = conf;
+
+    static ngx_str_t  sni = ngx_string("ssl_preread_server_name");
+
+    fcf->sni_index = ngx_stream_get_variable_index(cf, &sni);
+
+    if (fcf->sni_index == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 /*
  * $ferryman_stream_certificate, $ferryman_stream_certificate_key (PEM): for
  * `ssl_certificate data:$ferryman_stream_certificate` in a server whose
  * TransportServers end TLS. The record "T:<listener>/<host>" (or
  * "T:<listener>" for one without a host) is "<base64 chain> <base64 key>"
- * (ferryman.kinds.transport.records.stream); the name is the client's SNI, then its
- * one-label wildcard, then none. No record: empty, and the handshake fails.
+ * (ferryman.kinds.transport.records.stream); the name is the client's SNI,
+ * then its wildcards (longest parent first), then none. No record: empty,
+ * and the handshake fails.
  */
 static ngx_int_t
 ferryman_stream_certificate(ngx_stream_session_t *s,

@@ -1,7 +1,8 @@
 /*
  * A stream listener's records in the zone: a host's (TLS passthrough's S,
- * the certificates' T), "<kind>:<listener>/<host>", else its wildcard's
- * ("*.<parent>" in the host's place), and the listener's own,
+ * the certificates' T), "<kind>:<listener>/<host>", else its wildcards'
+ * ("*.<parent>" in the host's place, from the longest parent), and the
+ * listener's own,
  * "<kind>:<listener>".
  */
 
@@ -13,19 +14,25 @@
 #include "ngx_ferryman_stream_api.h"
 
 
-/* For a wildcard passthrough host: the key of "a.b.c" becomes the key of
- * "*.b.c", in place ("*" takes the first label's place: never longer);
- * NGX_DECLINED when the name has no dot after its first label. */
+/* For a wildcard host: the key of "a.b.c" becomes the key of "*.b.c", and
+ * that of "*.b.c" the key of "*.c", in place ("*" takes the first label's
+ * place: never longer), so that a name tries every wildcard that covers it,
+ * the longest suffix first (as NGINX's map with hostnames and the Gateway
+ * API's listener hostnames match); NGX_DECLINED when no dot follows the
+ * first label. */
 static ngx_int_t
 ferryman_stream_wildcard(ngx_stream_ferryman_srv_conf_t *conf, ngx_str_t *key)
 {
-    u_char  *name, *dot, *end;
+    u_char  *name, *label, *dot, *end;
 
     name = key->data + 2 + conf->listener.len + 1;
     end = key->data + key->len;
-    dot = ngx_strlchr(name, end, '.');
+    /* A wildcard's first label is "*": its suffix starts after "*.". */
+    label = (end - name > 2 && name[0] == '*' && name[1] == '.') ? name + 2
+                                                                 : name;
+    dot = ngx_strlchr(label, end, '.');
 
-    if (dot == NULL || dot == name || dot + 1 == end) {
+    if (dot == NULL || dot == label || dot + 1 == end) {
         return NGX_DECLINED;
     }
 
@@ -66,10 +73,10 @@ ferryman_stream_host_record(ngx_stream_ferryman_srv_conf_t *conf,
         return NGX_ERROR;
     }
 
-    if (value->len == 0 && ferryman_stream_wildcard(conf, key) == NGX_OK
-        && ngx_ferryman_stream_record(key, pool, value, &unused) == NGX_ERROR)
-    {
-        return NGX_ERROR;
+    while (value->len == 0 && ferryman_stream_wildcard(conf, key) == NGX_OK) {
+        if (ngx_ferryman_stream_record(key, pool, value, &unused) == NGX_ERROR) {
+            return NGX_ERROR;
+        }
     }
 
     return NGX_OK;

@@ -3,7 +3,7 @@ read with --enable-gateway-api only; their CRDs are the Gateway API's own."""
 
 from __future__ import annotations
 
-from ferryman.kind_spec import KindSpec
+from ferryman.kind_spec import OWN, KindSpec
 from ferryman.settings import Settings
 
 GROUP = "gateway.networking.k8s.io"
@@ -23,18 +23,25 @@ def _grants(settings: Settings) -> bool:
 _NAMESPACES = ("Namespace",)
 GATEWAY_CLASS = KindSpec(
     "GatewayClass", GROUP, "v1", "gatewayclasses", namespaced=False, custom=True,
-    enabled=_enabled, needs=_NAMESPACES,
+    enabled=_enabled, needs=_NAMESPACES, status=OWN,
 )  # fmt: skip
 GATEWAY = KindSpec(
-    "Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled, needs=_NAMESPACES
-)
+    "Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled, needs=_NAMESPACES,
+    status=OWN,
+)  # fmt: skip
 HTTP_ROUTE = KindSpec(
-    "HTTPRoute", GROUP, "v1", "httproutes", custom=True, enabled=_enabled, needs=_NAMESPACES
-)
+    "HTTPRoute", GROUP, "v1", "httproutes", custom=True, enabled=_enabled, needs=_NAMESPACES,
+    status=OWN,
+)  # fmt: skip
+# v1 since Gateway API v1.5's standard channel (v1alpha2 before, experimental).
+TLS_ROUTE = KindSpec(
+    "TLSRoute", GROUP, "v1", "tlsroutes", custom=True, enabled=_enabled, needs=_NAMESPACES,
+    status=OWN,
+)  # fmt: skip
 # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
 # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
 REFERENCE_GRANT = KindSpec(
     "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants,
     referenced=True,
 )  # fmt: skip
-SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, REFERENCE_GRANT)
+SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, TLS_ROUTE, REFERENCE_GRANT)

@@ -120,12 +120,11 @@ class Attachment:
 # A namespace's labels (Selector), None when it does not exist.
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 ServiceExists = Callable[[str, str], bool]
-# Why a listener's port cannot be served (ferryman's own ports), None when it can.
-# Why a Gateway cannot have a port (None: it can).
-PortCheck = Callable[[Gateway, int], str | None]
+# Why a Gateway's listener cannot have its port (None: it can).
+PortCheck = Callable[[Gateway, Listener], str | None]
 
 
-def _any_port(gateway: Gateway, port: int) -> str | None:
+def _any_port(gateway: Gateway, listener: Listener) -> str | None:
     return None
 
 
@@ -148,7 +147,7 @@ def attach(
     for key, g in by_name.items():
         listeners[key] = {
             lst.name: listener_status(
-                g, lst, grants, secret, port_unavailable(g, lst.port), tls_passthrough
+                g, lst, grants, secret, port_unavailable(g, lst), tls_passthrough
             )
             for lst in g.listeners
         }
@@ -222,6 +221,10 @@ def _parent_conditions(
         reason = "NoMatchingListenerHostname"
         return (Condition("Accepted", False, reason, "no listener hostname matches"),), allowing
     if isinstance(route, TLSRoute):
+        # The stream balancer picks a peer of one endpoint set (passthrough.py).
+        if sum(1 for rule in route.rules for b in rule.backends if b.weight > 0) > 1:
+            message = "weighted backendRefs are not supported: one backendRef with weight"
+            return (Condition("Accepted", False, "UnsupportedValue", message),), allowing
         return (Condition("Accepted", True, "Accepted"),), allowing
     unsupported = sorted(
         {f.type for rule in route.rules for f in rule.filters if f.type not in SUPPORTED_FILTERS}

@@ -1,7 +1,7 @@
 """Gateway API (--enable-gateway-api): GatewayClasses naming ferryman's
-controller, their Gateways, the HTTPRoutes attached to them and the
-ReferenceGrants they need -> the Gateway server's sockets, W records, and
-every object's status.
+controller, their Gateways, the HTTPRoutes and TLSRoutes attached to them and
+the ReferenceGrants they need -> the Gateway server's sockets, W records, the
+TLS listeners' stream servers and S records, and every object's status.
 
 Attachment depends on everything at once (a route's acceptance on a listener's
 hostname and namespaces, a listener's attached routes on every route, a
@@ -32,17 +32,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.model import BackendKey, backend_key
-from ferryman.configuration import AgeKey
 from ferryman.kinds.gateway.parse.gateway_api import (
     Gateway,
-    HTTPRoute,
     parse_gateway,
     parse_gateway_class,
     parse_http_route,
 )
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
+from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, NoAddress, Outcome, assign
-from ferryman.kinds.gateway.records.attach import attach
+from ferryman.kinds.gateway.records.attach import Route, attach
+from ferryman.kinds.gateway.records.passthrough import (
+    PASSTHROUGH_FILE,
+    PassthroughServed,
+    passthrough_records,
+    render_passthrough,
+)
 from ferryman.kinds.gateway.records.servers import (
     ANY_ADDRESS,
     GATEWAY_LISTENS_FILE,
@@ -59,6 +64,7 @@ from ferryman.kinds.gateway.records.status import (
     without_address,
 )
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
+from ferryman.kinds.gateway.translate.ports import PortRules
 from ferryman.metrics import Metrics
 from ferryman.reads import Reads
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
@@ -74,7 +80,8 @@ from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant")
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "TLSRoute", "ReferenceGrant")
+ROUTES = ("HTTPRoute", "TLSRoute")
 # Where W records' certificates are noted in Desired.host_cert (no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
 _CERT_PREFIX = "gateway:"
@@ -82,8 +89,11 @@ _CERT_PREFIX = "gateway:"
 
 class GatewayTranslator(Translator):
     kinds: tuple[str, ...] = KINDS
-    renders: tuple[str, ...] = ("Gateway", "HTTPRoute")
+    renders: tuple[str, ...] = ("Gateway", *ROUTES)
     rejected_state: str | None = None
+    # The S records of TLS listeners are TransportServers' kind too; the
+    # engine asks one owner per kind, and theirs never share a name with ours
+    # (records/passthrough.py), nor are refused (a few validated fields).
     records: tuple[str, ...] = (Record.GATEWAY,)
 
     def __init__(
@@ -95,17 +105,17 @@ class GatewayTranslator(Translator):
         files: MutableMapping[str, str],
         status: GatewayStatusSink | None,
         ports: ListenPorts | None = None,
+        stream: bool = False,
     ) -> None:
         """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
         listeners (None: neither is served); it is told the ports Gateways
         keep, where a younger GlobalConfiguration's listeners are left out
-        (kinds/transport/translate/servers.py)."""
+        (kinds/transport/translate/servers.py). ``stream``: NGINX has the
+        stream module, so TLS listeners pass TLS through."""
+        self._stream = stream
         self._settings = settings
         self._ports = ports
-        self._everywhere: set[tuple[str, str]] = set()  # Gateways on every address
-        # The GlobalConfiguration's TCP and HTTP listeners as asked for (port ->
-        # name), whatever Gateways took from it since.
-        self._gc_ports: dict[int, str] = {}
+        self._port_rules = PortRules(settings, store, ports)
         self._store = store
         self._d = desired
         self._worker = worker
@@ -129,6 +139,8 @@ class GatewayTranslator(Translator):
         self._refused: dict[ObjectRef, tuple[object, str]] = {}
         self._served: list[Served] = []
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
+        if stream:
+            files.setdefault(PASSTHROUGH_FILE, render_passthrough(()))
 
     # ---- Translator protocol -------------------------------------------------------
 
@@ -269,13 +281,14 @@ class GatewayTranslator(Translator):
                 continue
             gateways.append(p.parsed.resource)
         gateways.sort(key=_age)
-        routes: list[HTTPRoute] = []
-        for ref, p in self._parse_all("HTTPRoute", parse_http_route):
-            seen.add(ref)
-            if p.parsed.resource is None:
-                self._reject(ref, p.parsed)
-            else:
-                routes.append(p.parsed.resource)
+        routes: list[Route] = []
+        for kind, parser in (("HTTPRoute", parse_http_route), ("TLSRoute", parse_tls_route)):
+            for ref, p in self._parse_all(kind, parser):
+                seen.add(ref)
+                if p.parsed.resource is None:
+                    self._reject(ref, p.parsed)
+                else:
+                    routes.append(p.parsed.resource)
         grants: list[ReferenceGrant] = []
         for ref, p in self._parse_all("ReferenceGrant", parse_reference_grant):
             seen.add(ref)
@@ -303,18 +316,20 @@ class GatewayTranslator(Translator):
             return store.get("Service", namespace, name) is not None
 
         outcomes = self._addresses(gateways)
-        self._everywhere = {k for k, o in outcomes.items() if o == ANY_ADDRESS}
         gc = reads.global_configuration() if self._ports is not None else None
-        self._gc_ports = {
+        gc_ports = {
             lst.port: lst.name for lst in (gc.listeners if gc else ()) if lst.protocol != "UDP"
         }
+        self._port_rules.update(gateways, outcomes, gc_ports)
         att = attach(
-            gateways, routes, grants, secret, namespace_labels, service_exists, self._unavailable
-        )
+            gateways, routes, grants, secret, namespace_labels, service_exists,
+            self._port_rules.unavailable, tls_passthrough=self._stream,
+        )  # fmt: skip
         held: dict[int, str] = {}
         asked: set[int] = set()
         served: list[Served] = []
         sockets: set[tuple[str, int, bool]] = set()
+        passing: list[PassthroughServed] = []
         for g in gateways:
             key = (g.meta.namespace, g.meta.name)
             outcome = outcomes[key]
@@ -337,6 +352,10 @@ class GatewayTranslator(Translator):
                 if address == ANY_ADDRESS:
                     who = f"{g.meta.namespace}/{g.meta.name}'s listener {lst.name}"
                     held.setdefault(lst.port, f"is Gateway {who}'s port")
+                if lst.protocol == "TLS":
+                    passes = att.passthrough.get((*key, lst.name), {})
+                    passing.append(PassthroughServed(address, lst, passes))
+                    continue
                 cert = None
                 if lst.protocol == "HTTPS" and lst.certificates:
                     cref = lst.certificates[0]
@@ -349,17 +368,25 @@ class GatewayTranslator(Translator):
         fitted = fit_routes(without(served, set(refused)), settings.max_record_bytes)
         too_large = fitted.why | refused
         self._served = fitted.served
-        self._write_records(fitted.served, fitted.records)
+        passed, passing_uses = passthrough_records(passing)
+        self._write_records(fitted.served, fitted.records, passed, passing_uses)
         self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
+        if self._stream:
+            self._files[PASSTHROUGH_FILE] = render_passthrough(
+                (s.address, s.listener.port) for s in passing
+            )
         if self._ports is not None:
             if changed := self._ports.set_gateway_ports(held, asked):
                 self._worker.render_all(changed)
             self._ports.tell_gateway_ports(held)
         controller = settings.gateway_controller_name
         for route in routes:
-            ref = ObjectRef("HTTPRoute", route.meta.namespace, route.meta.name)
+            ref = ObjectRef(route.kind, route.meta.namespace, route.meta.name)
             parents = att.routes.get((route.meta.namespace, route.meta.name), ())
-            if (why := too_large.get(f"{ref.namespace}/{ref.name}")) is not None:
+            why = (
+                too_large.get(f"{ref.namespace}/{ref.name}") if route.kind == "HTTPRoute" else None
+            )
+            if why is not None:
                 parents = not_accepted(parents, why)
             self._refuse(ref, why)
             if parents or ref in self._sent:
@@ -368,12 +395,25 @@ class GatewayTranslator(Translator):
                 )
         self._wanted = wanted
 
-    def _write_records(self, served: list[Served], wanted: Mapping[str, str]) -> None:
+    def _write_records(
+        self,
+        served: list[Served],
+        wanted: Mapping[str, str],
+        passed: Mapping[str, str],
+        passing_uses: Mapping[str, frozenset[BackendKey]],
+    ) -> None:
+        """W records of HTTP listeners (``wanted``), S records of TLS ones
+        (``passed``), and the endpoint sets their routes use."""
         d = self._d
         for key in [k for k in d.records if k[0] == Record.GATEWAY and k[1] not in wanted]:
             del d.records[key]
         for name, value in wanted.items():
             d.records[(Record.GATEWAY, name)] = value
+        ours = [k for k in d.records if k[0] == Record.STREAM and k[1].startswith("gateway.")]
+        for key in [k for k in ours if k[1] not in passed]:
+            del d.records[key]
+        for name, value in passed.items():
+            d.records[(Record.STREAM, name)] = value
         for host in [h for h in d.host_cert if h.startswith(_CERT_PREFIX)]:
             del d.host_cert[host]
         for i, s in enumerate(served):
@@ -392,6 +432,8 @@ class GatewayTranslator(Translator):
                             keys.add(backend_key(ns, service, str(port)))
                     for ns, service, port, _ in e.mirrors:
                         keys.add(backend_key(ns, service, str(port)))
+        for route, used in passing_uses.items():
+            uses[ObjectRef("TLSRoute", *route.split("/", 1))] = set(used)
         for ref in set(self._route_backends) | set(uses):
             backends = frozenset(uses.get(ref, ()))
             if self._route_backends.get(ref) != backends:
@@ -400,48 +442,6 @@ class GatewayTranslator(Translator):
                     self._route_backends[ref] = backends
                 else:
                     self._route_backends.pop(ref, None)
-
-    def _unavailable(self, g: Gateway, port: int) -> str | None:
-        own = self._own_port(port)
-        if own is not None or self._ports is None:
-            return own
-        if port in (unbindable := self._ports.unbindable()):
-            return f"port {port} {unbindable[port]}"
-        if (g.meta.namespace, g.meta.name) not in self._everywhere:
-            return None  # on its own address: never an Ingress's or a listener's socket
-        if port in self._gc_ports and self._gc_older(g):
-            return f"port {port} is GlobalConfiguration listener {self._gc_ports[port]}'s port"
-        oldest = self._ports.oldest(port)
-        if oldest is not None and oldest[0] < _age_key(g):
-            ref = oldest[1]
-            return f"port {port} is served for Ingress {ref.namespace}/{ref.name}"
-        return None
-
-    def _gc_older(self, g: Gateway) -> bool:
-        """The GlobalConfiguration is older than ``g``: its listeners keep their
-        ports (else it leaves out those ``g``'s listeners take)."""
-        name = self._settings.global_configuration
-        obj = self._store.get("GlobalConfiguration", *name) if name else None
-        meta = (obj or {}).get("metadata") or {}
-        ts = meta.get("creationTimestamp")
-        ts = ts if isinstance(ts, str) else None
-        age = (ts is None, ts or "", *(name or ("", "")), "GlobalConfiguration")
-        return age < _age_key(g)
-
-    def _own_port(self, port: int) -> str | None:
-        s = self._settings
-        own = {s.ready_port: "readiness", s.metrics_port: "metrics"}
-        if s.nginx_status_port:
-            own[s.nginx_status_port] = "NGINX status"
-        if s.readiness_gate_webhook_port:
-            own[s.readiness_gate_webhook_port] = "readiness gate webhook"
-        if not s.gateway_addresses or s.tls_passthrough:
-            own[s.https_port] = "Ingress HTTPS"
-        if not s.gateway_addresses:
-            own[s.http_port] = "Ingress HTTP"
-        if port in own:
-            return f"port {port} is ferryman's {own[port]} port"
-        return None
 
     def _addresses(self, gateways: list[Gateway]) -> dict[tuple[str, str], Outcome]:
         """Each Gateway's address or why it has none (kinds/gateway/records/addresses.py)."""
@@ -475,12 +475,6 @@ def _age(g: Gateway) -> tuple[str, str, str]:
     return (g.meta.creation_timestamp or "", g.meta.namespace, g.meta.name)
 
 
-def _age_key(g: Gateway) -> AgeKey:
-    """As Ingresses' (configuration.age_key): who is older decides a port."""
-    ts = g.meta.creation_timestamp
-    return (ts is None, ts or "", g.meta.namespace, g.meta.name, "Gateway")
-
-
 def _programmed(conditions: Iterable[Any]) -> bool:
     return any(c.type == "Programmed" and c.status for c in conditions)
 
@@ -492,6 +486,13 @@ def build(context: Context) -> list[GatewayTranslator]:
         return []
     return [
         GatewayTranslator(
-            c.settings, c.store, c.desired, c.worker, c.files, c.sinks.gateway, c.ports
+            c.settings,
+            c.store,
+            c.desired,
+            c.worker,
+            c.files,
+            c.sinks.gateway,
+            c.ports,
+            stream=c.shape.stream,
         )
     ]
