@@ -7,18 +7,12 @@ example applies unchanged."""
 
 from __future__ import annotations
 
-import socket
 import ssl
-import tempfile
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ferryman.dataplane.fallback import self_signed
 from testkit.harness import (
     Backends,
     Ferryman,
@@ -30,66 +24,14 @@ from testkit.harness import (
     tls_secret,
 )
 from testkit.nic_fixtures import NIC_EXAMPLES
-
-
-@dataclass
-class TlsBackend:
-    """An HTTPS server with its own certificate, answering NIC's secure app's line."""
-
-    port: int
-    certificate: bytes  # DER
-    server: socket.socket
-
-    def close(self) -> None:
-        self.server.close()
-
-
-def _serve(server: socket.socket, context: ssl.SSLContext, name: str) -> None:
-    while True:
-        try:
-            conn, _ = server.accept()
-        except OSError:
-            return
-        try:
-            with context.wrap_socket(conn, server_side=True) as tls:
-                tls.recv(4096)
-                body = f"hello from pod {name}\n".encode()
-                tls.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                    % (len(body), body)
-                )
-        except (OSError, ssl.SSLError):
-            continue
+from testkit.tls_backends import TlsBackend, https, start_tls_backend
 
 
 @pytest.fixture
 def tls_backend() -> Iterator[TlsBackend]:
-    key, crt = self_signed(["app.example.com"], days=1)
-    with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "crt.pem").write_bytes(crt)
-        (Path(d) / "key.pem").write_bytes(key)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(Path(d) / "crt.pem", Path(d) / "key.pem")
-    server = socket.create_server(("127.0.0.1", 0))
-    threading.Thread(target=_serve, args=(server, context, "secure-app"), daemon=True).start()
-    backend = TlsBackend(server.getsockname()[1], ssl.PEM_cert_to_DER_cert(crt.decode()), server)
+    backend = start_tls_backend("secure-app", ["app.example.com"])
     yield backend
     backend.close()
-
-
-def https(port: int, host: str) -> tuple[bytes, str]:
-    """(the certificate the server presented, the response) for SNI ``host``."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
-    with context.wrap_socket(raw, server_hostname=host) as tls:
-        der = tls.getpeercert(binary_form=True) or b""
-        tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while chunk := tls.recv(65536):
-            data += chunk
-    return der, data.decode(errors="replace")
 
 
 def secure_app_endpoints(port: int) -> dict[str, Any]:

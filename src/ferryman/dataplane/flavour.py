@@ -65,8 +65,10 @@ def main_config(
 ) -> MainConfig:
     modules_dir = checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
     modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
+    # The stream block serves TransportServers' listeners, TLS passthrough and
+    # Gateways' TLS listeners (TLSRoutes).
     stream = (
-        bool(settings.global_configuration or settings.tls_passthrough)
+        bool(settings.global_configuration or settings.tls_passthrough or settings.gateway_api)
         and str(modules_dir / FAST_MODULE) in modules
         and str(modules_dir / "ngx_stream_module.so") in modules
         and (modules_dir / STREAM_MODULE).exists()

@@ -28,6 +28,7 @@ typedef struct {
     ngx_int_t                 sni_index;    /* NGX_ERROR: no SNI key */
     ngx_addr_t               *fallback;
     ngx_flag_t                terminate;    /* TLS ends here: SNI, then no host */
+    ngx_flag_t                suffixes;     /* every covering wildcard, not one */
 } ngx_stream_ferryman_srv_conf_t;
 
 

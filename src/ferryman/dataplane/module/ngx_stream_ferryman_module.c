@@ -138,6 +138,7 @@ ngx_stream_ferryman_create_srv_conf(ngx_conf_t *cf)
     conf->sni_index = NGX_CONF_UNSET;
     conf->fallback = NGX_CONF_UNSET_PTR;
     conf->terminate = NGX_CONF_UNSET;
+    conf->suffixes = NGX_CONF_UNSET;
 
     return conf;
 }
@@ -158,6 +159,7 @@ ngx_stream_ferryman_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_ptr_value(conf->fallback, prev->fallback, NULL);
     ngx_conf_merge_value(conf->terminate, prev->terminate, 0);
+    ngx_conf_merge_value(conf->suffixes, prev->suffixes, 0);
 
     return NGX_CONF_OK;
 }
@@ -233,7 +235,10 @@ ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /* Passthrough with no fallback (a Gateway's TLS listener): the SNI name
- * (ssl_preread) picks the record; a name no record covers is closed. */
+ * (ssl_preread) picks the record, else the wildcards that cover it, longest
+ * suffix first (the Gateway API's hostnames: "*.example.com" covers
+ * "a.b.example.com"; a TransportServer's covers one label, as NIC's); a
+ * name no record covers is closed. */
 static char *
 ngx_stream_ferryman_preread(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -241,6 +246,7 @@ ngx_stream_ferryman_preread(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     static ngx_str_t  sni = ngx_string("ssl_preread_server_name");
 
+    fcf->suffixes = 1;
     fcf->sni_index = ngx_stream_get_variable_index(cf, &sni);
 
     if (fcf->sni_index == NGX_ERROR) {
@@ -257,7 +263,7 @@ ngx_stream_ferryman_preread(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  * TransportServers end TLS. The record "T:<listener>/<host>" (or
  * "T:<listener>" for one without a host) is "<base64 chain> <base64 key>"
  * (ferryman.kinds.transport.records.stream); the name is the client's SNI,
- * then its wildcards (longest parent first), then none. No record: empty,
+ * then its one-label wildcard, then none. No record: empty,
  * and the handshake fails.
  */
 static ngx_int_t

@@ -1,8 +1,8 @@
 /*
  * A stream listener's records in the zone: a host's (TLS passthrough's S,
- * the certificates' T), "<kind>:<listener>/<host>", else its wildcards'
- * ("*.<parent>" in the host's place, from the longest parent), and the
- * listener's own,
+ * the certificates' T), "<kind>:<listener>/<host>", else its wildcard's
+ * ("*.<parent>" in the host's place; a Gateway's listener tries every
+ * parent, the longest first), and the listener's own,
  * "<kind>:<listener>".
  */
 
@@ -76,6 +76,10 @@ ferryman_stream_host_record(ngx_stream_ferryman_srv_conf_t *conf,
     while (value->len == 0 && ferryman_stream_wildcard(conf, key) == NGX_OK) {
         if (ngx_ferryman_stream_record(key, pool, value, &unused) == NGX_ERROR) {
             return NGX_ERROR;
+        }
+
+        if (!conf->suffixes) {
+            break;  /* a TransportServer's wildcard: one label, as NIC's */
         }
     }
 

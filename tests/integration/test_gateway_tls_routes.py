@@ -1,0 +1,162 @@
+"""TLSRoutes in manifests mode through real NGINX and real TLS backends: a
+Gateway's TLS listener (mode Passthrough) passes each connection, still
+encrypted, to the backend of the TLSRoute that names its SNI name (the client
+sees the backend's own certificate), wildcard names cover every depth, a name
+no route takes is closed, and route changes go live without a reload, beside
+HTTP listeners of the same Gateway."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from testkit.gateway_docs import gateway, gateway_class, route, served, to
+from testkit.harness import Backends, Ferryman, eventually, free_port, service_with_backends
+from testkit.tls_backends import TlsBackend, https, start_tls_backend
+
+POOL = ("127.0.0.20", "127.0.0.21")
+
+
+def tls_route(name: str, parent: str, hostnames: list[str], service: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "TLSRoute",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "parentRefs": [{"name": parent}],
+            "hostnames": hostnames,
+            "rules": [{"backendRefs": [{"name": service, "port": 8443}]}],
+        },
+    }
+
+
+def passthrough(name: str, port: int, hostname: str | None = None) -> dict[str, Any]:
+    listener: dict[str, Any] = {
+        "name": name, "port": port, "protocol": "TLS", "tls": {"mode": "Passthrough"},
+    }  # fmt: skip
+    if hostname:
+        listener["hostname"] = hostname
+    return listener
+
+
+@pytest.fixture
+def tls_backends() -> Iterator[dict[str, TlsBackend]]:
+    started = {
+        "app": start_tls_backend("app", ["app.example.com"]),
+        "shop": start_tls_backend("shop", ["*.shop.example.com"]),
+    }
+    yield started
+    for backend in started.values():
+        backend.close()
+
+
+@pytest.fixture
+def gw(ferryman: Ferryman, tls_backends: dict[str, TlsBackend]) -> Ferryman:
+    for name, backend in tls_backends.items():
+        ferryman.write(f"svc-{name}", service_with_backends(name, [backend], port=8443))
+    ferryman.write("class", gateway_class())
+    ferryman.extra_args += [
+        "--enable-gateway-api",
+        "--gateway-addresses",
+        f"{POOL[0]}-{POOL[-1]}",
+    ]
+    return ferryman
+
+
+def backend_of(address: str, port: int, host: str) -> str:
+    """Which TLS backend answered a connection with SNI ``host`` (its line),
+    "closed" when the connection was closed in the handshake."""
+    try:
+        _, response = https(port, host, address)
+    except (OSError, ssl.SSLError):
+        return "closed"
+    return response.rsplit("hello from pod ", 1)[-1].strip() if "hello" in response else response
+
+
+def test_tls_routes_pass_each_sni_name_to_its_backend(
+    gw: Ferryman, tls_backends: dict[str, TlsBackend], backends: Backends
+) -> None:
+    port, http_port = free_port(), free_port()
+    gw.write("svc-tea", service_with_backends("tea", [backends.start("tea")]))
+    gw.write(
+        "gateways",
+        gateway(
+            "one",
+            [
+                passthrough("tls", port, "*.example.com"),
+                {"name": "http", "port": http_port, "protocol": "HTTP"},
+            ],
+        ),
+    )
+    gw.write(
+        "routes",
+        tls_route("app", "one", ["app.example.com"], "app"),
+        tls_route("shop", "one", ["*.shop.example.com"], "shop"),
+        route("tea", "one", ["cafe.example.com"], [to("tea")]),
+    )
+    gw.start()
+    address = POOL[0]
+    certificate, response = https(port, "app.example.com", address)
+    # Not decrypted on the way: the client sees the backend's own certificate.
+    assert certificate == tls_backends["app"].certificate
+    assert "hello from pod app" in response
+    assert backend_of(address, port, "a.shop.example.com") == "shop"
+    # The Gateway API's wildcards cover every depth.
+    assert backend_of(address, port, "a.b.shop.example.com") == "shop"
+    # A name no route takes, and one outside the listener's hostname: closed.
+    assert backend_of(address, port, "other.example.com") == "closed"
+    assert backend_of(address, port, "app.example.org") == "closed"
+    # The same Gateway's HTTP listener serves its HTTPRoute beside them.
+    assert served(address, http_port, "cafe.example.com") == "tea"
+
+
+def test_tls_route_changes_go_live_without_reloads(gw: Ferryman) -> None:
+    port = free_port()
+    gw.write("gateways", gateway("one", [passthrough("tls", port)]))
+    gw.write("routes", tls_route("r1", "one", ["app.example.com"], "app"))
+    gw.start()
+    address = POOL[0]
+    assert backend_of(address, port, "app.example.com") == "app"
+    reloads = gw.reloads()
+    gw.write("routes", tls_route("r1", "one", ["app.example.com"], "shop"))
+    eventually(lambda: backend_of(address, port, "app.example.com") == "shop", what="edit")
+    gw.write(
+        "routes",
+        tls_route("r1", "one", ["app.example.com"], "shop"),
+        tls_route("r2", "one", ["new.example.com"], "app"),
+    )
+    eventually(lambda: backend_of(address, port, "new.example.com") == "app", what="add")
+    gw.write("routes", tls_route("r2", "one", ["new.example.com"], "app"))
+    eventually(lambda: backend_of(address, port, "app.example.com") == "closed", what="delete")
+    assert gw.reloads() == reloads
+    # A second Gateway is a new socket: one reload.
+    gw.write(
+        "gateways",
+        gateway("one", [passthrough("tls", port)]),
+        gateway("two", [passthrough("tls", port)]),
+    )
+    gw.write(
+        "routes",
+        tls_route("r2", "one", ["new.example.com"], "app"),
+        tls_route("r3", "two", ["app.example.com"], "shop"),
+    )
+    eventually(lambda: backend_of(POOL[1], port, "app.example.com") == "shop", what="gateway")
+    assert backend_of(address, port, "app.example.com") == "closed"
+    assert gw.reloads() == reloads + 1
+
+
+def test_a_tls_route_with_an_older_claim_on_its_name_is_not_served_there(gw: Ferryman) -> None:
+    """Two TLSRoutes naming one SNI name on one listener: the older keeps it."""
+    port = free_port()
+    gw.write("gateways", gateway("one", [passthrough("tls", port)]))
+    older = tls_route("older", "one", ["app.example.com"], "app")
+    older["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    newer = tls_route("newer", "one", ["app.example.com", "only.example.com"], "shop")
+    newer["metadata"]["creationTimestamp"] = "2026-06-01T00:00:00Z"
+    gw.write("routes", newer, older)
+    gw.start()
+    assert backend_of(POOL[0], port, "app.example.com") == "app"
+    assert backend_of(POOL[0], port, "only.example.com") == "shop"
