@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The Gateway API conformance suite (v1.6.3, profile GATEWAY-HTTP) against ferryman,
+# The Gateway API conformance suite (v1.6.3, profiles GATEWAY-HTTP and GATEWAY-TLS)
+# against ferryman,
 # alone: tests/gateway/test_conformance.py on the test cluster (test apiserver with
 # Kubernetes' controllers, the test kubelet running the suite's echo-basic pods).
 # A full run copies the suite's ConformanceReport to docs/gateway-conformance/report.yaml.
@@ -8,6 +9,7 @@
 #   scripts/gateway-conformance.sh NAME       # one test (-run-test), report not kept
 #
 #   FERRYMAN_CONFORMANCE_SKIP_TESTS=A,B       # tests to skip (report not kept either)
+#   FERRYMAN_CONFORMANCE_PROFILES=A           # one profile (report not kept either)
 #   FERRYMAN_CONFORMANCE_OUT=DIR              # the run's report, suite and ferryman logs
 #                                             # (default: a fresh temporary directory)
 # Needs root (network namespaces, ports 80/443/8080 on 127.0.0.x) and the project's
@@ -31,7 +33,7 @@ tools/conformance/build.sh >/dev/null
 status=0
 .venv/bin/pytest -p no:cacheprovider -s -q tests/gateway/test_conformance.py || status=$?
 
-if [[ -z "$only" && -z "${FERRYMAN_CONFORMANCE_SKIP_TESTS:-}" && -f "$out/report.yaml" ]]; then
+if [[ -z "$only" && -z "${FERRYMAN_CONFORMANCE_SKIP_TESTS:-}" && -z "${FERRYMAN_CONFORMANCE_PROFILES:-}" && -f "$out/report.yaml" ]]; then
     mkdir -p docs/gateway-conformance
     cp "$out/report.yaml" docs/gateway-conformance/report.yaml
     echo "report: docs/gateway-conformance/report.yaml"

@@ -8,8 +8,8 @@ waits for statuses and sends requests to each Gateway's status address on the
 listener's port. Everything it dials is on loopback: the API server and the
 Gateways' addresses (``--gateway-addresses`` 127.0.0.x).
 
-``run_suite`` runs it with the GATEWAY-HTTP profile and the report's
-implementation block; ``Results`` reads the ConformanceReport YAML it writes
+``run_suite`` runs it with the GATEWAY-HTTP and GATEWAY-TLS profiles and the
+report's implementation block; ``Results`` reads the ConformanceReport YAML it writes
 and, from the ``go test -v`` log, each failed test's own lines.
 """
 
@@ -34,9 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 GATEWAY_CLASS = "ferryman"
 CONTROLLER_NAME = "ferryman.io/gateway-controller"
 PROFILE = "GATEWAY-HTTP"
-# The profile's core features; the suite is told those ferryman claims (its
+# The profiles ferryman runs, and each one's core tests in v1.6.3
+# (notes/gateway-conformance.md §6; GATEWAY-TLS's counts the Gateway tests it
+# shares with GATEWAY-HTTP).
+PROFILES = {"GATEWAY-HTTP": 36, "GATEWAY-TLS": 19}
+# The profiles' core features; the suite is told those ferryman claims (its
 # GatewayClass's supportedFeatures), extended ones included.
-FEATURES = ("Gateway", "HTTPRoute", "ReferenceGrant")
+FEATURES = ("Gateway", "HTTPRoute", "ReferenceGrant", "TLSRoute")
 # Addresses Gateways take one each (the suite dials a Gateway's first status
 # address on its listeners' ports 80, 443, 8080): loopback, so nothing leaves
 # the machine; away from 127.0.0.1, where other tests listen.
@@ -82,13 +86,14 @@ def suite_args(
     skip_tests: Iterable[str] = (),
     features: Sequence[str] = FEATURES,
     parallel: bool = True,
+    profiles: Sequence[str] = tuple(PROFILES),
 ) -> list[str]:
     args = [
         "-test.run", "^TestConformance$",
         "-test.v",
         "-test.timeout", "60m",
         f"-gateway-class={GATEWAY_CLASS}",
-        f"-conformance-profiles={PROFILE}",
+        f"-conformance-profiles={','.join(profiles)}",
         f"-supported-features={','.join(features)}",
         f"-report-output={report}",
         f"-organization={implementation.organization}",

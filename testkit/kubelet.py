@@ -29,7 +29,9 @@ With ``pod_netns=True`` each pod gets a network namespace of its own, joined to
 the node's by a veth on a bridge there (servers that bind every address, such as
 Gateway API's echo-basic, cannot share one), and ``secret`` and ``configMap``
 volumes are written to a directory per pod, with env values under a volume's
-``mountPath`` pointed there.
+``mountPath`` pointed there. As a kubelet does, a pod whose Secret or
+ConfigMap does not exist yet waits (no process, no status) and starts once it
+does; that is not an error.
 
 Not done: container restarts (a process that exits leaves the pod running but
 not ready), liveness and startup probes, exec probes and preStop hooks, other
@@ -337,8 +339,31 @@ class Kubelet:
                 self._discard(key, run)
             return
         if run is None:
+            if self.pod_netns and not self._volumes_exist(pod):
+                threading.Timer(0.5, self._queue.put, (key,)).start()
+                return
             run = self._start_pod(key, pod)
         self._write_status(pod, run)
+
+    def _volumes_exist(self, pod: dict[str, Any]) -> bool:
+        """Every Secret and ConfigMap the pod mounts exists (a kubelet leaves
+        the pod ContainerCreating until then)."""
+        namespace = pod["metadata"]["namespace"]
+        for volume in pod["spec"].get("volumes") or []:
+            kind, name = (
+                (Secret, volume["secret"]["secretName"]) if "secret" in volume
+                else (ConfigMap, volume["configMap"]["name"]) if "configMap" in volume
+                else (None, "")
+            )  # fmt: skip
+            if kind is None:
+                continue
+            try:
+                self._client.get(kind, name, namespace=namespace)
+            except ApiError as e:
+                if e.status.code == 404:
+                    return False
+                raise
+        return True
 
     def _bind(self, namespace: str, name: str) -> None:
         binding = Pod.Binding.from_dict(

@@ -1,15 +1,17 @@
-"""The official Gateway API conformance suite (v1.6.3, profile GATEWAY-HTTP) against
+"""The official Gateway API conformance suite (v1.6.3, profiles GATEWAY-HTTP and
+GATEWAY-TLS, in one run and one report) against
 ferryman in Kubernetes mode, on the test cluster: the suite's base Deployments
 run as echo-basic processes under the test kubelet, and every Gateway takes a
 loopback address of ``--gateway-addresses``, where the suite sends its requests.
 
-Passing means every core test of the profile passed, as the suite's own
+Passing means every core test of each profile passed, as the suite's own
 ConformanceReport says; each failed test's output is printed. Environment:
 
 * ``FERRYMAN_CONFORMANCE_RUN_TEST=Name``: only that test (Setup still runs);
 * ``FERRYMAN_CONFORMANCE_SKIP_TESTS=A,B``: skip those;
 * ``FERRYMAN_CONFORMANCE_FEATURES=A,B``: claim these features too (the suite is
   told what ferryman's GatewayClass claims: ``kinds/gateway/records/status.py``);
+* ``FERRYMAN_CONFORMANCE_PROFILES=A,B``: these profiles only;
 * ``FERRYMAN_CONFORMANCE_OUT=DIR``: where the report and logs are kept
   (``scripts/gateway-conformance.sh`` copies the report into docs/).
 """
@@ -30,6 +32,7 @@ from testkit.conformance_run import (
     FEATURES,
     GATEWAY_ADDRESSES,
     GATEWAY_CLASS,
+    PROFILES,
     Implementation,
     Results,
     failure_report,
@@ -44,16 +47,14 @@ from testkit.gateway_kinds import RESOURCES
 from testkit.harness import Ferryman
 from testkit.kubelet import Kubelet
 
-# The core tests of GATEWAY-HTTP in v1.6.3 (notes/gateway-conformance.md §6).
-CORE_TESTS = 36
-
 
 @pytest.fixture(scope="module")
 def base_pods(
     gateway_cluster: APIServer, gateway_kubelet: Kubelet, conformance: Conformance
 ) -> None:
-    """The suite's backends, Ready before the suite starts."""
-    start_base_pods(gateway_cluster.client(), conformance, gateway_kubelet)
+    """The suite's backends, Ready before the suite starts (those mounting the
+    suite's own certificate once it made it)."""
+    start_base_pods(gateway_cluster.client(), conformance, gateway_kubelet, suite_secrets=True)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +115,9 @@ def test_gateway_api_conformance_core(
     out = _out_dir(tmp_path)
     report = out / "report.yaml"
     report.unlink(missing_ok=True)
-    args = suite_args(report, Implementation(), only, skips, features)
+    profiles = [p for p in os.environ.get("FERRYMAN_CONFORMANCE_PROFILES", "").split(",") if p]
+    profiles = profiles or list(PROFILES)
+    args = suite_args(report, Implementation(), only, skips, features, profiles=profiles)
     run = run_suite(conformance.suite, gateway_cluster.kubeconfig, out, args)
     shutil.copy(ferryman.log_path, out / "ferryman.log")
     log = run.log.read_text(errors="replace")
@@ -122,26 +125,32 @@ def test_gateway_api_conformance_core(
     assert ferryman.proc is not None and ferryman.proc.poll() is None, "ferryman exited"
     if not report.exists():
         raise AssertionError(f"the suite wrote no report; its log ends:\n{setup_failure(log)}")
-    results = Results.read(report)
-    print(
-        f"core: {results.result}: {results.passed} passed, {results.failed} failed, "
-        f"{results.skipped} skipped"
-    )
-    extended = results.extended
-    if extended:
+    ran = 0
+    for profile in profiles:
+        results = Results.read(report, profile)
+        print(
+            f"{profile} core: {results.result}: {results.passed} passed, "
+            f"{results.failed} failed, {results.skipped} skipped"
+        )
+        extended = results.extended
         stats = extended.get("statistics") or {}
-        print(f"extended: {extended.get('result')}: {stats}; claimed "
-              f"{[f for f in extended.get('supportedFeatures') or []]}")  # fmt: skip
-    failed = [*results.failed_tests, *results.extended_failed]
-    failures = failure_report(log, failed) if failed else ""
-    if failures:
-        print(failures)
-    assert failed == [], failures
+        if extended:
+            print(f"{profile} extended: {extended.get('result')}: {stats}; claimed "
+                  f"{[f for f in extended.get('supportedFeatures') or []]}")  # fmt: skip
+        failed = [*results.failed_tests, *results.extended_failed]
+        failures = failure_report(log, failed) if failed else ""
+        if failures:
+            print(failures)
+        assert failed == [], failures
+        ran += results.passed + int(stats.get("Passed", 0))
+        if only:
+            continue
+        core = PROFILES[profile]
+        if skips:  # core or extended ones
+            assert results.passed + results.skipped == core, results.skipped_tests
+        else:
+            assert results.skipped_tests == [] and results.skipped == 0, results.skipped_tests
+            assert results.passed == core and results.result == "success"
     if only:
-        ran = results.passed + int((extended.get("statistics") or {}).get("Passed", 0))
-        assert ran == 1, f"{only} did not run:\n{setup_failure(log)}"
-    elif skips:  # core or extended ones
-        assert results.passed + results.skipped == CORE_TESTS, results.skipped_tests
-    else:
-        assert results.skipped_tests == [] and results.skipped == 0, results.skipped_tests
-        assert results.passed == CORE_TESTS and results.result == "success"
+        # A test runs in each profile it belongs to.
+        assert ran >= 1, f"{only} did not run:\n{setup_failure(log)}"

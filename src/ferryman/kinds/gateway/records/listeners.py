@@ -66,6 +66,8 @@ def listener_status(
     the stream module)."""
     conditions: list[Condition] = []
     kinds, bad_kinds = _route_kinds(lst)
+    if lst.protocol == "TLS" and not (tls_passthrough and lst.tls_mode == "Passthrough"):
+        kinds, bad_kinds = (), []  # a listener not served takes no route kind
     conflict = _conflict(gw, lst)
     if lst.protocol not in SUPPORTED_PROTOCOLS and not (tls_passthrough and lst.protocol == "TLS"):
         conditions.append(Condition("Accepted", False, "UnsupportedProtocol",

@@ -19,11 +19,13 @@ from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus
 
 # What ferryman serves of the specification (GatewayClass
 # status.supportedFeatures, which the conformance suite reads): the core of
-# GATEWAY-HTTP and the extended features the route engine implements.
+# GATEWAY-HTTP and GATEWAY-TLS and the extended features the route engine
+# implements.
 SUPPORTED_FEATURES = (
     "Gateway",
     "HTTPRoute",
     "ReferenceGrant",
+    "TLSRoute",
     "GatewayAddressEmpty",
     "GatewayHTTPListenerIsolation",
     "GatewayHTTPSListenerDetectMisdirectedRequests",
