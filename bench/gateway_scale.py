@@ -1,7 +1,7 @@
-"""1,000 HTTPRoutes on one Gateway: start-up, reloads, and time-to-route for
-route creation, backend weight changes and deletion.
+"""1,000 HTTPRoutes (or TLSRoutes) on one Gateway: start-up, reloads, and
+time-to-route for route creation, backend changes and deletion.
 
-    .venv/bin/python -m bench.gateway_scale [--routes 1000] [--samples 30]
+    .venv/bin/python -m bench.gateway_scale [--routes 1000] [--samples 30] [--kind tls]
 
 The Gateway takes 127.0.0.10 (``--gateway-addresses``) and listens on one
 port; HTTPRoute ``r<i>`` serves ``r<i>.bench.test`` with three rules (a path
@@ -14,6 +14,11 @@ prefix to Service ``a``, a header match, and ``/`` split by weight between
   HTTPRoute until its host answers 200; a weight change (``a`` 1/``b`` 0 to
   0/1) until ``b`` answers; a deletion until 404. p50/p99 and the reloads
   they took (the target: none, p99 <= 0.5 s).
+
+``--kind tls``: TLSRoute ``t<i>`` passes SNI name ``t<i>.bench.test`` through a
+TLS listener (mode Passthrough) to TLS backend ``a`` (two of them,
+``testkit.tls_backends``, each answering its name); the change moves a route
+from ``a`` to ``b``, and a deleted route's name is closed.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from bench.processes import (
     write_yaml,
 )
 from bench.run import _percentile, _wait
+from testkit.tls_backends import TlsBackend, https, start_tls_backend
 
 ADDRESS = "127.0.0.10"
 
@@ -93,6 +99,57 @@ def route(i: int, weights: tuple[int, int] = (1, 0)) -> dict[str, Any]:
     }
 
 
+def tls_docs(backends: dict[str, TlsBackend], listen: int) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "GatewayClass",
+            "metadata": {"name": "ferryman"},
+            "spec": {"controllerName": "ferryman.io/gateway-controller"},
+        },
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1",
+            "kind": "Gateway",
+            "metadata": {"name": "bench", "namespace": "default"},
+            "spec": {
+                "gatewayClassName": "ferryman",
+                "listeners": [
+                    {
+                        "name": "tls",
+                        "port": listen,
+                        "protocol": "TLS",
+                        "tls": {"mode": "Passthrough"},
+                    }
+                ],
+            },
+        },
+    ]
+    for name, backend in backends.items():
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"ports": [{"port": 8443, "name": "http"}]},
+            }
+        )
+        docs += endpoint_slices(name, (backend.port,))
+    return docs
+
+
+def tls_route(i: int, backend: str = "a") -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "TLSRoute",
+        "metadata": {"name": f"t{i}", "namespace": "default"},
+        "spec": {
+            "parentRefs": [{"name": "bench"}],
+            "hostnames": [f"t{i}.bench.test"],
+            "rules": [{"backendRefs": [{"name": backend, "port": 8443}]}],
+        },
+    }
+
+
 def _timed(action: Any, check: Any, what: str) -> float:
     started = time.monotonic()
     action()
@@ -148,15 +205,81 @@ def scale(f: Ferryman, n: int, samples: int, ports: tuple[int, int]) -> dict[str
     return result
 
 
+def scale_tls(f: Ferryman, n: int, samples: int) -> dict[str, Any]:
+    backends = {name: start_tls_backend(name, ["*.bench.test"]) for name in ("a", "b")}
+    try:
+        return _scale_tls(f, n, samples, backends)
+    finally:
+        for backend in backends.values():
+            backend.close()
+
+
+def _scale_tls(
+    f: Ferryman, n: int, samples: int, backends: dict[str, TlsBackend]
+) -> dict[str, Any]:
+    listen = free_port()
+    write_yaml(f.manifests / "base.yaml", tls_docs(backends, listen))
+    for i in range(n):
+        write_yaml(f.manifests / f"t{i}.yaml", [tls_route(i)])
+    result: dict[str, Any] = {"tls_routes": n, "ready_s": round(f.start(), 3)}
+
+    def answer(i: int) -> str:
+        """The backend that answered SNI ``t<i>.bench.test``, "" when closed."""
+        try:
+            return https(listen, f"t{i}.bench.test", ADDRESS)[1].rsplit(" ", 1)[-1].strip()
+        except OSError:
+            return ""
+
+    started = time.monotonic()
+    _wait(lambda: answer(n - 1) == "a", 300, "the last route", interval=0.05)
+    result["last_route_after_ready_s"] = round(time.monotonic() - started, 3)
+    result["startup_reloads"] = f.reloads()
+    result.update({k: round(v, 1) for k, v in f.memory().items()})
+    times: dict[str, list[float]] = {"create": [], "backend": [], "delete": []}
+    for s in range(samples):
+        i = n + s
+        path = f.manifests / f"t{i}.yaml"
+        times["create"].append(
+            _timed(
+                lambda i=i, path=path: write_yaml(path, [tls_route(i)]),  # type: ignore[misc]
+                lambda i=i: answer(i) == "a",  # type: ignore[misc]
+                "create",
+            )
+        )
+        times["backend"].append(
+            _timed(
+                lambda i=i, path=path: write_yaml(path, [tls_route(i, "b")]),  # type: ignore[misc]
+                lambda i=i: answer(i) == "b",  # type: ignore[misc]
+                "backend",
+            )
+        )
+        times["delete"].append(
+            _timed(
+                lambda path=path: path.unlink(),  # type: ignore[misc]
+                lambda i=i: answer(i) == "",  # type: ignore[misc]
+                "delete",
+            )
+        )
+    for what, values in times.items():
+        result[f"{what}_p50_s"] = round(statistics.median(values), 3)
+        result[f"{what}_p99_s"] = round(_percentile(values, 0.99), 3)
+    result["reloads_after_startup"] = f.reloads() - result["startup_reloads"]
+    return result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--routes", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=30)
+    ap.add_argument("--kind", choices=("http", "tls"), default="http")
     args = ap.parse_args()
     with bench_bed(
         "fbench-gateway-", extra_args=["--enable-gateway-api", "--gateway-addresses", ADDRESS]
     ) as (_work, backends, f):
-        print(scale(f, args.routes, args.samples, (backends.ports[0], backends.ports[1])))
+        if args.kind == "tls":
+            print(scale_tls(f, args.routes, args.samples))
+        else:
+            print(scale(f, args.routes, args.samples, (backends.ports[0], backends.ports[1])))
 
 
 if __name__ == "__main__":
