@@ -42,8 +42,9 @@ from testkit.tls_backends import TlsBackend, https, start_tls_backend
 ADDRESS = "127.0.0.10"
 
 
-def base_docs(ports: tuple[int, int], listen: int) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = [
+def gateway_docs(listener: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GatewayClass and the one Gateway, with ``listener``."""
+    return [
         {
             "apiVersion": "gateway.networking.k8s.io/v1",
             "kind": "GatewayClass",
@@ -54,22 +55,27 @@ def base_docs(ports: tuple[int, int], listen: int) -> list[dict[str, Any]]:
             "apiVersion": "gateway.networking.k8s.io/v1",
             "kind": "Gateway",
             "metadata": {"name": "bench", "namespace": "default"},
-            "spec": {
-                "gatewayClassName": "ferryman",
-                "listeners": [{"name": "http", "port": listen, "protocol": "HTTP"}],
-            },
+            "spec": {"gatewayClassName": "ferryman", "listeners": [listener]},
         },
     ]
+
+
+def service(name: str, port: int, endpoint_port: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"ports": [{"port": port, "name": "http"}]},
+        },
+        *endpoint_slices(name, (endpoint_port,)),
+    ]
+
+
+def base_docs(ports: tuple[int, int], listen: int) -> list[dict[str, Any]]:
+    docs = gateway_docs({"name": "http", "port": listen, "protocol": "HTTP"})
     for name, port in zip(("a", "b"), ports, strict=True):
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {"ports": [{"port": 80, "name": "http"}]},
-            }
-        )
-        docs += endpoint_slices(name, (port,))
+        docs += service(name, 80, port)
     return docs
 
 
@@ -100,40 +106,10 @@ def route(i: int, weights: tuple[int, int] = (1, 0)) -> dict[str, Any]:
 
 
 def tls_docs(backends: dict[str, TlsBackend], listen: int) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "ferryman"},
-            "spec": {"controllerName": "ferryman.io/gateway-controller"},
-        },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": "bench", "namespace": "default"},
-            "spec": {
-                "gatewayClassName": "ferryman",
-                "listeners": [
-                    {
-                        "name": "tls",
-                        "port": listen,
-                        "protocol": "TLS",
-                        "tls": {"mode": "Passthrough"},
-                    }
-                ],
-            },
-        },
-    ]
+    listener = {"name": "tls", "port": listen, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
+    docs = gateway_docs(listener)
     for name, backend in backends.items():
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {"ports": [{"port": 8443, "name": "http"}]},
-            }
-        )
-        docs += endpoint_slices(name, (backend.port,))
+        docs += service(name, 8443, backend.port)
     return docs
 
 

@@ -183,6 +183,22 @@ ngx_stream_ferryman(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* The variable that names a session's host: the SNI as read ahead
+ * (ssl_preread_server_name) or as the handshake ended it (ssl_server_name). */
+static char *
+ngx_stream_ferryman_sni_from(ngx_conf_t *cf,
+    ngx_stream_ferryman_srv_conf_t *fcf, ngx_str_t *variable)
+{
+    fcf->sni_index = ngx_stream_get_variable_index(cf, variable);
+
+    if (fcf->sni_index == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
 static char *
 ngx_stream_ferryman_fallback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
@@ -206,13 +222,8 @@ ngx_stream_ferryman_fallback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     fcf->fallback = &url.addrs[0];
-    fcf->sni_index = ngx_stream_get_variable_index(cf, &sni);
 
-    if (fcf->sni_index == NGX_ERROR) {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
+    return ngx_stream_ferryman_sni_from(cf, fcf, &sni);
 }
 
 
@@ -224,13 +235,8 @@ ngx_stream_ferryman_sni(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     static ngx_str_t  sni = ngx_string("ssl_server_name");
 
     fcf->terminate = 1;
-    fcf->sni_index = ngx_stream_get_variable_index(cf, &sni);
 
-    if (fcf->sni_index == NGX_ERROR) {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
+    return ngx_stream_ferryman_sni_from(cf, fcf, &sni);
 }
 
 
@@ -247,13 +253,8 @@ ngx_stream_ferryman_preread(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     static ngx_str_t  sni = ngx_string("ssl_preread_server_name");
 
     fcf->suffixes = 1;
-    fcf->sni_index = ngx_stream_get_variable_index(cf, &sni);
 
-    if (fcf->sni_index == NGX_ERROR) {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
+    return ngx_stream_ferryman_sni_from(cf, fcf, &sni);
 }
 
 

@@ -39,6 +39,7 @@ from ferryman.kinds.gateway.parse.fields import ObjectReference
 from ferryman.kinds.gateway.parse.filters import Filter
 from ferryman.kinds.gateway.parse.gateway_api import (
     GROUP,
+    BackendRef,
     Gateway,
     HTTPRoute,
     Listener,
@@ -47,7 +48,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     Rule,
 )
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
-from ferryman.kinds.gateway.parse.tls_route import TLSRoute, TLSRule
+from ferryman.kinds.gateway.parse.tls_route import TLSBackend, TLSRoute, TLSRule
 from ferryman.kinds.gateway.records.listeners import (
     Condition,
     GatewayStatus,
@@ -348,15 +349,7 @@ def _add_entries(
     table = out.table.setdefault((*gw_key, lst.name), {})
     name = f"{route.meta.namespace}/{route.meta.name}"
     for rule in route.rules:
-        backends = tuple(
-            (
-                b.ref.namespace or route.meta.namespace,
-                None if _backend_problem(route, b.ref, grants, exists) else b.ref.name,
-                b.port or 0,
-                b.weight,
-            )
-            for b in rule.backends
-        )
+        backends = _resolved(route, rule.backends, grants, exists)
         mirrors = tuple(
             (f.backend.namespace or route.meta.namespace, f.backend.name, f.mirror_port or 0,
              f.mirror_percent)
@@ -371,6 +364,25 @@ def _add_entries(
                 table.setdefault(host, []).append(entry)
 
 
+def _resolved(
+    route: Route,
+    backends: Iterable[BackendRef | TLSBackend],
+    grants: list[ReferenceGrant],
+    exists: ServiceExists,
+) -> tuple[tuple[str, str | None, int, int], ...]:
+    """``(namespace, service, port, weight)`` of each backendRef, a None
+    service for one that does not resolve."""
+    return tuple(
+        (
+            b.ref.namespace or route.meta.namespace,
+            None if _backend_problem(route, b.ref, grants, exists) else b.ref.name,
+            b.port or 0,
+            b.weight,
+        )
+        for b in backends
+    )
+
+
 def _add_passthrough(
     out: Attachment,
     key: tuple[str, str, str],
@@ -380,16 +392,7 @@ def _add_passthrough(
     exists: ServiceExists,
 ) -> None:
     """Each SNI name to the oldest route naming it (routes come oldest first)."""
-    backends = tuple(
-        (
-            b.ref.namespace or route.meta.namespace,
-            None if _backend_problem(route, b.ref, grants, exists) else b.ref.name,
-            b.port or 0,
-            b.weight,
-        )
-        for rule in route.rules
-        for b in rule.backends
-    )
+    backends = _resolved(route, [b for rule in route.rules for b in rule.backends], grants, exists)
     table = out.passthrough.setdefault(key, {})
     for host in hosts:
         table.setdefault(
