@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from bench.processes import (
@@ -149,31 +151,42 @@ def scale(f: Ferryman, n: int, samples: int, ports: tuple[int, int]) -> dict[str
     result["startup_reloads"] = f.reloads()
     result.update({k: round(v, 1) for k, v in f.memory().items()})
     b = str(ports[1])
-    times: dict[str, list[float]] = {"create": [], "weight": [], "delete": []}
-    for s in range(samples):
-        i = n + s
-        path = f.manifests / f"r{i}.yaml"
-        times["create"].append(
-            _timed(
-                lambda i=i, path=path: write_yaml(path, [route(i)]),  # type: ignore[misc]
-                lambda i=i: answer(i)[0] == 200,  # type: ignore[misc]
-                "create",
-            )
-        )
-        times["weight"].append(
-            _timed(
-                lambda i=i, path=path: write_yaml(path, [route(i, (0, 1))]),  # type: ignore[misc]
-                lambda i=i: answer(i)[1].strip() == b,  # type: ignore[misc]
-                "weight",
-            )
-        )
-        times["delete"].append(
-            _timed(
-                lambda path=path: path.unlink(),  # type: ignore[misc]
-                lambda i=i: answer(i)[0] == 404,  # type: ignore[misc]
-                "delete",
-            )
-        )
+    times = _changes(
+        f, n, samples, "r",
+        lambda i, changed: route(i, (0, 1) if changed else (1, 0)),
+        lambda i: answer(i)[0] == 200,
+        lambda i: answer(i)[1].strip() == b,
+        lambda i: answer(i)[0] == 404,
+        "weight",
+    )  # fmt: skip
+    return _summary(f, result, times)
+
+
+def _changes(
+    f: Ferryman,
+    first: int,
+    samples: int,
+    prefix: str,
+    make: Callable[[int, bool], dict[str, Any]],
+    live: Callable[[int], bool],
+    changed: Callable[[int], bool],
+    gone: Callable[[int], bool],
+    change: str,
+) -> dict[str, list[float]]:
+    """Each sample: a new route until ``live``, its change until ``changed``,
+    its deletion until ``gone``, with all the others live."""
+    times: dict[str, list[float]] = {"create": [], change: [], "delete": []}
+    for i in range(first, first + samples):
+        path = f.manifests / f"{prefix}{i}.yaml"
+        created = partial(write_yaml, path, [make(i, False)])
+        times["create"].append(_timed(created, partial(live, i), "create"))
+        edited = partial(write_yaml, path, [make(i, True)])
+        times[change].append(_timed(edited, partial(changed, i), change))
+        times["delete"].append(_timed(path.unlink, partial(gone, i), "delete"))
+    return times
+
+
+def _summary(f: Ferryman, result: dict[str, Any], times: dict[str, list[float]]) -> dict[str, Any]:
     for what, values in times.items():
         result[f"{what}_p50_s"] = round(statistics.median(values), 3)
         result[f"{what}_p99_s"] = round(_percentile(values, 0.99), 3)
@@ -211,36 +224,15 @@ def _scale_tls(
     result["last_route_after_ready_s"] = round(time.monotonic() - started, 3)
     result["startup_reloads"] = f.reloads()
     result.update({k: round(v, 1) for k, v in f.memory().items()})
-    times: dict[str, list[float]] = {"create": [], "backend": [], "delete": []}
-    for s in range(samples):
-        i = n + s
-        path = f.manifests / f"t{i}.yaml"
-        times["create"].append(
-            _timed(
-                lambda i=i, path=path: write_yaml(path, [tls_route(i)]),  # type: ignore[misc]
-                lambda i=i: answer(i) == "a",  # type: ignore[misc]
-                "create",
-            )
-        )
-        times["backend"].append(
-            _timed(
-                lambda i=i, path=path: write_yaml(path, [tls_route(i, "b")]),  # type: ignore[misc]
-                lambda i=i: answer(i) == "b",  # type: ignore[misc]
-                "backend",
-            )
-        )
-        times["delete"].append(
-            _timed(
-                lambda path=path: path.unlink(),  # type: ignore[misc]
-                lambda i=i: answer(i) == "",  # type: ignore[misc]
-                "delete",
-            )
-        )
-    for what, values in times.items():
-        result[f"{what}_p50_s"] = round(statistics.median(values), 3)
-        result[f"{what}_p99_s"] = round(_percentile(values, 0.99), 3)
-    result["reloads_after_startup"] = f.reloads() - result["startup_reloads"]
-    return result
+    times = _changes(
+        f, n, samples, "t",
+        lambda i, changed: tls_route(i, "b" if changed else "a"),
+        lambda i: answer(i) == "a",
+        lambda i: answer(i) == "b",
+        lambda i: answer(i) == "",
+        "backend",
+    )  # fmt: skip
+    return _summary(f, result, times)
 
 
 def main() -> None:
