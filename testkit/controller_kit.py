@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.configs.configmap import ConfigMapState
-from ferryman.controller import Controller
+from ferryman.controller import Applied, Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.kinds import REGISTRY
@@ -22,6 +22,19 @@ from ferryman.store import Store
 from ferryman.translators.context import Shape, Sinks
 from ferryman.wiring import BUILT_IN
 from ferryman.workqueue import WorkQueue
+
+
+class _GatesApplied:
+    """A flush observer calling ``call`` when the applied gated pods change."""
+
+    def __init__(self, call: Callable[[], None]) -> None:
+        self._call = call
+        self._gated: frozenset[Any] = frozenset()
+
+    def flushed(self, applied: Applied) -> None:
+        if (gated := applied.applied_gated_pods()) != self._gated:
+            self._gated = gated
+            self._call()
 
 
 class Kit:
@@ -68,7 +81,7 @@ class Kit:
                 ingress=lambda ref, addresses: self.statuses.append((ref, addresses)),
                 gateway=self._gateway_status,
             ),
-            on_gates_applied=on_gates_applied,
+            observers=(_GatesApplied(on_gates_applied),) if on_gates_applied else (),
             resource_status=self._resource_status,
             configmap=configmap,
         )

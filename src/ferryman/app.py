@@ -237,8 +237,7 @@ async def _run(
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap,
         kinds, shape=shape(flavour, user), sinks=sinks,
-        on_gates_applied=cluster.gates_applied if cluster else None,
-        on_leaving_applied=cluster.leaving_applied if cluster else None,
+        observers=(cluster,) if cluster else (),
         resource_status=cluster.reporter.resource_status if cluster else None,
         configmap=flavour.configmap(user),
     )  # fmt: skip

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from ferryman.configs.configmap import ConfigMapState
 from ferryman.configs.model import BackendKey
@@ -66,6 +67,21 @@ _NO_SINKS = Sinks()
 _LIVE = (ADDED_OR_UPDATED, ADDED_OR_UPDATED_WITH_WARNING)
 
 
+class Applied(Protocol):
+    """What a flush observer reads: what this replica's NGINX has confirmed."""
+
+    def applied_gated_pods(self) -> frozenset[PodId]: ...
+
+    def leaving_applied(self) -> frozenset[str]: ...
+
+
+class FlushObserver(Protocol):
+    """Told after every flush (readiness gates and drains, Kubernetes mode):
+    each compares what it last read of ``applied`` and acts on a change."""
+
+    def flushed(self, applied: Applied) -> None: ...
+
+
 class Controller:
     def __init__(
         self,
@@ -80,18 +96,17 @@ class Controller:
         kinds: Kinds,
         shape: Shape = _ROUTED,
         sinks: Sinks = _NO_SINKS,
-        on_gates_applied: Callable[[], None] | None = None,
-        on_leaving_applied: Callable[[], None] | None = None,
+        observers: Sequence[FlushObserver] = (),
         resource_status: ResourceStatusSink | None = None,
         configmap: ConfigMapState | None = None,
     ) -> None:
         """``files``: the configuration files NGINX was started with;
         ``kinds``: the registered kinds (``wiring.BUILT_IN``), whose translators
         are built here for this worker, with ``shape`` (what the data plane serves)
-        and ``sinks`` (Kubernetes mode's status); ``on_gates_applied`` is called
-        after each flush that changed ``applied_gated_pods()`` (readiness gates:
-        the gate flipper reads it then); ``on_leaving_applied`` after each flush
-        that changed ``leaving_applied()``; ``resource_status`` receives each
+        and ``sinks`` (Kubernetes mode's status); each of ``observers`` is told
+        after every flush, once NGINX confirmed its records (readiness gates and
+        drains read ``applied_gated_pods()`` and ``leaving_applied()`` then);
+        ``resource_status`` receives each
         custom resource's state when its Event is reported (Kubernetes mode);
         ``configmap``: the keys of ``--nginx-configmaps`` and the files they render."""
         self._settings = settings
@@ -118,9 +133,7 @@ class Controller:
         self._record_owners = {kind: t for t in self._translators for kind in t.records}
         self._leaving: frozenset[str] = frozenset()
         self._leaving_applied: frozenset[str] = frozenset()
-        self._on_leaving_applied = on_leaving_applied
-        self._on_gates_applied = on_gates_applied
-        self._applied_gated: frozenset[PodId] = frozenset()
+        self._observers = tuple(observers)
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
         self._resource_status = resource_status
@@ -163,21 +176,12 @@ class Controller:
         """Addresses on ``node`` taken out of rotation because it is leaving."""
         return self._d.endpoints.left_addresses(node)
 
-    def _tell_leaving_applied(self, outstanding: Iterable[RecordKey]) -> None:
+    def _settle_leaving(self, outstanding: Iterable[RecordKey]) -> None:
+        """Leaving Nodes count as applied once no endpoint set is outstanding
+        and no change of them is queued."""
         if any(kind == Record.ENDPOINTS for kind, _ in outstanding) or LEAVING_NODES in self._queue:
             return
-        if self._d.endpoints.leaving != self._leaving_applied:
-            self._leaving_applied = self._d.endpoints.leaving
-            if self._on_leaving_applied is not None:
-                self._on_leaving_applied()
-
-    def _tell_gates_applied(self) -> None:
-        if self._on_gates_applied is None:
-            return
-        applied = self.applied_gated_pods()
-        if applied != self._applied_gated:
-            self._applied_gated = applied
-            self._on_gates_applied()
+        self._leaving_applied = self._d.endpoints.leaving
 
     def set_file(self, path: str, text: str) -> None:
         self._files.desired[path] = text
@@ -284,8 +288,9 @@ class Controller:
         )
         self._generation_seconds = 0.0
         outstanding = await self._push_records(records)
-        self._tell_gates_applied()
-        self._tell_leaving_applied(outstanding)
+        self._settle_leaving(outstanding)
+        for observer in self._observers:
+            observer.flushed(self)
         await self._files.apply(changes)
         for translator in self._translators:
             translator.gauges(self._metrics)

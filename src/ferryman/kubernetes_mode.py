@@ -14,7 +14,8 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ferryman.controller import Controller
+from ferryman.controller import Applied, Controller
+from ferryman.endpoint_sets import PodId
 from ferryman.kind_spec import KindSpec, enabled
 from ferryman.metrics import Metrics
 from ferryman.queue_keys import QueueKey
@@ -63,6 +64,9 @@ class KubernetesMode:
         self.metrics = metrics
         self.gates: GateKeeper | None = None
         self.drains: DrainAgent | None = None
+        # What the gate flipper and the drain agent were last told was applied.
+        self._gated: frozenset[PodId] = frozenset()
+        self._leaving: frozenset[str] = frozenset()
         self.lease: ReplicaLease | None = None
         self.pending: PendingIndex | None = None
         if settings.readiness_gates:
@@ -202,9 +206,14 @@ class KubernetesMode:
         """This replica's Node is being drained: readiness answers 503."""
         return self.drains is not None and self.drains.node_leaving()
 
-    def leaving_applied(self) -> None:
-        """The controller's ``on_leaving_applied``."""
-        if self.drains is not None:
+    def flushed(self, applied: Applied) -> None:
+        """A flush observer (``Controller``): the gate flipper and the drain
+        agent hear when this replica's data plane moved on."""
+        if self.gates is not None and (gated := applied.applied_gated_pods()) != self._gated:
+            self._gated = gated
+            self.gates.applied_changed()
+        if self.drains is not None and (leaving := applied.leaving_applied()) != self._leaving:
+            self._leaving = leaving
             self.drains.applied_changed()
 
     def _gate_keeper(self, controller: Controller, lease: ReplicaLease) -> GateKeeper:
@@ -237,11 +246,6 @@ class KubernetesMode:
             warn,
             self.metrics,
         )
-
-    def gates_applied(self) -> None:
-        """The controller's ``on_gates_applied``: this replica's data plane moved on."""
-        if self.gates is not None:
-            self.gates.applied_changed()
 
     async def _addresses(self, controller: Controller) -> None:
         """Keep the status addresses current (``--external-service`` can change)."""
