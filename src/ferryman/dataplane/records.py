@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from ferryman.dataplane import BAD_KEY, FAST_ZONE_FULL, NO_MEMORY, RESERVED, DataPlane, PushResult
 from ferryman.dataplane.errors import PushError
-from ferryman.metrics import Metrics
-from ferryman.settings import Settings
+from ferryman.engine.settings import Settings
+from ferryman.observability.metrics import Metrics
 from ferryman.wire.push import push_order, record_problem
 from ferryman.wire.records import RecordKey
 

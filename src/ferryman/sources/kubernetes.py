@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 from ferryman.kube.errors import NotFound, from_api
 from ferryman.kube.resources import (
     AsyncClient,

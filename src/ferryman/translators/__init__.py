@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
 
 
