@@ -177,7 +177,7 @@ class KubernetesMode:
 
     def following(self, controller: Controller) -> Following:
         """Ready means caught up: after a stall or an API outage longer than the
-        report Lease allows, not ready until relisted and applied (following.py)."""
+        report Lease allows, not ready until relisted and applied (engine/following.py)."""
         from ferryman.engine.following import Following
 
         async def caught_up() -> None:

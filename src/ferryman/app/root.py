@@ -281,7 +281,7 @@ async def _run(
             and not stop.is_set()
             and not nginx.listeners_closed
             and not (cluster is not None and cluster.node_leaving())
-            # Nor while behind the API after a stall or an outage (following.py).
+            # Nor while behind the API after a stall or an outage (engine/following.py).
             and (following is None or following.ready())
         ),
         counters,

@@ -42,7 +42,7 @@ class AppliedRecords:
         self._applied: dict[RecordKey, str] = {}
         self.full = False  # the next push replaces everything NGINX holds
         self._memory: dict[str, float] = {}  # store -> last fill ratio NGINX told
-        # Since when (monotonic) pushes fail: NGINX runs what it had (following.py).
+        # Since when (monotonic) pushes fail: NGINX runs what it had (engine/following.py).
         self.failing_since: float | None = None
 
     def forget_all(self) -> None:

@@ -5,7 +5,7 @@ routing, certificates by reference, endpoint sets through ``EndpointSets``),
 which resource wrote which host, what each translation read (so a change to a
 Secret, Policy or VirtualServerRoute translates exactly its readers again), and
 the Events waiting for the flush that makes them true. The worker
-(controller.py) pushes the records and reports the Events; host ownership
+(engine/controller.py) pushes the records and reports the Events; host ownership
 across kinds is ``Configuration``'s.
 """
 
