@@ -20,18 +20,18 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from ferryman.controller import Controller
+from ferryman.app.wiring import BUILT_IN
 from ferryman.dataplane.fake import FakeDataPlane
+from ferryman.engine.controller import Controller
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.kinds import REGISTRY
-from ferryman.metrics import Metrics
-from ferryman.queue_keys import QueueKey
+from ferryman.observability.metrics import Metrics
 from ferryman.report import RecordingReporter
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.store import Store
-from ferryman.wiring import BUILT_IN
-from ferryman.workqueue import WorkQueue
 
 NS = "bench"
 
@@ -137,7 +137,7 @@ class _Bench:
         )
 
     def sync(self, *objs: dict[str, Any]) -> float:
-        from ferryman.queue_keys import keys_for_event
+        from ferryman.engine.queue_keys import keys_for_event
 
         started = time.perf_counter()
         for o in objs:

@@ -168,18 +168,18 @@ def deep_by_type(roots: list[object], seen: set[int]) -> tuple[Counter[str], Cou
 
 
 def profile(n: int, slices: int, work: Path, top: int) -> None:
-    from ferryman.controller import Controller
+    from ferryman.app.wiring import BUILT_IN
+    from ferryman.engine.controller import Controller
+    from ferryman.engine.queue_keys import QueueKey
+    from ferryman.engine.secrets import SecretStore
+    from ferryman.engine.settings import Settings
+    from ferryman.engine.sink import QueueingSink
+    from ferryman.engine.store import Store
+    from ferryman.engine.workqueue import WorkQueue
     from ferryman.kinds import REGISTRY
-    from ferryman.metrics import Metrics
-    from ferryman.queue_keys import QueueKey
+    from ferryman.observability.metrics import Metrics
     from ferryman.report import RecordingReporter
-    from ferryman.secrets import SecretStore
-    from ferryman.settings import Settings
-    from ferryman.sink import QueueingSink
     from ferryman.sources.manifests import ManifestsSource
-    from ferryman.store import Store
-    from ferryman.wiring import BUILT_IN
-    from ferryman.workqueue import WorkQueue
 
     write_manifests(work / "manifests", n, slices)
     gc.collect()

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from ferryman.flag_types import address_pool
+from ferryman.app.flag_types import address_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,22 +6,22 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ferryman.app.wiring import BUILT_IN
 from ferryman.configs.configmap import ConfigMapState
-from ferryman.controller import Applied, Controller
 from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.reloads import ReloadLog
+from ferryman.engine.controller import Applied, Controller
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.sink import QueueingSink
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.kinds import REGISTRY
-from ferryman.metrics import Metrics
-from ferryman.queue_keys import QueueKey
+from ferryman.observability.metrics import Metrics
 from ferryman.report import RecordingReporter
 from ferryman.resources.meta import ObjectRef
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.sink import QueueingSink
-from ferryman.store import Store
 from ferryman.translators.context import Shape, Sinks
-from ferryman.wiring import BUILT_IN
-from ferryman.workqueue import WorkQueue
 
 
 class _GatesApplied:

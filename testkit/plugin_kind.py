@@ -19,16 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ferryman import cli
+from ferryman.app import cli
+from ferryman.app.wiring import BUILT_IN, Kinds
 from ferryman.configs.model import Route, VirtualHost, backend_key
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 from ferryman.kinds.translators import build as built_in_translators
 from ferryman.report import ADDED_OR_UPDATED, NORMAL, REJECTED, WARNING
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, ObjectRef, parse_meta
 from ferryman.translators import Translator
 from ferryman.translators.context import Context
-from ferryman.wiring import BUILT_IN, Kinds
 
 KIND = "StaticRoute"
 SPEC = KindSpec(KIND, "example.ferryman.test", "v1", "staticroutes", keeps=("spec",))

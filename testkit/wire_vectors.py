@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ferryman.render import render
-from ferryman.settings import Settings
+from ferryman.app.render import render
+from ferryman.engine.settings import Settings
 from ferryman.wire.push import push_body, push_order
 from ferryman.wire.records import Record, RecordKey
 
@@ -39,7 +39,7 @@ ABOUT = [
     "ending in LF (grammar: src/ferryman/dataplane/lua/ferryman.lua's header).",
     "'kinds' names every Record kind (ferryman.wire.records.Record).",
     "",
-    "How they were made: 'full' is ferryman render (ferryman.render.render,",
+    "How they were made: 'full' is ferryman render (ferryman.app.render.render,",
     "which runs the controller and every kind's encoder) of manifests/ (fixed",
     "test PKI in manifests/secrets.yaml), in push_order, as push_body(7, ..., full=True).",
     "'incremental' is what changed when changes/ replaces files of manifests/ and",

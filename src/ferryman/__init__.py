@@ -1,6 +1,6 @@
 """ferryman: a Kubernetes Ingress Controller driving NGINX (and Angie).
 
-The public surface is the ``ferryman`` command (``ferryman.cli``); everything
+The public surface is the ``ferryman`` command (``ferryman.app.cli``); everything
 else is internal and may change between releases.
 """
 

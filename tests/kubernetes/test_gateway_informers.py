@@ -19,11 +19,11 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
-from ferryman.kind_spec import KindSpec, enabled
+from ferryman.engine.kind_spec import KindSpec, enabled
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds import REGISTRY
-from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubernetesSource
-from ferryman.store import Store
 from testkit.apiserver import APIServer, install_crds
 from testkit.gateway_environment import build as build_conformance
 from testkit.gateway_kinds import RESOURCES

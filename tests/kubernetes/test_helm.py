@@ -31,7 +31,7 @@ from lightkube.resources.rbac_authorization_v1 import (
 )
 from lightkube.types import PatchType
 
-from ferryman import cli
+from ferryman.app import cli
 from testkit.apiserver import APIServer, apply, install_crds, wait_until
 from testkit.harness import Ferryman, free_port, ingress, path, rule
 from testkit.machine_controller import CRD, Machine

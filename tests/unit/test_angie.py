@@ -29,7 +29,7 @@ import yaml
 from aiohttp import web
 from hypothesis import HealthCheck, assume, event, given, settings
 
-from ferryman import cli, flag_settings
+from ferryman.app import cli, flag_settings
 from ferryman.configs.angie import (
     SERVERS_FILE,
     AngieRenderer,
@@ -45,12 +45,12 @@ from ferryman.dataplane.dns import DnsServer, Zone
 from ferryman.dataplane.errors import ConfigTestError, PushError
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.state_dir import prepare_state_dir
+from ferryman.engine.secrets import SecretStore
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
-from ferryman.latency import LatencyReceiver
-from ferryman.metrics import Metrics
+from ferryman.observability.latency import LatencyReceiver
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
-from ferryman.secrets import SecretStore
 from testkit.harness import angie_binary
 from testkit.nginx_cases import GOOD_SECRET, Case, ingress_cases, service_docs
 from testkit.tls import b64, cert_pem, key_pem, tls_secret

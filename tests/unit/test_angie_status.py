@@ -16,7 +16,7 @@ from aiohttp import web
 
 from ferryman.dataplane.angie import AngieGeneration, angie_counters, angie_in_flight
 from ferryman.dataplane.errors import DataPlaneError, ReloadError
-from ferryman.metrics import Metrics, parse_angie_status
+from ferryman.observability.metrics import Metrics, parse_angie_status
 
 # The shape of Angie's /status/ (API docs, "Metrics"), trimmed to what is read.
 STATUS: dict[str, Any] = {

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ferryman import app, cli
-from ferryman.settings import Settings
+from ferryman.app import cli
+from ferryman.app import root as app
+from ferryman.engine.settings import Settings
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:
@@ -91,7 +92,7 @@ def test_a_kubeconfig_that_is_not_one_is_one_line_and_exit_code_2(tmp_path: Path
     kubeconfig.write_text("not: [a kubeconfig\n")
     argv = ["run", "--kubeconfig", str(kubeconfig), "--state-dir", str(tmp_path / "state")]
     result = subprocess.run(
-        [sys.executable, "-m", "ferryman.cli", *argv, "--metrics-port", "0"],
+        [sys.executable, "-m", "ferryman.app.cli", *argv, "--metrics-port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -210,7 +211,7 @@ def test_bad_readiness_gate_webhook_values_are_refused(
 
 def test_the_webhook_port_needs_a_certificate_secret(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ferryman.cli", "run", "--state-dir", str(tmp_path),
+        [sys.executable, "-m", "ferryman.app.cli", "run", "--state-dir", str(tmp_path),
          "--readiness-gate-webhook-port", "8443"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -222,7 +223,7 @@ def test_the_webhook_port_needs_a_certificate_secret(tmp_path: Path) -> None:
 
 def test_machine_lifecycle_hooks_need_kubernetes_mode(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ferryman.cli", "run", "--state-dir", str(tmp_path),
+        [sys.executable, "-m", "ferryman.app.cli", "run", "--state-dir", str(tmp_path),
          "--manifests", str(tmp_path), "--machine-lifecycle-hooks", "openshift"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -243,7 +244,7 @@ def test_the_machine_controllers_modules_load_only_for_it() -> None:
     """`ferryman run` builds every subcommand's parser; it carries only the pure
     hook model of the machine controller, not its client, drain or webhook."""
     code = (
-        "import sys, ferryman.cli; ferryman.cli.parser(); "
+        "import sys, ferryman.app.cli; ferryman.app.cli.parser(); "
         "print(sorted(m for m in sys.modules if m.startswith('ferryman.machines.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""ferryman.collector: the garbage collector paused through start-up."""
+"""ferryman.observability.collector: the garbage collector paused through start-up."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ferryman import cli, collector
+from ferryman.app import cli
+from ferryman.observability import collector
 
 
 @pytest.fixture(autouse=True)
@@ -47,9 +48,14 @@ def test_a_collector_switched_off_stays_off() -> None:
 
 
 def test_the_entry_point_pauses_it_before_ferryman_is_imported() -> None:
-    probe = "import sys, ferryman.launch; print(sorted(m for m in sys.modules if 'ferryman' in m))"
+    probe = (
+        "import sys, ferryman.app.launch; print(sorted(m for m in sys.modules if 'ferryman' in m))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['ferryman', 'ferryman.collector', 'ferryman.launch']"
+    assert out.stdout.strip() == (
+        "['ferryman', 'ferryman.app', 'ferryman.app.launch', "
+        "'ferryman.observability', 'ferryman.observability.collector']"
+    )
 
 
 def test_a_command_other_than_run_resumes_it(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""ferryman.configuration.Configuration: one owner per host, the oldest wins."""
+"""ferryman.engine.configuration.Configuration: one owner per host, the oldest wins."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman.configuration import Configuration
+from ferryman.engine.configuration import Configuration
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
 from ferryman.resources.meta import ObjectRef
 
@@ -252,7 +252,7 @@ def test_a_wildcard_owner_learns_which_names_another_namespace_serves() -> None:
 
 
 def test_host_policy_allows_only_a_namespaces_suffixes() -> None:
-    from ferryman.configuration import HostPolicy
+    from ferryman.engine.configuration import HostPolicy
 
     policy = HostPolicy([("a", "a.example.com"), ("a", "shop.test"), ("admin", "*")])
     assert policy.allows("a", "a.example.com")
@@ -267,7 +267,7 @@ def test_host_policy_allows_only_a_namespaces_suffixes() -> None:
 
 
 def test_a_denied_host_is_never_claimed() -> None:
-    from ferryman.configuration import HostPolicy
+    from ferryman.engine.configuration import HostPolicy
 
     config = Configuration(HostPolicy([("a", "a.example.com"), ("b", "b.example.com")]))
     intruder = ingress("intruder", ("a.example.com", "b.example.com"), T1, namespace="b")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import ferryman.endpoint_sets
+import ferryman.engine.endpoint_sets
 import ferryman.kinds.ingress.translate.ingress
 import ferryman.translators.desired
 from ferryman.dataplane.fake import FakeDataPlane
@@ -293,14 +293,14 @@ def test_an_error_computing_endpoints_rejects_their_users_only(
     kit.add(*_service("app", "10.0.0.1"), *_service("web", "10.0.0.2"))
     kit.add(_small("a", "a.test"), _small("w", "w.test", svc="web"))
     asyncio.run(kit.drain())
-    resolve = ferryman.endpoint_sets.resolve_peers
+    resolve = ferryman.engine.endpoint_sets.resolve_peers
 
     def failing(service: Any, *args: Any) -> Any:
         if service is not None and service.name == "app":
             raise ValueError("bad slice")
         return resolve(service, *args)
 
-    monkeypatch.setattr(ferryman.endpoint_sets, "resolve_peers", failing)
+    monkeypatch.setattr(ferryman.engine.endpoint_sets, "resolve_peers", failing)
     kit.add(*_service("app", "10.0.0.3"), *_service("web", "10.0.0.4"))
     asyncio.run(kit.drain())
     assert kit.reasons("a")[-1] == "Rejected"

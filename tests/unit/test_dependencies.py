@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.dependencies import ANY, Dependencies
+from ferryman.engine.dependencies import ANY, Dependencies
 from ferryman.resources.meta import ObjectRef
 
 VS = ObjectRef("VirtualServer", "shop", "cafe")

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _drawn() -> list[set[str]]:
     section = (ROOT / "docs" / "design.md").read_text().partition("\n## Layers\n")[2]
-    chain = re.search(r"`(cli >.*?)`", section, re.S)
+    chain = re.search(r"`(app\.cli >.*?)`", section, re.S)
     assert chain is not None, "docs/design.md's Layers section draws no chain"
     layers = []
     for layer in " ".join(chain.group(1).split()).split(" > "):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ferryman import nic_flags
-from ferryman.cli import parser
-from ferryman.metrics import Metrics
+from ferryman.app import nic_flags
+from ferryman.app.cli import parser
+from ferryman.observability.metrics import Metrics
 
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ferryman.following import Following
+from ferryman.engine.following import Following
 
 TRUST = 30.0  # the report Lease's duration
 

@@ -10,7 +10,7 @@ import sys
 import tracemalloc
 from typing import Any
 
-from ferryman.store import Store
+from ferryman.engine.store import Store
 
 # An EndpointSlice as the API server returns it to a client that asked for JSON.
 API_SLICE: dict[str, Any] = {
@@ -105,6 +105,6 @@ def test_what_only_some_controllers_need_is_not_imported_up_front() -> None:
         "ferryman.dataplane.angie",
         "ferryman.dataplane.dns",
     )
-    code = f"import sys, ferryman.app; print(sorted(set({lazy}) & set(sys.modules)))"
+    code = f"import sys, ferryman.app.root; print(sorted(set({lazy}) & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ferryman.endpoint_sets
-from ferryman.queue_keys import PodAddress, keys_for_event
+import ferryman.engine.endpoint_sets
+from ferryman.engine.queue_keys import PodAddress, keys_for_event
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from testkit.controller_kit import Kit
@@ -207,13 +207,13 @@ def test_a_batch_of_pod_events_recomputes_their_service_once(
     kit = gated_kit(tmp_path, namespace(), *web(**endpoints), *pods)
     assert peers(kit) is None
     calls = []
-    resolve = ferryman.endpoint_sets.resolve_peers
+    resolve = ferryman.engine.endpoint_sets.resolve_peers
 
     def counted(*args: Any) -> Any:
         calls.append(1)
         return resolve(*args)
 
-    monkeypatch.setattr(ferryman.endpoint_sets, "resolve_peers", counted)
+    monkeypatch.setattr(ferryman.engine.endpoint_sets, "resolve_peers", counted)
     kit.add(*[pod_obj(f"web-{i}", ip) for i, ip in enumerate(ips)])  # a rollout's worth
     asyncio.run(kit.drain())
     assert len(peers(kit) or []) and len((peers(kit) or "").split()) == 20

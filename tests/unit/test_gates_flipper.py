@@ -15,7 +15,7 @@ from ferryman.gates.decide import (
     ReplicaReport,
 )
 from ferryman.gates.flipper import BACKOFF_FIRST, Flipper, GateSettings
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 
 GATE = "target-health.ferryman.io/ferryman"
 POD = PodKey("ns", "web-1", "u1")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ferryman.engine.store import Store
 from ferryman.gates.decide import Condition, PodKey
 from ferryman.gates.pods import PendingIndex, PendingPods
 from ferryman.resources.meta import ObjectRef
-from ferryman.store import Store
 
 GATE = "target-health.ferryman.io/ferryman"
 

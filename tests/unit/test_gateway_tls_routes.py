@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.gateway_api import Gateway, parse_gateway, parse_http_route
 from ferryman.kinds.gateway.parse.tls_route import TLSRoute, parse_tls_route
 from ferryman.kinds.gateway.records.attach import Attachment, Route, attach
@@ -21,8 +23,6 @@ from ferryman.kinds.gateway.records.passthrough import (
     stream_name,
 )
 from ferryman.kinds.gateway.translate.ports import PortRules
-from ferryman.settings import Settings
-from ferryman.store import Store
 
 TLS = {"name": "tls", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
 SERVICES = {("gw", "app"), ("gw", "shop"), ("other", "app")}

@@ -22,7 +22,7 @@ from ferryman.dataplane.in_flight import (
     host_of,
     parse_peer_counts,
 )
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 
 
 def test_the_push_sockets_answer() -> None:

@@ -274,12 +274,12 @@ def test_angie_warns_and_keeps_the_defaults() -> None:
     Warnings, the host stays on the default ports and the endpoints."""
     from typing import cast
 
+    from ferryman.engine.reads import Reads
+    from ferryman.engine.settings import Settings
     from ferryman.kinds.ingress.parse.ingress import parse_ingress
     from ferryman.kinds.ingress.records.hosts import ingress_records
     from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
     from ferryman.kinds.ingress.translate.listen import NOT_ON_ANGIE, listen_ports
-    from ferryman.reads import Reads
-    from ferryman.settings import Settings
 
     annotations = {"nginx.org/use-cluster-ip": "true", "nginx.org/listen-ports": "9000"}
     ing = parse_ingress(_ing("a", "a.test", annotations, "2020-01-01T00:00:00Z"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ferryman import latency
-from ferryman.latency import LatencyReceiver, parse
-from ferryman.metrics import Metrics
+from ferryman.observability import latency
+from ferryman.observability.latency import LatencyReceiver, parse
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
 from testkit.controller_kit import Kit
 from testkit.harness import ingress, path, rule, service

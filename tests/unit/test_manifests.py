@@ -19,8 +19,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman import logs
 from ferryman.kinds import REGISTRY
+from ferryman.observability import logs
 from ferryman.resources.meta import ObjectRef
 from ferryman.sources import manifest_kinds, manifest_yaml, manifests
 from ferryman.sources.manifests import ManifestsSource, parse_file

@@ -1,4 +1,4 @@
-"""Random Ingress manifests -> ``ferryman.render.render`` -> a real ``nginx -t``.
+"""Random Ingress manifests -> ``ferryman.app.render.render`` -> a real ``nginx -t``.
 
 Whatever users write, the configuration ferryman renders must be accepted by
 NGINX, every record it would push must follow the record grammar the Lua side
@@ -22,13 +22,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from hypothesis import HealthCheck, event, given, settings
 
+from ferryman.app.render import render
 from ferryman.configs.routes import encode_host
 from ferryman.configs.secret_state import SecretState
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
-from ferryman.render import render
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
 from testkit.nginx_cases import (
     GOOD_SECRET,
     HOSTILE,

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman import cli, flag_settings, nic_flags
-from ferryman.settings import Settings
+from ferryman.app import cli, flag_settings, nic_flags
+from ferryman.engine.settings import Settings
 
 # Values for flags whose default is none (or not a valid value to give).
 _SAMPLES = {

@@ -19,13 +19,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ferryman.engine.secrets import SecretStore
 from ferryman.kinds import REGISTRY
 from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, parse_meta, ref_of
 from ferryman.resources.secret import parse_tls_secret
 from ferryman.resources.service import service_name_of
-from ferryman.secrets import SecretStore
 from ferryman.sources import manifest_kinds
 from ferryman.sources.manifests import parse_file
 from testkit.parser_cases import INGRESS, SLICE, VALID, Parser, objects_with_names, raw_objects

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ferryman.engine.store import Store
 from ferryman.resources.meta import InvalidResource, ObjectRef
 from ferryman.resources.pod import (
     Pod,
@@ -18,7 +19,6 @@ from ferryman.resources.pod import (
     routable_while_gated,
 )
 from ferryman.resources.raw import pack, slim
-from ferryman.store import Store
 from testkit.pods import GATE, OTHER_GATE, pod_obj
 from testkit.strategies import mutations
 

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ferryman.kind_spec import by_kind
+from ferryman.engine.kind_spec import by_kind
+from ferryman.engine.store import Store
 from ferryman.kinds import REGISTRY
 from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
 from ferryman.resources.meta import InvalidResource, ref_of
 from ferryman.resources.raw import LAST_APPLIED, Packed, pack, slim
 from ferryman.resources.service import service_name_of
-from ferryman.store import Store
 from testkit.parser_cases import VALID, Parser, objects_with_names, raw_objects
 from testkit.strategies import mutations, yaml_values
 

@@ -125,7 +125,7 @@ def test_golden_files_are_valid_nginx(tmp_path: Path, golden: str) -> None:
 
 
 def test_stub_status_text_is_parsed() -> None:
-    from ferryman.metrics import parse_stub_status
+    from ferryman.observability.metrics import parse_stub_status
 
     text = (
         "Active connections: 3 \nserver accepts handled requests\n 17 16 42 \n"

@@ -44,7 +44,7 @@ def test_ferryman_starts_from_the_bytecode_setup_compiled() -> None:
     compile them again (bench/cold_start.py, 20 Ingresses: ~0.8 s to ready, not ~0.4 s)."""
     python = ROOT / ".venv" / "bin" / "python"
     run = subprocess.run(
-        [str(python), "-v", "-c", "import ferryman.cli, ferryman.app"],
+        [str(python), "-v", "-c", "import ferryman.app.cli, ferryman.app.root"],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},

@@ -1,4 +1,4 @@
-"""ferryman.resources.secret.parse_tls_secret and ferryman.secrets.SecretStore:
+"""ferryman.resources.secret.parse_tls_secret and ferryman.engine.secrets.SecretStore:
 only usable pairs reach NGINX, as push records named by their content."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from ferryman.configs.secret_state import SecretState
+from ferryman.engine.secrets import SecretStore
 from ferryman.resources.meta import InvalidResource
 from ferryman.resources.secret import (
     MAX_CHAIN_BYTES,
@@ -20,7 +21,6 @@ from ferryman.resources.secret import (
     TLSPair,
     parse_tls_secret,
 )
-from ferryman.secrets import SecretStore
 from testkit.tls import b64, cert_pem, key_pem, tls_secret
 
 

@@ -1,4 +1,4 @@
-"""ferryman.store.Store: the cache and its EndpointSlice index."""
+"""ferryman.engine.store.Store: the cache and its EndpointSlice index."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from ferryman.engine.store import Store
 from ferryman.resources.meta import ObjectRef
-from ferryman.store import Store
 
 
 def es(name: str, service: str | None, namespace: str = "ns", rv: str = "1") -> dict[str, Any]:

@@ -13,15 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.tenancy import POLICY, REFUSED, SERVICE, check
-from ferryman.dependencies import ANY
-from ferryman.kind_spec import enabled
+from ferryman.engine.dependencies import ANY
+from ferryman.engine.kind_spec import enabled
+from ferryman.engine.reads import Cache, Reads
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds import REGISTRY
-from ferryman.reads import Cache, Reads
 from ferryman.resources.meta import ObjectRef
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
 from ferryman.sources.kubernetes import KubernetesSource
-from ferryman.store import Store
 from testkit.controller_kit import Kit
 from testkit.harness import ingress, path, rule
 

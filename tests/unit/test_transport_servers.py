@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.transport.records.stream import STREAM_FILE
 from ferryman.kinds.transport.translate.servers import TransportServers
 from ferryman.resources.meta import ObjectRef
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.wire.records import RecordKey
 
 GC_REF = ObjectRef("GlobalConfiguration", "nginx-ingress", "gc")

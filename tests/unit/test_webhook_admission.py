@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.engine.store import Store
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
 from ferryman.resources.service import Service
-from ferryman.store import Store
 from ferryman.webhook.admission import (
     ERROR,
     INJECTED,

@@ -1,4 +1,4 @@
-"""ferryman.workqueue.WorkQueue: dedup, FIFO, retries with growing backoff."""
+"""ferryman.engine.workqueue.WorkQueue: dedup, FIFO, retries with growing backoff."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from ferryman.workqueue import BASE_DELAY, MAX_DELAY, WorkQueue
+from ferryman.engine.workqueue import BASE_DELAY, MAX_DELAY, WorkQueue
 
 
 async def drain(q: WorkQueue[str]) -> list[str]:

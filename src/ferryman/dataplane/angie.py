@@ -41,7 +41,7 @@ from ferryman.dataplane.nginx import NginxManager, unix_get
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.reloads import ENDPOINTS, OTHER
 from ferryman.dataplane.state_dir import Paths
-from ferryman.metrics import parse_angie_status, worker_processes
+from ferryman.observability.metrics import parse_angie_status, worker_processes
 from ferryman.wire.records import Record, RecordKey
 
 ZONE_FILE = "zone.txt"  # ``render`` only: the DNS records, in zone-file syntax

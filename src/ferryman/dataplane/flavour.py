@@ -22,7 +22,7 @@ from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.dataplane.state_dir import Paths
-from ferryman.settings import Settings, SettingsError
+from ferryman.engine.settings import Settings, SettingsError
 
 # Angie's renderer is imported where it is used: it took ~0.1 s of every start.
 if TYPE_CHECKING:

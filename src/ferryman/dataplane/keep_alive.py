@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.nginx import NginxManager
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 
 log = logging.getLogger("ferryman")
 

@@ -44,7 +44,7 @@ from ferryman.dataplane.nginx_messages import (
 )
 from ferryman.dataplane.reloads import OTHER, ReloadObserver
 from ferryman.dataplane.state_dir import Paths, remove_if_stale
-from ferryman.metrics import parse_stub_status
+from ferryman.observability.metrics import parse_stub_status
 from ferryman.wire.push import push_body
 from ferryman.wire.records import RecordKey
 

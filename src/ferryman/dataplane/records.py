@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from ferryman.dataplane import BAD_KEY, FAST_ZONE_FULL, NO_MEMORY, RESERVED, DataPlane, PushResult
 from ferryman.dataplane.errors import PushError
-from ferryman.metrics import Metrics
-from ferryman.settings import Settings
+from ferryman.engine.settings import Settings
+from ferryman.observability.metrics import Metrics
 from ferryman.wire.push import push_order, record_problem
 from ferryman.wire.records import RecordKey
 
@@ -42,7 +42,7 @@ class AppliedRecords:
         self._applied: dict[RecordKey, str] = {}
         self.full = False  # the next push replaces everything NGINX holds
         self._memory: dict[str, float] = {}  # store -> last fill ratio NGINX told
-        # Since when (monotonic) pushes fail: NGINX runs what it had (following.py).
+        # Since when (monotonic) pushes fail: NGINX runs what it had (engine/following.py).
         self.failing_since: float | None = None
 
     def forget_all(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 
 log = logging.getLogger("ferryman.nginx")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ferryman.dataplane.private_dir import new_private_directory, private_directory
-from ferryman.settings import SettingsError
+from ferryman.engine.settings import SettingsError
 
 # No longer than the even one's name: that decides where the sockets fit.
 _ODD_SOCKET = "nginx-version-odd.sock"

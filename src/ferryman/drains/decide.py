@@ -33,8 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ferryman.engine.settings import CONTROLLER_NAME
 from ferryman.machines.hooks import POINTS, Hook, Hooks, Point, hook_patch, hooks_of
-from ferryman.settings import CONTROLLER_NAME
 
 HOOK_NAME = "IngressTrafficDrain"
 HOOK_OWNER = CONTROLLER_NAME

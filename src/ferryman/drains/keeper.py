@@ -32,13 +32,13 @@ from ferryman.drains.decide import (
     waiting_on,
 )
 from ferryman.drains.replica import STATE_ANNOTATION, DrainAgent, decode
+from ferryman.engine.settings import CONTROLLER_NAME
 from ferryman.kube import client as kube
 from ferryman.kube.errors import Conflict, KubeError, NotFound
 from ferryman.kube.leases import live_identities, read_leases
 from ferryman.kube.resources import AsyncClient, Pod
 from ferryman.machines.events import EventWriter
-from ferryman.metrics import Metrics
-from ferryman.settings import CONTROLLER_NAME
+from ferryman.observability.metrics import Metrics
 
 log = logging.getLogger("ferryman.drains")
 

@@ -32,7 +32,7 @@ from ferryman.gates.decide import (
 from ferryman.kube import client as kube
 from ferryman.kube.errors import Conflict, Invalid, KubeError, NotFound
 from ferryman.kube.resources import AsyncClient, PatchType, PodStatus
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 
 log = logging.getLogger("ferryman.gates")
 

@@ -9,13 +9,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from ferryman.engine.settings import Settings
 from ferryman.gates.decide import GatedPod, PodKey, ReplicaReport
 from ferryman.gates.flipper import Flipper, GateSettings, write_condition
 from ferryman.gates.report import ReplicaLease, read_reports
 from ferryman.kube.resources import AsyncClient
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.readiness_gate import gate_type
-from ferryman.settings import Settings
 
 
 class GateKeeper:

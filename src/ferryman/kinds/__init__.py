@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ferryman.kind_spec import KindSpec, by_kind
+from ferryman.engine.kind_spec import KindSpec, by_kind
 from ferryman.kinds.gateway.spec import SPECS as GATEWAY
 from ferryman.kinds.ingress.spec import SPECS as INGRESS
 from ferryman.kinds.policy.spec import SPECS as POLICY

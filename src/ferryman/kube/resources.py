@@ -29,7 +29,7 @@ from lightkube.resources.events_v1 import Event
 from lightkube.resources.networking_v1 import Ingress, IngressClass, IngressStatus
 from lightkube.types import PatchType
 
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 
 __all__ = [
     "AsyncClient",

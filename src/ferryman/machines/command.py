@@ -18,9 +18,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferryman import flag_types, logs
+from ferryman.app import flag_types
 from ferryman.kube.client import KubeconfigError, make_client
 from ferryman.machines import lifecycle
+from ferryman.observability import logs
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.kube import client as kube
 from ferryman.kube.errors import Conflict, NotFound
 from ferryman.kube.resources import AsyncClient, Node, create_namespaced_resource
@@ -32,7 +33,6 @@ from ferryman.machines.lifecycle import (
     MAX_BACKOFF,
 )
 from ferryman.machines.provider import InstanceProvider
-from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.machines")
 

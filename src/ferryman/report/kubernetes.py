@@ -17,14 +17,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.kind_spec import OWN, ROUTING, STATE, KindSpec
+from ferryman.engine.kind_spec import OWN, ROUTING, STATE, KindSpec
+from ferryman.engine.settings import CONTROLLER_NAME
 from ferryman.kube import client as kube
 from ferryman.kube.errors import KubeError, NotFound
 from ferryman.kube.resources import AsyncClient, Ingress, Service, resource_for
 from ferryman.kube.writers import Regarding, Reporter, merge_patch, write_event
 from ferryman.report.gateway_status import GatewayStatusWriter, Read
 from ferryman.resources.meta import ObjectRef
-from ferryman.settings import CONTROLLER_NAME
 
 log = logging.getLogger("ferryman.report")
 

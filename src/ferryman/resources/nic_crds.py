@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from ferryman.kind_spec import Crd, KindSpec
+from ferryman.engine.kind_spec import Crd, KindSpec
 
 GROUP = "k8s.nginx.org"
 Schema = dict[str, Any]

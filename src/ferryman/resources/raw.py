@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 from ferryman.resources.service import SERVICE_NAME_LABEL
 
 # A copy of the whole object as kubectl applied it: never read, often the

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ferryman.kind_spec import CORE, KindSpec, by_kind
+from ferryman.engine.kind_spec import CORE, KindSpec, by_kind
 from ferryman.resources.meta import ObjectRef
 
 # Kind name -> spec: what a source reads.

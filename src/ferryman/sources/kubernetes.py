@@ -5,7 +5,7 @@ then watches. When the watch ends for any reason — 410 Gone after compaction, 
 dropped connection, an API server restart — it lists again and compares the
 result with what it delivered before, so objects deleted during the gap are
 deleted here too and nothing added is missed; ``resync`` ends every watch at
-once, for a replica that fell behind (``following.py``). Secrets are listed with a field
+once, for a replica that fell behind (``engine/following.py``). Secrets are listed with a field
 selector for each type ferryman reads (TLS, and those of NIC's policies).
 
 With ``--readiness-gates`` the opted-in Namespaces are watched too (label-selected
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 from ferryman.kube.errors import NotFound, from_api
 from ferryman.kube.resources import (
     AsyncClient,

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.raw import Packed, pack
 from ferryman.sources import Kinds, Sink, forked, manifest_kinds

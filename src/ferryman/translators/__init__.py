@@ -1,6 +1,6 @@
 """Each kind's translator: a resource in the store -> records in ``Desired``.
 
-The worker (controller.py) owns the queue, the flush and the pushes; it hands
+The worker (engine/controller.py) owns the queue, the flush and the pushes; it hands
 each key to the translator of its kind and asks the translator of a resource to
 render it again when host ownership or something it read changes. A new kind is
 a parser (resources/), a translation (configs/) and a translator here; the
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
 
 

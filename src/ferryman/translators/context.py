@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
-from ferryman.kind_spec import KindSpec
-from ferryman.queue_keys import QueueKey
+from ferryman.engine.kind_spec import KindSpec
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.report import GatewayStatusSink, IngressStatusSink
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.translators import Translator, Worker
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
-from ferryman.workqueue import WorkQueue
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ routing, certificates by reference, endpoint sets through ``EndpointSets``),
 which resource wrote which host, what each translation read (so a change to a
 Secret, Policy or VirtualServerRoute translates exactly its readers again), and
 the Events waiting for the flush that makes them true. The worker
-(controller.py) pushes the records and reports the Events; host ownership
+(engine/controller.py) pushes the records and reports the Events; host ownership
 across kinds is ``Configuration``'s.
 """
 
@@ -16,15 +16,15 @@ from collections.abc import Iterable
 
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.routes import encode_host
-from ferryman.configuration import Configuration, HostPolicy
-from ferryman.dependencies import Dependencies
-from ferryman.endpoint_sets import EndpointSets
+from ferryman.engine.configuration import Configuration, HostPolicy
+from ferryman.engine.dependencies import Dependencies
+from ferryman.engine.endpoint_sets import EndpointSets
+from ferryman.engine.reads import Cache
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.ingress.parse.ingressclass import ClassPolicy
-from ferryman.reads import Cache
 from ferryman.resources.meta import ObjectRef
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
-from ferryman.configuration import AgeKey
+from ferryman.engine.configuration import AgeKey
 from ferryman.kinds.ingress.records.ports import Claim
 from ferryman.kinds.transport.parse.globalconfiguration import Listener
 from ferryman.kinds.transport.records.http_listeners import HTTP_LISTENERS_FILE, listener_files

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ferryman.dataplane.errors import DROPPED, GIVE_UP, RETRY
-from ferryman.settings import Settings
+from ferryman.engine.settings import Settings
 from ferryman.translators import Translator
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts

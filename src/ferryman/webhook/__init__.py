@@ -8,6 +8,6 @@
   every replica) and the caBundle of the MutatingWebhookConfiguration.
 - ``server``: the HTTPS server the API server calls, and its lifecycle.
 
-app.py wires it with callables (the served Services, namespace opt-in), so it
+app/root.py wires it with callables (the served Services, namespace opt-in), so it
 never imports the controller.
 """

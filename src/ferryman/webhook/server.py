@@ -1,6 +1,6 @@
 """The HTTPS server the API server calls with each opted-in pod's creation.
 
-Started once the caches have synced (app.py): an answer before that would leave
+Started once the caches have synced (app/root.py): an answer before that would leave
 out gates of Services not yet read. It serves the Secret's certificate, follows
 the Secret when it changes (cert-manager renewing it, or it being deleted: then
 a new one is made), and keeps the configuration's caBundle on the Secret's CA.
@@ -48,7 +48,7 @@ class WebhookServer:
         """``configuration``: the MutatingWebhookConfiguration whose caBundle
         ferryman keeps (None: someone else keeps it). ``count(result)``: each
         review's result (admission.INJECTED, UNCHANGED, ERROR). ``port``: a
-        socket already bound to it (app.py binds it before NGINX's listeners
+        socket already bound to it (app/root.py binds it before NGINX's listeners
         open, so no listener can take it first)."""
         self._port = port
         self._reviews = Reviews(injector, count)

@@ -3,8 +3,8 @@ read with --enable-gateway-api only; their CRDs are the Gateway API's own."""
 
 from __future__ import annotations
 
-from ferryman.kind_spec import OWN, KindSpec
-from ferryman.settings import Settings
+from ferryman.engine.kind_spec import OWN, KindSpec
+from ferryman.engine.settings import Settings
 
 GROUP = "gateway.networking.k8s.io"
 

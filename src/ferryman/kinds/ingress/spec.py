@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import KindSpec
+from ferryman.engine.kind_spec import KindSpec
 
 INGRESS = KindSpec("Ingress", "networking.k8s.io", "v1", "ingresses", keeps=("spec",))
 INGRESS_CLASS = KindSpec(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferryman.kind_spec import STATE, Crd
+from ferryman.engine.kind_spec import STATE, Crd
 from ferryman.resources import nic_crds
 from ferryman.resources.nic_crds import nic_kind
 

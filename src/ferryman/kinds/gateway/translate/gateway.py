@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.model import BackendKey, backend_key
+from ferryman.engine.reads import Reads
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.gateway_api import (
     Gateway,
     parse_gateway,
@@ -65,13 +68,10 @@ from ferryman.kinds.gateway.records.status import (
 )
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
-from ferryman.metrics import Metrics
-from ferryman.reads import Reads
+from ferryman.observability.metrics import Metrics
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.translators import Translator, Worker
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired

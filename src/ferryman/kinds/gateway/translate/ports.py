@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ferryman.configuration import AgeKey
+from ferryman.engine.configuration import AgeKey
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.gateway_api import Gateway, Listener
 from ferryman.kinds.gateway.records.addresses import Outcome
 from ferryman.kinds.gateway.records.servers import ANY_ADDRESS
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.translators.listen_ports import ListenPorts
 
 

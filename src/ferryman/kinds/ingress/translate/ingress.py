@@ -15,7 +15,12 @@ from typing import Any
 from ferryman.configs.model import BackendKey, VirtualHost
 from ferryman.configs.routes import encode_host
 from ferryman.configs.tenancy import denied_minion
-from ferryman.configuration import covering_wildcard
+from ferryman.engine.configuration import covering_wildcard
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.reads import MERGEABLE_HOST, Reads
+from ferryman.engine.settings import CONTROLLER_NAME, Settings
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
 from ferryman.kinds.ingress.parse.ingressclass import (
     ClassPolicy,
@@ -32,9 +37,7 @@ from ferryman.kinds.ingress.records.mergeable import (
 )
 from ferryman.kinds.ingress.records.virtual_hosts import secret_names, virtual_hosts
 from ferryman.kinds.ingress.translate.listen import listen_ports
-from ferryman.metrics import Metrics
-from ferryman.queue_keys import QueueKey
-from ferryman.reads import MERGEABLE_HOST, Reads
+from ferryman.observability.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -44,14 +47,11 @@ from ferryman.report import (
     IngressStatusSink,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
-from ferryman.settings import CONTROLLER_NAME, Settings
-from ferryman.store import Store
 from ferryman.translators import Translator, Worker, internal
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.record_fit import Exclusions, Refusals, largest
-from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
 

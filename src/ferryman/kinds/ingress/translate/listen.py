@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ferryman.configuration import age_key
+from ferryman.engine.configuration import age_key
+from ferryman.engine.reads import Reads, own_ports
+from ferryman.engine.settings import Settings
 from ferryman.kinds.ingress.parse.annotations import PREFIX
 from ferryman.kinds.ingress.parse.ingress import Ingress
 from ferryman.kinds.ingress.records.hosts import Written
@@ -22,9 +24,7 @@ from ferryman.kinds.ingress.records.ports import (
     taken_warning,
     wanted,
 )
-from ferryman.reads import Reads, own_ports
 from ferryman.resources.meta import ObjectRef
-from ferryman.settings import Settings
 from ferryman.translators.listen_ports import ListenPorts
 
 NOT_ON_ANGIE = (

@@ -128,7 +128,7 @@ class TransportServer:
 
     def hosts(self) -> tuple[str, ...]:
         """The host it claims beside Ingresses and VirtualServers: a passthrough
-        TransportServer's SNI name (configuration.py); none otherwise."""
+        TransportServer's SNI name (engine/configuration.py); none otherwise."""
         return (self.host,) if self.passthrough else ()
 
 

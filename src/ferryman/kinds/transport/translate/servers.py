@@ -24,7 +24,10 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey
-from ferryman.configuration import age_key
+from ferryman.engine.configuration import age_key
+from ferryman.engine.reads import forbidden_ports
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.transport.parse.globalconfiguration import (
     GlobalConfiguration,
     Listener,
@@ -45,7 +48,6 @@ from ferryman.kinds.transport.records.stream import (
     stream_record,
     stream_server,
 )
-from ferryman.reads import forbidden_ports
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_ERROR,
@@ -58,8 +60,6 @@ from ferryman.report import (
     WARNING_STATE,
 )
 from ferryman.resources.meta import ObjectRef
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.wire.records import RecordKey
 
 KINDS = frozenset({"GlobalConfiguration", "TransportServer"})

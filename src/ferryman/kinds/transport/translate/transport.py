@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 
+from ferryman.engine.reads import Reads
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.transport.parse.transportserver import TransportServer
 from ferryman.kinds.transport.translate.servers import KINDS, TransportServers
-from ferryman.metrics import Metrics
-from ferryman.reads import Reads
+from ferryman.observability.metrics import Metrics
 from ferryman.report import NORMAL, VALID, WARNING
 from ferryman.resources.meta import ObjectRef
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.translators import Translator, Worker
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired

@@ -14,14 +14,16 @@ from dataclasses import replace
 from typing import Any
 
 from ferryman.configs.routes import encode_host
+from ferryman.engine.reads import Reads
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.policy.records.status import policy_status
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.kinds.virtualserver.records.delegation import Delegated, resolve
 from ferryman.kinds.virtualserver.records.listeners import resolve_listeners
 from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
 from ferryman.kinds.virtualserver.translate.vsr_status import RouteStatuses
-from ferryman.metrics import Metrics
-from ferryman.reads import Reads
+from ferryman.observability.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -33,8 +35,6 @@ from ferryman.report import (
     WARNING_STATE,
 )
 from ferryman.resources.meta import ObjectRef
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.translators import Translator, Worker
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from ferryman.configs.tenancy import host_denied
-from ferryman.reads import Cache
+from ferryman.engine.reads import Cache
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,

@@ -14,22 +14,22 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ferryman.controller import Applied, Controller
-from ferryman.endpoint_sets import PodId
-from ferryman.kind_spec import KindSpec, enabled
-from ferryman.metrics import Metrics
-from ferryman.queue_keys import QueueKey
+from ferryman.engine.controller import Applied, Controller
+from ferryman.engine.endpoint_sets import PodId
+from ferryman.engine.kind_spec import KindSpec, enabled
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.settings import Settings, SettingsError
+from ferryman.engine.sink import QueueingSink
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
-from ferryman.settings import Settings, SettingsError
-from ferryman.sink import QueueingSink
-from ferryman.store import Store
-from ferryman.workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from ferryman.dataplane.in_flight import InFlight
     from ferryman.drains.decide import Flavour
     from ferryman.drains.replica import DrainAgent
-    from ferryman.following import Following
+    from ferryman.engine.following import Following
     from ferryman.gates.decide import PodKey
     from ferryman.gates.keeper import GateKeeper
     from ferryman.gates.pods import PendingIndex
@@ -182,7 +182,7 @@ class KubernetesMode:
     def following(self, controller: Controller) -> Following:
         """Ready means caught up: after a stall or an API outage longer than the
         report Lease allows, not ready until relisted and applied (following.py)."""
-        from ferryman.following import Following
+        from ferryman.engine.following import Following
 
         async def caught_up() -> None:
             await self.source.wait_synced()

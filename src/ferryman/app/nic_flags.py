@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ferryman import flag_types
+from ferryman.app import flag_types
 
 
 class FlagError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ferryman.kind_spec import KindSpec, by_kind
+from ferryman.engine.kind_spec import KindSpec, by_kind
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.pod import ips_of
 from ferryman.resources.raw import Packed, pack

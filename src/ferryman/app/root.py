@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ferryman import collector
-from ferryman.controller import Controller
+from ferryman.app.kubernetes_mode import REPLICA_REPORT, KubernetesMode
+from ferryman.app.kubernetes_mode import webhook as readiness_gate_webhook
+from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate
@@ -33,22 +34,21 @@ from ferryman.dataplane.state_dir import (
     remove_short_socket_dir,
 )
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
-from ferryman.following import Following
-from ferryman.kubernetes_mode import REPLICA_REPORT, KubernetesMode
-from ferryman.kubernetes_mode import webhook as readiness_gate_webhook
-from ferryman.latency import LatencyReceiver
-from ferryman.metrics import Metrics, parse_stub_status
-from ferryman.probes import ProbeServer
-from ferryman.queue_keys import QueueKey
+from ferryman.engine.controller import Controller
+from ferryman.engine.following import Following
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings, SettingsError
+from ferryman.engine.sink import QueueingSink
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
+from ferryman.observability import collector
+from ferryman.observability.latency import LatencyReceiver
+from ferryman.observability.metrics import Metrics, parse_stub_status
+from ferryman.observability.probes import ProbeServer
 from ferryman.report import LogReporter, Reporter
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings, SettingsError
-from ferryman.sink import QueueingSink
 from ferryman.sources.manifests import ManifestsSource
-from ferryman.store import Store
 from ferryman.translators.context import Sinks
-from ferryman.wiring import BUILT_IN, Kinds, prepared, shape
-from ferryman.workqueue import WorkQueue
 
 # What only the Angie flavour or only Kubernetes mode uses is imported where it
 # is used: lightkube and the Angie renderer alone took ~0.1 s of every start.
@@ -128,7 +128,7 @@ async def _abandon(nginx: NginxManager, starting: asyncio.Task[None]) -> None:
 
 
 async def run(settings: Settings, data_plane: str = "nginx", kinds: Kinds = BUILT_IN) -> int:
-    collector.pause()  # unless ferryman.launch did already
+    collector.pause()  # unless ferryman.app.launch did already
     try:
         user, uid = worker_user()
         state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
@@ -280,7 +280,7 @@ async def _run(
             and not stop.is_set()
             and not nginx.listeners_closed
             and not (cluster is not None and cluster.node_leaving())
-            # Nor while behind the API after a stall or an outage (following.py).
+            # Nor while behind the API after a stall or an outage (engine/following.py).
             and (following is None or following.ready())
         ),
         counters,

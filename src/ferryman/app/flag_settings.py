@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from ferryman.settings import Settings
+from ferryman.engine.settings import Settings
 
 
 def data_plane_binary(args: argparse.Namespace) -> str:

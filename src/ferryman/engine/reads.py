@@ -19,7 +19,10 @@ from typing import Any
 
 from ferryman.configs.secret_state import SecretState
 from ferryman.configs.tenancy import FROM_GROUP
-from ferryman.dependencies import ANY
+from ferryman.engine.dependencies import ANY
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.ingress.parse.annotations import MERGEABLE
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
@@ -35,9 +38,6 @@ from ferryman.kinds.virtualserver.parse.virtualserverroute import (
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef
 from ferryman.resources.nic_fields import Parsed
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.store import Store
 
 # The kinds only read by translators: a change to one translates its readers.
 # A ReferenceGrant's change does too (tenant mode), but the controller hands

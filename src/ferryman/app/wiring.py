@@ -6,9 +6,9 @@ from __future__ import annotations
 from ferryman.dataplane.flavour import Flavour
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.state_dir import Paths, prepare_state_dir
+from ferryman.engine.settings import SettingsError
 from ferryman.kinds import REGISTRY
 from ferryman.kinds.translators import build as kind_translators
-from ferryman.settings import SettingsError
 from ferryman.translators.context import Kinds, Shape
 
 # What ferryman serves: every kind of ferryman.kinds.

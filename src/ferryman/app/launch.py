@@ -3,11 +3,11 @@ before anything else is imported (``collector``), then ``cli`` runs."""
 
 from __future__ import annotations
 
-from ferryman import collector
+from ferryman.observability import collector
 
 
 def main() -> int:
     collector.pause()
-    from ferryman import cli
+    from ferryman.app import cli
 
     return cli.main()

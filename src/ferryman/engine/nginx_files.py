@@ -24,11 +24,11 @@ from ferryman.dataplane.errors import (
     ConfigTestError,
     ReloadError,
 )
-from ferryman.queue_keys import RESYNC, QueueKey
+from ferryman.engine.queue_keys import RESYNC, QueueKey
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.report import Reporter
 from ferryman.resources.meta import ObjectRef
-from ferryman.store import Store
-from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
 

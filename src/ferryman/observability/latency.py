@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
 
 log = logging.getLogger("ferryman.latency")

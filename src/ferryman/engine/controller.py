@@ -27,12 +27,23 @@ from ferryman.configs.model import BackendKey
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import PushError
 from ferryman.dataplane.records import AppliedRecords, memory_refusal
-from ferryman.endpoint_sets import PodId
-from ferryman.endpoint_sets import split as split_key
-from ferryman.kind_spec import CONFIG_MAP, CORE, NAMESPACE, SECRET, SERVICE
-from ferryman.metrics import Metrics
-from ferryman.nginx_files import NginxFiles
-from ferryman.queue_keys import LEAVING_NODES, RESYNC, LeavingNodes, PodAddress, QueueKey, Resync
+from ferryman.engine.endpoint_sets import PodId
+from ferryman.engine.endpoint_sets import split as split_key
+from ferryman.engine.kind_spec import CONFIG_MAP, CORE, NAMESPACE, SECRET, SERVICE
+from ferryman.engine.nginx_files import NginxFiles
+from ferryman.engine.queue_keys import (
+    LEAVING_NODES,
+    RESYNC,
+    LeavingNodes,
+    PodAddress,
+    QueueKey,
+    Resync,
+)
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
+from ferryman.observability.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -41,16 +52,12 @@ from ferryman.report import (
     Reporter,
 )
 from ferryman.resources.meta import ObjectRef
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.store import Store
 from ferryman.translators import internal
 from ferryman.translators.context import Context, Kinds, Shape, Sinks
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.unbindable import Unbindable
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
-from ferryman.workqueue import WorkQueue
 
 log = logging.getLogger("ferryman.controller")
 

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-from ferryman.metrics import Metrics
+from ferryman.observability.metrics import Metrics
 
 
 class ProbeServer:

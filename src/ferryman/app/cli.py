@@ -11,20 +11,13 @@ import textwrap
 from pathlib import Path
 from typing import NoReturn
 
-from ferryman import (
-    __version__,
-    app,
-    collector,
-    flag_settings,
-    flag_types,
-    logs,
-    nic_flags,
-    render,
-    wiring,
-)
+from ferryman import __version__
+from ferryman.app import flag_settings, flag_types, nic_flags, render, wiring
+from ferryman.app import root as app
+from ferryman.engine.settings import SettingsError
 from ferryman.machines import command as machine_controller
+from ferryman.observability import collector, logs
 from ferryman.resources import validation
-from ferryman.settings import SettingsError
 
 
 class _Parser(argparse.ArgumentParser):

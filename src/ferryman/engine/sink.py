@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ferryman.queue_keys import QueueKey, keys_for_event
+from ferryman.engine.queue_keys import QueueKey, keys_for_event
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.raw import Packed
-from ferryman.store import Store
-from ferryman.workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from ferryman.gates.pods import PendingIndex

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferryman.settings import Settings
+from ferryman.engine.settings import Settings
 
 Schema = dict[str, Any]
 

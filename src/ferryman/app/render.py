@@ -7,21 +7,21 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from ferryman.controller import Controller
+from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.flavour import Flavour, flavour_paths
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.state_dir import Paths, remove_short_socket_dir
-from ferryman.metrics import Metrics
-from ferryman.queue_keys import QueueKey
+from ferryman.engine.controller import Controller
+from ferryman.engine.queue_keys import QueueKey
+from ferryman.engine.secrets import SecretStore
+from ferryman.engine.settings import Settings
+from ferryman.engine.sink import QueueingSink
+from ferryman.engine.store import Store
+from ferryman.engine.workqueue import WorkQueue
+from ferryman.observability.metrics import Metrics
 from ferryman.report import REJECTED, RecordingReporter
-from ferryman.secrets import SecretStore
-from ferryman.settings import Settings
-from ferryman.sink import QueueingSink
 from ferryman.sources.manifests import ManifestsSource
-from ferryman.store import Store
-from ferryman.wiring import BUILT_IN, Kinds, prepared, shape
-from ferryman.workqueue import WorkQueue
 
 
 def _free_loopback_port() -> int:

@@ -34,6 +34,7 @@ from ferryman.configs.endpoints import (
     resolve_peers,
 )
 from ferryman.configs.model import BackendKey
+from ferryman.engine.store import Store
 from ferryman.resources.meta import ObjectRef, valid_or_none
 from ferryman.resources.pod import parse_pod, routable_gated, routable_while_gated
 from ferryman.resources.readiness_gate import opted_in, selects
@@ -43,7 +44,6 @@ from ferryman.resources.service import (
     parse_endpoint_slice,
     parse_service,
 )
-from ferryman.store import Store
 from ferryman.wire.records import Record, RecordKey
 
 # A pod as the gate flipper names it: (namespace, name, uid).

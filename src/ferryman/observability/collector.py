@@ -8,7 +8,7 @@ survivors pile up, scans more of them each time: it took ~1.5 s of the ~6 s of
 CPU to ready there, and found ~2,000 objects in cycles. Importing ferryman and
 its libraries alone ran it 127 times, ~40 ms of a ~0.25 s import.
 
-So the command pauses it before it imports anything (``ferryman.launch``), and
+So the command pauses it before it imports anything (``ferryman.app.launch``), and
 ``run`` resumes it once the first drain is done (other commands at once). What
 exists then is frozen (``gc.freeze``: left out of every later collection)
 rather than collected: a full collection of it took 0.25 s at 10,000
