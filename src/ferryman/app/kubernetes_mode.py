@@ -14,6 +14,7 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ferryman.app.lifecycle import REPLICA_REPORT
 from ferryman.engine.controller import Applied, Controller
 from ferryman.engine.endpoint_sets import PodId
 from ferryman.engine.kind_spec import KindSpec, enabled
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 
 # The task publishing this replica's report Lease: app stops it after NGINX.
-REPLICA_REPORT = "replica-report"
 
 
 class KubernetesMode:

@@ -11,8 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ferryman.app.kubernetes_mode import REPLICA_REPORT, KubernetesMode
+from ferryman.app.kubernetes_mode import KubernetesMode
 from ferryman.app.kubernetes_mode import webhook as readiness_gate_webhook
+from ferryman.app.lifecycle import Lifecycle
 from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
 from ferryman.dataplane import DataPlane
 from ferryman.dataplane.errors import DataPlaneError
@@ -306,15 +307,21 @@ async def _run(
         loop.add_signal_handler(sig, on_signal)
 
     code = 0
-    tasks: list[asyncio.Task[Any]] = []
+    life = Lifecycle()
+    life.on_stop("nginx", nginx.stop)
+    if dns is not None:
+        life.on_stop("dns", dns.stop)
+    if webhook_socket is not None:
+        life.on_stop("webhook socket", _closer(webhook_socket))
+    life.on_stop("probes", probes.stop)
     try:
         if settings.latency_metrics:
             receiver = LatencyReceiver(paths.latency_socket, metrics, controller.latency_owner)
             receiver.bind(worker_gid())
-            tasks.append(asyncio.create_task(receiver.run(), name="latency"))
+            life.run("latency", receiver.run())
         manifests: ManifestsSource | None = None
         if cluster is not None:
-            tasks.append(asyncio.create_task(cluster.source.run(unwatch), name="informers"))
+            life.run("informers", cluster.source.run(unwatch))
             first = asyncio.create_task(cluster.source.wait_synced(), name="synced")
         else:
             assert settings.manifests is not None
@@ -334,7 +341,7 @@ async def _run(
         metrics.workers.master_pid = lambda: nginx.pid
         await first
         if manifests is not None:
-            tasks.append(asyncio.create_task(manifests.run(unwatch), name="manifests"))
+            life.run("manifests", manifests.run(unwatch))
         fallback_made()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
@@ -350,27 +357,20 @@ async def _run(
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:
             following = cluster.following(controller)
-            tasks.append(asyncio.create_task(following.run(), name="following"))
-            tasks += cluster.tasks(stop, controller, in_flight)
+            life.run("following", following.run())
+            life.adopt(cluster.tasks(stop, controller, in_flight))
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(
                     settings, cluster, store, controller, metrics, webhook_socket
                 )
-                tasks.append(asyncio.create_task(webhook.run(), name="readiness-gate-webhook"))
-        tasks += [
-            asyncio.create_task(controller.run(), name="controller"),
-            asyncio.create_task(
-                keep_nginx_alive(
-                    nginx,
-                    controller.resend_everything,
-                    metrics,
-                    None if flavour.angie else bootstrap_main,
-                ),
-                name="nginx",
-            ),
-        ]
+                life.run("readiness-gate-webhook", webhook.run())
+        life.run("controller", controller.run())
+        bootstrap_text = None if flavour.angie else bootstrap_main
+        life.run(
+            "nginx", keep_nginx_alive(nginx, controller.resend_everything, metrics, bootstrap_text)
+        )
         stopper = asyncio.create_task(stop.wait(), name="stop")
-        pending: set[asyncio.Task[Any]] = {*tasks, stopper}
+        pending: set[asyncio.Task[Any]] = {*life.tasks, stopper}
         while stopper not in (done := await _first_done(pending)):
             pending -= done
             failed = [t for t in done if t.get_name() not in FINITE_TASKS]
@@ -389,22 +389,13 @@ async def _run(
     finally:
         started = False
         unwatch.set()
-        # This replica's report Lease goes last: withdrawing it tells the leader
-        # the replica has stopped (a Machine's pre-terminate hook waits for
-        # that), which is not so while NGINX still serves.
-        report = [t for t in tasks if t.get_name() == REPLICA_REPORT]
-        others = [t for t in tasks if t not in report]
-        for t in others:
-            t.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-        await nginx.stop()
-        for t in report:
-            t.cancel()
-        await asyncio.gather(*report, return_exceptions=True)
-        if dns is not None:
-            await dns.stop()
-        if webhook_socket is not None:
-            webhook_socket.close()
-        await probes.stop()
+        await life.stop()  # in app/lifecycle.py's STOP_ORDER
     log.info("stopped", extra={"fields": {"code": code}})
     return code
+
+
+def _closer(sock: socket.socket) -> Callable[[], Awaitable[None]]:
+    async def close() -> None:
+        sock.close()
+
+    return close
