@@ -419,7 +419,9 @@ def test_no_f_record_with_limits_crashes_nginx(
             # then ends an answer whose body the backend sent a little after its
             # headers, as it should. Whether a worker survived is checked below.
             continue
-        assert r.status_code in (200, 404, 429, 503), (record, r.status_code)
+        # The same timeouts end a slow answer before its headers: 504, as NGINX
+        # should (a busy machine makes any backend slower than 1 ms).
+        assert r.status_code in (200, 404, 429, 503, 504), (record, r.status_code)
     assert _workers(f) == workers, f"a worker died on F record {record!r}"
 
 
