@@ -44,13 +44,12 @@ class Lifecycle:
 
     async def stop(self) -> None:
         """Everything, in ``STOP_ORDER``."""
+        report = [t for t in self.tasks if t.get_name() == REPLICA_REPORT]
+        tasks = {WORKERS: [t for t in self.tasks if t not in report], REPLICA_REPORT: report}
         for step in STOP_ORDER:
-            if step in (WORKERS, REPLICA_REPORT):
-                tasks = [t for t in self.tasks if (t.get_name() == REPLICA_REPORT) == (
-                    step == REPLICA_REPORT
-                )]  # fmt: skip
-                for t in tasks:
+            if step in tasks:
+                for t in tasks[step]:
                     t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*tasks[step], return_exceptions=True)
             elif (stop := self._stops.get(step)) is not None:
                 await stop()

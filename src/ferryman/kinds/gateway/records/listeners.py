@@ -65,11 +65,13 @@ def listener_status(
     """``tls_passthrough``: TLS listeners can be served (the data plane has
     the stream module)."""
     conditions: list[Condition] = []
-    kinds, bad_kinds = _route_kinds(lst)
-    if lst.protocol == "TLS" and not (tls_passthrough and lst.tls_mode == "Passthrough"):
-        kinds, bad_kinds = (), []  # a listener not served takes no route kind
+    served = lst.protocol in SUPPORTED_PROTOCOLS or (tls_passthrough and lst.protocol == "TLS")
+    passes_through = lst.protocol != "TLS" or lst.tls_mode == "Passthrough"
+    # A TLS listener not served takes no route kind.
+    tls_unserved = lst.protocol == "TLS" and not (served and passes_through)
+    kinds, bad_kinds = ((), []) if tls_unserved else _route_kinds(lst)
     conflict = _conflict(gw, lst)
-    if lst.protocol not in SUPPORTED_PROTOCOLS and not (tls_passthrough and lst.protocol == "TLS"):
+    if not served:
         conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
                                     f"protocol {lst.protocol} is not supported"))  # fmt: skip
     elif port_problem is not None:
@@ -77,7 +79,7 @@ def listener_status(
     elif lst.protocol == "HTTPS" and lst.tls_mode == "Passthrough":
         conditions.append(Condition("Accepted", False, "UnsupportedValue",
                                     "tls mode Passthrough needs protocol TLS"))  # fmt: skip
-    elif lst.protocol == "TLS" and lst.tls_mode != "Passthrough":
+    elif not passes_through:
         only = "a TLS listener passes TLS through only (tls mode Passthrough)"
         conditions.append(Condition("Accepted", False, "UnsupportedValue", only))
     else:
