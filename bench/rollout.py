@@ -22,10 +22,18 @@ for ``--term-delay`` seconds, then exits (``terminationGracePeriodSeconds``
 
 ``--gates`` labels the namespace for gate injection, puts ferryman's gate in
 the pod template (so no webhook is needed) and starts ferryman with
-``GATES_FLAG``. ``--stall S`` holds the second replica's controller still for
-the first S seconds of each rollout (its NGINX serves on): a controller that
-lags behind the API, the case gates are for. Writes
-bench/results/rollout-<gates|no-gates>[-stalled][-drain<S>s].json.
+``GATES_FLAG``; ``--webhook`` instead has the gate injected as deploy/ does:
+each replica serves the readiness gate webhook, deploy/'s configuration
+(failurePolicy Fail) calls it through a Service that follows the replicas'
+readiness (bench/balancer.py), and every pod created during the run is checked
+for the gate. ``--follow-readiness`` sends each request through a replica whose
+``/nginx-ready`` a load balancer probing like deploy/'s readiness probe finds
+ready, instead of alternating blindly. ``--stall S`` holds one replica's
+controller still (SIGSTOP) for the first S seconds of each rollout (its NGINX
+serves on): a controller that lags behind the API, the case gates are for;
+``--stall-role leader`` stops whichever replica leads at that rollout's start.
+Writes bench/results/rollout-<gates|webhook|no-gates>[-follow][-surge<N>-unavailable<M>]
+[-stalled|-leader-stalled][-drain<S>s].json.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,15 +58,19 @@ from typing import Any
 import aiohttp
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.types import PatchType
 
+from bench.balancer import Balancer, Probe, Replica
 from bench.processes import FERRYMAN, in_work, publish, when_and_where
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
 from testkit.apiserver import APIServer, apply, build, wait_until
-from testkit.harness import Ferryman, ingress, path, rule
+from testkit.gates import leader_and_follower
+from testkit.harness import Ferryman, free_port, ingress, path, rule
 from testkit.kubelet import Kubelet
+from testkit.webhook import _configuration as webhook_configuration
 from testkit.workloads import deployment, rolled_out, service
 
 # ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
@@ -73,6 +85,8 @@ ROLLOUT_ANNOTATION = "bench.ferryman.io/rollout"
 GRACE_SECONDS = 30
 TERM_DELAY = 2.0  # seconds pods serve on after SIGTERM, by default
 SLOW = 1.0  # seconds: a request this late hung somewhere (the load's interval is 40 ms)
+WEBHOOK_CONFIGURATION = "ferryman-bench-readiness-gates"
+GATE = gate_type(INGRESS_CLASS)
 
 # -------------------------------------------------------------------- accounting
 
@@ -193,7 +207,7 @@ def lags(tally: Tally, pods: PodTimes, replicas: int) -> dict[str, Any]:
     }
 
 
-def summary(tally: Tally, rollouts: list[dict[str, float]]) -> dict[str, Any]:
+def summary(tally: Tally, rollouts: list[dict[str, Any]]) -> dict[str, Any]:
     """The results: requests, failures (by kind and by rollout), rollout durations."""
     complete = [r["complete_s"] for r in rollouts]
     settled = [r["old_pods_gone_s"] for r in rollouts]
@@ -247,11 +261,32 @@ def next_due(tally: Tally, sent: float, due: float, interval: float) -> float:
     return max(due + interval, time.monotonic())
 
 
+# Which replica the n-th request of a client goes through; None: no replica to send to.
+Pick = Callable[[int], "int | None"]
+
+
+def alternating(count: int) -> Pick:
+    return lambda n: n % count
+
+
+def following(balancer: Balancer) -> Pick:
+    """Replicas in turn among those the balancer finds ready."""
+    index = {r.name: i for i, r in enumerate(balancer.replicas)}
+
+    def pick(n: int) -> int | None:
+        ready = balancer.ready()
+        return index[ready[n % len(ready)].name] if ready else None
+
+    return pick
+
+
 async def _client(
-    index: int, ports: list[int], interval: float, tally: Tally, stop: asyncio.Event
+    index: int, ports: list[int], pick: Pick, interval: float, tally: Tally, stop: asyncio.Event
 ) -> None:
     """One keep-alive client: a request every ``interval`` seconds (the schedule
-    restarts after a late answer instead of bursting), replicas in turn."""
+    restarts after a late answer instead of bursting), through the replica
+    ``pick`` names (no replica ready: the request fails, as at a balancer
+    with no backend)."""
     timeout = aiohttp.ClientTimeout(total=10)
     connector = aiohttp.TCPConnector(limit_per_host=1)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
@@ -259,18 +294,22 @@ async def _client(
         due = time.monotonic() + interval * index / len(ports) / 4
         while not stop.is_set():
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            replica = n % len(ports)
-            url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
+            replica = pick(n)
             n += 1
-            sent = await ask(session, url, HOST, replica, tally)
+            if replica is None:
+                tally.failed("no_ready_replica", time.monotonic())
+                sent = time.monotonic()
+            else:
+                url = f"http://127.0.0.1:{ports[replica]}/load/{n}"
+                sent = await ask(session, url, HOST, replica, tally)
             due = next_due(tally, sent, due, interval)
 
 
 async def load(
-    ports: list[int], clients: int, rate: float, tally: Tally, stop: asyncio.Event
+    ports: list[int], pick: Pick, clients: int, rate: float, tally: Tally, stop: asyncio.Event
 ) -> None:
     interval = clients / rate
-    await asyncio.gather(*(_client(i, ports, interval, tally, stop) for i in range(clients)))
+    await asyncio.gather(*(_client(i, ports, pick, interval, tally, stop) for i in range(clients)))
 
 
 # -------------------------------------------------------------------- the cluster
@@ -281,7 +320,7 @@ def app_deployment(args: argparse.Namespace) -> dict[str, Any]:
     spec = d["spec"]
     spec["strategy"] = {
         "type": "RollingUpdate",
-        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        "rollingUpdate": {"maxSurge": args.max_surge, "maxUnavailable": args.max_unavailable},
     }
     pod = spec["template"]["spec"]
     pod["terminationGracePeriodSeconds"] = GRACE_SECONDS
@@ -295,8 +334,8 @@ def app_deployment(args: argparse.Namespace) -> dict[str, Any]:
         "periodSeconds": args.probe_period,
         "failureThreshold": 3,
     }
-    if args.gates:
-        pod["readinessGates"] = [{"conditionType": gate_type(INGRESS_CLASS)}]
+    if args.gates and not args.webhook:
+        pod["readinessGates"] = [{"conditionType": GATE}]
     return d
 
 
@@ -304,11 +343,13 @@ def app_deployment(args: argparse.Namespace) -> dict[str, Any]:
 class PodTimes:
     """When each pod was first seen Ready, and first seen deleted (monotonic):
     terminating, or already gone (a pod that exits at SIGTERM may be gone
-    between two polls)."""
+    between two polls); and whether each pod created during the run has the
+    gate."""
 
     initial: set[str] = field(default_factory=set)
     ready: dict[str, float] = field(default_factory=dict)
     deleted: dict[str, float] = field(default_factory=dict)
+    gated: dict[str, bool] = field(default_factory=dict)
 
     def poll(self, kube: Client, stop: threading.Event, interval: float = 0.1) -> None:
         seen: set[str] = set(self.initial)
@@ -321,6 +362,9 @@ class PodTimes:
             seen |= names
             for p in listed:
                 name = p.metadata.name
+                if name not in self.initial and name not in self.gated:
+                    gates = (p.spec and p.spec.readinessGates) or []
+                    self.gated[name] = any(g.conditionType == GATE for g in gates)
                 if p.metadata.deletionTimestamp:
                     self.deleted.setdefault(name, now)
                 conditions = (p.status and p.status.conditions) or []
@@ -340,7 +384,7 @@ def settled(kube: Client, replicas: int) -> bool:
     return len(hashes) == 1 and len(pods(kube)) == replicas
 
 
-def roll(kube: Client, i: int, replicas: int, tally: Tally) -> dict[str, float]:
+def roll(kube: Client, i: int, replicas: int, tally: Tally) -> dict[str, Any]:
     tally.phase = f"rollout {i}"
     started = time.monotonic()
     kube.patch(
@@ -403,12 +447,24 @@ def upstream_errors(logs: list[str]) -> dict[str, int]:
     return dict(causes)
 
 
+def webhook_args(port: int) -> list[str]:
+    """A replica serving the readiness gate webhook on ``port``, with one
+    certificate Secret for all replicas, keeping the configuration's caBundle."""
+    return [
+        "--readiness-gate-webhook-port", str(port),
+        "--readiness-gate-webhook-cert-secret", f"{NAMESPACE}/webhook-cert",
+        "--readiness-gate-webhook-cert-hosts", "127.0.0.1",
+        "--readiness-gate-webhook-configuration", WEBHOOK_CONFIGURATION,
+    ]  # fmt: skip
+
+
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     if args.gates:
         check_gates_flag()
     server = APIServer(build(), work / "apiserver", "--controllers", "all")
     server.start()
     kubelet: Kubelet | None = None
+    balancer: Balancer | None = None
     replicas: list[Ferryman] = []
     try:
         kube = server.client()
@@ -418,22 +474,41 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         kubelet.start()
         labels = {INJECT_LABEL: INJECT_ENABLED} if args.gates else {}
         kube.create(Namespace(metadata=ObjectMeta(name=NAMESPACE, labels=labels)))
-        apply(kube, app_deployment(args), service(APP, NAMESPACE))
-        apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
+        proxy_port, hooks = free_port(), [free_port(), free_port()]
+        if args.webhook:
+            # deploy/'s configuration, through the balancer: the replicas fill in
+            # its caBundle as they start.
+            apply(kube, webhook_configuration(WEBHOOK_CONFIGURATION, NAMESPACE, proxy_port))
         for i in range(2):
             f = Ferryman(
                 work / f"ferryman-{i}",
                 extra_args=[
                     "--watch-namespace", NAMESPACE, "--ingress-class", INGRESS_CLASS,
                     "--log-level", "warning", *([GATES_FLAG] if args.gates else []),
+                    *(webhook_args(hooks[i]) if args.webhook else []),
                 ],
                 kubeconfig=server.kubeconfig,
                 env={"POD_NAME": f"ferryman-{i}", "POD_NAMESPACE": NAMESPACE},
             )  # fmt: skip
             f.start(wait=False)
             replicas.append(f)
+        balancer = Balancer(
+            [Replica(str(i), f.ready_port, hooks[i]) for i, f in enumerate(replicas)],
+            Probe(period=args.probe_every),
+            proxy_port if args.webhook else None,
+        )
+        balancer.start()
         for f in replicas:
             f.wait_ready(60)
+        if args.webhook:
+            wait_until(
+                lambda: all(w.clientConfig.caBundle for w in kube.get(
+                    MutatingWebhookConfiguration, WEBHOOK_CONFIGURATION).webhooks or []),
+                30,
+                "the webhook trusted",
+            )  # fmt: skip
+        apply(kube, app_deployment(args), service(APP, NAMESPACE))
+        apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
         wait_until(lambda: rolled_out(kube, NAMESPACE, APP, args.replicas), 120, "first pods")
         first = {p.metadata.name for p in pods(kube)}
         for f in replicas:
@@ -442,8 +517,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 60,
                 "both replicas route to every pod",
             )
-        return asyncio.run(_measure(args, kube, [f.http_port for f in replicas], replicas))
+        pick = following(balancer) if args.follow_readiness else alternating(len(replicas))
+        result = asyncio.run(_measure(args, kube, pick, replicas))
+        result["webhook_connections_proxied"] = balancer.proxied
+        result["webhook_connections_without_a_ready_replica"] = balancer.proxy_refused
+        return result
     finally:
+        if balancer is not None:
+            balancer.stop()
         for f in replicas:
             if f.proc is not None:
                 f.stop()
@@ -452,21 +533,34 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         server.stop()
 
 
+def to_stall(args: argparse.Namespace, kube: Client, replicas: list[Ferryman]) -> Ferryman:
+    """The replica ``--stall-role`` names, at this moment (leadership may have
+    moved while the last leader was stopped)."""
+    if args.stall_role == "follower":
+        return replicas[-1]
+    named = {str(i): f for i, f in enumerate(replicas)}
+    leader, _ = leader_and_follower(kube, NAMESPACE, named)
+    return leader
+
+
 async def _measure(
-    args: argparse.Namespace, kube: Client, ports: list[int], replicas: list[Ferryman]
+    args: argparse.Namespace, kube: Client, pick: Pick, replicas: list[Ferryman]
 ) -> dict[str, Any]:
     tally, stop = Tally(), asyncio.Event()
     times, polling = PodTimes(initial={p.metadata.name for p in pods(kube)}), threading.Event()
     poller = threading.Thread(target=times.poll, args=(kube, polling), daemon=True)
     poller.start()
-    clients = asyncio.create_task(load(ports, args.clients, args.rate, tally, stop))
-    rollouts: list[dict[str, float]] = []
+    ports = [f.http_port for f in replicas]
+    clients = asyncio.create_task(load(ports, pick, args.clients, args.rate, tally, stop))
+    rollouts: list[dict[str, Any]] = []
 
     def drive() -> None:
         time.sleep(args.settle)
         for i in range(1, args.rollouts + 1):
-            with stalled(replicas[-1], args.stall):
+            target = to_stall(args, kube, replicas)
+            with stalled(target, args.stall):
                 rollouts.append(roll(kube, i, args.replicas, tally))
+            rollouts[-1]["stalled_replica"] = target.workdir.name
             print(f"rollout {i}: {rollouts[-1]}", flush=True)
         tally.phase = "after"
         time.sleep(args.settle)
@@ -481,6 +575,8 @@ async def _measure(
     result = summary(tally, rollouts)
     result.update(lags(tally, times, len(ports)))
     result["pods_answering"] = len(tally.served_by)
+    result["new_pods"] = len(times.gated)
+    result["new_pods_gated"] = sum(times.gated.values())
     result["nginx_upstream_errors"] = upstream_errors([f.logs() for f in replicas])
     return result
 
@@ -492,10 +588,17 @@ def table(result: dict[str, Any]) -> str:
     def spread(key: str) -> str:
         return f"p50 {r[key]['p50']}  max {r[key]['max']}"
 
-    stall = r["second_replica_stalled_s"]
+    stall, role = r["replica_stalled_s"], r["stalled_role"]
+    strategy = r["strategy"]
     rows = [
-        ("mode", r["mode"] + (f", 2nd replica stalled {stall} s per rollout" if stall else "")),
-        ("rollouts", f"{len(r['rollouts'])} x {r['replicas']} pods"),
+        ("mode", r["mode"] + (f", the {role} stalled {stall} s per rollout" if stall else "")),
+        ("clients", "follow readiness" if r["clients_follow_readiness"] else "alternate"),
+        (
+            "rollouts",
+            f"{len(r['rollouts'])} x {r['replicas']} pods, maxSurge {strategy['max_surge']}"
+            f" maxUnavailable {strategy['max_unavailable']}",
+        ),
+        ("new pods gated", f"{r['new_pods_gated']} of {r['new_pods']}"),
         ("requests", r["requests"]),
         ("failed", f"{r['failed']}  ({kinds})"),
         ("not sent, client waiting", r["not_sent_while_waiting"]),
@@ -513,6 +616,24 @@ def table(result: dict[str, Any]) -> str:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--gates", action="store_true", help="with Pod readiness gates")
+    ap.add_argument(
+        "--webhook", action="store_true",
+        help="gates injected by the replicas' webhook, called through a Service\n"
+        "that follows their readiness (implies --gates)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--follow-readiness", action="store_true",
+        help="clients send through replicas a load balancer probing /nginx-ready\n"
+        "finds ready (default: alternate between both)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--probe-every", type=float, default=1.0,
+        help="seconds between the balancer's /nginx-ready probes (deploy/'s period)",
+    )  # fmt: skip
+    ap.add_argument("--max-surge", type=int, default=1, help="the Deployment's maxSurge")
+    ap.add_argument(
+        "--max-unavailable", type=int, default=0, help="the Deployment's maxUnavailable"
+    )
     ap.add_argument("--rollouts", type=int, default=10)
     ap.add_argument("--replicas", type=int, default=5, help="the Deployment's pods")
     ap.add_argument("--clients", type=int, default=8, help="concurrent keep-alive clients")
@@ -522,13 +643,19 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--term-delay", type=float, default=TERM_DELAY, help="serving after SIGTERM, s")
     ap.add_argument(
         "--stall", type=float, default=0,
-        help="hold the second replica's controller still (SIGSTOP) for the first\n"
+        help="hold one replica's controller still (SIGSTOP) for the first\n"
         "SECONDS of each rollout: a lagging controller (default 0: off)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--stall-role", choices=("follower", "leader"), default="follower",
+        help="which replica --stall stops: the second one, or the leader of the moment",
     )  # fmt: skip
     ap.add_argument("--settle", type=float, default=3, help="load before and after, s")
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
     ap.add_argument("--work", type=Path, help="keep logs and state here (default: a temp dir)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    args.gates = args.gates or args.webhook
+    return args
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -536,7 +663,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = in_work(lambda work: run(args, work), args.work, "fbench-rollout-")
     result = {
         **when_and_where(),
-        "mode": "gates" if args.gates else "no-gates",
+        "mode": "webhook" if args.webhook else "gates" if args.gates else "no-gates",
+        "clients_follow_readiness": args.follow_readiness,
+        "strategy": {"max_surge": args.max_surge, "max_unavailable": args.max_unavailable},
         "replicas": args.replicas,
         "load": {"clients": args.clients, "rate_per_s": args.rate, "ferryman_replicas": 2},
         "pods": {
@@ -545,11 +674,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "term_delay_s": args.term_delay,
             "termination_grace_period_s": GRACE_SECONDS,
         },
-        "second_replica_stalled_s": args.stall,
+        "replica_stalled_s": args.stall,
+        "stalled_role": args.stall_role,
         **result,
     }
-    variant = ("-stalled" if args.stall else "") + (
-        "" if args.term_delay == TERM_DELAY else f"-drain{args.term_delay:g}s"
+    variant = "".join(
+        (
+            "-follow" if args.follow_readiness else "",
+            f"-surge{args.max_surge}-unavailable{args.max_unavailable}"
+            if (args.max_surge, args.max_unavailable) != (1, 0)
+            else "",
+            ("-leader" if args.stall_role == "leader" else "") + "-stalled" if args.stall else "",
+            "" if args.term_delay == TERM_DELAY else f"-drain{args.term_delay:g}s",
+        )
     )
     publish(result, table(result), args.out / f"rollout-{result['mode']}{variant}.json")
     return result

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from aiohttp import web
 from bench import rollout
-from bench.rollout import Tally, load, summary
+from bench.rollout import Tally, alternating, load, summary
 
 from testkit.harness import free_port
 
@@ -41,7 +41,9 @@ async def _resetting() -> tuple[asyncio.Server, int]:
 
 async def _load(ports: list[int], tally: Tally, requests: int = 24) -> None:
     stop = asyncio.Event()
-    task = asyncio.create_task(load(ports, clients=2, rate=40, tally=tally, stop=stop))
+    task = asyncio.create_task(
+        load(ports, alternating(len(ports)), clients=2, rate=40, tally=tally, stop=stop)
+    )
     while sum(tally.requests.values()) < requests:  # noqa: ASYNC110 (a counter, no event)
         await asyncio.sleep(0.05)
     stop.set()
