@@ -125,7 +125,10 @@ class Balancer:
             writer.close()
             return
         self.proxied += 1
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        # Cancelled at stop: asyncio's stream server logs a callback task that
+        # ends cancelled as an error, so the cancellation ends here.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -25,10 +25,10 @@ the pod template (so no webhook is needed) and starts ferryman with
 ``GATES_FLAG``; ``--webhook`` instead has the gate injected as deploy/ does:
 each replica serves the readiness gate webhook, deploy/'s configuration
 (failurePolicy Fail) calls it through a Service that follows the replicas'
-readiness (bench/balancer.py), and every pod created during the run is checked
-for the gate. ``--follow-readiness`` sends each request through a replica whose
-``/nginx-ready`` a load balancer probing like deploy/'s readiness probe finds
-ready, instead of alternating blindly. ``--stall S`` holds one replica's
+readiness (bench/balancer.py), and every pod (the first ones too) is checked
+for the gate. ``--follow-readiness`` sends each request through a replica
+whose ``/nginx-ready`` a load balancer probing like deploy/'s readiness probe
+finds ready, instead of alternating blindly. ``--stall S`` holds one replica's
 controller still (SIGSTOP) for the first S seconds of each rollout (its NGINX
 serves on): a controller that lags behind the API, the case gates are for;
 ``--stall-role leader`` stops whichever replica leads at that rollout's start.
@@ -343,8 +343,8 @@ def app_deployment(args: argparse.Namespace) -> dict[str, Any]:
 class PodTimes:
     """When each pod was first seen Ready, and first seen deleted (monotonic):
     terminating, or already gone (a pod that exits at SIGTERM may be gone
-    between two polls); and whether each pod created during the run has the
-    gate."""
+    between two polls); and whether each pod has the gate (the first ones
+    and every one a rollout made)."""
 
     initial: set[str] = field(default_factory=set)
     ready: dict[str, float] = field(default_factory=dict)
@@ -362,7 +362,7 @@ class PodTimes:
             seen |= names
             for p in listed:
                 name = p.metadata.name
-                if name not in self.initial and name not in self.gated:
+                if name not in self.gated:
                     gates = (p.spec and p.spec.readinessGates) or []
                     self.gated[name] = any(g.conditionType == GATE for g in gates)
                 if p.metadata.deletionTimestamp:
@@ -507,8 +507,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 30,
                 "the webhook trusted",
             )  # fmt: skip
-        apply(kube, app_deployment(args), service(APP, NAMESPACE))
+        # The Service and Ingress first, known to both replicas (the host answers,
+        # 503 without endpoints): the webhook gates only pods a route serves, so
+        # pods created before their route are rightly not gated.
+        apply(kube, service(APP, NAMESPACE))
         apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
+        for f in replicas:
+            wait_until(lambda f=f: f.get(HOST, "/").status != 404, 60, "the route")
+        apply(kube, app_deployment(args))
         wait_until(lambda: rolled_out(kube, NAMESPACE, APP, args.replicas), 120, "first pods")
         first = {p.metadata.name for p in pods(kube)}
         for f in replicas:
@@ -575,8 +581,9 @@ async def _measure(
     result = summary(tally, rollouts)
     result.update(lags(tally, times, len(ports)))
     result["pods_answering"] = len(tally.served_by)
-    result["new_pods"] = len(times.gated)
-    result["new_pods_gated"] = sum(times.gated.values())
+    result["pods"] = len(times.gated)
+    result["pods_gated"] = sum(times.gated.values())
+    result["pods_without_gate"] = sorted(name for name, gated in times.gated.items() if not gated)
     result["nginx_upstream_errors"] = upstream_errors([f.logs() for f in replicas])
     return result
 
@@ -598,7 +605,7 @@ def table(result: dict[str, Any]) -> str:
             f"{len(r['rollouts'])} x {r['replicas']} pods, maxSurge {strategy['max_surge']}"
             f" maxUnavailable {strategy['max_unavailable']}",
         ),
-        ("new pods gated", f"{r['new_pods_gated']} of {r['new_pods']}"),
+        ("pods gated", f"{r['pods_gated']} of {r['pods']}"),
         ("requests", r["requests"]),
         ("failed", f"{r['failed']}  ({kinds})"),
         ("not sent, client waiting", r["not_sent_while_waiting"]),
