@@ -49,11 +49,11 @@ NOT_IN_CHART |= {"--nginx-modules-dir", "--data-plane-binary"}
 
 # Every value that turns a flag on or changes how it is rendered.
 EVERYTHING: dict[str, Any] = {
-    "controller.logFormat": "json",
-    "controller.logLevel": "debug",
-    "controller.watchNamespace": ["a", "b"],
+    "controller.logFormat": "json-unix-ms",
+    "controller.logLevel": "trace",
+    "controller.watchNamespace": "a, b",
     "controller.readinessGates.enable": True,
-    "controller.nginxReloadTimeout": 2.5,
+    "controller.nginxReloadTimeout": 2500,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
     "controller.shutdownGracePeriod": 2.5,
@@ -64,29 +64,33 @@ EVERYTHING: dict[str, Any] = {
     "controller.angieDnsPort": 5353,
     "controller.reportIngressStatus.externalService": "other/lb",
     "controller.reportIngressStatus.ingressAddress": ["192.0.2.1", "lb.example.com"],
-    "controller.leaderElection.lockName": "my-lock",
+    "controller.reportIngressStatus.leaderElectionLockName": "my-lock",
     "controller.leaderElection.leaseDuration": 20,
     "controller.leaderElection.renewDeadline": 10,
     "controller.leaderElection.retryPeriod": 2,
     "controller.machineLifecycleHooks.mode": "openshift",
     "controller.machineLifecycleHooks.drainTimeout": 90,
     "controller.machineLifecycleHooks.inFlightTimeout": 30,
+    "controller.nginxStatus.enable": True,
     "controller.nginxStatus.port": 8080,
-    "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
-    "controller.healthStatus.enable": True,
-    "controller.healthStatus.uri": "/healthz",
+    "controller.nginxStatus.allowCidrs": "10.0.0.0/8, ::1/128",
+    "controller.healthStatus": True,
+    "controller.healthStatusURI": "/healthz",
     "controller.enableLatencyMetrics": True,
     "controller.computeFullForwardedFor": False,
     "controller.strictRequestPaths": True,
-    "controller.globalConfiguration": "ingress/listeners",
-    "controller.enableTlsPassthrough": True,
+    "controller.globalConfiguration.customName": "ingress/listeners",
+    "controller.enableTLSPassthrough": True,
+    "controller.tlsPassthroughPort": 8443,
     "controller.gatewayAPI.enable": True,
     "controller.gatewayAPI.controllerName": "example.com/gateway",
     "controller.gatewayAPI.addresses": "10.0.0.10-10.0.0.20",
-    "controller.httpPort": 8000,
-    "controller.httpsPort": 8443,
-    "controller.readyPort": 8082,
-    "controller.metricsPort": 9100,
+    "controller.defaultHTTPListenerPort": 8000,
+    "controller.containerPort.http": 8000,
+    "controller.defaultHTTPSListenerPort": 8443,
+    "controller.containerPort.https": 8443,
+    "controller.readyStatus.port": 8082,
+    "prometheus.port": 9100,
     "controller.readinessGates.timeout": 120,
     "readinessGateWebhook.port": 9443,
     "readinessGateWebhook.failurePolicy": "Ignore",
@@ -144,9 +148,18 @@ def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict
     return found[0]
 
 
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
+
+
+def _workload(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] in WORKLOADS]
+    return found
+
+
 def _container(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    containers = _one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert len(containers) == 1
+    """ferryman's container (the pod may have extraContainers after it)."""
+    containers = _workload(docs)["spec"]["template"]["spec"]["containers"]
+    assert containers[0]["name"] == "ferryman"
     return dict(containers[0])
 
 
@@ -173,7 +186,7 @@ def _run_flags() -> set[str]:
 
 @pytest.mark.parametrize(
     "extra",
-    [[], ["--strict"], ["--strict", "--set", "serviceMonitor.enabled=true"]],
+    [[], ["--strict"], ["--strict", "--set", "prometheus.serviceMonitor.create=true"]],
     ids=["lint", "strict", "strict-servicemonitor"],
 )
 def test_lint(helm_binary: Path, extra: list[str]) -> None:
@@ -425,7 +438,7 @@ def test_secrets_are_listed_and_watched_never_fetched(helm_binary: Path) -> None
 
 
 def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
-    docs = _template(helm_binary, values={"controller.nginxStatus.port": 8080})
+    docs = _template(helm_binary, values={"controller.nginxStatus.enable": True})
     policy = _one(docs, "NetworkPolicy")["spec"]
     assert (
         policy["podSelector"]["matchLabels"]
@@ -456,16 +469,22 @@ def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
 
 
 def test_template_service_monitor(helm_binary: Path) -> None:
-    docs = _template(
-        helm_binary,
-        values={"serviceMonitor.enabled": True, "ingressClass.setAsDefaultIngress": True},
-    )
+    """NIC's prometheus.serviceMonitor: its endpoints name the Service port
+    "prometheus", which the chart's prometheus Service has."""
+    values = {
+        "prometheus.serviceMonitor.create": True,
+        "controller.ingressClass.setAsDefaultIngress": True,
+    }
+    docs = _template(helm_binary, values=values)
     monitor = _one(docs, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
-    metrics = _one(docs, "Service", f"{RELEASE}-ferryman-metrics")
+    assert monitor["spec"]["endpoints"] == [{"port": "prometheus"}]
+    metrics = _one(docs, "Service", f"{RELEASE}-ferryman-prometheus-service")
     assert metrics["spec"]["type"] == "ClusterIP"
-    assert metrics["spec"]["ports"] == [{"name": "metrics", "port": 9113, "targetPort": "metrics"}]
+    assert metrics["spec"]["ports"] == [
+        {"name": "prometheus", "port": 9113, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    assert metrics["metadata"]["labels"]["service"] == "nginx-ingress-prometheus-service"
     # The ServiceMonitor selects the metrics Service only, never the LoadBalancer.
     selected = [
         d["metadata"]["name"]
@@ -473,11 +492,16 @@ def test_template_service_monitor(helm_binary: Path) -> None:
         if d["kind"] == "Service"
         and monitor["spec"]["selector"]["matchLabels"].items() <= d["metadata"]["labels"].items()
     ]
-    assert selected == [f"{RELEASE}-ferryman-metrics"]
+    assert selected == [f"{RELEASE}-ferryman-prometheus-service"]
     annotations = _one(docs, "IngressClass")["metadata"]["annotations"]
     assert annotations == {"ingressclass.kubernetes.io/is-default-class": "true"}
     assert "--report-ingress-status" in _args(docs)
     _parse(_args(docs))
+    # prometheus.create false: no metrics port, flag 0, no scrape annotations.
+    docs = _template(helm_binary, values={"prometheus.create": False})
+    assert "--metrics-port=0" in _args(docs)
+    assert "metrics" not in {p["name"] for p in _container(docs)["ports"]}
+    assert "annotations" not in _workload(docs)["spec"]["template"]["metadata"]
 
 
 def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
@@ -560,7 +584,7 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert rendered == _run_flags() - NOT_IN_CHART
 
     # Leader election off: no Role for the Lease, and the flag says false.
-    docs = _template(helm_binary, values={"controller.leaderElection.enable": False})
+    docs = _template(helm_binary, values={"controller.reportIngressStatus.enableLeaderElection": False})
     assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")
                 and "leader" in d["metadata"]["name"]]  # fmt: skip
     assert _parse(_args(docs)).enable_leader_election is False
@@ -662,7 +686,7 @@ def test_rendered_chart_applies_and_runs(
     install_crds(kube, *NIC_CRDS)
     namespace = f"helm{next(_names)}"
     ingress_class = f"{namespace}-class"
-    docs = _template(helm_binary, namespace=namespace, values={"ingressClass.name": ingress_class})
+    docs = _template(helm_binary, namespace=namespace, values={"controller.ingressClass.name": ingress_class})
     kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
     for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
         apply(kube, obj.to_dict())
@@ -751,7 +775,7 @@ def test_watch_namespace_runs_on_namespaced_roles(
     apps = f"{namespace}-apps"
     ingress_class = f"{namespace}-class"
     values = {
-        "ingressClass.name": ingress_class,
+        "controller.ingressClass.name": ingress_class,
         "controller.watchNamespace": [apps],
         # Pods are read in the watched namespace only, namespaces cluster-wide.
         "controller.readinessGates.enable": True,
@@ -803,7 +827,7 @@ def test_readiness_gates_run_on_the_charts_rbac(
     namespace = f"helm{next(_names)}"
     apps = f"{namespace}-apps"
     values = {
-        "ingressClass.name": f"{namespace}-class",
+        "controller.ingressClass.name": f"{namespace}-class",
         "controller.readinessGates.enable": True,
         # The webhook's Service is unreachable here (no kube-proxy): with the
         # default Fail the test's own pod would be refused.
@@ -858,7 +882,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
     install_crds(kube, CRD)
     namespace = f"helm{next(_names)}"
     values = {
-        "ingressClass.name": f"{namespace}-class",
+        "controller.ingressClass.name": f"{namespace}-class",
         "controller.machineLifecycleHooks.mode": "openshift",
     }
     docs = _template(helm_binary, namespace=namespace, values=values)
@@ -914,7 +938,7 @@ def test_a_disruption_budget_keeps_one_replica_while_there_are_more(helm_binary:
         == _one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
     )
     assert pdb["minAvailable"] == 1
-    single = _template(helm_binary, values={"replicaCount": 1})
+    single = _template(helm_binary, values={"controller.replicaCount": 1})
     assert not [d for d in single if d["kind"] == "PodDisruptionBudget"]
-    off = _template(helm_binary, values={"podDisruptionBudget.enabled": False})
+    off = _template(helm_binary, values={"controller.podDisruptionBudget.enabled": False})
     assert not [d for d in off if d["kind"] == "PodDisruptionBudget"]
