@@ -21,6 +21,7 @@ from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service, ServiceAccount
 from lightkube.resources.events_v1 import Event
@@ -1348,3 +1349,37 @@ def test_disable_ipv6_is_passed(helm_binary: Path) -> None:
     assert "--disable-ipv6" not in _args(_template(helm_binary))
     docs = _template(helm_binary, values={"controller.disableIPV6": True})
     assert "--disable-ipv6" in _args(docs)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {
+            "controller.kind": "statefulset",
+            "controller.autoscaling.enabled": True,
+            "controller.strategy": {"type": "RollingUpdate"},
+        },
+        {
+            "controller.autoscaling.enabled": True,
+            "controller.autoscaling.behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+            "controller.hostNetwork": True,
+            "controller.dnsPolicy": "ClusterFirstWithHostNet",
+            "controller.startupStatus": {"enable": True, "port": 8081, "path": "/healthz"},
+            "controller.wildcardTLS.cert": base64.b64encode(b"cert").decode(),
+            "controller.wildcardTLS.key": base64.b64encode(b"key").decode(),
+        },
+    ],
+    ids=["statefulset-hpa", "deployment-hpa-hostnetwork"],
+)
+def test_other_kinds_apply(helm_binary: Path, kube: Client, values: dict[str, Any]) -> None:
+    """The API server takes what the other kinds and NIC's pod values render (the
+    webhook off: its configuration is cluster-wide)."""
+    namespace = f"helm{next(_names)}"
+    values = {**values, "readinessGateWebhook.enabled": False}
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    name = f"{RELEASE}-ferryman"
+    hpa = kube.get(HorizontalPodAutoscaler, name, namespace=namespace)
+    assert hpa.spec is not None and hpa.spec.scaleTargetRef.kind == _workload(docs)["kind"]
