@@ -1383,3 +1383,25 @@ def test_other_kinds_apply(helm_binary: Path, kube: Client, values: dict[str, An
     name = f"{RELEASE}-ferryman"
     hpa = kube.get(HorizontalPodAutoscaler, name, namespace=namespace)
     assert hpa.spec is not None and hpa.spec.scaleTargetRef.kind == _workload(docs)["kind"]
+
+
+def test_every_nic_value_path_is_accepted() -> None:
+    """Each key path of NIC 5.5.4's chart is one values.schema.json takes: a NIC values
+    file is never refused for a key it has (only for a value ferryman cannot honour)."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    lines = (Path(__file__).with_name("nic-value-paths.txt")).read_text().splitlines()
+    paths = [line for line in lines if line and not line.startswith("#")]
+    assert len(paths) > 150
+    refused = []
+    for dotted in paths:
+        node = schema
+        for key in dotted.split("."):
+            properties = node.get("properties", {})
+            if key in properties:
+                node = properties[key]
+            elif node.get("additionalProperties") is False:
+                refused.append(dotted)
+                break
+            else:  # an open object (a map, or a refused feature's settings)
+                break
+    assert refused == []
