@@ -342,6 +342,13 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert container["image"] == "ferryman:0.1.0"
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert container["readinessProbe"]["httpGet"] == {"path": "/nginx-ready", "port": "readiness"}
+    # The liveness probe is deploy/'s: /healthz, answered ready or not.
+    deployed = yaml.safe_load((ROOT / "deploy" / "deployment.yaml").read_text())
+    assert (
+        container["livenessProbe"]
+        == (deployed["spec"]["template"]["spec"]["containers"][0]["livenessProbe"])
+    )
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "readiness"}
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
         "POD_NAME": "metadata.name",
         "POD_NAMESPACE": "metadata.namespace",
