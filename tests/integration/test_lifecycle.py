@@ -315,6 +315,9 @@ def test_ready_probe_answers_503_until_the_first_configuration_is_live(
             return 0
 
     assert eventually(lambda: status() == 503, 10, "503 while starting")
+    # The liveness probe's /healthz answers meanwhile: not ready is still alive.
+    alive = httpx.get(f"http://127.0.0.1:{ferryman.ready_port}/healthz", timeout=1)
+    assert alive.status_code == 200
     eventually(lambda: status() == 200, 30, "200 once live")
     assert served_by(ferryman, "ready.test", "/") == "app"
 

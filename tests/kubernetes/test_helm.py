@@ -4,9 +4,11 @@ and its RBAC and args run the real controller under the chart's ServiceAccount."
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import copy
 import itertools
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,8 @@ from lightkube import ApiError, Client, KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
-from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.apps_v1 import DaemonSet, Deployment
+from lightkube.resources.autoscaling_v2 import HorizontalPodAutoscaler
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Pod, Secret, Service, ServiceAccount
 from lightkube.resources.events_v1 import Event
@@ -35,7 +38,13 @@ from ferryman.app import cli
 from testkit.apiserver import APIServer, apply, install_crds, wait_until
 from testkit.harness import Ferryman, free_port, ingress, path, rule
 from testkit.machine_controller import CRD, Machine
-from testkit.nic_resources import NIC_CRDS, VirtualServer, VirtualServerRoute
+from testkit.nic_resources import (
+    NIC_CRDS,
+    TransportServer,
+    VirtualServer,
+    VirtualServerRoute,
+    status,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -49,11 +58,11 @@ NOT_IN_CHART |= {"--nginx-modules-dir", "--data-plane-binary"}
 
 # Every value that turns a flag on or changes how it is rendered.
 EVERYTHING: dict[str, Any] = {
-    "controller.logFormat": "json",
-    "controller.logLevel": "debug",
-    "controller.watchNamespace": ["a", "b"],
+    "controller.logFormat": "json-unix-ms",
+    "controller.logLevel": "trace",
+    "controller.watchNamespace": "a, b",
     "controller.readinessGates.enable": True,
-    "controller.nginxReloadTimeout": 2.5,
+    "controller.nginxReloadTimeout": 2500,
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
     "controller.shutdownGracePeriod": 2.5,
@@ -64,29 +73,33 @@ EVERYTHING: dict[str, Any] = {
     "controller.angieDnsPort": 5353,
     "controller.reportIngressStatus.externalService": "other/lb",
     "controller.reportIngressStatus.ingressAddress": ["192.0.2.1", "lb.example.com"],
-    "controller.leaderElection.lockName": "my-lock",
+    "controller.reportIngressStatus.leaderElectionLockName": "my-lock",
     "controller.leaderElection.leaseDuration": 20,
     "controller.leaderElection.renewDeadline": 10,
     "controller.leaderElection.retryPeriod": 2,
     "controller.machineLifecycleHooks.mode": "openshift",
     "controller.machineLifecycleHooks.drainTimeout": 90,
     "controller.machineLifecycleHooks.inFlightTimeout": 30,
+    "controller.nginxStatus.enable": True,
     "controller.nginxStatus.port": 8080,
-    "controller.nginxStatus.allowCidrs": ["10.0.0.0/8", "::1/128"],
-    "controller.healthStatus.enable": True,
-    "controller.healthStatus.uri": "/healthz",
+    "controller.nginxStatus.allowCidrs": "10.0.0.0/8, ::1/128",
+    "controller.healthStatus": True,
+    "controller.healthStatusURI": "/healthz",
     "controller.enableLatencyMetrics": True,
     "controller.computeFullForwardedFor": False,
     "controller.strictRequestPaths": True,
-    "controller.globalConfiguration": "ingress/listeners",
-    "controller.enableTlsPassthrough": True,
+    "controller.globalConfiguration.customName": "ingress/listeners",
+    "controller.enableTLSPassthrough": True,
+    "controller.tlsPassthroughPort": 8443,
     "controller.gatewayAPI.enable": True,
     "controller.gatewayAPI.controllerName": "example.com/gateway",
     "controller.gatewayAPI.addresses": "10.0.0.10-10.0.0.20",
-    "controller.httpPort": 8000,
-    "controller.httpsPort": 8443,
-    "controller.readyPort": 8082,
-    "controller.metricsPort": 9100,
+    "controller.defaultHTTPListenerPort": 8000,
+    "controller.containerPort.http": 8000,
+    "controller.defaultHTTPSListenerPort": 8443,
+    "controller.containerPort.https": 8443,
+    "controller.readyStatus.port": 8082,
+    "prometheus.port": 9100,
     "controller.readinessGates.timeout": 120,
     "readinessGateWebhook.port": 9443,
     "readinessGateWebhook.failurePolicy": "Ignore",
@@ -129,13 +142,33 @@ def _values(dotted: dict[str, Any]) -> dict[str, Any]:
 
 
 def _template(
-    helm: Path, *, namespace: str = "ingress", values: dict[str, Any] | None = None
+    helm: Path,
+    *,
+    namespace: str = "ingress",
+    values: dict[str, Any] | None = None,
+    files: tuple[Path, ...] = (),
 ) -> list[dict[str, Any]]:
+    """``files`` first, then ``values`` (dotted keys) over them."""
+    given = [a for f in files for a in ("--values", str(f))]
     text = _helm(
-        helm, "template", RELEASE, str(CHART), "--namespace", namespace, "--values", "-",
-        stdin=yaml.safe_dump(_values(values or {})),
+        helm, "template", RELEASE, str(CHART), "--namespace", namespace, *given,
+        "--values", "-", stdin=yaml.safe_dump(_values(values or {})),
     )  # fmt: skip
     return [d for d in yaml.safe_load_all(text) if d]
+
+
+def _refused(helm: Path, *values: str, files: tuple[Path, ...] = ()) -> str:
+    """helm template's stderr for values the chart refuses (it must fail)."""
+    given = [a for f in files for a in ("--values", str(f))]
+    sets = [a for v in values for a in ("--set", v)]
+    out = subprocess.run(
+        [str(helm), "template", RELEASE, str(CHART), *given, *sets],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0, f"accepted: {values}"
+    return out.stderr
 
 
 def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -144,9 +177,18 @@ def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict
     return found[0]
 
 
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
+
+
+def _workload(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (found,) = [d for d in docs if d["kind"] in WORKLOADS]
+    return found
+
+
 def _container(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    containers = _one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert len(containers) == 1
+    """ferryman's container (the pod may have extraContainers after it)."""
+    containers = _workload(docs)["spec"]["template"]["spec"]["containers"]
+    assert containers[0]["name"] == "ferryman"
     return dict(containers[0])
 
 
@@ -173,7 +215,7 @@ def _run_flags() -> set[str]:
 
 @pytest.mark.parametrize(
     "extra",
-    [[], ["--strict"], ["--strict", "--set", "serviceMonitor.enabled=true"]],
+    [[], ["--strict"], ["--strict", "--set", "prometheus.serviceMonitor.create=true"]],
     ids=["lint", "strict", "strict-servicemonitor"],
 )
 def test_lint(helm_binary: Path, extra: list[str]) -> None:
@@ -300,6 +342,13 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert container["image"] == "ferryman:0.1.0"
     assert container["imagePullPolicy"] == "IfNotPresent"
     assert container["readinessProbe"]["httpGet"] == {"path": "/nginx-ready", "port": "readiness"}
+    # The liveness probe is deploy/'s: /healthz, answered ready or not.
+    deployed = yaml.safe_load((ROOT / "deploy" / "deployment.yaml").read_text())
+    assert (
+        container["livenessProbe"]
+        == (deployed["spec"]["template"]["spec"]["containers"][0]["livenessProbe"])
+    )
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "readiness"}
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]} == {
         "POD_NAME": "metadata.name",
         "POD_NAMESPACE": "metadata.namespace",
@@ -425,7 +474,7 @@ def test_secrets_are_listed_and_watched_never_fetched(helm_binary: Path) -> None
 
 
 def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
-    docs = _template(helm_binary, values={"controller.nginxStatus.port": 8080})
+    docs = _template(helm_binary, values={"controller.nginxStatus.enable": True})
     policy = _one(docs, "NetworkPolicy")["spec"]
     assert (
         policy["podSelector"]["matchLabels"]
@@ -456,16 +505,22 @@ def test_network_policy_limits_the_metrics_port(helm_binary: Path) -> None:
 
 
 def test_template_service_monitor(helm_binary: Path) -> None:
-    docs = _template(
-        helm_binary,
-        values={"serviceMonitor.enabled": True, "ingressClass.setAsDefaultIngress": True},
-    )
+    """NIC's prometheus.serviceMonitor: its endpoints name the Service port
+    "prometheus", which the chart's prometheus Service has."""
+    values = {
+        "prometheus.serviceMonitor.create": True,
+        "controller.ingressClass.setAsDefaultIngress": True,
+    }
+    docs = _template(helm_binary, values=values)
     monitor = _one(docs, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
-    metrics = _one(docs, "Service", f"{RELEASE}-ferryman-metrics")
+    assert monitor["spec"]["endpoints"] == [{"port": "prometheus"}]
+    metrics = _one(docs, "Service", f"{RELEASE}-ferryman-prometheus-service")
     assert metrics["spec"]["type"] == "ClusterIP"
-    assert metrics["spec"]["ports"] == [{"name": "metrics", "port": 9113, "targetPort": "metrics"}]
+    assert metrics["spec"]["ports"] == [
+        {"name": "prometheus", "port": 9113, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    assert metrics["metadata"]["labels"]["service"] == "nginx-ingress-prometheus-service"
     # The ServiceMonitor selects the metrics Service only, never the LoadBalancer.
     selected = [
         d["metadata"]["name"]
@@ -473,15 +528,23 @@ def test_template_service_monitor(helm_binary: Path) -> None:
         if d["kind"] == "Service"
         and monitor["spec"]["selector"]["matchLabels"].items() <= d["metadata"]["labels"].items()
     ]
-    assert selected == [f"{RELEASE}-ferryman-metrics"]
+    assert selected == [f"{RELEASE}-ferryman-prometheus-service"]
     annotations = _one(docs, "IngressClass")["metadata"]["annotations"]
     assert annotations == {"ingressclass.kubernetes.io/is-default-class": "true"}
     assert "--report-ingress-status" in _args(docs)
     _parse(_args(docs))
+    # prometheus.create false: no metrics port, flag 0, no scrape annotations.
+    docs = _template(helm_binary, values={"prometheus.create": False})
+    assert "--metrics-port=0" in _args(docs)
+    assert "metrics" not in {p["name"] for p in _container(docs)["ports"]}
+    assert "annotations" not in _workload(docs)["spec"]["template"]["metadata"]
 
 
 def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
-    docs = _template(helm_binary, namespace="ingress", values=EVERYTHING)
+    everything = dict(EVERYTHING)
+    if "--disable-ipv6" in _run_flags():  # the flag lands beside this chart change
+        everything["controller.disableIPV6"] = True
+    docs = _template(helm_binary, namespace="ingress", values=everything)
     args = _args(docs)
     parsed = _parse(args)
     assert parsed.log_format == "json" and parsed.log_level == "debug"
@@ -560,7 +623,9 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert rendered == _run_flags() - NOT_IN_CHART
 
     # Leader election off: no Role for the Lease, and the flag says false.
-    docs = _template(helm_binary, values={"controller.leaderElection.enable": False})
+    docs = _template(
+        helm_binary, values={"controller.reportIngressStatus.enableLeaderElection": False}
+    )
     assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")
                 and "leader" in d["metadata"]["name"]]  # fmt: skip
     assert _parse(_args(docs)).enable_leader_election is False
@@ -574,8 +639,11 @@ def _harness_args(docs: list[dict[str, Any]]) -> list[str]:
     """The rendered args, but the harness's state dir and free ports (it passes them,
     and a free one for the webhook), and no grace period when the test stops it."""
     own = ("--state-dir", "--http-port", "--https-port", "--ready-port", "--metrics-port")
-    own += ("--shutdown-grace-period", "--readiness-gate-webhook-port")
-    args = [a for a in _args(docs)[1:] if not a.startswith(own)]
+    own += ("--shutdown-grace-period", "--readiness-gate-webhook-port", "--nginx-status-port")
+    rendered = _args(docs)[1:]
+    args = [a for a in rendered if not a.startswith(own)]
+    if [a for a in rendered if a.startswith("--nginx-status-port")]:
+        args.append(f"--nginx-status-port={free_port()}")
     return [*args, f"--readiness-gate-webhook-port={free_port()}"]
 
 
@@ -662,7 +730,9 @@ def test_rendered_chart_applies_and_runs(
     install_crds(kube, *NIC_CRDS)
     namespace = f"helm{next(_names)}"
     ingress_class = f"{namespace}-class"
-    docs = _template(helm_binary, namespace=namespace, values={"ingressClass.name": ingress_class})
+    docs = _template(
+        helm_binary, namespace=namespace, values={"controller.ingressClass.name": ingress_class}
+    )
     kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
     for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
         apply(kube, obj.to_dict())
@@ -751,7 +821,7 @@ def test_watch_namespace_runs_on_namespaced_roles(
     apps = f"{namespace}-apps"
     ingress_class = f"{namespace}-class"
     values = {
-        "ingressClass.name": ingress_class,
+        "controller.ingressClass.name": ingress_class,
         "controller.watchNamespace": [apps],
         # Pods are read in the watched namespace only, namespaces cluster-wide.
         "controller.readinessGates.enable": True,
@@ -803,7 +873,7 @@ def test_readiness_gates_run_on_the_charts_rbac(
     namespace = f"helm{next(_names)}"
     apps = f"{namespace}-apps"
     values = {
-        "ingressClass.name": f"{namespace}-class",
+        "controller.ingressClass.name": f"{namespace}-class",
         "controller.readinessGates.enable": True,
         # The webhook's Service is unreachable here (no kube-proxy): with the
         # default Fail the test's own pod would be refused.
@@ -858,7 +928,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
     install_crds(kube, CRD)
     namespace = f"helm{next(_names)}"
     values = {
-        "ingressClass.name": f"{namespace}-class",
+        "controller.ingressClass.name": f"{namespace}-class",
         "controller.machineLifecycleHooks.mode": "openshift",
     }
     docs = _template(helm_binary, namespace=namespace, values=values)
@@ -914,7 +984,431 @@ def test_a_disruption_budget_keeps_one_replica_while_there_are_more(helm_binary:
         == _one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
     )
     assert pdb["minAvailable"] == 1
-    single = _template(helm_binary, values={"replicaCount": 1})
+    single = _template(helm_binary, values={"controller.replicaCount": 1})
     assert not [d for d in single if d["kind"] == "PodDisruptionBudget"]
-    off = _template(helm_binary, values={"podDisruptionBudget.enabled": False})
+    off = _template(helm_binary, values={"controller.podDisruptionBudget.enabled": False})
     assert not [d for d in off if d["kind"] == "PodDisruptionBudget"]
+
+
+# ---- NIC's values layout (issue 29): a NIC values file installs ferryman ----------------
+
+NIC_VALUES = Path(__file__).with_name("nic-values.yaml")
+
+
+def test_a_nic_values_file_renders_as_nic_would(helm_binary: Path) -> None:
+    """tests/kubernetes/nic-values.yaml, a NIC 5.5 production values file with only
+    the image changed, passes `helm lint --strict`, and what NIC's chart would make
+    of it ferryman's chart makes: a DaemonSet with host ports, the TransportServer
+    listeners' container and Service ports, a disruption budget, the default
+    server's TLS Secret, the GlobalConfiguration; args ferryman's CLI accepts."""
+    out = _helm(helm_binary, "lint", "--strict", str(CHART), "--values", str(NIC_VALUES))
+    assert "1 chart(s) linted, 0 chart(s) failed" in out
+    docs = _template(helm_binary, files=(NIC_VALUES,))
+    name = f"{RELEASE}-ferryman"
+    controller = f"{name}-controller"  # NIC's controller.name
+    assert not [d for d in docs if d["kind"] in ("Deployment", "StatefulSet")]
+    daemonset = _one(docs, "DaemonSet", controller)
+    spec = daemonset["spec"]
+    assert "replicas" not in spec
+    assert spec["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1},
+    }
+    assert spec["minReadySeconds"] == 5
+    assert daemonset["metadata"]["annotations"] == {"team": "edge"}
+    pod = spec["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert pod["tolerations"][0]["key"] == "dedicated"
+    assert pod["terminationGracePeriodSeconds"] == 30
+    assert [c["name"] for c in pod["initContainers"]] == ["init-sysctl"]
+    assert [c["name"] for c in pod["containers"]] == ["ferryman", "log-shipper"]
+    assert [v["name"] for v in pod["volumes"]] == ["state", "extra-conf"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert labels["tier"] == "edge"
+    annotations = spec["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "true"
+
+    container = _container(docs)
+    ports = {(p["name"], p.get("protocol", "TCP")): p for p in container["ports"]}
+    assert ports["http", "TCP"] == {"name": "http", "containerPort": 80, "hostPort": 80}
+    assert ports["https", "TCP"]["hostPort"] == 443
+    assert ports["dns-udp", "UDP"]["containerPort"] == 5353
+    assert ports["dns-tcp", "TCP"]["containerPort"] == 5353
+    assert ports["nginx-status", "TCP"]["containerPort"] == 8080
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "readiness"}
+    assert {"name": "TZ", "value": "UTC"} in container["env"]
+    assert container["volumeMounts"][1]["mountPath"] == "/etc/extra"
+    assert container["resources"]["requests"]["cpu"] == "250m"
+
+    service = _one(docs, "Service", controller)
+    assert service["metadata"]["labels"]["tier"] == "edge"
+    assert {(p["name"], p["protocol"]): p["port"] for p in service["spec"]["ports"]} == {
+        ("http", "TCP"): 80,
+        ("https", "TCP"): 443,
+        ("dns-udp", "UDP"): 5353,
+        ("dns-tcp", "TCP"): 5353,
+    }
+    pdb = _one(docs, "PodDisruptionBudget", controller)["spec"]
+    assert pdb["maxUnavailable"] == 1 and "minAvailable" not in pdb
+    assert not [d for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
+    secret = _one(docs, "Secret", f"{name}-default-server-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert set(secret["data"]) == {"tls.crt", "tls.key"}
+    assert b"BEGIN CERTIFICATE" in base64.b64decode(secret["data"]["tls.crt"])
+    listeners = _one(docs, "GlobalConfiguration", controller)["spec"]["listeners"]
+    assert [(li["name"], li["port"]) for li in listeners] == [("dns-udp", 5353), ("dns-tcp", 5353)]
+    assert _one(docs, "IngressClass", "nginx")
+    config = _one(docs, "ConfigMap", f"{name}-nginx-config")["data"]
+    assert config["proxy-read-timeout"] == "120s"
+    # The TransportServers' listeners are open in the NetworkPolicy too.
+    open_ports = _one(docs, "NetworkPolicy")["spec"]["ingress"][0]["ports"]
+    assert {"port": 5353, "protocol": "UDP"} in open_ports
+    assert {"port": 5353, "protocol": "TCP"} in open_ports
+    metrics = _one(docs, "Service", f"{name}-prometheus-service")
+    assert metrics["spec"]["ports"][0]["name"] == "prometheus"
+
+    parsed = _parse(_args(docs))
+    assert parsed.ingress_class == "nginx"
+    assert parsed.nginx_reload_timeout == 60  # NIC's 60000 ms
+    assert parsed.log_format == "json"
+    assert parsed.external_service == f"ingress/{controller}"
+    assert parsed.global_configuration == ("ingress", controller)
+    assert parsed.enable_tls_passthrough and parsed.health_status
+    assert parsed.nginx_status_port == 8080
+    assert parsed.nginx_status_allow_cidrs == ("127.0.0.1/32",)
+    assert parsed.enable_latency_metrics is True
+    # The certificate's Secret is made; ferryman has no flag to take it yet.
+    assert not [a for a in _args(docs) if "tls-secret" in a]
+
+
+def test_a_nic_values_file_brings_up_ferryman(
+    tmp_path: Path, helm_binary: Path, apiserver: APIServer, kube: Client
+) -> None:
+    """The NIC values file's objects apply to a real API server, and its args run
+    ferryman under the chart's ServiceAccount: Ingresses of class nginx get the
+    Service's address, the chart's GlobalConfiguration gives a TransportServer its
+    listener."""
+    install_crds(kube, *NIC_CRDS)
+    namespace = f"helm{next(_names)}"
+    docs = _template(helm_binary, namespace=namespace, files=(NIC_VALUES,))
+    # The listeners' ports are this machine's free ones (as the harness's are).
+    listener = free_port()
+    gc = _one(docs, "GlobalConfiguration")
+    for li in gc["spec"]["listeners"]:
+        li["port"] = listener
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    controller = f"{RELEASE}-ferryman-controller"
+    assert kube.get(DaemonSet, controller, namespace=namespace)
+    assert kube.get(Secret, f"{RELEASE}-ferryman-default-server-tls", namespace=namespace)
+    kube.patch(
+        Service.Status,
+        controller,
+        {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.42"}]}}},
+        namespace=namespace,
+    )
+    apply(
+        kube,
+        ingress("web", [rule("nic.test", path("/", "app"))], class_name="nginx",
+                namespace=namespace),
+    )  # fmt: skip
+    ts = {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "TransportServer",
+        "metadata": {"name": "dns", "namespace": namespace},
+        "spec": {
+            "ingressClassName": "nginx",
+            "listener": {"name": "dns-tcp", "protocol": "TCP"},
+            "upstreams": [{"name": "dns", "service": "dns", "port": 53}],
+            "action": {"pass": "dns"},
+        },
+    }
+    wait_until(lambda: kube.create(TransportServer(ts)), 30, "a TransportServer")
+    f = Ferryman(
+        tmp_path / "ferryman",
+        extra_args=_harness_args(docs),
+        kubeconfig=_token_kubeconfig(apiserver, kube, namespace, tmp_path / "sa.kubeconfig"),
+        env={"POD_NAME": "edge-nic-0", "POD_NAMESPACE": namespace},
+    )
+    with _running(f, kube):
+        _assert_ingress_reported(kube, namespace, "192.0.2.42")
+
+        def ts_reason() -> Any:
+            return status(kube, TransportServer, "dns", namespace).get("reason")
+
+        assert wait_until(ts_reason, 10, "the TransportServer's status") == "AddedOrUpdated"
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ("controller.enableSnippets=true", "/controller/enableSnippets"),
+        ("controller.nginxplus=true", "/controller/nginxplus"),
+        ("controller.appprotect.enable=true", "/controller/appprotect/enable"),
+        ("controller.appprotectdos.enable=true", "/controller/appprotectdos/enable"),
+        ("controller.enableOIDC=true", "/controller/enableOIDC"),
+        ("controller.enableCertManager=true", "/controller/enableCertManager"),
+        ("controller.enableCustomResources=false", "/controller/enableCustomResources"),
+        ("controller.readyStatus.enable=false", "/controller/readyStatus/enable"),
+        ("controller.watchSecretNamespace=secrets", "/controller/watchSecretNamespace"),
+        ("controller.reportIngressStatus.ingressLink=bigip", "/controller/reportIngressStatus"),
+        ("prometheus.secret=ingress/tls", "/prometheus/secret"),
+        ("serviceInsight.create=true", "/serviceInsight/create"),
+        ("nginxAgent.enable=true", "/nginxAgent/enable"),
+        ("controller.kind=replicaset", "/controller/kind"),
+        # ferryman's old keys moved to NIC's (README "What changed").
+        ("image.tag=1.0", "additional properties 'image'"),
+        ("controller.httpPort=8080", "additional properties 'httpPort'"),
+    ],
+)
+def test_nic_values_ferryman_cannot_honour_are_refused(
+    helm_binary: Path, value: str, path: str
+) -> None:
+    """values.schema.json refuses them, naming the value; its description (and the
+    README) says why."""
+    assert path in _refused(helm_binary, value)
+
+
+def test_the_schema_says_why_a_value_is_refused() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    controller = schema["properties"]["controller"]["properties"]
+    snippets = controller["enableSnippets"]
+    assert snippets["const"] is False
+    assert "snippets are never supported" in snippets["description"]
+    assert "NGINX Plus" in controller["nginxplus"]["description"]
+
+
+def test_ports_ferryman_cannot_split_are_refused(helm_binary: Path) -> None:
+    """NGINX listens on defaultHTTP(S)ListenerPort: the container port must be it;
+    TLS passthrough shares the HTTPS port."""
+    err = _refused(helm_binary, "controller.containerPort.http=8080")
+    assert "containerPort.http must equal controller.defaultHTTPListenerPort" in err
+    err = _refused(
+        helm_binary, "controller.enableTLSPassthrough=true", "controller.tlsPassthroughPort=8443"
+    )
+    assert "tlsPassthroughPort must equal" in err
+
+
+def test_kind_statefulset_and_autoscaling(helm_binary: Path) -> None:
+    values: dict[str, Any] = {
+        "controller.kind": "statefulset",
+        "controller.replicaCount": 3,
+        "controller.strategy": {"type": "OnDelete"},
+        "controller.statefulset.podManagementPolicy": "Parallel",
+    }
+    docs = _template(helm_binary, values=values)
+    sts = _one(docs, "StatefulSet", f"{RELEASE}-ferryman")["spec"]
+    assert sts["replicas"] == 3
+    assert sts["serviceName"] == f"{RELEASE}-ferryman"
+    assert sts["podManagementPolicy"] == "Parallel"
+    assert sts["updateStrategy"] == {"type": "OnDelete"}
+    assert sts["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Retain"
+    _parse(_args(docs))
+
+    scaled = {
+        "controller.autoscaling.enabled": True,
+        "controller.autoscaling.minReplicas": 2,
+        "controller.autoscaling.maxReplicas": 6,
+        "controller.autoscaling.targetMemoryUtilizationPercentage": None,
+        "controller.autoscaling.behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}},
+        "controller.strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+    }
+    docs = _template(helm_binary, values=scaled)
+    deployment = _one(docs, "Deployment")["spec"]
+    assert "replicas" not in deployment  # the HPA's
+    assert deployment["strategy"]["rollingUpdate"] == {"maxSurge": 1}
+    hpa = _one(docs, "HorizontalPodAutoscaler", f"{RELEASE}-ferryman")
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": f"{RELEASE}-ferryman",
+    }
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
+    assert [m["resource"]["name"] for m in hpa["spec"]["metrics"]] == ["cpu"]
+    assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+    assert _one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+    # An HPA of one replica at least gets no minAvailable budget (its drain would hang).
+    one = _template(helm_binary, values={**scaled, "controller.autoscaling.minReplicas": 1})
+    assert not [d for d in one if d["kind"] == "PodDisruptionBudget"]
+    # autoscaling.create false: the HPA is the user's, the replicas still theirs.
+    theirs = _template(helm_binary, values={**scaled, "controller.autoscaling.create": False})
+    assert not [d for d in theirs if d["kind"] == "HorizontalPodAutoscaler"]
+    assert "replicas" not in _one(theirs, "Deployment")["spec"]
+    # A DaemonSet runs a pod per node: no HPA, no replicas; its budget stays.
+    daemons = _template(helm_binary, values={**scaled, "controller.kind": "daemonset"})
+    assert not [d for d in daemons if d["kind"] == "HorizontalPodAutoscaler"]
+    assert "replicas" not in _one(daemons, "DaemonSet")["spec"]
+    assert _one(daemons, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
+    assert "updateStrategy" in _one(daemons, "DaemonSet")["spec"]
+
+
+def test_pod_parameters_of_nics_chart(helm_binary: Path) -> None:
+    """hostNetwork, dnsPolicy, lifecycle, volumes, containers, pull secrets, the
+    image digest, the startup probe: as NIC's chart renders them."""
+    values: dict[str, Any] = {
+        "controller.hostNetwork": True,
+        "controller.dnsPolicy": "ClusterFirstWithHostNet",
+        "controller.shareProcessNamespace": True,
+        "controller.lifecycle": {"postStart": {"exec": {"command": ["true"]}}},
+        "controller.volumes": [{"name": "certs", "secret": {"secretName": "certs"}}],
+        "controller.volumeMounts": [{"name": "certs", "mountPath": "/certs"}],
+        "controller.initContainers": [{"name": "init", "image": "busybox"}],
+        "controller.extraContainers": [{"name": "sidecar", "image": "busybox"}],
+        "controller.image.digest": "sha256:" + "a" * 64,
+        "controller.serviceAccount.imagePullSecretName": "registry",
+        "controller.serviceAccount.imagePullSecretsNames": ["mirror"],
+        "controller.priorityClassName": "system-cluster-critical",
+        "controller.startupStatus": {
+            "enable": True,
+            "port": 8081,
+            "path": "/healthz",
+            "failureThreshold": 30,
+        },
+        "controller.readyStatus.initialDelaySeconds": 2,
+        "controller.topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
+    docs = _template(helm_binary, values=values)
+    pod = _workload(docs)["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert pod["shareProcessNamespace"] is True
+    # The node's network: the pod may not set net.* sysctls there.
+    assert "sysctls" not in pod["securityContext"]
+    assert pod["securityContext"]["runAsUser"] == 101
+    assert pod["imagePullSecrets"] == [{"name": "registry"}, {"name": "mirror"}]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "zone"
+    assert [c["name"] for c in pod["initContainers"]] == ["init"]
+    assert [c["name"] for c in pod["containers"]] == ["ferryman", "sidecar"]
+    assert {"name": "certs", "secret": {"secretName": "certs"}} in pod["volumes"]
+    container = _container(docs)
+    assert container["image"] == "ferryman@sha256:" + "a" * 64
+    assert container["lifecycle"] == {"postStart": {"exec": {"command": ["true"]}}}
+    assert {"name": "certs", "mountPath": "/certs"} in container["volumeMounts"]
+    assert container["startupProbe"] == {
+        "httpGet": {"path": "/healthz", "port": 8081},
+        "failureThreshold": 30,
+    }
+    assert container["readinessProbe"]["initialDelaySeconds"] == 2
+    off = _template(helm_binary, values={"controller.livenessProbe.enable": False})
+    assert "livenessProbe" not in _container(off)
+
+
+def test_names_tls_config_and_rbac_values_of_nics_chart(helm_binary: Path) -> None:
+    values: dict[str, Any] = {
+        "controller.name": "controller",
+        "serviceNameOverride": "edge-lb",
+        "controller.defaultTLS.secret": "certs/default",
+        "controller.wildcardTLS.cert": "Y2VydA==",
+        "controller.wildcardTLS.key": "a2V5",
+        "controller.customConfigMap": "my-nginx-config",
+        "controller.globalConfiguration.create": True,
+        "controller.globalConfiguration.customName": "tcp/listeners",
+        "controller.globalConfiguration.spec": {
+            "listeners": [{"name": "dns", "port": 5353, "protocol": "UDP"}]
+        },
+        "controller.reportIngressStatus.externalService": "public-lb",
+        "controller.service.httpPort.nodePort": 30080,
+        "controller.service.type": "NodePort",
+        "controller.service.sessionAffinity.enable": True,
+        "controller.service.httpsPort.enable": False,
+        "controller.podDisruptionBudget.annotations": {"a": "b"},
+        "rbac.clusterrole.create": False,
+    }
+    docs = _template(helm_binary, values=values)
+    assert _workload(docs)["metadata"]["name"] == f"{RELEASE}-ferryman-controller"
+    service = _one(docs, "Service", "edge-lb")["spec"]
+    assert [(p["name"], p.get("nodePort")) for p in service["ports"]] == [("http", 30080)]
+    assert service["sessionAffinity"] == "ClientIP"
+    assert service["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 3600}}
+    pdb = _one(docs, "PodDisruptionBudget", f"{RELEASE}-ferryman-controller")
+    assert pdb["metadata"]["annotations"] == {"a": "b"}
+    secrets = [d["metadata"]["name"] for d in docs if d["kind"] == "Secret"]
+    assert secrets == [f"{RELEASE}-ferryman-wildcard-tls"]  # defaultTLS names its own
+    assert not [d for d in docs if d["kind"] == "ConfigMap"]
+    gc = _one(docs, "GlobalConfiguration")
+    assert (gc["metadata"]["namespace"], gc["metadata"]["name"]) == ("tcp", "listeners")
+    parsed = _parse(_args(docs))
+    assert parsed.nginx_configmaps == ("ingress", "my-nginx-config")
+    assert parsed.global_configuration == ("tcp", "listeners")
+    assert parsed.external_service == "ingress/public-lb"
+    assert not [
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] == f"{RELEASE}-ferryman"
+    ]
+    assert _one(docs, "ClusterRoleBinding", f"{RELEASE}-ferryman")["roleRef"]["name"] == (
+        f"{RELEASE}-ferryman"
+    )
+    # The default names are deploy/'s: <fullname> for the workload and Service.
+    docs = _template(helm_binary)
+    assert _workload(docs)["metadata"]["name"] == f"{RELEASE}-ferryman"
+    assert _one(docs, "Service", f"{RELEASE}-ferryman")
+
+
+def test_disable_ipv6_is_passed(helm_binary: Path) -> None:
+    """controller.disableIPV6 renders --disable-ipv6 (ferryman's flag, added beside
+    this chart change; not parsed here)."""
+    assert "--disable-ipv6" not in _args(_template(helm_binary))
+    docs = _template(helm_binary, values={"controller.disableIPV6": True})
+    assert "--disable-ipv6" in _args(docs)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {
+            "controller.kind": "statefulset",
+            "controller.autoscaling.enabled": True,
+            "controller.strategy": {"type": "RollingUpdate"},
+        },
+        {
+            "controller.autoscaling.enabled": True,
+            "controller.autoscaling.behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+            "controller.hostNetwork": True,
+            "controller.dnsPolicy": "ClusterFirstWithHostNet",
+            "controller.startupStatus": {"enable": True, "port": 8081, "path": "/healthz"},
+            "controller.wildcardTLS.cert": base64.b64encode(b"cert").decode(),
+            "controller.wildcardTLS.key": base64.b64encode(b"key").decode(),
+        },
+    ],
+    ids=["statefulset-hpa", "deployment-hpa-hostnetwork"],
+)
+def test_other_kinds_apply(helm_binary: Path, kube: Client, values: dict[str, Any]) -> None:
+    """The API server takes what the other kinds and NIC's pod values render (the
+    webhook off: its configuration is cluster-wide)."""
+    namespace = f"helm{next(_names)}"
+    values = {**values, "readinessGateWebhook.enabled": False}
+    docs = _template(helm_binary, namespace=namespace, values=values)
+    kube.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    for obj in codecs.load_all_yaml(yaml.safe_dump_all(docs)):
+        apply(kube, obj.to_dict())
+    name = f"{RELEASE}-ferryman"
+    hpa = kube.get(HorizontalPodAutoscaler, name, namespace=namespace)
+    assert hpa.spec is not None and hpa.spec.scaleTargetRef.kind == _workload(docs)["kind"]
+
+
+def test_every_nic_value_path_is_accepted() -> None:
+    """Each key path of NIC 5.5.4's chart is one values.schema.json takes: a NIC values
+    file is never refused for a key it has (only for a value ferryman cannot honour)."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    lines = (Path(__file__).with_name("nic-value-paths.txt")).read_text().splitlines()
+    paths = [line for line in lines if line and not line.startswith("#")]
+    assert len(paths) > 150
+    refused = []
+    for dotted in paths:
+        node = schema
+        for key in dotted.split("."):
+            properties = node.get("properties", {})
+            if key in properties:
+                node = properties[key]
+            elif node.get("additionalProperties") is False:
+                refused.append(dotted)
+                break
+            else:  # an open object (a map, or a refused feature's settings)
+                break
+    assert refused == []

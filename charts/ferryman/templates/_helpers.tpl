@@ -24,9 +24,102 @@ chart's name. Truncated to 63 characters (a DNS label).
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The pods' selector: controller.selectorLabels replaces the chart's. */}}
 {{- define "ferryman.selectorLabels" -}}
+{{- with .Values.controller.selectorLabels }}
+{{- toYaml . }}
+{{- else -}}
 app.kubernetes.io/name: {{ include "ferryman.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+{{- end }}
+
+{{/* The controller's objects (workload, Service, HPA, PDB, GlobalConfiguration):
+<fullname>-<controller.name>, or <fullname> when that is empty. */}}
+{{- define "ferryman.controllerName" -}}
+{{- if .Values.controller.name }}
+{{- printf "%s-%s" (include "ferryman.fullname" .) .Values.controller.name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- include "ferryman.fullname" . }}
+{{- end }}
+{{- end }}
+
+{{- define "ferryman.serviceName" -}}
+{{- default (include "ferryman.controllerName" .) .Values.serviceNameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* controller.watchNamespace, a list or NIC's comma-separated string, as JSON. */}}
+{{- define "ferryman.watchNamespaces" -}}
+{{- $w := .Values.controller.watchNamespace }}
+{{- if kindIs "string" $w }}
+{{- $w = splitList "," $w }}
+{{- end }}
+{{- $out := list }}
+{{- range $w }}
+{{- if trim . }}
+{{- $out = append $out (trim .) }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/* --log-format from NIC's names too. */}}
+{{- define "ferryman.logFormat" -}}
+{{- if hasPrefix "json" .Values.controller.logFormat }}json{{ else }}text{{ end }}
+{{- end }}
+
+{{/* --log-level from NIC's names too. */}}
+{{- define "ferryman.logLevel" -}}
+{{- $l := .Values.controller.logLevel }}
+{{- get (dict "trace" "debug" "warn" "warning" "fatal" "error") $l | default $l }}
+{{- end }}
+
+{{/* --nginx-reload-timeout in seconds: NIC's chart counts milliseconds (above 1000). */}}
+{{- define "ferryman.reloadTimeout" -}}
+{{- $t := .Values.controller.nginxReloadTimeout }}
+{{- if gt (float64 $t) 1000.0 }}{{ divf $t 1000 }}{{ else }}{{ $t }}{{ end }}
+{{- end }}
+
+{{/* --metrics-port: prometheus.port, or 0 without prometheus.create. */}}
+{{- define "ferryman.metricsPort" -}}
+{{- if .Values.prometheus.create }}{{ int .Values.prometheus.port }}{{ else }}0{{ end }}
+{{- end }}
+
+{{/* --nginx-status-port: nginxStatus.port when enabled, else 0. */}}
+{{- define "ferryman.nginxStatusPort" -}}
+{{- if .Values.controller.nginxStatus.enable }}{{ int .Values.controller.nginxStatus.port }}{{ else }}0{{ end }}
+{{- end }}
+
+{{/* --nginx-status-allow-cidrs: a list or NIC's comma-separated string. */}}
+{{- define "ferryman.nginxStatusCidrs" -}}
+{{- $c := .Values.controller.nginxStatus.allowCidrs }}
+{{- if kindIs "string" $c }}{{ $c | nospace }}{{ else }}{{ join "," $c }}{{ end }}
+{{- end }}
+
+{{/* --global-configuration: customName, else the chart's GlobalConfiguration with create. */}}
+{{- define "ferryman.globalConfiguration" -}}
+{{- $g := .Values.controller.globalConfiguration }}
+{{- if $g.customName }}
+{{- $parts := splitList "/" $g.customName }}
+{{- if or (ne (len $parts) 2) (not (first $parts)) (not (last $parts)) }}
+{{- fail "controller.globalConfiguration.customName must be NAMESPACE/NAME" }}
+{{- end }}
+{{- $g.customName }}
+{{- else if $g.create }}
+{{- printf "%s/%s" .Release.Namespace (include "ferryman.controllerName" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret a defaultTLS/wildcardTLS value names (NAMESPACE/NAME): secret, else the
+chart's made from cert and key; empty: none. Call with (list . "defaultTLS" "default-server-tls"). */}}
+{{- define "ferryman.tlsSecret" -}}
+{{- $root := index . 0 }}
+{{- $tls := index $root.Values.controller (index . 1) }}
+{{- if $tls.secret }}
+{{- $tls.secret }}
+{{- else if and $tls.cert $tls.key }}
+{{- printf "%s/%s-%s" $root.Release.Namespace (include "ferryman.fullname" $root) (index . 2) }}
+{{- end }}
 {{- end }}
 
 {{- define "ferryman.labels" -}}
@@ -37,38 +130,46 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "ferryman.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "ferryman.fullname" .) .Values.serviceAccount.name }}
+{{- $sa := .Values.controller.serviceAccount }}
+{{- if $sa.create }}
+{{- default (include "ferryman.fullname" .) $sa.name }}
 {{- else }}
-{{- default "default" .Values.serviceAccount.name }}
+{{- default "default" $sa.name }}
 {{- end }}
 {{- end }}
 
 {{- define "ferryman.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $image := .Values.controller.image }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $image.repository $image.digest }}
+{{- else }}
+{{- printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) }}
+{{- end }}
 {{- end }}
 
 {{/* The leader-election Lease's name. */}}
 {{- define "ferryman.lockName" -}}
-{{- default (printf "%s-leader-election" (include "ferryman.fullname" .)) .Values.controller.leaderElection.lockName }}
+{{- default (printf "%s-leader-election" (include "ferryman.fullname" .)) .Values.controller.reportIngressStatus.leaderElectionLockName }}
 {{- end }}
 
 {{/*
---external-service: the value given, else the release's own Service, unless addresses
+--external-service: the value given (NIC's bare NAME is in the release namespace), else the release's own Service, unless addresses
 are given directly (--ingress-address) or no Service is created. Empty: no flag.
 */}}
 {{- define "ferryman.externalService" -}}
 {{- $status := .Values.controller.reportIngressStatus }}
-{{- if $status.externalService }}
+{{- if contains "/" $status.externalService }}
 {{- $status.externalService }}
-{{- else if and .Values.service.create (not $status.ingressAddress) }}
-{{- printf "%s/%s" .Release.Namespace (include "ferryman.fullname" .) }}
+{{- else if $status.externalService }}
+{{- printf "%s/%s" .Release.Namespace $status.externalService }}
+{{- else if and .Values.controller.service.create (not $status.ingressAddress) }}
+{{- printf "%s/%s" .Release.Namespace (include "ferryman.serviceName" .) }}
 {{- end }}
 {{- end }}
 
 {{/* The metrics Service exists (and a ServiceMonitor can use it). */}}
 {{- define "ferryman.metricsService" -}}
-{{- if and (gt (int .Values.controller.metricsPort) 0) (or .Values.metrics.service.create .Values.serviceMonitor.enabled) }}true{{ end }}
+{{- if and .Values.prometheus.create (or .Values.prometheus.service.create .Values.prometheus.serviceMonitor.create) }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -144,7 +245,11 @@ gate holds pods back until ferryman routes to them. */}}
 {{- if or .Values.controller.readinessGates.enable .Values.readinessGateWebhook.enabled }}true{{ end }}
 {{- end }}
 
-{{/* --nginx-configmaps: the ConfigMap the chart makes from controller.config. */}}
+{{/* --nginx-configmaps: controller.customConfigMap, else the ConfigMap the chart makes from controller.config. */}}
 {{- define "ferryman.configMapName" -}}
+{{- if .Values.controller.customConfigMap }}
+{{- .Values.controller.customConfigMap }}
+{{- else }}
 {{- default (printf "%s-nginx-config" (include "ferryman.fullname" .)) .Values.controller.config.name }}
+{{- end }}
 {{- end }}

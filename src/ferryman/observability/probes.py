@@ -1,4 +1,8 @@
-"""HTTP endpoints for operators: ``/nginx-ready`` and ``/metrics``."""
+"""HTTP endpoints for operators: ``/nginx-ready``, ``/healthz`` and ``/metrics``.
+
+``/healthz`` (the liveness probe) answers 200 whenever the controller's event loop
+does, ready or not: a pod starting, draining or whose NGINX is behind is alive, and
+restarting it would only lose what it has built."""
 
 from __future__ import annotations
 
@@ -33,6 +37,9 @@ class ProbeServer:
             return web.Response(text="Ready\n")
         return web.Response(status=503, text="Service Unavailable\n")
 
+    async def _alive(self, _: web.Request) -> web.Response:
+        return web.Response(text="OK\n")
+
     async def _scrape(self, _: web.Request) -> web.Response:
         try:
             reading = await self._counters()
@@ -53,7 +60,7 @@ class ProbeServer:
 
     async def start(self) -> None:
         ready_port, metrics_port = self._ports
-        routes = [(ready_port, "/nginx-ready", self._ready)]
+        routes = [(ready_port, "/nginx-ready", self._ready), (ready_port, "/healthz", self._alive)]
         if metrics_port:
             routes.append((metrics_port, "/metrics", self._scrape))
         apps: dict[int, web.Application] = {}
