@@ -42,7 +42,7 @@ def test_the_rollout_bench_runs_and_reports(tmp_path: Path, mode: str) -> None:
     assert result["routed_after_ready_s"]["max"] is not None
     assert result["answered_after_deletion_s"]["max"] is not None
     if mode == "webhook":
-        assert result["new_pods"] == result["new_pods_gated"] == 2
+        assert result["pods"] == result["pods_gated"] == 4  # 2 first, 2 rolled
         assert result["webhook_connections_proxied"] >= 1  # the API server keeps it alive
         assert result["rollouts"][0]["stalled_replica"].startswith("ferryman-")
     if mode != "no-gates":
