@@ -37,20 +37,6 @@ def _rejected(f: Ferryman, kind: str, name: str) -> str:
     return e["message"]
 
 
-def test_session_persistence(ferryman: Ferryman, backends: Backends) -> None:
-    """sessionCookie: NGINX Plus's sticky cookie; refused by name (NIC ignores it on
-    open-source NGINX), the host not served."""
-    f = ferryman
-    _cafe(f, backends)
-    _example(f, "session-persistence/cafe-vs-with-session-cookie.yml")
-    f.start()
-    message = _rejected(f, "VirtualServer", "cafe")
-    assert message.startswith("VirtualServer default/cafe was rejected with error: ")
-    assert "spec.upstreams[0].sessionCookie: Forbidden: not supported by ferryman" in message
-    assert "NGINX Plus's sticky cookie" in message
-    assert f.get(CAFE, "/tea").status == 404
-
-
 def test_health_checks(ferryman: Ferryman, backends: Backends) -> None:
     """The README's VirtualServer (its only manifest): active health checks are NGINX
     Plus's; refused with NIC's own message for open-source NGINX."""

@@ -78,3 +78,63 @@ def test_rewrites(ferryman: Ferryman, backends: Backends) -> None:
         assert sent("cafe.example.com", request) == upstream
     for request, upstream in {"/tea": "/", "/tea/": "/", "/tea/abc": "/abc"}.items():
         assert sent("regex.example.com", request) == upstream
+
+
+def test_session_persistence(ferryman: Ferryman, backends: Backends) -> None:
+    """README (sessionCookie, NGINX's sticky cookie, open-source NGINX since 1.29.6):
+    the first answer sets srv_id naming the pod that served it (expires 2h, path
+    /tea for tea; 1h, /coffee for coffee); a request with the cookie goes to that
+    pod every time; without it, requests are balanced as usual; no reload."""
+    f = ferryman
+    f.write("tea", service_with_backends("tea-svc", [backends.start("tea")]))
+    f.write("tea2", service_with_backends("tea-svc", [backends.start("tea2")])[1:])
+    f.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+    _example(f, "session-persistence", "cafe-vs-with-session-cookie.yml")
+    f.start()
+    assert f.events_for("cafe")[-1]["reason"] == "AddedOrUpdated"
+    seen = set()
+    for _ in range(4):
+        r = f.get("cafe.example.com", "/tea")
+        seen.add(r.served_by)
+        cookie = r.headers["set-cookie"]
+        assert re.fullmatch(
+            r"srv_id=[0-9a-f]{32}; expires=\w{3}, \d\d-\w{3}-\d\d \d\d:\d\d:\d\d GMT; "
+            r"max-age=7200; path=/tea",
+            cookie,
+        ), cookie
+    assert seen == {"tea", "tea2"}  # no cookie: round-robin
+    r = f.get("cafe.example.com", "/tea")
+    pod, value = r.served_by, r.headers["set-cookie"].split(";")[0]
+    for _ in range(6):
+        again = f.get("cafe.example.com", "/tea", headers={"Cookie": value})
+        assert again.served_by == pod
+        assert "set-cookie" not in again.headers  # the cookie already names it
+    r = f.get("cafe.example.com", "/coffee")
+    assert r.served_by == "coffee"
+    assert r.headers["set-cookie"].endswith("; max-age=3600; path=/coffee")
+    assert f.reloads() == 1
+
+
+def test_session_cookie_disabled_or_invalid(ferryman: Ferryman, backends: Backends) -> None:
+    """``enable: false`` sets no cookie (NIC writes no sticky directive then); an
+    invalid cookie name rejects the VirtualServer with NIC's field error."""
+    f = ferryman
+    f.write("tea", service_with_backends("tea-svc", [backends.start("tea")]))
+    vs = yaml.safe_load(
+        (NIC_EXAMPLES / "session-persistence" / "cafe-vs-with-session-cookie.yml").read_text()
+    )
+    off = yaml.safe_load(yaml.safe_dump(vs))
+    off["metadata"]["name"], off["spec"]["host"] = "off", "off.example.com"
+    off["spec"]["upstreams"][0]["sessionCookie"]["enable"] = False
+    bad = yaml.safe_load(yaml.safe_dump(vs))
+    bad["metadata"]["name"], bad["spec"]["host"] = "bad", "bad.example.com"
+    bad["spec"]["upstreams"][0]["sessionCookie"]["name"] = "srv id"
+    f.write("off", off)
+    f.write("bad", bad)
+    f.start()
+    r = f.get("off.example.com", "/tea")
+    assert r.served_by == "tea" and "set-cookie" not in r.headers
+    event = f.events_for("bad")[-1]
+    assert (event["type"], event["reason"]) == ("Warning", "Rejected"), event
+    assert 'spec.upstreams[0].sessionCookie.name: Invalid value: "srv id"' in event["message"]
+    assert f.get("bad.example.com", "/tea").status == 404

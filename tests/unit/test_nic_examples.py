@@ -32,14 +32,6 @@ NOT_SUPPORTED = {
         "snippets are raw NGINX configuration",
     ),
     "jwks/jwks.yaml/jwt-policy": ("spec.jwt.jwksURI", "put the JWKS in a Secret"),
-    "session-persistence/cafe-vs-with-session-cookie.yml/cafe": (
-        "spec.upstreams[0].sessionCookie",
-        "NGINX Plus's sticky cookie",
-    ),
-    "session-persistence/README.md#0/cafe": (
-        "spec.upstreams[0].sessionCookie",
-        "NGINX Plus's sticky cookie",
-    ),
     "jwks/README.md#0/jwt-policy": ("spec.jwt.jwksURI", "put the JWKS in a Secret"),
 }
 # NIC refuses these on open-source NGINX too, with the same message.

@@ -126,7 +126,18 @@ _UPSTREAM = _obj(
         "healthCheck": _opaque(),
         "slow-start": _s(),
         "queue": _opaque(),
-        "sessionCookie": _opaque(),
+        "sessionCookie": _obj(
+            {
+                "enable": _b(),
+                "name": _s(),
+                "path": _s(),
+                "expires": _s(),
+                "domain": _s(),
+                "httpOnly": _b(),
+                "secure": _b(),
+                "samesite": _s(),
+            }
+        ),
         "use-cluster-ip": _b(),
         "ntlm": _b(),
         "type": _s(),

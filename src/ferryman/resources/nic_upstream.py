@@ -18,6 +18,7 @@ from ferryman.resources.nic_fields import (
     not_supported,
     required,
 )
+from ferryman.resources.sticky_cookie import DOMAIN, EXPIRES_MAX, NAME, PATH, SAMESITE, StickyCookie
 
 UPSTREAM_KEYS = frozenset(
     [
@@ -62,9 +63,6 @@ _PLUS_ONLY = {
     "ntlm": "NTLM is only supported in NGINX Plus",
 }
 _NOT_SUPPORTED = {
-    # NIC on open-source NGINX ignores it; ferryman says so instead.
-    "sessionCookie": "session persistence needs NGINX Plus's sticky cookie; "
-    "NIC ignores it on open-source NGINX",
     "use-cluster-ip": "ferryman balances across the endpoints itself, "
     "which is what keeps endpoint changes reload-free",
     "backup": "backup servers are not implemented",
@@ -137,6 +135,8 @@ class Upstream:
     client_body_buffer_size: int | None = None
     tls: bool = False  # TLS to the backend
     type: str = "http"  # "http" or "grpc"
+    # sessionCookie with enable: true (NGINX's sticky cookie; the slow path's balancer)
+    session_cookie: StickyCookie | None = None
 
 
 def parse_upstreams(spec: Obj) -> tuple[tuple[Upstream, ...], set[str]]:
@@ -206,8 +206,71 @@ def _upstream(u: Obj, name: str) -> Upstream | None:
         client_body_buffer_size=_size(u, "client-body-buffer-size"),
         tls=bool(tls and tls.boolean("enable")),
         type=kind or "http",
+        session_cookie=_session_cookie(u),
     )
     return upstream if len(ctx.problems) == before else None
+
+
+_SESSION_COOKIE_KEYS = frozenset(
+    ["enable", "name", "path", "expires", "domain", "httpOnly", "secure", "samesite"]
+)
+
+
+def _session_cookie(u: Obj) -> StickyCookie | None:
+    """``sessionCookie`` as NIC validates it (validateSessionCookie), applied when
+    ``enable`` is true (NIC writes ``sticky cookie`` only then)."""
+    c = u.obj("sessionCookie", _SESSION_COOKIE_KEYS)
+    if c is None or not c.boolean("enable"):
+        return None
+    before = len(c.ctx.problems)
+    name = c.text("name")
+    if not name:
+        c.ctx.add(required(c.at("name")))
+    elif not NAME.fullmatch(name):
+        c.ctx.add(
+            invalid(
+                c.at("name"),
+                name,
+                "a valid cookie name must consist of "
+                "alphanumeric characters and !#%&'*+.^_`|~- (an RFC 6265 token)",
+            )
+        )
+    path = c.text("path")
+    if path and not PATH.fullmatch(path):
+        c.ctx.add(
+            invalid(
+                c.at("path"),
+                path,
+                "must start with / and not contain whitespace, '\"', ',', ';' or '\\'",
+            )
+        )
+    expires = c.text("expires")
+    seconds = -1
+    if expires == "max":
+        seconds = EXPIRES_MAX
+    elif expires:
+        ms = rules.time_ms(expires)
+        if ms is None:
+            c.ctx.add(invalid(c.at("expires"), expires, rules.TIME_ERROR))
+        else:
+            seconds = ms // 1000
+    domain = c.text("domain")
+    if domain and not DOMAIN.fullmatch(domain):
+        c.ctx.add(invalid(c.at("domain"), domain, "must be a valid domain name"))
+    samesite = c.text("samesite").lower()
+    if samesite and samesite not in SAMESITE:
+        c.ctx.add(invalid(c.at("samesite"), samesite, "must be one of strict, lax or none"))
+    if len(c.ctx.problems) != before:
+        return None
+    return StickyCookie(
+        name=name,
+        expires=seconds,
+        domain=domain,
+        path=path,
+        httponly=bool(c.boolean("httpOnly")),
+        secure=bool(c.boolean("secure")),
+        samesite=samesite,
+    )
 
 
 def _service(u: Obj) -> tuple[str, str | None]:

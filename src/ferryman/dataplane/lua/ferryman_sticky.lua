@@ -1,6 +1,7 @@
--- nginx.org/sticky-cookie-services on an Ingress: NGINX's "sticky cookie"
--- (1.29.6, NGINX Plus before), per request in the slow path's balancer, from
--- the U item's twelfth field (ferryman.kinds.ingress.records.as_virtualserver._sticky):
+-- nginx.org/sticky-cookie-services on an Ingress and a VirtualServer upstream's
+-- sessionCookie: NGINX's "sticky cookie" (1.29.6, NGINX Plus before), per request
+-- in the slow path's balancer, from the U item's twelfth field
+-- (ferryman.configs.sticky_field):
 --
 --   <name b64>~<expires s, -1 none, -2 max>~<domain b64>~<path b64>~<samesite b64>~<flags h/s>
 --

@@ -143,7 +143,7 @@ function _M.decode(raw)
                 tries = tonumber(f[9]) or 0,
             }
             upstream_fields.decode(f[11], vs.upstreams[#vs.upstreams])
-            sticky.decode(f[12], vs.upstreams[#vs.upstreams]) -- an Ingress's sticky cookie
+            sticky.decode(f[12], vs.upstreams[#vs.upstreams]) -- sticky cookie, if any
         elseif f[1] == "R" then
             local route = {
                 modifier = MODIFIERS[f[2]],

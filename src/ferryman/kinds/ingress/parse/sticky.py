@@ -13,33 +13,17 @@ not take is NIC's "invalid sticky-cookie parameters".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ferryman.resources import nic_rules
+from ferryman.resources.sticky_cookie import DOMAIN, EXPIRES_MAX, NAME, PATH, SAMESITE, StickyCookie
 
 # NIC's stickyCookieRegex: no '"', '$' or trailing '\'.
 _NIC_PARAMETERS = re.compile(r'([^"$\\]|\\[^$])*')
-# A cookie name (RFC 6265 token), a domain, a path: what a Set-Cookie carries as is.
-_NAME = re.compile(r"[A-Za-z0-9!#%&'*+.^_`|~-]+", re.ASCII)
-_DOMAIN = re.compile(r"\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*", re.ASCII)
-# Printable ASCII but for space, '"', ',', ';' and '\\'.
-_PATH = re.compile(r"/[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
-EXPIRES_MAX = -2  # NGINX's expires=max
 
 
 class StickyError(ValueError):
     """NIC's message for the annotation's value (ingress_annotations reads it)."""
-
-
-@dataclass(frozen=True)
-class StickyCookie:
-    name: str
-    expires: int = -1  # seconds; -1: a session cookie, EXPIRES_MAX: max
-    domain: str = ""
-    path: str = ""
-    httponly: bool = False
-    secure: bool = False
-    samesite: str = ""  # strict, lax, none; "": not sent
 
 
 def parse_sticky_services(value: str) -> dict[str, StickyCookie]:
@@ -66,7 +50,7 @@ def _cookie(parameters: str) -> StickyCookie | None:
     if not _NIC_PARAMETERS.fullmatch(parameters):
         return None
     words = parameters.split()
-    if not words or not _NAME.fullmatch(words[0]):
+    if not words or not NAME.fullmatch(words[0]):
         return None
     cookie = StickyCookie(words[0])
     seen: set[str] = set()
@@ -82,11 +66,11 @@ def _cookie(parameters: str) -> StickyCookie | None:
             if ms is None:
                 return None
             cookie = replace(cookie, expires=ms // 1000)
-        elif key == "domain" and _DOMAIN.fullmatch(arg):
+        elif key == "domain" and DOMAIN.fullmatch(arg):
             cookie = replace(cookie, domain=arg)
-        elif key == "path" and _PATH.fullmatch(arg):
+        elif key == "path" and PATH.fullmatch(arg):
             cookie = replace(cookie, path=arg)
-        elif key == "samesite" and arg.lower() in ("strict", "lax", "none"):
+        elif key == "samesite" and arg.lower() in SAMESITE:
             cookie = replace(cookie, samesite=arg.lower())
         elif word == "httponly":
             cookie = replace(cookie, httponly=True)

@@ -48,14 +48,15 @@ from dataclasses import dataclass, replace
 from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64
+from ferryman.configs.sticky_field import sticky_field
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
-from ferryman.kinds.ingress.parse.sticky import StickyCookie
 from ferryman.kinds.ingress.records.options import IngressOptions
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems
 from ferryman.kinds.policy.records.auth import Basic
 from ferryman.kinds.policy.records.base import Enforced
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources.secret_policy import HTPASSWD_TYPE, Htpasswd, parse_htpasswd_secret
+from ferryman.resources.sticky_cookie import StickyCookie
 
 _BALANCING = {
     "round_robin": "rr",
@@ -134,17 +135,6 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
     return [*exact.values(), *other.values()]
 
 
-def _sticky(cookie: StickyCookie | None) -> str:
-    """The U item's twelfth field (ferryman_sticky.lua): ``<name>~<expires>~<domain>~
-    <path>~<samesite>~<flags>``, strings base64, expires in seconds (-1 none, -2
-    max), flags ``h`` httponly and ``s`` secure; empty for none."""
-    if cookie is None:
-        return ""
-    flags = ("h" if cookie.httponly else "") + ("s" if cookie.secure else "")
-    strings = (cookie.name, str(cookie.expires), cookie.domain, cookie.path, cookie.samesite)
-    return "~".join([b64(strings[0]), strings[1], *(b64(x) for x in strings[2:]), flags])
-
-
 def _upstream(
     key: BackendKey, tls: bool, o: IngressOptions, sticky: StickyCookie | None = None
 ) -> str:
@@ -179,7 +169,7 @@ def _upstream(
             str(o.next_upstream_tries),
             b64(hash_key),
             fields,
-            *([_sticky(sticky)] if sticky else []),
+            *([sticky_field(sticky)] if sticky else []),
         ]
     )
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, parse_buffers, tier_kib
 from ferryman.kinds.ingress.parse.annotations import OTHER_NIC, PREFIX, parse_value
-from ferryman.kinds.ingress.parse.sticky import StickyCookie
 from ferryman.kinds.ingress.records.limit_req import LimitReq, limit_req
 from ferryman.resources.annotation_values import BadValue
+from ferryman.resources.sticky_cookie import StickyCookie
 
 HSTS_MAX_AGE = 2592000  # NIC's ConfigMap default: 30 days
 

@@ -77,6 +77,7 @@ from ferryman.configs.buffer_tiers import route_flags
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64, unquote
 from ferryman.configs.secret_state import SecretState
+from ferryman.configs.sticky_field import sticky_field
 from ferryman.configs.tenancy import REFUSED, SERVICE, Grants, check
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems, attach, effective
@@ -225,6 +226,7 @@ class _Builder:
             str(u.next_upstream_tries),
             b64(hash_key),
             upstream_fields(u),
+            *([sticky_field(u.session_cookie)] if u.session_cookie else []),
         ]
         return "|".join(fields)
 
