@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from ferryman.app.kubernetes_mode import KubernetesMode
 from ferryman.app.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.app.lifecycle import Lifecycle
 from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
-from ferryman.dataplane import DataPlane
+from ferryman.dataplane import DataPlane, ipv6
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate
 from ferryman.dataplane.flavour import (
@@ -142,6 +143,21 @@ async def run(settings: Settings, data_plane: str = "nginx", kinds: Kinds = BUIL
         collector.resume()
 
 
+def _listen_families(settings: Settings) -> Settings:
+    """``settings`` with --disable-ipv6 set when the machine has no IPv6: NGINX
+    could not bind ``[::]`` and would serve nothing, so IPv4 serves alone."""
+    if settings.disable_ipv6:
+        return settings
+    why = ipv6.unavailable()
+    if not why:
+        return settings
+    log.warning(
+        "IPv6 is not available here: listening on IPv4 only, as with --disable-ipv6",
+        extra={"fields": {"reason": why}},
+    )
+    return replace(settings, disable_ipv6=True)
+
+
 async def _run(
     settings: Settings,
     data_plane: str,
@@ -150,6 +166,7 @@ async def _run(
     uid: int | None,
     kinds: Kinds,
 ) -> int:
+    settings = _listen_families(settings)
     flavour = Flavour(data_plane, settings, paths)
     if uid is not None and not traversable_by_others(paths.state_dir):
         log.warning(
