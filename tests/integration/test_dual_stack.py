@@ -31,6 +31,7 @@ from testkit.harness import (
     service_with_backends,
     tls_secret,
 )
+from testkit.tls_backends import TlsBackend, https, start_tls_backend
 from testkit.virtualservers import start_with_backends, vs
 from testkit.virtualservers import to as vs_to
 from testkit.vs_policies import policy, rate_limit, refs
@@ -137,6 +138,8 @@ def test_ipv6_clients_are_served_on_the_http_and_https_ports(
     assert _sni_names(V6, ferryman.https_port, "a.example.com") == ["a.example.com"]
     # No host: the default server answers IPv6 clients too.
     assert get(V6, ferryman.http_port, "nowhere.example.com").status == 404
+    # ferryman's own readiness port, which kubelets probe on the pod's address.
+    assert httpx.get(f"http://{V6}:{ferryman.ready_port}/nginx-ready", timeout=5).status_code == 200
 
 
 @pytest.mark.flavours("nginx", "angie")
@@ -149,6 +152,8 @@ def test_disable_ipv6_refuses_ipv6_clients_while_ipv4_serves(
             get(V6, port, "a.example.com", https=port == ferryman.https_port)
     assert get(V4, ferryman.https_port, "a.example.com", https=True).served_by == "web"
     assert "IPv6 is not available" not in ferryman.logs()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://{V6}:{ferryman.ready_port}/nginx-ready", timeout=5)
 
 
 def test_nics_disable_ipv6_spelling(tmp_path: Path, backends: Backends) -> None:
@@ -304,3 +309,57 @@ def test_access_control_and_rate_limits_see_ipv6_clients(
     # One bucket per client address: the IPv6 client's own 16 bytes.
     assert [status(V6, "/limited") for _ in range(2)] == [200, 503]
     assert status(V4, "/limited") == 200
+
+
+@pytest.fixture
+def tls_backend() -> Iterator[TlsBackend]:
+    backend = start_tls_backend("secure-app", ["app.example.com"])
+    yield backend
+    backend.close()
+
+
+def test_tls_passthrough_takes_ipv6_clients_and_keeps_their_address(
+    ferryman: Ferryman, tls_backend: TlsBackend, backends: Backends
+) -> None:
+    """The stream server owning the HTTPS port listens on IPv6 too; the hop to
+    ferryman's HTTPS server (PROXY protocol) carries the IPv6 client's address."""
+    ferryman.write("cafe", service_with_backends("cafe", [backends.start("cafe")]))
+    ferryman.write("secret", tls_secret("cafe-tls", ["cafe.example.com"]))
+    ferryman.write(
+        "ing",
+        ingress(
+            "cafe",
+            [rule("cafe.example.com", path("/", "cafe"))],
+            tls=[{"hosts": ["cafe.example.com"], "secretName": "cafe-tls"}],
+        ),
+    )
+    ferryman.write(
+        "ts",
+        {
+            "apiVersion": "k8s.nginx.org/v1",
+            "kind": "TransportServer",
+            "metadata": {"name": "secure-app", "namespace": "default"},
+            "spec": {
+                "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
+                "host": "app.example.com",
+                "upstreams": [{"name": "app", "service": "secure-app", "port": 8443}],
+                "action": {"pass": "app"},
+            },
+        },
+    )
+    ferryman.write(
+        "app",
+        service_with_backends(
+            "secure-app",
+            [_Port("app", tls_backend.port)],  # type: ignore[list-item]
+            port=8443,
+        ),
+    )
+    ferryman.extra_args += ["--enable-tls-passthrough"]
+    ferryman.start()
+    certificate, response = https(ferryman.https_port, "app.example.com", "::1")
+    assert certificate == tls_backend.certificate
+    assert response.endswith("hello from pod secure-app\n"), response
+    r = get(V6, ferryman.https_port, "cafe.example.com", https=True)
+    assert r.served_by == "cafe"
+    assert r.json()["headers"]["x-real-ip"] == "::1"

@@ -303,6 +303,7 @@ async def _run(
         ),
         counters,
         in_flight_reading,
+        ipv6=not settings.disable_ipv6,
     )
     stop = asyncio.Event()  # signalled: readiness fails, the grace period begins
     hurry = asyncio.Event()  # a second signal: the grace period ends now
