@@ -7,9 +7,13 @@ rate-limit keys, X-Real-IP)."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
 import socket
 import socketserver
 import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -363,3 +367,52 @@ def test_tls_passthrough_takes_ipv6_clients_and_keeps_their_address(
     r = get(V6, ferryman.https_port, "cafe.example.com", https=True)
     assert r.served_by == "cafe"
     assert r.json()["headers"]["x-real-ip"] == "::1"
+
+
+CLONE_NEWNET = 0x40000000
+
+
+@contextlib.contextmanager
+def network_without_ipv6() -> Iterator[None]:
+    """This thread in a network namespace of its own whose IPv6 is off
+    (net.ipv6.conf.all.disable_ipv6=1, loopback up): processes it starts are
+    in there too, and its sockets. Needs root and iproute2, as testkit/netns.py."""
+    name = f"ferryman-v6off-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        for command in (
+            ["ip", "link", "set", "lo", "up"],
+            ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+        ):
+            subprocess.run(["ip", "netns", "exec", name, *command], check=True)
+        libc = ctypes.CDLL(None, use_errno=True)
+        with (
+            Path("/proc/thread-self/ns/net").open() as home,
+            Path(f"/run/netns/{name}").open() as there,
+        ):
+            if libc.setns(there.fileno(), CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns")
+            try:
+                yield
+            finally:
+                assert libc.setns(home.fileno(), CLONE_NEWNET) == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=True)
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_a_machine_without_ipv6_is_served_on_ipv4_with_one_warning(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    with network_without_ipv6():
+        _tls_ingress(ferryman, backends)
+        try:
+            assert get(V4, ferryman.https_port, "a.example.com", https=True).served_by == "web"
+            assert get(V4, ferryman.http_port, "a.example.com").status == 301
+        finally:
+            ferryman.stop()
+    warnings = [line for line in ferryman.logs().splitlines() if "IPv6 is not available" in line]
+    assert len(warnings) == 1, ferryman.logs()
+    assert "disable_ipv6 is 1" in warnings[0]
+    main = "angie.conf" if ferryman.flavour == "angie" else "nginx.conf"
+    assert "[::]" not in (ferryman.state / main).read_text()
