@@ -68,20 +68,30 @@ async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     return done
 
 
-def _bind_webhook(port: int) -> socket.socket:
+def _bind_webhook(port: int, ipv6: bool) -> list[socket.socket]:
     """The readiness gate webhook's port, bound before NGINX's public listeners
     open: it serves only once the caches are whole, but no listener a resource
-    asks for may take its port meanwhile (and crash-loop every replica)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("0.0.0.0", port))
-        sock.listen(128)
-    except OSError as e:
-        sock.close()
-        raise SettingsError(f"--readiness-gate-webhook-port {port}: {e}") from e
-    sock.setblocking(False)
-    return sock
+    asks for may take its port meanwhile (and crash-loop every replica). On
+    IPv6 too with ``ipv6`` (the API server calls the pod's address)."""
+    families = [(socket.AF_INET, "0.0.0.0")]
+    if ipv6:
+        families.append((socket.AF_INET6, "::"))
+    socks: list[socket.socket] = []
+    for family, address in families:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        socks.append(sock)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # beside the IPv4 socket, as NGINX's
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address, port))
+            sock.listen(128)
+        except OSError as e:
+            for s in socks:
+                s.close()
+            raise SettingsError(f"--readiness-gate-webhook-port {port}: {e}") from e
+        sock.setblocking(False)
+    return socks
 
 
 async def _start_dns(settings: Settings) -> DnsServer:
@@ -232,7 +242,7 @@ async def _run(
     # way to ready. One step of the task spawns it.
     starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
     await asyncio.sleep(0)
-    webhook_socket: socket.socket | None = None
+    webhook_sockets: list[socket.socket] = []
     try:
         cluster = (
             KubernetesMode(settings, store, queue, metrics, kinds.specs)
@@ -240,7 +250,9 @@ async def _run(
             else None
         )
         if cluster is not None and settings.readiness_gate_webhook_port:
-            webhook_socket = _bind_webhook(settings.readiness_gate_webhook_port)
+            webhook_sockets = _bind_webhook(
+                settings.readiness_gate_webhook_port, not settings.disable_ipv6
+            )
     except BaseException:
         await _abandon(nginx, starting)
         raise
@@ -329,8 +341,8 @@ async def _run(
     life.on_stop("nginx", nginx.stop)
     if dns is not None:
         life.on_stop("dns", dns.stop)
-    if webhook_socket is not None:
-        life.on_stop("webhook socket", _closer(webhook_socket))
+    if webhook_sockets:
+        life.on_stop("webhook socket", _closer(*webhook_sockets))
     life.on_stop("probes", probes.stop)
     try:
         if settings.latency_metrics:
@@ -379,7 +391,7 @@ async def _run(
             life.adopt(cluster.tasks(stop, controller, in_flight))
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(
-                    settings, cluster, store, controller, metrics, webhook_socket
+                    settings, cluster, store, controller, metrics, webhook_sockets
                 )
                 life.run("readiness-gate-webhook", webhook.run())
         life.run("controller", controller.run())
@@ -412,8 +424,9 @@ async def _run(
     return code
 
 
-def _closer(sock: socket.socket) -> Callable[[], Awaitable[None]]:
+def _closer(*socks: socket.socket) -> Callable[[], Awaitable[None]]:
     async def close() -> None:
-        sock.close()
+        for sock in socks:
+            sock.close()
 
     return close
