@@ -130,7 +130,8 @@ def _sni_names(address: str, port: int, sni: str) -> list[str]:
 def test_ipv6_clients_are_served_on_the_http_and_https_ports(
     ferryman: Ferryman, backends: Backends
 ) -> None:
-    _tls_ingress(ferryman, backends)
+    status_port = free_port()
+    _tls_ingress(ferryman, backends, "--nginx-status-port", str(status_port))
     for address in (V6, V4):
         r = get(address, ferryman.https_port, "a.example.com", https=True)
         assert (r.status, r.served_by) == (200, "web"), address
@@ -142,6 +143,8 @@ def test_ipv6_clients_are_served_on_the_http_and_https_ports(
     assert _sni_names(V6, ferryman.https_port, "a.example.com") == ["a.example.com"]
     # No host: the default server answers IPv6 clients too.
     assert get(V6, ferryman.http_port, "nowhere.example.com").status == 404
+    # stub_status for the allowed networks (127.0.0.1 and ::1 by default).
+    assert get(V6, status_port, "status", "/stub_status").text.startswith("Active connections")
     # ferryman's own readiness port, which kubelets probe on the pod's address.
     assert httpx.get(f"http://{V6}:{ferryman.ready_port}/nginx-ready", timeout=5).status_code == 200
 
@@ -367,6 +370,7 @@ def test_tls_passthrough_takes_ipv6_clients_and_keeps_their_address(
     r = get(V6, ferryman.https_port, "cafe.example.com", https=True)
     assert r.served_by == "cafe"
     assert r.json()["headers"]["x-real-ip"] == "::1"
+    assert r.json()["headers"]["x-forwarded-port"] == str(ferryman.https_port)
 
 
 CLONE_NEWNET = 0x40000000
