@@ -110,19 +110,31 @@ _handed_out: set[int] = set()
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on, on any address, at the time of asking."""
+    """A TCP port nothing listens on, on any address, at the time of asking
+    (IPv6 too: ferryman's public ports listen on both)."""
     for _ in range(1000):
         port = random.randint(*_PORTS)
         if port in _handed_out:
             continue
         _handed_out.add(port)
-        with socket.socket() as s:
-            try:
-                s.bind(("0.0.0.0", port))
-            except OSError:
-                continue
+        if _bindable(socket.AF_INET, "0.0.0.0", port) and _bindable(socket.AF_INET6, "::", port):
             return port
     raise AssertionError(f"no free port in {_PORTS}")
+
+
+def _bindable(family: int, address: str, port: int) -> bool:
+    try:
+        s = socket.socket(family)
+    except OSError:  # no such family here: nothing can hold the port there
+        return True
+    with s:
+        try:
+            if family == socket.AF_INET6:
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            s.bind((address, port))
+        except OSError:
+            return False
+    return True
 
 
 # ---- backends ------------------------------------------------------------------------

@@ -103,7 +103,15 @@ def test_the_lookup_finds_the_most_specific_listener(
 
 def test_listen_lines() -> None:
     text = render_listens([("10.0.0.1", 80, False), ("*", 8443, True), ("10.0.0.1", 80, False)])
-    assert text.splitlines()[1:] == ["listen 8443 ssl http2;", "listen 10.0.0.1:80;"]
+    # Every address: IPv6 too; a Gateway's own (IPv4) address: that one only.
+    assert text.splitlines()[1:] == [
+        "listen 8443 ssl http2;",
+        "listen [::]:8443 ssl http2 ipv6only=on;",
+        "listen 10.0.0.1:80;",
+    ]
+    assert render_listens([("*", 8443, True)], ipv6=False).splitlines()[1:] == [
+        "listen 8443 ssl http2;"
+    ]
 
 
 def test_record_strings_are_base64() -> None:

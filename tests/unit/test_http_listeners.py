@@ -48,10 +48,19 @@ LISTENERS = (
 
 def test_http_listeners_become_listen_lines_and_the_map() -> None:
     listens = render_listens(LISTENERS)
+    # Each family on its own (NIC): the listener's address, else every address.
     assert listens.splitlines()[1:] == [
         "listen 8083 reuseport;",
+        "listen [::]:8083 reuseport ipv6only=on;",
         "listen 127.0.0.1:8084 reuseport;",
         "listen [::1]:8084 reuseport;",
+        "listen 8443 ssl reuseport;",
+        "listen [::]:8443 ssl reuseport ipv6only=on;",
+    ]
+    # --disable-ipv6: no IPv6 socket, not even a listener's own address (NIC).
+    assert render_listens(LISTENERS, ipv6=False).splitlines()[1:] == [
+        "listen 8083 reuseport;",
+        "listen 127.0.0.1:8084 reuseport;",
         "listen 8443 ssl reuseport;",
     ]
     assert render_map(LISTENERS).splitlines()[1:] == [

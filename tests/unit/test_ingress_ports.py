@@ -155,9 +155,18 @@ def test_the_oldest_claimant_sets_a_ports_scheme() -> None:
     assert "listen 9000 ssl reuseport;" in files[HTTP_LISTENERS_FILE]
     assert registry.release(_ref("old")) == {_ref("new")}
     assert registry.grant(_ref("new")).plain == {9000}
-    assert files[HTTP_LISTENERS_FILE].splitlines()[1:] == ["listen 9000 reuseport;"]
+    assert files[HTTP_LISTENERS_FILE].splitlines()[1:] == [
+        "listen 9000 reuseport;",
+        "listen [::]:9000 reuseport ipv6only=on;",
+    ]
     assert "    9000 9000;" in files[LISTENER_MAP_FILE]
     assert registry.release(_ref("nobody")) == set()
+
+
+def test_disable_ipv6_listens_on_ipv4_only() -> None:
+    files: dict[str, str] = {}
+    ListenPorts(files, ipv6=False).claim(_ref("a"), _age("2020", "a"), Claim(frozenset({9000})))
+    assert files[HTTP_LISTENERS_FILE].splitlines()[1:] == ["listen 9000 reuseport;"]
 
 
 def test_no_file_until_a_port_is_asked_for() -> None:
@@ -173,9 +182,15 @@ def test_no_file_until_a_port_is_asked_for() -> None:
 def test_a_global_configuration_listener_keeps_its_port() -> None:
     listeners_ = (Listener("http-8083", 8083, "HTTP"), Listener("dns", 5353, "UDP"))
     ports_ = {8083: True, 5353: False, 9000: False}
-    assert render_listens(listeners_, ports_).splitlines()[1:] == [
+    assert render_listens(listeners_, ports_, ipv6=False).splitlines()[1:] == [
         "listen 8083 reuseport;",
         "listen 9000 reuseport;",
+    ]
+    assert render_listens(listeners_, ports_).splitlines()[1:] == [
+        "listen 8083 reuseport;",
+        "listen [::]:8083 reuseport ipv6only=on;",
+        "listen 9000 reuseport;",
+        "listen [::]:9000 reuseport ipv6only=on;",
     ]
     assert render_map(listeners_, ports_).splitlines()[3:-1] == [
         "    8083 http-8083;",

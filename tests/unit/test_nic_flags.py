@@ -147,6 +147,10 @@ def test_every_ferryman_flag_spelled_the_go_ways_gives_the_same_settings(
         (["-enable-leader-election=F"], ["--enable-leader-election", "false"]),
         (["-enable-leader-election"], ["--enable-leader-election", "true"]),
         (["-nginx-reload-timeout=60000"], ["--nginx-reload-timeout", "60"]),
+        (["-disable-ipv6"], ["--disable-ipv6"]),
+        (["-disable-ipv6=true"], ["--disable-ipv6"]),
+        (["-disable-ipv6=false"], []),
+        (["--disable-ipv6", "-disable-ipv6=false"], []),
         (["-tls-passthrough-port=443", "-enable-tls-passthrough"], ["--enable-tls-passthrough"]),
         (
             ["-default-https-listener-port=8443", "-tls-passthrough-port=8443"],
@@ -173,6 +177,24 @@ def test_every_ferryman_flag_spelled_the_go_ways_gives_the_same_settings(
 )
 def test_nic_flags_mean_what_they_mean_in_nic(nic: list[str], ferryman: list[str]) -> None:
     assert _parsed(nic)[1] == _parsed(["run", *ferryman])[1]
+
+
+def test_disable_ipv6_is_a_setting_ipv6_on_by_default_as_in_nic() -> None:
+    assert _parsed(["run"])[1].disable_ipv6 is False
+    assert _parsed(["-disable-ipv6"])[1].disable_ipv6 is True
+    assert _parsed(["-disable-ipv6=true"])[1].disable_ipv6 is True
+    assert _parsed(["-disable-ipv6=false"])[1].disable_ipv6 is False
+    assert _parsed(["run", "--disable-ipv6"])[1].disable_ipv6 is True
+
+
+def test_render_takes_disable_ipv6(tmp_path: Path) -> None:
+    p = cli.parser()
+    args = nic_flags.parse_args(p, ["render", "-manifests=/tmp", f"-output={tmp_path}"])
+    assert flag_settings.render_settings(args).disable_ipv6 is False
+    args = nic_flags.parse_args(
+        p, ["render", "-manifests=/tmp", f"-output={tmp_path}", "-disable-ipv6"]
+    )
+    assert flag_settings.render_settings(args).disable_ipv6 is True
 
 
 def test_render_takes_nics_metrics_and_status_switches_as_nothing_to_do(tmp_path: Path) -> None:
@@ -292,6 +314,7 @@ def test_nic_charts_default_args_run_ferryman_as_nic_would(
     assert s.leader_lock_name == "nginx-ingress-leader-election"
     assert (args["log_format"], args["log_level"]) == ("text", "info")
     assert s.health_uri == ""
+    assert s.disable_ipv6 is False  # -disable-ipv6=false: IPv4 and IPv6
 
 
 def test_nic_deployment_manifests_args_run_ferryman() -> None:

@@ -119,6 +119,13 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "on the HTTPS port go by SNI name to their backends, undecrypted",
     )
     p.add_argument(
+        "--disable-ipv6",
+        action="store_true",
+        help="public listeners (HTTP, HTTPS, listen-ports, GlobalConfiguration, Gateway, "
+        "stub_status) on IPv4 only; by default each also listens on IPv6 ([::]), unless "
+        "the machine has no IPv6",
+    )
+    p.add_argument(
         "--nginx-modules-dir",
         type=Path,
         default=Path("/usr/lib/nginx/modules"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ferryman.app.lifecycle import REPLICA_REPORT
@@ -271,10 +271,10 @@ def webhook(
     store: Store,
     controller: Controller,
     metrics: Metrics,
-    bound: socket.socket | None = None,
+    bound: Sequence[socket.socket] = (),
 ) -> WebhookServer:
     """The readiness gate webhook, reading the served Services from the cache
-    (``bound``: its port's socket, bound early; None: bound when it starts)."""
+    (``bound``: its port's sockets, bound early; none: bound when it starts)."""
     from ferryman.webhook.admission import CachedServices, Injector
     from ferryman.webhook.cluster import CertificateSecret
     from ferryman.webhook.server import WebhookServer
@@ -283,7 +283,7 @@ def webhook(
     namespace, name = settings.readiness_gate_webhook_cert_secret
     client = cluster.client
     return WebhookServer(
-        bound if bound is not None else settings.readiness_gate_webhook_port,
+        bound or settings.readiness_gate_webhook_port,
         Injector(
             settings.ingress_class,
             CachedServices(controller.served_services, store.get, store.stamp),

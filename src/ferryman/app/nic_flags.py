@@ -123,8 +123,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "allow-empty-ingress-host": Unsupported(
         True, frozenset(("true", "false")), "ferryman serves Ingress rules without a host"
     ),
-    # ferryman listens on IPv4 only so far: both values describe what it does.
-    "disable-ipv6": Unsupported(True, frozenset(("true", "false")), ""),
     "ssl-dynamic-reload": Unsupported(
         True, frozenset(("true",)), "ferryman never reloads NGINX for a certificate"
     ),

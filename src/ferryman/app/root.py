@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from ferryman.app.kubernetes_mode import KubernetesMode
 from ferryman.app.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.app.lifecycle import Lifecycle
 from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
-from ferryman.dataplane import DataPlane
+from ferryman.dataplane import DataPlane, ipv6
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate
 from ferryman.dataplane.flavour import (
@@ -67,20 +68,30 @@ async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     return done
 
 
-def _bind_webhook(port: int) -> socket.socket:
+def _bind_webhook(port: int, ipv6: bool) -> list[socket.socket]:
     """The readiness gate webhook's port, bound before NGINX's public listeners
     open: it serves only once the caches are whole, but no listener a resource
-    asks for may take its port meanwhile (and crash-loop every replica)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("0.0.0.0", port))
-        sock.listen(128)
-    except OSError as e:
-        sock.close()
-        raise SettingsError(f"--readiness-gate-webhook-port {port}: {e}") from e
-    sock.setblocking(False)
-    return sock
+    asks for may take its port meanwhile (and crash-loop every replica). On
+    IPv6 too with ``ipv6`` (the API server calls the pod's address)."""
+    families = [(socket.AF_INET, "0.0.0.0")]
+    if ipv6:
+        families.append((socket.AF_INET6, "::"))
+    socks: list[socket.socket] = []
+    for family, address in families:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        socks.append(sock)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # beside the IPv4 socket, as NGINX's
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address, port))
+            sock.listen(128)
+        except OSError as e:
+            for s in socks:
+                s.close()
+            raise SettingsError(f"--readiness-gate-webhook-port {port}: {e}") from e
+        sock.setblocking(False)
+    return socks
 
 
 async def _start_dns(settings: Settings) -> DnsServer:
@@ -142,6 +153,21 @@ async def run(settings: Settings, data_plane: str = "nginx", kinds: Kinds = BUIL
         collector.resume()
 
 
+def _listen_families(settings: Settings) -> Settings:
+    """``settings`` with --disable-ipv6 set when the machine has no IPv6: NGINX
+    could not bind ``[::]`` and would serve nothing, so IPv4 serves alone."""
+    if settings.disable_ipv6:
+        return settings
+    why = ipv6.unavailable()
+    if not why:
+        return settings
+    log.warning(
+        "IPv6 is not available here: listening on IPv4 only, as with --disable-ipv6",
+        extra={"fields": {"reason": why}},
+    )
+    return replace(settings, disable_ipv6=True)
+
+
 async def _run(
     settings: Settings,
     data_plane: str,
@@ -150,6 +176,7 @@ async def _run(
     uid: int | None,
     kinds: Kinds,
 ) -> int:
+    settings = _listen_families(settings)
     flavour = Flavour(data_plane, settings, paths)
     if uid is not None and not traversable_by_others(paths.state_dir):
         log.warning(
@@ -215,7 +242,7 @@ async def _run(
     # way to ready. One step of the task spawns it.
     starting = asyncio.create_task(nginx.start(bootstrap), name="nginx start")
     await asyncio.sleep(0)
-    webhook_socket: socket.socket | None = None
+    webhook_sockets: list[socket.socket] = []
     try:
         cluster = (
             KubernetesMode(settings, store, queue, metrics, kinds.specs)
@@ -223,7 +250,9 @@ async def _run(
             else None
         )
         if cluster is not None and settings.readiness_gate_webhook_port:
-            webhook_socket = _bind_webhook(settings.readiness_gate_webhook_port)
+            webhook_sockets = _bind_webhook(
+                settings.readiness_gate_webhook_port, not settings.disable_ipv6
+            )
     except BaseException:
         await _abandon(nginx, starting)
         raise
@@ -286,6 +315,7 @@ async def _run(
         ),
         counters,
         in_flight_reading,
+        ipv6=not settings.disable_ipv6,
     )
     stop = asyncio.Event()  # signalled: readiness fails, the grace period begins
     hurry = asyncio.Event()  # a second signal: the grace period ends now
@@ -311,8 +341,8 @@ async def _run(
     life.on_stop("nginx", nginx.stop)
     if dns is not None:
         life.on_stop("dns", dns.stop)
-    if webhook_socket is not None:
-        life.on_stop("webhook socket", _closer(webhook_socket))
+    if webhook_sockets:
+        life.on_stop("webhook socket", _closer(*webhook_sockets))
     life.on_stop("probes", probes.stop)
     try:
         if settings.latency_metrics:
@@ -361,7 +391,7 @@ async def _run(
             life.adopt(cluster.tasks(stop, controller, in_flight))
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(
-                    settings, cluster, store, controller, metrics, webhook_socket
+                    settings, cluster, store, controller, metrics, webhook_sockets
                 )
                 life.run("readiness-gate-webhook", webhook.run())
         life.run("controller", controller.run())
@@ -394,8 +424,9 @@ async def _run(
     return code
 
 
-def _closer(sock: socket.socket) -> Callable[[], Awaitable[None]]:
+def _closer(*socks: socket.socket) -> Callable[[], Awaitable[None]]:
     async def close() -> None:
-        sock.close()
+        for sock in socks:
+            sock.close()
 
     return close

@@ -242,8 +242,10 @@ def angie_config(
 
 
 class AngieRenderer:
-    def __init__(self) -> None:
+    def __init__(self, *, ipv6: bool = True) -> None:
+        """``ipv6``: the servers listen on IPv6 too (not --disable-ipv6)."""
         self._env = template_environment()
+        self._ipv6 = ipv6
 
     def main(self, main: MainConfig, dns_port: int) -> str:
         """``dns_port``: where ferryman's DNS server answers on 127.0.0.1."""
@@ -268,6 +270,7 @@ class AngieRenderer:
             zone_size=zone_size,
             srv_service=SRV_SERVICE,
             latency=latency,
+            ipv6=self._ipv6,
         )
 
     def config_version(self, socket: str, version: int, api: bool = True) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jinja2
 
 from ferryman.configs import buffer_tiers
+from ferryman.configs.listen import listens
 from ferryman.configs.model import MainConfig
 
 
@@ -23,6 +24,8 @@ def template_environment() -> jinja2.Environment:
         slow_variants=buffer_tiers.slow_variants(),
         buffer_count=buffer_tiers.BUFFERS,
         buffer_busy=buffer_tiers.BUSY,
+        # A public port's listen lines, IPv4 and IPv6 (configs/listen.py).
+        listens=listens,
     )
     return env
 

@@ -102,6 +102,7 @@ def main_config(
         # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
         http_listeners=True,
         gateway=settings.gateway_api,
+        ipv6=not settings.disable_ipv6,
     )
 
 
@@ -120,7 +121,7 @@ class Flavour:
     def angie_renderer(self) -> AngieRenderer:
         from ferryman.configs.angie import AngieRenderer
 
-        return AngieRenderer()
+        return AngieRenderer(ipv6=not self.settings.disable_ipv6)
 
     def main(self, user: str | None, *, public: bool, tuning: Tuning | None = None) -> str:
         main = main_config(self.settings, self.paths, user, public=public)

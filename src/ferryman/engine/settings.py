@@ -65,6 +65,10 @@ class Settings:
     # NIC's --enable-tls-passthrough: TransportServers on the built-in
     # tls-passthrough listener, sharing the HTTPS port by SNI.
     tls_passthrough: bool = False
+    # --disable-ipv6 (NIC's -disable-ipv6): public ports listen on IPv4 only.
+    # Otherwise on IPv6 too ([::], configs/listen.py); ``run`` sets it when the
+    # machine has no IPv6 to listen on (dataplane/ipv6.py).
+    disable_ipv6: bool = False
     # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
     # 0 picks a free one at start, so instances sharing a machine cannot collide.
     angie_dns_port: int = 0

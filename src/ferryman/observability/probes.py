@@ -24,8 +24,14 @@ class ProbeServer:
         counters: Callable[[], Awaitable[dict[str, int] | None]],
         # Requests in flight: (per peer, this replica, whether peers are measured).
         in_flight: Callable[[], Awaitable[tuple[Mapping[str, int], int, bool]]] | None = None,
+        *,
+        ipv6: bool = False,
     ) -> None:
+        """``ipv6``: listen on ``[::]`` too (IPv6 only, beside IPv4's socket):
+        kubelets probe, and Prometheus scrapes, the pod's address, IPv6 in an
+        IPv6 cluster."""
         self._ports = (ready_port, metrics_port)
+        self._hosts = ("0.0.0.0", "::") if ipv6 else ("0.0.0.0",)
         self._metrics = metrics
         self._is_ready = is_ready
         self._counters = counters
@@ -69,8 +75,9 @@ class ProbeServer:
         for port, app in apps.items():
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
-            await web.TCPSite(runner, "0.0.0.0", port).start()
             self._runners.append(runner)
+            for host in self._hosts:  # asyncio makes an IPv6 socket IPv6 only
+                await web.TCPSite(runner, host, port).start()
 
     async def stop(self) -> None:
         for runner in self._runners:

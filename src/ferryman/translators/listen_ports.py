@@ -48,11 +48,15 @@ class Grant:
 
 
 class ListenPorts:
-    def __init__(self, files: MutableMapping[str, str], enabled: bool = True) -> None:
+    def __init__(
+        self, files: MutableMapping[str, str], enabled: bool = True, *, ipv6: bool = True
+    ) -> None:
         """``enabled``: nginx.conf includes the files (the nginx data plane;
-        Angie's classic configuration serves neither kind)."""
+        Angie's classic configuration serves neither kind); ``ipv6``: the ports
+        listen on IPv6 too (not --disable-ipv6)."""
         self._files = files
         self._enabled = enabled
+        self._ipv6 = ipv6
         self._listeners: tuple[Listener, ...] = ()
         self._claims: dict[ObjectRef, tuple[AgeKey, Claim]] = {}
         self._grants: dict[ObjectRef, Grant] = {}
@@ -196,4 +200,4 @@ class ListenPorts:
             return
         ports = {port: ssl for port, (ssl, _) in self._schemes().items()}
         if always or ports or HTTP_LISTENERS_FILE in self._files:
-            self._files.update(listener_files(self._listeners, ports))
+            self._files.update(listener_files(self._listeners, ports, ipv6=self._ipv6))

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import socket
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
@@ -38,7 +38,7 @@ PATH = "/readiness-gates"
 class WebhookServer:
     def __init__(
         self,
-        port: int | socket.socket,
+        port: int | Sequence[socket.socket],
         injector: Injector,
         client: AsyncClient,
         secret: CertificateSecret,
@@ -47,9 +47,9 @@ class WebhookServer:
     ) -> None:
         """``configuration``: the MutatingWebhookConfiguration whose caBundle
         ferryman keeps (None: someone else keeps it). ``count(result)``: each
-        review's result (admission.INJECTED, UNCHANGED, ERROR). ``port``: a
-        socket already bound to it (app/root.py binds it before NGINX's listeners
-        open, so no listener can take it first)."""
+        review's result (admission.INJECTED, UNCHANGED, ERROR). ``port``: or
+        the sockets already bound to it, IPv4 and IPv6 (app/root.py binds them
+        before NGINX's listeners open, so no listener can take it first)."""
         self._port = port
         self._reviews = Reviews(injector, count)
         self._client = client
@@ -67,11 +67,12 @@ class WebhookServer:
         await runner.setup()
         try:
             port = self._port
-            if isinstance(port, socket.socket):
-                await web.SockSite(runner, port, ssl_context=context).start()
-                port = port.getsockname()[1]
-            else:
+            if isinstance(port, int):
                 await web.TCPSite(runner, "0.0.0.0", port, ssl_context=context).start()
+            else:
+                for sock in port:
+                    await web.SockSite(runner, sock, ssl_context=context).start()
+                port = port[0].getsockname()[1]
             log.info("readiness gate webhook listening", extra={"fields": {"port": port}})
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._secret.watch(lambda s: self._secret_changed(s, context)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ferryman.configs.listen import listens
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.kinds.gateway.parse.gateway_api import Listener
 from ferryman.kinds.gateway.records.attach import PassthroughEntry
@@ -50,16 +51,18 @@ def stream_name(address: str, port: int) -> str:
     return f"gateway.{port}" if address == ANY_ADDRESS else f"gateway.{address}.{port}"
 
 
-def render_passthrough(sockets: Iterable[tuple[str, int]]) -> str:
+def render_passthrough(sockets: Iterable[tuple[str, int]], *, ipv6: bool = True) -> str:
     """The stream servers of (address, port) sockets; every address comes from
-    the address pool flag (checked IPv4) or is "*"."""
+    the address pool flag (checked IPv4) or is "*": every address, IPv6 too
+    with ``ipv6`` (configs/listen.py)."""
     out = [_HEADER]
     for address, port in sorted(set(sockets)):
-        where = str(port) if address == ANY_ADDRESS else f"{address}:{port}"
+        if address == ANY_ADDRESS:
+            lines = listens(port, dual_stack=ipv6)
+        else:
+            lines = listens(port, ipv4=address, dual_stack=False)
         out.append(
-            "server {\n"
-            f"    listen {where};\n"
-            "    ssl_preread on;\n"
+            "server {\n" + "".join(f"    {line}\n" for line in lines) + "    ssl_preread on;\n"
             f"    ferryman_stream_listener {stream_name(address, port)};\n"
             "    ferryman_stream_preread;\n"
             "    proxy_pass ferryman_stream;\n"

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ferryman.configs.listen import listens
 from ferryman.configs.model import BackendKey
 from ferryman.kinds.gateway.parse.gateway_api import Listener
 from ferryman.kinds.gateway.records.attach import RouteEntry, covers
@@ -57,15 +58,21 @@ def socket_key(address: str, port: int) -> str:
     return f"{address}:{port}"
 
 
-def render_listens(sockets: Iterable[tuple[str, int, bool]]) -> str:
+def render_listens(sockets: Iterable[tuple[str, int, bool]], *, ipv6: bool = True) -> str:
     """The ``listen`` lines of the Gateway server for (address, port, tls) sockets.
-    Every address comes from the address pool flag (checked IPv4) or is "*"."""
+    Every address comes from the address pool flag (checked IPv4) or is "*":
+    every address, IPv6 too with ``ipv6`` (configs/listen.py); a Gateway's
+    own address is that address only. A request on IPv6 looks its socket up
+    under "*" (ferryman_gateway.lua)."""
     lines = [_HEADER]
     for address, port, tls in sorted(set(sockets)):
-        where = str(port) if address == ANY_ADDRESS else f"{address}:{port}"
         # HTTP/2 offered over TLS (ALPN): clients such as the conformance
         # suite's speak only h2 to an HTTPS listener.
-        lines.append(f"listen {where}{' ssl http2' if tls else ''};\n")
+        params = "ssl http2" if tls else ""
+        if address == ANY_ADDRESS:
+            lines += [f"{line}\n" for line in listens(port, params, dual_stack=ipv6)]
+        else:
+            lines += [f"{line}\n" for line in listens(port, params, ipv4=address, dual_stack=False)]
     return "".join(lines)
 
 

@@ -141,6 +141,7 @@ class GatewayTranslator(Translator):
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
         if stream:
             files.setdefault(PASSTHROUGH_FILE, render_passthrough(()))
+        self._ipv6 = not settings.disable_ipv6  # every-address sockets on IPv6 too
 
     # ---- Translator protocol -------------------------------------------------------
 
@@ -370,10 +371,10 @@ class GatewayTranslator(Translator):
         self._served = fitted.served
         passed, passing_uses = passthrough_records(passing)
         self._write_records(fitted.served, fitted.records, passed, passing_uses)
-        self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets)
+        self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets, ipv6=self._ipv6)
         if self._stream:
             self._files[PASSTHROUGH_FILE] = render_passthrough(
-                (s.address, s.listener.port) for s in passing
+                ((s.address, s.listener.port) for s in passing), ipv6=self._ipv6
             )
         if self._ports is not None:
             if changed := self._ports.set_gateway_ports(held, asked):

@@ -22,6 +22,10 @@ name): ``ports`` maps each to whether it is TLS. A port a GlobalConfiguration
 listener has is left out here too, so the two never write one port twice
 (``listen`` twice on one port fails ``nginx -t``).
 
+Each port listens on IPv6 too unless ``ipv6`` is False (--disable-ipv6):
+a listener's own ``ipv4``/``ipv6`` address, else every address of that
+family, as NIC (configs/listen.py).
+
 Every value is a validated number, a listener name (a DNS-1035 label) or an
 address GlobalConfiguration checked with ``ipaddress``.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ferryman.configs.listen import listens
 from ferryman.kinds.transport.parse.globalconfiguration import Listener
 
 HTTP_LISTENERS_FILE = "http-listeners.conf"
@@ -57,22 +62,23 @@ def annotation_ports(listeners: Iterable[Listener], ports: Mapping[int, bool]) -
     return sorted(p for p in ports if p not in taken)
 
 
-def render_listens(listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None) -> str:
+def render_listens(
+    listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None, *, ipv6: bool = True
+) -> str:
     """The ``listen`` lines of ferryman's public server for the HTTP listeners
-    and the Ingresses' ports (number -> TLS)."""
+    and the Ingresses' ports (number -> TLS); ``ipv6``: on IPv6 too."""
     items = list(listeners)
-    lines = [_HEADER]
+    lines: list[str] = []
     for listener in served(items):
         # reuseport as the default ports: the kernel spreads connections over workers.
-        flags = (" ssl" if listener.ssl else "") + " reuseport"
-        address = f"{listener.ipv4}:" if listener.ipv4 else ""
-        lines.append(f"listen {address}{listener.port}{flags};\n")
-        if listener.ipv6:
-            lines.append(f"listen [{listener.ipv6}]:{listener.port}{flags};\n")
+        flags = ("ssl " if listener.ssl else "") + "reuseport"
+        lines += listens(
+            listener.port, flags, ipv4=listener.ipv4, ipv6=listener.ipv6, dual_stack=ipv6
+        )
     ports = ports or {}
     for port in annotation_ports(items, ports):
-        lines.append(f"listen {port}{' ssl' if ports[port] else ''} reuseport;\n")
-    return "".join(lines)
+        lines += listens(port, ("ssl " if ports[port] else "") + "reuseport", dual_stack=ipv6)
+    return _HEADER + "".join(f"{line}\n" for line in lines)
 
 
 def render_map(listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None) -> str:
@@ -89,10 +95,10 @@ def render_map(listeners: Iterable[Listener], ports: Mapping[int, bool] | None =
 
 
 def listener_files(
-    listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None
+    listeners: Iterable[Listener], ports: Mapping[int, bool] | None = None, *, ipv6: bool = True
 ) -> dict[str, str]:
     items = list(listeners)
     return {
-        HTTP_LISTENERS_FILE: render_listens(items, ports),
+        HTTP_LISTENERS_FILE: render_listens(items, ports, ipv6=ipv6),
         LISTENER_MAP_FILE: render_map(items, ports),
     }

@@ -123,8 +123,11 @@ def stream_record(ts: TransportServer) -> str:
     return " ".join(fields)
 
 
-def render_stream(servers: list[StreamServer], passthrough: Passthrough | None) -> str:
+def render_stream(
+    servers: list[StreamServer], passthrough: Passthrough | None, *, ipv6: bool = True
+) -> str:
+    """``ipv6``: listeners not naming an address listen on IPv6 too (configs/listen.py)."""
     template = template_environment().get_template("stream.conf.tmpl")
     return template.render(
-        servers=sorted(servers, key=lambda s: s.listener), passthrough=passthrough
+        servers=sorted(servers, key=lambda s: s.listener), passthrough=passthrough, ipv6=ipv6
     )

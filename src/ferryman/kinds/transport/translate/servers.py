@@ -140,12 +140,16 @@ class TransportServers:
         # Only with --global-configuration: nginx.conf includes the files then.
         self._http_listeners = http_listeners and settings.global_configuration is not None
         self._set_http_listeners = set_http_listeners or (
-            lambda listeners: files.update(listener_files(listeners))
+            lambda listeners: files.update(
+                listener_files(listeners, ipv6=not settings.disable_ipv6)
+            )
         )
         if self._http_listeners:
             self._set_http_listeners(())
         if stream:
-            files[STREAM_FILE] = render_stream([], self._passthrough())
+            files[STREAM_FILE] = render_stream(
+                [], self._passthrough(), ipv6=not settings.disable_ipv6
+            )
 
     def _passthrough(self) -> Passthrough | None:
         if not self._settings.tls_passthrough or not self._https_socket:
@@ -372,7 +376,9 @@ class TransportServers:
             if listener.protocol in ("TCP", "UDP"):
                 holder = by_listener.get(listener.name)
                 servers.append(stream_server(listener, holder, listener.name in ssl))
-        self._files[STREAM_FILE] = render_stream(servers, self._passthrough())
+        self._files[STREAM_FILE] = render_stream(
+            servers, self._passthrough(), ipv6=not self._settings.disable_ipv6
+        )
 
 
 def _ref(ts: TransportServer) -> ObjectRef:
