@@ -17,6 +17,7 @@ from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
+    free_port,
     service_with_backends,
 )
 from testkit.upstream_fields import _TLSEcho, one_route
@@ -274,3 +275,33 @@ def test_unsupported_fields_warn_and_no_field_reloads(
         )
         assert ferryman.get("w.test", "/").served_by == "a"
     assert ferryman.reloads() == 1
+
+
+def test_use_cluster_ip_proxies_to_the_cluster_ip(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    """NIC's upstream ``use-cluster-ip``, as the Ingress annotation: the Service's
+    ClusterIP and port instead of its endpoints (kube-proxy balances); turning it
+    on or off and a new ClusterIP are endpoint-set changes, no reload."""
+    f = either_fast_path
+    port = free_port()
+    backends.start("cluster-ip", address="127.0.0.77", port=port)
+    docs = service_with_backends("app", [backends.start("endpoint")], port=port)
+    docs[0]["spec"]["clusterIP"] = "127.0.0.77"
+    f.write("svc", docs)
+    on = {"port": port, "use-cluster-ip": True}
+    f.write("cip", one_route("cip", "cip.test", on))
+    f.write("ep", one_route("ep", "ep.test", {"port": port}))
+    f.start()
+    assert f.get("cip.test", "/").served_by == "cluster-ip"
+    assert f.get("ep.test", "/").served_by == "endpoint"
+    assert f.events_for("cip")[-1]["reason"] == "AddedOrUpdated"
+    f.write("cip", one_route("cip", "cip.test", {"port": port}))
+    eventually(lambda: f.get("cip.test", "/").served_by == "endpoint", 10, "endpoints")
+    f.write("cip", one_route("cip", "cip.test", on))
+    eventually(lambda: f.get("cip.test", "/").served_by == "cluster-ip", 10, "cluster ip")
+    backends.start("moved", address="127.0.0.78", port=port)
+    docs[0]["spec"]["clusterIP"] = "127.0.0.78"
+    f.write("svc", docs)
+    eventually(lambda: f.get("cip.test", "/").served_by == "moved", 10, "moved cluster ip")
+    assert f.reloads() == 1

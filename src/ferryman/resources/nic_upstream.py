@@ -63,8 +63,6 @@ _PLUS_ONLY = {
     "ntlm": "NTLM is only supported in NGINX Plus",
 }
 _NOT_SUPPORTED = {
-    "use-cluster-ip": "ferryman balances across the endpoints itself, "
-    "which is what keeps endpoint changes reload-free",
     "backup": "backup servers are not implemented",
     "backupPort": "backup servers are not implemented",
 }
@@ -137,6 +135,8 @@ class Upstream:
     type: str = "http"  # "http" or "grpc"
     # sessionCookie with enable: true (NGINX's sticky cookie; the slow path's balancer)
     session_cookie: StickyCookie | None = None
+    # use-cluster-ip: the Service's ClusterIP and port instead of its endpoints
+    use_cluster_ip: bool = False
 
 
 def parse_upstreams(spec: Obj) -> tuple[tuple[Upstream, ...], set[str]]:
@@ -207,6 +207,7 @@ def _upstream(u: Obj, name: str) -> Upstream | None:
         tls=bool(tls and tls.boolean("enable")),
         type=kind or "http",
         session_cookie=_session_cookie(u),
+        use_cluster_ip=u.boolean("use-cluster-ip") is True,
     )
     return upstream if len(ctx.problems) == before else None
 

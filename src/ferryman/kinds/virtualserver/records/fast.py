@@ -74,6 +74,7 @@ _UPSTREAM_FIELDS = frozenset(
         "send_timeout_ms",
         "next_upstream",
         "next_upstream_tries",
+        "use_cluster_ip",  # only the key differs (the endpoint set of the ClusterIP)
     ]
 )
 # policies: served as the route's effective ones (FastRoute.attached).

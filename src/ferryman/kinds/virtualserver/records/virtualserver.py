@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.buffer_tiers import route_flags
+from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64, unquote
 from ferryman.configs.secret_state import SecretState
@@ -196,6 +197,9 @@ class _Builder:
         where = f"spec.upstreams[{i}]"
         service_ns = u.service_namespace or namespace
         key = backend_key(service_ns, u.service, str(u.port))
+        if u.use_cluster_ip:
+            # As the Ingress annotation: the endpoint set of one peer, the ClusterIP.
+            key += CLUSTER_IP
         why = check(self.grants, kind, namespace, SERVICE, service_ns, u.service)
         if why is not None:
             # Tenant mode: as a Service that does not exist (no endpoints: 503).
