@@ -490,3 +490,27 @@ def test_access_logs_on_without_syslog_reach_ferrymans_log(
     )[0]
     assert "logger=ferryman.nginx" in line
     assert '\\"GET /seen-in-the-log HTTP/1.1\\" 200' in line
+
+
+def test_default_server_return_answers_hosts_nobody_routes(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """NIC's default-server-return: a fixed answer or a redirect for hosts no
+    Ingress routes (404 without it); routed hosts unaffected; "$" stays text; a
+    value NGINX's return would not take is refused with a Warning, the last good
+    one kept."""
+    f = ferryman
+    _start(f, backends, default_server_return="302 https://nginx.org/")
+    r = f.get("nobody.test", "/x")
+    assert (r.status, r.headers["location"]) == (302, "https://nginx.org/")
+    assert f.get("cm.test").served_by == "app"
+    f.write("cm", configmap(default_server_return="410 gone $host; return 200 x"))
+    _soon(f, lambda: f.get("nobody.test").status == 410)
+    assert f.get("nobody.test").text == "gone $host; return 200 x"
+    f.write("cm", configmap(default_server_return="999 nope"))
+    event = _updated(f, 3)[2]
+    assert event[:2] == ("Warning", "UpdatedWithError")
+    assert "Invalid value for 'default-server-return'" in f.logs()
+    assert f.get("nobody.test").status == 410
+    f.write("cm", configmap())
+    _soon(f, lambda: f.get("nobody.test").status == 404)

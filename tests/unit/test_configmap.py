@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from ferryman.configs.configmap import IN_NGINX_CONF, ConfigMapState, Tuning, tuning
 from ferryman.configs.render import Renderer
-from ferryman.resources.configmap import GLOBAL_KEYS, ROUTE_KEYS, UNSUPPORTED, parse_data
+from ferryman.resources.configmap import (
+    GLOBAL_KEYS,
+    ROUTE_KEYS,
+    UNSUPPORTED,
+    parse_data,
+    parse_default_server_return,
+)
 from testkit.nginx_check import assert_nginx_t
 from testkit.nginx_tokens import Directive, directives
 from testkit.render import MAIN
@@ -67,6 +73,7 @@ FULL: dict[str, str] = {
     "redirect-to-https": "true",
     "ssl-redirect": "true",
     "http-redirect-code": "308",
+    "default-server-return": "418 short and stout $host; }",
     "lb-method": "least_conn",
     "max-fails": "3",
     "fail-timeout": "20s",
@@ -309,3 +316,28 @@ def test_the_connect_timeout_is_ferrymans_unless_the_configmap_sets_one() -> Non
     state.update(_cm({"proxy-connect-timeout": "30s"}))
     found = [d.args for d in directives(_main(state.values)) if d.name == "proxy_connect_timeout"]
     assert found == [("30s",)]
+
+
+@pytest.mark.parametrize(
+    ("value", "normalised"),
+    [
+        ("404", "404"),
+        (" 302  https://nginx.org/x?a=b ", "302 https://nginx.org/x?a=b"),
+        ("https://example.com", "302 https://example.com"),
+        ("301 /elsewhere", "301 /elsewhere"),
+        ("200 ok; $host {x}", "200 ok; $host {x}"),
+        ("444", "444"),
+        ("503", "503"),
+    ],
+)
+def test_default_server_return_values(value: str, normalised: str) -> None:
+    assert parse_default_server_return(value) == (normalised, None)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "999", "99 x", "abc", "302 not a url", "301 https://a b", "200 a\nb", "444 x", "٣٠٢"],
+)
+def test_default_server_return_refusals(value: str) -> None:
+    normalised, why = parse_default_server_return(value)
+    assert normalised is None and why is not None and "default-server-return" in why

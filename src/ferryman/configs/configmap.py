@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.configs.record_text import b64
 from ferryman.resources import nic_rules, validation
 from ferryman.resources.configmap import GLOBAL_KEYS, HSTS_OPTIONS, ROUTE_KEYS, parse_data
 
@@ -133,6 +134,9 @@ class Tuning:
     hsts_behind_proxy: bool = False
     redirect_to_https: bool = False
     redirect_code: str = "301"
+    # default-server-return, base64 ("": 404): NGINX would read "$" in a set
+    # value as a variable, base64 has none (ferryman.lua decodes it).
+    default_server_return: str = ""
 
     @property
     def client_max_body_bytes(self) -> int:
@@ -218,6 +222,9 @@ def tuning(values: Mapping[str, str]) -> Tuning:
         hsts_behind_proxy=_on(values, "hsts-behind-proxy"),
         redirect_to_https=_on(values, "redirect-to-https"),
         redirect_code=values.get("http-redirect-code", "301"),
+        default_server_return=b64(values["default-server-return"])
+        if "default-server-return" in values
+        else "",
     )
 
 

@@ -264,6 +264,38 @@ def parse_redirect_code(value: str) -> tuple[str | None, str | None]:
     return None, f"Invalid value for 'http-redirect-code': {_go_quote(value)}"
 
 
+_REDIRECTS = ("301", "302", "303", "307", "308")
+# A redirect's target as NGINX's return writes it to Location: absolute or
+# rooted, printable ASCII without spaces.
+_RETURN_URL_RE = re.compile(r"^(https?://[!-~]+|/[!-~]*)$")
+_RETURN_TEXT_MAX = 1024
+
+
+def parse_default_server_return(value: str) -> tuple[str | None, str | None]:
+    """NGINX's ``return`` in NIC's default server: ``CODE [TEXT]``, ``CODE URL``
+    for 301/302/303/307/308, or ``URL`` alone (a 302). Normalised to ``CODE`` or
+    ``CODE REST``; the data plane answers it (ferryman.lua), so the text is never
+    configuration."""
+    text = value.strip()
+    why = (
+        f"Invalid value for 'default-server-return': {_go_quote(value)}: expected "
+        "a status code (200-599, or 444) and a text, or a redirect code and a URL"
+    )
+    if any(ord(c) < 32 or ord(c) == 127 for c in text) or len(text) > _RETURN_TEXT_MAX:
+        return None, why
+    if text.startswith(("http://", "https://")):
+        return (f"302 {text}", None) if _RETURN_URL_RE.fullmatch(text) else (None, why)
+    code, _, rest = text.partition(" ")
+    rest = rest.strip()
+    if not (code.isascii() and code.isdigit() and (200 <= int(code) <= 599 or code == "444")):
+        return None, why
+    if code in _REDIRECTS and rest and not _RETURN_URL_RE.fullmatch(rest):
+        return None, why
+    if code == "444" and rest:
+        return None, why  # NGINX closes the connection: there is nothing to send
+    return (f"{code} {rest}" if rest else code), None
+
+
 # The keys nginx.conf takes as a whole (main, events, http and the server).
 GLOBAL_KEYS: Mapping[str, Parser] = {
     "worker-processes": parse_worker_processes,
@@ -317,6 +349,7 @@ ROUTE_KEYS: Mapping[str, Parser] = {
     "redirect-to-https": parse_bool,
     "ssl-redirect": parse_bool,
     "http-redirect-code": parse_redirect_code,
+    "default-server-return": parse_default_server_return,
     "lb-method": parse_lb_method,
     "max-fails": _integer(0, 2**31 - 1),
     "fail-timeout": parse_time,
@@ -341,7 +374,6 @@ UNSUPPORTED: Mapping[str, str] = {
     ),
     "default-server-access-log-off": "ferryman has one server for every host, no separate "
     "default server",
-    "default-server-return": "the catch-all answers from ferryman's router (404)",
     "upstream-zone-size": "ferryman's endpoints live in its own shared memory "
     "(--records-memory-size)",
     "stream-log-format": "not implemented yet",

@@ -441,6 +441,36 @@ local function vs_route(entry, vs)
     return proxy_to(upstream.key, entry, upstream)
 end
 
+-- The ConfigMap's default-server-return for hosts nobody routes (NIC's
+-- default server's "return"): "CODE", "CODE TEXT" or "CODE URL" for a
+-- redirect, checked by ferryman.resources.configmap; "" is NGINX's 404.
+local REDIRECTS = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
+local returns = {} -- base64 value -> { code, rest }
+
+local function default_return(encoded)
+    if encoded == nil or encoded == "" then
+        return ngx.exit(ngx.HTTP_NOT_FOUND)
+    end
+    local answer = returns[encoded]
+    if answer == nil then
+        local text = ngx.decode_base64(encoded) or "404"
+        local code, rest = string.match(text, "^(%d+) ?(.*)$")
+        answer = { tonumber(code) or 404, rest or "" }
+        returns[encoded] = answer
+    end
+    local code, rest = answer[1], answer[2]
+    if REDIRECTS[code] and rest ~= "" then
+        return ngx.redirect(rest, code)
+    end
+    if rest == "" then
+        return ngx.exit(code)
+    end
+    ngx.status = code
+    ngx.header["Content-Type"] = "text/plain"
+    ngx.print(rest)
+    return ngx.exit(code)
+end
+
 -- The slow path's access phase: answers what the fast path does not proxy.
 function _M.route()
     refresh()
@@ -454,7 +484,7 @@ function _M.route()
             ngx.say("healthy")
             return ngx.exit(ngx.HTTP_OK)
         end
-        return ngx.exit(ngx.HTTP_NOT_FOUND)
+        return default_return(ngx.var.ferryman_default_return)
     end
     mtls.check(store, entry, host)
     local vs = vs_of(entry)
