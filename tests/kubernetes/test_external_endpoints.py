@@ -91,3 +91,35 @@ def test_external_endpoints_from_ingress_addresses(
     start_ferryman("ferryman-ext2", "--ingress-address", "192.0.2.30")
     want = [{"ip": "192.0.2.30", "ports": ""}]
     _wait_endpoints(kube, namespace, want, 15, "externalEndpoints")
+
+
+def test_external_status_address_from_the_configmap_overrides_the_flags(
+    crds: Client, namespace: str, backends: BackendHost,
+    start_ferryman: Callable[..., Ferryman],
+) -> None:  # fmt: skip
+    """NIC's ConfigMap key external-status-address: the addresses status shows,
+    over --ingress-address; an edit is followed, removing it falls back."""
+    kube = crds
+    apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=namespace))
+    put(kube, VirtualServer, _vs(namespace))
+    put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "nginx-config", "namespace": namespace},
+        "data": {"external-status-address": "192.0.2.40, lb.example.com"},
+    }
+    apply(kube, config)
+    start_ferryman(
+        "ferryman-ext3",
+        "--ingress-address", "192.0.2.30",
+        "--nginx-configmaps", f"{namespace}/nginx-config",
+    )  # fmt: skip
+    want = [{"ip": "192.0.2.40", "ports": ""}, {"hostname": "lb.example.com", "ports": ""}]
+    _wait_endpoints(kube, namespace, want, 15, "the ConfigMap's addresses")
+    config["data"] = {"external-status-address": "192.0.2.41"}
+    apply(kube, config)
+    _wait_endpoints(kube, namespace, [{"ip": "192.0.2.41", "ports": ""}], 15, "the edit")
+    config["data"] = {}
+    apply(kube, config)
+    _wait_endpoints(kube, namespace, [{"ip": "192.0.2.30", "ports": ""}], 15, "the flag's")

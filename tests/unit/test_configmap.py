@@ -20,6 +20,7 @@ from ferryman.resources.configmap import (
     UNSUPPORTED,
     parse_data,
     parse_default_server_return,
+    parse_status_addresses,
 )
 from testkit.nginx_check import assert_nginx_t
 from testkit.nginx_tokens import Directive, directives
@@ -341,3 +342,13 @@ def test_default_server_return_values(value: str, normalised: str) -> None:
 def test_default_server_return_refusals(value: str) -> None:
     normalised, why = parse_default_server_return(value)
     assert normalised is None and why is not None and "default-server-return" in why
+
+
+def test_external_status_address_values() -> None:
+    assert parse_status_addresses(" 192.0.2.1, lb.example.com ,2001:db8::1") == (
+        "192.0.2.1,lb.example.com,2001:db8::1",
+        None,
+    )
+    for bad in ("", " , ", "lb.example.com;x", "Not_A_Host", "192.0.2.1 a"):
+        value, why = parse_status_addresses(bad)
+        assert value is None and why

@@ -10,6 +10,7 @@ here where it is used, so that manifests mode never loads it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,11 @@ class KubernetesMode:
         # What the gate flipper and the drain agent were last told was applied.
         self._gated: frozenset[PodId] = frozenset()
         self._leaving: frozenset[str] = frozenset()
+        # The ConfigMap's external-status-address last seen, and the wake-up of
+        # the status addresses' task when a flush changed it.
+        self._status_override: tuple[str, ...] | None = None
+        self._status_changed = asyncio.Event()
+        self._status_of: Callable[[], tuple[str, ...] | None] = lambda: None
         self.lease: ReplicaLease | None = None
         self.pending: PendingIndex | None = None
         if settings.readiness_gates:
@@ -215,6 +221,8 @@ class KubernetesMode:
         if self.drains is not None and (leaving := applied.leaving_applied()) != self._leaving:
             self._leaving = leaving
             self.drains.applied_changed()
+        if self._status_of() != self._status_override:
+            self._status_changed.set()
 
     def _gate_keeper(self, controller: Controller, lease: ReplicaLease) -> GateKeeper:
         from ferryman.gates.keeper import GateKeeper
@@ -248,21 +256,32 @@ class KubernetesMode:
         )
 
     async def _addresses(self, controller: Controller) -> None:
-        """Keep the status addresses current (``--external-service`` can change)."""
+        """Keep the status addresses current: the ConfigMap's
+        ``external-status-address`` when set (NIC: it overrides the flags), else
+        ``--external-service``'s (read every 10 s: it can change), else
+        ``--ingress-address``'s."""
         from ferryman.report.kubernetes import external_addresses
 
+        self._status_of = controller.status_addresses
+        last: tuple[tuple[str, ...], str] | None = None
         while True:
+            self._status_changed.clear()
+            self._status_override = override = controller.status_addresses()
             # NIC: ports come from the external Service only.
             addresses, ports = self.settings.ingress_addresses, ""
-            if self.settings.external_service:
+            if override is not None:
+                addresses = override
+            elif self.settings.external_service:
                 addresses, ports = await external_addresses(
                     self.client, self.settings.external_service
                 )
-            controller.set_addresses(addresses)
-            self.reporter.set_external_endpoints(addresses, ports)
-            if not self.settings.external_service:
-                return
-            await asyncio.sleep(10)
+            if (addresses, ports) != last:
+                last = (addresses, ports)
+                controller.set_addresses(addresses)
+                self.reporter.set_external_endpoints(addresses, ports)
+            polling = override is None and bool(self.settings.external_service)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._status_changed.wait(), 10 if polling else None)
 
 
 def webhook(

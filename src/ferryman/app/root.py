@@ -59,9 +59,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ferryman")
 
-# Tasks that may finish while ferryman runs; any other ending is a failure.
-FINITE_TASKS = frozenset({"addresses"})
-
 
 async def _first_done(tasks: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -401,17 +398,14 @@ async def _run(
         )
         stopper = asyncio.create_task(stop.wait(), name="stop")
         pending: set[asyncio.Task[Any]] = {*life.tasks, stopper}
-        while stopper not in (done := await _first_done(pending)):
-            pending -= done
-            failed = [t for t in done if t.get_name() not in FINITE_TASKS]
-            for t in failed:
+        if stopper not in (done := await _first_done(pending)):
+            # Every task runs until ferryman stops: one that ended failed.
+            for t in done:
                 log.error("task ended unexpectedly", extra={"fields": {"task": t.get_name()}})
                 with contextlib.suppress(asyncio.CancelledError):
                     if (exc := t.exception()) is not None:
                         log.error("task failed", exc_info=exc)
-            if failed:
-                code = 1
-                break
+            code = 1
         stop.set()
         stopper.cancel()
         if code == 0 and served:

@@ -301,6 +301,12 @@ class ConfigMapState:
     def tuning(self) -> Tuning:
         return tuning(self._values)
 
+    def status_addresses(self) -> tuple[str, ...] | None:
+        """``external-status-address``: the addresses status reports instead of
+        ``--external-service``'s or ``--ingress-address``'s (None: unset)."""
+        value = self._values.get("external-status-address")
+        return None if value is None else tuple(value.split(","))
+
     def files(self) -> dict[str, str]:
         """The configuration files for the values in force (the DH parameters'
         file too, when ssl-dhparam-file is set; left in place when unset)."""

@@ -230,6 +230,11 @@ class Controller:
         elif ref.kind == CONFIG_MAP.kind and self._files.sync_configmap(ref):
             self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
 
+    def status_addresses(self) -> tuple[str, ...] | None:
+        """The ConfigMap's ``external-status-address``, which overrides the
+        addresses ``set_addresses`` was given (None: unset)."""
+        return self._files.status_addresses()
+
     def route_defaults(self) -> Mapping[str, str]:
         """The ConfigMap's route-level keys in force (NIC's names, normalised): the
         defaults ``nginx.org/*`` annotations override ({} without a ConfigMap)."""

@@ -93,6 +93,10 @@ class NginxFiles:
         self._configmap_changed = True
         return cm.route_defaults() != before
 
+    def status_addresses(self) -> tuple[str, ...] | None:
+        """The ConfigMap's ``external-status-address`` (None: unset, or no ConfigMap)."""
+        return None if self._configmap is None else self._configmap.status_addresses()
+
     async def apply(self, changes: Mapping[str, str | None]) -> None:
         """Apply ``changes`` (from ``changes()``) with one test + reload, then
         report how the ConfigMap's update went."""

@@ -198,6 +198,29 @@ def parse_addresses(value: str) -> tuple[str | None, str | None]:
     return ",".join(out), None
 
 
+_HOSTNAME_RE = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"
+)
+
+
+def parse_status_addresses(value: str) -> tuple[str | None, str | None]:
+    """``external-status-address``: comma-separated IP addresses or host names,
+    what Ingress status (and VirtualServers' externalEndpoints) show."""
+    out = []
+    for item in (i.strip() for i in value.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(str(ipaddress.ip_address(item)))
+        except ValueError:
+            if not _HOSTNAME_RE.fullmatch(item):
+                return None, f"invalid address or host name {_go_quote(item)}"
+            out.append(item)
+    if not out:
+        return None, "no address given"
+    return ",".join(out), None
+
+
 def parse_ssl_protocols(value: str) -> tuple[str | None, str | None]:
     parts = value.split()
     bad = [p for p in parts if p not in _SSL_PROTOCOLS]
@@ -356,6 +379,11 @@ ROUTE_KEYS: Mapping[str, Parser] = {
     "keepalive": _integer(0, 2**31 - 1),
 }
 
+# Keys that shape neither nginx.conf nor routes: what status reports.
+STATUS_KEYS: Mapping[str, Parser] = {
+    "external-status-address": parse_status_addresses,
+}
+
 # NIC keys ferryman knows and does not take, with why (a Warning says so).
 UNSUPPORTED: Mapping[str, str] = {
     **dict.fromkeys(
@@ -438,7 +466,7 @@ def parse_data(data: Mapping[str, object]) -> Parsed:
     ignored, as NIC ignores them)."""
     values: dict[str, str] = {}
     problems: dict[str, str] = {}
-    parsers = {**GLOBAL_KEYS, **ROUTE_KEYS}
+    parsers = {**GLOBAL_KEYS, **ROUTE_KEYS, **STATUS_KEYS}
     for key, raw in sorted(data.items()):
         if key in UNSUPPORTED:
             problems[key] = f"is not supported by ferryman ({UNSUPPORTED[key]}), ignoring"
