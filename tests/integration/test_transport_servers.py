@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from testkit.configmap_docs import NAME, NS, configmap
 from testkit.harness import Ferryman, eventually, free_port
 
 GC = ("nginx-ingress", "nginx-configuration")
@@ -510,3 +511,32 @@ def test_tls_ends_in_nginx_with_the_transport_servers_secret(
     eventually(lambda: _tls_ask(port, "b.example.com")[1] == b"b:hello", what="b served")
     assert ferryman.events_for("ts-b")[-1]["reason"] == "AddedOrUpdated"
     assert ferryman.reloads() == reloads
+
+
+def test_stream_log_format_logs_connections_where_access_log_logs(
+    ferryman: Ferryman, echoes: Echoes
+) -> None:
+    """NIC's stream-log-format: each TransportServer connection is logged with
+    it (escaped into a quoted string, as log-format) where access-log logs."""
+    log = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    log.bind(("127.0.0.1", 0))
+    log.settimeout(10)
+    tcp_port = free_port()
+    ferryman.write(
+        "gc", global_configuration({"name": "echo-tcp", "port": tcp_port, "protocol": "TCP"})
+    )
+    ferryman.write("svc-tcp", stream_service("echo-tcp", [echoes.tcp("tcp-a")]))
+    ferryman.write("ts-tcp", transport_server("ts-tcp", "echo-tcp", "TCP", "echo-tcp", 7000))
+    ferryman.write(
+        "cm",
+        configmap(
+            access_log=f"syslog:server=127.0.0.1:{log.getsockname()[1]},tag=streamtest",
+            stream_log_format="stream-line $protocol $status in=$bytes_received quote=' {;",
+        ),
+    )
+    start(ferryman, "--nginx-configmaps", f"{NS}/{NAME}")
+    assert tcp_ask(tcp_port) == b"tcp-a:hello"
+    line = log.recv(65536).decode()
+    assert "streamtest:" in line
+    assert line.endswith("stream-line TCP 200 in=5 quote=' {;"), line
+    log.close()

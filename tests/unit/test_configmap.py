@@ -38,6 +38,8 @@ FULL: dict[str, str] = {
     "error-log-level": "warn",
     "log-format": "$remote_addr - \"$request\" 'q' \\ {a;b}\n$status $body_bytes_sent",
     "log-format-escaping": "json",
+    "stream-log-format": "$remote_addr \"q\" 's' {x;y}\n$status $session_time",
+    "stream-log-format-escaping": "json",
     "access-log": "syslog:server=127.0.0.1:5514,tag=nginx main",
     "access-log-off": "false",
     "ssl-protocols": "TLSv1.2 TLSv1.3",

@@ -36,6 +36,12 @@ DEFAULT_LOG_FORMAT = (
     "'$status $body_bytes_sent \"$http_referer\" '",
     '\'"$http_user_agent" "$http_x_forwarded_for"\'',
 )
+# NIC's stream-log-format default, for TransportServers' connections.
+DEFAULT_STREAM_LOG_FORMAT = (
+    "'$remote_addr [$time_local] '",
+    "'$protocol $status $bytes_sent $bytes_received '",
+    "'$session_time \"$ssl_preread_server_name\"'",
+)
 # Where access lines go when logging is on and no syslog: is named: NGINX's
 # stderr, which ferryman forwards to its own log (NGINX's stdout is closed).
 DEFAULT_ACCESS_LOG = "/dev/stderr main"
@@ -109,6 +115,10 @@ class Tuning:
     log_format: tuple[str, ...] = DEFAULT_LOG_FORMAT
     log_format_escape: str = ""
     access_log: str = "off"
+    # The stream block's log_format stream-main (TransportServers, TLS
+    # passthrough), logged where access_log logs, when it is on.
+    stream_log_format: tuple[str, ...] = DEFAULT_STREAM_LOG_FORMAT
+    stream_log_format_escape: str = ""
     keepalive_timeout: str = "65s"
     server_tokens: str = "off"
     client_max_body_size: str = "1m"
@@ -137,6 +147,14 @@ class Tuning:
     # default-server-return, base64 ("": 404): NGINX would read "$" in a set
     # value as a variable, base64 has none (ferryman.lua decodes it).
     default_server_return: str = ""
+
+    @property
+    def stream_access_log(self) -> str:
+        """The stream block's access_log: the http one's target with the
+        stream-main format ("off" when access logging is off)."""
+        if self.access_log == "off":
+            return "off"
+        return f"{self.access_log.split()[0]} stream-main"
 
     @property
     def client_max_body_bytes(self) -> int:
@@ -189,6 +207,10 @@ def tuning(values: Mapping[str, str]) -> Tuning:
         if "log-format" in values
         else DEFAULT_LOG_FORMAT,
         log_format_escape=values.get("log-format-escaping", ""),
+        stream_log_format=_log_format(values["stream-log-format"])
+        if "stream-log-format" in values
+        else DEFAULT_STREAM_LOG_FORMAT,
+        stream_log_format_escape=values.get("stream-log-format-escaping", ""),
         access_log=_access_log(values),
         keepalive_timeout=values.get("keepalive-timeout", defaults.keepalive_timeout),
         server_tokens="on" if _on(values, "server-tokens") else "off",

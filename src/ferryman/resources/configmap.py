@@ -331,6 +331,8 @@ GLOBAL_KEYS: Mapping[str, Parser] = {
     "error-log-level": _one_of(_ERROR_LOG_LEVELS),
     "log-format": parse_log_format,
     "log-format-escaping": _one_of(_LOG_ESCAPES),
+    "stream-log-format": parse_log_format,
+    "stream-log-format-escaping": _one_of(_LOG_ESCAPES),
     "access-log": parse_access_log,
     "access-log-off": parse_bool,
     "ssl-protocols": parse_ssl_protocols,
@@ -404,8 +406,6 @@ UNSUPPORTED: Mapping[str, str] = {
     "default server",
     "upstream-zone-size": "ferryman's endpoints live in its own shared memory "
     "(--records-memory-size)",
-    "stream-log-format": "not implemented yet",
-    "stream-log-format-escaping": "not implemented yet",
     "add-header": "not implemented yet",
     "add-header-inherit": "not implemented yet",
     "disable-forwarded-headers": "needs snippets in NIC; ferryman has no snippets",
