@@ -5,6 +5,8 @@ changes on either side re-translating the other with no reload."""
 
 from __future__ import annotations
 
+import socketserver
+import threading
 from typing import Any
 
 from testkit.harness import (
@@ -170,3 +172,62 @@ def test_minion_policies_apply_to_its_paths(ferryman: Ferryman, backends: Backen
     f.start()
     assert f.get(HOST, "/open").served_by == "a"
     assert f.get(HOST, "/shut").status == 403
+
+
+class _RawHeaders(socketserver.ThreadingTCPServer):
+    """A backend answering each request with its header lines exactly as they
+    arrived (name spelling included), one per line."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _RawHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.port = int(self.server_address[1])
+        self.name = "raw"
+
+
+class _RawHandler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        while True:
+            lines = []
+            line = self.rfile.readline()
+            if not line:
+                return
+            while (line := self.rfile.readline()) not in (b"\r\n", b"\n", b""):
+                lines.append(line.rstrip(b"\r\n"))
+            body = b"\n".join(lines)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+def test_proxy_set_headers_combine_master_and_minion_as_written(ferryman: Ferryman) -> None:
+    """NIC's mergeable rules for nginx.org/proxy-set-headers: the master's headers
+    reach every minion's paths, a minion's own are added to them (its value wins
+    for a name both set), and every name reaches the backend spelled as written."""
+    raw = _RawHeaders()
+    try:
+        f = ferryman
+        f.write("svc", service_with_backends("app", [raw]))
+        f.write("m", master({"nginx.org/proxy-set-headers": "X-Forwarded-ABC: master, X-Both: m"}))
+        f.write(
+            "tea",
+            minion(
+                "tea",
+                "/tea",
+                "app",
+                {"nginx.org/proxy-set-headers": "X-Tea: v1, Abc123, x-both: t"},
+            ),
+        )
+        f.write("coffee", minion("coffee", "/coffee", "app"))
+        f.start()
+        tea = f.get(HOST, "/tea", headers={"abc123": "client"}).text.split("\n")
+        coffee = f.get(HOST, "/coffee").text.split("\n")
+        assert "X-Forwarded-ABC: master" in coffee and "X-Both: m" in coffee
+        assert "X-Forwarded-ABC: master" in tea
+        assert "X-Tea: v1" in tea and "Abc123: client" in tea
+        both = [line for line in tea if line.lower().startswith("x-both:")]
+        assert both == ["x-both: t"]
+    finally:
+        raw.shutdown()
+        raw.server_close()

@@ -78,12 +78,14 @@ local OWN_HEADERS = {
 }
 
 -- NIC's proxy_set_header: the value replaces the client's header, or the one
--- ferryman sets (an empty value: not sent, as proxy_set_header does).
+-- ferryman sets (an empty value: not sent, as proxy_set_header does), under
+-- the name as written: set_header alone would keep the client's spelling.
 function _M.set_header(name, value)
     local own = OWN_HEADERS[lower(name)]
     if own then
         ngx.var[own] = value
     else
+        ngx.req.clear_header(name)
         ngx.req.set_header(name, value)
     end
 end

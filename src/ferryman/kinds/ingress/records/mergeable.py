@@ -116,14 +116,36 @@ def filtered(ing: Ingress, denied: frozenset[str]) -> tuple[dict[str, str], list
     return kept, warnings
 
 
+SET_HEADERS = PREFIX + "proxy-set-headers"
+
+
 def minion_annotations(minion: Ingress, master: Ingress) -> tuple[dict[str, str], list[str]]:
     """The annotations a minion is served with: its own allowed ones, then the
-    master's inherited ones it does not set."""
+    master's inherited ones it does not set; proxy-set-headers combined (NIC:
+    the master's headers on every minion path, the minion's added, its value
+    winning for a name both set)."""
     own, warnings = filtered(minion, MINION_DENYLIST)
     for k, v in master.meta.annotations.items():
         if k in MINION_INHERITED and k not in own:
             own[k] = v
+    if (headers := master.meta.annotations.get(SET_HEADERS)) is not None:
+        own[SET_HEADERS] = combined_headers(headers, own.get(SET_HEADERS))
     return own, warnings
+
+
+def combined_headers(master: str, minion: str | None) -> str:
+    """The master's ``proxy-set-headers`` entries whose names (case aside) the
+    minion's do not set, then the minion's (the entries are checked after, as
+    the minion's own value would be)."""
+    if minion is None:
+        return master
+
+    def name(entry: str) -> str:
+        return entry.partition(":")[0].strip().lower()
+
+    theirs = {name(e) for e in minion.split(",")}
+    kept = [e for e in master.split(",") if name(e) not in theirs]
+    return ",".join([*kept, minion]) if kept else minion
 
 
 @dataclass(frozen=True)
