@@ -1412,3 +1412,15 @@ def test_every_nic_value_path_is_accepted() -> None:
             else:  # an open object (a map, or a refused feature's settings)
                 break
     assert refused == []
+
+
+def test_grafana_dashboard_configmap(helm_binary: Path) -> None:
+    """prometheus.grafanaDashboard.create: the dashboard's JSON in a ConfigMap with
+    the sidecar's label; none by default."""
+    assert not [d for d in _template(helm_binary) if d["metadata"]["name"].endswith("dashboard")]
+    docs = _template(helm_binary, values={"prometheus.grafanaDashboard.create": True})
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "dashboard" in d["metadata"]["name"]]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(cm["data"]["ferryman.json"])
+    assert dashboard == json.loads((CHART / "dashboards" / "ferryman.json").read_text())
+    assert dashboard["panels"]
