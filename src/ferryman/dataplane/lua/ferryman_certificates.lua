@@ -23,12 +23,14 @@ function _M.bind(refresh_records, host_of_name)
     refresh, named_host = refresh_records, host_of_name
 end
 
-local certs_cache = {} -- by certificate id; an id names immutable content
-local certs_cached = 0
-local MAX_CACHED_CERTS = 1000
+-- lua-resty-lrucache (installed with lua-resty-core): when full it drops the
+-- least recently used entry, not every entry, so a burst of new keys does not
+-- cost every other one its parse.
+-- By certificate id (an id names immutable content).
+local certs_cache = require("resty.lrucache").new(1000)
 
 local function certificate_pair(id)
-    local pair = certs_cache[id]
+    local pair = certs_cache:get(id)
     if pair then
         return pair
     end
@@ -43,13 +45,8 @@ local function certificate_pair(id)
         ngx.log(ngx.ERR, "ferryman: certificate ", id, " does not parse")
         return nil
     end
-    if certs_cached >= MAX_CACHED_CERTS then
-        certs_cache = {}
-        certs_cached = 0
-    end
     pair = { chain, key }
-    certs_cache[id] = pair
-    certs_cached = certs_cached + 1
+    certs_cache:set(id, pair)
     return pair
 end
 

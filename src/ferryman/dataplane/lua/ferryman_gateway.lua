@@ -9,19 +9,18 @@ local find, sub, byte = string.find, string.sub, string.byte
 
 local _M = {}
 
-local cache = {} -- "W:<socket>/<name>" -> entry, or false when none
-local cached = 0
--- Names a client may send are unbounded: the cache is dropped when it fills.
-local MAX_CACHED = 10000
+-- "W:<socket>/<name>" -> entry, or false when none. Names a client may send are
+-- unbounded: lua-resty-lrucache (installed with lua-resty-core) drops the least
+-- recently used when full, so names nobody sends again do not evict the rest.
+local cache = require("resty.lrucache").new(10000)
 local MAX_NAME = 253
 
 function _M.reset()
-    cache = {}
-    cached = 0
+    cache:flush_all()
 end
 
 local function entry_of(store, key)
-    local entry = cache[key]
+    local entry = cache:get(key)
     if entry == nil then
         local raw = store:get(key)
         entry = false
@@ -36,11 +35,7 @@ local function entry_of(store, key)
                 }
             end
         end
-        if cached >= MAX_CACHED then
-            _M.reset()
-        end
-        cache[key] = entry
-        cached = cached + 1
+        cache:set(key, entry)
     end
     return entry or nil
 end

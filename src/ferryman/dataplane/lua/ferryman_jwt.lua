@@ -252,22 +252,19 @@ end
 
 -- Key sets by their record: a V record is decoded again whenever the dict's
 -- version moves, a key set's keys need not be parsed again with it.
-local key_sets = {}
-local key_sets_cached = 0
-local MAX_CACHED_KEY_SETS = 1000
+-- lua-resty-lrucache (installed with lua-resty-core): when full it drops the
+-- least recently used entry, not every entry, so a burst of new keys does not
+-- cost every other one its parse.
+local key_sets = require("resty.lrucache").new(1000)
 
 -- The P item's fields (ferryman.kinds.policy.records.jwt): realm, token variable,
 -- key set, each base64. keys is false when the set does not load.
 function _M.decode(f)
     local raw = decode_base64(f[3] or "") or ""
-    local keys = key_sets[raw]
+    local keys = key_sets:get(raw)
     if keys == nil then
         keys = _M.decode_keys(raw) or false
-        if key_sets_cached >= MAX_CACHED_KEY_SETS then
-            key_sets, key_sets_cached = {}, 0
-        end
-        key_sets[raw] = keys
-        key_sets_cached = key_sets_cached + 1
+        key_sets:set(raw, keys)
     end
     return {
         realm = decode_base64(f[1] or "") or "",

@@ -34,9 +34,11 @@ local NO_CA_ERRORS = { [2] = true, [18] = true, [19] = true, [20] = true, [21] =
 -- NGINX's codes for its two client-certificate answers (both sent as 400).
 local HTTPS_CERT_ERROR, HTTPS_NO_CERT = 495, 496
 
-local bundles = {} -- by CA bundle id (it names immutable content)
-local bundles_cached = 0
-local MAX_CACHED_BUNDLES = 1000
+-- lua-resty-lrucache (installed with lua-resty-core): when full it drops the
+-- least recently used entry, not every entry, so a burst of new keys does not
+-- cost every other one its parse.
+-- By CA bundle id (an id names immutable content).
+local bundles = require("resty.lrucache").new(1000)
 
 local function pem_crl(pem)
     local bio = C.BIO_new_mem_buf(pem, #pem)
@@ -54,7 +56,7 @@ end
 
 -- A bundle is { certs = <parsed chain>, crl = <X509_CRL or nil> }.
 local function bundle(id, certs_b64, crl_b64)
-    local found = bundles[id]
+    local found = bundles:get(id)
     if found then
         return found
     end
@@ -69,11 +71,7 @@ local function bundle(id, certs_b64, crl_b64)
             return nil
         end
     end
-    if bundles_cached >= MAX_CACHED_BUNDLES then
-        bundles, bundles_cached = {}, 0
-    end
-    bundles[id] = found
-    bundles_cached = bundles_cached + 1
+    bundles:set(id, found)
     return found
 end
 
