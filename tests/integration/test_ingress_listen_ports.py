@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from testkit.cluster_ip import assert_use_cluster_ip
 from testkit.harness import (
     Backends,
     Ferryman,
@@ -164,33 +165,9 @@ def test_use_cluster_ip_proxies_to_the_cluster_ip(
     """NIC's use-cluster-ip: the upstream is the Service's ClusterIP and port,
     not its endpoints (kube-proxy balances); switching either way is an
     endpoint-set change, no reload."""
-    f = either_fast_path
-    port = free_port()
-    backends.start("cluster-ip", address="127.0.0.77", port=port)
-    docs = service_with_backends("app", [backends.start("endpoint")], port=port)
-    docs[0]["spec"]["clusterIP"] = "127.0.0.77"
-    f.write("svc", docs)
-    annotations = {"nginx.org/use-cluster-ip": "true"}
-    f.write(
-        "ing",
-        ingress("ing", [rule("cip.test", path("/", "app", port=port))], annotations=annotations),
-    )
-    f.write("plain", ingress("plain", [rule("ep.test", path("/", "app", port=port))]))
-    f.start()
-    assert f.get("cip.test", "/").served_by == "cluster-ip"
-    assert f.get("ep.test", "/").served_by == "endpoint"
-    assert f.events_for("ing")[-1]["reason"] == "AddedOrUpdated"
 
-    f.write("ing", ingress("ing", [rule("cip.test", path("/", "app", port=port))]))
-    eventually(lambda: f.get("cip.test", "/").served_by == "endpoint", 10, "endpoints")
-    f.write(
-        "ing",
-        ingress("ing", [rule("cip.test", path("/", "app", port=port))], annotations=annotations),
-    )
-    eventually(lambda: f.get("cip.test", "/").served_by == "cluster-ip", 10, "cluster ip")
-    # A new ClusterIP (the Service changed): an endpoint-set change too.
-    backends.start("moved", address="127.0.0.78", port=port)
-    docs[0]["spec"]["clusterIP"] = "127.0.0.78"
-    f.write("svc", docs)
-    eventually(lambda: f.get("cip.test", "/").served_by == "moved", 10, "moved cluster ip")
-    assert f.reloads() == 1  # the start-up reload only
+    def annotated(name: str, host: str, port: int, on: bool) -> dict[str, Any]:
+        annotations = {"nginx.org/use-cluster-ip": "true"} if on else None
+        return ingress(name, [rule(host, path("/", "app", port=port))], annotations=annotations)
+
+    assert_use_cluster_ip(either_fast_path, backends, annotated)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,6 +33,7 @@ from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
 from testkit.nic_ingress_examples import EXAMPLES, HOST, _cafe, example, last_event
 from testkit.nic_policy_examples import PREFLIGHT
 from testkit.pki import authority, ca_secret, issue
+from testkit.sticky import assert_cafe_sessions
 from testkit.upstream_fields import _TLSEcho
 
 BASIC_FOO_BAR = {"Authorization": "Basic Zm9vOmJhcg=="}  # foo:bar, the README's
@@ -360,26 +360,7 @@ def test_session_persistence(ferryman: Ferryman, backends: Backends) -> None:
     example(f, "session-persistence", "cafe-ingress-with-session-persistence.yaml")
     f.start()
     assert last_event(f, "cafe-ingress-with-session-persistence")["reason"] == "AddedOrUpdated"
-    seen = set()
-    for _ in range(4):
-        r = f.get(HOST, "/tea")
-        seen.add(r.served_by)
-        cookie = r.headers["set-cookie"]
-        assert re.fullmatch(
-            r"srv_id=[0-9a-f]{32}; expires=\w{3}, \d\d-\w{3}-\d\d \d\d:\d\d:\d\d GMT; "
-            r"max-age=7200; path=/tea",
-            cookie,
-        ), cookie
-    assert seen == {"tea", "tea2"}  # no cookie: round-robin
-    r = f.get(HOST, "/tea")
-    pod, value = r.served_by, r.headers["set-cookie"].split(";")[0]
-    for _ in range(6):
-        again = f.get(HOST, "/tea", headers={"Cookie": value})
-        assert again.served_by == pod
-        assert "set-cookie" not in again.headers  # the cookie already names it
-    r = f.get(HOST, "/coffee")
-    assert r.served_by == "coffee"
-    assert r.headers["set-cookie"].endswith("; max-age=3600; path=/coffee")
+    assert_cafe_sessions(f, HOST)
     stale = f.get(HOST, "/tea", headers={"Cookie": "srv_id=0123"})
     assert stale.served_by in ("tea", "tea2") and "set-cookie" in stale.headers
     assert f.reloads() == 1

@@ -15,6 +15,7 @@ from testkit.harness import (
     tls_secret,
 )
 from testkit.nic_fixtures import NIC_EXAMPLES
+from testkit.sticky import assert_cafe_sessions
 
 
 def _example(ferryman: Ferryman, folder: str, name: str) -> None:
@@ -92,26 +93,7 @@ def test_session_persistence(ferryman: Ferryman, backends: Backends) -> None:
     _example(f, "session-persistence", "cafe-vs-with-session-cookie.yml")
     f.start()
     assert f.events_for("cafe")[-1]["reason"] == "AddedOrUpdated"
-    seen = set()
-    for _ in range(4):
-        r = f.get("cafe.example.com", "/tea")
-        seen.add(r.served_by)
-        cookie = r.headers["set-cookie"]
-        assert re.fullmatch(
-            r"srv_id=[0-9a-f]{32}; expires=\w{3}, \d\d-\w{3}-\d\d \d\d:\d\d:\d\d GMT; "
-            r"max-age=7200; path=/tea",
-            cookie,
-        ), cookie
-    assert seen == {"tea", "tea2"}  # no cookie: round-robin
-    r = f.get("cafe.example.com", "/tea")
-    pod, value = r.served_by, r.headers["set-cookie"].split(";")[0]
-    for _ in range(6):
-        again = f.get("cafe.example.com", "/tea", headers={"Cookie": value})
-        assert again.served_by == pod
-        assert "set-cookie" not in again.headers  # the cookie already names it
-    r = f.get("cafe.example.com", "/coffee")
-    assert r.served_by == "coffee"
-    assert r.headers["set-cookie"].endswith("; max-age=3600; path=/coffee")
+    assert_cafe_sessions(f, "cafe.example.com")
     assert f.reloads() == 1
 
 

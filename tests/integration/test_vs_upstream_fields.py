@@ -13,11 +13,11 @@ from typing import Any
 
 import httpx
 
+from testkit.cluster_ip import assert_use_cluster_ip
 from testkit.harness import (
     Backends,
     Ferryman,
     eventually,
-    free_port,
     service_with_backends,
 )
 from testkit.upstream_fields import _TLSEcho, one_route
@@ -283,25 +283,8 @@ def test_use_cluster_ip_proxies_to_the_cluster_ip(
     """NIC's upstream ``use-cluster-ip``, as the Ingress annotation: the Service's
     ClusterIP and port instead of its endpoints (kube-proxy balances); turning it
     on or off and a new ClusterIP are endpoint-set changes, no reload."""
-    f = either_fast_path
-    port = free_port()
-    backends.start("cluster-ip", address="127.0.0.77", port=port)
-    docs = service_with_backends("app", [backends.start("endpoint")], port=port)
-    docs[0]["spec"]["clusterIP"] = "127.0.0.77"
-    f.write("svc", docs)
-    on = {"port": port, "use-cluster-ip": True}
-    f.write("cip", one_route("cip", "cip.test", on))
-    f.write("ep", one_route("ep", "ep.test", {"port": port}))
-    f.start()
-    assert f.get("cip.test", "/").served_by == "cluster-ip"
-    assert f.get("ep.test", "/").served_by == "endpoint"
-    assert f.events_for("cip")[-1]["reason"] == "AddedOrUpdated"
-    f.write("cip", one_route("cip", "cip.test", {"port": port}))
-    eventually(lambda: f.get("cip.test", "/").served_by == "endpoint", 10, "endpoints")
-    f.write("cip", one_route("cip", "cip.test", on))
-    eventually(lambda: f.get("cip.test", "/").served_by == "cluster-ip", 10, "cluster ip")
-    backends.start("moved", address="127.0.0.78", port=port)
-    docs[0]["spec"]["clusterIP"] = "127.0.0.78"
-    f.write("svc", docs)
-    eventually(lambda: f.get("cip.test", "/").served_by == "moved", 10, "moved cluster ip")
-    assert f.reloads() == 1
+
+    def upstream(name: str, host: str, port: int, on: bool) -> dict[str, Any]:
+        return one_route(name, host, {"port": port, **({"use-cluster-ip": True} if on else {})})
+
+    assert_use_cluster_ip(either_fast_path, backends, upstream)
