@@ -17,7 +17,6 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -36,22 +35,13 @@ from testkit.harness import (
     tls_secret,
 )
 from testkit.tls_backends import TlsBackend, https, start_tls_backend
+from testkit.transport_docs import GC, global_configuration, transport_server
 from testkit.virtualservers import start_with_backends, vs
 from testkit.virtualservers import to as vs_to
 from testkit.vs_policies import policy, rate_limit, refs
 
 V6 = "[::1]"
 V4 = "127.0.0.1"
-GC = ("nginx-ingress", "nginx-configuration")
-
-
-def global_configuration(*listeners: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "GlobalConfiguration",
-        "metadata": {"name": GC[1], "namespace": GC[0]},
-        "spec": {"listeners": list(listeners)},
-    }
 
 
 class _Echo(socketserver.BaseRequestHandler):
@@ -342,17 +332,14 @@ def test_tls_passthrough_takes_ipv6_clients_and_keeps_their_address(
     )
     ferryman.write(
         "ts",
-        {
-            "apiVersion": "k8s.nginx.org/v1",
-            "kind": "TransportServer",
-            "metadata": {"name": "secure-app", "namespace": "default"},
-            "spec": {
-                "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
-                "host": "app.example.com",
-                "upstreams": [{"name": "app", "service": "secure-app", "port": 8443}],
-                "action": {"pass": "app"},
-            },
-        },
+        transport_server(
+            "secure-app",
+            "tls-passthrough",
+            "TLS_PASSTHROUGH",
+            "secure-app",
+            8443,
+            host="app.example.com",
+        ),
     )
     ferryman.write(
         "app",

@@ -25,6 +25,7 @@ from testkit.harness import (
 )
 from testkit.nic_fixtures import NIC_EXAMPLES
 from testkit.tls_backends import TlsBackend, https, start_tls_backend
+from testkit.transport_docs import transport_server
 
 
 @pytest.fixture
@@ -150,17 +151,14 @@ def test_a_wildcard_passthrough_host(ferryman: Ferryman, tls_backend: TlsBackend
     )
     ferryman.write(
         "ts",
-        {
-            "apiVersion": "k8s.nginx.org/v1",
-            "kind": "TransportServer",
-            "metadata": {"name": "wild", "namespace": "default"},
-            "spec": {
-                "listener": {"name": "tls-passthrough", "protocol": "TLS_PASSTHROUGH"},
-                "host": "*.example.com",
-                "upstreams": [{"name": "app", "service": "secure-app", "port": 8443}],
-                "action": {"pass": "app"},
-            },
-        },
+        transport_server(
+            "wild",
+            "tls-passthrough",
+            "TLS_PASSTHROUGH",
+            "secure-app",
+            8443,
+            host="*.example.com",
+        ),
     )
     ferryman.extra_args += ["--enable-tls-passthrough"]
     ferryman.start()

@@ -14,8 +14,7 @@ import pytest
 
 from testkit.configmap_docs import NAME, NS, configmap
 from testkit.harness import Ferryman, eventually, free_port
-
-GC = ("nginx-ingress", "nginx-configuration")
+from testkit.transport_docs import GC, global_configuration, transport_server
 
 
 class _TCPEcho(socketserver.BaseRequestHandler):
@@ -66,31 +65,6 @@ def echoes() -> Iterator[Echoes]:
     e = Echoes()
     yield e
     e.close()
-
-
-def global_configuration(*listeners: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "GlobalConfiguration",
-        "metadata": {"name": GC[1], "namespace": GC[0]},
-        "spec": {"listeners": list(listeners)},
-    }
-
-
-def transport_server(
-    name: str, listener: str, protocol: str, service: str, port: int, **spec: Any
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "TransportServer",
-        "metadata": {"name": name, "namespace": "default", **spec.pop("metadata", {})},
-        "spec": {
-            "listener": {"name": listener, "protocol": protocol},
-            "upstreams": [{"name": "app", "service": service, "port": port}],
-            "action": {"pass": "app"},
-            **spec,
-        },
-    }
 
 
 def stream_service(name: str, ports: list[int], port: int = 7000) -> list[dict[str, Any]]:
