@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ferryman import __version__
-from ferryman.app import flag_settings, flag_types, nic_flags, render, wiring
+from ferryman.app import completion, flag_settings, flag_types, nic_flags, render, wiring
 from ferryman.app import root as app
 from ferryman.engine.settings import SettingsError
 from ferryman.machines import command as machine_controller
@@ -455,6 +455,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=_Help,
     )
     machine_controller.add_arguments(mc)
+    completion.add_parser(sub)
     return p
 
 
@@ -465,6 +466,9 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         collector.resume()
     if args.command == "machine-controller":
         return machine_controller.main(args)
+    if args.command == "completion":
+        print(completion.script(parser(), args.shell))
+        return 0
     if args.command == "render":
         logs.setup("text", "warning")
         settings = flag_settings.render_settings(args)
