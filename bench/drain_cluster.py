@@ -200,7 +200,10 @@ class Cluster:
         for ns in (NAMESPACE, MACHINE_NAMESPACE):
             kube.create(Namespace(metadata=ObjectMeta(name=ns)))
         # Two pods on the Machine's Node, then two on the shared one.
-        first = argparse.Namespace(**{**vars(args), "replicas": 2, "gates": False})
+        first = argparse.Namespace(
+            **{**vars(args), "replicas": 2, "gates": False, "webhook": False},
+            max_surge=1, max_unavailable=0,  # bench/rollout.py's defaults
+        )  # fmt: skip
         apply(kube, app_deployment(first), service(APP, NAMESPACE))
         apply(kube, ingress(APP, [rule(HOST, path("/", APP))], namespace=NAMESPACE))
         self._wait_pods(kube, 2, "the Machine's pods")
