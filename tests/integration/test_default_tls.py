@@ -5,9 +5,6 @@ so replacing a Secret reloads nothing."""
 
 from __future__ import annotations
 
-import socket
-import ssl
-
 import pytest
 
 from testkit.harness import (
@@ -20,29 +17,9 @@ from testkit.harness import (
     service_with_backends,
     tls_secret,
 )
+from testkit.tls import served_names as _names
 
 pytestmark = pytest.mark.flavours("nginx")
-
-
-def _names(port: int, sni: str | None) -> list[str] | None:
-    """The DNS names of the certificate served; None: the handshake is refused."""
-    from cryptography import x509
-
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    try:
-        with (
-            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
-            ctx.wrap_socket(raw, server_hostname=sni) as tls,
-        ):
-            der = tls.getpeercert(binary_form=True)
-    except (ssl.SSLError, ConnectionResetError):
-        return None
-    assert der is not None
-    cert = x509.load_der_x509_certificate(der)
-    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-    return list(san.value.get_values_for_type(x509.DNSName))
 
 
 def _start(ferryman: Ferryman, backends: Backends, *flags: str) -> None:
