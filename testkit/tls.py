@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import datetime
 import functools
+import socket
+import ssl
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -65,3 +67,24 @@ def tls_secret(
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": b64(cert), "tls.key": b64(key)},
     }
+
+
+def served_names(port: int, sni: str | None) -> list[str] | None:
+    """The DNS names of the certificate served; None: the handshake is refused."""
+    from cryptography import x509
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname=sni) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+    except (ssl.SSLError, ConnectionResetError):
+        return None
+    assert der is not None
+    cert = x509.load_der_x509_certificate(der)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    return list(san.value.get_values_for_type(x509.DNSName))

@@ -63,6 +63,10 @@ EVERYTHING: dict[str, Any] = {
     "controller.watchNamespace": "a, b",
     "controller.readinessGates.enable": True,
     "controller.nginxReloadTimeout": 2500,
+    "controller.defaultTLS.secret": "a/default-tls",
+    # cert and key: the chart's own Secret, passed by name.
+    "controller.wildcardTLS.cert": "Y2VydA==",
+    "controller.wildcardTLS.key": "a2V5",
     "controller.workerProcesses": 4,
     "controller.workerShutdownTimeout": "30s",
     "controller.shutdownGracePeriod": 2.5,
@@ -618,6 +622,10 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     data = _one(docs, "ConfigMap", "my-config")["data"]
     assert data == {"worker-processes": "2", "http2": "true", "log-format": "$a 'b'"}
 
+    assert parsed.default_server_tls_secret == ("a", "default-tls")
+    assert parsed.wildcard_tls_secret == ("ingress", f"{RELEASE}-ferryman-wildcard-tls")
+    _one(docs, "Secret", f"{RELEASE}-ferryman-wildcard-tls")
+
     # Every flag of `ferryman run` that makes sense in a cluster has a value.
     rendered = {a.partition("=")[0] for a in args[1:]}
     assert rendered == _run_flags() - NOT_IN_CHART
@@ -1078,8 +1086,8 @@ def test_a_nic_values_file_renders_as_nic_would(helm_binary: Path) -> None:
     assert parsed.nginx_status_port == 8080
     assert parsed.nginx_status_allow_cidrs == ("127.0.0.1/32",)
     assert parsed.enable_latency_metrics is True
-    # The certificate's Secret is made; ferryman has no flag to take it yet.
-    assert not [a for a in _args(docs) if "tls-secret" in a]
+    # The certificate's Secret is made and passed, as NIC's chart does.
+    assert parsed.default_server_tls_secret == ("ingress", f"{RELEASE}-ferryman-default-server-tls")
 
 
 def test_a_nic_values_file_brings_up_ferryman(

@@ -187,7 +187,7 @@ def _path(path: str) -> dict[str, Any]:
         (_set("spec.tls.0.hosts", ["a.example.com", "bad host"]), "spec.tls[0].hosts"),
         (_set("spec.tls.0.hosts", "a.example.com"), "spec.tls[0].hosts"),
         (_set("spec.tls.0.secretName", "Bad_Name"), "spec.tls[0].secretName"),
-        (_set("spec.tls.0.secretName", _DELETE), "spec.tls[0].secretName"),
+        (_set("spec.tls.0.secretName", 7), "spec.tls[0].secretName"),
         (_set("spec.tls", "oops"), "spec.tls"),
         (
             _set("spec.defaultBackend", {"resource": {"kind": "B", "name": "b"}}),
@@ -437,3 +437,30 @@ def test_balancing_annotations(annotations: dict[str, str], balancing: Balancing
     obj = raw_ingress()
     obj["metadata"]["annotations"] = annotations
     assert parse_ingress(obj).balancing == balancing
+
+
+def test_a_tls_entry_without_secret_name_is_kept_for_the_wildcard_secret() -> None:
+    """Kubernetes (and NIC) accept a tls entry naming no Secret: NIC's
+    --wildcard-tls-secret serves it; without the flag its handshakes are
+    rejected with NIC's warning (it was rejected whole before)."""
+    from ferryman.configs.secret_state import SecretState
+    from ferryman.kinds.ingress.records.virtual_hosts import WILDCARD, virtual_hosts
+
+    obj = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "tls": [{"hosts": ["a.example.com"]}],
+            "rules": [{"host": "a.example.com"}],
+        },
+    }
+    ing = parse_ingress(obj)
+    assert ing.tls[0].secret_name == ""
+    vhosts, warnings = virtual_hosts(ing, ["a.example.com"], {})
+    assert vhosts[0].tls and vhosts[0].cert_id is None
+    assert any("requires specifying a TLS secret" in w for w in warnings)
+    states = {WILDCARD: SecretState("ops/wild@1", None)}
+    vhosts, warnings = virtual_hosts(ing, ["a.example.com"], states)
+    assert vhosts[0].cert_id == "ops/wild@1"
+    assert not [w for w in warnings if "TLS" in w]

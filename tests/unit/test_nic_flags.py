@@ -156,6 +156,10 @@ def test_every_ferryman_flag_spelled_the_go_ways_gives_the_same_settings(
             ["-default-https-listener-port=8443", "-tls-passthrough-port=8443"],
             ["--https-port", "8443"],
         ),
+        (
+            ["-default-server-tls-secret=ops/default", "-wildcard-tls-secret", "ops/wild"],
+            ["--default-server-tls-secret", "ops/default", "--wildcard-tls-secret=ops/wild"],
+        ),
         # NIC's chart spells out its defaults; asking for nothing passes.
         (
             [
@@ -330,3 +334,12 @@ def test_every_flag_takes_no_value_or_one() -> None:
     several values (nargs) would need it taught first."""
     for sub in nic_flags._subparsers(cli.parser()).values():
         assert [a.option_strings for a in sub._actions if a.nargs not in (None, 0)] == []
+
+
+def test_default_server_and_wildcard_tls_secrets_reach_the_settings() -> None:
+    """They were refused as not implemented (issue 29 item 4)."""
+    settings = _parsed(["-default-server-tls-secret=ops/default", "-wildcard-tls-secret=ops/wild"])[
+        1
+    ]
+    assert settings.default_server_tls_secret == ("ops", "default")
+    assert settings.wildcard_tls_secret == ("ops", "wild")

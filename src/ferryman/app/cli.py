@@ -91,6 +91,21 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "(default: none)",
     )
     p.add_argument(
+        "--default-server-tls-secret",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="the kubernetes.io/tls Secret whose certificate the default server presents "
+        "(TLS handshakes whose SNI names no served host, or that send none); changes apply "
+        "without a reload (default: none, such handshakes are rejected)",
+    )
+    p.add_argument(
+        "--wildcard-tls-secret",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="the kubernetes.io/tls Secret for every Ingress TLS host without a secretName "
+        "and every VirtualServer whose tls names no secret (default: none)",
+    )
+    p.add_argument(
         "--enable-gateway-api",
         action="store_true",
         help="serve Gateway API Gateways and HTTPRoutes of the GatewayClasses whose "

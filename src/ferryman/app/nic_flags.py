@@ -93,10 +93,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
         "BIG-IP IngressLink is not supported; use --external-service or --ingress-address "
         "for status addresses"
     ),
-    "default-server-tls-secret": _empty(
-        "not implemented yet; the default server answers TLS with a self-signed certificate"
-    ),
-    "wildcard-tls-secret": _empty("not implemented yet; give each Ingress TLS a secretName"),
     "enable-cert-manager": _off("not implemented yet; let cert-manager's ingress-shim do it"),
     "enable-external-dns": _off("not implemented"),
     "prometheus-tls-secret": _empty("/metrics is plain HTTP; put TLS in front of it"),

@@ -54,7 +54,7 @@ from ferryman.report import (
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators import internal
 from ferryman.translators.context import Context, Kinds, Shape, Sinks
-from ferryman.translators.desired import Desired
+from ferryman.translators.desired import DEFAULT_CERTIFICATE, Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.unbindable import Unbindable
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
@@ -430,6 +430,8 @@ class Controller:
             elif kind == Record.ENDPOINTS:
                 for user in sorted(self._d.endpoints.users(name)):
                     self.reject(user, f"the endpoint set {name} {why}")
+            elif kind == Record.CERTIFICATE and name == DEFAULT_CERTIFICATE:
+                log.error("the default server TLS secret was refused: %s", why)
             elif kind == Record.CERTIFICATE:
                 # The Secret becomes unusable (its users serve without TLS on
                 # those hosts, with a warning) until it changes.

@@ -62,6 +62,10 @@ class Settings:
     # NIC's --global-configuration (namespace, name): the TCP/UDP listeners
     # TransportServers use; None: none.
     global_configuration: tuple[str, str] | None = None
+    # NIC's --default-server-tls-secret and --wildcard-tls-secret (namespace, name):
+    # the default server's certificate, and that of TLS hosts naming no Secret.
+    default_server_tls_secret: tuple[str, str] | None = None
+    wildcard_tls_secret: tuple[str, str] | None = None
     # NIC's --enable-tls-passthrough: TransportServers on the built-in
     # tls-passthrough listener, sharing the HTTPS port by SNI.
     tls_passthrough: bool = False

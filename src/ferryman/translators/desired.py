@@ -43,6 +43,11 @@ def ignored_reason(class_name: str, served: str) -> str:
     )
 
 
+# The key of the default server's certificate record (a certificate id is
+# namespace/name@digest, never this): ferryman_certificates.lua's default().
+DEFAULT_CERTIFICATE = "!default"
+
+
 class Desired:
     def __init__(self, settings: Settings, store: Store, secrets: SecretStore) -> None:
         policy = settings.allowed_host_suffixes
@@ -61,6 +66,9 @@ class Desired:
         )
         self.deps = Dependencies()
         self.cache = Cache(store, secrets, settings)
+        # --default-server-tls-secret, and why it is unusable ("" : it is usable).
+        self.default_tls = settings.default_server_tls_secret
+        self._default_tls_error: str | None = None
         # Events to report at the next flush, and for NIC's custom resources
         # the state (status.state) and referencedBy each reports.
         self.pending: dict[ObjectRef, tuple[str, str, str]] = {}
@@ -170,12 +178,41 @@ class Desired:
             self.drop_host(host)
 
     def certificate_records(self, secrets: SecretStore) -> None:
-        """Hold exactly the certificates some virtual host refers to."""
+        """Hold exactly the certificates some virtual host refers to, and the
+        default server's (``DEFAULT_CERTIFICATE``)."""
         needed = set(self.host_cert.values())
         for key in [k for k in self.records if k[0] == Record.CERTIFICATE and k[1] not in needed]:
             del self.records[key]
+        self._default_certificate(secrets)
         for cert_id in needed:
             if (Record.CERTIFICATE, cert_id) not in self.records:
                 record = secrets.record(cert_id)
                 if record is not None:
                     self.records[(Record.CERTIFICATE, cert_id)] = record
+
+    def _default_certificate(self, secrets: SecretStore) -> None:
+        """--default-server-tls-secret's pair under ``DEFAULT_CERTIFICATE``: read
+        every flush (a cached parse), so a changed Secret is pushed, never reloaded.
+        Unusable: no record, so the default server rejects handshakes as without
+        the flag, and one warning per new reason."""
+        if self.default_tls is None:
+            return
+        namespace, name = self.default_tls
+        state = self.cache.secret(namespace, name)
+        record = secrets.record(state.cert_id) if state.cert_id else None
+        error = "" if record is not None else (state.error or "unusable")
+        if error != self._default_tls_error:
+            self._default_tls_error = error
+            fields = {"secret": f"{namespace}/{name}"}
+            if error:
+                log.warning(
+                    "the default server TLS secret (--default-server-tls-secret) is "
+                    f"unusable ({error}): handshakes naming no served host are rejected",
+                    extra={"fields": fields},
+                )
+            else:
+                log.info("default server TLS secret in use", extra={"fields": fields})
+        if record is None:
+            self.records.pop((Record.CERTIFICATE, DEFAULT_CERTIFICATE), None)
+        else:
+            self.records[(Record.CERTIFICATE, DEFAULT_CERTIFICATE)] = record

@@ -50,6 +50,29 @@ local function certificate_pair(id)
     return pair
 end
 
+-- --default-server-tls-secret's pair (the record "C:!default", same grammar,
+-- translators/desired.py): its key names no content, so the pair is kept with
+-- the text it was parsed from and parsed again when that changes.
+local default_raw, default_pair
+
+local function default_certificate()
+    local raw = store:get("C:!default")
+    if raw == nil then
+        return nil
+    end
+    if raw ~= default_raw then
+        local chain_b64, key_b64 = string.match(raw, "^(%S+)\t(%S+)$")
+        local chain = chain_b64 and ssl.parse_pem_cert(ngx.decode_base64(chain_b64))
+        local key = key_b64 and ssl.parse_pem_priv_key(ngx.decode_base64(key_b64))
+        if not chain or not key then
+            ngx.log(ngx.ERR, "ferryman: the default certificate does not parse")
+            return nil
+        end
+        default_raw, default_pair = raw, { chain, key }
+    end
+    return default_pair
+end
+
 -- Makes pair the handshake's certificate; false (after logging why OpenSSL
 -- refused it) when it cannot be.
 local function serve(pair, name)
@@ -71,7 +94,16 @@ function _M.certificate()
     refresh()
     local name = ssl.server_name()
     local entry = name and named_host(string.lower(name))
-    local pair = entry and entry.tls ~= "-" and entry.tls ~= "!" and certificate_pair(entry.tls)
+    if not entry then
+        -- No served host by this name (or no SNI): the default server's
+        -- certificate (--default-server-tls-secret), or no handshake.
+        local pair = default_certificate()
+        if not pair or not serve(pair, name or "(no SNI)") then
+            return ngx.exit(ngx.ERROR)
+        end
+        return
+    end
+    local pair = entry.tls ~= "-" and entry.tls ~= "!" and certificate_pair(entry.tls)
     if not pair then
         -- No certificate for this name: refuse the handshake (unrecognized_name).
         return ngx.exit(ngx.ERROR)

@@ -259,10 +259,14 @@ def _tls(raw: object, errors: list[str]) -> list[TLS]:
         if bad:
             errors.append(f"{where}.hosts: {bad[0]!r} {validation.host(bad[0])}")
             continue
-        secret = t.get("secretName")
-        if not isinstance(secret, str) or (problem := validation.dns1123_subdomain(secret)):
+        # No secretName (Kubernetes allows it): NIC's --wildcard-tls-secret serves
+        # those hosts, or their handshakes are rejected (records/virtual_hosts.py).
+        secret = t.get("secretName") or ""
+        if not isinstance(secret, str) or (
+            secret and (problem := validation.dns1123_subdomain(secret))
+        ):
             errors.append(
-                f"{where}.secretName: {problem if isinstance(secret, str) else 'required'}"
+                f"{where}.secretName: {problem if isinstance(secret, str) else 'must be a string'}"
             )
             continue
         out.append(TLS(tuple(hosts), secret))

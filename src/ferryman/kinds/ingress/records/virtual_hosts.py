@@ -36,18 +36,38 @@ def _tls_secret(ing: Ingress, host: str) -> str | None:
     return None
 
 
+# The key of ``virtual_hosts``' ``secrets`` for --wildcard-tls-secret's state (a
+# secretName is never empty): the certificate of tls entries naming no Secret.
+WILDCARD = ""
+
+
 def virtual_hosts(
     ing: Ingress, hosts: Iterable[str], secrets: Mapping[str, SecretState]
 ) -> tuple[list[VirtualHost], list[str]]:
     """The virtual hosts for the hosts this Ingress owns ("" is the catch-all),
-    and warnings for its events. ``secrets`` maps its TLS secret names to state."""
+    and warnings for its events. ``secrets`` maps its TLS secret names to state,
+    and ``WILDCARD`` to --wildcard-tls-secret's when that is set."""
     out: list[VirtualHost] = []
     warnings: list[str] = list(ing.warnings)
     default = backend_of(ing, ing.default_backend) if ing.default_backend else None
     for host in hosts:
         secret_name = _tls_secret(ing, host) if host else None
         cert_id = None
-        if secret_name is not None:
+        if secret_name == "" and WILDCARD not in secrets:
+            # NIC's words: without --wildcard-tls-secret the host's handshakes are rejected.
+            warnings.append(
+                f"TLS termination for host '{host}' requires specifying a TLS secret "
+                "or configuring a global wildcard TLS secret"
+            )
+        elif secret_name == "":
+            state = secrets[WILDCARD]
+            cert_id = state.cert_id
+            if cert_id is None:
+                warnings.append(
+                    f"the wildcard TLS secret (--wildcard-tls-secret) for host {host} "
+                    f"is unusable ({state.error}): TLS handshakes for {host} are rejected"
+                )
+        elif secret_name is not None:
             state = secrets.get(secret_name, SecretState(None, "not found"))
             cert_id = state.cert_id
             if cert_id is None:
@@ -68,7 +88,7 @@ def virtual_hosts(
             )
         )
     for t in ing.tls:
-        if not t.hosts:
+        if not t.hosts and t.secret_name:
             warnings.append(
                 f"TLS secret {t.secret_name} lists no hosts: ferryman serves TLS only "
                 "for the hosts a tls entry names"
@@ -77,4 +97,5 @@ def virtual_hosts(
 
 
 def secret_names(ing: Ingress) -> set[str]:
-    return {t.secret_name for t in ing.tls}
+    """The Secrets its tls entries name (an entry naming none is ``WILDCARD``'s)."""
+    return {t.secret_name for t in ing.tls if t.secret_name}

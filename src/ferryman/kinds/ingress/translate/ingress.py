@@ -35,7 +35,11 @@ from ferryman.kinds.ingress.records.mergeable import (
     mergeable_host,
     minion_event,
 )
-from ferryman.kinds.ingress.records.virtual_hosts import secret_names, virtual_hosts
+from ferryman.kinds.ingress.records.virtual_hosts import (
+    WILDCARD,
+    secret_names,
+    virtual_hosts,
+)
 from ferryman.kinds.ingress.translate.listen import listen_ports
 from ferryman.observability.metrics import Metrics
 from ferryman.report import (
@@ -149,6 +153,9 @@ class IngressTranslator(Translator):
         mergeable = None
         if ing is not None:
             states = {n: reads.secret(ref.namespace, n) for n in secret_names(ing)}
+            wildcard = self._settings.wildcard_tls_secret
+            if wildcard is not None and any(not t.secret_name for t in ing.tls):
+                states[WILDCARD] = reads.secret(*wildcard)
             vhosts, warnings = virtual_hosts(ing, d.config.owned_hosts(ref), states)
             if (host := mergeable_host(ing)) is not None:
                 found = reads.mergeable(host)

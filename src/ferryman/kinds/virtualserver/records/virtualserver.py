@@ -423,7 +423,7 @@ def vs_records(
         cert_id = secret.cert_id
         if cert_id is None:
             b.warnings.append(
-                f"TLS secret {vs.meta.namespace}/{vs.tls.secret if vs.tls else ''} is unusable "
+                f"TLS secret {_secret_name(vs)} is unusable "
                 f"({secret.error}): TLS handshakes for {vs.host} are rejected"
             )
     host = VirtualHost(host=vs.host, routes=(), default_backend=None, tls=tls, cert_id=cert_id)
@@ -436,3 +436,9 @@ def vs_records(
     fast = fast_record(vs, b.fast_upstreams, b.fast_routes, spec)
     backends = frozenset(b.backends | items.backends)
     return VSRecords(host, record, backends, tuple(b.warnings), routes, check, fast)
+
+
+def _secret_name(vs: VirtualServer) -> str:
+    if vs.tls and vs.tls.secret:
+        return f"{vs.meta.namespace}/{vs.tls.secret}"
+    return "--wildcard-tls-secret"

@@ -136,6 +136,10 @@ class VirtualServerTranslator(Translator):
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
         reads = Reads(d.cache)
         state = reads.secret(ref.namespace, secret) if secret else None
+        wildcard = self._settings.wildcard_tls_secret
+        if vs is not None and vs.tls and not secret and wildcard is not None:
+            # NIC: a tls block naming no Secret terminates TLS with --wildcard-tls-secret.
+            state = reads.secret(*wildcard)
         delegations = resolve(vs, reads, d.policy.served, d.config) if vs and owned else None
         d.declare(ref, reads.refs)
         d.drop_hosts_of(ref, keep=owned)
