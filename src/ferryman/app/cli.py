@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import textwrap
 from pathlib import Path
 from typing import NoReturn
 
 from ferryman import __version__
-from ferryman.app import completion, flag_settings, flag_types, nic_flags, render, wiring
+from ferryman.app import (
+    cluster_flags,
+    completion,
+    flag_settings,
+    flag_types,
+    nic_flags,
+    render,
+    wiring,
+)
 from ferryman.app import root as app
 from ferryman.engine.settings import SettingsError
 from ferryman.machines import command as machine_controller
@@ -256,14 +263,6 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated namespaces to watch (default: all)",
     )
     r.add_argument(
-        "--readiness-gates",
-        action="store_true",
-        help="Kubernetes mode: watch Pods in namespaces labelled "
-        "ferryman.io/pod-readiness-gate-inject=enabled and route to pods held back only "
-        "by ferryman's readiness gate (docs/design.md, Readiness gates); implied by "
-        "--readiness-gate-webhook-port",
-    )
-    r.add_argument(
         "--report-ingress-status",
         action="store_true",
         help="Kubernetes mode: write status.loadBalancer of served Ingresses",
@@ -278,80 +277,6 @@ def parser() -> argparse.ArgumentParser:
         default="",
         metavar="ADDRESSES",
         help="comma-separated addresses for Ingress status (default: none)",
-    )
-    r.add_argument(
-        "--enable-leader-election",
-        type=flag_types.boolean,
-        default=True,
-        metavar="BOOL",
-        help="only the Lease holder writes status and Events (default: true)",
-    )
-    r.add_argument(
-        "--leader-election-lock-name",
-        default="ferryman-leader-election",
-        metavar="NAME",
-        help="name of the Lease",
-    )
-    r.add_argument(
-        "--leader-election-namespace",
-        default=os.environ.get("POD_NAMESPACE", "default"),
-        metavar="NAMESPACE",
-        help="namespace of the Lease (default: $POD_NAMESPACE, else default)",
-    )
-    # Lease timings (NIC's defaults); tests shorten them.
-    r.add_argument(
-        "--leader-election-lease-duration",
-        type=flag_types.seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="seconds a Lease lasts without renewal",
-    )
-    r.add_argument(
-        "--leader-election-renew-deadline",
-        type=flag_types.seconds,
-        default=15.0,
-        metavar="SECONDS",
-        help="seconds the leader keeps leading while its renewals fail",
-    )
-    r.add_argument(
-        "--leader-election-retry-period",
-        type=flag_types.seconds,
-        default=7.5,
-        metavar="SECONDS",
-        help="seconds between tries to take or renew the Lease",
-    )
-    r.add_argument(
-        "--readiness-gate-timeout",
-        type=flag_types.non_negative_seconds,
-        default=0.0,
-        metavar="SECONDS",
-        help="seconds after a pod's creation to open its readiness gate even though not "
-        "every replica has applied it, with a Warning Event (default: 0, never)",
-    )
-    r.add_argument(
-        "--machine-lifecycle-hooks",
-        choices=("openshift", "cluster-api", "off"),
-        default="off",
-        help="hold Machine deletions with a pre-drain hook until traffic has left the "
-        "Machine's Node: openshift (machine.openshift.io spec.lifecycleHooks), "
-        "cluster-api (cluster.x-k8s.io annotations) or off (default)",
-    )
-    r.add_argument(
-        "--machine-drain-timeout",
-        type=flag_types.non_negative_seconds,
-        default=300.0,
-        metavar="SECONDS",
-        help="the longest a drain holds a Machine's deletion at each hook before "
-        "releasing it with a Warning Event (default: 300)",
-    )
-    r.add_argument(
-        "--drain-in-flight-timeout",
-        type=flag_types.non_negative_seconds,
-        default=0.0,
-        metavar="SECONDS",
-        help="once a leaving Node is out of rotation on every replica, the longest "
-        "requests still in flight through it hold the drain, counted from the "
-        "deletion (0, the default: until --machine-drain-timeout)",
     )
     r.add_argument(
         "--nginx-status-port",
@@ -419,37 +344,7 @@ def parser() -> argparse.ArgumentParser:
         "namespace for more suffixes; SUFFIX * allows every host); a namespace claims "
         "only hosts equal to or under its suffixes, an unlisted one none (default: no policy)",
     )
-    r.add_argument(
-        "--readiness-gate-webhook-port",
-        type=flag_types.port,
-        default=0,
-        metavar="PORT",
-        help="Kubernetes mode: serve the webhook that adds readiness gates to pods of "
-        "opted-in namespaces, over HTTPS on this port (ignored with --manifests; "
-        "default: 0, off)",
-    )
-    r.add_argument(
-        "--readiness-gate-webhook-cert-secret",
-        type=flag_types.namespaced_name,
-        metavar="NAMESPACE/NAME",
-        help="the webhook's certificate (tls.crt, tls.key, ca.crt); when absent, "
-        "ferryman makes one and creates this Secret (required with the port; default: none)",
-    )
-    r.add_argument(
-        "--readiness-gate-webhook-cert-hosts",
-        type=flag_types.hosts,
-        default=(),
-        metavar="NAMES",
-        help="comma-separated DNS names or IP addresses a certificate ferryman makes "
-        "is for: the webhook Service's NAME.NAMESPACE.svc (default: none)",
-    )
-    r.add_argument(
-        "--readiness-gate-webhook-configuration",
-        type=flag_types.checked(validation.dns1123_subdomain),
-        metavar="NAME",
-        help="the MutatingWebhookConfiguration whose webhooks' caBundle ferryman keeps "
-        "on the certificate's CA (default: none, kept by someone else)",
-    )
+    cluster_flags.add(r)
     flag_types.add_log_flags(r)
 
     rd = sub.add_parser(
