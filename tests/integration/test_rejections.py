@@ -108,11 +108,6 @@ def test_hostile_paths_are_rejected(
             "one of",
         ),
         ({}, "spec", "either defaultBackend or rules"),
-        (
-            {"rules": [rule("p.test", path("/", "app"))], "tls": [{"hosts": ["p.test"]}]},
-            "spec.tls[0].secretName",
-            "required",
-        ),
     ],
 )
 def test_invalid_fields_are_rejected_with_the_field_named(
