@@ -58,7 +58,6 @@ from typing import Any
 import aiohttp
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.types import PatchType
@@ -71,6 +70,7 @@ from testkit.gates import leader_and_follower
 from testkit.harness import Ferryman, free_port, ingress, path, rule
 from testkit.kubelet import Kubelet
 from testkit.webhook import _configuration as webhook_configuration
+from testkit.webhook import wait_trusted
 from testkit.workloads import deployment, rolled_out, service
 
 # ferryman's switch for readiness gates (watch Pods of opted-in namespaces, route
@@ -501,12 +501,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for f in replicas:
             f.wait_ready(60)
         if args.webhook:
-            wait_until(
-                lambda: all(w.clientConfig.caBundle for w in kube.get(
-                    MutatingWebhookConfiguration, WEBHOOK_CONFIGURATION).webhooks or []),
-                30,
-                "the webhook trusted",
-            )  # fmt: skip
+            wait_trusted(kube, WEBHOOK_CONFIGURATION, 30)
         # The Service and Ingress first, known to both replicas (the host answers,
         # 503 without endpoints): the webhook gates only pods a route serves, so
         # pods created before their route are rightly not gated.

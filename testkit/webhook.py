@@ -19,7 +19,7 @@ from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfigur
 from lightkube.resources.core_v1 import Namespace, Pod, ServiceAccount
 
 from ferryman.resources.readiness_gate import INJECT_LABEL, gate_type
-from testkit.apiserver import APIServer
+from testkit.apiserver import APIServer, wait_until
 from testkit.harness import Ferryman
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy" / "webhook.yaml"
@@ -37,6 +37,18 @@ def _configuration(name: str, namespace: str, port: int) -> dict[str, Any]:
         hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/readiness-gates"}
         hook["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] = namespace
     return dict(doc)
+
+
+def wait_trusted(kube: Client, name: str, timeout: float = 10) -> None:
+    """Until every webhook of configuration ``name`` has the caBundle ferryman keeps."""
+    wait_until(
+        lambda: all(
+            w.clientConfig.caBundle
+            for w in kube.get(MutatingWebhookConfiguration, name).webhooks or []
+        ),
+        timeout,
+        "the webhook trusted",
+    )
 
 
 def _service(name: str, namespace: str, selector: dict[str, str]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from testkit.gates import (  # noqa: F401 (a fixture)
 from testkit.harness import free_port, ingress, path, rule, served_by
 from testkit.kubelet import Kubelet
 from testkit.webhook import _configuration as webhook_configuration
+from testkit.webhook import wait_trusted
 from testkit.workloads import deployment, service
 
 OTHER = "example.com/other"
@@ -238,12 +239,7 @@ def test_the_gate_the_webhook_injects_is_opened_once_both_replicas_route(
     apply(kube, webhook_configuration(config, ns, ports["a"]))
     try:
         start_with_webhooks(replicas, ns, config, ports, TIMINGS)
-        wait_until(
-            lambda: all(w.clientConfig.caBundle for w in kube.get(
-                MutatingWebhookConfiguration, config).webhooks or []),
-            10,
-            "the webhook trusted",
-        )  # fmt: skip
+        wait_trusted(kube, config, 10)
         apply(kube, deployment("web", ns, 1, "v1"))  # no gate in its template
         pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
         assert [g.conditionType for g in pod.spec.readinessGates or []] == [GATE]

@@ -29,6 +29,7 @@ from testkit.gates import (  # noqa: F401
 from testkit.harness import Ferryman, free_port, ingress, path, rule, served_by
 from testkit.kubelet import Kubelet
 from testkit.webhook import _configuration as webhook_configuration
+from testkit.webhook import wait_trusted
 from testkit.workloads import deployment, live_pods, rolled_out, service
 
 HOST = "stall.test"
@@ -98,12 +99,7 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
         # deploy/'s configuration (failurePolicy Fail) calling one replica.
         called = stopped if webhook_on == "stopped" else running
         apply(kube, webhook_configuration(config, ns, ports[called.workdir.name]))
-        wait_until(
-            lambda: all(w.clientConfig.caBundle for w in kube.get(
-                MutatingWebhookConfiguration, config).webhooks or []),
-            10,
-            "the webhook trusted",
-        )  # fmt: skip
+        wait_trusted(kube, config, 10)
         apply(kube, deployment("web", ns, 2, "v1"))
         wait_until(lambda: rolled_out(kube, ns, "web", 2), 60, "first pods")
         first = live_pods(kube, ns)

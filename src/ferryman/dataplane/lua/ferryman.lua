@@ -445,20 +445,18 @@ end
 -- default server's "return"): "CODE", "CODE TEXT" or "CODE URL" for a
 -- redirect, checked by ferryman.resources.configmap; "" is NGINX's 404.
 local REDIRECTS = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
-local returns = {} -- base64 value -> { code, rest }
+-- The value in force, decoded once (nginx.conf holds one; a change reloads).
+local return_encoded, return_code, return_rest
 
 local function default_return(encoded)
     if encoded == nil or encoded == "" then
         return ngx.exit(ngx.HTTP_NOT_FOUND)
     end
-    local answer = returns[encoded]
-    if answer == nil then
-        local text = ngx.decode_base64(encoded) or "404"
-        local code, rest = string.match(text, "^(%d+) ?(.*)$")
-        answer = { tonumber(code) or 404, rest or "" }
-        returns[encoded] = answer
+    if encoded ~= return_encoded then
+        local code, rest = string.match(ngx.decode_base64(encoded) or "404", "^(%d+) ?(.*)$")
+        return_encoded, return_code, return_rest = encoded, tonumber(code) or 404, rest or ""
     end
-    local code, rest = answer[1], answer[2]
+    local code, rest = return_code, return_rest
     if REDIRECTS[code] and rest ~= "" then
         return ngx.redirect(rest, code)
     end
