@@ -541,7 +541,13 @@ class Ferryman:
                 return False
             return r.status_code == 200
 
-        eventually(ready, timeout, "ferryman ready")
+        try:
+            eventually(ready, timeout, "ferryman ready")
+        except AssertionError as e:
+            # A start that never gets ready is diagnosed from its log, which a
+            # CI run does not keep.
+            tail = "\n".join(self.logs().splitlines()[-40:])
+            raise AssertionError(f"{e}\nlast lines of ferryman's log:\n{tail}") from None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         assert self.proc is not None

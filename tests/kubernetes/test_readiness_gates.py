@@ -186,7 +186,7 @@ def test_many_opted_in_namespaces_do_not_exhaust_the_api_connections(
             service("web", ns),
             ingress("web", [rule("many.test", path("/", "web"))], namespace=ns),
         )
-        wait_until(lambda: len(held_back(kube, ns)) == 1, 30, "the pod held back")
+        (pod,) = wait_until(lambda: held_back(kube, ns), 30, "the pod held back")
         f = Ferryman(
             tmp_path / "ferryman",
             extra_args=[
@@ -196,9 +196,10 @@ def test_many_opted_in_namespaces_do_not_exhaust_the_api_connections(
             kubeconfig=cluster.kubeconfig,
             env={"POD_NAME": "ferryman-many"},
         )
-        f.start()
+        # 120 Pod watches to list on a busy machine: more than a start's usual time.
+        f.start(wait=False)
+        f.wait_ready(90)
         try:
-            (pod,) = held_back(kube, ns)
             wait_until(lambda: served_by(f, "many.test", "/") == pod, 15, "the gated pod serves")
             wait_until(lambda: _status(kube, ns, "web") == ["192.0.2.77"], 15, "Ingress status")
         finally:
