@@ -119,7 +119,7 @@ def _skipped(f: Ferryman, who: str) -> list[str]:
     return [
         line
         for line in f.logs().splitlines()
-        if f"msg=\"{kind} skipped:" in line and f"key={key} " in line
+        if f'msg="{kind} skipped:' in line and f"key={key} " in line
     ]
 
 

@@ -51,8 +51,7 @@ class OtherClass:
     def lines(self, served: str) -> list[str]:
         """``skipped: <kind> ns/name: <reason>`` for each, sorted."""
         return [
-            f"skipped: {r}: {skipped_reason(c, served)}"
-            for r, c in sorted(self._skipped.items())
+            f"skipped: {r}: {skipped_reason(c, served)}" for r, c in sorted(self._skipped.items())
         ]
 
     def counts(self) -> Counter[str]:
