@@ -97,6 +97,32 @@ def test_changing_class_removes_the_ingress(ferryman: Ferryman, backends: Backen
     eventually(lambda: served_by(ferryman, "mine.test", "/") == "404", 3, "class change")
 
 
+def _vs(name: str, host: str, class_name: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "host": host,
+        "upstreams": [{"name": "app", "service": "app", "port": 80}],
+        "routes": [{"path": "/", "action": {"pass": "app"}}],
+    }
+    if class_name is not None:
+        spec["ingressClassName"] = class_name
+    return {
+        "apiVersion": "k8s.nginx.org/v1",
+        "kind": "VirtualServer",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def _skipped(f: Ferryman, who: str) -> list[str]:
+    """The log lines saying ``who`` ("Kind ns/name") was skipped for its class."""
+    kind, _, key = who.partition(" ")
+    return [
+        line
+        for line in f.logs().splitlines()
+        if f'msg="{kind} skipped:' in line and f"key={key} " in line
+    ]
+
+
 def test_an_ingress_of_another_class_is_said_once_in_the_log(
     tmp_path: Any, backends: Backends
 ) -> None:
@@ -105,26 +131,90 @@ def test_an_ingress_of_another_class_is_said_once_in_the_log(
     f.start()
     try:
         assert served_by(f, "other.test", "/") == "404"
-        said = [line for line in f.logs().splitlines() if "Ingress ignored" in line]
-        assert len(said) == 2, said  # other (class nginx) and classless
-        other = next(line for line in said if "default/other" in line)
+        (other,) = _skipped(f, "Ingress default/other")
         assert "level=info" in other
-        assert "its class nginx is not the one served (ferryman)" in other
-        assert "serve it with --ingress-class=nginx" in other
-        none = next(line for line in said if "default/classless" in line)
+        assert "class=nginx served=ferryman" in other
+        assert (
+            "class nginx, ferryman serves ferryman; set spec.ingressClassName: ferryman or "
+            "run ferryman with --ingress-class=nginx" in other
+        )
+        (none,) = _skipped(f, "Ingress default/classless")
+        assert "no class, ferryman serves ferryman" in none
         assert "set spec.ingressClassName: ferryman" in none
+        assert not _skipped(f, "Ingress default/mine")
         # Changed but still another class's: not said again.
         f.write("other", ingress("other", [rule("other2.test", path("/", "app"))],
                                  class_name="nginx"))  # fmt: skip
         f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
         eventually(lambda: served_by(f, "probe.test", "/") == "app", 5, "probe served")
-        assert sum("default/other" in line for line in f.logs().splitlines()
-                   if "Ingress ignored" in line) == 1  # fmt: skip
+        assert len(_skipped(f, "Ingress default/other")) == 1
     finally:
         f.stop()
 
 
-def test_render_lists_ingresses_of_another_class_as_ignored(
+def test_a_virtual_server_of_another_class_is_said_once_then_served_when_its_class_changes(
+    tmp_path: Any, backends: Backends
+) -> None:
+    f = Ferryman(tmp_path)
+    _setup(f, backends)
+    f.write("vs", _vs("cafe", "cafe.test", "nginx"))
+    f.write("tea", _vs("tea", "tea.test", None))  # no class: NIC serves it whatever
+    f.start()
+    try:
+        assert served_by(f, "cafe.test", "/") == "404"
+        (said,) = _skipped(f, "VirtualServer default/cafe")
+        assert "class nginx, ferryman serves ferryman" in said
+        assert not _skipped(f, "VirtualServer default/tea")
+        # The start-up line counts every served kind, those of another class apart.
+        (ready,) = [line for line in f.logs().splitlines() if "msg=ready " in line]
+        assert "msg=ready ingresses=2 " in ready  # mine, legacy
+        assert " virtualservers=1 " in ready  # tea
+        assert ready.endswith(" other_class=3")  # other, classless, cafe
+        # An unrelated change: the worker runs, nothing is said again.
+        f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
+        eventually(lambda: served_by(f, "probe.test", "/") == "app", 5, "probe served")
+        f.write("vs", _vs("cafe", "cafe.test", "nginx") | {"metadata": {
+            "name": "cafe", "namespace": "default", "labels": {"touched": "yes"}}})  # fmt: skip
+        f.write("probe", ingress("probe", [rule("probe2.test", path("/", "app"))]))
+        eventually(lambda: served_by(f, "probe2.test", "/") == "app", 5, "probe moved")
+        assert len(_skipped(f, "VirtualServer default/cafe")) == 1
+        # Its class changed to ferryman's: served.
+        f.write("vs", _vs("cafe", "cafe.test", "ferryman"))
+        eventually(lambda: served_by(f, "cafe.test", "/") == "app", 5, "cafe served")
+        # And back to another class: said again (once), no longer served.
+        f.write("vs", _vs("cafe", "cafe.test", "nginx"))
+        eventually(lambda: served_by(f, "cafe.test", "/") == "404", 5, "cafe left")
+        eventually(lambda: len(_skipped(f, "VirtualServer default/cafe")) == 2, 5, "said again")
+    finally:
+        f.stop()
+
+
+def test_routes_and_policies_of_another_class_are_said_once(
+    tmp_path: Any, backends: Backends
+) -> None:
+    f = Ferryman(tmp_path)
+    _setup(f, backends)
+    f.write("vsr", {"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServerRoute",
+                    "metadata": {"name": "coffee", "namespace": "default"},
+                    "spec": {"ingressClassName": "nginx", "host": "cafe.test",
+                             "subroutes": []}})  # fmt: skip
+    f.write("policy", {"apiVersion": "k8s.nginx.org/v1", "kind": "Policy",
+                       "metadata": {"name": "allow", "namespace": "default"},
+                       "spec": {"ingressClassName": "nginx",
+                                "accessControl": {"allow": ["10.0.0.0/8"]}}})  # fmt: skip
+    f.start()
+    try:
+        assert len(_skipped(f, "VirtualServerRoute default/coffee")) == 1
+        assert len(_skipped(f, "Policy default/allow")) == 1
+        f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
+        eventually(lambda: served_by(f, "probe.test", "/") == "app", 5, "probe served")
+        assert len(_skipped(f, "VirtualServerRoute default/coffee")) == 1
+        assert len(_skipped(f, "Policy default/allow")) == 1
+    finally:
+        f.stop()
+
+
+def test_render_lists_resources_of_another_class_as_skipped(
     tmp_path: Any, backends: Backends
 ) -> None:
     f = Ferryman(tmp_path)
@@ -141,13 +231,11 @@ def test_render_lists_ingresses_of_another_class_as_ignored(
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    hint = "set spec.ingressClassName: ferryman or run ferryman with --ingress-class=nginx"
     assert result.stdout.splitlines() == [
-        "Ingress default/classless: ignored: it names no class and IngressClass ferryman is "
-        "not the default; set spec.ingressClassName: ferryman",
-        "Ingress default/other: ignored: its class nginx is not the one served (ferryman); "
-        "serve it with --ingress-class=nginx",
-        "TransportServer default/dns: ignored: its class nginx is not the one served "
-        "(ferryman); serve it with --ingress-class=nginx",
-        "VirtualServer default/cafe: ignored: its class nginx is not the one served "
-        "(ferryman); serve it with --ingress-class=nginx",
+        "skipped: Ingress default/classless: no class, ferryman serves ferryman (IngressClass "
+        "ferryman is not the default); set spec.ingressClassName: ferryman",
+        f"skipped: Ingress default/other: class nginx, ferryman serves ferryman; {hint}",
+        f"skipped: TransportServer default/dns: class nginx, ferryman serves ferryman; {hint}",
+        f"skipped: VirtualServer default/cafe: class nginx, ferryman serves ferryman; {hint}",
     ]

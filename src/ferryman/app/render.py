@@ -89,7 +89,7 @@ async def _render(
     )
     source.load()
     await controller.drain()
-    notes += controller.ignored()
+    notes += controller.skipped()
     for ref, _, reason, message in reporter.events:
         if reason == REJECTED or reason.endswith("WithError"):
             problems.append(f"{ref}: {reason}: {message}")

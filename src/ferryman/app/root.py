@@ -38,6 +38,7 @@ from ferryman.dataplane.state_dir import (
 from ferryman.dataplane.worker_user import traversable_by_others, worker_gid, worker_user
 from ferryman.engine.controller import Controller
 from ferryman.engine.following import Following
+from ferryman.engine.kind_spec import ready_counts
 from ferryman.engine.queue_keys import QueueKey
 from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings, SettingsError
@@ -379,7 +380,8 @@ async def _run(
         # Asked to stop while starting: never reported ready, so nothing sends here.
         served = not stop.is_set()
         if ready():
-            log.info("ready", extra={"fields": {"ingresses": store.count("Ingress")}})
+            counts = ready_counts(kinds.specs, settings, store.count, controller.skipped_counts())
+            log.info("ready", extra={"fields": counts})
         else:
             log.error("not ready: the public configuration is not live; it is retried")
         if cluster is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
@@ -463,8 +464,13 @@ class Controller:
         self._metrics.work_seconds.observe(seconds)
         self._generation_seconds += seconds
 
-    def ignored(self) -> list[str]:
-        return self._d.ignored_lines()  # ferryman render lists them
+    def skipped(self) -> list[str]:
+        """The resources left to another class, and why (ferryman render lists them)."""
+        return self._d.other_class.lines(self._d.policy.served)
+
+    def skipped_counts(self) -> Counter[str]:
+        """Kind -> how many of its objects are left to another class (the ready line)."""
+        return self._d.other_class.counts()
 
     async def drain(self) -> None:
         """Start-up: sync everything queued, then apply it with one flush."""

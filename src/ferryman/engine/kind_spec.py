@@ -77,6 +77,9 @@ class KindSpec:
     # Read by other resources' translations (the dependency index): a change
     # translates its readers again, whatever translator syncs it.
     referenced: bool = False
+    # Counted in the start-up line ("ready ingresses=... virtualservers=..."):
+    # what users write to be served, not the classes and grants that configure it.
+    counted: bool = True
 
     @property
     def api_version(self) -> str:
@@ -138,6 +141,25 @@ CORE = (SERVICE, ENDPOINT_SLICE, SECRET, CONFIG_MAP, NAMESPACE)
 def enabled(specs: Iterable[KindSpec], settings: Settings) -> list[KindSpec]:
     """The kinds these settings read (Kubernetes mode watches them)."""
     return [spec for spec in specs if spec.enabled(settings)]
+
+
+def ready_counts(
+    specs: Iterable[KindSpec],
+    settings: Settings,
+    count: Callable[[str], int],
+    skipped: Mapping[str, int],
+) -> dict[str, int]:
+    """The start-up line's fields: for each kind read and counted (registry
+    order, so Ingresses first), its objects less those of another class
+    (``skipped``: kind -> how many), keyed by its plural; then
+    ``other_class``, every object left to another class."""
+    out = {
+        spec.plural: count(spec.kind) - skipped.get(spec.kind, 0)
+        for spec in enabled(specs, settings)
+        if spec.counted
+    }
+    out["other_class"] = sum(skipped.values())
+    return out
 
 
 def by_kind(specs: Iterable[KindSpec]) -> dict[str, KindSpec]:

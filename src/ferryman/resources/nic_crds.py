@@ -384,11 +384,20 @@ NO_STATUS = _obj({})
 
 
 def nic_kind(
-    kind: str, plural: str, crd: Crd, *, keeps: tuple[str, ...] | None = None, status: str = ""
+    kind: str,
+    plural: str,
+    crd: Crd,
+    *,
+    keeps: tuple[str, ...] | None = None,
+    status: str = "",
+    counted: bool = True,
 ) -> KindSpec:
     """One of NIC's custom resources (k8s.nginx.org/v1, namespaced, its CRD
     possibly absent), with the CRD ferryman ships for it."""
-    return KindSpec(kind, GROUP, "v1", plural, custom=True, keeps=keeps, status=status, crd=crd)
+    return KindSpec(
+        kind, GROUP, "v1", plural, custom=True, keeps=keeps, status=status, crd=crd,
+        counted=counted,
+    )  # fmt: skip
 
 
 _HEADER_COMMENT = """\

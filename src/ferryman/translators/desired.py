@@ -25,22 +25,10 @@ from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.kinds.ingress.parse.ingressclass import ClassPolicy
 from ferryman.resources.meta import ObjectRef
+from ferryman.translators.other_class import OtherClass, skipped_reason
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")
-
-
-def ignored_reason(class_name: str, served: str) -> str:
-    """Why a resource naming ``class_name`` ("" for none) is not served, and how to."""
-    if not class_name:
-        return (
-            f"it names no class and IngressClass {served} is not the default; set "
-            f"spec.ingressClassName: {served}"
-        )
-    return (
-        f"its class {class_name} is not the one served ({served}); serve it with "
-        f"--ingress-class={class_name}"
-    )
 
 
 # The key of the default server's certificate record (a certificate id is
@@ -78,8 +66,8 @@ class Desired:
         # once per batch: a selector's reader would otherwise be translated once
         # per object it read.
         self.stale: set[ObjectRef] = set()
-        # Resources left to another class: ref -> the class they name ("": none).
-        self.ignored: dict[ObjectRef, str] = {}
+        # Resources left to another class (said once each).
+        self.other_class = OtherClass()
 
     def event(
         self, ref: ObjectRef, type_: str, reason: str, message: str, state: str | None = None
@@ -93,25 +81,13 @@ class Desired:
         """``ref`` (present) names ``class_name``, which ferryman ``served`` or not.
         One not served is said once (info): another controller's objects are no
         one's error but a newcomer's surprise (NIC's examples name class nginx)."""
-        if served:
-            self.ignored.pop(ref, None)
-            return
-        named = class_name or ""
-        if self.ignored.get(ref) == named:
-            return
-        self.ignored[ref] = named
-        log.info(
-            f"{ref.kind} ignored: {ignored_reason(named, self.policy.served)}",
-            extra={"fields": {"key": str(ref), "class": named or "(none)",
-                              "served": self.policy.served}},
-        )  # fmt: skip
-
-    def ignored_lines(self) -> list[str]:
-        """The resources left to another class, and why."""
-        served = self.policy.served
-        return [
-            f"{r}: ignored: {ignored_reason(c, served)}" for r, c in sorted(self.ignored.items())
-        ]
+        if self.other_class.checked(ref, class_name, served):
+            served_class = self.policy.served
+            log.info(
+                f"{ref.kind} skipped: {skipped_reason(class_name or '', served_class)}",
+                extra={"fields": {"kind": ref.kind, "key": str(ref).partition(" ")[2],
+                                  "class": class_name or "(none)", "served": served_class}},
+            )  # fmt: skip
 
     def referenced_changed(self, ref: ObjectRef) -> None:
         """A Secret, Policy or VirtualServerRoute changed: its readers translate

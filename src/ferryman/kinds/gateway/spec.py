@@ -23,7 +23,7 @@ def _grants(settings: Settings) -> bool:
 _NAMESPACES = ("Namespace",)
 GATEWAY_CLASS = KindSpec(
     "GatewayClass", GROUP, "v1", "gatewayclasses", namespaced=False, custom=True,
-    enabled=_enabled, needs=_NAMESPACES, status=OWN,
+    enabled=_enabled, needs=_NAMESPACES, status=OWN, counted=False,
 )  # fmt: skip
 GATEWAY = KindSpec(
     "Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled, needs=_NAMESPACES,
@@ -42,6 +42,6 @@ TLS_ROUTE = KindSpec(
 # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
 REFERENCE_GRANT = KindSpec(
     "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants,
-    referenced=True,
+    referenced=True, counted=False,
 )  # fmt: skip
 SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, TLS_ROUTE, REFERENCE_GRANT)

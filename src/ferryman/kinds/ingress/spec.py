@@ -6,6 +6,7 @@ from ferryman.engine.kind_spec import KindSpec
 
 INGRESS = KindSpec("Ingress", "networking.k8s.io", "v1", "ingresses", keeps=("spec",))
 INGRESS_CLASS = KindSpec(
-    "IngressClass", "networking.k8s.io", "v1", "ingressclasses", namespaced=False, keeps=("spec",)
-)
+    "IngressClass", "networking.k8s.io", "v1", "ingressclasses", namespaced=False, keeps=("spec",),
+    counted=False,
+)  # fmt: skip
 SPECS = (INGRESS, INGRESS_CLASS)

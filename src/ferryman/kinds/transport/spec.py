@@ -17,5 +17,6 @@ GLOBAL_CONFIGURATION = nic_kind(
     "GlobalConfiguration", "globalconfigurations",
     Crd("gc", nic_crds.GLOBAL_CONFIGURATION_SPEC, nic_crds.NO_STATUS, (nic_crds.AGE_COLUMN,),
         "transportserver.md"),
+    counted=False,
 )  # fmt: skip
 SPECS = (TRANSPORT_SERVER, GLOBAL_CONFIGURATION)

@@ -72,10 +72,20 @@ class VirtualServerTranslator(Translator):
         if ref.kind == "VirtualServer":
             self._sync_virtual_server(ref)
         elif ref.kind == "VirtualServerRoute":
+            self._class_checked(ref)
             self._d.referenced_changed(ref)
             self._routes.changed(ref)
-        elif self._policy_changed(ref):
-            self._d.referenced_changed(ref)
+        else:
+            self._class_checked(ref)
+            if self._policy_changed(ref):
+                self._d.referenced_changed(ref)
+
+    def _class_checked(self, ref: ObjectRef) -> None:
+        """A VirtualServerRoute or Policy of another class is said once too
+        (neither is used: NIC's rule, "" or the class served)."""
+        obj = self._store.get(ref.kind, ref.namespace, ref.name)
+        named = _vs_class(obj) if obj is not None else ""
+        self._d.class_checked(ref, named, obj is None or named in ("", self._d.policy.served))
 
     def _sync_virtual_server(self, ref: ObjectRef) -> None:
         obj = self._store.get("VirtualServer", ref.namespace, ref.name)
