@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
+from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
@@ -311,6 +312,10 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     """Validate a raw Ingress; raises InvalidResource listing every problem."""
     meta = parse_meta(obj)
     errors: list[str] = []
+    # ingress-nginx's annotations as the nginx.org/* ones of the same meaning.
+    translated = ingress_nginx.translate(meta.annotations, obj.get("spec"))
+    meta = replace(meta, annotations=translated.annotations)
+    errors.extend(translated.problems)
     if problem := validation.dns1123_subdomain(meta.name):
         errors.append(f"metadata.name: {problem}")
     if problem := validation.dns1123_label(meta.namespace):
@@ -351,7 +356,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         rules=tuple(rules),
         tls=tuple(tls),
         balancing=balancing,
-        warnings=tuple(warnings),
+        warnings=(*translated.warnings, *warnings),
         policies=policy_refs(meta.annotations.get(POLICIES_ANNOTATION, ""), meta.namespace),
         mergeable=kind if kind in ("master", "minion") else None,
     )

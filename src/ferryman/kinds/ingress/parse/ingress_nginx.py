@@ -1,0 +1,584 @@
+"""ingress-nginx's ``nginx.ingress.kubernetes.io/*`` annotations, in ferryman's terms.
+
+ingress-nginx reached end of life in March 2026 and its users' Ingresses are
+full of its annotations. Most of them say what a ``nginx.org/*`` annotation
+already says in other words (seconds without a unit, ``on``/``off``, a burst as
+a multiplier), so they are translated into those before the Ingress is
+parsed: one vocabulary downstream, NIC's validation, both fast paths, no
+reload. What has no ``nginx.org/*`` equivalent yet is said in a Warning, never
+silently dropped.
+
+The rules (docs/ingress-nginx.md has the table):
+
+- a ``nginx.org/*`` annotation the Ingress sets wins over the ingress-nginx
+  one that would set it (ferryman's own vocabulary is the more precise), and a
+  Warning names the one not applied;
+- a value ingress-nginx would not take is not applied, with a Warning naming
+  annotation, value and the form expected (ingress-nginx too ignores such a
+  value and keeps its default; rejecting the Ingress would take a migrating
+  cluster's traffic down for a typo);
+- snippets (``configuration-snippet``, ``server-snippet``...) reject the
+  Ingress, naming the replacement: a snippet can carry access rules, and
+  serving without them would open what it closed; NGINX text written by
+  users is the hole CVE-2025-1974 came through, so ferryman never takes it;
+- an annotation ingress-nginx does not know (a typo ingress-nginx ignored
+  silently) gets a Warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferryman.kinds.ingress.parse import annotations as nginx_org
+from ferryman.kinds.ingress.parse import proxy_redirect
+
+PREFIX = "nginx.ingress.kubernetes.io/"
+NGINX_ORG = "nginx.org/"
+
+
+@dataclass
+class Translated:
+    """The annotations as ferryman reads them, and what to say about them."""
+
+    annotations: dict[str, str]
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # each rejects the Ingress
+
+
+class Unusable(ValueError):
+    """An ingress-nginx value that cannot be applied; the message says the form expected."""
+
+
+# The Ingress's annotations (all of them, to read related ones) and the names of
+# the Services it routes to -> nginx.org annotations to set.
+Convert = Callable[[Mapping[str, str], frozenset[str]], dict[str, str]]
+
+
+def _value(annotations: Mapping[str, str], key: str) -> str:
+    return annotations[PREFIX + key].strip()
+
+
+_SECONDS = re.compile(r"[0-9]{1,9}")
+_SIZE = re.compile(r"[0-9]{1,12}[kKmMgG]?")
+
+
+def _seconds(annotations: Mapping[str, str], key: str) -> str:
+    v = _value(annotations, key)
+    if not _SECONDS.fullmatch(v):
+        raise Unusable("must be a whole number of seconds")
+    return f"{int(v)}s"
+
+
+def _size(annotations: Mapping[str, str], key: str) -> str:
+    v = _value(annotations, key)
+    if not _SIZE.fullmatch(v):
+        raise Unusable("must be a size (a number, optionally followed by k, m or g)")
+    return v
+
+
+def _count(annotations: Mapping[str, str], key: str) -> int:
+    v = _value(annotations, key)
+    if not _SECONDS.fullmatch(v):
+        raise Unusable("must be a whole number")
+    return int(v)
+
+
+def _flag(annotations: Mapping[str, str], key: str) -> bool:
+    v = _value(annotations, key).lower()
+    if v not in ("true", "false"):
+        raise Unusable('must be "true" or "false"')
+    return v == "true"
+
+
+def _on_off(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    v = _value(a, "proxy-buffering").lower()
+    if v not in ("on", "off"):
+        raise Unusable('must be "on" or "off"')
+    return {"proxy-buffering": "true" if v == "on" else "false"}
+
+
+def _buffers(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    # ingress-nginx writes proxy_buffer_size <size> and proxy_buffers <number> <size>.
+    size = _size(a, "proxy-buffer-size") if PREFIX + "proxy-buffer-size" in a else "4k"
+    number = _count(a, "proxy-buffers-number") if PREFIX + "proxy-buffers-number" in a else 4
+    if number < 2:
+        raise Unusable("must be at least 2 (NGINX's proxy_buffers)")
+    out = {"proxy-buffers": f"{number} {size}"}
+    if PREFIX + "proxy-buffer-size" in a:
+        out["proxy-buffer-size"] = size
+    return out
+
+
+def _load_balance(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    v = _value(a, "load-balance")
+    if v == "round_robin":
+        return {"lb-method": "round_robin"}
+    if v == "ewma":
+        # NGINX has no EWMA balancer; least_conn is the nearest (it too sends
+        # less to a slow peer). Said in a Warning: a difference, not a silence.
+        raise _Differs({"lb-method": "least_conn"}, "ewma is served as least_conn")
+    raise Unusable('must be "round_robin" or "ewma"')
+
+
+_HASH_KEY = re.compile(r"[A-Za-z0-9_$\-]+")
+
+
+def _hash_by(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    v = _value(a, "upstream-hash-by")
+    if not _HASH_KEY.fullmatch(v):
+        raise Unusable("must be NGINX variables and text (letters, digits, _, -, $)")
+    # ingress-nginx's hash is consistent (a ring): so is NGINX's with "consistent".
+    return {"lb-method": f"hash {v} consistent"}
+
+
+def _service_upstream(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    return {"use-cluster-ip": "true" if _flag(a, "service-upstream") else "false"}
+
+
+def _ssl_redirect(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    return {"ssl-redirect": "true" if _flag(a, "ssl-redirect") else "false"}
+
+
+def _redirect(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    """proxy_redirect <from> <to>: ingress-nginx writes it when both are set
+    (or from is off/default)."""
+    source = _value(a, "proxy-redirect-from")
+    if source in proxy_redirect.KEYWORDS:
+        return {"proxy-redirect-from": source}
+    if PREFIX + "proxy-redirect-to" not in a:
+        raise Unusable("needs proxy-redirect-to too")
+    out = {"proxy-redirect-from": source, "proxy-redirect-to": _value(a, "proxy-redirect-to")}
+    if (
+        problem := proxy_redirect.pair_problem({NGINX_ORG + k: v for k, v in out.items()})
+    ) is not None:
+        raise Unusable(problem.detail)
+    return out
+
+
+def _backend_protocol(a: Mapping[str, str], services: frozenset[str]) -> dict[str, str]:
+    v = _value(a, "backend-protocol").upper()
+    names = ",".join(sorted(services))
+    if v == "HTTP":
+        return {}
+    if not names:
+        return {}
+    if v == "HTTPS":
+        return {"ssl-services": names}
+    if v == "GRPC":
+        return {"grpc-services": names}
+    if v == "GRPCS":
+        return {"grpc-services": names, "ssl-services": names}
+    raise Unusable('ferryman serves "HTTP", "HTTPS", "GRPC" and "GRPCS" (not AUTO_HTTP or FCGI)')
+
+
+_HEADER_VALUE = re.compile(r"[^\x00-\x1f\x7f,\"$\\]*")
+
+
+def _header(name: str, key: str) -> Convert:
+    def convert(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+        v = _value(a, key)
+        if not v or not _HEADER_VALUE.fullmatch(v):
+            raise Unusable('must be text without control characters, ",", \'"\', "$" or "\\"')
+        return {"proxy-set-headers": f"{name}: {v}"}
+
+    return convert
+
+
+def _limits(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    """limit-rps/limit-rpm as NIC's limit-req: per client address, a burst of
+    rate x limit-burst-multiplier (default 5) served without delay, 503 past
+    it (ingress-nginx's limit-req-status-code)."""
+    if PREFIX + "limit-rps" in a:
+        rate, unit = _count(a, "limit-rps"), "r/s"
+    else:
+        rate, unit = _count(a, "limit-rpm"), "r/m"
+    multiplier = 5
+    if PREFIX + "limit-burst-multiplier" in a:
+        multiplier = _count(a, "limit-burst-multiplier")
+    if rate == 0:
+        return {}
+    return {
+        "limit-req-rate": f"{rate}{unit}",
+        "limit-req-burst": str(rate * multiplier),
+        "limit-req-no-delay": "true",
+        "limit-req-reject-code": "503",
+        "limit-req-key": "${binary_remote_addr}",
+    }
+
+
+_COOKIE_NAME = re.compile(r"[A-Za-z0-9!#%&'*+\-.^_`|~]+")
+_COOKIE_TEXT = re.compile(r"[A-Za-z0-9._~/\-]+")
+
+
+def _affinity(a: Mapping[str, str], services: frozenset[str]) -> dict[str, str]:
+    """affinity: cookie as NGINX's sticky cookie on every Service of the Ingress."""
+    if _value(a, "affinity") != "cookie":
+        raise Unusable('ferryman serves "cookie"')
+    name = a.get(PREFIX + "session-cookie-name", "INGRESSCOOKIE").strip()
+    if not _COOKIE_NAME.fullmatch(name):
+        raise Unusable(f"session-cookie-name {name!r} is not a cookie name")
+    params = [name]
+    for key in ("session-cookie-max-age", "session-cookie-expires"):
+        if PREFIX + key in a:
+            params.append(f"expires={_count(a, key)}s")
+            break
+    for key, param in (("session-cookie-domain", "domain"), ("session-cookie-path", "path")):
+        if PREFIX + key in a:
+            v = _value(a, key)
+            if not _COOKIE_TEXT.fullmatch(v):
+                raise Unusable(f"{key} {v!r} has characters a cookie attribute cannot")
+            params.append(f"{param}={v}")
+    if PREFIX + "session-cookie-samesite" in a:
+        v = _value(a, "session-cookie-samesite").lower()
+        if v not in ("strict", "lax", "none"):
+            raise Unusable('session-cookie-samesite must be "Strict", "Lax" or "None"')
+        params.append(f"samesite={v}")
+    if PREFIX + "session-cookie-secure" in a and _flag(a, "session-cookie-secure"):
+        params.append("secure")
+    # ingress-nginx's affinity cookie is always HttpOnly.
+    params.append("httponly")
+    joined = " ".join(params)
+    return {
+        "sticky-cookie-services": ";".join(f"serviceName={s} {joined}" for s in sorted(services))
+    }
+
+
+class _Differs(Exception):
+    """Applied, with a difference a Warning says."""
+
+    def __init__(self, result: dict[str, str], difference: str) -> None:
+        super().__init__(difference)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How ferryman serves one ingress-nginx annotation (docs/ingress-nginx.md)."""
+
+    status: str  # "served", "differs", "refused" or "not yet"
+    note: str = ""  # the difference, the replacement, or what is missing
+    convert: Convert | None = None  # None: read with another annotation's entry
+    # Annotations read only together with this one (their entries have no convert).
+    reads: tuple[str, ...] = ()
+
+
+SERVED, DIFFERS, REFUSED, NOT_YET = "served", "differs", "refused", "not yet"
+
+
+def _renamed(source: str, target: str) -> Entry:
+    """The value unchanged, as nginx.org's ``target``."""
+    return Entry(SERVED, f"as nginx.org/{target}", lambda a, _s: {target: _value(a, source)})
+
+
+def _timed(source: str, target: str) -> Entry:
+    return Entry(
+        SERVED, f"as nginx.org/{target} (seconds)", lambda a, _s: {target: _seconds(a, source)}
+    )
+
+
+_SNIPPET = "NGINX text from users is never applied (CVE-2025-1974's class)"
+
+ENTRIES: dict[str, Entry] = {
+    # upstreams
+    "proxy-connect-timeout": _timed("proxy-connect-timeout", "proxy-connect-timeout"),
+    "proxy-send-timeout": _timed("proxy-send-timeout", "proxy-send-timeout"),
+    "proxy-read-timeout": _timed("proxy-read-timeout", "proxy-read-timeout"),
+    "proxy-next-upstream-timeout": _timed(
+        "proxy-next-upstream-timeout", "proxy-next-upstream-timeout"
+    ),
+    "proxy-body-size": _renamed("proxy-body-size", "client-max-body-size"),
+    "client-body-buffer-size": _renamed("client-body-buffer-size", "client-body-buffer-size"),
+    "proxy-next-upstream": _renamed("proxy-next-upstream", "proxy-next-upstream"),
+    "proxy-next-upstream-tries": _renamed("proxy-next-upstream-tries", "proxy-next-upstream-tries"),
+    "proxy-max-temp-file-size": _renamed("proxy-max-temp-file-size", "proxy-max-temp-file-size"),
+    "proxy-busy-buffers-size": _renamed("proxy-busy-buffers-size", "proxy-busy-buffers-size"),
+    "proxy-redirect-from": Entry(
+        SERVED, "with proxy-redirect-to, as nginx.org's", _redirect, ("proxy-redirect-to",)
+    ),
+    "proxy-buffering": Entry(SERVED, "as nginx.org/proxy-buffering", _on_off),
+    "proxy-buffer-size": Entry(
+        SERVED,
+        "as nginx.org/proxy-buffer-size and proxy-buffers (<number> <size>, as ingress-nginx)",
+        _buffers,
+        ("proxy-buffers-number",),
+    ),
+    "proxy-buffers-number": Entry(SERVED, "with proxy-buffer-size", _buffers),
+    "load-balance": Entry(DIFFERS, "ewma is served as least_conn", _load_balance),
+    "upstream-hash-by": Entry(SERVED, "as nginx.org/lb-method: hash <key> consistent", _hash_by),
+    "service-upstream": Entry(SERVED, "as nginx.org/use-cluster-ip", _service_upstream),
+    "backend-protocol": Entry(
+        SERVED,
+        "HTTPS, GRPC, GRPCS as nginx.org/ssl-services and grpc-services for every Service "
+        "of the Ingress (GRPC needs the ConfigMap's http2, as NIC); AUTO_HTTP and FCGI refused",
+        _backend_protocol,
+    ),
+    "affinity": Entry(
+        SERVED,
+        "cookie, as nginx.org/sticky-cookie-services for every Service of the Ingress "
+        "(NGINX's sticky cookie: HttpOnly, path, domain, samesite, secure, expires)",
+        _affinity,
+        (
+            "session-cookie-name",
+            "session-cookie-path",
+            "session-cookie-domain",
+            "session-cookie-samesite",
+            "session-cookie-secure",
+            "session-cookie-expires",
+            "session-cookie-max-age",
+        ),
+    ),
+    # headers
+    "upstream-vhost": Entry(
+        SERVED, "as nginx.org/proxy-set-headers: Host", _header("Host", "upstream-vhost")
+    ),
+    "x-forwarded-prefix": Entry(
+        SERVED,
+        "as nginx.org/proxy-set-headers: X-Forwarded-Prefix",
+        _header("X-Forwarded-Prefix", "x-forwarded-prefix"),
+    ),
+    # redirects
+    "ssl-redirect": Entry(SERVED, "as nginx.org/ssl-redirect", _ssl_redirect),
+    # access
+    "limit-rps": Entry(
+        SERVED,
+        "as nginx.org/limit-req-*: per client address, burst rate x limit-burst-multiplier "
+        "without delay, 503 beyond (both limit-rps and limit-rpm: limit-rps)",
+        _limits,
+        ("limit-burst-multiplier",),
+    ),
+    "limit-rpm": Entry(SERVED, "as limit-rps, per minute", _limits, ("limit-burst-multiplier",)),
+    # snippets
+    **{
+        key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
+        for key, replacement in {
+            "configuration-snippet": "headers: nginx.org/proxy-set-headers, add-header; "
+            "access: a Policy (nginx.org/policies)",
+            "server-snippet": "nginx.org/* annotations and Policies (nginx.org/policies)",
+            "auth-snippet": "auth-url's auth-response-headers, or an externalAuth Policy",
+            "modsecurity-snippet": "no WAF in ferryman: put one in front",
+            "stream-snippet": "a TransportServer",
+        }.items()
+    },
+}
+# Read with the entry that names them.
+for _entry in list(ENTRIES.values()):
+    for _key in _entry.reads:
+        ENTRIES.setdefault(_key, Entry(_entry.status, "read with its group"))
+
+# Every other annotation ingress-nginx reads (its documentation and its
+# parsers, v1.15.1): known, not applied yet, said in a Warning.
+KNOWN_NOT_YET = (
+    frozenset(
+        [
+            "affinity-canary-behavior",
+            "affinity-mode",
+            "allowlist-source-range",
+            "app-root",
+            "auth-always-set-cookie",
+            "auth-cache-duration",
+            "auth-cache-key",
+            "auth-keepalive",
+            "auth-keepalive-requests",
+            "auth-keepalive-share-vars",
+            "auth-keepalive-timeout",
+            "auth-method",
+            "auth-proxy-set-headers",
+            "auth-realm",
+            "auth-request-redirect",
+            "auth-response-headers",
+            "auth-secret",
+            "auth-secret-type",
+            "auth-signin",
+            "auth-signin-redirect-param",
+            "auth-tls-error-page",
+            "auth-tls-match-cn",
+            "auth-tls-pass-certificate-to-upstream",
+            "auth-tls-secret",
+            "auth-tls-verify-client",
+            "auth-tls-verify-depth",
+            "auth-type",
+            "auth-url",
+            "canary",
+            "canary-by-cookie",
+            "canary-by-header",
+            "canary-by-header-pattern",
+            "canary-by-header-value",
+            "canary-weight",
+            "canary-weight-total",
+            "connection-proxy-header",
+            "cors-allow-credentials",
+            "cors-allow-headers",
+            "cors-allow-methods",
+            "cors-allow-origin",
+            "cors-expose-headers",
+            "cors-max-age",
+            "custom-headers",
+            "custom-http-errors",
+            "default-backend",
+            "denylist-source-range",
+            "disable-proxy-intercept-errors",
+            "enable-access-log",
+            "enable-cors",
+            "enable-global-auth",
+            "enable-modsecurity",
+            "enable-opentelemetry",
+            "enable-owasp-core-rules",
+            "enable-rewrite-log",
+            "fastcgi-index",
+            "fastcgi-params-configmap",
+            "force-ssl-redirect",
+            "from-to-www-redirect",
+            "http2-push-preload",
+            "limit-allowlist",
+            "limit-connections",
+            "limit-rate",
+            "limit-rate-after",
+            "limit-whitelist",
+            "mirror-host",
+            "mirror-request-body",
+            "mirror-target",
+            "modsecurity-transaction-id",
+            "opentelemetry-operation-name",
+            "opentelemetry-trust-incoming-span",
+            "permanent-redirect",
+            "permanent-redirect-code",
+            "preserve-trailing-slash",
+            "proxy-cookie-domain",
+            "proxy-cookie-path",
+            "proxy-http-version",
+            "proxy-request-buffering",
+            "proxy-ssl-ciphers",
+            "proxy-ssl-name",
+            "proxy-ssl-protocols",
+            "proxy-ssl-secret",
+            "proxy-ssl-server-name",
+            "proxy-ssl-verify",
+            "proxy-ssl-verify-depth",
+            "relative-redirects",
+            "rewrite-target",
+            "satisfy",
+            "server-alias",
+            "session-cookie-change-on-failure",
+            "session-cookie-conditional-samesite-none",
+            "ssl-ciphers",
+            "ssl-passthrough",
+            "ssl-prefer-server-ciphers",
+            "temporal-redirect",
+            "temporal-redirect-code",
+            "upstream-hash-by-subset",
+            "upstream-hash-by-subset-size",
+            "use-port-in-redirects",
+            "use-regex",
+            "whitelist-source-range",
+        ]
+    )
+    - ENTRIES.keys()
+)
+
+
+def entry(key: str) -> Entry | None:
+    """How ferryman serves ``nginx.ingress.kubernetes.io/<key>``; None: not ingress-nginx's."""
+    if key in ENTRIES:
+        return ENTRIES[key]
+    if key in KNOWN_NOT_YET:
+        return Entry(NOT_YET, "not applied by ferryman yet")
+    return None
+
+
+def raw_services(spec: object) -> frozenset[str]:
+    """The names of the Services an Ingress spec routes to, read before it is
+    validated (backend-protocol and affinity apply to each)."""
+    found: set[str] = set()
+
+    def backend(b: object) -> None:
+        svc = b.get("service") if isinstance(b, Mapping) else None
+        name = svc.get("name") if isinstance(svc, Mapping) else None
+        if isinstance(name, str) and name:
+            found.add(name)
+
+    if not isinstance(spec, Mapping):
+        return frozenset()
+    backend(spec.get("defaultBackend"))
+    for rule in spec.get("rules") or []:
+        http = rule.get("http") if isinstance(rule, Mapping) else None
+        for p in (http.get("paths") if isinstance(http, Mapping) else None) or []:
+            if isinstance(p, Mapping):
+                backend(p.get("backend"))
+    return frozenset(found)
+
+
+def translate(annotations: Mapping[str, str], spec: Any) -> Translated:
+    """``annotations`` with each ingress-nginx one the Ingress sets added as the
+    ``nginx.org/*`` annotations of the same meaning, and what to say."""
+    out = Translated(dict(annotations))
+    ours = sorted(k.removeprefix(PREFIX) for k in annotations if k.startswith(PREFIX))
+    if not ours:
+        return out
+    services = raw_services(spec)
+    done: set[int] = set()
+    for key in ours:
+        name = PREFIX + key
+        e = entry(key)
+        if e is None:
+            out.warnings.append(
+                f"annotation {name} is not an ingress-nginx annotation (misspelt?): ignored"
+            )
+            continue
+        if e.status == REFUSED:
+            out.problems.append(f"annotations.{name}: refused: {e.note}")
+            continue
+        if e.status == NOT_YET:
+            out.warnings.append(f"annotation {name} is not applied by ferryman yet: ignored")
+            continue
+        if e.convert is None or id(e.convert) in done:
+            continue
+        done.add(id(e.convert))
+        _apply(out, name, e.convert, annotations, services)
+    return out
+
+
+def _apply(
+    out: Translated,
+    name: str,
+    convert: Convert,
+    annotations: Mapping[str, str],
+    services: frozenset[str],
+) -> None:
+    try:
+        result = convert(annotations, services)
+    except Unusable as e:
+        value = annotations[name]
+        out.warnings.append(f"annotation {name}: {value!r} {e}: not applied")
+        return
+    except _Differs as d:
+        result = d.result
+        out.warnings.append(f"annotation {name}: {d}")
+    produced = {NGINX_ORG + k: v for k, v in result.items()}
+    _, problems, _ = nginx_org.validate(produced, services, hostless=False)
+    if problems:
+        detail = problems[0].detail or problems[0].kind
+        out.warnings.append(f"annotation {name}: {annotations[name]!r}: {detail}: not applied")
+        return
+    for key, value in result.items():
+        target = NGINX_ORG + key
+        if key == "proxy-set-headers" and target in out.annotations:
+            merged = _merge_headers(out.annotations[target], value)
+            if merged == out.annotations[target]:
+                out.warnings.append(f"annotation {name} is not applied: {target} sets that header")
+            out.annotations[target] = merged
+        elif target in annotations:
+            out.warnings.append(f"annotation {name} is not applied: {target} is set and wins")
+        else:
+            out.annotations[target] = value
+
+
+def _merge_headers(set_: str, added: str) -> str:
+    """proxy-set-headers with ``added`` unless it names a header already set
+    (the nginx.org annotation's, or an earlier ingress-nginx one's, wins)."""
+    names = {h.partition(":")[0].strip().lower() for h in set_.split(",")}
+    if added.partition(":")[0].strip().lower() in names:
+        return set_
+    return f"{set_},{added}"

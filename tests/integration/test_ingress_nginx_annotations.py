@@ -1,0 +1,125 @@
+"""ingress-nginx's ``nginx.ingress.kubernetes.io/*`` annotations on an Ingress of
+ferryman's class, through real NGINX and real backends: what a migrating user's
+clients and backends see, the Events, and no reload for any of them
+(kinds/ingress/parse/ingress_nginx.py)."""
+
+from __future__ import annotations
+
+from testkit.annotated_ingress import HOST, annotated, last, start
+from testkit.harness import Backends, Ferryman, eventually
+
+P = "nginx.ingress.kubernetes.io/"
+
+
+def test_timeouts_body_size_and_host_as_ingress_nginx_sets_them(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    f = either_fast_path
+    start(
+        f,
+        backends,
+        annotated(
+            {
+                P + "proxy-read-timeout": "1",
+                P + "proxy-body-size": "1k",
+                P + "upstream-vhost": "internal.example",
+                P + "x-forwarded-prefix": "/shop",
+            }
+        ),
+    )
+    assert last(f)["reason"] == "AddedOrUpdated"
+    r = f.get(HOST, "/?delay=0.1")
+    assert r.served_by == "a"
+    assert r.json()["headers"]["host"] == "internal.example"
+    assert r.json()["headers"]["x-forwarded-prefix"] == "/shop"
+    assert f.get(HOST, "/?delay=2").status == 504  # seconds, as ingress-nginx reads them
+    assert f.get(HOST, "/", method="POST", content=b"x" * 1025).status == 413
+    # Edited: the new values are live without a reload.
+    f.write("doc0", annotated({P + "proxy-read-timeout": "5"}))
+    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 10, "longer timeout")
+    assert f.get(HOST, "/", method="POST", content=b"x" * 2048).status == 200
+    assert f.reloads() == 1
+
+
+def test_limit_rps_answers_503_beyond_the_burst(ferryman: Ferryman, backends: Backends) -> None:
+    """limit-rps 1 with limit-burst-multiplier 2: a burst of 2 served at once,
+    then ingress-nginx's 503."""
+    f = ferryman
+    start(f, backends, annotated({P + "limit-rps": "1", P + "limit-burst-multiplier": "2"}))
+    statuses = [f.get(HOST, "/").status for _ in range(6)]
+    assert statuses[:3] == [200, 200, 200]
+    assert 503 in statuses[3:]
+    assert f.reloads() == 1
+
+
+def test_cookie_affinity_keeps_a_client_on_its_pod(ferryman: Ferryman, backends: Backends) -> None:
+    f = ferryman
+    start(
+        f,
+        backends,
+        annotated(
+            {
+                P + "affinity": "cookie",
+                P + "session-cookie-name": "route",
+                P + "session-cookie-max-age": "3600",
+            }
+        ),
+        names=("a", "b"),
+    )
+    first = f.get(HOST, "/")
+    cookie = first.headers["set-cookie"]
+    assert cookie.startswith("route=") and "httponly" in cookie.lower()
+    assert "max-age=3600" in cookie.lower()
+    value = cookie.split(";")[0]
+    for _ in range(8):
+        assert f.get(HOST, "/", headers={"Cookie": value}).served_by == first.served_by
+    assert f.reloads() == 1
+
+
+def test_a_snippet_rejects_the_ingress_and_others_keep_serving(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    start(
+        f,
+        backends,
+        annotated({P + "configuration-snippet": 'more_set_headers "X-Frame-Options: DENY";'}),
+    )
+    event = last(f)
+    assert event["reason"] == "Rejected"
+    assert f"{P}configuration-snippet: refused: NGINX text" in event["message"]
+    assert "nginx.org/proxy-set-headers" in event["message"]
+    assert f.get(HOST, "/").status == 404
+    # Without the snippet (its header as nginx.org/add-header would be): served.
+    f.write("doc0", annotated({"nginx.org/add-header": "X-Frame-Options: DENY"}))
+    eventually(lambda: f.get(HOST, "/").served_by == "a", 10, "served without the snippet")
+    assert f.get(HOST, "/").headers["x-frame-options"] == "DENY"
+
+
+def test_warnings_for_misspelt_unapplied_and_overridden_annotations(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    start(
+        f,
+        backends,
+        annotated(
+            {
+                P + "proxy-conect-timeout": "3",
+                P + "mirror-target": "http://mirror",
+                P + "proxy-body-size": "1k",
+                "nginx.org/client-max-body-size": "2k",
+                P + "proxy-send-timeout": "10s",
+            }
+        ),
+    )
+    event = last(f)
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    message = event["message"]
+    assert f"{P}proxy-conect-timeout is not an ingress-nginx annotation (misspelt?)" in message
+    assert f"{P}mirror-target is not applied by ferryman yet" in message
+    assert f"{P}proxy-body-size is not applied: nginx.org/client-max-body-size is set" in message
+    assert f"{P}proxy-send-timeout: '10s' must be a whole number of seconds" in message
+    # The nginx.org value is the one served.
+    assert f.get(HOST, "/", method="POST", content=b"x" * 1500).status == 200
+    assert f.get(HOST, "/", method="POST", content=b"x" * 2049).status == 413

@@ -1,0 +1,231 @@
+"""ingress-nginx's annotations translated into nginx.org's (kinds/ingress/parse/ingress_nginx.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferryman.kinds.ingress.parse import annotations as nginx_org
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.ingress_nginx import (
+    ENTRIES,
+    KNOWN_NOT_YET,
+    NOT_YET,
+    PREFIX,
+    REFUSED,
+    entry,
+    translate,
+)
+from ferryman.resources.meta import InvalidResource
+
+P = PREFIX
+SPEC = {
+    "rules": [
+        {
+            "host": "a.test",
+            "http": {
+                "paths": [
+                    {
+                        "path": "/",
+                        "pathType": "Prefix",
+                        "backend": {"service": {"name": "web", "port": {"number": 80}}},
+                    },
+                    {
+                        "path": "/api",
+                        "pathType": "Prefix",
+                        "backend": {"service": {"name": "api", "port": {"number": 80}}},
+                    },
+                ]
+            },
+        }
+    ]
+}
+
+
+def _nginx_org(annotations: dict[str, str]) -> dict[str, str]:
+    t = translate(annotations, SPEC)
+    return {k: v for k, v in t.annotations.items() if k.startswith("nginx.org/")}
+
+
+@pytest.mark.parametrize(
+    ("given_", "expected"),
+    [
+        ({"proxy-read-timeout": "120"}, {"proxy-read-timeout": "120s"}),
+        ({"proxy-connect-timeout": "3"}, {"proxy-connect-timeout": "3s"}),
+        ({"proxy-body-size": "8m"}, {"client-max-body-size": "8m"}),
+        ({"proxy-buffering": "off"}, {"proxy-buffering": "false"}),
+        (
+            {"proxy-buffer-size": "16k"},
+            {"proxy-buffer-size": "16k", "proxy-buffers": "4 16k"},
+        ),
+        ({"proxy-buffers-number": "8"}, {"proxy-buffers": "8 4k"}),
+        ({"load-balance": "round_robin"}, {"lb-method": "round_robin"}),
+        ({"upstream-hash-by": "$request_uri"}, {"lb-method": "hash $request_uri consistent"}),
+        ({"service-upstream": "true"}, {"use-cluster-ip": "true"}),
+        ({"ssl-redirect": "false"}, {"ssl-redirect": "false"}),
+        ({"backend-protocol": "HTTPS"}, {"ssl-services": "api,web"}),
+        ({"backend-protocol": "GRPCS"}, {"grpc-services": "api,web", "ssl-services": "api,web"}),
+        ({"backend-protocol": "HTTP"}, {}),
+        ({"upstream-vhost": "in.example"}, {"proxy-set-headers": "Host: in.example"}),
+        (
+            {"x-forwarded-prefix": "/app", "upstream-vhost": "in.example"},
+            {"proxy-set-headers": "Host: in.example,X-Forwarded-Prefix: /app"},
+        ),
+        (
+            {"limit-rps": "5"},
+            {
+                "limit-req-rate": "5r/s",
+                "limit-req-burst": "25",
+                "limit-req-no-delay": "true",
+                "limit-req-reject-code": "503",
+                "limit-req-key": "${binary_remote_addr}",
+            },
+        ),
+        (
+            {"limit-rpm": "60", "limit-burst-multiplier": "2"},
+            {
+                "limit-req-rate": "60r/m",
+                "limit-req-burst": "120",
+                "limit-req-no-delay": "true",
+                "limit-req-reject-code": "503",
+                "limit-req-key": "${binary_remote_addr}",
+            },
+        ),
+        (
+            {
+                "affinity": "cookie",
+                "session-cookie-name": "route",
+                "session-cookie-max-age": "3600",
+                "session-cookie-path": "/",
+                "session-cookie-samesite": "Lax",
+                "session-cookie-secure": "true",
+            },
+            {
+                "sticky-cookie-services": (
+                    "serviceName=api route expires=3600s path=/ samesite=lax secure httponly;"
+                    "serviceName=web route expires=3600s path=/ samesite=lax secure httponly"
+                )
+            },
+        ),
+    ],
+)
+def test_translated(given_: dict[str, str], expected: dict[str, str]) -> None:
+    t = translate({P + k: v for k, v in given_.items()}, SPEC)
+    assert _nginx_org({P + k: v for k, v in given_.items()}) == {
+        "nginx.org/" + k: v for k, v in expected.items()
+    }
+    assert t.problems == []
+
+
+def test_a_set_nginx_org_annotation_wins_with_a_warning() -> None:
+    t = translate({P + "proxy-body-size": "8m", "nginx.org/client-max-body-size": "1m"}, SPEC)
+    assert t.annotations["nginx.org/client-max-body-size"] == "1m"
+    assert t.warnings == [
+        f"annotation {P}proxy-body-size is not applied: nginx.org/client-max-body-size is set "
+        "and wins"
+    ]
+
+
+def test_a_header_set_both_ways_keeps_nginx_orgs() -> None:
+    t = translate(
+        {P + "upstream-vhost": "x.example", "nginx.org/proxy-set-headers": "Host: y.example"}, SPEC
+    )
+    assert t.annotations["nginx.org/proxy-set-headers"] == "Host: y.example"
+    assert "sets that header" in t.warnings[0]
+    t = translate(
+        {P + "upstream-vhost": "x.example", "nginx.org/proxy-set-headers": "X-A: 1"}, SPEC
+    )
+    assert t.annotations["nginx.org/proxy-set-headers"] == "X-A: 1,Host: x.example"
+    assert t.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("proxy-read-timeout", "60s", "must be a whole number of seconds"),
+        ("proxy-buffering", "yes", 'must be "on" or "off"'),
+        ("load-balance", "random", "must be"),
+        ("backend-protocol", "FCGI", "not AUTO_HTTP or FCGI"),
+        ("upstream-vhost", 'a"b', "without control characters"),
+        ("proxy-next-upstream", "error sometimes", "space-separated list"),
+        ("affinity", "ip", 'ferryman serves "cookie"'),
+    ],
+)
+def test_a_value_ingress_nginx_would_not_take_is_not_applied(
+    key: str, value: str, why: str
+) -> None:
+    t = translate({P + key: value}, SPEC)
+    assert not [k for k in t.annotations if k.startswith("nginx.org/")]
+    assert len(t.warnings) == 1 and why in t.warnings[0] and "not applied" in t.warnings[0]
+    assert t.problems == []
+
+
+def test_ewma_is_least_conn_said_in_a_warning() -> None:
+    t = translate({P + "load-balance": "ewma"}, SPEC)
+    assert t.annotations["nginx.org/lb-method"] == "least_conn"
+    assert t.warnings == [f"annotation {P}load-balance: ewma is served as least_conn"]
+
+
+def test_snippets_reject_the_ingress_naming_the_replacement() -> None:
+    obj = {
+        "metadata": {
+            "name": "s",
+            "namespace": "default",
+            "annotations": {P + "configuration-snippet": 'more_set_headers "X: 1";'},
+        },
+        "spec": SPEC,
+    }
+    with pytest.raises(InvalidResource) as e:
+        parse_ingress(obj)
+    (error,) = e.value.errors
+    assert error.startswith(f"annotations.{P}configuration-snippet: refused: NGINX text")
+    assert "nginx.org/proxy-set-headers" in error
+
+
+def test_unknown_and_not_yet_annotations_warn_and_the_ingress_is_served() -> None:
+    obj = {
+        "metadata": {
+            "name": "s",
+            "namespace": "default",
+            "annotations": {
+                P + "proxy-conect-timeout": "3",
+                P + "mirror-target": "http://m",
+                P + "proxy-read-timeout": "9",
+            },
+        },
+        "spec": SPEC,
+    }
+    ing = parse_ingress(obj)
+    assert ing.meta.annotations["nginx.org/proxy-read-timeout"] == "9s"
+    assert ing.warnings == (
+        f"annotation {P}mirror-target is not applied by ferryman yet: ignored",
+        f"annotation {P}proxy-conect-timeout is not an ingress-nginx annotation (misspelt?): "
+        "ignored",
+    )
+
+
+def test_every_entry_has_a_status_and_the_vocabulary_is_ingress_nginxs() -> None:
+    for key, e in ENTRIES.items():
+        assert e.status in ("served", "differs", "refused", "not yet"), key
+        assert e.note, key
+    assert not KNOWN_NOT_YET & ENTRIES.keys()
+    assert entry("snippet") is None
+    assert entry("canary").status == NOT_YET  # type: ignore[union-attr]
+    assert entry("server-snippet").status == REFUSED  # type: ignore[union-attr]
+    # ingress-nginx v1.15.1's documentation and parsers name 138.
+    assert len(ENTRIES.keys() | KNOWN_NOT_YET) == 138
+
+
+_keys = st.sampled_from(sorted(ENTRIES.keys() | KNOWN_NOT_YET))
+_values = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+
+
+@given(st.dictionaries(_keys, _values, max_size=8))
+def test_anything_translated_passes_nics_validation(given_: dict[str, str]) -> None:
+    """Whatever ingress-nginx values a user wrote, the nginx.org annotations they
+    become are valid: a translation never rejects the Ingress by itself."""
+    t = translate({P + k: v for k, v in given_.items()}, SPEC)
+    produced = {k: v for k, v in t.annotations.items() if k.startswith("nginx.org/")}
+    _, problems, _ = nginx_org.validate(produced, frozenset({"web", "api"}), hostless=False)
+    assert problems == []
