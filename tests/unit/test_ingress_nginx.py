@@ -1,4 +1,4 @@
-"""ingress-nginx's annotations translated into nginx.org's (kinds/ingress/parse/ingress_nginx.py)."""
+"""ingress-nginx's annotations as nginx.org's (kinds/ingress/parse/ingress_nginx.py)."""
 
 from __future__ import annotations
 
