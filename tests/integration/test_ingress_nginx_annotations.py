@@ -5,8 +5,13 @@ clients and backends see, the Events, and no reload for any of them
 
 from __future__ import annotations
 
+import base64
+
+import pytest
+
 from testkit.annotated_ingress import HOST, annotated, last, start
 from testkit.harness import Backends, Ferryman, eventually
+from testkit.vs_policies import libc_hash, secret
 
 P = "nginx.ingress.kubernetes.io/"
 
@@ -123,3 +128,131 @@ def test_warnings_for_misspelt_unapplied_and_overridden_annotations(
     # The nginx.org value is the one served.
     assert f.get(HOST, "/", method="POST", content=b"x" * 1500).status == 200
     assert f.get(HOST, "/", method="POST", content=b"x" * 2049).status == 413
+
+
+def test_source_ranges_deny_first_then_allow(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    """The client is 127.0.0.1: let in by 127.0.0.0/8, kept out when the
+    denylist names it too (ingress-nginx denies first), 403 as ingress-nginx."""
+    f = either_fast_path
+    start(f, backends, annotated({P + "whitelist-source-range": "10.0.0.0/8"}))
+    assert f.get(HOST, "/").status == 403
+    f.write("doc0", annotated({P + "whitelist-source-range": "10.0.0.0/8, 127.0.0.0/8"}))
+    eventually(lambda: f.get(HOST, "/").served_by == "a", 10, "allowed")
+    f.write(
+        "doc0",
+        annotated(
+            {
+                P + "whitelist-source-range": "127.0.0.0/8",
+                P + "denylist-source-range": "127.0.0.1",
+            }
+        ),
+    )
+    eventually(lambda: f.get(HOST, "/").status == 403, 10, "denied first")
+    f.write("doc0", annotated({P + "denylist-source-range": "127.0.0.2/32"}))
+    eventually(lambda: f.get(HOST, "/").served_by == "a", 10, "another address denied")
+    assert f.reloads() == 1
+
+
+def test_an_invalid_source_range_rejects_rather_than_opens(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    start(f, backends, annotated({P + "whitelist-source-range": "10.0.0.0/8,office"}))
+    event = last(f)
+    assert event["reason"] == "Rejected"
+    assert (
+        f"{P}whitelist-source-range: 'office' is not an address or CIDR block" in (event["message"])
+    )
+    assert f.get(HOST, "/").status == 404
+
+
+def test_cors_preflight_and_headers_with_ingress_nginx_defaults(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    start(
+        f,
+        backends,
+        annotated(
+            {
+                P + "enable-cors": "true",
+                P + "cors-allow-origin": "https://app.example.com, https://*.example.org",
+                P + "cors-expose-headers": "X-Total",
+            }
+        ),
+    )
+    preflight = f.get(
+        HOST,
+        "/",
+        method="OPTIONS",
+        headers={"Origin": "https://app.example.com", "Access-Control-Request-Method": "PUT"},
+    )
+    assert preflight.status == 204
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example.com"
+    assert preflight.headers["access-control-allow-methods"] == (
+        "GET, PUT, POST, DELETE, PATCH, OPTIONS"
+    )
+    assert preflight.headers["access-control-allow-credentials"] == "true"
+    assert preflight.headers["access-control-max-age"] == "1728000"
+    r = f.get(HOST, "/", headers={"Origin": "https://shop.example.org"})
+    assert r.served_by == "a"
+    assert r.headers["access-control-allow-origin"] == "https://shop.example.org"
+    assert r.headers["access-control-expose-headers"] == "X-Total"
+    other = f.get(HOST, "/", headers={"Origin": "https://evil.test"})
+    assert other.served_by == "a" and "access-control-allow-origin" not in other.headers
+    assert f.reloads() == 1
+
+
+def test_basic_auth_from_a_nic_htpasswd_secret(ferryman: Ferryman, backends: Backends) -> None:
+    f = ferryman
+    f.write(
+        "users",
+        secret(
+            "users", "nginx.org/htpasswd", {"htpasswd": f"ann:{libc_hash('pw', '$6$')}\n".encode()}
+        ),
+    )
+    start(
+        f,
+        backends,
+        annotated(
+            {P + "auth-type": "basic", P + "auth-secret": "users", P + "auth-realm": "Staff"}
+        ),
+    )
+    denied = f.get(HOST, "/")
+    assert denied.status == 401
+    assert denied.headers["www-authenticate"] == 'Basic realm="Staff"'
+    token = base64.b64encode(b"ann:pw").decode()
+    assert f.get(HOST, "/", headers={"Authorization": f"Basic {token}"}).served_by == "a"
+    # ingress-nginx's own Secret layout (key "auth", Opaque) is not read: closed, not open.
+    f.write("users", secret("users", "Opaque", {"auth": b"ann:x\n"}))
+    eventually(
+        lambda: f.get(HOST, "/", headers={"Authorization": f"Basic {token}"}).status == 500,
+        10,
+        "closed",
+    )
+    assert f.reloads() == 1
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_access_rules_the_data_plane_cannot_enforce_close_the_host(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """On Angie (no Lua slow path) source ranges and basic auth cannot be
+    enforced: the host is not served rather than served to everyone."""
+    f = ferryman
+    start(f, backends, annotated({P + "whitelist-source-range": "10.0.0.0/8"}))
+    r = f.get(HOST, "/")
+    event = last(f)
+    if f.flavour == "nginx":
+        assert (r.status, event["reason"]) == (403, "AddedOrUpdated")
+        return
+    assert r.status == 404 and r.served_by is None
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert "enforced by the nginx data plane only" in event["message"]
+    seen = len(f.events_for("ann"))
+    f.write("doc0", annotated({"nginx.org/basic-auth-secret": "users"}))
+    eventually(lambda: len(f.events_for("ann")) > seen, 10, "the edit's Event")
+    assert "enforced by the nginx data plane only" in last(f)["message"]
+    assert f.get(HOST, "/").status == 404

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -229,3 +231,123 @@ def test_anything_translated_passes_nics_validation(given_: dict[str, str]) -> N
     produced = {k: v for k, v in t.annotations.items() if k.startswith("nginx.org/")}
     _, problems, _ = nginx_org.validate(produced, frozenset({"web", "api"}), hostless=False)
     assert problems == []
+
+
+def _ing(annotations: dict[str, str]) -> object:
+    return parse_ingress(
+        {
+            "metadata": {"name": "s", "namespace": "default", "annotations": annotations},
+            "spec": SPEC,
+        }
+    )
+
+
+def test_source_ranges_become_one_access_list_deny_first() -> None:
+    from ferryman.kinds.policy.parse.policy import AccessControl
+
+    t = translate(
+        {
+            P + "whitelist-source-range": "10.0.0.0/8, 192.0.2.1",
+            P + "denylist-source-range": "10.1.0.0/16,10.0.0.0/8/",
+        },
+        SPEC,
+    )
+    assert t.problems == [
+        f"annotations.{P}denylist-source-range: '10.0.0.0/8/' is not an address or CIDR "
+        "block: refused, so as not to serve more openly"
+    ]
+    t = translate(
+        {
+            P + "whitelist-source-range": "10.0.0.0/8,192.0.2.1",
+            P + "denylist-source-range": "10.1.0.0/16",
+        },
+        SPEC,
+    )
+    (allowed,) = t.policies
+    assert isinstance(allowed, AccessControl) and allowed.action == "allow"
+    assert "10.1.0.0/16" not in allowed.networks and "192.0.2.1/32" in allowed.networks
+    assert "10.0.0.0/16" in allowed.networks and "10.128.0.0/9" in allowed.networks
+    (denied,) = translate({P + "denylist-source-range": "::1"}, SPEC).policies
+    assert denied == AccessControl("deny", ("::1/128",))
+
+
+_v4 = st.builds(
+    lambda a, p: ipaddress.ip_network((a, p), strict=False),
+    st.integers(0, 2**32 - 1),
+    st.integers(4, 32),
+)
+
+
+@given(st.lists(_v4, min_size=1, max_size=4), st.lists(_v4, max_size=4), st.integers(0, 2**32 - 1))
+def test_the_access_list_lets_in_exactly_what_deny_then_allow_does(
+    allowed: list[ipaddress.IPv4Network], denied: list[ipaddress.IPv4Network], address: int
+) -> None:
+    """Against NGINX's reading of ``deny D...; allow A...; deny all``, at an
+    address inside one of the networks (where the answer can differ)."""
+    a = {P + "whitelist-source-range": ",".join(map(str, allowed))}
+    if denied:
+        a[P + "denylist-source-range"] = ",".join(map(str, denied))
+    probes = [ipaddress.ip_address(address)] + [n.network_address for n in allowed + denied]
+    t = translate(a, SPEC)
+    for ip in probes:
+        expected = not any(ip in d for d in denied) and any(ip in n for n in allowed)
+        if t.problems:  # nothing left to allow: no probe may be let in
+            assert not expected, ip
+            continue
+        (acl,) = t.policies
+        got = any(ip in ipaddress.ip_network(n) for n in acl.networks)  # type: ignore[union-attr]
+        assert got == expected, ip
+
+
+def test_cors_with_ingress_nginx_defaults_and_invalid_values_named() -> None:
+    from ferryman.kinds.policy.parse.cors import CORS
+
+    t = translate({P + "enable-cors": "true", P + "cors-max-age": "soon"}, SPEC)
+    (c,) = t.policies
+    assert c == CORS(
+        ("*",),
+        ("GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"),
+        (
+            "DNT",
+            "Keep-Alive",
+            "User-Agent",
+            "X-Requested-With",
+            "If-Modified-Since",
+            "Cache-Control",
+            "Content-Type",
+            "Range",
+            "Authorization",
+        ),
+        True,
+        (),
+        1728000,
+    )
+    assert t.warnings == [
+        f"annotation {P}cors-max-age: 'soon' is invalid: ingress-nginx's default (1728000) is used"
+    ]
+    assert translate({P + "enable-cors": "false"}, SPEC).policies == []
+
+
+@pytest.mark.parametrize(
+    ("given_", "error"),
+    [
+        ({"auth-type": "digest", "auth-secret": "s"}, 'ferryman serves "basic"'),
+        ({"auth-type": "basic"}, "needs nginx.ingress.kubernetes.io/auth-secret"),
+        ({"auth-type": "basic", "auth-secret": "other/s"}, "in the Ingress's namespace only"),
+        ({"auth-type": "basic", "auth-secret": "s", "auth-secret-type": "auth-map"}, "auth-map"),
+    ],
+)
+def test_basic_auth_that_cannot_be_enforced_rejects_the_ingress(
+    given_: dict[str, str], error: str
+) -> None:
+    t = translate({P + k: v for k, v in given_.items()}, SPEC)
+    assert len(t.problems) == 1 and error in t.problems[0]
+
+
+def test_basic_auth_as_nics() -> None:
+    assert _nginx_org(
+        {P + "auth-type": "basic", P + "auth-secret": "users", P + "auth-realm": "Hi"}
+    ) == {
+        "nginx.org/basic-auth-secret": "users",
+        "nginx.org/basic-auth-realm": "Hi",
+    }

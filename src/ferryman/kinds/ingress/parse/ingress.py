@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
+from ferryman.kinds.policy.parse.cors import CORS
+from ferryman.kinds.policy.parse.policy import AccessControl
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
 from ferryman.resources.nic_fields import required
@@ -86,6 +88,8 @@ class Ingress:
     warnings: tuple[str, ...] = ()  # accepted, but worth an event
     policies: tuple[PolicyRef, ...] = ()  # nginx.org/policies, in order
     mergeable: str | None = None  # "master" or "minion" (nginx.org/mergeable-ingress-type)
+    # ingress-nginx's access annotations as Policy configurations (ingress_nginx_access).
+    annotation_policies: tuple[AccessControl | CORS, ...] = ()
 
     @property
     def ssl_redirect(self) -> bool:
@@ -359,6 +363,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         warnings=(*translated.warnings, *warnings),
         policies=policy_refs(meta.annotations.get(POLICIES_ANNOTATION, ""), meta.namespace),
         mergeable=kind if kind in ("master", "minion") else None,
+        annotation_policies=tuple(translated.policies),
     )
 
 

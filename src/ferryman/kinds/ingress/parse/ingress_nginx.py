@@ -33,7 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
+from ferryman.kinds.ingress.parse import ingress_nginx_access as access
 from ferryman.kinds.ingress.parse import proxy_redirect
+from ferryman.kinds.policy.parse.cors import CORS
+from ferryman.kinds.policy.parse.policy import AccessControl
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 NGINX_ORG = "nginx.org/"
@@ -46,6 +49,8 @@ class Translated:
     annotations: dict[str, str]
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each rejects the Ingress
+    # What the Ingress's routes enforce as Policies would (access lists, cors).
+    policies: list[AccessControl | CORS] = field(default_factory=list)
 
 
 class Unusable(ValueError):
@@ -158,6 +163,39 @@ def _redirect(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
     return out
 
 
+_SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def _basic_auth(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    """auth-type basic as NIC's basic-auth-secret: the Secret must be NIC's
+    (type nginx.org/htpasswd, key htpasswd), in the Ingress's namespace."""
+    kind = _value(a, "auth-type")
+    if kind != "basic":
+        raise Unusable('ferryman serves "basic" (not digest)')
+    if PREFIX + "auth-secret" not in a:
+        raise Unusable(f"needs {PREFIX}auth-secret")
+    secret = _value(a, "auth-secret")
+    if "/" in secret:
+        raise Unusable(
+            f"auth-secret {secret!r}: ferryman reads the Secret in the Ingress's namespace only "
+            "(name it without a namespace)"
+        )
+    if not _SECRET_NAME.fullmatch(secret):
+        raise Unusable(f"auth-secret {secret!r} is not a Secret name")
+    if PREFIX + "auth-secret-type" in a and _value(a, "auth-secret-type") != "auth-file":
+        raise Unusable(
+            "auth-secret-type auth-map is not read: write the users into a Secret of type "
+            "nginx.org/htpasswd (key htpasswd)"
+        )
+    out = {"basic-auth-secret": secret}
+    if PREFIX + "auth-realm" in a:
+        realm = _value(a, "auth-realm")
+        if not _HEADER_VALUE.fullmatch(realm):
+            raise Unusable(f"auth-realm {realm!r} has characters a realm cannot")
+        out["basic-auth-realm"] = realm
+    return out
+
+
 def _backend_protocol(a: Mapping[str, str], services: frozenset[str]) -> dict[str, str]:
     v = _value(a, "backend-protocol").upper()
     names = ",".join(sorted(services))
@@ -263,6 +301,9 @@ class Entry:
     convert: Convert | None = None  # None: read with another annotation's entry
     # Annotations read only together with this one (their entries have no convert).
     reads: tuple[str, ...] = ()
+    # An access control: a value that cannot be applied rejects the Ingress
+    # instead of serving it more openly than asked.
+    closed: bool = False
 
 
 SERVED, DIFFERS, REFUSED, NOT_YET = "served", "differs", "refused", "not yet"
@@ -350,6 +391,39 @@ ENTRIES: dict[str, Entry] = {
         ("limit-burst-multiplier",),
     ),
     "limit-rpm": Entry(SERVED, "as limit-rps, per minute", _limits, ("limit-burst-multiplier",)),
+    "whitelist-source-range": Entry(
+        SERVED,
+        "as an accessControl Policy (403); an invalid address rejects the Ingress",
+        reads=("allowlist-source-range",),
+    ),
+    "allowlist-source-range": Entry(SERVED, "as whitelist-source-range"),
+    "denylist-source-range": Entry(
+        SERVED,
+        "as an accessControl Policy (403); with an allow list, the denied addresses are cut "
+        "out of it (deny first, as ingress-nginx)",
+    ),
+    "enable-cors": Entry(
+        SERVED,
+        "as a cors Policy with ingress-nginx's defaults (preflight 204; Vary: Origin when "
+        "origins are listed)",
+        reads=(
+            "cors-allow-origin",
+            "cors-allow-methods",
+            "cors-allow-headers",
+            "cors-expose-headers",
+            "cors-allow-credentials",
+            "cors-max-age",
+        ),
+    ),
+    "auth-type": Entry(
+        DIFFERS,
+        "basic, as nginx.org/basic-auth-secret: the Secret must be of type nginx.org/htpasswd "
+        "with key htpasswd, in the Ingress's namespace (ferryman does not watch Opaque "
+        "Secrets); anything else rejects the Ingress",
+        _basic_auth,
+        ("auth-secret", "auth-secret-type", "auth-realm"),
+        closed=True,
+    ),
     # snippets
     **{
         key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
@@ -536,22 +610,35 @@ def translate(annotations: Mapping[str, str], spec: Any) -> Translated:
         if e.convert is None or id(e.convert) in done:
             continue
         done.add(id(e.convert))
-        _apply(out, name, e.convert, annotations, services)
+        _apply(out, name, e, annotations, services)
+    try:
+        if (allowed := access.access_control(annotations)) is not None:
+            out.policies.append(allowed)
+    except access.Refused as r:
+        out.problems.append(f"annotations.{r}: refused, so as not to serve more openly")
+    cors, warned = access.cors(annotations)
+    out.warnings += warned
+    if cors is not None:
+        out.policies.append(cors)
     return out
 
 
 def _apply(
     out: Translated,
     name: str,
-    convert: Convert,
+    e: Entry,
     annotations: Mapping[str, str],
     services: frozenset[str],
 ) -> None:
+    assert e.convert is not None
     try:
-        result = convert(annotations, services)
-    except Unusable as e:
+        result = e.convert(annotations, services)
+    except Unusable as u:
         value = annotations[name]
-        out.warnings.append(f"annotation {name}: {value!r} {e}: not applied")
+        if e.closed:
+            out.problems.append(f"annotations.{name}: Invalid value: {value!r}: {u}")
+        else:
+            out.warnings.append(f"annotation {name}: {value!r} {u}: not applied")
         return
     except _Differs as d:
         result = d.result
@@ -560,7 +647,12 @@ def _apply(
     _, problems, _ = nginx_org.validate(produced, services, hostless=False)
     if problems:
         detail = problems[0].detail or problems[0].kind
-        out.warnings.append(f"annotation {name}: {annotations[name]!r}: {detail}: not applied")
+        if e.closed:
+            out.problems.append(
+                f"annotations.{name}: Invalid value: {annotations[name]!r}: {detail}"
+            )
+        else:
+            out.warnings.append(f"annotation {name}: {annotations[name]!r}: {detail}: not applied")
         return
     for key, value in result.items():
         target = NGINX_ORG + key

@@ -38,7 +38,11 @@ from ferryman.kinds.ingress.records.mergeable import (
 from ferryman.kinds.ingress.records.options import IngressOptions, ingress_options
 from ferryman.kinds.ingress.records.policies import client_check, ingress_policies, ingress_routing
 from ferryman.kinds.ingress.records.virtual_hosts import backend_of
+from ferryman.kinds.policy.parse.policy import AccessControl
+from ferryman.kinds.policy.records import cors
+from ferryman.kinds.policy.records.access import Access
 from ferryman.kinds.policy.records.attach import NONE, Attached
+from ferryman.kinds.policy.records.cors import Cors
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources import validation
 
@@ -67,6 +71,11 @@ _CLUSTER_IP_NOT_ON_ANGIE = (
 _NOT_ON_ANGIE = (
     "nginx.org annotations beyond lb-method, max-fails, fail-timeout and "
     "ssl-redirect are applied by the nginx data plane only (ferryman); ignored"
+)
+
+_ACCESS_NOT_ON_ANGIE = (
+    "basic auth, source ranges and cors are enforced by the nginx data plane only "
+    "(ferryman): the Ingress's hosts are not served"
 )
 
 
@@ -102,7 +111,11 @@ def ingress_records(
         else:
             out.warnings.append(_CLUSTER_IP_NOT_ON_ANGIE)
     auth = _route_configs(ing, options, reads) if slow_path else NONE
-    if not slow_path and (options.slow() or options.basic_auth_secret):
+    if not slow_path and (options.basic_auth_secret or ing.annotation_policies):
+        # Served without its access rules would be served more openly than asked.
+        out.warnings.append(_ACCESS_NOT_ON_ANGIE)
+        return out
+    if not slow_path and options.slow():
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
         return out
@@ -224,12 +237,18 @@ def _minion_warnings(
 
 def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
     """What the Ingress's own annotations enforce on its routes as policies do:
-    basic auth and the limit-req rate limit."""
-    basic = basic_auth(ing, options, reads)
-    if options.limit_req is None:
-        return basic  # NONE stays NONE: the callers tell "nothing" by identity
-    limit = limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req)
-    return combined(basic, limit)
+    basic auth, the limit-req rate limit, ingress-nginx's access lists and cors."""
+    out = basic_auth(ing, options, reads)
+    if options.limit_req is not None:
+        out = combined(out, limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req))
+    for p in ing.annotation_policies:
+        if isinstance(p, AccessControl):
+            allow = p.networks if p.action == "allow" else ()
+            deny = p.networks if p.action == "deny" else ()
+            out = combined(out, Attached({Access: Access(allow, deny)}))
+        else:
+            out = combined(out, Attached({Cors: cors.enforced(p)}))
+    return out  # NONE stays NONE when nothing applies: callers tell "nothing" by identity
 
 
 def _plain(vh: VirtualHost) -> Written:

@@ -1,0 +1,165 @@
+"""ingress-nginx's access annotations as the Policies that say the same.
+
+``whitelist-source-range`` (``allowlist-source-range``) and
+``denylist-source-range`` become one accessControl configuration, ``enable-cors``
+and ``cors-*`` a cors one; the Ingress's routes enforce them as if an
+``nginx.org/policies`` Policy said so (``kinds/ingress/records/hosts.py``).
+
+ingress-nginx writes ``deny <denied>; allow <allowed>; deny all;``: an address
+in both lists is denied. NGINX's access list ends at the first match, and
+ferryman's accessControl record is one list and one action, so the allowed
+networks are written with the denied ones cut out of them (CIDR blocks nest
+or are apart: ``address_exclude`` gives the exact remainder).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+
+from ferryman.kinds.policy.parse.cors import CORS, origin_problem
+from ferryman.kinds.policy.parse.policy import AccessControl
+
+PREFIX = "nginx.ingress.kubernetes.io/"
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class Refused(ValueError):
+    """An access annotation's value that cannot be enforced as written; the
+    Ingress is rejected rather than served more openly than asked."""
+
+
+def _networks(annotations: Mapping[str, str], key: str) -> list[Network]:
+    raw = annotations[PREFIX + key]
+    out = []
+    for part in raw.split(","):
+        text = part.strip()
+        if not text:
+            continue
+        try:
+            out.append(ipaddress.ip_network(text, strict=False))
+        except ValueError:
+            raise Refused(f"{PREFIX}{key}: {text!r} is not an address or CIDR block") from None
+    if not out:
+        raise Refused(f"{PREFIX}{key}: names no address or CIDR block")
+    return out
+
+
+def _cut(allowed: list[Network], denied: list[Network]) -> list[Network]:
+    """``allowed`` without ``denied``: what ``deny ...; allow ...; deny all`` lets in."""
+    out = allowed
+    for d in denied:
+        kept: list[Network] = []
+        for a in out:
+            if a.version != d.version or not a.overlaps(d):
+                kept.append(a)
+            elif d.subnet_of(a):  # type: ignore[arg-type]
+                kept.extend(a.address_exclude(d))  # type: ignore[arg-type]
+            # else: a lies inside d, all of it denied
+        out = kept
+    return sorted(out, key=lambda n: (n.version, n.network_address, n.prefixlen))
+
+
+ALLOW_KEYS = ("whitelist-source-range", "allowlist-source-range")
+DENY_KEY = "denylist-source-range"
+
+
+def access_control(annotations: Mapping[str, str]) -> AccessControl | None:
+    """The client addresses let in (allow) or kept out (deny); None: no list set."""
+    allowed: list[Network] = []
+    for key in ALLOW_KEYS:
+        if PREFIX + key in annotations:
+            allowed += _networks(annotations, key)
+    denied = _networks(annotations, DENY_KEY) if PREFIX + DENY_KEY in annotations else []
+    if allowed:
+        kept = _cut(allowed, denied)
+        if not kept:
+            raise Refused(
+                f"{PREFIX}{DENY_KEY}: every allowed address is denied too: nothing would be served"
+            )
+        return AccessControl("allow", tuple(str(n) for n in kept))
+    if denied:
+        return AccessControl("deny", tuple(str(n) for n in denied))
+    return None
+
+
+# ingress-nginx's defaults (its cors annotation parser).
+_METHODS = "GET, PUT, POST, DELETE, PATCH, OPTIONS"
+_HEADERS = (
+    "DNT,Keep-Alive,User-Agent,X-Requested-With,If-Modified-Since,Cache-Control,"
+    "Content-Type,Range,Authorization"
+)
+_MAX_AGE = 1728000
+_METHOD = re.compile(r"[A-Za-z]+")
+_HEADER = re.compile(r"[A-Za-z0-9\-_]+|\*")
+
+
+class CorsValue(ValueError):
+    """A cors-* value ingress-nginx would replace by its default (and so does ferryman)."""
+
+
+def _items(value: str, pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    items = tuple(i.strip() for i in value.split(",") if i.strip())
+    if not items or not all(pattern.fullmatch(i) for i in items):
+        return None
+    return items
+
+
+def cors(annotations: Mapping[str, str]) -> tuple[CORS | None, list[str]]:
+    """enable-cors with its cors-* settings (ingress-nginx's defaults for those
+    unset or invalid, each invalid one named in a warning); None: not enabled."""
+    if annotations.get(PREFIX + "enable-cors", "").strip().lower() != "true":
+        return None, []
+    warnings: list[str] = []
+
+    def read(key: str) -> str | None:
+        value = annotations.get(PREFIX + key)
+        return value.strip() if value is not None else None
+
+    def bad(key: str, default: object) -> None:
+        warnings.append(
+            f"annotation {PREFIX}{key}: {annotations[PREFIX + key]!r} is invalid: "
+            f"ingress-nginx's default ({default}) is used"
+        )
+
+    origins: tuple[str, ...] = ("*",)
+    if (raw := read("cors-allow-origin")) is not None:
+        parsed = tuple(o.strip() for o in raw.split(",") if o.strip())
+        if parsed and all(origin_problem(o) is None for o in parsed):
+            origins = ("*",) if "*" in parsed else parsed
+        else:
+            bad("cors-allow-origin", "*")
+    methods = _items(_METHODS, _METHOD)
+    if (raw := read("cors-allow-methods")) is not None:
+        if (m := _items(raw, _METHOD)) is not None:
+            methods = tuple(x.upper() for x in m)
+        else:
+            bad("cors-allow-methods", _METHODS)
+    headers = _items(_HEADERS, _HEADER)
+    if (raw := read("cors-allow-headers")) is not None:
+        if (h := _items(raw, _HEADER)) is not None:
+            headers = h
+        else:
+            bad("cors-allow-headers", _HEADERS)
+    expose: tuple[str, ...] = ()
+    if (raw := read("cors-expose-headers")) is not None:
+        if (e := _items(raw, _HEADER)) is not None:
+            expose = e
+        else:
+            bad("cors-expose-headers", "none")
+    credentials = True
+    if (raw := read("cors-allow-credentials")) is not None:
+        if raw.lower() in ("true", "false"):
+            credentials = raw.lower() == "true"
+        else:
+            bad("cors-allow-credentials", "true")
+    max_age = _MAX_AGE
+    if (raw := read("cors-max-age")) is not None:
+        if raw.isdigit() and len(raw) < 10:
+            max_age = int(raw)
+        else:
+            bad("cors-max-age", _MAX_AGE)
+    assert methods is not None and headers is not None
+    return CORS(origins, methods, headers, credentials, expose, max_age), warnings
