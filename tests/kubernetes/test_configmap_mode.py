@@ -95,3 +95,60 @@ def test_a_configmap_edit_reaches_nginx_with_nic_events(
         assert f.get("cm.k8s.test").headers["server"] == "nginx"
     finally:
         f.stop()
+
+
+def test_ingress_nginxs_configmap_is_watched_under_nics(
+    tmp_path: Path, apiserver: APIServer, kube: Client, namespace: str, backends: BackendHost
+) -> None:
+    """--ingress-nginx-configmap beside --nginx-configmaps, each in its own
+    namespace: ingress-nginx's keys apply, NIC's win, its Warnings land on it."""
+    home, old = f"{namespace}-ic", f"{namespace}-old"
+    for ns in (home, old):
+        apply(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    apply(kube, *service_with_backends("app", [backends.start("a")], namespace=namespace))
+    apply(kube, ingress("web", [rule("inn.k8s.test", path("/", "app"))], namespace=namespace))
+    inn = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ingress-nginx-controller", "namespace": old},
+        "data": {"proxy-body-size": "1k", "enable-brotli": "true"},
+    }
+    apply(kube, inn)
+    f = Ferryman(
+        tmp_path / "a",
+        extra_args=[
+            *("--watch-namespace", namespace),
+            *("--nginx-configmaps", f"{home}/nginx-config"),
+            *("--ingress-nginx-configmap", f"{old}/ingress-nginx-controller"),
+        ],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-inn"},
+    )
+    f.start()
+    try:
+        wait_until(
+            lambda: f.get("inn.k8s.test", "/", method="POST", content=b"x" * 1025).status == 413,
+            10,
+            "ingress-nginx's proxy-body-size",
+        )
+
+        def notes() -> list[str]:
+            return [
+                e.note or ""
+                for e in kube.list(Event, namespace=old)
+                if e.regarding is not None and e.regarding.name == "ingress-nginx-controller"
+            ]
+
+        expected = (
+            f"ConfigMap {old}/ingress-nginx-controller: not applied: enable-brotli: not "
+            "applied by ferryman yet"
+        )
+        wait_until(lambda: expected in notes(), 10, "the NotApplied Event")
+        apply(kube, _cm(home, client_max_body_size="2k"))
+        wait_until(
+            lambda: f.get("inn.k8s.test", "/", method="POST", content=b"x" * 1500).status == 200,
+            10,
+            "NIC's client-max-body-size",
+        )
+    finally:
+        f.stop()

@@ -163,6 +163,14 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "read from DIR (default: none)",
     )
     p.add_argument(
+        "--ingress-nginx-configmap",
+        type=flag_types.namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="ingress-nginx's ConfigMap, for a cluster moving from it: its keys that "
+        "have a NIC equivalent (proxy-body-size, use-forwarded-headers, hsts, "
+        "log-format-upstream, ...) apply, under --nginx-configmaps' (docs/ingress-nginx.md)",
+    )
+    p.add_argument(
         "--data-plane",
         choices=("nginx", "angie"),
         default="nginx",

@@ -39,6 +39,7 @@ def render_settings(args: argparse.Namespace) -> Settings:
         nginx_modules_dir=args.nginx_modules_dir,
         angie_dns_port=args.angie_dns_port,
         nginx_configmap=args.nginx_configmaps,
+        ingress_nginx_configmap=args.ingress_nginx_configmap,
         global_configuration=args.global_configuration,
         default_server_tls_secret=args.default_server_tls_secret,
         wildcard_tls_secret=args.wildcard_tls_secret,
@@ -126,4 +127,5 @@ def run_settings(args: argparse.Namespace) -> Settings:
         readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
         readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
         nginx_configmap=args.nginx_configmaps,
+        ingress_nginx_configmap=args.ingress_nginx_configmap,
     )

@@ -89,7 +89,7 @@ class KubernetesMode:
             settings.watch_namespaces,
             make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
             settings.ingress_class,
-            settings.nginx_configmap,
+            [c for c in (settings.nginx_configmap, settings.ingress_nginx_configmap) if c],
             enabled(kinds, settings),
         )
         self.reporter = KubernetesReporter(

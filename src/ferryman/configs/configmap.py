@@ -17,9 +17,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.configs.ingress_nginx_configmap import merged
 from ferryman.configs.record_text import b64
 from ferryman.resources import nic_rules, validation
-from ferryman.resources.configmap import GLOBAL_KEYS, HSTS_OPTIONS, ROUTE_KEYS, parse_data
+from ferryman.resources.configmap import (
+    GLOBAL_KEYS,
+    HSTS_OPTIONS,
+    ROUTE_KEYS,
+    Parsed,
+    parse_data,
+)
 
 # Global keys that routes read as well, so their change renders every route
 # again: http2 (gRPC routes need it, kinds/virtualserver/records/grpc.py and ingress_options.py).
@@ -27,6 +34,8 @@ _ROUTES_READ = frozenset(["http2"])
 
 # NIC's event reasons for its ConfigMap (internal/logger/events.go).
 INVALID_VALUE = "InvalidValue"
+# A key of ingress-nginx's ConfigMap ferryman does not apply (--ingress-nginx-configmap).
+NOT_APPLIED = "NotApplied"
 UPDATED = "Updated"
 UPDATED_WITH_ERROR = "UpdatedWithError"
 
@@ -267,24 +276,71 @@ class ConfigMapState:
     force; ``reloaded`` says how applying it went, and gives the Event."""
 
     def __init__(
-        self, namespace: str, name: str, render: Callable[[Tuning], Mapping[str, str]]
+        self,
+        namespace: str,
+        name: str,
+        render: Callable[[Tuning], Mapping[str, str]],
+        ingress_nginx: tuple[str, str] | None = None,
     ) -> None:
-        """``render``: the configuration files (path -> text) for given settings."""
+        """``render``: the configuration files (path -> text) for given settings;
+        ``namespace``/``name`` "" without --nginx-configmaps; ``ingress_nginx``:
+        --ingress-nginx-configmap, whose keys NIC's override."""
         self.namespace = namespace
         self.name = name
+        self.ingress_nginx = ingress_nginx
         self._render = render
         self._values: dict[str, str] = {}
         self._applied: dict[str, str] = {}
         self._problems = False
+        self._nic_data: Mapping[str, object] = {}
+        self._inn_data: dict[str, str] = {}
+        self._said: set[str] = set()  # ingress-nginx notes already said
+        self._notes: list[str] = []  # and those to say
+        self.last = (namespace, name)  # the ConfigMap updated last: its Events
 
     @property
     def who(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return "/".join(self.last)
 
-    def update(self, obj: Mapping[str, Any] | None) -> list[Event]:
-        """Take the ConfigMap's new data; returns a Warning per bad key (NIC's
-        ``InvalidValue``) — each such key keeps its last good value."""
-        parsed = parse_data(data_of(obj))
+    def watches(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in ((self.namespace, self.name), self.ingress_nginx)
+
+    def update(
+        self, obj: Mapping[str, Any] | None, source: tuple[str, str] | None = None
+    ) -> list[Event]:
+        """Take the ConfigMap's new data (``source``: which ConfigMap, NIC's
+        when None); returns a Warning per bad key (NIC's ``InvalidValue``) —
+        each such key keeps its last good value (``ingress_nginx_notes``: what
+        ingress-nginx's ConfigMap is told)."""
+        from_inn = source is not None and source == self.ingress_nginx
+        self.last = source if source is not None else (self.namespace, self.name)
+        if from_inn:
+            raw = data_of(obj)
+            self._inn_data = {
+                k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)
+            }
+        else:
+            self._nic_data = data_of(obj)
+        data, notes = merged(self._nic_data, self._inn_data if self.ingress_nginx else None)
+        if from_inn:
+            self._said = set()  # its keys changed: say again what is not applied
+        self._notes = [n for n in notes if n not in self._said]
+        self._said.update(notes)
+        return self._parsed(parse_data(data))
+
+    def ingress_nginx_notes(self) -> list[Event]:
+        """The Warning for ingress-nginx's ConfigMap, if it has news: its keys not
+        applied (and those NIC's ConfigMap overrides, whichever was read first),
+        in one Event."""
+        if self.ingress_nginx is None:
+            return []
+        who = "/".join(self.ingress_nginx)
+        notes, self._notes = self._notes, []
+        if not notes:
+            return []
+        return [("Warning", NOT_APPLIED, f"ConfigMap {who}: not applied: {'; '.join(notes)}")]
+
+    def _parsed(self, parsed: Parsed) -> list[Event]:
         values = dict(parsed.values)
         for key in parsed.problems:
             if key in self._values:

@@ -148,12 +148,14 @@ class Flavour:
         return self.renderer.config_version(socket, version)
 
     def configmap(self, user: str | None) -> ConfigMapState | None:
-        """--nginx-configmaps: its keys, rendering the public configuration."""
-        if self.settings.nginx_configmap is None:
+        """--nginx-configmaps (and --ingress-nginx-configmap): its keys, rendering
+        the public configuration."""
+        inn = self.settings.ingress_nginx_configmap
+        if self.settings.nginx_configmap is None and inn is None:
             return None
-        namespace, name = self.settings.nginx_configmap
+        namespace, name = self.settings.nginx_configmap or ("", "")
 
         def render(tuning: Tuning) -> dict[str, str]:
             return {self.main_file: self.main(user, public=True, tuning=tuning)}
 
-        return ConfigMapState(namespace, name, render)
+        return ConfigMapState(namespace, name, render, inn)

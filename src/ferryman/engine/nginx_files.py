@@ -84,10 +84,11 @@ class NginxFiles:
         """``--nginx-configmaps``: its keys become nginx.conf (configs/configmap.py).
         True when its route-level defaults moved (every route renders again)."""
         cm = self._configmap
-        if cm is None or (ref.namespace, ref.name) != (cm.namespace, cm.name):
+        if cm is None or not cm.watches(ref.namespace, ref.name):
             return False
         before = cm.route_defaults()
-        for event in cm.update(self._store.get("ConfigMap", ref.namespace, ref.name)):
+        obj = self._store.get("ConfigMap", ref.namespace, ref.name)
+        for event in cm.update(obj, (ref.namespace, ref.name)):
             self._reporter.event(ref, *event)
         self.desired.update(cm.files())
         self._configmap_changed = True
@@ -108,7 +109,7 @@ class NginxFiles:
         """Report how the ConfigMap's update went (``error``: ``nginx -t``'s refusal,
         "" while a reload is still to be retried); after a refusal its last good
         values are rendered again (at start-up, the defaults: the listeners open)."""
-        ref = ObjectRef("ConfigMap", cm.namespace, cm.name)
+        ref = ObjectRef("ConfigMap", *cm.last)
         if error == "":
             if not self._configmap_waiting:
                 self._configmap_waiting = True
@@ -117,6 +118,11 @@ class NginxFiles:
         self._configmap_changed = False
         self._configmap_waiting = False
         self._reporter.event(ref, *cm.reloaded(error))
+        # After the update's own Event: until this replica leads, the last Event
+        # of each object is the one kept.
+        for event in cm.ingress_nginx_notes():
+            assert cm.ingress_nginx is not None
+            self._reporter.event(ObjectRef("ConfigMap", *cm.ingress_nginx), *event)
         if error is not None:
             retry = cm.files()
             if any(self.desired.get(p) != t for p, t in retry.items()):

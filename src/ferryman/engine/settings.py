@@ -107,6 +107,9 @@ class Settings:
     # --nginx-configmaps: NIC's nginx-config ConfigMap (namespace, name) whose keys
     # tune nginx.conf and give every route its defaults (configs/configmap.py).
     nginx_configmap: tuple[str, str] | None = None
+    # --ingress-nginx-configmap: ingress-nginx's ConfigMap, its keys read as NIC's
+    # (configs/ingress_nginx_configmap.py) under nginx_configmap's.
+    ingress_nginx_configmap: tuple[str, str] | None = None
     # Gateway API (--enable-gateway-api): GatewayClasses whose controllerName is
     # gateway_controller_name are served; each Gateway takes an address of
     # gateway_addresses (--gateway-addresses: its listeners listen there, and

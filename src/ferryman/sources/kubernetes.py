@@ -111,7 +111,8 @@ PODS = Kind("Pod", Pod)
 
 
 def configmap_kind(name: str) -> Kind:
-    """--nginx-configmaps: that one ConfigMap (the API server filters by name)."""
+    """One ConfigMap by name (the API server filters): --nginx-configmaps's,
+    --ingress-nginx-configmap's."""
     return Kind("ConfigMap", ConfigMap, fields={"metadata.name": name})
 
 
@@ -144,16 +145,16 @@ class KubernetesSource:
         namespaces: tuple[str, ...] = (),
         pods_client: AsyncClient | None = None,
         ingress_class: str = "",
-        configmap: tuple[str, str] | None = None,
+        configmaps: Iterable[tuple[str, str]] = (),
         kinds: Iterable[KindSpec] = (),
     ) -> None:
         """``pods_client`` (readiness gates): watch opted-in Namespaces, and through
         this client the Pods in each of them. Its own connections: a watch per
         opted-in namespace must not take those that status, Events and the Lease need.
-        ``configmap``: (namespace, name) of the one ConfigMap to watch, whatever
-        the watched namespaces. ``kinds``: the registered kinds these settings
-        enable (``KindSpec.enabled``), watched besides the engine's own; every
-        Namespace too when one ``needs`` them."""
+        ``configmaps``: (namespace, name) of each ConfigMap to watch, whatever
+        the watched namespaces (--nginx-configmaps, --ingress-nginx-configmap).
+        ``kinds``: the registered kinds these settings enable (``KindSpec.enabled``),
+        watched besides the engine's own; every Namespace too when one ``needs`` them."""
         self._client = client
         self._pods_client = pods_client
         self._sink = sink
@@ -177,13 +178,13 @@ class KubernetesSource:
         for kind in self._kinds:
             for ns in self._scopes(kind):
                 self._synced[(kind.key, ns)] = asyncio.Event()
-        self._configmap = (configmap_kind(configmap[1]), configmap[0]) if configmap else None
+        self._configmaps = [(configmap_kind(name), ns) for ns, name in configmaps]
         # Set to end every watch at once (``resync``); a new one takes its place.
         self._resynced = asyncio.Event()
         # Since when (monotonic) each informer that cannot list has failed.
         self._failing: dict[tuple[str, str], float] = {}
-        if self._configmap is not None:
-            self.expect(*self._configmap)
+        for cm in self._configmaps:
+            self.expect(*cm)
 
     def opted_in(self, namespace: str) -> bool:
         """Whether ``namespace`` opted in to readiness gates (the webhook asks)."""
@@ -203,8 +204,8 @@ class KubernetesSource:
             for kind in self._kinds:
                 for ns in self._scopes(kind):
                     tg.create_task(self.informer(kind, ns, stop), name=f"watch {kind.name} {ns}")
-            if self._configmap is not None:
-                tg.create_task(self.informer(*self._configmap, stop), name="watch ConfigMap")
+            for kind, ns in self._configmaps:
+                tg.create_task(self.informer(kind, ns, stop), name=f"watch {kind.key} {ns}")
             if self._gates is not None:
                 self.expect(NAMESPACES, "")
                 tg.create_task(self._gates.run(stop), name="pod informers")
