@@ -10,7 +10,15 @@ import base64
 import pytest
 
 from testkit.annotated_ingress import HOST, annotated, last, start
-from testkit.harness import Backends, Ferryman, eventually
+from testkit.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    ingress,
+    path,
+    rule,
+    service_with_backends,
+)
 from testkit.vs_policies import libc_hash, secret
 
 P = "nginx.ingress.kubernetes.io/"
@@ -256,3 +264,43 @@ def test_access_rules_the_data_plane_cannot_enforce_close_the_host(
     eventually(lambda: len(f.events_for("ann")) > seen, 10, "the edit's Event")
     assert "enforced by the nginx data plane only" in last(f)["message"]
     assert f.get(HOST, "/").status == 404
+
+
+def test_class_nginx_with_ingress_nginxs_ingressclass_is_served_when_asked(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """A migrating cluster keeps ingress-nginx's IngressClass (its spec.controller,
+    k8s.io/ingress-nginx, cannot be changed): `--ingress-class nginx` serves the
+    class's Ingresses, those naming it, those of the legacy annotation and, as it
+    is the default class, those naming none."""
+    f = ferryman
+    f.extra_args += ["--ingress-class", "nginx"]
+    f.write(
+        "class",
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": {
+                "name": "nginx",
+                "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"},
+            },
+            "spec": {"controller": "k8s.io/ingress-nginx"},
+        },
+    )
+    f.write("svc", service_with_backends("app", [backends.start("a")]))
+    f.write("named", ingress("named", [rule("named.test", path("/", "app"))], class_name="nginx"))
+    f.write("none", ingress("none", [rule("none.test", path("/", "app"))], class_name=None))
+    f.write(
+        "legacy",
+        ingress(
+            "legacy",
+            [rule("legacy.test", path("/", "app"))],
+            class_name=None,
+            annotations={"kubernetes.io/ingress.class": "nginx"},
+        ),
+    )
+    f.write("other", ingress("other", [rule("other.test", path("/", "app"))]))
+    f.start()
+    for host in ("named.test", "none.test", "legacy.test"):
+        assert f.get(host, "/").served_by == "a", host
+    assert f.get("other.test", "/").status == 404  # class ferryman: not the one served

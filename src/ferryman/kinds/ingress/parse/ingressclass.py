@@ -9,6 +9,13 @@ from typing import Any
 from ferryman.resources.meta import InvalidResource, parse_meta
 
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+# The IngressClass controllers whose class ferryman serves in full (the default
+# class too) when --ingress-class names it: its own, and those of the two
+# controllers it replaces. A class object's spec.controller cannot be changed,
+# so a cluster moving from NIC or ingress-nginx keeps their value.
+SERVED_CONTROLLERS = frozenset(
+    {"ferryman.io/ingress-controller", "nginx.org/ingress-controller", "k8s.io/ingress-nginx"}
+)
 
 
 @dataclass(frozen=True)

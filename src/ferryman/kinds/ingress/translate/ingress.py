@@ -18,11 +18,12 @@ from ferryman.configs.tenancy import denied_minion
 from ferryman.engine.configuration import covering_wildcard
 from ferryman.engine.queue_keys import QueueKey
 from ferryman.engine.reads import MERGEABLE_HOST, Reads
-from ferryman.engine.settings import CONTROLLER_NAME, Settings
+from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
 from ferryman.kinds.ingress.parse.ingressclass import (
+    SERVED_CONTROLLERS,
     ClassPolicy,
     parse_ingress_class,
     raw_class_name,
@@ -294,7 +295,7 @@ class IngressTranslator(Translator):
         if ref.name != self._settings.ingress_class:
             return
         cls = valid_or_none(parse_ingress_class, self._store.get("IngressClass", "", ref.name))
-        if cls is not None and cls.controller != CONTROLLER_NAME:
+        if cls is not None and cls.controller not in SERVED_CONTROLLERS:
             log.warning(
                 "IngressClass names another controller; serving only Ingresses that name it",
                 extra={"fields": {"class": cls.name, "controller": cls.controller}},
