@@ -6,10 +6,12 @@ clients and backends see, the Events, and no reload for any of them
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 
 from testkit.annotated_ingress import HOST, annotated, last, start
+from testkit.egress import Seen, _backend, _client_secret, _Peer
 from testkit.harness import (
     Backends,
     Ferryman,
@@ -304,3 +306,34 @@ def test_class_nginx_with_ingress_nginxs_ingressclass_is_served_when_asked(
     for host in ("named.test", "none.test", "legacy.test"):
         assert f.get(host, "/").served_by == "a", host
     assert f.get("other.test", "/").status == 404  # class ferryman: not the one served
+
+
+def test_backend_https_with_a_client_certificate(ferryman: Ferryman, tmp_path: Path) -> None:
+    """backend-protocol HTTPS with proxy-ssl-secret and proxy-ssl-name: the
+    backend that requires a client certificate sees the Secret's, and the name
+    as SNI; proxy-ssl-verify on is refused rather than served unverified."""
+    f = ferryman
+    seen = Seen()
+    httpd = _backend(tmp_path, seen)
+    try:
+        f.write("svc", service_with_backends("app", [_Peer(int(httpd.server_address[1]))]))
+        f.write("secret", _client_secret("client", "shop-client"))
+        tls = {
+            P + "backend-protocol": "HTTPS",
+            P + "proxy-ssl-secret": "default/client",
+            P + "proxy-ssl-name": "secure-app.example.com",
+            P + "proxy-ssl-server-name": "on",
+        }
+        f.write("doc0", annotated(tls))
+        f.start()
+        r = f.get(HOST, "/")
+        assert (r.status, r.json()) == (200, {"client": "shop-client"})
+        assert seen.sni[-1] == "secure-app.example.com"
+        assert last(f)["reason"] == "AddedOrUpdated"
+        f.write("doc0", annotated({**tls, P + "proxy-ssl-verify": "on"}))
+        eventually(lambda: last(f)["reason"] == "Rejected", 10, "refused")
+        assert "proxy-ssl-verify: ferryman does not verify" in last(f)["message"]
+        assert f.get(HOST, "/").status == 404
+        assert f.reloads() == 1
+    finally:
+        httpd.shutdown()

@@ -351,3 +351,28 @@ def test_basic_auth_as_nics() -> None:
         "nginx.org/basic-auth-secret": "users",
         "nginx.org/basic-auth-realm": "Hi",
     }
+
+
+def test_proxy_ssl_as_egress_tls() -> None:
+    from ferryman.kinds.policy.parse.policy import EgressMTLS
+
+    a = {
+        P + "proxy-ssl-secret": "shop/client",
+        P + "proxy-ssl-name": "app.internal",
+        P + "proxy-ssl-server-name": "on",
+        P + "proxy-ssl-protocols": "TLSv1.2 TLSv1.3",
+    }
+    (egress,) = translate(a, SPEC, "shop").policies
+    assert egress == EgressMTLS(
+        tls_secret="client",
+        protocols=("TLSv1.2", "TLSv1.3"),
+        server_name=True,
+        ssl_name="app.internal",
+    )
+    other = translate(a, SPEC, "web")
+    assert other.policies == []
+    assert "reads the Secret in the Ingress's namespace only" in other.problems[0]
+    verify = translate({**a, P + "proxy-ssl-verify": "on"}, SPEC, "shop")
+    assert verify.policies == [] and "does not verify backends" in verify.problems[0]
+    bad = translate({P + "proxy-ssl-name": "a b"}, SPEC, "shop")
+    assert "is not a host name" in bad.problems[0]

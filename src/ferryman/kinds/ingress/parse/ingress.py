@@ -10,7 +10,7 @@ from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
 from ferryman.kinds.policy.parse.cors import CORS
-from ferryman.kinds.policy.parse.policy import AccessControl
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
 from ferryman.resources.nic_fields import required
@@ -89,7 +89,7 @@ class Ingress:
     policies: tuple[PolicyRef, ...] = ()  # nginx.org/policies, in order
     mergeable: str | None = None  # "master" or "minion" (nginx.org/mergeable-ingress-type)
     # ingress-nginx's access annotations as Policy configurations (ingress_nginx_access).
-    annotation_policies: tuple[AccessControl | CORS, ...] = ()
+    annotation_policies: tuple[AccessControl | CORS | EgressMTLS, ...] = ()
 
     @property
     def ssl_redirect(self) -> bool:
@@ -317,7 +317,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     meta = parse_meta(obj)
     errors: list[str] = []
     # ingress-nginx's annotations as the nginx.org/* ones of the same meaning.
-    translated = ingress_nginx.translate(meta.annotations, obj.get("spec"))
+    translated = ingress_nginx.translate(meta.annotations, obj.get("spec"), meta.namespace)
     meta = replace(meta, annotations=translated.annotations)
     errors.extend(translated.problems)
     if problem := validation.dns1123_subdomain(meta.name):

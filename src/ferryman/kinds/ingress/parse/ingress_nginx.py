@@ -36,7 +36,7 @@ from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
 from ferryman.kinds.ingress.parse import proxy_redirect
 from ferryman.kinds.policy.parse.cors import CORS
-from ferryman.kinds.policy.parse.policy import AccessControl
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 NGINX_ORG = "nginx.org/"
@@ -50,7 +50,7 @@ class Translated:
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each rejects the Ingress
     # What the Ingress's routes enforce as Policies would (access lists, cors).
-    policies: list[AccessControl | CORS] = field(default_factory=list)
+    policies: list[AccessControl | CORS | EgressMTLS] = field(default_factory=list)
 
 
 class Unusable(ValueError):
@@ -415,6 +415,22 @@ ENTRIES: dict[str, Entry] = {
             "cors-max-age",
         ),
     ),
+    "proxy-ssl-secret": Entry(
+        DIFFERS,
+        "as an egressMTLS Policy's client certificate (tls.crt/tls.key; the Secret must be "
+        "of type kubernetes.io/tls, in the Ingress's namespace), with proxy-ssl-name and "
+        "proxy-ssl-server-name; proxy-ssl-verify on rejects the Ingress (backend "
+        "verification is not implemented); proxy-ssl-protocols/ciphers keep NGINX's, with "
+        "a Warning",
+        reads=(
+            "proxy-ssl-verify",
+            "proxy-ssl-verify-depth",
+            "proxy-ssl-name",
+            "proxy-ssl-server-name",
+            "proxy-ssl-protocols",
+            "proxy-ssl-ciphers",
+        ),
+    ),
     "auth-type": Entry(
         DIFFERS,
         "basic, as nginx.org/basic-auth-secret: the Secret must be of type nginx.org/htpasswd "
@@ -584,7 +600,7 @@ def raw_services(spec: object) -> frozenset[str]:
     return frozenset(found)
 
 
-def translate(annotations: Mapping[str, str], spec: Any) -> Translated:
+def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") -> Translated:
     """``annotations`` with each ingress-nginx one the Ingress sets added as the
     ``nginx.org/*`` annotations of the same meaning, and what to say."""
     out = Translated(dict(annotations))
@@ -616,6 +632,11 @@ def translate(annotations: Mapping[str, str], spec: Any) -> Translated:
             out.policies.append(allowed)
     except access.Refused as r:
         out.problems.append(f"annotations.{r}: refused, so as not to serve more openly")
+    try:
+        if (egress := access.egress_tls(annotations, namespace)) is not None:
+            out.policies.append(egress)
+    except access.Refused as r:
+        out.problems.append(f"annotations.{r}: refused")
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

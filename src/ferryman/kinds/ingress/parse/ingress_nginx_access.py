@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
-from ferryman.kinds.policy.parse.policy import AccessControl
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 
@@ -163,3 +163,53 @@ def cors(annotations: Mapping[str, str]) -> tuple[CORS | None, list[str]]:
             bad("cors-max-age", _MAX_AGE)
     assert methods is not None and headers is not None
     return CORS(origins, methods, headers, credentials, expose, max_age), warnings
+
+
+_PROXY_SSL = (
+    "proxy-ssl-secret",
+    "proxy-ssl-verify",
+    "proxy-ssl-verify-depth",
+    "proxy-ssl-name",
+    "proxy-ssl-server-name",
+    "proxy-ssl-protocols",
+    "proxy-ssl-ciphers",
+)
+_SSL_NAME = re.compile(r"[A-Za-z0-9.\-]+")
+
+
+def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | None:
+    """proxy-ssl-* as an egressMTLS configuration (TLS to the backend: its
+    client certificate and the name sent as SNI); None: none set. Asked to
+    verify the backend, which ferryman cannot do yet, the Ingress is rejected
+    rather than served unverified."""
+    if not any(PREFIX + k in annotations for k in _PROXY_SSL):
+        return None
+
+    def read(key: str) -> str:
+        return annotations.get(PREFIX + key, "").strip()
+
+    if read("proxy-ssl-verify").lower() == "on":
+        raise Refused(
+            f"{PREFIX}proxy-ssl-verify: ferryman does not verify backends' certificates yet "
+            "(NGINX's proxy_ssl_trusted_certificate takes no variables)"
+        )
+    secret = ""
+    if raw := read("proxy-ssl-secret"):
+        ns, _, name = raw.rpartition("/")
+        if ns and ns != namespace:
+            raise Refused(
+                f"{PREFIX}proxy-ssl-secret: {raw!r}: ferryman reads the Secret in the "
+                "Ingress's namespace only"
+            )
+        secret = name
+    ssl_name = read("proxy-ssl-name")
+    if ssl_name and not _SSL_NAME.fullmatch(ssl_name):
+        raise Refused(f"{PREFIX}proxy-ssl-name: {ssl_name!r} is not a host name")
+    protocols = tuple(read("proxy-ssl-protocols").split())
+    return EgressMTLS(
+        tls_secret=secret,
+        protocols=protocols,
+        ciphers=read("proxy-ssl-ciphers"),
+        server_name=read("proxy-ssl-server-name").lower() == "on",
+        ssl_name=ssl_name,
+    )

@@ -36,13 +36,14 @@ from ferryman.kinds.ingress.records.mergeable import (
     minion_annotations,
 )
 from ferryman.kinds.ingress.records.options import IngressOptions, ingress_options
-from ferryman.kinds.ingress.records.policies import client_check, ingress_policies, ingress_routing
+from ferryman.kinds.ingress.records.policies import (
+    annotation_policies,
+    client_check,
+    ingress_policies,
+    ingress_routing,
+)
 from ferryman.kinds.ingress.records.virtual_hosts import backend_of
-from ferryman.kinds.policy.parse.policy import AccessControl
-from ferryman.kinds.policy.records import cors
-from ferryman.kinds.policy.records.access import Access
 from ferryman.kinds.policy.records.attach import NONE, Attached
-from ferryman.kinds.policy.records.cors import Cors
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources import validation
 
@@ -241,13 +242,8 @@ def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) ->
     out = basic_auth(ing, options, reads)
     if options.limit_req is not None:
         out = combined(out, limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req))
-    for p in ing.annotation_policies:
-        if isinstance(p, AccessControl):
-            allow = p.networks if p.action == "allow" else ()
-            deny = p.networks if p.action == "deny" else ()
-            out = combined(out, Attached({Access: Access(allow, deny)}))
-        else:
-            out = combined(out, Attached({Cors: cors.enforced(p)}))
+    if ing.annotation_policies:
+        out = combined(out, annotation_policies(ing, reads))
     return out  # NONE stays NONE when nothing applies: callers tell "nothing" by identity
 
 

@@ -31,11 +31,13 @@ from ferryman.configs.routes import NO_BACKEND, route_tables
 from ferryman.kinds.ingress.parse.ingress import Ingress
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS, Policy
 from ferryman.kinds.policy.records.attach import Attached, PolicyItems, attach
-from ferryman.kinds.policy.records.base import SPEC, Owner
+from ferryman.kinds.policy.records.base import SPEC, Enforced, Owner
 from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
 from ferryman.kinds.policy.records.reads import PolicyReads
+from ferryman.kinds.policy.records.registry import TRANSLATORS
+from ferryman.resources.meta import Meta
 
 # NIC's allowlist (waf: rejected when the Policy is read, so missing or invalid here).
 ON_INGRESS = (AccessControl, CORS, IngressMTLS, EgressMTLS, ExternalAuth)
@@ -84,6 +86,26 @@ def ingress_policies(ing: Ingress, reads: PolicyReads, ingress_class: str) -> At
             return before
         return Attached({}, (*before.warnings, message), True)
     return attach(refs, owner, reads)
+
+
+def annotation_policies(ing: Ingress, reads: PolicyReads) -> Attached:
+    """ingress-nginx's access annotations (``Ingress.annotation_policies``) as the
+    Policies that say the same would be enforced on the Ingress's routes: each by
+    its kind's translator, named after the Ingress in their messages."""
+    ns, name = ing.meta.namespace, ing.meta.name
+    owner = Owner(ns, name, ns, name, SPEC, tls=bool(ing.tls), kind="Ingress")
+    configs: dict[type[Enforced], Enforced] = {}
+    warnings: list[str] = []
+    for model in ing.annotation_policies:
+        kind, translate = TRANSLATORS[type(model)]
+        policy = Policy(Meta(name, ns), "", model)
+        step = translate(policy, f"(annotations of Ingress {ns}/{name})", None, owner, reads)
+        warnings += step.warnings
+        if step.error:
+            return Attached({}, tuple(warnings), True)
+        if step.config is not None:
+            configs[kind] = step.config
+    return Attached(configs, tuple(warnings))
 
 
 def client_check(attached: Attached) -> str | None:

@@ -66,11 +66,6 @@ def translate(
 ) -> Step:
     c = policy.policy
     assert isinstance(c, CORS)
-    return Step(enforced(c))
-
-
-def enforced(c: CORS) -> Cors:
-    """The headers NIC writes for ``c`` (also an Ingress's ingress-nginx cors annotations)."""
     headers = [
         ("Access-Control-Allow-Methods", ", ".join(c.allow_methods)),
         ("Access-Control-Allow-Headers", ", ".join(c.allow_headers)),
@@ -80,4 +75,4 @@ def enforced(c: CORS) -> Cors:
         ("Access-Control-Max-Age", str(c.max_age)),
     ]
     kept = tuple((n, v) for n, v in headers if v)
-    return Cors(_origin(c.allow_origin), c.allow_origin != ("*",), kept)
+    return Step(Cors(_origin(c.allow_origin), c.allow_origin != ("*",), kept))
