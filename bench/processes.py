@@ -14,10 +14,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -25,6 +25,7 @@ from testkit.metrics_text import parse_metrics, reload_count
 
 ROOT = Path(__file__).resolve().parents[1]
 FERRYMAN = ROOT / ".venv" / "bin" / "ferryman"
+T = TypeVar("T")
 
 
 def modules_dir_args() -> list[str]:
@@ -301,9 +302,12 @@ class Ferryman:
             self.proc.wait(60)
 
 
-def wrk(url: str, host: str, seconds: int, connections: int = 64) -> dict[str, float]:
+def wrk(
+    url: str, host: str, seconds: int, connections: int = 64, headers: Sequence[str] = ()
+) -> dict[str, float]:
+    extra = [a for h in headers for a in ("-H", h)]
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-H", f"Host: {host}",
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-H", f"Host: {host}", *extra,
          "--latency", url],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
@@ -355,7 +359,7 @@ def started_sides(
             f.stop()
 
 
-def alternating(names: list[str], round_: int) -> list[str]:
+def alternating(names: list[T], round_: int) -> list[T]:
     """``names`` in the order of round ``round_``: each goes first in turn, so
     that warming and drift weigh on every side alike."""
     shift = round_ % len(names)
