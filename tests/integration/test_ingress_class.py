@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
+from testkit.gateway_docs import gateway, gateway_class
 from testkit.harness import (
     FERRYMAN,
     Backends,
     Ferryman,
     eventually,
+    free_port,
     ingress,
     path,
     rule,
@@ -239,3 +241,34 @@ def test_render_lists_resources_of_another_class_as_skipped(
         f"skipped: TransportServer default/dns: class nginx, ferryman serves ferryman; {hint}",
         f"skipped: VirtualServer default/cafe: class nginx, ferryman serves ferryman; {hint}",
     ]
+
+
+@pytest.mark.flavours("nginx")  # Gateway API is the nginx data plane's
+def test_a_gateway_of_another_controllers_class_is_said_once(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    f = ferryman
+    f.extra_args += ["--enable-gateway-api"]
+    f.write("class", gateway_class())
+    istio = {**gateway_class(), "metadata": {"name": "istio"}}
+    istio["spec"] = {"controllerName": "istio.io/gateway-controller"}
+    f.write("istio", istio)
+    listeners = [{"name": "http", "port": free_port(), "protocol": "HTTP"}]
+    theirs = gateway("theirs", listeners)
+    theirs["spec"]["gatewayClassName"] = "istio"
+    f.write("theirs", theirs)
+    ghost = gateway("ghost", listeners)
+    ghost["spec"]["gatewayClassName"] = "missing"
+    f.write("ghost", ghost)
+    f.start()
+    (said,) = eventually(lambda: _skipped(f, "Gateway default/theirs"), 10, "said")
+    assert (
+        "GatewayClass istio is istio.io/gateway-controller's; ferryman serves the GatewayClasses"
+        in said
+    )
+    (missing,) = _skipped(f, "Gateway default/ghost")
+    assert "GatewayClass missing does not exist" in missing
+    # Other changes say nothing again.
+    f.write("touch", service_with_backends("app", [backends.start("a")]))
+    eventually(lambda: served_by(f, "x.test", "/") == "404", 10, "the change applied")
+    assert len(_skipped(f, "Gateway default/theirs")) == 1

@@ -62,3 +62,14 @@ def test_ready_counts_every_counted_kind_less_those_of_another_class() -> None:
         specs, Settings(state_dir=Path("/nonexistent")), stored.__getitem__, {"Ingress": 1}
     )
     assert list(counts.items()) == [("ingresses", 2), ("virtualservers", 2), ("other_class", 1)]
+
+
+def test_a_reason_of_its_own_is_kept_and_listed() -> None:
+    o = OtherClass()
+    ref = ObjectRef("Gateway", "default", "gw")
+    assert o.checked(ref, "istio", False, "GatewayClass istio is istio.io/x's")
+    assert not o.checked(ref, "istio", False, "GatewayClass istio is istio.io/x's")
+    assert o.checked(ref, "istio", False, "GatewayClass istio does not exist (or is invalid)")
+    assert o.lines("ferryman") == [
+        "skipped: Gateway default/gw: GatewayClass istio does not exist (or is invalid)"
+    ]

@@ -25,7 +25,7 @@ from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.kinds.ingress.parse.ingressclass import ClassPolicy
 from ferryman.resources.meta import ObjectRef
-from ferryman.translators.other_class import OtherClass, skipped_reason
+from ferryman.translators.other_class import OtherClass
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")
@@ -77,14 +77,17 @@ class Desired:
         if state is not None:
             self.states[ref] = state
 
-    def class_checked(self, ref: ObjectRef, class_name: str | None, served: bool) -> None:
-        """``ref`` (present) names ``class_name``, which ferryman ``served`` or not.
-        One not served is said once (info): another controller's objects are no
-        one's error but a newcomer's surprise (NIC's examples name class nginx)."""
-        if self.other_class.checked(ref, class_name, served):
+    def class_checked(
+        self, ref: ObjectRef, class_name: str | None, served: bool, why: str | None = None
+    ) -> None:
+        """``ref`` (present) names ``class_name``, which ferryman ``served`` or not
+        (``why``: the reason, when not the IngressClass one). One not served is
+        said once (info): another controller's objects are no one's error but a
+        newcomer's surprise (NIC's examples name class nginx)."""
+        if self.other_class.checked(ref, class_name, served, why):
             served_class = self.policy.served
             log.info(
-                f"{ref.kind} skipped: {skipped_reason(class_name or '', served_class)}",
+                f"{ref.kind} skipped: {self.other_class.reason(ref, served_class)}",
                 extra={"fields": {"kind": ref.kind, "key": str(ref).partition(" ")[2],
                                   "class": class_name or "(none)", "served": served_class}},
             )  # fmt: skip

@@ -33,26 +33,33 @@ class OtherClass:
     """What ferryman skipped for its class: ref -> the class it names ("": none)."""
 
     def __init__(self) -> None:
-        self._skipped: dict[ObjectRef, str] = {}
+        # ref -> (the class it names, why it is not served: None for the
+        # IngressClass reason, skipped_reason's).
+        self._skipped: dict[ObjectRef, tuple[str, str | None]] = {}
 
-    def checked(self, ref: ObjectRef, class_name: str | None, served: bool) -> bool:
+    def checked(
+        self, ref: ObjectRef, class_name: str | None, served: bool, why: str | None = None
+    ) -> bool:
         """``ref`` names ``class_name`` and ferryman ``served`` it (a deleted
-        object counts as served: nothing to say). True when the skip is news,
-        to be said: the first time, or with a class other than the last said."""
+        object counts as served: nothing to say); ``why``: the reason, when not
+        the IngressClass one (a Gateway's GatewayClass). True when the skip is
+        news, to be said: the first time, or with another class or reason."""
         if served:
             self._skipped.pop(ref, None)
             return False
-        named = class_name or ""
-        if self._skipped.get(ref) == named:
+        entry = (class_name or "", why)
+        if self._skipped.get(ref) == entry:
             return False
-        self._skipped[ref] = named
+        self._skipped[ref] = entry
         return True
+
+    def reason(self, ref: ObjectRef, served: str) -> str:
+        named, why = self._skipped[ref]
+        return why if why is not None else skipped_reason(named, served)
 
     def lines(self, served: str) -> list[str]:
         """``skipped: <kind> ns/name: <reason>`` for each, sorted."""
-        return [
-            f"skipped: {r}: {skipped_reason(c, served)}" for r, c in sorted(self._skipped.items())
-        ]
+        return [f"skipped: {r}: {self.reason(r, served)}" for r in sorted(self._skipped)]
 
     def counts(self) -> Counter[str]:
         """Kind -> how many of its objects are skipped."""

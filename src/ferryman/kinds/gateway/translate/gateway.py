@@ -265,16 +265,21 @@ class GatewayTranslator(Translator):
         wanted: dict[ObjectRef, Mapping[str, Any]] = {}
         seen: set[ObjectRef] = set()
         classes: set[str] = set()
+        controllers: dict[str, str] = {}  # every GatewayClass's controllerName
         for ref, p in self._parse_all("GatewayClass", parse_gateway_class):
             seen.add(ref)
             gc = p.parsed.resource
+            if gc is not None:
+                controllers[gc.meta.name] = gc.controller
             if gc is not None and gc.controller == settings.gateway_controller_name:
                 classes.add(gc.meta.name)
                 wanted[ref] = gateway_class_status(gc.meta.generation, True)
         gateways: list[Gateway] = []
         for ref, p in self._parse_all("Gateway", parse_gateway):
             seen.add(ref)
-            if p.class_name not in classes:
+            ours = p.class_name in classes
+            self._d.class_checked(ref, p.class_name, ours, _skipped(p.class_name, controllers))
+            if not ours:
                 continue
             if p.parsed.resource is None:
                 self._reject(ref, p.parsed)
@@ -297,6 +302,7 @@ class GatewayTranslator(Translator):
                 grants.append(p.parsed.resource)
         for gone in [r for r in self._parsed if r not in seen]:
             del self._parsed[gone]
+            self._d.class_checked(gone, None, True)  # deleted: nothing to say
             self._rejected.pop(gone, None)
             self._left_out.pop(gone, None)
 
@@ -470,6 +476,16 @@ class _Parse:
     parsed: Parsed[Any]
     class_name: str  # a Gateway's spec.gatewayClassName, as written
     generation: int
+
+
+def _skipped(class_name: str, controllers: Mapping[str, str]) -> str:
+    """Why a Gateway of ``class_name`` is not ferryman's to serve."""
+    if class_name not in controllers:
+        return f"GatewayClass {class_name} does not exist (or is invalid)"
+    return (
+        f"GatewayClass {class_name} is {controllers[class_name]}'s; ferryman serves the "
+        "GatewayClasses whose controllerName is --gateway-controller-name's"
+    )
 
 
 def _age(g: Gateway) -> tuple[str, str, str]:
