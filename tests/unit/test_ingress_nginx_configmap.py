@@ -132,3 +132,9 @@ def test_only_ingress_nginxs_configmap() -> None:
     state.update(_cm({"proxy-read-timeout": "9"}, "inn", "ctl"), ("inn", "ctl"))
     assert state.route_defaults()["proxy-read-timeout"] == "9s"
     assert state.who == "inn/ctl"
+
+
+def test_compute_full_forwarded_for_false_names_the_flag() -> None:
+    assert translate({"compute-full-forwarded-for": "true"}).warnings == []
+    (warning,) = translate({"compute-full-forwarded-for": "false"}).warnings
+    assert "--compute-full-forwarded-for=false" in warning

@@ -112,8 +112,9 @@ _KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
     "load-balance": ("lb-method", _same),
     "upstream-keepalive-connections": ("keepalive", _same),
 }
-# Read by ``_real_ip``; "compute-full-forwarded-for" is what ferryman always does
-# (NIC's $proxy_add_x_forwarded_for appends the client's address).
+# Read by ``_real_ip``; "compute-full-forwarded-for: true" is ferryman's default
+# (NIC's $proxy_add_x_forwarded_for appends the client's address; the flag of
+# that name, not a ConfigMap key, turns it off).
 _REAL_IP = frozenset(
     {
         "use-forwarded-headers",
@@ -318,6 +319,11 @@ def translate(data: Mapping[str, str]) -> Translated:
             out.data["log-format"] = _log_format(value, out.warnings)
         elif key == "use-http2":
             out.data["http2"] = value.strip()
+        elif key == "compute-full-forwarded-for" and value.strip().lower() == "false":
+            out.warnings.append(
+                "compute-full-forwarded-for: false: ferryman appends the client's address to "
+                "X-Forwarded-For unless run with --compute-full-forwarded-for=false"
+            )
         elif key in KNOWN:
             out.warnings.append(f"{key}: not applied by ferryman yet")
         elif key not in _REAL_IP:
