@@ -63,7 +63,9 @@ class _Help(argparse.HelpFormatter):
 
 
 def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
-    p.add_argument(
+    serve = p.add_argument_group("what is served")
+    engine = p.add_argument_group("NGINX's configuration")
+    serve.add_argument(
         "--manifests",
         type=flag_types.existing_dir,
         metavar="DIR",
@@ -73,31 +75,31 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         else "manifests mode: serve the YAML files in DIR, watched for changes "
         "(default: none, Kubernetes mode)",
     )
-    p.add_argument(
+    serve.add_argument(
         "--http-port",
         type=flag_types.listen_port,
         default=80,
         metavar="PORT",
         help="NGINX's HTTP listener",
     )
-    p.add_argument(
+    serve.add_argument(
         "--https-port",
         type=flag_types.listen_port,
         default=443,
         metavar="PORT",
         help="NGINX's HTTPS listener",
     )
-    p.add_argument(
+    serve.add_argument(
         "--ingress-class", default="ferryman", metavar="NAME", help="IngressClass to serve"
     )
-    p.add_argument(
+    serve.add_argument(
         "--global-configuration",
         type=flag_types.namespaced_name,
         metavar="NAMESPACE/NAME",
         help="NIC's GlobalConfiguration: the TCP/UDP listeners TransportServers use "
         "(default: none)",
     )
-    p.add_argument(
+    serve.add_argument(
         "--default-server-tls-secret",
         type=flag_types.namespaced_name,
         metavar="NAMESPACE/NAME",
@@ -105,27 +107,27 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "(TLS handshakes whose SNI names no served host, or that send none); changes apply "
         "without a reload (default: none, such handshakes are rejected)",
     )
-    p.add_argument(
+    serve.add_argument(
         "--wildcard-tls-secret",
         type=flag_types.namespaced_name,
         metavar="NAMESPACE/NAME",
         help="the kubernetes.io/tls Secret for every Ingress TLS host without a secretName "
         "and every VirtualServer whose tls names no secret (default: none)",
     )
-    p.add_argument(
+    serve.add_argument(
         "--enable-gateway-api",
         action="store_true",
         help="serve Gateway API Gateways and HTTPRoutes of the GatewayClasses whose "
         "controllerName is --gateway-controller-name",
     )
-    p.add_argument(
+    serve.add_argument(
         "--gateway-controller-name",
         type=flag_types.gateway_controller_name,
         default="ferryman.io/gateway-controller",
         metavar="DOMAIN/PATH",
         help="the GatewayClass controllerName ferryman answers to",
     )
-    p.add_argument(
+    serve.add_argument(
         "--gateway-addresses",
         type=flag_types.address_pool,
         default=(),
@@ -134,27 +136,27 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "their status shows it), e.g. 10.0.0.10-10.0.0.20; default: every Gateway "
         "listens on all addresses",
     )
-    p.add_argument(
+    serve.add_argument(
         "--enable-tls-passthrough",
         action="store_true",
         help="TransportServers on the built-in tls-passthrough listener: TLS connections "
         "on the HTTPS port go by SNI name to their backends, undecrypted",
     )
-    p.add_argument(
+    serve.add_argument(
         "--disable-ipv6",
         action="store_true",
         help="public listeners (HTTP, HTTPS, listen-ports, GlobalConfiguration, Gateway, "
         "stub_status) on IPv4 only; by default each also listens on IPv6 ([::]), unless "
         "the machine has no IPv6",
     )
-    p.add_argument(
+    engine.add_argument(
         "--nginx-modules-dir",
         type=Path,
         default=Path("/usr/lib/nginx/modules"),
         metavar="DIR",
         help="where NGINX's dynamic modules (Lua, stream, ngx_http_ferryman_module) are",
     )
-    p.add_argument(
+    engine.add_argument(
         "--nginx-configmaps",
         type=flag_types.namespaced_name,
         metavar="NAMESPACE/NAME",
@@ -162,7 +164,7 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "proxy-read-timeout, ...; docs/operations.md lists the keys); in manifests mode "
         "read from DIR (default: none)",
     )
-    p.add_argument(
+    engine.add_argument(
         "--ingress-nginx-configmap",
         type=flag_types.namespaced_name,
         metavar="NAMESPACE/NAME",
@@ -170,14 +172,14 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "have a NIC equivalent (proxy-body-size, use-forwarded-headers, hsts, "
         "log-format-upstream, ...) apply, under --nginx-configmaps' (docs/ingress-nginx.md)",
     )
-    p.add_argument(
+    engine.add_argument(
         "--data-plane",
         choices=("nginx", "angie"),
         default="nginx",
         help="nginx: NGINX with the Lua router (no reloads for resources); angie: Angie "
         "with classic configuration (reloads for hosts and paths, DNS for endpoints)",
     )
-    p.add_argument(
+    engine.add_argument(
         "--angie-dns-port",
         type=flag_types.port,
         default=0,
@@ -194,68 +196,72 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run the controller and its NGINX", formatter_class=_Help)
     _common(r)
-    r.add_argument(
+    kube = r.add_argument_group("Kubernetes mode")
+    process = r.add_argument_group("the NGINX process and its memory")
+    probes = r.add_argument_group("probes, status and metrics")
+    requests = r.add_argument_group("requests")
+    kube.add_argument(
         "--kubeconfig",
         type=flag_types.readable_file,
         metavar="PATH",
         help="Kubernetes mode (no --manifests): kubeconfig file (default: $KUBECONFIG, "
         "~/.kube/config, then the in-cluster service account)",
     )
-    r.add_argument(
+    process.add_argument(
         "--state-dir",
         type=Path,
         default=Path("/var/lib/ferryman"),
         metavar="DIR",
         help="NGINX's configuration, certificates and sockets (made 0711)",
     )
-    r.add_argument(
+    probes.add_argument(
         "--ready-port",
         type=flag_types.port,
         default=8081,
         metavar="PORT",
         help="serves GET /nginx-ready on this port",
     )
-    r.add_argument(
+    probes.add_argument(
         "--metrics-port",
         type=flag_types.port,
         default=9113,
         metavar="PORT",
         help="serves GET /metrics; 0 disables",
     )
-    r.add_argument(
+    process.add_argument(
         "--nginx-binary",
         default="nginx",
         metavar="PATH",
         help="the NGINX to run (--data-plane nginx)",
     )
-    r.add_argument(
+    process.add_argument(
         "--data-plane-binary",
         default=None,
         metavar="PATH",
         help="the data plane's binary (default: --nginx-binary for nginx, angie for angie)",
     )
-    r.add_argument(
+    process.add_argument(
         "--nginx-reload-timeout",
         type=flag_types.seconds,
         default=60.0,
         metavar="SECONDS",
         help="seconds to wait for NGINX to confirm a reload (NIC's flag takes ms if > 1000)",
     )
-    r.add_argument(
+    process.add_argument(
         "--worker-processes",
         type=flag_types.checked(validation.worker_processes),
         default="auto",
         metavar="N",
         help="NGINX worker_processes: auto or a number",
     )
-    r.add_argument(
+    process.add_argument(
         "--worker-shutdown-timeout",
         type=flag_types.checked(validation.nginx_time),
         default=None,
         metavar="TIME",
         help="NGINX worker_shutdown_timeout: bound on draining old workers (default: none)",
     )
-    r.add_argument(
+    process.add_argument(
         "--shutdown-grace-period",
         type=flag_types.non_negative_seconds,
         default=0.0,
@@ -264,90 +270,94 @@ def parser() -> argparse.ArgumentParser:
         "long, so load balancers move away first; then it quits gracefully (in-flight "
         "requests finish). A second signal ends the wait (default: 0, quit at once)",
     )
-    r.add_argument(
+    kube.add_argument(
         "--watch-namespace",
         default="",
         metavar="NAMESPACES",
         help="comma-separated namespaces to watch (default: all)",
     )
-    r.add_argument(
+    kube.add_argument(
         "--report-ingress-status",
         action="store_true",
         help="Kubernetes mode: write status.loadBalancer of served Ingresses",
     )
-    r.add_argument(
+    kube.add_argument(
         "--external-service",
         metavar="NAMESPACE/NAME",
         help="ferryman's Service, whose addresses Ingress status shows (default: none)",
     )
-    r.add_argument(
+    kube.add_argument(
         "--ingress-address",
         default="",
         metavar="ADDRESSES",
         help="comma-separated addresses for Ingress status (default: none)",
     )
-    r.add_argument(
+    probes.add_argument(
         "--nginx-status-port",
         type=flag_types.port,
         default=0,
         metavar="PORT",
         help="serve NGINX stub_status at /stub_status on this port (0: off; NIC uses 8080)",
     )
-    r.add_argument(
+    probes.add_argument(
         "--nginx-status-allow-cidrs",
         type=flag_types.cidrs,
         default=("127.0.0.1/32", "::1/128"),
         metavar="CIDRS",
         help="comma-separated networks allowed to read the status port",
     )
-    r.add_argument(
+    probes.add_argument(
         "--health-status",
         action="store_true",
         help="answer 200 on --health-status-uri for hosts no Ingress routes",
     )
-    r.add_argument(
+    probes.add_argument(
         "--health-status-uri",
         type=flag_types.uri,
         default="/nginx-health",
         metavar="PATH",
         help="the path --health-status answers on",
     )
-    r.add_argument(
+    probes.add_argument(
         "--enable-latency-metrics",
         action="store_true",
         help="export nginx_ingress_controller_upstream_server_response_latency_ms",
     )
-    r.add_argument(
+    requests.add_argument(
         "--compute-full-forwarded-for",
         type=flag_types.boolean,
         default=True,
+        metavar="BOOL",
         help="append the client's address to its X-Forwarded-For (true, NIC's way); false "
         "replaces the header with the client's address (default true)",
     )
-    r.add_argument(
+    requests.add_argument(
         "--strict-request-paths",
         action="store_true",
         help="answer 400 for request paths a backend may read otherwise than the Ingress "
         "paths were matched (dot segments, '..;', encoded '.', '/', '\\', ';'; default off)",
     )
-    r.add_argument(
+    process.add_argument(
         "--records-memory-size",
         type=flag_types.memory_size,
         default="128m",
+        metavar="SIZE",
         help="NGINX shared memory for pushed hosts, certificates and endpoint sets "
         "(NGINX size, at least 1m; default 128m)",
     )
-    r.add_argument(
+    process.add_argument(
         "--max-record-bytes",
         type=flag_types.positive,
         default=512 * 1024,
+        metavar="BYTES",
         help="largest record (one host's routes, one certificate, one endpoint set) "
         "pushed to NGINX; its resource is rejected above it (default 524288)",
     )
-    r.add_argument(
+    kube.add_argument(
         "--allowed-host-suffixes",
         type=flag_types.host_suffixes,
         default=(),
+        metavar="NAMESPACE=SUFFIX,...",
         help="opt-in host policy: NAMESPACE=SUFFIX pairs, comma-separated (repeat a "
         "namespace for more suffixes; SUFFIX * allows every host); a namespace claims "
         "only hosts equal to or under its suffixes, an unlisted one none (default: no policy)",
