@@ -334,6 +334,7 @@ def test_template_defaults(helm_binary: Path) -> None:
     assert not [a for a in args if a.startswith(("--watch-namespace", "--ingress-address"))]
     off = ("--health-status", "--nginx-status", "--enable-latency-metrics", "--worker-shutdown")
     off += ("--strict-request-paths", "--global-configuration", "--enable-tls-passthrough")
+    off += ("--enable-cert-manager",)
     assert not [a for a in args if a.startswith(off)]
 
     deployment = _one(docs, "Deployment", name)
@@ -1157,7 +1158,6 @@ def test_a_nic_values_file_brings_up_ferryman(
         ("controller.appprotect.enable=true", "/controller/appprotect/enable"),
         ("controller.appprotectdos.enable=true", "/controller/appprotectdos/enable"),
         ("controller.enableOIDC=true", "/controller/enableOIDC"),
-        ("controller.enableCertManager=true", "/controller/enableCertManager"),
         ("controller.enableCustomResources=false", "/controller/enableCustomResources"),
         ("controller.readyStatus.enable=false", "/controller/readyStatus/enable"),
         ("controller.watchSecretNamespace=secrets", "/controller/watchSecretNamespace"),
@@ -1432,3 +1432,21 @@ def test_grafana_dashboard_configmap(helm_binary: Path) -> None:
     dashboard = json.loads(cm["data"]["ferryman.json"])
     assert dashboard == json.loads((CHART / "dashboards" / "ferryman.json").read_text())
     assert dashboard["panels"]
+
+
+def test_cert_manager_passes_the_flag_and_the_rbac(helm_binary: Path) -> None:
+    docs = _template(helm_binary, values={"controller.enableCertManager": True})
+    assert "--enable-cert-manager" in _container(docs)["args"]
+    (role,) = [
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole" and d["metadata"]["name"] == f"{RELEASE}-ferryman"
+    ]
+    rules = [r for r in role["rules"] if "cert-manager.io" in r["apiGroups"]]
+    assert rules == [
+        {
+            "apiGroups": ["cert-manager.io"],
+            "resources": ["certificates"],
+            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+        }
+    ]

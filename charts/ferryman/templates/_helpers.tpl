@@ -217,6 +217,12 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
     resources: ["namespaces"]
     verbs: ["list", "watch"]
   {{- end }}
+  {{- if .Values.controller.enableCertManager }}
+  # cert-manager: the leader writes VirtualServers' Certificates.
+  - apiGroups: ["cert-manager.io"]
+    resources: ["certificates"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  {{- end }}
   {{- if include "ferryman.readinessGates" . }}
   # Readiness gates: pods are watched in opted-in namespaces only.
   - apiGroups: [""]

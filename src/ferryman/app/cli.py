@@ -271,6 +271,12 @@ def parser() -> argparse.ArgumentParser:
         "requests finish). A second signal ends the wait (default: 0, quit at once)",
     )
     kube.add_argument(
+        "--enable-cert-manager",
+        action="store_true",
+        help="make the cert-manager Certificate a VirtualServer's tls.cert-manager asks "
+        "for (NIC's flag; without it that field rejects the VirtualServer)",
+    )
+    kube.add_argument(
         "--watch-namespace",
         default="",
         metavar="NAMESPACES",

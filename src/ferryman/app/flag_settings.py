@@ -128,4 +128,5 @@ def run_settings(args: argparse.Namespace) -> Settings:
         readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
         nginx_configmap=args.nginx_configmaps,
         ingress_nginx_configmap=args.ingress_nginx_configmap,
+        enable_cert_manager=args.enable_cert_manager,
     )

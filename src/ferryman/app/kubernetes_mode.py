@@ -125,6 +125,18 @@ class KubernetesMode:
         else:
             self.reporter.set_leader(True)
         settings = self.settings
+        if settings.enable_cert_manager:
+            from ferryman.certificates.writer import CertificateWriter
+
+            writer = CertificateWriter(
+                self.client,
+                controller.certificates_asked,
+                lambda: self.elector.leader or not settings.leader_election,
+                self.reporter,
+                settings.watch_namespaces,
+            )
+            tasks.append(asyncio.create_task(writer.run(), name="certificates"))
+            writer.kick()
         hooks = settings.machine_lifecycle_hooks
         if not settings.readiness_gates and hooks == "off":
             return tasks

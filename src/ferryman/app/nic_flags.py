@@ -93,7 +93,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
         "BIG-IP IngressLink is not supported; use --external-service or --ingress-address "
         "for status addresses"
     ),
-    "enable-cert-manager": _off("not implemented yet; let cert-manager's ingress-shim do it"),
     "enable-external-dns": _off("not implemented"),
     "prometheus-tls-secret": _empty("/metrics is plain HTTP; put TLS in front of it"),
     "nginx-debug": _off("run a debug build of NGINX with --nginx-binary PATH"),

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from ferryman.certificates.wanted import Asked
 from ferryman.configs.configmap import ConfigMapState
 from ferryman.configs.model import BackendKey
 from ferryman.dataplane import DataPlane
@@ -177,6 +178,11 @@ class Controller:
         """The leaving Nodes whose endpoints this replica's NGINX has confirmed out
         of rotation: every endpoint set was computed with them and pushed."""
         return self._leaving_applied
+
+    @property
+    def certificates_asked(self) -> Asked:
+        """What served VirtualServers ask of cert-manager (--enable-cert-manager)."""
+        return self._d.certificates
 
     def nodes_in_use(self) -> frozenset[str]:
         """The Nodes running endpoints that served Ingresses route to."""

@@ -110,6 +110,9 @@ class Settings:
     # --ingress-nginx-configmap: ingress-nginx's ConfigMap, its keys read as NIC's
     # (configs/ingress_nginx_configmap.py) under nginx_configmap's.
     ingress_nginx_configmap: tuple[str, str] | None = None
+    # --enable-cert-manager: VirtualServers' tls.cert-manager become cert-manager
+    # Certificates (certificates/), as NIC's -enable-cert-manager.
+    enable_cert_manager: bool = False
     # Gateway API (--enable-gateway-api): GatewayClasses whose controllerName is
     # gateway_controller_name are served; each Gateway takes an address of
     # gateway_addresses (--gateway-addresses: its listeners listen there, and

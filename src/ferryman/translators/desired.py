@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from ferryman.certificates.wanted import Asked
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.routes import encode_host
 from ferryman.engine.configuration import Configuration, HostPolicy
@@ -68,6 +69,8 @@ class Desired:
         self.stale: set[ObjectRef] = set()
         # Resources left to another class (said once each).
         self.other_class = OtherClass()
+        # What served VirtualServers ask of cert-manager (certificates/).
+        self.certificates = Asked()
 
     def event(
         self, ref: ObjectRef, type_: str, reason: str, message: str, state: str | None = None

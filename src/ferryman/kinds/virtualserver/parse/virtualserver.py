@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ferryman.kinds.virtualserver.parse.cert_manager import CertManager, parse_cert_manager
 from ferryman.resources import nic_rules as rules
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
@@ -71,6 +72,7 @@ class TLSRedirect:
 class TLS:
     secret: str  # "" terminates no TLS (NIC allows a tls block without a secret)
     redirect: TLSRedirect | None = None
+    cert_manager: CertManager | None = None  # the Certificate to make (--enable-cert-manager)
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def parse_host(o: Obj) -> str:
     return host
 
 
-def _tls(spec: Obj) -> TLS | None:
+def _tls(spec: Obj, cert_manager_enabled: bool) -> TLS | None:
     t = spec.obj("tls", TLS_KEYS)
     if t is None:
         return None
@@ -137,12 +139,7 @@ def _tls(spec: Obj) -> TLS | None:
     ctx.extend(
         [invalid(t.at("secret"), secret, m) for m in rules.dns1123_subdomain(secret) if secret]
     )
-    if t.has("cert-manager"):
-        ctx.add(
-            not_supported(
-                t.at("cert-manager"), "issue certificates with cert-manager's Certificate"
-            )
-        )
+    cert_manager = parse_cert_manager(t, secret, enabled=cert_manager_enabled)
     redirect = None
     if (r := t.obj("redirect", frozenset({"enable", "code", "basedOn"}))) is not None:
         code = r.integer("code")
@@ -157,7 +154,7 @@ def _tls(spec: Obj) -> TLS | None:
             )
         if r.boolean("enable"):
             redirect = TLSRedirect(code or 301, based_on or "scheme")
-    return TLS(secret, redirect)
+    return TLS(secret, redirect, cert_manager)
 
 
 def _unsupported(spec: Obj) -> None:
@@ -194,7 +191,7 @@ def _mixed_delegations(spec: Obj, namespace: str) -> None:
 
 
 def parse_virtual_server(
-    obj: Mapping[str, Any], context: Context | None = None
+    obj: Mapping[str, Any], context: Context | None = None, *, cert_manager: bool = False
 ) -> Parsed[VirtualServer]:
     """Validate a raw VirtualServer as NIC does: the model, or None and every problem."""
     ctx = context or Context()  # a test passes its own to see which fields are read
@@ -205,7 +202,7 @@ def parse_virtual_server(
     namespace = meta.namespace
     ingress_class = spec.text("ingressClassName")
     host = parse_host(spec)
-    tls = _tls(spec)
+    tls = _tls(spec, cert_manager)
     policies = parse_policy_refs(spec, namespace)
     upstreams, names = parse_upstreams(spec)
     routes = parse_routes(spec, "routes", frozenset(names), namespace)

@@ -95,7 +95,7 @@ class VirtualServerTranslator(Translator):
         served = named in ("", self._d.policy.served)
         self._d.class_checked(ref, named, obj is None or served)  # deleted: nothing to say
         if obj is not None and served:
-            parsed = parse_virtual_server(obj)
+            parsed = parse_virtual_server(obj, cert_manager=self._settings.enable_cert_manager)
             vs = parsed.resource
             error = parsed.message()
             if vs is not None and not self._routed:
@@ -107,6 +107,7 @@ class VirtualServerTranslator(Translator):
                 who = f"{ref.namespace}/{ref.name}"
                 message = f"VirtualServer {who} was rejected with error: {error}"
                 self._event(ref, INVALID, REJECTED, message)
+        self._d.certificates.set(ref, vs)
         old = self._d.config.get(ref)
         if vs is not None and isinstance(old, VirtualServer) and _same(old, vs):
             return  # only its status or resourceVersion moved

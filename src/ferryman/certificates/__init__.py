@@ -1,0 +1,1 @@
+"""cert-manager Certificates for VirtualServers' ``tls.cert-manager`` (--enable-cert-manager)."""
