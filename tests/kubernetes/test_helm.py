@@ -58,6 +58,8 @@ NOT_IN_CHART |= {"--nginx-modules-dir", "--data-plane-binary"}
 
 # Every value that turns a flag on or changes how it is rendered.
 EVERYTHING: dict[str, Any] = {
+    "controller.ingressNginxConfigMap": "ingress-nginx/ingress-nginx-controller",
+    "controller.enableCertManager": True,
     "controller.logFormat": "json-unix-ms",
     "controller.logLevel": "trace",
     "controller.watchNamespace": "a, b",
@@ -620,6 +622,9 @@ def test_every_rendered_flag_is_the_clis(helm_binary: Path) -> None:
     assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
 
     assert parsed.nginx_configmaps == ("ingress", "my-config")
+    assert parsed.ingress_nginx_configmap == ("ingress-nginx", "ingress-nginx-controller")
+    inn_role = _one(docs, "Role", f"{RELEASE}-ferryman-ingress-nginx-config")
+    assert inn_role["metadata"]["namespace"] == "ingress-nginx"
     data = _one(docs, "ConfigMap", "my-config")["data"]
     assert data == {"worker-processes": "2", "http2": "true", "log-format": "$a 'b'"}
 
