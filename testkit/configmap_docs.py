@@ -14,11 +14,12 @@ from testkit.harness import (
 NS, NAME = "nginx-ingress", "nginx-config"
 
 
-def configmap(**data: str) -> dict[str, Any]:
+def configmap(*, name: str = NAME, namespace: str = NS, **data: str) -> dict[str, Any]:
+    """A ConfigMap (NIC's nginx-config unless named) with ``data``'s keys, _ as -."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": NAME, "namespace": NS},
+        "metadata": {"name": name, "namespace": namespace},
         "data": {k.replace("_", "-"): v for k, v in data.items()},
     }
 

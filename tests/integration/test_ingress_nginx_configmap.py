@@ -22,12 +22,7 @@ INN_NS, INN_NAME = "ingress-nginx", "ingress-nginx-controller"
 
 
 def _inn(**data: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": INN_NAME, "namespace": INN_NS},
-        "data": {k.replace("_", "-"): v for k, v in data.items()},
-    }
+    return configmap(name=INN_NAME, namespace=INN_NS, **data)
 
 
 def _events(f: Ferryman) -> list[tuple[str, str]]:

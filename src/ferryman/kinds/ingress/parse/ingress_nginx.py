@@ -422,14 +422,7 @@ ENTRIES: dict[str, Entry] = {
         "proxy-ssl-server-name; proxy-ssl-verify on rejects the Ingress (backend "
         "verification is not implemented); proxy-ssl-protocols/ciphers keep NGINX's, with "
         "a Warning",
-        reads=(
-            "proxy-ssl-verify",
-            "proxy-ssl-verify-depth",
-            "proxy-ssl-name",
-            "proxy-ssl-server-name",
-            "proxy-ssl-protocols",
-            "proxy-ssl-ciphers",
-        ),
+        reads=access.PROXY_SSL[1:],
     ),
     "auth-type": Entry(
         DIFFERS,

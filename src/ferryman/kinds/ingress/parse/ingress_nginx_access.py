@@ -165,7 +165,8 @@ def cors(annotations: Mapping[str, str]) -> tuple[CORS | None, list[str]]:
     return CORS(origins, methods, headers, credentials, expose, max_age), warnings
 
 
-_PROXY_SSL = (
+# proxy-ssl-secret first: the others are read with it.
+PROXY_SSL = (
     "proxy-ssl-secret",
     "proxy-ssl-verify",
     "proxy-ssl-verify-depth",
@@ -182,7 +183,7 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
     client certificate and the name sent as SNI); None: none set. Asked to
     verify the backend, which ferryman cannot do yet, the Ingress is rejected
     rather than served unverified."""
-    if not any(PREFIX + k in annotations for k in _PROXY_SSL):
+    if not any(PREFIX + k in annotations for k in PROXY_SSL):
         return None
 
     def read(key: str) -> str:
