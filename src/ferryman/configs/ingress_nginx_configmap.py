@@ -85,7 +85,7 @@ def _log_format(value: str, warnings: list[str]) -> str:
 
 
 # ingress-nginx key -> (NIC key, value conversion).
-_KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
+KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
     "proxy-body-size": ("client-max-body-size", _same),
     "proxy-connect-timeout": ("proxy-connect-timeout", _seconds),
     "proxy-read-timeout": ("proxy-read-timeout", _seconds),
@@ -115,7 +115,7 @@ _KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
 # Read by ``_real_ip``; "compute-full-forwarded-for: true" is ferryman's default
 # (NIC's $proxy_add_x_forwarded_for appends the client's address; the flag of
 # that name, not a ConfigMap key, turns it off).
-_REAL_IP = frozenset(
+REAL_IP = frozenset(
     {
         "use-forwarded-headers",
         "enable-real-ip",
@@ -124,7 +124,7 @@ _REAL_IP = frozenset(
         "compute-full-forwarded-for",
     }
 )
-SERVED = frozenset(_KEYS) | _REAL_IP | {"log-format-upstream", "use-http2"}
+SERVED = frozenset(KEYS) | REAL_IP | {"log-format-upstream", "use-http2"}
 
 # The rest of ingress-nginx's ConfigMap keys (v1.15.1): known, not applied yet.
 KNOWN = (
@@ -309,8 +309,8 @@ def translate(data: Mapping[str, str]) -> Translated:
         value = data[key]
         if key in SNIPPETS:
             out.warnings.append(f"{key}: NGINX text from users is never applied (ferryman)")
-        elif key in _KEYS:
-            target, convert = _KEYS[key]
+        elif key in KEYS:
+            target, convert = KEYS[key]
             try:
                 out.data[target] = convert(value)
             except _Unusable as e:
@@ -326,7 +326,7 @@ def translate(data: Mapping[str, str]) -> Translated:
             )
         elif key in KNOWN:
             out.warnings.append(f"{key}: not applied by ferryman yet")
-        elif key not in _REAL_IP:
+        elif key not in REAL_IP:
             out.warnings.append(f"{key}: not an ingress-nginx ConfigMap key (misspelt?): ignored")
     _real_ip(data, out)
     return out

@@ -1,6 +1,6 @@
-"""docs/from-nic.md's annotation and ConfigMap tables are what the parsers know:
-scripts/from-nic-tables.py --check fails when a key is added, refused or
-renamed in the code and the page says otherwise."""
+"""docs/from-nic.md's and docs/ingress-nginx.md's annotation and ConfigMap tables
+are what the parsers know: scripts/doc-tables.py --check fails when a key is
+added, refused or renamed in the code and a page says otherwise."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_generated_tables_are_current() -> None:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "from-nic-tables.py"), "--check"],
+        [sys.executable, str(ROOT / "scripts" / "doc-tables.py"), "--check"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -26,7 +26,7 @@ def test_a_stale_table_is_caught(tmp_path: Path) -> None:
     page = (ROOT / "docs" / "from-nic.md").read_text()
     stale = page.replace("| `nginx.org/proxy-set-headers` | served", "| `nginx.org/x` | served")
     assert stale != page
-    spec = importlib.util.spec_from_file_location("tables", ROOT / "scripts" / "from-nic-tables.py")
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "scripts" / "doc-tables.py")
     assert spec is not None and spec.loader is not None
     tables = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tables)
