@@ -177,6 +177,9 @@ function _M.decode(raw)
             local flags = f[9] or ""
             route.unbuffered = find(flags, "u", 1, true) ~= nil
             route.grpc = find(flags, "g", 1, true) ~= nil
+            -- "i": the rewrite matches the path caseless (an Ingress's
+            -- ingress-nginx rewrite-target: rewrite "(?i)<path>").
+            route.caseless = find(flags, "i", 1, true) ~= nil
             -- The slow path's location of a buffered/unbuffered, tiered route
             -- (nginx.conf.tmpl: @ferryman_<variant>); nil: this one.
             local tier = match(flags, "b(%d+)")
@@ -306,7 +309,7 @@ end
 local function rewrite(route, rewrite_path, uri)
     local new
     if route.options then
-        local m = regex.match("rewrite", uri, "^" .. route.path, "jo")
+        local m = regex.match("rewrite", uri, "^" .. route.path, route.caseless and "ijo" or "jo")
         if m == nil then
             return
         end

@@ -101,6 +101,12 @@ def ingress_records(
     if ing.mergeable == "master":
         return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [], slow_path)
     options, out.warnings = ingress_options(ing.meta.annotations, configmap)
+    options = replace(
+        options,
+        rewrite_target=ing.paths.rewrite_target,
+        app_root=ing.paths.app_root,
+        redirect=ing.paths.redirect,
+    )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
         replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))

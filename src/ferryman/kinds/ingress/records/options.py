@@ -95,6 +95,11 @@ class IngressOptions:
     # tier (KiB, ``buffer_tiers``) of the slow path's location; None: the
     # server's buffers (NGINX's or the ConfigMap's).
     buffer_tier: int | None = None
+    # ingress-nginx's rewrite-target (matched caseless), app-root and
+    # permanent/temporal redirect (code, URL): ``ingress_nginx_paths``.
+    rewrite_target: str | None = None
+    app_root: str | None = None
+    redirect: tuple[int, str] | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
