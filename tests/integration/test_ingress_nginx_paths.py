@@ -131,3 +131,32 @@ def test_permanent_and_temporal_redirects(either_fast_path: Ferryman, backends: 
     assert last(f)["reason"] == "AddedOrUpdatedWithWarning"
     assert "temporal-redirect wins" in last(f)["message"]
     assert f.reloads() == 1
+
+
+def test_nics_rewrite_target_and_app_root(either_fast_path: Ferryman, backends: Backends) -> None:
+    """NIC's nginx.org/rewrite-target (rewrite "<path>" <target> break on a
+    plain path; "(?i)^<path>" with path-regex case_insensitive) and
+    nginx.org/app-root (server-level 302 for /)."""
+    f = either_fast_path
+    start(
+        f,
+        backends,
+        annotated(
+            {"nginx.org/rewrite-target": "/beans", "nginx.org/app-root": "/coffee"},
+            path("/coffee", "app"),
+        ),
+    )
+    assert f.get(HOST, "/coffee").json()["path"] == "/beans"
+    assert f.get(HOST, "/coffee/x?y=1").json()["path"] == "/beans?y=1"
+    r = f.get(HOST, "/")
+    assert (r.status, r.headers["location"]) == (302, f"http://{HOST}/coffee")
+    f.write(
+        "doc0",
+        annotated(
+            {"nginx.org/rewrite-target": "/v1/$1", "nginx.org/path-regex": "case_insensitive"},
+            path("/tea/(.*)", "app", "ImplementationSpecific"),
+        ),
+    )
+    eventually(lambda: f.get(HOST, "/TEA/green").status == 200, 10, "regex")
+    assert f.get(HOST, "/TEA/green").json()["path"] == "/v1/green"
+    assert f.reloads() == 1

@@ -196,3 +196,75 @@ def test_an_invalid_target_or_root_is_not_applied_with_a_warning(value: str) -> 
         assert (got.rewrite_target is None) == (paths.target(value.strip()) is not None)
         assert (got.app_root is None) == (paths.app_root(value.strip()) is not None)
         assert len(warnings) == (got.rewrite_target is None) + (got.app_root is None)
+
+
+# NIC's nginx.org/rewrite-target and nginx.org/app-root (the same records).
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("https://x/y", "absolute URLs not allowed"),
+        ("//x", "protocol-relative"),
+        ("/a/../b", "path traversal"),
+        ("/a;b", "NGINX configuration syntax characters"),
+        ("/a{b}", "NGINX configuration syntax characters"),
+    ],
+)
+def test_nics_rewrite_target_checks(value: str, message: str) -> None:
+    with pytest.raises(InvalidResource, match=re.escape(message)):
+        parse_ingress(_ingress({"nginx.org/rewrite-target": value}))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("/", "cannot be '/'"),
+        ("/a/", "should not end with '/'"),
+        ("/a$b", "must not contain the following characters"),
+        ("/a~b", "'~'"),
+        ("//a", "protocol-relative"),
+    ],
+)
+def test_nics_app_root_checks(value: str, message: str) -> None:
+    with pytest.raises(InvalidResource, match=re.escape(message)):
+        parse_ingress(_ingress({"nginx.org/app-root": value}))
+
+
+def test_nics_rewrite_target_on_a_plain_path_replaces_the_uri() -> None:
+    routes = _routes({"nginx.org/rewrite-target": "/beans"}, ("/coffee", "Prefix"))
+    for r in routes:
+        assert _decoded(r[5].split(":", 1)[1].split(".")[2]) == "/beans"
+        assert r[8] == "w"
+
+
+def test_nics_rewrite_target_on_regex_paths_by_case() -> None:
+    regex = ("/tea/(.*)", "ImplementationSpecific")
+    (sensitive,) = _routes(
+        {"nginx.org/rewrite-target": "/$1", "nginx.org/path-regex": "case_sensitive"}, regex
+    )
+    assert (sensitive[1], sensitive[8] if len(sensitive) > 8 else "") == ("X", "")
+    (caseless,) = _routes(
+        {"nginx.org/rewrite-target": "/$1", "nginx.org/path-regex": "case_insensitive"}, regex
+    )
+    assert (caseless[1], caseless[8]) == ("I", "i")
+
+
+def test_nics_rewrites_win_over_rewrite_target() -> None:
+    ing = parse_ingress(
+        _ingress(
+            {"nginx.org/rewrite-target": "/x", "nginx.org/rewrites": "serviceName=s rewrite=/y"}
+        )
+    )
+    vhosts, _ = virtual_hosts(ing, ["a.test"], {})
+    out = ingress_records(ing, vhosts, None, "ferryman", {})  # type: ignore[arg-type]
+    assert any("mutually exclusive" in w for w in out.warnings)
+
+
+def test_nginx_orgs_app_root_wins_over_ingress_nginxs() -> None:
+    out = translate({P + "app-root": "/a", "nginx.org/app-root": "/b"}, {})
+    assert out.paths.app_root is None
+    assert any("nginx.org/app-root is set and wins" in w for w in out.warnings)
+    routes = _routes({P + "app-root": "/a", "nginx.org/app-root": "/b"})
+    url = routes[0][5].split(":", 1)[1].split(".")[2]
+    assert _decoded(url) == "${scheme}://${http_host}/b"

@@ -180,6 +180,9 @@ function _M.decode(raw)
             -- "i": the rewrite matches the path caseless (an Ingress's
             -- ingress-nginx rewrite-target: rewrite "(?i)<path>").
             route.caseless = find(flags, "i", 1, true) ~= nil
+            -- "w": the URI becomes the rewrite (rewrite-target on a plain path,
+            -- whose pattern matches every URI the location takes; no groups).
+            route.whole = find(flags, "w", 1, true) ~= nil
             -- The slow path's location of a buffered/unbuffered, tiered route
             -- (nginx.conf.tmpl: @ferryman_<variant>); nil: this one.
             local tier = match(flags, "b(%d+)")
@@ -308,7 +311,9 @@ end
 -- proxy_pass sends (normalized, escaped, with the query string).
 local function rewrite(route, rewrite_path, uri)
     local new
-    if route.options then
+    if route.whole then
+        new = gsub(rewrite_path, "%$%d", "")
+    elseif route.options then
         local m = regex.match("rewrite", uri, "^" .. route.path, route.caseless and "ijo" or "jo")
         if m == nil then
             return

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 PREFIX = "nginx.ingress.kubernetes.io/"
+NGINX_ORG = "nginx.org/"
 
 
 @dataclass(frozen=True)
@@ -115,13 +116,22 @@ def paths(annotations: Mapping[str, str], warnings: list[str]) -> Paths:
     applied is said in ``warnings``."""
     rewrite = app = None
     redirect: tuple[int, str] | None = None
+    for key in ("rewrite-target", "app-root"):
+        if PREFIX + key in annotations and NGINX_ORG + key in annotations:
+            warnings.append(
+                f"annotation {PREFIX}{key} is not applied: {NGINX_ORG}{key} is set and wins"
+            )
     if (raw := annotations.get(PREFIX + "rewrite-target")) is not None and raw.strip():
-        if (problem := target(raw.strip())) is None:
+        if NGINX_ORG + "rewrite-target" in annotations:
+            pass
+        elif (problem := target(raw.strip())) is None:
             rewrite = raw.strip()
         else:
             warnings.append(f"annotation {PREFIX}rewrite-target: {raw!r} {problem}: not applied")
     if (raw := annotations.get(PREFIX + "app-root")) is not None and raw.strip():
-        if (problem := app_root(raw.strip())) is None:
+        if NGINX_ORG + "app-root" in annotations:
+            pass
+        elif (problem := app_root(raw.strip())) is None:
             app = raw.strip()
         else:
             warnings.append(f"annotation {PREFIX}app-root: {raw!r} {problem}: not applied")

@@ -76,6 +76,7 @@ class _Location:
     rewrite: str | None  # the rewrite path, as the location replaces its prefix
     proxies: bool = False  # NGINX's auto_redirect: /p answers 301 to /p/
     caseless: bool = False  # the rewrite matches the path caseless (ingress-nginx's (?i))
+    whole: bool = False  # the rewrite replaces the whole URI (rewrite-target on a plain path)
     answer: str | None = None  # a redirect action (``d.<code>.<url>``) instead of proxying
 
 
@@ -146,8 +147,17 @@ def _ingress_nginx(locations: list[_Location], o: IngressOptions) -> list[_Locat
             code, url = o.redirect
             loc = replace(loc, answer=f"d.{code}.{b64(url)}")
         elif o.rewrite_target is not None and loc.path.lstrip("^") != o.rewrite_target:
-            # ingress-nginx leaves a path equal to its target as it is.
-            loc = replace(loc, rewrite=o.rewrite_target, caseless=True, proxies=False)
+            # ingress-nginx leaves a path equal to its target as it is. A
+            # regex path is matched as the location is (ingress-nginx's
+            # "(?i)<path>", NIC's "^<path>" or "(?i)^<path>"); any other
+            # path matches the URI it took, which becomes the target.
+            loc = replace(
+                loc,
+                rewrite=o.rewrite_target,
+                caseless=loc.modifier == "I",
+                whole=loc.modifier not in ("I", "X"),
+                proxies=False,
+            )
         out.append(loc)
     if o.app_root is not None and out:
         # ingress-nginx's "if ($uri = /) { return 302 $scheme://$http_host<root>; }"
@@ -345,6 +355,7 @@ def ingress_vs_routing(
             flags += "" if o.proxy_buffering else "u"
             flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
             flags += "i" if loc.caseless else ""
+            flags += "w" if loc.whole else ""
             if flags:
                 fields.append(flags)
             routes.append("|".join(fields))

@@ -103,8 +103,9 @@ def ingress_records(
     options, out.warnings = ingress_options(ing.meta.annotations, configmap)
     options = replace(
         options,
-        rewrite_target=ing.paths.rewrite_target,
-        app_root=ing.paths.app_root,
+        # nginx.org's win (translate said so in a Warning).
+        rewrite_target=options.rewrite_target or ing.paths.rewrite_target,
+        app_root=options.app_root or ing.paths.app_root,
         redirect=ing.paths.redirect,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
