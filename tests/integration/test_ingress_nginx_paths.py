@@ -160,3 +160,26 @@ def test_nics_rewrite_target_and_app_root(either_fast_path: Ferryman, backends: 
     eventually(lambda: f.get(HOST, "/TEA/green").status == 200, 10, "regex")
     assert f.get(HOST, "/TEA/green").json()["path"] == "/v1/green"
     assert f.reloads() == 1
+
+
+def test_force_ssl_redirect_without_tls(either_fast_path: Ferryman, backends: Backends) -> None:
+    """ingress-nginx's lua_ingress: http answers 308 to https, the request
+    URI's trailing slash dropped unless preserve-trailing-slash."""
+    f = either_fast_path
+    start(f, backends, annotated({P + "force-ssl-redirect": "true"}))
+    r = f.get(HOST, "/shop/?a=1")
+    assert (r.status, r.headers["location"]) == (308, f"https://{HOST}/shop/?a=1")
+    r = f.get(HOST, "/shop/")
+    assert (r.status, r.headers["location"]) == (308, f"https://{HOST}/shop")
+    f.write(
+        "doc0",
+        annotated({P + "force-ssl-redirect": "true", P + "preserve-trailing-slash": "true"}),
+    )
+    eventually(
+        lambda: f.get(HOST, "/shop/").headers.get("location") == f"https://{HOST}/shop/",
+        10,
+        "preserved",
+    )
+    f.write("doc0", annotated({P + "force-ssl-redirect": "false"}))
+    eventually(lambda: f.get(HOST, "/shop/").status == 200, 10, "off")
+    assert f.reloads() == 1

@@ -268,3 +268,31 @@ def test_nginx_orgs_app_root_wins_over_ingress_nginxs() -> None:
     routes = _routes({P + "app-root": "/a", "nginx.org/app-root": "/b"})
     url = routes[0][5].split(":", 1)[1].split(".")[2]
     assert _decoded(url) == "${scheme}://${http_host}/b"
+
+
+def _redirect_field(annotations: dict[str, str]) -> str:
+    ing = parse_ingress(_ingress(annotations))
+    vhosts, _ = virtual_hosts(ing, ["a.test"], {})
+    out = ingress_records(ing, vhosts, None, "ferryman", {})  # type: ignore[arg-type]
+    (written,) = out.written
+    assert written.routing is not None
+    return written.routing.split(" ")[0]
+
+
+@pytest.mark.parametrize(
+    ("given_", "field"),
+    [
+        ({P + "force-ssl-redirect": "true"}, "308:t"),
+        ({P + "force-ssl-redirect": "true", P + "preserve-trailing-slash": "true"}, "308:s"),
+        ({P + "force-ssl-redirect": "true", "nginx.org/redirect-to-https": "true"}, "301:i"),
+    ],
+)
+def test_force_ssl_redirect_in_the_v_record(given_: dict[str, str], field: str) -> None:
+    assert _redirect_field(given_) == field
+
+
+def test_force_ssl_redirect_off_or_invalid_is_no_redirect() -> None:
+    warnings: list[str] = []
+    assert paths.paths({P + "force-ssl-redirect": "yes"}, warnings).force_ssl_redirect is None
+    assert warnings
+    assert paths.paths({P + "force-ssl-redirect": "false"}, []).force_ssl_redirect is None

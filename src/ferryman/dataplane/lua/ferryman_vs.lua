@@ -125,7 +125,10 @@ function _M.decode(raw)
     local code, based = string.match(items[1], "^(%d+):(%a)$")
     if code then
         -- "i": an Ingress's redirect-to-https, only when X-Forwarded-Proto is http.
-        vs.redirect = { tonumber(code), based == "x", based == "i" }
+        -- "t": an Ingress's ingress-nginx force-ssl-redirect, by the scheme,
+        -- the request URI's trailing slash dropped (preserve-trailing-slash
+        -- keeps it: "s").
+        vs.redirect = { tonumber(code), based == "x", based == "i", based == "t" }
     end
     for i = 2, #items do
         local f = cut(items[i], "|")
@@ -357,6 +360,14 @@ function _M.route(vs)
         local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
         if vs.redirect[3] then
             proto = var.http_x_forwarded_proto
+        end
+        if proto == "http" and vs.redirect[4] then
+            local request_uri = var.request_uri
+            if byte(request_uri, -1) == SLASH then
+                request_uri = sub(request_uri, 1, -2)
+            end
+            -- Not through expand(): the request's URI is no template.
+            return ngx.redirect("https://" .. var.host .. request_uri, vs.redirect[1])
         end
         if proto == "http" then
             return answer({

@@ -420,6 +420,15 @@ ENTRIES: dict[str, Entry] = {
         reads=("permanent-redirect-code",),
     ),
     "ssl-redirect": Entry(SERVED, "as nginx.org/ssl-redirect", _ssl_redirect),
+    "force-ssl-redirect": Entry(
+        SERVED,
+        "a request over http answers 308 to https://$host$request_uri (TLS on the Ingress or "
+        "not; by the scheme, not X-Forwarded-Proto); nginx.org/redirect-to-https wins",
+        reads=("preserve-trailing-slash",),
+    ),
+    "preserve-trailing-slash": Entry(
+        SERVED, "with force-ssl-redirect: the trailing slash kept (dropped by default)"
+    ),
     # access
     "limit-rps": Entry(
         SERVED,

@@ -12,6 +12,10 @@
   groups of the path matched case-insensitively.
 - ``app-root``: a request for ``/`` answers 302 to
   ``$scheme://$http_host<app-root>``.
+- ``force-ssl-redirect``: a request over http answers 308 to
+  ``https://$host$request_uri``, TLS on the Ingress or not, the URI's trailing
+  slash dropped unless ``preserve-trailing-slash`` (as ingress-nginx's
+  lua_ingress); ``nginx.org/redirect-to-https`` wins.
 - ``permanent-redirect`` (code ``permanent-redirect-code``, 301 by default)
   and ``temporal-redirect`` (``temporal-redirect-code``, 302): every path
   answers the redirect; temporal-redirect wins when both are set, as
@@ -38,6 +42,8 @@ class Paths:
     rewrite_target: str | None = None  # the URI with $1..., matched caseless
     app_root: str | None = None  # "/" answers 302 to it
     redirect: tuple[int, str] | None = None  # (code, URL with ${variables})
+    # force-ssl-redirect: None off, else preserve-trailing-slash.
+    force_ssl_redirect: bool | None = None
 
 
 # A rewrite target: a path of URI characters with $1..$9 for the groups.
@@ -147,4 +153,17 @@ def paths(annotations: Mapping[str, str], warnings: list[str]) -> Paths:
             warnings.append(f"annotation {PREFIX}{key} is not applied: temporal-redirect wins")
             continue
         redirect = (_code(annotations, key + "-code", default, warnings), url)
-    return Paths(rewrite, app, redirect)
+    force = None
+    if _flag(annotations, "force-ssl-redirect", warnings):
+        force = _flag(annotations, "preserve-trailing-slash", warnings)
+    return Paths(rewrite, app, redirect, force)
+
+
+def _flag(annotations: Mapping[str, str], key: str, warnings: list[str]) -> bool:
+    raw = annotations.get(PREFIX + key)
+    if raw is None:
+        return False
+    v = raw.strip().lower()
+    if v not in ("true", "false"):
+        warnings.append(f'annotation {PREFIX}{key}: {raw!r} must be "true" or "false": not applied')
+    return v == "true"

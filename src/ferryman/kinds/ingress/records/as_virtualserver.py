@@ -309,6 +309,7 @@ def ingress_vs_routing(
         server.hsts is None
         and not server.server_tokens
         and not server.redirect_to_https
+        and server.force_ssl_redirect is None
         and not spec.configs
         and not spec.error
     )
@@ -360,6 +361,9 @@ def ingress_vs_routing(
                 fields.append(flags)
             routes.append("|".join(fields))
     redirect = f"{server.redirect_code}:i" if server.redirect_to_https else "-"
+    if not server.redirect_to_https and server.force_ssl_redirect is not None:
+        # ingress-nginx's force-ssl-redirect: 308 (its http-redirect-code) by the scheme.
+        redirect = "308:s" if server.force_ssl_redirect else "308:t"
     hsts = b64(server.hsts + "; preload") if server.hsts else ""
     opts = f"O|{hsts}|{int(server.hsts_behind_proxy)}|{int(server.server_tokens)}"
     unmatched = items.reference(spec, route_only=frozenset("c"))

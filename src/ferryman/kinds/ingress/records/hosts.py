@@ -107,6 +107,7 @@ def ingress_records(
         rewrite_target=options.rewrite_target or ing.paths.rewrite_target,
         app_root=options.app_root or ing.paths.app_root,
         redirect=ing.paths.redirect,
+        force_ssl_redirect=ing.paths.force_ssl_redirect,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [

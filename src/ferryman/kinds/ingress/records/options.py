@@ -101,6 +101,9 @@ class IngressOptions:
     rewrite_target: str | None = None
     app_root: str | None = None
     redirect: tuple[int, str] | None = None
+    # ingress-nginx's force-ssl-redirect: None off; else whether the request
+    # URI's trailing slash is kept (preserve-trailing-slash).
+    force_ssl_redirect: bool | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
