@@ -183,3 +183,19 @@ def test_force_ssl_redirect_without_tls(either_fast_path: Ferryman, backends: Ba
     f.write("doc0", annotated({P + "force-ssl-redirect": "false"}))
     eventually(lambda: f.get(HOST, "/shop/").status == 200, 10, "off")
     assert f.reloads() == 1
+
+
+def test_server_alias_routes_as_the_host(either_fast_path: Ferryman, backends: Backends) -> None:
+    f = either_fast_path
+    start(
+        f,
+        backends,
+        annotated({P + "server-alias": "alias.test, other.test"}, path("/shop", "app")),
+    )
+    for host in (HOST, "alias.test", "other.test"):
+        assert f.get(host, "/shop/x").json()["path"] == "/shop/x"
+        assert f.get(host, "/elsewhere").status == 404
+    f.write("doc0", annotated({P + "server-alias": "alias.test"}, path("/shop", "app")))
+    eventually(lambda: f.get("other.test", "/shop").status == 404, 10, "alias removed")
+    assert f.get("alias.test", "/shop").status == 200
+    assert f.reloads() == 1

@@ -296,3 +296,11 @@ def test_force_ssl_redirect_off_or_invalid_is_no_redirect() -> None:
     assert paths.paths({P + "force-ssl-redirect": "yes"}, warnings).force_ssl_redirect is None
     assert warnings
     assert paths.paths({P + "force-ssl-redirect": "false"}, []).force_ssl_redirect is None
+
+
+def test_server_alias_adds_rules_as_the_first_host() -> None:
+    ing = parse_ingress(_ingress({P + "server-alias": "b.test, A.test, bad_host!, a.test"}))
+    assert ing.hosts() == ("a.test", "b.test")
+    warnings: list[str] = []
+    assert paths.paths({P + "server-alias": "x.test,,bad host"}, warnings).aliases == ("x.test",)
+    assert len(warnings) == 1

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
-from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths
+from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 from ferryman.resources import validation
@@ -339,6 +339,10 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     if spec.get("defaultBackend") is not None:
         default_backend = _backend(spec["defaultBackend"], "spec.defaultBackend", errors)
     kind = meta.annotations.get(nginx_org.MERGEABLE)
+    if kind is None and translated.paths.aliases:
+        aliased = with_aliases(spec, translated.paths.aliases)
+        assert isinstance(aliased, Mapping)
+        spec = aliased
     if kind == "master":
         # A master has no paths: its rule carries the host (and TLS) only.
         spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}

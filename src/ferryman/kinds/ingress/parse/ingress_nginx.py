@@ -426,6 +426,12 @@ ENTRIES: dict[str, Entry] = {
         "not; by the scheme, not X-Forwarded-Proto); nginx.org/redirect-to-https wins",
         reads=("preserve-trailing-slash",),
     ),
+    "server-alias": Entry(
+        DIFFERS,
+        "each name routes as the Ingress's first host (a rule of its own); TLS for a name "
+        "only when spec.tls lists it; a name another resource owns stays the oldest's "
+        "(reported), as a host of a rule",
+    ),
     "preserve-trailing-slash": Entry(
         SERVED, "with force-ssl-redirect: the trailing slash kept (dropped by default)"
     ),

@@ -16,6 +16,10 @@
   ``https://$host$request_uri``, TLS on the Ingress or not, the URI's trailing
   slash dropped unless ``preserve-trailing-slash`` (as ingress-nginx's
   lua_ingress); ``nginx.org/redirect-to-https`` wins.
+- ``server-alias``: each name (comma-separated) routes as the Ingress's
+  first host; TLS for it only when ``spec.tls`` lists it (ingress-nginx
+  serves the host's certificate for it); a host another resource owns stays
+  theirs (ownership: the oldest wins, reported).
 - ``permanent-redirect`` (code ``permanent-redirect-code``, 301 by default)
   and ``temporal-redirect`` (``temporal-redirect-code``, 302): every path
   answers the redirect; temporal-redirect wins when both are set, as
@@ -31,6 +35,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ferryman.resources import validation
+
 PREFIX = "nginx.ingress.kubernetes.io/"
 NGINX_ORG = "nginx.org/"
 
@@ -44,6 +50,8 @@ class Paths:
     redirect: tuple[int, str] | None = None  # (code, URL with ${variables})
     # force-ssl-redirect: None off, else preserve-trailing-slash.
     force_ssl_redirect: bool | None = None
+    # server-alias: more host names served as the Ingress's first host.
+    aliases: tuple[str, ...] = ()
 
 
 # A rewrite target: a path of URI characters with $1..$9 for the groups.
@@ -156,7 +164,40 @@ def paths(annotations: Mapping[str, str], warnings: list[str]) -> Paths:
     force = None
     if _flag(annotations, "force-ssl-redirect", warnings):
         force = _flag(annotations, "preserve-trailing-slash", warnings)
-    return Paths(rewrite, app, redirect, force)
+    return Paths(rewrite, app, redirect, force, _aliases(annotations, warnings))
+
+
+def _aliases(annotations: Mapping[str, str], warnings: list[str]) -> tuple[str, ...]:
+    raw = annotations.get(PREFIX + "server-alias")
+    if raw is None:
+        return ()
+    out: dict[str, None] = {}
+    for name in raw.split(","):
+        name = name.strip().lower()
+        if not name:
+            continue
+        if (problem := validation.host(name)) is not None:
+            warnings.append(f"annotation {PREFIX}server-alias: {name!r} {problem}: not applied")
+            continue
+        out.setdefault(name, None)
+    return tuple(out)
+
+
+def with_aliases(spec: object, aliases: tuple[str, ...]) -> object:
+    """``spec`` with a rule for each alias that routes as its first rule with a
+    host does (ingress-nginx's server_name <host> <aliases>); an alias that is
+    already a rule's host is that rule's."""
+    if not aliases or not isinstance(spec, Mapping):
+        return spec
+    rules = spec.get("rules")
+    if not isinstance(rules, list):
+        return spec
+    hosts = {r.get("host") for r in rules if isinstance(r, Mapping)}
+    first = next((r for r in rules if isinstance(r, Mapping) and r.get("host")), None)
+    if first is None:
+        return spec
+    added = [{**first, "host": a} for a in aliases if a not in hosts]
+    return {**spec, "rules": [*rules, *added]}
 
 
 def _flag(annotations: Mapping[str, str], key: str, warnings: list[str]) -> bool:
