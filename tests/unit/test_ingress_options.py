@@ -96,7 +96,7 @@ def test_valid_values_and_unknown_annotations() -> None:
             "nginx.org/lb-method": "hash $request_uri consistent",
             "nginx.org/proxy-next-upstream": "error timeout http_502",
             "nginx.org/proxy-reed-timeout": "1s",
-            "nginx.org/rewrite-target": "/x",  # NIC's, not applied: ingress_options warns
+            "nginx.org/custom-http-errors": "404",  # NIC's, not applied: ingress_options warns
             "example.com/other": "x",
         },
         frozenset(),
@@ -139,7 +139,7 @@ def test_not_per_request_values_warn() -> None:
             "nginx.org/location-snippets": "deny all;",
             "nginx.org/listen-ports": "8080",
             "nginx.org/use-cluster-ip": "true",
-            "nginx.org/rewrite-target": "/x",
+            "nginx.org/custom-http-errors": "404",
         },
         {},
     )
@@ -147,7 +147,7 @@ def test_not_per_request_values_warn() -> None:
     for part in (
         "proxy_max_temp_file_size",
         "snippets",
-        "nginx.org/rewrite-target: not implemented",
+        "nginx.org/custom-http-errors: not implemented",
     ):
         assert part in text
     # Implemented since (kinds/ingress/records/ports.py, configs/endpoints.py, a body

@@ -125,7 +125,10 @@ function _M.decode(raw)
     local code, based = string.match(items[1], "^(%d+):(%a)$")
     if code then
         -- "i": an Ingress's redirect-to-https, only when X-Forwarded-Proto is http.
-        vs.redirect = { tonumber(code), based == "x", based == "i" }
+        -- "t": an Ingress's ingress-nginx force-ssl-redirect, by the scheme,
+        -- the request URI's trailing slash dropped (preserve-trailing-slash
+        -- keeps it: "s").
+        vs.redirect = { tonumber(code), based == "x", based == "i", based == "t" }
     end
     for i = 2, #items do
         local f = cut(items[i], "|")
@@ -177,6 +180,12 @@ function _M.decode(raw)
             local flags = f[9] or ""
             route.unbuffered = find(flags, "u", 1, true) ~= nil
             route.grpc = find(flags, "g", 1, true) ~= nil
+            -- "i": the rewrite matches the path caseless (an Ingress's
+            -- ingress-nginx rewrite-target: rewrite "(?i)<path>").
+            route.caseless = find(flags, "i", 1, true) ~= nil
+            -- "w": the URI becomes the rewrite (rewrite-target on a plain path,
+            -- whose pattern matches every URI the location takes; no groups).
+            route.whole = find(flags, "w", 1, true) ~= nil
             -- The slow path's location of a buffered/unbuffered, tiered route
             -- (nginx.conf.tmpl: @ferryman_<variant>); nil: this one.
             local tier = match(flags, "b(%d+)")
@@ -305,8 +314,10 @@ end
 -- proxy_pass sends (normalized, escaped, with the query string).
 local function rewrite(route, rewrite_path, uri)
     local new
-    if route.options then
-        local m = regex.match("rewrite", uri, "^" .. route.path, "jo")
+    if route.whole then
+        new = gsub(rewrite_path, "%$%d", "")
+    elseif route.options then
+        local m = regex.match("rewrite", uri, "^" .. route.path, route.caseless and "ijo" or "jo")
         if m == nil then
             return
         end
@@ -349,6 +360,14 @@ function _M.route(vs)
         local proto = vs.redirect[2] and var.http_x_forwarded_proto or var.scheme
         if vs.redirect[3] then
             proto = var.http_x_forwarded_proto
+        end
+        if proto == "http" and vs.redirect[4] then
+            local request_uri = var.request_uri
+            if byte(request_uri, -1) == SLASH then
+                request_uri = sub(request_uri, 1, -2)
+            end
+            -- Not through expand(): the request's URI is no template.
+            return ngx.redirect("https://" .. var.host .. request_uri, vs.redirect[1])
         end
         if proto == "http" then
             return answer({

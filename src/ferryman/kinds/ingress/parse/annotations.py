@@ -133,6 +133,8 @@ KNOWN: Mapping[str, Known] = {
     "grpc-services": Known(parse_services, services=True),
     "rewrites": Known(parse_rewrites, services=True),
     "path-regex": Known(parse_path_regex, required=False),
+    "rewrite-target": Known(lambda v: parse_rewrite_target(v)),
+    "app-root": Known(lambda v: parse_app_root(v)),
     "use-cluster-ip": Known(parse_bool, required=False),
     "policies": Known(_text),
     "proxy-set-headers": Known(lambda v: parse_set_headers(v)),
@@ -163,8 +165,6 @@ KNOWN: Mapping[str, Known] = {
 OTHER_NIC = frozenset(
     [
         "add-header-inherit",
-        "rewrite-target",
-        "app-root",
         "custom-http-errors",
         "ssl-ciphers",
         "ssl-prefer-server-ciphers",
@@ -280,6 +280,53 @@ def _check(
     if known.required and value == "":
         return required(where)
     return None
+
+
+def _nic_path(value: str) -> None:
+    """NIC's common ValidatePath: a path, not protocol-relative, without '..'."""
+    if not value.startswith("/"):
+        raise BadValue("must start with '/'")
+    if value.startswith("//"):
+        raise BadValue("protocol-relative URIs not allowed, must not start with '//'")
+    if ".." in re.split(r"[/\\]", value):
+        raise BadValue("path traversal not allowed, path must not contain '..' segments")
+    if re.search(r"\s", value):
+        raise BadValue("must not include any whitespace character")
+
+
+def parse_rewrite_target(value: str) -> str:
+    """NIC's validateRewriteTargetAnnotation."""
+    if value.startswith(("http://", "https://")):
+        raise BadValue("absolute URLs not allowed in rewrite target")
+    _nic_path(value)
+    if any(c in value for c in ";{}[]|<>,^`~"):
+        raise BadValue(
+            "NGINX configuration syntax characters (;{}) and []|<>,^`~ not allowed in "
+            "rewrite target"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise BadValue("control characters not allowed in rewrite target")
+    return value
+
+
+_RFC1738_FORBIDDEN = set(' \t\n\r\f\v{};$|^<>\\"#[]')
+
+
+def parse_app_root(value: str) -> str:
+    """NIC's validateAppRootAnnotation."""
+    if value == "/":
+        raise BadValue("cannot be '/'")
+    _nic_path(value)
+    if any(c in _RFC1738_FORBIDDEN for c in value):
+        raise BadValue(
+            "path must not contain the following characters: whitespace, '{', '}', ';', "
+            "'$', '|', '^', '<', '>', '\\', '\"', '#', '[', ']'"
+        )
+    if "~" in value:
+        raise BadValue("path must not contain the '~' character")
+    if value.endswith("/"):
+        raise BadValue("path should not end with '/'")
+    return value
 
 
 _REGEX_PATH = re.compile(r"/[^\s;]*")

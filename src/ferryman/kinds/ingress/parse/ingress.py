@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
+from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 from ferryman.resources import validation
@@ -90,6 +91,8 @@ class Ingress:
     mergeable: str | None = None  # "master" or "minion" (nginx.org/mergeable-ingress-type)
     # ingress-nginx's access annotations as Policy configurations (ingress_nginx_access).
     annotation_policies: tuple[AccessControl | CORS | EgressMTLS, ...] = ()
+    # ingress-nginx's rewrite-target, app-root and redirects (ingress_nginx_paths).
+    paths: Paths = field(default_factory=Paths)
 
     @property
     def ssl_redirect(self) -> bool:
@@ -336,6 +339,10 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     if spec.get("defaultBackend") is not None:
         default_backend = _backend(spec["defaultBackend"], "spec.defaultBackend", errors)
     kind = meta.annotations.get(nginx_org.MERGEABLE)
+    if kind is None and translated.paths.aliases:
+        aliased = with_aliases(spec, translated.paths.aliases)
+        assert isinstance(aliased, Mapping)
+        spec = aliased
     if kind == "master":
         # A master has no paths: its rule carries the host (and TLS) only.
         spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}
@@ -364,6 +371,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         policies=policy_refs(meta.annotations.get(POLICIES_ANNOTATION, ""), meta.namespace),
         mergeable=kind if kind in ("master", "minion") else None,
         annotation_policies=tuple(translated.policies),
+        paths=translated.paths,
     )
 
 

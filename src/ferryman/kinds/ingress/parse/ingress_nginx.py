@@ -34,6 +34,7 @@ from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
+from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.ingress.parse import proxy_redirect
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
@@ -51,6 +52,8 @@ class Translated:
     problems: list[str] = field(default_factory=list)  # each rejects the Ingress
     # What the Ingress's routes enforce as Policies would (access lists, cors).
     policies: list[AccessControl | CORS | EgressMTLS] = field(default_factory=list)
+    # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
+    paths: path_rules.Paths = field(default_factory=path_rules.Paths)
 
 
 class Unusable(ValueError):
@@ -141,6 +144,13 @@ def _hash_by(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
 
 def _service_upstream(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
     return {"use-cluster-ip": "true" if _flag(a, "service-upstream") else "false"}
+
+
+def _regex(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    if PREFIX + "use-regex" in a and _value(a, "use-regex").lower() not in ("true", "false"):
+        raise Unusable('must be "true" or "false"')
+    # ingress-nginx's location ~* "^<path>": NIC's case_insensitive.
+    return {"path-regex": "case_insensitive"} if path_rules.regex(a) else {}
 
 
 def _ssl_redirect(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
@@ -380,8 +390,51 @@ ENTRIES: dict[str, Entry] = {
         "as nginx.org/proxy-set-headers: X-Forwarded-Prefix",
         _header("X-Forwarded-Prefix", "x-forwarded-prefix"),
     ),
-    # redirects
+    # paths and redirects
+    "use-regex": Entry(
+        DIFFERS,
+        'as nginx.org/path-regex: case_insensitive (~* "^<path>", NIC\'s checks on the '
+        "regex); Exact paths stay exact; applies to the Ingress's own paths, not to every "
+        "Ingress of the host as ingress-nginx",
+        _regex,
+        ("rewrite-target",),
+    ),
+    "rewrite-target": Entry(
+        SERVED,
+        'the URI sent upstream as rewrite "(?i)<path>" <target> break ($1...$9; makes '
+        "the paths regexes as use-regex); a target with other variables or a query "
+        "string is not applied",
+        _regex,
+    ),
+    "app-root": Entry(SERVED, "a request for / answers 302 to $scheme://$http_host<app-root>"),
+    "temporal-redirect": Entry(
+        SERVED,
+        "every path answers the redirect (temporal-redirect-code, 302 by default; wins over "
+        "permanent-redirect); variables $scheme, $host, $request_uri, $uri, "
+        "$http_x_forwarded_proto; codes 301, 302, 303, 307, 308",
+        reads=("temporal-redirect-code",),
+    ),
+    "permanent-redirect": Entry(
+        SERVED,
+        "as temporal-redirect (permanent-redirect-code, 301 by default)",
+        reads=("permanent-redirect-code",),
+    ),
     "ssl-redirect": Entry(SERVED, "as nginx.org/ssl-redirect", _ssl_redirect),
+    "force-ssl-redirect": Entry(
+        SERVED,
+        "a request over http answers 308 to https://$host$request_uri (TLS on the Ingress or "
+        "not; by the scheme, not X-Forwarded-Proto); nginx.org/redirect-to-https wins",
+        reads=("preserve-trailing-slash",),
+    ),
+    "server-alias": Entry(
+        DIFFERS,
+        "each name routes as the Ingress's first host (a rule of its own); TLS for a name "
+        "only when spec.tls lists it; a name another resource owns stays the oldest's "
+        "(reported), as a host of a rule",
+    ),
+    "preserve-trailing-slash": Entry(
+        SERVED, "with force-ssl-redirect: the trailing slash kept (dropped by default)"
+    ),
     # access
     "limit-rps": Entry(
         SERVED,
@@ -630,6 +683,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             out.policies.append(egress)
     except access.Refused as r:
         out.problems.append(f"annotations.{r}: refused")
+    out.paths = path_rules.paths(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

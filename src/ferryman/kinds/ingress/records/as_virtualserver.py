@@ -75,6 +75,9 @@ class _Location:
     backend: ServiceBackend
     rewrite: str | None  # the rewrite path, as the location replaces its prefix
     proxies: bool = False  # NGINX's auto_redirect: /p answers 301 to /p/
+    caseless: bool = False  # the rewrite matches the path caseless (ingress-nginx's (?i))
+    whole: bool = False  # the rewrite replaces the whole URI (rewrite-target on a plain path)
+    answer: str | None = None  # a redirect action (``d.<code>.<url>``) instead of proxying
 
 
 def _proxy_redirect(o: IngressOptions) -> str:
@@ -132,7 +135,37 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
         exact.setdefault(loc.path, loc)
     if ing.default_backend is not None and ("P", "/") not in other:
         other[("P", "/")] = _Location("P", "/", ing.default_backend, None)
-    return [*exact.values(), *other.values()]
+    return _ingress_nginx([*exact.values(), *other.values()], options)
+
+
+def _ingress_nginx(locations: list[_Location], o: IngressOptions) -> list[_Location]:
+    """ingress-nginx's rewrite-target, permanent/temporal redirect and app-root
+    on an Ingress's locations (``ingress_nginx_paths``)."""
+    out = []
+    for loc in locations:
+        if o.redirect is not None:
+            code, url = o.redirect
+            loc = replace(loc, answer=f"d.{code}.{b64(url)}")
+        elif o.rewrite_target is not None and loc.path.lstrip("^") != o.rewrite_target:
+            # ingress-nginx leaves a path equal to its target as it is. A
+            # regex path is matched as the location is (ingress-nginx's
+            # "(?i)<path>", NIC's "^<path>" or "(?i)^<path>"); any other
+            # path matches the URI it took, which becomes the target.
+            loc = replace(
+                loc,
+                rewrite=o.rewrite_target,
+                caseless=loc.modifier == "I",
+                whole=loc.modifier not in ("I", "X"),
+                proxies=False,
+            )
+        out.append(loc)
+    if o.app_root is not None and out:
+        # ingress-nginx's "if ($uri = /) { return 302 $scheme://$http_host<root>; }"
+        # in the location that takes "/": an exact location wins over all others.
+        url = "${scheme}://${http_host}" + o.app_root
+        root = _Location("E", "/", out[0].backend, None, answer=f"d.302.{b64(url)}")
+        out = [root, *(loc for loc in out if (loc.modifier, loc.path) != ("E", "/"))]
+    return out
 
 
 def _upstream(
@@ -276,6 +309,7 @@ def ingress_vs_routing(
         server.hsts is None
         and not server.server_tokens
         and not server.redirect_to_https
+        and server.force_ssl_redirect is None
         and not spec.configs
         and not spec.error
     )
@@ -288,6 +322,12 @@ def ingress_vs_routing(
         add = "^".join(f"{b64(n)}~{b64(v)}~{int(a)}" for n, v, a in o.add_headers)
         redirect = _proxy_redirect(o)
         for loc in _locations(part.ing, host, o):
+            if loc.answer is not None:
+                head = f"l {loc.modifier} {b64(loc.path)} 0"
+                fast_locations.append(f"{head} s")
+                fields = ["R", loc.modifier, b64(loc.path), "0", "", f"100:{loc.answer}", ""]
+                routes.append("|".join([*fields, enforced]))
+                continue
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
             key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
@@ -315,10 +355,15 @@ def ingress_vs_routing(
             flags = "g" if loc.backend.service in o.grpc_services else ""
             flags += "" if o.proxy_buffering else "u"
             flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
+            flags += "i" if loc.caseless else ""
+            flags += "w" if loc.whole else ""
             if flags:
                 fields.append(flags)
             routes.append("|".join(fields))
     redirect = f"{server.redirect_code}:i" if server.redirect_to_https else "-"
+    if not server.redirect_to_https and server.force_ssl_redirect is not None:
+        # ingress-nginx's force-ssl-redirect: 308 (its http-redirect-code) by the scheme.
+        redirect = "308:s" if server.force_ssl_redirect else "308:t"
     hsts = b64(server.hsts + "; preload") if server.hsts else ""
     opts = f"O|{hsts}|{int(server.hsts_behind_proxy)}|{int(server.server_tokens)}"
     unmatched = items.reference(spec, route_only=frozenset("c"))

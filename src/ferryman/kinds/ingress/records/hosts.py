@@ -101,6 +101,14 @@ def ingress_records(
     if ing.mergeable == "master":
         return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [], slow_path)
     options, out.warnings = ingress_options(ing.meta.annotations, configmap)
+    options = replace(
+        options,
+        # nginx.org's win (translate said so in a Warning).
+        rewrite_target=options.rewrite_target or ing.paths.rewrite_target,
+        app_root=options.app_root or ing.paths.app_root,
+        redirect=ing.paths.redirect,
+        force_ssl_redirect=ing.paths.force_ssl_redirect,
+    )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
         replace(vh, redirect_https=vh.tls and options.ssl_redirect, balancing=_balancing(options))

@@ -21,6 +21,7 @@ routes: ``kinds/ingress/records/ports.py`` reads them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -95,6 +96,14 @@ class IngressOptions:
     # tier (KiB, ``buffer_tiers``) of the slow path's location; None: the
     # server's buffers (NGINX's or the ConfigMap's).
     buffer_tier: int | None = None
+    # ingress-nginx's rewrite-target (matched caseless), app-root and
+    # permanent/temporal redirect (code, URL): ``ingress_nginx_paths``.
+    rewrite_target: str | None = None
+    app_root: str | None = None
+    redirect: tuple[int, str] | None = None
+    # ingress-nginx's force-ssl-redirect: None off; else whether the request
+    # URI's trailing slash is kept (preserve-trailing-slash).
+    force_ssl_redirect: bool | None = None
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
@@ -170,6 +179,8 @@ def ingress_options(
             warnings.append(f"{PREFIX}{key}: not implemented by ferryman; ignored")
     limit, more = limit_req(annotations)
     warnings += more
+    target = _rewrite_target(get("rewrite-target", None), get("rewrites", None), warnings)
+    root = get("app-root", None)
     for key in ("upstream-zone-size",):
         if PREFIX + key in annotations:
             warnings.append(f"{PREFIX}{key}: ferryman's balancers share one zone; ignored")
@@ -208,8 +219,30 @@ def ingress_options(
         proxy_redirect=_proxy_redirect(annotations),
         sticky=_sticky(get("sticky-cookie-services", {})),
         buffer_tier=tier,
+        rewrite_target=target,
+        app_root=root if isinstance(root, str) else None,
     )
     return options, warnings
+
+
+def _rewrite_target(target: object, rewrites: object, warnings: list[str]) -> str | None:
+    """NIC's nginx.org/rewrite-target, as ferryman can serve it."""
+    if not isinstance(target, str):
+        return None
+    if rewrites:
+        # NIC's getRewriteTarget: the two are mutually exclusive.
+        warnings.append(
+            "nginx.org/rewrites and nginx.org/rewrite-target annotations are mutually "
+            "exclusive; nginx.org/rewrites will take precedence"
+        )
+        return None
+    if re.search(r"\$(?![0-9])", target):
+        warnings.append(
+            f"{PREFIX}rewrite-target: ferryman expands $1...$9 (the path's groups) and no "
+            "other variable; ignored"
+        )
+        return None
+    return target
 
 
 def _sticky(value: object) -> dict[str, StickyCookie]:
