@@ -16,6 +16,7 @@ from ferryman.app import (
     completion,
     flag_settings,
     flag_types,
+    migrate_command,
     nic_flags,
     render,
     wiring,
@@ -389,6 +390,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=_Help,
     )
     machine_controller.add_arguments(mc)
+    migrate_command.add_parser(sub, _Help)
     completion.add_parser(sub)
     return p
 
@@ -400,6 +402,8 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         collector.resume()
     if args.command == "machine-controller":
         return machine_controller.main(args)
+    if args.command == "migrate":
+        return migrate_command.main(args)
     if args.command == "completion":
         print(completion.script(parser(), args.shell))
         return 0
