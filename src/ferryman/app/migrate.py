@@ -10,6 +10,7 @@ report cannot disagree with a run. Pure: objects in, a report out.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +34,8 @@ class AnnotationReport:
     status: str  # an Entry status, or "unknown"
     note: str
     becomes: dict[str, str] = field(default_factory=dict)  # nginx.org annotations set
+    # What translating it said (a value not applied, a rejection), for this one alone.
+    said: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -79,6 +82,14 @@ def _annotations(obj: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
 
 
+def _unknown(key: str) -> str:
+    """A misspelt name's likely intended one (ingress-nginx ignored it silently)."""
+    known = [*ingress_nginx.ENTRIES, *ingress_nginx.KNOWN_NOT_YET]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+    hint = f": did you mean {ingress_nginx.PREFIX}{close[0]}?" if close else ""
+    return f"not an ingress-nginx annotation (misspelt?){hint}"
+
+
 def _per_annotation(annotations: Mapping[str, str], spec: Any) -> list[AnnotationReport]:
     out: list[AnnotationReport] = []
     for name in sorted(k for k in annotations if k.startswith(ingress_nginx.PREFIX)):
@@ -86,13 +97,10 @@ def _per_annotation(annotations: Mapping[str, str], spec: Any) -> list[Annotatio
         e = ingress_nginx.entry(key)
         value = annotations[name]
         if e is None:
-            out.append(
-                AnnotationReport(
-                    name, value, UNKNOWN, "not an ingress-nginx annotation (misspelt?)"
-                )
-            )
+            out.append(AnnotationReport(name, value, UNKNOWN, _unknown(key)))
             continue
         becomes: dict[str, str] = {}
+        said: list[str] = []
         if e.status in (ingress_nginx.SERVED, ingress_nginx.DIFFERS):
             # What this one annotation alone adds (plus the ones it reads with).
             alone = {n: v for n, v in annotations.items() if not n.startswith(ingress_nginx.PREFIX)}
@@ -100,12 +108,13 @@ def _per_annotation(annotations: Mapping[str, str], spec: Any) -> list[Annotatio
             for r in e.reads:
                 if (ingress_nginx.PREFIX + r) in annotations:
                     alone[ingress_nginx.PREFIX + r] = annotations[ingress_nginx.PREFIX + r]
-            translated = ingress_nginx.translate(alone, spec).annotations
-            becomes = {k: v for k, v in translated.items() if alone.get(k) != v}
+            result = ingress_nginx.translate(alone, spec)
+            said = [m for m in (*result.warnings, *result.problems) if name in m]
+            becomes = {k: v for k, v in result.annotations.items() if alone.get(k) != v}
             becomes.pop(name, None)
             for r in e.reads:
                 becomes.pop(ingress_nginx.PREFIX + r, None)
-        out.append(AnnotationReport(name, value, e.status, e.note, becomes))
+        out.append(AnnotationReport(name, value, e.status, e.note, becomes, said))
     return out
 
 
@@ -202,6 +211,7 @@ def as_text(found: list[IngressReport], problems: list[str]) -> str:
             lines.append(line)
             for k, v in a.becomes.items():
                 lines.append(f"      becomes {k}: {v!r}")
+            lines += [f"      but: {m}" for m in a.said]
         lines += [f"  warning: {w}" for w in r.warnings]
         lines += [f"  error: {e}" for e in r.errors]
     counts = as_json(found, [])["summary"]
