@@ -260,3 +260,18 @@ def test_the_command_refuses_to_without_an_output_dir() -> None:
     result = _ferryman("--manifests", str(DATA), "--to", "gateway-api")
     assert result.returncode == 2
     assert "--output-dir" in result.stderr
+
+
+def test_a_tls_host_another_namespace_has_the_listener_of_gets_no_redirect_route() -> None:
+    tls = [{"hosts": ["a.example.com"], "secretName": "a-tls"}]
+    first = _ingress({}, tls=tls)
+    second = _ingress({}, tls=tls)
+    second["metadata"]["namespace"] = "other"
+    converted = migrate_gateway.convert([first, second])
+    names = [
+        (o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in converted.objects
+    ]
+    assert ("HTTPRoute", "ns", "one-redirect") in names
+    assert ("HTTPRoute", "other", "one-redirect") not in names
+    for obj in converted.objects:
+        assert _parse(obj) == [], obj

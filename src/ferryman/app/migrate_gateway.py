@@ -124,29 +124,22 @@ class _Gateway:
     https: Mapping[str, str]
 
 
-def _route(
-    obj: Mapping[str, Any], gateway: _Gateway, weights: Mapping[str, tuple[str, int, int]]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The Ingress's HTTPRoute (and one redirecting HTTP to HTTPS), and what is
-    not expressed."""
-    namespace, name, a = _meta(obj)
-    spec = obj.get("spec") or {}
-    missing = [
-        f"{k}: no Gateway API equivalent here"
-        for k in sorted(a)
-        if k.startswith(PREFIX) and k.removeprefix(PREFIX) not in _EXPRESSED
-    ]
+def _path_rules(
+    obj: Mapping[str, Any],
+    filters: list[dict[str, Any]],
+    weights: Mapping[str, tuple[str, int, int]],
+    missing: list[str],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """A route rule per Ingress path (no backends when a filter redirects), the
+    matches, and the hostnames."""
+    namespace, _, a = _meta(obj)
     regex = a.get(PREFIX + "use-regex") == "true" or "$" in a.get(PREFIX + "rewrite-target", "")
-    filters = _filters(a, missing)
-    if (redirect := _redirect(a)) is not None:
-        if filters:
-            missing.append("permanent-redirect answers every request: the other filters dropped")
-        filters = [redirect]
+    redirects = any(f["type"] == "RequestRedirect" for f in filters)
     timeout = a.get(PREFIX + "proxy-read-timeout", "")
     rules: list[dict[str, Any]] = []
     matches: list[dict[str, Any]] = []
     hostnames: list[str] = []
-    for rule in spec.get("rules") or []:
+    for rule in (obj.get("spec") or {}).get("rules") or []:
         if rule.get("host") and rule["host"] not in hostnames:
             hostnames.append(rule["host"])
         for p in (rule.get("http") or {}).get("paths") or []:
@@ -159,7 +152,7 @@ def _route(
             r: dict[str, Any] = {"matches": [match]}
             if filters:
                 r["filters"] = filters
-            if redirect is None:
+            if not redirects:
                 backend = _backend(p.get("backend") or {}, missing)
                 r["backendRefs"] = [backend]
                 key = f"{namespace}/{rule.get('host', '')}/{path}"
@@ -170,6 +163,27 @@ def _route(
                 if timeout.isdigit():
                     r["timeouts"] = {"backendRequest": f"{int(timeout)}s"}
             rules.append(r)
+    return rules, matches, hostnames
+
+
+def _route(
+    obj: Mapping[str, Any], gateway: _Gateway, weights: Mapping[str, tuple[str, int, int]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The Ingress's HTTPRoute (and one redirecting HTTP to HTTPS), and what is
+    not expressed."""
+    namespace, name, a = _meta(obj)
+    spec = obj.get("spec") or {}
+    missing = [
+        f"{k}: no Gateway API equivalent here"
+        for k in sorted(a)
+        if k.startswith(PREFIX) and k.removeprefix(PREFIX) not in _EXPRESSED
+    ]
+    filters = _filters(a, missing)
+    if (redirect := _redirect(a)) is not None:
+        if filters:
+            missing.append("permanent-redirect answers every request: the other filters dropped")
+        filters = [redirect]
+    rules, matches, hostnames = _path_rules(obj, filters, weights, missing)
     if spec.get("defaultBackend") and redirect is None:
         rules.append({"backendRefs": [_backend(spec["defaultBackend"], missing)]})
     tls_hosts = [h for t in spec.get("tls") or [] for h in t.get("hosts") or []]
@@ -177,8 +191,8 @@ def _route(
         missing.append("spec.tls without hosts: an HTTPS listener needs a hostname")
     parent = {"name": gateway.name, "namespace": gateway.namespace}
     routes = [_http_route(namespace, name, [parent], hostnames, rules)]
-    if redirect is None and _ssl_redirect(a, bool(tls_hosts), missing):
-        listeners = sorted({gateway.https[f"{namespace}/{h}"] for h in tls_hosts})
+    listeners = sorted({gateway.https.get(f"{namespace}/{h}", "") for h in tls_hosts} - {""})
+    if redirect is None and listeners and _ssl_redirect(a, bool(tls_hosts), missing):
         routes[0]["spec"]["parentRefs"] = [{**parent, "sectionName": n} for n in listeners]
         to_https = {
             "type": "RequestRedirect",
