@@ -206,7 +206,7 @@ def as_text(found: list[IngressReport], problems: list[str]) -> str:
         lines.append(f"  class: {r.class_note}")
         for a in r.annotations:
             line = f"  {a.key}: {_SAYS.get(a.status, a.status)}"
-            if a.note:
+            if a.note and a.status != ingress_nginx.NOT_YET:  # its note says the status again
                 line += f": {a.note}"
             lines.append(line)
             for k, v in a.becomes.items():
