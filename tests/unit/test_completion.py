@@ -42,10 +42,13 @@ def _complete(words: str) -> list[str]:
 
 
 def test_bash_completes_subcommands_and_their_flags() -> None:
-    assert {"run", "render", "machine-controller", "completion"} <= set(_complete("ferryman ''"))
+    assert {"run", "render", "migrate", "machine-controller", "completion"} <= set(
+        _complete("ferryman ''")
+    )
     assert "--ingress-class" in _complete("ferryman run --ingress-cl")
     assert "--disable-ipv6" in _complete("ferryman run --disable-")
     assert "--output" in _complete("ferryman render --out")
+    assert "--output-dir" in _complete("ferryman migrate --output-")
 
 
 @pytest.mark.parametrize("shell", ["zsh"])

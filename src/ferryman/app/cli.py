@@ -16,7 +16,7 @@ from ferryman.app import (
     completion,
     flag_settings,
     flag_types,
-    migrate,
+    migrate_command,
     nic_flags,
     render,
     wiring,
@@ -390,7 +390,7 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=_Help,
     )
     machine_controller.add_arguments(mc)
-    migrate.add_parser(sub)
+    migrate_command.add_parser(sub, _Help)
     completion.add_parser(sub)
     return p
 
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
     if args.command == "machine-controller":
         return machine_controller.main(args)
     if args.command == "migrate":
-        return migrate.main(args)
+        return migrate_command.main(args)
     if args.command == "completion":
         print(completion.script(parser(), args.shell))
         return 0
