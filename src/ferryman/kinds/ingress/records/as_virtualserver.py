@@ -105,10 +105,12 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
     other: dict[tuple[str, str], _Location] = {}
     regex = options.path_regex
     derived: list[_Location] = []
+    rule_backend: ServiceBackend | None = None
     for rule in ing.rules:
         if rule.host != host:
             continue
         for p in rule.paths:
+            rule_backend = rule_backend or p.backend
             rewrite = options.rewrites.get(p.backend.service)
             if p.path_type == "Exact" or regex == "exact":
                 exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite))
@@ -135,6 +137,11 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
         exact.setdefault(loc.path, loc)
     if ing.default_backend is not None and ("P", "/") not in other:
         other[("P", "/")] = _Location("P", "/", ing.default_backend, None)
+    www = dict(options.www).get(host)
+    if www is not None and rule_backend is not None:
+        # ingress-nginx's redirect server: every request answers 308.
+        url = "${scheme}://" + www + ":${server_port}${request_uri}"
+        return [_Location("P", "/", rule_backend, None, answer=f"d.308.{b64(url)}")]
     return _ingress_nginx([*exact.values(), *other.values()], options)
 
 

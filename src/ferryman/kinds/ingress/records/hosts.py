@@ -108,6 +108,7 @@ def ingress_records(
         app_root=options.app_root or ing.paths.app_root,
         redirect=ing.paths.redirect,
         force_ssl_redirect=ing.paths.force_ssl_redirect,
+        www=ing.paths.www,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
