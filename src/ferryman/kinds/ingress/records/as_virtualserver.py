@@ -18,6 +18,16 @@ trailing slash, ``/p/rest`` becomes ``<rewrite>/rest``, as NGINX does for
 ``location /p``); a path written ``/p/`` answers ``/p`` with 301 to ``/p/``,
 as NGINX's auto_redirect does for NIC's ``location /p/``.
 
+``nginx.org/rewrite-target`` and ingress-nginx's ``rewrite-target``
+(``_ingress_nginx``) as NGINX's ``rewrite <pattern> <target> break``: on a
+regex path the location's expression with its groups (the route flag ``i``:
+matched caseless, ``(?i)``), on any other path the whole URI becomes the
+target (flag ``w``). ``nginx.org/app-root`` (and ingress-nginx's) is an exact
+``/`` answering 302; ingress-nginx's permanent/temporal redirects make every
+route a redirect action (``d.<code>.<url>``), its from-to-www-redirect host
+one ``/`` route answering 308; its force-ssl-redirect is the record's
+redirect ``308:t`` (``308:s`` with preserve-trailing-slash).
+
 ``nginx.org/proxy-redirect-from``/``-to`` are a tenth field of the proxy
 action (``_proxy_redirect``), which ferryman_proxy_redirect.lua applies to the
 upstream's Location and Refresh headers, as NGINX's proxy_redirect.
