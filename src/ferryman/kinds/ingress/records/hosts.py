@@ -184,6 +184,10 @@ def _master(
         policies = _effective(spec, auth)
         slow = slow or options.slow() or auth is not NONE
         slow = slow or _balancing(options) != _balancing(server)
+        if not parts:
+            # NIC's app-root is the master's server-level redirect (a minion's is
+            # denied): carried by the first minion's locations, once.
+            options = replace(options, app_root=server.app_root)
         parts.append(Part(served, options, policies))
         out.minions[f"{minion.meta.namespace}/{minion.meta.name}"] = [
             *warned,
