@@ -231,3 +231,16 @@ def test_proxy_set_headers_combine_master_and_minion_as_written(ferryman: Ferrym
     finally:
         raw.shutdown()
         raw.server_close()
+
+
+def test_masters_app_root_redirects_the_root(ferryman: Ferryman, backends: Backends) -> None:
+    """NIC's nginx.org/app-root is server-level: the master's answers / with 302."""
+    f = ferryman
+    f.write("coffee", service_with_backends("coffee-svc", [backends.start("coffee")]))
+    f.write("m", master({"nginx.org/app-root": "/coffee"}))
+    f.write("c", minion("coffee", "/coffee", "coffee-svc"))
+    f.start()
+    r = f.get(HOST, "/")
+    assert (r.status, r.headers["location"]) == (302, f"http://{HOST}/coffee")
+    assert f.get(HOST, "/coffee").served_by == "coffee"
+    assert f.reloads() == 1

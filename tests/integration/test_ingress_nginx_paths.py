@@ -199,3 +199,17 @@ def test_server_alias_routes_as_the_host(either_fast_path: Ferryman, backends: B
     eventually(lambda: f.get("other.test", "/shop").status == 404, 10, "alias removed")
     assert f.get("alias.test", "/shop").status == 200
     assert f.reloads() == 1
+
+
+def test_from_to_www_redirect(either_fast_path: Ferryman, backends: Backends) -> None:
+    """www.<host> answers 308 to <host> (ingress-nginx's redirect server); the
+    host itself is served."""
+    f = either_fast_path
+    start(f, backends, annotated({P + "from-to-www-redirect": "true"}, path("/shop", "app")))
+    r = f.get("www." + HOST, "/any/where?x=1")
+    assert r.status == 308
+    assert r.headers["location"] == f"http://{HOST}:{f.http_port}/any/where?x=1"
+    assert f.get(HOST, "/shop").json()["path"] == "/shop"
+    f.write("doc0", annotated({}, path("/shop", "app")))
+    eventually(lambda: f.get("www." + HOST, "/shop").status == 404, 10, "off")
+    assert f.reloads() == 1

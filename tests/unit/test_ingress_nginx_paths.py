@@ -304,3 +304,12 @@ def test_server_alias_adds_rules_as_the_first_host() -> None:
     warnings: list[str] = []
     assert paths.paths({P + "server-alias": "x.test,,bad host"}, warnings).aliases == ("x.test",)
     assert len(warnings) == 1
+
+
+def test_from_to_www_hosts() -> None:
+    spec = {"rules": [{"host": "a.test"}, {"host": "www.b.test"}, {"host": "b.test"}]}
+    assert paths.www_of(spec) == (("www.a.test", "a.test"),)
+    spec = {"rules": [{"host": "www.c.test"}, {"host": "*.d.test"}, {}]}
+    assert paths.www_of(spec) == (("c.test", "www.c.test"),)
+    ing = parse_ingress(_ingress({P + "from-to-www-redirect": "true"}))
+    assert ing.hosts() == ("a.test", "www.a.test")

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
-from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases
+from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases, with_www
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 from ferryman.resources import validation
@@ -343,6 +343,10 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         aliased = with_aliases(spec, translated.paths.aliases)
         assert isinstance(aliased, Mapping)
         spec = aliased
+    if kind is None and translated.paths.www:
+        redirected = with_www(spec, translated.paths.www)
+        assert isinstance(redirected, Mapping)
+        spec = redirected
     if kind == "master":
         # A master has no paths: its rule carries the host (and TLS) only.
         spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}

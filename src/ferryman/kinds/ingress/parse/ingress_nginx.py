@@ -426,6 +426,13 @@ ENTRIES: dict[str, Entry] = {
         "not; by the scheme, not X-Forwarded-Proto); nginx.org/redirect-to-https wins",
         reads=("preserve-trailing-slash",),
     ),
+    "from-to-www-redirect": Entry(
+        DIFFERS,
+        "www.<host> (or <host> of a www. rule) answers 308 to "
+        "$scheme://<host>:$server_port$request_uri, when the Ingress does not route that "
+        "name itself (the name is claimed as a host: the oldest owner wins, reported); the "
+        "request URI's trailing slash is kept (ingress-nginx drops it)",
+    ),
     "server-alias": Entry(
         DIFFERS,
         "each name routes as the Ingress's first host (a rule of its own); TLS for a name "
@@ -683,7 +690,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             out.policies.append(egress)
     except access.Refused as r:
         out.problems.append(f"annotations.{r}: refused")
-    out.paths = path_rules.paths(annotations, out.warnings)
+    out.paths = path_rules.paths(annotations, out.warnings, spec)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

@@ -20,6 +20,10 @@
   first host; TLS for it only when ``spec.tls`` lists it (ingress-nginx
   serves the host's certificate for it); a host another resource owns stays
   theirs (ownership: the oldest wins, reported).
+- ``from-to-www-redirect``: ``www.<host>`` (or ``<host>`` for a
+  ``www.`` rule) answers 308 to ``$scheme://<host>:$server_port$request_uri``
+  (ingress-nginx's redirect server; the trailing slash is kept here), when
+  the Ingress does not route that name itself.
 - ``permanent-redirect`` (code ``permanent-redirect-code``, 301 by default)
   and ``temporal-redirect`` (``temporal-redirect-code``, 302): every path
   answers the redirect; temporal-redirect wins when both are set, as
@@ -52,6 +56,8 @@ class Paths:
     force_ssl_redirect: bool | None = None
     # server-alias: more host names served as the Ingress's first host.
     aliases: tuple[str, ...] = ()
+    # from-to-www-redirect: host -> the host it answers 308 to.
+    www: tuple[tuple[str, str], ...] = ()
 
 
 # A rewrite target: a path of URI characters with $1..$9 for the groups.
@@ -125,7 +131,7 @@ def _code(annotations: Mapping[str, str], key: str, default: int, warnings: list
     return default
 
 
-def paths(annotations: Mapping[str, str], warnings: list[str]) -> Paths:
+def paths(annotations: Mapping[str, str], warnings: list[str], spec: object = None) -> Paths:
     """The Ingress's Paths from its ingress-nginx annotations; what is not
     applied is said in ``warnings``."""
     rewrite = app = None
@@ -164,7 +170,27 @@ def paths(annotations: Mapping[str, str], warnings: list[str]) -> Paths:
     force = None
     if _flag(annotations, "force-ssl-redirect", warnings):
         force = _flag(annotations, "preserve-trailing-slash", warnings)
-    return Paths(rewrite, app, redirect, force, _aliases(annotations, warnings))
+    www = _flag(annotations, "from-to-www-redirect", warnings)
+    return Paths(
+        rewrite, app, redirect, force, _aliases(annotations, warnings), www_of(spec) if www else ()
+    )
+
+
+def www_of(spec: object) -> tuple[tuple[str, str], ...]:
+    """from-to-www-redirect: for each rule host, the other of www.<host> and
+    <host> that redirects to it (ingress-nginx's redirect servers); none for a
+    host the spec routes itself."""
+    rules = spec.get("rules") if isinstance(spec, Mapping) else None
+    if not isinstance(rules, list):
+        return ()
+    hosts = [r.get("host") for r in rules if isinstance(r, Mapping)]
+    named = [h for h in hosts if isinstance(h, str) and h and not h.startswith("*.")]
+    out: dict[str, str] = {}
+    for h in named:
+        other = h.removeprefix("www.") if h.startswith("www.") else "www." + h
+        if other not in named and validation.host(other) is None:
+            out.setdefault(other, h)
+    return tuple(out.items())
 
 
 def _aliases(annotations: Mapping[str, str], warnings: list[str]) -> tuple[str, ...]:
@@ -197,6 +223,17 @@ def with_aliases(spec: object, aliases: tuple[str, ...]) -> object:
     if first is None:
         return spec
     added = [{**first, "host": a} for a in aliases if a not in hosts]
+    return {**spec, "rules": [*rules, *added]}
+
+
+def with_www(spec: object, www: tuple[tuple[str, str], ...]) -> object:
+    """``spec`` with a rule for each from-to-www host (its routes answer the
+    redirect: ``as_virtualserver``), routing as the host it redirects to."""
+    if not www or not isinstance(spec, Mapping) or not isinstance(spec.get("rules"), list):
+        return spec
+    rules = spec["rules"]
+    by_host = {r.get("host"): r for r in rules if isinstance(r, Mapping)}
+    added = [{**by_host[to], "host": source} for source, to in www if to in by_host]
     return {**spec, "rules": [*rules, *added]}
 
 

@@ -18,6 +18,16 @@ trailing slash, ``/p/rest`` becomes ``<rewrite>/rest``, as NGINX does for
 ``location /p``); a path written ``/p/`` answers ``/p`` with 301 to ``/p/``,
 as NGINX's auto_redirect does for NIC's ``location /p/``.
 
+``nginx.org/rewrite-target`` and ingress-nginx's ``rewrite-target``
+(``_ingress_nginx``) as NGINX's ``rewrite <pattern> <target> break``: on a
+regex path the location's expression with its groups (the route flag ``i``:
+matched caseless, ``(?i)``), on any other path the whole URI becomes the
+target (flag ``w``). ``nginx.org/app-root`` (and ingress-nginx's) is an exact
+``/`` answering 302; ingress-nginx's permanent/temporal redirects make every
+route a redirect action (``d.<code>.<url>``), its from-to-www-redirect host
+one ``/`` route answering 308; its force-ssl-redirect is the record's
+redirect ``308:t`` (``308:s`` with preserve-trailing-slash).
+
 ``nginx.org/proxy-redirect-from``/``-to`` are a tenth field of the proxy
 action (``_proxy_redirect``), which ferryman_proxy_redirect.lua applies to the
 upstream's Location and Refresh headers, as NGINX's proxy_redirect.
@@ -105,10 +115,12 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
     other: dict[tuple[str, str], _Location] = {}
     regex = options.path_regex
     derived: list[_Location] = []
+    rule_backend: ServiceBackend | None = None
     for rule in ing.rules:
         if rule.host != host:
             continue
         for p in rule.paths:
+            rule_backend = rule_backend or p.backend
             rewrite = options.rewrites.get(p.backend.service)
             if p.path_type == "Exact" or regex == "exact":
                 exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite))
@@ -135,6 +147,11 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
         exact.setdefault(loc.path, loc)
     if ing.default_backend is not None and ("P", "/") not in other:
         other[("P", "/")] = _Location("P", "/", ing.default_backend, None)
+    www = dict(options.www).get(host)
+    if www is not None and rule_backend is not None:
+        # ingress-nginx's redirect server: every request answers 308.
+        url = "${scheme}://" + www + ":${server_port}${request_uri}"
+        return [_Location("P", "/", rule_backend, None, answer=f"d.308.{b64(url)}")]
     return _ingress_nginx([*exact.values(), *other.values()], options)
 
 

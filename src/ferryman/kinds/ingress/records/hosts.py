@@ -108,6 +108,7 @@ def ingress_records(
         app_root=options.app_root or ing.paths.app_root,
         redirect=ing.paths.redirect,
         force_ssl_redirect=ing.paths.force_ssl_redirect,
+        www=ing.paths.www,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
@@ -183,6 +184,10 @@ def _master(
         policies = _effective(spec, auth)
         slow = slow or options.slow() or auth is not NONE
         slow = slow or _balancing(options) != _balancing(server)
+        if not parts:
+            # NIC's app-root is the master's server-level redirect (a minion's is
+            # denied): carried by the first minion's locations, once.
+            options = replace(options, app_root=server.app_root)
         parts.append(Part(served, options, policies))
         out.minions[f"{minion.meta.namespace}/{minion.meta.name}"] = [
             *warned,

@@ -104,6 +104,8 @@ class IngressOptions:
     # ingress-nginx's force-ssl-redirect: None off; else whether the request
     # URI's trailing slash is kept (preserve-trailing-slash).
     force_ssl_redirect: bool | None = None
+    # from-to-www-redirect: host -> the host its requests answer 308 to.
+    www: tuple[tuple[str, str], ...] = ()
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""
