@@ -33,6 +33,13 @@ volumes are written to a directory per pod, with env values under a volume's
 ConfigMap does not exist yet waits (no process, no status) and starts once it
 does; that is not an error.
 
+* keeps each pod's stdout and stderr (CRI's log format) and serves them on
+  an HTTPS endpoint in the node's namespace, the Node's
+  ``daemonEndpoints.kubeletEndpoint``, so the API server's ``pods/log``
+  works (testkit/kubelet_logs.py; the API server needs
+  ``--kubelet-preferred-address-types=InternalIP``: the Node's Hostname
+  resolves nowhere).
+
 Not done: container restarts (a process that exits leaves the pod running but
 not ready), liveness and startup probes, exec probes and preStop hooks, other
 volumes; pods are never evicted.
