@@ -33,6 +33,13 @@ volumes are written to a directory per pod, with env values under a volume's
 ConfigMap does not exist yet waits (no process, no status) and starts once it
 does; that is not an error.
 
+* keeps each pod's stdout and stderr (CRI's log format) and serves them on
+  an HTTPS endpoint in the node's namespace, the Node's
+  ``daemonEndpoints.kubeletEndpoint``, so the API server's ``pods/log``
+  works (testkit/kubelet_logs.py; the API server needs
+  ``--kubelet-preferred-address-types=InternalIP``: the Node's Hostname
+  resolves nowhere).
+
 Not done: container restarts (a process that exits leaves the pod running but
 not ready), liveness and startup probes, exec probes and preStop hooks, other
 volumes; pods are never evicted.
@@ -69,6 +76,8 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import ConfigMap, Node, Pod, Secret
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
+from testkit.kubelet_logs import ContainerLog, LogServer
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # (pod as a dict, its IP, its ports) -> argv; the process must print one line
@@ -97,6 +106,7 @@ class _Run:
     ip: str
     proc: subprocess.Popen[str]
     started_at: str
+    log: ContainerLog
     netns: str | None = None  # its own network namespace (pod_netns)
     ready: bool = False
     exited: bool = False
@@ -156,6 +166,8 @@ class Kubelet:
         self._watch_client._client._watch_timeout.read = 1.0
         self._pods: dict[str, dict[str, Any]] = {}  # namespace/name -> latest pod
         self._runs: dict[str, _Run] = {}
+        self._logs: dict[str, ContainerLog] = {}  # namespace/name -> its log (pods/log)
+        self._log_server: LogServer | None = None
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -167,6 +179,8 @@ class Kubelet:
         _warm_decoders()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._create_network()
+        self._log_server = LogServer(self.netns, self.node_address, self.workdir, self._logs.get)
+        self._log_server.start()
         self._register_node()
         for target in (self._watch, self._work):
             t = threading.Thread(target=target, daemon=True, name=f"kubelet-{target.__name__}")
@@ -185,6 +199,8 @@ class Kubelet:
             if run.netns:
                 subprocess.run(["ip", "netns", "del", run.netns], capture_output=True)
         self._runs.clear()
+        if self._log_server is not None:
+            self._log_server.stop()
         with contextlib.suppress(ApiError):
             self._client.delete(Node, self.node)
         subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
@@ -259,11 +275,17 @@ class Kubelet:
                         {"type": "Hostname", "address": self.node},
                     ],
                     "capacity": {"cpu": "8", "memory": "16Gi", "pods": "250"},
+                    # Where the API server finds this kubelet (pods/log), at the InternalIP.
+                    "daemonEndpoints": {"kubeletEndpoint": {"Port": self._log_server_port()}},
                     "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "250"},
                 }
             },
             patch_type=PatchType.MERGE,
         )
+
+    def _log_server_port(self) -> int:
+        assert self._log_server is not None
+        return self._log_server.port
 
     # ------------------------------------------------------------------ watch + queue
 
@@ -410,14 +432,15 @@ class Kubelet:
                     }.get(path, "")
         if self.pod_netns:
             self._mount_volumes(key, pod, env)
-        log = (self.workdir / f"{key.replace('/', '_')}.log").open("a")
+        # The process's stdout and stderr, in CRI's format, for pods/log.
+        log = ContainerLog(self.workdir / f"{key.replace('/', '_')}.log")
+        self._logs[key] = log
         proc = subprocess.Popen(
             ["ip", "netns", "exec", netns, *self.command(pod, ip, ports)],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-            text=True,
+            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, errors="replace",
         )  # fmt: skip
-        log.close()
-        run = _Run(uid=pod["metadata"]["uid"], ip=ip, proc=proc, started_at=_now())
+        run = _Run(uid=pod["metadata"]["uid"], ip=ip, proc=proc, started_at=_now(), log=log)
         run.netns = netns if self.pod_netns else None
         self._runs[key] = run
         probe = containers[0].get("readinessProbe")
@@ -464,11 +487,20 @@ class Kubelet:
                         env[name] = str(where) + value[len(mount) :]
 
     def _follow(self, key: str, run: _Run, ready_when_serving: bool) -> None:
-        assert run.proc.stdout is not None
-        if run.proc.stdout.readline() and ready_when_serving:
+        assert run.proc.stdout is not None and run.proc.stderr is not None
+        errors = threading.Thread(
+            target=run.log.copy, args=("stderr", run.proc.stderr), daemon=True
+        )
+        errors.start()
+        if (first := run.proc.stdout.readline()) and ready_when_serving:
             run.ready = True
             self._queue.put(key)
+        if first:
+            run.log.write("stdout", first)
+        run.log.copy("stdout", run.proc.stdout)  # until the pod's processes end
         run.proc.wait()
+        errors.join(5)
+        run.log.close()
         run.exited = True
         run.done.set()
         self._queue.put(key)
@@ -507,6 +539,8 @@ class Kubelet:
         run.done.wait(10)
 
     def _discard(self, key: str, run: _Run) -> None:
+        if self._logs.get(key) is run.log:
+            del self._logs[key]  # a kubelet removes a deleted pod's logs
         if run.proc.poll() is None:
             run.proc.kill()
             run.proc.wait()

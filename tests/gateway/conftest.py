@@ -25,8 +25,11 @@ def gateway_cluster(
     conformance: Conformance, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[APIServer]:
     server = APIServer(
-        build_apiserver(), tmp_path_factory.mktemp("gateway-cluster"), "--controllers", "all"
-    )
+        build_apiserver(), tmp_path_factory.mktemp("gateway-cluster"), "--controllers", "all",
+        # pods/log (the mirror tests read echo-basic's logs): the test kubelet's
+        # Node names a Hostname no resolver knows.
+        "--", "--kubelet-preferred-address-types=InternalIP",
+    )  # fmt: skip
     server.start()
     try:
         install_crds(server.client(), *conformance.crd_files())

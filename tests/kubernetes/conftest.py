@@ -117,7 +117,11 @@ def cluster(
     apiserver_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[APIServer]:
     """An apiserver that also runs kube-controller-manager's controllers."""
-    server = APIServer(apiserver_binary, tmp_path_factory.mktemp("cluster"), "--controllers", "all")
+    server = APIServer(
+        apiserver_binary, tmp_path_factory.mktemp("cluster"), "--controllers", "all",
+        # pods/log: the test kubelet's Node names a Hostname no resolver knows.
+        "--", "--kubelet-preferred-address-types=InternalIP",
+    )  # fmt: skip
     server.start()
     yield server
     server.stop()

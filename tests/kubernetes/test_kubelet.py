@@ -217,3 +217,20 @@ def test_a_readiness_probe_decides_when_containers_are_ready(
         assert conditions(p)["ContainersReady"] == "False"
         assert conditions(p)["Ready"] == "False"
     assert kubelet.errors == []
+
+
+def test_a_pods_log_is_read_through_the_api_server(
+    cluster: APIServer, kubelet: Kubelet, cluster_namespace: str
+) -> None:
+    """pods/log: the API server proxies to the kubelet's HTTPS endpoint."""
+    kube = cluster.client()
+    apply(kube, pod("logged", cluster_namespace))
+    p = wait_until(lambda: ready(kube, "logged", cluster_namespace), 20, "pod Ready")
+    answered_by(p.status.podIP)
+    assert "ready" in next(iter(kube.log("logged", namespace=cluster_namespace)))
+    stamped = list(kube.log("logged", namespace=cluster_namespace, timestamps=True))
+    assert stamped[0].split(" ", 1)[1].strip() == "ready"
+    assert len(list(kube.log("logged", namespace=cluster_namespace, tail_lines=1))) == 1
+    time.sleep(1.5)  # since= filters by the lines' times, as a kubelet does
+    assert list(kube.log("logged", namespace=cluster_namespace, since=1)) == []
+    assert kubelet.errors == []
