@@ -337,3 +337,55 @@ def test_backend_https_with_a_client_certificate(ferryman: Ferryman, tmp_path: P
         assert f.reloads() == 1
     finally:
         httpd.shutdown()
+
+
+def test_auth_url_to_a_cluster_service_with_signin_and_response_headers(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """auth-url naming a Service (oauth2-proxy's form): 2xx passes with the auth
+    response's X-Auth-Request-User set on the proxied request (a client's own
+    value never reaches the backend); 401 is a 302 to auth-signin with rd= the
+    original URL; 403 stays 403. An external host rejects the Ingress (fail
+    closed). Every edit with no reload."""
+    from testkit.external_auth import AuthService
+
+    f = ferryman
+    auth = AuthService("auth")
+    try:
+        f.write("auth", service_with_backends("oauth2-proxy", [auth], port=4180))
+        start(
+            f,
+            backends,
+            annotated(
+                {
+                    P
+                    + "auth-url": "http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth",
+                    P + "auth-signin": "https://login.example/oauth2/start",
+                    P + "auth-response-headers": "X-Auth-Request-User",
+                }
+            ),
+        )
+        assert last(f)["reason"] == "AddedOrUpdated"
+        ok = {"Authorization": "Bearer ok", "X-Auth-Request-User": "mallory"}
+        r = f.get(HOST, "/")
+        assert r.status == 302
+        assert r.headers["location"] == (
+            "https://login.example/oauth2/start?rd=http%3A%2F%2Fann.test%2F"
+        )
+        r = f.get(HOST, "/x?y=1", headers=ok)
+        assert r.served_by == "a"
+        assert r.json()["headers"]["x-auth-request-user"] == "alice"
+        assert auth.seen[-1]["path"] == "/oauth2/auth"
+        assert f.get(HOST, "/", headers={"Authorization": "Bearer no"}).status == 403
+        # Without auth-signin: the 401 as is; the short Service forms.
+        f.write("doc0", annotated({P + "auth-url": "http://oauth2-proxy:4180/oauth2/auth"}))
+        eventually(lambda: f.get(HOST, "/").status == 401, 10, "401 without signin")
+        assert f.get(HOST, "/", headers=ok).served_by == "a"
+        # A host outside the cluster: rejected, nothing served unauthenticated.
+        f.write("doc0", annotated({P + "auth-url": "https://auth.example.com/check"}))
+        eventually(lambda: last(f)["reason"] == "Rejected", 10, "rejected")
+        assert "is not a Service of the cluster" in last(f)["message"]
+        assert f.get(HOST, "/").status != 200
+        assert f.reloads() == 1
+    finally:
+        auth.server.shutdown()

@@ -37,6 +37,7 @@ from ferryman.kinds.ingress.parse import ingress_nginx_access as access
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.ingress.parse import proxy_redirect
 from ferryman.kinds.policy.parse.cors import CORS
+from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
@@ -51,7 +52,7 @@ class Translated:
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each rejects the Ingress
     # What the Ingress's routes enforce as Policies would (access lists, cors).
-    policies: list[AccessControl | CORS | EgressMTLS] = field(default_factory=list)
+    policies: list[AccessControl | CORS | EgressMTLS | ExternalAuth] = field(default_factory=list)
     # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
 
@@ -486,6 +487,17 @@ ENTRIES: dict[str, Entry] = {
         ("auth-secret", "auth-secret-type", "auth-realm"),
         closed=True,
     ),
+    "auth-url": Entry(
+        DIFFERS,
+        "as an externalAuth Policy: the URL must name a cluster Service "
+        "(http(s)://<service>[.<namespace>[.svc[.cluster.local]]][:port]/path), anything "
+        "else rejects the Ingress; auth-signin: 401 answered 302 to it with "
+        "<auth-signin-redirect-param, rd>=<the original URL>; auth-response-headers set on "
+        "the proxied request (removed when the auth response has none); auth-method GET "
+        "only (another rejects the Ingress)",
+        reads=access.AUTH[1:],
+        closed=True,
+    ),
     # snippets
     **{
         key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
@@ -683,6 +695,11 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             out.policies.append(egress)
     except access.Refused as r:
         out.problems.append(f"annotations.{r}: refused")
+    try:
+        if (auth := access.external_auth(annotations)) is not None:
+            out.policies.append(auth)
+    except access.Refused as r:
+        out.problems.append(f"annotations.{r}: refused, so as not to serve unauthenticated")
     out.paths = path_rules.paths(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
+from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
@@ -213,4 +214,90 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
         ciphers=read("proxy-ssl-ciphers"),
         server_name=read("proxy-ssl-server-name").lower() == "on",
         ssl_name=ssl_name,
+    )
+
+
+# auth-url first: the others are read with it.
+AUTH = (
+    "auth-url",
+    "auth-signin",
+    "auth-signin-redirect-param",
+    "auth-response-headers",
+    "auth-method",
+)
+_AUTH_URL = re.compile(r"(https?)://([a-z0-9.\-]+)(?::([0-9]{1,5}))?(/[^\s?#$;{}\"'\\]*)?")
+_CLUSTER_SUFFIXES = (".svc.cluster.local", ".svc")
+_LABEL = re.compile(r"[a-z]([a-z0-9\-]{0,61}[a-z0-9])?")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9\-_]+")
+_SIGNIN = re.compile(r"https?://[^\s$;{}\"'\\]+|/[^\s$;{}\"'\\]*")
+
+
+def _service(host: str) -> tuple[str, str] | None:
+    """``svc``, ``svc.ns``, ``svc.ns.svc`` or ``svc.ns.svc.cluster.local`` ->
+    (name, namespace, "" for the Ingress's); None: not a cluster Service."""
+    for suffix in _CLUSTER_SUFFIXES:
+        if host.endswith(suffix):
+            host = host.removesuffix(suffix)
+            break
+    else:
+        if host.count(".") > 1:
+            return None
+    parts = host.split(".")
+    if not all(_LABEL.fullmatch(p) for p in parts):
+        return None
+    return parts[0], parts[1] if len(parts) == 2 else ""
+
+
+def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
+    """auth-url (a cluster Service's URL) as an externalAuth configuration;
+    None: not set. A URL ferryman cannot reach as a Service, or a setting it
+    cannot honour, rejects the Ingress rather than serving it unauthenticated."""
+    if PREFIX + "auth-url" not in annotations:
+        for key in AUTH[1:]:
+            if PREFIX + key in annotations:
+                raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-url")
+        return None
+
+    def read(key: str) -> str:
+        return annotations.get(PREFIX + key, "").strip()
+
+    url = read("auth-url")
+    m = _AUTH_URL.fullmatch(url)
+    if m is None:
+        raise Refused(
+            f"{PREFIX}auth-url: {url!r}: must be http(s)://<service>[.<namespace>[.svc"
+            "[.cluster.local]]][:port]/path (no query, no NGINX variables)"
+        )
+    scheme, host, port, path = m.groups()
+    found = _service(host)
+    if found is None:
+        raise Refused(
+            f"{PREFIX}auth-url: {url!r}: {host!r} is not a Service of the cluster "
+            "(ferryman sends auth requests to Services only: deploy the auth service in the "
+            "cluster)"
+        )
+    method = read("auth-method").upper()
+    if method and method != "GET":
+        raise Refused(f"{PREFIX}auth-method: {method!r}: ferryman's auth requests are GET only")
+    signin = read("auth-signin")
+    if signin and not _SIGNIN.fullmatch(signin):
+        raise Refused(f"{PREFIX}auth-signin: {signin!r} is not a URL (no NGINX variables)")
+    param = read("auth-signin-redirect-param") or "rd"
+    if not _HEADER_NAME.fullmatch(param):
+        raise Refused(f"{PREFIX}auth-signin-redirect-param: {param!r} is not a parameter name")
+    headers = tuple(h.strip() for h in read("auth-response-headers").split(",") if h.strip())
+    for h in headers:
+        if not _HEADER_NAME.fullmatch(h):
+            raise Refused(f"{PREFIX}auth-response-headers: {h!r} is not a header name")
+    name, namespace = found
+    default = 443 if scheme == "https" else 80
+    return ExternalAuth(
+        auth_uri=path or "/",
+        service=name,
+        service_namespace=namespace,
+        ports=(int(port) if port else default,),
+        signin_uri=signin,
+        ssl_enabled=scheme == "https",
+        redirect_param=param,
+        response_headers=headers,
     )

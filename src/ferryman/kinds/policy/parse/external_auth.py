@@ -38,6 +38,10 @@ class ExternalAuth:
     ssl_verify_depth: int = 1
     trusted_cert_secret: str = ""
     sni_name: str = ""
+    # ingress-nginx's auth-signin-redirect-param and auth-response-headers
+    # (no Policy field sets them).
+    redirect_param: str = "rd"
+    response_headers: tuple[str, ...] = ()
 
 
 def _uri(e: Obj, key: str) -> str:

@@ -15,11 +15,12 @@ lets the request through, 401 answers 401 with the service's
 What a per-request design cannot do is refused rather than weakened:
 ``sslVerify`` (NGINX reads ``proxy_ssl_trusted_certificate`` from a file at
 reload only) makes the context answer 500 with a Warning; ``authSigninURI``
-(NIC's ``error_page 401`` to the sign-in location) is not implemented: a
-Warning, and the 401 is answered as is. A second externalAuth in a context is
+(NIC's ``error_page 401`` to the sign-in location): a 401 from the service is
+answered 302 to it with ``rd=`` the original URL. A second externalAuth in a context is
 ignored (NIC's warning).
 
-P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>``.
+P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>|<signin, base64, or ->|
+<redirect param>|<response headers, ``,``-separated, or ->``.
 """
 
 from __future__ import annotations
@@ -40,10 +41,23 @@ class External(Enforced):
     backend: BackendKey
     auth_uri: str
     ssl: bool
+    # On 401: 302 to this URL with <redirect_param>=<the original URL> ("": none).
+    signin: str = ""
+    redirect_param: str = "rd"
+    # The auth response's headers set on the proxied request (ingress-nginx's
+    # auth-response-headers; absent in the response: removed from the request).
+    response_headers: tuple[str, ...] = ()
     letter = "x"
 
     def fields(self) -> tuple[str, ...]:
-        return (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
+        return (
+            self.backend,
+            b64(self.auth_uri),
+            "1" if self.ssl else "0",
+            b64(self.signin) if self.signin else "-",
+            self.redirect_param,
+            ",".join(self.response_headers) or "-",
+        )
 
     def backends(self) -> tuple[BackendKey, ...]:
         return (self.backend,)
@@ -79,14 +93,20 @@ def translate(
             error=True,
         )
     warnings: tuple[str, ...] = ()
-    if e.signin_uri:
-        warnings = (
-            f"ExternalAuth policy {key}: authSigninURI is not implemented yet, "
-            "a 401 from the auth service is answered as is",
-        )
     namespace = e.service_namespace or policy.meta.namespace
     why = check(reads, "Policy", policy.meta.namespace, SERVICE, namespace, e.service)
     if why is not None:  # tenant mode: the context answers 500, as for sslVerify
         return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
     backend = backend_key(namespace, e.service, str(port_of(e)))
-    return Step(External(backend, e.auth_uri, e.ssl_enabled), warnings)
+    signin = e.signin_uri
+    return Step(
+        External(
+            backend,
+            e.auth_uri,
+            e.ssl_enabled,
+            signin,
+            e.redirect_param or "rd",
+            e.response_headers,
+        ),
+        warnings,
+    )
