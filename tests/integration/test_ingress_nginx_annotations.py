@@ -369,14 +369,26 @@ def test_auth_url_to_a_cluster_service_with_signin_and_response_headers(
         ok = {"Authorization": "Bearer ok", "X-Auth-Request-User": "mallory"}
         r = f.get(HOST, "/")
         assert r.status == 302
-        assert r.headers["location"] == (
-            "https://login.example/oauth2/start?rd=http%3A%2F%2Fann.test%2F"
-        )
+        # ingress-nginx's rd=$pass_access_scheme://$http_host$escaped_request_uri
+        assert r.headers["location"] == "https://login.example/oauth2/start?rd=http://ann.test%2F"
         r = f.get(HOST, "/x?y=1", headers=ok)
         assert r.served_by == "a"
         assert r.json()["headers"]["x-auth-request-user"] == "alice"
         assert auth.seen[-1]["path"] == "/oauth2/auth"
         assert f.get(HOST, "/", headers={"Authorization": "Bearer no"}).status == 403
+        # oauth2-proxy's documented form: its variables, and rd= named already.
+        signin = "https://$host/oauth2/start?rd=$escaped_request_uri"
+        f.write(
+            "doc0",
+            annotated(
+                {
+                    P + "auth-url": "http://oauth2-proxy.default.svc:4180/oauth2/auth",
+                    P + "auth-signin": signin,
+                }
+            ),
+        )
+        want = "https://ann.test/oauth2/start?rd=%2Fx%3Fy%3D1"
+        eventually(lambda: f.get(HOST, "/x?y=1").headers.get("location") == want, 10, "variables")
         # Without auth-signin: the 401 as is; the short Service forms.
         f.write("doc0", annotated({P + "auth-url": "http://oauth2-proxy:4180/oauth2/auth"}))
         eventually(lambda: f.get(HOST, "/").status == 401, 10, "401 without signin")

@@ -19,6 +19,36 @@ local AUTH_LOCATION = "/_ferryman/external-auth"
 
 local _M = {}
 
+-- The variables a sign-in URL may name (${name} in the P item), as NGINX has
+-- them; escaped_request_uri is ingress-nginx's set_escape_uri of request_uri.
+local function variable(name)
+    local var = ngx.var
+    if name == "escaped_request_uri" then
+        return escape_uri(var.request_uri)
+    elseif name == "pass_access_scheme" then
+        return var.scheme
+    elseif name == "http_host" then
+        return var.http_host or var.host
+    elseif name == "host" or name == "scheme" or name == "request_uri" then
+        return var[name]
+    end
+    return ""
+end
+
+-- ingress-nginx's auth-signin: the URL with
+-- <param>=<scheme>://<host><escaped request URI> added, unless it names
+-- the parameter itself ("-").
+local function signin_location(config)
+    local url = string.gsub(config.signin, "%${([%w_]+)}", variable)
+    local param = config.redirect_param
+    if param == "-" then
+        return url
+    end
+    local sep = string.find(url, "?", 1, true) and "&" or "?"
+    return url .. sep .. param .. "=" .. variable("scheme") .. "://" .. variable("http_host")
+        .. variable("escaped_request_uri")
+end
+
 function _M.decode(f)
     local ssl = f[3] == "1"
     local headers = {}
@@ -71,11 +101,7 @@ function _M.check(config)
         return nil
     end
     if status == ngx.HTTP_UNAUTHORIZED and config.signin then
-        local original = ngx.var.scheme .. "://" .. (ngx.var.http_host or ngx.var.host)
-            .. ngx.var.request_uri
-        local sep = string.find(config.signin, "?", 1, true) and "&" or "?"
-        ngx.header["Location"] = config.signin .. sep .. config.redirect_param .. "="
-            .. escape_uri(original)
+        ngx.header["Location"] = signin_location(config)
         return ngx.HTTP_MOVED_TEMPORARILY
     end
     if status == ngx.HTTP_UNAUTHORIZED then

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import urllib.parse
 from collections.abc import Mapping
 
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
@@ -225,11 +226,19 @@ AUTH = (
     "auth-response-headers",
     "auth-method",
 )
-_AUTH_URL = re.compile(r"(https?)://([a-z0-9.\-]+)(?::([0-9]{1,5}))?(/[^\s?#$;{}\"'\\]*)?")
+_AUTH_URL = re.compile(
+    r"(https?)://([a-z0-9.\-]+)(?::([0-9]{1,5}))?(/[^\s?#$;{}\"'\\]*(?:\?[^\s#$;{}\"'\\]*)?)?"
+)
 _CLUSTER_SUFFIXES = (".svc.cluster.local", ".svc")
 _LABEL = re.compile(r"[a-z]([a-z0-9\-]{0,61}[a-z0-9])?")
 _HEADER_NAME = re.compile(r"[A-Za-z0-9\-_]+")
-_SIGNIN = re.compile(r"https?://[^\s$;{}\"'\\]+|/[^\s$;{}\"'\\]*")
+_SIGNIN = re.compile(r"(?:https?://|/)[^\s;{}\"'\\]*")
+# The NGINX variables a sign-in URL may name (oauth2-proxy's documented
+# https://$host/oauth2/start?rd=$escaped_request_uri), filled in per request.
+SIGNIN_VARIABLES = frozenset(
+    {"host", "http_host", "scheme", "pass_access_scheme", "request_uri", "escaped_request_uri"}
+)
+_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$")
 
 
 def _service(host: str) -> tuple[str, str] | None:
@@ -280,11 +289,11 @@ def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
     if method and method != "GET":
         raise Refused(f"{PREFIX}auth-method: {method!r}: ferryman's auth requests are GET only")
     signin = read("auth-signin")
-    if signin and not _SIGNIN.fullmatch(signin):
-        raise Refused(f"{PREFIX}auth-signin: {signin!r} is not a URL (no NGINX variables)")
     param = read("auth-signin-redirect-param") or "rd"
     if not _HEADER_NAME.fullmatch(param):
         raise Refused(f"{PREFIX}auth-signin-redirect-param: {param!r} is not a parameter name")
+    if signin:
+        signin, param = _signin(signin, param)
     headers = tuple(h.strip() for h in read("auth-response-headers").split(",") if h.strip())
     for h in headers:
         if not _HEADER_NAME.fullmatch(h):
@@ -296,8 +305,30 @@ def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
         service=name,
         service_namespace=namespace,
         ports=(int(port) if port else default,),
-        signin_uri=signin,
+        signin_url=signin,
         ssl_enabled=scheme == "https",
         redirect_param=param,
         response_headers=headers,
     )
+
+
+def _signin(signin: str, param: str) -> tuple[str, str]:
+    """auth-signin with ``${name}`` for each variable, and the parameter the
+    original URL is added as ("-": none, the URL names it already, as
+    ingress-nginx's buildAuthSignURL)."""
+    if not _SIGNIN.fullmatch(signin):
+        raise Refused(f"{PREFIX}auth-signin: {signin!r} is not a URL")
+
+    def variable(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name not in SIGNIN_VARIABLES:
+            raise Refused(
+                f"{PREFIX}auth-signin: {signin!r}: {m.group(0)!r} is not one of the variables "
+                f"ferryman fills in (${', $'.join(sorted(SIGNIN_VARIABLES))})"
+            )
+        return "${" + name + "}"
+
+    template = _VARIABLE.sub(variable, signin)
+    query = urllib.parse.urlsplit(signin).query
+    names = {k for k, v in urllib.parse.parse_qsl(query, keep_blank_values=False) if v}
+    return template, "-" if param in names else param

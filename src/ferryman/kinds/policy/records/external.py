@@ -15,8 +15,11 @@ lets the request through, 401 answers 401 with the service's
 What a per-request design cannot do is refused rather than weakened:
 ``sslVerify`` (NGINX reads ``proxy_ssl_trusted_certificate`` from a file at
 reload only) makes the context answer 500 with a Warning; ``authSigninURI``
-(NIC's ``error_page 401`` to the sign-in location): a 401 from the service is
-answered 302 to it with ``rd=`` the original URL. A second externalAuth in a context is
+(NIC's ``error_page 401`` to a location proxying to the auth service, with
+``authSigninRedirectBasePath`` proxied to it too) is not implemented: a
+Warning, and the 401 is answered as is. ingress-nginx's ``auth-signin``
+(``ExternalAuth.signin_url``) is: a 401 is answered 302 to it with
+``rd=<scheme>://<host><escaped request URI>``. A second externalAuth in a context is
 ignored (NIC's warning).
 
 P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>|<signin, base64, or ->|
@@ -93,12 +96,17 @@ def translate(
             error=True,
         )
     warnings: tuple[str, ...] = ()
+    if e.signin_uri:
+        warnings = (
+            f"ExternalAuth policy {key}: authSigninURI is not implemented yet, "
+            "a 401 from the auth service is answered as is",
+        )
     namespace = e.service_namespace or policy.meta.namespace
     why = check(reads, "Policy", policy.meta.namespace, SERVICE, namespace, e.service)
     if why is not None:  # tenant mode: the context answers 500, as for sslVerify
         return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
     backend = backend_key(namespace, e.service, str(port_of(e)))
-    signin = e.signin_uri
+    signin = e.signin_url
     return Step(
         External(
             backend,
