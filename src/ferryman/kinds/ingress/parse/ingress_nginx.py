@@ -490,11 +490,14 @@ ENTRIES: dict[str, Entry] = {
     "auth-url": Entry(
         DIFFERS,
         "as an externalAuth Policy: the URL must name a cluster Service "
-        "(http(s)://<service>[.<namespace>[.svc[.cluster.local]]][:port]/path), anything "
-        "else rejects the Ingress; auth-signin: 401 answered 302 to it with "
-        "<auth-signin-redirect-param, rd>=<the original URL>; auth-response-headers set on "
-        "the proxied request (removed when the auth response has none); auth-method GET "
-        "only (another rejects the Ingress)",
+        "(http(s)://<service>[.<namespace>[.svc[.cluster.local]]][:port]/path[?query], no "
+        "NGINX variables); an external host or anything else rejects the Ingress. "
+        "auth-signin: a 401 answered 302 to it with <auth-signin-redirect-param, "
+        "rd>=<scheme>://<host><escaped URI> unless it names that parameter (its $host, "
+        "$http_host, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri filled "
+        "in; another variable rejects the Ingress); auth-response-headers set on the proxied "
+        "request (removed when the auth response has none); auth-method GET only (another "
+        "rejects the Ingress); Set-Cookie from the auth service is not passed on",
         reads=access.AUTH[1:],
         closed=True,
     ),
