@@ -401,3 +401,35 @@ def test_auth_url_to_a_cluster_service_with_signin_and_response_headers(
         assert f.reloads() == 1
     finally:
         auth.server.shutdown()
+
+
+def test_auth_tls_secret_asks_for_client_certificates(
+    ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> None:
+    """auth-tls-secret (a nginx.org/ca Secret) with auth-tls-verify-client on:
+    no certificate 400, one of the CA served, another CA's 400; optional lets a
+    client without one through; an unknown verify value rejects the Ingress.
+    No reload."""
+    from testkit.harness import tls_secret
+    from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
+    from testkit.pki import authority, ca_secret, issue
+
+    f = ferryman
+    f.write("tls", tls_secret("ann-tls", [HOST]))
+    f.write("ca", ca_secret("client-ca", authority("ingress-nginx-ca").cert_pem))
+    tls = [{"hosts": [HOST], "secretName": "ann-tls"}]
+    a = {P + "auth-tls-secret": "default/client-ca", P + "auth-tls-verify-client": "on"}
+    start(f, backends, annotated(a, tls=tls))
+    assert last(f)["reason"] == "AddedOrUpdated"
+    code, body = mtls_get(f, tmp_path, HOST, None, "/")
+    assert code == 400 and NO_CERT in body
+    code, body = mtls_get(f, tmp_path, HOST, issue("ingress-nginx-ca", "client"), "/")
+    assert code == 200
+    code, body = mtls_get(f, tmp_path, HOST, issue("other-ca", "x"), "/")
+    assert code == 400 and CERT_ERROR in body
+    f.write("doc0", annotated({**a, P + "auth-tls-verify-client": "optional"}, tls=tls))
+    eventually(lambda: mtls_get(f, tmp_path, HOST, None, "/")[0] == 200, 10, "optional")
+    f.write("doc0", annotated({**a, P + "auth-tls-verify-client": "maybe"}, tls=tls))
+    eventually(lambda: last(f)["reason"] == "Rejected", 10, "rejected")
+    assert "auth-tls-verify-client" in last(f)["message"]
+    assert f.reloads() == 1

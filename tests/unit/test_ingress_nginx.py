@@ -471,3 +471,37 @@ def test_auth_url_that_cannot_be_enforced_rejects_the_ingress(
     t = translate({P + k: v for k, v in given_.items()}, SPEC)
     assert len(t.problems) == 1 and error in t.problems[0], t.problems
     assert not t.policies
+
+
+def test_auth_tls_as_ingress_mtls() -> None:
+    from ferryman.kinds.policy.parse.policy import IngressMTLS
+
+    a = {
+        P + "auth-tls-secret": "shop/client-ca",
+        P + "auth-tls-verify-client": "optional_no_ca",
+        P + "auth-tls-verify-depth": "2",
+    }
+    t = translate(a, SPEC, "shop")
+    assert not t.problems
+    assert t.policies == [IngressMTLS("client-ca", "optional_no_ca", 2)]
+    assert translate({P + "auth-tls-secret": "ca"}, SPEC, "shop").policies == [
+        IngressMTLS("ca", "on", 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given_", "error"),
+    [
+        ({"auth-tls-secret": "other/ca"}, "in the Ingress's namespace only"),
+        ({"auth-tls-secret": "ca", "auth-tls-verify-client": "maybe"}, "must be one of"),
+        ({"auth-tls-secret": "ca", "auth-tls-verify-depth": "x"}, "not a whole number"),
+        ({"auth-tls-verify-client": "on"}, "needs nginx.ingress.kubernetes.io/auth-tls-secret"),
+        ({"auth-tls-secret": "Bad_Name"}, "not a Secret name"),
+    ],
+)
+def test_auth_tls_that_cannot_be_enforced_rejects_the_ingress(
+    given_: dict[str, str], error: str
+) -> None:
+    t = translate({P + k: v for k, v in given_.items()}, SPEC, "shop")
+    assert len(t.problems) == 1 and error in t.problems[0], t.problems
+    assert not t.policies

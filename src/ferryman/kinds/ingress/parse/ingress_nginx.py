@@ -38,7 +38,7 @@ from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.ingress.parse import proxy_redirect
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 NGINX_ORG = "nginx.org/"
@@ -52,7 +52,9 @@ class Translated:
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each rejects the Ingress
     # What the Ingress's routes enforce as Policies would (access lists, cors).
-    policies: list[AccessControl | CORS | EgressMTLS | ExternalAuth] = field(default_factory=list)
+    policies: list[AccessControl | CORS | EgressMTLS | ExternalAuth | IngressMTLS] = field(
+        default_factory=list
+    )
     # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
 
@@ -501,6 +503,16 @@ ENTRIES: dict[str, Entry] = {
         reads=access.AUTH[1:],
         closed=True,
     ),
+    "auth-tls-secret": Entry(
+        DIFFERS,
+        "as an ingressMTLS Policy (client certificates checked at the handshake, by SNI): "
+        "the Secret must be of type nginx.org/ca with key ca.crt, in the Ingress's namespace "
+        "(ferryman does not watch Opaque Secrets), and the Ingress must have TLS (else its "
+        "hosts answer 500); auth-tls-verify-client on/off/optional/optional_no_ca and "
+        "auth-tls-verify-depth as NGINX's; anything else rejects the Ingress",
+        reads=access.AUTH_TLS[1:],
+        closed=True,
+    ),
     # snippets
     **{
         key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
@@ -703,6 +715,11 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             out.policies.append(auth)
     except access.Refused as r:
         out.problems.append(f"annotations.{r}: refused, so as not to serve unauthenticated")
+    try:
+        if (certs := access.client_certs(annotations, namespace)) is not None:
+            out.policies.append(certs)
+    except access.Refused as r:
+        out.problems.append(f"annotations.{r}: refused, so as not to serve unverified")
     out.paths = path_rules.paths(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 
@@ -332,3 +332,42 @@ def _signin(signin: str, param: str) -> tuple[str, str]:
     query = urllib.parse.urlsplit(signin).query
     names = {k for k, v in urllib.parse.parse_qsl(query, keep_blank_values=False) if v}
     return template, "-" if param in names else param
+
+
+# auth-tls-secret first: the others are read with it.
+AUTH_TLS = ("auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth")
+_SECRET_NAME = re.compile(r"[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?")
+_VERIFY = ("on", "off", "optional", "optional_no_ca")
+
+
+def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS | None:
+    """auth-tls-* as an ingressMTLS configuration (the host's client
+    certificates); None: auth-tls-secret not set. A value that cannot be
+    enforced rejects the Ingress."""
+    if PREFIX + "auth-tls-secret" not in annotations:
+        for key in AUTH_TLS[1:]:
+            if PREFIX + key in annotations:
+                raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-tls-secret")
+        return None
+
+    def read(key: str) -> str:
+        return annotations.get(PREFIX + key, "").strip()
+
+    raw = read("auth-tls-secret")
+    ns, _, name = raw.rpartition("/")
+    if ns and ns != namespace:
+        raise Refused(
+            f"{PREFIX}auth-tls-secret: {raw!r}: ferryman reads the Secret in the Ingress's "
+            "namespace only"
+        )
+    if not _SECRET_NAME.fullmatch(name):
+        raise Refused(f"{PREFIX}auth-tls-secret: {raw!r} is not a Secret name")
+    verify = read("auth-tls-verify-client").lower() or "on"
+    if verify not in _VERIFY:
+        raise Refused(
+            f"{PREFIX}auth-tls-verify-client: {verify!r}: must be one of {', '.join(_VERIFY)}"
+        )
+    depth_text = read("auth-tls-verify-depth") or "1"
+    if not depth_text.isdigit() or len(depth_text) > 3:
+        raise Refused(f"{PREFIX}auth-tls-verify-depth: {depth_text!r} is not a whole number")
+    return IngressMTLS(client_cert_secret=name, verify_client=verify, verify_depth=int(depth_text))
