@@ -22,8 +22,9 @@ Warning, and the 401 is answered as is. ingress-nginx's ``auth-signin``
 ``rd=<scheme>://<host><escaped request URI>``. A second externalAuth in a context is
 ignored (NIC's warning).
 
-P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>|<signin, base64, or ->|
-<redirect param>|<response headers, ``,``-separated, or ->``.
+P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>``, then, for
+ingress-nginx's auth-url only, ``|<signin, base64, or ->|<redirect param>|
+<response headers, ``,``-separated, or ->``.
 """
 
 from __future__ import annotations
@@ -53,10 +54,11 @@ class External(Enforced):
     letter = "x"
 
     def fields(self) -> tuple[str, ...]:
+        fields = (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
+        if not self.signin and not self.response_headers:
+            return fields  # NIC's Policy: the item as before
         return (
-            self.backend,
-            b64(self.auth_uri),
-            "1" if self.ssl else "0",
+            *fields,
             b64(self.signin) if self.signin else "-",
             self.redirect_param,
             ",".join(self.response_headers) or "-",
