@@ -497,6 +497,8 @@ def test_auth_tls_as_ingress_mtls() -> None:
         ({"auth-tls-secret": "ca", "auth-tls-verify-depth": "x"}, "not a whole number"),
         ({"auth-tls-verify-client": "on"}, "needs nginx.ingress.kubernetes.io/auth-tls-secret"),
         ({"auth-tls-secret": "Bad_Name"}, "not a Secret name"),
+        ({"auth-tls-secret": "ca", "auth-tls-match-cn": "CN=x"}, "not implemented"),
+        ({"auth-tls-secret": "ca", "auth-tls-pass-certificate-to-upstream": "true"}, "not impl"),
     ],
 )
 def test_auth_tls_that_cannot_be_enforced_rejects_the_ingress(

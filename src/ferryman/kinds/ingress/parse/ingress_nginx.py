@@ -509,7 +509,10 @@ ENTRIES: dict[str, Entry] = {
         "the Secret must be of type nginx.org/ca with key ca.crt, in the Ingress's namespace "
         "(ferryman does not watch Opaque Secrets), and the Ingress must have TLS (else its "
         "hosts answer 500); auth-tls-verify-client on/off/optional/optional_no_ca and "
-        "auth-tls-verify-depth as NGINX's; anything else rejects the Ingress",
+        "auth-tls-verify-depth as NGINX's; auth-tls-match-cn and "
+        "auth-tls-pass-certificate-to-upstream true are not implemented and reject the "
+        "Ingress (served without them, a certificate of another CN or a client's own "
+        "ssl-client-cert header would reach the backend); anything else rejects the Ingress",
         reads=access.AUTH_TLS[1:],
         closed=True,
     ),

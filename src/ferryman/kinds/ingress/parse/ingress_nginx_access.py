@@ -335,7 +335,13 @@ def _signin(signin: str, param: str) -> tuple[str, str]:
 
 
 # auth-tls-secret first: the others are read with it.
-AUTH_TLS = ("auth-tls-secret", "auth-tls-verify-client", "auth-tls-verify-depth")
+AUTH_TLS = (
+    "auth-tls-secret",
+    "auth-tls-verify-client",
+    "auth-tls-verify-depth",
+    "auth-tls-match-cn",
+    "auth-tls-pass-certificate-to-upstream",
+)
 _SECRET_NAME = re.compile(r"[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?")
 _VERIFY = ("on", "off", "optional", "optional_no_ca")
 
@@ -345,7 +351,7 @@ def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS 
     certificates); None: auth-tls-secret not set. A value that cannot be
     enforced rejects the Ingress."""
     if PREFIX + "auth-tls-secret" not in annotations:
-        for key in AUTH_TLS[1:]:
+        for key in AUTH_TLS[1:4]:  # asking for checks without a CA: refused
             if PREFIX + key in annotations:
                 raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-tls-secret")
         return None
@@ -353,6 +359,14 @@ def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS 
     def read(key: str) -> str:
         return annotations.get(PREFIX + key, "").strip()
 
+    if read("auth-tls-match-cn"):
+        # Ignored, any certificate of the CA would be let in.
+        raise Refused(f"{PREFIX}auth-tls-match-cn: not implemented by ferryman yet")
+    if read("auth-tls-pass-certificate-to-upstream").lower() == "true":
+        # Ignored, the backend would get a client's own ssl-client-cert header.
+        raise Refused(
+            f"{PREFIX}auth-tls-pass-certificate-to-upstream: not implemented by ferryman yet"
+        )
     raw = read("auth-tls-secret")
     ns, _, name = raw.rpartition("/")
     if ns and ns != namespace:
