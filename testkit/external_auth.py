@@ -35,6 +35,8 @@ class _AuthHandler(BaseHTTPRequestHandler):
         self.send_response(code)
         if code == 401:
             self.send_header("WWW-Authenticate", 'Basic realm="Protected Area"')
+        if code == 200:  # the identity an oauth2-proxy would hand on
+            self.send_header("X-Auth-Request-User", "alice")
         body = b"" if code == 204 else b"auth\n"
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -337,3 +337,99 @@ def test_backend_https_with_a_client_certificate(ferryman: Ferryman, tmp_path: P
         assert f.reloads() == 1
     finally:
         httpd.shutdown()
+
+
+def test_auth_url_to_a_cluster_service_with_signin_and_response_headers(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """auth-url naming a Service (oauth2-proxy's form): 2xx passes with the auth
+    response's X-Auth-Request-User set on the proxied request (a client's own
+    value never reaches the backend); 401 is a 302 to auth-signin with rd= the
+    original URL; 403 stays 403. An external host rejects the Ingress (fail
+    closed). Every edit with no reload."""
+    from testkit.external_auth import AuthService
+
+    f = ferryman
+    auth = AuthService("auth")
+    try:
+        f.write("auth", service_with_backends("oauth2-proxy", [auth], port=4180))
+        start(
+            f,
+            backends,
+            annotated(
+                {
+                    P
+                    + "auth-url": "http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth",
+                    P + "auth-signin": "https://login.example/oauth2/start",
+                    P + "auth-response-headers": "X-Auth-Request-User",
+                }
+            ),
+        )
+        assert last(f)["reason"] == "AddedOrUpdated"
+        ok = {"Authorization": "Bearer ok", "X-Auth-Request-User": "mallory"}
+        r = f.get(HOST, "/")
+        assert r.status == 302
+        # ingress-nginx's rd=$pass_access_scheme://$http_host$escaped_request_uri
+        assert r.headers["location"] == "https://login.example/oauth2/start?rd=http://ann.test%2F"
+        r = f.get(HOST, "/x?y=1", headers=ok)
+        assert r.served_by == "a"
+        assert r.json()["headers"]["x-auth-request-user"] == "alice"
+        assert auth.seen[-1]["path"] == "/oauth2/auth"
+        assert f.get(HOST, "/", headers={"Authorization": "Bearer no"}).status == 403
+        # oauth2-proxy's documented form: its variables, and rd= named already.
+        signin = "https://$host/oauth2/start?rd=$escaped_request_uri"
+        f.write(
+            "doc0",
+            annotated(
+                {
+                    P + "auth-url": "http://oauth2-proxy.default.svc:4180/oauth2/auth",
+                    P + "auth-signin": signin,
+                }
+            ),
+        )
+        want = "https://ann.test/oauth2/start?rd=%2Fx%3Fy%3D1"
+        eventually(lambda: f.get(HOST, "/x?y=1").headers.get("location") == want, 10, "variables")
+        # Without auth-signin: the 401 as is; the short Service forms.
+        f.write("doc0", annotated({P + "auth-url": "http://oauth2-proxy:4180/oauth2/auth"}))
+        eventually(lambda: f.get(HOST, "/").status == 401, 10, "401 without signin")
+        assert f.get(HOST, "/", headers=ok).served_by == "a"
+        # A host outside the cluster: rejected, nothing served unauthenticated.
+        f.write("doc0", annotated({P + "auth-url": "https://auth.example.com/check"}))
+        eventually(lambda: last(f)["reason"] == "Rejected", 10, "rejected")
+        assert "is not a Service of the cluster" in last(f)["message"]
+        assert f.get(HOST, "/").status != 200
+        assert f.reloads() == 1
+    finally:
+        auth.server.shutdown()
+
+
+def test_auth_tls_secret_asks_for_client_certificates(
+    ferryman: Ferryman, backends: Backends, tmp_path: Path
+) -> None:
+    """auth-tls-secret (a nginx.org/ca Secret) with auth-tls-verify-client on:
+    no certificate 400, one of the CA served, another CA's 400; optional lets a
+    client without one through; an unknown verify value rejects the Ingress.
+    No reload."""
+    from testkit.harness import tls_secret
+    from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
+    from testkit.pki import authority, ca_secret, issue
+
+    f = ferryman
+    f.write("tls", tls_secret("ann-tls", [HOST]))
+    f.write("ca", ca_secret("client-ca", authority("ingress-nginx-ca").cert_pem))
+    tls = [{"hosts": [HOST], "secretName": "ann-tls"}]
+    a = {P + "auth-tls-secret": "default/client-ca", P + "auth-tls-verify-client": "on"}
+    start(f, backends, annotated(a, tls=tls))
+    assert last(f)["reason"] == "AddedOrUpdated"
+    code, body = mtls_get(f, tmp_path, HOST, None, "/")
+    assert code == 400 and NO_CERT in body
+    code, body = mtls_get(f, tmp_path, HOST, issue("ingress-nginx-ca", "client"), "/")
+    assert code == 200
+    code, body = mtls_get(f, tmp_path, HOST, issue("other-ca", "x"), "/")
+    assert code == 400 and CERT_ERROR in body
+    f.write("doc0", annotated({**a, P + "auth-tls-verify-client": "optional"}, tls=tls))
+    eventually(lambda: mtls_get(f, tmp_path, HOST, None, "/")[0] == 200, 10, "optional")
+    f.write("doc0", annotated({**a, P + "auth-tls-verify-client": "maybe"}, tls=tls))
+    eventually(lambda: last(f)["reason"] == "Rejected", 10, "rejected")
+    assert "auth-tls-verify-client" in last(f)["message"]
+    assert f.reloads() == 1

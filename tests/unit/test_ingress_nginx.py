@@ -376,3 +376,134 @@ def test_proxy_ssl_as_egress_tls() -> None:
     assert verify.policies == [] and "does not verify backends" in verify.problems[0]
     bad = translate({P + "proxy-ssl-name": "a b"}, SPEC, "shop")
     assert "is not a host name" in bad.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "service", "namespace", "port", "uri", "ssl"),
+    [
+        (
+            "http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth",
+            "oauth2-proxy",
+            "auth",
+            4180,
+            "/oauth2/auth",
+            False,
+        ),
+        (
+            "http://oauth2-proxy.auth.svc:4180/oauth2/auth",
+            "oauth2-proxy",
+            "auth",
+            4180,
+            "/oauth2/auth",
+            False,
+        ),
+        ("http://oauth2-proxy.auth/oauth2/auth", "oauth2-proxy", "auth", 80, "/oauth2/auth", False),
+        (
+            "https://authz/check?allowed_groups=a,b",
+            "authz",
+            "",
+            443,
+            "/check?allowed_groups=a,b",
+            True,
+        ),
+        ("http://authz", "authz", "", 80, "/", False),
+    ],
+)
+def test_auth_url_naming_a_service_is_external_auth(
+    url: str, service: str, namespace: str, port: int, uri: str, ssl: bool
+) -> None:
+    from ferryman.kinds.policy.parse.external_auth import ExternalAuth
+
+    t = translate({P + "auth-url": url}, SPEC)
+    assert not t.problems and not t.warnings
+    (auth,) = t.policies
+    assert auth == ExternalAuth(
+        auth_uri=uri,
+        service=service,
+        service_namespace=namespace,
+        ports=(port,),
+        ssl_enabled=ssl,
+    )
+
+
+def test_auth_signin_response_headers_and_method() -> None:
+    t = translate(
+        {
+            P + "auth-url": "http://oauth2-proxy:4180/oauth2/auth",
+            P + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri",
+            P + "auth-response-headers": "X-Auth-Request-User, X-Auth-Request-Email",
+            P + "auth-method": "get",
+        },
+        SPEC,
+    )
+    assert not t.problems
+    (auth,) = t.policies
+    assert auth.signin_url == "https://${host}/oauth2/start?rd=${escaped_request_uri}"  # type: ignore[union-attr]
+    assert auth.redirect_param == "-"  # type: ignore[union-attr]
+    assert auth.response_headers == ("X-Auth-Request-User", "X-Auth-Request-Email")  # type: ignore[union-attr]
+    t = translate(
+        {
+            P + "auth-url": "http://oauth2-proxy:4180/oauth2/auth",
+            P + "auth-signin": "https://login.example/start",
+            P + "auth-signin-redirect-param": "orig",
+        },
+        SPEC,
+    )
+    (auth,) = t.policies
+    assert auth.redirect_param == "orig"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("given_", "error"),
+    [
+        ({"auth-url": "https://auth.example.com/check"}, "is not a Service of the cluster"),
+        ({"auth-url": "http://auth/check?u=$request_uri"}, "no NGINX variables"),
+        ({"auth-url": "auth/check"}, "must be http(s)://"),
+        ({"auth-url": "http://a/b", "auth-method": "POST"}, "GET only"),
+        ({"auth-url": "http://a/b", "auth-signin": "https://$remote_user/x"}, "not one of"),
+        ({"auth-url": "http://a/b", "auth-response-headers": "X-A;B"}, "not a header name"),
+        ({"auth-signin": "https://login/"}, "needs nginx.ingress.kubernetes.io/auth-url"),
+    ],
+)
+def test_auth_url_that_cannot_be_enforced_rejects_the_ingress(
+    given_: dict[str, str], error: str
+) -> None:
+    t = translate({P + k: v for k, v in given_.items()}, SPEC)
+    assert len(t.problems) == 1 and error in t.problems[0], t.problems
+    assert not t.policies
+
+
+def test_auth_tls_as_ingress_mtls() -> None:
+    from ferryman.kinds.policy.parse.policy import IngressMTLS
+
+    a = {
+        P + "auth-tls-secret": "shop/client-ca",
+        P + "auth-tls-verify-client": "optional_no_ca",
+        P + "auth-tls-verify-depth": "2",
+    }
+    t = translate(a, SPEC, "shop")
+    assert not t.problems
+    assert t.policies == [IngressMTLS("client-ca", "optional_no_ca", 2)]
+    assert translate({P + "auth-tls-secret": "ca"}, SPEC, "shop").policies == [
+        IngressMTLS("ca", "on", 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given_", "error"),
+    [
+        ({"auth-tls-secret": "other/ca"}, "in the Ingress's namespace only"),
+        ({"auth-tls-secret": "ca", "auth-tls-verify-client": "maybe"}, "must be one of"),
+        ({"auth-tls-secret": "ca", "auth-tls-verify-depth": "x"}, "not a whole number"),
+        ({"auth-tls-verify-client": "on"}, "needs nginx.ingress.kubernetes.io/auth-tls-secret"),
+        ({"auth-tls-secret": "Bad_Name"}, "not a Secret name"),
+        ({"auth-tls-secret": "ca", "auth-tls-match-cn": "CN=x"}, "not implemented"),
+        ({"auth-tls-secret": "ca", "auth-tls-pass-certificate-to-upstream": "true"}, "not impl"),
+    ],
+)
+def test_auth_tls_that_cannot_be_enforced_rejects_the_ingress(
+    given_: dict[str, str], error: str
+) -> None:
+    t = translate({P + k: v for k, v in given_.items()}, SPEC, "shop")
+    assert len(t.problems) == 1 and error in t.problems[0], t.problems
+    assert not t.policies

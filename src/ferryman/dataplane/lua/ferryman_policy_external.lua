@@ -1,6 +1,7 @@
 -- The externalAuth Policy: NGINX's auth_request, asked per request
 -- (kinds/policy/records/external.py says why this way). P item:
--- x|<backend key>|<authURI, base64>|<ssl 0|1>.
+-- x|<backend key>|<authURI, base64>|<ssl 0|1>|<signin, base64, or ->|
+-- <redirect param>|<response headers, ","-separated, or ->.
 --
 -- The subrequest goes to nginx.conf's internal location AUTH_LOCATION, whose
 -- proxy_pass is $ferryman_auth_url ("http(s)://ferryman_backend<authURI>");
@@ -11,14 +12,55 @@
 
 local decode_base64 = ngx.decode_base64
 local capture = ngx.location.capture
+local escape_uri = ngx.escape_uri
+local upstream_fields = require("ferryman_vs_upstream")
 
 local AUTH_LOCATION = "/_ferryman/external-auth"
 
 local _M = {}
 
+-- The variables a sign-in URL may name (${name} in the P item), as NGINX has
+-- them; escaped_request_uri is ingress-nginx's set_escape_uri of request_uri.
+local function variable(name)
+    local var = ngx.var
+    if name == "escaped_request_uri" then
+        return escape_uri(var.request_uri)
+    elseif name == "pass_access_scheme" then
+        return var.scheme
+    elseif name == "http_host" then
+        return var.http_host or var.host
+    elseif name == "host" or name == "scheme" or name == "request_uri" then
+        return var[name]
+    end
+    return ""
+end
+
+-- ingress-nginx's auth-signin: the URL with
+-- <param>=<scheme>://<host><escaped request URI> added, unless it names
+-- the parameter itself ("-").
+local function signin_location(config)
+    local url = string.gsub(config.signin, "%${([%w_]+)}", variable)
+    local param = config.redirect_param
+    if param == "-" then
+        return url
+    end
+    local sep = string.find(url, "?", 1, true) and "&" or "?"
+    return url .. sep .. param .. "=" .. variable("scheme") .. "://" .. variable("http_host")
+        .. variable("escaped_request_uri")
+end
+
 function _M.decode(f)
     local ssl = f[3] == "1"
+    local headers = {}
+    if f[6] and f[6] ~= "-" then
+        for name in string.gmatch(f[6], "[^,]+") do
+            headers[#headers + 1] = name
+        end
+    end
     return {
+        signin = (f[4] and f[4] ~= "-") and decode_base64(f[4]) or nil,
+        redirect_param = f[5] or "rd",
+        headers = headers,
         key = f[1],
         url = (ssl and "https" or "http") .. "://ferryman_backend" .. decode_base64(f[2]),
         -- The upstream settings the balancer reads: NIC's auth upstream has
@@ -43,7 +85,24 @@ function _M.check(config)
     _M.release(ctx)
     local status = res.status
     if status >= 200 and status < 300 then
+        -- The named headers as the auth service answered them, whatever the
+        -- client sent under those names.
+        for _, name in ipairs(config.headers) do
+            local value = res.header[name]
+            if type(value) == "table" then
+                value = value[1]
+            end
+            if value then
+                upstream_fields.set_header(name, value)
+            else
+                upstream_fields.remove_header(name)
+            end
+        end
         return nil
+    end
+    if status == ngx.HTTP_UNAUTHORIZED and config.signin then
+        ngx.header["Location"] = signin_location(config)
+        return ngx.HTTP_MOVED_TEMPORARILY
     end
     if status == ngx.HTTP_UNAUTHORIZED then
         local challenge = res.header["WWW-Authenticate"]

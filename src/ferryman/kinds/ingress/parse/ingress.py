@@ -11,7 +11,8 @@ from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
 from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases, with_www
 from ferryman.kinds.policy.parse.cors import CORS
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
+from ferryman.kinds.policy.parse.external_auth import ExternalAuth
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
 from ferryman.resources.nic_fields import required
@@ -90,7 +91,9 @@ class Ingress:
     policies: tuple[PolicyRef, ...] = ()  # nginx.org/policies, in order
     mergeable: str | None = None  # "master" or "minion" (nginx.org/mergeable-ingress-type)
     # ingress-nginx's access annotations as Policy configurations (ingress_nginx_access).
-    annotation_policies: tuple[AccessControl | CORS | EgressMTLS, ...] = ()
+    annotation_policies: tuple[
+        AccessControl | CORS | EgressMTLS | ExternalAuth | IngressMTLS, ...
+    ] = ()
     # ingress-nginx's rewrite-target, app-root and redirects (ingress_nginx_paths).
     paths: Paths = field(default_factory=Paths)
 

@@ -37,7 +37,8 @@ from ferryman.kinds.ingress.parse import ingress_nginx_access as access
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.ingress.parse import proxy_redirect
 from ferryman.kinds.policy.parse.cors import CORS
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
+from ferryman.kinds.policy.parse.external_auth import ExternalAuth
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 NGINX_ORG = "nginx.org/"
@@ -51,7 +52,9 @@ class Translated:
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # each rejects the Ingress
     # What the Ingress's routes enforce as Policies would (access lists, cors).
-    policies: list[AccessControl | CORS | EgressMTLS] = field(default_factory=list)
+    policies: list[AccessControl | CORS | EgressMTLS | ExternalAuth | IngressMTLS] = field(
+        default_factory=list
+    )
     # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
 
@@ -493,6 +496,33 @@ ENTRIES: dict[str, Entry] = {
         ("auth-secret", "auth-secret-type", "auth-realm"),
         closed=True,
     ),
+    "auth-url": Entry(
+        DIFFERS,
+        "as an externalAuth Policy: the URL must name a cluster Service "
+        "(http(s)://<service>[.<namespace>[.svc[.cluster.local]]][:port]/path[?query], no "
+        "NGINX variables); an external host or anything else rejects the Ingress. "
+        "auth-signin: a 401 answered 302 to it with <auth-signin-redirect-param, "
+        "rd>=<scheme>://<host><escaped URI> unless it names that parameter (its $host, "
+        "$http_host, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri filled "
+        "in; another variable rejects the Ingress); auth-response-headers set on the proxied "
+        "request (removed when the auth response has none); auth-method GET only (another "
+        "rejects the Ingress); Set-Cookie from the auth service is not passed on",
+        reads=access.AUTH[1:],
+        closed=True,
+    ),
+    "auth-tls-secret": Entry(
+        DIFFERS,
+        "as an ingressMTLS Policy (client certificates checked at the handshake, by SNI): "
+        "the Secret must be of type nginx.org/ca with key ca.crt, in the Ingress's namespace "
+        "(ferryman does not watch Opaque Secrets), and the Ingress must have TLS (else its "
+        "hosts answer 500); auth-tls-verify-client on/off/optional/optional_no_ca and "
+        "auth-tls-verify-depth as NGINX's; auth-tls-match-cn and "
+        "auth-tls-pass-certificate-to-upstream true are not implemented and reject the "
+        "Ingress (served without them, a certificate of another CN or a client's own "
+        "ssl-client-cert header would reach the backend); anything else rejects the Ingress",
+        reads=access.AUTH_TLS[1:],
+        closed=True,
+    ),
     # snippets
     **{
         key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
@@ -690,6 +720,16 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             out.policies.append(egress)
     except access.Refused as r:
         out.problems.append(f"annotations.{r}: refused")
+    try:
+        if (auth := access.external_auth(annotations)) is not None:
+            out.policies.append(auth)
+    except access.Refused as r:
+        out.problems.append(f"annotations.{r}: refused, so as not to serve unauthenticated")
+    try:
+        if (certs := access.client_certs(annotations, namespace)) is not None:
+            out.policies.append(certs)
+    except access.Refused as r:
+        out.problems.append(f"annotations.{r}: refused, so as not to serve unverified")
     out.paths = path_rules.paths(annotations, out.warnings, spec)
     cors, warned = access.cors(annotations)
     out.warnings += warned

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import urllib.parse
 from collections.abc import Mapping
 
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS
+from ferryman.kinds.policy.parse.external_auth import ExternalAuth
+from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 
@@ -214,3 +216,172 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
         server_name=read("proxy-ssl-server-name").lower() == "on",
         ssl_name=ssl_name,
     )
+
+
+# auth-url first: the others are read with it.
+AUTH = (
+    "auth-url",
+    "auth-signin",
+    "auth-signin-redirect-param",
+    "auth-response-headers",
+    "auth-method",
+)
+_AUTH_URL = re.compile(
+    r"(https?)://([a-z0-9.\-]+)(?::([0-9]{1,5}))?(/[^\s?#$;{}\"'\\]*(?:\?[^\s#$;{}\"'\\]*)?)?"
+)
+_CLUSTER_SUFFIXES = (".svc.cluster.local", ".svc")
+_LABEL = re.compile(r"[a-z]([a-z0-9\-]{0,61}[a-z0-9])?")
+_HEADER_NAME = re.compile(r"[A-Za-z0-9\-_]+")
+_SIGNIN = re.compile(r"(?:https?://|/)[^\s;{}\"'\\]*")
+# The NGINX variables a sign-in URL may name (oauth2-proxy's documented
+# https://$host/oauth2/start?rd=$escaped_request_uri), filled in per request.
+SIGNIN_VARIABLES = frozenset(
+    {"host", "http_host", "scheme", "pass_access_scheme", "request_uri", "escaped_request_uri"}
+)
+_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$")
+
+
+def _service(host: str) -> tuple[str, str] | None:
+    """``svc``, ``svc.ns``, ``svc.ns.svc`` or ``svc.ns.svc.cluster.local`` ->
+    (name, namespace, "" for the Ingress's); None: not a cluster Service."""
+    for suffix in _CLUSTER_SUFFIXES:
+        if host.endswith(suffix):
+            host = host.removesuffix(suffix)
+            break
+    else:
+        if host.count(".") > 1:
+            return None
+    parts = host.split(".")
+    if not all(_LABEL.fullmatch(p) for p in parts):
+        return None
+    return parts[0], parts[1] if len(parts) == 2 else ""
+
+
+def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
+    """auth-url (a cluster Service's URL) as an externalAuth configuration;
+    None: not set. A URL ferryman cannot reach as a Service, or a setting it
+    cannot honour, rejects the Ingress rather than serving it unauthenticated."""
+    if PREFIX + "auth-url" not in annotations:
+        for key in AUTH[1:]:
+            if PREFIX + key in annotations:
+                raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-url")
+        return None
+
+    def read(key: str) -> str:
+        return annotations.get(PREFIX + key, "").strip()
+
+    url = read("auth-url")
+    m = _AUTH_URL.fullmatch(url)
+    if m is None:
+        raise Refused(
+            f"{PREFIX}auth-url: {url!r}: must be http(s)://<service>[.<namespace>[.svc"
+            "[.cluster.local]]][:port]/path (no query, no NGINX variables)"
+        )
+    scheme, host, port, path = m.groups()
+    found = _service(host)
+    if found is None:
+        raise Refused(
+            f"{PREFIX}auth-url: {url!r}: {host!r} is not a Service of the cluster "
+            "(ferryman sends auth requests to Services only: deploy the auth service in the "
+            "cluster)"
+        )
+    method = read("auth-method").upper()
+    if method and method != "GET":
+        raise Refused(f"{PREFIX}auth-method: {method!r}: ferryman's auth requests are GET only")
+    signin = read("auth-signin")
+    param = read("auth-signin-redirect-param") or "rd"
+    if not _HEADER_NAME.fullmatch(param):
+        raise Refused(f"{PREFIX}auth-signin-redirect-param: {param!r} is not a parameter name")
+    if signin:
+        signin, param = _signin(signin, param)
+    headers = tuple(h.strip() for h in read("auth-response-headers").split(",") if h.strip())
+    for h in headers:
+        if not _HEADER_NAME.fullmatch(h):
+            raise Refused(f"{PREFIX}auth-response-headers: {h!r} is not a header name")
+    name, namespace = found
+    default = 443 if scheme == "https" else 80
+    return ExternalAuth(
+        auth_uri=path or "/",
+        service=name,
+        service_namespace=namespace,
+        ports=(int(port) if port else default,),
+        signin_url=signin,
+        ssl_enabled=scheme == "https",
+        redirect_param=param,
+        response_headers=headers,
+    )
+
+
+def _signin(signin: str, param: str) -> tuple[str, str]:
+    """auth-signin with ``${name}`` for each variable, and the parameter the
+    original URL is added as ("-": none, the URL names it already, as
+    ingress-nginx's buildAuthSignURL)."""
+    if not _SIGNIN.fullmatch(signin):
+        raise Refused(f"{PREFIX}auth-signin: {signin!r} is not a URL")
+
+    def variable(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name not in SIGNIN_VARIABLES:
+            raise Refused(
+                f"{PREFIX}auth-signin: {signin!r}: {m.group(0)!r} is not one of the variables "
+                f"ferryman fills in (${', $'.join(sorted(SIGNIN_VARIABLES))})"
+            )
+        return "${" + name + "}"
+
+    template = _VARIABLE.sub(variable, signin)
+    query = urllib.parse.urlsplit(signin).query
+    names = {k for k, v in urllib.parse.parse_qsl(query, keep_blank_values=False) if v}
+    return template, "-" if param in names else param
+
+
+# auth-tls-secret first: the others are read with it.
+AUTH_TLS = (
+    "auth-tls-secret",
+    "auth-tls-verify-client",
+    "auth-tls-verify-depth",
+    "auth-tls-match-cn",
+    "auth-tls-pass-certificate-to-upstream",
+)
+_SECRET_NAME = re.compile(r"[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?")
+_VERIFY = ("on", "off", "optional", "optional_no_ca")
+
+
+def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS | None:
+    """auth-tls-* as an ingressMTLS configuration (the host's client
+    certificates); None: auth-tls-secret not set. A value that cannot be
+    enforced rejects the Ingress."""
+    if PREFIX + "auth-tls-secret" not in annotations:
+        for key in AUTH_TLS[1:4]:  # asking for checks without a CA: refused
+            if PREFIX + key in annotations:
+                raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-tls-secret")
+        return None
+
+    def read(key: str) -> str:
+        return annotations.get(PREFIX + key, "").strip()
+
+    if read("auth-tls-match-cn"):
+        # Ignored, any certificate of the CA would be let in.
+        raise Refused(f"{PREFIX}auth-tls-match-cn: not implemented by ferryman yet")
+    if read("auth-tls-pass-certificate-to-upstream").lower() == "true":
+        # Ignored, the backend would get a client's own ssl-client-cert header.
+        raise Refused(
+            f"{PREFIX}auth-tls-pass-certificate-to-upstream: not implemented by ferryman yet"
+        )
+    raw = read("auth-tls-secret")
+    ns, _, name = raw.rpartition("/")
+    if ns and ns != namespace:
+        raise Refused(
+            f"{PREFIX}auth-tls-secret: {raw!r}: ferryman reads the Secret in the Ingress's "
+            "namespace only"
+        )
+    if not _SECRET_NAME.fullmatch(name):
+        raise Refused(f"{PREFIX}auth-tls-secret: {raw!r} is not a Secret name")
+    verify = read("auth-tls-verify-client").lower() or "on"
+    if verify not in _VERIFY:
+        raise Refused(
+            f"{PREFIX}auth-tls-verify-client: {verify!r}: must be one of {', '.join(_VERIFY)}"
+        )
+    depth_text = read("auth-tls-verify-depth") or "1"
+    if not depth_text.isdigit() or len(depth_text) > 3:
+        raise Refused(f"{PREFIX}auth-tls-verify-depth: {depth_text!r} is not a whole number")
+    return IngressMTLS(client_cert_secret=name, verify_client=verify, verify_depth=int(depth_text))

@@ -38,6 +38,12 @@ class ExternalAuth:
     ssl_verify_depth: int = 1
     trusted_cert_secret: str = ""
     sni_name: str = ""
+    # ingress-nginx's auth-signin (a 302 to it, ${variable}s filled in), its
+    # auth-signin-redirect-param ("-": none added) and auth-response-headers
+    # (no Policy field sets them; NIC's authSigninURI is another thing).
+    signin_url: str = ""
+    redirect_param: str = "rd"
+    response_headers: tuple[str, ...] = ()
 
 
 def _uri(e: Obj, key: str) -> str:

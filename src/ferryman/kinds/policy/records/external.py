@@ -15,11 +15,16 @@ lets the request through, 401 answers 401 with the service's
 What a per-request design cannot do is refused rather than weakened:
 ``sslVerify`` (NGINX reads ``proxy_ssl_trusted_certificate`` from a file at
 reload only) makes the context answer 500 with a Warning; ``authSigninURI``
-(NIC's ``error_page 401`` to the sign-in location) is not implemented: a
-Warning, and the 401 is answered as is. A second externalAuth in a context is
+(NIC's ``error_page 401`` to a location proxying to the auth service, with
+``authSigninRedirectBasePath`` proxied to it too) is not implemented: a
+Warning, and the 401 is answered as is. ingress-nginx's ``auth-signin``
+(``ExternalAuth.signin_url``) is: a 401 is answered 302 to it with
+``rd=<scheme>://<host><escaped request URI>``. A second externalAuth in a context is
 ignored (NIC's warning).
 
-P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>``.
+P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>``, then, for
+ingress-nginx's auth-url only, ``|<signin, base64, or ->|<redirect param>|
+<response headers, ``,``-separated, or ->``.
 """
 
 from __future__ import annotations
@@ -40,10 +45,24 @@ class External(Enforced):
     backend: BackendKey
     auth_uri: str
     ssl: bool
+    # On 401: 302 to this URL with <redirect_param>=<the original URL> ("": none).
+    signin: str = ""
+    redirect_param: str = "rd"
+    # The auth response's headers set on the proxied request (ingress-nginx's
+    # auth-response-headers; absent in the response: removed from the request).
+    response_headers: tuple[str, ...] = ()
     letter = "x"
 
     def fields(self) -> tuple[str, ...]:
-        return (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
+        fields = (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
+        if not self.signin and not self.response_headers:
+            return fields  # NIC's Policy: the item as before
+        return (
+            *fields,
+            b64(self.signin) if self.signin else "-",
+            self.redirect_param,
+            ",".join(self.response_headers) or "-",
+        )
 
     def backends(self) -> tuple[BackendKey, ...]:
         return (self.backend,)
@@ -89,4 +108,15 @@ def translate(
     if why is not None:  # tenant mode: the context answers 500, as for sslVerify
         return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
     backend = backend_key(namespace, e.service, str(port_of(e)))
-    return Step(External(backend, e.auth_uri, e.ssl_enabled), warnings)
+    signin = e.signin_url
+    return Step(
+        External(
+            backend,
+            e.auth_uri,
+            e.ssl_enabled,
+            signin,
+            e.redirect_param or "rd",
+            e.response_headers,
+        ),
+        warnings,
+    )
