@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from bench.tls import handwritten_http, host, parse_h2load
 
 
