@@ -262,7 +262,9 @@ def h2load(port: int, name: str, n: int, h1: bool) -> tuple[float, int]:
     ).stdout
     rps, ok, failed = parse_h2load(out)
     if failed:
-        raise RuntimeError(f"h2load: {failed} failed requests to {name}")
+        # Reported, not raised: the row shows 0 and the failures are printed.
+        print(f"h2load: {failed} failed requests to {name} on port {port}:\n{out[-600:]}")
+        return 0.0, ok
     return rps, ok
 
 
