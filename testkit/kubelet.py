@@ -77,6 +77,7 @@ from lightkube.resources.core_v1 import ConfigMap, Node, Pod, Secret
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
 from testkit.kubelet_logs import ContainerLog, LogServer
+from testkit.netns import free_subnet, reap_stale
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,7 +153,7 @@ class Kubelet:
         self.bridge = f"fmb{os.getpid()}x{index}"[:15]
         self.host_if = f"fnh{os.getpid()}x{index}"[:15]
         self.peer_if = f"fnp{os.getpid()}x{index}"[:15]
-        prefix = f"10.{232 + index}.{n}"
+        prefix = f"10.{232 + index}.{free_subnet(f'10.{232 + index}', n)}"
         self.host_address = f"{prefix}.1"  # this machine's end of the link
         self.node_address = f"{prefix}.254"  # the Node's InternalIP
         self._free = [f"{prefix}.{i}" for i in range(2, 254)]
@@ -208,6 +209,7 @@ class Kubelet:
         self._client.close()
 
     def _create_network(self) -> None:
+        reap_stale()
         _ip("netns", "add", self.netns)
         _ip("link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
         _ip("link", "set", self.peer_if, "netns", self.netns)

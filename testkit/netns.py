@@ -7,7 +7,10 @@ that exists only inside this machine. Needs root and iproute2.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +22,50 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+# The namespaces test runs make, each named with its process's pid.
+_OWNED = (re.compile(r"^ferryman-.+-(\d+)$"), re.compile(r"^fm-(?:node|pod)-(\d+)-\d+$"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_stale() -> None:
+    """Remove the network namespaces of test runs that are gone (killed before
+    their teardown): their processes killed, the namespaces deleted. Subnets
+    are chosen by pid, so a dead run's link and route could otherwise shadow
+    this run's (its pods' addresses answering "connection refused")."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in listed.splitlines():
+        name = line.split(" ", 1)[0]
+        owner = next((m for r in _OWNED if (m := r.match(name))), None)
+        if owner is None or _alive(int(owner.group(1))):
+            continue
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+        for pid in pids.stdout.split():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def free_subnet(first: str, n: int) -> int:
+    """The third octet, from ``n`` up, of a /24 under ``first`` (``10.232``) that no
+    route of this machine uses (another live run's, chosen by its pid too)."""
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True).stdout
+    used = set(re.findall(rf"^{re.escape(first)}\.(\d+)\.", routes, re.MULTILINE))
+    for k in range(250):
+        candidate = (n - 1 + k) % 250 + 1
+        if str(candidate) not in used:
+            return candidate
+    return n
 
 
 class BackendHost:
@@ -33,6 +80,7 @@ class BackendHost:
         self.backends: list[RemoteBackend] = []
 
     def create(self) -> None:
+        reap_stale()
         _ip("netns", "add", self.netns)
         _ip("link", "add", self.host_if, "type", "veth", "peer", "name", self.peer_if)
         _ip("link", "set", self.peer_if, "netns", self.netns)
