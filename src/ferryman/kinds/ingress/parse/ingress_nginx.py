@@ -27,15 +27,14 @@ The rules (docs/ingress-nginx.md has the table):
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
+from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
-from ferryman.kinds.ingress.parse import proxy_redirect
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
@@ -59,259 +58,13 @@ class Translated:
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
 
 
-class Unusable(ValueError):
-    """An ingress-nginx value that cannot be applied; the message says the form expected."""
-
-
-# The Ingress's annotations (all of them, to read related ones) and the names of
-# the Services it routes to -> nginx.org annotations to set.
-Convert = Callable[[Mapping[str, str], frozenset[str]], dict[str, str]]
-
-
-def _value(annotations: Mapping[str, str], key: str) -> str:
-    return annotations[PREFIX + key].strip()
-
-
-_SECONDS = re.compile(r"[0-9]{1,9}")
-_SIZE = re.compile(r"[0-9]{1,12}[kKmMgG]?")
-
-
-def _seconds(annotations: Mapping[str, str], key: str) -> str:
-    v = _value(annotations, key)
-    if not _SECONDS.fullmatch(v):
-        raise Unusable("must be a whole number of seconds")
-    return f"{int(v)}s"
-
-
-def _size(annotations: Mapping[str, str], key: str) -> str:
-    v = _value(annotations, key)
-    if not _SIZE.fullmatch(v):
-        raise Unusable("must be a size (a number, optionally followed by k, m or g)")
-    return v
-
-
-def _count(annotations: Mapping[str, str], key: str) -> int:
-    v = _value(annotations, key)
-    if not _SECONDS.fullmatch(v):
-        raise Unusable("must be a whole number")
-    return int(v)
-
-
-def _flag(annotations: Mapping[str, str], key: str) -> bool:
-    v = _value(annotations, key).lower()
-    if v not in ("true", "false"):
-        raise Unusable('must be "true" or "false"')
-    return v == "true"
-
-
-def _on_off(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    v = _value(a, "proxy-buffering").lower()
-    if v not in ("on", "off"):
-        raise Unusable('must be "on" or "off"')
-    return {"proxy-buffering": "true" if v == "on" else "false"}
-
-
-def _buffers(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    # ingress-nginx writes proxy_buffer_size <size> and proxy_buffers <number> <size>.
-    size = _size(a, "proxy-buffer-size") if PREFIX + "proxy-buffer-size" in a else "4k"
-    number = _count(a, "proxy-buffers-number") if PREFIX + "proxy-buffers-number" in a else 4
-    if number < 2:
-        raise Unusable("must be at least 2 (NGINX's proxy_buffers)")
-    out = {"proxy-buffers": f"{number} {size}"}
-    if PREFIX + "proxy-buffer-size" in a:
-        out["proxy-buffer-size"] = size
-    return out
-
-
-def _load_balance(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    v = _value(a, "load-balance")
-    if v == "round_robin":
-        return {"lb-method": "round_robin"}
-    if v == "ewma":
-        # NGINX has no EWMA balancer; least_conn is the nearest (it too sends
-        # less to a slow peer). Said in a Warning: a difference, not a silence.
-        raise _Differs({"lb-method": "least_conn"}, "ewma is served as least_conn")
-    raise Unusable('must be "round_robin" or "ewma"')
-
-
-_HASH_KEY = re.compile(r"[A-Za-z0-9_$\-]+")
-
-
-def _hash_by(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    v = _value(a, "upstream-hash-by")
-    if not _HASH_KEY.fullmatch(v):
-        raise Unusable("must be NGINX variables and text (letters, digits, _, -, $)")
-    # ingress-nginx's hash is consistent (a ring): so is NGINX's with "consistent".
-    return {"lb-method": f"hash {v} consistent"}
-
-
-def _service_upstream(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    return {"use-cluster-ip": "true" if _flag(a, "service-upstream") else "false"}
-
-
-def _regex(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    if PREFIX + "use-regex" in a and _value(a, "use-regex").lower() not in ("true", "false"):
-        raise Unusable('must be "true" or "false"')
-    # ingress-nginx's location ~* "^<path>": NIC's case_insensitive.
-    return {"path-regex": "case_insensitive"} if path_rules.regex(a) else {}
-
-
-def _ssl_redirect(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    return {"ssl-redirect": "true" if _flag(a, "ssl-redirect") else "false"}
-
-
-def _redirect(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    """proxy_redirect <from> <to>: ingress-nginx writes it when both are set
-    (or from is off/default)."""
-    source = _value(a, "proxy-redirect-from")
-    if source in proxy_redirect.KEYWORDS:
-        return {"proxy-redirect-from": source}
-    if PREFIX + "proxy-redirect-to" not in a:
-        raise Unusable("needs proxy-redirect-to too")
-    out = {"proxy-redirect-from": source, "proxy-redirect-to": _value(a, "proxy-redirect-to")}
-    if (
-        problem := proxy_redirect.pair_problem({NGINX_ORG + k: v for k, v in out.items()})
-    ) is not None:
-        raise Unusable(problem.detail)
-    return out
-
-
-_SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-
-
-def _basic_auth(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    """auth-type basic as NIC's basic-auth-secret: the Secret must be NIC's
-    (type nginx.org/htpasswd, key htpasswd), in the Ingress's namespace."""
-    kind = _value(a, "auth-type")
-    if kind != "basic":
-        raise Unusable('ferryman serves "basic" (not digest)')
-    if PREFIX + "auth-secret" not in a:
-        raise Unusable(f"needs {PREFIX}auth-secret")
-    secret = _value(a, "auth-secret")
-    if "/" in secret:
-        raise Unusable(
-            f"auth-secret {secret!r}: ferryman reads the Secret in the Ingress's namespace only "
-            "(name it without a namespace)"
-        )
-    if not _SECRET_NAME.fullmatch(secret):
-        raise Unusable(f"auth-secret {secret!r} is not a Secret name")
-    if PREFIX + "auth-secret-type" in a and _value(a, "auth-secret-type") != "auth-file":
-        raise Unusable(
-            "auth-secret-type auth-map is not read: write the users into a Secret of type "
-            "nginx.org/htpasswd (key htpasswd)"
-        )
-    out = {"basic-auth-secret": secret}
-    if PREFIX + "auth-realm" in a:
-        realm = _value(a, "auth-realm")
-        if not _HEADER_VALUE.fullmatch(realm):
-            raise Unusable(f"auth-realm {realm!r} has characters a realm cannot")
-        out["basic-auth-realm"] = realm
-    return out
-
-
-def _backend_protocol(a: Mapping[str, str], services: frozenset[str]) -> dict[str, str]:
-    v = _value(a, "backend-protocol").upper()
-    names = ",".join(sorted(services))
-    if v == "HTTP":
-        return {}
-    if not names:
-        return {}
-    if v == "HTTPS":
-        return {"ssl-services": names}
-    if v == "GRPC":
-        return {"grpc-services": names}
-    if v == "GRPCS":
-        return {"grpc-services": names, "ssl-services": names}
-    raise Unusable('ferryman serves "HTTP", "HTTPS", "GRPC" and "GRPCS" (not AUTO_HTTP or FCGI)')
-
-
-_HEADER_VALUE = re.compile(r"[^\x00-\x1f\x7f,\"$\\]*")
-
-
-def _header(name: str, key: str) -> Convert:
-    def convert(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-        v = _value(a, key)
-        if not v or not _HEADER_VALUE.fullmatch(v):
-            raise Unusable('must be text without control characters, ",", \'"\', "$" or "\\"')
-        return {"proxy-set-headers": f"{name}: {v}"}
-
-    return convert
-
-
-def _limits(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    """limit-rps/limit-rpm as NIC's limit-req: per client address, a burst of
-    rate x limit-burst-multiplier (default 5) served without delay, 503 past
-    it (ingress-nginx's limit-req-status-code)."""
-    if PREFIX + "limit-rps" in a:
-        rate, unit = _count(a, "limit-rps"), "r/s"
-    else:
-        rate, unit = _count(a, "limit-rpm"), "r/m"
-    multiplier = 5
-    if PREFIX + "limit-burst-multiplier" in a:
-        multiplier = _count(a, "limit-burst-multiplier")
-    if rate == 0:
-        return {}
-    return {
-        "limit-req-rate": f"{rate}{unit}",
-        "limit-req-burst": str(rate * multiplier),
-        "limit-req-no-delay": "true",
-        "limit-req-reject-code": "503",
-        "limit-req-key": "${binary_remote_addr}",
-    }
-
-
-_COOKIE_NAME = re.compile(r"[A-Za-z0-9!#%&'*+\-.^_`|~]+")
-_COOKIE_TEXT = re.compile(r"[A-Za-z0-9._~/\-]+")
-
-
-def _affinity(a: Mapping[str, str], services: frozenset[str]) -> dict[str, str]:
-    """affinity: cookie as NGINX's sticky cookie on every Service of the Ingress."""
-    if _value(a, "affinity") != "cookie":
-        raise Unusable('ferryman serves "cookie"')
-    name = a.get(PREFIX + "session-cookie-name", "INGRESSCOOKIE").strip()
-    if not _COOKIE_NAME.fullmatch(name):
-        raise Unusable(f"session-cookie-name {name!r} is not a cookie name")
-    params = [name]
-    for key in ("session-cookie-max-age", "session-cookie-expires"):
-        if PREFIX + key in a:
-            params.append(f"expires={_count(a, key)}s")
-            break
-    for key, param in (("session-cookie-domain", "domain"), ("session-cookie-path", "path")):
-        if PREFIX + key in a:
-            v = _value(a, key)
-            if not _COOKIE_TEXT.fullmatch(v):
-                raise Unusable(f"{key} {v!r} has characters a cookie attribute cannot")
-            params.append(f"{param}={v}")
-    if PREFIX + "session-cookie-samesite" in a:
-        v = _value(a, "session-cookie-samesite").lower()
-        if v not in ("strict", "lax", "none"):
-            raise Unusable('session-cookie-samesite must be "Strict", "Lax" or "None"')
-        params.append(f"samesite={v}")
-    if PREFIX + "session-cookie-secure" in a and _flag(a, "session-cookie-secure"):
-        params.append("secure")
-    # ingress-nginx's affinity cookie is always HttpOnly.
-    params.append("httponly")
-    joined = " ".join(params)
-    return {
-        "sticky-cookie-services": ";".join(f"serviceName={s} {joined}" for s in sorted(services))
-    }
-
-
-class _Differs(Exception):
-    """Applied, with a difference a Warning says."""
-
-    def __init__(self, result: dict[str, str], difference: str) -> None:
-        super().__init__(difference)
-        self.result = result
-
-
 @dataclass(frozen=True)
 class Entry:
     """How ferryman serves one ingress-nginx annotation (docs/ingress-nginx.md)."""
 
     status: str  # "served", "differs", "refused" or "not yet"
     note: str = ""  # the difference, the replacement, or what is missing
-    convert: Convert | None = None  # None: read with another annotation's entry
+    convert: cv.Convert | None = None  # None: read with another annotation's entry
     # Annotations read only together with this one (their entries have no convert).
     reads: tuple[str, ...] = ()
     # An access control: a value that cannot be applied rejects the Ingress
@@ -324,12 +77,12 @@ SERVED, DIFFERS, REFUSED, NOT_YET = "served", "differs", "refused", "not yet"
 
 def _renamed(source: str, target: str) -> Entry:
     """The value unchanged, as nginx.org's ``target``."""
-    return Entry(SERVED, f"as nginx.org/{target}", lambda a, _s: {target: _value(a, source)})
+    return Entry(SERVED, f"as nginx.org/{target}", lambda a, _s: {target: cv.value(a, source)})
 
 
 def _timed(source: str, target: str) -> Entry:
     return Entry(
-        SERVED, f"as nginx.org/{target} (seconds)", lambda a, _s: {target: _seconds(a, source)}
+        SERVED, f"as nginx.org/{target} (seconds)", lambda a, _s: {target: cv.seconds(a, source)}
     )
 
 
@@ -350,30 +103,30 @@ ENTRIES: dict[str, Entry] = {
     "proxy-max-temp-file-size": _renamed("proxy-max-temp-file-size", "proxy-max-temp-file-size"),
     "proxy-busy-buffers-size": _renamed("proxy-busy-buffers-size", "proxy-busy-buffers-size"),
     "proxy-redirect-from": Entry(
-        SERVED, "with proxy-redirect-to, as nginx.org's", _redirect, ("proxy-redirect-to",)
+        SERVED, "with proxy-redirect-to, as nginx.org's", cv.redirect, ("proxy-redirect-to",)
     ),
-    "proxy-buffering": Entry(SERVED, "as nginx.org/proxy-buffering", _on_off),
+    "proxy-buffering": Entry(SERVED, "as nginx.org/proxy-buffering", cv.on_off),
     "proxy-buffer-size": Entry(
         SERVED,
         "as nginx.org/proxy-buffer-size and proxy-buffers (<number> <size>, as ingress-nginx)",
-        _buffers,
+        cv.buffers,
         ("proxy-buffers-number",),
     ),
-    "proxy-buffers-number": Entry(SERVED, "with proxy-buffer-size", _buffers),
-    "load-balance": Entry(DIFFERS, "ewma is served as least_conn", _load_balance),
-    "upstream-hash-by": Entry(SERVED, "as nginx.org/lb-method: hash <key> consistent", _hash_by),
-    "service-upstream": Entry(SERVED, "as nginx.org/use-cluster-ip", _service_upstream),
+    "proxy-buffers-number": Entry(SERVED, "with proxy-buffer-size", cv.buffers),
+    "load-balance": Entry(DIFFERS, "ewma is served as least_conn", cv.load_balance),
+    "upstream-hash-by": Entry(SERVED, "as nginx.org/lb-method: hash <key> consistent", cv.hash_by),
+    "service-upstream": Entry(SERVED, "as nginx.org/use-cluster-ip", cv.service_upstream),
     "backend-protocol": Entry(
         SERVED,
         "HTTPS, GRPC, GRPCS as nginx.org/ssl-services and grpc-services for every Service "
         "of the Ingress (GRPC needs the ConfigMap's http2, as NIC); AUTO_HTTP and FCGI refused",
-        _backend_protocol,
+        cv.backend_protocol,
     ),
     "affinity": Entry(
         SERVED,
         "cookie, as nginx.org/sticky-cookie-services for every Service of the Ingress "
         "(NGINX's sticky cookie: HttpOnly, path, domain, samesite, secure, expires)",
-        _affinity,
+        cv.affinity,
         (
             "session-cookie-name",
             "session-cookie-path",
@@ -386,12 +139,12 @@ ENTRIES: dict[str, Entry] = {
     ),
     # headers
     "upstream-vhost": Entry(
-        SERVED, "as nginx.org/proxy-set-headers: Host", _header("Host", "upstream-vhost")
+        SERVED, "as nginx.org/proxy-set-headers: Host", cv.header("Host", "upstream-vhost")
     ),
     "x-forwarded-prefix": Entry(
         SERVED,
         "as nginx.org/proxy-set-headers: X-Forwarded-Prefix",
-        _header("X-Forwarded-Prefix", "x-forwarded-prefix"),
+        cv.header("X-Forwarded-Prefix", "x-forwarded-prefix"),
     ),
     # paths and redirects
     "use-regex": Entry(
@@ -399,7 +152,7 @@ ENTRIES: dict[str, Entry] = {
         'as nginx.org/path-regex: case_insensitive (~* "^<path>", NIC\'s checks on the '
         "regex); Exact paths stay exact; applies to the Ingress's own paths, not to every "
         "Ingress of the host as ingress-nginx",
-        _regex,
+        cv.regex,
         ("rewrite-target",),
     ),
     "rewrite-target": Entry(
@@ -407,7 +160,7 @@ ENTRIES: dict[str, Entry] = {
         'the URI sent upstream as rewrite "(?i)<path>" <target> break ($1...$9; makes '
         "the paths regexes as use-regex); a target with other variables or a query "
         "string is not applied",
-        _regex,
+        cv.regex,
     ),
     "app-root": Entry(SERVED, "a request for / answers 302 to $scheme://$http_host<app-root>"),
     "temporal-redirect": Entry(
@@ -422,7 +175,7 @@ ENTRIES: dict[str, Entry] = {
         "as temporal-redirect (permanent-redirect-code, 301 by default)",
         reads=("permanent-redirect-code",),
     ),
-    "ssl-redirect": Entry(SERVED, "as nginx.org/ssl-redirect", _ssl_redirect),
+    "ssl-redirect": Entry(SERVED, "as nginx.org/ssl-redirect", cv.ssl_redirect),
     "force-ssl-redirect": Entry(
         SERVED,
         "a request over http answers 308 to https://$host$request_uri (TLS on the Ingress or "
@@ -450,10 +203,10 @@ ENTRIES: dict[str, Entry] = {
         SERVED,
         "as nginx.org/limit-req-*: per client address, burst rate x limit-burst-multiplier "
         "without delay, 503 beyond (both limit-rps and limit-rpm: limit-rps)",
-        _limits,
+        cv.limits,
         ("limit-burst-multiplier",),
     ),
-    "limit-rpm": Entry(SERVED, "as limit-rps, per minute", _limits, ("limit-burst-multiplier",)),
+    "limit-rpm": Entry(SERVED, "as limit-rps, per minute", cv.limits, ("limit-burst-multiplier",)),
     "whitelist-source-range": Entry(
         SERVED,
         "as an accessControl Policy (403); an invalid address rejects the Ingress",
@@ -492,7 +245,7 @@ ENTRIES: dict[str, Entry] = {
         "basic, as nginx.org/basic-auth-secret: the Secret must be of type nginx.org/htpasswd "
         "with key htpasswd, in the Ingress's namespace (ferryman does not watch Opaque "
         "Secrets); anything else rejects the Ingress",
-        _basic_auth,
+        cv.basic_auth,
         ("auth-secret", "auth-secret-type", "auth-realm"),
         closed=True,
     ),
@@ -545,108 +298,34 @@ for _entry in list(ENTRIES.values()):
 # parsers, v1.15.1): known, not applied yet, said in a Warning.
 KNOWN_NOT_YET = (
     frozenset(
-        [
-            "affinity-canary-behavior",
-            "affinity-mode",
-            "allowlist-source-range",
-            "app-root",
-            "auth-always-set-cookie",
-            "auth-cache-duration",
-            "auth-cache-key",
-            "auth-keepalive",
-            "auth-keepalive-requests",
-            "auth-keepalive-share-vars",
-            "auth-keepalive-timeout",
-            "auth-method",
-            "auth-proxy-set-headers",
-            "auth-realm",
-            "auth-request-redirect",
-            "auth-response-headers",
-            "auth-secret",
-            "auth-secret-type",
-            "auth-signin",
-            "auth-signin-redirect-param",
-            "auth-tls-error-page",
-            "auth-tls-match-cn",
-            "auth-tls-pass-certificate-to-upstream",
-            "auth-tls-secret",
-            "auth-tls-verify-client",
-            "auth-tls-verify-depth",
-            "auth-type",
-            "auth-url",
-            "canary",
-            "canary-by-cookie",
-            "canary-by-header",
-            "canary-by-header-pattern",
-            "canary-by-header-value",
-            "canary-weight",
-            "canary-weight-total",
-            "connection-proxy-header",
-            "cors-allow-credentials",
-            "cors-allow-headers",
-            "cors-allow-methods",
-            "cors-allow-origin",
-            "cors-expose-headers",
-            "cors-max-age",
-            "custom-headers",
-            "custom-http-errors",
-            "default-backend",
-            "denylist-source-range",
-            "disable-proxy-intercept-errors",
-            "enable-access-log",
-            "enable-cors",
-            "enable-global-auth",
-            "enable-modsecurity",
-            "enable-opentelemetry",
-            "enable-owasp-core-rules",
-            "enable-rewrite-log",
-            "fastcgi-index",
-            "fastcgi-params-configmap",
-            "force-ssl-redirect",
-            "from-to-www-redirect",
-            "http2-push-preload",
-            "limit-allowlist",
-            "limit-connections",
-            "limit-rate",
-            "limit-rate-after",
-            "limit-whitelist",
-            "mirror-host",
-            "mirror-request-body",
-            "mirror-target",
-            "modsecurity-transaction-id",
-            "opentelemetry-operation-name",
-            "opentelemetry-trust-incoming-span",
-            "permanent-redirect",
-            "permanent-redirect-code",
-            "preserve-trailing-slash",
-            "proxy-cookie-domain",
-            "proxy-cookie-path",
-            "proxy-http-version",
-            "proxy-request-buffering",
-            "proxy-ssl-ciphers",
-            "proxy-ssl-name",
-            "proxy-ssl-protocols",
-            "proxy-ssl-secret",
-            "proxy-ssl-server-name",
-            "proxy-ssl-verify",
-            "proxy-ssl-verify-depth",
-            "relative-redirects",
-            "rewrite-target",
-            "satisfy",
-            "server-alias",
-            "session-cookie-change-on-failure",
-            "session-cookie-conditional-samesite-none",
-            "ssl-ciphers",
-            "ssl-passthrough",
-            "ssl-prefer-server-ciphers",
-            "temporal-redirect",
-            "temporal-redirect-code",
-            "upstream-hash-by-subset",
-            "upstream-hash-by-subset-size",
-            "use-port-in-redirects",
-            "use-regex",
-            "whitelist-source-range",
-        ]
+        """
+        affinity-canary-behavior affinity-mode allowlist-source-range app-root
+        auth-always-set-cookie auth-cache-duration auth-cache-key auth-keepalive
+        auth-keepalive-requests auth-keepalive-share-vars auth-keepalive-timeout auth-method
+        auth-proxy-set-headers auth-realm auth-request-redirect auth-response-headers
+        auth-secret auth-secret-type auth-signin auth-signin-redirect-param
+        auth-tls-error-page auth-tls-match-cn auth-tls-pass-certificate-to-upstream
+        auth-tls-secret auth-tls-verify-client auth-tls-verify-depth auth-type auth-url
+        canary canary-by-cookie canary-by-header canary-by-header-pattern
+        canary-by-header-value canary-weight canary-weight-total connection-proxy-header
+        cors-allow-credentials cors-allow-headers cors-allow-methods cors-allow-origin
+        cors-expose-headers cors-max-age custom-headers custom-http-errors default-backend
+        denylist-source-range disable-proxy-intercept-errors enable-access-log enable-cors
+        enable-global-auth enable-modsecurity enable-opentelemetry enable-owasp-core-rules
+        enable-rewrite-log fastcgi-index fastcgi-params-configmap force-ssl-redirect
+        from-to-www-redirect http2-push-preload limit-allowlist limit-connections limit-rate
+        limit-rate-after limit-whitelist mirror-host mirror-request-body mirror-target
+        modsecurity-transaction-id opentelemetry-operation-name
+        opentelemetry-trust-incoming-span permanent-redirect permanent-redirect-code
+        preserve-trailing-slash proxy-cookie-domain proxy-cookie-path proxy-http-version
+        proxy-request-buffering proxy-ssl-ciphers proxy-ssl-name proxy-ssl-protocols
+        proxy-ssl-secret proxy-ssl-server-name proxy-ssl-verify proxy-ssl-verify-depth
+        relative-redirects rewrite-target satisfy server-alias
+        session-cookie-change-on-failure session-cookie-conditional-samesite-none
+        ssl-ciphers ssl-passthrough ssl-prefer-server-ciphers temporal-redirect
+        temporal-redirect-code upstream-hash-by-subset upstream-hash-by-subset-size
+        use-port-in-redirects use-regex whitelist-source-range
+        """.split()  # noqa: SIM905 (a word list)
     )
     - ENTRIES.keys()
 )
@@ -710,26 +389,19 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             continue
         done.add(id(e.convert))
         _apply(out, name, e, annotations, services)
-    try:
-        if (allowed := access.access_control(annotations)) is not None:
-            out.policies.append(allowed)
-    except access.Refused as r:
-        out.problems.append(f"annotations.{r}: refused, so as not to serve more openly")
-    try:
-        if (egress := access.egress_tls(annotations, namespace)) is not None:
-            out.policies.append(egress)
-    except access.Refused as r:
-        out.problems.append(f"annotations.{r}: refused")
-    try:
-        if (auth := access.external_auth(annotations)) is not None:
-            out.policies.append(auth)
-    except access.Refused as r:
-        out.problems.append(f"annotations.{r}: refused, so as not to serve unauthenticated")
-    try:
-        if (certs := access.client_certs(annotations, namespace)) is not None:
-            out.policies.append(certs)
-    except access.Refused as r:
-        out.problems.append(f"annotations.{r}: refused, so as not to serve unverified")
+    # Access annotations: a value that cannot be enforced rejects the Ingress.
+    reads = (
+        (lambda: access.access_control(annotations), ", so as not to serve more openly"),
+        (lambda: access.egress_tls(annotations, namespace), ""),
+        (lambda: access.external_auth(annotations), ", so as not to serve unauthenticated"),
+        (lambda: access.client_certs(annotations, namespace), ", so as not to serve unverified"),
+    )
+    for read, why in reads:
+        try:
+            if (policy := read()) is not None:
+                out.policies.append(policy)
+        except access.Refused as r:
+            out.problems.append(f"annotations.{r}: refused{why}")
     out.paths = path_rules.paths(annotations, out.warnings, spec)
     cors, warned = access.cors(annotations)
     out.warnings += warned
@@ -748,14 +420,14 @@ def _apply(
     assert e.convert is not None
     try:
         result = e.convert(annotations, services)
-    except Unusable as u:
+    except cv.Unusable as u:
         value = annotations[name]
         if e.closed:
             out.problems.append(f"annotations.{name}: Invalid value: {value!r}: {u}")
         else:
             out.warnings.append(f"annotation {name}: {value!r} {u}: not applied")
         return
-    except _Differs as d:
+    except cv.Differs as d:
         result = d.result
         out.warnings.append(f"annotation {name}: {d}")
     produced = {NGINX_ORG + k: v for k, v in result.items()}
