@@ -227,8 +227,9 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     late.join(30)
     assert late_answer == [(200, "web-b")]
     wait_until(lambda: _gone(kube, ns, "m-a"), 60, "the Machine deleted")
-    reasons = ours_only(events(kube, ns, "m-a"))
-    assert reasons == ["IngressTrafficDraining", "IngressTrafficDrained", "IngressReplicaStopped"]
+    # Each Event follows its hook write, so the last may come after the Machine went.
+    reasons = ["IngressTrafficDraining", "IngressTrafficDrained", "IngressReplicaStopped"]
+    wait_until(lambda: ours_only(events(kube, ns, "m-a")) == reasons, 20, "the drain's Events")
     # One drain: hook writes during it never make the machine controller drain again.
     assert [r for r, _ in events(kube, ns, "m-a")].count("DrainProceeds") == 1
     # Stopped means stopped: the replica's NGINX had exited before the hook went.
@@ -395,7 +396,9 @@ def test_cluster_api_machines_carry_the_hooks_as_annotations(
     kube.delete(CapiMachine, "c1", namespace=ns)
     wait_until(lambda: CAPI_DRAIN not in annotations(), 20, "the annotation removed")
     assert annotations()[foreign] == "etcd-operator"
-    assert ours_only(events(kube, ns, "c1")) == ["IngressTrafficDraining", "IngressTrafficDrained"]
+    # The Event follows the annotation's removal (and is written apart from it).
+    both = ["IngressTrafficDraining", "IngressTrafficDrained"]
+    wait_until(lambda: ours_only(events(kube, ns, "c1")) == both, 20, "the Drained Event")
     assert served_by(f, "capi.test", "/") == "web-b"  # the only endpoint: kept
     kube.patch(
         CapiMachine, "c1", {"metadata": {"finalizers": None}}, namespace=ns,
