@@ -151,3 +151,25 @@ def test_certificate_rotation_serves_the_new_certificate(
     # Certificates travel without a reload; Angie reads them from files: one.
     assert ferryman.reloads() == reloads + (ferryman.flavour == "angie")
     assert ferryman.get("a.example.com", "/", https=True).served_by == "web"
+
+
+@pytest.mark.flavours("nginx")  # Angie's servers take no ConfigMap http2 yet (issue 26)
+def test_each_http2_stream_carries_the_https_port(ferryman: Ferryman, backends: Backends) -> None:
+    """A connection's local address is learnt once, at its handshake, and every
+    stream after it forwards the HTTPS port it came in on."""
+    import httpx
+
+    from testkit.configmap_docs import NAME, NS, configmap
+
+    ferryman.extra_args += ["--nginx-configmaps", f"{NS}/{NAME}"]
+    ferryman.write("configmap", configmap(http2="true"))
+    _start(ferryman, backends)
+    with httpx.Client(http2=True, verify=False, timeout=20) as c:
+        for _ in range(3):
+            r = c.get(
+                f"https://127.0.0.1:{ferryman.https_port}/",
+                headers={"Host": "a.example.com"},
+                extensions={"sni_hostname": "a.example.com"},
+            )
+            assert r.http_version == "HTTP/2"
+            assert r.json()["headers"]["x-forwarded-port"] == str(ferryman.https_port)

@@ -92,6 +92,10 @@ end
 -- the host's client certificate settings (ferryman_mtls).
 function _M.certificate()
     refresh()
+    -- Learns the connection's local address once (getsockname on a wildcard
+    -- listen): HTTP/2 streams copy it from here, where each stream would
+    -- otherwise ask the kernel again for $server_port (X-Forwarded-Port).
+    ssl.raw_server_addr()
     local name = ssl.server_name()
     local entry = name and named_host(string.lower(name))
     if not entry then
