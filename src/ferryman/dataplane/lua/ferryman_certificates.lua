@@ -95,6 +95,7 @@ function _M.certificate()
     -- Learns the connection's local address once (getsockname on a wildcard
     -- listen): HTTP/2 streams copy it from here, where each stream would
     -- otherwise ask the kernel again for $server_port (X-Forwarded-Port).
+    -- A resumed session skips this phase: its streams still ask.
     ssl.raw_server_addr()
     local name = ssl.server_name()
     local entry = name and named_host(string.lower(name))
