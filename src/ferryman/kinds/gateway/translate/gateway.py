@@ -27,7 +27,7 @@ the Ingresses' side and is told which ports the Gateways keep).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,31 +43,27 @@ from ferryman.kinds.gateway.parse.gateway_api import (
 )
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
-from ferryman.kinds.gateway.records.addresses import Asking, NoAddress, Outcome, assign
+from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
-    PassthroughServed,
     passthrough_records,
     render_passthrough,
 )
 from ferryman.kinds.gateway.records.servers import (
-    ANY_ADDRESS,
     GATEWAY_LISTENS_FILE,
     Served,
     render_listens,
     routes_in,
 )
 from ferryman.kinds.gateway.records.status import (
-    address_entry,
     gateway_class_status,
-    gateway_status,
     invalid_gateway_status,
     route_parents,
-    without_address,
 )
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
+from ferryman.kinds.gateway.translate.serving import serving
 from ferryman.observability.metrics import Metrics
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.meta import ObjectRef
@@ -332,60 +328,27 @@ class GatewayTranslator(Translator):
             gateways, routes, grants, secret, namespace_labels, service_exists,
             self._port_rules.unavailable, tls_passthrough=self._stream,
         )  # fmt: skip
-        held: dict[int, str] = {}
-        asked: set[int] = set()
-        served: list[Served] = []
-        sockets: set[tuple[str, int, bool]] = set()
-        passing: list[PassthroughServed] = []
-        for g in gateways:
-            key = (g.meta.namespace, g.meta.name)
-            outcome = outcomes[key]
-            address = outcome if isinstance(outcome, str) else None
-            status = att.gateways[key]
-            shown = address if address != ANY_ADDRESS else None
-            body = gateway_status(status, g.meta.generation, shown)
-            if isinstance(outcome, NoAddress):
-                body = without_address(body, outcome, g.meta.generation)
-            elif address == ANY_ADDRESS and self._status_addresses:
-                body["addresses"] = [address_entry(a) for a in self._status_addresses]
-            wanted[ObjectRef("Gateway", *key)] = body
-            if address is None:
-                continue
-            usable = {s.name for s in status.listeners if _programmed(s.conditions)}
-            for lst in g.listeners:
-                asked.add(lst.port)
-                if lst.name not in usable:
-                    continue
-                if address == ANY_ADDRESS:
-                    who = f"{g.meta.namespace}/{g.meta.name}'s listener {lst.name}"
-                    held.setdefault(lst.port, f"is Gateway {who}'s port")
-                if lst.protocol == "TLS":
-                    passes = att.passthrough.get((*key, lst.name), {})
-                    passing.append(PassthroughServed(address, lst, passes))
-                    continue
-                cert = None
-                if lst.protocol == "HTTPS" and lst.certificates:
-                    cref = lst.certificates[0]
-                    cert = reads.secret(cref.namespace or g.meta.namespace, cref.name).cert_id
-                table = att.table.get((*key, lst.name), {})
-                served.append(Served(address, lst, table, cert))
-                sockets.add((address, lst.port, lst.protocol == "HTTPS"))
+        out = serving(
+            gateways, outcomes, att, self._status_addresses,
+            lambda namespace, name: reads.secret(namespace, name).cert_id,
+        )  # fmt: skip
+        wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
-        fitted = fit_routes(without(served, set(refused)), settings.max_record_bytes)
+        fitted = fit_routes(without(out.served, set(refused)), settings.max_record_bytes)
         too_large = fitted.why | refused
         self._served = fitted.served
-        passed, passing_uses = passthrough_records(passing)
+        passed, passing_uses = passthrough_records(out.passing)
         self._write_records(fitted.served, fitted.records, passed, passing_uses)
-        self._files[GATEWAY_LISTENS_FILE] = render_listens(sockets, ipv6=self._ipv6)
+        self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6)
         if self._stream:
             self._files[PASSTHROUGH_FILE] = render_passthrough(
-                ((s.address, s.listener.port) for s in passing), ipv6=self._ipv6
+                ((s.address, s.listener.port) for s in out.passing), ipv6=self._ipv6
             )
         if self._ports is not None:
-            if changed := self._ports.set_gateway_ports(held, asked):
+            if changed := self._ports.set_gateway_ports(out.held, out.asked):
                 self._worker.render_all(changed)
-            self._ports.tell_gateway_ports(held)
+            self._ports.tell_gateway_ports(out.held)
         controller = settings.gateway_controller_name
         for route in routes:
             ref = ObjectRef(route.kind, route.meta.namespace, route.meta.name)
@@ -490,10 +453,6 @@ def _skipped(class_name: str, controllers: Mapping[str, str]) -> str:
 
 def _age(g: Gateway) -> tuple[str, str, str]:
     return (g.meta.creation_timestamp or "", g.meta.namespace, g.meta.name)
-
-
-def _programmed(conditions: Iterable[Any]) -> bool:
-    return any(c.type == "Programmed" and c.status for c in conditions)
 
 
 def build(context: Context) -> list[GatewayTranslator]:

@@ -1,0 +1,87 @@
+"""What ferryman's Gateways serve, once attached: each Gateway's status (with
+its address or why it has none), the listeners its address programs (HTTP and
+HTTPS into W records, TLS into stream servers), the sockets NGINX listens on,
+and the ports Gateways on every address keep from the Ingresses' listeners.
+
+Pure: the translator (gateway.py) reads the store and writes Desired; this
+module only decides, from the parsed Gateways, their address outcomes and the
+attachment, so the per-Gateway walk is testable and the translator stays its
+imperative shell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferryman.kinds.gateway.parse.gateway_api import Gateway
+from ferryman.kinds.gateway.records.addresses import NoAddress, Outcome
+from ferryman.kinds.gateway.records.attach import Attachment
+from ferryman.kinds.gateway.records.passthrough import PassthroughServed
+from ferryman.kinds.gateway.records.servers import ANY_ADDRESS, Served
+from ferryman.kinds.gateway.records.status import address_entry, gateway_status, without_address
+from ferryman.resources.meta import ObjectRef
+
+
+@dataclass
+class Serving:
+    statuses: dict[ObjectRef, Mapping[str, Any]] = field(default_factory=dict)
+    # Ports a Gateway on every address keeps: port -> why (the Ingresses'
+    # listen-ports and the GlobalConfiguration are told); every port asked.
+    held: dict[int, str] = field(default_factory=dict)
+    asked: set[int] = field(default_factory=set)
+    served: list[Served] = field(default_factory=list)  # HTTP and HTTPS listeners
+    sockets: set[tuple[str, int, bool]] = field(default_factory=set)  # (address, port, TLS)
+    passing: list[PassthroughServed] = field(default_factory=list)  # TLS listeners
+
+
+def serving(
+    gateways: Sequence[Gateway],
+    outcomes: Mapping[tuple[str, str], Outcome],
+    att: Attachment,
+    status_addresses: Sequence[str],
+    cert_id: Callable[[str, str], str | None],
+) -> Serving:
+    """``status_addresses``: what a Gateway on every address shows as its
+    addresses (the Ingresses' status addresses); ``cert_id(namespace, name)``:
+    the certificate id of a Secret (None: unusable)."""
+    out = Serving()
+    for g in gateways:
+        key = (g.meta.namespace, g.meta.name)
+        outcome = outcomes[key]
+        address = outcome if isinstance(outcome, str) else None
+        status = att.gateways[key]
+        shown = address if address != ANY_ADDRESS else None
+        body = gateway_status(status, g.meta.generation, shown)
+        if isinstance(outcome, NoAddress):
+            body = without_address(body, outcome, g.meta.generation)
+        elif address == ANY_ADDRESS and status_addresses:
+            body["addresses"] = [address_entry(a) for a in status_addresses]
+        out.statuses[ObjectRef("Gateway", *key)] = body
+        if address is None:
+            continue
+        usable = {s.name for s in status.listeners if _programmed(s.conditions)}
+        for lst in g.listeners:
+            out.asked.add(lst.port)
+            if lst.name not in usable:
+                continue
+            if address == ANY_ADDRESS:
+                who = f"{g.meta.namespace}/{g.meta.name}'s listener {lst.name}"
+                out.held.setdefault(lst.port, f"is Gateway {who}'s port")
+            if lst.protocol == "TLS":
+                passes = att.passthrough.get((*key, lst.name), {})
+                out.passing.append(PassthroughServed(address, lst, passes))
+                continue
+            cert = None
+            if lst.protocol == "HTTPS" and lst.certificates:
+                cref = lst.certificates[0]
+                cert = cert_id(cref.namespace or g.meta.namespace, cref.name)
+            table = att.table.get((*key, lst.name), {})
+            out.served.append(Served(address, lst, table, cert))
+            out.sockets.add((address, lst.port, lst.protocol == "HTTPS"))
+    return out
+
+
+def _programmed(conditions: Iterable[Any]) -> bool:
+    return any(c.type == "Programmed" and c.status for c in conditions)
