@@ -170,14 +170,23 @@ static ngx_int_t
 ferryman_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data)
 {
-    u_char                    *end;
+    u_char                    *end, *last;
     ngx_str_t                 *s;
     ngx_http_core_srv_conf_t  *cscf;
 
     if (r->host_start != NULL && r->host_end != NULL) {
-        /* The parser leaves these set for absolute-form targets only. */
-        end = (r->port_end != NULL && r->port_end > r->host_end)
-              ? r->port_end : r->host_end;
+        /* The parser leaves these set for absolute-form targets only. NGINX
+         * 1.22 ends the host before its port (the port's end was a field of
+         * its own, gone since); NGINX 1.30 and Angie after it: take a port
+         * that follows either way. */
+        end = r->host_end;
+        last = r->request_line.data + r->request_line.len;
+
+        if (end < last && *end == ':') {
+            do {
+                end++;
+            } while (end < last && *end >= '0' && *end <= '9');
+        }
 
         return ferryman_set_variable(v, r->host_start, end - r->host_start);
     }
