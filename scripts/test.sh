@@ -18,4 +18,7 @@ tools/conformance/build.sh >/dev/null
 ./scripts/build-image.sh >/dev/null
 # Angie from ../shared/vendor for the Angie flavour's tests (cached by the archive's hash).
 ./scripts/build-angie.sh >/dev/null
+# NGINX 1.30.4 with its Lua runtime and ferryman's modules for the nginx-1.30
+# flavour's tests (about 3 min cold, cached by input hash).
+./scripts/build-nginx.sh >/dev/null
 .venv/bin/pytest "$@"

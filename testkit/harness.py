@@ -70,6 +70,23 @@ def angie_binary() -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+@functools.cache
+def current_nginx_binary() -> str:
+    """NGINX 1.30.4 with the Lua runtime and ferryman's modules, built from the
+    vendored sources by scripts/build-nginx.sh (cached by their hash; a cold
+    build takes about 3 minutes)."""
+    vendor = Path(os.environ.get("FERRYMAN_VENDOR", ROOT.parent / "shared" / "vendor"))
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "build-nginx.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "FERRYMAN_VENDOR": str(vendor)},
+    )
+    assert out.returncode == 0, f"scripts/build-nginx.sh failed:\n{out.stderr}"
+    return out.stdout.strip().splitlines()[-1]
+
+
 def without_fast_module(workdir: Path) -> list[str]:
     """``ferryman run`` arguments for a modules directory with Debian's modules
     but not ngx_http_ferryman_module: the Lua balancer then is the fast path."""
@@ -453,7 +470,10 @@ class Ferryman:
     workdir: Path
     extra_args: list[str] = field(default_factory=list)
     kubeconfig: str | None = None  # Kubernetes mode instead of the manifests dir
-    flavour: str = "nginx"  # --data-plane: nginx or angie (built by scripts/build-angie.sh)
+    # The server: "nginx" (Debian's 1.22), "nginx-1.30" (scripts/build-nginx.sh's
+    # current NGINX with its own Lua runtime and modules) or "angie" (built by
+    # scripts/build-angie.sh).
+    flavour: str = "nginx"
     env: dict[str, str] = field(default_factory=dict)
     http_port: int = field(default_factory=free_port)
     https_port: int = field(default_factory=free_port)
@@ -464,6 +484,11 @@ class Ferryman:
     # Spell the command line as NIC's manifests do (Go flags, NIC's names, no "run").
     nic_flags: bool = False
     proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def data_plane(self) -> str:
+        """ferryman's --data-plane: nginx (either NGINX) or angie."""
+        return "angie" if self.flavour == "angie" else "nginx"
 
     def __post_init__(self) -> None:
         self.manifests = self.workdir / "manifests"
@@ -505,7 +530,7 @@ class Ferryman:
             "--metrics-port", str(self.metrics_port),
             "--worker-processes", "2",
             # Before extra_args: a test's own modules directory wins.
-            *modules_dir_args(),
+            *(modules_dir_args() if self.flavour == "nginx" else []),
             *self.extra_args,
         ]  # fmt: skip
         if self.nic_flags:  # the same, as NIC's manifests spell flags
@@ -523,6 +548,9 @@ class Ferryman:
             ]  # fmt: skip
         if self.flavour == "angie":
             args += ["--data-plane", "angie", "--data-plane-binary", angie_binary()]
+        elif self.flavour == "nginx-1.30":
+            # Its modules and Lua libraries are found beside the binary.
+            args += ["--nginx-binary", current_nginx_binary()]
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=self._log, env={**os.environ, **self.env}
@@ -629,7 +657,7 @@ class Ferryman:
 
 def in_flight(f: Ferryman) -> InFlight:
     """The data plane's reading of requests in flight, as ferryman takes it."""
-    if f.flavour == "angie":
+    if f.data_plane == "angie":
         from ferryman.dataplane.angie import AngiePaths, angie_in_flight
 
         socket = AngiePaths(f.state).version_socket

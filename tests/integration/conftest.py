@@ -15,12 +15,13 @@ def backends() -> Iterator[Backends]:
     b.stop_all()
 
 
-FLAVOURS = ("nginx", "angie")
+FLAVOURS = ("nginx", "nginx-1.30", "angie")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``flavour`` is the data plane: ``nginx`` unless the test (or its module, as
-    ``pytestmark``) is marked ``@pytest.mark.flavours("nginx", "angie")``."""
+    """``flavour`` is the server: ``nginx`` (Debian's) unless the test (or its
+    module, as ``pytestmark``) is marked e.g. ``@pytest.mark.flavours("nginx",
+    "nginx-1.30", "angie")`` (testkit/harness.py, ``Ferryman.flavour``)."""
     if "flavour" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("flavours")
         flavours = marker.args if marker else ("nginx",)

@@ -17,7 +17,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 HOST = "lb.example.com"
 
@@ -110,7 +110,7 @@ def test_nic_methods_beyond_the_fast_path(ferryman: Ferryman, backends: Backends
     ferryman.start()
     assert served_by(ferryman, HOST, "/") == "a"
     ev = ferryman.events_for("lb")[-1]
-    if ferryman.flavour == "nginx":
+    if ferryman.data_plane == "nginx":
         assert ev["reason"] == "AddedOrUpdated"
     else:
         assert ev["reason"] == "AddedOrUpdatedWithWarning"

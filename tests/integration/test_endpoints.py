@@ -18,7 +18,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 HOST = "lb.example.com"
 
@@ -101,7 +101,7 @@ def test_endpoint_changes_need_no_reload(ferryman: Ferryman, backends: Backends)
     eventually(lambda: ferryman.get(HOST, "/").status == 503, 5, "scale to zero")
 
     # Angie: N -> 0 turns the locations into 503s, the one reload here.
-    assert ferryman.reloads() == reloads + (ferryman.flavour == "angie")
+    assert ferryman.reloads() == reloads + (ferryman.data_plane == "angie")
     assert ferryman.metrics()["ferryman_endpoints_pushes_total"] >= 4
 
 

@@ -245,7 +245,7 @@ def test_basic_auth_from_a_nic_htpasswd_secret(ferryman: Ferryman, backends: Bac
     assert f.reloads() == 1
 
 
-@pytest.mark.flavours("nginx", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_access_rules_the_data_plane_cannot_enforce_close_the_host(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -255,7 +255,7 @@ def test_access_rules_the_data_plane_cannot_enforce_close_the_host(
     start(f, backends, annotated({P + "whitelist-source-range": "10.0.0.0/8"}))
     r = f.get(HOST, "/")
     event = last(f)
-    if f.flavour == "nginx":
+    if f.data_plane == "nginx":
         assert (r.status, event["reason"]) == (403, "AddedOrUpdated")
         return
     assert r.status == 404 and r.served_by is None

@@ -27,7 +27,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 
 def _app(ferryman: Ferryman, backends: Backends) -> None:
@@ -125,7 +125,7 @@ def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
         5,
         "150 ingresses",
     )
-    if ferryman.flavour == "nginx":
+    if ferryman.data_plane == "nginx":
         assert ferryman.reloads() == 1
     else:
         assert 2 <= ferryman.reloads() <= 3

@@ -20,7 +20,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 
 def _app(ferryman: Ferryman, backends: Backends) -> None:
@@ -42,7 +42,7 @@ def test_stub_status_numbers_move_with_traffic(ferryman: Ferryman, backends: Bac
     # servers' requests only (their status_zone).
     assert after["nginx_ingress_nginx_http_requests_total"] - before[
         "nginx_ingress_nginx_http_requests_total"
-    ] == (14 if ferryman.flavour == "nginx" else 10)
+    ] == (14 if ferryman.data_plane == "nginx" else 10)
     assert after["nginx_ingress_nginx_connections_accepted"] >= 10
     assert after["nginx_ingress_nginx_connections_handled"] >= 10
     assert "nginx_ingress_nginx_connections_active" in after

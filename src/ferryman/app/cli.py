@@ -153,9 +153,11 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
     engine.add_argument(
         "--nginx-modules-dir",
         type=Path,
-        default=Path("/usr/lib/nginx/modules"),
+        default=None,
         metavar="DIR",
-        help="where NGINX's dynamic modules (Lua, stream, ngx_http_ferryman_module) are",
+        help="where NGINX's dynamic modules (Lua, stream, ngx_http_ferryman_module) are "
+        "(default: beside --nginx-binary when its build keeps them there, as "
+        "scripts/build-nginx.sh's does; else /usr/lib/nginx/modules)",
     )
     engine.add_argument(
         "--nginx-configmaps",

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
+from ferryman.app.build_tree import SYSTEM_MODULES, beside
 from ferryman.engine.settings import Settings
 
 
@@ -21,6 +23,15 @@ def data_plane_binary(args: argparse.Namespace) -> str:
     if args.data_plane_binary:
         return str(args.data_plane_binary)
     return str(args.nginx_binary) if args.data_plane == "nginx" else "angie"
+
+
+def _build_tree(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """--nginx-modules-dir, else the modules (and Lua libraries) beside the
+    binary's build, else the system's (app/build_tree.py)."""
+    tree = beside(data_plane_binary(args)) if args.nginx_modules_dir is None else None
+    if tree is not None:
+        return tree.modules, tree.lua
+    return args.nginx_modules_dir or SYSTEM_MODULES, None
 
 
 def _reload_timeout(value: float) -> float:
@@ -36,7 +47,7 @@ def render_settings(args: argparse.Namespace) -> Settings:
         http_port=args.http_port,
         https_port=args.https_port,
         ingress_class=args.ingress_class,
-        nginx_modules_dir=args.nginx_modules_dir,
+        nginx_modules_dir=args.nginx_modules_dir or SYSTEM_MODULES,
         angie_dns_port=args.angie_dns_port,
         nginx_configmap=args.nginx_configmaps,
         ingress_nginx_configmap=args.ingress_nginx_configmap,
@@ -71,6 +82,7 @@ def run_combination_error(args: argparse.Namespace) -> str | None:
 
 def run_settings(args: argparse.Namespace) -> Settings:
     """``ferryman run``'s settings (its flags checked by ``run_combination_error``)."""
+    modules_dir, lua_dir = _build_tree(args)
     return Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
@@ -82,7 +94,8 @@ def run_settings(args: argparse.Namespace) -> Settings:
         ingress_class=args.ingress_class,
         nginx_binary=data_plane_binary(args),
         nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
-        nginx_modules_dir=args.nginx_modules_dir,
+        nginx_modules_dir=modules_dir,
+        nginx_lua_dir=lua_dir,
         worker_processes=args.worker_processes,
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
         shutdown_grace_period=args.shutdown_grace_period,

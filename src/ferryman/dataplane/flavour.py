@@ -75,12 +75,14 @@ def main_config(
     )
     if stream:
         modules += (str(modules_dir / STREAM_MODULE),)
+    lua_dir = settings.nginx_lua_dir
+    build_lua = f"{checked_path('--nginx-binary', lua_dir)}/?.lua;" if lua_dir else ""
     return MainConfig(
         state_dir=str(paths.state_dir),
         endpoints_socket=str(paths.endpoints_socket),
         http_port=settings.http_port,
         https_port=settings.https_port,
-        lua_package_path=f"{LUA_DIR}/?.lua;/usr/share/lua/5.1/?.lua;;",
+        lua_package_path=f"{LUA_DIR}/?.lua;{build_lua}/usr/share/lua/5.1/?.lua;;",
         modules=modules,
         fast_module=str(modules_dir / FAST_MODULE) in modules,
         worker_processes=settings.worker_processes,

@@ -27,6 +27,9 @@ class Settings:
     nginx_binary: str = "nginx"
     nginx_reload_timeout: float = 60.0
     nginx_modules_dir: Path = Path("/usr/lib/nginx/modules")
+    # The Lua libraries of --nginx-binary's own build (lua-resty-core), looked
+    # up before the system's (app/build_tree.py); None: the system's.
+    nginx_lua_dir: Path | None = None
     worker_processes: str = "auto"
     worker_shutdown_timeout: str = ""  # NGINX time; "" leaves old workers unbounded
     # Seconds between SIGTERM (readiness turns 503) and NGINX's graceful quit
