@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Builds current NGINX (1.30.4) with the Lua runtime and ferryman's modules
-# from the vendored sources (../shared/vendor/, see its README), so ferryman's
-# records data plane runs on it as on Debian's NGINX 1.22 (issue 26). Cached
+# Builds current NGINX (1.30.4), or with `angie` Angie 1.12.1, with the Lua
+# runtime and ferryman's modules from the vendored sources (../shared/vendor/,
+# see its README), so ferryman's records data plane runs on it as on Debian's
+# NGINX 1.22 (issue 26). Cached
 # under ~/.cache/ferryman by a hash of the archives, this script and the
 # module's source; warm runs only check the hash. The last line on stdout is
 # always the binary's absolute path.
 #
 # The tree beside the binary is what `ferryman run --nginx-binary PATH` finds
 # on its own (dataplane/flavour.py):
-#   <prefix>/sbin/nginx     the server
+#   <prefix>/sbin/nginx     the server (sbin/angie for Angie)
 #   <prefix>/modules/       ndk, lua, stream and ferryman's dynamic modules
 #   <prefix>/lua/           lua-resty-core and lua-resty-lrucache
 #   <prefix>/luajit/        LuaJIT (the binary and the lua module find it by rpath)
@@ -23,7 +24,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 vendor="${FERRYMAN_VENDOR:-../shared/vendor}"
-nginx_tar="$vendor/nginx-1.30.4.tar.gz"
+server="${1:-nginx}"
+case "$server" in
+  nginx) name=nginx-1.30.4 binary=nginx configure=auto/configure ;;
+  angie) name=angie-1.12.1 binary=angie configure=./configure ;;
+  *) echo "build-nginx: $server: nginx or angie" >&2; exit 2 ;;
+esac
+nginx_tar="$vendor/$name.tar.gz"
 luajit_tar="$vendor/luajit2-2.1-20240314.tar.gz"
 ndk_tar="$vendor/ngx_devel_kit-0.3.4.tar.gz"
 lua_tar="$vendor/lua-nginx-module-0.10.30rc2.tar.gz"
@@ -44,8 +51,8 @@ flags=(--with-compat --with-pcre-jit --with-threads --with-http_ssl_module
   --with-stream_realip_module)
 key=$( (cat "${archives[@]}" "$0" "$module/config" "$module"/*.c "$module"/*.h; echo "${flags[*]}") \
   | sha256sum | cut -c1-16)
-prefix="${FERRYMAN_CACHE:-$HOME/.cache/ferryman}/nginx-1.30.4-$key"
-bin="$prefix/sbin/nginx"
+prefix="${FERRYMAN_CACHE:-$HOME/.cache/ferryman}/$name-lua-$key"
+bin="$prefix/sbin/$binary"
 
 if [ ! -x "$bin" ]; then
   missing=()
@@ -55,7 +62,7 @@ if [ ! -x "$bin" ]; then
   command -v cc >/dev/null || missing+=(gcc)
   command -v make >/dev/null || missing+=(make)
   scripts/apt-install.sh build-nginx ${missing[@]+"${missing[@]}"}
-  echo "build-nginx: building NGINX 1.30.4 with Lua and ferryman's modules (cache key $key)" >&2
+  echo "build-nginx: building $name with Lua and ferryman's modules (cache key $key)" >&2
   start=$SECONDS
   work=$(mktemp -d)
   staging="$prefix.tmp.$$"
@@ -73,10 +80,10 @@ if [ ! -x "$bin" ]; then
   mkdir -p "$staging"
   cp -a "$work/dest$prefix/luajit" "$staging/luajit"
   (
-    cd "$work"/nginx-1.30.4/
+    cd "$work/$name"/
     # lua-nginx-module's config reads these; the rpath is the final prefix.
     export LUAJIT_LIB="$staging/luajit/lib" LUAJIT_INC="$staging/luajit/include/luajit-2.1"
-    auto/configure --prefix="$prefix" --modules-path="$prefix/modules" "${flags[@]}" \
+    $configure --prefix="$prefix" --modules-path="$prefix/modules" "${flags[@]}" \
       --with-cc-opt="-O2 -fPIC" --with-ld-opt="-Wl,-rpath,$prefix/luajit/lib" \
       --add-dynamic-module="$(echo "$work"/ngx_devel_kit-*)" \
       --add-dynamic-module="$(echo "$work"/lua-nginx-module-*)" \
@@ -84,7 +91,7 @@ if [ ! -x "$bin" ]; then
       || { tail -50 build.log >&2; exit 1; }
     make -j"$jobs" >>build.log 2>&1 || { tail -50 build.log >&2; exit 1; }
     mkdir -p "$staging/sbin" "$staging/modules"
-    cp objs/nginx "$staging/sbin/nginx"
+    cp "objs/$binary" "$staging/sbin/$binary"
     cp objs/*.so "$staging/modules/"
   )
   mkdir -p "$staging/lua"

@@ -18,7 +18,9 @@ tools/conformance/build.sh >/dev/null
 ./scripts/build-image.sh >/dev/null
 # Angie from ../shared/vendor for the Angie flavour's tests (cached by the archive's hash).
 ./scripts/build-angie.sh >/dev/null
-# NGINX 1.30.4 with its Lua runtime and ferryman's modules for the nginx-1.30
-# flavour's tests (about 3 min cold, cached by input hash).
+# NGINX 1.30.4 and Angie 1.12.1 with their Lua runtime and ferryman's modules
+# for the nginx-1.30 and angie-lua flavours' tests (1-3 min each cold, cached
+# by input hash).
 ./scripts/build-nginx.sh >/dev/null
+./scripts/build-nginx.sh angie >/dev/null
 .venv/bin/pytest "$@"

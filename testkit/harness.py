@@ -49,6 +49,8 @@ def modules_dir_args() -> list[str]:
 
 
 ANGIE_ARCHIVE = "angie-1.12.1.tar.gz"
+# Flavours running the records data plane on a server of scripts/build-nginx.sh's.
+LUA_SERVERS = {"nginx-1.30": "nginx", "angie-lua": "angie"}
 
 
 @functools.cache
@@ -71,13 +73,13 @@ def angie_binary() -> str:
 
 
 @functools.cache
-def current_nginx_binary() -> str:
-    """NGINX 1.30.4 with the Lua runtime and ferryman's modules, built from the
-    vendored sources by scripts/build-nginx.sh (cached by their hash; a cold
-    build takes about 3 minutes)."""
+def lua_server_binary(server: str = "nginx") -> str:
+    """NGINX 1.30.4 (``nginx``) or Angie 1.12.1 (``angie``) with the Lua runtime
+    and ferryman's modules, built from the vendored sources by
+    scripts/build-nginx.sh (cached by their hash; a cold build takes 1-3 minutes)."""
     vendor = Path(os.environ.get("FERRYMAN_VENDOR", ROOT.parent / "shared" / "vendor"))
     out = subprocess.run(
-        [str(ROOT / "scripts" / "build-nginx.sh")],
+        [str(ROOT / "scripts" / "build-nginx.sh"), server],
         capture_output=True,
         text=True,
         check=False,
@@ -470,9 +472,10 @@ class Ferryman:
     workdir: Path
     extra_args: list[str] = field(default_factory=list)
     kubeconfig: str | None = None  # Kubernetes mode instead of the manifests dir
-    # The server: "nginx" (Debian's 1.22), "nginx-1.30" (scripts/build-nginx.sh's
-    # current NGINX with its own Lua runtime and modules) or "angie" (built by
-    # scripts/build-angie.sh).
+    # The server: "nginx" (Debian's 1.22), "nginx-1.30" or "angie-lua" (NGINX
+    # 1.30.4 or Angie 1.12.1 running the same records data plane, built with
+    # their own Lua runtime and ferryman's modules by scripts/build-nginx.sh),
+    # or "angie" (Angie's classic flavour, built by scripts/build-angie.sh).
     flavour: str = "nginx"
     env: dict[str, str] = field(default_factory=dict)
     http_port: int = field(default_factory=free_port)
@@ -548,9 +551,10 @@ class Ferryman:
             ]  # fmt: skip
         if self.flavour == "angie":
             args += ["--data-plane", "angie", "--data-plane-binary", angie_binary()]
-        elif self.flavour == "nginx-1.30":
-            # Its modules and Lua libraries are found beside the binary.
-            args += ["--nginx-binary", current_nginx_binary()]
+        elif self.flavour in LUA_SERVERS:
+            # The records data plane on that server: its modules and Lua
+            # libraries are found beside the binary.
+            args += ["--nginx-binary", lua_server_binary(LUA_SERVERS[self.flavour])]
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=self._log, env={**os.environ, **self.env}

@@ -18,7 +18,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 
 HOST = "lb.example.com"
 

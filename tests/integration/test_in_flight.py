@@ -70,7 +70,7 @@ def _ingress(f: Ferryman, *pods: Backend | BrokenBackend | RemoteBackend, **kw: 
     f.write("ing", ingress("app", [rule(HOST, path("/", "app"))], annotations=kw or None))
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 def test_requests_held_open_are_in_flight_until_they_end(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -100,7 +100,7 @@ def test_requests_held_open_are_in_flight_until_they_end(
     assert other.hits == 0
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 def test_failed_attempts_before_a_good_peer_leave_nothing_counted(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -125,7 +125,7 @@ def test_failed_attempts_before_a_good_peer_leave_nothing_counted(
         broken.close()
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 def test_a_client_that_goes_away_leaves_nothing_in_flight(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -147,7 +147,7 @@ def test_a_client_that_goes_away_leaves_nothing_in_flight(
         pod.release()
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -195,7 +195,7 @@ def test_without_the_module_peers_are_not_measured(
         assert ferryman.metrics()[MEASURED_GAUGE] == 0
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 def test_ipv6_peers_are_named_as_upstream_addr_names_them(
     ferryman: Ferryman, backends: Backends
 ) -> None:

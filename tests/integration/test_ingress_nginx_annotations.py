@@ -245,7 +245,7 @@ def test_basic_auth_from_a_nic_htpasswd_secret(ferryman: Ferryman, backends: Bac
     assert f.reloads() == 1
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 def test_access_rules_the_data_plane_cannot_enforce_close_the_host(
     ferryman: Ferryman, backends: Backends
 ) -> None:

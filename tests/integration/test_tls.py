@@ -18,7 +18,7 @@ from testkit.harness import (
     tls_secret,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
 
 
 def _peer_cert_names(port: int, sni: str) -> list[str]:

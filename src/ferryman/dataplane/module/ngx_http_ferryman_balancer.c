@@ -188,6 +188,11 @@ ferryman_init_peer(ngx_http_request_t *r, ngx_http_upstream_srv_conf_t *us)
     r->upstream->peer.get = ferryman_get_peer;
     r->upstream->peer.free = ferryman_free_peer;
     r->upstream->peer.data = ctx;
+#if defined(angie_version)
+    /* Angie's keepalive module finds the request through the peer's ctx,
+     * which its own balancers set (NGINX has no such field). */
+    r->upstream->peer.ctx = r;
+#endif
     /* A failed attempt moves on to another peer, each tried once, at most a
      * VirtualServer upstream's next-upstream-tries. */
     b = ctx->balance;

@@ -304,6 +304,10 @@ ferryman_stream_init_peer(ngx_stream_session_t *s,
 
     u->peer.get = ferryman_stream_get_peer;
     u->peer.free = ferryman_stream_free_peer;
+#if defined(angie_version)
+    /* As in the HTTP balancer: Angie's modules find the session here. */
+    u->peer.ctx = s;
+#endif
     u->peer.data = ctx;
     u->peer.tries = 1;
 
