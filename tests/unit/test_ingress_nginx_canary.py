@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ferryman.configs.record_text import unquote
 from ferryman.kinds.ingress.records.canary import (
     PREFIX,
     Canary,
     Member,
     Rule,
+    canary_matches,
+    canary_percent,
     goes_to_canary,
     pair_canaries,
     parse_canary,
 )
+from ferryman.kinds.virtualserver.records.locations import first_match, source_variable
 
 
 def ann(**kw: str) -> dict[str, str]:
@@ -149,3 +153,46 @@ def test_a_canary_alone_is_not_served() -> None:
     pairing = pair_canaries([member("ns/c", "1", [("a", "/")], Canary())])
     assert pairing.joined == {}
     assert list(pairing.left_out) == ["ns/c"]
+
+
+def _routed(c: Canary, headers: dict[str, str], cookies: dict[str, str]) -> bool | None:
+    """What the VirtualServer matches decide; None: the split decides."""
+    matches = canary_matches(c)
+    conditions = [[(source_variable(m.kind, m.name), unquote(m.value))] for m in matches]
+    variables = {source_variable("header", k): v for k, v in headers.items()}
+    variables |= {source_variable("cookie", k): v for k, v in cookies.items()}
+    found = first_match(conditions, variables)
+    return None if found is None else matches[found].to_canary
+
+
+def test_matches_decide_as_ingress_nginx() -> None:
+    canaries = [
+        Canary(header="X-Canary", cookie="beta"),
+        Canary(header="X-Canary", header_value="Beta.1", cookie="beta"),
+        Canary(header="X-Canary", header_pattern="^(be|ga)ta", cookie="beta"),
+        Canary(header="X-Canary", header_value='a\\b"c', cookie="beta"),
+        Canary(header="X-Canary", header_pattern=r"^\w+\.\d$"),
+        Canary(cookie="beta"),
+        Canary(),
+    ]
+    values = ["always", "never", "Always", "Beta.1", "beta.1", "Betax1", "gata", "other"]
+    values += ['a\\b"c', "a\\\\b", None]
+    for c in canaries:
+        for h in values:
+            for k in values:
+                headers = {} if h is None else {"x-canary": h}
+                cookies = {} if k is None else {"beta": k}
+                routed = _routed(c, headers, cookies)
+                for weight in (0, 100):
+                    w = Canary(**{**c.__dict__, "weight": weight})
+                    expected = goes_to_canary(w, headers, cookies, 1)
+                    got = weight == 100 if routed is None else routed
+                    assert got == expected, (c, h, k, weight)
+
+
+def test_percent() -> None:
+    assert canary_percent(Canary(weight=30)) == (30, None)
+    assert canary_percent(Canary(weight=3, weight_total=10)) == (30, None)
+    assert canary_percent(Canary(weight=1, weight_total=1000))[0] == 1
+    percent, problem = canary_percent(Canary(weight=1, weight_total=3))
+    assert percent == 33 and problem is not None

@@ -241,3 +241,60 @@ def goes_to_canary(
         if got == "never":
             return False
     return draw <= canary.weight
+
+
+class CanaryMatch(NamedTuple):
+    """One VirtualServer match condition of a canary (``kinds/virtualserver``):
+    ``kind`` ``header`` or ``cookie``, ``value`` in NIC's map syntax as a
+    VirtualServer's ``value`` is written (read through ``record_text.unquote``)."""
+
+    kind: str
+    name: str
+    value: str
+    to_canary: bool
+
+
+def _quoted(value: str) -> str:
+    """``value`` as written in NGINX's quoted string, so ``unquote`` gives it back."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("'", "\\'")
+
+
+def _exactly(value: str) -> str:
+    # NIC's map compares a plain value caseless; ingress-nginx compares exactly,
+    # so the value is a case-sensitive expression anchored at both ends.
+    return _quoted("~^" + re.escape(value) + "$")
+
+
+def canary_matches(canary: Canary) -> list[CanaryMatch]:
+    """The canary as VirtualServer matches, in order; the first that holds
+    decides, the weighted split (:func:`canary_percent`) takes the rest. The
+    order is ingress-nginx's precedence: header, then cookie."""
+    out: list[CanaryMatch] = []
+    if canary.header:
+        if canary.header_value:
+            out.append(CanaryMatch("header", canary.header, _exactly(canary.header_value), True))
+        elif canary.header_pattern:
+            out.append(
+                CanaryMatch("header", canary.header, _quoted("~" + canary.header_pattern), True)
+            )
+        else:
+            out.append(CanaryMatch("header", canary.header, _exactly("always"), True))
+            out.append(CanaryMatch("header", canary.header, _exactly("never"), False))
+    if canary.cookie:
+        out.append(CanaryMatch("cookie", canary.cookie, _exactly("always"), True))
+        out.append(CanaryMatch("cookie", canary.cookie, _exactly("never"), False))
+    return out
+
+
+def canary_percent(canary: Canary) -> tuple[int, str | None]:
+    """The canary's share of the split in whole percent (a VirtualServer's
+    splits are), and a problem when the weight over its total had to be rounded."""
+    percent, rest = divmod(canary.weight * 100, canary.weight_total)
+    if rest == 0:
+        return percent, None
+    rounded = round(canary.weight * 100 / canary.weight_total)
+    if rounded == 0 and canary.weight > 0:
+        rounded = 1  # a canary asked for traffic gets some
+    return rounded, (
+        f"{PREFIX}canary-weight: {canary.weight}/{canary.weight_total} served as {rounded}%"
+    )
