@@ -12,6 +12,7 @@ from ferryman.kinds.ingress.records.canary import (
     Rule,
     canary_matches,
     canary_percent,
+    canary_route_fields,
     goes_to_canary,
     pair_canaries,
     parse_canary,
@@ -196,3 +197,17 @@ def test_percent() -> None:
     assert canary_percent(Canary(weight=1, weight_total=1000))[0] == 1
     percent, problem = canary_percent(Canary(weight=1, weight_total=3))
     assert percent == 33 and problem is not None
+
+
+def test_route_fields() -> None:
+    from ferryman.configs.record_text import b64
+
+    matches, default = canary_route_fields(Canary(header="X-C", weight=30), "M", "C")
+    always = f"{b64('http_x_c')}.{b64('~^always$')}>100:C"
+    never = f"{b64('http_x_c')}.{b64('~^never$')}>100:M"
+    assert matches == f"{always};{never}"
+    assert default == "70:M,30:C"
+    assert canary_route_fields(Canary(), "M", "C") == ("", "100:M")
+    assert canary_route_fields(Canary(weight=100), "M", "C") == ("", "100:C")
+    matches, _ = canary_route_fields(Canary(cookie="b"), "M", "C")
+    assert matches.startswith(b64("cookie_b") + ".")

@@ -26,6 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ferryman.configs.record_text import b64, unquote
+from ferryman.kinds.virtualserver.records.locations import source_variable
+
 PREFIX = "nginx.ingress.kubernetes.io/"
 # ingress-nginx's default for canary-weight-total (annotations.md "Canary").
 DEFAULT_WEIGHT_TOTAL = 100
@@ -298,3 +301,22 @@ def canary_percent(canary: Canary) -> tuple[int, str | None]:
     return rounded, (
         f"{PREFIX}canary-weight: {canary.weight}/{canary.weight_total} served as {rounded}%"
     )
+
+
+def canary_route_fields(canary: Canary, main: str, to_canary: str) -> tuple[str, str]:
+    """The R record's ``<matches>`` and ``<default>`` fields
+    (``kinds/virtualserver/records/virtualserver.py``) of a main Ingress's path
+    that a canary joins; ``main`` and ``to_canary``: the two proxy actions."""
+    matches = ";".join(
+        f"{b64(source_variable(m.kind, m.name))}.{b64(unquote(m.value))}"
+        f">100:{to_canary if m.to_canary else main}"
+        for m in canary_matches(canary)
+    )
+    percent, _ = canary_percent(canary)
+    if percent <= 0:
+        default = f"100:{main}"
+    elif percent >= 100:
+        default = f"100:{to_canary}"
+    else:
+        default = f"{100 - percent}:{main},{percent}:{to_canary}"
+    return matches, default
