@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from ferryman.configs.record_text import unquote
+from ferryman.kinds.ingress.parse.ingress_nginx_canary import PREFIX, Canary, parse_canary
 from ferryman.kinds.ingress.records.canary import (
-    PREFIX,
-    Canary,
     Member,
     Rule,
     canary_matches,
@@ -15,7 +14,6 @@ from ferryman.kinds.ingress.records.canary import (
     canary_route_fields,
     goes_to_canary,
     pair_canaries,
-    parse_canary,
 )
 from ferryman.kinds.virtualserver.records.locations import first_match, source_variable
 
@@ -80,8 +78,21 @@ def test_other_annotations_on_a_canary_are_ignored_and_said() -> None:
     canary, problems = parse_canary(annotations)
     assert canary == Canary()
     assert problems == [
-        f"{PREFIX}rewrite-target ignored on a canary Ingress: the main Ingress's annotations apply"
+        f"{PREFIX}rewrite-target, nginx.org/proxy-connect-timeout ignored on a canary "
+        "Ingress: the main Ingress's annotations apply",
+        f"{PREFIX}load-balance on a canary Ingress: not applied by ferryman yet; "
+        "the main Ingress's balancing and affinity apply to the canary's backends",
     ]
+
+
+def test_header_and_cookie_names_are_checked() -> None:
+    canary, problems = parse_canary(
+        ann(canary="true", canary_by_header="X Bad", canary_by_cookie="a;b", canary_weight="5")
+    )
+    assert canary == Canary(weight=5)
+    assert len(problems) == 2
+    assert "canary-by-header: 'X Bad'" in problems[0]
+    assert "canary-by-cookie: 'a;b'" in problems[1]
 
 
 def test_header_precedence() -> None:

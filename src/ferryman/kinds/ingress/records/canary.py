@@ -2,10 +2,9 @@
 
 ingress-nginx lets a second Ingress marked ``nginx.ingress.kubernetes.io/canary:
 "true"`` take part of the traffic of a main Ingress with the same host and path.
-This module holds the parts that need no I/O, so they are tested alone:
+This module holds the parts that need no I/O, so they are tested alone (the
+annotations are read by ``parse/ingress_nginx_canary.py``):
 
-- :func:`parse_canary` reads the canary annotations of one Ingress into a
-  :class:`Canary` and the problems to say in Warnings;
 - :func:`pair_canaries` finds, per (host, path), the main Ingress and the
   canary that joins it; a canary without a main is not served (ingress-nginx
   skips canary Ingresses when it builds servers, and drops an alternative
@@ -14,9 +13,11 @@ This module holds the parts that need no I/O, so they are tested alone:
 - :func:`goes_to_canary` is the per-request rule, header > cookie > weight, as
   the data plane applies it; the random draw is passed in so the rule stays pure.
 
-The wiring into the VirtualServer engine (the main host re-rendered with a
-header/cookie match and a weighted split when its canary changes) is not part of
-this module.
+- :func:`canary_route_fields` the main path's route as the VirtualServer engine
+  reads it: the header/cookie matches, then the weighted split.
+
+``canary_host.py`` joins these to the translator (the main's host re-rendered
+when its canary changes).
 """
 
 from __future__ import annotations
@@ -27,127 +28,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ferryman.configs.record_text import b64, unquote
+from ferryman.kinds.ingress.parse.ingress_nginx_canary import PREFIX, Canary
 from ferryman.kinds.virtualserver.records.locations import source_variable
-
-PREFIX = "nginx.ingress.kubernetes.io/"
-# ingress-nginx's default for canary-weight-total (annotations.md "Canary").
-DEFAULT_WEIGHT_TOTAL = 100
-KEYS = frozenset(
-    {
-        "canary",
-        "canary-by-header",
-        "canary-by-header-value",
-        "canary-by-header-pattern",
-        "canary-by-cookie",
-        "canary-weight",
-        "canary-weight-total",
-    }
-)
-# Read on a canary Ingress by ingress-nginx too; every other annotation on a
-# canary is ignored (inherited from the main Ingress), and said so.
-KEPT_ON_CANARY = frozenset(
-    {
-        "load-balance",
-        "upstream-hash-by",
-        "affinity",
-        "affinity-canary-behavior",
-        "affinity-mode",
-        "session-cookie-name",
-        "session-cookie-path",
-        "session-cookie-domain",
-        "session-cookie-samesite",
-        "session-cookie-conditional-samesite-none",
-        "session-cookie-expires",
-        "session-cookie-max-age",
-        "session-cookie-secure",
-        "session-cookie-change-on-failure",
-    }
-)
-
-
-@dataclass(frozen=True)
-class Canary:
-    """The canary annotations of one Ingress, checked."""
-
-    header: str = ""
-    header_value: str = ""
-    header_pattern: str = ""
-    cookie: str = ""
-    weight: int = 0
-    weight_total: int = DEFAULT_WEIGHT_TOTAL
-
-
-def _int(annotations: Mapping[str, str], key: str, default: int, problems: list[str]) -> int:
-    raw = annotations.get(PREFIX + key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        problems.append(f"{PREFIX}{key}: {raw!r} is not an integer; {default} used")
-        return default
-    if value < 0:
-        problems.append(f"{PREFIX}{key}: {value} is negative; {default} used")
-        return default
-    return value
-
-
-def parse_canary(annotations: Mapping[str, str]) -> tuple[Canary | None, list[str]]:
-    """The Ingress's canary, or None when it is not a canary, and the problems."""
-    problems: list[str] = []
-    if annotations.get(PREFIX + "canary", "").strip().lower() != "true":
-        stray = sorted(k for k in KEYS - {"canary"} if PREFIX + k in annotations)
-        if stray:
-            problems.append(
-                f'{", ".join(PREFIX + k for k in stray)} ignored: {PREFIX}canary is not "true"'
-            )
-        return None, problems
-    total = _int(annotations, "canary-weight-total", DEFAULT_WEIGHT_TOTAL, problems)
-    if total == 0:
-        problems.append(f"{PREFIX}canary-weight-total: 0; {DEFAULT_WEIGHT_TOTAL} used")
-        total = DEFAULT_WEIGHT_TOTAL
-    weight = _int(annotations, "canary-weight", 0, problems)
-    if weight > total:
-        problems.append(f"{PREFIX}canary-weight: {weight} is above the total {total}; {total} used")
-        weight = total
-    header = annotations.get(PREFIX + "canary-by-header", "").strip()
-    value = annotations.get(PREFIX + "canary-by-header-value", "")
-    pattern = annotations.get(PREFIX + "canary-by-header-pattern", "")
-    if (value or pattern) and not header:
-        problems.append(
-            f"{PREFIX}canary-by-header-value/-pattern ignored: no {PREFIX}canary-by-header"
-        )
-        value = pattern = ""
-    if value and pattern:
-        problems.append(
-            f"{PREFIX}canary-by-header-pattern ignored: {PREFIX}canary-by-header-value is set"
-        )
-        pattern = ""
-    if pattern:
-        try:
-            re.compile(pattern)
-        except re.error as err:
-            # ingress-nginx treats a pattern that fails as not matching.
-            problems.append(f"{PREFIX}canary-by-header-pattern: {err}; never matches")
-    ignored = sorted(
-        key
-        for key in annotations
-        if key.startswith(PREFIX) and key[len(PREFIX) :] not in KEYS | KEPT_ON_CANARY
-    )
-    if ignored:
-        problems.append(
-            f"{', '.join(ignored)} ignored on a canary Ingress: "
-            "the main Ingress's annotations apply"
-        )
-    canary = Canary(
-        header=header,
-        header_value=value,
-        header_pattern=pattern,
-        cookie=annotations.get(PREFIX + "canary-by-cookie", "").strip(),
-        weight=weight,
-        weight_total=total,
-    )
-    return canary, problems
 
 
 class Rule(NamedTuple):
@@ -268,6 +150,14 @@ def _exactly(value: str) -> str:
     return _quoted("~^" + re.escape(value) + "$")
 
 
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 def canary_matches(canary: Canary) -> list[CanaryMatch]:
     """The canary as VirtualServer matches, in order; the first that holds
     decides, the weighted split (:func:`canary_percent`) takes the rest. The
@@ -277,9 +167,9 @@ def canary_matches(canary: Canary) -> list[CanaryMatch]:
         if canary.header_value:
             out.append(CanaryMatch("header", canary.header, _exactly(canary.header_value), True))
         elif canary.header_pattern:
-            out.append(
-                CanaryMatch("header", canary.header, _quoted("~" + canary.header_pattern), True)
-            )
+            if _compiles(canary.header_pattern):  # else it never matches (parse said so)
+                pattern = _quoted("~" + canary.header_pattern)
+                out.append(CanaryMatch("header", canary.header, pattern, True))
         else:
             out.append(CanaryMatch("header", canary.header, _exactly("always"), True))
             out.append(CanaryMatch("header", canary.header, _exactly("never"), False))
