@@ -53,13 +53,16 @@ its requests go to the slow path's location of that buffer tier
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64
 from ferryman.configs.sticky_field import sticky_field
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
+from ferryman.kinds.ingress.records.canary import canary_route_fields
+from ferryman.kinds.ingress.records.canary_host import Joined
 from ferryman.kinds.ingress.records.options import IngressOptions
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems
 from ferryman.kinds.policy.records.auth import Basic
@@ -88,6 +91,7 @@ class _Location:
     caseless: bool = False  # the rewrite matches the path caseless (ingress-nginx's (?i))
     whole: bool = False  # the rewrite replaces the whole URI (rewrite-target on a plain path)
     answer: str | None = None  # a redirect action (``d.<code>.<url>``) instead of proxying
+    source: str | None = None  # the Ingress path it serves (a canary joins by it)
 
 
 def _proxy_redirect(o: IngressOptions) -> str:
@@ -123,15 +127,17 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
             rule_backend = rule_backend or p.backend
             rewrite = options.rewrites.get(p.backend.service)
             if p.path_type == "Exact" or regex == "exact":
-                exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite))
+                exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite, source=p.path))
             elif regex in ("case_sensitive", "case_insensitive"):
                 modifier = "X" if regex == "case_sensitive" else "I"
                 key = (modifier, p.path)
-                other.setdefault(key, _Location(modifier, "^" + p.path, p.backend, rewrite))
+                loc = _Location(modifier, "^" + p.path, p.backend, rewrite, source=p.path)
+                other.setdefault(key, loc)
             else:
                 stem = p.path.rstrip("/")
                 if not stem:
-                    other.setdefault(("P", "/"), _Location("P", "/", p.backend, rewrite))
+                    root = _Location("P", "/", p.backend, rewrite, source=p.path)
+                    other.setdefault(("P", "/"), root)
                     continue
                 slash = rewrite
                 if rewrite is not None and not p.path.endswith("/"):
@@ -140,8 +146,8 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
                 # (NGINX's auto_redirect; its rewrites README says so).
                 redirects = rewrite is not None and p.path.endswith("/")
                 if not redirects:
-                    derived.append(_Location("E", stem, p.backend, rewrite))
-                loc = _Location("P", stem + "/", p.backend, slash, redirects)
+                    derived.append(_Location("E", stem, p.backend, rewrite, source=p.path))
+                loc = _Location("P", stem + "/", p.backend, slash, redirects, source=p.path)
                 other.setdefault(("P", stem + "/"), loc)
     for loc in derived:
         exact.setdefault(loc.path, loc)
@@ -256,6 +262,8 @@ class Part:
     ing: Ingress
     options: IngressOptions
     policies: Attached
+    # The paths a canary joins (ingress-nginx's), path -> the canary (canary_host.py).
+    canaries: Mapping[str, Joined] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -355,20 +363,39 @@ def ingress_vs_routing(
                 lines.append(upstream)
                 fast_items.append(_fast_upstream(key, o))
             number = upstreams[upstream]
+            joined = part.canaries.get(loc.source) if loc.source is not None else None
             served = (
                 _fast_options(o)
                 and not enforced
                 and loc.rewrite is None
                 and loc.backend.service not in o.ssl_services
+                and joined is None  # the module has no matches nor splits
             )
             head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
             fast_locations.append(f"{head} f 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
-            action = f"p.{number}.{rewrite}.{set_headers}.{add}.{hide}..{passed}."
+            # The action less its upstream's number.
+            tail = f".{rewrite}.{set_headers}.{add}.{hide}..{passed}."
             if redirect:
-                action += "." + redirect  # the tenth field, after the ignored headers
+                tail += "." + redirect  # the tenth field, after the ignored headers
+            action = f"p.{number}{tail}"
+            matches, default = "", f"100:{action}"
+            if joined is not None:
+                # The canary's backend proxied as the main's path is: the main's
+                # annotations apply to both (ingress-nginx's alternative backend).
+                b = joined.backend
+                other = backend_key(joined.namespace, b.service, b.port_ref)
+                other += CLUSTER_IP if o.use_cluster_ip else ""
+                keys.add(other)
+                line = _upstream(other, tls, o)
+                if line not in upstreams:
+                    upstreams[line] = len(upstreams) + 1
+                    lines.append(line)
+                    fast_items.append(_fast_upstream(other, o))
+                to_canary = f"p.{upstreams[line]}{tail}"
+                matches, default = canary_route_fields(joined.canary, action, to_canary)
             proxies = "1" if loc.proxies else "0"
-            fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
+            fields = ["R", loc.modifier, b64(loc.path), proxies, matches, default, "", enforced]
             flags = "g" if loc.backend.service in o.grpc_services else ""
             flags += "" if o.proxy_buffering else "u"
             flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
