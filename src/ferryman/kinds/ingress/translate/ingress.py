@@ -178,6 +178,9 @@ class IngressTranslator(Translator):
             canaries[host] = self._served_canaries(reads, host)
         served, reasons = canary_outcome(ing, mains, canaries)
         reasons = denied + reasons
+        if not self._slow_path:
+            # The matches and splits are the Lua router's (hosts.py says it on the main).
+            served, reasons = [], ["canaries are served by the nginx data plane only"]
         who = f"{ref.namespace}/{ref.name}"
         if not served:
             message = f"{who} was rejected: a canary is served with its main Ingress only: "
@@ -255,7 +258,8 @@ class IngressTranslator(Translator):
             d.ref_hosts[ref] = new_hosts
         if ing is None or ing.canary is None:
             # A main's hosts: their canaries say again whether they are served.
-            self._canary_hosts_changed(ref, before | new_hosts)
+            hosts = before | new_hosts
+            self._canary_hosts_changed(ref, {"" if h == CATCH_ALL else h for h in hosts})
         backends: set[BackendKey] = set()
         for w in written:
             backends |= w.backends
