@@ -89,6 +89,10 @@ def test_weight_splits_the_traffic(ferryman: Ferryman, backends: Backends) -> No
     # Weight 0: all to the main.
     f.write("doc1", canary({P + "canary-weight": "0"}))
     eventually(lambda: all(who(f) == "a" for _ in range(20)), 10, "weight 0")
+    # A share that is not a whole percent: rounded, said.
+    f.write("doc1", canary({P + "canary-weight": "1", P + "canary-weight-total": "1000"}))
+    eventually(lambda: last(f, "canary")["reason"] == "AddedOrUpdatedWithWarning", 10, "rounded")
+    assert f"{P}canary-weight: 1/1000 served as 1%" in last(f, "canary")["message"]
     assert f.reloads() == 1
 
 

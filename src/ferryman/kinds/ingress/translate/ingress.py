@@ -28,6 +28,7 @@ from ferryman.kinds.ingress.parse.ingressclass import (
     parse_ingress_class,
     raw_class_name,
 )
+from ferryman.kinds.ingress.records.canary import canary_percent
 from ferryman.kinds.ingress.records.canary_host import (
     Joined,
     canary_outcome,
@@ -188,7 +189,9 @@ class IngressTranslator(Translator):
             return
         d.ref_hosts[ref] = set()  # served (its main's host): status shown
         joins = f"canary of {', '.join(served)}"
-        warnings = [*ing.warnings, *reasons]
+        assert ing.canary is not None
+        _, rounded = canary_percent(ing.canary)
+        warnings = [*ing.warnings, *reasons, *([rounded] if rounded else [])]
         if warnings:
             message = f"Configuration for {who} was added or updated with warning(s): "
             d.event(
