@@ -275,3 +275,35 @@ def test_a_tls_host_another_namespace_has_the_listener_of_gets_no_redirect_route
     assert ("HTTPRoute", "other", "one-redirect") not in names
     for obj in converted.objects:
         assert _parse(obj) == [], obj
+
+
+def test_a_canary_is_served_with_its_main_only() -> None:
+    reports = _reports()
+    assert reports["shop/web-canary"].verdict == migrate.SERVED  # its main is read too
+    main = _ingress({})
+    lonely = _ingress({P + "canary": "true", P + "canary-weight": "10"}, "/beta")
+    lonely["metadata"]["name"] = "lonely"
+    second = _ingress({P + "canary": "true"}, "/beta")
+    second["metadata"]["name"] = "second"
+    found = {r.name: r for r in migrate.reports([(main, "a"), (lonely, "b"), (second, "c")])}
+    assert found["one"].verdict == migrate.SERVED
+    assert found["lonely"].verdict == migrate.REJECTED
+    assert found["lonely"].errors == [
+        "canary not served: a.example.com/beta: no main Ingress serves it"
+    ]
+    assert found["second"].verdict == migrate.REJECTED
+    assert migrate.exit_code(list(found.values())) == 1
+    # The main gains /beta: the older canary joins it, the other is left out.
+    main["spec"]["rules"][0]["http"]["paths"].append(
+        {
+            "path": "/beta",
+            "pathType": "Prefix",
+            "backend": {"service": {"name": "svc", "port": {"number": 80}}},
+        }
+    )
+    found = {r.name: r for r in migrate.reports([(main, "a"), (lonely, "b"), (second, "c")])}
+    assert found["lonely"].verdict == migrate.SERVED
+    assert found["second"].errors == [
+        "canary not served: a.example.com/beta: ns/lonely is already its canary "
+        "(one canary per rule)"
+    ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
 from ferryman.kinds.ingress.parse.ingress_nginx_canary import Canary
-from ferryman.kinds.ingress.records.canary import Member, Rule, pair_canaries
+from ferryman.kinds.ingress.records.canary import Member, Pairing, Rule, pair_canaries
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,31 @@ def _key(ing: Ingress) -> str:
     return f"{ing.meta.namespace}/{ing.meta.name}"
 
 
-def _member(ing: Ingress, host: str) -> Member:
+def _order(ing: Ingress) -> tuple[str, str]:
     # No timestamp sorts after every timestamp ("~" after the digits), as
     # engine/configuration.py orders them.
-    order = (ing.meta.creation_timestamp or "~", _key(ing))
+    return (ing.meta.creation_timestamp or "~", _key(ing))
+
+
+def _member(ing: Ingress, host: str) -> Member:
     rules = frozenset(Rule(host, p.path) for r in ing.rules if r.host == host for p in r.paths)
-    return Member(_key(ing), order, rules, ing.canary)
+    return Member(_key(ing), _order(ing), rules, ing.canary)
+
+
+def paired(ingresses: Iterable[Ingress]) -> Pairing:
+    """The canaries of ``ingresses`` (one class) paired to their mains over every
+    host, as a run would pair them (``ferryman migrate``); mergeable Ingresses
+    take no canary."""
+    return pair_canaries(
+        Member(
+            _key(i),
+            _order(i),
+            frozenset(Rule(r.host, p.path) for r in i.rules for p in r.paths),
+            i.canary,
+        )
+        for i in ingresses
+        if i.mergeable is None
+    )
 
 
 def rule_hosts(ing: Ingress | None) -> set[str]:
