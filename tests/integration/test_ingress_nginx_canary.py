@@ -11,6 +11,7 @@ from testkit.annotated_ingress import HOST, annotated, last, start
 from testkit.harness import (
     Backends,
     Ferryman,
+    backend,
     eventually,
     ingress,
     path,
@@ -40,8 +41,8 @@ def who(f: Ferryman, headers: dict[str, str] | None = None) -> str | None:
     return f.get(HOST, "/x", headers=headers).served_by
 
 
-def test_header_then_cookie_then_weight(ferryman: Ferryman, backends: Backends) -> None:
-    f = ferryman
+def test_header_then_cookie_then_weight(either_fast_path: Ferryman, backends: Backends) -> None:
+    f = either_fast_path
     begin(
         f,
         backends,
@@ -135,6 +136,17 @@ def test_a_canary_needs_its_main(ferryman: Ferryman, backends: Backends) -> None
     assert f"{P}rewrite-target ignored on a canary Ingress" in last(f, "second")["message"]
     eventually(lambda: who(f, {"X-Canary": "always"}) == "a", 10, "all to the main")
     assert all(who(f) == "a" for _ in range(10))
+    # A canary of a defaultBackend: not served yet, said.
+    f.write(
+        "doc4",
+        ingress(
+            "fallback",
+            default_backend=backend("canary-svc"),
+            annotations={P + "canary": "true"},
+        ),
+    )
+    eventually(lambda: last(f, "fallback")["reason"] == "Rejected", 10, "fallback")
+    assert "a canary of a defaultBackend is not served yet" in last(f, "fallback")["message"]
     # The main removed: its canaries are not served.
     f.remove("doc0")
     eventually(lambda: last(f, "second")["reason"] == "Rejected", 10, "no main")

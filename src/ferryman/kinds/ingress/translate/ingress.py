@@ -183,6 +183,8 @@ class IngressTranslator(Translator):
             # The matches and splits are the Lua router's (hosts.py says it on the main).
             served, reasons = [], ["canaries are served by the nginx data plane only"]
         who = f"{ref.namespace}/{ref.name}"
+        if not served and not reasons:
+            reasons = ["it has no paths (a canary of a defaultBackend is not served yet)"]
         if not served:
             message = f"{who} was rejected: a canary is served with its main Ingress only: "
             d.event(ref, WARNING, REJECTED, message + "; ".join(reasons))
