@@ -110,11 +110,12 @@ def test_a_canary_needs_its_main(ferryman: Ferryman, backends: Backends) -> None
         canary({P + "canary-weight": "0", P + "rewrite-target": "/"}, name="second"),
     )
     eventually(lambda: who(f, {"X-Canary": "always"}) == "c", 10, "canary served")
+    eventually(lambda: last(f, "lonely")["reason"] == "Rejected", 10, "lonely said")
+    eventually(lambda: last(f, "second")["reason"] == "Rejected", 10, "second said")
     lonely = last(f, "lonely")
     assert lonely["type"] == "Warning"
     assert lonely["message"] == (
-        "default/lonely was rejected: a canary is served with its main Ingress only: "
-        f"{HOST}/lonely: no main Ingress serves it"
+        f"default/lonely was rejected: canary not served: {HOST}/lonely: no main Ingress serves it"
     )
     assert f.get(HOST, "/lonely").served_by == "a"  # the main's / takes it
     second = last(f, "second")

@@ -186,7 +186,7 @@ class IngressTranslator(Translator):
         if not served and not reasons:
             reasons = ["it has no paths (a canary of a defaultBackend is not served yet)"]
         if not served:
-            message = f"{who} was rejected: a canary is served with its main Ingress only: "
+            message = f"{who} was rejected: canary not served: "
             d.event(ref, WARNING, REJECTED, message + "; ".join(reasons))
             return
         d.ref_hosts[ref] = set()  # served (its main's host): status shown
