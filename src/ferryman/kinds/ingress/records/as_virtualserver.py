@@ -310,6 +310,22 @@ def _fast_upstream(key: BackendKey, o: IngressOptions) -> str:
     )
 
 
+class _Upstreams:
+    """The V record's U items and the F record's, numbered from 1 alike."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+        self.lines: list[str] = []
+        self.fast_items: list[str] = []
+
+    def number(self, line: str, key: BackendKey, o: IngressOptions) -> int:
+        if line not in self._numbers:
+            self._numbers[line] = len(self._numbers) + 1
+            self.lines.append(line)
+            self.fast_items.append(_fast_upstream(key, o))
+        return self._numbers[line]
+
+
 def ingress_vs_routing(
     parts: list[Part],
     vh: VirtualHost,
@@ -321,14 +337,12 @@ def ingress_vs_routing(
     F record; ``server``: the host's own options (redirects, HSTS, server tokens),
     ``spec`` the policies of requests no path takes."""
     items = PolicyItems()
-    upstreams: dict[str, int] = {}
-    lines: list[str] = []
+    ups = _Upstreams()
     routes: list[str] = []
     keys: set[BackendKey] = set()
     # The F record: the module serves the routes whose options it has, when the
     # host asks for nothing its own answers would lack (HSTS, server tokens,
     # redirect-to-https, policies of unmatched requests).
-    fast_items: list[str] = []
     fast_locations: list[str] = []
     host_fast = (
         server.hsts is None
@@ -357,12 +371,7 @@ def ingress_vs_routing(
             key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
             tls = loc.backend.service in o.ssl_services
-            upstream = _upstream(key, tls, o, o.sticky.get(loc.backend.service))
-            if upstream not in upstreams:
-                upstreams[upstream] = len(upstreams) + 1
-                lines.append(upstream)
-                fast_items.append(_fast_upstream(key, o))
-            number = upstreams[upstream]
+            number = ups.number(_upstream(key, tls, o, o.sticky.get(loc.backend.service)), key, o)
             joined = part.canaries.get(loc.source) if loc.source is not None else None
             served = (
                 _fast_options(o)
@@ -387,12 +396,7 @@ def ingress_vs_routing(
                 other = backend_key(joined.namespace, b.service, b.port_ref)
                 other += CLUSTER_IP if o.use_cluster_ip else ""
                 keys.add(other)
-                line = _upstream(other, tls, o)
-                if line not in upstreams:
-                    upstreams[line] = len(upstreams) + 1
-                    lines.append(line)
-                    fast_items.append(_fast_upstream(other, o))
-                to_canary = f"p.{upstreams[line]}{tail}"
+                to_canary = f"p.{ups.number(_upstream(other, tls, o), other, o)}{tail}"
                 matches, default = canary_route_fields(joined.canary, action, to_canary)
             proxies = "1" if loc.proxies else "0"
             fields = ["R", loc.modifier, b64(loc.path), proxies, matches, default, "", enforced]
@@ -412,9 +416,9 @@ def ingress_vs_routing(
     opts = f"O|{hsts}|{int(server.hsts_behind_proxy)}|{int(server.server_tokens)}"
     unmatched = items.reference(spec, route_only=frozenset("c"))
     record_spec = ["S|" + unmatched] if unmatched else []
-    record = " ".join([redirect, *lines, *routes, opts, *items.items, *record_spec])
+    record = " ".join([redirect, *ups.lines, *routes, opts, *items.items, *record_spec])
     stub = replace(vh, routes=(), default_backend=None)
     fast = None
     if host_fast and any(not loc.endswith(" s") for loc in fast_locations):
-        fast = " ".join(["1", *fast_items, *fast_locations])
+        fast = " ".join(["1", *ups.fast_items, *fast_locations])
     return Routing(stub, record, frozenset(keys) | frozenset(items.backends), fast)
