@@ -7,7 +7,7 @@ from typing import Any
 
 from ferryman.configs.record_text import b64
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
-from ferryman.kinds.ingress.records.canary_host import canary_outcome, joined_paths
+from ferryman.kinds.ingress.records.canary_host import canary_event, canary_outcome, joined_paths
 from ferryman.kinds.ingress.records.hosts import ingress_records
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 
@@ -149,3 +149,24 @@ def test_the_main_without_canaries_and_on_angie() -> None:
     )
     assert angie.written[0].routing is None
     assert any("served by the nginx data plane only" in w for w in angie.warnings)
+
+
+def test_canary_event() -> None:
+    c = canary("c", {"/": "n"}, canary_weight="10")
+    assert canary_event(c, [f"{HOST}/ of default/main"], []) == (
+        False,
+        "AddedOrUpdated",
+        f"Configuration for default/c was added or updated (canary of {HOST}/ of default/main)",
+    )
+    assert canary_event(c, [], ["why"]) == (
+        True,
+        "Rejected",
+        "default/c was rejected: canary not served: why",
+    )
+    rounded = canary("r", {"/": "n"}, canary_weight="1", canary_weight_total="1000")
+    warn, reason, message = canary_event(rounded, ["x"], ["y"])
+    assert (warn, reason) == (True, "AddedOrUpdatedWithWarning")
+    assert message == (
+        "Configuration for default/r was added or updated with warning(s): canary of x; y; "
+        f"{P}canary-weight: 1/1000 served as 1%"
+    )

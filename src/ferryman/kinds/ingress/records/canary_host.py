@@ -18,7 +18,13 @@ from dataclasses import dataclass
 
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
 from ferryman.kinds.ingress.parse.ingress_nginx_canary import Canary
-from ferryman.kinds.ingress.records.canary import Member, Pairing, Rule, pair_canaries
+from ferryman.kinds.ingress.records.canary import (
+    Member,
+    Pairing,
+    Rule,
+    canary_percent,
+    pair_canaries,
+)
 
 
 @dataclass(frozen=True)
@@ -112,3 +118,21 @@ def canary_outcome(
             if name == _key(canary)
         ]
     return served, reasons
+
+
+def canary_event(canary: Ingress, served: list[str], reasons: list[str]) -> tuple[bool, str, str]:
+    """A canary Ingress's Event, (a warning, reason, message), from what
+    :func:`canary_outcome` found: ``Rejected`` when it joins no path."""
+    who = _key(canary)
+    if not served:
+        # No rule with paths: ingress-nginx's canary of a defaultBackend.
+        why = reasons or ["it has no paths (a canary of a defaultBackend is not served yet)"]
+        return True, "Rejected", f"{who} was rejected: canary not served: " + "; ".join(why)
+    joins = f"canary of {', '.join(served)}"
+    assert canary.canary is not None
+    _, rounded = canary_percent(canary.canary)
+    warnings = [*canary.warnings, *reasons, *([rounded] if rounded else [])]
+    if warnings:
+        message = f"Configuration for {who} was added or updated with warning(s): "
+        return True, "AddedOrUpdatedWithWarning", message + "; ".join([joins, *warnings])
+    return False, "AddedOrUpdated", f"Configuration for {who} was added or updated ({joins})"

@@ -28,9 +28,9 @@ from ferryman.kinds.ingress.parse.ingressclass import (
     parse_ingress_class,
     raw_class_name,
 )
-from ferryman.kinds.ingress.records.canary import canary_percent
 from ferryman.kinds.ingress.records.canary_host import (
     Joined,
+    canary_event,
     canary_outcome,
     joined_paths,
     rule_hosts,
@@ -178,30 +178,14 @@ class IngressTranslator(Translator):
             mains[host] = main if isinstance(main, Ingress) else None
             canaries[host] = self._served_canaries(reads, host)
         served, reasons = canary_outcome(ing, mains, canaries)
-        reasons = denied + reasons
         if not self._slow_path:
             # The matches and splits are the Lua router's (hosts.py says it on the main).
-            served, reasons = [], ["canaries are served by the nginx data plane only"]
-        who = f"{ref.namespace}/{ref.name}"
-        if not served and not reasons:
-            reasons = ["it has no paths (a canary of a defaultBackend is not served yet)"]
-        if not served:
-            message = f"{who} was rejected: canary not served: "
-            d.event(ref, WARNING, REJECTED, message + "; ".join(reasons))
-            return
-        d.ref_hosts[ref] = set()  # served (its main's host): status shown
-        joins = f"canary of {', '.join(served)}"
-        assert ing.canary is not None
-        _, rounded = canary_percent(ing.canary)
-        warnings = [*ing.warnings, *reasons, *([rounded] if rounded else [])]
-        if warnings:
-            message = f"Configuration for {who} was added or updated with warning(s): "
-            d.event(
-                ref, WARNING, ADDED_OR_UPDATED_WITH_WARNING, message + "; ".join([joins, *warnings])
-            )
-        else:
-            message = f"Configuration for {who} was added or updated ({joins})"
-            d.event(ref, NORMAL, ADDED_OR_UPDATED, message)
+            served, reasons = [], []
+            denied = ["canaries are served by the nginx data plane only"]
+        warn, reason, message = canary_event(ing, served, denied + reasons)
+        if reason != REJECTED:
+            d.ref_hosts[ref] = set()  # served (its main's host): status shown
+        d.event(ref, WARNING if warn else NORMAL, reason, message)
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
