@@ -21,6 +21,7 @@ def ing(
     annotations: dict[str, str] | None = None,
     created: str | None = None,
     host: str = HOST,
+    path_type: str = "Prefix",
 ) -> Ingress:
     md: dict[str, Any] = {"name": name, "namespace": "default", "annotations": annotations or {}}
     if created:
@@ -36,7 +37,7 @@ def ing(
                             "paths": [
                                 {
                                     "path": p,
-                                    "pathType": "Prefix",
+                                    "pathType": path_type,
                                     "backend": {"service": {"name": s, "port": {"number": 80}}},
                                 }
                                 for p, s in paths.items()
@@ -49,9 +50,15 @@ def ing(
     )
 
 
-def canary(name: str, paths: dict[str, str], created: str | None = None, **kw: str) -> Ingress:
+def canary(
+    name: str,
+    paths: dict[str, str],
+    created: str | None = None,
+    path_type: str = "Prefix",
+    **kw: str,
+) -> Ingress:
     annotations = {P + "canary": "true", **{P + k.replace("_", "-"): v for k, v in kw.items()}}
-    return ing(name, paths, annotations, created)
+    return ing(name, paths, annotations, created, path_type=path_type)
 
 
 def test_a_canary_claims_no_host_and_ignores_other_annotations() -> None:
@@ -69,10 +76,14 @@ def test_joined_paths_the_oldest_canary_of_a_path() -> None:
     later = canary("a-later", {"/api": "api3", "/": "new"}, "2026-02-01T00:00:00Z")
     other_host = canary("x", {"/": "z"})
     joined = joined_paths(main, HOST, [later, first, other_host])
-    assert sorted(joined) == ["/", "/api"]
-    assert (joined["/api"].name, joined["/api"].backend.service) == ("default/b-first", "api2")
-    assert joined["/api"].canary.weight == 30
-    assert joined["/"].name == "default/a-later"
+    api, root = ("/api", "Prefix"), ("/", "Prefix")
+    assert sorted(joined) == [root, api]
+    assert (joined[api].name, joined[api].backend.service) == ("default/b-first", "api2")
+    assert joined[api].canary.weight == 30
+    assert joined[root].name == "default/a-later"
+    # ingress-nginx matches the pathType too.
+    exact = canary("exact", {"/api": "e"}, path_type="Exact")
+    assert joined_paths(main, HOST, [exact]) == {}
     # A mergeable main takes no canary.
     master = ing("m", {}, {"nginx.org/mergeable-ingress-type": "master"})
     assert joined_paths(master, HOST, [first]) == {}

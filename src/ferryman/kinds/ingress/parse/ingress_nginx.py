@@ -279,7 +279,7 @@ ENTRIES: dict[str, Entry] = {
     # canary (parse/ingress_nginx_canary.py, records/canary_host.py)
     "canary": Entry(
         DIFFERS,
-        "the Ingress's paths join those of the same host and path of the main Ingress "
+        "the Ingress's paths join those of the same host, path and pathType of the main Ingress "
         "(the host's owner, same class): header, then cookie, then weight decide per "
         "request, as ingress-nginx; one canary per path (the oldest), a canary without a "
         "main is not served (both in a Warning); its other annotations are ignored (the "

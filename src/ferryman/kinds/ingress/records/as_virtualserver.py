@@ -91,7 +91,8 @@ class _Location:
     caseless: bool = False  # the rewrite matches the path caseless (ingress-nginx's (?i))
     whole: bool = False  # the rewrite replaces the whole URI (rewrite-target on a plain path)
     answer: str | None = None  # a redirect action (``d.<code>.<url>``) instead of proxying
-    source: str | None = None  # the Ingress path it serves (a canary joins by it)
+    # The Ingress path and pathType it serves (a canary joins by them).
+    source: tuple[str, str] | None = None
 
 
 def _proxy_redirect(o: IngressOptions) -> str:
@@ -127,16 +128,20 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
             rule_backend = rule_backend or p.backend
             rewrite = options.rewrites.get(p.backend.service)
             if p.path_type == "Exact" or regex == "exact":
-                exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite, source=p.path))
+                exact.setdefault(
+                    p.path, _Location("E", p.path, p.backend, rewrite, source=(p.path, p.path_type))
+                )
             elif regex in ("case_sensitive", "case_insensitive"):
                 modifier = "X" if regex == "case_sensitive" else "I"
                 key = (modifier, p.path)
-                loc = _Location(modifier, "^" + p.path, p.backend, rewrite, source=p.path)
+                loc = _Location(
+                    modifier, "^" + p.path, p.backend, rewrite, source=(p.path, p.path_type)
+                )
                 other.setdefault(key, loc)
             else:
                 stem = p.path.rstrip("/")
                 if not stem:
-                    root = _Location("P", "/", p.backend, rewrite, source=p.path)
+                    root = _Location("P", "/", p.backend, rewrite, source=(p.path, p.path_type))
                     other.setdefault(("P", "/"), root)
                     continue
                 slash = rewrite
@@ -146,8 +151,12 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
                 # (NGINX's auto_redirect; its rewrites README says so).
                 redirects = rewrite is not None and p.path.endswith("/")
                 if not redirects:
-                    derived.append(_Location("E", stem, p.backend, rewrite, source=p.path))
-                loc = _Location("P", stem + "/", p.backend, slash, redirects, source=p.path)
+                    derived.append(
+                        _Location("E", stem, p.backend, rewrite, source=(p.path, p.path_type))
+                    )
+                loc = _Location(
+                    "P", stem + "/", p.backend, slash, redirects, source=(p.path, p.path_type)
+                )
                 other.setdefault(("P", stem + "/"), loc)
     for loc in derived:
         exact.setdefault(loc.path, loc)
@@ -262,8 +271,9 @@ class Part:
     ing: Ingress
     options: IngressOptions
     policies: Attached
-    # The paths a canary joins (ingress-nginx's), path -> the canary (canary_host.py).
-    canaries: Mapping[str, Joined] = field(default_factory=dict)
+    # The paths a canary joins (ingress-nginx's), (path, pathType) -> the canary
+    # (canary_host.py).
+    canaries: Mapping[tuple[str, str], Joined] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

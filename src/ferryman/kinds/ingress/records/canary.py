@@ -33,10 +33,12 @@ from ferryman.kinds.virtualserver.records.locations import source_variable
 
 
 class Rule(NamedTuple):
-    """Where a canary joins its main Ingress."""
+    """Where a canary joins its main Ingress: ingress-nginx matches host, path
+    and pathType (its mergeAlternativeBackends)."""
 
     host: str
     path: str
+    path_type: str = "Prefix"
 
 
 @dataclass(frozen=True)

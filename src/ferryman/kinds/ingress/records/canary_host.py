@@ -37,6 +37,10 @@ class Joined:
     canary: Canary
 
 
+# The paths of one host a canary joins: (path, pathType) -> the canary.
+JoinedPaths = dict[tuple[str, str], Joined]
+
+
 def _key(ing: Ingress) -> str:
     return f"{ing.meta.namespace}/{ing.meta.name}"
 
@@ -48,7 +52,9 @@ def _order(ing: Ingress) -> tuple[str, str]:
 
 
 def _member(ing: Ingress, host: str) -> Member:
-    rules = frozenset(Rule(host, p.path) for r in ing.rules if r.host == host for p in r.paths)
+    rules = frozenset(
+        Rule(host, p.path, p.path_type) for r in ing.rules if r.host == host for p in r.paths
+    )
     return Member(_key(ing), _order(ing), rules, ing.canary)
 
 
@@ -60,7 +66,7 @@ def paired(ingresses: Iterable[Ingress]) -> Pairing:
         Member(
             _key(i),
             _order(i),
-            frozenset(Rule(r.host, p.path) for r in i.rules for p in r.paths),
+            frozenset(Rule(r.host, p.path, p.path_type) for r in i.rules for p in r.paths),
             i.canary,
         )
         for i in ingresses
@@ -73,21 +79,25 @@ def rule_hosts(ing: Ingress | None) -> set[str]:
     return {r.host for r in ing.rules} if ing is not None else set()
 
 
-def joined_paths(main: Ingress, host: str, canaries: Iterable[Ingress]) -> dict[str, Joined]:
-    """The paths of ``main``'s ``host`` that a canary joins, path -> the canary."""
+def joined_paths(main: Ingress, host: str, canaries: Iterable[Ingress]) -> JoinedPaths:
+    """The paths of ``main``'s ``host`` that a canary joins, (path, pathType) -> the canary."""
     if main.canary is not None or main.mergeable is not None:
         return {}  # a mergeable host takes no canary (not yet)
     found = {_key(c): c for c in canaries if c.canary is not None}
     pairing = pair_canaries([_member(main, host), *(_member(c, host) for c in found.values())])
-    out: dict[str, Joined] = {}
+    out: JoinedPaths = {}
     for rule, (main_name, canary_name, canary) in pairing.joined.items():
         if main_name != _key(main):
             continue
         ing = found[canary_name]
         backend = next(
-            p.backend for r in ing.rules if r.host == host for p in r.paths if p.path == rule.path
+            p.backend
+            for r in ing.rules
+            if r.host == host
+            for p in r.paths
+            if (p.path, p.path_type) == (rule.path, rule.path_type)
         )
-        out[rule.path] = Joined(canary_name, ing.meta.namespace, backend, canary)
+        out[(rule.path, rule.path_type)] = Joined(canary_name, ing.meta.namespace, backend, canary)
     return out
 
 

@@ -27,7 +27,7 @@ from ferryman.kinds.ingress.records.as_virtualserver import (
     combined,
     ingress_vs_routing,
 )
-from ferryman.kinds.ingress.records.canary_host import Joined
+from ferryman.kinds.ingress.records.canary_host import JoinedPaths
 from ferryman.kinds.ingress.records.limit_req import limit_req_policy
 from ferryman.kinds.ingress.records.mergeable import (
     MASTER_DENYLIST,
@@ -94,7 +94,7 @@ def ingress_records(
     *,
     slow_path: bool = True,
     mergeable: list[Ingress] | None = None,
-    canaries: Mapping[str, Mapping[str, Joined]] | None = None,
+    canaries: Mapping[str, JoinedPaths] | None = None,
 ) -> Outcome:
     """The records of ``vhosts`` (``ingress.virtual_hosts``) and the warnings;
     ``slow_path``: the data plane has the Lua slow path (not Angie's);

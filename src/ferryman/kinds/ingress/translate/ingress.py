@@ -29,7 +29,7 @@ from ferryman.kinds.ingress.parse.ingressclass import (
     raw_class_name,
 )
 from ferryman.kinds.ingress.records.canary_host import (
-    Joined,
+    JoinedPaths,
     canary_event,
     canary_outcome,
     joined_paths,
@@ -149,9 +149,9 @@ class IngressTranslator(Translator):
 
     def _joined(
         self, ing: Ingress, vhosts: list[VirtualHost], reads: Reads
-    ) -> dict[str, dict[str, Joined]]:
+    ) -> dict[str, JoinedPaths]:
         """Per host of a main Ingress ("" the catch-all) the paths canaries join."""
-        out: dict[str, dict[str, Joined]] = {}
+        out: dict[str, JoinedPaths] = {}
         if ing.canary is not None or ing.mergeable is not None:
             return out
         for vh in vhosts:
@@ -282,7 +282,7 @@ class IngressTranslator(Translator):
         vhosts: list[VirtualHost],
         reads: Reads,
         mergeable: list[Ingress] | None,
-        joined: dict[str, dict[str, Joined]],
+        joined: dict[str, JoinedPaths],
     ) -> Outcome:
         """``ing``'s records; a master's without the minions whose paths would
         make its host's record too large (configs/record_shares.py)."""
