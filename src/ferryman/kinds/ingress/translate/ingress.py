@@ -4,6 +4,11 @@ An Ingress's hosts are the ones ``Configuration`` gives it (oldest wins,
 across kinds); a host with ``nginx.org/policies`` is routed by Lua (a V record)
 and every other by the module. Its Event says which hosts it lost and why, in
 NIC's words; its status shows the load-balancer addresses while it serves.
+
+An ingress-nginx canary Ingress claims no host: its paths are written into its
+main Ingress's host (``records/canary_host.py``), both reading the host's
+canaries by host, so either one's change translates the other again; its own
+render only says, in its Event, what it joins.
 """
 
 from __future__ import annotations
