@@ -307,3 +307,38 @@ def test_a_canary_is_served_with_its_main_only() -> None:
         "canary not served: a.example.com/beta: ns/lonely is already its canary "
         "(one canary per rule)"
     ]
+
+
+def test_a_header_and_cookie_canary_becomes_header_rules_before_the_split() -> None:
+    main = _ingress({})
+    canary = _ingress(
+        {
+            P + "canary": "true",
+            P + "canary-by-header": "X-Canary",
+            P + "canary-by-cookie": "beta",
+            P + "canary-weight": "10",
+        }
+    )
+    canary["metadata"]["name"] = "beta"
+    canary["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] = "new"
+    converted = migrate_gateway.convert([main, canary])
+    assert "canary: folded" in converted.not_expressed["ns/beta"][0]
+    assert converted.not_expressed["ns/one"] == []  # written: ferryman's parser takes it
+    rules = _route(converted, "one")["spec"]["rules"]
+    main_ref = {"name": "svc", "port": 80}
+    canary_ref = {"name": "new", "port": 80}
+    cookie = r"^(.*;\s*)?beta={}(;.*)?$"
+    assert [(r["matches"][0].get("headers"), r["backendRefs"]) for r in rules] == [
+        ([{"type": "Exact", "name": "X-Canary", "value": "always"}], [canary_ref]),
+        ([{"type": "Exact", "name": "X-Canary", "value": "never"}], [main_ref]),
+        (
+            [{"type": "RegularExpression", "name": "Cookie", "value": cookie.format("always")}],
+            [canary_ref],
+        ),
+        (
+            [{"type": "RegularExpression", "name": "Cookie", "value": cookie.format("never")}],
+            [main_ref],
+        ),
+        (None, [{**main_ref, "weight": 90}, {**canary_ref, "weight": 10}]),
+    ]
+    assert all(r["matches"][0]["path"] == {"type": "PathPrefix", "value": "/"} for r in rules)
