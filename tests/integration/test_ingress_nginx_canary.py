@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from testkit.annotated_ingress import HOST, annotated, last, start
 from testkit.harness import (
     Backends,
@@ -153,3 +155,19 @@ def test_a_canary_needs_its_main(ferryman: Ferryman, backends: Backends) -> None
     eventually(lambda: last(f, "second")["reason"] == "Rejected", 10, "no main")
     assert f.get(HOST, "/x").status == 404
     assert f.reloads() == 1
+
+
+@pytest.mark.flavours("nginx", "angie")
+def test_on_angie_a_canary_is_not_served_and_said(ferryman: Ferryman, backends: Backends) -> None:
+    """Angie has no Lua slow path, which holds the matches and splits: the main
+    is served alone, both Events say why."""
+    f = ferryman
+    begin(f, backends, canary({P + "canary-weight": "100"}))
+    if f.flavour == "nginx":
+        eventually(lambda: who(f) == "c", 10, "canary served")
+        return
+    eventually(lambda: last(f, "canary")["reason"] == "Rejected", 10, "canary said")
+    assert "canaries are served by the nginx data plane only" in last(f, "canary")["message"]
+    eventually(lambda: "served by the nginx data plane only" in last(f)["message"], 10, "main")
+    assert last(f)["reason"] == "AddedOrUpdatedWithWarning"
+    assert all(who(f) == "a" for _ in range(10))
