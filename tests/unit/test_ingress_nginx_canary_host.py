@@ -13,6 +13,7 @@ from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 
 P = "nginx.ingress.kubernetes.io/"
 HOST = "c.test"
+BACKEND = {"service": {"name": "s", "port": {"number": 80}}}
 
 
 def ing(
@@ -68,6 +69,11 @@ def test_a_canary_claims_no_host_and_ignores_other_annotations() -> None:
     assert P + "rewrite-target" not in c.meta.annotations
     assert c.paths.rewrite_target is None
     assert any("rewrite-target ignored on a canary" in w for w in c.warnings)
+    raw = {
+        "metadata": {"name": "t", "namespace": "default", "annotations": {P + "canary": "true"}},
+        "spec": {"tls": [{"hosts": [HOST], "secretName": "s"}], "defaultBackend": BACKEND},
+    }
+    assert "spec.tls ignored on a canary Ingress" in parse_ingress(raw).warnings[-1]
 
 
 def test_joined_paths_the_oldest_canary_of_a_path() -> None:

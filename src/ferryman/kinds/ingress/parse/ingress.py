@@ -368,6 +368,9 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     regex = meta.annotations.get(nginx_org.PATH_REGEX) in ("case_sensitive", "case_insensitive")
     rules = _rules(spec.get("rules"), errors, regex)
     tls = _tls(spec.get("tls"), errors)
+    if canary is not None and tls:
+        # ingress-nginx builds no server from a canary: the main's TLS serves its host.
+        canary_warnings.append("spec.tls ignored on a canary Ingress: the main Ingress's applies")
     services = frozenset(b.service for b in _services(rules, default_backend))
     hostless = any(not r.host for r in rules)
     parsed, problems, warnings = nginx_org.validate(meta.annotations, services, hostless)
