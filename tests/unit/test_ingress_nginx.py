@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.parse.ingress_nginx import (
+    DIFFERS,
     ENTRIES,
     KNOWN_NOT_YET,
     NOT_YET,
@@ -213,7 +214,8 @@ def test_every_entry_has_a_status_and_the_vocabulary_is_ingress_nginxs() -> None
         assert e.note, key
     assert not KNOWN_NOT_YET & ENTRIES.keys()
     assert entry("snippet") is None
-    assert entry("canary").status == NOT_YET  # type: ignore[union-attr]
+    assert entry("mirror-target").status == NOT_YET  # type: ignore[union-attr]
+    assert entry("canary-weight").status == DIFFERS  # type: ignore[union-attr]
     assert entry("server-snippet").status == REFUSED  # type: ignore[union-attr]
     # ingress-nginx v1.15.1's documentation and parsers name 138.
     assert len(ENTRIES.keys() | KNOWN_NOT_YET) == 138

@@ -275,3 +275,70 @@ def test_a_tls_host_another_namespace_has_the_listener_of_gets_no_redirect_route
     assert ("HTTPRoute", "other", "one-redirect") not in names
     for obj in converted.objects:
         assert _parse(obj) == [], obj
+
+
+def test_a_canary_is_served_with_its_main_only() -> None:
+    reports = _reports()
+    assert reports["shop/web-canary"].verdict == migrate.SERVED  # its main is read too
+    main = _ingress({})
+    lonely = _ingress({P + "canary": "true", P + "canary-weight": "10"}, "/beta")
+    lonely["metadata"]["name"] = "lonely"
+    second = _ingress({P + "canary": "true"}, "/beta")
+    second["metadata"]["name"] = "second"
+    found = {r.name: r for r in migrate.reports([(main, "a"), (lonely, "b"), (second, "c")])}
+    assert found["one"].verdict == migrate.SERVED
+    assert found["lonely"].verdict == migrate.REJECTED
+    assert found["lonely"].errors == [
+        "canary not served: a.example.com/beta: no main Ingress serves it"
+    ]
+    assert found["second"].verdict == migrate.REJECTED
+    assert migrate.exit_code(list(found.values())) == 1
+    # The main gains /beta: the older canary joins it, the other is left out.
+    main["spec"]["rules"][0]["http"]["paths"].append(
+        {
+            "path": "/beta",
+            "pathType": "Prefix",
+            "backend": {"service": {"name": "svc", "port": {"number": 80}}},
+        }
+    )
+    found = {r.name: r for r in migrate.reports([(main, "a"), (lonely, "b"), (second, "c")])}
+    assert found["lonely"].verdict == migrate.SERVED
+    assert found["second"].errors == [
+        "canary not served: a.example.com/beta: ns/lonely is already its canary "
+        "(one canary per rule)"
+    ]
+
+
+def test_a_header_and_cookie_canary_becomes_header_rules_before_the_split() -> None:
+    main = _ingress({})
+    canary = _ingress(
+        {
+            P + "canary": "true",
+            P + "canary-by-header": "X-Canary",
+            P + "canary-by-cookie": "beta",
+            P + "canary-weight": "10",
+        }
+    )
+    canary["metadata"]["name"] = "beta"
+    canary["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] = "new"
+    converted = migrate_gateway.convert([main, canary])
+    assert "canary: folded" in converted.not_expressed["ns/beta"][0]
+    assert converted.not_expressed["ns/one"] == []  # written: ferryman's parser takes it
+    rules = _route(converted, "one")["spec"]["rules"]
+    main_ref = {"name": "svc", "port": 80}
+    canary_ref = {"name": "new", "port": 80}
+    cookie = r"^(.*;\s*)?beta={}(;.*)?$"
+    assert [(r["matches"][0].get("headers"), r["backendRefs"]) for r in rules] == [
+        ([{"type": "Exact", "name": "X-Canary", "value": "always"}], [canary_ref]),
+        ([{"type": "Exact", "name": "X-Canary", "value": "never"}], [main_ref]),
+        (
+            [{"type": "RegularExpression", "name": "Cookie", "value": cookie.format("always")}],
+            [canary_ref],
+        ),
+        (
+            [{"type": "RegularExpression", "name": "Cookie", "value": cookie.format("never")}],
+            [main_ref],
+        ),
+        (None, [{**main_ref, "weight": 90}, {**canary_ref, "weight": 10}]),
+    ]
+    assert all(r["matches"][0]["path"] == {"type": "PathPrefix", "value": "/"} for r in rules)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.kinds.ingress.parse import ingress_nginx
-from ferryman.kinds.ingress.parse.ingress import LEGACY_CLASS_ANNOTATION, parse_ingress
+from ferryman.kinds.ingress.parse.ingress import LEGACY_CLASS_ANNOTATION, Ingress, parse_ingress
+from ferryman.kinds.ingress.records.canary_host import paired
 from ferryman.resources.meta import InvalidResource
 from ferryman.sources.manifest_yaml import Refused, load_all
 
@@ -174,7 +175,46 @@ def read_manifests(directory: Path) -> tuple[list[tuple[dict[str, Any], str]], l
 
 
 def reports(objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[IngressReport]:
-    return [report(obj, source) for obj, source in objects]
+    read = list(objects)
+    found = [report(obj, source) for obj, source in read]
+    _canaries(found, [obj for obj, _ in read])
+    return found
+
+
+def _canaries(found: list[IngressReport], objects: list[Mapping[str, Any]]) -> None:
+    """A canary Ingress's verdict by its main among the Ingresses read (of its
+    class): not served without one, as a run's Event says (records/canary_host.py)."""
+    by_class: dict[str | None, list[Ingress]] = {}
+    for r, obj in zip(found, objects, strict=True):
+        if r.verdict != REJECTED and (ing := _parsed(obj)) is not None:
+            by_class.setdefault(r.class_name, []).append(ing)
+    left_out: dict[str, tuple[str, ...]] = {}
+    joined: set[str] = set()
+    for ingresses in by_class.values():
+        pairing = paired(ingresses)
+        left_out.update(pairing.left_out)
+        joined |= {name for _, name, _ in pairing.joined.values()}
+    for r in found:
+        reasons = left_out.get(f"{r.namespace}/{r.name}")
+        if not reasons:
+            continue
+        if f"{r.namespace}/{r.name}" in joined:
+            r.warnings += [f"canary: {why}" for why in reasons]
+            r.verdict = WARNINGS
+        else:
+            r.errors += [f"canary not served: {why}" for why in reasons]
+            r.verdict = REJECTED
+
+
+def _parsed(obj: Mapping[str, Any]) -> Ingress | None:
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    if not meta.get("namespace"):
+        obj = {**obj, "metadata": {**meta, "namespace": "default"}}
+    try:
+        return parse_ingress(obj)
+    except InvalidResource:
+        return None
 
 
 def exit_code(found: list[IngressReport]) -> int:

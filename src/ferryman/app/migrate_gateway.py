@@ -2,8 +2,8 @@
 Gateway API objects. One Gateway for the class (an HTTP listener open to every
 namespace), one HTTPRoute per Ingress; each annotation Gateway API has a filter
 for becomes that filter, and everything else is listed as not expressed, never
-dropped silently. A weighted canary Ingress becomes weighted backendRefs in
-its main Ingress's route."""
+dropped silently. A canary Ingress is folded into its main Ingress's route
+(``migrate_gateway_canary``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ferryman.app.migrate_gateway_canary import GatewayCanary, canaries, canary_rules
 from ferryman.kinds.gateway.parse.gateway_api import parse_http_route
 from ferryman.kinds.ingress.parse.ingress_nginx import PREFIX
 
@@ -30,6 +31,11 @@ _EXPRESSED = frozenset(
         "proxy-read-timeout",
         "canary",
         "canary-weight",
+        "canary-weight-total",
+        "canary-by-header",
+        "canary-by-header-value",
+        "canary-by-header-pattern",
+        "canary-by-cookie",
         "use-regex",
     }
 )
@@ -127,7 +133,7 @@ class _Gateway:
 def _path_rules(
     obj: Mapping[str, Any],
     filters: list[dict[str, Any]],
-    weights: Mapping[str, tuple[str, int, int]],
+    weights: Mapping[str, GatewayCanary],
     missing: list[str],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """A route rule per Ingress path (no backends when a filter redirects), the
@@ -155,19 +161,18 @@ def _path_rules(
             if not redirects:
                 backend = _backend(p.get("backend") or {}, missing)
                 r["backendRefs"] = [backend]
-                key = f"{namespace}/{rule.get('host', '')}/{path}"
-                if (canary := weights.get(key)) is not None:
-                    service, port, weight = canary
-                    backend["weight"] = 100 - weight
-                    r["backendRefs"].append({"name": service, "port": port, "weight": weight})
                 if timeout.isdigit():
                     r["timeouts"] = {"backendRequest": f"{int(timeout)}s"}
+                key = f"{namespace}/{rule.get('host', '')}/{path}"
+                if (canary := weights.get(key)) is not None:
+                    rules += canary_rules(r, backend, canary, missing)
+                    continue
             rules.append(r)
     return rules, matches, hostnames
 
 
 def _route(
-    obj: Mapping[str, Any], gateway: _Gateway, weights: Mapping[str, tuple[str, int, int]]
+    obj: Mapping[str, Any], gateway: _Gateway, weights: Mapping[str, GatewayCanary]
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The Ingress's HTTPRoute (and one redirecting HTTP to HTTPS), and what is
     not expressed."""
@@ -284,29 +289,6 @@ def _grant(namespace: str, gateway_namespace: str) -> dict[str, Any]:
     }
 
 
-def _canaries(
-    ingresses: list[Mapping[str, Any]],
-) -> tuple[dict[str, tuple[str, int, int]], set[str]]:
-    """Weighted canaries: "namespace/host/path" -> (Service, port, weight), and the
-    canary Ingresses folded into their main one's route."""
-    weights: dict[str, tuple[str, int, int]] = {}
-    folded: set[str] = set()
-    for obj in ingresses:
-        namespace, name, a = _meta(obj)
-        weight = a.get(PREFIX + "canary-weight", "")
-        if a.get(PREFIX + "canary") != "true" or not weight.isdigit():
-            continue
-        for rule in (obj.get("spec") or {}).get("rules") or []:
-            for p in (rule.get("http") or {}).get("paths") or []:
-                svc = (p.get("backend") or {}).get("service") or {}
-                port = (svc.get("port") or {}).get("number")
-                if isinstance(port, int):
-                    key = f"{namespace}/{rule.get('host', '')}/{p.get('path') or '/'}"
-                    weights[key] = (svc.get("name", ""), port, min(int(weight), 100))
-                    folded.add(f"{namespace}/{name}")
-    return weights, folded
-
-
 def convert(
     ingresses: list[Mapping[str, Any]], class_name: str = "nginx", namespace: str = "default"
 ) -> Converted:
@@ -329,17 +311,19 @@ def convert(
         }
     )
     out.objects += grants
-    weights, folded = _canaries(ingresses)
+    weights, folded = canaries(ingresses)
     gateway = _Gateway(namespace, class_name, by_host)
     for obj in ingresses:
         ns, name, a = _meta(obj)
         key = f"{ns}/{name}"
         if key in folded:
-            out.not_expressed[key] = ["canary: a weighted backendRef of its main Ingress's route"]
+            out.not_expressed[key] = [
+                "canary: folded into its main Ingress's route (header rules, weighted backendRefs)"
+            ]
             continue
         routes, missing = _route(obj, gateway, weights)
         if a.get(PREFIX + "canary") == "true":
-            missing.append("canary without a weight (by header/cookie): a route of its own")
+            missing.append("canary without a path of a port number: a route of its own")
         for route in routes:
             # Written only when ferryman's own parser takes it (a path ingress-nginx
             # read as a regular expression may be no Gateway API path).

@@ -26,6 +26,7 @@ from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.ingress.parse.annotations import MERGEABLE
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
+from ferryman.kinds.ingress.parse.ingress_nginx_canary import PREFIX as INGRESS_NGINX
 from ferryman.kinds.policy.parse.policy import Policy, parse_policy
 from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.kinds.transport.parse.globalconfiguration import (
@@ -48,6 +49,10 @@ _GC = "GlobalConfiguration"
 # Mergeable Ingresses are read by host: a change to a master or minion of a
 # host translates the readers of ``ObjectRef(MERGEABLE_HOST, "", host)``.
 MERGEABLE_HOST = "MergeableIngressHost"
+# Canary Ingresses (ingress-nginx's) likewise: a change to a canary of a host,
+# or to the host's main Ingress, translates the readers of this key's host.
+CANARY_HOST = "CanaryIngressHost"
+CANARY = INGRESS_NGINX + "canary"
 # A Secret's parser (``resources/secret_*.py``): the content, or InvalidResource.
 SecretParser = Callable[[Mapping[str, Any]], Any]
 
@@ -93,6 +98,10 @@ class Cache:
         self._policies: dict[tuple[str, str], Policy | None] = {}
         # Parsed mergeable Ingresses (None: not mergeable, or invalid).
         self._mergeable: dict[tuple[str, str], Ingress | None] = {}
+        # Parsed canary Ingresses, once read (None: not read yet), and the
+        # Ingresses changed since, parsed again at the next read.
+        self._canaries: dict[tuple[str, str], Ingress] | None = None
+        self._canaries_changed: set[tuple[str, str]] = set()
         # Tenant mode (--allowed-host-suffixes): references across namespaces
         # need a ReferenceGrant (configs/tenancy.py); the valid ones by namespace.
         self.tenant_mode = bool(settings and settings.allowed_host_suffixes)
@@ -161,6 +170,21 @@ class Cache:
                 found.append(ing)
         return found
 
+    def canaries(self, host: str) -> list[Ingress]:
+        """The valid canary Ingresses with a rule for ``host``. Every Ingress is
+        looked at once; then only those changed (``forget``)."""
+        if self._canaries is None:
+            self._canaries = {}
+            self._canaries_changed = {(r.namespace, r.name) for r in self._store.refs("Ingress")}
+        for key in self._canaries_changed:
+            ing = _parse_canary(self._store.get("Ingress", *key))
+            if ing is None:
+                self._canaries.pop(key, None)
+            else:
+                self._canaries[key] = ing
+        self._canaries_changed = set()
+        return [c for c in self._canaries.values() if any(r.host == host for r in c.rules)]
+
     def grants(self, namespace: str) -> list[ReferenceGrant]:
         """The valid ReferenceGrants of ``namespace``."""
         found = self._grants.get(namespace)
@@ -194,6 +218,8 @@ class Cache:
             self._gc = []
         elif ref.kind == "Ingress":
             self._mergeable.pop(key, None)
+            if self._canaries is not None:
+                self._canaries_changed.add(key)
         elif ref.kind == GRANT:
             self._grants.pop(ref.namespace, None)
 
@@ -262,11 +288,29 @@ class Reads:
             for g in self._cache.grants(namespace)
         )
 
+    def canaries(self, host: str) -> list[Ingress]:
+        """The valid canary Ingresses with a rule for ``host`` (any class: the
+        caller keeps those it serves); a change to one translates the reader again."""
+        self.refs.add(ObjectRef(CANARY_HOST, "", host))
+        return self._cache.canaries(host)
+
     def mergeable(self, host: str) -> list[Ingress]:
         """The valid master and minion Ingresses of ``host`` (any class: the
         caller keeps those it serves); a change to one translates the reader again."""
         self.refs.add(ObjectRef(MERGEABLE_HOST, "", host))
         return self._cache.mergeable(host)
+
+
+def _parse_canary(obj: Mapping[str, Any] | None) -> Ingress | None:
+    md = obj.get("metadata") if obj is not None else None
+    annotations = md.get("annotations") if isinstance(md, Mapping) else None
+    flag = annotations.get(CANARY) if isinstance(annotations, Mapping) else None
+    if obj is None or not isinstance(flag, str) or flag.strip().lower() != "true":
+        return None
+    try:
+        return parse_ingress(obj)
+    except InvalidResource:
+        return None
 
 
 def _parse_mergeable(obj: Mapping[str, Any] | None) -> Ingress | None:

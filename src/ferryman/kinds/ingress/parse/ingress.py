@@ -9,6 +9,11 @@ from typing import Any, ClassVar
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import too_many
+from ferryman.kinds.ingress.parse.ingress_nginx_canary import (
+    Canary,
+    canary_annotations,
+    parse_canary,
+)
 from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases, with_www
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
@@ -96,6 +101,8 @@ class Ingress:
     ] = ()
     # ingress-nginx's rewrite-target, app-root and redirects (ingress_nginx_paths).
     paths: Paths = field(default_factory=Paths)
+    # ingress-nginx's canary: its paths join a main Ingress's (records/canary_host.py).
+    canary: Canary | None = None
 
     @property
     def ssl_redirect(self) -> bool:
@@ -103,8 +110,9 @@ class Ingress:
 
     def hosts(self) -> tuple[str, ...]:
         """Every host the Ingress routes for, in rule order, "" for host-less rules.
-        A minion claims none: its paths are served by its master's host."""
-        if self.mergeable == "minion":
+        A minion claims none: its paths are served by its master's host; nor
+        does a canary: its paths are served by its main Ingress's host."""
+        if self.mergeable == "minion" or self.canary is not None:
             return ()
         seen: dict[str, None] = {}
         for rule in self.rules:
@@ -322,6 +330,10 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     """Validate a raw Ingress; raises InvalidResource listing every problem."""
     meta = parse_meta(obj)
     errors: list[str] = []
+    canary, canary_warnings = parse_canary(meta.annotations)
+    if canary is not None:
+        # ingress-nginx reads a canary's canary annotations only (said in a warning).
+        meta = replace(meta, annotations=canary_annotations(meta.annotations))
     # ingress-nginx's annotations as the nginx.org/* ones of the same meaning.
     translated = ingress_nginx.translate(meta.annotations, obj.get("spec"), meta.namespace)
     meta = replace(meta, annotations=translated.annotations)
@@ -356,6 +368,9 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
     regex = meta.annotations.get(nginx_org.PATH_REGEX) in ("case_sensitive", "case_insensitive")
     rules = _rules(spec.get("rules"), errors, regex)
     tls = _tls(spec.get("tls"), errors)
+    if canary is not None and tls:
+        # ingress-nginx builds no server from a canary: the main's TLS serves its host.
+        canary_warnings.append("spec.tls ignored on a canary Ingress: the main Ingress's applies")
     services = frozenset(b.service for b in _services(rules, default_backend))
     hostless = any(not r.host for r in rules)
     parsed, problems, warnings = nginx_org.validate(meta.annotations, services, hostless)
@@ -374,11 +389,12 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         rules=tuple(rules),
         tls=tuple(tls),
         balancing=balancing,
-        warnings=(*translated.warnings, *warnings),
+        warnings=(*translated.warnings, *canary_warnings, *warnings),
         policies=policy_refs(meta.annotations.get(POLICIES_ANNOTATION, ""), meta.namespace),
         mergeable=kind if kind in ("master", "minion") else None,
         annotation_policies=tuple(translated.policies),
         paths=translated.paths,
+        canary=canary,
     )
 
 

@@ -276,6 +276,24 @@ ENTRIES: dict[str, Entry] = {
         reads=access.AUTH_TLS[1:],
         closed=True,
     ),
+    # canary (parse/ingress_nginx_canary.py, records/canary_host.py)
+    "canary": Entry(
+        DIFFERS,
+        "the Ingress's paths join those of the same host, path and pathType of the main Ingress "
+        "(the host's owner, same class): header, then cookie, then weight decide per "
+        "request, as ingress-nginx; one canary per path (the oldest), a canary without a "
+        "main is not served (both in a Warning); its other annotations are ignored (the "
+        "main's apply: load-balance and affinity too, said in a Warning); the weight is "
+        "served in whole percent (rounded, said); not on a mergeable host",
+        reads=(
+            "canary-by-header",
+            "canary-by-header-value",
+            "canary-by-header-pattern",
+            "canary-by-cookie",
+            "canary-weight",
+            "canary-weight-total",
+        ),
+    ),
     # snippets
     **{
         key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
@@ -306,8 +324,7 @@ KNOWN_NOT_YET = (
         auth-secret auth-secret-type auth-signin auth-signin-redirect-param
         auth-tls-error-page auth-tls-match-cn auth-tls-pass-certificate-to-upstream
         auth-tls-secret auth-tls-verify-client auth-tls-verify-depth auth-type auth-url
-        canary canary-by-cookie canary-by-header canary-by-header-pattern
-        canary-by-header-value canary-weight canary-weight-total connection-proxy-header
+        connection-proxy-header
         cors-allow-credentials cors-allow-headers cors-allow-methods cors-allow-origin
         cors-expose-headers cors-max-age custom-headers custom-http-errors default-backend
         denylist-source-range disable-proxy-intercept-errors enable-access-log enable-cors

@@ -53,13 +53,16 @@ its requests go to the slow path's location of that buffer tier
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64
 from ferryman.configs.sticky_field import sticky_field
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
+from ferryman.kinds.ingress.records.canary import canary_route_fields
+from ferryman.kinds.ingress.records.canary_host import Joined
 from ferryman.kinds.ingress.records.options import IngressOptions
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems
 from ferryman.kinds.policy.records.auth import Basic
@@ -88,6 +91,8 @@ class _Location:
     caseless: bool = False  # the rewrite matches the path caseless (ingress-nginx's (?i))
     whole: bool = False  # the rewrite replaces the whole URI (rewrite-target on a plain path)
     answer: str | None = None  # a redirect action (``d.<code>.<url>``) instead of proxying
+    # The Ingress path and pathType it serves (a canary joins by them).
+    source: tuple[str, str] | None = None
 
 
 def _proxy_redirect(o: IngressOptions) -> str:
@@ -123,15 +128,21 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
             rule_backend = rule_backend or p.backend
             rewrite = options.rewrites.get(p.backend.service)
             if p.path_type == "Exact" or regex == "exact":
-                exact.setdefault(p.path, _Location("E", p.path, p.backend, rewrite))
+                exact.setdefault(
+                    p.path, _Location("E", p.path, p.backend, rewrite, source=(p.path, p.path_type))
+                )
             elif regex in ("case_sensitive", "case_insensitive"):
                 modifier = "X" if regex == "case_sensitive" else "I"
                 key = (modifier, p.path)
-                other.setdefault(key, _Location(modifier, "^" + p.path, p.backend, rewrite))
+                loc = _Location(
+                    modifier, "^" + p.path, p.backend, rewrite, source=(p.path, p.path_type)
+                )
+                other.setdefault(key, loc)
             else:
                 stem = p.path.rstrip("/")
                 if not stem:
-                    other.setdefault(("P", "/"), _Location("P", "/", p.backend, rewrite))
+                    root = _Location("P", "/", p.backend, rewrite, source=(p.path, p.path_type))
+                    other.setdefault(("P", "/"), root)
                     continue
                 slash = rewrite
                 if rewrite is not None and not p.path.endswith("/"):
@@ -140,8 +151,12 @@ def _locations(ing: Ingress, host: str, options: IngressOptions) -> list[_Locati
                 # (NGINX's auto_redirect; its rewrites README says so).
                 redirects = rewrite is not None and p.path.endswith("/")
                 if not redirects:
-                    derived.append(_Location("E", stem, p.backend, rewrite))
-                loc = _Location("P", stem + "/", p.backend, slash, redirects)
+                    derived.append(
+                        _Location("E", stem, p.backend, rewrite, source=(p.path, p.path_type))
+                    )
+                loc = _Location(
+                    "P", stem + "/", p.backend, slash, redirects, source=(p.path, p.path_type)
+                )
                 other.setdefault(("P", stem + "/"), loc)
     for loc in derived:
         exact.setdefault(loc.path, loc)
@@ -256,6 +271,9 @@ class Part:
     ing: Ingress
     options: IngressOptions
     policies: Attached
+    # The paths a canary joins (ingress-nginx's), (path, pathType) -> the canary
+    # (canary_host.py).
+    canaries: Mapping[tuple[str, str], Joined] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -302,6 +320,22 @@ def _fast_upstream(key: BackendKey, o: IngressOptions) -> str:
     )
 
 
+class _Upstreams:
+    """The V record's U items and the F record's, numbered from 1 alike."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+        self.lines: list[str] = []
+        self.fast_items: list[str] = []
+
+    def number(self, line: str, key: BackendKey, o: IngressOptions) -> int:
+        if line not in self._numbers:
+            self._numbers[line] = len(self._numbers) + 1
+            self.lines.append(line)
+            self.fast_items.append(_fast_upstream(key, o))
+        return self._numbers[line]
+
+
 def ingress_vs_routing(
     parts: list[Part],
     vh: VirtualHost,
@@ -313,14 +347,12 @@ def ingress_vs_routing(
     F record; ``server``: the host's own options (redirects, HSTS, server tokens),
     ``spec`` the policies of requests no path takes."""
     items = PolicyItems()
-    upstreams: dict[str, int] = {}
-    lines: list[str] = []
+    ups = _Upstreams()
     routes: list[str] = []
     keys: set[BackendKey] = set()
     # The F record: the module serves the routes whose options it has, when the
     # host asks for nothing its own answers would lack (HSTS, server tokens,
     # redirect-to-https, policies of unmatched requests).
-    fast_items: list[str] = []
     fast_locations: list[str] = []
     host_fast = (
         server.hsts is None
@@ -349,26 +381,35 @@ def ingress_vs_routing(
             key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
             tls = loc.backend.service in o.ssl_services
-            upstream = _upstream(key, tls, o, o.sticky.get(loc.backend.service))
-            if upstream not in upstreams:
-                upstreams[upstream] = len(upstreams) + 1
-                lines.append(upstream)
-                fast_items.append(_fast_upstream(key, o))
-            number = upstreams[upstream]
+            number = ups.number(_upstream(key, tls, o, o.sticky.get(loc.backend.service)), key, o)
+            joined = part.canaries.get(loc.source) if loc.source is not None else None
             served = (
                 _fast_options(o)
                 and not enforced
                 and loc.rewrite is None
                 and loc.backend.service not in o.ssl_services
+                and joined is None  # the module has no matches nor splits
             )
             head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
             fast_locations.append(f"{head} f 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
-            action = f"p.{number}.{rewrite}.{set_headers}.{add}.{hide}..{passed}."
+            # The action less its upstream's number.
+            tail = f".{rewrite}.{set_headers}.{add}.{hide}..{passed}."
             if redirect:
-                action += "." + redirect  # the tenth field, after the ignored headers
+                tail += "." + redirect  # the tenth field, after the ignored headers
+            action = f"p.{number}{tail}"
+            matches, default = "", f"100:{action}"
+            if joined is not None:
+                # The canary's backend proxied as the main's path is: the main's
+                # annotations apply to both (ingress-nginx's alternative backend).
+                b = joined.backend
+                other = backend_key(joined.namespace, b.service, b.port_ref)
+                other += CLUSTER_IP if o.use_cluster_ip else ""
+                keys.add(other)
+                to_canary = f"p.{ups.number(_upstream(other, tls, o), other, o)}{tail}"
+                matches, default = canary_route_fields(joined.canary, action, to_canary)
             proxies = "1" if loc.proxies else "0"
-            fields = ["R", loc.modifier, b64(loc.path), proxies, "", f"100:{action}", "", enforced]
+            fields = ["R", loc.modifier, b64(loc.path), proxies, matches, default, "", enforced]
             flags = "g" if loc.backend.service in o.grpc_services else ""
             flags += "" if o.proxy_buffering else "u"
             flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
@@ -385,9 +426,9 @@ def ingress_vs_routing(
     opts = f"O|{hsts}|{int(server.hsts_behind_proxy)}|{int(server.server_tokens)}"
     unmatched = items.reference(spec, route_only=frozenset("c"))
     record_spec = ["S|" + unmatched] if unmatched else []
-    record = " ".join([redirect, *lines, *routes, opts, *items.items, *record_spec])
+    record = " ".join([redirect, *ups.lines, *routes, opts, *items.items, *record_spec])
     stub = replace(vh, routes=(), default_backend=None)
     fast = None
     if host_fast and any(not loc.endswith(" s") for loc in fast_locations):
-        fast = " ".join(["1", *fast_items, *fast_locations])
+        fast = " ".join(["1", *ups.fast_items, *fast_locations])
     return Routing(stub, record, frozenset(keys) | frozenset(items.backends), fast)

@@ -27,6 +27,7 @@ from ferryman.kinds.ingress.records.as_virtualserver import (
     combined,
     ingress_vs_routing,
 )
+from ferryman.kinds.ingress.records.canary_host import JoinedPaths
 from ferryman.kinds.ingress.records.limit_req import limit_req_policy
 from ferryman.kinds.ingress.records.mergeable import (
     MASTER_DENYLIST,
@@ -74,6 +75,10 @@ _NOT_ON_ANGIE = (
     "ssl-redirect are applied by the nginx data plane only (ferryman); ignored"
 )
 
+_CANARY_NOT_ON_ANGIE = (
+    "canary Ingresses (nginx.ingress.kubernetes.io/canary) are served by the nginx data "
+    "plane only (ferryman): the main Ingress's backends take all its traffic"
+)
 _ACCESS_NOT_ON_ANGIE = (
     "basic auth, source ranges and cors are enforced by the nginx data plane only "
     "(ferryman): the Ingress's hosts are not served"
@@ -89,11 +94,14 @@ def ingress_records(
     *,
     slow_path: bool = True,
     mergeable: list[Ingress] | None = None,
+    canaries: Mapping[str, JoinedPaths] | None = None,
 ) -> Outcome:
     """The records of ``vhosts`` (``ingress.virtual_hosts``) and the warnings;
     ``slow_path``: the data plane has the Lua slow path (not Angie's);
-    ``mergeable``: for a master, the mergeable Ingresses of its host."""
+    ``mergeable``: for a master, the mergeable Ingresses of its host;
+    ``canaries``: per host ("" the catch-all) the paths canaries join."""
     out = Outcome()
+    canaries = canaries or {}
     if ing.mergeable == "minion" and slow_path:
         out.warnings = _minion_warnings(ing, reads, ingress_class, configmap, mergeable or [])
     if not vhosts:
@@ -121,6 +129,9 @@ def ingress_records(
         else:
             out.warnings.append(_CLUSTER_IP_NOT_ON_ANGIE)
     auth = _route_configs(ing, options, reads) if slow_path else NONE
+    if canaries and not slow_path:
+        out.warnings.append(_CANARY_NOT_ON_ANGIE)
+        canaries = {}
     if not slow_path and (options.basic_auth_secret or ing.annotation_policies):
         # Served without its access rules would be served more openly than asked.
         out.warnings.append(_ACCESS_NOT_ON_ANGIE)
@@ -129,7 +140,7 @@ def ingress_records(
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
         return out
-    if not options.slow() and auth is NONE:
+    if not options.slow() and auth is NONE and not canaries:
         if not ing.policies:
             out.written = [Written(vh, None, frozenset(backends_of(vh))) for vh in vhosts]
             return out
@@ -146,7 +157,7 @@ def ingress_records(
     out.warnings += attached.warnings
     for vh in vhosts:
         host = "" if vh.host == CATCH_ALL else vh.host
-        part = Part(ing, options, attached)
+        part = Part(ing, options, attached, canaries.get(host, {}))
         r = ingress_vs_routing([part], vh, host, options, attached)
         out.written.append(Written(r.host, r.record, r.backends, r.fast, client_check(attached)))
     return out

@@ -4,20 +4,25 @@ An Ingress's hosts are the ones ``Configuration`` gives it (oldest wins,
 across kinds); a host with ``nginx.org/policies`` is routed by Lua (a V record)
 and every other by the module. Its Event says which hosts it lost and why, in
 NIC's words; its status shows the load-balancer addresses while it serves.
+
+An ingress-nginx canary Ingress claims no host: its paths are written into its
+main Ingress's host (``records/canary_host.py``), both reading the host's
+canaries by host, so either one's change translates the other again; its own
+render only says, in its Event, what it joins.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ferryman.configs.model import BackendKey, VirtualHost
+from ferryman.configs.model import CATCH_ALL, BackendKey, VirtualHost
 from ferryman.configs.routes import encode_host
 from ferryman.configs.tenancy import denied_minion
 from ferryman.engine.configuration import covering_wildcard
 from ferryman.engine.queue_keys import QueueKey
-from ferryman.engine.reads import MERGEABLE_HOST, Reads
+from ferryman.engine.reads import CANARY_HOST, MERGEABLE_HOST, Reads
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
@@ -27,6 +32,13 @@ from ferryman.kinds.ingress.parse.ingressclass import (
     ClassPolicy,
     parse_ingress_class,
     raw_class_name,
+)
+from ferryman.kinds.ingress.records.canary_host import (
+    JoinedPaths,
+    canary_event,
+    canary_outcome,
+    joined_paths,
+    rule_hosts,
 )
 from ferryman.kinds.ingress.records.hosts import Outcome, Written, ingress_records
 from ferryman.kinds.ingress.records.mergeable import (
@@ -123,6 +135,62 @@ class IngressTranslator(Translator):
             ing = old if isinstance(old, Ingress) else None
         if (host := mergeable_host(ing)) is not None:
             self._d.stale |= self._d.deps.users(ObjectRef(MERGEABLE_HOST, "", host)) - {ref}
+        if ing is not None and ing.canary is not None:
+            # A canary: its main (and the other canaries of its hosts) again.
+            self._canary_hosts_changed(ref, rule_hosts(ing))
+
+    def _canary_hosts_changed(self, ref: ObjectRef, hosts: Iterable[str]) -> None:
+        for host in hosts:
+            self._d.stale |= self._d.deps.users(ObjectRef(CANARY_HOST, "", host)) - {ref}
+
+    def _served_canaries(self, reads: Reads, host: str) -> list[Ingress]:
+        """The canary Ingresses of ``host`` this controller serves."""
+        d = self._d
+        return [
+            c
+            for c in reads.canaries(host)
+            if d.policy.accepts(c.class_name) and d.config.allows(c.meta.namespace, host)
+        ]
+
+    def _joined(
+        self, ing: Ingress, vhosts: list[VirtualHost], reads: Reads
+    ) -> dict[str, JoinedPaths]:
+        """Per host of a main Ingress ("" the catch-all) the paths canaries join."""
+        out: dict[str, JoinedPaths] = {}
+        if ing.canary is not None or ing.mergeable is not None:
+            return out
+        for vh in vhosts:
+            host = "" if vh.host == CATCH_ALL else vh.host
+            if paths := joined_paths(ing, host, self._served_canaries(reads, host)):
+                out[host] = paths
+        return out
+
+    def _report_canary(self, ref: ObjectRef, ing: Ingress, reads: Reads) -> None:
+        """A canary's Event: the paths it joins, or why it is not served."""
+        d = self._d
+        mains: dict[str, Ingress | None] = {}
+        canaries: dict[str, list[Ingress]] = {}
+        denied = []
+        for host in sorted(rule_hosts(ing)):
+            if not d.config.allows(ref.namespace, host):
+                denied.append(
+                    f"host {host or '(any host)'} is not allowed in namespace "
+                    f"{ref.namespace} (--allowed-host-suffixes)"
+                )
+                continue
+            owner = d.config.owner(host)
+            main = d.config.get(owner) if owner is not None else None
+            mains[host] = main if isinstance(main, Ingress) else None
+            canaries[host] = self._served_canaries(reads, host)
+        served, reasons = canary_outcome(ing, mains, canaries)
+        if not self._slow_path:
+            # The matches and splits are the Lua router's (hosts.py says it on the main).
+            served, reasons = [], []
+            denied = ["canaries are served by the nginx data plane only"]
+        warn, reason, message = canary_event(ing, served, denied + reasons)
+        if reason != REJECTED:
+            d.ref_hosts[ref] = set()  # served (its main's host): status shown
+        d.event(ref, WARNING if warn else NORMAL, reason, message)
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
         """The Ingress to serve, or None (absent, not ours, or invalid: an Event says why)."""
@@ -146,7 +214,7 @@ class IngressTranslator(Translator):
         claimant = d.config.get(ref)
         assert claimant is None or isinstance(claimant, Ingress)
         ing = claimant
-        d.ref_hosts.pop(ref, None)
+        before = d.ref_hosts.pop(ref, set())
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []
         reads = Reads(d.cache)
@@ -166,12 +234,15 @@ class IngressTranslator(Translator):
                     for m in found
                     if d.policy.accepts(m.class_name) and d.config.allows(m.meta.namespace, host)
                 ]
+            joined = self._joined(ing, vhosts, reads)
             # nginx.org annotations over the ConfigMap's keys (kinds/ingress/records/options.py).
-            outcome = self._fitted(ref, ing, vhosts, reads, mergeable)
+            outcome = self._fitted(ref, ing, vhosts, reads, mergeable, joined)
             written = outcome.written
             warnings += outcome.warnings
         written, more, others = listen_ports(ing, ref, written, reads, self._settings, self._ports)
         warnings += more
+        if ing is not None and ing.canary is not None:
+            self._report_canary(ref, ing, reads)
         d.declare(ref, reads.refs)
         new_hosts = {vh.host for vh in vhosts}
         d.drop_hosts_of(ref, keep=new_hosts)
@@ -179,6 +250,10 @@ class IngressTranslator(Translator):
             d.write_host(ref, w.host, w.routing, w.client_check, w.fast)
         if new_hosts:
             d.ref_hosts[ref] = new_hosts
+        if ing is None or ing.canary is None:
+            # A main's hosts: their canaries say again whether they are served.
+            hosts = before | new_hosts
+            self._canary_hosts_changed(ref, {"" if h == CATCH_ALL else h for h in hosts})
         backends: set[BackendKey] = set()
         for w in written:
             backends |= w.backends
@@ -200,7 +275,7 @@ class IngressTranslator(Translator):
             d.event(ref, WARNING if warn else NORMAL, reason, message)
             if reason not in (NO_MASTER, REJECTED):
                 d.ref_hosts[ref] = set()  # served (its master's host): status shown
-        elif ing is not None:
+        elif ing is not None and ing.canary is None:
             self._report(ref, bool(vhosts), warnings)
         # Ingresses whose ports changed scheme hands (kinds/ingress/records/ports.py).
         self._worker.render_all(others)
@@ -212,6 +287,7 @@ class IngressTranslator(Translator):
         vhosts: list[VirtualHost],
         reads: Reads,
         mergeable: list[Ingress] | None,
+        joined: dict[str, JoinedPaths],
     ) -> Outcome:
         """``ing``'s records; a master's without the minions whose paths would
         make its host's record too large (configs/record_shares.py)."""
@@ -226,6 +302,7 @@ class IngressTranslator(Translator):
                 self._worker.route_defaults(),
                 slow_path=self._slow_path,
                 mergeable=merged,
+                canaries=joined,
             )
 
         others = [m for m in mergeable or [] if m.mergeable != "minion"]
