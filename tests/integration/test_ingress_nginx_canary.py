@@ -163,7 +163,7 @@ def test_on_angie_a_canary_is_not_served_and_said(ferryman: Ferryman, backends: 
     is served alone, both Events say why."""
     f = ferryman
     begin(f, backends, canary({P + "canary-weight": "100"}))
-    if f.flavour == "nginx":
+    if f.data_plane == "nginx":
         eventually(lambda: who(f) == "c", 10, "canary served")
         return
     eventually(lambda: last(f, "canary")["reason"] == "Rejected", 10, "canary said")
