@@ -49,8 +49,6 @@ def modules_dir_args() -> list[str]:
 
 
 ANGIE_ARCHIVE = "angie-1.12.1.tar.gz"
-# Flavours running the records data plane on a server of scripts/build-nginx.sh's.
-LUA_SERVERS = {"nginx-1.30": "nginx", "angie-lua": "angie"}
 
 
 @functools.cache
@@ -551,10 +549,13 @@ class Ferryman:
             ]  # fmt: skip
         if self.flavour == "angie":
             args += ["--data-plane", "angie", "--data-plane-binary", angie_binary()]
-        elif self.flavour in LUA_SERVERS:
-            # The records data plane on that server: its modules and Lua
-            # libraries are found beside the binary.
-            args += ["--nginx-binary", lua_server_binary(LUA_SERVERS[self.flavour])]
+        elif self.flavour == "nginx-1.30":
+            # Its modules and Lua libraries are found beside the binary.
+            args += ["--nginx-binary", lua_server_binary("nginx")]
+        elif self.flavour == "angie-lua":
+            # The records data plane on Angie, as its users ask for Angie.
+            binary = lua_server_binary("angie")
+            args += ["--data-plane", "angie", "--data-plane-binary", binary]
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=self._log, env={**os.environ, **self.env}

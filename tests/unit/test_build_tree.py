@@ -51,3 +51,22 @@ def test_run_takes_the_builds_tree_unless_told_otherwise(tmp_path: Path) -> None
     )
     s = run_settings(parser().parse_args([*base, "--nginx-modules-dir", "/opt/m"]))
     assert (s.nginx_modules_dir, s.nginx_lua_dir) == (Path("/opt/m"), None)
+
+
+def test_an_angie_built_with_lua_runs_the_records_data_plane(tmp_path: Path) -> None:
+    from ferryman.app.flag_settings import engine
+
+    built = _tree(tmp_path / "b")
+    (tmp_path / "b" / "sbin" / "angie").symlink_to(built)
+    base = ["run", "--state-dir", str(tmp_path), "--data-plane", "angie"]
+    as_built = [*base, "--data-plane-binary", str(tmp_path / "b" / "sbin" / "angie")]
+    assert engine(parser().parse_args(as_built)) == "nginx"
+    # A system Angie (no tree beside it) and a modules directory given: classic.
+    (tmp_path / "sys").mkdir()
+    plain = tmp_path / "sys" / "angie"
+    plain.write_text("#!/bin/sh\n")
+    plain.chmod(0o755)
+    assert engine(parser().parse_args([*base, "--data-plane-binary", str(plain)])) == "angie"
+    told = [*as_built, "--nginx-modules-dir", "/opt/m"]
+    assert engine(parser().parse_args(told)) == "angie"
+    assert engine(parser().parse_args(["run", "--state-dir", str(tmp_path)])) == "nginx"

@@ -179,7 +179,9 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "--data-plane",
         choices=("nginx", "angie"),
         default="nginx",
-        help="nginx: NGINX with the Lua router (no reloads for resources); angie: Angie "
+        help="nginx: NGINX with the Lua router (no reloads for resources); angie: Angie, "
+        "with the same records data plane when --data-plane-binary's build has the Lua "
+        "runtime and ferryman's modules beside it (scripts/build-nginx.sh angie), else "
         "with classic configuration (reloads for hosts and paths, DNS for endpoints)",
     )
     engine.add_argument(
@@ -432,7 +434,7 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         return 2
     settings = flag_settings.run_settings(args)
     try:
-        return asyncio.run(app.run(settings, args.data_plane, kinds))
+        return asyncio.run(app.run(settings, flag_settings.engine(args), kinds))
     except SettingsError as e:
         print(f"ferryman run: {e}", file=sys.stderr)
         return 2

@@ -25,6 +25,14 @@ def data_plane_binary(args: argparse.Namespace) -> str:
     return str(args.nginx_binary) if args.data_plane == "nginx" else "angie"
 
 
+def engine(args: argparse.Namespace) -> str:
+    """The data plane ferryman drives: --data-plane, except that an Angie built
+    with the Lua runtime and ferryman's modules beside it (scripts/build-nginx.sh
+    angie) runs the records data plane NGINX runs ("nginx"), not the classic one."""
+    lua_built = args.nginx_modules_dir is None and beside(data_plane_binary(args)) is not None
+    return "nginx" if args.data_plane == "angie" and lua_built else str(args.data_plane)
+
+
 def _build_tree(args: argparse.Namespace) -> tuple[Path, Path | None]:
     """--nginx-modules-dir, else the modules (and Lua libraries) beside the
     binary's build, else the system's (app/build_tree.py)."""
@@ -64,10 +72,10 @@ def render_settings(args: argparse.Namespace) -> Settings:
 
 def run_combination_error(args: argparse.Namespace) -> str | None:
     """Why ``ferryman run``'s flags do not go together (the line to print), or None."""
-    if args.strict_request_paths and args.data_plane == "angie":
+    if args.strict_request_paths and engine(args) == "angie":
         # Angie's servers.conf has no such check (yet): refuse rather than ignore.
         return "ferryman run: --strict-request-paths needs --data-plane nginx"
-    if args.enable_gateway_api and args.data_plane == "angie":
+    if args.enable_gateway_api and engine(args) == "angie":
         # Gateway routes need the Lua router, which Angie's flavour has not.
         return "ferryman run: --enable-gateway-api needs --data-plane nginx"
     if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
