@@ -530,7 +530,9 @@ class Ferryman:
         if wait:
             self.wait_ready()
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        # A ceiling, not a delay: a start on a loaded 2-core CI machine (with the
+        # apiserver and other tests' NGINX busy) takes several times an idle one's.
         def ready() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
@@ -650,8 +652,11 @@ def _parse_fields(text: str) -> dict[str, str]:
     return out
 
 
-def eventually(check: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy (and return it)."""
+def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (and return it).
+
+    ``timeout`` is a ceiling, not a delay: a passing check returns at once, and
+    what an idle machine does in a second a loaded CI machine may take ten for."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:

@@ -39,7 +39,7 @@ def _configuration(name: str, namespace: str, port: int) -> dict[str, Any]:
     return dict(doc)
 
 
-def wait_trusted(kube: Client, name: str, timeout: float = 10) -> None:
+def wait_trusted(kube: Client, name: str, timeout: float = 60) -> None:
     """Until every webhook of configuration ``name`` has the caBundle ferryman keeps."""
     wait_until(
         lambda: all(

@@ -47,7 +47,7 @@ def test_grpc_upstreams(ferryman: Ferryman, backends: Backends) -> None:
         root = _example(f, with_virtual_server=False)
         f.start()
         f.write_text("grpc-upstreams-greeter.yaml", virtual_server.read_text())
-        answer = eventually(lambda: _answer(f, root), 10, "SayHello answered")
+        answer = eventually(lambda: _answer(f, root), 60, "SayHello answered")
         assert (answer["name"], answer["message"]) == ("greeter", "Hello ferryman")
         # The slow path's headers, as grpc_set_header sends them.
         metadata = answer["metadata"]

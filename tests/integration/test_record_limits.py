@@ -116,7 +116,7 @@ def test_a_big_minion_is_rejected_alone_and_its_master_keeps_serving(
 
     assert served_by(f, MERGED, "/small") == "a"
     assert served_by(f, MERGED, "/big/000/" + "y" * 80) == "404"
-    message = eventually(lambda: _rejected(f).get("big"), 10, "the big minion rejected")
+    message = eventually(lambda: _rejected(f).get("big"), 60, "the big minion rejected")
     assert f"the virtual host {MERGED}" in message, message
     assert f"more than --max-record-bytes {SMALL_LIMIT}" in message, message
     assert "master" not in _rejected(f)
@@ -128,13 +128,13 @@ def test_a_big_minion_is_rejected_alone_and_its_master_keeps_serving(
         "late",
         ingress("late", [rule(MERGED, path("/late", "a"))], annotations=minion, namespace="a"),
     )
-    eventually(lambda: served_by(f, MERGED, "/late") == "a", 10, "a new minion live")
+    eventually(lambda: served_by(f, MERGED, "/late") == "a", 60, "a new minion live")
     small_big = ingress(
         "big", [rule(MERGED, *_many_paths("big", "b", 3))], annotations=minion, namespace="b"
     )
     f.write("big", small_big)
-    eventually(lambda: served_by(f, MERGED, "/big/000/" + "y" * 80) == "b", 10, "big fits")
-    eventually(lambda: f.events_for("big")[-1]["reason"] == "AddedOrUpdated", 10, "big served")
+    eventually(lambda: served_by(f, MERGED, "/big/000/" + "y" * 80) == "b", 60, "big fits")
+    eventually(lambda: f.events_for("big")[-1]["reason"] == "AddedOrUpdated", 60, "big served")
 
 
 def test_a_minion_nginx_has_no_room_for_is_rejected_alone(
@@ -195,7 +195,7 @@ def test_a_big_selected_route_is_rejected_alone_and_its_virtual_server_keeps_ser
     assert served_by(f, MERGED, "/menu/a") == "a"
     assert served_by(f, MERGED, "/") == "a"
     assert served_by(f, MERGED, "/menu/000/" + "y" * 80) == "a"  # the VS's "/"
-    event = eventually(lambda: _last(f, "VirtualServerRoute", "big", "b"), 10, "big reported")
+    event = eventually(lambda: _last(f, "VirtualServerRoute", "big", "b"), 60, "big reported")
     assert event["reason"] == "Rejected", event
     assert f"the virtual host {MERGED}" in event["message"], event
     assert f"more than --max-record-bytes {SMALL_LIMIT}" in event["message"], event
@@ -204,7 +204,7 @@ def test_a_big_selected_route_is_rejected_alone_and_its_virtual_server_keeps_ser
 
     # A new route of another tenant still goes live.
     f.write("late", _vsr("a", "late", ["/menu/late"]))
-    eventually(lambda: served_by(f, MERGED, "/menu/late") == "a", 10, "a new route live")
+    eventually(lambda: served_by(f, MERGED, "/menu/late") == "a", 60, "a new route live")
     assert _last(f, "VirtualServerRoute", "big", "b")["reason"] == "Rejected"
 
 
@@ -294,16 +294,16 @@ def test_a_big_route_without_hostnames_is_refused_alone_on_a_shared_gateway(
     f.write("big", _route("b", "big", [], [f"/big/{i:03d}/" + "y" * 80 for i in range(100)]))
     f.start()
 
-    eventually(lambda: _at(address, port, "a.test") == "a", 10, "the small route live")
+    eventually(lambda: _at(address, port, "a.test") == "a", 60, "the small route live")
     assert _at(address, port, "a.test", "/big/000/" + "y" * 80) == "a"  # its own "/"
-    message = eventually(lambda: _rejected(f).get("big"), 10, "the big route rejected")
+    message = eventually(lambda: _rejected(f).get("big"), 60, "the big route rejected")
     assert f"more than --max-record-bytes {SMALL_LIMIT}" in message, message
     status = [line for line in f.logs().splitlines() if "status" in line and "name=big" in line]
     assert status and "UnsupportedValue" in status[-1], status
 
     # Another tenant's new route still goes live.
     f.write("late", _route("a", "late", ["late.test"], ["/"]))
-    eventually(lambda: _at(address, port, "late.test") == "a", 10, "a new route live")
+    eventually(lambda: _at(address, port, "late.test") == "a", 60, "a new route live")
 
 
 def test_a_gateway_record_nginx_refuses_is_reported_on_its_routes(
@@ -323,13 +323,13 @@ def test_a_gateway_record_nginx_refuses_is_reported_on_its_routes(
     f.write("hog", _route("b", "hog", [f"h{i}.test" for i in range(8)], hog_paths))
     f.start()
 
-    eventually(lambda: _at(address, port, "a.test") == "a", 10, "the small route live")
+    eventually(lambda: _at(address, port, "a.test") == "a", 60, "the small route live")
     message = eventually(lambda: _rejected(f).get("hog"), 20, "the hog route rejected")
     assert "does not fit in NGINX's record memory (--records-memory-size 1m" in message, message
     status = [line for line in f.logs().splitlines() if "status" in line and "name=hog" in line]
     assert status and "does not fit" in status[-1], status
     f.write("late", _route("a", "late", ["late.test"], ["/"]))
-    eventually(lambda: _at(address, port, "late.test") == "a", 10, "a new route live")
+    eventually(lambda: _at(address, port, "late.test") == "a", 60, "a new route live")
 
 
 def _at(address: str, port: int, host: str, p: str = "/") -> str | None:

@@ -41,7 +41,7 @@ def test_with_nothing_served_unknown_hosts_get_404_from_the_start(
     assert served_by(ferryman, "other.test", "/") == "404"
     assert ferryman.reloads() == 1  # the one start-up reload
     ferryman.write("ing", ingress("late", [rule("late.test", path("/", "app"))]))
-    eventually(lambda: served_by(ferryman, "late.test", "/") == "app", 10, "a later Ingress")
+    eventually(lambda: served_by(ferryman, "late.test", "/") == "app", 60, "a later Ingress")
 
 
 def test_listeners_that_cannot_bind_fail_the_reload_at_once_and_keep_not_ready(

@@ -45,7 +45,7 @@ def test_a_replica_stopped_longer_than_its_lease_is_ready_only_once_caught_up(
     apply(kube, *service_with_backends("app", [a, b], namespace=namespace))
     apply(kube, ingress("web", [rule(HOST, path("/", "app"))], namespace=namespace))
     f = start_ferryman("ferryman-stall", "--leader-election-lease-duration", str(LEASE))
-    wait_until(lambda: {served_by(f, HOST, f"/{i}") for i in range(6)} == {"a", "b"}, 10, "a, b")
+    wait_until(lambda: {served_by(f, HOST, f"/{i}") for i in range(6)} == {"a", "b"}, 60, "a, b")
     assert f.proc is not None
     os.kill(f.proc.pid, signal.SIGSTOP)
     stopped = time.monotonic()

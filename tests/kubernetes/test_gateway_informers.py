@@ -45,7 +45,7 @@ def gateway_crds(apiserver: APIServer) -> None:
     install_crds(apiserver.client(), *build_conformance().crd_files())
 
 
-async def until(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
+async def until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         if asyncio.get_running_loop().time() > deadline:

@@ -109,7 +109,7 @@ def test_a_readiness_gate_holds_ready_and_the_endpoint_until_it_is_true(
     wait_until(containers_ready, 20, "containers ready")
     # The real endpointslice controller lists it, but not as ready.
     wait_until(
-        lambda: _slice_endpoints(kube, cluster_namespace, "gated") == {"gated": False}, 10, "slice"
+        lambda: _slice_endpoints(kube, cluster_namespace, "gated") == {"gated": False}, 60, "slice"
     )
     time.sleep(0.5)
     p = kube.get(Pod, "gated", namespace=cluster_namespace)
@@ -122,10 +122,10 @@ def test_a_readiness_gate_holds_ready_and_the_endpoint_until_it_is_true(
         {"status": {"conditions": [{"type": gate, "status": "True"}]}},
         namespace=cluster_namespace, patch_type=PatchType.STRATEGIC,
     )  # fmt: skip
-    wait_until(lambda: ready(kube, "gated", cluster_namespace), 10, "Ready after the gate")
+    wait_until(lambda: ready(kube, "gated", cluster_namespace), 60, "Ready after the gate")
     wait_until(
         lambda: _slice_endpoints(kube, cluster_namespace, "gated") == {"gated": True},
-        10,
+        60,
         "ready endpoint",
     )
 
@@ -137,7 +137,7 @@ def test_a_readiness_gate_holds_ready_and_the_endpoint_until_it_is_true(
     )  # fmt: skip
     wait_until(
         lambda: _slice_endpoints(kube, cluster_namespace, "gated") == {"gated": False},
-        10,
+        60,
         "unready",
     )
     assert kubelet.errors == []
@@ -176,11 +176,11 @@ def test_deletion_sends_sigterm_and_waits_for_the_grace_period(
     def gone(name: str) -> bool:
         return not any(p.metadata.name == name for p in kube.list(Pod, namespace=cluster_namespace))
 
-    wait_until(lambda: gone("drains"), 10, "drains deleted")
+    wait_until(lambda: gone("drains"), 60, "drains deleted")
     drained = time.monotonic() - start
-    wait_until(lambda: gone("hooked"), 10, "hooked deleted")
+    wait_until(lambda: gone("hooked"), 60, "hooked deleted")
     hook_slept = time.monotonic() - start
-    wait_until(lambda: gone("stuck"), 10, "stuck deleted")
+    wait_until(lambda: gone("stuck"), 60, "stuck deleted")
     killed = time.monotonic() - start
     assert 0.9 < drained < 8, drained  # when the process exited, not the 10 s grace period
     assert 0.9 < hook_slept < 8, hook_slept  # after its preStop sleep

@@ -283,7 +283,7 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
     assert len(pods_on(kube, node.node)) == 1
     # The Event follows the condition.
     requeued = wait_until(
-        lambda: [n for r, n in events(kube, ns, name) if r == "DrainRequeued"], 10, "DrainRequeued"
+        lambda: [n for r, n in events(kube, ns, name) if r == "DrainRequeued"], 60, "DrainRequeued"
     )
     assert requeued[0].startswith("Node drain requeued: 1 pod(s) not evicted")
     assert not gone(kube, Machine, name, ns)

@@ -179,18 +179,18 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     # starts (round-robin: some of four go there).
     slow = [slow_request(elsewhere, "drain.test", 6) for _ in range(4)]
     web_a = pod_ip(kube, ns, "web-a")
-    wait_until(lambda: in_flight_to(elsewhere, web_a) >= 1, 10, "a request in flight to web-a")
+    wait_until(lambda: in_flight_to(elsewhere, web_a) >= 1, 60, "a request in flight to web-a")
     started = time.monotonic()
     kube.delete(Machine, "m-a", namespace=ns)
 
     # Draining: web-a leaves rotation on both replicas, the Node's replica fails readiness.
     wait_until(
-        lambda: "IngressTrafficDraining" in ours_only(events(kube, ns, "m-a")), 15, "Draining"
+        lambda: "IngressTrafficDraining" in ours_only(events(kube, ns, "m-a")), 60, "Draining"
     )
-    wait_until(lambda: not is_ready(on_node), 15, "the Node's replica out of rotation")
+    wait_until(lambda: not is_ready(on_node), 60, "the Node's replica out of rotation")
     assert is_ready(elsewhere)
     for f in (on_node, elsewhere):
-        wait_until(lambda f=f: answering(f, "drain.test") == {"web-b"}, 15, "web-a out")
+        wait_until(lambda f=f: answering(f, "drain.test") == {"web-b"}, 60, "web-a out")
     both = f"{FOREIGN_GO} {OURS_GO}"
     assert condition(get(kube, ns, "m-a"), "Drainable") == blocked("Drainable", "Drain", both)
     assert hooks(kube, ns, "m-a")["preDrain"] == [FOREIGN, OURS]  # held: in flight
@@ -200,13 +200,13 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
         thread.join(30)
     answers = [answer for _, (answer,) in slow]
     assert all(a[0] == 200 for a in answers) and ("web-a" in {a[1] for a in answers}), answers
-    wait_until(lambda: hooks(kube, ns, "m-a").get("preDrain") == [FOREIGN], 15, "our hook removed")
+    wait_until(lambda: hooks(kube, ns, "m-a").get("preDrain") == [FOREIGN], 60, "our hook removed")
     held = time.monotonic() - started
     assert held >= 3, f"released after {held:.1f}s, with a request in flight"
     only_foreign = blocked("Drainable", "Drain", FOREIGN_GO)
-    wait_until(lambda: condition(get(kube, ns, "m-a"), "Drainable") == only_foreign, 10, "cond")
+    wait_until(lambda: condition(get(kube, ns, "m-a"), "Drainable") == only_foreign, 60, "cond")
     ours = ["IngressTrafficDraining", "IngressTrafficDrained"]
-    wait_until(lambda: ours_only(events(kube, ns, "m-a")) == ours, 10, "Drained")
+    wait_until(lambda: ours_only(events(kube, ns, "m-a")) == ours, 60, "Drained")
     drained = 'ferryman_machine_drains_total{result="drained"}'
     assert sum(f.metrics().get(drained, 0) for f in (on_node, elsewhere)) == 1  # the leader's
 
@@ -222,7 +222,7 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     assert hooks(kube, ns, "m-a").get("preTerminate") == [OURS]
     # A client that ignored readiness is still answered while the replica stops.
     late, late_answer = slow_request(on_node, "drain.test", 3)
-    wait_until(lambda: on_node.metrics().get("ferryman_requests_in_flight", 0) >= 1, 10, "late")
+    wait_until(lambda: on_node.metrics().get("ferryman_requests_in_flight", 0) >= 1, 60, "late")
     on_node.stop()
     late.join(30)
     assert late_answer == [(200, "web-b")]
@@ -296,7 +296,7 @@ def _delete_with_slow_requests(
     ip = pod_ip(kube, ns, "web-a")
     for _ in range(10):  # round-robin: some go to web-a
         slow_request(f, "slow.test", 20)
-    wait_until(lambda: in_flight_to(f, ip) >= 1, 10, "requests in flight to web-a")
+    wait_until(lambda: in_flight_to(f, ip) >= 1, 60, "requests in flight to web-a")
     kube.delete(Machine, "m-slow", namespace=ns)
     return f
 

@@ -46,7 +46,7 @@ def test_a_stalled_replica_never_lets_a_pod_through_without_its_gate(
     f = _ferryman(tmp_path, apiserver, ns, port, config)
     f.start()
     try:
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 10, "gated")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "gated")
         assert f.proc is not None
         os.kill(f.proc.pid, signal.SIGSTOP)
         try:
