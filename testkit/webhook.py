@@ -81,6 +81,21 @@ def _pod(
     return [g.conditionType for g in created.spec.readinessGates or []]
 
 
+def _gated_once_trusted(kube: Client, namespace: str, labels: dict[str, str]) -> None:
+    """Creates pods until one is created with ferryman's gate (and no other).
+
+    A caBundle read back from the API server is not yet the one its admission
+    plugin uses: that reads webhook configurations from its own cache, a moment
+    later (seconds on a loaded machine). Until then the call fails TLS and the pod
+    is refused (failurePolicy Fail) or created without the gate (Ignore); ferryman
+    never sees such a call, so its review counts are unchanged."""
+
+    def gated() -> bool:
+        return _pod(kube, namespace, labels) == [GATE]
+
+    wait_until(gated, 60, f"a pod labelled {labels} created with the gate")
+
+
 @pytest.fixture
 def cluster_objects(kube: Client) -> Iterator[list[str]]:
     """Names of MutatingWebhookConfigurations to delete afterwards (they are

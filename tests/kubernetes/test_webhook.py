@@ -34,6 +34,7 @@ from testkit.webhook import (  # noqa: F401 (fixtures)
     GATE,
     _configuration,
     _ferryman,
+    _gated_once_trusted,
     _opt_in,
     _pod,
     _service,
@@ -81,7 +82,7 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
         wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
                    60, "caBundle")  # fmt: skip
 
-        assert _pod(kube, ns, {"app": "web", "pod-template-hash": "1"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web", "pod-template-hash": "1"})
         assert _pod(kube, ns, {"app": "db"}) == []  # no served Ingress routes to it
         assert _pod(kube, ns, {"app": "foreign"}) == []  # another class's Ingress does
         assert _pod(kube, ns, {}) == []
@@ -192,7 +193,7 @@ def test_replicas_serve_one_certificate_and_follow_the_secret(
                         for c, _ in replicas),
             60, "both caBundles",
         )  # fmt: skip
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web"})
 
         # The Secret replaced by a new CA and certificate.
         renewed = generate(["127.0.0.1"])
@@ -263,7 +264,7 @@ def test_a_secret_given_is_used_as_it_is(
     try:
         want = base64.b64encode(given.ca).decode()
         wait_until(lambda: _ca_bundles(kube, config) == [want, want], 60, "caBundles")
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web"})
         assert kube.get(Secret, "given", namespace=ns).data == given.secret_data()
         # Someone wipes the caBundle (a re-applied manifest): ferryman puts it back.
         apply(kube, doc)
@@ -306,7 +307,7 @@ def test_an_unusable_secret_costs_the_gates_not_ferryman(
                    patch_type=PatchType.MERGE)  # fmt: skip
         want = base64.b64encode(good.ca).decode()
         wait_until(lambda: _ca_bundles(kube, config) == [want], 60, "caBundle")
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web"})
     finally:
         assert f.stop() == 0
 
@@ -332,7 +333,7 @@ def test_a_namespace_without_the_label_gets_no_gate_whatever_the_configuration_s
     try:
         wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
                    60, "caBundle")  # fmt: skip
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web"})
         _opt_in(kube, ns, False)
         wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 60, "no gate once opted out")
         reviews = f.metrics()
@@ -365,7 +366,7 @@ def test_an_ingress_asking_for_the_webhooks_port_is_refused_it(
     try:
         wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
                    60, "caBundle")  # fmt: skip
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web"})
 
         def warned() -> list[str]:
             return [
