@@ -316,7 +316,7 @@ def test_proxy_buffering_off(ferryman: Ferryman) -> None:
         assert _backend_finished_while_client_waits(ferryman)
         off = {"nginx.org/proxy-read-timeout": "10s", "nginx.org/proxy-buffering": "false"}
         ferryman.write("ing", annotated(off))
-        eventually(lambda: not _backend_finished_while_client_waits(ferryman), 30, "unbuffered")
+        eventually(lambda: not _backend_finished_while_client_waits(ferryman), 60, "unbuffered")
         assert ferryman.reloads() == 1
     finally:
         server.shutdown()

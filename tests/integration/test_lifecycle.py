@@ -318,7 +318,7 @@ def test_ready_probe_answers_503_until_the_first_configuration_is_live(
     # The liveness probe's /healthz answers meanwhile: not ready is still alive.
     alive = httpx.get(f"http://127.0.0.1:{ferryman.ready_port}/healthz", timeout=1)
     assert alive.status_code == 200
-    eventually(lambda: status() == 200, 30, "200 once live")
+    eventually(lambda: status() == 200, 60, "200 once live")
     assert served_by(ferryman, "ready.test", "/") == "app"
 
 
@@ -464,9 +464,9 @@ def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
         squatter.listen()
         eventually(lambda: "listeners did not reopen" in ferryman.logs(), 60, "a failed reopen")
         assert httpx.get(ready, timeout=5).status_code == 503  # not serving: not ready
-    eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 30, "listeners back")
+    eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 60, "listeners back")
     # Which retry reopened them (the push's own backoff, or the check for listeners
     # still closed after the restart) depends on timing; that one did is the point.
     # On a loaded machine the reopening reload may be confirmed only by a later
     # retry (the 2 s reload timeout): readiness follows within one more round.
-    eventually(lambda: httpx.get(ready, timeout=5).status_code == 200, 30, "ready again")
+    eventually(lambda: httpx.get(ready, timeout=5).status_code == 200, 60, "ready again")

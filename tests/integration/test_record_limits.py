@@ -57,18 +57,18 @@ def test_a_full_record_memory_rejects_only_what_does_not_fit(
 
     # Another tenant's endpoint change and new Ingress still go live.
     f.write("web-svc", service_with_backends("web", [b], namespace="web"))
-    eventually(lambda: served_by(f, "web.test", "/") == "b", 20, "endpoint change live")
+    eventually(lambda: served_by(f, "web.test", "/") == "b", 60, "endpoint change live")
     f.write(
         "late",
         service_with_backends("late", [c], namespace="late"),
         ingress("late", [rule("late.test", path("/", "late"))], namespace="late"),
     )
-    eventually(lambda: served_by(f, "late.test", "/") == "c", 20, "new Ingress live")
+    eventually(lambda: served_by(f, "late.test", "/") == "c", 60, "new Ingress live")
     assert [e["reason"] for e in f.events_for("late")] == ["AddedOrUpdated"]
 
     # ...while one more big record is refused: the end of the memory is kept.
     f.write("late-big", _hog(9999) | {"metadata": {"name": "late-big", "namespace": "late"}})
-    message = eventually(lambda: _rejected(f).get("late-big"), 20, "late-big rejected")
+    message = eventually(lambda: _rejected(f).get("late-big"), 60, "late-big rejected")
     assert "its last 10% is kept for records up to 4 KiB and endpoint sets" in message
 
     # A rejected hog was withdrawn and never reported as live; the others serve.
@@ -156,14 +156,14 @@ def test_a_minion_nginx_has_no_room_for_is_rejected_alone(
     assert served_by(f, MERGED, "/small") == "a"
     # ~1 MB of other hosts: the memory is full up to its reserve.
     f.write("hogs", *[_hog(n) for n in range(50)])
-    eventually(lambda: _rejected(f), 30, "a hog rejected")
+    eventually(lambda: _rejected(f), 60, "a hog rejected")
 
     # ~30 kB of paths from another namespace: no room for the master's record with them.
     big = ingress(
         "big", [rule(MERGED, *_many_paths("big", "b", 300))], annotations=minion, namespace="b"
     )
     f.write("big", big)
-    message = eventually(lambda: _rejected(f).get("big"), 20, "the big minion rejected")
+    message = eventually(lambda: _rejected(f).get("big"), 60, "the big minion rejected")
     assert f"with its paths, the virtual host {MERGED} does not fit in NGINX's record" in message
     assert "master" not in _rejected(f)
     assert served_by(f, MERGED, "/small") == "a"
@@ -225,7 +225,7 @@ def test_a_route_nginx_has_no_room_for_is_rejected_alone(
     f.start()
     assert served_by(f, MERGED, "/menu/a") == "a"
     f.write("hogs", *[_hog(n) for n in range(50)])
-    eventually(lambda: _rejected(f), 30, "a hog rejected")
+    eventually(lambda: _rejected(f), 60, "a hog rejected")
 
     # ~30 kB of subroutes from another namespace: no room for the host's records with them.
     f.write("big", _vsr("b", "big", [f"/menu/{i:03d}/" + "y" * 80 for i in range(300)]))
@@ -233,7 +233,7 @@ def test_a_route_nginx_has_no_room_for_is_rejected_alone(
     def rejected() -> bool:
         return _last(f, "VirtualServerRoute", "big", "b").get("reason") == "Rejected"
 
-    eventually(rejected, 20, "the big route rejected")
+    eventually(rejected, 60, "the big route rejected")
     event = _last(f, "VirtualServerRoute", "big", "b")
     assert "does not fit in NGINX's record memory" in event["message"], event
     assert _last(f, "VirtualServer", "cafe", "a")["reason"] == "AddedOrUpdated"
@@ -324,7 +324,7 @@ def test_a_gateway_record_nginx_refuses_is_reported_on_its_routes(
     f.start()
 
     eventually(lambda: _at(address, port, "a.test") == "a", 60, "the small route live")
-    message = eventually(lambda: _rejected(f).get("hog"), 20, "the hog route rejected")
+    message = eventually(lambda: _rejected(f).get("hog"), 60, "the hog route rejected")
     assert "does not fit in NGINX's record memory (--records-memory-size 1m" in message, message
     status = [line for line in f.logs().splitlines() if "status" in line and "name=hog" in line]
     assert status and "does not fit" in status[-1], status

@@ -75,7 +75,7 @@ def test_a_virtual_servers_certificate_is_made_followed_and_removed(
                 or []
             )  # type: ignore[union-attr]
         ),
-        30,
+        60,
         "the Certificate CRD",
     )
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=ns))

@@ -95,7 +95,7 @@ def test_the_gate_opens_only_once_every_replica_applied_the_pod(
     os.kill(follower.proc.pid, signal.SIGSTOP)
     held_since = time.monotonic()
     apply(kube, gated("web", ns))
-    pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+    pod = wait_until(lambda: the_pod(kube, ns, "web"), 60, "the pod")
     name = pod.metadata.name
     # The leader routes to it (ready in all but the gate), and says it waits.
     wait_until(lambda: served_by(leader, "gate.test", "/") == name, 60, "the leader routes")
@@ -132,8 +132,10 @@ def test_the_gate_opens_only_once_every_replica_applied_the_pod(
     wait_until(lambda: ready(kube, ns, name), 60, "the pod is Ready")
     other = conditions(kube.get(Pod, name, namespace=ns))[OTHER]
     assert (other.status, other.reason) == ("True", "Theirs")
-    m = leader.metrics()
-    assert m['ferryman_readiness_gate_flips_total{result="applied"}'] == 1
+    # The flip is counted once its patch returns: after the API shows it.
+    flipped = 'ferryman_readiness_gate_flips_total{result="applied"}'
+    m = wait_until(lambda: (m := leader.metrics()).get(flipped) and m, 60, "the flip counted")
+    assert m[flipped] == 1
     assert m["ferryman_readiness_gate_seconds_count"] == 1
     for f in started.values():  # every replica counts pending gates, once a second
         wait_until(lambda f=f: f.metrics()["ferryman_readiness_gates_pending"] == 0, 60, "none")
@@ -150,12 +152,13 @@ def test_a_pod_no_served_service_selects_is_not_held_back(
     apply(kube, service("web", ns))  # no Ingress routes to it
     a = replicas.start(("a",))["a"]
     apply(kube, gated("web", ns))
-    pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+    pod = wait_until(lambda: the_pod(kube, ns, "web"), 60, "the pod")
     name = pod.metadata.name
     wait_until(lambda: ready(kube, ns, name), 60, "the pod is Ready")
     assert gate(kube, ns, name).reason == "NotServed"
-    m = a.metrics()
-    assert m['ferryman_readiness_gate_flips_total{result="not_served"}'] == 1
+    flipped = 'ferryman_readiness_gate_flips_total{result="not_served"}'
+    m = wait_until(lambda: (m := a.metrics()).get(flipped) and m, 60, "the flip counted")
+    assert m[flipped] == 1
 
 
 def _seconds(t: Any) -> float:
@@ -180,9 +183,9 @@ def test_a_dead_replica_holds_gates_back_only_until_its_report_expires(
     lease = kube.get(Lease, dead, namespace=ns)
     expires = _seconds(lease.spec.renewTime) + 10
     apply(kube, gated("web", ns))
-    pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+    pod = wait_until(lambda: the_pod(kube, ns, "web"), 60, "the pod")
     name = pod.metadata.name
-    wait_until(lambda: ready(kube, ns, name), 30, "the pod is Ready")
+    wait_until(lambda: ready(kube, ns, name), 60, "the pod is Ready")
     g = gate(kube, ns, name)
     assert (g.reason, g.message) == ("Applied", "applied by all 1 live ferryman replicas")
     # Not before the dead replica's report expired (the API keeps whole seconds).
@@ -203,7 +206,7 @@ def test_the_timeout_opens_the_gate_with_a_warning_event(
     assert follower.proc is not None
     os.kill(follower.proc.pid, signal.SIGSTOP)  # never applies: only the timeout opens
     apply(kube, gated("web", ns))
-    pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+    pod = wait_until(lambda: the_pod(kube, ns, "web"), 60, "the pod")
     name = pod.metadata.name
     wait_until(lambda: ready(kube, ns, name), 60, "the pod is Ready")
     g = gate(kube, ns, name)
@@ -221,8 +224,9 @@ def test_the_timeout_opens_the_gate_with_a_warning_event(
     assert event.type == "Warning" and event.involvedObject.kind == "Pod"
     assert event.involvedObject.uid == pod.metadata.uid
     assert "waiting for: ferryman-" in (event.message or "")
-    m = leader.metrics()
-    assert m['ferryman_readiness_gate_flips_total{result="timed_out"}'] == 1
+    flipped = 'ferryman_readiness_gate_flips_total{result="timed_out"}'
+    m = wait_until(lambda: (m := leader.metrics()).get(flipped) and m, 60, "the flip counted")
+    assert m[flipped] == 1
     assert kubelet.errors == []
 
 
@@ -239,12 +243,12 @@ def test_the_gate_the_webhook_injects_is_opened_once_both_replicas_route(
     apply(kube, webhook_configuration(config, ns, ports["a"]))
     try:
         start_with_webhooks(replicas, ns, config, ports, TIMINGS)
-        wait_trusted(kube, config, 10)
+        wait_trusted(kube, config)
         apply(kube, deployment("web", ns, 1, "v1"))  # no gate in its template
-        pod = wait_until(lambda: the_pod(kube, ns, "web"), 20, "the pod")
+        pod = wait_until(lambda: the_pod(kube, ns, "web"), 60, "the pod")
         assert [g.conditionType for g in pod.spec.readinessGates or []] == [GATE]
         name = pod.metadata.name
-        wait_until(lambda: ready(kube, ns, name), 20, "the pod is Ready")
+        wait_until(lambda: ready(kube, ns, name), 60, "the pod is Ready")
         g = gate(kube, ns, name)
         assert (g.reason, g.message) == ("Applied", "applied by all 2 live ferryman replicas")
         for f in replicas.started.values():

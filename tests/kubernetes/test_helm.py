@@ -789,7 +789,7 @@ def test_rendered_chart_applies_and_runs(
             "routes": [{"path": "/", "action": {"pass": "up"}}],
         },
     }
-    wait_until(lambda: kube.create(VirtualServer(vs)), 30, "a VirtualServer")
+    wait_until(lambda: kube.create(VirtualServer(vs)), 60, "a VirtualServer")
     vsr = {
         "apiVersion": "k8s.nginx.org/v1",
         "kind": "VirtualServerRoute",
@@ -951,7 +951,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
         apply(kube, obj.to_dict())
     machine = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine"}
     machine["metadata"] = {"name": "m1", "namespace": namespace}
-    wait_until(lambda: kube.create(Machine.from_dict({**machine, "spec": {}})), 30, "the CRD")
+    wait_until(lambda: kube.create(Machine.from_dict({**machine, "spec": {}})), 60, "the CRD")
     kube.patch(
         Machine.Status, "m1", {"status": {"nodeRef": {"kind": "Node", "name": "edge-node"}}},
         namespace=namespace, patch_type=PatchType.MERGE,
@@ -970,7 +970,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
             return (m.get("spec") or {}).get("lifecycleHooks")
 
         wanted = {"preDrain": [ours], "preTerminate": [ours]}
-        wait_until(lambda: hooks() == wanted, 20, "ferryman's hooks")
+        wait_until(lambda: hooks() == wanted, 60, "ferryman's hooks")
 
 
 def test_tenant_mode_may_watch_reference_grants(helm_binary: Path) -> None:
@@ -1139,7 +1139,7 @@ def test_a_nic_values_file_brings_up_ferryman(
             "action": {"pass": "dns"},
         },
     }
-    wait_until(lambda: kube.create(TransportServer(ts)), 30, "a TransportServer")
+    wait_until(lambda: kube.create(TransportServer(ts)), 60, "a TransportServer")
     f = Ferryman(
         tmp_path / "ferryman",
         extra_args=_harness_args(docs),

@@ -182,7 +182,7 @@ def test_nginx_matches_the_api_after_an_apiserver_restart(
     kube = apiserver.client()
     kube.delete(Ingress, "i0", namespace=namespace)
     apply(kube, ingress("i9", [rule("h9.test", path("/", "app"))], namespace=namespace))
-    wait_until(lambda: served_by(f, "h9.test", "/") == "pod", 30, "added after restart")
+    wait_until(lambda: served_by(f, "h9.test", "/") == "pod", 60, "added after restart")
     wait_until(lambda: served_by(f, "h0.test", "/") == "404", 60, "deleted after restart")
     assert all(served_by(f, f"h{i}.test", "/") == "pod" for i in range(1, 5))
 
@@ -215,7 +215,7 @@ def test_watch_gap_after_compaction_is_recovered_by_relisting(
         for i in range(30):  # move the revision well past the watch's
             apply(kube, ingress("churn", [rule(f"c{i}.test", path("/", "app"))], namespace="gap"))
         apply(kube, ingress("new", [rule("new.test", path("/", "app"))], namespace="gap"))
-        wait_until(lambda: served_by(f, "new.test", "/") == "pod", 30, "added")
+        wait_until(lambda: served_by(f, "new.test", "/") == "pod", 60, "added")
         wait_until(lambda: served_by(f, "drop.test", "/") == "404", 60, "deleted")
         assert served_by(f, "keep.test", "/") == "pod"
         assert served_by(f, "c29.test", "/") == "pod"

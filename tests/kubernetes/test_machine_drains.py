@@ -105,7 +105,7 @@ def serve_web(kube: Client, ns: str, host: str, pods: dict[str, str]) -> None:
     for name, on in pods.items():
         kube.create(bare_pod(ns, name, on))
     apply(kube, service("web", ns), ingress("web", [rule(host, path("/", "web"))], namespace=ns))
-    wait_until(lambda: all(ready(kube, ns, name) for name in pods), 30, "backends")
+    wait_until(lambda: all(ready(kube, ns, name) for name in pods), 60, "backends")
 
 
 def ours_only(events: list[tuple[str, str]]) -> list[str]:
@@ -164,13 +164,13 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     on_node = replicas.start("a", node.node, "--machine-lifecycle-hooks", "openshift")
     elsewhere = replicas.start("b", kubelet.node, "--machine-lifecycle-hooks", "openshift")
     for f in (on_node, elsewhere):
-        wait_until(lambda f=f: answering(f, "drain.test") == {"web-a", "web-b"}, 20, "both")
+        wait_until(lambda f=f: answering(f, "drain.test") == {"web-a", "web-b"}, 60, "both")
 
     # ferryman's hooks: on the Machine whose Node runs endpoints and a replica,
     # after the foreign one; none on the idle Machine.
     wait_until(
         lambda: hooks(kube, ns, "m-a") == {"preDrain": [FOREIGN, OURS], "preTerminate": [OURS]},
-        30,
+        60,
         "ferryman's hooks",
     )
     assert hooks(kube, ns, "m-idle") == {}
@@ -216,7 +216,7 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     own(kube, ns, "m-a", "preDrain", FOREIGN_HOOK, False)
     wait_until(
         lambda: (condition(get(kube, ns, "m-a"), "Drained") or {}).get("status") == "True",
-        30,
+        60,
         "drained",
     )
     assert hooks(kube, ns, "m-a").get("preTerminate") == [OURS]
@@ -229,7 +229,7 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     wait_until(lambda: _gone(kube, ns, "m-a"), 60, "the Machine deleted")
     # Each Event follows its hook write, so the last may come after the Machine went.
     reasons = ["IngressTrafficDraining", "IngressTrafficDrained", "IngressReplicaStopped"]
-    wait_until(lambda: ours_only(events(kube, ns, "m-a")) == reasons, 20, "the drain's Events")
+    wait_until(lambda: ours_only(events(kube, ns, "m-a")) == reasons, 60, "the drain's Events")
     # One drain: hook writes during it never make the machine controller drain again.
     assert [r for r, _ in events(kube, ns, "m-a")].count("DrainProceeds") == 1
     # Stopped means stopped: the replica's NGINX had exited before the hook went.
@@ -292,7 +292,7 @@ def _delete_with_slow_requests(
     make_machine(kube, ns, "m-slow", node.node, instances)
     hooks_flags = ("--machine-lifecycle-hooks", "openshift", "--machine-drain-timeout")
     f = replicas.start("solo", kubelet.node, *hooks_flags, *drain_timeout)
-    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 30, "ferryman's hook")
+    wait_until(lambda: hooks(kube, ns, "m-slow") == {"preDrain": [OURS]}, 60, "ferryman's hook")
     ip = pod_ip(kube, ns, "web-a")
     for _ in range(10):  # round-robin: some go to web-a
         slow_request(f, "slow.test", 20)
@@ -315,7 +315,7 @@ def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     f = _delete_with_slow_requests(kube, ns, instances, node, kubelet, replicas, "3")
     wait_until(
         lambda: "IngressTrafficDrainTimedOut" in ours_only(events(kube, ns, "m-slow")),
-        20,
+        60,
         "timed out",
     )
     note = dict(events(kube, ns, "m-slow"))["IngressTrafficDrainTimedOut"]
@@ -340,7 +340,7 @@ def test_requests_in_flight_hold_a_drain_no_longer_than_the_in_flight_timeout(
     flags = ("300", "--drain-in-flight-timeout", "3")
     f = _delete_with_slow_requests(kube, ns, instances, node, kubelet, replicas, *flags)
     reason = "IngressTrafficDrainInFlightTimedOut"
-    wait_until(lambda: reason in ours_only(events(kube, ns, "m-slow")), 20, "in-flight cap")
+    wait_until(lambda: reason in ours_only(events(kube, ns, "m-slow")), 60, "in-flight cap")
     note = dict(events(kube, ns, "m-slow"))[reason]
     assert "in flight to the Node's endpoints" in note and "after 3s" in note
     assert f.metrics()['ferryman_machine_drains_total{result="in_flight_timed_out"}'] == 1
@@ -390,15 +390,15 @@ def test_cluster_api_machines_carry_the_hooks_as_annotations(
         obj = kube.get(CapiMachine, "c1", namespace=ns).to_dict()
         return dict(obj["metadata"].get("annotations") or {})
 
-    wait_until(lambda: annotations().get(CAPI_DRAIN) == OURS["owner"], 30, "ferryman's annotation")
+    wait_until(lambda: annotations().get(CAPI_DRAIN) == OURS["owner"], 60, "ferryman's annotation")
     assert annotations()[foreign] == "etcd-operator"
     assert CAPI_TERMINATE not in annotations()  # no replica on that Node
     kube.delete(CapiMachine, "c1", namespace=ns)
-    wait_until(lambda: CAPI_DRAIN not in annotations(), 20, "the annotation removed")
+    wait_until(lambda: CAPI_DRAIN not in annotations(), 60, "the annotation removed")
     assert annotations()[foreign] == "etcd-operator"
     # The Event follows the annotation's removal (and is written apart from it).
     both = ["IngressTrafficDraining", "IngressTrafficDrained"]
-    wait_until(lambda: ours_only(events(kube, ns, "c1")) == both, 20, "the Drained Event")
+    wait_until(lambda: ours_only(events(kube, ns, "c1")) == both, 60, "the Drained Event")
     assert served_by(f, "capi.test", "/") == "web-b"  # the only endpoint: kept
     kube.patch(
         CapiMachine, "c1", {"metadata": {"finalizers": None}}, namespace=ns,

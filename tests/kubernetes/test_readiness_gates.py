@@ -123,8 +123,8 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
             service("web", n),
             ingress("web", [rule(host, path("/", "web"))], namespace=n),
         )
-    wait_until(lambda: len(held_back(kube, ns)) == 1, 30, "the opted-in pod held back")
-    wait_until(lambda: len(held_back(kube, plain)) == 1, 30, "the other pod held back")
+    wait_until(lambda: len(held_back(kube, ns)) == 1, 60, "the opted-in pod held back")
+    wait_until(lambda: len(held_back(kube, plain)) == 1, 60, "the other pod held back")
     ferryman.start()
     (pod,) = held_back(kube, ns)
     wait_until(lambda: served_by(ferryman, "gated.test", "/") == pod, 60, "the gated pod serves")
@@ -186,7 +186,7 @@ def test_many_opted_in_namespaces_do_not_exhaust_the_api_connections(
             service("web", ns),
             ingress("web", [rule("many.test", path("/", "web"))], namespace=ns),
         )
-        (pod,) = wait_until(lambda: held_back(kube, ns), 30, "the pod held back")
+        (pod,) = wait_until(lambda: held_back(kube, ns), 60, "the pod held back")
         f = Ferryman(
             tmp_path / "ferryman",
             extra_args=[

@@ -55,7 +55,7 @@ def test_ferryman_follows_a_deployment_rollout(
     kube, ns = cluster.client(), cluster_namespace
     apply(kube, deployment("web", ns, 2, "v1"), service("web", ns))
     apply(kube, ingress("web", [rule("roll.test", path("/", "web"))], namespace=ns))
-    wait_until(lambda: rolled_out(kube, ns, "web", 2), 30, "first rollout")
+    wait_until(lambda: rolled_out(kube, ns, "web", 2), 60, "first rollout")
     first = live_pods(kube, ns)
     assert len(first) == 2 and all(p.startswith("web-") for p in first)
     ferryman.start()
@@ -65,7 +65,7 @@ def test_ferryman_follows_a_deployment_rollout(
     kube.patch(
         Deployment, "web", {"spec": {"replicas": 3}}, namespace=ns, patch_type=PatchType.MERGE
     )
-    wait_until(lambda: rolled_out(kube, ns, "web", 3), 30, "scale-out")
+    wait_until(lambda: rolled_out(kube, ns, "web", 3), 60, "scale-out")
     scaled = live_pods(kube, ns)
     assert first < scaled
     wait_until(lambda: only(ferryman, "roll.test", scaled, 18), 60, "three pods serve")
@@ -73,10 +73,10 @@ def test_ferryman_follows_a_deployment_rollout(
     # A new pod template: the Deployment controller replaces every pod.
     apply(kube, deployment("web", ns, 3, "v2"))
     wait_until(lambda: rolled_out(kube, ns, "web", 3), 60, "second rollout")
-    wait_until(lambda: len(live_pods(kube, ns)) == 3, 20, "old pods gone")
+    wait_until(lambda: len(live_pods(kube, ns)) == 3, 60, "old pods gone")
     second = live_pods(kube, ns)
     assert not second & scaled
-    wait_until(lambda: only(ferryman, "roll.test", second, 18), 20, "only new pods serve")
+    wait_until(lambda: only(ferryman, "roll.test", second, 18), 60, "only new pods serve")
     assert kubelet.errors == []
 
 
@@ -97,7 +97,7 @@ def test_ferryman_follows_a_service_selector_change(
         patch_type=PatchType.MERGE,
     )
     for name in ("blue", "green"):
-        wait_until(lambda name=name: rolled_out(kube, ns, name, 1), 30, name)
+        wait_until(lambda name=name: rolled_out(kube, ns, name, 1), 60, name)
     pods = live_pods(kube, ns)
     blue = {p for p in pods if p.startswith("blue-")}
     green = pods - blue
@@ -128,7 +128,7 @@ def test_the_last_pod_serves_while_it_terminates(
     container["env"].append({"name": "TERM_DELAY", "value": "4"})
     apply(kube, app, service("last", ns))
     apply(kube, ingress("last", [rule("last.test", path("/", "last"))], namespace=ns))
-    wait_until(lambda: rolled_out(kube, ns, "last", 1), 30, "rolled out")
+    wait_until(lambda: rolled_out(kube, ns, "last", 1), 60, "rolled out")
     (pod,) = live_pods(kube, ns)
     ferryman.start()
     wait_until(lambda: only(ferryman, "last.test", {pod}, 3), 60, "the pod serves")
@@ -156,7 +156,7 @@ def test_a_replica_told_to_stop_serves_through_its_grace_period(
     kube, ns = cluster.client(), cluster_namespace
     apply(kube, deployment("stay", ns, 1, "v1"), service("stay", ns))
     apply(kube, ingress("stay", [rule("stay.test", path("/", "stay"))], namespace=ns))
-    wait_until(lambda: rolled_out(kube, ns, "stay", 1), 30, "rolled out")
+    wait_until(lambda: rolled_out(kube, ns, "stay", 1), 60, "rolled out")
     (pod,) = live_pods(kube, ns)
     grace = 3.0
     ferryman.extra_args += ["--shutdown-grace-period", str(grace)]

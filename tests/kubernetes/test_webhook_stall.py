@@ -59,6 +59,6 @@ def test_a_stalled_replica_never_lets_a_pod_through_without_its_gate(
             assert took < doc["webhooks"][0]["timeoutSeconds"] + 5
         finally:
             os.kill(f.proc.pid, signal.SIGCONT)
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 30, "gated again")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "gated again")
     finally:
         f.stop()
