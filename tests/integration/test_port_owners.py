@@ -85,6 +85,8 @@ def test_ferrymans_own_ports_are_refused(ferryman: Ferryman, backends: Backends)
     f.write("ing", _ing("ing", "a.test", f"{ok},{webhook},{f.metrics_port}"))
     f.start()
     assert get_on(ok, "a.test", "/").served_by == "a"
+    # The Event follows the push that serves: ready is no promise it is written.
+    eventually(lambda: _reason(f, "ing"), 60, "ing's Event")
     event = _last(f, "ing")
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert (
@@ -129,7 +131,9 @@ def test_a_port_in_use_is_refused_and_later_changes_apply(
         # reload failed, then applied once the port is dropped, and said so.
         busy2 = free_port()
         waiting = f"ConfigMap {CM_NS}/{CM_NAME} was updated, but not applied yet: "
-        told = [r for r, m in _cm_events(f) if m.startswith(waiting)]
+        told = eventually(
+            lambda: [r for r, m in _cm_events(f) if m.startswith(waiting)], 60, "start-up's"
+        )
         assert told == ["UpdatedWithError"]  # the start-up reload failed too
         with _held(busy2):
             f.write("cm", configmap(server_tokens="false"), _ing("busy2", "b2.test", str(busy2)))
@@ -140,7 +144,10 @@ def test_a_port_in_use_is_refused_and_later_changes_apply(
             )
             eventually(lambda: _cm_events(f)[-1][0] == "Updated", 60, "ConfigMap Updated")
         assert [r for r, m in _cm_events(f) if m.startswith(waiting)] == told * 2
-        assert f"port {busy2} cannot be bound" in _last(f, "busy2")["message"]
+        # Written with the ConfigMap's, in no particular order among them.
+        eventually(
+            lambda: f"port {busy2} cannot be bound" in _last(f, "busy2")["message"], 60, "busy2"
+        )
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 2
 
 
@@ -187,14 +194,16 @@ def test_an_older_gateway_listener_keeps_its_port_from_an_ingress(
     f.write("ing", _ing("ing", "ing.test", str(port), created="2021-01-01T00:00:00Z"))
     f.start()
     eventually(lambda: served("127.0.0.1", port, "ing.test") == "tea", 60, "gateway serves")
+    # The Event and the status follow the push that serves, on a busy machine a moment later.
+    eventually(lambda: _reason(f, "ing"), 60, "ing's Event")
     event = _last(f, "ing")
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert (
         f"nginx.org/listen-ports: port {port} is Gateway default/gw's listener http's port"
         in event["message"]
     )
-    condition = _listener_condition(f, "gw", "http")
-    assert condition is not None and condition["status"] == "True"
+    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
+    assert condition["status"] == "True"
 
 
 def test_an_older_ingress_keeps_its_port_from_a_gateway_listener(
@@ -207,7 +216,7 @@ def test_an_older_ingress_keeps_its_port_from_a_gateway_listener(
     f.write("gw", _gw("gw", port, "2021-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
     f.start()
     eventually(lambda: get_on(port, "ing.test", "/").served_by == "a", 60, "ingress serves")
-    assert _last(f, "ing")["reason"] == "AddedOrUpdated"
+    assert eventually(lambda: _reason(f, "ing"), 60, "ing's Event") == "AddedOrUpdated"
     condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
     assert (condition["status"], condition["reason"]) == ("False", "PortUnavailable")
     assert "Ingress default/ing" in condition["message"]
@@ -265,8 +274,8 @@ def test_an_older_gateway_listener_keeps_its_port_from_a_global_configuration(
     f.write("gc", _global_configuration(port, "2021-01-01T00:00:00Z"))
     f.start()
     eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 60, "gateway serves")
-    condition = _listener_condition(f, "gw", "http")
-    assert condition is not None and condition["status"] == "True"
+    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
+    assert condition["status"] == "True"
     event = eventually(
         lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"], 60, "gc"
     )[-1]
@@ -353,6 +362,11 @@ def test_an_older_global_configuration_takes_a_port_back_with_a_new_listener(
 
     condition = eventually(told, 60, "PortUnavailable")
     assert condition["message"] == f"port {port} is GlobalConfiguration listener tcp-two's port"
-    gc_events = [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"]
+    # The GlobalConfiguration's Event: written after its first (at start) one.
+    gc_events = eventually(
+        lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"][1:],
+        60,
+        "the GlobalConfiguration's second Event",
+    )
     assert gc_events[-1]["reason"] == "Updated"
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0
