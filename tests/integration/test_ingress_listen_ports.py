@@ -155,7 +155,7 @@ def test_refused_ports_warn_and_the_rest_serves(ferryman: Ferryman, backends: Ba
     # The older Ingress goes: the port is opened for plain HTTP (a reload: its scheme).
     f.remove("old")
     eventually(lambda: get_on(shared, "new.test", "/").served_by == "a", 60, "new on shared")
-    assert f.events_for("new")[-1]["reason"] == "AddedOrUpdated"
+    f.last_event("new", "AddedOrUpdated")
     assert _reload_errors(f) == 0
 
 

@@ -54,8 +54,8 @@ def test_grpc_upstreams(ferryman: Ferryman, backends: Backends) -> None:
         assert metadata["x-forwarded-proto"] == "https"
         assert metadata["x-forwarded-host"] == HOST
         assert metadata["x-real-ip"] == "127.0.0.1"
-        e = [e for e in f.events_for("cafe") if e.get("kind") == "VirtualServer"][-1]
-        assert (e["type"], e["reason"]) == ("Normal", "AddedOrUpdated")
+        e = f.last_event("cafe", "AddedOrUpdated", kind="VirtualServer")
+        assert e["type"] == "Normal"
         assert f.reloads() == 1
     finally:
         greeter.close()

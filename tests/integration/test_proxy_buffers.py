@@ -140,7 +140,6 @@ def test_virtualserver_upstream_buffers_take_a_large_header_without_reload(
     assert "Warning" not in ferryman.events_for("v")[-1]["reason"]
     ferryman.write("vs", one_route("v", HOST, {"buffer-size": "1m"}))
     eventually(lambda: _status(ferryman) == 502, 60, "above the largest tier")
-    event = ferryman.events_for("v")[-1]
-    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    event = ferryman.last_event("v", "AddedOrUpdatedWithWarning")
     assert "spec.upstreams[0].buffer-size: above ferryman's largest buffer tier" in event["message"]
     assert ferryman.reloads() == 1

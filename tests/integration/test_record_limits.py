@@ -64,6 +64,7 @@ def test_a_full_record_memory_rejects_only_what_does_not_fit(
         ingress("late", [rule("late.test", path("/", "late"))], namespace="late"),
     )
     eventually(lambda: served_by(f, "late.test", "/") == "c", 60, "new Ingress live")
+    f.last_event("late", "AddedOrUpdated")  # written after the push that serves it
     assert [e["reason"] for e in f.events_for("late")] == ["AddedOrUpdated"]
 
     # ...while one more big record is refused: the end of the memory is kept.

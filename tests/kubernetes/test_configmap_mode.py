@@ -81,7 +81,7 @@ def test_a_configmap_edit_reaches_nginx_with_nic_events(
             60,
             "the InvalidValue Event",
         )
-        assert f.reloads() == reloads + 1
+        f.reloads_reach(reloads + 1)  # counted once confirmed: the traffic may come first
         # A change of labels only: nothing to reload.
         cm = kube.get(ConfigMap, "nginx-config", namespace=home)
         assert cm.metadata is not None

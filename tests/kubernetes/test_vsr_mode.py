@@ -61,8 +61,14 @@ def test_virtual_server_route_is_served_and_reports_status(
         "the VSR's status",
     )
     assert (moved["state"], moved["referencedBy"]) == ("Warning", "")
-    vs_status = status(kube, VirtualServer, "cafe", namespace)
-    assert vs_status["state"] == "Warning"
+    # The VirtualServer's status is another write of the same flush, in no set order.
+    vs_status = wait_until(
+        lambda: (
+            (s := status(kube, VirtualServer, "cafe", namespace)).get("state") == "Warning" and s
+        ),
+        60,
+        "the VirtualServer's Warning status",
+    )
     assert vs_status["message"].endswith(
         f"VirtualServerRoute {namespace}/tea is invalid: spec.host: Invalid value: "
         f"\"other.k8s.test\": must be equal to '{HOST}'"
