@@ -208,7 +208,13 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     ours = ["IngressTrafficDraining", "IngressTrafficDrained"]
     wait_until(lambda: ours_only(events(kube, ns, "m-a")) == ours, 60, "Drained")
     drained = 'ferryman_machine_drains_total{result="drained"}'
-    assert sum(f.metrics().get(drained, 0) for f in (on_node, elsewhere)) == 1  # the leader's
+
+    def counted() -> float:
+        return sum(f.metrics().get(drained, 0) for f in (on_node, elsewhere))
+
+    # Counted once the Event's write returned: the API may show the Event first.
+    wait_until(counted, 60, "the drain counted")
+    assert counted() == 1  # the leader's
 
     # The foreign owner releases: the drain evicts web-a. The replica on the
     # Node is not a pod here: stopping it is what its eviction would do, and
