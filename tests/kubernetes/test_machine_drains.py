@@ -192,7 +192,12 @@ def test_a_machine_deletion_waits_for_traffic_to_leave_its_node(
     for f in (on_node, elsewhere):
         wait_until(lambda f=f: answering(f, "drain.test") == {"web-b"}, 60, "web-a out")
     both = f"{FOREIGN_GO} {OURS_GO}"
-    assert condition(get(kube, ns, "m-a"), "Drainable") == blocked("Drainable", "Drain", both)
+    # The machine controller's status write follows our hook's (a watch event away).
+    wait_until(
+        lambda: condition(get(kube, ns, "m-a"), "Drainable") == blocked("Drainable", "Drain", both),
+        60,
+        "Drainable names both hooks",
+    )
     assert hooks(kube, ns, "m-a")["preDrain"] == [FOREIGN, OURS]  # held: in flight
 
     # The request finishes (answered by web-a), then ferryman lets the drain go.
@@ -307,6 +312,14 @@ def _delete_with_slow_requests(
     return f
 
 
+def _counted_once(f: Ferryman, result: str) -> None:
+    """The drain counted with ``result``, once: counted after its Event's write
+    returned, so the API may show the Event before the count moves."""
+    name = f'ferryman_machine_drains_total{{result="{result}"}}'
+    wait_until(lambda: f.metrics().get(name, 0) >= 1, 60, f"the {result} drain counted")
+    assert f.metrics()[name] == 1
+
+
 def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     cluster: APIServer,
     kube: Client,
@@ -326,7 +339,7 @@ def test_a_drain_that_does_not_end_is_released_at_the_timeout_with_a_warning(
     )
     note = dict(events(kube, ns, "m-slow"))["IngressTrafficDrainTimedOut"]
     assert "in flight to the Node's endpoints" in note and "within 3s" in note
-    assert f.metrics()['ferryman_machine_drains_total{result="timed_out"}'] == 1
+    _counted_once(f, "timed_out")
     wait_until(lambda: _gone(kube, ns, "m-slow"), 60, "the Machine deleted")
 
 
@@ -349,7 +362,7 @@ def test_requests_in_flight_hold_a_drain_no_longer_than_the_in_flight_timeout(
     wait_until(lambda: reason in ours_only(events(kube, ns, "m-slow")), 60, "in-flight cap")
     note = dict(events(kube, ns, "m-slow"))[reason]
     assert "in flight to the Node's endpoints" in note and "after 3s" in note
-    assert f.metrics()['ferryman_machine_drains_total{result="in_flight_timed_out"}'] == 1
+    _counted_once(f, "in_flight_timed_out")
     wait_until(lambda: _gone(kube, ns, "m-slow"), 60, "the Machine deleted")
 
 
