@@ -118,4 +118,4 @@ def install_crds(kube: Client, *paths: Path) -> None:
                 return False
         return True
 
-    wait_until(established, 30, f"the CRDs {', '.join(names)}")
+    wait_until(established, 60, f"the CRDs {', '.join(names)}")

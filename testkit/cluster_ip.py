@@ -29,11 +29,11 @@ def assert_use_cluster_ip(f: Ferryman, backends: Backends, resource: Resource) -
     assert f.get("ep.test", "/").served_by == "endpoint"
     assert f.events_for("cip")[-1]["reason"] == "AddedOrUpdated"
     f.write("cip", resource("cip", "cip.test", port, False))
-    eventually(lambda: f.get("cip.test", "/").served_by == "endpoint", 10, "endpoints")
+    eventually(lambda: f.get("cip.test", "/").served_by == "endpoint", 60, "endpoints")
     f.write("cip", resource("cip", "cip.test", port, True))
-    eventually(lambda: f.get("cip.test", "/").served_by == "cluster-ip", 10, "cluster ip")
+    eventually(lambda: f.get("cip.test", "/").served_by == "cluster-ip", 60, "cluster ip")
     backends.start("moved", address="127.0.0.78", port=port)
     docs[0]["spec"]["clusterIP"] = "127.0.0.78"
     f.write("svc", docs)
-    eventually(lambda: f.get("cip.test", "/").served_by == "moved", 10, "moved cluster ip")
+    eventually(lambda: f.get("cip.test", "/").served_by == "moved", 60, "moved cluster ip")
     assert f.reloads() == 1

@@ -39,4 +39,4 @@ def _updated(f: Ferryman, count: int) -> list[tuple[str, str, str]]:
         done = [e for e in _events(f) if e[1] in ("Updated", "UpdatedWithError")]
         return done if len(done) >= count else []
 
-    return eventually(seen, 15, f"update Event {count}")
+    return eventually(seen, 60, f"update Event {count}")

@@ -86,7 +86,7 @@ def leader_and_follower(
         lease = kube.get(Lease, "ferryman-leader-election", namespace=namespace)
         return lease.spec.holderIdentity if lease.spec else None
 
-    name = wait_until(holder, 20, "a leader").removeprefix("ferryman-")
+    name = wait_until(holder, 60, "a leader").removeprefix("ferryman-")
     (other,) = set(replicas) - {name}
     return replicas[name], replicas[other]
 

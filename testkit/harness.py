@@ -563,7 +563,9 @@ class Ferryman:
         if wait:
             self.wait_ready()
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        # A ceiling, not a delay: a start on a loaded 2-core CI machine (with the
+        # apiserver and other tests' NGINX busy) takes several times an idle one's.
         def ready() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
@@ -613,6 +615,31 @@ class Ferryman:
 
     def events_for(self, name: str) -> list[dict[str, str]]:
         return [e for e in self.events() if e.get("name") == name]
+
+    def last_event(
+        self, name: str, reason: str, kind: str | None = None, timeout: float = 60
+    ) -> dict[str, str]:
+        """``name``'s last Event (of ``kind``, when given), once its reason is
+        ``reason``. A flush writes its Events after its push and reload are
+        confirmed (engine/controller.py), so traffic can show a change before its
+        Event is there: a loaded machine widens that gap."""
+
+        def last() -> dict[str, str] | None:
+            events = [e for e in self.events_for(name) if kind is None or e.get("kind") == kind]
+            return events[-1] if events else None
+
+        try:
+            return eventually(lambda: (e := last()) is not None and e["reason"] == reason and e,
+                              timeout, f"{name}'s {reason} Event")  # fmt: skip
+        except AssertionError:
+            raise AssertionError(f"{name}'s last Event is not {reason}: {last()}") from None
+
+    def reloads_reach(self, count: int, timeout: float = 60) -> None:
+        """Until ``count`` reloads are counted. A reload is counted once ferryman
+        confirmed it (a new worker answered), which traffic to the new workers
+        can precede."""
+        eventually(lambda: self.reloads() >= count, timeout, f"{count} reloads")
+        assert self.reloads() == count
 
     # traffic
     def get(
@@ -683,8 +710,11 @@ def _parse_fields(text: str) -> dict[str, str]:
     return out
 
 
-def eventually(check: Callable[[], Any], timeout: float = 5.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy (and return it)."""
+def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (and return it).
+
+    ``timeout`` is a ceiling, not a delay: a passing check returns at once, and
+    what an idle machine does in a second a loaded CI machine may take ten for."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:

@@ -101,7 +101,7 @@ def kube(cluster: APIServer) -> Client:
 @pytest.fixture(scope="module")
 def machine_crd(kube: Client) -> None:
     install_crds(kube, CRD)
-    wait_until(lambda: list(kube.list(Machine, namespace="default")) is not None, 30, "Machines")
+    wait_until(lambda: list(kube.list(Machine, namespace="default")) is not None, 60, "Machines")
 
 
 def _service_account_kubeconfig(cluster: APIServer, kube: Client, out: Path) -> str:
@@ -167,7 +167,7 @@ class ControllerProcess:
         webhook's configuration yet (it reads them through an informer): the probe
         is then admitted without a call, and the next Machine a test creates met
         `connection refused` when the process had not bound its port yet."""
-        wait_until(lambda: _accepts(self.webhook_port), 30, "the machine webhook's port")
+        wait_until(lambda: _accepts(self.webhook_port), 60, "the machine webhook's port")
         _wait_webhook(kube)
 
 
@@ -253,7 +253,7 @@ def _wait_webhook(kube: Client) -> None:
         )
         return True
 
-    wait_until(created, 30, "the machine webhook")
+    wait_until(created, 60, "the machine webhook")
     kube.delete(Machine, name, namespace="default")
 
 

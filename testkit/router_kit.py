@@ -76,7 +76,7 @@ def new_marker() -> str:
 
 def await_marker(client: HostClient, marker: str, service: str) -> None:
     """Waits until NGINX routes ``marker`` to ``service``: the example is live."""
-    eventually(lambda: client.served_by(marker) == service, 10.0, f"{marker} live")
+    eventually(lambda: client.served_by(marker) == service, 60, f"{marker} live")
 
 
 def check_answers(

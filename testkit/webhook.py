@@ -39,7 +39,7 @@ def _configuration(name: str, namespace: str, port: int) -> dict[str, Any]:
     return dict(doc)
 
 
-def wait_trusted(kube: Client, name: str, timeout: float = 10) -> None:
+def wait_trusted(kube: Client, name: str, timeout: float = 60) -> None:
     """Until every webhook of configuration ``name`` has the caBundle ferryman keeps."""
     wait_until(
         lambda: all(
@@ -79,6 +79,21 @@ def _pod(
     created = kube.create(pod, namespace=namespace)
     assert created.spec is not None
     return [g.conditionType for g in created.spec.readinessGates or []]
+
+
+def _gated_once_trusted(kube: Client, namespace: str, labels: dict[str, str]) -> None:
+    """Creates pods until one is created with ferryman's gate (and no other).
+
+    A caBundle read back from the API server is not yet the one its admission
+    plugin uses: that reads webhook configurations from its own cache, a moment
+    later (seconds on a loaded machine). Until then the call fails TLS and the pod
+    is refused (failurePolicy Fail) or created without the gate (Ignore); ferryman
+    never sees such a call, so its review counts are unchanged."""
+
+    def gated() -> bool:
+        return _pod(kube, namespace, labels) == [GATE]
+
+    wait_until(gated, 60, f"a pod labelled {labels} created with the gate")
 
 
 @pytest.fixture

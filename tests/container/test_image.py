@@ -172,7 +172,7 @@ def test_image_runs_as_deploy_runs_it_and_serves(
             r = httpx.get(f"{base}:{ports['http']}/", headers={"Host": "o.test"}, timeout=5)
             return r.status_code == 200 and r.json()["name"] == "other"
 
-        eventually(other_serves, 10, "the new Ingress served")
+        eventually(other_serves, 60, "the new Ingress served")
         metrics = httpx.get(f"{base}:{ports['metrics']}/metrics", timeout=5).text
         assert "nginx_ingress_controller_nginx_last_reload_status" in metrics
         # Everything written is in ferryman's own folder of the volume.

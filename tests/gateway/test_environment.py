@@ -59,7 +59,7 @@ def test_the_base_manifests_become_ready_pods_answering_as_echo_basic(
         }
         return addresses == {p.status.podIP for p in v1}
 
-    wait_until(slice_ready, 30, "infra-backend-v1's EndpointSlice")
+    wait_until(slice_ready, 60, "infra-backend-v1's EndpointSlice")
 
     # tls-backend serves TLS on 8443 with the certificate of its secret volume.
     tls = next(p for p in pods if p.metadata.name.startswith("tls-backend-"))

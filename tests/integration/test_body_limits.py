@@ -76,7 +76,7 @@ def test_a_route_may_allow_more_than_the_server(
     assert _chunked(f, "big.test", 2 * MIB).status_code == 413
     # Raising a limit is a record, not a reload.
     f.write("plain", _ingress("plain", "plain.test", "3m"))
-    eventually(lambda: _post(f, "plain.test", 2 * MIB) == 200, 10, "the new limit")
+    eventually(lambda: _post(f, "plain.test", 2 * MIB) == 200, 60, "the new limit")
     assert f.reloads() == 1
 
 

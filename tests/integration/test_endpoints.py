@@ -79,7 +79,7 @@ def test_service_port_by_number_maps_to_the_target_port(
     assert served_by(ferryman, HOST, "/") == "numbered"
     # A port the Service does not have routes nowhere.
     _ingress(ferryman, port=9999)
-    eventually(lambda: ferryman.get(HOST, "/").status == 503, 3, "unknown port -> 503")
+    eventually(lambda: ferryman.get(HOST, "/").status == 503, 60, "unknown port -> 503")
 
 
 def test_endpoint_changes_need_no_reload(ferryman: Ferryman, backends: Backends) -> None:
@@ -92,17 +92,19 @@ def test_endpoint_changes_need_no_reload(ferryman: Ferryman, backends: Backends)
 
     ferryman.write("svc", service_with_backends("app", [a, b]))  # scale up
     # Angie re-resolves its peers from ferryman's DNS within about 2 s.
-    eventually(lambda: set(_spread(ferryman, 4)) == {"a", "b"}, 5, "scale-up")
+    eventually(lambda: set(_spread(ferryman, 4)) == {"a", "b"}, 60, "scale-up")
     ferryman.write("svc", service_with_backends("app", [a, b], not_ready=(a,)))  # a not ready
-    eventually(lambda: set(_spread(ferryman, 4)) == {"b"}, 5, "not-ready")
+    eventually(lambda: set(_spread(ferryman, 4)) == {"b"}, 60, "not-ready")
     ferryman.write("svc", service_with_backends("app", [c]))  # rollout
-    eventually(lambda: set(_spread(ferryman, 4)) == {"c"}, 5, "replace")
+    eventually(lambda: set(_spread(ferryman, 4)) == {"c"}, 60, "replace")
     ferryman.write("svc", service("app"))  # scale to zero
-    eventually(lambda: ferryman.get(HOST, "/").status == 503, 5, "scale to zero")
+    eventually(lambda: ferryman.get(HOST, "/").status == 503, 60, "scale to zero")
 
     # Angie: N -> 0 turns the locations into 503s, the one reload here.
-    assert ferryman.reloads() == reloads + (ferryman.data_plane == "angie")
-    assert ferryman.metrics()["ferryman_endpoints_pushes_total"] >= 4
+    ferryman.reloads_reach(reloads + (ferryman.data_plane == "angie"))
+    # Counted once NGINX acknowledged the push, which the traffic may see first.
+    pushes = "ferryman_endpoints_pushes_total"
+    eventually(lambda: ferryman.metrics()[pushes] >= 4, 60, "the pushes counted")
 
 
 def test_dead_endpoint_is_skipped(ferryman: Ferryman, backends: Backends) -> None:
@@ -161,7 +163,7 @@ def test_an_address_holding_a_record_cannot_re_point_another_namespaces_host(
     # The marker Service in the same file: once it serves, the push that would
     # have carried the hijack is in.
     ferryman.write("inject", inject, service_with_backends("marker", [marker], namespace="evil"))
-    eventually(lambda: served_by(ferryman, "evil.example.com", "/marker") == "marker", 5, "marker")
+    eventually(lambda: served_by(ferryman, "evil.example.com", "/marker") == "marker", 60, "marker")
     assert [served_by(ferryman, "bank.example.com", f"/r{i}") for i in range(5)] == ["bank"] * 5
     assert ferryman.get("evil.example.com", "/").status == 503  # the slice is not used
     assert "ignoring an invalid object" in ferryman.logs()

@@ -112,7 +112,7 @@ def test_matches_in_the_specifications_order_with_fall_through(
         r = ferryman.get(HOST, path, headers=headers)
         return r.served_by if r.status == 200 else str(r.status)
 
-    eventually(lambda: by("/a") == "exact", 10, "the record live")
+    eventually(lambda: by("/a") == "exact", 60, "the record live")
     assert by("/a/b") == "prefix"
     assert by("/a") == "exact"  # Exact first, even with the header
     assert by("/a/b", **{"X-Version": "Two"}) == "header"
@@ -139,7 +139,7 @@ def test_weights_out_of_their_sum_and_500_for_invalid_backends(
     ]  # fmt: skip
     ferryman.start()
     _push(ferryman, _records(routes, named))
-    eventually(lambda: ferryman.get(HOST, "/none").status == 500, 10, "the record live")
+    eventually(lambda: ferryman.get(HOST, "/none").status == 500, 60, "the record live")
     seen = [ferryman.get(HOST, "/w").served_by for _ in range(400)]
     # 0.7 of 400 within about 4.5 standard deviations (sd 9.2).
     assert 240 <= seen.count("v1") <= 320 and seen.count("v1") + seen.count("v2") == 400
@@ -188,7 +188,7 @@ def test_filters_headers_redirects_and_rewrites(ferryman: Ferryman, backends: Ba
     routes = [_route("f", [headers_rule, redirect_rule, port_rule, rewrite_rule, full_rule])]
     ferryman.start()
     _push(ferryman, _records(routes, named))
-    eventually(lambda: ferryman.get(HOST, "/headers").status == 200, 10, "the record live")
+    eventually(lambda: ferryman.get(HOST, "/headers").status == 200, 60, "the record live")
 
     r = ferryman.get(HOST, "/headers", headers={"X-Remove": "gone", "X-Add": "first"})
     seen = r.json()["headers"]
@@ -233,7 +233,7 @@ def test_cors_filter_answers_preflights_and_marks_answers(
     ]  # fmt: skip
     ferryman.start()
     _push(ferryman, _records(routes, named))
-    eventually(lambda: ferryman.get(HOST, "/listed").status == 200, 10, "the record live")
+    eventually(lambda: ferryman.get(HOST, "/listed").status == 200, 60, "the record live")
 
     def preflight(path: str, origin: str, **more: str) -> Any:
         asked = {"Origin": origin, "Access-Control-Request-Method": "PUT", **more}
@@ -299,7 +299,7 @@ def test_a_path_regex_that_cannot_run_answers_500(ferryman: Ferryman, backends: 
     ]  # fmt: skip
     ferryman.start()
     _push(ferryman, _records(routes, named))
-    eventually(lambda: ferryman.get(HOST, "/aaa").served_by == "re", 10, "the record live")
+    eventually(lambda: ferryman.get(HOST, "/aaa").served_by == "re", 60, "the record live")
     assert ferryman.get(HOST, "/aaa!").served_by == "root"
     seen = named["re"].hits + named["root"].hits
     assert ferryman.get(HOST, "/" + "a" * 30 + "!").status == 500

@@ -108,8 +108,8 @@ def test_oldest_ingress_owns_a_contested_host(ferryman: Ferryman, backends: Back
     assert "taken by default/older" in loser[-1]["message"]
 
     ferryman.remove("old")
-    eventually(lambda: served_by(ferryman, host, "/") == "new", 3, "handover to newer")
-    eventually(lambda: ferryman.events_for("newer")[-1]["reason"] == "AddedOrUpdated", 3, "event")
+    eventually(lambda: served_by(ferryman, host, "/") == "new", 60, "handover to newer")
+    eventually(lambda: ferryman.events_for("newer")[-1]["reason"] == "AddedOrUpdated", 60, "event")
 
 
 def test_equal_timestamps_are_ordered_by_namespace_and_name(

@@ -48,9 +48,9 @@ def test_read_timeout_answers_504_and_edits_do_not_reload(
         assert (after[0] - before[0], after[1] - before[1]) == (2, 0)
     assert last(f)["reason"] == "AddedOrUpdated"
     f.write("doc0", annotated({"nginx.org/proxy-read-timeout": "5s"}))
-    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 10, "longer timeout")
+    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 60, "longer timeout")
     f.write("doc0", annotated({}))
-    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 10, "fast path again")
+    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 60, "fast path again")
     assert f.reloads() == 1  # the start-up reload only
 
 
@@ -120,7 +120,7 @@ def test_hsts_over_https_only(ferryman: Ferryman, backends: Backends) -> None:
         }
     )
     ferryman.write("doc0", behind)
-    eventually(lambda: ferryman.get(HOST, "/").status == 200, 10, "no TLS")
+    eventually(lambda: ferryman.get(HOST, "/").status == 200, 60, "no TLS")
     r = ferryman.get(HOST, "/", headers={"X-Forwarded-Proto": "https"})
     assert r.headers["strict-transport-security"] == "max-age=60; preload"
     assert "strict-transport-security" not in ferryman.get(HOST, "/").headers
@@ -132,7 +132,7 @@ def test_lb_method_ip_hash_and_round_robin(ferryman: Ferryman, backends: Backend
     ferryman.write(
         "doc0", annotated({"nginx.org/lb-method": "round_robin", "nginx.org/keepalive": "0"})
     )
-    eventually(lambda: len({served_by(ferryman, HOST, "/") for _ in range(12)}) == 3, 10, "spread")
+    eventually(lambda: len({served_by(ferryman, HOST, "/") for _ in range(12)}) == 3, 60, "spread")
     # keepalive 0: NIC's Connection: close to the backend.
     assert ferryman.get(HOST, "/").json()["headers"]["connection"] == "close"
     assert last(ferryman)["reason"] == "AddedOrUpdated"
@@ -154,7 +154,7 @@ def test_basic_auth(ferryman: Ferryman, backends: Backends) -> None:
     assert ferryman.get(HOST, "/", headers=_basic("foo", "baz")).status == 401
     # The Secret gone: every request answers 500, the Ingress says why.
     ferryman.remove("doc0")
-    eventually(lambda: ferryman.get(HOST, "/", headers=_basic("foo", "bar")).status == 500, 10)
+    eventually(lambda: ferryman.get(HOST, "/", headers=_basic("foo", "bar")).status == 500, 60)
     assert last(ferryman)["reason"] == "AddedOrUpdatedWithWarning"
     assert "default/passwd" in last(ferryman)["message"]
 
@@ -249,19 +249,19 @@ def test_path_regex(ferryman: Ferryman, backends: Backends) -> None:
         "doc0",
         annotated({"nginx.org/path-regex": "case_insensitive"}, path("/tea/[A-Z0-9]+$", "tea")),
     )
-    eventually(lambda: served_by(ferryman, HOST, "/tea/abc") == "t", 10, "caseless")
+    eventually(lambda: served_by(ferryman, HOST, "/tea/abc") == "t", 60, "caseless")
     ferryman.write(
         "doc0",
         annotated({"nginx.org/path-regex": "exact"}, path("/tea", "tea"), path("/", "app")),
     )
     # Every path exact, "/" too: /tea/x is no path's.
-    eventually(lambda: ferryman.get(HOST, "/tea/x").status == 404, 10, "exact")
+    eventually(lambda: ferryman.get(HOST, "/tea/x").status == 404, 60, "exact")
     assert served_by(ferryman, HOST, "/tea") == "t"
     assert served_by(ferryman, HOST, "/") == "a"
     ferryman.write(
         "doc0", annotated({"nginx.org/path-regex": "case_sensitive"}, path("/tea/(x", "tea"))
     )
-    eventually(lambda: last(ferryman)["reason"] == "Rejected", 10, "rejected")
+    eventually(lambda: last(ferryman)["reason"] == "Rejected", 60, "rejected")
     assert "must be a valid regular expression" in last(ferryman)["message"]
     assert ferryman.reloads() == 1
 
@@ -316,7 +316,7 @@ def test_proxy_buffering_off(ferryman: Ferryman) -> None:
         assert _backend_finished_while_client_waits(ferryman)
         off = {"nginx.org/proxy-read-timeout": "10s", "nginx.org/proxy-buffering": "false"}
         ferryman.write("ing", annotated(off))
-        eventually(lambda: not _backend_finished_while_client_waits(ferryman), 30, "unbuffered")
+        eventually(lambda: not _backend_finished_while_client_waits(ferryman), 60, "unbuffered")
         assert ferryman.reloads() == 1
     finally:
         server.shutdown()
@@ -358,7 +358,7 @@ def test_policies_with_annotations(ferryman: Ferryman, backends: Backends) -> No
     assert ferryman.get(HOST, "/").status == 403
     assert ferryman.get(HOST, "/nowhere").status == 403
     ferryman.write("doc0", policy("local", accessControl={"allow": ["127.0.0.1"]}))
-    eventually(lambda: served_by(ferryman, HOST, "/") == "a", 10, "allowed")
+    eventually(lambda: served_by(ferryman, HOST, "/") == "a", 60, "allowed")
     assert ferryman.get(HOST, "/?delay=2").status == 504
     assert ferryman.reloads() == 1
 
@@ -380,7 +380,7 @@ def test_proxy_set_headers_and_add_header(ferryman: Ferryman, backends: Backends
     assert seen["x-forwarded-host"] == "outside.test"  # the client's own, as NIC's $http_
     assert (r.headers["x-frame-options"], r.headers["x-served"]) == ("DENY", "yes")
     ferryman.write("doc0", annotated({"nginx.org/add-header": "X-Bad: $host"}))
-    eventually(lambda: last(ferryman)["reason"] == "Rejected", 10, "rejected")
+    eventually(lambda: last(ferryman)["reason"] == "Rejected", 60, "rejected")
     assert "invalid character in header value: $" in last(ferryman)["message"]
 
 
@@ -397,5 +397,5 @@ def test_configmap_keys_are_the_defaults(ferryman: Ferryman, backends: Backends)
     assert ferryman.get(HOST, "/?delay=2").served_by == "a"  # the annotation's 5s
     # (The ConfigMap's own update reloads once, as its reader does for any change.)
     ferryman.write("cm", configmap(proxy_read_timeout="10s", hsts="true"))
-    eventually(lambda: served_by(ferryman, "other.test", "/?delay=2") == "a", 10, "10s")
+    eventually(lambda: served_by(ferryman, "other.test", "/?delay=2") == "a", 60, "10s")
     assert ferryman.get(HOST, "/?delay=6").status == 504  # still the annotation's 5s

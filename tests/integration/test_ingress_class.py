@@ -75,7 +75,7 @@ def test_classless_ingresses_follow_the_default_class(
     assert served_by(ferryman, "none.test", "/") == "app"
     assert served_by(ferryman, "other.test", "/") == "404"
     ferryman.write("class", _ingress_class(default=False))
-    eventually(lambda: served_by(ferryman, "none.test", "/") == "404", 3, "default removed")
+    eventually(lambda: served_by(ferryman, "none.test", "/") == "404", 60, "default removed")
     assert served_by(ferryman, "mine.test", "/") == "app"
 
 
@@ -96,7 +96,7 @@ def test_changing_class_removes_the_ingress(ferryman: Ferryman, backends: Backen
     _setup(ferryman, backends)
     ferryman.start()
     ferryman.write("mine", ingress("mine", [rule("mine.test", path("/", "app"))], class_name="x"))
-    eventually(lambda: served_by(ferryman, "mine.test", "/") == "404", 3, "class change")
+    eventually(lambda: served_by(ferryman, "mine.test", "/") == "404", 60, "class change")
 
 
 def _vs(name: str, host: str, class_name: str | None) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def test_an_ingress_of_another_class_is_said_once_in_the_log(
         f.write("other", ingress("other", [rule("other2.test", path("/", "app"))],
                                  class_name="nginx"))  # fmt: skip
         f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
-        eventually(lambda: served_by(f, "probe.test", "/") == "app", 5, "probe served")
+        eventually(lambda: served_by(f, "probe.test", "/") == "app", 60, "probe served")
         assert len(_skipped(f, "Ingress default/other")) == 1
     finally:
         f.stop()
@@ -174,19 +174,19 @@ def test_a_virtual_server_of_another_class_is_said_once_then_served_when_its_cla
         assert ready.endswith(" other_class=3")  # other, classless, cafe
         # An unrelated change: the worker runs, nothing is said again.
         f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
-        eventually(lambda: served_by(f, "probe.test", "/") == "app", 5, "probe served")
+        eventually(lambda: served_by(f, "probe.test", "/") == "app", 60, "probe served")
         f.write("vs", _vs("cafe", "cafe.test", "nginx") | {"metadata": {
             "name": "cafe", "namespace": "default", "labels": {"touched": "yes"}}})  # fmt: skip
         f.write("probe", ingress("probe", [rule("probe2.test", path("/", "app"))]))
-        eventually(lambda: served_by(f, "probe2.test", "/") == "app", 5, "probe moved")
+        eventually(lambda: served_by(f, "probe2.test", "/") == "app", 60, "probe moved")
         assert len(_skipped(f, "VirtualServer default/cafe")) == 1
         # Its class changed to ferryman's: served.
         f.write("vs", _vs("cafe", "cafe.test", "ferryman"))
-        eventually(lambda: served_by(f, "cafe.test", "/") == "app", 5, "cafe served")
+        eventually(lambda: served_by(f, "cafe.test", "/") == "app", 60, "cafe served")
         # And back to another class: said again (once), no longer served.
         f.write("vs", _vs("cafe", "cafe.test", "nginx"))
-        eventually(lambda: served_by(f, "cafe.test", "/") == "404", 5, "cafe left")
-        eventually(lambda: len(_skipped(f, "VirtualServer default/cafe")) == 2, 5, "said again")
+        eventually(lambda: served_by(f, "cafe.test", "/") == "404", 60, "cafe left")
+        eventually(lambda: len(_skipped(f, "VirtualServer default/cafe")) == 2, 60, "said again")
     finally:
         f.stop()
 
@@ -209,7 +209,7 @@ def test_routes_and_policies_of_another_class_are_said_once(
         assert len(_skipped(f, "VirtualServerRoute default/coffee")) == 1
         assert len(_skipped(f, "Policy default/allow")) == 1
         f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
-        eventually(lambda: served_by(f, "probe.test", "/") == "app", 5, "probe served")
+        eventually(lambda: served_by(f, "probe.test", "/") == "app", 60, "probe served")
         assert len(_skipped(f, "VirtualServerRoute default/coffee")) == 1
         assert len(_skipped(f, "Policy default/allow")) == 1
     finally:
@@ -261,7 +261,7 @@ def test_a_gateway_of_another_controllers_class_is_said_once(
     ghost["spec"]["gatewayClassName"] = "missing"
     f.write("ghost", ghost)
     f.start()
-    (said,) = eventually(lambda: _skipped(f, "Gateway default/theirs"), 10, "said")
+    (said,) = eventually(lambda: _skipped(f, "Gateway default/theirs"), 60, "said")
     assert (
         "GatewayClass istio is istio.io/gateway-controller's; ferryman serves the GatewayClasses"
         in said
@@ -270,5 +270,5 @@ def test_a_gateway_of_another_controllers_class_is_said_once(
     assert "GatewayClass missing does not exist" in missing
     # Other changes say nothing again.
     f.write("touch", service_with_backends("app", [backends.start("a")]))
-    eventually(lambda: served_by(f, "x.test", "/") == "404", 10, "the change applied")
+    eventually(lambda: served_by(f, "x.test", "/") == "404", 60, "the change applied")
     assert len(_skipped(f, "Gateway default/theirs")) == 1

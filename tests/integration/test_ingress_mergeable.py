@@ -64,16 +64,16 @@ def test_minions_across_namespaces_and_changes_without_reload(
     assert (m[f'{name}{{type="master"}}'], m[f'{name}{{type="minion"}}']) == (1, 2)
     # A minion's change re-translates its master: its path moves.
     f.write("c", minion("coffee", "/espresso", "coffee-svc"))
-    eventually(lambda: f.get(HOST, "/espresso").served_by == "coffee", 10, "moved")
+    eventually(lambda: f.get(HOST, "/espresso").served_by == "coffee", 60, "moved")
     assert f.get(HOST, "/coffee").status == 404
     # The master gone: its minions are orphans, NIC's Warning.
     f.remove("m")
-    eventually(lambda: f.get(HOST, "/tea").status == 404, 10, "no master")
-    eventually(lambda: last(f, "tea")["reason"] == "NoIngressMasterFound", 10, "orphan")
+    eventually(lambda: f.get(HOST, "/tea").status == 404, 60, "no master")
+    eventually(lambda: last(f, "tea")["reason"] == "NoIngressMasterFound", 60, "orphan")
     assert last(f, "tea")["message"] == "Ingress master is invalid or doesn't exist"
     f.write("m", master())
-    eventually(lambda: f.get(HOST, "/tea").served_by == "tea", 10, "master back")
-    eventually(lambda: last(f, "tea")["reason"] == "AddedOrUpdated", 10, "served again")
+    eventually(lambda: f.get(HOST, "/tea").served_by == "tea", 60, "master back")
+    eventually(lambda: last(f, "tea")["reason"] == "AddedOrUpdated", 60, "served again")
     assert f.reloads() == 1
 
 

@@ -51,7 +51,7 @@ def test_timeouts_body_size_and_host_as_ingress_nginx_sets_them(
     assert f.get(HOST, "/", method="POST", content=b"x" * 1025).status == 413
     # Edited: the new values are live without a reload.
     f.write("doc0", annotated({P + "proxy-read-timeout": "5"}))
-    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 10, "longer timeout")
+    eventually(lambda: f.get(HOST, "/?delay=2").served_by == "a", 60, "longer timeout")
     assert f.get(HOST, "/", method="POST", content=b"x" * 2048).status == 200
     assert f.reloads() == 1
 
@@ -107,7 +107,7 @@ def test_a_snippet_rejects_the_ingress_and_others_keep_serving(
     assert f.get(HOST, "/").status == 404
     # Without the snippet (its header as nginx.org/add-header would be): served.
     f.write("doc0", annotated({"nginx.org/add-header": "X-Frame-Options: DENY"}))
-    eventually(lambda: f.get(HOST, "/").served_by == "a", 10, "served without the snippet")
+    eventually(lambda: f.get(HOST, "/").served_by == "a", 60, "served without the snippet")
     assert f.get(HOST, "/").headers["x-frame-options"] == "DENY"
 
 
@@ -149,7 +149,7 @@ def test_source_ranges_deny_first_then_allow(
     start(f, backends, annotated({P + "whitelist-source-range": "10.0.0.0/8"}))
     assert f.get(HOST, "/").status == 403
     f.write("doc0", annotated({P + "whitelist-source-range": "10.0.0.0/8, 127.0.0.0/8"}))
-    eventually(lambda: f.get(HOST, "/").served_by == "a", 10, "allowed")
+    eventually(lambda: f.get(HOST, "/").served_by == "a", 60, "allowed")
     f.write(
         "doc0",
         annotated(
@@ -159,9 +159,9 @@ def test_source_ranges_deny_first_then_allow(
             }
         ),
     )
-    eventually(lambda: f.get(HOST, "/").status == 403, 10, "denied first")
+    eventually(lambda: f.get(HOST, "/").status == 403, 60, "denied first")
     f.write("doc0", annotated({P + "denylist-source-range": "127.0.0.2/32"}))
-    eventually(lambda: f.get(HOST, "/").served_by == "a", 10, "another address denied")
+    eventually(lambda: f.get(HOST, "/").served_by == "a", 60, "another address denied")
     assert f.reloads() == 1
 
 
@@ -239,7 +239,7 @@ def test_basic_auth_from_a_nic_htpasswd_secret(ferryman: Ferryman, backends: Bac
     f.write("users", secret("users", "Opaque", {"auth": b"ann:x\n"}))
     eventually(
         lambda: f.get(HOST, "/", headers={"Authorization": f"Basic {token}"}).status == 500,
-        10,
+        60,
         "closed",
     )
     assert f.reloads() == 1
@@ -263,7 +263,7 @@ def test_access_rules_the_data_plane_cannot_enforce_close_the_host(
     assert "enforced by the nginx data plane only" in event["message"]
     seen = len(f.events_for("ann"))
     f.write("doc0", annotated({"nginx.org/basic-auth-secret": "users"}))
-    eventually(lambda: len(f.events_for("ann")) > seen, 10, "the edit's Event")
+    eventually(lambda: len(f.events_for("ann")) > seen, 60, "the edit's Event")
     assert "enforced by the nginx data plane only" in last(f)["message"]
     assert f.get(HOST, "/").status == 404
 
@@ -331,7 +331,7 @@ def test_backend_https_with_a_client_certificate(ferryman: Ferryman, tmp_path: P
         assert seen.sni[-1] == "secure-app.example.com"
         assert last(f)["reason"] == "AddedOrUpdated"
         f.write("doc0", annotated({**tls, P + "proxy-ssl-verify": "on"}))
-        eventually(lambda: last(f)["reason"] == "Rejected", 10, "refused")
+        eventually(lambda: last(f)["reason"] == "Rejected", 60, "refused")
         assert "proxy-ssl-verify: ferryman does not verify" in last(f)["message"]
         assert f.get(HOST, "/").status == 404
         assert f.reloads() == 1
@@ -388,14 +388,14 @@ def test_auth_url_to_a_cluster_service_with_signin_and_response_headers(
             ),
         )
         want = "https://ann.test/oauth2/start?rd=%2Fx%3Fy%3D1"
-        eventually(lambda: f.get(HOST, "/x?y=1").headers.get("location") == want, 10, "variables")
+        eventually(lambda: f.get(HOST, "/x?y=1").headers.get("location") == want, 60, "variables")
         # Without auth-signin: the 401 as is; the short Service forms.
         f.write("doc0", annotated({P + "auth-url": "http://oauth2-proxy:4180/oauth2/auth"}))
-        eventually(lambda: f.get(HOST, "/").status == 401, 10, "401 without signin")
+        eventually(lambda: f.get(HOST, "/").status == 401, 60, "401 without signin")
         assert f.get(HOST, "/", headers=ok).served_by == "a"
         # A host outside the cluster: rejected, nothing served unauthenticated.
         f.write("doc0", annotated({P + "auth-url": "https://auth.example.com/check"}))
-        eventually(lambda: last(f)["reason"] == "Rejected", 10, "rejected")
+        eventually(lambda: last(f)["reason"] == "Rejected", 60, "rejected")
         assert "is not a Service of the cluster" in last(f)["message"]
         assert f.get(HOST, "/").status != 200
         assert f.reloads() == 1
@@ -428,8 +428,8 @@ def test_auth_tls_secret_asks_for_client_certificates(
     code, body = mtls_get(f, tmp_path, HOST, issue("other-ca", "x"), "/")
     assert code == 400 and CERT_ERROR in body
     f.write("doc0", annotated({**a, P + "auth-tls-verify-client": "optional"}, tls=tls))
-    eventually(lambda: mtls_get(f, tmp_path, HOST, None, "/")[0] == 200, 10, "optional")
+    eventually(lambda: mtls_get(f, tmp_path, HOST, None, "/")[0] == 200, 60, "optional")
     f.write("doc0", annotated({**a, P + "auth-tls-verify-client": "maybe"}, tls=tls))
-    eventually(lambda: last(f)["reason"] == "Rejected", 10, "rejected")
+    eventually(lambda: last(f)["reason"] == "Rejected", 60, "rejected")
     assert "auth-tls-verify-client" in last(f)["message"]
     assert f.reloads() == 1

@@ -41,7 +41,7 @@ def test_rewrite_target_sends_the_groups_upstream(
             path("/something(/|$)(.*)", "app", "ImplementationSpecific"),
         ),
     )
-    eventually(lambda: f.get(HOST, "/something/new").json()["path"] == "/v2/new", 10, "edit")
+    eventually(lambda: f.get(HOST, "/something/new").json()["path"] == "/v2/new", 60, "edit")
     assert f.reloads() == 1
 
 
@@ -64,7 +64,7 @@ def test_use_regex_with_a_constant_target(either_fast_path: Ferryman, backends: 
             path("/foo.+", "app", "ImplementationSpecific"),
         ),
     )
-    eventually(lambda: f.get(HOST, "/foo/bar").json()["path"] == "/new/backend", 10, "edit")
+    eventually(lambda: f.get(HOST, "/foo/bar").json()["path"] == "/new/backend", 60, "edit")
     assert f.get(HOST, "/foo").status == 404  # .+ needs one more character
     assert f.reloads() == 1
 
@@ -116,7 +116,7 @@ def test_permanent_and_temporal_redirects(either_fast_path: Ferryman, backends: 
         "doc0",
         annotated({P + "permanent-redirect": url, P + "permanent-redirect-code": "308"}),
     )
-    eventually(lambda: f.get(HOST, "/something").status == 308, 10, "code 308")
+    eventually(lambda: f.get(HOST, "/something").status == 308, 60, "code 308")
     f.write(
         "doc0",
         annotated(
@@ -126,7 +126,7 @@ def test_permanent_and_temporal_redirects(either_fast_path: Ferryman, backends: 
             }
         ),
     )
-    eventually(lambda: f.get(HOST, "/a?b=1").status == 302, 10, "temporal")
+    eventually(lambda: f.get(HOST, "/a?b=1").status == 302, 60, "temporal")
     assert f.get(HOST, "/a?b=1").headers["location"] == "https://temp.example.com/a?b=1"
     assert last(f)["reason"] == "AddedOrUpdatedWithWarning"
     assert "temporal-redirect wins" in last(f)["message"]
@@ -157,7 +157,7 @@ def test_nics_rewrite_target_and_app_root(either_fast_path: Ferryman, backends: 
             path("/tea/(.*)", "app", "ImplementationSpecific"),
         ),
     )
-    eventually(lambda: f.get(HOST, "/TEA/green").status == 200, 10, "regex")
+    eventually(lambda: f.get(HOST, "/TEA/green").status == 200, 60, "regex")
     assert f.get(HOST, "/TEA/green").json()["path"] == "/v1/green"
     assert f.reloads() == 1
 
@@ -177,11 +177,11 @@ def test_force_ssl_redirect_without_tls(either_fast_path: Ferryman, backends: Ba
     )
     eventually(
         lambda: f.get(HOST, "/shop/").headers.get("location") == f"https://{HOST}/shop/",
-        10,
+        60,
         "preserved",
     )
     f.write("doc0", annotated({P + "force-ssl-redirect": "false"}))
-    eventually(lambda: f.get(HOST, "/shop/").status == 200, 10, "off")
+    eventually(lambda: f.get(HOST, "/shop/").status == 200, 60, "off")
     assert f.reloads() == 1
 
 
@@ -196,7 +196,7 @@ def test_server_alias_routes_as_the_host(either_fast_path: Ferryman, backends: B
         assert f.get(host, "/shop/x").json()["path"] == "/shop/x"
         assert f.get(host, "/elsewhere").status == 404
     f.write("doc0", annotated({P + "server-alias": "alias.test"}, path("/shop", "app")))
-    eventually(lambda: f.get("other.test", "/shop").status == 404, 10, "alias removed")
+    eventually(lambda: f.get("other.test", "/shop").status == 404, 60, "alias removed")
     assert f.get("alias.test", "/shop").status == 200
     assert f.reloads() == 1
 
@@ -211,5 +211,5 @@ def test_from_to_www_redirect(either_fast_path: Ferryman, backends: Backends) ->
     assert r.headers["location"] == f"http://{HOST}:{f.http_port}/any/where?x=1"
     assert f.get(HOST, "/shop").json()["path"] == "/shop"
     f.write("doc0", annotated({}, path("/shop", "app")))
-    eventually(lambda: f.get("www." + HOST, "/shop").status == 404, 10, "off")
+    eventually(lambda: f.get("www." + HOST, "/shop").status == 404, 60, "off")
     assert f.reloads() == 1

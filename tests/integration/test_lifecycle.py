@@ -91,7 +91,7 @@ def test_yaml_syntax_error_keeps_previous_objects(ferryman: Ferryman, backends: 
     ferryman.write("ing", ingress("keep", [rule("keep.test", path("/", "app"))]))
     ferryman.start()
     ferryman.write_text("ing.yaml", "apiVersion: networking.k8s.io/v1\nkind: Ingress\n  bad: [")
-    eventually(lambda: "invalid YAML" in ferryman.logs(), 3, "parse error logged")
+    eventually(lambda: "invalid YAML" in ferryman.logs(), 60, "parse error logged")
     assert "ing.yaml" in ferryman.logs()
     assert served_by(ferryman, "keep.test", "/") == "app"
 
@@ -116,13 +116,13 @@ def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
     # reloads once per batch (the watcher may deliver the files in two).
     for i in range(100, 150):
         ferryman.write(f"ing{i}", ingress(f"i{i}", [rule(f"h{i}.test", path("/", "app"))]))
-    eventually(lambda: served_by(ferryman, "h149.test", "/") == "app", 5, "batch applied")
+    eventually(lambda: served_by(ferryman, "h149.test", "/") == "app", 60, "batch applied")
     eventually(
         lambda: (
             ferryman.metrics()['nginx_ingress_controller_ingress_resources_total{type="regular"}']
             == 150
         ),
-        5,
+        60,
         "150 ingresses",
     )
     if ferryman.data_plane == "nginx":
@@ -242,7 +242,7 @@ def test_ready_probe_and_metrics_endpoint(ferryman: Ferryman, backends: Backends
             ]
             == 2
         ),
-        5,
+        60,
         "2 current workers",
     )
     assert m["nginx_ingress_controller_workqueue_work_duration_seconds_count"] >= 1
@@ -314,11 +314,11 @@ def test_ready_probe_answers_503_until_the_first_configuration_is_live(
         except httpx.HTTPError:
             return 0
 
-    assert eventually(lambda: status() == 503, 10, "503 while starting")
+    assert eventually(lambda: status() == 503, 60, "503 while starting")
     # The liveness probe's /healthz answers meanwhile: not ready is still alive.
     alive = httpx.get(f"http://127.0.0.1:{ferryman.ready_port}/healthz", timeout=1)
     assert alive.status_code == 200
-    eventually(lambda: status() == 200, 30, "200 once live")
+    eventually(lambda: status() == 200, 60, "200 once live")
     assert served_by(ferryman, "ready.test", "/") == "app"
 
 
@@ -342,10 +342,10 @@ def test_nginx_killed_is_restarted_with_the_last_configuration(
     os.kill(old, signal.SIGKILL)
     new = eventually(
         lambda: (p := ferryman.nginx_master_pid()) not in (None, old) and _alive(p) and p,
-        10,
+        60,
         "a new NGINX master",
     )
-    eventually(lambda: served_by(ferryman, "restart.test", "/") == "app", 10, "routes back")
+    eventually(lambda: served_by(ferryman, "restart.test", "/") == "app", 60, "routes back")
     gap = time.monotonic() - killed
     print(f"service restored {gap:.2f}s after the kill")
     assert gap < 5, f"service restored after {gap:.2f}s"
@@ -360,7 +360,7 @@ def test_nginx_does_not_outlive_a_killed_ferryman(ferryman: Ferryman, backends: 
     master = ferryman.nginx_master_pid()
     assert master is not None and ferryman.proc is not None
     ferryman.proc.kill()
-    eventually(lambda: not _alive(master), 10, "NGINX gone with its controller")
+    eventually(lambda: not _alive(master), 60, "NGINX gone with its controller")
 
 
 class _SteadyLoad:
@@ -425,10 +425,10 @@ def test_nginx_killed_under_load_refuses_but_never_answers_wrongly(
         os.kill(old, signal.SIGKILL)
         eventually(
             lambda: (p := ferryman.nginx_master_pid()) not in (None, old) and _alive(p),
-            10,
+            60,
             "a new NGINX master",
         )
-        eventually(lambda: served_by(ferryman, "load.test", "/") == "app", 10, "routes back")
+        eventually(lambda: served_by(ferryman, "load.test", "/") == "app", 60, "routes back")
         time.sleep(0.5)
     finally:
         outcomes = load.stop()
@@ -462,11 +462,11 @@ def test_listeners_reopen_after_a_restart_when_the_first_try_fails(
                 assert time.monotonic() < deadline, "the old workers kept the port"
                 time.sleep(0.001)
         squatter.listen()
-        eventually(lambda: "listeners did not reopen" in ferryman.logs(), 10, "a failed reopen")
+        eventually(lambda: "listeners did not reopen" in ferryman.logs(), 60, "a failed reopen")
         assert httpx.get(ready, timeout=5).status_code == 503  # not serving: not ready
-    eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 30, "listeners back")
+    eventually(lambda: served_by(ferryman, "reopen.test", "/") == "app", 60, "listeners back")
     # Which retry reopened them (the push's own backoff, or the check for listeners
     # still closed after the restart) depends on timing; that one did is the point.
     # On a loaded machine the reopening reload may be confirmed only by a later
     # retry (the 2 s reload timeout): readiness follows within one more round.
-    eventually(lambda: httpx.get(ready, timeout=5).status_code == 200, 30, "ready again")
+    eventually(lambda: httpx.get(ready, timeout=5).status_code == 200, 60, "ready again")

@@ -54,7 +54,7 @@ def test_access_control_behind_a_proxy(ferryman: Ferryman, backends: Backends) -
     assert _status(ferryman, "192.168.1.1") == 403
     ferryman.remove(f"{folder.replace('/', '-')}-access-control-policy-allow")
     _example(ferryman, folder, "access-control-policy-deny.yaml")
-    eventually(lambda: _status(ferryman, "10.0.0.1") == 403, 10, "the deny policy")
+    eventually(lambda: _status(ferryman, "10.0.0.1") == 403, 60, "the deny policy")
     assert _status(ferryman, "192.168.1.1") == 200
 
 

@@ -117,7 +117,7 @@ def test_path_regex_mergeable(ferryman: Ferryman, backends: Backends) -> None:
     assert served("/tea/A") == "tea"
     assert served("/tea/a") == "404" and served("/coffee/-") == "404"
     f.write_text("regex-tea.yaml", readme_blocks("path-regex", "Ingress")[8])
-    eventually(lambda: served("/tea/a") == "tea", 10, "tea as a prefix")
+    eventually(lambda: served("/tea/a") == "tea", 60, "tea as a prefix")
     assert served("/tea") == "tea" and served("/coffee/z") == "coffee"
 
 

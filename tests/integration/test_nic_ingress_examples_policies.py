@@ -337,13 +337,13 @@ def test_proxy_redirect(ferryman: Ferryman) -> None:
 
         for case in ("ingress-redirect-from-to.yaml", "ingress-redirect-regex.yaml"):
             f.write_text("cafe-ingress.yaml", (folder / case).read_text())
-            eventually(lambda: location() == "http://cafe.example.com/coffee/coffee", 10, case)
+            eventually(lambda: location() == "http://cafe.example.com/coffee/coffee", 60, case)
             refresh = f.get(HOST, "/coffee").headers["refresh"]
             assert refresh == "5; URL=http://cafe.example.com/coffee/coffee"
             assert f.get(HOST, "/tea").status == 404  # the example's Ingress has /coffee only
             assert last_event(f, "cafe-ingress")["reason"] == "AddedOrUpdated"
             f.write_text("cafe-ingress.yaml", plain)
-            eventually(lambda: location() == "http://redirect-backend-svc/v1/coffee", 10, "plain")
+            eventually(lambda: location() == "http://redirect-backend-svc/v1/coffee", 60, "plain")
         assert f.reloads() == 1
     finally:
         backend.server.shutdown()

@@ -40,7 +40,7 @@ def test_access_control(ferryman: Ferryman, backends: Backends) -> None:
     assert r.status == 403 and "403 Forbidden" in r.text
     ferryman.remove("access-control-access-control-policy-allow.yaml".removesuffix(".yaml"))
     _example(ferryman, "access-control", "access-control-policy-deny.yaml")
-    eventually(lambda: served_by(ferryman, "webapp.example.com", "/") == "webapp", 10, "deny")
+    eventually(lambda: served_by(ferryman, "webapp.example.com", "/") == "webapp", 60, "deny")
     assert ferryman.reloads() == 1
 
 

@@ -83,7 +83,7 @@ def _cross_namespace(f: Ferryman, backends: Backends, folder: str) -> None:
             "VirtualServer is invalid or doesn't exist",
         )
     _example(f, folder, "cafe-virtual-server.yaml")
-    eventually(lambda: _served(f, "/coffee") == "coffee", 10, "coffee")
+    eventually(lambda: _served(f, "/coffee") == "coffee", 60, "coffee")
     assert _served(f, "/tea") == "tea"
     for ns in ("tea", "coffee"):
         assert _event(f, "VirtualServerRoute", ns, ns) == (
@@ -164,7 +164,7 @@ def test_vsr_multiple_regex_routes(ferryman: Ferryman) -> None:
     }
     for case, vs_warning in cases.items():
         f.write_text(f"{folder}-vsr-api.yaml", (NIC_EXAMPLES / folder / case).read_text())
-        eventually(lambda: get("/api/v1")[0] == 404, 10, case)
+        eventually(lambda: get("/api/v1")[0] == 404, 60, case)
         assert _event(f, "VirtualServer", "default", "api-gateway") == (
             "Warning",
             "AddedOrUpdatedWithWarning",
@@ -190,5 +190,5 @@ def test_vsr_multiple_regex_routes(ferryman: Ferryman) -> None:
         assert get("/images/jpg")[0] == 200
         # Restored, as the README says to.
         _example(f, folder, "vsr-api.yaml")
-        eventually(lambda: get("/api/v2")[0] == 200, 10, f"restored after {case}")
+        eventually(lambda: get("/api/v2")[0] == 200, 60, f"restored after {case}")
     assert f.reloads() == 1

@@ -108,7 +108,7 @@ def test_latency_histogram_counts_every_proxied_request(tmp_path: Path, backends
             m = f.metrics()
             return sum(v for k, v in m.items() if k.startswith(series))
 
-        assert eventually(lambda: counted() == 7, 5, "7 latency samples")
+        assert eventually(lambda: counted() == 7, 60, "7 latency samples")
         m = f.metrics()
         key = next(k for k in m if k.startswith(series))
         assert 'resource_name="ops"' in key and 'upstream="default/app:80"' in key
@@ -143,7 +143,7 @@ def test_upstream_failures_nginx_retried_are_warnings_not_errors(
                 ),
                 None,
             ),
-            5,
+            60,
             "NGINX's upstream error line",
         )
         assert "level=warning" in line, line

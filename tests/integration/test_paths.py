@@ -46,7 +46,7 @@ def test_exact_path_with_a_slash_leaves_the_bare_path_to_the_other_rules(
     assert served_by(ferryman, HOST, "/foo/") == "a"
     assert served_by(ferryman, HOST, "/foo") == "root"
     ferryman.write("ing", ingress("paths", [rule(HOST, path("/foo/", "a", "Exact"))]))
-    eventually(lambda: served_by(ferryman, HOST, "/") == "404", 10, "Prefix / gone")
+    eventually(lambda: served_by(ferryman, HOST, "/") == "404", 60, "Prefix / gone")
     assert served_by(ferryman, HOST, "/foo") == "404"
     assert served_by(ferryman, HOST, "/foo/") == "a"
 

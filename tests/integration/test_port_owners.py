@@ -85,6 +85,8 @@ def test_ferrymans_own_ports_are_refused(ferryman: Ferryman, backends: Backends)
     f.write("ing", _ing("ing", "a.test", f"{ok},{webhook},{f.metrics_port}"))
     f.start()
     assert get_on(ok, "a.test", "/").served_by == "a"
+    # The Event follows the push that serves: ready is no promise it is written.
+    eventually(lambda: _reason(f, "ing"), 60, "ing's Event")
     event = _last(f, "ing")
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert (
@@ -112,7 +114,7 @@ def test_a_port_in_use_is_refused_and_later_changes_apply(
         f.start()
         assert get_on(ok, "free.test", "/").served_by == "a"
         eventually(
-            lambda: _last(f, "busy")["reason"] == "AddedOrUpdatedWithWarning", 15, "busy told"
+            lambda: _last(f, "busy")["reason"] == "AddedOrUpdatedWithWarning", 60, "busy told"
         )
         assert (
             f"nginx.org/listen-ports: port {busy} cannot be bound: Address already in use; "
@@ -121,26 +123,31 @@ def test_a_port_in_use_is_refused_and_later_changes_apply(
 
         # Another Ingress's free port: applied.
         f.write("later", _ing("later", "later.test", str(later)))
-        eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
+        eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 60, "later")
         # The Event follows the push that served it: on a busy machine, a moment later.
-        eventually(lambda: _reason(f, "later") == "AddedOrUpdated", 10, "later's Event")
+        eventually(lambda: _reason(f, "later") == "AddedOrUpdated", 60, "later's Event")
 
         # The ConfigMap, in one reload with a second busy port: told that its
         # reload failed, then applied once the port is dropped, and said so.
         busy2 = free_port()
         waiting = f"ConfigMap {CM_NS}/{CM_NAME} was updated, but not applied yet: "
-        told = [r for r, m in _cm_events(f) if m.startswith(waiting)]
+        told = eventually(
+            lambda: [r for r, m in _cm_events(f) if m.startswith(waiting)], 60, "start-up's"
+        )
         assert told == ["UpdatedWithError"]  # the start-up reload failed too
         with _held(busy2):
             f.write("cm", configmap(server_tokens="false"), _ing("busy2", "b2.test", str(busy2)))
             eventually(
                 lambda: "nginx/" not in get_on(ok, "free.test", "/").headers.get("server", ""),
-                15,
+                60,
                 "server_tokens off",
             )
-            eventually(lambda: _cm_events(f)[-1][0] == "Updated", 10, "ConfigMap Updated")
+            eventually(lambda: _cm_events(f)[-1][0] == "Updated", 60, "ConfigMap Updated")
         assert [r for r, m in _cm_events(f) if m.startswith(waiting)] == told * 2
-        assert f"port {busy2} cannot be bound" in _last(f, "busy2")["message"]
+        # Written with the ConfigMap's, in no particular order among them.
+        eventually(
+            lambda: f"port {busy2} cannot be bound" in _last(f, "busy2")["message"], 60, "busy2"
+        )
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 2
 
 
@@ -186,15 +193,17 @@ def test_an_older_gateway_listener_keeps_its_port_from_an_ingress(
     f.write("gw", _gw("gw", port, "2020-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
     f.write("ing", _ing("ing", "ing.test", str(port), created="2021-01-01T00:00:00Z"))
     f.start()
-    eventually(lambda: served("127.0.0.1", port, "ing.test") == "tea", 10, "gateway serves")
+    eventually(lambda: served("127.0.0.1", port, "ing.test") == "tea", 60, "gateway serves")
+    # The Event and the status follow the push that serves, on a busy machine a moment later.
+    eventually(lambda: _reason(f, "ing"), 60, "ing's Event")
     event = _last(f, "ing")
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert (
         f"nginx.org/listen-ports: port {port} is Gateway default/gw's listener http's port"
         in event["message"]
     )
-    condition = _listener_condition(f, "gw", "http")
-    assert condition is not None and condition["status"] == "True"
+    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
+    assert condition["status"] == "True"
 
 
 def test_an_older_ingress_keeps_its_port_from_a_gateway_listener(
@@ -206,19 +215,19 @@ def test_an_older_ingress_keeps_its_port_from_a_gateway_listener(
     f.write("ing", _ing("ing", "ing.test", str(port), created="2020-01-01T00:00:00Z"))
     f.write("gw", _gw("gw", port, "2021-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
     f.start()
-    eventually(lambda: get_on(port, "ing.test", "/").served_by == "a", 10, "ingress serves")
-    assert _last(f, "ing")["reason"] == "AddedOrUpdated"
-    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 10, "gateway status")
+    eventually(lambda: get_on(port, "ing.test", "/").served_by == "a", 60, "ingress serves")
+    assert eventually(lambda: _reason(f, "ing"), 60, "ing's Event") == "AddedOrUpdated"
+    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
     assert (condition["status"], condition["reason"]) == ("False", "PortUnavailable")
     assert "Ingress default/ing" in condition["message"]
 
     # The Ingress goes: the Gateway listener takes the port.
     f.remove("ing")
-    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 10, "gateway serves")
+    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 60, "gateway serves")
     # The status follows the push by a moment on a busy machine.
     eventually(
         lambda: (_listener_condition(f, "gw", "http") or {}).get("status") == "True",
-        10,
+        60,
         "listener accepted",
     )
 
@@ -244,11 +253,11 @@ def test_a_global_configuration_listener_against_a_gateway_listener(
     f.write("gc", _global_configuration(port, "2020-01-01T00:00:00Z"))
     f.write("gw", _gw("gw", port, "2021-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
     f.start()
-    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 10, "gateway status")
+    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
     assert (condition["status"], condition["reason"]) == ("False", "PortUnavailable")
     assert "GlobalConfiguration listener tcp-one" in condition["message"]
     f.write("later", _ing("later", "later.test", str(later)))
-    eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
+    eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 60, "later")
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0
 
 
@@ -264,11 +273,11 @@ def test_an_older_gateway_listener_keeps_its_port_from_a_global_configuration(
     f.write("gw", _gw("gw", port, "2020-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
     f.write("gc", _global_configuration(port, "2021-01-01T00:00:00Z"))
     f.start()
-    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 10, "gateway serves")
-    condition = _listener_condition(f, "gw", "http")
-    assert condition is not None and condition["status"] == "True"
+    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 60, "gateway serves")
+    condition = eventually(lambda: _listener_condition(f, "gw", "http"), 60, "gateway status")
+    assert condition["status"] == "True"
     event = eventually(
-        lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"], 10, "gc"
+        lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"], 60, "gc"
     )[-1]
     assert event["reason"] == "AddedOrUpdatedWithError"
     assert (
@@ -292,7 +301,7 @@ def test_a_global_configuration_listener_on_a_port_in_use_is_left_out(
         f.start()
         event = eventually(
             lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"],
-            10,
+            60,
             "gc",
         )[-1]
         assert event["reason"] == "AddedOrUpdatedWithError"
@@ -301,7 +310,7 @@ def test_a_global_configuration_listener_on_a_port_in_use_is_left_out(
             in event["message"]
         )
         f.write("later", _ing("later", "later.test", str(later)))
-        eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 15, "later")
+        eventually(lambda: get_on(later, "later.test", "/").served_by == "a", 60, "later")
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1
 
 
@@ -318,13 +327,13 @@ def test_a_gateway_listener_on_a_port_in_use_is_told_and_the_rest_serves(
     with _held(busy):
         f.write("gw", gateway("gw", listeners), route("r", "gw", [], [to("tea")]))
         f.start()
-        eventually(lambda: served("127.0.0.1", ok, "x.test") == "tea", 15, "the free listener")
+        eventually(lambda: served("127.0.0.1", ok, "x.test") == "tea", 60, "the free listener")
 
         def told() -> dict[str, Any] | None:
             c = _listener_condition(f, "gw", "busy")
             return c if c is not None and c["status"] == "False" else None
 
-        condition = eventually(told, 15, "PortUnavailable")
+        condition = eventually(told, 60, "PortUnavailable")
         assert condition["reason"] == "PortUnavailable"
         assert condition["message"] == f"port {busy} cannot be bound: Address already in use"
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 1
@@ -342,7 +351,7 @@ def test_an_older_global_configuration_takes_a_port_back_with_a_new_listener(
     f.write("gc", _global_configuration(other, "2020-01-01T00:00:00Z"))
     f.write("gw", _gw("gw", port, "2021-01-01T00:00:00Z"), route("r", "gw", [], [to("tea")]))
     f.start()
-    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 10, "gateway serves")
+    eventually(lambda: served("127.0.0.1", port, "x.test") == "tea", 60, "gateway serves")
     gc = _global_configuration(other, "2020-01-01T00:00:00Z")
     gc["spec"]["listeners"].append({"name": "tcp-two", "port": port, "protocol": "TCP"})
     f.write("gc", gc)
@@ -351,8 +360,13 @@ def test_an_older_global_configuration_takes_a_port_back_with_a_new_listener(
         c = _listener_condition(f, "gw", "http")
         return c if c is not None and c["status"] == "False" else None
 
-    condition = eventually(told, 10, "PortUnavailable")
+    condition = eventually(told, 60, "PortUnavailable")
     assert condition["message"] == f"port {port} is GlobalConfiguration listener tcp-two's port"
-    gc_events = [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"]
+    # The GlobalConfiguration's Event: written after its first (at start) one.
+    gc_events = eventually(
+        lambda: [e for e in _json_lines(f, "event") if e["kind"] == "GlobalConfiguration"][1:],
+        60,
+        "the GlobalConfiguration's second Event",
+    )
     assert gc_events[-1]["reason"] == "Updated"
     assert f.metrics()["nginx_ingress_controller_nginx_reload_errors_total"] == 0

@@ -21,7 +21,7 @@ def test_a_route_regex_pcre_refuses_is_rejected_with_pcres_reason(
     start_with_backends(ferryman, backends, good)
     bad = vs("bad", "bad.test", [{"path": "~ ^/admin\\u0061", "action": to("b")}])
     ferryman.write("bad", bad)
-    event = eventually(lambda: ferryman.events_for("bad"), 10, "the rejection")[-1]
+    event = eventually(lambda: ferryman.events_for("bad"), 60, "the rejection")[-1]
     assert event["reason"] == "Rejected", event
     assert event["message"] == (
         "VirtualServer default/bad was rejected with error: spec.routes[0].path: Invalid value: "
@@ -37,7 +37,7 @@ def test_a_match_condition_regex_pcre_refuses_is_rejected(
     match = {"conditions": [{"header": "x-v", "value": "!~^v(?^i)1"}], "action": to("b")}
     bad = vs("bad", "bad.test", [{"path": "/", "matches": [match], "action": to("a")}])
     start_with_backends(ferryman, backends, bad)
-    event = eventually(lambda: ferryman.events_for("bad"), 10, "the rejection")[-1]
+    event = eventually(lambda: ferryman.events_for("bad"), 60, "the rejection")[-1]
     assert event["reason"] == "Rejected", event
     assert "spec.routes[0].matches[0].conditions[0].value" in event["message"]
     assert "must be a valid regular expression" in event["message"]

@@ -47,7 +47,7 @@ def logged(f: Ferryman, what: str, pattern: str, by_module: bool = False) -> boo
 
 def wait_logged(f: Ferryman, what: str, pattern: str, by_module: bool = False) -> None:
     """Until ``logged``: ferryman relays NGINX's error log as it reads it."""
-    eventually(lambda: logged(f, what, pattern, by_module), 10, f"the {what} failure logged")
+    eventually(lambda: logged(f, what, pattern, by_module), 60, f"the {what} failure logged")
 
 
 def in_module(f: Ferryman) -> bool:

@@ -43,7 +43,9 @@ def _good(ferryman: Ferryman, backends: Backends) -> None:
 
 def _rejected_message(ferryman: Ferryman, name: str) -> str:
     # Events are written once the change is live: the traffic may show it first.
-    eventually(lambda: ferryman.events_for(name)[-1]["reason"] == "Rejected", 3, f"{name} rejected")
+    eventually(
+        lambda: ferryman.events_for(name)[-1]["reason"] == "Rejected", 60, f"{name} rejected"
+    )
     events = ferryman.events_for(name)
     assert events[-1]["type"] == "Warning"
     return events[-1]["message"]
@@ -133,7 +135,7 @@ def test_valid_ingress_turning_invalid_is_removed_and_others_keep_serving(
     ferryman.start()
     assert served_by(ferryman, "other.test", "/") == "app"
     ferryman.write("other", ingress("other", [rule("other.test", path("/{x}", "app"))]))
-    eventually(lambda: served_by(ferryman, "other.test", "/") == "404", 3, "removal")
+    eventually(lambda: served_by(ferryman, "other.test", "/") == "404", 60, "removal")
     assert "'{'" in _rejected_message(ferryman, "other")
     assert served_by(ferryman, "good.test", "/") == "app"
 

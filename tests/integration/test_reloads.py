@@ -41,7 +41,7 @@ def test_with_nothing_served_unknown_hosts_get_404_from_the_start(
     assert served_by(ferryman, "other.test", "/") == "404"
     assert ferryman.reloads() == 1  # the one start-up reload
     ferryman.write("ing", ingress("late", [rule("late.test", path("/", "app"))]))
-    eventually(lambda: served_by(ferryman, "late.test", "/") == "app", 10, "a later Ingress")
+    eventually(lambda: served_by(ferryman, "late.test", "/") == "app", 60, "a later Ingress")
 
 
 def test_listeners_that_cannot_bind_fail_the_reload_at_once_and_keep_not_ready(
@@ -58,7 +58,7 @@ def test_listeners_that_cannot_bind_fail_the_reload_at_once_and_keep_not_ready(
         errors = "nginx_ingress_controller_nginx_reload_errors_total"
         # Far sooner than --nginx-reload-timeout (60 s): the master's own error
         # log says it kept the old configuration (after its 2.5 s of bind retries).
-        eventually(lambda: ferryman.metrics()[errors] >= 1, 20, "the failed reload reported")
+        eventually(lambda: ferryman.metrics()[errors] >= 1, 60, "the failed reload reported")
         assert time.monotonic() - started < 20
         assert ferryman.metrics()["nginx_ingress_controller_nginx_last_reload_status"] == 0
         assert "could not bind()" in ferryman.logs()

@@ -32,7 +32,7 @@ def tenant(f: Ferryman) -> Ferryman:
 
 
 def last(f: Ferryman, name: str) -> dict[str, str]:
-    return eventually(lambda: f.events_for(name), 10, f"{name}'s Event")[-1]
+    return eventually(lambda: f.events_for(name), 60, f"{name}'s Event")[-1]
 
 
 def vs(
@@ -136,7 +136,7 @@ def test_a_route_of_a_namespace_not_allowed_the_host_is_not_attached(
             event["message"] == f"VirtualServerRoute evil/{name} was rejected with error: {DENIED}"
         )
     warned = eventually(
-        lambda: last(f, "cafe")["reason"] == "AddedOrUpdatedWithWarning", 10, "warned"
+        lambda: last(f, "cafe")["reason"] == "AddedOrUpdatedWithWarning", 60, "warned"
     )
     assert warned
     message = last(f, "cafe")["message"]
@@ -165,10 +165,10 @@ def test_a_service_of_another_namespace_needs_a_reference_grant(
         "kind: Service, name: internal} (name optional)"
     ) in event["message"]
     f.write("grant", grant("billing", "VirtualServer", "shop", "", "Service"))
-    eventually(lambda: served_by(f, SHOP, "/") == "internal", 10, "granted")
-    eventually(lambda: last(f, "cafe")["reason"] == "AddedOrUpdated", 10, "no warning")
+    eventually(lambda: served_by(f, SHOP, "/") == "internal", 60, "granted")
+    eventually(lambda: last(f, "cafe")["reason"] == "AddedOrUpdated", 60, "no warning")
     f.remove("grant")
-    eventually(lambda: served_by(f, SHOP, "/") == "503", 10, "grant withdrawn")
+    eventually(lambda: served_by(f, SHOP, "/") == "503", 60, "grant withdrawn")
     assert f.reloads() == 1
 
 
@@ -206,7 +206,7 @@ def test_a_policy_of_another_namespace_needs_a_reference_grant(
         )
         assert "to {group: k8s.nginx.org, kind: Policy, name: as-billing}" in message
         f.write("grant", grant("billing", "VirtualServer", "shop", "k8s.nginx.org", "Policy"))
-        eventually(lambda: f.get(SHOP, "/").status == 200, 10, "granted")
+        eventually(lambda: f.get(SHOP, "/").status == 200, 60, "granted")
         assert seen.client[-1] == "billing"
         assert f.reloads() == 1
     finally:

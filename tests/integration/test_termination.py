@@ -66,30 +66,30 @@ def test_serving_terminating_endpoints_answer_when_no_ready_one_is_left(
     ferryman.write("svc", _slices("app", a=(old1, READY), b=(old2, READY)))
     ferryman.write("ing", ingress("r", [rule("drain.test", path("/", "app"))]))
     ferryman.start()
-    eventually(lambda: _answers(ferryman, "drain.test") == {"old1", "old2"}, 5, "both ready")
+    eventually(lambda: _answers(ferryman, "drain.test") == {"old1", "old2"}, 60, "both ready")
 
     # A terminating endpoint leaves rotation at once while a ready one is left.
     ferryman.write("svc", _slices("app", a=(old1, READY), b=(old2, DRAINING)))
-    eventually(lambda: _answers(ferryman, "drain.test") == {"old1"}, 5, "old2 out")
+    eventually(lambda: _answers(ferryman, "drain.test") == {"old1"}, 60, "old2 out")
 
     # Every pod of the Service is being deleted (a rollout's last old pods, a
     # scale to zero): they still serve, so they answer instead of a 503.
     ferryman.write("svc", _slices("app", a=(old1, DRAINING), b=(old2, DRAINING)))
     eventually(
-        lambda: _answers(ferryman, "drain.test") == {"old1", "old2"}, 5, "draining ones used"
+        lambda: _answers(ferryman, "drain.test") == {"old1", "old2"}, 60, "draining ones used"
     )
 
     # One stops serving: only the other is left.
     ferryman.write("svc", _slices("app", a=(old1, GONE), b=(old2, DRAINING)))
-    eventually(lambda: _answers(ferryman, "drain.test") == {"old2"}, 5, "old1 out")
+    eventually(lambda: _answers(ferryman, "drain.test") == {"old2"}, 60, "old1 out")
 
     # A ready one arrives: the terminating ones leave rotation.
     ferryman.write("svc", _slices("app", b=(old2, DRAINING), c=(new, READY)))
-    eventually(lambda: _answers(ferryman, "drain.test") == {"new"}, 5, "new only")
+    eventually(lambda: _answers(ferryman, "drain.test") == {"new"}, 60, "new only")
 
     # Nothing serves: 503, as before.
     ferryman.write("svc", _slices("app", a=(old1, GONE), b=(old2, GONE)))
-    eventually(lambda: _answers(ferryman, "drain.test") == {"503"}, 5, "503")
+    eventually(lambda: _answers(ferryman, "drain.test") == {"503"}, 60, "503")
 
 
 GRACE = 3.0
@@ -119,7 +119,7 @@ def test_shutdown_grace_period_keeps_serving_new_connections_then_drains(
 
     load = NewConnections(ferryman.http_port, "grace.test")
     try:
-        eventually(lambda: any(o == "app" for _, o in load.outcomes), 5, "load answered")
+        eventually(lambda: any(o == "app" for _, o in load.outcomes), 60, "load answered")
         signalled = time.monotonic()
         ferryman.proc.send_signal(signal.SIGTERM)
         try:
@@ -162,7 +162,7 @@ def test_a_second_signal_ends_the_grace_period(ferryman: Ferryman, backends: Bac
     assert ferryman.proc is not None
     started = time.monotonic()
     ferryman.proc.send_signal(signal.SIGTERM)
-    eventually(lambda: "still serving for the grace period" in ferryman.logs(), 5, "draining")
+    eventually(lambda: "still serving for the grace period" in ferryman.logs(), 60, "draining")
     ferryman.proc.send_signal(signal.SIGINT)
     assert ferryman.proc.wait(20) == 0
     assert time.monotonic() - started < 20

@@ -100,7 +100,7 @@ def test_secret_added_later_enables_tls(ferryman: Ferryman, backends: Backends) 
     ferryman.write("secret-b", tls_secret("missing-tls", ["b.example.com"]))
     eventually(
         lambda: _peer_cert_names(ferryman.https_port, "b.example.com") == ["b.example.com"],
-        3,
+        60,
         "certificate for b",
     )
 
@@ -145,7 +145,7 @@ def test_certificate_rotation_serves_the_new_certificate(
     ferryman.write("secret-a", tls_secret("a-tls", ["a.example.com", "rotated.example.com"]))
     eventually(
         lambda: "rotated.example.com" in _peer_cert_names(ferryman.https_port, "a.example.com"),
-        3,
+        60,
         "rotated certificate",
     )
     # Certificates travel without a reload; Angie reads them from files: one.

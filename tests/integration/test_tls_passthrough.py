@@ -140,7 +140,7 @@ def test_passthrough_hosts_are_owned_with_ingresses(
         lambda: https(ferryman.https_port, "app.example.com")[0] == tls_backend.certificate,
         what="the TransportServer takes the host",
     )
-    assert ferryman.events_for("secure-app")[-1]["reason"] == "AddedOrUpdated"
+    ferryman.last_event("secure-app", "AddedOrUpdated")
 
 
 def test_a_wildcard_passthrough_host(ferryman: Ferryman, tls_backend: TlsBackend) -> None:

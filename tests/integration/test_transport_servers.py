@@ -274,7 +274,7 @@ def test_listener_conflicts_with_nic_messages(ferryman: Ferryman, echoes: Echoes
     reloads = ferryman.reloads()
     ferryman.remove("ts-old")
     eventually(lambda: tcp_ask(tcp_port) == b"b:hello", what="ts-new takes the listener")
-    assert ferryman.events_for("ts-new")[-1]["reason"] == "AddedOrUpdated"
+    ferryman.last_event("ts-new", "AddedOrUpdated")
     assert ferryman.reloads() == reloads
 
 
@@ -309,8 +309,8 @@ def test_listeners_come_and_go_with_one_reload_each(ferryman: Ferryman, echoes: 
         ),
     )
     eventually(lambda: tcp_ask(second) == b"a:hello", what="the new listener")
-    assert ferryman.reloads() == reloads + 1
-    assert ferryman.events_for("ts2")[-1]["reason"] == "AddedOrUpdated"
+    ferryman.reloads_reach(reloads + 1)
+    ferryman.last_event("ts2", "AddedOrUpdated")
     ferryman.remove("gc")
     eventually(lambda: ferryman.reloads() == reloads + 2, what="the listeners gone")
 
@@ -483,7 +483,7 @@ def test_tls_ends_in_nginx_with_the_transport_servers_secret(
     reloads = ferryman.reloads()
     ferryman.write("secret-b", tls_secret("b-tls", ["b.example.com"]))
     eventually(lambda: _tls_ask(port, "b.example.com")[1] == b"b:hello", what="b served")
-    assert ferryman.events_for("ts-b")[-1]["reason"] == "AddedOrUpdated"
+    ferryman.last_event("ts-b", "AddedOrUpdated")
     assert ferryman.reloads() == reloads
 
 

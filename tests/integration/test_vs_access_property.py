@@ -91,7 +91,7 @@ def test_access_control_matches_ipaddress(
 ) -> None:
     marker = f"/marker-{next(_markers)}"
     served.write("docs", manifests(rules, marker))
-    eventually(lambda: answer(served, "127.0.0.1", marker) == 200, 10.0, f"{marker} live")
+    eventually(lambda: answer(served, "127.0.0.1", marker) == 200, 60, f"{marker} live")
     wrong = []
     for client in clients:
         for i, (action, networks) in enumerate(rules):

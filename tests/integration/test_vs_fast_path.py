@@ -62,7 +62,7 @@ def test_routes_the_module_serves_and_those_it_hands_to_lua(
         {"path": "/nothing", "action": {"pass": "empty"}},
     ]
     _start(ferryman, backends, virtual_server(routes, upstreams))
-    eventually(lambda: answer(ferryman, "/pass")[0] == "a", 10.0, "VirtualServer live")
+    eventually(lambda: answer(ferryman, "/pass")[0] == "a", 60, "VirtualServer live")
 
     assert answer(ferryman, "/pass/x") == ("a", "module")
     assert answer(ferryman, "/exact") == ("b", "module")
@@ -92,7 +92,7 @@ def test_a_split_is_rolled_per_request_in_the_module(
 ) -> None:
     split = [{"weight": 20, "action": {"pass": "a"}}, {"weight": 80, "action": {"pass": "b"}}]
     _start(ferryman, backends, virtual_server([{"path": "/", "splits": split}]))
-    eventually(lambda: answer(ferryman, "/")[1] == "module", 10.0, "VirtualServer live")
+    eventually(lambda: answer(ferryman, "/")[1] == "module", 60, "VirtualServer live")
     answers = Counter(answer(ferryman, f"/{i}") for i in range(300))
     assert set(answers) == {("a", "module"), ("b", "module")}
     # 20 %: 60 expected, far outside 30..95 has odds below 1e-6.
@@ -120,9 +120,9 @@ def test_host_policies_keep_every_route_on_the_slow_path(
         host="route.example.com",
     )
     _start(ferryman, backends, allow, host_policy, route_policy)
-    eventually(lambda: answer(ferryman, "/")[0] == "a", 10.0, "VirtualServer live")
+    eventually(lambda: answer(ferryman, "/")[0] == "a", 60, "VirtualServer live")
     assert answer(ferryman, "/x") == ("a", "lua")
-    eventually(lambda: answer(ferryman, "/", "route.example.com")[0] == "a", 10.0, "live")
+    eventually(lambda: answer(ferryman, "/", "route.example.com")[0] == "a", 60, "live")
     assert answer(ferryman, "/guarded", "route.example.com") == ("b", "lua")
     assert answer(ferryman, "/other", "route.example.com") == ("a", "module")
 
@@ -144,7 +144,7 @@ def test_an_upstreams_timeouts_and_tries_hold_in_the_module(
     ferryman.write("svc-broken", service_with_backends("broken", broken))
     try:
         _start(ferryman, backends, virtual_server(routes, upstreams))
-        eventually(lambda: answer(ferryman, "/slow")[0] == "a", 10.0, "VirtualServer live")
+        eventually(lambda: answer(ferryman, "/slow")[0] == "a", 60, "VirtualServer live")
         started = time.monotonic()
         assert answer(ferryman, "/slow?delay=3") == ("504 <html>", "module")
         assert time.monotonic() - started < 2.5
@@ -174,7 +174,7 @@ TOKENS = ["1", "0", "2", "100", "u", "l", "f", "s", "E", "P", "X", "I", "N", "-"
 @pytest.fixture
 def ferryman_with_a_host(ferryman: Ferryman, backends: Backends) -> tuple[Ferryman, set[int]]:
     _start(ferryman, backends, virtual_server([{"path": "/", "action": {"pass": "a"}}]))
-    eventually(lambda: answer(ferryman, "/")[1] == "module", 10.0, "VirtualServer live")
+    eventually(lambda: answer(ferryman, "/")[1] == "module", 60, "VirtualServer live")
     return ferryman, _workers(ferryman)
 
 

@@ -147,16 +147,16 @@ def test_listener_changes_reload_only_for_ports(ferryman: Ferryman, backends: Ba
 
     listeners.append({"name": "http-b", "port": port_b, "protocol": "HTTP"})
     ferryman.write("gc", global_configuration(listeners))
-    eventually(lambda: get_on(port_b, "cafe.example.com", "/").status == 404, 10, "port b")
+    eventually(lambda: get_on(port_b, "cafe.example.com", "/").status == 404, 60, "port b")
     assert ferryman.reloads() == before + 1
 
     ferryman.write("vs", virtual_server("cafe", "cafe.example.com", {"http": "http-b"}))
-    eventually(lambda: get_on(port_b, "cafe.example.com", "/").served_by == "tea", 10, "on b")
+    eventually(lambda: get_on(port_b, "cafe.example.com", "/").served_by == "tea", 60, "on b")
     assert ferryman.get("cafe.example.com", "/").status == 404
     assert get_on(port_a, "cafe.example.com", "/").status == 404
 
     ferryman.write("vs", virtual_server("cafe", "cafe.example.com", {"http": "missing"}))
-    eventually(lambda: get_on(port_b, "cafe.example.com", "/").status == 404, 10, "off b")
+    eventually(lambda: get_on(port_b, "cafe.example.com", "/").status == 404, 60, "off b")
     assert ferryman.get("cafe.example.com", "/").status == 404
     event = eventually(lambda: ferryman.events_for("cafe")[-1]["reason"] != "AddedOrUpdated")
     event = ferryman.events_for("cafe")[-1]
@@ -167,6 +167,6 @@ def test_listener_changes_reload_only_for_ports(ferryman: Ferryman, backends: Ba
     )
 
     ferryman.write("vs", virtual_server("cafe", "cafe.example.com", None))
-    eventually(lambda: ferryman.get("cafe.example.com", "/").served_by == "tea", 10, "default")
+    eventually(lambda: ferryman.get("cafe.example.com", "/").served_by == "tea", 60, "default")
     assert get_on(port_b, "cafe.example.com", "/").status == 404
     assert ferryman.reloads() == before + 1

@@ -66,22 +66,22 @@ def test_missing_policy_answers_500_with_nics_warning(
     )
     # Created: its user is translated again, with no reload.
     ferryman.write("later", policy("later", accessControl={"allow": ["10.0.0.0/8"]}))
-    eventually(lambda: status(ferryman, "cafe.test", "/guarded") == 403, 10, "enforced")
+    eventually(lambda: status(ferryman, "cafe.test", "/guarded") == 403, 60, "enforced")
     assert last_event(ferryman, "cafe")["reason"] == "AddedOrUpdated"
     # Invalid: as missing.
     ferryman.write("later", policy("later", accessControl={"allow": ["10.0.0.0/33"]}))
-    eventually(lambda: status(ferryman, "cafe.test", "/guarded") == 500, 10, "invalid")
+    eventually(lambda: status(ferryman, "cafe.test", "/guarded") == 500, 60, "invalid")
     pol = last_event(ferryman, "later", "Policy")
     assert pol["reason"] == "Rejected"
     assert pol["message"].startswith("Policy default/later is invalid and was rejected: ")
     # Edited to allow us, then deleted.
     ferryman.write("later", policy("later", accessControl={"allow": ["127.0.0.0/8"]}))
-    eventually(lambda: served_by(ferryman, "cafe.test", "/guarded") == "b", 10, "allowed")
+    eventually(lambda: served_by(ferryman, "cafe.test", "/guarded") == "b", 60, "allowed")
     assert last_event(ferryman, "later", "Policy")["message"] == (
         "Policy default/later was added or updated"
     )
     ferryman.remove("later")
-    eventually(lambda: status(ferryman, "cafe.test", "/guarded") == 500, 10, "deleted")
+    eventually(lambda: status(ferryman, "cafe.test", "/guarded") == 500, 60, "deleted")
     assert ferryman.reloads() == 1  # the start-up reload only
 
 
@@ -162,7 +162,7 @@ def test_rate_limit_dry_run_only_logs(ferryman: Ferryman, backends: Backends) ->
     # NGINX's words at the logLevel, NIC's zone name (the Policy's and the VirtualServer's).
     line = eventually(
         lambda: [x for x in ferryman.logs().splitlines() if "limiting requests, dry run" in x],
-        5,
+        60,
         "NGINX's log line",
     )[0]
     assert "[warn]" in line and "excess: 1.000 by zone" in line
@@ -250,7 +250,7 @@ def test_basic_auth_secret_problems_answer_500(ferryman: Ferryman, backends: Bac
         assert text in message
     # The Secret appears: its user is translated again.
     ferryman.write("absent", secret("absent", "nginx.org/htpasswd", {"htpasswd": b"u:{PLAIN}p"}))
-    eventually(lambda: status(ferryman, "cafe.test", "/missing") == 401, 10, "the Secret used")
+    eventually(lambda: status(ferryman, "cafe.test", "/missing") == 401, 60, "the Secret used")
     assert ferryman.reloads() == 1
 
 

@@ -117,7 +117,7 @@ def test_rate_limits_count_as_nginx(
             lambda: (
                 c.get(base + "/live", headers={"Host": host, "X-User": "probe"}).status_code != 404
             ),
-            10,
+            60,
             f"{name} live",
         )
         by_user, by_uri = LimitReq(bursts[0]), LimitReq(bursts[1])

@@ -59,7 +59,7 @@ def crds(kube: Client) -> Client:
     install_crds(kube, *NIC_CRDS)
     kinds = (VirtualServer, VirtualServerRoute, Policy, TransportServer, GlobalConfiguration)
     listed = lambda: all(list(kube.list(k, namespace="default")) is not None for k in kinds)  # noqa: E731
-    wait_until(listed, 30, "NIC's kinds")
+    wait_until(listed, 60, "NIC's kinds")
     return kube
 
 

@@ -68,9 +68,9 @@ def test_jwt_and_ingress_mtls_secrets_from_the_api(
     # Both Secrets replaced through the API: the old key and CA no longer pass.
     apply(kube, jwk_secret("keys", jwks(jwk("ES256", "two")), namespace=ns))
     apply(kube, ca_secret("clients", authority("k8s-other").cert_pem, namespace=ns))
-    wait_until(lambda: f.get("jwt.k8s.test", "/", headers=old).status == 401, 10, "new keys")
+    wait_until(lambda: f.get("jwt.k8s.test", "/", headers=old).status == 401, 60, "new keys")
     new = {"Authorization": "Bearer " + token("ES256", {"exp": exp}, kid="two")}
     assert served_by(f, "jwt.k8s.test", "/", headers=new) == "tea"
-    wait_until(lambda: mtls_get(f, tmp_path, "mtls.k8s.test", alice)[0] == 400, 10, "new CA")
+    wait_until(lambda: mtls_get(f, tmp_path, "mtls.k8s.test", alice)[0] == 400, 60, "new CA")
     assert mtls_get(f, tmp_path, "mtls.k8s.test", issue("k8s-other", "bob"))[0] == 200
     assert f.reloads() == 1

@@ -75,13 +75,13 @@ def test_a_virtual_servers_certificate_is_made_followed_and_removed(
                 or []
             )  # type: ignore[union-attr]
         ),
-        30,
+        60,
         "the Certificate CRD",
     )
     apply(kube, *service_with_backends("tea", [backends.start("tea")], namespace=ns))
     apply(kube, _vs(ns, {"cluster-issuer": "letsencrypt", "duration": "2160h"}))
     f = start_ferryman("ferryman-cm", "--enable-cert-manager")
-    cert = wait_until(lambda: _certificate(kube, ns, "shop-tls"), 15, "the Certificate")
+    cert = wait_until(lambda: _certificate(kube, ns, "shop-tls"), 60, "the Certificate")
     assert cert["spec"] == {
         "dnsNames": ["shop.k8s.test"],
         "secretName": "shop-tls",
@@ -92,12 +92,12 @@ def test_a_virtual_servers_certificate_is_made_followed_and_removed(
     assert cert["metadata"]["labels"] == {"team": "a"}
     (owner,) = cert["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("VirtualServer", "shop", True)
-    wait_until(lambda: "CreateCertificate" in _reasons(kube, ns), 10, "CreateCertificate")
+    wait_until(lambda: "CreateCertificate" in _reasons(kube, ns), 60, "CreateCertificate")
 
     # cert-manager issues the Secret: the host serves TLS with it, no reload.
     reloads = f.reloads()
     apply(kube, {**tls_secret("shop-tls", ["shop.k8s.test"], namespace=ns), "apiVersion": "v1"})
-    wait_until(lambda: f.get("shop.k8s.test", "/", https=True).served_by == "tea", 15, "TLS served")
+    wait_until(lambda: f.get("shop.k8s.test", "/", https=True).served_by == "tea", 60, "TLS served")
     assert f.reloads() == reloads
 
     # An edit follows.
@@ -107,7 +107,7 @@ def test_a_virtual_servers_certificate_is_made_followed_and_removed(
             (_certificate(kube, ns, "shop-tls") or {}).get("spec", {}).get("issuerRef")
             == {"name": "internal", "kind": "Issuer", "group": "cert-manager.io"}
         ),
-        15,
+        60,
         "the edit",
     )
     updated = _certificate(kube, ns, "shop-tls")
@@ -116,8 +116,8 @@ def test_a_virtual_servers_certificate_is_made_followed_and_removed(
 
     # Another secret name: a new Certificate, the old one deleted.
     _edit(kube, ns, {"issuer": "internal"}, secret="shop-tls-2")
-    wait_until(lambda: _certificate(kube, ns, "shop-tls-2"), 15, "the new Certificate")
-    wait_until(lambda: _certificate(kube, ns, "shop-tls") is None, 15, "the old one deleted")
+    wait_until(lambda: _certificate(kube, ns, "shop-tls-2"), 60, "the new Certificate")
+    wait_until(lambda: _certificate(kube, ns, "shop-tls") is None, 60, "the old one deleted")
 
     # Someone else's Certificate of the name asked for is left as it is.
     foreign = {
@@ -128,7 +128,8 @@ def test_a_virtual_servers_certificate_is_made_followed_and_removed(
     }
     kube.create(Certificate.from_dict(foreign))
     _edit(kube, ns, {"issuer": "internal"}, secret="theirs")
-    wait_until(lambda: "BadConfig" in _reasons(kube, ns), 15, "the Warning")
+    wait_until(lambda: "BadConfig" in _reasons(kube, ns), 60, "the Warning")
     kept = _certificate(kube, ns, "theirs")
     assert kept is not None and kept["spec"]["dnsNames"] == ["x.test"]
-    assert _certificate(kube, ns, "shop-tls-2") is None  # no longer asked for
+    # No longer asked for: deleted in the same round as the Warning, in no set order.
+    wait_until(lambda: _certificate(kube, ns, "shop-tls-2") is None, 60, "shop-tls-2 deleted")

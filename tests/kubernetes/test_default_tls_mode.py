@@ -32,8 +32,8 @@ def test_the_default_server_secret_is_read_from_the_api(
     flag = f"--default-server-tls-secret={namespace}/default-tls"
     f = _start(running, _ferryman(tmp_path, apiserver, namespace, "a", flag))
     wait_until(
-        lambda: _names(f.https_port, "nobody.k8s.test") == ["default.k8s.test"], 5.0, "served"
+        lambda: _names(f.https_port, "nobody.k8s.test") == ["default.k8s.test"], 60, "served"
     )
     apply(kube, tls_secret("default-tls", ["renewed.k8s.test"], namespace=namespace))
-    wait_until(lambda: _names(f.https_port, None) == ["renewed.k8s.test"], 5.0, "followed")
+    wait_until(lambda: _names(f.https_port, None) == ["renewed.k8s.test"], 60, "followed")
     assert f.reloads() == 1

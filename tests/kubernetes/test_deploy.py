@@ -111,13 +111,13 @@ def _run_with_deploy_rbac(
     f.start()
     try:
         assert served_by(f, "rbac.test", "/") == "pod"
-        wait_until(lambda: _status(kube, "rbac-app", "web") == ["192.0.2.30"], 10, "status")
-        wait_until(lambda: _events(kube, "rbac-app", "web"), 5, "event")
+        wait_until(lambda: _status(kube, "rbac-app", "web") == ["192.0.2.30"], 60, "status")
+        wait_until(lambda: _events(kube, "rbac-app", "web"), 60, "event")
         lease = kube.get(Lease, "ferryman-leader-election", namespace="ferryman")
         assert lease.spec is not None and lease.spec.holderIdentity == "ferryman-sa"
         # Its readiness-gate report: a Lease of its own, created and renewed.
         report = "ferryman-report.ferryman-leader-election.ferryman-sa"
-        wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 5, "report")
+        wait_until(lambda: kube.get(Lease, report, namespace="ferryman"), 60, "report")
 
         # The webhook's certificate made into its Secret, and its CA trusted.
         def ca_bundles() -> list[str | None]:
@@ -125,10 +125,10 @@ def _run_with_deploy_rbac(
             return [w.clientConfig.caBundle for w in config.webhooks or []]
 
         secret = wait_until(
-            lambda: kube.get(Secret, "ferryman-webhook-cert", namespace="ferryman"), 10, "Secret"
+            lambda: kube.get(Secret, "ferryman-webhook-cert", namespace="ferryman"), 60, "Secret"
         )
         assert secret.data is not None
-        wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 10, "caBundle")
+        wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 60, "caBundle")
         assert "forbidden" not in f.logs().lower()
     finally:
         assert f.stop() == 0

@@ -69,11 +69,11 @@ def test_external_endpoints_from_the_external_service(
     f = start_ferryman("ferryman-ext", "--external-service", f"{namespace}/ferryman")
     assert served_by(f, HOST, "/tea") == "tea"
     want = [{"ip": "192.0.2.7", "ports": "[80,443]"}]
-    _wait_endpoints(kube, namespace, want, 15, "externalEndpoints")
+    _wait_endpoints(kube, namespace, want, 60, "externalEndpoints")
     # The Service's address changes (ferryman reads it every 10 s): both follow.
     _lb(kube, namespace, {"hostname": "lb.example.com"})
     want = [{"hostname": "lb.example.com", "ports": "[80,443]"}]
-    _wait_endpoints(kube, namespace, want, 25, "new externalEndpoints")
+    _wait_endpoints(kube, namespace, want, 60, "new externalEndpoints")
     state = kube.get(VirtualServer, "cafe", namespace=namespace)["status"]["state"]
     assert state == "Valid"
     assert f.reloads() == 1
@@ -90,7 +90,7 @@ def test_external_endpoints_from_ingress_addresses(
     put(kube, VirtualServerRoute, _vsr(namespace, "tea", "tea"))
     start_ferryman("ferryman-ext2", "--ingress-address", "192.0.2.30")
     want = [{"ip": "192.0.2.30", "ports": ""}]
-    _wait_endpoints(kube, namespace, want, 15, "externalEndpoints")
+    _wait_endpoints(kube, namespace, want, 60, "externalEndpoints")
 
 
 def test_external_status_address_from_the_configmap_overrides_the_flags(
@@ -116,10 +116,10 @@ def test_external_status_address_from_the_configmap_overrides_the_flags(
         "--nginx-configmaps", f"{namespace}/nginx-config",
     )  # fmt: skip
     want = [{"ip": "192.0.2.40", "ports": ""}, {"hostname": "lb.example.com", "ports": ""}]
-    _wait_endpoints(kube, namespace, want, 15, "the ConfigMap's addresses")
+    _wait_endpoints(kube, namespace, want, 60, "the ConfigMap's addresses")
     config["data"] = {"external-status-address": "192.0.2.41"}
     apply(kube, config)
-    _wait_endpoints(kube, namespace, [{"ip": "192.0.2.41", "ports": ""}], 15, "the edit")
+    _wait_endpoints(kube, namespace, [{"ip": "192.0.2.41", "ports": ""}], 60, "the edit")
     config["data"] = {}
     apply(kube, config)
-    _wait_endpoints(kube, namespace, [{"ip": "192.0.2.30", "ports": ""}], 15, "the flag's")
+    _wait_endpoints(kube, namespace, [{"ip": "192.0.2.30", "ports": ""}], 60, "the flag's")

@@ -45,7 +45,7 @@ def test_a_replica_stopped_longer_than_its_lease_is_ready_only_once_caught_up(
     apply(kube, *service_with_backends("app", [a, b], namespace=namespace))
     apply(kube, ingress("web", [rule(HOST, path("/", "app"))], namespace=namespace))
     f = start_ferryman("ferryman-stall", "--leader-election-lease-duration", str(LEASE))
-    wait_until(lambda: {served_by(f, HOST, f"/{i}") for i in range(6)} == {"a", "b"}, 10, "a, b")
+    wait_until(lambda: {served_by(f, HOST, f"/{i}") for i in range(6)} == {"a", "b"}, 60, "a, b")
     assert f.proc is not None
     os.kill(f.proc.pid, signal.SIGSTOP)
     stopped = time.monotonic()
@@ -71,7 +71,7 @@ def test_a_replica_stopped_longer_than_its_lease_is_ready_only_once_caught_up(
         assert {served_by(f, HOST, f"/{i}") for i in range(6)} == {"b"}
         return True
 
-    wait_until(caught_up, 30, "ready again")
+    wait_until(caught_up, 60, "ready again")
     assert "behind the API" in f.logs()
 
 
@@ -89,7 +89,7 @@ def test_a_replica_cut_off_from_the_api_longer_than_its_lease_is_not_ready_until
     assert _ready(f) == 200
     apiserver.stop()
     try:
-        wait_until(lambda: _ready(f) == 503, 30, "not ready without the API")
+        wait_until(lambda: _ready(f) == 503, 60, "not ready without the API")
         assert served_by(f, HOST, "/") == "a"  # traffic goes on with what was applied
     finally:
         apiserver.start()

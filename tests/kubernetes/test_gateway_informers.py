@@ -45,7 +45,7 @@ def gateway_crds(apiserver: APIServer) -> None:
     install_crds(apiserver.client(), *build_conformance().crd_files())
 
 
-async def until(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
+async def until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         if asyncio.get_running_loop().time() > deadline:
@@ -64,7 +64,7 @@ def run_source(apiserver: APIServer, store: Store, gateway_api: bool, scenario: 
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:
-            await asyncio.wait_for(source.wait_synced(), 10)
+            await asyncio.wait_for(source.wait_synced(), 60)
             await asyncio.to_thread(scenario)
             await until(check, "the store")
         finally:
@@ -104,9 +104,15 @@ def test_gateway_api_kinds_and_namespaces_reach_the_store(
         }))  # fmt: skip
 
     store = Store()
-    run_source(
-        apiserver, store, True, scenario, lambda: store.get("ReferenceGrant", namespace, "grant")
-    )
+    # Each kind has its own watch: one object delivered says nothing of the others.
+    written = [
+        ("GatewayClass", "", f"informed-{n}"),
+        ("Gateway", namespace, "gw"),
+        ("HTTPRoute", labelled, "web"),
+        ("ReferenceGrant", namespace, "grant"),
+        ("Namespace", "", labelled),
+    ]
+    run_source(apiserver, store, True, scenario, lambda: all(store.get(*k) for k in written))
     gwc = store.get("GatewayClass", "", f"informed-{n}")
     assert gwc is not None and gwc["spec"]["controllerName"] == "example.com/x"
     gw = store.get("Gateway", namespace, "gw")
@@ -140,7 +146,7 @@ def test_tenant_mode_watches_reference_grants_without_gateway_api(
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:
-            await asyncio.wait_for(source.wait_synced(), 10)
+            await asyncio.wait_for(source.wait_synced(), 60)
             await asyncio.to_thread(
                 kube.create,
                 REFERENCE_GRANT_V1.from_dict({

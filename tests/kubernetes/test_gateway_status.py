@@ -120,7 +120,7 @@ def version(kube: Client, ref: ObjectRef) -> str:
     return str(obj.metadata.resourceVersion)
 
 
-async def until(check: Callable[[], bool], what: str, timeout: float = 10) -> None:
+async def until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         if asyncio.get_running_loop().time() > deadline:

@@ -665,14 +665,14 @@ def _assert_ca_bundle_kept(kube: Client, namespace: str) -> None:
     """Under the chart's RBAC the webhook made its Secret and set the caBundle."""
     name = f"{RELEASE}-ferryman"
     secret = wait_until(
-        lambda: kube.get(Secret, f"{name}-webhook-cert", namespace=namespace), 10, "Secret"
+        lambda: kube.get(Secret, f"{name}-webhook-cert", namespace=namespace), 60, "Secret"
     )
 
     def ca_bundles() -> list[str | None]:
         config = kube.get(MutatingWebhookConfiguration, f"{name}-readiness-gates")
         return [w.clientConfig.caBundle for w in config.webhooks or []]
 
-    wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 10, "caBundle")
+    wait_until(lambda: ca_bundles() == [secret.data["ca.crt"]], 60, "caBundle")
 
 
 def _assert_ingress_reported(kube: Client, namespace: str, ip: str) -> None:
@@ -683,14 +683,14 @@ def _assert_ingress_reported(kube: Client, namespace: str, ip: str) -> None:
         lb = ing.status.loadBalancer if ing.status else None
         return [i.ip or "" for i in (lb.ingress or [])] if lb else []
 
-    wait_until(lambda: status() == [ip], 10, "Ingress status from the Service")
+    wait_until(lambda: status() == [ip], 60, "Ingress status from the Service")
     wait_until(
         lambda: [
             e
             for e in kube.list(Event, namespace=namespace)
             if e.regarding is not None and e.regarding.name == "web"
         ],
-        10,
+        60,
         "an Event for the Ingress",
     )
 
@@ -789,7 +789,7 @@ def test_rendered_chart_applies_and_runs(
             "routes": [{"path": "/", "action": {"pass": "up"}}],
         },
     }
-    wait_until(lambda: kube.create(VirtualServer(vs)), 30, "a VirtualServer")
+    wait_until(lambda: kube.create(VirtualServer(vs)), 60, "a VirtualServer")
     vsr = {
         "apiVersion": "k8s.nginx.org/v1",
         "kind": "VirtualServerRoute",
@@ -810,15 +810,15 @@ def test_rendered_chart_applies_and_runs(
             obj = kube.get(VirtualServer, "cafe", namespace=namespace)
             return (obj.get("status") or {}).get("state")
 
-        wait_until(vs_state, 10, "the VirtualServer's status")
+        wait_until(vs_state, 60, "the VirtualServer's status")
 
         def vsr_state() -> Any:
             obj = kube.get(VirtualServerRoute, "orphan", namespace=namespace)
             return (obj.get("status") or {}).get("reason")
 
-        wait_until(lambda: vsr_state() == "NoVirtualServerFound", 10, "the VSR's status")
+        wait_until(lambda: vsr_state() == "NoVirtualServerFound", 60, "the VSR's status")
         lease = wait_until(
-            lambda: kube.get(Lease, f"{name}-leader-election", namespace=namespace), 10, "Lease"
+            lambda: kube.get(Lease, f"{name}-leader-election", namespace=namespace), 60, "Lease"
         )
         assert lease.spec.holderIdentity == "edge-pod-0"
         _assert_ingress_reported(kube, namespace, "192.0.2.40")
@@ -920,14 +920,14 @@ def test_readiness_gates_run_on_the_charts_rbac(
     )
     report = f"ferryman-report.{RELEASE}-ferryman-leader-election.edge-pod-0"
     with _running(f, kube):
-        wait_until(lambda: kube.get(Lease, report, namespace=namespace), 10, "the report")
+        wait_until(lambda: kube.get(Lease, report, namespace=namespace), 60, "the report")
 
         def condition() -> str | None:
             pod = kube.get(Pod, "web-1", namespace=apps)
             found = [c for c in (pod.status.conditions or []) if c.type == gate]
             return found[0].reason if found and found[0].status == "True" else None
 
-        assert wait_until(condition, 10, "the gate condition") == "NotServed"
+        assert wait_until(condition, 60, "the gate condition") == "NotServed"
     with pytest.raises(ApiError) as gone:
         kube.get(Lease, report, namespace=namespace)
     assert gone.value.status.code == 404
@@ -951,7 +951,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
         apply(kube, obj.to_dict())
     machine = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine"}
     machine["metadata"] = {"name": "m1", "namespace": namespace}
-    wait_until(lambda: kube.create(Machine.from_dict({**machine, "spec": {}})), 30, "the CRD")
+    wait_until(lambda: kube.create(Machine.from_dict({**machine, "spec": {}})), 60, "the CRD")
     kube.patch(
         Machine.Status, "m1", {"status": {"nodeRef": {"kind": "Node", "name": "edge-node"}}},
         namespace=namespace, patch_type=PatchType.MERGE,
@@ -970,7 +970,7 @@ def test_machine_lifecycle_hooks_run_on_the_charts_rbac(
             return (m.get("spec") or {}).get("lifecycleHooks")
 
         wanted = {"preDrain": [ours], "preTerminate": [ours]}
-        wait_until(lambda: hooks() == wanted, 20, "ferryman's hooks")
+        wait_until(lambda: hooks() == wanted, 60, "ferryman's hooks")
 
 
 def test_tenant_mode_may_watch_reference_grants(helm_binary: Path) -> None:
@@ -1139,7 +1139,7 @@ def test_a_nic_values_file_brings_up_ferryman(
             "action": {"pass": "dns"},
         },
     }
-    wait_until(lambda: kube.create(TransportServer(ts)), 30, "a TransportServer")
+    wait_until(lambda: kube.create(TransportServer(ts)), 60, "a TransportServer")
     f = Ferryman(
         tmp_path / "ferryman",
         extra_args=_harness_args(docs),
@@ -1152,7 +1152,7 @@ def test_a_nic_values_file_brings_up_ferryman(
         def ts_reason() -> Any:
             return status(kube, TransportServer, "dns", namespace).get("reason")
 
-        assert wait_until(ts_reason, 10, "the TransportServer's status") == "AddedOrUpdated"
+        assert wait_until(ts_reason, 60, "the TransportServer's status") == "AddedOrUpdated"
 
 
 @pytest.mark.parametrize(

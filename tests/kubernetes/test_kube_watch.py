@@ -11,14 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lightkube import AsyncClient
+from lightkube import ApiError, AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 from ferryman.kube.errors import Gone
 from ferryman.kube.watch import Backoff, Listing, Query, informer
-from testkit.apiserver import APIServer
+from testkit.apiserver import APIServer, wait_until
 
 
 class FirstListFromTheEarlier:
@@ -63,7 +63,18 @@ def test_a_watch_from_a_compacted_version_lists_again(
         earlier = str(kube.get(ConfigMap, "a", namespace="w").metadata.resourceVersion)  # type: ignore[union-attr]
         for i in range(20):  # move the revision past it, then let compaction run
             kube.create(ConfigMap(metadata=ObjectMeta(name=f"c{i}", namespace="w")))
-        time.sleep(3)
+
+        def compacted() -> bool:
+            """etcd no longer has the earlier version (compaction runs every 2 s; a
+            fixed 3 s was not always enough on a loaded machine)."""
+            exact = {"resourceVersion": earlier, "resourceVersionMatch": "Exact"}
+            try:
+                list(kube._client.request("list", res=ConfigMap, namespace="w", params=exact))
+            except ApiError as e:
+                return e.status.code == 410
+            return False
+
+        wait_until(compacted, 60, "etcd compacted past the earlier version")
         # A restarted server's watch cache starts after it: that version is gone.
         server.stop()
         server.start()
@@ -96,7 +107,7 @@ def test_a_watch_from_a_compacted_version_lists_again(
                 )
             )
             try:
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + 60
                 while len(lists) < 2:
                     assert time.monotonic() < deadline, (lists, errors)
                     await asyncio.sleep(0.05)

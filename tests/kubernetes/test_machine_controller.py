@@ -155,7 +155,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
     kube.create(
         bare_pod(ns, "static-x", node.node, annotations={"kubernetes.io/config.mirror": "x"})
     )
-    wait_until(lambda: ready(kube, ns, "web-1"), 30, "web-1 running on the machine's node")
+    wait_until(lambda: ready(kube, ns, "web-1"), 60, "web-1 running on the machine's node")
 
     make_machine(
         kube,
@@ -172,7 +172,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
             "machine.machine.openshift.io"
             in (get(kube, ns, name)["metadata"].get("finalizers") or [])
         ),
-        30,
+        60,
         "the finalizer",
     )
     wait_until(
@@ -183,7 +183,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
             "Drainable",
             blocked("Drainable", "Drain", f"{FERRYMAN_GO} {FOREIGN_GO}"),
         ),
-        30,
+        60,
         "Drainable",
     )
     assert shows(kube, ns, name, "Terminable", blocked("Terminable", "Terminate", FERRYMAN_GO))
@@ -191,11 +191,11 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
 
     kube.delete(Machine, name, namespace=ns)
     wait_until(
-        lambda: get(kube, ns, name)["status"].get("phase") == "Deleting", 30, "phase Deleting"
+        lambda: get(kube, ns, name)["status"].get("phase") == "Deleting", 60, "phase Deleting"
     )
     wait_until(
         lambda: ("DrainBlocked", "Drain blocked by pre-drain hook") in events(kube, ns, name),
-        30,
+        60,
         "DrainBlocked",
     )
     # Blocked: no cordon, no eviction, for as long as any pre-drain hook stays.
@@ -205,7 +205,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
     own(kube, ns, name, "preDrain", FOREIGN_HOOK, present=False)  # the foreign owner is done
     wait_until(
         lambda: shows(kube, ns, name, "Drainable", blocked("Drainable", "Drain", FERRYMAN_GO)),
-        30,
+        60,
         "one hook left",
     )
     assert still(lambda: not kube.get(Node, node.node).spec.unschedulable, 1.0)
@@ -230,7 +230,7 @@ def test_deletion_waits_for_each_hook_owner_then_drains_and_terminates(
     assert get(kube, ns, name)["metadata"]["finalizers"] == ["machine.machine.openshift.io"]
 
     own(kube, ns, name, "preTerminate", FERRYMAN_HOOK, present=False)
-    wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
+    wait_until(lambda: gone(kube, Machine, name, ns), 60, "the Machine to go")
     assert not (instances / f"{ns}.{name}").exists()
     assert gone(kube, Node, node.node)
     assert events(kube, ns, name) == [
@@ -267,7 +267,7 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
 
     wait_until(lambda: allows(1), 60, "the disruption controller's count")
     make_machine(kube, ns, name, node.node, instances)
-    wait_until(lambda: shows(kube, ns, name, "Drainable", {"status": "True"}), 30, "Drainable")
+    wait_until(lambda: shows(kube, ns, name, "Drainable", {"status": "True"}), 60, "Drainable")
     kube.delete(Machine, name, namespace=ns)
 
     # One pod may go; the other's eviction is refused (429) round after round.
@@ -283,7 +283,7 @@ def test_pod_disruption_budget_holds_the_drain_until_it_allows(
     assert len(pods_on(kube, node.node)) == 1
     # The Event follows the condition.
     requeued = wait_until(
-        lambda: [n for r, n in events(kube, ns, name) if r == "DrainRequeued"], 10, "DrainRequeued"
+        lambda: [n for r, n in events(kube, ns, name) if r == "DrainRequeued"], 60, "DrainRequeued"
     )
     assert requeued[0].startswith("Node drain requeued: 1 pod(s) not evicted")
     assert not gone(kube, Machine, name, ns)
@@ -336,10 +336,10 @@ def test_hooks_are_immutable_once_deletion_starts_and_removable(
     # Before deletion, hooks come and go freely.
     own(kube, ns, name, "preDrain", FOREIGN_HOOK, present=True)
     own(kube, ns, name, "preDrain", FOREIGN_HOOK, present=False)
-    wait_until(lambda: get(kube, ns, name)["metadata"].get("finalizers"), 30, "the finalizer")
+    wait_until(lambda: get(kube, ns, name)["metadata"].get("finalizers"), 60, "the finalizer")
     kube.delete(Machine, name, namespace=ns)
     wait_until(
-        lambda: get(kube, ns, name)["status"].get("phase") == "Deleting", 30, "phase Deleting"
+        lambda: get(kube, ns, name)["status"].get("phase") == "Deleting", 60, "phase Deleting"
     )
 
     def refused(patch: dict[str, Any]) -> str:
@@ -376,11 +376,11 @@ def test_hooks_are_immutable_once_deletion_starts_and_removable(
     own(kube, ns, name, "preDrain", CAPI_DRAIN_HOOK, present=False)
     wait_until(
         lambda: shows(kube, ns, name, "Drainable", blocked("Drainable", "Drain", FERRYMAN_GO)),
-        30,
+        60,
         "the spec's hook alone",
     )
     own(kube, ns, name, "preDrain", FERRYMAN_HOOK, present=False)
-    wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
+    wait_until(lambda: gone(kube, Machine, name, ns), 60, "the Machine to go")
     assert events(kube, ns, name) == [
         ("DrainBlocked", "Drain blocked by pre-drain hook"),
         ("DrainBlocked", "Drain blocked by pre-drain hook"),
@@ -400,7 +400,7 @@ def test_cluster_api_annotations_are_hooks_too(
     )  # fmt: skip
     wait_until(
         lambda: shows(kube, ns, name, "Drainable", blocked("Drainable", "Drain", FERRYMAN_GO)),
-        30,
+        60,
         "Drainable",
     )
     assert shows(
@@ -412,7 +412,7 @@ def test_cluster_api_annotations_are_hooks_too(
     )
     kube.delete(Machine, name, namespace=ns)
     wait_until(
-        lambda: [r for r, _ in events(kube, ns, name)] == ["DrainBlocked"], 30, "DrainBlocked"
+        lambda: [r for r, _ in events(kube, ns, name)] == ["DrainBlocked"], 60, "DrainBlocked"
     )
     assert still(lambda: not kube.get(Node, node.node).spec.unschedulable, 1.0)
 
@@ -430,7 +430,7 @@ def test_cluster_api_annotations_are_hooks_too(
     )
 
     own(kube, ns, name, "preTerminate", CAPI_TERMINATE_HOOK, present=False)
-    wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
+    wait_until(lambda: gone(kube, Machine, name, ns), 60, "the Machine to go")
     assert gone(kube, Node, node.node) and not (instances / f"{ns}.{name}").exists()
     assert [r for r, _ in events(kube, ns, name)] == [
         "DrainBlocked",
@@ -465,7 +465,7 @@ def test_a_new_process_resumes_a_deletion_where_the_last_one_stopped(
         lambda: shows(
             kube, ns, name, "Terminable", blocked("Terminable", "Terminate", FERRYMAN_GO)
         ),
-        30,
+        60,
         "Terminable",
     )
     kube.delete(Machine, name, namespace=ns)
@@ -479,6 +479,6 @@ def test_a_new_process_resumes_a_deletion_where_the_last_one_stopped(
     controller.restart(kube)
     # The new process reads the drain as done: no second drain, only what is left.
     own(kube, ns, name, "preTerminate", FERRYMAN_HOOK, present=False)
-    wait_until(lambda: gone(kube, Machine, name, ns), 30, "the Machine to go")
+    wait_until(lambda: gone(kube, Machine, name, ns), 60, "the Machine to go")
     assert gone(kube, Node, node.node) and not (instances / f"{ns}.{name}").exists()
     assert [r for r, _ in events(kube, ns, name)] == ["DrainProceeds", "Deleted", "DrainSucceeded"]

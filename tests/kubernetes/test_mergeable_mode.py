@@ -37,7 +37,7 @@ def test_mergeable_events_and_status(
     )  # fmt: skip
     wait_until(
         lambda: any(e.reason == "NoIngressMasterFound" for e in _events(kube, namespace, "tea")),
-        10,
+        60,
         "orphan",
     )
     master = ingress(
@@ -47,9 +47,9 @@ def test_mergeable_events_and_status(
         namespace=namespace,
     )
     apply(kube, master)
-    wait_until(lambda: f.get(HOST, "/tea").served_by == "a", 10, "served")
-    wait_until(lambda: _status(kube, namespace, "tea") == ["192.0.2.10"], 10, "minion status")
-    wait_until(lambda: _events(kube, namespace, "tea")[-1].reason == "AddedOrUpdated", 10, "served")
+    wait_until(lambda: f.get(HOST, "/tea").served_by == "a", 60, "served")
+    wait_until(lambda: _status(kube, namespace, "tea") == ["192.0.2.10"], 60, "minion status")
+    wait_until(lambda: _events(kube, namespace, "tea")[-1].reason == "AddedOrUpdated", 60, "served")
     # An invalid annotation rejects the master with NIC's message.
     master["metadata"]["annotations"]["nginx.org/proxy-read-timeout"] = "soon"
     apply(kube, master)
@@ -60,10 +60,10 @@ def test_mergeable_events_and_status(
             in (e.note or "")
             for e in _events(kube, namespace, "cafe")
         ),
-        10,
+        60,
         "Rejected",
     )
-    wait_until(lambda: f.get(HOST, "/tea").status == 404, 10, "no master")
+    wait_until(lambda: f.get(HOST, "/tea").status == 404, 60, "no master")
     wait_until(
-        lambda: _events(kube, namespace, "tea")[-1].reason == "NoIngressMasterFound", 10, "orphan"
+        lambda: _events(kube, namespace, "tea")[-1].reason == "NoIngressMasterFound", 60, "orphan"
     )

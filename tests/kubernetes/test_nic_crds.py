@@ -58,7 +58,7 @@ def kube(apiserver: APIServer) -> Iterator[Client]:
             list(client.list(r, namespace="default")) is not None for r in RESOURCES.values()
         )
 
-    wait_until(served, 30, "the k8s.nginx.org kinds")
+    wait_until(served, 60, "the k8s.nginx.org kinds")
     yield client
 
 

@@ -60,14 +60,14 @@ def test_policy_status_and_its_secret(
         "reason": "AddedOrUpdated",
         "message": f"Policy {namespace}/auth was added or updated",
     }
-    wait_until(lambda: status(kube, Policy, "auth", namespace) == valid, 10, "Policy Valid")
+    wait_until(lambda: status(kube, Policy, "auth", namespace) == valid, 60, "Policy Valid")
 
     # Invalid: its status says why; the route answers 500 and the VirtualServer warns.
     patch = {"spec": {"basicAuth": {"secret": None}}}
     kube.patch(Policy, "auth", patch, namespace=namespace, patch_type=PatchType.MERGE)
     invalid = wait_until(
         lambda: (s := status(kube, Policy, "auth", namespace)).get("state") == "Invalid" and s,
-        10,
+        60,
         "Policy Invalid",
     )
     assert invalid["reason"] == "Rejected"
@@ -75,12 +75,12 @@ def test_policy_status_and_its_secret(
         f"Policy {namespace}/auth is invalid and was rejected: spec.basicAuth.secret: "
         "Required value"
     )
-    wait_until(lambda: f.get("pol.k8s.test", "/").status == 500, 5, "500")
+    wait_until(lambda: f.get("pol.k8s.test", "/").status == 500, 60, "500")
     warning = {
         "state": "Warning",
         "reason": "AddedOrUpdatedWithWarning",
         "message": f"Configuration for {namespace}/cafe was added or updated with warning(s): "
         f"Policy {namespace}/auth is missing or invalid",
     }
-    wait_until(lambda: status(kube, VirtualServer, "cafe", namespace) == warning, 10, "Warning")
+    wait_until(lambda: status(kube, VirtualServer, "cafe", namespace) == warning, 60, "Warning")
     assert f.reloads() == 1

@@ -123,11 +123,11 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
             service("web", n),
             ingress("web", [rule(host, path("/", "web"))], namespace=n),
         )
-    wait_until(lambda: len(held_back(kube, ns)) == 1, 30, "the opted-in pod held back")
-    wait_until(lambda: len(held_back(kube, plain)) == 1, 30, "the other pod held back")
+    wait_until(lambda: len(held_back(kube, ns)) == 1, 60, "the opted-in pod held back")
+    wait_until(lambda: len(held_back(kube, plain)) == 1, 60, "the other pod held back")
     ferryman.start()
     (pod,) = held_back(kube, ns)
-    wait_until(lambda: served_by(ferryman, "gated.test", "/") == pod, 15, "the gated pod serves")
+    wait_until(lambda: served_by(ferryman, "gated.test", "/") == pod, 60, "the gated pod serves")
     assert {served_by(ferryman, "gated.test", f"/r{i}") for i in range(6)} == {pod}
     # Not opted in: the not-Ready pod gets no traffic, as without gates.
     assert served_by(ferryman, "plain.test", "/") == "503"
@@ -137,7 +137,7 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
     # Opted in while ferryman runs: a Pod informer starts for the namespace.
     kube.patch(Namespace, plain, {"metadata": {"labels": {INJECT_LABEL: INJECT_ENABLED}}})
     (other,) = held_back(kube, plain)
-    wait_until(lambda: served_by(ferryman, "plain.test", "/") == other, 15, "opted in")
+    wait_until(lambda: served_by(ferryman, "plain.test", "/") == other, 60, "opted in")
     assert sorted(held_back(kube, ns) + held_back(kube, plain)) == sorted([pod, other])
 
     # Opted out while the pod still waits on the gate: not stranded, still routed
@@ -148,7 +148,7 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
         time.sleep(0.2)
     # Its gate opens (by hand here): Ready, routed as any ready pod.
     open_gate(kube, ns, pod)
-    wait_until(lambda: held_back(kube, ns) == [], 15, "the pod Ready")
+    wait_until(lambda: held_back(kube, ns) == [], 60, "the pod Ready")
     assert served_by(ferryman, "gated.test", "/") == pod
     assert kubelet.errors == []
 
@@ -186,7 +186,7 @@ def test_many_opted_in_namespaces_do_not_exhaust_the_api_connections(
             service("web", ns),
             ingress("web", [rule("many.test", path("/", "web"))], namespace=ns),
         )
-        (pod,) = wait_until(lambda: held_back(kube, ns), 30, "the pod held back")
+        (pod,) = wait_until(lambda: held_back(kube, ns), 60, "the pod held back")
         f = Ferryman(
             tmp_path / "ferryman",
             extra_args=[
@@ -200,8 +200,8 @@ def test_many_opted_in_namespaces_do_not_exhaust_the_api_connections(
         f.start(wait=False)
         f.wait_ready(90)
         try:
-            wait_until(lambda: served_by(f, "many.test", "/") == pod, 15, "the gated pod serves")
-            wait_until(lambda: _status(kube, ns, "web") == ["192.0.2.77"], 15, "Ingress status")
+            wait_until(lambda: served_by(f, "many.test", "/") == pod, 60, "the gated pod serves")
+            wait_until(lambda: _status(kube, ns, "web") == ["192.0.2.77"], 60, "Ingress status")
         finally:
             f.stop()
     finally:

@@ -99,13 +99,13 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
         # deploy/'s configuration (failurePolicy Fail) calling one replica.
         called = stopped if webhook_on == "stopped" else running
         apply(kube, webhook_configuration(config, ns, ports[called.workdir.name]))
-        wait_trusted(kube, config, 10)
+        wait_trusted(kube, config)
         apply(kube, deployment("web", ns, 2, "v1"))
         wait_until(lambda: rolled_out(kube, ns, "web", 2), 60, "first pods")
         first = live_pods(kube, ns)
         for f in (running, stopped):
             wait_until(
-                lambda f=f: {served_by(f, HOST, f"/{i}") for i in range(12)} == first, 20, "both"
+                lambda f=f: {served_by(f, HOST, f"/{i}") for i in range(12)} == first, 60, "both"
             )
         client = FollowingClient([running, stopped])
         client.start()
@@ -124,7 +124,7 @@ def test_a_rollout_with_a_replica_stopped_past_its_lease_fails_nothing_and_gates
         new = live_pods(kube, ns)
         for f in (running, stopped):
             wait_until(
-                lambda f=f: {served_by(f, HOST, f"/{i}") for i in range(12)} == new, 30, "new"
+                lambda f=f: {served_by(f, HOST, f"/{i}") for i in range(12)} == new, 60, "new"
             )
         client.done.set()
         client.join(30)

@@ -69,12 +69,12 @@ def test_transport_server_status_and_traffic(
         "reason": "AddedOrUpdated",
         "message": f"Configuration for {namespace}/first was added or updated ",
     }
-    wait_until(lambda: _status(kube, namespace, "first") == want, 10, "status Valid")
+    wait_until(lambda: _status(kube, namespace, "first") == want, 60, "status Valid")
     kube.create(TransportServer(_ts(namespace, "second", "tea")))
     taken = {
         "state": "Warning",
         "reason": "Rejected",
         "message": "Listener web-tcp with host empty host is taken by another resource",
     }
-    wait_until(lambda: _status(kube, namespace, "second") == taken, 10, "status Warning")
+    wait_until(lambda: _status(kube, namespace, "second") == taken, 60, "status Warning")
     assert f.reloads() == 1

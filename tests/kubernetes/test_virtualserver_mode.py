@@ -47,23 +47,23 @@ def test_virtual_server_is_served_and_valid(
         "reason": "AddedOrUpdated",
         "message": f"Configuration for {namespace}/cafe was added or updated ",
     }
-    wait_until(lambda: _status(kube, namespace) == want, 10, "status Valid")
+    wait_until(lambda: _status(kube, namespace) == want, 60, "status Valid")
 
     put(kube, VirtualServer, _vs(namespace, "coffee"))
-    wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "coffee", 5, "the update")
+    wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "coffee", 60, "the update")
     put(kube, VirtualServer, _vs(namespace, "coffee", path="/a{b}"))  # refused by the parser
     invalid = wait_until(
-        lambda: (s := _status(kube, namespace)).get("state") == "Invalid" and s, 10, "Invalid"
+        lambda: (s := _status(kube, namespace)).get("state") == "Invalid" and s, 60, "Invalid"
     )
     assert invalid["reason"] == "Rejected"
     assert invalid["message"].startswith(f"VirtualServer {namespace}/cafe was rejected with error")
     assert served_by(f, "vs.k8s.test", "/") == "404"
     put(kube, VirtualServer, _vs(namespace, "tea"))
-    wait_until(lambda: _status(kube, namespace) == want, 10, "Valid again")
+    wait_until(lambda: _status(kube, namespace) == want, 60, "Valid again")
     # Deleted and created again: the new object gets its status too.
     kube.delete(VirtualServer, "cafe", namespace=namespace)
-    wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "404", 5, "the deletion")
+    wait_until(lambda: served_by(f, "vs.k8s.test", "/") == "404", 60, "the deletion")
     put(kube, VirtualServer, _vs(namespace, "tea"))
-    wait_until(lambda: _status(kube, namespace) == want, 10, "status of the new object")
+    wait_until(lambda: _status(kube, namespace) == want, 60, "status of the new object")
     assert served_by(f, "vs.k8s.test", "/") == "tea"
     assert f.reloads() == 1

@@ -34,6 +34,7 @@ from testkit.webhook import (  # noqa: F401 (fixtures)
     GATE,
     _configuration,
     _ferryman,
+    _gated_once_trusted,
     _opt_in,
     _pod,
     _service,
@@ -79,9 +80,9 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
     try:
         # ferryman made the certificate, stored it, and had the configuration trust it.
         wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
-                   10, "caBundle")  # fmt: skip
+                   60, "caBundle")  # fmt: skip
 
-        assert _pod(kube, ns, {"app": "web", "pod-template-hash": "1"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web", "pod-template-hash": "1"})
         assert _pod(kube, ns, {"app": "db"}) == []  # no served Ingress routes to it
         assert _pod(kube, ns, {"app": "foreign"}) == []  # another class's Ingress does
         assert _pod(kube, ns, {}) == []
@@ -94,7 +95,7 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
 
         # An Ingress routing to db: its pods get the gate once ferryman serves it.
         apply(kube, ingress("db", [rule("db.test", path("/", "unrouted"))], namespace=ns))
-        wait_until(lambda: f.get("db.test", "/").status == 503, 5, "db.test served")
+        wait_until(lambda: f.get("db.test", "/").status == 503, 60, "db.test served")
         assert _pod(kube, ns, {"app": "db"}) == [GATE]
 
         # Whoever else calls: no AdmissionReview is HTTP 400, more than the API
@@ -126,9 +127,9 @@ def test_gates_go_to_pods_of_served_services_in_opted_in_namespaces(
         # matches namespaceSelector against its cache of namespaces: a label
         # change takes effect within moments, so pods are created until it has.)
         _opt_in(kube, ns, False)
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 5, "no gate once opted out")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 60, "no gate once opted out")
         _opt_in(kube, ns, True)
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "gate once opted in")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "gate once opted in")
     finally:
         assert f.stop() == 0
 
@@ -156,7 +157,7 @@ def test_failure_policy_fail_refuses_pods_while_the_webhook_is_down(
             return str(e.status.message)
         return None
 
-    assert "readiness-gates.ferryman.io" in wait_until(refused, 5, "pod refused")
+    assert "readiness-gates.ferryman.io" in wait_until(refused, 60, "pod refused")
 
 
 def test_replicas_serve_one_certificate_and_follow_the_secret(
@@ -190,9 +191,9 @@ def test_replicas_serve_one_certificate_and_follow_the_secret(
         wait_until(
             lambda: all(_ca_bundles(kube, c) == [_secret_ca(kube, ns, "webhook-cert")]
                         for c, _ in replicas),
-            10, "both caBundles",
+            60, "both caBundles",
         )  # fmt: skip
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        _gated_once_trusted(kube, ns, {"app": "web"})
 
         # The Secret replaced by a new CA and certificate.
         renewed = generate(["127.0.0.1"])
@@ -201,10 +202,10 @@ def test_replicas_serve_one_certificate_and_follow_the_secret(
             patch_type=PatchType.MERGE,
         )  # fmt: skip
         want = base64.b64encode(renewed.ca).decode()
-        wait_until(lambda: all(_ca_bundles(kube, c) == [want] for c, _ in replicas), 10,
+        wait_until(lambda: all(_ca_bundles(kube, c) == [want] for c, _ in replicas), 60,
                    "the renewed CA trusted")  # fmt: skip
         # Both serve the renewed certificate (else the Fail policy refuses the pod).
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "a pod admitted")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "a pod admitted")
 
         # The Secret deleted: both replicas see it at once and race to make a new
         # one; one creates it, the other's create conflicts and it reads the winner's.
@@ -214,10 +215,10 @@ def test_replicas_serve_one_certificate_and_follow_the_secret(
             ca = _secret_ca(kube, ns, "webhook-cert")
             return ca if ca != want else None
 
-        new = wait_until(remade, 10, "a new Secret")
-        wait_until(lambda: all(_ca_bundles(kube, c) == [new] for c, _ in replicas), 10,
+        new = wait_until(remade, 60, "a new Secret")
+        wait_until(lambda: all(_ca_bundles(kube, c) == [new] for c, _ in replicas), 60,
                    "the new CA trusted")  # fmt: skip
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "a pod admitted")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "a pod admitted")
         # One create won each time: the first Secret and this one.
         made = [f.logs().count("made a certificate") for _, f in replicas]
         assert sum(made) == 2, made
@@ -262,18 +263,18 @@ def test_a_secret_given_is_used_as_it_is(
     f.start()
     try:
         want = base64.b64encode(given.ca).decode()
-        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 10, "caBundles")
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 60, "caBundles")
+        _gated_once_trusted(kube, ns, {"app": "web"})
         assert kube.get(Secret, "given", namespace=ns).data == given.secret_data()
         # Someone wipes the caBundle (a re-applied manifest): ferryman puts it back.
         apply(kube, doc)
-        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 5, "caBundle restored")
+        wait_until(lambda: _ca_bundles(kube, config) == [want, want], 60, "caBundle restored")
         # A replica starting finds everything as it should be: it writes nothing
         # (the API server would not tell: it drops a patch that changes nothing).
         written = f.logs().count("caBundle set")
         assert f.stop() == 0
         f.start()
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 5, "serving again")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "serving again")
         time.sleep(1)  # its watches have delivered the Secret and the configuration
         assert f.logs().count("caBundle set") == written
     finally:
@@ -298,15 +299,15 @@ def test_an_unusable_secret_costs_the_gates_not_ferryman(
     f = _ferryman(tmp_path, apiserver, ns, port, config, secret="given")
     f.start()
     try:
-        wait_until(lambda: "no certificate yet" in f.logs(), 5, "the reason logged")
+        wait_until(lambda: "no certificate yet" in f.logs(), 60, "the reason logged")
         assert "do not load" in f.logs()
         assert _pod(kube, ns, {"app": "web"}) == []  # failurePolicy Ignore
         assert f.get("web.test", "/").status == 503  # routing as ever (no endpoints)
         kube.patch(Secret, "given", {"data": good.secret_data()}, namespace=ns,
                    patch_type=PatchType.MERGE)  # fmt: skip
         want = base64.b64encode(good.ca).decode()
-        wait_until(lambda: _ca_bundles(kube, config) == [want], 10, "caBundle")
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+        wait_until(lambda: _ca_bundles(kube, config) == [want], 60, "caBundle")
+        _gated_once_trusted(kube, ns, {"app": "web"})
     finally:
         assert f.stop() == 0
 
@@ -331,10 +332,10 @@ def test_a_namespace_without_the_label_gets_no_gate_whatever_the_configuration_s
     f.start()
     try:
         wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
-                   10, "caBundle")  # fmt: skip
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+                   60, "caBundle")  # fmt: skip
+        _gated_once_trusted(kube, ns, {"app": "web"})
         _opt_in(kube, ns, False)
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 5, "no gate once opted out")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [], 60, "no gate once opted out")
         reviews = f.metrics()
         assert reviews['ferryman_readiness_gate_webhook_reviews_total{result="unchanged"}'] >= 1
     finally:
@@ -364,8 +365,8 @@ def test_an_ingress_asking_for_the_webhooks_port_is_refused_it(
     f.start()
     try:
         wait_until(lambda: _ca_bundles(kube, config) == [_secret_ca(kube, ns, "webhook-cert")],
-                   10, "caBundle")  # fmt: skip
-        assert _pod(kube, ns, {"app": "web"}) == [GATE]
+                   60, "caBundle")  # fmt: skip
+        _gated_once_trusted(kube, ns, {"app": "web"})
 
         def warned() -> list[str]:
             return [
@@ -376,7 +377,7 @@ def test_an_ingress_asking_for_the_webhooks_port_is_refused_it(
                 and e.reason == "AddedOrUpdatedWithWarning"
             ]
 
-        note = wait_until(warned, 10, "Warning Event")[-1]
+        note = wait_until(warned, 60, "Warning Event")[-1]
         assert f"port {port} is ferryman's --readiness-gate-webhook-port" in note
         assert f.proc is not None and f.proc.poll() is None
     finally:

@@ -46,7 +46,7 @@ def test_a_stalled_replica_never_lets_a_pod_through_without_its_gate(
     f = _ferryman(tmp_path, apiserver, ns, port, config)
     f.start()
     try:
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 10, "gated")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "gated")
         assert f.proc is not None
         os.kill(f.proc.pid, signal.SIGSTOP)
         try:
@@ -59,6 +59,6 @@ def test_a_stalled_replica_never_lets_a_pod_through_without_its_gate(
             assert took < doc["webhooks"][0]["timeoutSeconds"] + 5
         finally:
             os.kill(f.proc.pid, signal.SIGCONT)
-        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 30, "gated again")
+        wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "gated again")
     finally:
         f.stop()

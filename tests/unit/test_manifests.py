@@ -590,11 +590,15 @@ def test_watchfiles_own_lines_stay_out_of_the_log(
         for port in range(81, 84):
             await asyncio.sleep(0.3)  # let the watch start, then one batch per edit
             (tmp_path / "web.yaml").write_text(SERVICE.replace("port: 80", f"port: {port}"))
-        for _ in range(100):
+        # Until the last edit is read: written again each second, for a watch that
+        # started after the edits (a loaded machine) sees only later writes.
+        for i in range(600):
             await asyncio.sleep(0.1)
             refs = list(sink.objects.values())
             if refs and refs[0]["spec"]["ports"][0]["port"] == 83:
                 break
+            if i % 10 == 9:
+                (tmp_path / "web.yaml").write_text(SERVICE.replace("port: 80", "port: 83"))
         stop.set()
         await asyncio.wait_for(task, 10)
 
