@@ -22,6 +22,7 @@ from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Namespace, Pod
+from lightkube.resources.discovery_v1 import EndpointSlice
 from lightkube.types import PatchType
 
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL, gate_type
@@ -146,11 +147,27 @@ def test_a_pod_held_back_by_ferrymans_gate_is_routed_to_only_where_opted_in(
     for i in range(10):
         assert served_by(ferryman, "gated.test", f"/o{i}") == pod
         time.sleep(0.2)
-    # Its gate opens (by hand here): Ready, routed as any ready pod.
+    # Its gate opens (by hand here): Ready, routed as any ready pod, and routed
+    # all along, while its EndpointSlice still says not ready too (ferryman
+    # stops watching the namespace's pods only once no endpoint is routed for
+    # a gate: before, the Service answered 503 for a moment).
     open_gate(kube, ns, pod)
+    answers = []
+    deadline = time.monotonic() + 60
+    while not endpoint_ready(kube, ns, "web") and time.monotonic() < deadline:
+        answers.append(served_by(ferryman, "gated.test", "/g"))
+    answers += [served_by(ferryman, "gated.test", f"/g{i}") for i in range(20)]
+    assert set(answers) == {pod}, answers
     wait_until(lambda: held_back(kube, ns) == [], 60, "the pod Ready")
     assert served_by(ferryman, "gated.test", "/") == pod
     assert kubelet.errors == []
+
+
+def endpoint_ready(kube: Client, namespace: str, service: str) -> bool:
+    slices = kube.list(
+        EndpointSlice, namespace=namespace, labels={"kubernetes.io/service-name": service}
+    )
+    return any(e.conditions and e.conditions.ready for s in slices for e in s.endpoints or ())
 
 
 def open_gate(kube: Client, namespace: str, pod: str) -> None:

@@ -92,7 +92,9 @@ def test_pod_informers_follow_the_opted_in_namespaces() -> None:
 
 def test_a_namespace_opting_out_is_drained_of_pods_waiting_on_the_gate() -> None:
     """Its Pod informer runs on and the Namespace stays in the store (routing
-    continues) until no pod waits on ferryman's gate: none is stranded."""
+    continues) until no pod waits on ferryman's gate and no endpoint is routed
+    for one (a pod that just passed its gate, its EndpointSlice not yet ready):
+    none is stranded, none answers 503 for a moment."""
 
     async def scenario() -> tuple[Host, Sink, list[set[str]]]:
         host, sink, seen = Host(), Sink(), []
@@ -112,7 +114,11 @@ def test_a_namespace_opting_out_is_drained_of_pods_waiting_on_the_gate() -> None
         informers.delete(ObjectRef("Namespace", "", "a"))  # the label is removed
         await settle()
         informers.upsert(pod_obj("waits", namespace="a", conditions={GATE: "True"}))
-        await settle()  # none waits any more: drained
+        await settle()  # none waits any more, but its endpoint may be routed for it
+        informers.settled(frozenset({"a"}))  # a flush: it is
+        await settle()
+        informers.settled(frozenset({"other"}))  # its EndpointSlice caught up: drained
+        await settle()
         informers.upsert(ns("b"))
         informers.upsert(pod_obj("waits", namespace="b"))
         informers.delete(ObjectRef("Pod", "b", "waits"))  # deleted: waits no more
@@ -123,7 +129,7 @@ def test_a_namespace_opting_out_is_drained_of_pods_waiting_on_the_gate() -> None
         return host, sink, seen
 
     host, sink, seen = asyncio.run(scenario())
-    assert seen == [{"a"}, {"a"}, set(), set()]
+    assert seen == [{"a"}, {"a"}, {"a"}, {"a"}, set(), set()]
     assert host.forgotten == ["a", "b"]
     namespaces = [e for e in sink.seen if e.endswith((" a", " b"))]
     assert namespaces == ["upsert a", "delete a", "upsert b", "delete b"]

@@ -233,6 +233,7 @@ class KubernetesMode:
         if self.drains is not None and (leaving := applied.leaving_applied()) != self._leaving:
             self._leaving = leaving
             self.drains.applied_changed()
+        self.source.settled(applied.gate_routed_namespaces())
         if self._status_of() != self._status_override:
             self._status_changed.set()
 

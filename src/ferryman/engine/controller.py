@@ -82,6 +82,7 @@ class Applied(Protocol):
     def applied_gated_pods(self) -> frozenset[PodId]: ...
 
     def leaving_applied(self) -> frozenset[str]: ...
+    def gate_routed_namespaces(self) -> frozenset[str]: ...
 
 
 class FlushObserver(Protocol):
@@ -115,9 +116,9 @@ class Controller:
         and ``sinks`` (Kubernetes mode's status); each of ``observers`` is told
         after every flush, once NGINX confirmed its records (readiness gates and
         drains read ``applied_gated_pods()`` and ``leaving_applied()`` then);
-        ``resource_status`` receives each
-        custom resource's state when its Event is reported (Kubernetes mode);
-        ``configmap``: the keys of ``--nginx-configmaps`` and the files they render."""
+        ``resource_status`` receives each custom resource's state when its Event
+        is reported (Kubernetes mode); ``configmap``: the keys of
+        ``--nginx-configmaps`` and the files they render."""
         self._settings = settings
         self._queue = queue
         self._secrets = secrets
@@ -164,6 +165,9 @@ class Controller:
         desired). The gate flipper turns a gate True once every replica reports
         its pod here. Empty unless ``--readiness-gates``."""
         return self._d.endpoints.confirmed_pending(self._applied.held)
+
+    def gate_routed_namespaces(self) -> frozenset[str]:
+        return self._d.endpoints.gate_routed_namespaces()  # (its docstring says why)
 
     # ---- machine lifecycle hooks: Nodes being drained ------------------------------
 

@@ -82,6 +82,9 @@ class EndpointSets:
         self._key_unready: dict[BackendKey, set[tuple[str, str]]] = {}
         # Backend -> its peers ("address#port") behind which gate-pending pods wait.
         self._pending: dict[BackendKey, dict[str, frozenset[PodId]]] = {}
+        # Backend -> its namespace, while a not-ready endpoint of it is routed for
+        # its pod's gate (pending, or passed and the EndpointSlice not caught up).
+        self._gate_routed: dict[BackendKey, str] = {}
         # The backends computed since the store last changed (``_clean_at``: its
         # change count then): one store change queues both an Ingress, whose sync
         # computes its new backends, and their Services, whose sync would compute
@@ -138,6 +141,7 @@ class EndpointSets:
         self._set_nodes(key, frozenset())
         self._key_left.pop(key, None)
         self._pending.pop(key, None)
+        self._gate_routed.pop(key, None)
         self._clean.discard(key)
 
     def compute(self, key: BackendKey) -> None:
@@ -148,6 +152,7 @@ class EndpointSets:
             self._clean_at = self._store.changes
         elif key in self._clean:
             return
+        self._gate_routed.pop(key, None)
         ns, svc, port = split(key)
         service = valid_or_none(parse_service, self._store.get("Service", ns, svc))
         if port.endswith(CLUSTER_IP):
@@ -171,6 +176,8 @@ class EndpointSets:
             self._set_unready(key, {(ns, a) for a in unready})
             if service is not None and unready and self._opted_in(ns):
                 routable = self._gated(service, unready)
+            if routable:
+                self._gate_routed[key] = ns
         peers = resolve_peers(service, slices, port_ref_of(port), routable, self._leaving)
         if self._track_nodes:
             self._follow_nodes(key, slices, routable, peers)
@@ -253,6 +260,13 @@ class EndpointSets:
         """The backends where a not-ready endpoint holds ``address``: a change of
         the pod there may route to it, or stop routing to it."""
         return sorted(self._unready.get((namespace, address), ()))
+
+    def gate_routed_namespaces(self) -> frozenset[str]:
+        """Namespaces where some not-ready endpoint is routed for its pod's gate:
+        one that opted out keeps its pods watched until none is (sources/pods.py),
+        or the endpoint of a pod that just passed its gate would go unrouted
+        until its EndpointSlice says ready."""
+        return frozenset(self._gate_routed.values())
 
     def keys_in(self, namespace: str) -> list[BackendKey]:
         """The backends with not-ready endpoints in ``namespace`` (it opted in or out)."""

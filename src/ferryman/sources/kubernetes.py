@@ -190,6 +190,11 @@ class KubernetesSource:
         """Whether ``namespace`` opted in to readiness gates (the webhook asks)."""
         return self._gates is not None and self._gates.opted_in(namespace)
 
+    def settled(self, gate_routed: frozenset[str]) -> None:
+        """After a flush (sources/pods.py, ``PodInformers.settled``)."""
+        if self._gates is not None:
+            self._gates.settled(gate_routed)
+
     def _scopes(self, kind: Kind) -> tuple[str, ...]:
         return self._namespaces if kind.namespaced else ("",)
 

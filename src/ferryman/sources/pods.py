@@ -63,6 +63,9 @@ class PodInformers(Generic[K]):
         # namespace -> its pods whose gate is pending; the opted-out ones being drained.
         self._waiting: dict[str, set[str]] = {}
         self._draining: set[str] = set()
+        # Drained of pending gates, but an endpoint may still be routed for one
+        # until its EndpointSlice says ready: ended by ``settled``.
+        self._settling: set[str] = set()
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
         if obj.get("kind") == "Pod":
@@ -76,6 +79,7 @@ class PodInformers(Generic[K]):
         labels = md.get("labels")
         if opted_in(labels if isinstance(labels, Mapping) else None) and self._watched(name):
             self._draining.discard(name)
+            self._settling.discard(name)
             self._sink.upsert(obj)
             self._start(name)
         else:
@@ -94,7 +98,8 @@ class PodInformers(Generic[K]):
             self._opt_out(ref)
 
     def _opt_out(self, ref: ObjectRef) -> None:
-        if self._waiting.get(ref.name) and ref.name in self._tasks:
+        held = self._waiting.get(ref.name) or ref.name in self._settling
+        if held and ref.name in self._tasks:
             self._draining.add(ref.name)  # the Namespace leaves the store once drained
         else:
             self._sink.delete(ref)
@@ -109,8 +114,20 @@ class PodInformers(Generic[K]):
         if not waiting:
             del self._waiting[ref.namespace]
             if ref.namespace in self._draining:
-                self._draining.discard(ref.namespace)
-                self._opt_out(ObjectRef("Namespace", "", ref.namespace))
+                # The last gate passed (or its pod went): the Namespace and its
+                # pods stay until no endpoint is routed for a gate (``settled``).
+                self._settling.add(ref.namespace)
+
+    def settled(self, gate_routed: frozenset[str]) -> None:
+        """After a flush: ``gate_routed`` are the namespaces where a not-ready
+        endpoint is still routed for its pod's gate; every other namespace that
+        opted out and has no pending gate left stops being watched."""
+        for namespace in sorted(self._settling - gate_routed):
+            if namespace in self._waiting:  # a new pod waits again
+                continue
+            self._settling.discard(namespace)
+            self._draining.discard(namespace)
+            self._opt_out(ObjectRef("Namespace", "", namespace))
 
     def _watched(self, namespace: str) -> bool:
         return bool(namespace) and (not self._allowed or namespace in self._allowed)
@@ -125,6 +142,7 @@ class PodInformers(Generic[K]):
 
     def _end(self, namespace: str) -> None:
         self._waiting.pop(namespace, None)
+        self._settling.discard(namespace)
         task = self._tasks.pop(namespace, None)
         if task is not None:
             task.cancel()
