@@ -393,6 +393,8 @@ def limited_host(ferryman: Ferryman, backends: Backends) -> tuple[Ferryman, set[
     eventually(
         lambda: answer(ferryman, "/", headers={"X-User": "u"})[0] == "429 <html>", 60, "limit"
     )
+    # The start-up reload's old workers exit in their own time (test_vs_fast_path).
+    eventually(lambda: len(_workers(ferryman)) == 2, 60, "the old workers gone")
     return ferryman, _workers(ferryman)
 
 

@@ -175,6 +175,9 @@ TOKENS = ["1", "0", "2", "100", "u", "l", "f", "s", "E", "P", "X", "I", "N", "-"
 def ferryman_with_a_host(ferryman: Ferryman, backends: Backends) -> tuple[Ferryman, set[int]]:
     _start(ferryman, backends, virtual_server([{"path": "/", "action": {"pass": "a"}}]))
     eventually(lambda: answer(ferryman, "/")[1] == "module", 60, "VirtualServer live")
+    # The start-up reload's old workers exit gracefully, in their own time: the
+    # workers to watch are the two (--worker-processes 2) left once they did.
+    eventually(lambda: len(_workers(ferryman)) == 2, 60, "the old workers gone")
     return ferryman, _workers(ferryman)
 
 
