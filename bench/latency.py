@@ -54,7 +54,6 @@ from bench.run import PROXY_HEADERS, _wait, hand_written_nginx
 SHAPES = ("ingress", "virtualserver_policy", "httproute")
 HOSTS = {"ingress": "app0.bench.test", "virtualserver_policy": "vs0.bench.test"}
 HOSTS["httproute"] = "r0.bench.test"
-LOADS = (0.5, 0.9)
 SIDES = ["ferryman", "hand_written"]
 PATH = "/p0/x"
 # Rate-limited runs: h2load 1.52 held --rps only up to ~100 per client here (its
@@ -215,12 +214,13 @@ def measure(
         runs = [h2load(port, HOSTS[shape], 3, None, log)["rate"] for _ in range(2)]
         saturation[shape] = max(runs)  # the lower one met more of the machine's other work
         print(f"{shape}: hand-written saturation {saturation[shape]:.0f} req/s {runs}", flush=True)
+    loads = [float(x) for x in args.loads.split(",")]
     raw: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
-        shape: {f"{load:.0%}": {side: [] for side in SIDES} for load in LOADS} for shape in SHAPES
+        shape: {f"{load:.0%}": {side: [] for side in SIDES} for load in loads} for shape in SHAPES
     }
     for k in range(args.rounds):
         for shape in SHAPES:
-            for load in LOADS:
+            for load in loads:
                 for side in alternating(SIDES, k):
                     port, master = sides[side][shape]
                     before = cpu_seconds(master)
@@ -251,6 +251,7 @@ def summarise(
                 }
                 row[side]["failed"] = sum(r["failed"] for r in side_runs)
                 row[side]["non_2xx"] = sum(r["non_2xx"] for r in side_runs)
+                row[side]["runs_killed"] = sum(r["hung"] for r in side_runs)
             row["ratio"] = {
                 q: round(
                     statistics.median(a[q] / b[q] for a, b in zip(ours, theirs, strict=True)), 3
@@ -290,6 +291,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--seconds", type=float, default=4, help="h2load duration per run")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--loads", default="0.5,0.9", help="fractions of the saturation rate")
     args = ap.parse_args()
     with bench_bed("fbench-lat-", ["--enable-gateway-api"]) as (work, backends, f):
         ports = (backends.ports[0], backends.ports[1])
@@ -325,7 +327,8 @@ def main() -> None:
             plain.wait(10)
     result.update(when_and_where())
     result["command"] = (
-        f".venv/bin/python -m bench.latency --seconds {args.seconds:g} --rounds {args.rounds}"
+        f".venv/bin/python -m bench.latency --seconds {args.seconds:g} --rounds {args.rounds} "
+        f"--loads {args.loads}"
     )
     result["h2load"] = (
         f"--h1 -t1 -D{args.seconds:g} --warm-up-time=1; saturation -c{SATURATION_CLIENTS} "
