@@ -20,7 +20,7 @@ Three route shapes, each on both sides (the same NGINX binary, 2 workers):
 For each shape, the hand-written side's saturation rate is measured first
 (``h2load --h1 -c64``, as fast as it goes); then, per round, each side in turn
 (the order alternating by round) gets ``h2load --h1 -c N --rps R/N`` (N = R/90)
-for ``--seconds`` at R = 50% and 90% of it, logging every request
+for ``--seconds`` at R = each of ``--loads`` (default 10%, 50%, 90%) of it, logging every request
 (``--log-file``: start, status, microseconds to the end of the response), and
 the percentiles come from those logs. Per shape and load: each side's median
 over rounds of its percentiles, and the median over rounds of the per-round
@@ -203,7 +203,7 @@ def h2load(port: int, host: str, seconds: float, rate: float | None, log: Path) 
 def measure(
     sides: dict[str, dict[str, tuple[int, int]]], args: argparse.Namespace, work: Path
 ) -> dict[str, Any]:
-    """Saturation per shape, then the rounds at 50% and 90% of it."""
+    """Saturation per shape, then the rounds at each of ``--loads`` of it."""
     log = work / "h2load.log"
     saturation = {}
     for shape in SHAPES:
