@@ -24,7 +24,7 @@ for ``--seconds`` at R = each of ``--loads`` (default 10%, 50%, 90%) of it, logg
 (``--log-file``: start, status, microseconds to the end of the response), and
 the percentiles come from those logs. Per shape and load: each side's median
 over rounds of its percentiles, and the median over rounds of the per-round
-ferryman/hand-written ratio; the achieved rate (h2load's, of the main
+ferryman/hand-written ratio; the achieved rate (logged requests over the main
 duration); failed and non-2xx requests; NGINX CPU per request (/proc).
 """
 
