@@ -33,6 +33,7 @@ from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
+from ferryman.kinds.ingress.parse import ingress_nginx_canary as canary
 from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.policy.parse.cors import CORS
@@ -285,14 +286,7 @@ ENTRIES: dict[str, Entry] = {
         "main is not served (both in a Warning); its other annotations are ignored (the "
         "main's apply: load-balance and affinity too, said in a Warning); the weight is "
         "served in whole percent (rounded, said); not on a mergeable host",
-        reads=(
-            "canary-by-header",
-            "canary-by-header-value",
-            "canary-by-header-pattern",
-            "canary-by-cookie",
-            "canary-weight",
-            "canary-weight-total",
-        ),
+        reads=canary.READS,
     ),
     # snippets
     **{

@@ -21,17 +21,16 @@ PREFIX = "nginx.ingress.kubernetes.io/"
 NGINX_ORG = "nginx.org/"
 # ingress-nginx's default for canary-weight-total (annotations.md "Canary").
 DEFAULT_WEIGHT_TOTAL = 100
-KEYS = frozenset(
-    {
-        "canary",
-        "canary-by-header",
-        "canary-by-header-value",
-        "canary-by-header-pattern",
-        "canary-by-cookie",
-        "canary-weight",
-        "canary-weight-total",
-    }
+# What a canary reads besides ``canary`` itself (also the vocabulary table's reads).
+READS = (
+    "canary-by-header",
+    "canary-by-header-value",
+    "canary-by-header-pattern",
+    "canary-by-cookie",
+    "canary-weight",
+    "canary-weight-total",
 )
+KEYS = frozenset({"canary", *READS})
 # Read on a canary Ingress by ingress-nginx too; every other annotation on a
 # canary is ignored (inherited from the main Ingress), and said so.
 KEPT_ON_CANARY = frozenset(
