@@ -10,6 +10,7 @@ import os
 import random
 import re
 import selectors
+import shutil
 import signal
 import socket
 import ssl
@@ -484,6 +485,9 @@ class Ferryman:
     command_prefix: list[str] = field(default_factory=list)
     # Spell the command line as NIC's manifests do (Go flags, NIC's names, no "run").
     nic_flags: bool = False
+    # Starts the server through a wrapper that sleeps this long first, so a test
+    # sees the window before the first configuration is live on every flavour.
+    server_delay: float = 0.0
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -547,21 +551,41 @@ class Ferryman:
                 *(f"-{a[2:]}" if a.startswith("--") else a for a in modules_dir_args()),
                 *self.extra_args,
             ]  # fmt: skip
-        if self.flavour == "angie":
-            args += ["--data-plane", "angie", "--data-plane-binary", angie_binary()]
-        elif self.flavour == "nginx-1.30":
-            # Its modules and Lua libraries are found beside the binary.
-            args += ["--nginx-binary", lua_server_binary("nginx")]
-        elif self.flavour == "angie-lua":
-            # The records data plane on Angie, as its users ask for Angie.
-            binary = lua_server_binary("angie")
+        binary = self._server_binary()
+        if self.flavour in ("angie", "angie-lua"):
+            # Angie: the records data plane when its build has the Lua tree
+            # (angie-lua), else the classic flavour (angie).
             args += ["--data-plane", "angie", "--data-plane-binary", binary]
+        elif binary != "nginx":
+            # Its modules and Lua libraries are found beside the binary.
+            args += ["--nginx-binary", binary]
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             args, stdout=self._log, stderr=self._log, env={**os.environ, **self.env}
         )
         if wait:
             self.wait_ready()
+
+    def _server_binary(self) -> str:
+        binary = {
+            "angie": angie_binary,
+            "nginx-1.30": lambda: lua_server_binary("nginx"),
+            "angie-lua": lambda: lua_server_binary("angie"),
+        }.get(self.flavour, lambda: "nginx")()
+        if not self.server_delay:
+            return binary
+        # The wrapper sits in a tree of its own whose modules/ and lua/ are the
+        # build's, so ferryman finds them beside it as beside the real binary.
+        real = Path(shutil.which(binary) or binary).resolve()
+        tree = self.workdir / "server"
+        (tree / "sbin").mkdir(parents=True, exist_ok=True)
+        for part in ("modules", "lua"):
+            if (real.parent.parent / part).is_dir() and not (tree / part).exists():
+                (tree / part).symlink_to(real.parent.parent / part)
+        wrapper = tree / "sbin" / real.name
+        wrapper.write_text(f'#!/bin/sh\nsleep {self.server_delay}\nexec {real} "$@"\n')
+        wrapper.chmod(0o755)
+        return str(wrapper)
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         # A ceiling, not a delay: a start on a loaded 2-core CI machine (with the

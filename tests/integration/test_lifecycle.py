@@ -297,12 +297,9 @@ def test_render_fails_with_every_reason(ferryman: Ferryman, tmp_path: Path) -> N
 def test_ready_probe_answers_503_until_the_first_configuration_is_live(
     ferryman: Ferryman, backends: Backends, tmp_path: Path
 ) -> None:
-    # The real NGINX, started through a wrapper that takes its time, so the
-    # window before the first configuration is live is wide enough to see.
-    slow = tmp_path / "slow-nginx"
-    slow.write_text('#!/bin/sh\nsleep 1\nexec nginx "$@"\n')
-    slow.chmod(0o755)
-    ferryman.extra_args = ["--nginx-binary", str(slow)]
+    # The flavour's real server, started through a wrapper that takes its time,
+    # so the window before the first configuration is live is wide enough to see.
+    ferryman.server_delay = 1.0
     _app(ferryman, backends)
     ferryman.write("ing", ingress("r", [rule("ready.test", path("/", "app"))]))
     ferryman.start(wait=False)
