@@ -35,12 +35,24 @@ def modules_dir_args() -> list[str]:
     return ["--nginx-modules-dir", modules] if modules else []
 
 
-def angie_binary() -> str:
-    """Angie from ../shared/vendor (scripts/build-angie.sh, cached by the archive's hash)."""
+def built(script: str) -> str:
+    """The binary a build script prints (scripts/build-nginx.sh: NGINX 1.30.4,
+    scripts/build-angie.sh: Angie 1.12.1; cached by input hash)."""
     out = subprocess.run(
-        [str(ROOT / "scripts" / "build-angie.sh")], capture_output=True, text=True, check=True
+        [str(ROOT / "scripts" / script)], capture_output=True, text=True, check=True
     )
     return out.stdout.strip().splitlines()[-1]
+
+
+def server_args(flavour: str) -> list[str]:
+    """``ferryman run``'s flags for a server: ``nginx`` (Debian's 1.22, with
+    this checkout's module when the environment names it), ``nginx-1.30`` or
+    ``angie`` (each found with its modules and Lua libraries beside it)."""
+    if flavour == "nginx-1.30":
+        return ["--nginx-binary", built("build-nginx.sh")]
+    if flavour == "angie":
+        return ["--data-plane", "angie", "--data-plane-binary", built("build-angie.sh")]
+    return modules_dir_args()
 
 
 def compile_bytecode() -> None:
@@ -234,7 +246,7 @@ def write_yaml(path: Path, docs: list[dict[str, Any]]) -> None:
 @dataclass
 class Ferryman:
     workdir: Path
-    flavour: str = "nginx"  # --data-plane
+    flavour: str = "nginx"  # the server (server_args)
     http_port: int = field(default_factory=free_port)
     https_port: int = field(default_factory=free_port)
     ready_port: int = field(default_factory=free_port)
@@ -258,10 +270,8 @@ class Ferryman:
                 "--http-port", str(self.http_port), "--https-port", str(self.https_port),
                 "--ready-port", str(self.ready_port), "--metrics-port", str(self.metrics_port),
                 "--worker-processes", "2", "--log-level", "warning",
-                *modules_dir_args(),
+                *server_args(self.flavour),
                 *self.extra_args,
-                *(["--data-plane", "angie", "--data-plane-binary", angie_binary()]
-                  if self.flavour == "angie" else []),
             ],
             stdout=log,
             stderr=log,

@@ -13,10 +13,10 @@ Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
 * batch: 1,000 Ingress files written at once: reloads, seconds to all routable;
 * throughput: wrk through ferryman vs a hand-written NGINX config for the same
   route, in the same run, as a ratio;
-* reloads(N), per flavour (``--data-planes nginx,angie``): N Ingresses at
-  start-up: start-up reloads and the start-up reload's time; then one Ingress
-  added: the reloads and the reload time that took (NGINX: none; Angie
-  reloads every server and upstream).
+* reloads(N), per server (``--data-planes nginx,nginx-1.30,angie``): N
+  Ingresses at start-up: start-up reloads and the start-up reload's time; then
+  one Ingress added: the reloads it took (none on any server) and its time to
+  route.
 
 ``--scenarios`` picks some of startup, churn, batch, throughput, reloads.
 """
@@ -336,7 +336,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench/results"))
     ap.add_argument("--scenarios", default="startup,churn,batch,throughput,reloads")
     ap.add_argument("--reload-sizes", default="1000,10000", help="Ingresses for reloads(N)")
-    ap.add_argument("--data-planes", default="nginx,angie", help="flavours for reloads(N)")
+    ap.add_argument(
+        "--data-planes", default="nginx,nginx-1.30,angie", help="servers for reloads(N)"
+    )
     args = ap.parse_args()
     scenarios = set(args.scenarios.split(","))
     compile_bytecode()

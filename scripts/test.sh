@@ -16,11 +16,9 @@ tools/helm/build.sh >/dev/null
 tools/conformance/build.sh >/dev/null
 # The same for the container image tests/container runs (podman on a debootstrap base).
 ./scripts/build-image.sh >/dev/null
-# Angie from ../shared/vendor for the Angie flavour's tests (cached by the archive's hash).
-./scripts/build-angie.sh >/dev/null
 # NGINX 1.30.4 and Angie 1.12.1 with their Lua runtime and ferryman's modules
-# for the nginx-1.30 and angie-lua flavours' tests (1-3 min each cold, cached
-# by input hash).
+# for the nginx-1.30 and angie flavours' tests (1-3 min each cold, cached by
+# input hash).
 ./scripts/build-nginx.sh >/dev/null
-./scripts/build-nginx.sh angie >/dev/null
+./scripts/build-angie.sh >/dev/null
 .venv/bin/pytest "$@"

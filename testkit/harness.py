@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import yaml
 
-from ferryman.dataplane.flavour import FAST_MODULE, MODULES
 from ferryman.dataplane.in_flight import InFlight
+from ferryman.dataplane.main_file import FAST_MODULE, MODULES
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.state_dir import Paths
 from testkit.metrics_text import parse_metrics, reload_count
@@ -49,42 +49,23 @@ def modules_dir_args() -> list[str]:
     return ["--nginx-modules-dir", modules] if modules else []
 
 
-ANGIE_ARCHIVE = "angie-1.12.1.tar.gz"
-
-
 @functools.cache
-def angie_binary() -> str:
-    """Angie built from the vendored release source by scripts/build-angie.sh
-    (cached by the archive's hash; a cold build takes about 30 s)."""
+def server_binary(server: str) -> str:
+    """NGINX 1.30.4 (``nginx``, scripts/build-nginx.sh) or Angie 1.12.1
+    (``angie``, scripts/build-angie.sh, the script users run) with the Lua
+    runtime and ferryman's modules, built from the vendored sources (cached by
+    their hash; a cold build takes 1-3 minutes)."""
     vendor = Path(os.environ.get("FERRYMAN_VENDOR", ROOT.parent / "shared" / "vendor"))
-    if not (vendor / ANGIE_ARCHIVE).exists():
-        # Not a skip: the Angie flavour's tests are coverage, and CI has the archive.
-        raise AssertionError(f"no {vendor / ANGIE_ARCHIVE} to build Angie from")
+    script = "build-angie.sh" if server == "angie" else "build-nginx.sh"
     out = subprocess.run(
-        [str(ROOT / "scripts" / "build-angie.sh")],
+        [str(ROOT / "scripts" / script)],
         capture_output=True,
         text=True,
         check=False,
         env={**os.environ, "FERRYMAN_VENDOR": str(vendor)},
     )
-    assert out.returncode == 0, f"scripts/build-angie.sh failed:\n{out.stderr}"
-    return out.stdout.strip().splitlines()[-1]
-
-
-@functools.cache
-def lua_server_binary(server: str = "nginx") -> str:
-    """NGINX 1.30.4 (``nginx``) or Angie 1.12.1 (``angie``) with the Lua runtime
-    and ferryman's modules, built from the vendored sources by
-    scripts/build-nginx.sh (cached by their hash; a cold build takes 1-3 minutes)."""
-    vendor = Path(os.environ.get("FERRYMAN_VENDOR", ROOT.parent / "shared" / "vendor"))
-    out = subprocess.run(
-        [str(ROOT / "scripts" / "build-nginx.sh"), server],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "FERRYMAN_VENDOR": str(vendor)},
-    )
-    assert out.returncode == 0, f"scripts/build-nginx.sh failed:\n{out.stderr}"
+    # Not a skip: these flavours' tests are coverage, and CI has the sources.
+    assert out.returncode == 0, f"scripts/{script} failed:\n{out.stderr}"
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -471,10 +452,10 @@ class Ferryman:
     workdir: Path
     extra_args: list[str] = field(default_factory=list)
     kubeconfig: str | None = None  # Kubernetes mode instead of the manifests dir
-    # The server: "nginx" (Debian's 1.22), "nginx-1.30" or "angie-lua" (NGINX
+    # The server: "nginx" (Debian's 1.22), "nginx-1.30" or "angie" (NGINX
     # 1.30.4 or Angie 1.12.1 running the same records data plane, built with
-    # their own Lua runtime and ferryman's modules by scripts/build-nginx.sh),
-    # or "angie" (Angie's classic flavour, built by scripts/build-angie.sh).
+    # their own Lua runtime and ferryman's modules by scripts/build-nginx.sh
+    # and scripts/build-angie.sh).
     flavour: str = "nginx"
     env: dict[str, str] = field(default_factory=dict)
     http_port: int = field(default_factory=free_port)
@@ -489,11 +470,6 @@ class Ferryman:
     # sees the window before the first configuration is live on every flavour.
     server_delay: float = 0.0
     proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def data_plane(self) -> str:
-        """ferryman's --data-plane: nginx (either NGINX) or angie."""
-        return "angie" if self.flavour == "angie" else "nginx"
 
     def __post_init__(self) -> None:
         self.manifests = self.workdir / "manifests"
@@ -552,9 +528,7 @@ class Ferryman:
                 *self.extra_args,
             ]  # fmt: skip
         binary = self._server_binary()
-        if self.flavour in ("angie", "angie-lua"):
-            # Angie: the records data plane when its build has the Lua tree
-            # (angie-lua), else the classic flavour (angie).
+        if self.flavour == "angie":
             args += ["--data-plane", "angie", "--data-plane-binary", binary]
         elif binary != "nginx":
             # Its modules and Lua libraries are found beside the binary.
@@ -567,11 +541,8 @@ class Ferryman:
             self.wait_ready()
 
     def _server_binary(self) -> str:
-        binary = {
-            "angie": angie_binary,
-            "nginx-1.30": lambda: lua_server_binary("nginx"),
-            "angie-lua": lambda: lua_server_binary("angie"),
-        }.get(self.flavour, lambda: "nginx")()
+        binary = {"nginx-1.30": "nginx", "angie": "angie"}.get(self.flavour)
+        binary = server_binary(binary) if binary else "nginx"
         if not self.server_delay:
             return binary
         # The wrapper sits in a tree of its own whose modules/ and lua/ are the
@@ -700,25 +671,9 @@ class Ferryman:
         """Reloads counted, whatever their reason."""
         return reload_count(self.metrics())
 
-    def angie_generation(self) -> int:
-        """Angie's own count of configuration loads (its /status/ API, on the
-        version socket): 1 at start, one more per reload."""
-        from ferryman.dataplane.angie import AngiePaths
-
-        socket = AngiePaths(self.state).version_socket
-        transport = httpx.HTTPTransport(uds=str(socket))
-        with httpx.Client(transport=transport, timeout=5) as c:
-            return int(c.get("http://angie/status/angie/generation").json())
-
 
 def in_flight(f: Ferryman) -> InFlight:
     """The data plane's reading of requests in flight, as ferryman takes it."""
-    if f.data_plane == "angie":
-        from ferryman.dataplane.angie import AngiePaths, angie_in_flight
-
-        socket = AngiePaths(f.state).version_socket
-        # As ferryman reads it while no peer left an endpoint set lately.
-        return asyncio.run(angie_in_flight(socket, f.nginx_master_pid(), peers_left=False))
     conf = (f.state / "nginx.conf").read_text()
     m = re.search(r"listen unix:(\S+)/nginx-endpoints\.sock;", conf)
     assert m, "nginx.conf has no push socket"

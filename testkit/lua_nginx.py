@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ferryman.dataplane.flavour import LUA_DIR
+from ferryman.dataplane.main_file import LUA_DIR
 from testkit.harness import eventually, reachable
 
 MODULES = Path("/usr/lib/nginx/modules")

@@ -15,7 +15,7 @@ def backends() -> Iterator[Backends]:
     b.stop_all()
 
 
-FLAVOURS = ("nginx", "nginx-1.30", "angie-lua", "angie")
+FLAVOURS = ("nginx", "nginx-1.30", "angie")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -17,7 +17,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 HOST = "lb.example.com"
 
@@ -103,15 +103,10 @@ def test_invalid_balancing_annotations_are_rejected(ferryman: Ferryman, backends
 
 def test_nic_methods_beyond_the_fast_path(ferryman: Ferryman, backends: Backends) -> None:
     """ip_hash and the random methods are served by the slow path's balancer
-    (kinds/ingress/records/as_virtualserver.py); Angie's classic configuration falls back to
-    round-robin and says so."""
+    (kinds/ingress/records/as_virtualserver.py), on every server."""
     ferryman.write("svc", service_with_backends("app", [backends.start("a")]))
     ferryman.write("ing", _ingress({"nginx.org/lb-method": "ip_hash"}))
     ferryman.start()
     assert served_by(ferryman, HOST, "/") == "a"
     ev = ferryman.events_for("lb")[-1]
-    if ferryman.data_plane == "nginx":
-        assert ev["reason"] == "AddedOrUpdated"
-    else:
-        assert ev["reason"] == "AddedOrUpdatedWithWarning"
-        assert "nginx data plane only" in ev["message"]
+    assert ev["reason"] == "AddedOrUpdated"

@@ -77,7 +77,7 @@ def _start(f: Ferryman, backends: Backends, tls: bool = False, **data: str) -> N
     f.start()
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_proxy_read_timeout_fires_after_an_edit_and_reloads_once(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -151,7 +151,7 @@ def test_a_refused_value_at_start_up_still_opens_the_listeners(
     assert any("but not applied" in e[2] for e in _events(ferryman))
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_server_tokens_hides_or_shows_the_version(ferryman: Ferryman, backends: Backends) -> None:
     name = "Angie" if ferryman.flavour.startswith("angie") else "nginx"  # the server's
     _start(ferryman, backends)
@@ -167,7 +167,7 @@ def _syslog() -> socket.socket:
     return s
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_log_format_and_access_log_reach_syslog(ferryman: Ferryman, backends: Backends) -> None:
     log = _syslog()
     port = log.getsockname()[1]

@@ -116,7 +116,7 @@ def _sni_names(address: str, port: int, sni: str) -> list[str]:
     return list(san.value.get_values_for_type(x509.DNSName))
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_ipv6_clients_are_served_on_the_http_and_https_ports(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -139,7 +139,7 @@ def test_ipv6_clients_are_served_on_the_http_and_https_ports(
     assert httpx.get(f"http://{V6}:{ferryman.ready_port}/nginx-ready", timeout=5).status_code == 200
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_disable_ipv6_refuses_ipv6_clients_while_ipv4_serves(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -391,7 +391,7 @@ def network_without_ipv6() -> Iterator[None]:
         subprocess.run(["ip", "netns", "del", name], check=True)
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_a_machine_without_ipv6_is_served_on_ipv4_with_one_warning(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -405,5 +405,4 @@ def test_a_machine_without_ipv6_is_served_on_ipv4_with_one_warning(
     warnings = [line for line in ferryman.logs().splitlines() if "IPv6 is not available" in line]
     assert len(warnings) == 1, ferryman.logs()
     assert "disable_ipv6 is 1" in warnings[0]
-    main = "angie.conf" if ferryman.data_plane == "angie" else "nginx.conf"
-    assert "[::]" not in (ferryman.state / main).read_text()
+    assert "[::]" not in (ferryman.state / "nginx.conf").read_text()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ferryman.dataplane.flavour import LUA_DIR
+from ferryman.dataplane.main_file import LUA_DIR
 from ferryman.kinds.policy.records.attach import attach
 from ferryman.kinds.policy.records.base import ROUTE, Owner
 from ferryman.resources.nic_route import PolicyRef

@@ -62,6 +62,7 @@ def test_routes_on_each_gateways_own_address(gw: Ferryman) -> None:
         get_at(POOL[2], port, "cafe.example.com")
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_route_changes_go_live_without_reloads(gw: Ferryman) -> None:
     port = free_port()
     gw.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
@@ -118,6 +119,7 @@ def test_listener_hostnames_pick_the_most_specific_listener(gw: Ferryman) -> Non
     assert served(address, port, "example.com") == "404"
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_https_listener_serves_its_certificate(gw: Ferryman) -> None:
     port = free_port()
     listener = {

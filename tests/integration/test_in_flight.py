@@ -70,7 +70,7 @@ def _ingress(f: Ferryman, *pods: Backend | BrokenBackend | RemoteBackend, **kw: 
     f.write("ing", ingress("app", [rule(HOST, path("/", "app"))], annotations=kw or None))
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_requests_held_open_are_in_flight_until_they_end(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -100,7 +100,7 @@ def test_requests_held_open_are_in_flight_until_they_end(
     assert other.hits == 0
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_failed_attempts_before_a_good_peer_leave_nothing_counted(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -125,7 +125,7 @@ def test_failed_attempts_before_a_good_peer_leave_nothing_counted(
         broken.close()
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_a_client_that_goes_away_leaves_nothing_in_flight(
     ferryman: Ferryman, backends: Backends
 ) -> None:
@@ -147,14 +147,12 @@ def test_a_client_that_goes_away_leaves_nothing_in_flight(
         pod.release()
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
     ferryman: Ferryman, backends: Backends
 ) -> None:
-    """The drain's order: the endpoint leaves rotation, then its requests end.
-    NGINX still names the peer; Angie cannot (its DNS lookup dropped the peer,
-    which lives on unnamed, a "zombie"), so it says peers are not measured
-    while requests it cannot name are in flight."""
+    """The drain's order: the endpoint leaves rotation, then its requests end;
+    the module still names the peer until they have, on every server."""
     pod, other = backends.start("pod"), backends.start("other")
     _ingress(ferryman, pod)
     ferryman.start()
@@ -166,16 +164,11 @@ def test_a_peer_that_left_its_endpoint_set_is_counted_until_its_requests_end(
         # still include it, an over-count, which is the safe side.
         eventually(lambda: ferryman.metrics()[REPLICA_GAUGE] == 2, 60, "2 through the replica")
         m = ferryman.metrics()
-        if ferryman.data_plane == "nginx":
-            reading = in_flight(ferryman)
-            assert dict(reading.peers) == {_peer(pod): 2}
-            assert reading.to(["127.0.0.1"]) == 2
-            assert m[f'{PEER_GAUGE}{{server="{_peer(pod)}"}}'] == 2
-            assert m[MEASURED_GAUGE] == 1
-        else:
-            assert m[MEASURED_GAUGE] == 0
-            assert _gauges(ferryman)[0] == {}
-    assert eventually(lambda: ferryman.metrics()[MEASURED_GAUGE] == 1, 60, "measured again")
+        reading = in_flight(ferryman)
+        assert dict(reading.peers) == {_peer(pod): 2}
+        assert reading.to(["127.0.0.1"]) == 2
+        assert m[f'{PEER_GAUGE}{{server="{_peer(pod)}"}}'] == 2
+        assert m[MEASURED_GAUGE] == 1
     assert eventually(lambda: _gauges(ferryman) == ({}, 0), 60, "the gauges at 0")
 
 
@@ -195,7 +188,7 @@ def test_without_the_module_peers_are_not_measured(
         assert ferryman.metrics()[MEASURED_GAUGE] == 0
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_ipv6_peers_are_named_as_upstream_addr_names_them(
     ferryman: Ferryman, backends: Backends
 ) -> None:

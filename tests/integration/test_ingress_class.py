@@ -21,7 +21,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 
 def _ingress_class(default: bool, name: str = "ferryman") -> dict[str, Any]:

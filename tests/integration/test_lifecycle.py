@@ -27,7 +27,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 
 def _app(ferryman: Ferryman, backends: Backends) -> None:
@@ -125,10 +125,7 @@ def test_startup_with_100_ingresses_reloads_once_and_new_ones_none(
         60,
         "150 ingresses",
     )
-    if ferryman.data_plane == "nginx":
-        assert ferryman.reloads() == 1
-    else:
-        assert 2 <= ferryman.reloads() <= 3
+    assert ferryman.reloads() == 1
     assert all(served_by(ferryman, f"h{i}.test", "/") == "app" for i in range(100, 150))
 
 

@@ -16,7 +16,7 @@ from testkit.harness import (
     service_with_backends,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 HOST = "paths.example.com"
 

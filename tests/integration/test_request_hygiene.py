@@ -223,6 +223,18 @@ def test_paths_a_backend_may_read_otherwise(
         assert (r.seen()["name"], r.seen()["path"]) == ("pub", "/public/..;/internal")
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+def test_strict_request_paths_on_every_server(ferryman: Ferryman, backends: Backends) -> None:
+    """--strict-request-paths is the Lua slow path's and the module's, which
+    every server runs: the same 400 on NGINX 1.22, 1.30 and Angie."""
+    ferryman.extra_args.append("--strict-request-paths")
+    ferryman.write("svc-pub", service_with_backends("pub", [backends.start("pub")]))
+    ferryman.write("ing", ingress("p", [rule("p.test", path("/public", "pub"))]))
+    ferryman.start()
+    assert ask(ferryman, "/public/..;/internal", {"Host": "p.test"}).status == 400
+    assert ask(ferryman, "/public/a/b", {"Host": "p.test"}).seen()["name"] == "pub"
+
+
 def _worker_rss_kb(f: Ferryman) -> dict[int, int]:
     master = f.nginx_master_pid()
     out = {}

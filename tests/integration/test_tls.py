@@ -18,7 +18,7 @@ from testkit.harness import (
     tls_secret,
 )
 
-pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 
 def _peer_cert_names(port: int, sni: str) -> list[str]:
@@ -148,12 +148,12 @@ def test_certificate_rotation_serves_the_new_certificate(
         60,
         "rotated certificate",
     )
-    # Certificates travel without a reload; Angie reads them from files: one.
-    assert ferryman.reloads() == reloads + (ferryman.data_plane == "angie")
+    # Certificates travel without a reload, on every server.
+    assert ferryman.reloads() == reloads
     assert ferryman.get("a.example.com", "/", https=True).served_by == "web"
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30")  # Angie's servers: no ConfigMap http2 yet (issue 26)
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_each_http2_stream_carries_the_https_port(ferryman: Ferryman, backends: Backends) -> None:
     """A connection's local address is learnt once, at its handshake, and every
     stream after it forwards the HTTPS port it came in on."""

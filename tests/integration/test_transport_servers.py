@@ -120,6 +120,7 @@ def start(ferryman: Ferryman, *extra: str) -> None:
     ferryman.start()
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_tcp_and_udp_echo(ferryman: Ferryman, echoes: Echoes) -> None:
     tcp_port, udp_port = free_port(), free_port()
     backend_tcp = echoes.tcp("tcp-a")
@@ -167,6 +168,7 @@ def _listeners(tcp_port: int) -> dict[str, Any]:
     return global_configuration({"name": "echo-tcp", "port": tcp_port, "protocol": "TCP"})
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_endpoint_changes_reach_the_stream_side_without_reload(
     ferryman: Ferryman, echoes: Echoes
 ) -> None:
@@ -413,19 +415,6 @@ def test_max_conns_counts_connections_over_all_workers(ferryman: Ferryman, echoe
     assert len(others) == 1 and mine not in others, (mine, others)
 
 
-@pytest.mark.flavours("angie")
-def test_angie_refuses_transport_servers_saying_why(ferryman: Ferryman) -> None:
-    ferryman.write("gc", _listeners(free_port()))
-    ferryman.write("ts", transport_server("ts", "echo-tcp", "TCP", "echo", 7000))
-    start(ferryman)
-    event = ferryman.events_for("ts")[-1]
-    assert (event["reason"], event["message"]) == (
-        "Rejected",
-        "TransportServer default/ts was rejected with error: TransportServers need the "
-        "nginx data plane with ngx_stream_ferryman_module (scripts/build-module.sh)",
-    )
-
-
 def _tls_ask(port: int, sni: str) -> tuple[bytes, bytes]:
     """(the certificate presented, the echo) over TLS with SNI ``sni``."""
     import ssl
@@ -439,6 +428,7 @@ def _tls_ask(port: int, sni: str) -> tuple[bytes, bytes]:
         return s.getpeercert(binary_form=True) or b"", s.recv(4096)
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_tls_ends_in_nginx_with_the_transport_servers_secret(
     ferryman: Ferryman, echoes: Echoes
 ) -> None:

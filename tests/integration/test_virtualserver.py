@@ -61,6 +61,7 @@ def test_path_forms_follow_nginx_location_precedence(
     assert f.reloads() == 1
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_splits_matches_redirect_and_return(ferryman: Ferryman, backends: Backends) -> None:
     routes = [
         {
@@ -113,6 +114,7 @@ def test_splits_matches_redirect_and_return(ferryman: Ferryman, backends: Backen
     assert r.headers["content-type"].startswith("text/plain")
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_virtual_server_changes_never_reload(ferryman: Ferryman, backends: Backends) -> None:
     start_with_backends(ferryman, backends)
     ferryman.write("vs", vs("cafe", "cafe.test", [{"path": "/", "action": to("a")}]))
@@ -203,6 +205,7 @@ def test_a_virtual_server_host_never_falls_to_ingress_routes(
     assert served_by(f, "elsewhere.test", "/other") == "a"
 
 
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_tls_secret_and_redirect(ferryman: Ferryman, backends: Backends) -> None:
     virtual = vs(
         "secure",
@@ -261,20 +264,6 @@ def test_upstream_tries_and_timeouts_per_request(ferryman: Ferryman, backends: B
     finally:
         for b in broken:
             b.close()
-
-
-@pytest.mark.flavours("angie")
-def test_the_angie_data_plane_rejects_virtual_servers(
-    ferryman: Ferryman, backends: Backends
-) -> None:
-    start_with_backends(ferryman, backends, vs("v", "v.test", [{"path": "/", "action": to("a")}]))
-    event = ferryman.events_for("v")[-1]
-    assert (event["reason"], event["message"]) == (
-        "Rejected",
-        "VirtualServer default/v was rejected with error: VirtualServers are routed by the "
-        "nginx data plane only (ferryman)",
-    )
-    assert served_by(ferryman, "v.test", "/") == "404"
 
 
 def test_proxy_rewrite_path(ferryman: Ferryman, backends: Backends) -> None:

@@ -55,6 +55,8 @@ RELEASE = "edge"  # full name edge-ferryman: no clash with deploy/'s "ferryman" 
 # not Kubernetes mode (--manifests), or the in-cluster account is what is used.
 NOT_IN_CHART = {"-h", "--help", "--manifests", "--kubeconfig", "--nginx-binary"}
 NOT_IN_CHART |= {"--nginx-modules-dir", "--data-plane-binary"}
+# Retired with Angie's classic flavour; accepted so old deployments start.
+NOT_IN_CHART |= {"--angie-dns-port"}
 
 # Every value that turns a flag on or changes how it is rendered.
 EVERYTHING: dict[str, Any] = {
@@ -76,7 +78,6 @@ EVERYTHING: dict[str, Any] = {
     "controller.maxRecordBytes": 100000,
     "controller.allowedHostSuffixes": {"team-a": ["a.example.com", "shop.test"], "admin": ["*"]},
     "controller.dataPlane": "angie",
-    "controller.angieDnsPort": 5353,
     "controller.reportIngressStatus.externalService": "other/lb",
     "controller.reportIngressStatus.ingressAddress": ["192.0.2.1", "lb.example.com"],
     "controller.reportIngressStatus.leaderElectionLockName": "my-lock",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ferryman.app.build_tree import BuildTree, beside
 from ferryman.app.cli import parser
-from ferryman.app.flag_settings import run_settings
+from ferryman.app.flag_settings import run_combination_error, run_settings
 
 
 def _tree(root: Path, lua: bool = True) -> Path:
@@ -53,20 +53,24 @@ def test_run_takes_the_builds_tree_unless_told_otherwise(tmp_path: Path) -> None
     assert (s.nginx_modules_dir, s.nginx_lua_dir) == (Path("/opt/m"), None)
 
 
-def test_an_angie_built_with_lua_runs_the_records_data_plane(tmp_path: Path) -> None:
-    from ferryman.app.flag_settings import engine
-
+def test_angie_runs_from_a_build_with_the_lua_runtime_beside_it(tmp_path: Path) -> None:
+    """One records data plane on every server: an Angie without the Lua runtime
+    and ferryman's modules beside it (a system Angie) is refused, saying which
+    build to run, rather than started with NGINX's modules it cannot load."""
     built = _tree(tmp_path / "b")
     (tmp_path / "b" / "sbin" / "angie").symlink_to(built)
     base = ["run", "--state-dir", str(tmp_path), "--data-plane", "angie"]
     as_built = [*base, "--data-plane-binary", str(tmp_path / "b" / "sbin" / "angie")]
-    assert engine(parser().parse_args(as_built)) == "nginx"
-    # A system Angie (no tree beside it) and a modules directory given: classic.
+    assert run_combination_error(parser().parse_args(as_built)) is None
+    s = run_settings(parser().parse_args(as_built))
+    assert (s.nginx_binary, s.nginx_modules_dir) == (as_built[-1], tmp_path / "b" / "modules")
     (tmp_path / "sys").mkdir()
     plain = tmp_path / "sys" / "angie"
     plain.write_text("#!/bin/sh\n")
     plain.chmod(0o755)
-    assert engine(parser().parse_args([*base, "--data-plane-binary", str(plain)])) == "angie"
-    told = [*as_built, "--nginx-modules-dir", "/opt/m"]
-    assert engine(parser().parse_args(told)) == "angie"
-    assert engine(parser().parse_args(["run", "--state-dir", str(tmp_path)])) == "nginx"
+    error = run_combination_error(parser().parse_args([*base, "--data-plane-binary", str(plain)]))
+    assert error is not None and f"{plain} has no Lua runtime" in error
+    assert "scripts/build-angie.sh" in error
+    # Its modules named: taken as said.
+    told = [*base, "--data-plane-binary", str(plain), "--nginx-modules-dir", "/opt/m"]
+    assert run_combination_error(parser().parse_args(told)) is None

@@ -44,7 +44,7 @@ def test_every_flag_has_a_help_line_with_its_default(command: str) -> None:
     helps = _help_by_flag(command)
     for action in parser._actions:
         flag = next(s for s in action.option_strings if s.startswith("--"))
-        if flag == "--help":
+        if flag == "--help" or action.help == argparse.SUPPRESS:  # retired, still accepted
             continue
         text = helps[flag]
         assert action.help, f"{flag} has no help"
@@ -262,7 +262,7 @@ def test_the_readiness_gate_webhook_implies_gated_routing(
     """Pods the webhook gates are not Ready until ferryman routes to them."""
     seen: list[Settings] = []
 
-    async def run(settings: Settings, data_plane: str, kinds: object = None) -> int:
+    async def run(settings: Settings, kinds: object = None) -> int:
         seen.append(settings)
         return 0
 
@@ -274,3 +274,16 @@ def test_the_readiness_gate_webhook_implies_gated_routing(
     assert cli.main([*base, *webhook]) == 0
     assert cli.main([*base, "--readiness-gates"]) == 0
     assert [s.readiness_gates for s in seen] == [False, True, True]
+
+
+def test_the_retired_angie_dns_port_still_starts_and_is_said_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deployment written for Angie's classic flavour keeps starting."""
+
+    async def run(settings: Settings, kinds: object = None) -> int:
+        return 0
+
+    monkeypatch.setattr(app, "run", run)
+    assert cli.main(["run", "--state-dir", str(tmp_path), "--angie-dns-port", "5353"]) == 0
+    assert "--angie-dns-port is ignored" in capsys.readouterr().err

@@ -1,5 +1,5 @@
 """Dual stack: the listen lines of a public port (configs/listen.py), each
-renderer writing them (nginx.conf, Angie's servers, stream.conf, the Gateway
+renderer writing them (nginx.conf, stream.conf, the Gateway
 stream servers), and ``ferryman run``'s fall back to IPv4 when the machine
 has no IPv6 (dataplane/ipv6.py)."""
 
@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from ferryman.app import root
-from ferryman.configs.angie import AngieConfig, AngieRenderer, Server
 from ferryman.configs.listen import listens
 from ferryman.configs.render import Renderer
 from ferryman.dataplane import ipv6
-from ferryman.dataplane.flavour import main_config
+from ferryman.dataplane.main_file import main_config
 from ferryman.dataplane.state_dir import Paths
 from ferryman.engine.settings import Settings
 from ferryman.kinds.gateway.records.passthrough import render_passthrough
@@ -56,39 +55,6 @@ def test_nginx_conf_listens_on_both_families_unless_disabled(tmp_path: Path) -> 
     ):
         assert f"        {line}\n" in text, line
     assert "[::]" not in _main(tmp_path, disable_ipv6=True)
-
-
-def _angie_servers(ipv6_on: bool) -> list[str]:
-    config = AngieConfig(
-        (
-            Server("", "", True, False, None, False, ()),
-            Server("a.test", "a.test", False, True, None, False, ()),
-        ),
-        (),
-        {},
-    )
-    text = AngieRenderer(ipv6=ipv6_on).servers(config, 80, 443)
-    return [line.strip() for line in text.splitlines() if line.strip().startswith("listen ")]
-
-
-def test_angie_servers_listen_on_both_families_unless_disabled() -> None:
-    assert _angie_servers(True) == [
-        "listen 80 default_server;",
-        "listen [::]:80 default_server ipv6only=on;",
-        "listen 443 ssl default_server;",
-        "listen [::]:443 ssl default_server ipv6only=on;",
-        # Options once per socket: the default server's.
-        "listen 80;",
-        "listen [::]:80;",
-        "listen 443 ssl;",
-        "listen [::]:443 ssl;",
-    ]
-    assert _angie_servers(False) == [
-        "listen 80 default_server;",
-        "listen 443 ssl default_server;",
-        "listen 80;",
-        "listen 443 ssl;",
-    ]
 
 
 def _listen_lines(text: str) -> list[str]:

@@ -93,17 +93,12 @@ def test_the_store_keeps_an_api_object_in_under_a_kilobyte() -> None:
 
 def test_what_only_some_controllers_need_is_not_imported_up_front() -> None:
     """cryptography (~9 MB resident) is needed only once a TLS Secret is checked,
-    dnspython and ferryman's Angie modules only by the Angie flavour, watchfiles
-    only in manifests mode, lightkube only in Kubernetes mode; each stays mapped
+    watchfiles only in manifests mode, lightkube only in Kubernetes mode; each stays mapped
     once imported, and importing them took ~0.1 s of every start (issue 17)."""
     lazy = (
         "cryptography",
-        "dns",
         "watchfiles",
         "lightkube",
-        "ferryman.configs.angie",
-        "ferryman.dataplane.angie",
-        "ferryman.dataplane.dns",
     )
     code = f"import sys, ferryman.app.root; print(sorted(set({lazy}) & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

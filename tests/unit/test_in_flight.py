@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -17,8 +16,6 @@ from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.dataplane.in_flight import (
     InFlight,
     InFlightReader,
-    angie_peer_counts,
-    angie_replica_count,
     host_of,
     parse_peer_counts,
 )
@@ -57,47 +54,6 @@ def test_any_address_is_found_by_any_spelling(
     reading = InFlight({name: n})
     assert reading.to([ip.exploded]) == n
     assert reading.to([str(ip)]) == n
-
-
-def _peer(current: int) -> dict[str, Any]:
-    # Angie's /status/http/upstreams/<u>/peers/<addr>, trimmed to what is read.
-    return {"server": "80.app.default.ferryman.internal", "selected": {"current": current}}
-
-
-def test_angie_peers_are_summed_over_upstreams() -> None:
-    upstreams = {
-        "default_app_80_rr_1_10s": {
-            "peers": {"10.0.0.1:80": _peer(2), "10.0.0.2:80": _peer(0)},
-            "zombies": 0,
-        },
-        "default_app_80_lc_1_10s": {"peers": {"10.0.0.1:80": _peer(1)}, "zombies": 0},
-    }
-    assert angie_peer_counts(upstreams) == ({"10.0.0.1:80": 3}, True)
-    assert angie_peer_counts({}) == ({}, True)
-
-
-def test_a_zombie_peer_makes_angies_counts_incomplete() -> None:
-    """A peer DNS removed while requests to it went on has no name in the API."""
-    upstreams = {"u": {"peers": {"10.0.0.1:80": _peer(0)}, "zombies": 1}}
-    assert angie_peer_counts(upstreams) == ({}, False)
-
-
-def test_angies_replica_count_is_its_server_zones_requests_processing() -> None:
-    zones = {
-        "ferryman": {"requests": {"total": 10, "processing": 3}},
-        "other": {"requests": {"total": 1, "processing": 1}},
-    }
-    assert angie_replica_count(zones) == 4
-    assert angie_replica_count({}) == 0
-
-
-@pytest.mark.parametrize(
-    "document",
-    [[], {"u": {"peers": {"a:1": {"selected": {"current": -1}}}}}, {"u": {"peers": {"a:1": {}}}}],
-)
-def test_angie_documents_of_another_shape_are_refused(document: Any) -> None:
-    with pytest.raises(ValueError):
-        angie_peer_counts(document)
 
 
 def test_the_fake_data_plane_answers_what_a_test_set() -> None:
@@ -144,8 +100,7 @@ def test_the_gauges_hold_the_last_reading_only() -> None:
 
 def test_every_data_plane_reads_requests_in_flight() -> None:
     """The interface other code calls (mypy checks the list's type)."""
-    from ferryman.dataplane.angie import AngieDataPlane
     from ferryman.dataplane.nginx import NginxManager
 
-    readers: list[type[InFlightReader]] = [NginxManager, AngieDataPlane, FakeDataPlane]
+    readers: list[type[InFlightReader]] = [NginxManager, FakeDataPlane]
     assert all(callable(getattr(r, "in_flight", None)) for r in readers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 import textwrap
 from pathlib import Path
@@ -179,19 +180,15 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         "--data-plane",
         choices=("nginx", "angie"),
         default="nginx",
-        help="nginx: NGINX with the Lua router (no reloads for resources); angie: Angie, "
-        "with the same records data plane when --data-plane-binary's build has the Lua "
-        "runtime and ferryman's modules beside it (scripts/build-nginx.sh angie), else "
-        "with classic configuration (reloads for hosts and paths, DNS for endpoints)",
+        help="the server: nginx (--nginx-binary) or angie (--data-plane-binary, default "
+        "angie); both run the same records data plane (no reloads for resources), Angie "
+        "from a build with the Lua runtime and ferryman's modules beside its binary "
+        "(scripts/build-angie.sh)",
     )
-    engine.add_argument(
-        "--angie-dns-port",
-        type=flag_types.port,
-        default=0,
-        metavar="PORT",
-        help="Angie: 127.0.0.1 port (UDP and TCP) of ferryman's DNS server for upstream "
-        "resolve (default: 0, a free port chosen at start)",
-    )
+    # Angie's classic flavour resolved its peers through ferryman's DNS server on
+    # this port; Angie now runs the records data plane. Still accepted, so a
+    # deployment that sets it starts; run says once that it is ignored.
+    engine.add_argument("--angie-dns-port", type=flag_types.port, default=0, help=argparse.SUPPRESS)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -416,9 +413,7 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         settings = flag_settings.render_settings(args)
         try:
             notes: list[str] = []
-            problems = asyncio.run(
-                render.render(settings, args.output, args.data_plane, notes, kinds)
-            )
+            problems = asyncio.run(render.render(settings, args.output, notes, kinds))
         except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
@@ -429,12 +424,16 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         return 1 if problems else 0
 
     logs.setup(args.log_format, args.log_level)
+    if args.angie_dns_port:
+        logging.getLogger("ferryman").warning(
+            "--angie-dns-port is ignored: Angie runs the records data plane, with no DNS server"
+        )
     if (error := flag_settings.run_combination_error(args)) is not None:
         print(error, file=sys.stderr)
         return 2
     settings = flag_settings.run_settings(args)
     try:
-        return asyncio.run(app.run(settings, flag_settings.engine(args), kinds))
+        return asyncio.run(app.run(settings, kinds))
     except SettingsError as e:
         print(f"ferryman run: {e}", file=sys.stderr)
         return 2

@@ -25,14 +25,6 @@ def data_plane_binary(args: argparse.Namespace) -> str:
     return str(args.nginx_binary) if args.data_plane == "nginx" else "angie"
 
 
-def engine(args: argparse.Namespace) -> str:
-    """The data plane ferryman drives: --data-plane, except that an Angie built
-    with the Lua runtime and ferryman's modules beside it (scripts/build-nginx.sh
-    angie) runs the records data plane NGINX runs ("nginx"), not the classic one."""
-    lua_built = args.nginx_modules_dir is None and beside(data_plane_binary(args)) is not None
-    return "nginx" if args.data_plane == "angie" and lua_built else str(args.data_plane)
-
-
 def _build_tree(args: argparse.Namespace) -> tuple[Path, Path | None]:
     """--nginx-modules-dir, else the modules (and Lua libraries) beside the
     binary's build, else the system's (app/build_tree.py)."""
@@ -56,7 +48,6 @@ def render_settings(args: argparse.Namespace) -> Settings:
         https_port=args.https_port,
         ingress_class=args.ingress_class,
         nginx_modules_dir=args.nginx_modules_dir or SYSTEM_MODULES,
-        angie_dns_port=args.angie_dns_port,
         nginx_configmap=args.nginx_configmaps,
         ingress_nginx_configmap=args.ingress_nginx_configmap,
         global_configuration=args.global_configuration,
@@ -72,12 +63,17 @@ def render_settings(args: argparse.Namespace) -> Settings:
 
 def run_combination_error(args: argparse.Namespace) -> str | None:
     """Why ``ferryman run``'s flags do not go together (the line to print), or None."""
-    if args.strict_request_paths and engine(args) == "angie":
-        # Angie's servers.conf has no such check (yet): refuse rather than ignore.
-        return "ferryman run: --strict-request-paths needs --data-plane nginx"
-    if args.enable_gateway_api and engine(args) == "angie":
-        # Gateway routes need the Lua router, which Angie's flavour has not.
-        return "ferryman run: --enable-gateway-api needs --data-plane nginx"
+    if (
+        args.data_plane == "angie"
+        and args.nginx_modules_dir is None
+        and beside(binary := data_plane_binary(args)) is None
+    ):
+        # Debian NGINX's modules (the default directory) do not load into Angie.
+        return (
+            f"ferryman run: --data-plane angie: {binary} has no Lua runtime and ferryman's "
+            "modules beside it (../modules/ngx_http_lua_module.so): run the Angie "
+            "scripts/build-angie.sh builds, or name its modules with --nginx-modules-dir"
+        )
     if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
         # Hooks live on Machines in the API: a silently ignored safety net is worse.
         return "ferryman run: --machine-lifecycle-hooks needs Kubernetes mode"
@@ -129,7 +125,6 @@ def run_settings(args: argparse.Namespace) -> Settings:
         nginx_status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",
         latency_metrics=args.enable_latency_metrics,
-        angie_dns_port=args.angie_dns_port,
         compute_full_forwarded_for=args.compute_full_forwarded_for,
         strict_request_paths=args.strict_request_paths,
         global_configuration=args.global_configuration,

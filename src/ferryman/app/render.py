@@ -1,15 +1,14 @@
 """``ferryman render``: the configuration a run would start with, written once
-into a directory (nginx.conf and records.txt, or Angie's files), with every
-problem found; nothing is started."""
+into a directory (nginx.conf and records.txt), with every problem found;
+nothing is started."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
 from ferryman.dataplane.fallback import ensure_fallback_certificate
-from ferryman.dataplane.flavour import Flavour, flavour_paths
+from ferryman.dataplane.main_file import MainFile, checked_paths
 from ferryman.dataplane.output import OutputDirectory
 from ferryman.dataplane.state_dir import Paths, remove_short_socket_dir
 from ferryman.engine.controller import Controller
@@ -24,17 +23,9 @@ from ferryman.report import REJECTED, RecordingReporter
 from ferryman.sources.manifests import ManifestsSource
 
 
-def _free_loopback_port() -> int:
-    """A port ``render`` can write for ``--angie-dns-port 0`` (run binds its own)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def render(
     settings: Settings,
     output: Path,
-    data_plane: str = "nginx",
     notes: list[str] | None = None,
     kinds: Kinds = BUILT_IN,
 ) -> list[str]:
@@ -42,44 +33,34 @@ async def render(
     and adds to ``notes`` what was left out but is no problem (another class's).
 
     ``output`` gets nginx.conf (as it would run) and records.txt (what would be
-    pushed to NGINX's memory, in the push format); with Angie, angie.conf,
-    servers.conf and certs/ instead of nginx.conf.
+    pushed to NGINX's memory, in the push format), the same for every server.
     """
-    paths = prepared(flavour_paths(data_plane, output), None, "--output")
+    paths = prepared(checked_paths(output), None, "--output")
     try:
-        return await _render(settings, paths, data_plane, notes if notes is not None else [], kinds)
+        return await _render(settings, paths, notes if notes is not None else [], kinds)
     finally:
         # Named in the output as a run would name its own; nothing listens there.
         remove_short_socket_dir(paths)
 
 
-async def _render(
-    settings: Settings, paths: Paths, data_plane: str, notes: list[str], kinds: Kinds
-) -> list[str]:
+async def _render(settings: Settings, paths: Paths, notes: list[str], kinds: Kinds) -> list[str]:
     assert settings.manifests is not None
-    flavour = Flavour(data_plane, settings, paths)
-    flavour.dns_port = settings.angie_dns_port or _free_loopback_port()
+    main = MainFile(settings, paths)
     problems: list[str] = []
     ensure_fallback_certificate(paths.fallback_certificate)
     store = Store(kinds.specs)
     queue: WorkQueue[QueueKey] = WorkQueue()
     reporter = RecordingReporter()
-    dataplane: OutputDirectory = OutputDirectory(paths.state_dir)
-    if flavour.angie:
-        from ferryman.dataplane.angie import AngieOutputDirectory
-
-        dataplane = AngieOutputDirectory(
-            paths.state_dir, flavour.angie_renderer, settings.http_port, settings.https_port
-        )
+    dataplane = OutputDirectory(paths.state_dir)
     files = {
-        flavour.main_file: flavour.main(None, public=True),
-        "config-version.conf": flavour.config_version(str(paths.version_socket), 0),
+        main.name: main.main(None, public=True),
+        "config-version.conf": main.config_version(str(paths.version_socket), 0),
     }
     await dataplane.apply(files)
     await dataplane.push({}, full=True)  # records.txt exists even when nothing is served
     controller = Controller(
         settings, store, queue, dataplane, SecretStore(), reporter, Metrics(), files,
-        kinds, shape=shape(flavour, None), configmap=flavour.configmap(None),
+        kinds, shape=shape(main, None), configmap=main.configmap(None),
     )  # fmt: skip
     source = ManifestsSource(
         settings.manifests,

@@ -10,24 +10,23 @@ import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ferryman.app.kubernetes_mode import KubernetesMode
 from ferryman.app.kubernetes_mode import webhook as readiness_gate_webhook
 from ferryman.app.lifecycle import Lifecycle
 from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
-from ferryman.dataplane import DataPlane, ipv6
+from ferryman.dataplane import ipv6
 from ferryman.dataplane.errors import DataPlaneError
 from ferryman.dataplane.fallback import begin_fallback_certificate
-from ferryman.dataplane.flavour import (
+from ferryman.dataplane.keep_alive import keep_nginx_alive
+from ferryman.dataplane.main_file import (
     FAST_MODULE,
-    Flavour,
+    MainFile,
     checked_path,
-    flavour_paths,
+    checked_paths,
     main_config,
 )
-from ferryman.dataplane.in_flight import InFlight
-from ferryman.dataplane.keep_alive import keep_nginx_alive
 from ferryman.dataplane.nginx import NginxManager
 from ferryman.dataplane.reloads import ReloadLog
 from ferryman.dataplane.state_dir import (
@@ -52,11 +51,6 @@ from ferryman.observability.probes import ProbeServer
 from ferryman.report import LogReporter, Reporter
 from ferryman.sources.manifests import ManifestsSource
 from ferryman.translators.context import Sinks
-
-# What only the Angie flavour or only Kubernetes mode uses is imported where it
-# is used: lightkube and the Angie renderer alone took ~0.1 s of every start.
-if TYPE_CHECKING:
-    from ferryman.dataplane.dns import DnsServer
 
 log = logging.getLogger("ferryman")
 
@@ -92,18 +86,6 @@ def _bind_webhook(port: int, ipv6: bool) -> list[socket.socket]:
     return socks
 
 
-async def _start_dns(settings: Settings) -> DnsServer:
-    """Angie's upstreams resolve their peers here; it must answer before Angie starts."""
-    from ferryman.dataplane.dns import DnsServer, Zone
-
-    server = DnsServer(Zone(), settings.angie_dns_port)
-    try:
-        await server.start()
-    except OSError as e:
-        raise SettingsError(f"--angie-dns-port {settings.angie_dns_port}: {e}") from e
-    return server
-
-
 def _log_problem(where: str, message: str) -> None:
     log.error("manifest rejected", extra={"fields": {"file": where, "reason": message}})
 
@@ -137,14 +119,14 @@ async def _abandon(nginx: NginxManager, starting: asyncio.Task[None]) -> None:
     await nginx.stop()
 
 
-async def run(settings: Settings, data_plane: str = "nginx", kinds: Kinds = BUILT_IN) -> int:
+async def run(settings: Settings, kinds: Kinds = BUILT_IN) -> int:
     collector.pause()  # unless ferryman.app.launch did already
     try:
         user, uid = worker_user()
         state_dir = own_state_dir(_checked_state_dir(settings.state_dir))
-        paths = prepared(flavour_paths(data_plane, state_dir), uid)
+        paths = prepared(checked_paths(state_dir), uid)
         try:
-            return await _run(settings, data_plane, paths, user, uid, kinds)
+            return await _run(settings, paths, user, uid, kinds)
         finally:
             remove_short_socket_dir(paths)
     finally:
@@ -168,14 +150,13 @@ def _listen_families(settings: Settings) -> Settings:
 
 async def _run(
     settings: Settings,
-    data_plane: str,
     paths: Paths,
     user: str | None,
     uid: int | None,
     kinds: Kinds,
 ) -> int:
     settings = _listen_families(settings)
-    flavour = Flavour(data_plane, settings, paths)
+    main = MainFile(settings, paths)
     if uid is not None and not traversable_by_others(paths.state_dir):
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
@@ -190,51 +171,25 @@ async def _run(
         on_depth=metrics.workqueue_depth.set, on_wait=metrics.queue_seconds.observe
     )
     store = Store(kinds.specs)
-    if flavour.angie:
-        from ferryman.dataplane import angie
     nginx = NginxManager(
         settings.nginx_binary,
         paths,
         settings.nginx_reload_timeout,
-        flavour.config_version,
-        # Angie counts its configuration loads: a reload must move that on too.
-        angie.AngieGeneration(paths.version_socket) if flavour.angie else None,
+        main.config_version,
         ReloadLog(metrics),
     )
-    dataplane: DataPlane = nginx
-    # Requests in flight now (dataplane/in_flight.py): per peer and per replica.
-    in_flight: Callable[[], Awaitable[InFlight]] = nginx.in_flight
-    dns: DnsServer | None = None
-    if flavour.angie:
-        dns = await _start_dns(settings)
-        flavour.dns_port = dns.port
-        angie_plane = angie.AngieDataPlane(
-            nginx,
-            paths,
-            flavour.angie_renderer,
-            settings.http_port,
-            settings.https_port,
-            settings.health_uri,
-            zone=dns.zone,
-            zone_size=settings.shared_dict_size,
-            latency=settings.latency_metrics,
-        )
-        dataplane, in_flight = angie_plane, angie_plane.in_flight
-    bootstrap_main = flavour.main(user, public=False)
-    bootstrap = {flavour.main_file: bootstrap_main}
-    if not flavour.angie:
-        fast = main_config(settings, flavour.paths, user, public=False).fast_module
-        log.info(
-            "fast path",
-            extra={
-                "fields": {
-                    "runs_in": "ngx_http_ferryman_module" if fast else "lua",
-                    "module": str(settings.nginx_modules_dir / FAST_MODULE),
-                }
-            },
-        )
-    if flavour.angie:
-        fallback_made()
+    bootstrap_main = main.main(user, public=False)
+    bootstrap = {main.name: bootstrap_main}
+    fast = main_config(settings, main.paths, user, public=False).fast_module
+    log.info(
+        "fast path",
+        extra={
+            "fields": {
+                "runs_in": "ngx_http_ferryman_module" if fast else "lua",
+                "module": str(settings.nginx_modules_dir / FAST_MODULE),
+            }
+        },
+    )
     # NGINX boots (its own process, on the other core) while the rest is set up
     # and the sources read everything the first time: its start is then off the
     # way to ready. One step of the task spawns it.
@@ -263,36 +218,32 @@ async def _run(
         ),
     )
     controller = Controller(
-        settings, store, queue, dataplane, SecretStore(), reporter, metrics, bootstrap,
-        kinds, shape=shape(flavour, user), sinks=sinks,
+        settings, store, queue, nginx, SecretStore(), reporter, metrics, bootstrap,
+        kinds, shape=shape(main, user), sinks=sinks,
         observers=(cluster,) if cluster else (),
         resource_status=cluster.reporter.resource_status if cluster else None,
-        configmap=flavour.configmap(user),
+        configmap=main.configmap(user),
     )  # fmt: skip
     # Ready once the public configuration (the listeners) is live: a start-up
     # reload that failed keeps it false until a retry succeeds. (The ConfigMap
     # renders it otherwise: anything but the bootstrap is public.)
-    public = flavour.main(user, public=True)
+    public = main.main(user, public=True)
     started = False
 
     def ready() -> bool:
-        applied = controller.applied_file(flavour.main_file)
+        applied = controller.applied_file(main.name)
         return started and applied is not None and applied != bootstrap_main
 
-    # Angie's counters come from its /status/ API; NGINX's from stub_status.
-    async def nginx_counters() -> dict[str, int] | None:
+    # stub_status's, and the fast path's own.
+    async def counters() -> dict[str, int] | None:
         reading = parse_stub_status(await nginx.stub_status())
         fast = await nginx.fast_path_counts()
         if reading is not None and fast is not None:
             reading["fast_path_proxied"], reading["fast_path_handed_over"] = fast
         return reading
 
-    counters = (
-        (lambda: angie.angie_counters(paths.version_socket)) if flavour.angie else nginx_counters
-    )
-
     async def in_flight_reading() -> tuple[Mapping[str, int], int, bool]:
-        reading = await in_flight()
+        reading = await nginx.in_flight()
         return reading.peers, reading.replica, reading.peers_measured
 
     following: Following | None = None
@@ -337,8 +288,6 @@ async def _run(
     code = 0
     life = Lifecycle()
     life.on_stop("nginx", nginx.stop)
-    if dns is not None:
-        life.on_stop("dns", dns.stop)
     if webhook_sockets:
         life.on_stop("webhook socket", _closer(*webhook_sockets))
     life.on_stop("probes", probes.stop)
@@ -373,7 +322,7 @@ async def _run(
         fallback_made()
         # The listeners open with the first reload, after the whole initial state
         # has been pushed: no request is answered from a half-loaded state.
-        controller.set_file(flavour.main_file, public)
+        controller.set_file(main.name, public)
         await controller.drain()
         started = True
         collector.resume()
@@ -387,16 +336,15 @@ async def _run(
         if cluster is not None:
             following = cluster.following(controller)
             life.run("following", following.run())
-            life.adopt(cluster.tasks(stop, controller, in_flight))
+            life.adopt(cluster.tasks(stop, controller, nginx.in_flight))
             if settings.readiness_gate_webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(
                     settings, cluster, store, controller, metrics, webhook_sockets
                 )
                 life.run("readiness-gate-webhook", webhook.run())
         life.run("controller", controller.run())
-        bootstrap_text = None if flavour.angie else bootstrap_main
         life.run(
-            "nginx", keep_nginx_alive(nginx, controller.resend_everything, metrics, bootstrap_text)
+            "nginx", keep_nginx_alive(nginx, controller.resend_everything, metrics, bootstrap_main)
         )
         stopper = asyncio.create_task(stop.wait(), name="stop")
         pending: set[asyncio.Task[Any]] = {*life.tasks, stopper}

@@ -3,7 +3,7 @@ shape of the data plane, its prepared state directory."""
 
 from __future__ import annotations
 
-from ferryman.dataplane.flavour import Flavour
+from ferryman.dataplane.main_file import MainFile
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.state_dir import Paths, prepare_state_dir
 from ferryman.engine.settings import SettingsError
@@ -17,12 +17,10 @@ BUILT_IN = Kinds(REGISTRY, kind_translators)
 __all__ = ["BUILT_IN", "Kinds", "prepared", "shape"]
 
 
-def shape(flavour: Flavour, user: str | None) -> Shape:
-    """What this data plane serves: Angie's classic configuration routes no
-    VirtualServer or Gateway."""
-    return Shape(
-        routed=not flavour.angie, stream=flavour.stream(user), tls_socket=flavour.tls_socket(user)
-    )
+def shape(main: MainFile, user: str | None) -> Shape:
+    """What this data plane serves: the stream block and TLS passthrough's hop
+    only when their flags ask for them."""
+    return Shape(routed=True, stream=main.stream(user), tls_socket=main.tls_socket(user))
 
 
 def prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:

@@ -4,7 +4,7 @@ Why: a machine is deleted only once nothing goes on there, so "drained" must be
 a measurement, not a wait. The NGINX flavour counts per peer in
 ngx_http_ferryman_module (each attempt from the balancer's get to its free)
 and answers on the push socket's ``GET /in-flight``; the replica's count is
-stub_status's ``Writing``. Angie's flavour reads its ``/status/`` API.
+stub_status's ``Writing``. The same on every server (NGINX 1.22, 1.30, Angie).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ class InFlight:
     peers with none left out. ``replica``: requests this replica's NGINX is
     serving now, whatever their route, the one that asked excluded.
     ``peers_measured``: False when this data plane cannot tell per peer now
-    (NGINX without ferryman's module; Angie while a peer that left an upstream,
-    or a worker of an earlier configuration, still serves requests): then
+    (NGINX without ferryman's module, or a worker of an earlier configuration
+    still serving requests): then
     ``peers`` says nothing, and no peer may be taken as drained from it.
     """
 
@@ -77,55 +77,3 @@ def parse_peer_counts(text: str) -> dict[str, int] | None:
         if int(count) > 0:
             peers[name] = int(count)
     return peers
-
-
-def _count(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"not a count: {value!r}")
-    return value
-
-
-def _mapping(value: object, what: str) -> Mapping[str, object]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{what}: not an object")
-    return value
-
-
-def angie_peer_counts(upstreams: object) -> tuple[dict[str, int], bool]:
-    """Angie's ``/status/http/upstreams/`` -> (peer -> ``selected.current``,
-    summed over the upstreams naming it, nonzero only; whether that is all).
-
-    ``selected.current`` is the peer's ``conns``: incremented by the balancer's
-    get and decremented by its free, as the module counts. A peer DNS took out
-    of an upstream while requests to it were in flight lives on unnamed, as one
-    of the upstream's ``zombies``: while there are any, the counts are not all.
-    """
-    peers: dict[str, int] = {}
-    complete = True
-    for name, upstream in _mapping(upstreams, "upstreams").items():
-        u = _mapping(upstream, f"upstream {name}")
-        if _count(u.get("zombies", 0)) > 0:
-            complete = False
-        for peer, stats in _mapping(u.get("peers", {}), f"upstream {name} peers").items():
-            selected = _mapping(_mapping(stats, f"peer {peer}").get("selected"), "selected")
-            current = _count(selected.get("current"))
-            if current:
-                peers[peer] = peers.get(peer, 0) + current
-    return peers, complete
-
-
-def angie_replica_count(server_zones: object) -> int:
-    """Angie's ``/status/http/server_zones/`` -> requests in flight through the
-    public servers (``status_zone ferryman``: every server ferryman renders).
-
-    ``requests.processing`` is counted where stub_status's ``Writing`` is (from
-    the request's header being read to the request being freed), but per
-    server zone: the status API's own request, on a server without a zone, is
-    not in it. ``connections.active - idle`` would count connections, and one
-    HTTP/2 connection carries many requests.
-    """
-    zones = _mapping(server_zones, "server_zones")
-    return sum(
-        _count(_mapping(_mapping(z, "zone").get("requests"), "requests").get("processing"))
-        for z in zones.values()
-    )

@@ -3,7 +3,6 @@
 A reload is confirmed only when a worker answers the new configuration version
 on the version socket: the HUP merely asks the master to try, and a master
 that cannot apply a configuration keeps its old workers without telling us.
-A flavour can ask for more (``ReloadCheck``: Angie's configuration generation).
 A master that cannot apply the new configuration (a listener that cannot bind,
 a file gone since the test) says so on its error log: that fails the reload at
 once instead of at the timeout. Every reload is reported to a ``ReloadObserver``.
@@ -21,7 +20,6 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
 
 import aiohttp
 
@@ -62,19 +60,6 @@ _DELETED_VERSION_SOCKET_RE = re.compile(
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-class ReloadCheck(Protocol):
-    """A second confirmation of a reload, besides the version socket's answer."""
-
-    async def before(self) -> int:
-        """A reading taken before the HUP (raises ReloadError when there is none)."""
-        ...
-
-    async def confirm(self, before: int, deadline: float) -> None:
-        """Returns once the reading moved on from ``before``; raises ReloadError
-        when it has not by ``deadline`` (``time.monotonic()``)."""
-        ...
-
-
 async def unix_get(socket: Path, url: str) -> tuple[int, str]:
     """GET ``url`` from the data plane's server on a unix socket: (status, body)."""
     connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
@@ -102,11 +87,9 @@ class NginxManager:
         paths: Paths,
         reload_timeout: float,
         render_version: Callable[[str, int], str],
-        reload_check: ReloadCheck | None = None,
         reloads: ReloadObserver | None = None,
     ) -> None:
         self._binary = binary
-        self._reload_check = reload_check
         self._reloads = reloads
         # While a reload waits for its confirmation: the master's [emerg] lines.
         self._reload_errors: list[str] | None = None
@@ -292,17 +275,10 @@ class NginxManager:
         self._write_version(version)
         try:
             await self._test()
-            check = self._reload_check
-            reading = await check.before() if check is not None else 0
             self._reload_errors = []
             self._unbound = {}
             self._proc.send_signal(signal.SIGHUP)
-            # The timeout runs from the HUP, for both confirmations: the test
-            # before it can take long too (13 s for Angie at 10,000 hosts).
-            deadline = time.monotonic() + self._reload_timeout
             await self._wait_version(version)
-            if check is not None:
-                await check.confirm(reading, deadline)
         except (ConfigTestError, ReloadError) as e:
             self.write(before)
             self._write_version(self._version)

@@ -67,7 +67,6 @@ def own_ports(settings: Settings) -> dict[int, str]:
         (s.metrics_port, "--metrics-port"),
         (s.nginx_status_port, "--nginx-status-port"),
         (s.readiness_gate_webhook_port, "--readiness-gate-webhook-port"),
-        (s.angie_dns_port, "--angie-dns-port"),
     )
     return {port: flag for port, flag in flags if port}
 

@@ -76,9 +76,6 @@ class Settings:
     # Otherwise on IPv6 too ([::], configs/listen.py); ``run`` sets it when the
     # machine has no IPv6 to listen on (dataplane/ipv6.py).
     disable_ipv6: bool = False
-    # Angie: the loopback port of ferryman's DNS server for upstream "resolve";
-    # 0 picks a free one at start, so instances sharing a machine cannot collide.
-    angie_dns_port: int = 0
     # NGINX shared memory for hosts, routes, certificates and endpoint sets
     # (--records-memory-size): 10,000 hosts with TLS and 20,000 endpoints take
     # about 40 MB.

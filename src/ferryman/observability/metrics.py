@@ -39,40 +39,6 @@ def parse_stub_status(text: str) -> dict[str, int] | None:
     return dict(zip(keys, (int(g) for g in m.groups()), strict=True))
 
 
-def _count(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"not a counter: {value!r}")
-    return value
-
-
-def parse_angie_status(document: object) -> dict[str, int] | None:
-    """Angie's ``/status/`` JSON as stub_status's numbers, or None when it is not that.
-
-    ``connections`` has accepted, dropped, active and idle; requests are counted
-    per ``status_zone`` under ``http.server_zones.<zone>.requests.total`` (summed).
-    stub_status's other fields follow from those: handled = accepted - dropped,
-    waiting = idle, writing = active - idle; Angie does not tell reading apart (0).
-    """
-    try:
-        assert isinstance(document, Mapping)
-        conn = document["connections"]
-        active, idle = _count(conn["active"]), _count(conn["idle"])
-        accepted, dropped = _count(conn["accepted"]), _count(conn["dropped"])
-        zones = document.get("http", {}).get("server_zones", {})
-        requests = sum(_count(z["requests"]["total"]) for z in zones.values())
-    except (AssertionError, KeyError, TypeError, AttributeError, ValueError):
-        return None
-    return {
-        "active": active,
-        "accepted": accepted,
-        "handled": max(accepted - dropped, 0),
-        "requests": requests,
-        "reading": 0,
-        "writing": max(active - idle, 0),
-        "waiting": idle,
-    }
-
-
 class StubStatusCollector(Collector):
     """NGINX's counters under NIC's names (nginx-prometheus-exporter's family).
 

@@ -1,32 +1,26 @@
-"""The data-plane flavours (NGINX with the Lua router, or Angie) and the main
-configuration file each runs with.
+"""The main configuration file the data plane runs with (nginx.conf), the same
+on every server: Debian's NGINX, NGINX 1.30 and Angie run one records data plane.
 
-``main_config`` assembles the main NGINX configuration's model from the
-settings and the state dir's paths (which dynamic modules to load, the
-listeners, the sockets); ``Flavour`` holds what differs between NGINX and
-Angie: the main file's name and renderer, the stream block, the config-version
-server. It is apart from ``app`` (the composition root, which builds one
-``Flavour`` for ``run`` and one for ``render``) so the wiring there stays
-about wiring.
+``main_config`` assembles the main configuration's model from the settings and
+the state dir's paths (which dynamic modules to load, the listeners, the
+sockets); ``MainFile`` renders it, with or without the public listeners, and
+what the rest of the wiring asks of it (the stream block, the TLS hop's socket,
+the config-version server). It is apart from ``app`` (the composition root,
+which builds one ``MainFile`` for ``run`` and one for ``render``) so the wiring
+there stays about wiring.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.dataplane.state_dir import Paths
 from ferryman.engine.settings import Settings, SettingsError
-
-# Angie's renderer is imported where it is used: it took ~0.1 s of every start.
-if TYPE_CHECKING:
-    from ferryman.configs.angie import AngieRenderer
 
 # ferryman.lua and its modules, found by lua_package_path.
 LUA_DIR = Path(__file__).parent / "lua"
@@ -50,14 +44,9 @@ def checked_path(flag: str, path: Path) -> Path:
     return resolved
 
 
-def flavour_paths(data_plane: str, state_dir: Path) -> Paths:
-    """Where the flavour's files and sockets go in ``state_dir`` (checked)."""
-    checked = checked_path("--state-dir", state_dir)
-    if data_plane != "angie":
-        return Paths(checked)
-    from ferryman.dataplane.angie import AngiePaths
-
-    return AngiePaths(checked)
+def checked_paths(state_dir: Path) -> Paths:
+    """Where the data plane's files and sockets go in ``state_dir`` (checked)."""
+    return Paths(checked_path("--state-dir", state_dir))
 
 
 def main_config(
@@ -108,45 +97,31 @@ def main_config(
     )
 
 
-class Flavour:
-    """What differs between the NGINX (Lua router) and Angie (classic) data planes."""
+class MainFile:
+    """nginx.conf as this run renders it, and what its settings imply."""
 
-    def __init__(self, name: str, settings: Settings, paths: Paths) -> None:
-        self.angie = name == "angie"
+    name = "nginx.conf"
+
+    def __init__(self, settings: Settings, paths: Paths) -> None:
         self.settings = settings
         self.paths = paths
         self.renderer = Renderer()
-        self.main_file = "angie.conf" if self.angie else "nginx.conf"
-        self.dns_port = 0  # Angie: where ferryman's DNS server listens, once bound
-
-    @functools.cached_property
-    def angie_renderer(self) -> AngieRenderer:
-        from ferryman.configs.angie import AngieRenderer
-
-        return AngieRenderer(ipv6=not self.settings.disable_ipv6)
 
     def main(self, user: str | None, *, public: bool, tuning: Tuning | None = None) -> str:
         main = main_config(self.settings, self.paths, user, public=public)
         if tuning is not None:
             main = replace(main, tuning=tuning)
-        if self.angie:
-            # No Lua: Angie loads no dynamic modules.
-            return self.angie_renderer.main(replace(main, modules=()), self.dns_port)
         return self.renderer.main(main)
 
     def stream(self, user: str | None) -> bool:
-        """nginx.conf has the stream block TransportServers need (never with Angie)."""
-        return not self.angie and main_config(self.settings, self.paths, user, public=True).stream
+        """nginx.conf has the stream block TransportServers need."""
+        return main_config(self.settings, self.paths, user, public=True).stream
 
     def tls_socket(self, user: str | None) -> str:
         """Where ferryman's HTTPS server listens behind TLS passthrough ("": none)."""
-        if self.angie:
-            return ""
         return main_config(self.settings, self.paths, user, public=True).tls_socket
 
     def config_version(self, socket: str, version: int) -> str:
-        if self.angie:
-            return self.angie_renderer.config_version(socket, version)
         return self.renderer.config_version(socket, version)
 
     def configmap(self, user: str | None) -> ConfigMapState | None:
@@ -158,6 +133,6 @@ class Flavour:
         namespace, name = self.settings.nginx_configmap or ("", "")
 
         def render(tuning: Tuning) -> dict[str, str]:
-            return {self.main_file: self.main(user, public=True, tuning=tuning)}
+            return {self.name: self.main(user, public=True, tuning=tuning)}
 
         return ConfigMapState(namespace, name, render, inn)
