@@ -55,6 +55,7 @@ local gateways = require("ferryman_gateway")
 local records = require("ferryman_records")
 local certificates = require("ferryman_certificates")
 local balancing = require("ferryman_balancer")
+local connections = require("ferryman_policy_conn")
 local filters = require("ferryman_filters")
 local upstream_fields = require("ferryman_vs_upstream")
 
@@ -556,7 +557,11 @@ _M.body_filter = filters.body_filter
 -- The slow path's balancer and log phase (ferryman_balancer); externalAuth's
 -- subrequests release their counted attempts as requests do.
 _M.balance = balancing.balance
-_M.log = balancing.log
+-- The log phase also gives back limit-connections' counts (ferryman_policy_conn).
+function _M.log()
+    balancing.log()
+    connections.leave()
+end
 external_auth.release = balancing.release
 
 -- Handshakes (ferryman_certificates), which look hosts up as routing does.

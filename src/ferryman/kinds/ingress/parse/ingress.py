@@ -14,6 +14,7 @@ from ferryman.kinds.ingress.parse.ingress_nginx_canary import (
     canary_annotations,
     parse_canary,
 )
+from ferryman.kinds.ingress.parse.ingress_nginx_limits import ClientLimits
 from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases, with_www
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
@@ -103,6 +104,8 @@ class Ingress:
     paths: Paths = field(default_factory=Paths)
     # ingress-nginx's canary: its paths join a main Ingress's (records/canary_host.py).
     canary: Canary | None = None
+    # ingress-nginx's limit-connections and limit-allowlist (ingress_nginx_limits).
+    client_limits: ClientLimits | None = None
 
     @property
     def ssl_redirect(self) -> bool:
@@ -395,6 +398,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         annotation_policies=tuple(translated.policies),
         paths=translated.paths,
         canary=canary,
+        client_limits=translated.limits,
     )
 
 

@@ -35,6 +35,7 @@ from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
 from ferryman.kinds.ingress.parse import ingress_nginx_canary as canary
 from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
+from ferryman.kinds.ingress.parse import ingress_nginx_limits as client
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
@@ -57,6 +58,7 @@ class Translated:
     )
     # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
+    limits: client.ClientLimits | None = None  # limit-connections, limit-allowlist
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,17 @@ ENTRIES: dict[str, Entry] = {
         ("limit-burst-multiplier",),
     ),
     "limit-rpm": Entry(SERVED, "as limit-rps, per minute", cv.limits, ("limit-burst-multiplier",)),
+    "limit-connections": Entry(
+        SERVED,
+        "the requests of one client address served at once, over the Ingress's paths, 503 "
+        "beyond (limit_conn's; HTTP/2 streams count each); on the Lua slow path, as limit-rps",
+    ),
+    "limit-allowlist": Entry(
+        SERVED,
+        "addresses no limit-rps, limit-rpm or limit-connections applies to (an invalid "
+        "address: not applied, every client limited, in a Warning)",
+    ),
+    "limit-whitelist": Entry(SERVED, "as limit-allowlist (which wins when both are set)"),
     "whitelist-source-range": Entry(
         SERVED,
         "as an accessControl Policy (403); an invalid address rejects the Ingress",
@@ -414,6 +427,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
         except access.Refused as r:
             out.problems.append(f"annotations.{r}: refused{why}")
     out.paths = path_rules.paths(annotations, out.warnings, spec)
+    out.limits = client.client_limits(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

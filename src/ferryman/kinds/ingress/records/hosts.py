@@ -28,6 +28,7 @@ from ferryman.kinds.ingress.records.as_virtualserver import (
     ingress_vs_routing,
 )
 from ferryman.kinds.ingress.records.canary_host import JoinedPaths
+from ferryman.kinds.ingress.records.limit_conn import client_limits_policy
 from ferryman.kinds.ingress.records.limit_req import limit_req_policy
 from ferryman.kinds.ingress.records.mergeable import (
     MASTER_DENYLIST,
@@ -78,6 +79,10 @@ _NOT_ON_ANGIE = (
 _CANARY_NOT_ON_ANGIE = (
     "canary Ingresses (nginx.ingress.kubernetes.io/canary) are served by the nginx data "
     "plane only (ferryman): the main Ingress's backends take all its traffic"
+)
+_LIMITS_NOT_ON_ANGIE = (
+    "limit-connections and limit-allowlist (nginx.ingress.kubernetes.io) are applied by the "
+    "nginx data plane only (ferryman); ignored"
 )
 _ACCESS_NOT_ON_ANGIE = (
     "basic auth, source ranges and cors are enforced by the nginx data plane only "
@@ -136,6 +141,8 @@ def ingress_records(
         # Served without its access rules would be served more openly than asked.
         out.warnings.append(_ACCESS_NOT_ON_ANGIE)
         return out
+    if not slow_path and ing.client_limits is not None:
+        out.warnings.append(_LIMITS_NOT_ON_ANGIE)
     if not slow_path and options.slow():
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
@@ -262,10 +269,14 @@ def _minion_warnings(
 
 def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
     """What the Ingress's own annotations enforce on its routes as policies do:
-    basic auth, the limit-req rate limit, ingress-nginx's access lists and cors."""
+    basic auth, the limit-req rate limit, ingress-nginx's connection limit and
+    allow list, its access lists and cors."""
     out = basic_auth(ing, options, reads)
-    if options.limit_req is not None:
-        out = combined(out, limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req))
+    ns, name = ing.meta.namespace, ing.meta.name
+    limits = limit_req_policy(ns, name, options.limit_req)
+    limits = client_limits_policy(ns, name, ing.client_limits, limits)
+    if limits is not NONE:
+        out = combined(out, limits)
     if ing.annotation_policies:
         out = combined(out, annotation_policies(ing, reads))
     return out  # NONE stays NONE when nothing applies: callers tell "nothing" by identity
