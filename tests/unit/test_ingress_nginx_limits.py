@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.ingress_nginx import translate
 from ferryman.kinds.ingress.parse.ingress_nginx_limits import (
     MAX_CONNECTIONS,
     ClientLimits,
@@ -177,3 +178,38 @@ def test_a_limit_with_an_exemption_is_never_the_c_modules() -> None:
 def test_angie_says_the_limits_are_not_applied() -> None:
     out = _written({"limit-connections": "3"}, slow_path=False)
     assert any("limit-connections and limit-allowlist" in w for w in out.warnings)
+
+
+def test_proxy_version_buffering_and_connection_as_ingress_nginx_reads_them() -> None:
+    t = translate(
+        {
+            P + "connection-proxy-header": "keep-alive",
+            P + "proxy-http-version": "1.1",
+            P + "proxy-request-buffering": "on",
+        },
+        {},
+    )
+    assert t.annotations["nginx.org/proxy-set-headers"] == "Connection: keep-alive"
+    assert t.warnings == []
+    t = translate(
+        {
+            P + "proxy-http-version": "1.0",
+            P + "proxy-request-buffering": "off",
+            P + "connection-proxy-header": 'a"b',
+        },
+        {},
+    )
+    assert "nginx.org/proxy-set-headers" not in t.annotations
+    assert t.warnings == [
+        f"annotation {P}connection-proxy-header: 'a\"b' must be text without control characters, "
+        '",", \'"\', "$" or "\\": not applied',
+        f"annotation {P}proxy-http-version: '1.0' is not served: ferryman proxies HTTP/1.1 "
+        "(ingress-nginx's default): not applied",
+        f"annotation {P}proxy-request-buffering: 'off' is not served yet: the request body is "
+        "read before it is proxied: not applied",
+    ]
+    t = translate({P + "proxy-http-version": "2", P + "proxy-request-buffering": "yes"}, {})
+    assert t.warnings == [
+        f'annotation {P}proxy-http-version: \'2\' must be "1.0" or "1.1": not applied',
+        f'annotation {P}proxy-request-buffering: \'yes\' must be "on" or "off": not applied',
+    ]

@@ -149,6 +149,20 @@ ENTRIES: dict[str, Entry] = {
         "as nginx.org/proxy-set-headers: X-Forwarded-Prefix",
         cv.header("X-Forwarded-Prefix", "x-forwarded-prefix"),
     ),
+    "connection-proxy-header": Entry(
+        SERVED,
+        "as nginx.org/proxy-set-headers: Connection (also for WebSocket upgrades, as "
+        "ingress-nginx)",
+        cv.header("Connection", "connection-proxy-header"),
+    ),
+    "proxy-http-version": Entry(
+        DIFFERS, '"1.1" (the default) is served; "1.0" is not, in a Warning', cv.http_version
+    ),
+    "proxy-request-buffering": Entry(
+        DIFFERS,
+        '"on" (the default) is served; "off" is not yet, in a Warning',
+        cv.request_buffering,
+    ),
     # paths and redirects
     "use-regex": Entry(
         DIFFERS,
@@ -364,28 +378,6 @@ def entry(key: str) -> Entry | None:
     return None
 
 
-def raw_services(spec: object) -> frozenset[str]:
-    """The names of the Services an Ingress spec routes to, read before it is
-    validated (backend-protocol and affinity apply to each)."""
-    found: set[str] = set()
-
-    def backend(b: object) -> None:
-        svc = b.get("service") if isinstance(b, Mapping) else None
-        name = svc.get("name") if isinstance(svc, Mapping) else None
-        if isinstance(name, str) and name:
-            found.add(name)
-
-    if not isinstance(spec, Mapping):
-        return frozenset()
-    backend(spec.get("defaultBackend"))
-    for rule in spec.get("rules") or []:
-        http = rule.get("http") if isinstance(rule, Mapping) else None
-        for p in (http.get("paths") if isinstance(http, Mapping) else None) or []:
-            if isinstance(p, Mapping):
-                backend(p.get("backend"))
-    return frozenset(found)
-
-
 def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") -> Translated:
     """``annotations`` with each ingress-nginx one the Ingress sets added as the
     ``nginx.org/*`` annotations of the same meaning, and what to say."""
@@ -393,7 +385,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     ours = sorted(k.removeprefix(PREFIX) for k in annotations if k.startswith(PREFIX))
     if not ours:
         return out
-    services = raw_services(spec)
+    services = cv.raw_services(spec)
     done: set[int] = set()
     for key in ours:
         name = PREFIX + key

@@ -215,6 +215,28 @@ def limits(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
     }
 
 
+def http_version(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    """proxy_http_version: ferryman proxies HTTP/1.1 to every upstream (its kept
+    connections need it), which is ingress-nginx's default."""
+    v = value(a, "proxy-http-version")
+    if v == "1.1":
+        return {}
+    if v == "1.0":
+        raise Unusable("is not served: ferryman proxies HTTP/1.1 (ingress-nginx's default)")
+    raise Unusable('must be "1.0" or "1.1"')
+
+
+def request_buffering(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    """proxy_request_buffering: on (NGINX's and ingress-nginx's default) is
+    served; off (streaming the body as it arrives) is not yet."""
+    v = value(a, "proxy-request-buffering").lower()
+    if v == "on":
+        return {}
+    if v == "off":
+        raise Unusable("is not served yet: the request body is read before it is proxied")
+    raise Unusable('must be "on" or "off"')
+
+
 _COOKIE_NAME = re.compile(r"[A-Za-z0-9!#%&'*+\-.^_`|~]+")
 _COOKIE_TEXT = re.compile(r"[A-Za-z0-9._~/\-]+")
 
@@ -258,3 +280,25 @@ class Differs(Exception):
     def __init__(self, result: dict[str, str], difference: str) -> None:
         super().__init__(difference)
         self.result = result
+
+
+def raw_services(spec: object) -> frozenset[str]:
+    """The names of the Services an Ingress spec routes to, read before it is
+    validated (backend-protocol and affinity apply to each)."""
+    found: set[str] = set()
+
+    def backend(b: object) -> None:
+        svc = b.get("service") if isinstance(b, Mapping) else None
+        name = svc.get("name") if isinstance(svc, Mapping) else None
+        if isinstance(name, str) and name:
+            found.add(name)
+
+    if not isinstance(spec, Mapping):
+        return frozenset()
+    backend(spec.get("defaultBackend"))
+    for rule in spec.get("rules") or []:
+        http = rule.get("http") if isinstance(rule, Mapping) else None
+        for p in (http.get("paths") if isinstance(http, Mapping) else None) or []:
+            if isinstance(p, Mapping):
+                backend(p.get("backend"))
+    return frozenset(found)
