@@ -419,9 +419,14 @@ end
 -- The slow path's hand-over to its balancer, which runs for this same
 -- request: the endpoint set of backend key, named for the access log, and
 -- host, the fields balance() follows (a host entry or a VirtualServer
--- upstream); 503 when the set has no endpoint.
+-- upstream); 503 when the set has no endpoint, unless the upstream names a
+-- backend serving then (ingress-nginx's default-backend annotation).
 local function proxy_to(key, entry, host)
     local peers = peers_for(key)
+    if #peers == 0 and host.fallback then
+        key = host.fallback
+        peers = peers_for(key)
+    end
     if #peers == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end

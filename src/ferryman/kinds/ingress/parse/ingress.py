@@ -106,6 +106,8 @@ class Ingress:
     canary: Canary | None = None
     # ingress-nginx's limit-connections and limit-allowlist (ingress_nginx_limits).
     client_limits: ClientLimits | None = None
+    # ingress-nginx's default-backend: the Service serving while a path's has no endpoint.
+    fallback_service: str | None = None
 
     @property
     def ssl_redirect(self) -> bool:
@@ -399,6 +401,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         paths=translated.paths,
         canary=canary,
         client_limits=translated.limits,
+        fallback_service=translated.fallback,
     )
 
 

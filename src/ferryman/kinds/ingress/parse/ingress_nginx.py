@@ -33,6 +33,7 @@ from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
+from ferryman.kinds.ingress.parse import ingress_nginx_backend as fallback
 from ferryman.kinds.ingress.parse import ingress_nginx_canary as canary
 from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
 from ferryman.kinds.ingress.parse import ingress_nginx_limits as client
@@ -59,6 +60,7 @@ class Translated:
     # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
     limits: client.ClientLimits | None = None  # limit-connections, limit-allowlist
+    fallback: str | None = None  # default-backend: a Service of the Ingress's namespace
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,12 @@ ENTRIES: dict[str, Entry] = {
         DIFFERS,
         '"on" (the default) is served; "off" is not yet, in a Warning',
         cv.request_buffering,
+    ),
+    "default-backend": Entry(
+        DIFFERS,
+        "a Service of the Ingress's namespace (its first port) serving the Ingress's "
+        "requests while a path's Service has no endpoint, on the Lua slow path; with "
+        "custom-http-errors (not applied yet) it does not serve error pages",
     ),
     # paths and redirects
     "use-regex": Entry(
@@ -420,6 +428,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             out.problems.append(f"annotations.{r}: refused{why}")
     out.paths = path_rules.paths(annotations, out.warnings, spec)
     out.limits = client.client_limits(annotations, out.warnings)
+    out.fallback = fallback.fallback_service(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ferryman.configs.endpoints import CLUSTER_IP
-from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost
+from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost, backend_key
 from ferryman.configs.routes import backends_of
 from ferryman.kinds.ingress.parse.ingress import Ingress
 from ferryman.kinds.ingress.records.as_virtualserver import (
@@ -122,6 +122,7 @@ def ingress_records(
         redirect=ing.paths.redirect,
         force_ssl_redirect=ing.paths.force_ssl_redirect,
         www=ing.paths.www,
+        fallback=fallback_key(ing),
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
@@ -224,6 +225,13 @@ def _master(
     return out
 
 
+def fallback_key(ing: Ingress) -> str | None:
+    """ingress-nginx's default-backend as a backend key: the Service's first port
+    (the port ref "", ``Service.find_port``)."""
+    service = ing.fallback_service
+    return backend_key(ing.meta.namespace, service, "") if service else None
+
+
 def cluster_ip_host(vh: VirtualHost) -> VirtualHost:
     """``vh`` routing to its Services' ClusterIPs (``nginx.org/use-cluster-ip``):
     each backend key names the ClusterIP endpoint set (configs/endpoints.py)."""
@@ -243,6 +251,7 @@ def _minion(
     inherits, its options, what its routes enforce and the options' warnings."""
     own, _ = minion_annotations(minion, master)
     options, warnings = ingress_options(own, configmap)
+    options = replace(options, fallback=fallback_key(minion))
     served = replace(minion, meta=replace(minion.meta, annotations=own))
     auth = _route_configs(served, options, reads)
     if served.policies:
