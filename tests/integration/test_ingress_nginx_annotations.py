@@ -60,8 +60,8 @@ def test_connection_header_and_the_proxy_versions_ingress_nginx_writes(
     either_fast_path: Ferryman, backends: Backends
 ) -> None:
     """connection-proxy-header replaces the Connection header sent upstream;
-    proxy-http-version 1.1 and proxy-request-buffering on are the defaults, served;
-    1.0 and off are named in a Warning and not applied."""
+    proxy-http-version 1.1 is the default, served; 1.0 is named in a Warning and
+    not applied."""
     f = either_fast_path
     start(
         f,
@@ -70,14 +70,12 @@ def test_connection_header_and_the_proxy_versions_ingress_nginx_writes(
             {
                 P + "connection-proxy-header": "keep-alive",
                 P + "proxy-http-version": "1.0",
-                P + "proxy-request-buffering": "off",
             }
         ),
     )
     event = last(f)
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert f"{P}proxy-http-version: '1.0' is not served" in event["message"]
-    assert f"{P}proxy-request-buffering: 'off' is not served yet" in event["message"]
     r = f.get(HOST, "/")
     assert r.json()["headers"]["connection"] == "keep-alive"
     assert r.json()["version"] == "HTTP/1.1"

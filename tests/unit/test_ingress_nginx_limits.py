@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.configs.buffer_tiers import slow_variants
+from ferryman.configs.render import Renderer
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.parse.ingress_nginx import translate
 from ferryman.kinds.ingress.parse.ingress_nginx_limits import (
@@ -23,6 +25,7 @@ from ferryman.kinds.ingress.records.hosts import ingress_records
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.policy.records.rate import Limit
 from ferryman.kinds.virtualserver.records.fast import _limit, _Unserved
+from testkit.render import MAIN
 
 P = "nginx.ingress.kubernetes.io/"
 
@@ -185,12 +188,13 @@ def test_proxy_version_buffering_and_connection_as_ingress_nginx_reads_them() ->
         {
             P + "connection-proxy-header": "keep-alive",
             P + "proxy-http-version": "1.1",
-            P + "proxy-request-buffering": "on",
+            P + "proxy-request-buffering": "On",
         },
         {},
     )
     assert t.annotations["nginx.org/proxy-set-headers"] == "Connection: keep-alive"
     assert t.warnings == []
+    assert not t.streamed
     t = translate(
         {
             P + "proxy-http-version": "1.0",
@@ -199,17 +203,40 @@ def test_proxy_version_buffering_and_connection_as_ingress_nginx_reads_them() ->
         },
         {},
     )
+    assert t.streamed
     assert "nginx.org/proxy-set-headers" not in t.annotations
     assert t.warnings == [
         f"annotation {P}connection-proxy-header: 'a\"b' must be text without control characters, "
         '",", \'"\', "$" or "\\": not applied',
         f"annotation {P}proxy-http-version: '1.0' is not served: ferryman proxies HTTP/1.1 "
         "(ingress-nginx's default): not applied",
-        f"annotation {P}proxy-request-buffering: 'off' is not served yet: the request body is "
-        "read before it is proxied: not applied",
     ]
     t = translate({P + "proxy-http-version": "2", P + "proxy-request-buffering": "yes"}, {})
+    assert not t.streamed
     assert t.warnings == [
         f'annotation {P}proxy-http-version: \'2\' must be "1.0" or "1.1": not applied',
         f'annotation {P}proxy-request-buffering: \'yes\' must be "on" or "off": not applied',
     ]
+
+
+def test_request_buffering_off_is_the_streamed_slow_path() -> None:
+    (written,) = _written({"proxy-request-buffering": "off"}).written
+    (route,) = [i.split("|") for i in written.routing.split(" ") if i.startswith("R|")]
+    assert route[8] == "s"
+    assert written.fast is None
+    (both,) = _written({"proxy-request-buffering": "off", "proxy-buffering": "off"}).written
+    (route,) = [i.split("|") for i in both.routing.split(" ") if i.startswith("R|")]
+    assert route[8] == "us"
+
+
+def test_every_slow_location_has_a_streamed_twin() -> None:
+    text = Renderer().main(MAIN)
+    for variant, _ in slow_variants():
+        name = f"@ferryman_{variant}" if variant else "@ferryman"
+        body = text.split(f"location {name} {{", 1)[1].split("\n        }\n", 1)[0]
+        streamed = variant.startswith("streamed")
+        assert ("proxy_request_buffering off;" in body) is streamed
+        assert ("proxy_buffering off;" in body) is ("unbuffered" in variant)
+        if not streamed:
+            twin = f"streamed_{variant}" if variant else "streamed"
+            assert f"location @ferryman_{twin} {{" in text

@@ -108,6 +108,8 @@ class Ingress:
     client_limits: ClientLimits | None = None
     # ingress-nginx's default-backend: the Service serving while a path's has no endpoint.
     fallback_service: str | None = None
+    # ingress-nginx's proxy-request-buffering: "off" (the body streamed upstream).
+    request_streamed: bool = False
 
     @property
     def ssl_redirect(self) -> bool:
@@ -402,6 +404,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         canary=canary,
         client_limits=translated.limits,
         fallback_service=translated.fallback,
+        request_streamed=translated.streamed,
     )
 
 

@@ -61,6 +61,7 @@ class Translated:
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
     limits: client.ClientLimits | None = None  # limit-connections, limit-allowlist
     fallback: str | None = None  # default-backend: a Service of the Ingress's namespace
+    streamed: bool = False  # proxy-request-buffering: off
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,7 @@ ENTRIES: dict[str, Entry] = {
         DIFFERS, '"1.1" (the default) is served; "1.0" is not, in a Warning', cv.http_version
     ),
     "proxy-request-buffering": Entry(
-        DIFFERS,
-        '"on" (the default) is served; "off" is not yet, in a Warning',
-        cv.request_buffering,
+        SERVED, "on (the default) or off: the body proxied as it arrives, on the Lua slow path"
     ),
     "default-backend": Entry(
         DIFFERS,
@@ -429,6 +428,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     out.paths = path_rules.paths(annotations, out.warnings, spec)
     out.limits = client.client_limits(annotations, out.warnings)
     out.fallback = fallback.fallback_service(annotations, out.warnings)
+    out.streamed = cv.request_streamed(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

@@ -226,15 +226,18 @@ def http_version(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
     raise Unusable('must be "1.0" or "1.1"')
 
 
-def request_buffering(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
-    """proxy_request_buffering: on (NGINX's and ingress-nginx's default) is
-    served; off (streaming the body as it arrives) is not yet."""
-    v = value(a, "proxy-request-buffering").lower()
-    if v == "on":
-        return {}
-    if v == "off":
-        raise Unusable("is not served yet: the request body is read before it is proxied")
-    raise Unusable('must be "on" or "off"')
+def request_streamed(a: Mapping[str, str], warnings: list[str]) -> bool:
+    """proxy_request_buffering off (the body proxied as it arrives); on is
+    NGINX's and ingress-nginx's default. Another value: a Warning, the default."""
+    raw = a.get(PREFIX + "proxy-request-buffering")
+    if raw is None or raw.strip().lower() == "on":
+        return False
+    if raw.strip().lower() == "off":
+        return True
+    warnings.append(
+        f'annotation {PREFIX}proxy-request-buffering: {raw!r} must be "on" or "off": not applied'
+    )
+    return False
 
 
 _COOKIE_NAME = re.compile(r"[A-Za-z0-9!#%&'*+\-.^_`|~]+")

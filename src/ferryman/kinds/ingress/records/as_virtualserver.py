@@ -419,6 +419,7 @@ def ingress_vs_routing(
             flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
             flags += "i" if loc.caseless else ""
             flags += "w" if loc.whole else ""
+            flags += "" if o.request_buffering else "s"
             if flags:
                 fields.append(flags)
             routes.append("|".join(fields))

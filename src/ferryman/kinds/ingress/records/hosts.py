@@ -123,6 +123,7 @@ def ingress_records(
         force_ssl_redirect=ing.paths.force_ssl_redirect,
         www=ing.paths.www,
         fallback=fallback_key(ing),
+        request_buffering=not ing.request_streamed,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
@@ -251,7 +252,9 @@ def _minion(
     inherits, its options, what its routes enforce and the options' warnings."""
     own, _ = minion_annotations(minion, master)
     options, warnings = ingress_options(own, configmap)
-    options = replace(options, fallback=fallback_key(minion))
+    options = replace(
+        options, fallback=fallback_key(minion), request_buffering=not minion.request_streamed
+    )
     served = replace(minion, meta=replace(minion.meta, annotations=own))
     auth = _route_configs(served, options, reads)
     if served.policies:
