@@ -5,12 +5,24 @@ dataplane/lua/ferryman_policy_conn.lua)."""
 
 from __future__ import annotations
 
+import base64
 import threading
+from typing import Any
 
+import grpc
 import pytest
 
 from testkit.annotated_ingress import HOST, annotated, last
-from testkit.harness import Backend, Backends, Ferryman, eventually, service_with_backends
+from testkit.grpc_greeter import Greeter, say_hello, status_of
+from testkit.harness import (
+    Backend,
+    Backends,
+    Ferryman,
+    eventually,
+    path,
+    service_with_backends,
+    tls_secret,
+)
 
 P = "nginx.ingress.kubernetes.io/"
 
@@ -112,3 +124,47 @@ def test_unusable_values_are_named_in_a_warning_and_not_applied(
     # Served, with every client limited (the allow list not applied).
     assert [f.get(HOST, "/").status for _ in range(3)] == [200, 200, 503]
     assert f.reloads() == 1
+
+
+def test_a_grpc_error_page_gives_the_count_back(ferryman: Ferryman) -> None:
+    """limit-connections 1 on a gRPC Ingress whose greeter is down: each call is
+    answered UNAVAILABLE by the gRPC error location (an internal redirect, which
+    drops ngx.ctx); the counts are given back there, so once a greeter is up the
+    client's next call is served, not refused as over its limit."""
+    f = ferryman
+    down, up = Greeter("down"), Greeter("up")
+    down.close()  # its port now refuses connections
+    try:
+        f.extra_args += ["--nginx-configmaps", "default/nginx-config"]
+        md = {"name": "nginx-config", "namespace": "default"}
+        f.write(
+            "configmap",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": {"http2": "true"}},
+        )
+        secret = tls_secret("grpc-tls", [HOST])
+        f.write("secret", secret)
+        root = base64.b64decode(secret["data"]["tls.crt"])
+        f.write("svc", service_with_backends("app", [down], port=50051))  # type: ignore[list-item]
+        grpc_ingress = {P + "backend-protocol": "GRPC", P + "limit-connections": "1"}
+        doc = annotated(grpc_ingress, path("/", "app", port=50051))
+        doc["spec"]["tls"] = [{"hosts": [HOST], "secretName": "grpc-tls"}]
+        f.write("doc0", doc)
+        f.start()
+        for _ in range(3):
+            assert status_of(f.https_port, HOST, root) == (
+                grpc.StatusCode.UNAVAILABLE,
+                "unavailable",
+            )
+        f.write("svc", service_with_backends("app", [up], port=50051))  # type: ignore[list-item]
+        answer = eventually(lambda: _answer(f, root), 60, "SayHello answered")
+        assert answer["name"] == "up"
+        assert f.reloads() == 1
+    finally:
+        up.close()
+
+
+def _answer(f: Ferryman, root: bytes) -> dict[str, Any] | None:
+    try:
+        return say_hello(f.https_port, HOST, root)
+    except grpc.RpcError:
+        return None
