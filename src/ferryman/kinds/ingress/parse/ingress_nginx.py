@@ -240,8 +240,11 @@ ENTRIES: dict[str, Entry] = {
         SERVED,
         "addresses no limit-rps, limit-rpm or limit-connections applies to (an invalid "
         "address: not applied, every client limited, in a Warning)",
+        reads=client.LIMITS,
     ),
-    "limit-whitelist": Entry(SERVED, "as limit-allowlist (which wins when both are set)"),
+    "limit-whitelist": Entry(
+        SERVED, "as limit-allowlist (which wins when both are set)", reads=client.WHITELIST_READS
+    ),
     "whitelist-source-range": Entry(
         SERVED,
         "as an accessControl Policy (403); an invalid address rejects the Ingress",

@@ -27,7 +27,8 @@ PREFIX = "nginx.ingress.kubernetes.io/"
 EXEMPT_KEYS = ("limit-allowlist", "limit-whitelist")
 CONNECTIONS = "limit-connections"
 LIMITS = ("limit-rps", "limit-rpm", CONNECTIONS)
-READS = (*EXEMPT_KEYS, CONNECTIONS)
+# What limit-whitelist is read with (the limits it exempts from, the newer name).
+WHITELIST_READS = ("limit-allowlist", *LIMITS)
 # NGINX's limit_conn takes a number up to 65535 (ngx_http_limit_conn_module).
 MAX_CONNECTIONS = 65535
 _COUNT = re.compile(r"[0-9]{1,9}")
