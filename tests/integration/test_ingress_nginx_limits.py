@@ -61,7 +61,10 @@ def test_limit_connections_answers_503_to_one_request_too_many(
     if f.data_plane == "angie":
         event = last(f)
         assert event["reason"] == "AddedOrUpdatedWithWarning"
-        assert "limit-connections and limit-allowlist" in event["message"]
+        assert (
+            "limit-connections, limit-allowlist (nginx.ingress.kubernetes.io): applied by the "
+            "nginx data plane only" in event["message"]
+        )
         assert f.get(HOST, "/").status == 200
         b.release()
         for t in threads:

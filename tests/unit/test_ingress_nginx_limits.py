@@ -180,7 +180,15 @@ def test_a_limit_with_an_exemption_is_never_the_c_modules() -> None:
 
 def test_angie_says_the_limits_are_not_applied() -> None:
     out = _written({"limit-connections": "3"}, slow_path=False)
-    assert any("limit-connections and limit-allowlist" in w for w in out.warnings)
+    assert (
+        "limit-connections, limit-allowlist (nginx.ingress.kubernetes.io): applied by the nginx "
+        "data plane only (ferryman); ignored"
+    ) in out.warnings
+    out = _written({"default-backend": "errors", "proxy-request-buffering": "off"}, slow_path=False)
+    assert (
+        "default-backend, proxy-request-buffering: off (nginx.ingress.kubernetes.io): applied by "
+        "the nginx data plane only (ferryman); ignored"
+    ) in out.warnings
 
 
 def test_proxy_version_buffering_and_connection_as_ingress_nginx_reads_them() -> None:

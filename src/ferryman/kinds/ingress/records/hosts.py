@@ -80,9 +80,8 @@ _CANARY_NOT_ON_ANGIE = (
     "canary Ingresses (nginx.ingress.kubernetes.io/canary) are served by the nginx data "
     "plane only (ferryman): the main Ingress's backends take all its traffic"
 )
-_LIMITS_NOT_ON_ANGIE = (
-    "limit-connections and limit-allowlist (nginx.ingress.kubernetes.io) are applied by the "
-    "nginx data plane only (ferryman); ignored"
+_LUA_ONLY_NOT_ON_ANGIE = (
+    "{} (nginx.ingress.kubernetes.io): applied by the nginx data plane only (ferryman); ignored"
 )
 _ACCESS_NOT_ON_ANGIE = (
     "basic auth, source ranges and cors are enforced by the nginx data plane only "
@@ -143,8 +142,8 @@ def ingress_records(
         # Served without its access rules would be served more openly than asked.
         out.warnings.append(_ACCESS_NOT_ON_ANGIE)
         return out
-    if not slow_path and ing.client_limits is not None:
-        out.warnings.append(_LIMITS_NOT_ON_ANGIE)
+    if not slow_path and (lua_only := _lua_only(ing)):
+        out.warnings.append(_LUA_ONLY_NOT_ON_ANGIE.format(lua_only))
     if not slow_path and options.slow():
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
@@ -224,6 +223,21 @@ def _master(
     r = ingress_vs_routing(parts, vh, host, server, spec)
     out.written = [Written(r.host, r.record, r.backends, r.fast, client_check(spec))]
     return out
+
+
+def _lua_only(ing: Ingress) -> str:
+    """The ingress-nginx annotations the Ingress sets that only the Lua slow path
+    applies, as the Warning names them ("" for none)."""
+    names = [
+        name
+        for name, on in (
+            ("limit-connections, limit-allowlist", ing.client_limits is not None),
+            ("default-backend", ing.fallback_service is not None),
+            ("proxy-request-buffering: off", ing.request_streamed),
+        )
+        if on
+    ]
+    return ", ".join(names)
 
 
 def fallback_key(ing: Ingress) -> str | None:
