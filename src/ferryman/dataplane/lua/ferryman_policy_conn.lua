@@ -2,9 +2,9 @@
 -- address, one zone per Ingress (kinds/ingress/records/limit_conn.py has the
 -- P item). A request counts from the moment its route is chosen until its
 -- log phase (ferryman.log calls leave(), in every location a counted request
--- can end in); one more than allowed at once is
--- answered the item's status (ingress-nginx's limit-conn-status-code, 503)
--- and logged at "error", as limit_conn does. A client of the allow list
+-- can end in); one more than allowed at once is answered the item's status
+-- (ingress-nginx's limit-conn-status-code, 503) and logged at "error", as
+-- limit_conn does. A client of the allow list
 -- (limit-allowlist) is not counted, as NGINX does not count an empty key.
 -- In HTTP/2 each stream is a request, and so counts, as in limit_conn.
 --
