@@ -56,6 +56,34 @@ def test_timeouts_body_size_and_host_as_ingress_nginx_sets_them(
     assert f.reloads() == 1
 
 
+def test_connection_header_and_the_proxy_versions_ingress_nginx_writes(
+    either_fast_path: Ferryman, backends: Backends
+) -> None:
+    """connection-proxy-header replaces the Connection header sent upstream;
+    proxy-http-version 1.1 is the default, served; 1.0 is named in a Warning and
+    not applied."""
+    f = either_fast_path
+    start(
+        f,
+        backends,
+        annotated(
+            {
+                P + "connection-proxy-header": "keep-alive",
+                P + "proxy-http-version": "1.0",
+            }
+        ),
+    )
+    event = last(f)
+    assert event["reason"] == "AddedOrUpdatedWithWarning"
+    assert f"{P}proxy-http-version: '1.0' is not served" in event["message"]
+    r = f.get(HOST, "/")
+    assert r.json()["headers"]["connection"] == "keep-alive"
+    assert r.json()["version"] == "HTTP/1.1"
+    f.write("doc0", annotated({P + "connection-proxy-header": "close"}))
+    eventually(lambda: f.get(HOST, "/").json()["headers"]["connection"] == "close", 60, "close")
+    assert f.reloads() == 1
+
+
 def test_limit_rpm_answers_503_beyond_the_burst(ferryman: Ferryman, backends: Backends) -> None:
     """limit-rpm 1 with limit-burst-multiplier 2: the first request and a burst of
     2 are served at once, the rest of the minute ingress-nginx's 503 (a minute:

@@ -89,6 +89,25 @@ def test_served_annotations_name_what_they_become() -> None:
     assert limited[P + "proxy-connect-timeout"].becomes == {"nginx.org/proxy-connect-timeout": "5s"}
 
 
+def test_an_allow_list_is_reported_with_the_limits_it_exempts_from() -> None:
+    obj = _ingress(
+        {
+            P + "limit-rps": "10",
+            P + "limit-whitelist": "10.0.0.0/8",
+            P + "limit-connections": "lots",
+            P + "default-backend": "errors",
+        }
+    )
+    report = migrate.report(obj, "x")
+    by_key = {a.key: a for a in report.annotations}
+    whitelist = by_key[P + "limit-whitelist"]
+    assert (whitelist.status, whitelist.becomes, whitelist.said) == (migrate.SERVED, {}, [])
+    assert by_key[P + "limit-rps"].becomes["nginx.org/limit-req-rate"] == "10r/s"
+    assert any("'lots' must be a whole number" in m for m in by_key[P + "limit-connections"].said)
+    assert by_key[P + "default-backend"].status == ingress_nginx.DIFFERS
+    assert report.verdict == migrate.WARNINGS
+
+
 def test_a_typo_is_unknown_with_the_name_it_likely_meant() -> None:
     typos = {a.key: a for a in _reports()["web/typos"].annotations}
     assert typos[P + "proxy-body-szie"].status == migrate.UNKNOWN

@@ -111,7 +111,16 @@ def _per_annotation(annotations: Mapping[str, str], spec: Any) -> list[Annotatio
                     alone[ingress_nginx.PREFIX + r] = annotations[ingress_nginx.PREFIX + r]
             result = ingress_nginx.translate(alone, spec)
             said = [m for m in (*result.warnings, *result.problems) if name in m]
-            becomes = {k: v for k, v in result.annotations.items() if alone.get(k) != v}
+            # What the annotations read with it become on their own is theirs
+            # (limit-allowlist reads the limits it exempts from).
+            base = dict(alone)
+            base.pop(name)
+            theirs = ingress_nginx.translate(base, spec).annotations if e.reads else {}
+            becomes = {
+                k: v
+                for k, v in result.annotations.items()
+                if alone.get(k) != v and theirs.get(k) != v
+            }
             becomes.pop(name, None)
             for r in e.reads:
                 becomes.pop(ingress_nginx.PREFIX + r, None)

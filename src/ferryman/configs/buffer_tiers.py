@@ -25,9 +25,10 @@ A gRPC route stays in ``@ferryman_grpc``: ``proxy_*`` buffers do not apply to
 them), so the flag is not read there.
 
 The number of locations: 2 (buffered, unbuffered) x ``len(TIERS_KIB)``,
-fourteen, each a copy of ``slow-path.conf.tmpl``; rendering them costs
-nothing measurable in a reload, and a buffer is only allocated by a request
-of a route that asked for its tier.
+fourteen, and the two without a tier, each also with ``proxy_request_buffering
+off`` (``streamed_``): 32 copies of ``slow-path.conf.tmpl``; rendering them
+costs nothing measurable in a reload, and a buffer is only allocated by a
+request of a route that asked for its tier.
 """
 
 from __future__ import annotations
@@ -108,11 +109,13 @@ def parse_buffers(value: str) -> tuple[int, int] | None:
 
 def slow_variants() -> list[tuple[str, int]]:
     """The slow path's locations in the public server: (variant, tier KiB or
-    0); the location is ``@ferryman_<variant>`` (``@ferryman`` for "")."""
+    0); the location is ``@ferryman_<variant>`` (``@ferryman`` for ""). Each
+    once more as ``streamed_<variant>``, with ``proxy_request_buffering off``
+    (ingress-nginx's proxy-request-buffering: "off", the route flag ``s``)."""
     out: list[tuple[str, int]] = [("", 0), ("unbuffered", 0)]
     for kib in TIERS_KIB:
         out += [(f"b{kib}", kib), (f"unbuffered_b{kib}", kib)]
-    return out
+    return out + [(f"streamed_{v}" if v else "streamed", kib) for v, kib in out]
 
 
 MIXED_BUFFERING = (

@@ -45,6 +45,10 @@ class Service:
     cluster_ip: str = ""
 
     def find_port(self, ref: int | str) -> ServicePort | None:
+        """The port a number or name refers to; "" (a backend key's for
+        ingress-nginx's default-backend annotation) is the first port."""
+        if ref == "":
+            return self.ports[0] if self.ports else None
         for p in self.ports:
             if (p.port == ref) if isinstance(ref, int) else (p.name == ref):
                 return p

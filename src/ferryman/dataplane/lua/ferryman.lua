@@ -55,6 +55,7 @@ local gateways = require("ferryman_gateway")
 local records = require("ferryman_records")
 local certificates = require("ferryman_certificates")
 local balancing = require("ferryman_balancer")
+local connections = require("ferryman_policy_conn")
 local filters = require("ferryman_filters")
 local upstream_fields = require("ferryman_vs_upstream")
 
@@ -418,9 +419,14 @@ end
 -- The slow path's hand-over to its balancer, which runs for this same
 -- request: the endpoint set of backend key, named for the access log, and
 -- host, the fields balance() follows (a host entry or a VirtualServer
--- upstream); 503 when the set has no endpoint.
+-- upstream); 503 when the set has no endpoint, unless the upstream names a
+-- backend serving then (ingress-nginx's default-backend annotation).
 local function proxy_to(key, entry, host)
     local peers = peers_for(key)
+    if #peers == 0 and host.fallback then
+        key = host.fallback
+        peers = peers_for(key)
+    end
     if #peers == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
@@ -556,7 +562,11 @@ _M.body_filter = filters.body_filter
 -- The slow path's balancer and log phase (ferryman_balancer); externalAuth's
 -- subrequests release their counted attempts as requests do.
 _M.balance = balancing.balance
-_M.log = balancing.log
+-- The log phase also gives back limit-connections' counts (ferryman_policy_conn).
+function _M.log()
+    balancing.log()
+    connections.leave()
+end
 external_auth.release = balancing.release
 
 -- Handshakes (ferryman_certificates), which look hosts up as routing does.

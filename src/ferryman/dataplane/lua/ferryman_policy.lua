@@ -8,14 +8,16 @@
 --   decode(fields) -> config     (fields: the P item's, after the letter)
 --   check(config, set) -> status (answer it) or nil (pass)
 -- and is enforced in NGINX's order for the directives NIC writes: the CORS
--- preflight first (a `return` in the rewrite phase), then limit_req
--- (preaccess), then allow/deny, auth_basic and auth_request (access phase).
+-- preflight first (a `return` in the rewrite phase), then limit_req and
+-- limit_conn (preaccess, in NGINX's order), then allow/deny, auth_basic and
+-- auth_request (access phase).
 
 local find, sub = string.find, string.sub
 
 local KINDS = {
     c = require("ferryman_policy_cors"),
     r = require("ferryman_policy_rate"),
+    n = require("ferryman_policy_conn"),
     a = require("ferryman_policy_access"),
     b = require("ferryman_policy_basic"),
     j = require("ferryman_jwt"),
@@ -25,7 +27,7 @@ local KINDS = {
 }
 -- (m, ingressMTLS, is enforced from the host's M record: ferryman_mtls.lua.)
 -- (e, egressMTLS, refuses nothing: it sets the upstream handshake's variables.)
-local ORDER = { "r", "a", "b", "j", "k", "x", "e" }
+local ORDER = { "r", "n", "a", "b", "j", "k", "x", "e" }
 
 local _M = {}
 

@@ -17,14 +17,18 @@ local function network_of(text)
     return { len = version == "4" and 4 or 16, address = table.concat(bytes), prefix = tonumber(prefix) }
 end
 
-function _M.decode(f)
+-- A networks field (kinds/policy/records/access.py's networks_field).
+local function networks_of(text)
     local networks = {}
-    if f[2] ~= "" then
-        for text in string.gmatch(f[2], "[^,]+") do
-            networks[#networks + 1] = network_of(text)
-        end
+    for net in string.gmatch(text or "", "[^,]+") do
+        networks[#networks + 1] = network_of(net)
     end
-    return { allow = f[1] == "allow", networks = networks }
+    return networks
+end
+_M.networks_of = networks_of
+
+function _M.decode(f)
+    return { allow = f[1] == "allow", networks = networks_of(f[2]) }
 end
 
 local function contains(net, addr)
@@ -50,11 +54,28 @@ end
 -- NGINX's access module checks an IPv4-mapped IPv6 client against the IPv4 rules.
 local MAPPED = string.rep("\0", 10) .. "\255\255"
 
-function _M.check(config)
+local function client()
     local addr = ngx.var.binary_remote_addr or ""
     if #addr == 16 and sub(addr, 1, 12) == MAPPED then
         addr = sub(addr, 13)
     end
+    return addr
+end
+
+-- Whether the client's address is in one of networks (NGINX's geo, as
+-- ingress-nginx's limit allow list reads it).
+function _M.client_in(networks)
+    local addr = client()
+    for _, net in ipairs(networks) do
+        if contains(net, addr) then
+            return true
+        end
+    end
+    return false
+end
+
+function _M.check(config)
+    local addr = client()
     for _, net in ipairs(config.networks) do
         if contains(net, addr) then
             return (not config.allow) and ngx.HTTP_FORBIDDEN or nil

@@ -12,6 +12,7 @@
 
 local vars = require("ferryman_policy_vars")
 local regex = require("ferryman_regex")
+local access = require("ferryman_policy_access")
 
 local dict = ngx.shared.ferryman_limits
 local decode_base64 = ngx.decode_base64
@@ -75,6 +76,8 @@ local function limit_of(text)
         variable = f[6] ~= "" and decode_base64(f[6]) or nil,
         match = f[6] ~= "" and map_value(decode_base64(f[7])) or nil,
         default = f[8] == "1",
+        -- ingress-nginx's limit-allowlist: clients the limit does not apply to.
+        exempt = f[9] and f[9] ~= "" and access.networks_of(decode_base64(f[9])) or nil,
     }
 end
 
@@ -210,7 +213,7 @@ function _M.check(config, set)
     local on = applies(config, set)
     local active = {}
     for _, limit in ipairs(config.limits) do
-        if on[limit] then
+        if on[limit] and not (limit.exempt and access.client_in(limit.exempt)) then
             local key = vars.render(limit.key, set)
             if limit.variable then
                 key = "Val" .. key -- NIC's tiered key: never empty

@@ -186,12 +186,17 @@ function _M.decode(raw)
             -- "w": the URI becomes the rewrite (rewrite-target on a plain path,
             -- whose pattern matches every URI the location takes; no groups).
             route.whole = find(flags, "w", 1, true) ~= nil
-            -- The slow path's location of a buffered/unbuffered, tiered route
-            -- (nginx.conf.tmpl: @ferryman_<variant>); nil: this one.
+            -- The slow path's location of a buffered/unbuffered, tiered route,
+            -- "s" with the request body streamed (ingress-nginx's
+            -- proxy-request-buffering: off): nginx.conf.tmpl's
+            -- @ferryman_<variant> (configs/buffer_tiers.py); nil: this one.
             local tier = match(flags, "b(%d+)")
             local variant = route.unbuffered and "unbuffered" or nil
             if tier then
                 variant = (variant and variant .. "_" or "") .. "b" .. tier
+            end
+            if find(flags, "s", 1, true) then
+                variant = "streamed" .. (variant and "_" .. variant or "")
             end
             if variant and not route.grpc then
                 route.variant = variant

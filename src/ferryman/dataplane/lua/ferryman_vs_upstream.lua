@@ -45,6 +45,9 @@ function _M.decode(text, upstream)
     local timeout = tonumber(f[4])
     upstream.next_timeout = timeout and timeout / 1000
     upstream.keepalive = tonumber(f[5])
+    -- ingress-nginx's default-backend: the backend key serving while this
+    -- upstream's endpoint set is empty (ferryman.lua's proxy_to).
+    upstream.fallback = f[6] and f[6] ~= "" and decode_base64(f[6]) or nil
 end
 
 -- "^"-separated base64 names as a list, nil when empty.

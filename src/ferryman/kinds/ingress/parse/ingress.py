@@ -14,6 +14,7 @@ from ferryman.kinds.ingress.parse.ingress_nginx_canary import (
     canary_annotations,
     parse_canary,
 )
+from ferryman.kinds.ingress.parse.ingress_nginx_limits import ClientLimits
 from ferryman.kinds.ingress.parse.ingress_nginx_paths import Paths, with_aliases, with_www
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
@@ -103,6 +104,12 @@ class Ingress:
     paths: Paths = field(default_factory=Paths)
     # ingress-nginx's canary: its paths join a main Ingress's (records/canary_host.py).
     canary: Canary | None = None
+    # ingress-nginx's limit-connections and limit-allowlist (ingress_nginx_limits).
+    client_limits: ClientLimits | None = None
+    # ingress-nginx's default-backend: the Service serving while a path's has no endpoint.
+    fallback_service: str | None = None
+    # ingress-nginx's proxy-request-buffering: "off" (the body streamed upstream).
+    request_streamed: bool = False
 
     @property
     def ssl_redirect(self) -> bool:
@@ -395,6 +402,9 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         annotation_policies=tuple(translated.policies),
         paths=translated.paths,
         canary=canary,
+        client_limits=translated.limits,
+        fallback_service=translated.fallback,
+        request_streamed=translated.streamed,
     )
 
 

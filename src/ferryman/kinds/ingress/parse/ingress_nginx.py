@@ -33,8 +33,10 @@ from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
+from ferryman.kinds.ingress.parse import ingress_nginx_backend as fallback
 from ferryman.kinds.ingress.parse import ingress_nginx_canary as canary
 from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
+from ferryman.kinds.ingress.parse import ingress_nginx_limits as client
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
@@ -57,6 +59,9 @@ class Translated:
     )
     # What its paths answer beyond proxying (rewrite-target, app-root, redirects).
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
+    limits: client.ClientLimits | None = None  # limit-connections, limit-allowlist
+    fallback: str | None = None  # default-backend: a Service of the Ingress's namespace
+    streamed: bool = False  # proxy-request-buffering: off
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,24 @@ ENTRIES: dict[str, Entry] = {
         "as nginx.org/proxy-set-headers: X-Forwarded-Prefix",
         cv.header("X-Forwarded-Prefix", "x-forwarded-prefix"),
     ),
+    "connection-proxy-header": Entry(
+        SERVED,
+        "as nginx.org/proxy-set-headers: Connection (also for WebSocket upgrades, as "
+        "ingress-nginx)",
+        cv.header("Connection", "connection-proxy-header"),
+    ),
+    "proxy-http-version": Entry(
+        DIFFERS, '"1.1" (the default) is served; "1.0" is not, in a Warning', cv.http_version
+    ),
+    "proxy-request-buffering": Entry(
+        SERVED, "on (the default) or off: the body proxied as it arrives, on the Lua slow path"
+    ),
+    "default-backend": Entry(
+        DIFFERS,
+        "a Service of the Ingress's namespace (its first port) serving the Ingress's "
+        "requests while a path's Service has no endpoint, on the Lua slow path; with "
+        "custom-http-errors (not applied yet) it does not serve error pages",
+    ),
     # paths and redirects
     "use-regex": Entry(
         DIFFERS,
@@ -208,6 +231,20 @@ ENTRIES: dict[str, Entry] = {
         ("limit-burst-multiplier",),
     ),
     "limit-rpm": Entry(SERVED, "as limit-rps, per minute", cv.limits, ("limit-burst-multiplier",)),
+    "limit-connections": Entry(
+        SERVED,
+        "the requests of one client address served at once, over the Ingress's paths, 503 "
+        "beyond (limit_conn's; HTTP/2 streams count each); on the Lua slow path, as limit-rps",
+    ),
+    "limit-allowlist": Entry(
+        SERVED,
+        "addresses no limit-rps, limit-rpm or limit-connections applies to (an invalid "
+        "address: not applied, every client limited, in a Warning)",
+        reads=client.LIMITS,
+    ),
+    "limit-whitelist": Entry(
+        SERVED, "as limit-allowlist (which wins when both are set)", reads=client.WHITELIST_READS
+    ),
     "whitelist-source-range": Entry(
         SERVED,
         "as an accessControl Policy (403); an invalid address rejects the Ingress",
@@ -351,28 +388,6 @@ def entry(key: str) -> Entry | None:
     return None
 
 
-def raw_services(spec: object) -> frozenset[str]:
-    """The names of the Services an Ingress spec routes to, read before it is
-    validated (backend-protocol and affinity apply to each)."""
-    found: set[str] = set()
-
-    def backend(b: object) -> None:
-        svc = b.get("service") if isinstance(b, Mapping) else None
-        name = svc.get("name") if isinstance(svc, Mapping) else None
-        if isinstance(name, str) and name:
-            found.add(name)
-
-    if not isinstance(spec, Mapping):
-        return frozenset()
-    backend(spec.get("defaultBackend"))
-    for rule in spec.get("rules") or []:
-        http = rule.get("http") if isinstance(rule, Mapping) else None
-        for p in (http.get("paths") if isinstance(http, Mapping) else None) or []:
-            if isinstance(p, Mapping):
-                backend(p.get("backend"))
-    return frozenset(found)
-
-
 def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") -> Translated:
     """``annotations`` with each ingress-nginx one the Ingress sets added as the
     ``nginx.org/*`` annotations of the same meaning, and what to say."""
@@ -380,7 +395,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     ours = sorted(k.removeprefix(PREFIX) for k in annotations if k.startswith(PREFIX))
     if not ours:
         return out
-    services = raw_services(spec)
+    services = cv.raw_services(spec)
     done: set[int] = set()
     for key in ours:
         name = PREFIX + key
@@ -414,6 +429,9 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
         except access.Refused as r:
             out.problems.append(f"annotations.{r}: refused{why}")
     out.paths = path_rules.paths(annotations, out.warnings, spec)
+    out.limits = client.client_limits(annotations, out.warnings)
+    out.fallback = fallback.fallback_service(annotations, out.warnings)
+    out.streamed = cv.request_streamed(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

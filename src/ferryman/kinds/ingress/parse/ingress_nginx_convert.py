@@ -215,6 +215,31 @@ def limits(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
     }
 
 
+def http_version(a: Mapping[str, str], _s: frozenset[str]) -> dict[str, str]:
+    """proxy_http_version: ferryman proxies HTTP/1.1 to every upstream (its kept
+    connections need it), which is ingress-nginx's default."""
+    v = value(a, "proxy-http-version")
+    if v == "1.1":
+        return {}
+    if v == "1.0":
+        raise Unusable("is not served: ferryman proxies HTTP/1.1 (ingress-nginx's default)")
+    raise Unusable('must be "1.0" or "1.1"')
+
+
+def request_streamed(a: Mapping[str, str], warnings: list[str]) -> bool:
+    """proxy_request_buffering off (the body proxied as it arrives); on is
+    NGINX's and ingress-nginx's default. Another value: a Warning, the default."""
+    raw = a.get(PREFIX + "proxy-request-buffering")
+    if raw is None or raw.strip().lower() == "on":
+        return False
+    if raw.strip().lower() == "off":
+        return True
+    warnings.append(
+        f'annotation {PREFIX}proxy-request-buffering: {raw!r} must be "on" or "off": not applied'
+    )
+    return False
+
+
 _COOKIE_NAME = re.compile(r"[A-Za-z0-9!#%&'*+\-.^_`|~]+")
 _COOKIE_TEXT = re.compile(r"[A-Za-z0-9._~/\-]+")
 
@@ -258,3 +283,25 @@ class Differs(Exception):
     def __init__(self, result: dict[str, str], difference: str) -> None:
         super().__init__(difference)
         self.result = result
+
+
+def raw_services(spec: object) -> frozenset[str]:
+    """The names of the Services an Ingress spec routes to, read before it is
+    validated (backend-protocol and affinity apply to each)."""
+    found: set[str] = set()
+
+    def backend(b: object) -> None:
+        svc = b.get("service") if isinstance(b, Mapping) else None
+        name = svc.get("name") if isinstance(svc, Mapping) else None
+        if isinstance(name, str) and name:
+            found.add(name)
+
+    if not isinstance(spec, Mapping):
+        return frozenset()
+    backend(spec.get("defaultBackend"))
+    for rule in spec.get("rules") or []:
+        http = rule.get("http") if isinstance(rule, Mapping) else None
+        for p in (http.get("paths") if isinstance(http, Mapping) else None) or []:
+            if isinstance(p, Mapping):
+                backend(p.get("backend"))
+    return frozenset(found)

@@ -219,6 +219,8 @@ def _upstream(
             "-" if o.client_max_body_size is None else str(o.client_max_body_size),
             str(o.next_upstream_timeout_ms) if o.next_upstream_timeout_ms else "-",
             "-" if o.keepalive is None else str(o.keepalive),
+            # ingress-nginx's default-backend (ferryman_vs_upstream.lua).
+            *([b64(o.fallback)] if o.fallback else []),
         ]
     )
     return "|".join(
@@ -380,6 +382,8 @@ def ingress_vs_routing(
             key = backend_key(part.ing.meta.namespace, loc.backend.service, loc.backend.port_ref)
             key += CLUSTER_IP if o.use_cluster_ip else ""
             keys.add(key)
+            if o.fallback:
+                keys.add(BackendKey(o.fallback))
             tls = loc.backend.service in o.ssl_services
             number = ups.number(_upstream(key, tls, o, o.sticky.get(loc.backend.service)), key, o)
             joined = part.canaries.get(loc.source) if loc.source is not None else None
@@ -415,6 +419,7 @@ def ingress_vs_routing(
             flags += "" if o.buffer_tier is None else f"b{o.buffer_tier}"
             flags += "i" if loc.caseless else ""
             flags += "w" if loc.whole else ""
+            flags += "" if o.request_buffering else "s"
             if flags:
                 fields.append(flags)
             routes.append("|".join(fields))

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ferryman.configs.endpoints import CLUSTER_IP
-from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost
+from ferryman.configs.model import CATCH_ALL, BackendKey, Route, VirtualHost, backend_key
 from ferryman.configs.routes import backends_of
 from ferryman.kinds.ingress.parse.ingress import Ingress
 from ferryman.kinds.ingress.records.as_virtualserver import (
@@ -28,6 +28,7 @@ from ferryman.kinds.ingress.records.as_virtualserver import (
     ingress_vs_routing,
 )
 from ferryman.kinds.ingress.records.canary_host import JoinedPaths
+from ferryman.kinds.ingress.records.limit_conn import client_limits_policy
 from ferryman.kinds.ingress.records.limit_req import limit_req_policy
 from ferryman.kinds.ingress.records.mergeable import (
     MASTER_DENYLIST,
@@ -79,6 +80,9 @@ _CANARY_NOT_ON_ANGIE = (
     "canary Ingresses (nginx.ingress.kubernetes.io/canary) are served by the nginx data "
     "plane only (ferryman): the main Ingress's backends take all its traffic"
 )
+_LUA_ONLY_NOT_ON_ANGIE = (
+    "{} (nginx.ingress.kubernetes.io): applied by the nginx data plane only (ferryman); ignored"
+)
 _ACCESS_NOT_ON_ANGIE = (
     "basic auth, source ranges and cors are enforced by the nginx data plane only "
     "(ferryman): the Ingress's hosts are not served"
@@ -117,6 +121,8 @@ def ingress_records(
         redirect=ing.paths.redirect,
         force_ssl_redirect=ing.paths.force_ssl_redirect,
         www=ing.paths.www,
+        fallback=fallback_key(ing),
+        request_buffering=not ing.request_streamed,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
@@ -136,6 +142,8 @@ def ingress_records(
         # Served without its access rules would be served more openly than asked.
         out.warnings.append(_ACCESS_NOT_ON_ANGIE)
         return out
+    if not slow_path and (lua_only := _lua_only(ing)):
+        out.warnings.append(_LUA_ONLY_NOT_ON_ANGIE.format(lua_only))
     if not slow_path and options.slow():
         out.warnings.append(_NOT_ON_ANGIE)
         out.written = [_plain(vh) for vh in vhosts]
@@ -217,6 +225,28 @@ def _master(
     return out
 
 
+def _lua_only(ing: Ingress) -> str:
+    """The ingress-nginx annotations the Ingress sets that only the Lua slow path
+    applies, as the Warning names them ("" for none)."""
+    names = [
+        name
+        for name, on in (
+            ("limit-connections, limit-allowlist", ing.client_limits is not None),
+            ("default-backend", ing.fallback_service is not None),
+            ("proxy-request-buffering: off", ing.request_streamed),
+        )
+        if on
+    ]
+    return ", ".join(names)
+
+
+def fallback_key(ing: Ingress) -> str | None:
+    """ingress-nginx's default-backend as a backend key: the Service's first port
+    (the port ref "", ``Service.find_port``)."""
+    service = ing.fallback_service
+    return backend_key(ing.meta.namespace, service, "") if service else None
+
+
 def cluster_ip_host(vh: VirtualHost) -> VirtualHost:
     """``vh`` routing to its Services' ClusterIPs (``nginx.org/use-cluster-ip``):
     each backend key names the ClusterIP endpoint set (configs/endpoints.py)."""
@@ -236,6 +266,9 @@ def _minion(
     inherits, its options, what its routes enforce and the options' warnings."""
     own, _ = minion_annotations(minion, master)
     options, warnings = ingress_options(own, configmap)
+    options = replace(
+        options, fallback=fallback_key(minion), request_buffering=not minion.request_streamed
+    )
     served = replace(minion, meta=replace(minion.meta, annotations=own))
     auth = _route_configs(served, options, reads)
     if served.policies:
@@ -262,10 +295,14 @@ def _minion_warnings(
 
 def _route_configs(ing: Ingress, options: IngressOptions, reads: PolicyReads) -> Attached:
     """What the Ingress's own annotations enforce on its routes as policies do:
-    basic auth, the limit-req rate limit, ingress-nginx's access lists and cors."""
+    basic auth, the limit-req rate limit, ingress-nginx's connection limit and
+    allow list, its access lists and cors."""
     out = basic_auth(ing, options, reads)
-    if options.limit_req is not None:
-        out = combined(out, limit_req_policy(ing.meta.namespace, ing.meta.name, options.limit_req))
+    ns, name = ing.meta.namespace, ing.meta.name
+    limits = limit_req_policy(ns, name, options.limit_req)
+    limits = client_limits_policy(ns, name, ing.client_limits, limits)
+    if limits is not NONE:
+        out = combined(out, limits)
     if ing.annotation_policies:
         out = combined(out, annotation_policies(ing, reads))
     return out  # NONE stays NONE when nothing applies: callers tell "nothing" by identity

@@ -106,6 +106,12 @@ class IngressOptions:
     force_ssl_redirect: bool | None = None
     # from-to-www-redirect: host -> the host its requests answer 308 to.
     www: tuple[tuple[str, str], ...] = ()
+    # ingress-nginx's default-backend: the backend serving while a path's Service
+    # has no endpoint (the Service's first port: port ref ""); None: none.
+    fallback: str | None = None
+    # ingress-nginx's proxy-request-buffering: "off" is False (the route flag
+    # ``s``: the slow path's @ferryman_streamed_* locations).
+    request_buffering: bool = True
 
     def slow(self) -> bool:
         """Whether a host needs the Lua slow path (the V record) for these."""

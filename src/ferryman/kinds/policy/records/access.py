@@ -30,7 +30,7 @@ class Access(Enforced):
     def fields(self) -> tuple[str, ...]:
         # Allow rules decide when there are any (NIC's "deny all" follows them).
         action, networks = ("allow", self.allow) if self.allow else ("deny", self.deny)
-        return (action, ",".join(_network(n) for n in networks))
+        return (action, networks_field(networks))
 
 
 def _network(text: str) -> str:
@@ -38,6 +38,11 @@ def _network(text: str) -> str:
     host bits (``10.0.0.1/8`` is ``10.0.0.0/8``), and a plain address is /32 or /128."""
     net = ipaddress.ip_network(text, strict=False)
     return f"{net.version}.{net.network_address.packed.hex()}.{net.prefixlen}"
+
+
+def networks_field(networks: tuple[str, ...]) -> str:
+    """Networks as the data plane reads them (ferryman_policy_access.lua's)."""
+    return ",".join(_network(n) for n in networks)
 
 
 def translate(

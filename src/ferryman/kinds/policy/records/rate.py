@@ -20,7 +20,10 @@ P item: ``r|<dryRun 0|1>|<logLevel>|<rejectCode>|<limit>|...``, each limit
 zone ``<policy ns>/<name>/<vs ns>/<vs name>`` (base64), the rate in
 thousandths of a request per second (NGINX's unit: ``1r/m`` is 16), the key
 with NIC's ``${variables}`` (base64), burst, the requests served undelayed
-beyond the rate (``-1``: nodelay), and the condition (base64, empty if none).
+beyond the rate (``-1``: nodelay), and the condition (base64, empty if none);
+a ninth field, only when set, lists the client networks the limit does not
+apply to (``access.networks_field``: ``<4|6>.<hex>.<prefix>``, comma-separated;
+base64, as its dots would split the limit).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass, replace
 from ferryman.configs.record_text import b64
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.parse.rate_limit import RateLimit
+from ferryman.kinds.policy.records.access import networks_field
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
 
@@ -44,10 +48,14 @@ class Limit:
     variable: str = ""  # condition: an NGINX variable's name, or jwt:<claim>
     match: str = ""
     default: bool = False
+    # Client networks the limit does not apply to (ingress-nginx's limit-allowlist).
+    exempt: tuple[str, ...] = ()
 
     def field(self) -> str:
         parts = [b64(self.zone), str(self.rate), b64(self.key), str(self.burst), str(self.delay)]
         parts += [b64(self.variable), b64(self.match), "1" if self.default else "0"]
+        if self.exempt:
+            parts.append(b64(networks_field(self.exempt)))
         return ".".join(parts)
 
 

@@ -227,6 +227,7 @@ def _limit(limit: Limit) -> str:
     key = _key(limit.key)
     if (
         limit.variable
+        or limit.exempt  # ingress-nginx's limit-allowlist: the Lua path's only
         or key is None
         or not 0 < limit.rate <= _MAX_RATE
         or not 0 <= limit.burst <= _MAX_COUNT

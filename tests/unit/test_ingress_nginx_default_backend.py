@@ -1,0 +1,98 @@
+"""ingress-nginx's default-backend annotation: parse/ingress_nginx_backend.py and
+its backend in the Ingress's records (records/hosts.py, as_virtualserver.py)."""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.parse.ingress_nginx_backend import fallback_service
+from ferryman.kinds.ingress.records.hosts import ingress_records
+from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
+from ferryman.resources.service import Service, ServicePort
+
+P = "nginx.ingress.kubernetes.io/"
+
+
+def _read(value: str) -> tuple[str | None, list[str]]:
+    warnings: list[str] = []
+    return fallback_service({P + "default-backend": value}, warnings), warnings
+
+
+def test_a_service_of_the_namespace() -> None:
+    assert _read(" errors ") == ("errors", [])
+    assert fallback_service({}, []) is None
+    assert _read("shop/errors") == (
+        None,
+        [
+            f"annotation {P}default-backend: 'shop/errors': ferryman reads a Service of the "
+            "Ingress's namespace (name it without a namespace): not applied"
+        ],
+    )
+    assert _read("Errors!") == (
+        None,
+        [f"annotation {P}default-backend: 'Errors!' is not a Service name: not applied"],
+    )
+
+
+@given(st.text(max_size=70))
+def test_any_value_is_a_service_name_or_a_warning(value: str) -> None:
+    name, warnings = _read(value)
+    if name is None:
+        assert len(warnings) == 1 and repr(value) in warnings[0]
+    else:
+        assert warnings == []
+        assert re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", name)
+
+
+def test_the_first_port_serves() -> None:
+    s = Service("ns", "errors", (ServicePort("http", 8080), ServicePort("other", 81)))
+    assert s.find_port("") == ServicePort("http", 8080)
+    assert s.find_port("other") == ServicePort("other", 81)
+    assert Service("ns", "none", ()).find_port("") is None
+
+
+def _written(annotations: dict[str, str]) -> Any:
+    ing = parse_ingress(
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "a", "namespace": "shop", "annotations": annotations},
+            "spec": {
+                "rules": [
+                    {
+                        "host": "b.test",
+                        "http": {
+                            "paths": [
+                                {
+                                    "path": "/",
+                                    "pathType": "Prefix",
+                                    "backend": {"service": {"name": "s", "port": {"number": 80}}},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            },
+        }
+    )
+    vhosts, _ = virtual_hosts(ing, ["b.test"], {})
+    return ingress_records(ing, vhosts, None, "ferryman", {})  # type: ignore[arg-type]
+
+
+def test_the_upstream_names_the_fallback_and_its_endpoints_are_pushed() -> None:
+    out = _written({P + "default-backend": "errors"})
+    (written,) = out.written
+    assert out.warnings == []
+    (upstream,) = [i.split("|") for i in written.routing.split(" ") if i.startswith("U|")]
+    assert upstream[1] == "shop/s:80"
+    assert upstream[10].split(".")[5] == base64.b64encode(b"shop/errors:").decode()
+    assert written.backends == frozenset({"shop/s:80", "shop/errors:"})
+    assert written.fast is None  # the Lua slow path's: the C module answers 503
+    (plain,) = _written({}).written
+    assert plain.routing is None
