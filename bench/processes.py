@@ -279,7 +279,10 @@ class Ferryman:
         url = f"http://127.0.0.1:{self.ready_port}/nginx-ready"
         while get(url, timeout=1)[0] != 200:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"ferryman exited {self.proc.returncode}")
+                tail = (self.workdir / "ferryman.log").read_text().splitlines()[-20:]
+                raise RuntimeError(
+                    f"ferryman exited {self.proc.returncode}:\n" + "\n".join(tail)
+                )
             if time.monotonic() - started > 600:
                 raise RuntimeError("ferryman not ready after 600 s")
             time.sleep(poll)

@@ -6,7 +6,12 @@
 # runs only when `podman image exists` says the tag is missing. The last line on stdout is
 # the image's name. tests/container/ runs it as deploy/ does.
 #
+#   scripts/build-image.sh              Debian's NGINX 1.22 (the default image)
+#   scripts/build-image.sh nginx-1.30   that image with NGINX 1.30.4 (Dockerfile.server)
+#   scripts/build-image.sh angie        that image with Angie 1.12.1 (--data-plane=angie)
+#
 #   FERRYMAN_DEBIAN_MIRROR   Debian mirror (default: http://deb.debian.org/debian)
+#   FERRYMAN_VENDOR          the servers' sources (default: ../shared/vendor)
 #
 # podman runs with runc: crun fails on this machine class's hybrid cgroups.
 set -euo pipefail
@@ -96,4 +101,31 @@ if ! "${podman[@]}" image exists "$image"; then
   build_image "$base" "$image"
   echo "build-image: built in $((SECONDS - start))s" >&2
 fi
-echo "$image"
+
+server="${1:-}"
+case "$server" in
+  "") echo "$image"; exit 0 ;;
+  nginx-1.30) build=nginx ;;
+  angie) build=angie ;;
+  *) echo "build-image: $server: nginx-1.30 or angie" >&2; exit 2 ;;
+esac
+vendor=$(realpath "${FERRYMAN_VENDOR:-../shared/vendor}")
+# The server's stage (Dockerfile.server) on the same base, added to the image.
+build_server_image() {
+  "${podman[@]}" build --network=host "${ulimits[@]}" --volume "$vendor:/vendor:ro" \
+    --build-arg "BASE=$1" --build-arg "IMAGE=$2" --build-arg "SERVER=$3" \
+    --tag "$4" --file Dockerfile.server . >"$cache/build-image-$3.log" 2>&1 \
+    || { tail -40 "$cache/build-image-$3.log" >&2; return 1; }
+}
+mapfile -t server_inputs < <(find "$vendor" -maxdepth 1 -name '*.tar.gz' | LC_ALL=C sort)
+server_key=$( (echo "$image $build"; declare -f build_server_image
+  sha256sum Dockerfile.server scripts/build-nginx.sh "${server_inputs[@]}") \
+  | sha256sum | cut -c1-16)
+server_image="localhost/ferryman-$server:$server_key"
+if ! "${podman[@]}" image exists "$server_image"; then
+  echo "build-image: building $server_image" >&2
+  start=$SECONDS
+  build_server_image "$base" "$image" "$build" "$server_image"
+  echo "build-image: built in $((SECONDS - start))s" >&2
+fi
+echo "$server_image"

@@ -15,6 +15,7 @@
 #   <prefix>/luajit/        LuaJIT (the binary and the lua module find it by rpath)
 #
 #   FERRYMAN_CACHE   cache root (default: $HOME/.cache/ferryman)
+#   FERRYMAN_PREFIX  install there instead of the cache (the container image)
 #   FERRYMAN_VENDOR  the vendored sources (default: ../shared/vendor from the
 #                    repository's root, where CI has them)
 #
@@ -51,7 +52,10 @@ flags=(--with-compat --with-pcre-jit --with-threads --with-http_ssl_module
   --with-stream_realip_module)
 key=$( (cat "${archives[@]}" "$0" "$module/config" "$module"/*.c "$module"/*.h; echo "${flags[*]}") \
   | sha256sum | cut -c1-16)
-prefix="${FERRYMAN_CACHE:-$HOME/.cache/ferryman}/$name-lua-$key"
+# FERRYMAN_PREFIX installs at a fixed place instead (the image's /opt/server):
+# LuaJIT's path is compiled into the binary and the Lua module, so the tree
+# runs only where it was built for.
+prefix="${FERRYMAN_PREFIX:-${FERRYMAN_CACHE:-$HOME/.cache/ferryman}/$name-lua-$key}"
 bin="$prefix/sbin/$binary"
 
 if [ ! -x "$bin" ]; then

@@ -21,4 +21,8 @@ tools/conformance/build.sh >/dev/null
 # input hash).
 ./scripts/build-nginx.sh >/dev/null
 ./scripts/build-angie.sh >/dev/null
+# The image on each of them (Dockerfile.server on the image above; a few
+# minutes each cold, cached by input hash).
+./scripts/build-image.sh nginx-1.30 >/dev/null
+./scripts/build-image.sh angie >/dev/null
 .venv/bin/pytest "$@"

@@ -40,12 +40,20 @@ MANIFESTS = "/etc/ferryman/manifests"
 PODMAN = ["podman", "--runtime", "runc"]  # crun fails on this machine class's cgroups
 
 
-@pytest.fixture(scope="session")
-def image() -> str:
-    out = subprocess.run([str(BUILD)], capture_output=True, text=True, timeout=30 * 60)
+# The server in the image: Debian's NGINX 1.22 (the default image), or NGINX
+# 1.30.4 or Angie 1.12.1 built into it by Dockerfile.server.
+SERVERS = ("nginx", "nginx-1.30", "angie")
+
+
+@pytest.fixture(scope="session", params=SERVERS)
+def image(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(the server, the image's name)."""
+    server = request.param
+    args = [str(BUILD)] if server == "nginx" else [str(BUILD), server]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=30 * 60)
     if out.returncode != 0:
         raise RuntimeError(f"image build failed:\n{out.stderr[-4000:]}")
-    return out.stdout.strip().splitlines()[-1]
+    return server, out.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture
@@ -127,8 +135,9 @@ def _wait_ready(name: str, url: str, logs: Callable[[], str], timeout: float = 6
 
 
 def test_image_runs_as_deploy_runs_it_and_serves(
-    tmp_path: Path, image: str, pod_network: BackendHost
+    tmp_path: Path, image: tuple[str, str], pod_network: BackendHost
 ) -> None:
+    server, name_of_image = image
     pod = _pod_spec()
     state, manifests = tmp_path / "state", tmp_path / "manifests"
     state.mkdir()
@@ -145,8 +154,10 @@ def test_image_runs_as_deploy_runs_it_and_serves(
         *PODMAN, "run", "--detach", "--name", name,
         f"--network=ns:/run/netns/{pod_network.netns}", *_limits(),
         *_run_options(pod, state, manifests),
-        image, *container["args"], f"--manifests={MANIFESTS}",
+        name_of_image, *container["args"], f"--manifests={MANIFESTS}",
         "--shutdown-grace-period=1",  # the Deployment's 15 s, shortened for the test
+        # The chart's controller.dataPlane=angie; NGINX 1.30 is found by its name.
+        *(["--data-plane=angie"] if server == "angie" else []),
     ]  # fmt: skip
     subprocess.run(run, check=True, capture_output=True, text=True, timeout=120)
     ports = _ports(pod)
@@ -160,8 +171,12 @@ def test_image_runs_as_deploy_runs_it_and_serves(
         _wait_ready(name, f"{base}:{ports['readiness']}/nginx-ready", logs)
         r = httpx.get(f"{base}:{ports['http']}/x", headers={"Host": "web.test"}, timeout=5)
         assert r.status_code == 200 and r.json()["name"] == "app", logs()
-        # The module built in the Dockerfile's first stage is the fast path.
+        assert r.headers["server"] == ("Angie" if server == "angie" else "nginx")
+        # The module built in the Dockerfile's first stage (or with the server,
+        # beside it in /opt/server) is the fast path.
         assert "runs_in=ngx_http_ferryman_module" in logs()
+        modules = "/usr/lib/nginx/modules" if server == "nginx" else "/opt/server/modules"
+        assert f"module={modules}/ngx_http_ferryman_module.so" in logs()
 
         # A manifest written afterwards is served too (the mounted folder is watched).
         other = pod_network.start("other")

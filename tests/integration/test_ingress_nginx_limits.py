@@ -48,28 +48,15 @@ def _held(f: Ferryman, b: Backend, count: int) -> tuple[list[threading.Thread], 
     return threads, statuses
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua", "angie")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_limit_connections_answers_503_to_one_request_too_many(
     ferryman: Ferryman, backends: Backends
 ) -> None:
     """Two requests of one client held open: a third is ingress-nginx's 503 at
-    once; once they are answered, the client's count is back and it is served.
-    On Angie (no Lua slow path) the limit is not applied, said in a Warning."""
+    once; once they are answered, the client's count is back and it is served."""
     f = ferryman
     b = _start(f, backends, {P + "limit-connections": "2"})
     threads, statuses = _held(f, b, 2)
-    if f.data_plane == "angie":
-        event = last(f)
-        assert event["reason"] == "AddedOrUpdatedWithWarning"
-        assert (
-            "limit-connections, limit-allowlist (nginx.ingress.kubernetes.io): applied by the "
-            "nginx data plane only" in event["message"]
-        )
-        assert f.get(HOST, "/").status == 200
-        b.release()
-        for t in threads:
-            t.join(30)
-        return
     assert last(f)["reason"] == "AddedOrUpdated"
     assert f.get(HOST, "/").status == 503
     assert f.get(HOST, "/other").status == 503  # per client, whatever the URI

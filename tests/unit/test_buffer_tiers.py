@@ -253,20 +253,3 @@ def test_invalid_values_are_nics_messages(annotations: dict[str, str], message: 
     """NIC's validation (internal/k8s/validation.go's annotation tests)."""
     _, problems, _ = validate(annotations, frozenset({"s"}), hostless=False)
     assert [str(p) for p in problems] == [message]
-
-
-def test_angie_warns_as_before() -> None:
-    """Angie's classic configuration has no slow path, so no tiers."""
-    ing = parse_ingress(
-        {
-            "metadata": {
-                "name": "a",
-                "namespace": "default",
-                "annotations": {"nginx.org/proxy-buffer-size": "16k"},
-            },
-            "spec": {"rules": [{"host": "b.test"}]},
-        }
-    )
-    vhosts, _ = virtual_hosts(ing, ["b.test"], {})
-    out = ingress_records(ing, vhosts, None, "ferryman", {}, slow_path=False)  # type: ignore[arg-type]
-    assert any("applied by the nginx data plane only" in w for w in out.warnings)

@@ -111,7 +111,7 @@ def test_canary_outcome_says_what_it_joins_and_why_not() -> None:
     )
 
 
-def _routes(main: Ingress, canaries: list[Ingress], slow_path: bool = True) -> list[list[str]]:
+def _routes(main: Ingress, canaries: list[Ingress]) -> list[list[str]]:
     vhosts, _ = virtual_hosts(main, [HOST], {})
     joined = {HOST: joined_paths(main, HOST, canaries)}
     out = ingress_records(
@@ -120,7 +120,6 @@ def _routes(main: Ingress, canaries: list[Ingress], slow_path: bool = True) -> l
         None,  # type: ignore[arg-type]
         "ferryman",
         {},
-        slow_path=slow_path,
         canaries=joined,
     )
     (written,) = out.written
@@ -148,24 +147,11 @@ def test_the_main_path_a_canary_joins_has_its_matches_and_split() -> None:
     assert (routes[b64("/")][4], routes[b64("/")][5]) == ("", f"100:p.{old}.......")
 
 
-def test_the_main_without_canaries_and_on_angie() -> None:
+def test_the_main_without_canaries_is_the_fast_paths() -> None:
     main = ing("main", {"/": "old"})
     vhosts, _ = virtual_hosts(main, [HOST], {})
     plain = ingress_records(main, vhosts, None, "ferryman", {})  # type: ignore[arg-type]
     assert plain.written[0].routing is None  # the fast path's H record alone
-    c = canary("c", {"/": "new"}, canary_weight="50")
-    joined = {HOST: joined_paths(main, HOST, [c])}
-    angie = ingress_records(
-        main,
-        vhosts,
-        None,  # type: ignore[arg-type]
-        "ferryman",
-        {},
-        slow_path=False,
-        canaries=joined,
-    )
-    assert angie.written[0].routing is None
-    assert any("served by the nginx data plane only" in w for w in angie.warnings)
 
 
 def test_canary_event() -> None:

@@ -137,10 +137,10 @@ def _ingress(annotations: dict[str, str]) -> Any:
     )
 
 
-def _written(annotations: dict[str, str], slow_path: bool = True) -> Any:
+def _written(annotations: dict[str, str]) -> Any:
     ing = _ingress({P + k: v for k, v in annotations.items()})
     vhosts, _ = virtual_hosts(ing, ["b.test"], {})
-    return ingress_records(ing, vhosts, None, "ferryman", {}, slow_path=slow_path)  # type: ignore[arg-type]
+    return ingress_records(ing, vhosts, None, "ferryman", {})  # type: ignore[arg-type]
 
 
 def _items(routing: str, letter: str) -> list[list[str]]:
@@ -176,19 +176,6 @@ def test_a_limit_with_an_exemption_is_never_the_c_modules() -> None:
     assert _limit(limit)
     with pytest.raises(_Unserved):
         _limit(replace(limit, exempt=("10.0.0.0/8",)))
-
-
-def test_angie_says_the_limits_are_not_applied() -> None:
-    out = _written({"limit-connections": "3"}, slow_path=False)
-    assert (
-        "limit-connections, limit-allowlist (nginx.ingress.kubernetes.io): applied by the nginx "
-        "data plane only (ferryman); ignored"
-    ) in out.warnings
-    out = _written({"default-backend": "errors", "proxy-request-buffering": "off"}, slow_path=False)
-    assert (
-        "default-backend, proxy-request-buffering: off (nginx.ingress.kubernetes.io): applied by "
-        "the nginx data plane only (ferryman); ignored"
-    ) in out.warnings
 
 
 def test_proxy_version_buffering_and_connection_as_ingress_nginx_reads_them() -> None:

@@ -175,8 +175,6 @@ def test_no_file_until_a_port_is_asked_for() -> None:
     registry = ListenPorts(files)
     registry.claim(_ref("a"), _age("2020", "a"), Claim())
     assert files == {}
-    ListenPorts(files, enabled=False).claim(_ref("a"), _age("2020", "a"), Claim(frozenset({1})))
-    assert files == {}
 
 
 def test_a_global_configuration_listener_keeps_its_port() -> None:
@@ -282,33 +280,6 @@ def test_use_cluster_ip_is_an_endpoint_set(tmp_path: Path) -> None:
     asyncio.run(kit.drain())
     assert kit.dataplane.records[("E", key)] == "10.96.0.6#80"
     assert kit.dataplane.reloads == 0  # records only
-
-
-def test_angie_warns_and_keeps_the_defaults() -> None:
-    """``--data-plane angie`` serves neither: the ports and the ClusterIP are
-    Warnings, the host stays on the default ports and the endpoints."""
-    from typing import cast
-
-    from ferryman.engine.reads import Reads
-    from ferryman.engine.settings import Settings
-    from ferryman.kinds.ingress.parse.ingress import parse_ingress
-    from ferryman.kinds.ingress.records.hosts import ingress_records
-    from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
-    from ferryman.kinds.ingress.translate.listen import NOT_ON_ANGIE, listen_ports
-
-    annotations = {"nginx.org/use-cluster-ip": "true", "nginx.org/listen-ports": "9000"}
-    ing = parse_ingress(_ing("a", "a.test", annotations, "2020-01-01T00:00:00Z"))
-    vhosts, _ = virtual_hosts(ing, ["a.test"], {})
-    out = ingress_records(ing, vhosts, cast(Any, None), "ferryman", {}, slow_path=False)
-    assert [w.host.routes[0].backend for w in out.written] == ["default/app:80"]
-    assert any("use-cluster-ip" in w for w in out.warnings)
-    registry = ListenPorts({}, enabled=False)
-    settings = Settings(state_dir=Path("/nonexistent"))
-    written, warnings, others = listen_ports(
-        ing, _ref("a"), out.written, cast(Reads, None), settings, registry
-    )
-    assert (written, warnings, others) == (out.written, [NOT_ON_ANGIE], set())
-    assert written[0].host.listeners is None
 
 
 def test_tls_ports_need_a_tls_host(tmp_path: Path) -> None:

@@ -129,9 +129,7 @@ class Controller:
         self._files = NginxFiles(files, dataplane, queue, reporter, store, configmap)
         self._applied = AppliedRecords(dataplane, settings, metrics)
         # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
-        ports = ListenPorts(
-            self._files.desired, enabled=shape.routed, ipv6=not settings.disable_ipv6
-        )
+        ports = ListenPorts(self._files.desired, ipv6=not settings.disable_ipv6)
         context = Context(
             settings, store, queue, self._d, self, self._files.desired, secrets, ports, shape, sinks
         )

@@ -26,9 +26,6 @@ from ferryman.translators.listen_ports import ListenPorts
 class Shape:
     """What the data plane can serve."""
 
-    # It routes per request (the Lua router and ferryman's module); Angie's
-    # classic configuration does not: VirtualServers and Gateways are refused.
-    routed: bool = True
     # nginx.conf has the stream block (TransportServers).
     stream: bool = False
     # Where ferryman's HTTPS server listens behind TLS passthrough.

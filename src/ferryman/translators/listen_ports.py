@@ -48,14 +48,9 @@ class Grant:
 
 
 class ListenPorts:
-    def __init__(
-        self, files: MutableMapping[str, str], enabled: bool = True, *, ipv6: bool = True
-    ) -> None:
-        """``enabled``: nginx.conf includes the files (the nginx data plane;
-        Angie's classic configuration serves neither kind); ``ipv6``: the ports
-        listen on IPv6 too (not --disable-ipv6)."""
+    def __init__(self, files: MutableMapping[str, str], *, ipv6: bool = True) -> None:
+        """``ipv6``: the ports listen on IPv6 too (not --disable-ipv6)."""
         self._files = files
-        self._enabled = enabled
         self._ipv6 = ipv6
         self._listeners: tuple[Listener, ...] = ()
         self._claims: dict[ObjectRef, tuple[AgeKey, Claim]] = {}
@@ -72,10 +67,6 @@ class ListenPorts:
         # Told the ports Gateways keep, once decided (a younger
         # GlobalConfiguration's listeners give way to them).
         self.gateway_ports_observers: list[Callable[[Mapping[int, str]], None]] = []
-
-    @property
-    def enabled(self) -> bool:
-        return self._enabled
 
     def set_listeners(self, listeners: Iterable[Listener]) -> None:
         """The GlobalConfiguration's listeners (none without one); called only
@@ -196,8 +187,6 @@ class ListenPorts:
         """The files, once there is something to list (or they exist): nginx.conf
         includes them by a glob that matches nothing without them, so a data
         plane without extra ports does not reload for them."""
-        if not self._enabled:
-            return
         ports = {port: ssl for port, (ssl, _) in self._schemes().items()}
         if always or ports or HTTP_LISTENERS_FILE in self._files:
             self._files.update(listener_files(self._listeners, ports, ipv6=self._ipv6))

@@ -456,9 +456,9 @@ def _age(g: Gateway) -> tuple[str, str, str]:
 
 
 def build(context: Context) -> list[GatewayTranslator]:
-    """--enable-gateway-api, on a data plane that routes per request."""
+    """--enable-gateway-api."""
     c = context
-    if not (c.settings.gateway_api and c.shape.routed):
+    if not c.settings.gateway_api:
         return []
     return [
         GatewayTranslator(

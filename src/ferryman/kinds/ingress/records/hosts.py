@@ -67,28 +67,6 @@ class Outcome:
     minions: dict[str, list[str]] = field(default_factory=dict)
 
 
-_CLUSTER_IP_NOT_ON_ANGIE = (
-    "nginx.org/use-cluster-ip is applied by the nginx data plane only (ferryman); "
-    "the endpoints are used"
-)
-_NOT_ON_ANGIE = (
-    "nginx.org annotations beyond lb-method, max-fails, fail-timeout and "
-    "ssl-redirect are applied by the nginx data plane only (ferryman); ignored"
-)
-
-_CANARY_NOT_ON_ANGIE = (
-    "canary Ingresses (nginx.ingress.kubernetes.io/canary) are served by the nginx data "
-    "plane only (ferryman): the main Ingress's backends take all its traffic"
-)
-_LUA_ONLY_NOT_ON_ANGIE = (
-    "{} (nginx.ingress.kubernetes.io): applied by the nginx data plane only (ferryman); ignored"
-)
-_ACCESS_NOT_ON_ANGIE = (
-    "basic auth, source ranges and cors are enforced by the nginx data plane only "
-    "(ferryman): the Ingress's hosts are not served"
-)
-
-
 def ingress_records(
     ing: Ingress,
     vhosts: list[VirtualHost],
@@ -96,22 +74,20 @@ def ingress_records(
     ingress_class: str,
     configmap: Mapping[str, str],
     *,
-    slow_path: bool = True,
     mergeable: list[Ingress] | None = None,
     canaries: Mapping[str, JoinedPaths] | None = None,
 ) -> Outcome:
     """The records of ``vhosts`` (``ingress.virtual_hosts``) and the warnings;
-    ``slow_path``: the data plane has the Lua slow path (not Angie's);
     ``mergeable``: for a master, the mergeable Ingresses of its host;
     ``canaries``: per host ("" the catch-all) the paths canaries join."""
     out = Outcome()
     canaries = canaries or {}
-    if ing.mergeable == "minion" and slow_path:
+    if ing.mergeable == "minion":
         out.warnings = _minion_warnings(ing, reads, ingress_class, configmap, mergeable or [])
     if not vhosts:
         return out
     if ing.mergeable == "master":
-        return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [], slow_path)
+        return _master(ing, vhosts, reads, ingress_class, configmap, mergeable or [])
     options, out.warnings = ingress_options(ing.meta.annotations, configmap)
     options = replace(
         options,
@@ -130,24 +106,8 @@ def ingress_records(
         for vh in vhosts
     ]
     if options.use_cluster_ip:
-        if slow_path:
-            vhosts = [cluster_ip_host(vh) for vh in vhosts]
-        else:
-            out.warnings.append(_CLUSTER_IP_NOT_ON_ANGIE)
-    auth = _route_configs(ing, options, reads) if slow_path else NONE
-    if canaries and not slow_path:
-        out.warnings.append(_CANARY_NOT_ON_ANGIE)
-        canaries = {}
-    if not slow_path and (options.basic_auth_secret or ing.annotation_policies):
-        # Served without its access rules would be served more openly than asked.
-        out.warnings.append(_ACCESS_NOT_ON_ANGIE)
-        return out
-    if not slow_path and (lua_only := _lua_only(ing)):
-        out.warnings.append(_LUA_ONLY_NOT_ON_ANGIE.format(lua_only))
-    if not slow_path and options.slow():
-        out.warnings.append(_NOT_ON_ANGIE)
-        out.written = [_plain(vh) for vh in vhosts]
-        return out
+        vhosts = [cluster_ip_host(vh) for vh in vhosts]
+    auth = _route_configs(ing, options, reads)
     if not options.slow() and auth is NONE and not canaries:
         if not ing.policies:
             out.written = [Written(vh, None, frozenset(backends_of(vh))) for vh in vhosts]
@@ -178,7 +138,6 @@ def _master(
     ingress_class: str,
     configmap: Mapping[str, str],
     mergeable: list[Ingress],
-    slow_path: bool,
 ) -> Outcome:
     out = Outcome()
     host = master.rules[0].host
@@ -189,7 +148,7 @@ def _master(
     out.warnings += more
     spec = combined(
         ingress_policies(plain, reads, ingress_class) if plain.policies else NONE,
-        basic_auth(plain, server, reads) if slow_path else NONE,
+        basic_auth(plain, server, reads),
     )
     out.warnings += spec.warnings
     merged = merge(host, mergeable)
@@ -198,8 +157,6 @@ def _master(
     for minion in merged.minions:
         _, warned = minion_annotations(minion, master)
         served, options, auth, more = _minion(minion, master, reads, ingress_class, configmap)
-        if not slow_path:
-            auth = NONE
         policies = _effective(spec, auth)
         slow = slow or options.slow() or auth is not NONE
         slow = slow or _balancing(options) != _balancing(server)
@@ -214,30 +171,13 @@ def _master(
             *merged.warnings.get(f"{minion.meta.namespace}/{minion.meta.name}", []),
             *auth.warnings,
         ]
-    if not slow or not slow_path:
-        if slow:
-            out.warnings.append(_NOT_ON_ANGIE)
-        routes = _routes(host, parts, slow_path)
+    if not slow:
+        routes = _routes(host, parts)
         out.written = [_plain(replace(vh, routes=routes, balancing=_balancing(server)))]
         return out
     r = ingress_vs_routing(parts, vh, host, server, spec)
     out.written = [Written(r.host, r.record, r.backends, r.fast, client_check(spec))]
     return out
-
-
-def _lua_only(ing: Ingress) -> str:
-    """The ingress-nginx annotations the Ingress sets that only the Lua slow path
-    applies, as the Warning names them ("" for none)."""
-    names = [
-        name
-        for name, on in (
-            ("limit-connections, limit-allowlist", ing.client_limits is not None),
-            ("default-backend", ing.fallback_service is not None),
-            ("proxy-request-buffering: off", ing.request_streamed),
-        )
-        if on
-    ]
-    return ", ".join(names)
 
 
 def fallback_key(ing: Ingress) -> str | None:
@@ -326,14 +266,14 @@ def _effective(spec: Attached, route: Attached) -> Attached:
     return Attached({**spec.configs, **route.configs}, route.warnings)
 
 
-def _routes(host: str, parts: list[Part], slow_path: bool) -> tuple[Route, ...]:
+def _routes(host: str, parts: list[Part]) -> tuple[Route, ...]:
     routes = []
     for part in parts:
         for p in part.ing.rules[0].paths:
             exact = p.path_type == "Exact"
             path = p.path if exact else (p.path.rstrip("/") or "/")
             key = backend_of(part.ing, p.backend)
-            key += CLUSTER_IP if part.options.use_cluster_ip and slow_path else ""
+            key += CLUSTER_IP if part.options.use_cluster_ip else ""
             routes.append(Route(exact, path, key))
     return tuple(routes)
 

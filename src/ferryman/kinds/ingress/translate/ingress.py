@@ -86,7 +86,6 @@ class IngressTranslator(Translator):
         desired: Desired,
         worker: Worker,
         status: IngressStatusSink | None,
-        slow_path: bool = True,
         ports: ListenPorts | None = None,
     ) -> None:
         self._settings = settings
@@ -97,10 +96,8 @@ class IngressTranslator(Translator):
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
-        # The data plane has the Lua slow path (not Angie's classic configuration).
-        self._slow_path = slow_path
         # nginx.org/listen-ports: the ports opened beyond the default two.
-        self._ports = ports if ports is not None else ListenPorts({}, enabled=False)
+        self._ports = ports if ports is not None else ListenPorts({})
         # Minions masters leave out for --max-record-bytes.
         self._excluded = Exclusions()
         self._refused: Refusals[Ingress] = Refusals(key_of)
@@ -183,10 +180,6 @@ class IngressTranslator(Translator):
             mains[host] = main if isinstance(main, Ingress) else None
             canaries[host] = self._served_canaries(reads, host)
         served, reasons = canary_outcome(ing, mains, canaries)
-        if not self._slow_path:
-            # The matches and splits are the Lua router's (hosts.py says it on the main).
-            served, reasons = [], []
-            denied = ["canaries are served by the nginx data plane only"]
         warn, reason, message = canary_event(ing, served, denied + reasons)
         if reason != REJECTED:
             d.ref_hosts[ref] = set()  # served (its main's host): status shown
@@ -300,7 +293,6 @@ class IngressTranslator(Translator):
                 reads,
                 self._d.policy.served,
                 self._worker.route_defaults(),
-                slow_path=self._slow_path,
                 mergeable=merged,
                 canaries=joined,
             )
@@ -429,5 +421,5 @@ def build(context: Context) -> IngressTranslator:
     c = context
     return IngressTranslator(
         c.settings, c.store, c.queue, c.desired, c.worker, c.sinks.ingress,
-        slow_path=c.shape.routed, ports=c.ports,
+        ports=c.ports,
     )  # fmt: skip

@@ -27,11 +27,6 @@ from ferryman.kinds.ingress.records.ports import (
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators.listen_ports import ListenPorts
 
-NOT_ON_ANGIE = (
-    f"{PREFIX}{PLAIN} and {PREFIX}{SSL} are applied by the nginx data plane only "
-    "(ferryman); ignored"
-)
-
 
 def limits(settings: Settings, reads: Reads) -> Limits:
     """The default ports and the reserved ones (reading the GlobalConfiguration
@@ -57,8 +52,6 @@ def listen_ports(
     want = wanted(ing.meta.annotations) if ing is not None and ing.mergeable != "minion" else None
     if want is None or want == Wanted() or not written:
         return written, [], ports.release(ref)
-    if not ports.enabled:
-        return written, [NOT_ON_ANGIE], ports.release(ref)
     assert ing is not None
     warnings = []
     if want.ssl is not None and not any(w.host.tls for w in written):

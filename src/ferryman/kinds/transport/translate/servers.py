@@ -107,7 +107,7 @@ class TransportServers:
         """``stream``: nginx.conf has the stream block (the stream module is
         loaded); without it every TransportServer is refused, saying why.
         ``http_listeners``: nginx.conf's public server takes the HTTP listeners
-        (kinds/transport/records/http_listeners.py; not Angie's, which serves no VirtualServer),
+        (kinds/transport/records/http_listeners.py),
         handed to ``set_http_listeners`` (translators/listen_ports.py, which adds
         the Ingresses' ports; None: this writes the files itself)."""
         self._settings = settings

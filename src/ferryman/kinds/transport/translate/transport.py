@@ -124,5 +124,5 @@ def build(context: Context) -> TransportTranslator:
     c = context
     return TransportTranslator(
         c.settings, c.store, c.files, c.desired, c.worker, c.secrets, c.shape.stream,
-        c.shape.tls_socket, http_listeners=c.shape.routed, listen_ports=c.ports,
+        c.shape.tls_socket, http_listeners=True, listen_ports=c.ports,
     )  # fmt: skip

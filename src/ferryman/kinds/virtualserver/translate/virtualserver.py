@@ -46,16 +46,11 @@ class VirtualServerTranslator(Translator):
     renders: tuple[str, ...] = ("VirtualServer",)
     rejected_state: str | None = INVALID
 
-    def __init__(
-        self, settings: Settings, store: Store, desired: Desired, worker: Worker, routed: bool
-    ) -> None:
-        """``routed``: the data plane routes VirtualServers (the Lua router;
-        Angie's classic configuration does not: they are rejected saying so)."""
+    def __init__(self, settings: Settings, store: Store, desired: Desired, worker: Worker) -> None:
         self._settings = settings
         self._store = store
         self._d = desired
         self._worker = worker
-        self._routed = routed
         self._routes = RouteStatuses(
             desired.cache,
             lambda: desired.policy.served,
@@ -98,11 +93,6 @@ class VirtualServerTranslator(Translator):
             parsed = parse_virtual_server(obj, cert_manager=self._settings.enable_cert_manager)
             vs = parsed.resource
             error = parsed.message()
-            if vs is not None and not self._routed:
-                vs, error = (
-                    None,
-                    "VirtualServers are routed by the nginx data plane only (ferryman)",
-                )
             if vs is None:
                 who = f"{ref.namespace}/{ref.name}"
                 message = f"VirtualServer {who} was rejected with error: {error}"
@@ -266,4 +256,4 @@ def _name(d: Delegated) -> str:
 
 def build(context: Context) -> VirtualServerTranslator:
     c = context
-    return VirtualServerTranslator(c.settings, c.store, c.desired, c.worker, c.shape.routed)
+    return VirtualServerTranslator(c.settings, c.store, c.desired, c.worker)
