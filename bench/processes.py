@@ -44,6 +44,12 @@ def built(script: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+def server_binary(flavour: str) -> str:
+    """The server's binary (``nginx``: Debian's, found on PATH)."""
+    scripts = {"nginx-1.30": "build-nginx.sh", "angie": "build-angie.sh"}
+    return built(scripts[flavour]) if flavour in scripts else "nginx"
+
+
 def server_args(flavour: str) -> list[str]:
     """``ferryman run``'s flags for a server: ``nginx`` (Debian's 1.22, with
     this checkout's module when the environment names it), ``nginx-1.30`` or
@@ -280,9 +286,7 @@ class Ferryman:
         while get(url, timeout=1)[0] != 200:
             if self.proc.poll() is not None:
                 tail = (self.workdir / "ferryman.log").read_text().splitlines()[-20:]
-                raise RuntimeError(
-                    f"ferryman exited {self.proc.returncode}:\n" + "\n".join(tail)
-                )
+                raise RuntimeError(f"ferryman exited {self.proc.returncode}:\n" + "\n".join(tail))
             if time.monotonic() - started > 600:
                 raise RuntimeError("ferryman not ready after 600 s")
             time.sleep(poll)

@@ -12,7 +12,8 @@ Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
   and seconds until traffic follows;
 * batch: 1,000 Ingress files written at once: reloads, seconds to all routable;
 * throughput: wrk through ferryman vs a hand-written NGINX config for the same
-  route, in the same run, as a ratio;
+  route, in the same run, as a ratio; then the same on each other server of
+  ``--data-planes`` against a hand-written config run by that server;
 * reloads(N), per server (``--data-planes nginx,nginx-1.30,angie``): N
   Ingresses at start-up: start-up reloads and the start-up reload's time; then
   one Ingress added: the reloads it took (none on any server) and its time to
@@ -203,10 +204,11 @@ PROXY_HEADERS = """
 
 
 def hand_written_nginx(
-    work: Path, port: int, http: str, probe: tuple[str, str]
+    work: Path, port: int, http: str, probe: tuple[str, str], binary: str = "nginx"
 ) -> subprocess.Popen[bytes]:
-    """The baseline ferryman is measured against: NGINX with ``http`` in its
-    http block as users write it, started once ``probe`` (host, path) answers 200."""
+    """The baseline ferryman is measured against: NGINX (or ``binary``, the same
+    server ferryman runs) with ``http`` in its http block as users write it,
+    started once ``probe`` (host, path) answers 200."""
     d = work / "handwritten"
     (d / "tmp").mkdir(parents=True, exist_ok=True)
     (d / "nginx.conf").write_text(
@@ -226,7 +228,7 @@ http {{
     # it: with the kernel's autogroup scheduling, a session is a scheduling
     # group, and sharing wrk's would favour this side.
     proc = subprocess.Popen(
-        ["nginx", "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
+        [binary, "-p", str(d), "-c", str(d / "nginx.conf"), "-e", "stderr", "-g", "daemon off;"],
         start_new_session=True,
     )
     host, path = probe
@@ -234,7 +236,9 @@ http {{
     return proc
 
 
-def _hand_written(work: Path, port: int, backends: tuple[int, int]) -> subprocess.Popen[bytes]:
+def _hand_written(
+    work: Path, port: int, backends: tuple[int, int], binary: str = "nginx"
+) -> subprocess.Popen[bytes]:
     http = f"""    upstream app {{
         server 127.0.0.1:{backends[0]};
         server 127.0.0.1:{backends[1]};
@@ -247,21 +251,24 @@ def _hand_written(work: Path, port: int, backends: tuple[int, int]) -> subproces
             proxy_pass http://app;{PROXY_HEADERS}
         }}
     }}"""
-    return hand_written_nginx(work, port, http, ("app0.bench.test", "/p0"))
+    return hand_written_nginx(work, port, http, ("app0.bench.test", "/p0"), binary)
 
 
-def throughput(backends: BackendNginx, work: Path, seconds: int, rounds: int) -> dict[str, Any]:
-    """wrk through ferryman and through the hand-written config, back to back in
-    each round (order alternating), so both meet the same background load; the
-    ratio is the median of the rounds' ratios, since a 2-core VM's single runs
-    vary by ±10%. NGINX CPU per request is the cost behind the ratio."""
-    from bench.processes import cpu_seconds, wrk
+def throughput(
+    backends: BackendNginx, work: Path, seconds: int, rounds: int, server: str = "nginx"
+) -> dict[str, Any]:
+    """wrk through ferryman and through the hand-written config on the same
+    ``server`` (bench.processes.server_args), back to back in each round (order
+    alternating), so both meet the same background load; the ratio is the
+    median of the rounds' ratios, since a 2-core VM's single runs vary by ±10%.
+    NGINX CPU per request is the cost behind the ratio."""
+    from bench.processes import cpu_seconds, server_binary, wrk
 
-    f = Ferryman(work / "throughput")
+    f = Ferryman(work / f"throughput-{server}", flavour=server)
     write_yaml(f.manifests / "app0.yaml", ingress_docs(0, _ports(0, backends)))
     f.start()
     port = free_port()
-    plain = _hand_written(work, port, _ports(0, backends))
+    plain = _hand_written(work / server, port, _ports(0, backends), server_binary(server))
     targets = {
         "ferryman": (f.http_port, int((f.workdir / "state" / "nginx.pid").read_text())),
         "hand_written": (port, plain.pid),
@@ -337,7 +344,9 @@ def main() -> None:
     ap.add_argument("--scenarios", default="startup,churn,batch,throughput,reloads")
     ap.add_argument("--reload-sizes", default="1000,10000", help="Ingresses for reloads(N)")
     ap.add_argument(
-        "--data-planes", default="nginx,nginx-1.30,angie", help="servers for reloads(N)"
+        "--data-planes",
+        default="nginx,nginx-1.30,angie",
+        help="servers for reloads(N) and throughput",
     )
     args = ap.parse_args()
     scenarios = set(args.scenarios.split(","))
@@ -367,6 +376,13 @@ def main() -> None:
                 print("throughput ...", flush=True)
                 results["throughput"] = throughput(backends, work, args.seconds, args.rounds)
                 print(results["throughput"], flush=True)
+                # The same against each other server's own hand-written configuration.
+                for server in args.data_planes.split(","):
+                    if server != "nginx":
+                        print(f"throughput, {server} ...", flush=True)
+                        row = throughput(backends, work, args.seconds, args.rounds, server)
+                        results.setdefault("throughput_servers", {})[server] = row
+                        print(row, flush=True)
             if "reloads" in scenarios:
                 results["reloads"] = []
                 for n in (int(x) for x in args.reload_sizes.split(",")):

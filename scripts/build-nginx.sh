@@ -65,7 +65,9 @@ if [ ! -x "$bin" ]; then
   [ -e /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
   command -v cc >/dev/null || missing+=(gcc)
   command -v make >/dev/null || missing+=(make)
-  scripts/apt-install.sh build-nginx ${missing[@]+"${missing[@]}"}
+  # Only when something is missing: the image's build stage installs them first
+  # and has no apt-install.sh.
+  [ ${#missing[@]} -eq 0 ] || scripts/apt-install.sh build-nginx "${missing[@]}"
   echo "build-nginx: building $name with Lua and ferryman's modules (cache key $key)" >&2
   start=$SECONDS
   work=$(mktemp -d)
