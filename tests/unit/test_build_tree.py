@@ -71,6 +71,9 @@ def test_angie_runs_from_a_build_with_the_lua_runtime_beside_it(tmp_path: Path) 
     error = run_combination_error(parser().parse_args([*base, "--data-plane-binary", str(plain)]))
     assert error is not None and f"{plain} has no Lua runtime" in error
     assert "scripts/build-angie.sh" in error
+    missing = [*base, "--data-plane-binary", str(tmp_path / "nowhere" / "angie")]
+    error = run_combination_error(parser().parse_args(missing))
+    assert error is not None and "angie is not found: run the Angie" in error
     # Its modules named: taken as said.
     told = [*base, "--data-plane-binary", str(plain), "--nginx-modules-dir", "/opt/m"]
     assert run_combination_error(parser().parse_args(told)) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 
 from ferryman.app.build_tree import SYSTEM_MODULES, beside
@@ -69,9 +70,14 @@ def run_combination_error(args: argparse.Namespace) -> str | None:
         and beside(binary := data_plane_binary(args)) is None
     ):
         # Debian NGINX's modules (the default directory) do not load into Angie.
+        what = (
+            "is not found"
+            if shutil.which(binary) is None
+            else "has no Lua runtime and ferryman's modules beside it "
+            "(../modules/ngx_http_lua_module.so)"
+        )
         return (
-            f"ferryman run: --data-plane angie: {binary} has no Lua runtime and ferryman's "
-            "modules beside it (../modules/ngx_http_lua_module.so): run the Angie "
+            f"ferryman run: --data-plane angie: {binary} {what}: run the Angie "
             "scripts/build-angie.sh builds, or name its modules with --nginx-modules-dir"
         )
     if args.machine_lifecycle_hooks != "off" and args.manifests is not None:
