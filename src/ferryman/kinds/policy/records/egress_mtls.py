@@ -32,6 +32,9 @@ from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
 # NIC's defaults (policy.go: generateString(..., "TLSv1 TLSv1.1 TLSv1.2"), "DEFAULT").
 _NIC_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2")
 _NIC_CIPHERS = "DEFAULT"
+# The deepest verification handed to the data plane (an int in C; OpenSSL's
+# own default is 100): a larger verifyDepth verifies as this one.
+MAX_VERIFY_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,14 @@ def translate(
         # name, which no certificate holds: ferryman checks none, which fails
         # the same way (NGINX's "upstream SSL certificate does not match").
         return Step(
-            Egress(pair.chain, pair.key, e.ssl_name, trusted, e.verify_depth, e.server_name),
+            Egress(
+                pair.chain,
+                pair.key,
+                e.ssl_name,
+                trusted,
+                min(e.verify_depth, MAX_VERIFY_DEPTH),
+                e.server_name,
+            ),
             tuple(warnings),
         )
     # serverName without sslName: NIC sends $proxy_host, its upstream's internal

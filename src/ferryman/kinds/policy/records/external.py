@@ -41,6 +41,7 @@ from ferryman.configs.tenancy import SECRET, SERVICE, check
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
+from ferryman.kinds.policy.records.egress_mtls import MAX_VERIFY_DEPTH
 from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
 from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
 
@@ -111,7 +112,7 @@ def translate(
         )
     namespace = e.service_namespace or policy.meta.namespace
     why = check(reads, "Policy", policy.meta.namespace, SERVICE, namespace, e.service)
-    if why is not None:  # tenant mode: the context answers 500, as for sslVerify
+    if why is not None:  # tenant mode: the context answers 500
         return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
     backend = backend_key(namespace, e.service, str(port_of(e)))
     signin = e.signin_url
@@ -137,7 +138,7 @@ def translate(
             e.response_headers,
             e.ssl_verify,
             trusted,
-            e.ssl_verify_depth,
+            min(e.ssl_verify_depth, MAX_VERIFY_DEPTH),
             (e.sni_name or f"{e.service}.{namespace}.svc") if e.ssl_verify else "",
         ),
         warnings,
