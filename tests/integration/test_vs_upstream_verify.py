@@ -17,7 +17,13 @@ import pytest
 
 from testkit.egress import Seen, _backend, _client_secret, _Peer
 from testkit.external_auth import AuthService
-from testkit.harness import Backends, Ferryman, eventually, service_with_backends
+from testkit.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    service_with_backends,
+    without_fast_module,
+)
 from testkit.pki import authority, ca_secret, issue
 from testkit.virtualservers import start_with_backends, to, vs
 
@@ -230,3 +236,30 @@ def test_external_auth_ssl_verify(ferryman: Ferryman, backends: Backends) -> Non
         assert f.reloads() == 1
     finally:
         auth.server.shutdown()
+
+
+def test_without_the_module_a_verified_route_answers_500(
+    ferryman: Ferryman, backend: tuple[_Peer, Seen], tmp_path: Path
+) -> None:
+    """NGINX without ngx_http_ferryman_module cannot verify per request: the
+    route that must be verified answers 500 (never proxied unverified), the
+    others serve."""
+    f = ferryman
+    f.extra_args += without_fast_module(tmp_path)
+    peer, seen = backend
+    f.write("svc", service_with_backends("app", [peer]))
+    f.write("client", _client_secret("client", "alice"))
+    f.write("ca", ca_secret("backend-ca", authority("backend-ca").cert_pem))
+    f.write("p1", _verify("verified", "backend-ca", sslName=NAME))
+    f.write("p2", _egress("mtls"))
+    upstream = {"name": "up", "service": "app", "port": 80, "tls": {"enable": True}}
+    routes = [
+        {"path": f"/{p}", "action": {"pass": "up"}, "policies": [{"name": p}]}
+        for p in ("verified", "mtls")
+    ]
+    f.write("vs", vs("m", "m.test", routes, [upstream]))
+    f.start()
+    assert f.get("m.test", "/verified").status == 500
+    assert seen.client == []
+    assert f.get("m.test", "/mtls").status == 200
+    assert seen.client == ["alice"]
