@@ -6,9 +6,9 @@
 -- upstream a TLS context trusting the CAs, with NGINX's own verification on.
 -- A Policy or CA Secret change is a push, never a reload.
 --
--- A policy registers its CA set when its P item is decoded (register: the
--- key, a digest of the set, its depth and flags); the access phase names the
--- key in $ferryman_egress_verify (a subrequest: in its vars); the balancer
+-- A policy's decoded P item holds its CA set (set: the CAs, the depth, the
+-- flags and a digest of them, the key); the access phase keeps it and names
+-- the key in $ferryman_egress_verify (a subrequest: in its vars); the balancer
 -- applies it before the first attempt's connect (apply).
 
 local ffi = require("ffi")
@@ -33,12 +33,6 @@ do
     end) then
         native = ffi.C
     end
-end
-
--- Whether the module that verifies is loaded; without it a request that
--- must be verified is refused (500), never sent unverified.
-function _M.available()
-    return native ~= nil
 end
 
 -- The CA sets by key, in two generations: the access phase keeps the set its
