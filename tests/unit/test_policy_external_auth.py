@@ -144,3 +144,21 @@ def test_ssl_verify_with_a_trusted_cert_secret() -> None:
     w = attach([PolicyRef("w", "ns")], OWNER, objs)
     assert w.error
     assert "references a secret ns/tls of a wrong type 'kubernetes.io/tls'" in w.warnings[0]
+
+
+class _Tenant(Objects):
+    """Tenant mode with no ReferenceGrant: only same-namespace references."""
+
+    def granted(self, *reference: Any) -> bool:
+        return False
+
+
+def test_a_trusted_cert_secret_of_another_namespace_needs_a_grant() -> None:
+    ca = authority("auth-ca").cert_pem
+    objs = _Tenant(
+        _named("v", sslEnabled=True, sslVerify=True, trustedCertSecret="other/ca"),
+        {**ca_secret("ca", ca, namespace="other"), "kind": "Secret"},
+    )
+    v = attach([PolicyRef("v", "ns")], OWNER, objs)
+    assert v.error and "ExternalAuth policy ns/v:" in v.warnings[0]
+    assert "Secret other/ca is in another namespace" in v.warnings[0]
