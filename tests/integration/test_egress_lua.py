@@ -180,7 +180,7 @@ def test_verify_server_item_carries_the_trusted_cas() -> None:
     assert fields[:2] == ["P", "e"]
     assert base64.b64decode(fields[4]) == b"app.test"
     assert base64.b64decode(fields[5]) == ca
-    assert fields[6:] == ["3", "0"]
+    assert fields[6:] == ["3", "0", "", ""]  # no protocols, no ciphers
     # A depth past what OpenSSL's own default allows is handed on as that (100).
     objs[0]["spec"]["egressMTLS"]["verifyDepth"] = 10**12
     assert _item(*objs).split("|")[6] == "100"

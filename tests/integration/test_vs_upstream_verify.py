@@ -263,3 +263,74 @@ def test_without_the_module_a_verified_route_answers_500(
     assert seen.client == []
     assert f.get("m.test", "/mtls").status == 200
     assert seen.client == ["alice"]
+
+
+def test_protocols_and_ciphers(ferryman: Ferryman, tmp_path: Path) -> None:
+    """egressMTLS protocols and ciphers (NGINX's proxy_ssl_protocols and
+    proxy_ssl_ciphers) through the same per-request TLS context: a backend
+    speaking TLS 1.2 with one cipher is 502 to a Policy offering TLS 1.3 only
+    or another cipher, 200 to one offering them; a Policy changed is served
+    with no reload."""
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cert = issue("backend-ca", NAME, server=True)
+    (tmp_path / "crt.pem").write_bytes(cert.cert_pem)
+    (tmp_path / "key.pem").write_bytes(cert.key_pem)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "crt.pem", tmp_path / "key.pem")
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    def policy(name: str, **spec: Any) -> dict[str, Any]:
+        doc = _egress(name, **spec)
+        del doc["spec"]["egressMTLS"]["tlsSecret"]
+        return doc
+
+    try:
+        f = ferryman
+        f.write("svc", service_with_backends("app", [_Peer(int(httpd.server_address[1]))]))
+        f.write("p1", policy("tls13", protocols="TLSv1.3"))
+        f.write("p2", policy("tls12", protocols="TLSv1.2 TLSv1.3"))
+        f.write("p3", policy("other-cipher", ciphers="ECDHE-ECDSA-AES256-GCM-SHA384"))
+        f.write("p4", policy("cipher", ciphers="ECDHE-ECDSA-AES128-GCM-SHA256"))
+        f.write("p5", policy("both", protocols="TLSv1.2", ciphers="ECDHE-ECDSA-AES128-GCM-SHA256"))
+        upstream = {"name": "up", "service": "app", "port": 80, "tls": {"enable": True}}
+        names = ("tls13", "tls12", "other-cipher", "cipher", "both")
+        routes = [
+            {"path": f"/{p}", "action": {"pass": "up"}, "policies": [{"name": p}]} for p in names
+        ]
+        routes.append({"path": "/none", "action": {"pass": "up"}})
+        f.write("vs", vs("m", "m.test", routes, [upstream]))
+        f.start()
+        got = {p: f.get("m.test", f"/{p}").status for p in (*names, "none")}
+        assert got == {
+            "tls13": 502,
+            "tls12": 200,
+            "other-cipher": 502,
+            "cipher": 200,
+            "both": 200,
+            "none": 200,
+        }
+        assert f.last_event("m", "AddedOrUpdated", kind="VirtualServer")["type"] == "Normal"
+        f.write("p1", policy("tls13", protocols="TLSv1.2"))
+        eventually(lambda: f.get("m.test", "/tls13").status == 200, 60, "TLSv1.2")
+        assert f.reloads() == 1
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

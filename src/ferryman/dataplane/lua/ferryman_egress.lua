@@ -9,9 +9,12 @@
 -- ferryman_upstream_verify's ($ferryman_egress_verify names the CA set; the
 -- name is then the one verified, sent as SNI only with serverName). So a
 -- changed Policy or Secret is a push, never a reload.
--- P item: e|<chain>|<key>|<name>, each base64, and with verifyServer
--- |<CAs, base64>|<verifyDepth>|<serverName 0|1>.
+-- protocols and ciphers are the same context's (ngx_http_ferryman_module's).
+-- P item: e|<chain>|<key>|<name>, each base64, and with verifyServer,
+-- protocols or ciphers |<CAs, base64, "": not verified>|<verifyDepth>|
+-- <serverName 0|1>|<protocols, ","-separated>|<ciphers, base64>.
 
+local band = require("bit").band
 local decode_base64 = ngx.decode_base64
 local verify = require("ferryman_upstream_verify")
 
@@ -26,11 +29,13 @@ function _M.decode(f)
         name = decode_base64(f[3] or "") or "",
     }
     local cas = decode_base64(f[4] or "") or ""
-    if cas ~= "" then
+    local protocols = f[7] or ""
+    local ciphers = decode_base64(f[8] or "") or ""
+    if cas ~= "" or protocols ~= "" or ciphers ~= "" then
         local depth = tonumber(f[5]) or 1
-        local flags = f[6] == "1" and verify.SNI or 0
-        config.verify = verify.set(cas, depth, flags)
-        config.verify_grpc = verify.set(cas, depth, flags + verify.H2)
+        local flags = (f[6] == "1" and verify.SNI or 0) + (cas ~= "" and verify.VERIFY or 0)
+        config.verify = verify.set(cas, depth, flags, protocols, ciphers)
+        config.verify_grpc = verify.set(cas, depth, flags + verify.H2, protocols, ciphers)
     end
     return config
 end
@@ -44,10 +49,11 @@ function _M.check(config)
     var.ferryman_egress_name = config.name
     if config.verify then
         local set = var.ferryman_variant == "grpc" and config.verify_grpc or config.verify
-        if not verify.keep(set) then
+        if verify.keep(set) then
+            var.ferryman_egress_verify = set.key
+        elseif band(set.flags, verify.VERIFY) ~= 0 then
             return ngx.HTTP_INTERNAL_SERVER_ERROR
         end
-        var.ferryman_egress_verify = set.key
     end
     return nil
 end

@@ -64,7 +64,8 @@ function _M.decode(f)
     local verify, name = nil, ""
     if f[7] then
         local cas = f[7] ~= "-" and (decode_base64(f[7]) or "") or ""
-        verify = upstream_verify.set(cas, tonumber(f[8]) or 1, upstream_verify.SNI)
+        local flags = upstream_verify.VERIFY + upstream_verify.SNI
+        verify = upstream_verify.set(cas, tonumber(f[8]) or 1, flags)
         name = decode_base64(f[9] or "") or ""
     end
     return {

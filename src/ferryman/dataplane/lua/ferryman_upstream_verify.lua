@@ -4,13 +4,16 @@
 -- no variables, so ngx_http_ferryman_module does it (ngx_http_ferryman_verify.c
 -- says how): the balancer hands it the request, and it gives the request's
 -- upstream a TLS context trusting the CAs, with NGINX's own verification on.
--- A Policy or CA Secret change is a push, never a reload.
+-- The same context carries egressMTLS protocols and ciphers (NGINX's
+-- proxy_ssl_protocols and proxy_ssl_ciphers take no variables either). A
+-- Policy or CA Secret change is a push, never a reload.
 --
 -- A policy's decoded P item holds its CA set (set: the CAs, the depth, the
 -- flags and a digest of them, the key); the access phase keeps it and names
 -- the key in $ferryman_egress_verify (a subrequest: in its vars); the balancer
 -- applies it before the first attempt's connect (apply).
 
+local bor = require("bit").bor
 local ffi = require("ffi")
 local base = require("resty.core.base")
 
@@ -21,12 +24,18 @@ local _M = {}
 -- ngx_http_ferryman_upstream_verify's flags (ngx_http_ferryman_verify.c).
 _M.SNI = 1 -- send the name as SNI
 _M.H2 = 2 -- gRPC's ALPN
+_M.VERIFY = 4 -- verify the certificate (else protocols and ciphers only)
+-- Its protocol bits.
+local PROTOCOLS = {
+    ["TLSv1"] = 1, ["TLSv1.1"] = 2, ["TLSv1.2"] = 4, ["TLSv1.3"] = 8, ["SSLv2"] = 16, ["SSLv3"] = 32,
+}
 
 local native = nil
 do
     pcall(ffi.cdef, [[
         int ngx_http_ferryman_upstream_verify(void *r, const char *key, size_t key_len,
-            const char *pem, size_t pem_len, int depth, int flags);
+            const char *pem, size_t pem_len, int depth, int flags, int protocols,
+            const char *ciphers, size_t ciphers_len);
     ]])
     if pcall(function()
         return ffi.C.ngx_http_ferryman_upstream_verify
@@ -45,17 +54,32 @@ local function lookup(key)
     return current[key] or previous[key]
 end
 
--- A CA set (PEM) with its depth and flags, and its key.
-function _M.set(pem, depth, flags)
-    return { key = md5(depth .. "|" .. flags .. "|" .. pem), pem = pem, depth = depth, flags = flags }
+-- A context's settings: the CA set (PEM; none: the system's), its depth and
+-- flags, the protocols (names, ","-separated; "": the location's) and the
+-- cipher list ("": DEFAULT); and its key, a digest of them.
+function _M.set(pem, depth, flags, protocols, ciphers)
+    local mask = 0
+    for name in string.gmatch(protocols or "", "[^,]+") do
+        mask = bor(mask, PROTOCOLS[name] or 0)
+    end
+    ciphers = ciphers or ""
+    return {
+        key = md5(depth .. "|" .. flags .. "|" .. mask .. "|" .. ciphers .. "|" .. pem),
+        pem = pem,
+        depth = depth,
+        flags = flags,
+        protocols = mask,
+        ciphers = ciphers,
+    }
 end
 
 -- Makes the set known to apply (the access phase, per request, before it names
--- the key in $ferryman_egress_verify); false when this NGINX cannot verify
--- (no module): the caller answers 500, never an unverified connection.
+-- the key in $ferryman_egress_verify); false when this NGINX cannot (no
+-- module): a set that verifies is then answered 500, never an unverified
+-- connection; one of protocols and ciphers only proxies with NGINX's.
 function _M.keep(set)
     if native == nil then
-        ngx.log(ngx.ERR, "ferryman: upstream verification needs ngx_http_ferryman_module")
+        ngx.log(ngx.ERR, "ferryman: upstream TLS settings need ngx_http_ferryman_module")
         return false
     end
     local key = set.key
@@ -83,7 +107,8 @@ function _M.apply()
         return false
     end
     local rc = native.ngx_http_ferryman_upstream_verify(
-        base.get_request(), key, #key, set.pem, #set.pem, set.depth, set.flags
+        base.get_request(), key, #key, set.pem, #set.pem, set.depth, set.flags,
+        set.protocols, set.ciphers, #set.ciphers
     )
     return rc == 0
 end

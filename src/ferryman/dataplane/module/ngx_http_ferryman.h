@@ -218,9 +218,11 @@ int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
 int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
     size_t *name_len, uint64_t *count);
 /* ngx_http_ferryman_verify.c: an upstream's certificate verified against a
- * CA set per request (egressMTLS verifyServer, externalAuth sslVerify). */
+ * CA set per request (egressMTLS verifyServer, externalAuth sslVerify), and
+ * egressMTLS protocols and ciphers. */
 int ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
-    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags);
+    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
+    int protocols, const u_char *ciphers, size_t ciphers_len);
 
 
 /* The rest stays inside the .so: direct calls, not through its PLT, as when

@@ -1,7 +1,8 @@
 /*
  * Verification of an upstream's certificate per request, with no reload:
  * egressMTLS verifyServer and externalAuth sslVerify (NIC's
- * proxy_ssl_verify on, proxy_ssl_trusted_certificate, proxy_ssl_verify_depth).
+ * proxy_ssl_verify on, proxy_ssl_trusted_certificate, proxy_ssl_verify_depth),
+ * and egressMTLS protocols and ciphers (proxy_ssl_protocols, _ciphers).
  *
  * Those directives take no variables: NGINX builds one OpenSSL context per
  * location from them when the configuration loads. But what NGINX does with
@@ -16,8 +17,8 @@
  * depth, with ssl_verify on: the verification is NGINX's own, with its log
  * lines, and a changed CA Secret is a push (a new key, a new context).
  *
- * Contexts are kept per worker by key (the Lua side's digest of the CAs and
- * the depth), FERRYMAN_VERIFY_CONTEXTS of them; each request holds a reference
+ * Contexts are kept per worker by key (the Lua side's digest of the CAs, the
+ * depth, the flags, the protocols and the ciphers), FERRYMAN_VERIFY_CONTEXTS of them; each request holds a reference
  * to its context until its pool is destroyed, so one evicted meanwhile stays
  * valid for it (an evicted entry's ngx_ssl_t is left allocated: SSL_CTX's
  * ex_data points at it).
@@ -40,6 +41,19 @@
 /* ngx_http_ferryman_upstream_verify's flags. */
 #define FERRYMAN_VERIFY_SNI  1   /* send the name as SNI (proxy_ssl_server_name) */
 #define FERRYMAN_VERIFY_H2   2   /* gRPC: ALPN h2, as ngx_http_grpc_set_ssl */
+#define FERRYMAN_VERIFY_ON   4   /* verify (else only protocols and ciphers) */
+
+/* Its protocols: bits as ferryman_upstream_verify.lua sets them. */
+#define FERRYMAN_TLSv1    1
+#define FERRYMAN_TLSv1_1  2
+#define FERRYMAN_TLSv1_2  4
+#define FERRYMAN_TLSv1_3  8
+#define FERRYMAN_SSLv2    16
+#define FERRYMAN_SSLv3    32
+
+/* The longest cipher list taken (the Policy's is checked to be a list of
+ * OpenSSL names by the controller). */
+#define FERRYMAN_VERIFY_CIPHERS  1024
 
 
 typedef struct {
@@ -60,18 +74,43 @@ ferryman_verify_release(void *data)
 }
 
 
-/* A client context as ngx_http_proxy_set_ssl makes one (ngx_ssl_create, the
- * location's protocol options, "DEFAULT" ciphers), trusting the PEM's
- * certificates to depth, as ngx_ssl_trusted_certificate sets them. */
+/* NGINX's protocol bits for ferryman's. */
+static ngx_uint_t
+ferryman_verify_protocols(int protocols)
+{
+    ngx_uint_t  out;
+
+    out = 0;
+    out |= (protocols & FERRYMAN_TLSv1) ? NGX_SSL_TLSv1 : 0;
+    out |= (protocols & FERRYMAN_TLSv1_1) ? NGX_SSL_TLSv1_1 : 0;
+    out |= (protocols & FERRYMAN_TLSv1_2) ? NGX_SSL_TLSv1_2 : 0;
+    out |= (protocols & FERRYMAN_TLSv1_3) ? NGX_SSL_TLSv1_3 : 0;
+    out |= (protocols & FERRYMAN_SSLv2) ? NGX_SSL_SSLv2 : 0;
+    out |= (protocols & FERRYMAN_SSLv3) ? NGX_SSL_SSLv3 : 0;
+
+    return out;
+}
+
+
+/* A client context as ngx_http_proxy_set_ssl makes one (ngx_ssl_create with
+ * the protocols, else the location's protocol options; the ciphers, else
+ * "DEFAULT"), with FERRYMAN_VERIFY_ON trusting the PEM's certificates (none:
+ * the system's) to depth, as ngx_ssl_trusted_certificate sets them. */
 static ngx_ssl_t *
 ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
-    int depth, int flags, ngx_log_t *log)
+    int depth, int flags, int protocols, const u_char *ciphers,
+    size_t ciphers_len, ngx_log_t *log)
 {
     int          n;
     BIO         *bio;
     X509        *x509;
+    u_char       list[FERRYMAN_VERIFY_CIPHERS + 1];
     ngx_ssl_t   *ssl;
     X509_STORE  *store;
+
+    if (ciphers_len > FERRYMAN_VERIFY_CIPHERS) {
+        return NULL;
+    }
 
     ssl = ngx_calloc(sizeof(ngx_ssl_t), log);
     if (ssl == NULL) {
@@ -80,12 +119,16 @@ ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
 
     ssl->log = log;
 
-    if (ngx_ssl_create(ssl, NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3, NULL) != NGX_OK) {
+    if (ngx_ssl_create(ssl, protocols ? ferryman_verify_protocols(protocols)
+                                      : NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3,
+                       NULL)
+        != NGX_OK)
+    {
         ngx_free(ssl);
         return NULL;
     }
 
-    if (like != NULL && like->ctx != NULL) {
+    if (protocols == 0 && like != NULL && like->ctx != NULL) {
         SSL_CTX_clear_options(ssl->ctx, SSL_CTX_get_options(ssl->ctx));
         SSL_CTX_set_options(ssl->ctx, SSL_CTX_get_options(like->ctx));
         SSL_CTX_set_min_proto_version(ssl->ctx,
@@ -94,7 +137,16 @@ ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
                                       SSL_CTX_get_max_proto_version(like->ctx));
     }
 
-    if (SSL_CTX_set_cipher_list(ssl->ctx, "DEFAULT") == 0) {
+    if (ciphers_len) {
+        ngx_memcpy(list, ciphers, ciphers_len);
+    } else {
+        ngx_memcpy(list, "DEFAULT", sizeof("DEFAULT") - 1);
+        ciphers_len = sizeof("DEFAULT") - 1;
+    }
+
+    list[ciphers_len] = '\0';
+
+    if (SSL_CTX_set_cipher_list(ssl->ctx, (char *) list) == 0) {
         goto failed;
     }
 
@@ -105,6 +157,10 @@ ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
         goto failed;
     }
 #endif
+
+    if (!(flags & FERRYMAN_VERIFY_ON)) {
+        return ssl;
+    }
 
     SSL_CTX_set_verify_depth(ssl->ctx, depth);
 
@@ -159,7 +215,8 @@ failed:
 
 static ngx_ssl_t *
 ferryman_verify_lookup(ngx_ssl_t *like, const u_char *key, size_t key_len,
-    const u_char *pem, size_t pem_len, int depth, int flags, ngx_log_t *log)
+    const u_char *pem, size_t pem_len, int depth, int flags, int protocols,
+    const u_char *ciphers, size_t ciphers_len, ngx_log_t *log)
 {
     ngx_uint_t              i;
     ngx_ssl_t              *ssl;
@@ -175,7 +232,8 @@ ferryman_verify_lookup(ngx_ssl_t *like, const u_char *key, size_t key_len,
         }
     }
 
-    ssl = ferryman_verify_create(like, pem, pem_len, depth, flags, log);
+    ssl = ferryman_verify_create(like, pem, pem_len, depth, flags, protocols,
+                                 ciphers, ciphers_len, log);
     if (ssl == NULL) {
         return NULL;
     }
@@ -199,14 +257,16 @@ ferryman_verify_lookup(ngx_ssl_t *like, const u_char *key, size_t key_len,
 
 /*
  * Called by the balancer of a TLS upstream (before each attempt's connect):
- * key identifies the CA set (pem, PEM certificates; none: the system's) with
- * depth and flags.
+ * key identifies the context: the CA set (pem, PEM certificates; none: the
+ * system's) with depth and flags, the protocols (0: the location's) and the
+ * ciphers (none: "DEFAULT").
  * Returns 0, or -1 (no upstream, too long a key, a context that could not be
  * made: the balancer fails the request).
  */
 int
 ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
-    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags)
+    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
+    int protocols, const u_char *ciphers, size_t ciphers_len)
 {
     ngx_ssl_t                 *ssl;
     ngx_pool_cleanup_t        *cln;
@@ -222,7 +282,8 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     }
 
     ssl = ferryman_verify_lookup(u->conf->ssl, key, key_len, pem, pem_len,
-                                 depth, flags, r->connection->log);
+                                 depth, flags, protocols, ciphers, ciphers_len,
+                                 r->connection->log);
     if (ssl == NULL) {
         return -1;
     }
@@ -247,9 +308,13 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
 
     *conf = *u->conf;
     conf->ssl = ssl;
-    conf->ssl_verify = 1;
-    conf->ssl_server_name = (flags & FERRYMAN_VERIFY_SNI) ? 1 : 0;
     conf->ssl_session_reuse = 0;
+
+    if (flags & FERRYMAN_VERIFY_ON) {
+        conf->ssl_verify = 1;
+        conf->ssl_server_name = (flags & FERRYMAN_VERIFY_SNI) ? 1 : 0;
+    }
+
     u->conf = conf;
 
     return 0;
@@ -259,7 +324,8 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
 
 int
 ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
-    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags)
+    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
+    int protocols, const u_char *ciphers, size_t ciphers_len)
 {
     return -1;
 }

@@ -7,12 +7,12 @@ NIC writes ``proxy_ssl_certificate``, ``..._key``, ``proxy_ssl_trusted_certifica
 location. Set per request from the P item, with no reload: the client
 certificate and key (``data:`` values) and the name sent as SNI (NGINX takes
 them from variables), and ``verifyServer`` with ``trustedCertSecret``'s CAs
-and ``verifyDepth`` (which take no variables: ngx_http_ferryman_module gives
-the request's upstream a TLS context holding them, ferryman_upstream_verify.lua;
-the name verified is ``sslName``, sent as SNI only with ``serverName``, as
-NGINX's ``proxy_ssl_name``/``proxy_ssl_server_name``). Not applied
-(docs/virtualserver.md, "egressMTLS"): ``protocols``, ``ciphers``,
-``sessionReuse: false``: NGINX's own settings stay (a warning names each).
+and ``verifyDepth``, ``protocols`` and ``ciphers`` (which take no variables:
+ngx_http_ferryman_module gives the request's upstream a TLS context holding
+them, ferryman_upstream_verify.lua; the name verified is ``sslName``, sent as
+SNI only with ``serverName``, as NGINX's ``proxy_ssl_name``/
+``proxy_ssl_server_name``). NIC's default protocols and ciphers (which it
+always writes) leave NGINX's own. ``sessionReuse: false`` is a warning.
 
 These take effect on upstreams with ``tls.enable`` (``proxy_pass https://``);
 on a plain one NGINX's proxy_ssl directives do nothing, in NIC too.
@@ -47,13 +47,23 @@ class Egress(Enforced):
     trusted: bytes = b""
     depth: int = 1
     sni: bool = False
+    # protocols (TLS_PROTOCOLS names) and ciphers (an OpenSSL list); none: NGINX's.
+    protocols: tuple[str, ...] = ()
+    ciphers: str = ""
     letter = "e"
 
     def fields(self) -> tuple[str, ...]:
         fields = (b64(self.chain), b64(self.key), b64(self.name))
-        if not self.trusted:
+        if not self.trusted and not self.protocols and not self.ciphers:
             return fields  # the item as before verifyServer
-        return (*fields, b64(self.trusted), str(self.depth), "1" if self.sni else "0")
+        return (
+            *fields,
+            b64(self.trusted),
+            str(self.depth),
+            "1" if self.sni else "0",
+            ",".join(self.protocols),
+            b64(self.ciphers),
+        )
 
 
 def _problem(key: str, where: str, read: SecretRead[object], want: str) -> str | None:
@@ -96,15 +106,15 @@ def translate(
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, CABundle)
         trusted = read.value.certificates
-    warnings = [
-        f"EgressMTLS policy {key}: {what} is not applied, NGINX's default stays (ferryman)"
-        for what, differs in (
-            ("protocols", bool(e.protocols) and e.protocols != _NIC_PROTOCOLS),
-            ("ciphers", bool(e.ciphers) and e.ciphers != _NIC_CIPHERS),
-            ("sessionReuse", not e.session_reuse),
+    warnings = []
+    if not e.session_reuse:
+        what = "sessionReuse"
+        warnings.append(
+            f"EgressMTLS policy {key}: {what} is not applied, NGINX's default stays (ferryman)"
         )
-        if differs
-    ]
+    # NIC's defaults, which it writes when a Policy names none, leave NGINX's.
+    protocols = e.protocols if e.protocols != _NIC_PROTOCOLS else ()
+    ciphers = e.ciphers if e.ciphers != _NIC_CIPHERS else ""
     if e.verify_server:
         # NGINX's proxy_ssl_name: the name checked, sent as SNI with serverName
         # only. Without sslName NIC checks $proxy_host, its upstream's internal
@@ -118,10 +128,13 @@ def translate(
                 trusted,
                 min(e.verify_depth, MAX_VERIFY_DEPTH),
                 e.server_name,
+                protocols,
+                ciphers,
             ),
             tuple(warnings),
         )
     # serverName without sslName: NIC sends $proxy_host, its upstream's internal
     # name, which no certificate holds; ferryman sends none.
     name = e.ssl_name if e.server_name else ""
-    return Step(Egress(pair.chain, pair.key, name), tuple(warnings))
+    egress = Egress(pair.chain, pair.key, name, protocols=protocols, ciphers=ciphers)
+    return Step(egress, tuple(warnings))
