@@ -117,7 +117,8 @@ ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
         return NULL;
     }
 
-    ssl->log = log;
+    /* The context outlives the request whose log this is. */
+    ssl->log = ngx_cycle->log;
 
     if (ngx_ssl_create(ssl, protocols ? ferryman_verify_protocols(protocols)
                                       : NGX_SSL_TLSv1_2|NGX_SSL_TLSv1_3,
