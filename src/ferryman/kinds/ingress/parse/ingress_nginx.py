@@ -238,7 +238,7 @@ ENTRIES: dict[str, Entry] = {
         "of type kubernetes.io/tls, in the Ingress's namespace), with proxy-ssl-name and "
         "proxy-ssl-server-name, proxy-ssl-protocols and proxy-ssl-ciphers (applied per "
         "request, no reload); proxy-ssl-verify on rejects the Ingress (ingress-nginx "
-        "verifies with the same Secret's ca.crt, which ferryman does not read yet)",
+        "verifies with the same Secret's ca.crt, which ferryman's store does not keep)",
         reads=access.PROXY_SSL[1:],
     ),
     "auth-type": Entry(

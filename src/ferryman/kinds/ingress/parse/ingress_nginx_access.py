@@ -200,8 +200,9 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
 
     if read("proxy-ssl-verify").lower() == "on":
         raise Refused(
-            f"{PREFIX}proxy-ssl-verify: ferryman does not verify backends' certificates yet "
-            "(NGINX's proxy_ssl_trusted_certificate takes no variables)"
+            f"{PREFIX}proxy-ssl-verify: ferryman does not verify backends' certificates "
+            "against proxy-ssl-secret's ca.crt yet (its store keeps only a TLS Secret's "
+            "tls.crt and tls.key)"
         )
     secret = ""
     if raw := read("proxy-ssl-secret"):
