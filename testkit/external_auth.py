@@ -51,11 +51,11 @@ class _AuthHandler(BaseHTTPRequestHandler):
 class _AuthServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, tls: bool) -> None:
+    def __init__(self, tls: bool, cert: tuple[bytes, bytes] | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _AuthHandler)
         self.seen: list[dict[str, Any]] = []
         if tls:
-            key, crt = self_signed(["basic-auth-svc.default.svc"], days=30)
+            key, crt = cert or self_signed(["basic-auth-svc.default.svc"], days=30)
             with tempfile.TemporaryDirectory() as d:
                 (Path(d) / "k").write_bytes(key)
                 (Path(d) / "c").write_bytes(crt)
@@ -70,9 +70,12 @@ class _AuthServer(ThreadingHTTPServer):
 class AuthService:
     """A backend for service_with_backends: name, address, port."""
 
-    def __init__(self, name: str, tls: bool = False) -> None:
+    def __init__(
+        self, name: str, tls: bool = False, cert: tuple[bytes, bytes] | None = None
+    ) -> None:
+        """``cert``: the TLS server's key and certificate chain (PEM), else self-signed."""
         self.name = name
-        self.server = _AuthServer(tls)
+        self.server = _AuthServer(tls, cert)
         self.address = "127.0.0.1"
         self.port = int(self.server.server_address[1])
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

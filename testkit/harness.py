@@ -390,6 +390,13 @@ def service_with_backends(
                     {
                         "addresses": [address],
                         "conditions": {"ready": b not in not_ready},
+                        # As the EndpointSlice controller writes it (the latency
+                        # histogram's pod_name).
+                        "targetRef": {
+                            "kind": "Pod",
+                            "name": f"{name}-{b.name}",
+                            "namespace": namespace,
+                        },
                     }
                 ],
             }

@@ -158,16 +158,29 @@ def test_the_directives_are_in_nginx_conf_template() -> None:
         assert directive in text
 
 
-def test_verify_server_is_refused_not_skipped() -> None:
-    """verifyServer needs directives (docs): the context fails (500) with the reason."""
-    owner = Owner("ns", "cafe", "ns", "cafe", ROUTE, "/", True, "ferryman")
-    objs = Objects(
+def test_verify_server_item_carries_the_trusted_cas() -> None:
+    """verifyServer: the P item carries the CA Secret's certificates, verifyDepth and
+    serverName (ferryman_upstream_verify.lua hands them to the module), and the
+    name checked is sslName even without serverName (NGINX's proxy_ssl_name)."""
+    ca = authority("backend-ca").cert_pem
+    objs = (
         _policy(
-            egressMTLS={"tlsSecret": "client", "trustedCertSecret": "ca", "verifyServer": True}
+            egressMTLS={
+                "tlsSecret": "client",
+                "trustedCertSecret": "ca",
+                "verifyServer": True,
+                "verifyDepth": 3,
+                "sslName": "app.test",
+            }
         ),
         _tls("client", "alice"),
-        {**ca_secret("ca", authority("backend-ca").cert_pem, namespace="ns"), "kind": "Secret"},
+        {**ca_secret("ca", ca, namespace="ns"), "kind": "Secret"},
     )
-    attached = attach([PolicyRef("egress", "ns")], owner, objs)
-    assert attached.error
-    assert any("verifyServer needs NGINX's proxy_ssl_verify" in w for w in attached.warnings)
+    fields = _item(*objs).split("|")
+    assert fields[:2] == ["P", "e"]
+    assert base64.b64decode(fields[4]) == b"app.test"
+    assert base64.b64decode(fields[5]) == ca
+    assert fields[6:] == ["3", "0", "", ""]  # no protocols, no ciphers
+    # A depth past what OpenSSL's own default allows is handed on as that (100).
+    objs[0]["spec"]["egressMTLS"]["verifyDepth"] = 10**12
+    assert _item(*objs).split("|")[6] == "100"

@@ -7,11 +7,11 @@ here the same way (hack/secrets-gen: the jwt example's key "fantasticjwt", kid
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
-from testkit.harness import Backends, Ferryman, service_with_backends, tls_secret
+from testkit.egress import Seen, _backend, _client_secret, _Peer
+from testkit.harness import Backends, Ferryman, eventually, service_with_backends, tls_secret
 from testkit.jose import jwk_secret, token
 from testkit.mtls import CERT_ERROR, NO_CERT, mtls_get
 from testkit.nic_fixtures import NIC_EXAMPLES
@@ -87,35 +87,36 @@ def test_ingress_mtls(ferryman: Ferryman, backends: Backends, tmp_path: Path) ->
     assert ferryman.reloads() == 1
 
 
-def test_egress_mtls_verify_server_is_refused(ferryman: Ferryman, backends: Backends) -> None:
-    """The egress-mtls example verifies the backend's certificate (``verifyServer``),
-    which takes NGINX directives ferryman does not render (docs/virtualserver.md): its
-    route answers 500 with the reason, rather than talk to an unverified server."""
-    ferryman.write(
-        "secure", service_with_backends("secure-app", [backends.start("secure")], port=8443)
-    )
-    client = issue("egress-ca", "client")
-    ferryman.write(
-        "egress-mtls-secret",
-        {
-            **tls_secret("egress-mtls-secret", ["client"]),
-            "data": {
-                "tls.crt": base64.b64encode(client.cert_pem).decode(),
-                "tls.key": base64.b64encode(client.key_pem).decode(),
-            },
-        },
-    )
-    ferryman.write(
-        "egress-trusted-ca-secret",
-        ca_secret("egress-trusted-ca-secret", authority("egress-ca").cert_pem),
-    )
-    _example(ferryman, "egress-mtls", "egress-mtls.yaml", "virtual-server.yaml")
-    ferryman.start()
-    event = last_event(ferryman, "webapp")
-    assert event["reason"] == "AddedOrUpdatedWithWarning"
-    assert (
-        "EgressMTLS policy default/egress-mtls-policy: verifyServer needs NGINX's "
-        "proxy_ssl_verify and proxy_ssl_trusted_certificate" in event["message"]
-    )
-    assert ferryman.get("webapp.example.com", "/").status == 500
-    assert ferryman.reloads() == 1
+def test_egress_mtls_example(ferryman: Ferryman, tmp_path: Path) -> None:
+    """The egress-mtls example unchanged: the backend (a TLS server requiring a
+    client certificate) gets egress-mtls-secret's certificate and the SNI name
+    sslName, and its certificate is verified against egress-trusted-ca-secret
+    (verifyServer, verifyDepth 2); that Secret holding another CA makes the
+    route 502 (the backend never asked), with no reload."""
+    seen = Seen()
+    httpd = _backend(tmp_path, seen)
+    try:
+        peer = _Peer(int(httpd.server_address[1]))
+        ferryman.write("secure", service_with_backends("secure-app", [peer], port=8443))
+        ferryman.write("egress-mtls-secret", _client_secret("egress-mtls-secret", "client"))
+        ferryman.write(
+            "egress-trusted-ca-secret",
+            ca_secret("egress-trusted-ca-secret", authority("backend-ca").cert_pem),
+        )
+        _example(ferryman, "egress-mtls", "egress-mtls.yaml", "virtual-server.yaml")
+        ferryman.start()
+        assert ferryman.get("webapp.example.com", "/").status == 200
+        assert (seen.client, seen.sni) == (["client"], ["secure-app.example.com"])
+        assert last_event(ferryman, "webapp")["reason"] == "AddedOrUpdated"
+        ferryman.write(
+            "egress-trusted-ca-secret",
+            ca_secret("egress-trusted-ca-secret", authority("elsewhere").cert_pem),
+        )
+        eventually(lambda: ferryman.get("webapp.example.com", "/").status == 502, 60, "502")
+        asked = len(seen.client)
+        assert ferryman.get("webapp.example.com", "/").status == 502
+        assert len(seen.client) == asked  # the backend never asked
+        assert ferryman.reloads() == 1
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -9,7 +9,6 @@ tests/integration/test_nic_ingress_examples_more.py."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,7 +33,6 @@ from testkit.nic_ingress_examples import EXAMPLES, HOST, _cafe, example, last_ev
 from testkit.nic_policy_examples import PREFLIGHT
 from testkit.pki import authority, ca_secret, issue
 from testkit.sticky import assert_cafe_sessions
-from testkit.upstream_fields import _TLSEcho
 
 BASIC_FOO_BAR = {"Authorization": "Basic Zm9vOmJhcg=="}  # foo:bar, the README's
 
@@ -101,47 +99,33 @@ def test_ingress_mtls(ferryman: Ferryman, backends: Backends, tmp_path: Path) ->
     assert f.reloads() == 1
 
 
-def _egress_secrets(f: Ferryman) -> None:
-    client = issue("egress-ca", "client")
-    f.write(
-        "egress-mtls-secret",
-        {
-            **tls_secret("egress-mtls-secret", ["client"]),
-            "data": {
-                "tls.crt": base64.b64encode(client.cert_pem).decode(),
-                "tls.key": base64.b64encode(client.key_pem).decode(),
-            },
-        },
-    )
-    f.write(
-        "egress-trusted-ca-secret",
-        ca_secret("egress-trusted-ca-secret", authority("egress-ca").cert_pem),
-    )
-
-
-def test_egress_mtls(ferryman: Ferryman, backends: Backends) -> None:
-    """The example's Policy asks to verify the backend's certificate
-    (verifyServer), which takes NGINX directives ferryman does not render
-    (docs/virtualserver.md, as for a VirtualServer): the host answers 500 with
-    the reason, rather than talk to an unverified server."""
+def test_egress_mtls(ferryman: Ferryman, tmp_path: Path) -> None:
+    """The example unchanged: the backend, which requires a client certificate of
+    the CA, gets egress-mtls-secret's (and sslName as SNI); its own certificate is
+    verified against egress-trusted-ca-secret (verifyServer), so that Secret
+    holding another CA makes the host 502, with no reload."""
     f = ferryman
-    secure = _TLSEcho("secure")
+    seen = Seen()
+    httpd = _backend(tmp_path, seen)
     try:
         f.extra_args += ["--ingress-class", "nginx"]
-        f.write("secure", service_with_backends("secure-app", [secure], port=8443))
-        _egress_secrets(f)
+        peer = _Peer(int(httpd.server_address[1]))
+        f.write("secure", service_with_backends("secure-app", [peer], port=8443))
+        f.write("egress-mtls-secret", _client_secret("egress-mtls-secret", "webapp-client"))
+        trusted = "egress-trusted-ca-secret"
+        f.write(trusted, ca_secret(trusted, authority("backend-ca").cert_pem))
         example(f, "egress-mtls", "egress-mtls.yaml", "ingress.yaml")
         f.start()
-        assert f.get("webapp.example.com", "/").status == 500
-        event = last_event(f, "webapp-ingress")
-        assert (event["type"], event["reason"]) == ("Warning", "AddedOrUpdatedWithWarning")
-        assert event["message"].endswith(
-            "EgressMTLS policy default/egress-mtls-policy: verifyServer needs NGINX's "
-            "proxy_ssl_verify and proxy_ssl_trusted_certificate, which take no variables: "
-            "not served (ferryman)"
-        )
+        r = f.get("webapp.example.com", "/")
+        assert r.status == 200, r.text
+        assert (seen.client, seen.sni) == (["webapp-client"], ["secure-app.example.com"])
+        assert last_event(f, "webapp-ingress")["reason"] == "AddedOrUpdated"
+        f.write(trusted, ca_secret(trusted, authority("egress-ca").cert_pem))
+        eventually(lambda: f.get("webapp.example.com", "/").status == 502, 60, "502")
+        assert f.reloads() == 1
     finally:
-        secure.close()
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_egress_mtls_client_certificate(ferryman: Ferryman, tmp_path: Path) -> None:
@@ -200,37 +184,43 @@ def test_external_auth(ferryman: Ferryman, backends: Backends) -> None:
 
 
 def test_external_auth_mergeable(ferryman: Ferryman, backends: Backends) -> None:
-    """Both minions' Policies ask for sslVerify with a trusted CA Secret, which
-    ferryman cannot apply per request (NGINX reads proxy_ssl_trusted_certificate
-    at reload only): each minion is Warning naming it, and its path answers 500
-    rather than authenticate over an unverified connection. (The oauth2-proxy
-    sign-in flow needs GitHub: not run here.)"""
+    """The example unchanged: the tea minion's Policy verifies basic-auth-svc's
+    certificate (sslVerify, external-auth-ca-secret, sniName external-auth-tls),
+    so /tea asks it (401 without credentials, tea with foo:bar); a service whose
+    certificate that CA did not sign fails the subrequest (500). The coffee
+    minion's oauth2-proxy-svc is not running here (the sign-in flow needs
+    GitHub): 500, as auth_request answers a failed subrequest."""
     f = ferryman
-    _cafe_tls(f, backends)
-    f.write("ca", ca_secret("external-auth-ca-secret", authority("auth-ca").cert_pem))
-    example(
-        f,
-        "external-auth-mergeable",
-        "basic-auth-policy.yaml",
-        "oauth2-policy.yaml",
-        "cafe-ingress-master.yaml",
-        "tea-minion.yaml",
-        "coffee-minion.yaml",
-    )
-    f.start()
-    assert f.get(HOST, "/tea", https=True).status == 500
-    assert f.get(HOST, "/coffee", https=True).status == 500
-    for minion, policy in (
-        ("cafe-ingress-tea-minion", "external-auth-basic-policy"),
-        ("cafe-ingress-coffee-minion", "external-auth-oauth2-policy"),
-    ):
-        event = last_event(f, minion)
-        assert event["type"] == "Warning", event
-        assert (
-            f"ExternalAuth policy default/{policy}: sslVerify is not implemented by ferryman "
-            "(the trusted certificate needs a reload); the policy's context answers 500"
-        ) in event["message"]
-    assert f.get(HOST, "/milk", https=True).status == 404
+    cert = issue("auth-ca", "external-auth-tls", server=True)
+    auth = AuthService("basic-auth", tls=True, cert=(cert.key_pem, cert.cert_pem))
+    try:
+        _cafe_tls(f, backends)
+        f.write(
+            "auth", service_with_backends("basic-auth-svc", [auth], port=443, port_name="https")
+        )
+        f.write("ca", ca_secret("external-auth-ca-secret", authority("auth-ca").cert_pem))
+        example(
+            f,
+            "external-auth-mergeable",
+            "basic-auth-policy.yaml",
+            "oauth2-policy.yaml",
+            "cafe-ingress-master.yaml",
+            "tea-minion.yaml",
+            "coffee-minion.yaml",
+        )
+        f.start()
+        r = f.get(HOST, "/tea", https=True)
+        assert r.status == 401 and "401 Authorization Required" in r.text
+        assert f.get(HOST, "/tea", https=True, headers=BASIC_FOO_BAR).served_by == "tea"
+        assert f.get(HOST, "/coffee", https=True, headers=BASIC_FOO_BAR).status == 500
+        assert f.get(HOST, "/milk", https=True).status == 404
+        f.write("ca", ca_secret("external-auth-ca-secret", authority("other-ca").cert_pem))
+        eventually(
+            lambda: f.get(HOST, "/tea", https=True, headers=BASIC_FOO_BAR).status == 500, 60, "CA"
+        )
+        assert f.reloads() == 1
+    finally:
+        auth.server.shutdown()
 
 
 def test_external_auth_mergeable_without_ssl_verify(ferryman: Ferryman, backends: Backends) -> None:

@@ -114,6 +114,7 @@ def test_latency_histogram_counts_every_proxied_request(tmp_path: Path, backends
         key = next(k for k in m if k.startswith(series))
         assert 'resource_name="ops"' in key and 'upstream="default/app:80"' in key
         assert 'code="200"' in key and 'service="app"' in key
+        assert 'pod_name="app-app"' in key  # the endpoint's targetRef, as NIC labels it
         total = next(
             v
             for k, v in m.items()

@@ -143,10 +143,10 @@ def test_nic_external_auth_oauth2_example(ferryman: Ferryman, backends: Backends
     this machine does not have: its sign-in flow (authSigninURI's redirect to the
     provider, the /oauth2 callback) is not asserted, and ferryman does not
     implement it (a Warning says so). What is asserted: its Policies are valid;
-    both ask for sslVerify with a trusted CA Secret, which ferryman cannot apply
-    per request (NGINX reads proxy_ssl_trusted_certificate at reload only), so
-    the VirtualServer is Warning naming it and both routes answer 500 rather
-    than proxy without the verification asked for."""
+    both ask for sslVerify with a trusted CA Secret (external-auth-ca-secret) the
+    example makes with its certificates, not applied here: the VirtualServer is
+    Warning naming it and both routes answer 500 rather than ask the service
+    without the verification asked for."""
     f = ferryman
     folder = NIC_EXAMPLES / "external-auth-oauth2"
     for app in ("tea", "coffee"):
@@ -161,4 +161,7 @@ def test_nic_external_auth_oauth2_example(ferryman: Ferryman, backends: Backends
     assert events[-1]["type"] == "Warning"
     message = events[-1]["message"]
     for policy in ("external-auth-basic-policy", "external-auth-oauth2-policy"):
-        assert f"ExternalAuth policy default/{policy}: sslVerify is not implemented" in message
+        assert (
+            f"ExternalAuth policy default/{policy} references an invalid secret "
+            "default/external-auth-ca-secret: secret doesn't exist"
+        ) in message

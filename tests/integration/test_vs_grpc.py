@@ -12,8 +12,8 @@ import grpc
 from ferryman.dataplane.fallback import self_signed
 from testkit.egress import _client_secret, _egress
 from testkit.grpc_greeter import Greeter, say_hello, say_hellos, status_of
-from testkit.harness import Backends, Ferryman, service_with_backends, tls_secret
-from testkit.pki import authority
+from testkit.harness import Backends, Ferryman, eventually, service_with_backends, tls_secret
+from testkit.pki import authority, ca_secret, issue
 from testkit.virtualservers import vs
 from testkit.vs_policies import policy
 
@@ -157,6 +157,55 @@ def test_egress_mtls_presents_the_routes_client_certificate(ferryman: Ferryman) 
         f.write("vs", _host([up], [route]))
         f.start()
         assert say_hello(f.https_port, HOST, root)["client"] == ["alice"]
+        assert f.reloads() == 1
+    finally:
+        greeter.close()
+
+
+def test_egress_mtls_verify_server_on_grpcs(ferryman: Ferryman) -> None:
+    """verifyServer on a grpcs route: the greeter's certificate (issued by
+    backend-ca for greeter.backend) verified against the Policy's CA, over
+    HTTP/2 (the verifying context offers ALPN h2); the Policy changed to trust
+    another CA: gRPC status 14 "unavailable" (NGINX's 502), the greeter never
+    called, with no reload."""
+    f = ferryman
+    cert = issue("backend-ca", "greeter.backend", server=True)
+    greeter = Greeter("secure", certificate=(cert.key_pem, cert.cert_pem))
+
+    def verify(ca: str) -> dict[str, Any]:
+        spec = {"trustedCertSecret": ca, "verifyServer": True, "sslName": "greeter.backend"}
+        return policy("p", egressMTLS=spec)
+
+    def unavailable() -> bool:
+        try:
+            say_hello(f.https_port, HOST, root)
+        except grpc.RpcError as e:
+            return bool(e.code() == grpc.StatusCode.UNAVAILABLE)
+        return False
+
+    try:
+        _http2(f)
+        root = _tls(f)
+        f.write("g-svc", service_with_backends("greeter", [greeter], port=50051))  # type: ignore[list-item]
+        f.write("ca", ca_secret("backend-ca", authority("backend-ca").cert_pem))
+        f.write("other", ca_secret("other-ca", authority("other-ca").cert_pem))
+        f.write("p", verify("backend-ca"))
+        up = {
+            "name": "g",
+            "service": "greeter",
+            "port": 50051,
+            "type": "grpc",
+            "tls": {"enable": True},
+        }
+        f.write(
+            "vs", _host([up], [{"path": "/", "action": {"pass": "g"}, "policies": [{"name": "p"}]}])
+        )
+        f.start()
+        assert say_hello(f.https_port, HOST, root)["name"] == "secure"
+        f.write("p", verify("other-ca"))
+        eventually(unavailable, 60, "status 14")
+        calls = greeter.calls
+        assert unavailable() and greeter.calls == calls
         assert f.reloads() == 1
     finally:
         greeter.close()

@@ -378,6 +378,10 @@ def test_proxy_ssl_as_egress_tls() -> None:
     assert verify.policies == [] and "does not verify backends" in verify.problems[0]
     bad = translate({P + "proxy-ssl-name": "a b"}, SPEC, "shop")
     assert "is not a host name" in bad.problems[0]
+    bad = translate({P + "proxy-ssl-protocols": "TLSv1.2 TLSv9"}, SPEC, "shop")
+    assert "'TLSv9' is not a TLS protocol" in bad.problems[0]
+    bad = translate({P + "proxy-ssl-ciphers": "HIGH; evil"}, SPEC, "shop")
+    assert "is not an OpenSSL cipher list" in bad.problems[0]
 
 
 @pytest.mark.parametrize(

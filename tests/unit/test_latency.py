@@ -145,3 +145,55 @@ def test_the_controller_knows_its_hosts_backends_and_peers(tmp_path: Path) -> No
     assert owner("a.example.com", "default/other:80", "[fd00::1]:8080") is None
     assert owner("a.example.com", "default/web:80", "[fd00::2]:8080") is None
     assert owner("a.example.com", "default/web:80", "[fd00::1]:8081") is None
+
+
+def test_pod_name_is_the_endpoints_pod() -> None:
+    """NIC's pod_name label: the pod behind the peer that answered."""
+    metrics = Metrics()
+    pods = {"10.0.0.5:80": "web-7d9c-abcde"}
+    r = LatencyReceiver(
+        Path("/unused"),
+        metrics,
+        Routes({"10.0.0.5:80", "10.0.0.6:80"}).owner_of,
+        pod_of=lambda backend, server: pods.get(server, ""),
+    )
+    r.datagram_received(line("a.example.com", "ns/web:80", "10.0.0.5:80"), None)
+    r.datagram_received(line("a.example.com", "ns/web:80", "10.0.0.6:80"), None)
+    got = {
+        s.labels["server"]: s.labels["pod_name"]
+        for family in metrics.registry.collect()
+        for s in family.samples
+        if s.name.endswith("latency_ms_count")
+    }
+    assert got == {"10.0.0.5:80": "web-7d9c-abcde", "10.0.0.6:80": ""}
+
+
+def test_the_controller_knows_the_pod_of_a_peer(tmp_path: Path) -> None:
+    """With latency metrics on, the EndpointSlice's targetRef names the pod of
+    each peer; an endpoint whose targetRef is not a Pod has none."""
+    kit = Kit(tmp_path, latency_metrics=True)
+    pod = {"kind": "Pod", "name": "web-0", "namespace": "default", "uid": "u"}
+    kit.add(
+        ingress("web", [rule("a.example.com", path("/", "web"))]),
+        *service("web"),
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": "web-1",
+                "namespace": "default",
+                "labels": {"kubernetes.io/service-name": "web"},
+            },
+            "addressType": "IPv6",
+            "ports": [{"port": 8080}],
+            "endpoints": [
+                {"addresses": ["fd00::1"], "targetRef": pod},
+                {"addresses": ["fd00::2"], "targetRef": {"kind": "Node", "name": "n"}},
+            ],
+        },
+    )
+    asyncio.run(kit.drain())
+    pod_of = kit.controller.latency_pod
+    assert pod_of("default/web:80", "[fd00::1]:8080") == "web-0"
+    assert pod_of("default/web:80", "[fd00::2]:8080") == ""
+    assert pod_of("default/other:80", "[fd00::1]:8080") == ""

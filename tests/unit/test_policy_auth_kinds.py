@@ -127,10 +127,19 @@ def test_egress_item_and_warnings() -> None:
     (config,) = attached.configs.values()
     assert isinstance(config, Egress) and config.name == "app.test"
     assert config.chain == issue("unit-ca", "client").cert_pem
+    # protocols ride in the item (the module's TLS context); sessionReuse is warned.
+    assert config.protocols == ("TLSv1.3",) and config.item().split("|")[-2] == "TLSv1.3"
     assert attached.warnings == (
-        "EgressMTLS policy ns/e: protocols is not applied, NGINX's default stays (ferryman)",
         "EgressMTLS policy ns/e: sessionReuse is not applied, NGINX's default stays (ferryman)",
     )
+
+
+def test_egress_nic_default_protocols_and_ciphers_leave_nginxs() -> None:
+    spec = {"protocols": "TLSv1 TLSv1.1 TLSv1.2", "ciphers": "DEFAULT"}
+    attached = _attach(Objects(_policy("e", egressMTLS=spec)), "e")
+    (config,) = attached.configs.values()
+    assert isinstance(config, Egress) and (config.protocols, config.ciphers) == ((), "")
+    assert len(config.item().split("|")) == 5  # P|e|chain|key|name: as before
 
 
 def test_egress_server_name_off_sends_no_name() -> None:

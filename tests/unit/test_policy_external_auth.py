@@ -1,9 +1,10 @@
 """The externalAuth Policy's validation (NIC's validateExternalAuth messages) and
-its translation (NIC's port choice, a second one in a context, sslVerify
-refused, authSigninURI warned)."""
+its translation (NIC's port choice, a second one in a context, sslVerify's
+item, authSigninURI warned)."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -13,6 +14,9 @@ from ferryman.kinds.policy.records.attach import attach
 from ferryman.kinds.policy.records.base import ROUTE, Owner
 from ferryman.kinds.policy.records.external import External
 from ferryman.resources.nic_route import PolicyRef
+from testkit.harness import tls_secret
+from testkit.pki import authority, ca_secret
+from testkit.policy_objects import Objects
 
 
 def _raw(**external: Any) -> dict[str, Any]:
@@ -94,7 +98,7 @@ def test_port_and_service_namespace_as_nic_chooses() -> None:
     assert got["plain"].item() == "P|x|ns/svc:80|L2F1dGg=|0"
 
 
-def test_second_policy_ignored_sslverify_refused_signin_warned() -> None:
+def test_second_policy_ignored_sslverify_item_signin_warned() -> None:
     reads = _Reads(
         _named("one"),
         _named("two", authURI="/other"),
@@ -108,6 +112,53 @@ def test_second_policy_ignored_sslverify_refused_signin_warned() -> None:
         "External auth policy ns/two will be ignored",
     )
     verify = attach([PolicyRef("verify", "ns")], OWNER, reads)
-    assert verify.error and "sslVerify is not implemented" in verify.warnings[0]
+    assert not verify.error and not verify.warnings
+    # No trustedCertSecret: the system's CAs ("-"), depth 1, the Service's name.
+    item = verify.configs[External].item().split("|")
+    assert item[-3:] == ["-", "1", base64.b64encode(b"svc.ns.svc").decode()]
     signin = attach([PolicyRef("signin", "ns")], OWNER, reads)
     assert not signin.error and "authSigninURI is not implemented yet" in signin.warnings[0]
+
+
+def test_ssl_verify_with_a_trusted_cert_secret() -> None:
+    """The CA Secret's certificates, sslVerifyDepth and sniName in the item; a
+    Secret of another type: the context answers 500 with NIC's kind of message."""
+    ca = authority("auth-ca").cert_pem
+    objs = Objects(
+        _named(
+            "v",
+            sslEnabled=True,
+            sslVerify=True,
+            trustedCertSecret="ca",
+            sslVerifyDepth=2,
+            sniName="auth.test",
+        ),
+        _named("w", sslEnabled=True, sslVerify=True, trustedCertSecret="tls"),
+        {**ca_secret("ca", ca, namespace="ns"), "kind": "Secret"},
+        {**tls_secret("tls", ["x"]), "metadata": {"name": "tls", "namespace": "ns"}},
+    )
+    v = attach([PolicyRef("v", "ns")], OWNER, objs)
+    item = v.configs[External].item().split("|")
+    assert item[4:5] == ["1"] and item[-2:] == ["2", base64.b64encode(b"auth.test").decode()]
+    assert base64.b64decode(item[-3]) == ca
+    w = attach([PolicyRef("w", "ns")], OWNER, objs)
+    assert w.error
+    assert "references a secret ns/tls of a wrong type 'kubernetes.io/tls'" in w.warnings[0]
+
+
+class _Tenant(Objects):
+    """Tenant mode with no ReferenceGrant: only same-namespace references."""
+
+    def granted(self, *reference: Any) -> bool:
+        return False
+
+
+def test_a_trusted_cert_secret_of_another_namespace_needs_a_grant() -> None:
+    ca = authority("auth-ca").cert_pem
+    objs = _Tenant(
+        _named("v", sslEnabled=True, sslVerify=True, trustedCertSecret="other/ca"),
+        {**ca_secret("ca", ca, namespace="other"), "kind": "Secret"},
+    )
+    v = attach([PolicyRef("v", "ns")], OWNER, objs)
+    assert v.error and "ExternalAuth policy ns/v:" in v.warnings[0]
+    assert "Secret other/ca is in another namespace" in v.warnings[0]

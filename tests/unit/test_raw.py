@@ -52,7 +52,11 @@ def enriched(obj: Mapping[str, Any]) -> dict[str, Any]:
         endpoints = out.get("endpoints")
         for e in endpoints if isinstance(endpoints, list) else []:
             if isinstance(e, dict):
-                e.update(targetRef={"kind": "Pod", "name": "web-1"}, zone="a", hints={})
+                e.update(
+                    targetRef={"kind": "Pod", "name": "web-1", "uid": "u", "namespace": "ns"},
+                    zone="a",
+                    hints={},
+                )
     if out.get("kind") == "Secret" and isinstance(out.get("data"), dict):
         out["data"]["ca.crt"] = "Y2E="
     return out
@@ -102,10 +106,12 @@ def test_what_no_parser_reads_is_not_kept() -> None:
             assert LAST_APPLIED not in kept["metadata"].get(key, {})
             if kind not in ("Ingress", "IngressClass"):
                 assert "app.example.com/team" not in kept["metadata"].get(key, {})
+    # Of targetRef, only a Pod's kind and name (the latency histogram's pod_name).
     assert slim(enriched(VALID["EndpointSlice"][0]), kinds=KINDS)["endpoints"][0] == {
         "addresses": ["10.0.0.1"],
         "conditions": {"ready": True},
         "nodeName": "n1",
+        "targetRef": {"kind": "Pod", "name": "web-1"},
     }
 
 

@@ -293,7 +293,12 @@ async def _run(
     life.on_stop("probes", probes.stop)
     try:
         if settings.latency_metrics:
-            receiver = LatencyReceiver(paths.latency_socket, metrics, controller.latency_owner)
+            receiver = LatencyReceiver(
+                paths.latency_socket,
+                metrics,
+                controller.latency_owner,
+                pod_of=controller.latency_pod,
+            )
             receiver.bind(worker_gid())
             life.run("latency", receiver.run())
         manifests: ManifestsSource | None = None

@@ -41,6 +41,7 @@ FROM_GROUP = {
 REFUSED = "-/refused:0"
 # What a ReferenceGrant's ``to`` names: (group, kind).
 SERVICE = ("", "Service")
+SECRET = ("", "Secret")
 POLICY = (NIC_GROUP, "Policy")
 
 

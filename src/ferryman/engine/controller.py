@@ -147,9 +147,9 @@ class Controller:
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
         self._resource_status = resource_status
-
-    def latency_owner(self, host: str, backend: str, server: str) -> ObjectRef | None:
-        return self._d.latency_owner(host, backend, server)
+        # The latency histogram's questions: who serves a peer, and its pod.
+        self.latency_owner = self._d.latency_owner
+        self.latency_pod = self._d.latency_pod
 
     def served_services(self, namespace: str) -> frozenset[str]:
         """Names of the Services in ``namespace`` that a served Ingress routes to

@@ -9,9 +9,9 @@ Readiness gates (``gate_class`` set, ``--readiness-gates``): a ``ready: false``,
 not terminating endpoint whose pod is Ready in all but ferryman's gate
 (``resources/pod.py``: ``routable_gated``) is a peer too, when the pod's
 namespace opts in and the Service selects the pod. Endpoints are matched to
-pods by (namespace, address), not by ``targetRef``: the store drops targetRef
-(a pod name per endpoint, ~40 bytes each on every slice, gates or not), and
-the address is what NGINX connects to. Pods sharing an address (host network)
+pods by (namespace, address), not by ``targetRef`` (the store keeps only its
+pod name, for the latency histogram's ``pod_name``): the address is what NGINX
+connects to. Pods sharing an address (host network)
 are told apart by the Service's selector. Each such address is remembered with
 the backends it appeared in, so that a pod's change recomputes just those.
 
@@ -57,16 +57,22 @@ class EndpointSets:
         records: MutableMapping[RecordKey, str],
         gate_class: str | None = None,
         track_nodes: bool = False,
+        track_pods: bool = False,
     ) -> None:
         """``records``: the desired records, where each backend's peers are written;
         ``gate_class``: the Ingress class whose readiness gate pods may wait on
         (None: readiness gates are off, ``ready: false`` is never routed to);
         ``track_nodes``: remember the Nodes of each backend's endpoints (machine
-        lifecycle hooks; off, it costs nothing)."""
+        lifecycle hooks; off, it costs nothing); ``track_pods``: remember the
+        pod name of each backend's peer addresses (the latency histogram's
+        ``pod_name``; off, it costs nothing)."""
         self._store = store
         self._records = records
         self._gate_class = gate_class
         self._track_nodes = track_nodes
+        self._track_pods = track_pods
+        # Backend -> its peers' addresses -> their pods' names (track_pods).
+        self._key_pods: dict[BackendKey, dict[str, str]] = {}
         self._leaving: frozenset[str] = frozenset()
         # Backend -> the Nodes of its routable endpoints, and the reverse.
         self._key_nodes: dict[BackendKey, frozenset[str]] = {}
@@ -91,6 +97,11 @@ class EndpointSets:
         # them again from the same objects (at start-up, every one twice).
         self._clean: set[BackendKey] = set()
         self._clean_at = -1
+
+    def pod_of(self, key: BackendKey, address: str) -> str:
+        """The name of the pod at ``address`` among ``key``'s peers ("": not
+        known, or not tracked)."""
+        return self._key_pods.get(key, {}).get(address, "")
 
     def backends_of(self, ref: ObjectRef) -> frozenset[BackendKey]:
         return self._backends.get(ref, frozenset())
@@ -140,6 +151,7 @@ class EndpointSets:
         self._set_unready(key, set())
         self._set_nodes(key, frozenset())
         self._key_left.pop(key, None)
+        self._key_pods.pop(key, None)
         self._pending.pop(key, None)
         self._gate_routed.pop(key, None)
         self._clean.discard(key)
@@ -181,6 +193,20 @@ class EndpointSets:
         peers = resolve_peers(service, slices, port_ref_of(port), routable, self._leaving)
         if self._track_nodes:
             self._follow_nodes(key, slices, routable, peers)
+        if self._track_pods:
+            addresses = {p.address for p in peers}
+            pods = {
+                a: e.pod_name
+                for s in slices
+                for e in s.endpoints
+                if e.pod_name
+                for a in e.addresses
+                if a in addresses
+            }
+            if pods:
+                self._key_pods[key] = pods
+            else:
+                self._key_pods.pop(key, None)
         pending = {_peer(p): routable[p.address] for p in peers if routable.get(p.address)}
         if pending:
             self._pending[key] = pending

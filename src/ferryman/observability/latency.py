@@ -43,6 +43,8 @@ _ATTEMPTS = re.compile(r" ?[,:] ")
 # (virtual host, backend, server) -> the resource serving it, or None when
 # ferryman does not route that host to that peer of that backend.
 OwnerOf = Callable[[str, str, str], ObjectRef | None]
+# (backend, server) -> the name of the pod at that peer ("": not known).
+PodOf = Callable[[str, str], str]
 
 
 class Sample(NamedTuple):
@@ -74,7 +76,7 @@ def parse(datagram: bytes) -> Sample | None:
     return Sample(vhost, backend, last[0], code, ms)
 
 
-Labels = tuple[str, str, str, str, str, str, str]
+Labels = tuple[str, str, str, str, str, str, str, str]
 
 
 class LatencyReceiver(asyncio.DatagramProtocol):
@@ -84,10 +86,12 @@ class LatencyReceiver(asyncio.DatagramProtocol):
         metrics: Metrics,
         owner_of: OwnerOf,
         max_series: int = MAX_SERIES,
+        pod_of: PodOf = lambda backend, server: "",
     ) -> None:
         self._path = path
         self._metrics = metrics
         self._owner_of = owner_of
+        self._pod_of = pod_of
         self._max_series = max_series
         # Every series made, with the (host, backend, server) it measures.
         self._series: dict[Labels, tuple[str, str, str]] = {}
@@ -111,6 +115,9 @@ class LatencyReceiver(asyncio.DatagramProtocol):
             owner.kind.lower(),
             owner.name,
             owner.namespace,
+            # NIC's peer label: the pod behind the address (its EndpointSlice's
+            # targetRef); a pod replaced at the same address is a new series.
+            self._pod_of(sample.backend, sample.server),
         )
         if labels not in self._series:
             if len(self._series) >= self._max_series and not self._prune():

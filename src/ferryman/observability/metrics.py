@@ -293,7 +293,7 @@ class Metrics:
             f"{NIC}_upstream_server_response_latency_ms",
             "Upstream server response latency, in milliseconds",
             ["upstream", "server", "code", "service", "resource_type", "resource_name",
-             "resource_namespace"],
+             "resource_namespace", "pod_name"],
             buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000),
             registry=r,
         )  # fmt: skip

@@ -66,6 +66,9 @@ class Endpoint:
     serving: bool = True
     # Its pod is being deleted.
     terminating: bool = False
+    # targetRef's name when it is a Pod ("" otherwise, or not a valid name): the
+    # latency histogram's pod_name, as NIC labels it.
+    pod_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,18 @@ def _endpoint(raw: object, where: str, address_type: str, errors: list[str]) -> 
         node if isinstance(node, str) else "",
         serving=serving if isinstance(serving, bool) else ready,
         terminating=cond.get("terminating") is True,
+        pod_name=_pod_name(raw.get("targetRef")),
     )
+
+
+def _pod_name(ref: object) -> str:
+    """targetRef's Pod name; "" for another kind or a name a Pod cannot have."""
+    if not isinstance(ref, Mapping) or ref.get("kind") != "Pod":
+        return ""
+    name = ref.get("name")
+    if not isinstance(name, str) or validation.dns1123_subdomain(name) is not None:
+        return ""
+    return name
 
 
 def parse_endpoint_slice(obj: Mapping[str, Any]) -> EndpointSlice:

@@ -51,7 +51,11 @@ class Desired:
         self.host_cert: dict[str, str] = {}
         gates = settings.ingress_class if settings.readiness_gates else None
         self.endpoints = EndpointSets(
-            store, self.records, gates, track_nodes=settings.machine_lifecycle_hooks != "off"
+            store,
+            self.records,
+            gates,
+            track_nodes=settings.machine_lifecycle_hooks != "off",
+            track_pods=settings.latency_metrics,
         )
         self.deps = Dependencies()
         self.cache = Cache(store, secrets, settings)
@@ -144,6 +148,11 @@ class Desired:
         peers = self.records.get((Record.ENDPOINTS, backend))
         address, _, port = server.rpartition(":")
         return owner if peers and f"{address.strip('[]')}#{port}" in peers.split(" ") else None
+
+    def latency_pod(self, backend: str, server: str) -> str:
+        """The pod name of ``server`` (``address:port``) among ``backend``'s peers."""
+        address = server.rpartition(":")[0].strip("[]")
+        return self.endpoints.pod_of(backend, address)
 
     def drop_host(self, host: str) -> None:
         del self.host_writer[host]

@@ -13,6 +13,7 @@ local balancer = require("ngx.balancer")
 local virtual_servers = require("ferryman_vs")
 local upstream_fields = require("ferryman_vs_upstream")
 local sticky = require("ferryman_sticky")
+local upstream_verify = require("ferryman_upstream_verify")
 
 local counters = ngx.shared.ferryman_balancer
 
@@ -206,6 +207,11 @@ function _M.balance()
         ctx.ferryman_tried = tried
         first_attempt(host, n)
         upstream_fields.too_late(host, ctx)
+        -- egressMTLS verifyServer, externalAuth sslVerify: the upstream's
+        -- TLS context for every attempt of this request.
+        if not upstream_verify.apply() then
+            return ngx.exit(upstream_fields.NO_LIVE_UPSTREAMS)
+        end
     else
         local previous = ctx.ferryman_peer
         if ctx.ferryman_counted then

@@ -1,7 +1,10 @@
 -- The externalAuth Policy: NGINX's auth_request, asked per request
 -- (kinds/policy/records/external.py says why this way). P item:
 -- x|<backend key>|<authURI, base64>|<ssl 0|1>|<signin, base64, or ->|
--- <redirect param>|<response headers, ","-separated, or ->.
+-- <redirect param>|<response headers, ","-separated, or ->, and with sslVerify
+-- |<CAs, base64, or -: the system's>|<sslVerifyDepth>|<name, base64>: the
+-- subrequest's upstream verifies the service's certificate
+-- (ferryman_upstream_verify.lua), the name sent as SNI.
 --
 -- The subrequest goes to nginx.conf's internal location AUTH_LOCATION, whose
 -- proxy_pass is $ferryman_auth_url ("http(s)://ferryman_backend<authURI>");
@@ -14,6 +17,7 @@ local decode_base64 = ngx.decode_base64
 local capture = ngx.location.capture
 local escape_uri = ngx.escape_uri
 local upstream_fields = require("ferryman_vs_upstream")
+local upstream_verify = require("ferryman_upstream_verify")
 
 local AUTH_LOCATION = "/_ferryman/external-auth"
 
@@ -57,12 +61,24 @@ function _M.decode(f)
             headers[#headers + 1] = name
         end
     end
+    local verify, name = nil, ""
+    if f[7] then
+        local cas = f[7] ~= "-" and (decode_base64(f[7]) or "") or ""
+        local flags = upstream_verify.VERIFY + upstream_verify.SNI
+        verify = upstream_verify.set(cas, tonumber(f[8]) or 1, flags)
+        name = decode_base64(f[9] or "") or ""
+    end
     return {
+        verify = verify,
+        name = name,
         signin = (f[4] and f[4] ~= "-") and decode_base64(f[4]) or nil,
         redirect_param = f[5] or "rd",
         headers = headers,
         key = f[1],
-        url = (ssl and "https" or "http") .. "://ferryman_backend" .. decode_base64(f[2]),
+        -- Verified: to the upstream that keeps no connection (its pool would
+        -- hand a verified connection to an unverified request, and back).
+        url = (ssl and "https" or "http") .. "://ferryman_backend" .. (verify and "_mtls" or "")
+            .. decode_base64(f[2]),
         -- The upstream settings the balancer reads: NIC's auth upstream has
         -- NGINX's defaults but ferryman's max_fails and fail_timeout.
         host = { key = f[1], max_fails = 1, fail_timeout = 10, tries = 0 },
@@ -76,11 +92,19 @@ function _M.check(config)
         return ngx.HTTP_INTERNAL_SERVER_ERROR
     end
     local ctx = { ferryman_peers = peers, ferryman_host = config.host }
+    local vars = { ferryman_auth_url = config.url }
+    if config.verify then
+        if not upstream_verify.keep(config.verify) then
+            return ngx.HTTP_INTERNAL_SERVER_ERROR
+        end
+        vars.ferryman_egress_verify = config.verify.key
+        vars.ferryman_auth_name = config.name
+    end
     -- auth_request's subrequest: GET, the client's headers, no body.
     local res = capture(AUTH_LOCATION, {
         method = ngx.HTTP_GET,
         ctx = ctx,
-        vars = { ferryman_auth_url = config.url },
+        vars = vars,
     })
     _M.release(ctx)
     local status = res.status

@@ -160,7 +160,10 @@ function _M.on_route(upstream)
         -- kept: NGINX's pool is per peer address, so it would carry the next
         -- request to that peer, whatever certificate that one's route names.
         -- In @ferryman_grpc: grpcs:// to the gRPC pools (HTTP/2 connections).
-        local mtls = var.ferryman_egress_cert ~= ""
+        -- Nor one with a TLS context of its own (verifyServer, protocols,
+        -- ciphers): the pool would hand a connection verified against one
+        -- Policy's CAs (or none) to another's request.
+        local mtls = var.ferryman_egress_cert ~= "" or var.ferryman_egress_verify ~= ""
         if var.ferryman_variant == "grpc" then
             var.ferryman_upstream_target = mtls and "grpcs://ferryman_grpc_mtls"
                 or "grpcs://ferryman_grpc_tls"

@@ -208,7 +208,7 @@ typedef struct {
 extern ngx_module_t       ngx_http_ferryman_module;
 
 /* What ferryman.lua calls through LuaJIT's FFI (ngx_http_ferryman_zone.c,
- * ngx_http_ferryman_flight.c): the module's only exported functions besides
+ * ngx_http_ferryman_flight.c, ngx_http_ferryman_verify.c): the module's only exported functions besides
  * the stream module's (ngx_ferryman_stream_api.h). */
 int ngx_http_ferryman_put(const u_char *key, size_t key_len,
     const u_char *value, size_t value_len);
@@ -217,6 +217,12 @@ int ngx_http_ferryman_commit(void);
 int ngx_http_ferryman_counts(uint64_t *proxied, uint64_t *handed_over);
 int ngx_http_ferryman_in_flight(const u_char *peer, size_t len, u_char *name,
     size_t *name_len, uint64_t *count);
+/* ngx_http_ferryman_verify.c: an upstream's certificate verified against a
+ * CA set per request (egressMTLS verifyServer, externalAuth sslVerify), and
+ * egressMTLS protocols and ciphers. */
+int ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
+    size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
+    int protocols, const u_char *ciphers, size_t ciphers_len);
 
 
 /* The rest stays inside the .so: direct calls, not through its PLT, as when

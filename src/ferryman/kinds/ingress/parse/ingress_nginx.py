@@ -273,9 +273,9 @@ ENTRIES: dict[str, Entry] = {
         DIFFERS,
         "as an egressMTLS Policy's client certificate (tls.crt/tls.key; the Secret must be "
         "of type kubernetes.io/tls, in the Ingress's namespace), with proxy-ssl-name and "
-        "proxy-ssl-server-name; proxy-ssl-verify on rejects the Ingress (backend "
-        "verification is not implemented); proxy-ssl-protocols/ciphers keep NGINX's, with "
-        "a Warning",
+        "proxy-ssl-server-name, proxy-ssl-protocols and proxy-ssl-ciphers (applied per "
+        "request, no reload); proxy-ssl-verify on rejects the Ingress (ingress-nginx "
+        "verifies with the same Secret's ca.crt, which ferryman's store does not keep)",
         reads=access.PROXY_SSL[1:],
     ),
     "auth-type": Entry(

@@ -21,7 +21,12 @@ from collections.abc import Mapping
 
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
-from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, IngressMTLS
+from ferryman.kinds.policy.parse.policy import (
+    TLS_PROTOCOLS,
+    AccessControl,
+    EgressMTLS,
+    IngressMTLS,
+)
 
 PREFIX = "nginx.ingress.kubernetes.io/"
 
@@ -178,6 +183,8 @@ PROXY_SSL = (
     "proxy-ssl-ciphers",
 )
 _SSL_NAME = re.compile(r"[A-Za-z0-9.\-]+")
+# As the egressMTLS Policy's ciphers (kinds/policy/parse/policy.py).
+_CIPHERS = re.compile(r"[A-Za-z0-9!:+@_.=-]{1,1024}")
 
 
 def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | None:
@@ -193,8 +200,9 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
 
     if read("proxy-ssl-verify").lower() == "on":
         raise Refused(
-            f"{PREFIX}proxy-ssl-verify: ferryman does not verify backends' certificates yet "
-            "(NGINX's proxy_ssl_trusted_certificate takes no variables)"
+            f"{PREFIX}proxy-ssl-verify: ferryman does not verify backends' certificates "
+            "against proxy-ssl-secret's ca.crt yet (its store keeps only a TLS Secret's "
+            "tls.crt and tls.key)"
         )
     secret = ""
     if raw := read("proxy-ssl-secret"):
@@ -209,10 +217,15 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
     if ssl_name and not _SSL_NAME.fullmatch(ssl_name):
         raise Refused(f"{PREFIX}proxy-ssl-name: {ssl_name!r} is not a host name")
     protocols = tuple(read("proxy-ssl-protocols").split())
+    if unknown := [p for p in protocols if p not in TLS_PROTOCOLS]:
+        raise Refused(f"{PREFIX}proxy-ssl-protocols: {unknown[0]!r} is not a TLS protocol")
+    ciphers = read("proxy-ssl-ciphers")
+    if ciphers and not _CIPHERS.fullmatch(ciphers):
+        raise Refused(f"{PREFIX}proxy-ssl-ciphers: {ciphers[:80]!r} is not an OpenSSL cipher list")
     return EgressMTLS(
         tls_secret=secret,
         protocols=protocols,
-        ciphers=read("proxy-ssl-ciphers"),
+        ciphers=ciphers,
         server_name=read("proxy-ssl-server-name").lower() == "on",
         ssl_name=ssl_name,
     )

@@ -363,7 +363,7 @@ def _egress_mtls(spec: Obj) -> EgressMTLS | None:
                 )
             )
     ciphers = e.text("ciphers")
-    if ciphers and not re.fullmatch(r"[A-Za-z0-9!:+@_.=-]+", ciphers):
+    if ciphers and not re.fullmatch(r"[A-Za-z0-9!:+@_.=-]{1,1024}", ciphers):
         message = "must be an OpenSSL cipher list such as HIGH:!aNULL:!MD5 (ferryman)"
         ctx.add(invalid(e.at("ciphers"), ciphers, message))
     return EgressMTLS(

@@ -4,15 +4,15 @@
 NIC writes ``proxy_ssl_certificate``, ``..._key``, ``proxy_ssl_trusted_certificate``,
 ``proxy_ssl_verify``, ``..._verify_depth``, ``..._protocols``, ``..._ciphers``,
 ``..._session_reuse``, ``..._server_name`` and ``proxy_ssl_name`` into the
-location. What NGINX takes from variables is set per request from the P item,
-with no reload: the client certificate and key (``data:`` values) and the
-name sent as SNI. What it does not (docs/virtualserver.md, "egressMTLS"):
-
-- ``verifyServer`` (with ``trustedCertSecret`` and ``verifyDepth``): the route
-  answers 500 with a warning, rather than talk to an unverified server the
-  Policy says must be verified;
-- ``protocols``, ``ciphers``, ``sessionReuse: false``: NGINX's own settings
-  stay (a warning names each).
+location. Set per request from the P item, with no reload: the client
+certificate and key (``data:`` values) and the name sent as SNI (NGINX takes
+them from variables), and ``verifyServer`` with ``trustedCertSecret``'s CAs
+and ``verifyDepth``, ``protocols`` and ``ciphers`` (which take no variables:
+ngx_http_ferryman_module gives the request's upstream a TLS context holding
+them, ferryman_upstream_verify.lua; the name verified is ``sslName``, sent as
+SNI only with ``serverName``, as NGINX's ``proxy_ssl_name``/
+``proxy_ssl_server_name``). NIC's default protocols and ciphers (which it
+always writes) leave NGINX's own. ``sessionReuse: false`` is a warning.
 
 These take effect on upstreams with ``tls.enable`` (``proxy_pass https://``);
 on a plain one NGINX's proxy_ssl directives do nothing, in NIC too.
@@ -27,22 +27,43 @@ from ferryman.kinds.policy.parse.policy import EgressMTLS, Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
 from ferryman.resources.secret import TLS_TYPE, TLSPair, parse_tls_secret
-from ferryman.resources.secret_ca import CA_TYPE, parse_ca_secret
+from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
 
 # NIC's defaults (policy.go: generateString(..., "TLSv1 TLSv1.1 TLSv1.2"), "DEFAULT").
 _NIC_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2")
 _NIC_CIPHERS = "DEFAULT"
+# The deepest verification handed to the data plane (an int in C; OpenSSL's
+# own default is 100): a larger verifyDepth verifies as this one.
+MAX_VERIFY_DEPTH = 100
 
 
 @dataclass(frozen=True)
 class Egress(Enforced):
     chain: bytes  # PEM; empty: no client certificate
     key: bytes
-    name: str  # the SNI name; "": none (serverName false)
+    name: str  # the SNI name (and, verifying, the name checked); "": none
+    # verifyServer: the trusted CAs (PEM; empty: not verified), the depth and
+    # whether the name is sent as SNI (serverName).
+    trusted: bytes = b""
+    depth: int = 1
+    sni: bool = False
+    # protocols (TLS_PROTOCOLS names) and ciphers (an OpenSSL list); none: NGINX's.
+    protocols: tuple[str, ...] = ()
+    ciphers: str = ""
     letter = "e"
 
     def fields(self) -> tuple[str, ...]:
-        return (b64(self.chain), b64(self.key), b64(self.name))
+        fields = (b64(self.chain), b64(self.key), b64(self.name))
+        if not self.trusted and not self.protocols and not self.ciphers:
+            return fields  # the item as before verifyServer
+        return (
+            *fields,
+            b64(self.trusted),
+            str(self.depth),
+            "1" if self.sni else "0",
+            ",".join(self.protocols),
+            b64(self.ciphers),
+        )
 
 
 def _problem(key: str, where: str, read: SecretRead[object], want: str) -> str | None:
@@ -78,26 +99,42 @@ def translate(
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, TLSPair)
         pair = read.value
+    trusted = b""
     if e.trusted_cert_secret:
         read = reads.secret_read(ns, e.trusted_cert_secret, parse_ca_secret)
         if problem := _problem(key, f"{ns}/{e.trusted_cert_secret}", read, CA_TYPE):
             return Step(None, (problem,), error=True)
+        assert isinstance(read.value, CABundle)
+        trusted = read.value.certificates
+    warnings = []
+    if not e.session_reuse:
+        what = "sessionReuse"
+        warnings.append(
+            f"EgressMTLS policy {key}: {what} is not applied, NGINX's default stays (ferryman)"
+        )
+    # NIC's defaults, which it writes when a Policy names none, leave NGINX's.
+    protocols = e.protocols if e.protocols != _NIC_PROTOCOLS else ()
+    ciphers = e.ciphers if e.ciphers != _NIC_CIPHERS else ""
     if e.verify_server:
-        message = (
-            f"EgressMTLS policy {key}: verifyServer needs NGINX's proxy_ssl_verify and "
-            "proxy_ssl_trusted_certificate, which take no variables: not served (ferryman)"
+        # NGINX's proxy_ssl_name: the name checked, sent as SNI with serverName
+        # only. Without sslName NIC checks $proxy_host, its upstream's internal
+        # name, which no certificate holds: ferryman checks none, which fails
+        # the same way (NGINX's "upstream SSL certificate does not match").
+        return Step(
+            Egress(
+                pair.chain,
+                pair.key,
+                e.ssl_name,
+                trusted,
+                min(e.verify_depth, MAX_VERIFY_DEPTH),
+                e.server_name,
+                protocols,
+                ciphers,
+            ),
+            tuple(warnings),
         )
-        return Step(None, (message,), error=True)
-    warnings = [
-        f"EgressMTLS policy {key}: {what} is not applied, NGINX's default stays (ferryman)"
-        for what, differs in (
-            ("protocols", bool(e.protocols) and e.protocols != _NIC_PROTOCOLS),
-            ("ciphers", bool(e.ciphers) and e.ciphers != _NIC_CIPHERS),
-            ("sessionReuse", not e.session_reuse),
-        )
-        if differs
-    ]
     # serverName without sslName: NIC sends $proxy_host, its upstream's internal
     # name, which no certificate holds; ferryman sends none.
     name = e.ssl_name if e.server_name else ""
-    return Step(Egress(pair.chain, pair.key, name), tuple(warnings))
+    egress = Egress(pair.chain, pair.key, name, protocols=protocols, ciphers=ciphers)
+    return Step(egress, tuple(warnings))

@@ -12,9 +12,12 @@ endpoints are pushed like an upstream's). The answer is auth_request's: 2xx
 lets the request through, 401 answers 401 with the service's
 ``WWW-Authenticate``, 403 answers 403, anything else (and no endpoints) 500.
 
-What a per-request design cannot do is refused rather than weakened:
-``sslVerify`` (NGINX reads ``proxy_ssl_trusted_certificate`` from a file at
-reload only) makes the context answer 500 with a Warning; ``authSigninURI``
+``sslVerify`` verifies the service's certificate against ``trustedCertSecret``'s
+CAs (none: the system's) to ``sslVerifyDepth`` for the name ``sniName`` (none:
+the Service's ``<name>.<namespace>.svc``), sent as SNI: NGINX's
+``proxy_ssl_verify`` and ``proxy_ssl_trusted_certificate`` take no variables,
+so ngx_http_ferryman_module gives the subrequest's upstream a TLS context
+holding them (ferryman_upstream_verify.lua), with no reload. ``authSigninURI``
 (NIC's ``error_page 401`` to a location proxying to the auth service, with
 ``authSigninRedirectBasePath`` proxied to it too) is not implemented: a
 Warning, and the 401 is answered as is. ingress-nginx's ``auth-signin``
@@ -23,8 +26,9 @@ Warning, and the 401 is answered as is. ingress-nginx's ``auth-signin``
 ignored (NIC's warning).
 
 P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>``, then, for
-ingress-nginx's auth-url only, ``|<signin, base64, or ->|<redirect param>|
-<response headers, ``,``-separated, or ->``.
+ingress-nginx's auth-url or sslVerify only, ``|<signin, base64, or ->|<redirect param>|
+<response headers, ``,``-separated, or ->``, and with sslVerify only
+``|<CAs, base64, or ->|<sslVerifyDepth>|<name, base64>``.
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.configs.record_text import b64
-from ferryman.configs.tenancy import SERVICE, check
+from ferryman.configs.tenancy import SECRET, SERVICE, check
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
-from ferryman.kinds.policy.records.reads import PolicyReads
+from ferryman.kinds.policy.records.egress_mtls import MAX_VERIFY_DEPTH
+from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
+from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
 
 
 @dataclass(frozen=True)
@@ -51,18 +57,28 @@ class External(Enforced):
     # The auth response's headers set on the proxied request (ingress-nginx's
     # auth-response-headers; absent in the response: removed from the request).
     response_headers: tuple[str, ...] = ()
+    # sslVerify: the service's certificate verified (CAs in PEM, empty: the
+    # system's) to depth, for the name.
+    verify: bool = False
+    trusted: bytes = b""
+    depth: int = 1
+    name: str = ""
     letter = "x"
 
     def fields(self) -> tuple[str, ...]:
-        fields = (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
-        if not self.signin and not self.response_headers:
+        fields: tuple[str, ...] = (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
+        if not self.signin and not self.response_headers and not self.verify:
             return fields  # NIC's Policy: the item as before
-        return (
+        fields = (
             *fields,
             b64(self.signin) if self.signin else "-",
             self.redirect_param,
             ",".join(self.response_headers) or "-",
         )
+        if not self.verify:
+            return fields
+        trusted = b64(self.trusted) if self.trusted else "-"
+        return (*fields, trusted, str(self.depth), b64(self.name))
 
     def backends(self) -> tuple[BackendKey, ...]:
         return (self.backend,)
@@ -88,15 +104,6 @@ def translate(
                 f"External auth policy {key} will be ignored",
             ),
         )
-    if e.ssl_verify:
-        return Step(
-            None,
-            (
-                f"ExternalAuth policy {key}: sslVerify is not implemented by ferryman "
-                "(the trusted certificate needs a reload); the policy's context answers 500",
-            ),
-            error=True,
-        )
     warnings: tuple[str, ...] = ()
     if e.signin_uri:
         warnings = (
@@ -105,10 +112,22 @@ def translate(
         )
     namespace = e.service_namespace or policy.meta.namespace
     why = check(reads, "Policy", policy.meta.namespace, SERVICE, namespace, e.service)
-    if why is not None:  # tenant mode: the context answers 500, as for sslVerify
+    if why is not None:  # tenant mode: the context answers 500
         return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
     backend = backend_key(namespace, e.service, str(port_of(e)))
     signin = e.signin_url
+    trusted = b""
+    if e.ssl_verify and e.trusted_cert_secret:
+        ns, _, name = e.trusted_cert_secret.rpartition("/")
+        ns = ns or policy.meta.namespace
+        why = check(reads, "Policy", policy.meta.namespace, SECRET, ns, name)
+        if why is not None:
+            return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
+        read = reads.secret_read(ns, name, parse_ca_secret)
+        if problem := _secret_problem(key, f"{ns}/{name}", read):
+            return Step(None, (problem,), error=True)
+        assert isinstance(read.value, CABundle)
+        trusted = read.value.certificates
     return Step(
         External(
             backend,
@@ -117,6 +136,26 @@ def translate(
             signin,
             e.redirect_param or "rd",
             e.response_headers,
+            e.ssl_verify,
+            trusted,
+            min(e.ssl_verify_depth, MAX_VERIFY_DEPTH),
+            (e.sni_name or f"{e.service}.{namespace}.svc") if e.ssl_verify else "",
         ),
         warnings,
     )
+
+
+def _secret_problem(key: str, where: str, read: SecretRead[object]) -> str | None:
+    """Why sslVerify cannot use the trustedCertSecret (NIC's wording for its kind)."""
+    if not read.secret_type:
+        return (
+            f"ExternalAuth policy {key} references an invalid secret {where}: secret doesn't exist"
+        )
+    if read.secret_type != CA_TYPE:
+        return (
+            f"ExternalAuth policy {key} references a secret {where} of a wrong type "
+            f"'{read.secret_type}', must be '{CA_TYPE}'"
+        )
+    if read.value is None:
+        return f"ExternalAuth policy {key} references an invalid secret {where}: {read.error}"
+    return None
