@@ -54,7 +54,7 @@ def backend(tmp_path: Path) -> Iterator[tuple[_Peer, Seen]]:
         httpd.server_close()
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_verify_server_serves_a_verified_backend_and_502s_the_others(
     ferryman: Ferryman, backend: tuple[_Peer, Seen]
 ) -> None:
@@ -194,7 +194,7 @@ def _auth_policy(name: str, **external: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.flavours("nginx", "nginx-1.30", "angie-lua")
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_external_auth_ssl_verify(ferryman: Ferryman, backends: Backends) -> None:
     """sslVerify: the auth service's certificate (auth-ca's, for
     auth-svc.default.svc) verified against trustedCertSecret: the auth answers
