@@ -9,7 +9,7 @@ Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
   controller RSS, NGINX PSS/RSS;
 * time-to-route(N): with N live, add one Ingress; seconds to its first 200 (p50/p99);
 * endpoint churn: 1,000 endpoint changes (10 rounds of 100 Services): reloads
-  and seconds until traffic follows;
+  and seconds until traffic follows (on each server of ``--data-planes``);
 * batch: 1,000 Ingress files written at once: reloads, seconds to all routable;
 * throughput: wrk through ferryman vs a hand-written NGINX config for the same
   route, in the same run, as a ratio; then the same on each other server of
@@ -135,8 +135,10 @@ def reloads(n: int, flavour: str, backends: BackendNginx, work: Path) -> dict[st
         f.stop()
 
 
-def endpoint_churn(backends: BackendNginx, work: Path, services: int = 1000) -> dict[str, Any]:
-    f = Ferryman(work / "churn")
+def endpoint_churn(
+    backends: BackendNginx, work: Path, services: int = 1000, server: str = "nginx"
+) -> dict[str, Any]:
+    f = Ferryman(work / f"churn-{server}", flavour=server)
     for i in range(services):
         write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, (backends.ports[i % POOL],) * 1))
     f.start()
@@ -346,7 +348,7 @@ def main() -> None:
     ap.add_argument(
         "--data-planes",
         default="nginx,nginx-1.30,angie",
-        help="servers for reloads(N) and throughput",
+        help="servers for reloads(N), throughput and endpoint churn",
     )
     args = ap.parse_args()
     scenarios = set(args.scenarios.split(","))
@@ -368,6 +370,12 @@ def main() -> None:
                 print("endpoint churn ...", flush=True)
                 results["endpoint_churn"] = endpoint_churn(backends, work)
                 print(results["endpoint_churn"], flush=True)
+                for server in args.data_planes.split(","):
+                    if server != "nginx":
+                        print(f"endpoint churn, {server} ...", flush=True)
+                        row = endpoint_churn(backends, work, server=server)
+                        results.setdefault("endpoint_churn_servers", {})[server] = row
+                        print(row, flush=True)
             if "batch" in scenarios:
                 print("batch ...", flush=True)
                 results["batch"] = batch(backends, work)

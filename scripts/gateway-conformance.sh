@@ -10,6 +10,8 @@
 #
 #   FERRYMAN_CONFORMANCE_SKIP_TESTS=A,B       # tests to skip (report not kept either)
 #   FERRYMAN_CONFORMANCE_PROFILES=A           # one profile (report not kept either)
+#   FERRYMAN_CONFORMANCE_SERVER=angie         # or nginx-1.30: that server instead of
+#                                             # Debian's NGINX (report not kept either)
 #   FERRYMAN_CONFORMANCE_OUT=DIR              # the run's report, suite and ferryman logs
 #                                             # (default: a fresh temporary directory)
 # Needs root (network namespaces, ports 80/443/8080 on 127.0.0.x) and the project's
@@ -33,7 +35,7 @@ tools/conformance/build.sh >/dev/null
 status=0
 .venv/bin/pytest -p no:cacheprovider -s -q tests/gateway/test_conformance.py || status=$?
 
-if [[ -z "$only" && -z "${FERRYMAN_CONFORMANCE_SKIP_TESTS:-}" && -z "${FERRYMAN_CONFORMANCE_PROFILES:-}" && -f "$out/report.yaml" ]]; then
+if [[ -z "$only" && -z "${FERRYMAN_CONFORMANCE_SKIP_TESTS:-}" && -z "${FERRYMAN_CONFORMANCE_PROFILES:-}" && -z "${FERRYMAN_CONFORMANCE_SERVER:-}" && -f "$out/report.yaml" ]]; then
     mkdir -p docs/gateway-conformance
     cp "$out/report.yaml" docs/gateway-conformance/report.yaml
     echo "report: docs/gateway-conformance/report.yaml"

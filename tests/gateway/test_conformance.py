@@ -88,6 +88,9 @@ def ferryman(
         ],
         kubeconfig=gateway_cluster.kubeconfig,
         env={"POD_NAME": "ferryman-conformance"},
+        # The server (testkit.harness.Ferryman.flavour): Debian's NGINX unless
+        # scripts/gateway-conformance.sh is asked for NGINX 1.30 or Angie.
+        flavour=os.environ.get("FERRYMAN_CONFORMANCE_SERVER", "nginx"),
     )
     f.start()
     yield f
