@@ -66,17 +66,18 @@ class Egress(Enforced):
         )
 
 
-def _problem(key: str, where: str, read: SecretRead[object], want: str) -> str | None:
-    """NIC's messages for a Secret egressMTLS cannot use."""
+def secret_problem(
+    what: str, key: str, where: str, read: SecretRead[object], want: str
+) -> str | None:
+    """NIC's messages for a Secret a ``what`` ("EgressMTLS", "ExternalAuth")
+    policy cannot use, else None."""
+    lead = f"{what} policy {key} references"
     if not read.secret_type:
-        return f"EgressMTLS policy {key} references an invalid secret {where}: secret doesn't exist"
+        return f"{lead} an invalid secret {where}: secret doesn't exist"
     if read.secret_type != want:
-        return (
-            f"EgressMTLS policy {key} references a secret {where} of a wrong type "
-            f"'{read.secret_type}', must be '{want}'"
-        )
+        return f"{lead} a secret {where} of a wrong type '{read.secret_type}', must be '{want}'"
     if read.value is None:
-        return f"EgressMTLS policy {key} references an invalid secret {where}: {read.error}"
+        return f"{lead} an invalid secret {where}: {read.error}"
     return None
 
 
@@ -95,14 +96,15 @@ def translate(
     pair = TLSPair(b"", b"")
     if e.tls_secret:
         read = reads.secret_read(ns, e.tls_secret, parse_tls_secret)
-        if problem := _problem(key, f"{ns}/{e.tls_secret}", read, TLS_TYPE):
+        if problem := secret_problem("EgressMTLS", key, f"{ns}/{e.tls_secret}", read, TLS_TYPE):
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, TLSPair)
         pair = read.value
     trusted = b""
     if e.trusted_cert_secret:
         read = reads.secret_read(ns, e.trusted_cert_secret, parse_ca_secret)
-        if problem := _problem(key, f"{ns}/{e.trusted_cert_secret}", read, CA_TYPE):
+        where = f"{ns}/{e.trusted_cert_secret}"
+        if problem := secret_problem("EgressMTLS", key, where, read, CA_TYPE):
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, CABundle)
         trusted = read.value.certificates

@@ -41,8 +41,8 @@ from ferryman.configs.tenancy import SECRET, SERVICE, check
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
-from ferryman.kinds.policy.records.egress_mtls import MAX_VERIFY_DEPTH
-from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
+from ferryman.kinds.policy.records.egress_mtls import MAX_VERIFY_DEPTH, secret_problem
+from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
 
 
@@ -124,7 +124,7 @@ def translate(
         if why is not None:
             return Step(None, (f"ExternalAuth policy {key}: {why}",), error=True)
         read = reads.secret_read(ns, name, parse_ca_secret)
-        if problem := _secret_problem(key, f"{ns}/{name}", read):
+        if problem := secret_problem("ExternalAuth", key, f"{ns}/{name}", read, CA_TYPE):
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, CABundle)
         trusted = read.value.certificates
@@ -143,19 +143,3 @@ def translate(
         ),
         warnings,
     )
-
-
-def _secret_problem(key: str, where: str, read: SecretRead[object]) -> str | None:
-    """Why sslVerify cannot use the trustedCertSecret (NIC's wording for its kind)."""
-    if not read.secret_type:
-        return (
-            f"ExternalAuth policy {key} references an invalid secret {where}: secret doesn't exist"
-        )
-    if read.secret_type != CA_TYPE:
-        return (
-            f"ExternalAuth policy {key} references a secret {where} of a wrong type "
-            f"'{read.secret_type}', must be '{CA_TYPE}'"
-        )
-    if read.value is None:
-        return f"ExternalAuth policy {key} references an invalid secret {where}: {read.error}"
-    return None
