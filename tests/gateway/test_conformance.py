@@ -13,7 +13,10 @@ ConformanceReport says; each failed test's output is printed. Environment:
   told what ferryman's GatewayClass claims: ``kinds/gateway/records/status.py``);
 * ``FERRYMAN_CONFORMANCE_PROFILES=A,B``: these profiles only;
 * ``FERRYMAN_CONFORMANCE_OUT=DIR``: where the report and logs are kept
-  (``scripts/gateway-conformance.sh`` copies the report into docs/).
+  (``scripts/gateway-conformance.sh`` copies the report into docs/);
+* ``FERRYMAN_CONFORMANCE_SERVER=angie``: that server only (else Debian's NGINX,
+  NGINX 1.30 and Angie one after the other; the other two's reports in
+  ``DIR/nginx-1.30`` and ``DIR/angie``).
 """
 
 from __future__ import annotations
@@ -73,9 +76,22 @@ def gateway_class(gateway_cluster: APIServer) -> str:
     return GATEWAY_CLASS
 
 
-@pytest.fixture(scope="module")
+# The servers the suite runs on (testkit.harness.Ferryman.flavour), one after the
+# other: Debian's NGINX (whose report docs/gateway-conformance/ keeps), NGINX 1.30
+# and Angie; scripts/gateway-conformance.sh can ask for one.
+SERVERS = tuple(s for s in [os.environ.get("FERRYMAN_CONFORMANCE_SERVER", "")] if s) or (
+    "nginx",
+    "nginx-1.30",
+    "angie",
+)
+
+
+@pytest.fixture(scope="module", params=SERVERS)
 def ferryman(
-    tmp_path_factory: pytest.TempPathFactory, gateway_cluster: APIServer, gateway_class: str
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    gateway_cluster: APIServer,
+    gateway_class: str,
 ) -> Iterator[Ferryman]:
     """ferryman in Kubernetes mode, serving Gateway API on 127.0.0.x; its own
     listeners on free ports (never 80, 443 or 8080, which Gateways use)."""
@@ -88,9 +104,7 @@ def ferryman(
         ],
         kubeconfig=gateway_cluster.kubeconfig,
         env={"POD_NAME": "ferryman-conformance"},
-        # The server (testkit.harness.Ferryman.flavour): Debian's NGINX unless
-        # scripts/gateway-conformance.sh is asked for NGINX 1.30 or Angie.
-        flavour=os.environ.get("FERRYMAN_CONFORMANCE_SERVER", "nginx"),
+        flavour=request.param,
     )
     f.start()
     yield f
@@ -116,6 +130,9 @@ def test_gateway_api_conformance_core(
     extra = [f for f in os.environ.get("FERRYMAN_CONFORMANCE_FEATURES", "").split(",") if f]
     features = sorted({*FEATURES, *SUPPORTED_FEATURES, *extra})
     out = _out_dir(tmp_path)
+    if ferryman.flavour != "nginx":  # the other servers' reports beside Debian NGINX's
+        out = out / ferryman.flavour
+        out.mkdir(exist_ok=True)
     report = out / "report.yaml"
     report.unlink(missing_ok=True)
     profiles = [p for p in os.environ.get("FERRYMAN_CONFORMANCE_PROFILES", "").split(",") if p]
