@@ -7,7 +7,8 @@ Writes ``latest.json`` and ``latest.png`` under ``--out``. Scenarios:
 * startup(N): N Ingresses (own host, 3 paths, own Service with 2 endpoints):
   seconds to ready (and the controller's CPU seconds until then), reloads,
   controller RSS, NGINX PSS/RSS;
-* time-to-route(N): with N live, add one Ingress; seconds to its first 200 (p50/p99);
+* time-to-route(N): with N live, add one Ingress; seconds to its first 200 (p50/p99)
+  (both on each server of ``--data-planes``);
 * endpoint churn: 1,000 endpoint changes (10 rounds of 100 Services): reloads
   and seconds until traffic follows (on each server of ``--data-planes``);
 * batch: 1,000 Ingress files written at once: reloads, seconds to all routable;
@@ -69,8 +70,10 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def startup_and_route(n: int, samples: int, backends: BackendNginx, work: Path) -> dict[str, Any]:
-    f = Ferryman(work / f"n{n}")
+def startup_and_route(
+    n: int, samples: int, backends: BackendNginx, work: Path, server: str = "nginx"
+) -> dict[str, Any]:
+    f = Ferryman(work / f"n{n}-{server}", flavour=server)
     for i in range(n):
         write_yaml(f.manifests / f"app{i}.yaml", ingress_docs(i, _ports(i, backends)))
     ready = f.start()
@@ -348,7 +351,7 @@ def main() -> None:
     ap.add_argument(
         "--data-planes",
         default="nginx,nginx-1.30,angie",
-        help="servers for reloads(N), throughput and endpoint churn",
+        help="servers for startup, reloads(N), throughput and endpoint churn",
     )
     args = ap.parse_args()
     scenarios = set(args.scenarios.split(","))
@@ -366,6 +369,12 @@ def main() -> None:
                 print(f"startup + time-to-route, {n} Ingresses ...", flush=True)
                 results["startup"].append(startup_and_route(n, args.samples, backends, work))
                 print(results["startup"][-1], flush=True)
+                for server in args.data_planes.split(","):
+                    if server != "nginx":
+                        print(f"startup + time-to-route, {server}, {n} Ingresses ...", flush=True)
+                        row = startup_and_route(n, args.samples, backends, work, server)
+                        results.setdefault("startup_servers", {}).setdefault(server, []).append(row)
+                        print(row, flush=True)
             if "churn" in scenarios:
                 print("endpoint churn ...", flush=True)
                 results["endpoint_churn"] = endpoint_churn(backends, work)
