@@ -679,6 +679,13 @@ class Ferryman:
         return reload_count(self.metrics())
 
 
+def status_from(f: Ferryman, client: str, host: str, p: str) -> int:
+    """The status of GET ``p`` on ``host`` sent from the loopback address ``client``
+    (access rules and allow lists decide by it)."""
+    with httpx.Client(transport=httpx.HTTPTransport(local_address=client), timeout=10) as c:
+        return c.get(f"http://127.0.0.1:{f.http_port}{p}", headers={"Host": host}).status_code
+
+
 def in_flight(f: Ferryman) -> InFlight:
     """The data plane's reading of requests in flight, as ferryman takes it."""
     conf = (f.state / "nginx.conf").read_text()

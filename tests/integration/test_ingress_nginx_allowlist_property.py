@@ -15,7 +15,6 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +27,7 @@ from testkit.harness import (
     path,
     rule,
     service_with_backends,
+    status_from,
 )
 
 HOST = "allow.example.com"
@@ -59,10 +59,7 @@ def manifest(networks: list[str], marker: str) -> dict[str, Any]:
 
 
 def answer(ferryman: Ferryman, client: str, p: str) -> int:
-    transport = httpx.HTTPTransport(local_address=client)
-    with httpx.Client(transport=transport, timeout=10) as c:
-        r = c.get(f"http://127.0.0.1:{ferryman.http_port}{p}", headers={"Host": HOST})
-    return r.status_code
+    return status_from(ferryman, client, HOST, p)
 
 
 @pytest.fixture

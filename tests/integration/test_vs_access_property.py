@@ -14,12 +14,11 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from testkit.harness import Backends, Ferryman, eventually, service_with_backends
+from testkit.harness import Backends, Ferryman, eventually, service_with_backends, status_from
 from testkit.vs_policies import policy
 
 HOST = "access.example.com"
@@ -64,10 +63,7 @@ def manifests(rules: list[tuple[str, list[str]]], marker: str) -> list[dict[str,
 
 
 def answer(ferryman: Ferryman, client: str, p: str) -> int:
-    transport = httpx.HTTPTransport(local_address=client)
-    with httpx.Client(transport=transport, timeout=10) as c:
-        r = c.get(f"http://127.0.0.1:{ferryman.http_port}{p}", headers={"Host": HOST})
-    return r.status_code
+    return status_from(ferryman, client, HOST, p)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from ferryman.kinds.ingress.parse.ingress_nginx_backend import fallback_service
 from ferryman.kinds.ingress.records.hosts import ingress_records
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.resources.service import Service, ServicePort
+from testkit.harness import ingress, path, rule
 
 P = "nginx.ingress.kubernetes.io/"
 
@@ -59,27 +60,7 @@ def test_the_first_port_serves() -> None:
 
 def _written(annotations: dict[str, str]) -> Any:
     ing = parse_ingress(
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
-            "metadata": {"name": "a", "namespace": "shop", "annotations": annotations},
-            "spec": {
-                "rules": [
-                    {
-                        "host": "b.test",
-                        "http": {
-                            "paths": [
-                                {
-                                    "path": "/",
-                                    "pathType": "Prefix",
-                                    "backend": {"service": {"name": "s", "port": {"number": 80}}},
-                                }
-                            ]
-                        },
-                    }
-                ]
-            },
-        }
+        ingress("a", [rule("b.test", path("/", "s"))], annotations=annotations, namespace="shop")
     )
     vhosts, _ = virtual_hosts(ing, ["b.test"], {})
     return ingress_records(ing, vhosts, None, "ferryman", {})  # type: ignore[arg-type]

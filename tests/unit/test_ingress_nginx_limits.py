@@ -25,6 +25,7 @@ from ferryman.kinds.ingress.records.hosts import ingress_records
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.policy.records.rate import Limit
 from ferryman.kinds.virtualserver.records.fast import _limit, _Unserved
+from testkit.harness import ingress, path, rule
 from testkit.render import MAIN
 
 P = "nginx.ingress.kubernetes.io/"
@@ -113,27 +114,7 @@ def test_any_list_of_networks_is_exempt_as_written(networks: list[str], sep: str
 
 def _ingress(annotations: dict[str, str]) -> Any:
     return parse_ingress(
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
-            "metadata": {"name": "a", "namespace": "shop", "annotations": annotations},
-            "spec": {
-                "rules": [
-                    {
-                        "host": "b.test",
-                        "http": {
-                            "paths": [
-                                {
-                                    "path": "/",
-                                    "pathType": "Prefix",
-                                    "backend": {"service": {"name": "s", "port": {"number": 80}}},
-                                }
-                            ]
-                        },
-                    }
-                ]
-            },
-        }
+        ingress("a", [rule("b.test", path("/", "s"))], annotations=annotations, namespace="shop")
     )
 
 
