@@ -382,7 +382,7 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         required=True,
         metavar="DIR",
-        help="where the configuration and records.txt are written",
+        help="where the configuration, records.txt and routes.txt are written",
     )
 
     mc = sub.add_parser(
@@ -413,12 +413,19 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         settings = flag_settings.render_settings(args)
         try:
             notes: list[str] = []
-            problems = asyncio.run(render.render(settings, args.output, notes, kinds))
+            warnings: list[str] = []
+            problems = asyncio.run(
+                render.render(settings, args.output, notes, kinds, warnings=warnings)
+            )
         except SettingsError as e:
             print(f"ferryman render: {e}", file=sys.stderr)
             return 2
         for note in notes:
             print(note)
+        # What NIC users read in nginx -T: every route, from the records written.
+        print((args.output / render.ROUTES_FILE).read_text(encoding="utf-8"), end="")
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0

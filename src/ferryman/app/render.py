@@ -1,6 +1,6 @@
 """``ferryman render``: the configuration a run would start with, written once
-into a directory (nginx.conf and records.txt), with every problem found;
-nothing is started."""
+into a directory (nginx.conf, records.txt and routes.txt), with every problem
+and Warning found; nothing is started."""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ from ferryman.engine.sink import QueueingSink
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
 from ferryman.observability.metrics import Metrics
-from ferryman.report import REJECTED, RecordingReporter
+from ferryman.report import REJECTED, WARNING, RecordingReporter
+from ferryman.resources.meta import ObjectRef
 from ferryman.sources.manifests import ManifestsSource
+from ferryman.wire import route_table
+from ferryman.wire.records import RecordKey
+
+ROUTES_FILE = "routes.txt"
 
 
 async def render(
@@ -28,22 +33,31 @@ async def render(
     output: Path,
     notes: list[str] | None = None,
     kinds: Kinds = BUILT_IN,
+    warnings: list[str] | None = None,
 ) -> list[str]:
     """Render once into ``output``; returns every problem found (empty: all good)
-    and adds to ``notes`` what was left out but is no problem (another class's).
+    and adds to ``notes`` what was left out but is no problem (another class's),
+    to ``warnings`` every other Warning Event (``<object>: <reason>: <message>``).
 
-    ``output`` gets nginx.conf (as it would run) and records.txt (what would be
-    pushed to NGINX's memory, in the push format), the same for every server.
+    ``output`` gets nginx.conf (as it would run), records.txt (what would be
+    pushed to NGINX's memory, in the push format), the same for every server,
+    and routes.txt: those records read back as a table of routes
+    (``wire/route_table.py``).
     """
     paths = prepared(checked_paths(output), None, "--output")
     try:
-        return await _render(settings, paths, notes if notes is not None else [], kinds)
+        return await _render(
+            settings, paths, notes if notes is not None else [],
+            warnings if warnings is not None else [], kinds,
+        )  # fmt: skip
     finally:
         # Named in the output as a run would name its own; nothing listens there.
         remove_short_socket_dir(paths)
 
 
-async def _render(settings: Settings, paths: Paths, notes: list[str], kinds: Kinds) -> list[str]:
+async def _render(
+    settings: Settings, paths: Paths, notes: list[str], warnings: list[str], kinds: Kinds
+) -> list[str]:
     assert settings.manifests is not None
     main = MainFile(settings, paths)
     problems: list[str] = []
@@ -71,7 +85,17 @@ async def _render(settings: Settings, paths: Paths, notes: list[str], kinds: Kin
     source.load()
     await controller.drain()
     notes += controller.skipped()
-    for ref, _, reason, message in reporter.events:
+    for ref, type_, reason, message in reporter.events:
+        line = f"{ref}: {reason}: {message}"
         if reason == REJECTED or reason.endswith("WithError"):
-            problems.append(f"{ref}: {reason}: {message}")
+            problems.append(line)
+        elif type_ == WARNING and line not in warnings:
+            warnings.append(line)  # a resource synced twice reports twice
+
+    def holder(key: RecordKey) -> str | None:
+        ref: ObjectRef | None = controller.holder(key)
+        return f"{ref.kind}/{ref.namespace}/{ref.name}" if ref else None
+
+    rows = route_table.rows(dataplane.records, holder)
+    (paths.state_dir / ROUTES_FILE).write_text(route_table.table(rows), encoding="utf-8")
     return problems

@@ -357,6 +357,15 @@ class Controller:
     def push_failing_since(self) -> float | None:
         return self._applied.failing_since  # following.py: behind after a while
 
+    def holder(self, key: RecordKey) -> ObjectRef | None:
+        """The resource record ``key`` is written for (``ferryman render``'s
+        routes); None for records many share (endpoints, certificates)."""
+        kind, name = key
+        if kind in HOST_RECORDS and (writer := self._d.host_writer.get(name)) is not None:
+            return writer
+        owner = self._record_owners.get(kind)
+        return owner.holder(kind, name) if owner else None
+
     def _waiting(self, outstanding: Iterable[RecordKey]) -> set[ObjectRef]:
         """Resources with some of the ``outstanding`` records NGINX does not hold yet."""
         d = self._d
