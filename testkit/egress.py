@@ -24,6 +24,8 @@ class Seen:
     sni: list[str | None] = field(default_factory=list)
     client: list[str] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)  # the client's, per request
+    # Per request: was its connection's TLS session resumed (an abbreviated handshake)?
+    reused: list[bool] = field(default_factory=list)
 
 
 def _backend(tmp: Path, seen: Seen, keep_alive: bool = False) -> ThreadingHTTPServer:
@@ -52,6 +54,7 @@ def _backend(tmp: Path, seen: Seen, keep_alive: bool = False) -> ThreadingHTTPSe
             cn = dict(x[0] for x in cert["subject"])["commonName"] if cert else ""
             seen.client.append(cn)
             seen.ports.append(self.client_address[1])
+            seen.reused.append(self.connection.session_reused)  # type: ignore[attr-defined]
             body = json.dumps({"client": cn}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))

@@ -12,7 +12,9 @@ ngx_http_ferryman_module gives the request's upstream a TLS context holding
 them, ferryman_upstream_verify.lua; the name verified is ``sslName``, sent as
 SNI only with ``serverName``, as NGINX's ``proxy_ssl_name``/
 ``proxy_ssl_server_name``). NIC's default protocols and ciphers (which it
-always writes) leave NGINX's own. ``sessionReuse: false`` is a warning.
+always writes) leave NGINX's own. ``sessionReuse: false`` is served as it
+is: no upstream TLS session is ever resumed (the balancer sets each peer
+itself, and lua-nginx-module's balancer then saves no session).
 
 These take effect on upstreams with ``tls.enable`` (``proxy_pass https://``);
 on a plain one NGINX's proxy_ssl directives do nothing, in NIC too.
@@ -108,12 +110,10 @@ def translate(
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, CABundle)
         trusted = read.value.certificates
-    warnings = []
-    if not e.session_reuse:
-        what = "sessionReuse"
-        warnings.append(
-            f"EgressMTLS policy {key}: {what} is not applied, NGINX's default stays (ferryman)"
-        )
+    # sessionReuse needs nothing: the balancer (balancer_by_lua, which sets each
+    # peer itself) saves and resumes no upstream session, so ``false`` is what is
+    # served anyway, and ``true`` (NIC's default) is docs/virtualserver.md's
+    # difference: each connection is a full handshake.
     # NIC's defaults, which it writes when a Policy names none, leave NGINX's.
     protocols = e.protocols if e.protocols != _NIC_PROTOCOLS else ()
     ciphers = e.ciphers if e.ciphers != _NIC_CIPHERS else ""
@@ -132,11 +132,10 @@ def translate(
                 e.server_name,
                 protocols,
                 ciphers,
-            ),
-            tuple(warnings),
+            )
         )
     # serverName without sslName: NIC sends $proxy_host, its upstream's internal
     # name, which no certificate holds; ferryman sends none.
     name = e.ssl_name if e.server_name else ""
     egress = Egress(pair.chain, pair.key, name, protocols=protocols, ciphers=ciphers)
-    return Step(egress, tuple(warnings))
+    return Step(egress)
