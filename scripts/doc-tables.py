@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write the docs' generated tables: in docs/from-nic.md every NIC annotation
-and ConfigMap key ferryman knows, in docs/ingress-nginx.md every ingress-nginx
-annotation and ConfigMap key, and what ferryman does with each.
+and ConfigMap key ferryman knows (and their counts by status), in
+docs/ingress-nginx.md every ingress-nginx annotation and ConfigMap key, and
+what ferryman does with each.
 
 Usage: .venv/bin/python scripts/doc-tables.py [--check]
 The tables sit between ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->``
@@ -26,6 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def annotations() -> str:
+    return _table(("annotation", "ferryman"), annotation_rows())
+
+
+def annotation_rows() -> list[tuple[str, str]]:
     rows = [(f"`{PREFIX}{k}`", "served (docs/operations.md, Ingress annotations)") for k in KNOWN]
     rows += [
         (
@@ -38,15 +43,53 @@ def annotations() -> str:
         (f"`{k}`", "refused: NGINX Plus only (NIC refuses it on open-source NGINX too)")
         for k in PLUS_ONLY
     ]
-    return _table(("annotation", "ferryman"), sorted(rows))
+    return sorted(rows)
 
 
 def configmap_keys() -> str:
+    return _table(("key", "ferryman"), configmap_rows())
+
+
+def configmap_rows() -> list[tuple[str, str]]:
     rows = [(f"`{k}`", "served (docs/operations.md, ConfigMap)") for k in GLOBAL_KEYS]
     rows += [(f"`{k}`", "served, the default of every route") for k in ROUTE_KEYS]
     rows += [(f"`{k}`", "served (status addresses)") for k in STATUS_KEYS]
     rows += [(f"`{k}`", f"refused with a Warning: {why}") for k, why in UNSUPPORTED.items()]
-    return _table(("key", "ferryman"), sorted(rows))
+    return sorted(rows)
+
+
+# A row's status is how its "ferryman" cell begins.
+STATUSES = ("served", "accepted", "refused")
+# What only NGINX Plus (or its commercial modules) has: counted apart, since
+# no open-source NGINX serves them, NIC's included.
+_PLUS = ("NGINX Plus", "App Protect")
+
+
+def status(cell: str) -> str:
+    return next(s for s in STATUSES if cell.startswith(s))
+
+
+def coverage() -> str:
+    """The rows of the tables below, counted by status (issue 29's measure)."""
+    annotations = annotation_rows()
+    keys = configmap_rows()
+    groups = [
+        ("`nginx.org/*` annotations", [c for a, c in annotations if a.startswith("`nginx.org/")]),
+        ("`nginx.com/*` annotations (NGINX Plus)",
+         [c for a, c in annotations if a.startswith("`nginx.com/")]),
+        ("ConfigMap keys of open-source NGINX",
+         [c for _, c in keys if not any(p in c for p in _PLUS)]),
+        ("ConfigMap keys of NGINX Plus, App Protect and OIDC",
+         [c for _, c in keys if any(p in c for p in _PLUS)]),
+    ]  # fmt: skip
+    lines = [
+        "| table | served | accepted with a Warning, not applied | refused | rows |",
+        "|---|---|---|---|---|",
+    ]
+    for name, cells in groups:
+        counts = [sum(status(c) == s for c in cells) for s in STATUSES]
+        lines.append(f"| {name} | {' | '.join(map(str, counts))} | {len(cells)} |")
+    return "\n".join(lines)
 
 
 def _table(header: tuple[str, str], rows: list[tuple[str, str]]) -> str:
@@ -85,7 +128,11 @@ def ingress_nginx_configmap_keys() -> str:
 
 
 PAGES = {
-    ROOT / "docs" / "from-nic.md": {"annotations": annotations, "configmap-keys": configmap_keys},
+    ROOT / "docs" / "from-nic.md": {
+        "coverage": coverage,
+        "annotations": annotations,
+        "configmap-keys": configmap_keys,
+    },
     ROOT / "docs" / "ingress-nginx.md": {
         "ingress-nginx-annotations": ingress_nginx_annotations,
         "ingress-nginx-configmap-keys": ingress_nginx_configmap_keys,
