@@ -95,6 +95,9 @@ class Route:
     route: RouteRef | None = None
     route_selector: tuple[tuple[str, str], ...] = ()  # matchLabels, when delegating by labels
     error_pages: tuple[ErrorPage, ...] = ()
+    # routeSelector.matchExpressions was given: NIC selects by matchLabels alone
+    # (its LabelSelector is built from them), so they are ignored, with a Warning.
+    selector_expressions: bool = False
 
 
 def split_path(raw: str) -> RoutePath:
@@ -174,8 +177,10 @@ def parse_route(r: Obj, upstreams: frozenset[str], namespace: str, subroute: boo
         count += 1
     matches = tuple(parse_match(m, scope) for m in r.objs("matches", MATCH_KEYS))
     selector: tuple[tuple[str, str], ...] = ()
+    expressions = False
     if (s := r.obj("routeSelector", frozenset({"matchLabels", "matchExpressions"}))) is not None:
         selector = _route_selector(s, subroute)
+        expressions = bool(s.raw.get("matchExpressions"))
         count += 1
     error_pages = tuple(
         page for e in r.objs("errorPages", ERROR_PAGE_KEYS) if (page := parse_error_page(e))
@@ -198,17 +203,13 @@ def parse_route(r: Obj, upstreams: frozenset[str], namespace: str, subroute: boo
         ctx.add(invalid(r.path, "", message))
     if len(ctx.problems) != before:
         return None
-    return Route(path, policies, action, splits, matches, ref, selector, error_pages)
+    return Route(path, policies, action, splits, matches, ref, selector, error_pages, expressions)
 
 
 def _route_selector(s: Obj, subroute: bool) -> tuple[tuple[str, str], ...]:
     ctx = s.ctx
     if subroute:
         ctx.add(forbidden(s.path, "is not allowed"))
-    if s.has("matchExpressions"):
-        ctx.add(
-            not_supported(s.at("matchExpressions"), "select VirtualServerRoutes by matchLabels")
-        )
     labels = s.str_map("matchLabels") or {}
     where = s.at("matchLabels")
     if not labels:

@@ -115,6 +115,9 @@ _BALANCING = {
     "random two least_conn": "r2",
     "ip_hash": "ip",
 }
+# NIC builds a routeSelector's LabelSelector from matchLabels alone (its
+# configuration.go): matchExpressions select nothing more, nothing less.
+SELECTOR_EXPRESSIONS = "ignored, as NIC ignores it: VirtualServerRoutes are selected by matchLabels"
 # NIC's defaults on open-source NGINX where ferryman's differ from NGINX's own.
 _MAX_FAILS = 1
 _FAIL_TIMEOUT_MS = 10_000
@@ -270,6 +273,8 @@ class _Builder:
 
     def route(self, i: int, r: Route, policies: Attached, key: str = "routes") -> None:
         where = f"spec.{key}[{i}]"
+        if r.selector_expressions:
+            self.warn(f"{where}.routeSelector.matchExpressions", SELECTOR_EXPRESSIONS)
         if r.route is not None or r.route_selector:
             return  # its VirtualServerRoutes' subroutes come after the routes
         self.warnings.extend(w for w in policies.warnings if w not in self.warnings)
