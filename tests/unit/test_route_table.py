@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ferryman.configs.model import Route, VirtualHost
@@ -131,3 +131,23 @@ def test_a_condition_value_is_one_cell_whatever_it_holds(value: str) -> None:
     (first, _) = rows({("V", "h.test"): record}, lambda k: None)
     assert first.match.startswith("Prefix,header:x-a=")
     assert not any(c.isspace() for c in first.match)
+
+
+_GRAMMAR = "|.:,;>&^~ -!=/0123456789abcpdtUPRGSEL"
+
+
+@given(
+    kind=st.sampled_from("HVWS"),
+    value=st.text(alphabet=_GRAMMAR, min_size=1, max_size=60),
+)
+@example(kind="H", value="- 0 - rr:1:10 P||default/a:80")  # an empty path
+@example(kind="V", value="- R|Z")  # too few fields
+def test_no_record_breaks_the_table(kind: str, value: str) -> None:
+    """render must not fail on a record its reader does not follow (a newer
+    grammar): each row is a route, or the record is said not decoded."""
+    found = rows({(kind, "h.test"): value}, lambda k: "Kind/ns/name")
+    assert all(r.object == "Kind/ns/name" and r.host.endswith("h.test") for r in found)
+    for r in found:
+        cells = [getattr(r, c.lower()) for c in COLUMNS[:-1]]
+        # One awk field each: never empty, never a space.
+        assert all(c and not any(ch.isspace() for ch in c) for c in cells), r

@@ -153,8 +153,12 @@ class _Host:
 
     def row(self, path: str, match: str, action: str, upstream: str, policies: str) -> Row:
         endpoints = self.peers(upstream) if upstream != NONE else NONE
-        return Row(self.obj, self.host, path, match, action, upstream, policies, self.tls,
-                   endpoints)  # fmt: skip
+        # An empty cell would shift the columns after it.
+        obj, host, path, match, action, upstream, policies, tls = (
+            c or '""'
+            for c in (self.obj, self.host, path, match, action, upstream, policies, self.tls)
+        )
+        return Row(obj, host, path, match, action, upstream, policies, tls, endpoints)
 
 
 def _tls(cert: str, redirect: bool) -> str:
@@ -274,33 +278,60 @@ def rows(records: Mapping[RecordKey, str], holder: Callable[[RecordKey], str | N
     """Every route the records serve, by host; ``holder``: the resource a record
     is written for (Kind/namespace/name), None when not known."""
     endpoints = {name: v for (kind, name), v in records.items() if kind == Record.ENDPOINTS}
-
-    def peers(backend: str) -> str:
-        return _peers(endpoints.get(backend))
-
-    found: list[Row] = []
     hosts = {name: v for (kind, name), v in records.items() if kind == Record.HOST and v}
+    ctx = _Context(records, hosts, lambda backend: _peers(endpoints.get(backend)))
+    found: list[Row] = []
     for (kind, name), value in sorted(records.items()):
-        if not value:
+        if not value or kind not in _READ:
             continue
         obj = holder((kind, name)) or NONE
-        if kind == Record.HOST:
-            fields_ = value.split(" ", 2)
-            h = _Host(obj, name, _tls(fields_[0], fields_[1].startswith("1")), peers)
-            found += host_rows(h, value)
-        elif kind == Record.ROUTING:
-            # The host's H stub carries its TLS; the V record its redirect.
-            cert = hosts.get(name, "- 0").split(" ", 1)[0]
-            redirect = not value.startswith("-")
-            found += routing_rows(_Host(obj, name, _tls(cert, redirect), peers), value)
-        elif kind == Record.GATEWAY:
-            cert, _listener, routing = [*value.split(" ", 2), "", ""][:3]
-            found += routing_rows(_Host(obj, name, _tls(cert, False), peers), routing)
-        elif kind == Record.STREAM:
-            # A T record of the same key: the TransportServer ends TLS.
-            tls = "terminated" if records.get((Record.STREAM_CERTIFICATE, name)) else NONE
-            found += stream_rows(_Host(obj, f"listener:{name}", tls, peers), value)
+        try:
+            found += _READ[kind](obj, name, value, ctx)
+        except (ValueError, IndexError):
+            # The table only shows what is served: a record it cannot read
+            # (a grammar newer than this reader) is said, never fatal to render.
+            found.append(Row(obj, name, NONE, NONE, "(not-decoded)", NONE, NONE, NONE, NONE))
     return found
+
+
+@dataclass(frozen=True)
+class _Context:
+    records: Mapping[RecordKey, str]
+    hosts: Mapping[str, str]  # the H records, by host
+    peers: Callable[[str], str]  # a backend key's endpoints, as a cell
+
+
+def _host(obj: str, name: str, value: str, ctx: _Context) -> Iterator[Row]:
+    tls, redirect, _ = value.split(" ", 2)
+    return host_rows(_Host(obj, name, _tls(tls, redirect.startswith("1")), ctx.peers), value)
+
+
+def _routing(obj: str, name: str, value: str, ctx: _Context) -> Iterator[Row]:
+    # The host's H stub carries its TLS; the V record its redirect.
+    cert = ctx.hosts.get(name, "- 0").split(" ", 1)[0]
+    redirect = not value.startswith("-")
+    return routing_rows(_Host(obj, name, _tls(cert, redirect), ctx.peers), value)
+
+
+def _gateway(obj: str, name: str, value: str, ctx: _Context) -> Iterator[Row]:
+    cert, _listener, routing = [*value.split(" ", 2), "", ""][:3]
+    return routing_rows(_Host(obj, name, _tls(cert, False), ctx.peers), routing)
+
+
+def _stream(obj: str, name: str, value: str, ctx: _Context) -> Iterator[Row]:
+    # A T record of the same key: the TransportServer ends TLS.
+    tls = "terminated" if ctx.records.get((Record.STREAM_CERTIFICATE, name)) else NONE
+    return stream_rows(_Host(obj, f"listener:{name}", tls, ctx.peers), value)
+
+
+# The record kinds that hold routes, and their readers; the others are read
+# through these (E, C, T), and F repeats V's routes for the C module.
+_READ: dict[str, Callable[[str, str, str, _Context], Iterator[Row]]] = {
+    Record.HOST: _host,
+    Record.ROUTING: _routing,
+    Record.GATEWAY: _gateway,
+    Record.STREAM: _stream,
+}
 
 
 def table(found: list[Row]) -> str:
