@@ -60,7 +60,7 @@ VSR = {
         "upstreams": [{"name": "coffee", "service": "coffee", "port": 80}],
         "subroutes": [{
             "path": "/shop/cart",
-            "matches": [{"conditions": [{"cookie": "user", "value": "beta"}],
+            "matches": [{"conditions": [{"cookie": "user_tier", "value": "beta"}],
                          "action": {"pass": "coffee"}}],
             "action": {"return": {"code": 200, "body": "hello world"}},
         }],
@@ -100,7 +100,8 @@ def test_render_prints_every_route_of_every_kind(tmp_path: Path) -> None:
         ["VirtualServer/default/vs", "vs.example.com", "/old", "Prefix",
          "redirect:301:https://vs.example.com/new", "-", "accessControl", "-", "-"],
         # The VirtualServerRoute's subroute, served in its VirtualServer's host.
-        ["VirtualServer/default/vs", "vs.example.com", "/shop/cart", "Prefix,cookie:user=beta",
+        ["VirtualServer/default/vs", "vs.example.com", "/shop/cart",
+         "Prefix,cookie:user_tier=beta",
          "proxy", "default/coffee:80", "accessControl", "-", "(none:503)"],
         ["VirtualServer/default/vs", "vs.example.com", "/shop/cart", "Prefix", "return:200",
          "-", "accessControl", "-", "-"],

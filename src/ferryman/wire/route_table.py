@@ -70,7 +70,7 @@ class Row:
     match: str  # path type, then conditions and the split's weight, ","-joined
     action: str  # proxy, redirect:<code>:<url>, return:<code>, ...
     upstream: str  # the backend key (namespace/service:port)
-    policies: str  # ","-joined Policy kinds; "500" when one is invalid
+    policies: str  # ","-joined Policy kinds; "500:invalid-policy" when one is invalid
     tls: str  # the certificate (namespace/secret), "unusable", "-"; "+redirect"
     endpoints: str  # the peers, address:port, space-separated
 
@@ -116,7 +116,10 @@ def _condition(item: str) -> str:
     name = _text(variable)
     for prefix, kind in (("http_", "header"), ("cookie_", "cookie"), ("arg_", "argument")):
         if name.startswith(prefix):
-            name = f"{kind}:{name.removeprefix(prefix).replace('_', '-')}"
+            name = name.removeprefix(prefix)
+            # NGINX's $http_ names a header with "-" as "_"; cookies and arguments
+            # keep their own names.
+            name = f"{kind}:{name.replace('_', '-') if kind == 'header' else name}"
             break
     else:
         name = "method" if name == "request_method" else "$" + name
