@@ -150,11 +150,12 @@ class Controller:
         # The latency histogram's questions: who serves a peer, and its pod.
         self.latency_owner = self._d.latency_owner
         self.latency_pod = self._d.latency_pod
-
-    def served_services(self, namespace: str) -> frozenset[str]:
-        """Names of the Services in ``namespace`` that a served Ingress routes to
-        (readiness gates: which pods a gate is for)."""
-        return self._d.endpoints.served_services(namespace)
+        # What the endpoint sets know, asked as they are: served Services of a
+        # namespace (gates), the Nodes in use and a leaving Node's addresses
+        # taken out of rotation (machine hooks).
+        self.served_services = self._d.endpoints.served_services
+        self.nodes_in_use = self._d.endpoints.nodes_in_use
+        self.left_addresses = self._d.endpoints.left_addresses
 
     def applied_gated_pods(self) -> frozenset[PodId]:
         """(namespace, name, uid) of the pods whose ferryman readiness gate is pending
@@ -185,14 +186,6 @@ class Controller:
     def certificates_asked(self) -> Asked:
         """What served VirtualServers ask of cert-manager (--enable-cert-manager)."""
         return self._d.certificates
-
-    def nodes_in_use(self) -> frozenset[str]:
-        """The Nodes running endpoints that served Ingresses route to."""
-        return self._d.endpoints.nodes_in_use()
-
-    def left_addresses(self, node: str) -> frozenset[str]:
-        """Addresses on ``node`` taken out of rotation because it is leaving."""
-        return self._d.endpoints.left_addresses(node)
 
     def _settle_leaving(self, outstanding: Iterable[RecordKey]) -> None:
         """Leaving Nodes count as applied once no endpoint set is outstanding
