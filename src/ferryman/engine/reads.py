@@ -8,14 +8,16 @@ to beside the code that refers to it: a reference cannot be read and not
 tracked.
 
 ``Cache`` holds what is costly to derive from an object (a Secret's checked
-certificate, a VirtualServerRoute's parse, a parsed Policy, a Secret read by a
-policy) until that object changes or nothing reads it any more.
+certificate, a parsed Policy, a Secret read by a policy) until that object
+changes or nothing reads it any more; a kind keeps its own derivations beside
+them (``Derived``: the Ingress kind's mergeable and canary Ingresses by host,
+the VirtualServer kind's parsed VirtualServerRoutes), told of the same changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 from ferryman.configs.secret_state import SecretState
 from ferryman.configs.tenancy import FROM_GROUP
@@ -24,37 +26,32 @@ from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
-from ferryman.kinds.ingress.parse.annotations import MERGEABLE
-from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
-from ferryman.kinds.ingress.parse.ingress_nginx_canary import PREFIX as INGRESS_NGINX
 from ferryman.kinds.policy.parse.policy import Policy, parse_policy
 from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.kinds.transport.parse.globalconfiguration import (
     GlobalConfiguration,
     parse_global_configuration,
 )
-from ferryman.kinds.virtualserver.parse.virtualserverroute import (
-    VirtualServerRoute,
-    parse_virtual_server_route,
-)
 from ferryman.resources.meta import InvalidResource, ObjectRef
-from ferryman.resources.nic_fields import Parsed
 
 # The kinds only read by translators: a change to one translates its readers.
 # A ReferenceGrant's change does too (tenant mode), but the controller hands
 # it to Gateway API's translator as well, so it is not among them.
 GRANT = "ReferenceGrant"
-_ROUTE = "VirtualServerRoute"
 _GC = "GlobalConfiguration"
-# Mergeable Ingresses are read by host: a change to a master or minion of a
-# host translates the readers of ``ObjectRef(MERGEABLE_HOST, "", host)``.
-MERGEABLE_HOST = "MergeableIngressHost"
-# Canary Ingresses (ingress-nginx's) likewise: a change to a canary of a host,
-# or to the host's main Ingress, translates the readers of this key's host.
-CANARY_HOST = "CanaryIngressHost"
-CANARY = INGRESS_NGINX + "canary"
 # A Secret's parser (``resources/secret_*.py``): the content, or InvalidResource.
 SecretParser = Callable[[Mapping[str, Any]], Any]
+
+
+class Derived(Protocol):
+    """What a kind derives from stored objects (an index by host, say) and keeps
+    until one of them changes: the kind's own cache, kept beside the engine's
+    and told of every change (``Cache.forget``)."""
+
+    def forget(self, ref: ObjectRef) -> None: ...
+
+
+D = TypeVar("D", bound=Derived)
 
 
 def own_ports(settings: Settings) -> dict[int, str]:
@@ -90,17 +87,12 @@ class Cache:
         # The served GlobalConfiguration parsed ([None]: absent), once per change.
         self._gc: list[GlobalConfiguration | None] = []
         self._secret_states: dict[tuple[str, str], SecretState] = {}
-        self._routes: dict[tuple[str, str], Parsed[VirtualServerRoute] | None] = {}
         # A Secret's content per parser (htpasswd, API keys...), and parsed Policies
         # (None: missing or invalid).
         self._secret_reads: dict[tuple[str, str], dict[SecretParser, SecretRead[Any]]] = {}
         self._policies: dict[tuple[str, str], Policy | None] = {}
-        # Parsed mergeable Ingresses (None: not mergeable, or invalid).
-        self._mergeable: dict[tuple[str, str], Ingress | None] = {}
-        # Parsed canary Ingresses, once read (None: not read yet), and the
-        # Ingresses changed since, parsed again at the next read.
-        self._canaries: dict[tuple[str, str], Ingress] | None = None
-        self._canaries_changed: set[tuple[str, str]] = set()
+        # The kinds' own caches, by the class (or factory) that made them.
+        self._derived: dict[Callable[[Store], Derived], Derived] = {}
         # Tenant mode (--allowed-host-suffixes): references across namespaces
         # need a ReferenceGrant (configs/tenancy.py); the valid ones by namespace.
         self.tenant_mode = bool(settings and settings.allowed_host_suffixes)
@@ -113,18 +105,6 @@ class Cache:
             state = self._secrets.update(namespace, name, self._store.get("Secret", *key))
             self._secret_states[key] = state
         return state
-
-    def route(self, namespace: str, name: str) -> Parsed[VirtualServerRoute] | None:
-        """VirtualServerRoute namespace/name parsed (None: absent); several
-        VirtualServers and its own status read one parse."""
-        key = (namespace, name)
-        if key not in self._routes:
-            obj = self._store.get(_ROUTE, namespace, name)
-            self._routes[key] = None if obj is None else parse_virtual_server_route(obj)
-        return self._routes[key]
-
-    def route_refs(self) -> list[ObjectRef]:
-        return sorted(self._store.refs(_ROUTE))
 
     def secret_read(self, namespace: str, name: str, parser: SecretParser) -> SecretRead[Any]:
         reads = self._secret_reads.setdefault((namespace, name), {})
@@ -155,34 +135,12 @@ class Cache:
     def global_configuration_ref(self) -> ObjectRef | None:
         return ObjectRef(_GC, *self._gc_name) if self._gc_name else None
 
-    def mergeable(self, host: str) -> list[Ingress]:
-        """The valid master and minion Ingresses whose host is ``host``. Every
-        Ingress is looked at (NIC indexes minions by host; a master's or
-        minion's change is what translates this reader again)."""
-        found = []
-        for ref in self._store.refs("Ingress"):
-            key = (ref.namespace, ref.name)
-            if key not in self._mergeable:
-                self._mergeable[key] = _parse_mergeable(self._store.get("Ingress", *key))
-            ing = self._mergeable[key]
-            if ing is not None and ing.rules and ing.rules[0].host == host:
-                found.append(ing)
-        return found
-
-    def canaries(self, host: str) -> list[Ingress]:
-        """The valid canary Ingresses with a rule for ``host``. Every Ingress is
-        looked at once; then only those changed (``forget``)."""
-        if self._canaries is None:
-            self._canaries = {}
-            self._canaries_changed = {(r.namespace, r.name) for r in self._store.refs("Ingress")}
-        for key in self._canaries_changed:
-            ing = _parse_canary(self._store.get("Ingress", *key))
-            if ing is None:
-                self._canaries.pop(key, None)
-            else:
-                self._canaries[key] = ing
-        self._canaries_changed = set()
-        return [c for c in self._canaries.values() if any(r.host == host for r in c.rules)]
+    def derived(self, make: Callable[[Store], D]) -> D:
+        """The cache ``make`` builds from the store, made on first use."""
+        found = self._derived.get(make)
+        if found is None:
+            found = self._derived[make] = make(self._store)
+        return cast(D, found)
 
     def grants(self, namespace: str) -> list[ReferenceGrant]:
         """The valid ReferenceGrants of ``namespace``."""
@@ -209,18 +167,14 @@ class Cache:
         if ref.kind == "Secret":
             self._secret_states.pop(key, None)
             self._secret_reads.pop(key, None)
-        elif ref.kind == _ROUTE:
-            self._routes.pop(key, None)
         elif ref.kind == "Policy":
             self._policies.pop(key, None)
         elif ref.kind == _GC:
             self._gc = []
-        elif ref.kind == "Ingress":
-            self._mergeable.pop(key, None)
-            if self._canaries is not None:
-                self._canaries_changed.add(key)
         elif ref.kind == GRANT:
             self._grants.pop(ref.namespace, None)
+        for derived in self._derived.values():
+            derived.forget(ref)
 
 
 class Reads:
@@ -233,25 +187,6 @@ class Reads:
     def secret(self, namespace: str, name: str) -> SecretState:
         self.refs.add(ObjectRef("Secret", namespace, name))
         return self._cache.secret(namespace, name)
-
-    def route(self, namespace: str, name: str) -> Parsed[VirtualServerRoute] | None:
-        """VirtualServerRoute namespace/name (None: absent); its change translates
-        the reader again, as does its creation when it was absent."""
-        self.refs.add(ObjectRef(_ROUTE, namespace, name))
-        return self._cache.route(namespace, name)
-
-    def selected_routes(self, labels: Mapping[str, str]) -> list[VirtualServerRoute]:
-        """The valid VirtualServerRoutes of every namespace whose labels include
-        ``labels`` (NIC's routeSelector reads all it watches), by namespace/name;
-        any VirtualServerRoute's change translates the reader again."""
-        self.refs.add(ObjectRef(_ROUTE, ANY, ANY))
-        found = []
-        for ref in self._cache.route_refs():
-            parsed = self._cache.route(ref.namespace, ref.name)
-            vsr = parsed.resource if parsed else None
-            if vsr is not None and all(vsr.meta.labels.get(k) == v for k, v in labels.items()):
-                found.append(vsr)
-        return found
 
     def secret_read(self, namespace: str, name: str, parser: SecretParser) -> SecretRead[Any]:
         """A Secret's content as ``parser`` reads it (a policy's htpasswd, API keys...)."""
@@ -287,40 +222,14 @@ class Reads:
             for g in self._cache.grants(namespace)
         )
 
-    def canaries(self, host: str) -> list[Ingress]:
-        """The valid canary Ingresses with a rule for ``host`` (any class: the
-        caller keeps those it serves); a change to one translates the reader again."""
-        self.refs.add(ObjectRef(CANARY_HOST, "", host))
-        return self._cache.canaries(host)
+    def depend(self, ref: ObjectRef) -> None:
+        """The reader reads ``ref`` (a kind's own key, e.g. a host's Ingresses):
+        a change the kind reports for it translates the reader again."""
+        self.refs.add(ref)
 
-    def mergeable(self, host: str) -> list[Ingress]:
-        """The valid master and minion Ingresses of ``host`` (any class: the
-        caller keeps those it serves); a change to one translates the reader again."""
-        self.refs.add(ObjectRef(MERGEABLE_HOST, "", host))
-        return self._cache.mergeable(host)
-
-
-def _parse_canary(obj: Mapping[str, Any] | None) -> Ingress | None:
-    md = obj.get("metadata") if obj is not None else None
-    annotations = md.get("annotations") if isinstance(md, Mapping) else None
-    flag = annotations.get(CANARY) if isinstance(annotations, Mapping) else None
-    if obj is None or not isinstance(flag, str) or flag.strip().lower() != "true":
-        return None
-    try:
-        return parse_ingress(obj)
-    except InvalidResource:
-        return None
-
-
-def _parse_mergeable(obj: Mapping[str, Any] | None) -> Ingress | None:
-    md = obj.get("metadata") if obj is not None else None
-    annotations = md.get("annotations") if isinstance(md, Mapping) else None
-    if obj is None or not isinstance(annotations, Mapping) or MERGEABLE not in annotations:
-        return None
-    try:
-        return parse_ingress(obj)
-    except InvalidResource:
-        return None
+    def derived(self, make: Callable[[Store], D]) -> D:
+        """A kind's own cache (``Derived``); its reads say what they ``depend`` on."""
+        return self._cache.derived(make)
 
 
 def _read_secret(obj: Mapping[str, Any] | None, parser: SecretParser) -> SecretRead[Any]:

@@ -22,7 +22,7 @@ from ferryman.configs.routes import encode_host
 from ferryman.configs.tenancy import denied_minion
 from ferryman.engine.configuration import covering_wildcard
 from ferryman.engine.queue_keys import QueueKey
-from ferryman.engine.reads import CANARY_HOST, MERGEABLE_HOST, Reads
+from ferryman.engine.reads import Reads
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
@@ -53,6 +53,8 @@ from ferryman.kinds.ingress.records.virtual_hosts import (
     secret_names,
     virtual_hosts,
 )
+from ferryman.kinds.ingress.translate import host_reads
+from ferryman.kinds.ingress.translate.host_reads import CANARY_HOST, MERGEABLE_HOST
 from ferryman.kinds.ingress.translate.listen import listen_ports
 from ferryman.observability.metrics import Metrics
 from ferryman.report import (
@@ -145,7 +147,7 @@ class IngressTranslator(Translator):
         d = self._d
         return [
             c
-            for c in reads.canaries(host)
+            for c in host_reads.canaries(reads, host)
             if d.policy.accepts(c.class_name) and d.config.allows(c.meta.namespace, host)
         ]
 
@@ -220,7 +222,7 @@ class IngressTranslator(Translator):
                 states[WILDCARD] = reads.secret(*wildcard)
             vhosts, warnings = virtual_hosts(ing, d.config.owned_hosts(ref), states)
             if (host := mergeable_host(ing)) is not None:
-                found = reads.mergeable(host)
+                found = host_reads.mergeable(reads, host)
                 # Tenant mode: a namespace not allowed the host adds nothing to it.
                 mergeable = [
                     m

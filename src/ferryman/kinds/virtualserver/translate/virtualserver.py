@@ -22,6 +22,7 @@ from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, pars
 from ferryman.kinds.virtualserver.records.delegation import Delegated, resolve
 from ferryman.kinds.virtualserver.records.listeners import resolve_listeners
 from ferryman.kinds.virtualserver.records.virtualserver import VSRecords, vs_records
+from ferryman.kinds.virtualserver.translate.route_reads import RoutesRead
 from ferryman.kinds.virtualserver.translate.vsr_status import RouteStatuses
 from ferryman.observability.metrics import Metrics
 from ferryman.report import (
@@ -141,7 +142,9 @@ class VirtualServerTranslator(Translator):
         if vs is not None and vs.tls and not secret and wildcard is not None:
             # NIC: a tls block naming no Secret terminates TLS with --wildcard-tls-secret.
             state = reads.secret(*wildcard)
-        delegations = resolve(vs, reads, d.policy.served, d.config) if vs and owned else None
+        delegations = (
+            resolve(vs, RoutesRead(reads), d.policy.served, d.config) if vs and owned else None
+        )
         d.declare(ref, reads.refs)
         d.drop_hosts_of(ref, keep=owned)
         if vs is None or delegations is None:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ferryman.configs.tenancy import host_denied
 from ferryman.engine.reads import Cache
+from ferryman.kinds.virtualserver.translate.route_reads import ParsedRoutes
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
@@ -96,7 +97,7 @@ class RouteStatuses:
     def changed(self, ref: ObjectRef) -> None:
         """VirtualServerRoute ``ref`` changed (or its VirtualServer let it go)."""
         self._unwait(ref)
-        parsed = self._cache.route(ref.namespace, ref.name)
+        parsed = self._cache.derived(ParsedRoutes).route(ref.namespace, ref.name)
         if parsed is None:  # deleted: nothing to report on
             self._serving.pop(ref, None)
             return
