@@ -8,10 +8,11 @@ to beside the code that refers to it: a reference cannot be read and not
 tracked.
 
 ``Cache`` holds what is costly to derive from an object (a Secret's checked
-certificate, a parsed Policy, a Secret read by a policy) until that object
-changes or nothing reads it any more; a kind keeps its own derivations beside
-them (``Derived``: the Ingress kind's mergeable and canary Ingresses by host,
-the VirtualServer kind's parsed VirtualServerRoutes), told of the same changes.
+certificate, a Secret read by a policy) until that object changes or nothing
+reads it any more; a kind keeps its own derivations beside them (``Derived``:
+the Ingress kind's mergeable and canary Ingresses by host, the VirtualServer
+kind's parsed VirtualServerRoutes, the Policy kind's parsed Policies), told of
+the same changes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
-from ferryman.kinds.policy.parse.policy import Policy, parse_policy
 from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.kinds.transport.parse.globalconfiguration import (
     GlobalConfiguration,
@@ -87,10 +87,8 @@ class Cache:
         # The served GlobalConfiguration parsed ([None]: absent), once per change.
         self._gc: list[GlobalConfiguration | None] = []
         self._secret_states: dict[tuple[str, str], SecretState] = {}
-        # A Secret's content per parser (htpasswd, API keys...), and parsed Policies
-        # (None: missing or invalid).
+        # A Secret's content per parser (htpasswd, API keys...).
         self._secret_reads: dict[tuple[str, str], dict[SecretParser, SecretRead[Any]]] = {}
-        self._policies: dict[tuple[str, str], Policy | None] = {}
         # The kinds' own caches, by the class (or factory) that made them.
         self._derived: dict[Callable[[Store], Derived], Derived] = {}
         # Tenant mode (--allowed-host-suffixes): references across namespaces
@@ -113,13 +111,6 @@ class Cache:
             found = _read_secret(self._store.get("Secret", namespace, name), parser)
             reads[parser] = found
         return found
-
-    def policy(self, namespace: str, name: str) -> Policy | None:
-        key = (namespace, name)
-        if key not in self._policies:
-            obj = self._store.get("Policy", namespace, name)
-            self._policies[key] = None if obj is None else parse_policy(obj).resource
-        return self._policies[key]
 
     def global_configuration(self) -> GlobalConfiguration | None:
         if not self._gc:
@@ -167,8 +158,6 @@ class Cache:
         if ref.kind == "Secret":
             self._secret_states.pop(key, None)
             self._secret_reads.pop(key, None)
-        elif ref.kind == "Policy":
-            self._policies.pop(key, None)
         elif ref.kind == _GC:
             self._gc = []
         elif ref.kind == GRANT:
@@ -200,11 +189,6 @@ class Reads:
         if (ref := self._cache.global_configuration_ref()) is not None:
             self.refs.add(ref)
         return self._cache.global_configuration()
-
-    def policy(self, namespace: str, name: str) -> Policy | None:
-        """The Policy, parsed and valid; None when it is missing or invalid."""
-        self.refs.add(ObjectRef("Policy", namespace, name))
-        return self._cache.policy(namespace, name)
 
     def granted(
         self, from_kind: str, from_namespace: str, to: tuple[str, str], namespace: str, name: str

@@ -56,6 +56,7 @@ from ferryman.kinds.ingress.records.virtual_hosts import (
 from ferryman.kinds.ingress.translate import host_reads
 from ferryman.kinds.ingress.translate.host_reads import CANARY_HOST, MERGEABLE_HOST
 from ferryman.kinds.ingress.translate.listen import listen_ports
+from ferryman.kinds.policy.translate.reads import PolicyReading
 from ferryman.observability.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
@@ -292,7 +293,7 @@ class IngressTranslator(Translator):
             return ingress_records(
                 ing,
                 vhosts,
-                reads,
+                PolicyReading(reads),
                 self._d.policy.served,
                 self._worker.route_defaults(),
                 mergeable=merged,

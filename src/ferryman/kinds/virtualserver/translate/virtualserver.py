@@ -18,6 +18,7 @@ from ferryman.engine.reads import Reads
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.kinds.policy.records.status import policy_status
+from ferryman.kinds.policy.translate.reads import PolicyReading
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
 from ferryman.kinds.virtualserver.records.delegation import Delegated, resolve
 from ferryman.kinds.virtualserver.records.listeners import resolve_listeners
@@ -166,7 +167,7 @@ class VirtualServerTranslator(Translator):
             return vs_records(
                 vs,
                 state,
-                reads=reads,
+                reads=PolicyReading(reads),
                 ingress_class=d.policy.served,
                 delegated=tuple(delegated),
                 http2=http2,

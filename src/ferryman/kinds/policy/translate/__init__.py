@@ -1,0 +1,1 @@
+"""Policies as other kinds' translations read them."""
