@@ -277,7 +277,9 @@ class KubernetesSource:
         def interrupted(e: Exception) -> float | None:
             nonlocal just_listed
             listed_first, just_listed = just_listed, False
-            if listed_first and isinstance(from_api(e), Forbidden):
+            refused = from_api(e)
+            # 403 only: a 401 (a token gone stale) is no RBAC rule, and fails the list next.
+            if listed_first and isinstance(refused, Forbidden) and refused.status == 403:
                 if (kind.key, namespace) not in self._polled:
                     self._polled.add((kind.key, namespace))
                     log.warning(
