@@ -471,7 +471,8 @@ class Ferryman:
     metrics_port: int = field(default_factory=free_port)
     # Runs ferryman through another program, e.g. setpriv to run it as another user.
     command_prefix: list[str] = field(default_factory=list)
-    # Spell the command line as NIC's manifests do (Go flags, NIC's names, no "run").
+    # Spell the command line as NIC's manifests do (Go flags, NIC's names, no "run"):
+    # NIC's default class, nginx, is then served unless extra_args name another.
     nic_flags: bool = False
     # Starts the server through a wrapper that sleeps this long first, so a test
     # sees the window before the first configuration is live on every flavour.

@@ -154,7 +154,9 @@ def test_disable_ipv6_refuses_ipv6_clients_while_ipv4_serves(
 
 
 def test_nics_disable_ipv6_spelling(tmp_path: Path, backends: Backends) -> None:
-    f = Ferryman(tmp_path, nic_flags=True, extra_args=["-disable-ipv6=true"])
+    f = Ferryman(
+        tmp_path, nic_flags=True, extra_args=["-disable-ipv6=true", "-ingress-class=ferryman"]
+    )
     try:
         _tls_ingress(f, backends)
         with pytest.raises(httpx.ConnectError):

@@ -21,7 +21,8 @@ from testkit.harness import (
 def test_nic_flags_alone_bring_up_ferryman_serving_class_nginx(
     tmp_path: Path, backends: Backends
 ) -> None:
-    f = Ferryman(tmp_path, nic_flags=True, extra_args=["-ingress-class=nginx"])
+    # No -ingress-class, as in NIC's manifests: NIC's default class, nginx.
+    f = Ferryman(tmp_path, nic_flags=True)
     f.write("svc", service_with_backends("cafe", [backends.start("cafe")]))
     f.write("cafe", ingress("cafe", [rule("cafe.example.com", path("/", "cafe"))],
                             class_name="nginx"))  # fmt: skip

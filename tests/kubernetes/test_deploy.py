@@ -8,12 +8,11 @@ from pathlib import Path
 
 import yaml
 from lightkube import Client, codecs
-from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Namespace, Secret, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Secret
 
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from testkit.apiserver import APIServer, apply, wait_until
@@ -28,6 +27,7 @@ from testkit.harness import (
 )
 from testkit.kubernetes_mode import _events, _status
 from testkit.netns import BackendHost
+from testkit.service_account import token_kubeconfig
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -48,26 +48,7 @@ def _deployed(kube: Client) -> Iterator[None]:
 
 
 def _token_kubeconfig(apiserver: APIServer, kube: Client, out: Path) -> str:
-    request = ServiceAccount.Token(
-        metadata=ObjectMeta(name="ferryman", namespace="ferryman"),
-        spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
-    )
-    token = kube.create(request, "ferryman", namespace="ferryman")
-    assert token.status is not None
-    admin = yaml.safe_load(Path(apiserver.kubeconfig).read_text())
-    cluster = admin["clusters"][0]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [cluster],
-        "users": [{"name": "ferryman", "user": {"token": token.status.token}}],
-        "contexts": [
-            {"name": "ferryman", "context": {"cluster": cluster["name"], "user": "ferryman"}}
-        ],
-        "current-context": "ferryman",
-    }
-    out.write_text(yaml.safe_dump(config))
-    return str(out)
+    return token_kubeconfig(apiserver, kube, "ferryman", "ferryman", out)
 
 
 def _webhook_args() -> list[str]:

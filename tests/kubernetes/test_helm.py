@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 from lightkube import ApiError, Client, KubeConfig, codecs
-from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.admissionregistration_v1 import MutatingWebhookConfiguration
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
@@ -45,6 +44,7 @@ from testkit.nic_resources import (
     VirtualServerRoute,
     status,
 )
+from testkit.service_account import token_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "ferryman"
@@ -716,24 +716,7 @@ def _running(f: Ferryman, kube: Client, webhook: bool = True) -> Iterator[None]:
 
 
 def _token_kubeconfig(apiserver: APIServer, kube: Client, namespace: str, out: Path) -> str:
-    name = f"{RELEASE}-ferryman"
-    request = ServiceAccount.Token(
-        metadata=ObjectMeta(name=name, namespace=namespace),
-        spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
-    )
-    token = kube.create(request, name, namespace=namespace)
-    assert token.status is not None
-    cluster = yaml.safe_load(Path(apiserver.kubeconfig).read_text())["clusters"][0]
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [cluster],
-        "users": [{"name": name, "user": {"token": token.status.token}}],
-        "contexts": [{"name": name, "context": {"cluster": cluster["name"], "user": name}}],
-        "current-context": name,
-    }
-    out.write_text(yaml.safe_dump(config))
-    return str(out)
+    return token_kubeconfig(apiserver, kube, namespace, f"{RELEASE}-ferryman", out)
 
 
 def test_rendered_chart_applies_and_runs(

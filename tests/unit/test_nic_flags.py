@@ -103,12 +103,13 @@ def _spell(flag: str, value: str | None, how: str) -> list[str]:
 def test_every_ferryman_flag_spelled_the_go_ways_gives_the_same_settings(
     chosen: list[tuple[str, str | None, str]],
 ) -> None:
-    ferryman_way: list[str] = ["run"]
-    go_way: list[str] = []  # no subcommand: NIC's command line means run
+    # No subcommand: NIC's command line means run, with NIC's class unless named.
+    ferryman_way: list[str] = ["run", f"--ingress-class={nic_flags.NIC_INGRESS_CLASS}"]
+    go_way: list[str] = []
     for flag, value, how in chosen:
         ferryman_way += [flag] if value is None else [flag, value]
         go_way += _spell(flag, value, how)
-    assert _parsed(go_way or ["run"]) == _parsed(ferryman_way)
+    assert _parsed(go_way or ["-ingress-class=nginx"]) == _parsed(ferryman_way)
 
 
 @pytest.mark.parametrize(
@@ -180,7 +181,17 @@ def test_every_ferryman_flag_spelled_the_go_ways_gives_the_same_settings(
     ],
 )
 def test_nic_flags_mean_what_they_mean_in_nic(nic: list[str], ferryman: list[str]) -> None:
-    assert _parsed(nic)[1] == _parsed(["run", *ferryman])[1]
+    assert _parsed(nic)[1] == _parsed(["run", "--ingress-class=nginx", *ferryman])[1]
+
+
+def test_nics_command_line_serves_nics_default_class() -> None:
+    """NIC's manifests pass no -ingress-class: NIC's args, with only the image
+    changed, serve class nginx; ``ferryman run`` keeps ferryman's own default,
+    and a named class wins either way."""
+    assert _parsed(["-report-ingress-status"])[1].ingress_class == "nginx"
+    assert _parsed(["run", "-report-ingress-status"])[1].ingress_class == "ferryman"
+    assert _parsed(["-ingress-class=ferryman"])[1].ingress_class == "ferryman"
+    assert _parsed(["-ingress-class", "edge", "-v=3"])[1].ingress_class == "edge"
 
 
 def test_disable_ipv6_is_a_setting_ipv6_on_by_default_as_in_nic() -> None:

@@ -25,6 +25,9 @@ class FlagError(ValueError):
     """An argv ferryman cannot read (one line for the user)."""
 
 
+# NIC's -ingress-class default: a command line without a subcommand (NIC's) gets it.
+NIC_INGRESS_CLASS = "nginx"
+
 # NIC's name -> ferryman's, for flags that are the same thing under another name.
 RENAMED = {
     "default-http-listener-port": "http-port",
@@ -223,11 +226,20 @@ def translate(argv: Sequence[str], parser: argparse.ArgumentParser) -> list[str]
     if any(a in _VERSION for a in argv[: argv.index("--") if "--" in argv else len(argv)]):
         return ["--version"]
     commands = _subparsers(parser)
-    command, rest = (argv[0], argv[1:]) if not argv[0].startswith("-") else ("run", argv)
-    sub = commands.get(command)
-    if sub is None:
-        return argv  # argparse names the choices
-    return [command, *_translate(rest, sub, command)]
+    if not argv[0].startswith("-"):
+        command, rest = argv[0], argv[1:]
+        sub = commands.get(command)
+        if sub is None:
+            return argv  # argparse names the choices
+        return [command, *_translate(rest, sub, command)]
+    # NIC's args as its manifests write them: NIC's default class too (a later
+    # -ingress-class wins), so its Ingresses of class nginx are served with
+    # only the image changed. ``ferryman run`` keeps ferryman's own default.
+    return [
+        "run",
+        f"--ingress-class={NIC_INGRESS_CLASS}",
+        *_translate(argv, commands["run"], "run"),
+    ]
 
 
 def _translate(rest: list[str], sub: argparse.ArgumentParser, command: str) -> list[str]:

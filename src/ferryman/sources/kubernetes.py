@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.engine.kind_spec import KindSpec
-from ferryman.kube.errors import NotFound, from_api
+from ferryman.kube.errors import Forbidden, NotFound, from_api
 from ferryman.kube.resources import (
     AsyncClient,
     ConfigMap,
@@ -62,6 +62,10 @@ LIST_CHUNK = 500
 # Backoff between relists after an error: quick first, capped.
 _RETRY_MIN = 0.2
 _RETRY_MAX = 10.0
+# How often a kind RBAC lets ferryman list but not watch is listed again (NIC's
+# ClusterRole grants IngressClasses get and list only): class changes are rare,
+# and a list per half minute costs the API server next to nothing.
+_POLL = 30.0
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,8 @@ class KubernetesSource:
         self._resynced = asyncio.Event()
         # Since when (monotonic) each informer that cannot list has failed.
         self._failing: dict[tuple[str, str], float] = {}
+        # The informers RBAC lets list but not watch (told once, then polled).
+        self._polled: set[tuple[str, str]] = set()
         for cm in self._configmaps:
             self.expect(*cm)
 
@@ -253,8 +259,14 @@ class KubernetesSource:
             chunk_size=LIST_CHUNK,
         )
 
+        # Whether this round's list succeeded: a watch refused after it means
+        # RBAC grants list but not watch, and the kind is followed by listing.
+        just_listed = False
+
         async def listed(listing: Listing) -> None:
+            nonlocal just_listed
             await self._relist(kind, namespace, listing)
+            just_listed = True
             self._failing.pop((kind.key, namespace), None)
             if (synced := self._synced.get((kind.key, namespace))) is not None:
                 synced.set()
@@ -263,6 +275,19 @@ class KubernetesSource:
             self._event(kind, namespace, kind_of_event, obj)
 
         def interrupted(e: Exception) -> float | None:
+            nonlocal just_listed
+            listed_first, just_listed = just_listed, False
+            refused = from_api(e)
+            # 403 only: a 401 (a token gone stale) is no RBAC rule, and fails the list next.
+            if listed_first and isinstance(refused, Forbidden) and refused.status == 403:
+                if (kind.key, namespace) not in self._polled:
+                    self._polled.add((kind.key, namespace))
+                    log.warning(
+                        "RBAC grants list but not watch: listing again every "
+                        f"{_POLL:g}s (grant watch to see changes at once)",
+                        extra={"fields": {"kind": kind.name, "namespace": namespace}},
+                    )
+                return _POLL
             if kind.optional and _not_found(e):
                 self._failing.pop((kind.key, namespace), None)
                 # No CRD: nothing of this kind exists; start-up must not wait for it.
