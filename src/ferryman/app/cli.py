@@ -92,7 +92,10 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
         help="NGINX's HTTPS listener",
     )
     serve.add_argument(
-        "--ingress-class", default="ferryman", metavar="NAME", help="IngressClass to serve"
+        "--ingress-class",
+        default="ferryman",
+        metavar="NAME",
+        help="IngressClass to serve (NIC's command line, with no subcommand: nginx)",
     )
     serve.add_argument(
         "--global-configuration",
