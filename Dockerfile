@@ -2,7 +2,8 @@
 # ferryman's own NGINX module, and ferryman in a virtualenv. Runs as a non-root user with a read-only root
 # filesystem: everything ferryman and NGINX write lives under /var/lib/ferryman
 # (mount an emptyDir there). Ports below 1024 need the pod sysctl
-# net.ipv4.ip_unprivileged_port_start=0 (deploy/deployment.yaml sets it).
+# net.ipv4.ip_unprivileged_port_start=0 (deploy/deployment.yaml sets it) or the
+# capability NET_BIND_SERVICE (NIC's pod settings), which ferryman passes on to NGINX.
 #
 # BASE is any Debian bookworm image; scripts/build-image.sh makes one with
 # debootstrap from Debian's packages, builds this file on it and tests it

@@ -206,3 +206,70 @@ def test_image_runs_as_deploy_runs_it_and_serves(
         assert "Traceback" not in logs()
     finally:
         subprocess.run([*PODMAN, "rm", "--force", name], capture_output=True)
+
+
+# As a container runtime starts a user other than root that asks for a
+# capability: in its permitted and effective sets, never inheritable or ambient
+# (podman, unlike containerd and CRI-O, raises it as ambient too; this undoes that
+# before ferryman's own code runs, in its process).
+_AS_A_KUBELET_STARTS_IT = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(47, 4, 0, 0, 0) == 0  # PR_CAP_AMBIENT_CLEAR_ALL
+header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+data = (ctypes.c_uint32 * 6)()
+assert libc.capget(header, data) == 0
+data[2] = data[5] = 0  # inheritable
+assert libc.capset(header, data) == 0
+from ferryman.app.launch import main
+sys.argv[0] = "ferryman"
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("image", ["nginx"], indirect=True)
+def test_nics_pod_settings_bind_ports_80_and_443_with_net_bind_service(
+    tmp_path: Path, image: tuple[str, str], pod_network: BackendHost
+) -> None:
+    """NIC's Deployment runs its controller as user 101 with every capability
+    dropped but NET_BIND_SERVICE, no privilege escalation, and no sysctl for low
+    ports: ferryman passes the capability on to NGINX, which listens on 80."""
+    _, name_of_image = image
+    pod = _pod_spec()
+    state, manifests = tmp_path / "state", tmp_path / "manifests"
+    state.mkdir()
+    state.chmod(0o777)
+    manifests.mkdir()
+    tmp_path.chmod(0o755)
+    app = pod_network.start("app")
+    docs = service_with_backends("app", [app])
+    _write(manifests, "app", [*docs, ingress("web", [rule("web.test", path("/", "app"))])])
+    options = [o for o in _run_options(pod, state, manifests) if not o.startswith("--sysctl")]
+    options += [
+        "--cap-add=NET_BIND_SERVICE",
+        # The kernel's default, which a kubelet leaves as it is.
+        "--sysctl=net.ipv4.ip_unprivileged_port_start=1024",
+    ]
+    name = f"ferryman-nic-{tmp_path.name}"[:60]
+    (container,) = pod["containers"]
+    run = [
+        *PODMAN, "run", "--detach", "--name", name,
+        f"--network=ns:/run/netns/{pod_network.netns}", *_limits(), *options,
+        "--entrypoint", "/opt/ferryman/bin/python", name_of_image, "-c", _AS_A_KUBELET_STARTS_IT,
+        *container["args"], f"--manifests={MANIFESTS}", "--shutdown-grace-period=1",
+    ]  # fmt: skip
+    subprocess.run(run, check=True, capture_output=True, text=True, timeout=120)
+    ports = _ports(pod)
+    assert ports["http"] == 80 and ports["https"] == 443
+    base = f"http://{pod_network.address}"
+
+    def logs() -> str:
+        out = subprocess.run([*PODMAN, "logs", name], capture_output=True, text=True)
+        return out.stdout + out.stderr
+
+    try:
+        _wait_ready(name, f"{base}:{ports['readiness']}/nginx-ready", logs)
+        r = httpx.get(f"{base}:80/x", headers={"Host": "web.test"}, timeout=5)
+        assert r.status_code == 200 and r.json()["name"] == "app", logs()
+    finally:
+        subprocess.run([*PODMAN, "rm", "--force", name], capture_output=True)

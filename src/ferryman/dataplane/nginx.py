@@ -24,6 +24,7 @@ from pathlib import Path
 import aiohttp
 
 from ferryman.dataplane import PushResult
+from ferryman.dataplane.capabilities import pass_on_bind_capability
 from ferryman.dataplane.errors import (
     ConfigError,
     ConfigTestError,
@@ -78,6 +79,7 @@ def _die_with_parent() -> None:
     """In the child before exec: NGINX gets SIGTERM if ferryman dies, even by SIGKILL,
     so no NGINX is ever left without its controller."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    pass_on_bind_capability()  # ports below 1024 with NIC's pod settings
 
 
 class NginxManager:
@@ -236,6 +238,7 @@ class NginxManager:
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=pass_on_bind_capability,  # the test binds the ports too
         )
         out, _ = await proc.communicate()
         if proc.returncode != 0:
