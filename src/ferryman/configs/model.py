@@ -96,6 +96,9 @@ class MainConfig:
     # --enable-gateway-api: the Gateway server, listening where
     # kinds/gateway/records/servers.py's file says (the controller writes it).
     gateway: bool = False
+    # The Gateway server's plaintext sockets serve HTTP/2 with prior knowledge
+    # (h2c, gRPC) beside HTTP/1.1: ``http2 on`` (dataplane/server_version.py).
+    h2c: bool = False
     # Public ports listen on IPv6 too ([::], configs/listen.py): unless
     # --disable-ipv6, or the machine has no IPv6 (dataplane/ipv6.py).
     ipv6: bool = True

@@ -19,6 +19,7 @@ from pathlib import Path
 from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
+from ferryman.dataplane.server_version import serves_h2c
 from ferryman.dataplane.state_dir import Paths
 from ferryman.engine.settings import Settings, SettingsError
 
@@ -93,6 +94,7 @@ def main_config(
         # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
         http_listeners=True,
         gateway=settings.gateway_api,
+        h2c=settings.gateway_api and serves_h2c(settings.nginx_binary),
         ipv6=not settings.disable_ipv6,
     )
 
@@ -123,6 +125,10 @@ class MainFile:
 
     def config_version(self, socket: str, version: int) -> str:
         return self.renderer.config_version(socket, version)
+
+    def h2c(self, user: str | None) -> bool:
+        """The Gateway's plaintext listeners serve h2c beside HTTP/1.1 (GRPCRoutes)."""
+        return main_config(self.settings, self.paths, user, public=True).h2c
 
     def configmap(self, user: str | None) -> ConfigMapState | None:
         """--nginx-configmaps (and --ingress-nginx-configmap): its keys, rendering

@@ -30,6 +30,9 @@ class Shape:
     stream: bool = False
     # Where ferryman's HTTPS server listens behind TLS passthrough.
     tls_socket: str = ""
+    # Plaintext listeners serve HTTP/2 with prior knowledge (h2c) beside
+    # HTTP/1.1: NGINX 1.25.1 and later, Angie (dataplane/server_version.py).
+    h2c: bool = False
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,9 @@ local function filters_of(text, entry)
             entry.timeouts = { seconds, seconds, seconds }
         elseif letter == "o" then
             entry.cors = cors.decode(payload)
+        elseif letter == "g" then
+            -- A GRPCRoute's match: ferryman_vs goes on in @ferryman_grpc.
+            entry.grpc = true
         elseif letter == "m" then
             entry.mirrors = {}
             for _, m in ipairs(cut(payload, "^")) do

@@ -41,10 +41,11 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_gateway_class,
     parse_http_route,
 )
+from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
-from ferryman.kinds.gateway.records.attach import Route, attach
+from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
     passthrough_records,
@@ -76,8 +77,8 @@ from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "TLSRoute", "ReferenceGrant")
-ROUTES = ("HTTPRoute", "TLSRoute")
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant")
+ROUTES = ("HTTPRoute", "GRPCRoute", "TLSRoute")
 # Where W records' certificates are noted in Desired.host_cert (no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
 _CERT_PREFIX = "gateway:"
@@ -102,13 +103,16 @@ class GatewayTranslator(Translator):
         status: GatewayStatusSink | None,
         ports: ListenPorts | None = None,
         stream: bool = False,
+        h2c: bool = True,
     ) -> None:
         """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
         listeners (None: neither is served); it is told the ports Gateways
         keep, where a younger GlobalConfiguration's listeners are left out
         (kinds/transport/translate/servers.py). ``stream``: NGINX has the
-        stream module, so TLS listeners pass TLS through."""
+        stream module, so TLS listeners pass TLS through. ``h2c``: HTTP
+        listeners serve HTTP/2 without TLS beside HTTP/1.1 (GRPCRoutes)."""
         self._stream = stream
+        self._h2c = h2c
         self._settings = settings
         self._ports = ports
         self._port_rules = PortRules(settings, store, ports)
@@ -234,7 +238,7 @@ class GatewayTranslator(Translator):
             fields = {"key": key, "why": why}
             log.warning("NGINX refused a Gateway record", extra={"fields": fields})
         for route in sorted(routes):
-            ref = ObjectRef("HTTPRoute", *route.split("/", 1))
+            ref = ObjectRef(*route_kind(route))
             parse = self._parsed.get(ref)
             self._refused[ref] = (parse.stamp if parse else None, f"the Gateway record {key} {why}")
         self._stale = True
@@ -284,7 +288,11 @@ class GatewayTranslator(Translator):
             gateways.append(p.parsed.resource)
         gateways.sort(key=_age)
         routes: list[Route] = []
-        for kind, parser in (("HTTPRoute", parse_http_route), ("TLSRoute", parse_tls_route)):
+        for kind, parser in (
+            ("HTTPRoute", parse_http_route),
+            ("GRPCRoute", parse_grpc_route),
+            ("TLSRoute", parse_tls_route),
+        ):
             for ref, p in self._parse_all(kind, parser):
                 seen.add(ref)
                 if p.parsed.resource is None:
@@ -326,7 +334,7 @@ class GatewayTranslator(Translator):
         self._port_rules.update(gateways, outcomes, gc_ports)
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists,
-            self._port_rules.unavailable, tls_passthrough=self._stream,
+            self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
         )  # fmt: skip
         out = serving(
             gateways, outcomes, att, self._status_addresses,
@@ -354,7 +362,9 @@ class GatewayTranslator(Translator):
             ref = ObjectRef(route.kind, route.meta.namespace, route.meta.name)
             parents = att.routes.get((route.meta.namespace, route.meta.name), ())
             why = (
-                too_large.get(f"{ref.namespace}/{ref.name}") if route.kind == "HTTPRoute" else None
+                too_large.get(route_id(route.kind, ref.namespace, ref.name))
+                if route.kind != "TLSRoute"
+                else None
             )
             if why is not None:
                 parents = not_accepted(parents, why)
@@ -395,8 +405,7 @@ class GatewayTranslator(Translator):
         for s in served:
             for entries in s.table.values():
                 for e in entries:
-                    namespace, name = e.route.split("/", 1)
-                    keys = uses.setdefault(ObjectRef("HTTPRoute", namespace, name), set())
+                    keys = uses.setdefault(ObjectRef(*route_kind(e.route)), set())
                     for ns, service, port, _ in e.backends:
                         if service is not None:
                             keys.add(backend_key(ns, service, str(port)))
@@ -470,5 +479,6 @@ def build(context: Context) -> list[GatewayTranslator]:
             c.sinks.gateway,
             c.ports,
             stream=c.shape.stream,
+            h2c=c.shape.h2c,
         )
     ]
