@@ -34,6 +34,9 @@ MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so
 # FAST_MODULE's zone, so it is loaded after it and only with it, and only when
 # TransportServers are wanted (--global-configuration, --enable-tls-passthrough).
 STREAM_MODULE = "ngx_stream_ferryman_module.so"
+# Debian's NGINX 1.22 only (scripts/build-h2c-module.sh): HTTP/2's preface
+# read ahead on the Gateway's HTTP sockets (dataplane/server_version.py).
+H2C_MODULE = "ngx_stream_ferryman_h2c_module.so"
 
 
 def checked_path(flag: str, path: Path) -> Path:
@@ -65,6 +68,13 @@ def main_config(
     )
     if stream:
         modules += (str(modules_dir / STREAM_MODULE),)
+    h2c = settings.gateway_api and serves_h2c(settings.nginx_binary)
+    # Without h2c of its own, the Gateway's HTTP sockets are stream servers
+    # that hand each connection to the Gateway server's HTTP/1.1 or HTTP/2
+    # socket by its first bytes (nginx.conf.tmpl), where the module is.
+    h2c_hop = settings.gateway_api and stream and not h2c and (modules_dir / H2C_MODULE).exists()
+    if h2c_hop:
+        modules += (str(modules_dir / H2C_MODULE),)
     lua_dir = settings.nginx_lua_dir
     build_lua = f"{checked_path('--nginx-binary', lua_dir)}/?.lua;" if lua_dir else ""
     return MainConfig(
@@ -94,7 +104,8 @@ def main_config(
         # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
         http_listeners=True,
         gateway=settings.gateway_api,
-        h2c=settings.gateway_api and serves_h2c(settings.nginx_binary),
+        h2c=h2c,
+        h2c_hop=h2c_hop,
         ipv6=not settings.disable_ipv6,
     )
 
@@ -126,9 +137,11 @@ class MainFile:
     def config_version(self, socket: str, version: int) -> str:
         return self.renderer.config_version(socket, version)
 
-    def h2c(self, user: str | None) -> bool:
-        """The Gateway's plaintext listeners serve h2c beside HTTP/1.1 (GRPCRoutes)."""
-        return main_config(self.settings, self.paths, user, public=True).h2c
+    def h2c(self, user: str | None) -> tuple[bool, bool]:
+        """The Gateway's plaintext listeners serve h2c beside HTTP/1.1
+        (GRPCRoutes), and whether through the stream block's hop."""
+        main = main_config(self.settings, self.paths, user, public=True)
+        return main.h2c or main.h2c_hop, main.h2c_hop
 
     def configmap(self, user: str | None) -> ConfigMapState | None:
         """--nginx-configmaps (and --ingress-nginx-configmap): its keys, rendering

@@ -54,6 +54,7 @@ from ferryman.kinds.gateway.records.passthrough import (
 from ferryman.kinds.gateway.records.servers import (
     GATEWAY_LISTENS_FILE,
     Served,
+    render_hops,
     render_listens,
     routes_in,
 )
@@ -104,15 +105,19 @@ class GatewayTranslator(Translator):
         ports: ListenPorts | None = None,
         stream: bool = False,
         h2c: bool = True,
+        h2c_hop: bool = False,
     ) -> None:
         """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
         listeners (None: neither is served); it is told the ports Gateways
         keep, where a younger GlobalConfiguration's listeners are left out
         (kinds/transport/translate/servers.py). ``stream``: NGINX has the
         stream module, so TLS listeners pass TLS through. ``h2c``: HTTP
-        listeners serve HTTP/2 without TLS beside HTTP/1.1 (GRPCRoutes)."""
+        listeners serve HTTP/2 without TLS beside HTTP/1.1 (GRPCRoutes);
+        ``h2c_hop``: through the stream block (Debian's 1.22), where their
+        sockets are then written."""
         self._stream = stream
         self._h2c = h2c
+        self._h2c_hop = h2c_hop and stream
         self._settings = settings
         self._ports = ports
         self._port_rules = PortRules(settings, store, ports)
@@ -348,11 +353,12 @@ class GatewayTranslator(Translator):
         self._served = fitted.served
         passed, passing_uses = passthrough_records(out.passing)
         self._write_records(fitted.served, fitted.records, passed, passing_uses)
-        self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6)
+        hop = self._h2c_hop
+        self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6, hop=hop)
         if self._stream:
             self._files[PASSTHROUGH_FILE] = render_passthrough(
                 ((s.address, s.listener.port) for s in out.passing), ipv6=self._ipv6
-            )
+            ) + (render_hops(out.sockets, ipv6=self._ipv6) if hop else "")
         if self._ports is not None:
             if changed := self._ports.set_gateway_ports(out.held, out.asked):
                 self._worker.render_all(changed)
@@ -480,5 +486,6 @@ def build(context: Context) -> list[GatewayTranslator]:
             c.ports,
             stream=c.shape.stream,
             h2c=c.shape.h2c,
+            h2c_hop=c.shape.h2c_hop,
         )
     ]
