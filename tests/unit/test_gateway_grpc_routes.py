@@ -6,16 +6,22 @@ GRPCRoute precedence), the G items it becomes, and which servers have h2c."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.configs.render import Renderer
+from ferryman.dataplane.main_file import main_config
 from ferryman.dataplane.server_version import h2c_from
+from ferryman.dataplane.state_dir import Paths
+from ferryman.engine.settings import Settings
 from ferryman.kinds.gateway.parse.gateway_api import Gateway, parse_gateway, parse_http_route
 from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch, GRPCRoute, parse_grpc_route
 from ferryman.kinds.gateway.records.attach import Attachment, Route, attach, route_kind
 from ferryman.kinds.gateway.records.routes import gateway_record
+from ferryman.kinds.gateway.records.servers import render_hops, render_listens
 from ferryman.resources.pcre import pcre_error
 
 HTTP = {"name": "http", "port": 80, "protocol": "HTTP"}
@@ -207,3 +213,57 @@ def test_which_servers_have_h2c_beside_http_1_1() -> None:
     assert h2c_from("nginx version: nginx/1.30.4")
     assert h2c_from("nginx version: Angie/1.12.1")
     assert not h2c_from("something else")
+
+
+def test_without_h2c_the_plaintext_sockets_are_the_stream_blocks() -> None:
+    """Debian's 1.22: each plaintext socket is a stream server reading the
+    preface ahead; the HTTP server keeps the TLS sockets only."""
+    sockets = {("127.0.0.5", 80, False), ("*", 8080, False), ("127.0.0.5", 443, True)}
+    direct = render_listens(sockets, ipv6=False)
+    assert "127.0.0.5:80;" in direct and "127.0.0.5:443 ssl http2;" in direct
+    hopped = render_listens(sockets, ipv6=False, hop=True)
+    assert "127.0.0.5:443 ssl http2;" in hopped
+    assert ":80;" not in hopped and "8080" not in hopped
+    hops = render_hops(sockets, ipv6=True)
+    assert hops.count("server {") == 2 and "443" not in hops
+    assert "listen 127.0.0.5:80;" in hops and "listen [::]:8080 ipv6only=on;" in hops
+    assert hops.count("ferryman_h2c_preread;") == 2
+    assert hops.count("proxy_pass $ferryman_gateway_hop;") == 2
+    assert hops.count("proxy_protocol on;") == 2
+
+
+def _server(tmp_path: Path, version: str, h2c_module: bool) -> str:
+    """nginx.conf for a server whose ``-v`` prints ``version``, with the
+    modules a Gateway needs (and the h2c module or not)."""
+    modules = tmp_path / "modules"
+    modules.mkdir(parents=True)
+    names = ["ngx_http_ferryman_module.so", "ngx_stream_module.so", "ngx_stream_ferryman_module.so"]
+    for name in names + (["ngx_stream_ferryman_h2c_module.so"] if h2c_module else []):
+        (modules / name).touch()
+    binary = tmp_path / "server"
+    binary.write_text(f"#!/bin/sh\necho 'nginx version: {version}' >&2\n")
+    binary.chmod(0o755)
+    settings = Settings(
+        state_dir=tmp_path, gateway_api=True, nginx_binary=str(binary), nginx_modules_dir=modules
+    )
+    return Renderer().main(main_config(settings, Paths(tmp_path), None, public=True))
+
+
+def test_nginx_conf_serves_h2c_as_each_server_can(tmp_path: Path) -> None:
+    """``http2 on`` where the server tells h2c from HTTP/1.1 itself; else the
+    stream block's hop, when the h2c module is there; else neither."""
+    own = _server(tmp_path / "a", "nginx/1.30.4", h2c_module=True)
+    assert "        http2 on;" in own and "gateway-h2c.sock" not in own
+    assert "ngx_stream_ferryman_h2c_module.so" not in own
+    old = _server(tmp_path / "b", "nginx/1.22.1", h2c_module=True)
+    assert "http2 on;" not in old and "load_module" in old
+    assert "ngx_stream_ferryman_h2c_module.so;" in old
+    assert "gateway-h2c.sock http2 proxy_protocol;" in old
+    assert "gateway-h1.sock proxy_protocol;" in old
+    assert "map $ferryman_h2c $ferryman_gateway_hop" in old
+    assert "set $ferryman_h_x_forwarded_port $ferryman_gateway_port;" in old
+    neither = _server(tmp_path / "c", "nginx/1.22.1", h2c_module=False)
+    assert "http2 on;" not in neither and "gateway-h2c.sock" not in neither
+    # The gRPC location in the Gateway server, routed by the Gateway's router.
+    assert own.count("location @ferryman_grpc {") == 2
+    assert "ferryman.gateway_route()" in own.split("location @ferryman_grpc {")[2]
