@@ -232,9 +232,10 @@ def test_without_h2c_the_plaintext_sockets_are_the_stream_blocks() -> None:
     assert hops.count("proxy_protocol on;") == 2
 
 
-def _server(tmp_path: Path, version: str, h2c_module: bool) -> str:
+def _server(tmp_path: Path, version: str, h2c_module: bool, user: str | None = None) -> str:
     """nginx.conf for a server whose ``-v`` prints ``version``, with the
-    modules a Gateway needs (and the h2c module or not)."""
+    modules a Gateway needs (and the h2c module or not), its workers run as
+    ``user`` (None: ferryman's)."""
     modules = tmp_path / "modules"
     modules.mkdir(parents=True)
     names = ["ngx_http_ferryman_module.so", "ngx_stream_module.so", "ngx_stream_ferryman_module.so"]
@@ -246,7 +247,7 @@ def _server(tmp_path: Path, version: str, h2c_module: bool) -> str:
     settings = Settings(
         state_dir=tmp_path, gateway_api=True, nginx_binary=str(binary), nginx_modules_dir=modules
     )
-    return Renderer().main(main_config(settings, Paths(tmp_path), None, public=True))
+    return Renderer().main(main_config(settings, Paths(tmp_path), user, public=True))
 
 
 def test_nginx_conf_serves_h2c_as_each_server_can(tmp_path: Path) -> None:
@@ -264,6 +265,10 @@ def test_nginx_conf_serves_h2c_as_each_server_can(tmp_path: Path) -> None:
     assert "set $ferryman_h_x_forwarded_port $ferryman_gateway_port;" in old
     neither = _server(tmp_path / "c", "nginx/1.22.1", h2c_module=False)
     assert "http2 on;" not in neither and "gateway-h2c.sock" not in neither
+    # Workers as nobody that cannot reach the state dir's sockets: no hop.
+    (tmp_path / "d").mkdir(mode=0o700)
+    unreachable = _server(tmp_path / "d" / "e", "nginx/1.22.1", True, "nobody nogroup")
+    assert "gateway-h2c.sock" not in unreachable
     # The gRPC location in the Gateway server, routed by the Gateway's router.
     assert own.count("location @ferryman_grpc {") == 2
     assert "ferryman.gateway_route()" in own.split("location @ferryman_grpc {")[2]

@@ -21,6 +21,7 @@ from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
 from ferryman.dataplane.server_version import serves_h2c
 from ferryman.dataplane.state_dir import Paths
+from ferryman.dataplane.worker_user import traversable_by_others
 from ferryman.engine.settings import Settings, SettingsError
 
 # ferryman.lua and its modules, found by lua_package_path.
@@ -72,7 +73,17 @@ def main_config(
     # Without h2c of its own, the Gateway's HTTP sockets are stream servers
     # that hand each connection to the Gateway server's HTTP/1.1 or HTTP/2
     # socket by its first bytes (nginx.conf.tmpl), where the module is.
-    h2c_hop = settings.gateway_api and stream and not h2c and (modules_dir / H2C_MODULE).exists()
+    # Its workers connect to the Gateway server's unix sockets in the state
+    # dir: as nobody (ferryman started as root) only when they can reach it;
+    # else the HTTP listeners stay HTTP/1.1 only (and take no GRPCRoute).
+    reachable = worker_user is None or traversable_by_others(paths.state_dir)
+    h2c_hop = (
+        settings.gateway_api
+        and stream
+        and not h2c
+        and reachable
+        and (modules_dir / H2C_MODULE).exists()
+    )
     if h2c_hop:
         modules += (str(modules_dir / H2C_MODULE),)
     lua_dir = settings.nginx_lua_dir
