@@ -36,7 +36,7 @@ CONTROLLER_NAME = "ferryman.io/gateway-controller"
 PROFILE = "GATEWAY-HTTP"
 # The profiles ferryman runs, and each one's core tests in v1.6.3
 # (notes/gateway-conformance.md §6; GATEWAY-TLS's counts the Gateway tests it
-# shares with GATEWAY-HTTP, GATEWAY-GRPC's too: 5 GRPCRoute core tests).
+# shares with GATEWAY-HTTP, GATEWAY-GRPC's too: 10 and 4 GRPCRoute core tests).
 PROFILES = {"GATEWAY-HTTP": 36, "GATEWAY-TLS": 19, "GATEWAY-GRPC": 14}
 # The profiles' core features; the suite is told those ferryman claims (its
 # GatewayClass's supportedFeatures), extended ones included.
