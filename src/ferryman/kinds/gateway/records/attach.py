@@ -1,9 +1,9 @@
 """Gateway API attachment: which HTTPRoutes, GRPCRoutes and TLSRoutes a
-Gateway's listeners take, with the conditions the specification asks each object to report (pure:
-objects in, statuses and routing tables out).
+Gateway's listeners take, with the conditions the specification asks each
+object to report (pure: objects in, statuses and routing tables out).
 
-The rules (gateway-api v1.6, apis/v1 gateway_types.go, httproute_types.go and
-tlsroute_types.go):
+The rules (gateway-api v1.6, apis/v1 gateway_types.go, httproute_types.go,
+grpcroute_types.go and tlsroute_types.go):
 
 - a listener is usable as ``listeners.py`` decides, and takes its protocol's
   route kinds (HTTPRoute and GRPCRoute over HTTP and HTTPS, TLSRoute over TLS);
