@@ -17,7 +17,7 @@ import grpc
 import pytest
 
 from testkit.gateway_docs import gateway, gateway_class, route, served, to
-from testkit.grpc_greeter import SERVICE, Greeter, call_h2c, say_hello
+from testkit.grpc_greeter import SERVICE, Greeter, call_h2c, decode, encode, say_hello
 from testkit.harness import (
     Backends,
     Ferryman,
@@ -51,6 +51,15 @@ def to_greeter(service: str, method: dict[str, str] | None = None, **match: Any)
     return rule
 
 
+def answer_headers(address: str, port: int, authority: str, method: str) -> dict[str, str]:
+    """The response headers (initial metadata) of one call over h2c."""
+    options = [("grpc.default_authority", authority)]
+    with grpc.insecure_channel(f"{address}:{port}", options=options) as channel:
+        call = channel.unary_unary(method, request_serializer=encode, response_deserializer=decode)
+        _, outcome = call.with_call("ferryman", timeout=10)
+        return {str(k): str(v) for k, v in outcome.initial_metadata()}
+
+
 @pytest.fixture
 def greeters() -> Iterator[dict[str, Greeter]]:
     started = {name: Greeter(name) for name in ("one", "two")}
@@ -81,8 +90,13 @@ def test_grpc_and_http_1_1_on_one_http_listener(gw: Ferryman) -> None:
     all on one plaintext socket; route changes without reloads."""
     port = free_port()
     gw.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
+    again = to_greeter("two", {"service": SERVICE, "method": "SayHelloAgain"})
+    again["filters"] = [
+        {"type": "ResponseHeaderModifier", "responseHeaderModifier": {"set": [
+            {"name": "x-route", "value": "again"}]}},
+    ]  # fmt: skip
     rules = [
-        to_greeter("two", {"service": SERVICE, "method": "SayHelloAgain"}),
+        again,
         to_greeter("two", {"service": SERVICE}, headers=[{"name": "version", "value": "two"}]),
         to_greeter("one", {"service": SERVICE}),
     ]
@@ -97,6 +111,9 @@ def test_grpc_and_http_1_1_on_one_http_listener(gw: Ferryman) -> None:
     assert served(address, port, "cafe.example.com") == "tea"
     assert call_h2c(address, port, "grpc.example.com", HELLO) == (OK, "one")
     assert call_h2c(address, port, "grpc.example.com", AGAIN) == (OK, "two")
+    # The rule's ResponseHeaderModifier: on the answer's headers (initial metadata).
+    assert answer_headers(address, port, "grpc.example.com", AGAIN).get("x-route") == "again"
+    assert "x-route" not in answer_headers(address, port, "grpc.example.com", HELLO)
     version = (("version", "two"),)
     assert call_h2c(address, port, "grpc.example.com", HELLO, metadata=version) == (OK, "two")
     # A service no rule takes, and a hostname no route has: UNIMPLEMENTED (404).
