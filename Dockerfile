@@ -15,10 +15,14 @@ FROM ${BASE} AS module
 # ferryman's NGINX module (the fast path in C), built against Debian's nginx-dev.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends nginx nginx-dev gcc make
-COPY scripts/build-module.sh /build/scripts/
+COPY scripts/build-module.sh scripts/build-h2c-module.sh /build/scripts/
 COPY src/ferryman/dataplane/module /build/src/ferryman/dataplane/module
+COPY src/ferryman/dataplane/module_h2c /build/src/ferryman/dataplane/module_h2c
 # nginx alone ships no dynamic module, so the folder the script installs into is made here.
-RUN install -d /usr/lib/nginx/modules && /build/scripts/build-module.sh
+# The h2c module: HTTP/2 beside HTTP/1.1 on Gateway HTTP listeners (1.22 has no
+# http2 directive; docs/gateway-api.md).
+RUN install -d /usr/lib/nginx/modules && /build/scripts/build-module.sh \
+ && /build/scripts/build-h2c-module.sh
 
 FROM ${BASE} AS python
 # The virtualenv, with exactly the versions and hashes in uv.lock: uv (pinned,
@@ -50,7 +54,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled/default
 
 COPY --from=module /usr/lib/nginx/modules/ngx_http_ferryman_module.so \
-     /usr/lib/nginx/modules/ngx_stream_ferryman_module.so /usr/lib/nginx/modules/
+     /usr/lib/nginx/modules/ngx_stream_ferryman_module.so \
+     /usr/lib/nginx/modules/ngx_stream_ferryman_h2c_module.so /usr/lib/nginx/modules/
 COPY --from=python /opt/ferryman /opt/ferryman
 
 RUN useradd --system --uid 101 --user-group --home-dir /var/lib/ferryman ferryman \

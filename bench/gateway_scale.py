@@ -1,7 +1,7 @@
-"""1,000 HTTPRoutes (or TLSRoutes) on one Gateway: start-up, reloads, and
+"""1,000 HTTPRoutes (or TLSRoutes, or GRPCRoutes) on one Gateway: start-up, reloads, and
 time-to-route for route creation, backend changes and deletion.
 
-    .venv/bin/python -m bench.gateway_scale [--routes 1000] [--samples 30] [--kind tls]
+    .venv/bin/python -m bench.gateway_scale [--routes 1000] [--samples 30] [--kind tls|grpc]
 
 The Gateway takes 127.0.0.10 (``--gateway-addresses``) and listens on one
 port; HTTPRoute ``r<i>`` serves ``r<i>.bench.test`` with three rules (a path
@@ -19,6 +19,10 @@ prefix to Service ``a``, a header match, and ``/`` split by weight between
 TLS listener (mode Passthrough) to TLS backend ``a`` (two of them,
 ``testkit.tls_backends``, each answering its name); the change moves a route
 from ``a`` to ``b``, and a deleted route's name is closed.
+
+``--kind grpc``: GRPCRoute ``g<i>`` for ``g<i>.bench.test``, called over h2c
+(bench/gateway_scale_grpc.py); the change moves its calls to greeter ``b``,
+a deleted route's calls are UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from bench.gateway_scale_grpc import scale_grpc
 from bench.processes import (
     Ferryman,
     bench_bed,
@@ -239,13 +244,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--routes", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=30)
-    ap.add_argument("--kind", choices=("http", "tls"), default="http")
+    ap.add_argument("--kind", choices=("http", "tls", "grpc"), default="http")
     args = ap.parse_args()
     with bench_bed(
         "fbench-gateway-", extra_args=["--enable-gateway-api", "--gateway-addresses", ADDRESS]
     ) as (_work, backends, f):
         if args.kind == "tls":
             print(scale_tls(f, args.routes, args.samples))
+        elif args.kind == "grpc":
+            print(scale_grpc(f, args.routes, args.samples, ADDRESS))
         else:
             print(scale(f, args.routes, args.samples, (backends.ports[0], backends.ports[1])))
 

@@ -348,6 +348,9 @@ def bench_bed(
     compile_bytecode()
     with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as tmp:
         work = Path(tmp)
+        # NGINX's workers (nobody, under root) connect to unix sockets in the
+        # state dir: TLS passthrough's hop, the Gateway's h2c hop on 1.22.
+        work.chmod(0o711)
         backends = BackendNginx(work / "backends", [free_port(), free_port()])
         f = Ferryman(work / "ferryman", extra_args=extra_args or [])
         try:

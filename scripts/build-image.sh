@@ -90,7 +90,8 @@ if ! "${podman[@]}" image exists "$base"; then
   echo "build-image: base made in $((SECONDS - start))s" >&2
 fi
 
-inputs=(Dockerfile .dockerignore pyproject.toml uv.lock README.md scripts/build-module.sh)
+inputs=(Dockerfile .dockerignore pyproject.toml uv.lock README.md scripts/build-module.sh
+        scripts/build-h2c-module.sh)
 mapfile -t sources < <(find src -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort)
 key=$( (echo "$base"; declare -f build_image; sha256sum "${inputs[@]}" "${sources[@]}") \
   | sha256sum | cut -c1-16)

@@ -25,6 +25,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 ./scripts/build-module.sh
+# Debian NGINX 1.22 only: h2c beside HTTP/1.1 on Gateway HTTP listeners.
+./scripts/build-h2c-module.sh
 
 if ! command -v uv >/dev/null; then
   echo "setup: installing uv from PyPI" >&2

@@ -8,7 +8,7 @@ waits for statuses and sends requests to each Gateway's status address on the
 listener's port. Everything it dials is on loopback: the API server and the
 Gateways' addresses (``--gateway-addresses`` 127.0.0.x).
 
-``run_suite`` runs it with the GATEWAY-HTTP and GATEWAY-TLS profiles and the
+``run_suite`` runs it with the GATEWAY-HTTP, GATEWAY-TLS and GATEWAY-GRPC profiles and the
 report's implementation block; ``Results`` reads the ConformanceReport YAML it writes
 and, from the ``go test -v`` log, each failed test's own lines.
 """
@@ -36,11 +36,11 @@ CONTROLLER_NAME = "ferryman.io/gateway-controller"
 PROFILE = "GATEWAY-HTTP"
 # The profiles ferryman runs, and each one's core tests in v1.6.3
 # (notes/gateway-conformance.md §6; GATEWAY-TLS's counts the Gateway tests it
-# shares with GATEWAY-HTTP).
-PROFILES = {"GATEWAY-HTTP": 36, "GATEWAY-TLS": 19}
+# shares with GATEWAY-HTTP, GATEWAY-GRPC's too: 10 and 4 GRPCRoute core tests).
+PROFILES = {"GATEWAY-HTTP": 36, "GATEWAY-TLS": 19, "GATEWAY-GRPC": 14}
 # The profiles' core features; the suite is told those ferryman claims (its
 # GatewayClass's supportedFeatures), extended ones included.
-FEATURES = ("Gateway", "HTTPRoute", "ReferenceGrant", "TLSRoute")
+FEATURES = ("Gateway", "HTTPRoute", "ReferenceGrant", "TLSRoute", "GRPCRoute")
 # Addresses Gateways take one each (the suite dials a Gateway's first status
 # address on its listeners' ports 80, 443, 8080): loopback, so nothing leaves
 # the machine; away from 127.0.0.1, where other tests listen.

@@ -78,6 +78,11 @@ class Greeter:
                 "SayHello": grpc.unary_unary_rpc_method_handler(
                     self._say_hello, request_deserializer=decode, response_serializer=encode
                 ),
+                # grpc-go's helloworld.proto has it too: the same answer, so
+                # a test tells routes by method (GRPCRoute's method matches).
+                "SayHelloAgain": grpc.unary_unary_rpc_method_handler(
+                    self._say_hello, request_deserializer=decode, response_serializer=encode
+                ),
                 # Not in helloworld.proto: a server stream, one reply per word.
                 "SayHellos": grpc.unary_stream_rpc_method_handler(
                     self._say_hellos, request_deserializer=decode, response_serializer=encode
@@ -113,16 +118,21 @@ class Greeter:
 
 
 def say_hello(
-    port: int, authority: str, root_certificate: bytes, name: str = "ferryman"
+    port: int,
+    authority: str,
+    root_certificate: bytes,
+    name: str = "ferryman",
+    address: str = "127.0.0.1",
 ) -> dict[str, Any]:
     """One unary SayHello through NGINX's HTTPS port (TLS with ALPN h2, SNI and
-    :authority ``authority``); raises grpc.RpcError for a non-OK status."""
+    :authority ``authority``) on ``address``; raises grpc.RpcError for a
+    non-OK status."""
     credentials = grpc.ssl_channel_credentials(root_certificates=root_certificate)
     options = [
         ("grpc.ssl_target_name_override", authority),
         ("grpc.default_authority", authority),
     ]
-    with grpc.secure_channel(f"127.0.0.1:{port}", credentials, options=options) as channel:
+    with grpc.secure_channel(f"{address}:{port}", credentials, options=options) as channel:
         call = channel.unary_unary(METHOD, request_serializer=encode, response_deserializer=decode)
         reply: str = call(name, timeout=10)
     answer: dict[str, Any] = json.loads(reply)
@@ -152,3 +162,25 @@ def status_of(
     except grpc.RpcError as e:
         return e.code(), e.details() or ""
     raise AssertionError("the call succeeded")
+
+
+def call_h2c(
+    address: str,
+    port: int,
+    authority: str,
+    method: str = METHOD,
+    name: str = "ferryman",
+    metadata: tuple[tuple[str, str], ...] = (),
+) -> tuple[grpc.StatusCode, str]:
+    """One unary call over HTTP/2 without TLS (h2c with prior knowledge, as the
+    Gateway API's conformance suite calls an HTTP listener), ``:authority``
+    ``authority``: the status code and the name of the Greeter that answered
+    (its JSON's ``name``; "" when the call failed)."""
+    options = [("grpc.default_authority", authority)]
+    with grpc.insecure_channel(f"{address}:{port}", options=options) as channel:
+        call = channel.unary_unary(method, request_serializer=encode, response_deserializer=decode)
+        try:
+            reply: str = call(name, timeout=10, metadata=metadata)
+        except grpc.RpcError as e:
+            return e.code(), ""
+    return grpc.StatusCode.OK, str(json.loads(reply)["name"])

@@ -86,8 +86,8 @@ def test_the_suite_is_told_where_to_report_and_what_to_run(tmp_path: Path) -> No
     args = suite_args(tmp_path / "r.yaml", Implementation(version="abc"), run_test="A")
     assert f"-report-output={tmp_path / 'r.yaml'}" in args
     assert "-gateway-class=ferryman" in args and "-run-test=A" in args
-    assert "-supported-features=Gateway,HTTPRoute,ReferenceGrant,TLSRoute" in args
-    assert "-conformance-profiles=GATEWAY-HTTP,GATEWAY-TLS" in args
+    assert "-supported-features=Gateway,HTTPRoute,ReferenceGrant,TLSRoute,GRPCRoute" in args
+    assert "-conformance-profiles=GATEWAY-HTTP,GATEWAY-TLS,GATEWAY-GRPC" in args
     assert "-cleanup-base-resources=false" in args and "-version=abc" in args
     # Every implementation field is required when a report is written.
     for flag in ("-organization=", "-project=", "-url=", "-contact="):

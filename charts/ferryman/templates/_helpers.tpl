@@ -208,10 +208,10 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   {{- if .Values.controller.gatewayAPI.enable }}
   # Gateway API: its objects read, status written; Namespaces for allowedRoutes.
   - apiGroups: ["gateway.networking.k8s.io"]
-    resources: ["gatewayclasses", "gateways", "httproutes", "tlsroutes", "referencegrants"]
+    resources: ["gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["gateway.networking.k8s.io"]
-    resources: ["gatewayclasses/status", "gateways/status", "httproutes/status", "tlsroutes/status"]
+    resources: ["gatewayclasses/status", "gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status"]
     verbs: ["patch", "update"]
   - apiGroups: [""]
     resources: ["namespaces"]

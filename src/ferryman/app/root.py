@@ -160,8 +160,9 @@ async def _run(
     if uid is not None and not traversable_by_others(paths.state_dir):
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
-            "to disk, latency metrics and TLS passthrough's hop to HTTPS will fail; make "
-            "its parents world-executable",
+            "to disk, latency metrics and TLS passthrough's hop to HTTPS will fail, and "
+            "Gateway HTTP listeners take no GRPCRoute where NGINX has no h2c of its own; "
+            "make its parents world-executable",
             extra={"fields": {"state_dir": str(paths.state_dir)}},
         )
     # Made while NGINX starts and the sources list: only the public listeners need it.

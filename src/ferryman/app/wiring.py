@@ -19,8 +19,9 @@ __all__ = ["BUILT_IN", "Kinds", "prepared", "shape"]
 
 def shape(main: MainFile, user: str | None) -> Shape:
     """What this data plane serves: the stream block and TLS passthrough's hop
-    only when their flags ask for them."""
-    return Shape(stream=main.stream(user), tls_socket=main.tls_socket(user))
+    only when their flags ask for them; h2c where the server has it."""
+    h2c, hop = main.h2c(user)
+    return Shape(stream=main.stream(user), tls_socket=main.tls_socket(user), h2c=h2c, h2c_hop=hop)
 
 
 def prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:

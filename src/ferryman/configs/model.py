@@ -96,6 +96,14 @@ class MainConfig:
     # --enable-gateway-api: the Gateway server, listening where
     # kinds/gateway/records/servers.py's file says (the controller writes it).
     gateway: bool = False
+    # The Gateway server's plaintext sockets serve HTTP/2 with prior knowledge
+    # (h2c, gRPC) beside HTTP/1.1: ``http2 on`` (dataplane/server_version.py).
+    h2c: bool = False
+    # No h2c of the server's own (Debian's 1.22): the Gateway's HTTP sockets
+    # are stream servers reading HTTP/2's preface ahead, which hand each
+    # connection (PROXY protocol) to the Gateway server's HTTP/1.1 or HTTP/2
+    # unix socket (ngx_stream_ferryman_h2c_module).
+    h2c_hop: bool = False
     # Public ports listen on IPv6 too ([::], configs/listen.py): unless
     # --disable-ipv6, or the machine has no IPv6 (dataplane/ipv6.py).
     ipv6: bool = True

@@ -19,7 +19,9 @@ from pathlib import Path
 from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.configs.model import MainConfig
 from ferryman.configs.render import Renderer
+from ferryman.dataplane.server_version import serves_h2c
 from ferryman.dataplane.state_dir import Paths
+from ferryman.dataplane.worker_user import traversable_by_others
 from ferryman.engine.settings import Settings, SettingsError
 
 # ferryman.lua and its modules, found by lua_package_path.
@@ -33,6 +35,9 @@ MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so", "ngx_stream_module.so
 # FAST_MODULE's zone, so it is loaded after it and only with it, and only when
 # TransportServers are wanted (--global-configuration, --enable-tls-passthrough).
 STREAM_MODULE = "ngx_stream_ferryman_module.so"
+# Debian's NGINX 1.22 only (scripts/build-h2c-module.sh): HTTP/2's preface
+# read ahead on the Gateway's HTTP sockets (dataplane/server_version.py).
+H2C_MODULE = "ngx_stream_ferryman_h2c_module.so"
 
 
 def checked_path(flag: str, path: Path) -> Path:
@@ -64,6 +69,23 @@ def main_config(
     )
     if stream:
         modules += (str(modules_dir / STREAM_MODULE),)
+    h2c = settings.gateway_api and serves_h2c(settings.nginx_binary)
+    # Without h2c of its own, the Gateway's HTTP sockets are stream servers
+    # that hand each connection to the Gateway server's HTTP/1.1 or HTTP/2
+    # socket by its first bytes (nginx.conf.tmpl), where the module is.
+    # Its workers connect to the Gateway server's unix sockets in the state
+    # dir: as nobody (ferryman started as root) only when they can reach it;
+    # else the HTTP listeners stay HTTP/1.1 only (and take no GRPCRoute).
+    reachable = worker_user is None or traversable_by_others(paths.state_dir)
+    h2c_hop = (
+        settings.gateway_api
+        and stream
+        and not h2c
+        and reachable
+        and (modules_dir / H2C_MODULE).exists()
+    )
+    if h2c_hop:
+        modules += (str(modules_dir / H2C_MODULE),)
     lua_dir = settings.nginx_lua_dir
     build_lua = f"{checked_path('--nginx-binary', lua_dir)}/?.lua;" if lua_dir else ""
     return MainConfig(
@@ -93,6 +115,8 @@ def main_config(
         # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
         http_listeners=True,
         gateway=settings.gateway_api,
+        h2c=h2c,
+        h2c_hop=h2c_hop,
         ipv6=not settings.disable_ipv6,
     )
 
@@ -123,6 +147,12 @@ class MainFile:
 
     def config_version(self, socket: str, version: int) -> str:
         return self.renderer.config_version(socket, version)
+
+    def h2c(self, user: str | None) -> tuple[bool, bool]:
+        """The Gateway's plaintext listeners serve h2c beside HTTP/1.1
+        (GRPCRoutes), and whether through the stream block's hop."""
+        main = main_config(self.settings, self.paths, user, public=True)
+        return main.h2c or main.h2c_hop, main.h2c_hop
 
     def configmap(self, user: str | None) -> ConfigMapState | None:
         """--nginx-configmaps (and --ingress-nginx-configmap): its keys, rendering

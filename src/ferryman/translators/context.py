@@ -30,6 +30,13 @@ class Shape:
     stream: bool = False
     # Where ferryman's HTTPS server listens behind TLS passthrough.
     tls_socket: str = ""
+    # Plaintext listeners serve HTTP/2 with prior knowledge (h2c) beside
+    # HTTP/1.1: NGINX 1.25.1 and later, Angie, or through the hop below
+    # (dataplane/server_version.py).
+    h2c: bool = False
+    # ... through the stream block's hop (Debian's 1.22): the Gateway's HTTP
+    # sockets are stream servers (kinds/gateway/records/servers.py).
+    h2c_hop: bool = False
 
 
 @dataclass(frozen=True)

@@ -525,6 +525,12 @@ function _M.gateway_route()
     refresh()
     local var = ngx.var
     local address, port, host = var.server_addr, var.server_port, var.host
+    local hopped = var.proxy_protocol_server_port
+    if hopped and hopped ~= "" then
+        -- Through the stream block's hop (Debian's 1.22, h2c): the socket the
+        -- client connected to, from the PROXY protocol (nginx.conf.tmpl).
+        address, port = var.proxy_protocol_server_addr, hopped
+    end
     local entry = gateways.lookup(store, address, port, host)
     if var.https == "on" then
         -- Another listener than the one its SNI name chose serves this Host:

@@ -55,6 +55,9 @@ local function filters_of(text, entry)
             entry.timeouts = { seconds, seconds, seconds }
         elseif letter == "o" then
             entry.cors = cors.decode(payload)
+        elseif letter == "g" then
+            -- A GRPCRoute's match: ferryman_vs goes on in @ferryman_grpc.
+            entry.grpc = true
         elseif letter == "m" then
             entry.mirrors = {}
             for _, m in ipairs(cut(payload, "^")) do
@@ -158,7 +161,14 @@ function _M.redirect(entry, uri)
     local port = d.port
     if port == "" then
         -- No port: the scheme's own when the scheme changes, else the listener's.
-        port = d.scheme ~= "" and WELL_KNOWN[scheme] or (var.ferryman_server_port or var.server_port)
+        -- (Behind the stream block's hop, the PROXY protocol's: the HTTP
+        -- listener's own socket is a stream server.)
+        local hopped = var.proxy_protocol_server_port
+        if hopped == "" then
+            hopped = nil
+        end
+        port = d.scheme ~= "" and WELL_KNOWN[scheme]
+            or (hopped or var.ferryman_server_port or var.server_port)
     end
     local authority = (port == WELL_KNOWN[scheme]) and host or (host .. ":" .. port)
     local path = uri

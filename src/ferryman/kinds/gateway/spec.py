@@ -38,10 +38,15 @@ TLS_ROUTE = KindSpec(
     "TLSRoute", GROUP, "v1", "tlsroutes", custom=True, enabled=_enabled, needs=_NAMESPACES,
     status=OWN,
 )  # fmt: skip
+# v1 since Gateway API v1.1's standard channel.
+GRPC_ROUTE = KindSpec(
+    "GRPCRoute", GROUP, "v1", "grpcroutes", custom=True, enabled=_enabled, needs=_NAMESPACES,
+    status=OWN,
+)  # fmt: skip
 # v1beta1: served by every standard channel since v0.6; v1.6 serves v1 too
 # but still stores v1beta1 (its CRD), so v1beta1 reaches the most clusters.
 REFERENCE_GRANT = KindSpec(
     "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants,
     referenced=True, counted=False,
 )  # fmt: skip
-SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, TLS_ROUTE, REFERENCE_GRANT)
+SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, REFERENCE_GRANT)

@@ -1,12 +1,15 @@
-"""Gateway API attachment: which HTTPRoutes and TLSRoutes a Gateway's listeners
-take, with the conditions the specification asks each object to report (pure:
-objects in, statuses and routing tables out).
+"""Gateway API attachment: which HTTPRoutes, GRPCRoutes and TLSRoutes a
+Gateway's listeners take, with the conditions the specification asks each
+object to report (pure: objects in, statuses and routing tables out).
 
-The rules (gateway-api v1.6, apis/v1 gateway_types.go, httproute_types.go and
-tlsroute_types.go):
+The rules (gateway-api v1.6, apis/v1 gateway_types.go, httproute_types.go,
+grpcroute_types.go and tlsroute_types.go):
 
 - a listener is usable as ``listeners.py`` decides, and takes its protocol's
-  route kind (HTTPRoute over HTTP and HTTPS, TLSRoute over TLS);
+  route kinds (HTTPRoute and GRPCRoute over HTTP and HTTPS, TLSRoute over TLS);
+- an HTTPRoute and a GRPCRoute whose hostnames intersect on a listener are
+  never merged (grpcroute_types.go): the older takes the listener, the other
+  is not Accepted there;
 - a route's parentRef selects a Gateway of this class, then its listeners by
   sectionName and port; of those, the ones whose allowedRoutes admit the
   route's namespace (Same, All, Selector) and kind take it (else
@@ -47,6 +50,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     ParentRef,
     Rule,
 )
+from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch, GRPCRoute
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
 from ferryman.kinds.gateway.parse.tls_route import TLSBackend, TLSRoute, TLSRule
 from ferryman.kinds.gateway.records.listeners import (
@@ -59,7 +63,7 @@ from ferryman.kinds.gateway.records.listeners import (
     listener_status,
 )
 
-Route = HTTPRoute | TLSRoute
+Route = HTTPRoute | TLSRoute | GRPCRoute
 # Filters the route engine serves; any other is UnsupportedValue.
 SUPPORTED_FILTERS = frozenset(
     {
@@ -73,6 +77,26 @@ SUPPORTED_FILTERS = frozenset(
 )
 # Filters the route engine serves on a backendRef (after the rule's).
 BACKEND_FILTERS = frozenset({"RequestHeaderModifier", "ResponseHeaderModifier"})
+# A GRPCRoute's: header changes. Its RequestMirror is not served: the mirror
+# locations copy a request over HTTP/1.1 (proxy_pass), which a gRPC backend
+# does not speak.
+GRPC_FILTERS = BACKEND_FILTERS
+
+
+def route_id(kind: str, namespace: str, name: str) -> str:
+    """How a route is named in the routing tables: ``namespace/name``, a
+    GRPCRoute's ``grpc:namespace/name`` (no namespace holds a ":", so an
+    HTTPRoute and a GRPCRoute of one name stay apart)."""
+    return f"grpc:{namespace}/{name}" if kind == "GRPCRoute" else f"{namespace}/{name}"
+
+
+def route_kind(route: str) -> tuple[str, str, str]:
+    """``route_id``'s kind, namespace and name."""
+    kind = "HTTPRoute"
+    if route.startswith("grpc:"):
+        kind, route = "GRPCRoute", route[5:]
+    namespace, _, name = route.partition("/")
+    return kind, namespace, name
 
 
 @dataclass(frozen=True)
@@ -138,9 +162,11 @@ def attach(
     service_exists: ServiceExists,
     port_unavailable: PortCheck = _any_port,
     tls_passthrough: bool = False,
+    h2c: bool = True,
 ) -> Attachment:
     """Statuses and routing for ``gateways`` (this class's only) and ``routes``;
-    ``tls_passthrough``: TLS listeners can be served."""
+    ``tls_passthrough``: TLS listeners can be served; ``h2c``: HTTP listeners
+    serve HTTP/2 without TLS (GRPCRoutes)."""
     grants = list(grants)
     out = Attachment()
     listeners: dict[tuple[str, str], dict[str, ListenerStatus]] = {}
@@ -148,11 +174,13 @@ def attach(
     for key, g in by_name.items():
         listeners[key] = {
             lst.name: listener_status(
-                g, lst, grants, secret, port_unavailable(g, lst), tls_passthrough
+                g, lst, grants, secret, port_unavailable(g, lst), tls_passthrough, h2c
             )
             for lst in g.listeners
         }
     attached: dict[tuple[str, str, str], int] = {}
+    # Per listener, the hostnames each HTTP kind took there (oldest route first).
+    claims: dict[tuple[str, str, str], dict[str, list[str]]] = {}
     ordered = sorted(
         routes, key=lambda r: (r.meta.creation_timestamp or "", r.meta.namespace, r.meta.name)
     )
@@ -166,6 +194,8 @@ def attach(
                 continue  # not one of ours: its controller reports it
             statuses = listeners[gw_key]
             conditions, taking = _parent_conditions(route, parent, gw, statuses, namespace_labels)
+            if conditions[0].status and not isinstance(route, TLSRoute):
+                conditions, taking = _claim(claims, gw_key, route, conditions, taking)
             # attachedRoutes: the routes Accepted on a listener whose hostname
             # intersects theirs (v1.6; the suite holds implementations to it).
             for lst in taking if conditions[0].status else ():
@@ -227,8 +257,9 @@ def _parent_conditions(
             message = "weighted backendRefs are not supported: one backendRef with weight"
             return (Condition("Accepted", False, "UnsupportedValue", message),), allowing
         return (Condition("Accepted", True, "Accepted"),), allowing
+    served = GRPC_FILTERS if isinstance(route, GRPCRoute) else SUPPORTED_FILTERS
     unsupported = sorted(
-        {f.type for rule in route.rules for f in rule.filters if f.type not in SUPPORTED_FILTERS}
+        {f.type for rule in route.rules for f in rule.filters if f.type not in served}
         | {
             f.type
             for rule in route.rules
@@ -241,6 +272,38 @@ def _parent_conditions(
         message = f"unsupported filters: {', '.join(unsupported)}"
         return (Condition("Accepted", False, "UnsupportedValue", message),), allowing
     return (Condition("Accepted", True, "Accepted"),), allowing
+
+
+def _claim(
+    claims: dict[tuple[str, str, str], dict[str, list[str]]],
+    gw_key: tuple[str, str],
+    route: HTTPRoute | GRPCRoute,
+    conditions: tuple[Condition, ...],
+    taking: list[Listener],
+) -> tuple[tuple[Condition, ...], list[Listener]]:
+    """The listeners an HTTP route keeps once older routes of the other HTTP
+    kind (HTTPRoute, GRPCRoute) took the hostnames it would share with them
+    there; not Accepted when it keeps none."""
+    other = "HTTPRoute" if isinstance(route, GRPCRoute) else "GRPCRoute"
+    kept, lost = [], []
+    for lst in taking:
+        mine = _intersect(lst.hostname, route.hostnames)
+        taken = claims.setdefault((*gw_key, lst.name), {})
+        if any(_overlap(h, t) for h in mine for t in taken.get(other, ())):
+            lost.append(lst.name)
+            continue
+        taken.setdefault(route.kind, []).extend(mine)
+        kept.append(lst)
+    if lost and not kept:
+        message = (f"an older {other} serves these hostnames on listener(s) "
+                   f"{', '.join(lost)}; HTTPRoutes and GRPCRoutes are not merged")  # fmt: skip
+        return (Condition("Accepted", False, "NotAllowedByListeners", message),), []
+    return conditions, kept
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Two hostnames of the tables ("" any) that a request can match both."""
+    return a == "" or b == "" or covers(a, b) or covers(b, a)
 
 
 def _namespace_allowed(
@@ -347,7 +410,7 @@ def _add_entries(
         _add_passthrough(out, (*gw_key, lst.name), hosts, route, grants, exists)
         return
     table = out.table.setdefault((*gw_key, lst.name), {})
-    name = f"{route.meta.namespace}/{route.meta.name}"
+    name = route_id(route.kind, route.meta.namespace, route.meta.name)
     for rule in route.rules:
         backends = _resolved(route, rule.backends, grants, exists)
         mirrors = tuple(
@@ -404,6 +467,10 @@ def _precedence(entry: RouteEntry) -> tuple[int, int, int, int, int]:
     """The sort key of the specification's order (lower first); Python's sort is
     stable, so entries keep the route, rule and match order they were added in."""
     m = entry.match
+    if isinstance(m, GRPCMatch):
+        # GRPCRoute's own order: characters of service, then of method, then
+        # header matches (an HTTPRoute never shares a hostname with it, _claim).
+        return (0, -len(m.service), -len(m.grpc_method), -len(m.headers), 0)
     # RegularExpression's place is the implementation's to choose: between Exact
     # and PathPrefix (as NGINX tries regex locations before a prefix), so that a
     # "/" prefix does not make every regex unreachable.

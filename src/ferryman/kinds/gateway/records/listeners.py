@@ -8,7 +8,11 @@ port is free, an HTTPS listener's certificateRefs resolve (core Secrets,
 across namespaces only with a ReferenceGrant, present and usable), and no
 other listener on its port conflicts (a different protocol:
 ProtocolConflict; the same hostname: HostnameConflict). Each protocol takes
-one route kind: HTTPRoute over HTTP and HTTPS, TLSRoute over TLS.
+its route kinds: HTTPRoute and GRPCRoute over HTTP and HTTPS, TLSRoute over
+TLS. GRPCRoute over HTTP needs HTTP/2 without TLS (h2c, prior knowledge) beside
+HTTP/1.1 on one socket, which NGINX serves since 1.25.1 (``http2 on``: the
+first bytes tell the connection's protocol) and Debian's 1.22 does not: there
+an HTTP listener takes HTTPRoutes only (docs/gateway-api.md).
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
 SUPPORTED_PROTOCOLS = ("HTTP", "HTTPS")
 HTTP_ROUTE = (GROUP, "HTTPRoute")
 TLS_ROUTE = (GROUP, "TLSRoute")
-ROUTE_KINDS = {"HTTP": HTTP_ROUTE, "HTTPS": HTTP_ROUTE, "TLS": TLS_ROUTE}
+GRPC_ROUTE = (GROUP, "GRPCRoute")
+ROUTE_KINDS = {
+    "HTTP": (HTTP_ROUTE, GRPC_ROUTE),
+    "HTTPS": (HTTP_ROUTE, GRPC_ROUTE),
+    "TLS": (TLS_ROUTE,),
+}
 
 # A Secret's usability for a listener: None when usable, else why not.
 SecretCheck = Callable[[str, str], str | None]
@@ -61,15 +70,17 @@ def listener_status(
     secret: SecretCheck,
     port_problem: str | None,
     tls_passthrough: bool = False,
+    h2c: bool = True,
 ) -> ListenerStatus:
     """``tls_passthrough``: TLS listeners can be served (the data plane has
-    the stream module)."""
+    the stream module); ``h2c``: HTTP listeners serve HTTP/2 without TLS
+    beside HTTP/1.1, so they take GRPCRoutes."""
     conditions: list[Condition] = []
     served = lst.protocol in SUPPORTED_PROTOCOLS or (tls_passthrough and lst.protocol == "TLS")
     passes_through = lst.protocol != "TLS" or lst.tls_mode == "Passthrough"
     # A TLS listener not served takes no route kind.
     tls_unserved = lst.protocol == "TLS" and not (served and passes_through)
-    kinds, bad_kinds = ((), []) if tls_unserved else _route_kinds(lst)
+    kinds, bad_kinds = ((), []) if tls_unserved else _route_kinds(lst, h2c)
     conflict = _conflict(gw, lst)
     if not served:
         conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
@@ -107,14 +118,16 @@ def listener_status(
     return ListenerStatus(lst.name, kinds, 0, tuple(conditions))
 
 
-def _route_kinds(lst: Listener) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+def _route_kinds(lst: Listener, h2c: bool) -> tuple[tuple[tuple[str, str], ...], list[str]]:
     """The route kinds a listener takes (its protocol's when it names none),
     and those it names that its protocol cannot take."""
-    serves = ROUTE_KINDS.get(lst.protocol)
+    serves = ROUTE_KINDS.get(lst.protocol, ())
+    if lst.protocol == "HTTP" and not h2c:
+        serves = tuple(k for k in serves if k != GRPC_ROUTE)
     if lst.kinds is None:
-        return ((serves,) if serves else ()), []
-    good = tuple((k.group, k.kind) for k in lst.kinds if (k.group, k.kind) == serves)
-    bad = [f"{k.group}/{k.kind}" for k in lst.kinds if (k.group, k.kind) != serves]
+        return serves, []
+    good = tuple(dict.fromkeys((k.group, k.kind) for k in lst.kinds if (k.group, k.kind) in serves))
+    bad = [f"{k.group}/{k.kind}" for k in lst.kinds if (k.group, k.kind) not in serves]
     return good, bad
 
 

@@ -33,7 +33,11 @@ redirect), each G item one match:
   read timeouts of each attempt; ``o`` CORS
   ``<origins>~<methods>~<allow headers>~<expose headers>~<max age>~<credentials 0|1>``,
   the origins one regular expression (``*`` for any), the lists ``, ``-joined
-  (ferryman_gateway_cors.lua answers preflights and adds the headers).
+  (ferryman_gateway_cors.lua answers preflights and adds the headers); ``g``
+  (no payload) a GRPCRoute's match: the router goes on in the gRPC location
+  (grpc_pass over HTTP/2, grpc-locations.conf.tmpl), and an invalid
+  backend's share is answered 503, which gRPC clients read as UNAVAILABLE
+  (what the specification asks of a GRPCRoute).
 
 Every string from the route is base64, as in every V record.
 """
@@ -48,11 +52,13 @@ from ferryman.configs.record_text import b64
 from ferryman.kinds.gateway.parse.cors import Cors
 from ferryman.kinds.gateway.parse.filters import Filter, HeaderChanges
 from ferryman.kinds.gateway.parse.gateway_api import Match
+from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch
 from ferryman.kinds.gateway.records.attach import RouteEntry
 
 # The answer for requests an invalid backend would have had, or a rule with
 # none (the specification: 500).
 _ERROR = "t.500." + base64.b64encode(b"text/plain").decode() + ".."
+_GRPC_ERROR = "t.503." + base64.b64encode(b"text/plain").decode() + ".."
 _PATH_KINDS = {"Exact": "e", "PathPrefix": "p", "RegularExpression": "r"}
 
 
@@ -71,6 +77,8 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
 
     routes = []
     for entry in entries:
+        grpc = isinstance(entry.match, GRPCMatch)
+        error = _GRPC_ERROR if grpc else _ERROR
         splits = []
         per_backend = []
         backend_filters = entry.backend_filters or ((),) * len(entry.backends)
@@ -80,13 +88,13 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
             if weight <= 0:
                 continue
             if service is None:
-                splits.append(f"{weight}:{_ERROR}")
+                splits.append(f"{weight}:{error}")
             else:
                 n = upstream(backend_key(namespace, service, str(port)))
                 splits.append(f"{weight}:p.{n}..")
                 per_backend += _backend_filters(len(splits), own)
         if not splits:
-            splits = [f"1:{_ERROR}"]
+            splits = [f"1:{error}"]
         filters = ";".join(f for f in (_filters(entry.rule.filters), *per_backend) if f)
         rule = entry.rule
         timeout = min((t for t in (rule.request_timeout, rule.backend_timeout) if t), default=0)
@@ -98,6 +106,8 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
                 for ns, svc, port, percent in entry.mirrors
             )
             filters = ";".join(f for f in (filters, f"m:{mirrors}") if f)
+        if grpc:
+            filters = ";".join(f for f in (filters, "g:") if f)
         routes.append(_item(entry.match, ",".join(splits), filters))
     return " ".join(items + routes), frozenset(upstreams)
 

@@ -58,14 +58,19 @@ def socket_key(address: str, port: int) -> str:
     return f"{address}:{port}"
 
 
-def render_listens(sockets: Iterable[tuple[str, int, bool]], *, ipv6: bool = True) -> str:
+def render_listens(
+    sockets: Iterable[tuple[str, int, bool]], *, ipv6: bool = True, hop: bool = False
+) -> str:
     """The ``listen`` lines of the Gateway server for (address, port, tls) sockets.
     Every address comes from the address pool flag (checked IPv4) or is "*":
     every address, IPv6 too with ``ipv6`` (configs/listen.py); a Gateway's
     own address is that address only. A request on IPv6 looks its socket up
-    under "*" (ferryman_gateway.lua)."""
+    under "*" (ferryman_gateway.lua). ``hop``: the plaintext sockets are the
+    stream block's (``render_hops``), not listened on here."""
     lines = [_HEADER]
     for address, port, tls in sorted(set(sockets)):
+        if hop and not tls:
+            continue
         # HTTP/2 offered over TLS (ALPN): clients such as the conformance
         # suite's speak only h2 to an HTTPS listener.
         params = "ssl http2" if tls else ""
@@ -74,6 +79,34 @@ def render_listens(sockets: Iterable[tuple[str, int, bool]], *, ipv6: bool = Tru
         else:
             lines += [f"{line}\n" for line in listens(port, params, ipv4=address, dual_stack=False)]
     return "".join(lines)
+
+
+def render_hops(sockets: Iterable[tuple[str, int, bool]], *, ipv6: bool = True) -> str:
+    """The stream servers of the plaintext sockets among (address, port, tls)
+    where the server has no h2c of its own (Debian's NGINX 1.22,
+    dataplane/server_version.py): each reads a connection's first bytes ahead
+    (HTTP/2's preface or not) and hands it, with the PROXY protocol, to the
+    Gateway server's HTTP/2 or HTTP/1.1 unix socket (nginx.conf.tmpl's
+    ``$ferryman_gateway_hop``). Idle connections are the HTTP server's to
+    close (keepalive_timeout); the hop's own timeout is longer."""
+    out = []
+    for address, port, tls in sorted(set(sockets)):
+        if tls:
+            continue
+        if address == ANY_ADDRESS:
+            lines = listens(port, dual_stack=ipv6)
+        else:
+            lines = listens(port, ipv4=address, dual_stack=False)
+        out.append(
+            "server {\n"
+            + "".join(f"    {line}\n" for line in lines)
+            + "    ferryman_h2c_preread;\n"
+            "    proxy_pass $ferryman_gateway_hop;\n"
+            "    proxy_protocol on;\n"
+            "    proxy_timeout 10m;\n"
+            "}\n"
+        )
+    return "".join(out)
 
 
 def _specificity(pattern: str | None, name: str) -> int | None:

@@ -19,13 +19,15 @@ from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus
 
 # What ferryman serves of the specification (GatewayClass
 # status.supportedFeatures, which the conformance suite reads): the core of
-# GATEWAY-HTTP and GATEWAY-TLS and the extended features the route engine
-# implements.
+# GATEWAY-HTTP, GATEWAY-TLS and GATEWAY-GRPC and the extended features the
+# route engine implements.
 SUPPORTED_FEATURES = (
     "Gateway",
     "HTTPRoute",
     "ReferenceGrant",
     "TLSRoute",
+    "GRPCRoute",
+    "GRPCRouteNamedRouteRule",
     "GatewayAddressEmpty",
     "GatewayHTTPListenerIsolation",
     "GatewayHTTPSListenerDetectMisdirectedRequests",

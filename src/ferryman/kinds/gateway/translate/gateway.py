@@ -41,10 +41,11 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_gateway_class,
     parse_http_route,
 )
+from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
-from ferryman.kinds.gateway.records.attach import Route, attach
+from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
     passthrough_records,
@@ -53,6 +54,7 @@ from ferryman.kinds.gateway.records.passthrough import (
 from ferryman.kinds.gateway.records.servers import (
     GATEWAY_LISTENS_FILE,
     Served,
+    render_hops,
     render_listens,
     routes_in,
 )
@@ -76,8 +78,8 @@ from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "TLSRoute", "ReferenceGrant")
-ROUTES = ("HTTPRoute", "TLSRoute")
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant")
+ROUTES = ("HTTPRoute", "GRPCRoute", "TLSRoute")
 # Where W records' certificates are noted in Desired.host_cert (no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
 _CERT_PREFIX = "gateway:"
@@ -102,13 +104,20 @@ class GatewayTranslator(Translator):
         status: GatewayStatusSink | None,
         ports: ListenPorts | None = None,
         stream: bool = False,
+        h2c: bool = True,
+        h2c_hop: bool = False,
     ) -> None:
         """``ports``: the Ingresses' listen ports and the GlobalConfiguration's
         listeners (None: neither is served); it is told the ports Gateways
         keep, where a younger GlobalConfiguration's listeners are left out
         (kinds/transport/translate/servers.py). ``stream``: NGINX has the
-        stream module, so TLS listeners pass TLS through."""
+        stream module, so TLS listeners pass TLS through. ``h2c``: HTTP
+        listeners serve HTTP/2 without TLS beside HTTP/1.1 (GRPCRoutes);
+        ``h2c_hop``: through the stream block (Debian's 1.22), where their
+        sockets are then written."""
         self._stream = stream
+        self._h2c = h2c
+        self._h2c_hop = h2c_hop and stream
         self._settings = settings
         self._ports = ports
         self._port_rules = PortRules(settings, store, ports)
@@ -234,7 +243,7 @@ class GatewayTranslator(Translator):
             fields = {"key": key, "why": why}
             log.warning("NGINX refused a Gateway record", extra={"fields": fields})
         for route in sorted(routes):
-            ref = ObjectRef("HTTPRoute", *route.split("/", 1))
+            ref = ObjectRef(*route_kind(route))
             parse = self._parsed.get(ref)
             self._refused[ref] = (parse.stamp if parse else None, f"the Gateway record {key} {why}")
         self._stale = True
@@ -284,7 +293,11 @@ class GatewayTranslator(Translator):
             gateways.append(p.parsed.resource)
         gateways.sort(key=_age)
         routes: list[Route] = []
-        for kind, parser in (("HTTPRoute", parse_http_route), ("TLSRoute", parse_tls_route)):
+        for kind, parser in (
+            ("HTTPRoute", parse_http_route),
+            ("GRPCRoute", parse_grpc_route),
+            ("TLSRoute", parse_tls_route),
+        ):
             for ref, p in self._parse_all(kind, parser):
                 seen.add(ref)
                 if p.parsed.resource is None:
@@ -326,7 +339,7 @@ class GatewayTranslator(Translator):
         self._port_rules.update(gateways, outcomes, gc_ports)
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists,
-            self._port_rules.unavailable, tls_passthrough=self._stream,
+            self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
         )  # fmt: skip
         out = serving(
             gateways, outcomes, att, self._status_addresses,
@@ -340,11 +353,12 @@ class GatewayTranslator(Translator):
         self._served = fitted.served
         passed, passing_uses = passthrough_records(out.passing)
         self._write_records(fitted.served, fitted.records, passed, passing_uses)
-        self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6)
+        hop = self._h2c_hop
+        self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6, hop=hop)
         if self._stream:
             self._files[PASSTHROUGH_FILE] = render_passthrough(
                 ((s.address, s.listener.port) for s in out.passing), ipv6=self._ipv6
-            )
+            ) + (render_hops(out.sockets, ipv6=self._ipv6) if hop else "")
         if self._ports is not None:
             if changed := self._ports.set_gateway_ports(out.held, out.asked):
                 self._worker.render_all(changed)
@@ -354,7 +368,9 @@ class GatewayTranslator(Translator):
             ref = ObjectRef(route.kind, route.meta.namespace, route.meta.name)
             parents = att.routes.get((route.meta.namespace, route.meta.name), ())
             why = (
-                too_large.get(f"{ref.namespace}/{ref.name}") if route.kind == "HTTPRoute" else None
+                too_large.get(route_id(route.kind, ref.namespace, ref.name))
+                if route.kind != "TLSRoute"
+                else None
             )
             if why is not None:
                 parents = not_accepted(parents, why)
@@ -395,8 +411,7 @@ class GatewayTranslator(Translator):
         for s in served:
             for entries in s.table.values():
                 for e in entries:
-                    namespace, name = e.route.split("/", 1)
-                    keys = uses.setdefault(ObjectRef("HTTPRoute", namespace, name), set())
+                    keys = uses.setdefault(ObjectRef(*route_kind(e.route)), set())
                     for ns, service, port, _ in e.backends:
                         if service is not None:
                             keys.add(backend_key(ns, service, str(port)))
@@ -470,5 +485,7 @@ def build(context: Context) -> list[GatewayTranslator]:
             c.sinks.gateway,
             c.ports,
             stream=c.shape.stream,
+            h2c=c.shape.h2c,
+            h2c_hop=c.shape.h2c_hop,
         )
     ]
