@@ -514,3 +514,39 @@ def test_default_server_return_answers_hosts_nobody_routes(
     assert f.get("nobody.test").status == 410
     f.write("cm", configmap())
     _soon(f, lambda: f.get("nobody.test").status == 404)
+
+
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+def test_add_header_on_every_route_but_those_adding_their_own(
+    ferryman: Ferryman, backends: Backends
+) -> None:
+    """add-header as NIC's http-level add_header: every answer of the host's
+    routes carries it (2xx/3xx, or always), except a route with add-header of
+    its own, which sends only its own (NGINX's inheritance)."""
+    f = ferryman
+    _start(f, backends)
+    assert "x-frame-options" not in f.get("cm.test").headers
+    own = ingress(
+        "own", [rule("own.test", path("/", "app"))],
+        annotations={"nginx.org/add-header": "X-Own: yes"},
+    )  # fmt: skip
+    f.write("own", own)
+    f.write(
+        "cm",
+        configmap(add_header='X-Frame-Options: DENY, X-Quote: say \\"hi\\"; ok, X-Err: e: always'),
+    )
+    _updated(f, 2)
+    _soon(f, lambda: f.get("cm.test").headers.get("x-frame-options") == "DENY")
+    r = f.get("cm.test")  # the C module's fast path
+    assert r.status == 200 and r.headers["x-quote"] == 'say "hi"; ok' and r.headers["x-err"] == "e"
+    missing = f.get("nobody.test")  # a host nobody routes: 404, "always" only
+    assert missing.status == 404
+    assert "x-frame-options" not in missing.headers and missing.headers["x-err"] == "e"
+    r = f.get("own.test")  # the slow path, with its own header
+    assert r.status == 200 and r.headers["x-own"] == "yes"
+    assert "x-frame-options" not in r.headers and "x-err" not in r.headers
+    # A value NGINX would read as a variable is refused; the headers stay.
+    f.write("cm", configmap(add_header="X-Bad: $host"))
+    _updated(f, 3)
+    assert f.get("cm.test").headers.get("x-frame-options") == "DENY"
+    assert any("add-header" in m for _, _, m in _events(f))

@@ -74,6 +74,7 @@ FULL: dict[str, str] = {
     "hsts-include-subdomains": "true",
     "hsts-behind-proxy": "false",
     "redirect-to-https": "true",
+    "add-header": 'X-Frame-Options: DENY, X-Q: a \\"{b;c}\\" d: always',
     "ssl-redirect": "true",
     "http-redirect-code": "308",
     "default-server-return": "418 short and stout $host; }",

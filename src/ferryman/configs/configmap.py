@@ -20,6 +20,7 @@ from typing import Any
 from ferryman.configs.ingress_nginx_configmap import merged
 from ferryman.configs.record_text import b64
 from ferryman.resources import nic_rules, validation
+from ferryman.resources.annotation_values import parse_add_headers
 from ferryman.resources.configmap import (
     GLOBAL_KEYS,
     HSTS_OPTIONS,
@@ -96,6 +97,7 @@ IN_NGINX_CONF = frozenset(
         "hsts-include-subdomains",
         "hsts-behind-proxy",
         "redirect-to-https",
+        "add-header",
     }
 )
 # proxy-connect-timeout when the ConfigMap sets none. NGINX's own, 60s, is how
@@ -153,6 +155,9 @@ class Tuning:
     hsts_behind_proxy: bool = False
     redirect_to_https: bool = False
     redirect_code: str = "301"
+    # add-header: (name, value, always), server-level add_header lines whose
+    # values a route that adds headers of its own empties (tuning-http.conf.tmpl).
+    add_headers: tuple[tuple[str, str, bool], ...] = ()
     # default-server-return, base64 ("": 404): NGINX would read "$" in a set
     # value as a variable, base64 has none (ferryman.lua decodes it).
     default_server_return: str = ""
@@ -253,6 +258,7 @@ def tuning(values: Mapping[str, str]) -> Tuning:
         hsts_behind_proxy=_on(values, "hsts-behind-proxy"),
         redirect_to_https=_on(values, "redirect-to-https"),
         redirect_code=values.get("http-redirect-code", "301"),
+        add_headers=parse_add_headers(values["add-header"]) if "add-header" in values else (),
         default_server_return=b64(values["default-server-return"])
         if "default-server-return" in values
         else "",

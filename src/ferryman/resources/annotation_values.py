@@ -245,6 +245,16 @@ def parse_add_headers(value: str) -> tuple[tuple[str, str, bool], ...]:
     return tuple(out)
 
 
+def parse_add_header_key(value: str) -> tuple[str | None, str | None]:
+    """The ConfigMap's add-header (the annotation's syntax), as the ConfigMap's
+    parsers answer: (the value, None) or (None, why)."""
+    try:
+        parse_add_headers(value)
+    except BadValue as e:
+        return None, f"invalid add-header {value!r}: {e}"
+    return value, None
+
+
 _LIMIT_REQ_KEY = r"^(\$\{[a-zA-Z_][a-zA-Z0-9_]*\}|\$[a-zA-Z_][a-zA-Z0-9_]*)+$"  # NIC's
 _LIMIT_REQ_KEY_RE = re.compile(_LIMIT_REQ_KEY[1:-1], re.ASCII)
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ferryman.resources import validation
+from ferryman.resources.annotation_values import parse_add_header_key
 
 # One key's parser: the raw value -> (normalised value, None) or (None, why).
 Parser = Callable[[str], "tuple[str | None, str | None]"]
@@ -375,6 +376,7 @@ ROUTE_KEYS: Mapping[str, Parser] = {
     "ssl-redirect": parse_bool,
     "http-redirect-code": parse_redirect_code,
     "default-server-return": parse_default_server_return,
+    "add-header": parse_add_header_key,
     "lb-method": parse_lb_method,
     "max-fails": _integer(0, 2**31 - 1),
     "fail-timeout": parse_time,
@@ -406,7 +408,6 @@ UNSUPPORTED: Mapping[str, str] = {
     "default server",
     "upstream-zone-size": "ferryman's endpoints live in its own shared memory "
     "(--records-memory-size)",
-    "add-header": "not implemented yet",
     "add-header-inherit": "not implemented yet",
     "disable-forwarded-headers": "needs snippets in NIC; ferryman has no snippets",
     "resolver-addresses": "NGINX Plus only",

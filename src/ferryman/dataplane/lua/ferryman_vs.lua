@@ -546,6 +546,12 @@ function _M.header_filter(response)
     for _, h in ipairs(response.cors or NONE) do
         ngx.header[h[1]] = h[2]
     end
+    -- A route with headers of its own does not inherit the ConfigMap's
+    -- add-header (declared only when the ConfigMap has one; NGINX's add_header
+    -- runs after this filter and skips the values this empties).
+    if (#response.add > 0 or response.cors) and ngx.var.ferryman_own_headers then
+        ngx.var.ferryman_own_headers = "1"
+    end
 end
 
 -- The body of a replaced response: the error page's, once, instead of the
