@@ -8,8 +8,8 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ferryman.configs.secret_state import SecretRead
 from ferryman.kinds.policy.parse.policy import Policy, parse_policy
-from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.resources.meta import InvalidResource
 
 

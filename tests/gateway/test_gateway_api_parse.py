@@ -14,8 +14,8 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_gateway_class,
     parse_http_route,
 )
-from ferryman.kinds.gateway.parse.reference_grant import parse_reference_grant
 from ferryman.resources.nic_fields import Parsed
+from ferryman.resources.reference_grant import parse_reference_grant
 from testkit.gateway_environment import Conformance
 
 PARSERS: dict[str, Callable[[Mapping[str, Any]], Parsed[Any]]] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ferryman.kinds.gateway.parse.gateway_api import Match, parse_gateway, parse_http_route
-from ferryman.kinds.gateway.parse.reference_grant import parse_reference_grant
+from ferryman.resources.reference_grant import parse_reference_grant
 
 
 def _route(rules: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_gateway,
     parse_http_route,
 )
-from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.gateway.records.attach import Attachment, attach
+from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
 
 LABELS = {"web": {"expose": "yes"}, "gw": {}, "other": {}}
 SERVICES = {("web", "app"), ("gw", "app"), ("other", "app")}

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from ferryman.app import migrate, migrate_gateway
-from ferryman.kinds.gateway.parse import gateway_api, reference_grant
+from ferryman.kinds.gateway.parse import gateway_api
 from ferryman.kinds.ingress.parse import ingress_nginx
+from ferryman.resources import reference_grant
 
 DATA = Path(__file__).parent.parent / "data" / "ingress-nginx"
 FERRYMAN = Path(sys.executable).parent / "ferryman"

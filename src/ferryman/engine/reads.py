@@ -20,19 +20,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
-from ferryman.configs.secret_state import SecretState
+from ferryman.configs.secret_state import SecretRead, SecretState
 from ferryman.configs.tenancy import FROM_GROUP
 from ferryman.engine.dependencies import ANY
 from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
-from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
-from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.kinds.transport.parse.globalconfiguration import (
     GlobalConfiguration,
     parse_global_configuration,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef
+from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
 
 # The kinds only read by translators: a change to one translates its readers.
 # A ReferenceGrant's change does too (tenant mode), but the controller hands

@@ -51,7 +51,6 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     Rule,
 )
 from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch, GRPCRoute
-from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
 from ferryman.kinds.gateway.parse.tls_route import TLSBackend, TLSRoute, TLSRule
 from ferryman.kinds.gateway.records.listeners import (
     Condition,
@@ -62,6 +61,7 @@ from ferryman.kinds.gateway.records.listeners import (
     granted,
     listener_status,
 )
+from ferryman.resources.reference_grant import ReferenceGrant
 
 Route = HTTPRoute | TLSRoute | GRPCRoute
 # Filters the route engine serves; any other is UnsupportedValue.

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ferryman.kinds.gateway.parse.gateway_api import GROUP, Gateway, Listener
-from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant
+from ferryman.resources.reference_grant import ReferenceGrant
 
 SUPPORTED_PROTOCOLS = ("HTTP", "HTTPS")
 HTTP_ROUTE = (GROUP, "HTTPRoute")

@@ -42,7 +42,6 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_http_route,
 )
 from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
-from ferryman.kinds.gateway.parse.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
@@ -70,6 +69,7 @@ from ferryman.observability.metrics import Metrics
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
+from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
 from ferryman.translators import Translator, Worker
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired

@@ -19,9 +19,10 @@ import hashlib
 from dataclasses import dataclass
 
 from ferryman.configs.record_text import b64
+from ferryman.configs.secret_state import SecretRead
 from ferryman.kinds.policy.parse.policy import APIKey, BasicAuth, Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
-from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
+from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources.secret_policy import (
     APIKEY_TYPE,
     HTPASSWD_TYPE,

@@ -25,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ferryman.configs.record_text import b64
+from ferryman.configs.secret_state import SecretRead
 from ferryman.kinds.policy.parse.policy import EgressMTLS, Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
-from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
+from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources.secret import TLS_TYPE, TLSPair, parse_tls_secret
 from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
 

@@ -1,28 +1,18 @@
 """What a policy translation may read, as the pure core sees it.
 
-``reads.Reads`` (a layer above) implements ``PolicyReads`` and records every
-read for the dependency index, so a Policy or Secret read here re-translates
-its reader when it changes.
+``kinds/policy/translate/reads.py::PolicyReading`` (a layer above) implements
+``PolicyReads`` over the engine's ``Reads``, which records every read for the
+dependency index, so a Policy or Secret read here re-translates its reader when
+it changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 
+from ferryman.configs.secret_state import SecretRead
 from ferryman.kinds.policy.parse.policy import Policy
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class SecretRead(Generic[T]):
-    """A Secret as one parser reads it."""
-
-    value: T | None
-    secret_type: str  # the Secret's type; "" when it is missing
-    error: str | None  # why ``value`` is None
 
 
 class PolicyReads(Protocol):

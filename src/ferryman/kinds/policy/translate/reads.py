@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ferryman.configs.secret_state import SecretRead
 from ferryman.engine.reads import Reads
 from ferryman.engine.store import Store
 from ferryman.kinds.policy.parse.policy import Policy, parse_policy
-from ferryman.kinds.policy.records.reads import SecretRead
 from ferryman.resources.meta import ObjectRef
 
 KIND = "Policy"

@@ -77,14 +77,14 @@ from ferryman.configs.buffer_tiers import route_flags
 from ferryman.configs.endpoints import CLUSTER_IP
 from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64, unquote
-from ferryman.configs.secret_state import SecretState
+from ferryman.configs.secret_state import SecretRead, SecretState
 from ferryman.configs.sticky_field import sticky_field
 from ferryman.configs.tenancy import REFUSED, SERVICE, Grants, check
 from ferryman.kinds.policy.parse.policy import Policy
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems, attach, effective
 from ferryman.kinds.policy.records.base import ROUTE, SPEC, SUBROUTE, Owner
 from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
-from ferryman.kinds.policy.records.reads import PolicyReads, SecretRead
+from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.kinds.virtualserver.parse.action import Action, Pass, Proxy, Redirect
 from ferryman.kinds.virtualserver.parse.match import Split
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer

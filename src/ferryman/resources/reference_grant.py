@@ -1,9 +1,10 @@
 """gateway.networking.k8s.io/v1beta1 ReferenceGrant: which objects of other
 namespaces may refer to objects in the grant's namespace.
 
-Its own module because nothing of a Gateway or an HTTPRoute is in it: the
-attachment (``kinds/gateway/records/attach.py``) only asks a grant whether it allows a
-cross-namespace reference.
+Shared vocabulary rather than the Gateway API kind's own: Gateway API's
+attachment (``kinds/gateway/records/attach.py``) asks a grant whether it allows a
+cross-namespace reference, and so does every kind's tenant mode
+(``configs/tenancy.py``, through ``engine/reads.py``).
 """
 
 from __future__ import annotations
