@@ -118,6 +118,30 @@ def _write(manifests: Path, name: str, docs: list[dict[str, Any]]) -> None:
     tmp.replace(manifests / f"{name}.yaml")
 
 
+def _pod_volumes(tmp_path: Path, pod_network: BackendHost) -> tuple[Path, Path]:
+    """The state volume (as a kubelet makes an emptyDir: root's, 0777) and the
+    manifests folder, with an Ingress web.test to a backend in the pod's network."""
+    state, manifests = tmp_path / "state", tmp_path / "manifests"
+    state.mkdir()
+    state.chmod(0o777)
+    manifests.mkdir()
+    tmp_path.chmod(0o755)
+    app = pod_network.start("app")
+    docs = service_with_backends("app", [app])
+    _write(manifests, "app", [*docs, ingress("web", [rule("web.test", path("/", "app"))])])
+    return state, manifests
+
+
+def _logs_of(name: str) -> Callable[[], str]:
+    """The container's output so far, as ``podman logs`` gives it."""
+
+    def logs() -> str:
+        out = subprocess.run([*PODMAN, "logs", name], capture_output=True, text=True)
+        return out.stdout + out.stderr
+
+    return logs
+
+
 def _wait_ready(name: str, url: str, logs: Callable[[], str], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -139,14 +163,7 @@ def test_image_runs_as_deploy_runs_it_and_serves(
 ) -> None:
     server, name_of_image = image
     pod = _pod_spec()
-    state, manifests = tmp_path / "state", tmp_path / "manifests"
-    state.mkdir()
-    state.chmod(0o777)  # as a kubelet makes an emptyDir: root's, 0777
-    manifests.mkdir()
-    tmp_path.chmod(0o755)
-    app = pod_network.start("app")
-    docs = service_with_backends("app", [app])
-    _write(manifests, "app", [*docs, ingress("web", [rule("web.test", path("/", "app"))])])
+    state, manifests = _pod_volumes(tmp_path, pod_network)
 
     name = f"ferryman-test-{tmp_path.name}"[:60]
     (container,) = pod["containers"]
@@ -163,9 +180,7 @@ def test_image_runs_as_deploy_runs_it_and_serves(
     ports = _ports(pod)
     base = f"http://{pod_network.address}"
 
-    def logs() -> str:
-        out = subprocess.run([*PODMAN, "logs", name], capture_output=True, text=True)
-        return out.stdout + out.stderr
+    logs = _logs_of(name)
 
     try:
         _wait_ready(name, f"{base}:{ports['readiness']}/nginx-ready", logs)
@@ -236,14 +251,7 @@ def test_nics_pod_settings_bind_ports_80_and_443_with_net_bind_service(
     ports: ferryman passes the capability on to NGINX, which listens on 80."""
     _, name_of_image = image
     pod = _pod_spec()
-    state, manifests = tmp_path / "state", tmp_path / "manifests"
-    state.mkdir()
-    state.chmod(0o777)
-    manifests.mkdir()
-    tmp_path.chmod(0o755)
-    app = pod_network.start("app")
-    docs = service_with_backends("app", [app])
-    _write(manifests, "app", [*docs, ingress("web", [rule("web.test", path("/", "app"))])])
+    state, manifests = _pod_volumes(tmp_path, pod_network)
     options = [o for o in _run_options(pod, state, manifests) if not o.startswith("--sysctl")]
     options += [
         "--cap-add=NET_BIND_SERVICE",
@@ -263,9 +271,7 @@ def test_nics_pod_settings_bind_ports_80_and_443_with_net_bind_service(
     assert ports["http"] == 80 and ports["https"] == 443
     base = f"http://{pod_network.address}"
 
-    def logs() -> str:
-        out = subprocess.run([*PODMAN, "logs", name], capture_output=True, text=True)
-        return out.stdout + out.stderr
+    logs = _logs_of(name)
 
     try:
         _wait_ready(name, f"{base}:{ports['readiness']}/nginx-ready", logs)

@@ -287,15 +287,17 @@ _RULE_KEYS = frozenset(
 _MATCH_KEYS = frozenset({"path", "headers", "queryParams", "method"})
 
 
+_ROUTE_SPEC_KEYS = frozenset({"parentRefs", "hostnames", "rules", "useDefaultGateways"})
+
+
+def route_root(obj: Mapping[str, Any], ctx: Context) -> tuple[Meta | None, Obj | None]:
+    """An HTTPRoute's or GRPCRoute's metadata and spec (None: unusable)."""
+    return parse_object_meta(obj, ctx), Obj.root(ctx, obj.get("spec"), "spec", _ROUTE_SPEC_KEYS)
+
+
 def parse_http_route(obj: Mapping[str, Any]) -> Parsed[HTTPRoute]:
     ctx = Context()
-    meta = parse_object_meta(obj, ctx)
-    spec = Obj.root(
-        ctx,
-        obj.get("spec"),
-        "spec",
-        frozenset({"parentRefs", "hostnames", "rules", "useDefaultGateways"}),
-    )
+    meta, spec = route_root(obj, ctx)
     if spec is None or meta is None:
         return Parsed(None, tuple(ctx.problems))
     parents = parse_parents(spec)

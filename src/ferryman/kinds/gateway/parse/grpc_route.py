@@ -36,6 +36,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_backend_ref,
     parse_hostnames,
     parse_parents,
+    route_root,
 )
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
@@ -44,7 +45,6 @@ from ferryman.resources.nic_fields import (
     Parsed,
     duplicate,
     invalid,
-    parse_object_meta,
 )
 from ferryman.resources.pcre import pcre_error
 
@@ -83,13 +83,7 @@ class GRPCRoute:
 
 def parse_grpc_route(obj: Mapping[str, Any]) -> Parsed[GRPCRoute]:
     ctx = Context()
-    meta = parse_object_meta(obj, ctx)
-    spec = Obj.root(
-        ctx,
-        obj.get("spec"),
-        "spec",
-        frozenset({"parentRefs", "hostnames", "rules", "useDefaultGateways"}),
-    )
+    meta, spec = route_root(obj, ctx)
     if spec is None or meta is None:
         return Parsed(None, tuple(ctx.problems))
     parents = parse_parents(spec)
