@@ -4,19 +4,20 @@ and RBAC, and serves NIC's cafe example, as NIC would."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
-from lightkube import ApiError, Client, codecs
+from lightkube import Client, codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, Service
-from lightkube.resources.networking_v1 import Ingress, IngressClass
+from lightkube.resources.networking_v1 import Ingress
 
 from testkit.apiserver import APIServer, apply, install_crds, wait_until
 from testkit.harness import Ferryman, tls_secret
@@ -112,6 +113,20 @@ def _drink(f: Ferryman, drink: str) -> str | None:
         return None
 
 
+@pytest.fixture
+def apiserver(
+    apiserver_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[APIServer]:
+    """An API server of its own: NIC's manifests make cluster-wide objects
+    (IngressClass nginx, NIC's ClusterRole) that other tests on the session's
+    make differently (test_helm's NIC values: class nginx for ferryman's
+    controller, immutable)."""
+    server = APIServer(apiserver_binary, tmp_path_factory.mktemp("nic-apiserver"))
+    server.start()
+    yield server
+    server.stop()
+
+
 def test_nics_manifests_bring_up_ferryman_serving_the_cafe_example(
     tmp_path: Path, apiserver: APIServer, kube: Client, backends: BackendHost
 ) -> None:
@@ -125,20 +140,6 @@ def test_nics_manifests_bring_up_ferryman_serving_the_cafe_example(
     container = _container(docs)
     assert container["image"] == "ferryman:0.1.0"
     assert container["readinessProbe"]["httpGet"]["path"] == "/nginx-ready"
-    # IngressClasses are cluster-wide and their controller immutable: a test run
-    # earlier on this API server (test_helm's NIC values) made class nginx for
-    # ferryman's controller; NIC's manifests bring their own.
-    with contextlib.suppress(ApiError):
-        kube.delete(IngressClass, "nginx")
-
-    def class_gone() -> bool:
-        try:
-            kube.get(IngressClass, "nginx")
-        except ApiError:
-            return True
-        return False
-
-    wait_until(class_gone, 60, "IngressClass nginx deleted")
     for doc in docs:
         apply(kube, doc)
     assert kube.get(Deployment, "nginx-ingress", namespace=NAMESPACE)
