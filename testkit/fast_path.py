@@ -74,18 +74,9 @@ def _start(f: Ferryman, backends: Backends, *docs: dict[str, Any]) -> None:
     f.start()
 
 
-def _endpoints_socket(f: Ferryman) -> Path:
-    conf = (f.state / "nginx.conf").read_text()
-    start = conf.index("listen unix:") + len("listen unix:")
-    return Path(conf[start : conf.index(";", start)])
-
-
 def _push_raw(f: Ferryman, line: str) -> None:
-    transport = httpx.HTTPTransport(uds=str(_endpoints_socket(f)))
-    with httpx.Client(transport=transport, timeout=10) as c:
-        version = c.get("http://nginx/version").text.strip()
-        r = c.post("http://nginx/push", content=f"{version}\n{line}\n".encode())
-        assert r.status_code == 200, r.text
+    r = f.push_lines([line])
+    assert r.status_code == 200, r.text
 
 
 def _workers(f: Ferryman) -> set[int]:

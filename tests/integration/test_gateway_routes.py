@@ -6,10 +6,7 @@ specification's order with fall-through, weights and 500s for invalid backends."
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import httpx
 
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.routes import encode_host
@@ -58,23 +55,13 @@ def _records(routes: list[Any], backends: dict[str, Backend]) -> dict[tuple[str,
     return records
 
 
-def _endpoints_socket(f: Ferryman) -> Path:
-    conf = (f.state / "nginx.conf").read_text()
-    start = conf.index("listen unix:") + len("listen unix:")
-    return Path(conf[start : conf.index(";", start)])
-
-
 def _push(f: Ferryman, records: dict[tuple[str, str], str]) -> None:
     order = {"E": 0, "V": 1, "H": 2}
     lines = [
         f"{k}\t{n}\t{v}" for (k, n), v in sorted(records.items(), key=lambda kv: order[kv[0][0]])
     ]
-    transport = httpx.HTTPTransport(uds=str(_endpoints_socket(f)))
-    with httpx.Client(transport=transport, timeout=10) as c:
-        version = int(c.get("http://nginx/version").text.strip() or 0)
-        body = "\n".join([str(version + 1), *lines]) + "\n"
-        r = c.post("http://nginx/push", content=body.encode())
-        assert r.status_code == 200, r.text
+    r = f.push_lines(lines)
+    assert r.status_code == 200, r.text
 
 
 def _backend(name: str) -> dict[str, Any]:

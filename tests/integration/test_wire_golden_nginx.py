@@ -88,12 +88,6 @@ def test_lua_decodes_the_golden_pushes(lua_push: Path) -> None:
 # ---- C: ngx_http_ferryman_module and ngx_stream_ferryman_module --------------------
 
 
-def _endpoints_socket(f: Ferryman) -> Path:
-    conf = (f.state / "nginx.conf").read_text()
-    start = conf.index("listen unix:") + len("listen unix:")
-    return Path(conf[start : conf.index(";", start)])
-
-
 def _served(f: Ferryman, host: str, path: str, https: bool = False) -> tuple[str | None, str]:
     """(the backend that answered, or the status; "module" or "lua": which path took it)."""
     before = fast_path_counts(f)
@@ -137,7 +131,7 @@ def test_the_module_decodes_the_golden_pushes(ferryman: Ferryman, backends: Back
     )
     ferryman.extra_args += ["--global-configuration", "/".join(GLOBAL_CONFIGURATION)]
     ferryman.start()
-    sock = _endpoints_socket(ferryman)
+    sock = ferryman.endpoints_socket()
     assert _served(ferryman, "cafe.example.com", "/tea")[0] == "404"
     reloads = ferryman.reloads()
 
