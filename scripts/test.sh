@@ -25,4 +25,16 @@ tools/conformance/build.sh >/dev/null
 # minutes each cold, cached by input hash).
 ./scripts/build-image.sh nginx-1.30 >/dev/null
 ./scripts/build-image.sh angie >/dev/null
-.venv/bin/pytest "$@"
+# pytest: the unit and data-plane tests on two workers (pytest-xdist; a file's
+# tests stay on one worker, so its module fixtures start once), then the
+# cluster tests (one API server, its controllers and kubelets, the images) on
+# one, as they always ran. Naming a test or a directory runs just that, once.
+for arg in "$@"; do
+  if [[ "$arg" != -* && -e "${arg%%::*}" ]]; then
+    exec .venv/bin/pytest "$@"
+  fi
+done
+rc=0
+.venv/bin/pytest -n "${FERRYMAN_TEST_WORKERS:-2}" --dist loadfile tests/unit tests/integration "$@" || rc=$?
+.venv/bin/pytest tests/kubernetes tests/gateway tests/container "$@" || rc=$((rc ? rc : $?))
+exit "$rc"

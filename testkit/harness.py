@@ -103,6 +103,20 @@ def reachable(path: Path) -> Path:
 # use" seen when tests run beside other work). Random ports from this range only
 # collide with another test run's choice.
 _PORTS = (20000, 32000)
+
+
+def _worker_ports() -> tuple[int, int]:
+    """This pytest-xdist worker's share of ``_PORTS``: workers of one run never
+    choose the same port (each keeps its own ``_handed_out``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return _PORTS
+    width = (_PORTS[1] - _PORTS[0]) // count
+    low = _PORTS[0] + int(worker[2:]) * width
+    return low, low + width - 1
+
+
 # Never the same port twice in one run: a Ferryman asks for four at once, and none
 # is bound until it starts.
 _handed_out: set[int] = set()
@@ -112,7 +126,7 @@ def free_port() -> int:
     """A TCP port nothing listens on, on any address, at the time of asking
     (IPv6 too: ferryman's public ports listen on both)."""
     for _ in range(1000):
-        port = random.randint(*_PORTS)
+        port = random.randint(*_worker_ports())
         if port in _handed_out:
             continue
         _handed_out.add(port)

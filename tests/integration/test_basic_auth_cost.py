@@ -41,7 +41,7 @@ def test_a_costly_hash_is_refused_and_the_other_users_served(
     r = ferryman.get("cafe.test", "/", headers=basic("slow", "pw-slow"))
     took = time.monotonic() - began
     assert r.status == 401
-    assert took < 0.5, took  # no 8,000,000-round check ran in the worker
+    assert took < 1.0, took  # no 8,000,000-round check (1.4 s alone) ran in the worker
     event = last_event(ferryman, "cafe")
     assert event["reason"] == "AddedOrUpdatedWithWarning"
     assert (
