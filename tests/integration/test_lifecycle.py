@@ -5,6 +5,8 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -259,13 +261,20 @@ def _render(manifests: Path, output: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize("out_name", ["out", "a-deep-output-directory-" * 4])
 def test_render_writes_a_configuration_nginx_accepts(
-    ferryman: Ferryman, backends: Backends, tmp_path: Path
+    ferryman: Ferryman, backends: Backends, tmp_path: Path, out_name: str
 ) -> None:
+    """Also from an output directory too deep for unix sockets: they are named
+    in a directory of its own that stays (render removed it, and `nginx -t` of
+    the output failed to bind them)."""
     _app(ferryman, backends)
     ferryman.write("ing", ingress("r", [rule("r.test", path("/", "app"))]))
-    out = tmp_path / "out"
+    out = tmp_path / out_name
     result = _render(ferryman.manifests, out)
+    sockets = Path(re.findall(r"listen unix:(\S+);", (out / "nginx.conf").read_text())[0]).parent
+    kept = sockets.name.startswith("ferryman-render-")
+    assert kept or len(out_name) < 10, sockets  # the deep one's are elsewhere
     assert result.returncode == 0, result.stderr
     records = (out / "records.txt").read_text()
     assert "H\tr.test\t- 0 - rr:1:10 P|/|default/app:80\n" in records
@@ -275,6 +284,8 @@ def test_render_writes_a_configuration_nginx_accepts(
         capture_output=True,
         text=True,
     )
+    if kept:
+        shutil.rmtree(sockets)
     assert test.returncode == 0, test.stderr
 
 

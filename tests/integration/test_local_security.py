@@ -10,9 +10,10 @@ import hashlib
 import os
 import pwd
 import re
+import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -112,12 +113,28 @@ def test_a_socket_dir_another_user_made_first_is_not_used(
         predictable.rmdir()
 
 
+@pytest.fixture
+def shallow_ferryman(flavour: str) -> Iterator[Ferryman]:
+    """A ferryman whose state dir is shallow enough for its sockets to live in
+    its run/ (pytest's tmp_path can be too deep, under pytest-xdist always)."""
+    workdir = Path(tempfile.mkdtemp(prefix="fm-"))
+    f = Ferryman(workdir, flavour=flavour)
+    try:
+        yield f
+    finally:
+        if f.proc is not None and f.proc.poll() is None:
+            f.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 @pytest.mark.parametrize("made_as", ["another user's directory", "a symlink"])
 def test_a_run_dir_that_is_not_ferrymans_own_is_refused(
-    ferryman: Ferryman, backends: Backends, tmp_path: Path, made_as: str
+    shallow_ferryman: Ferryman, backends: Backends, tmp_path: Path, made_as: str
 ) -> None:
+    ferryman = shallow_ferryman
     ferryman.state.mkdir()
     run = ferryman.state / "run"
+    assert len(str(run / "nginx-config-version.sock")) <= 100  # run/ is where they go
     if made_as == "a symlink":
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()

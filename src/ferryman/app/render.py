@@ -10,7 +10,7 @@ from ferryman.app.wiring import BUILT_IN, Kinds, prepared, shape
 from ferryman.dataplane.fallback import ensure_fallback_certificate
 from ferryman.dataplane.main_file import MainFile, checked_paths
 from ferryman.dataplane.output import OutputDirectory
-from ferryman.dataplane.state_dir import Paths, remove_short_socket_dir
+from ferryman.dataplane.state_dir import Paths, render_socket_dir
 from ferryman.engine.controller import Controller
 from ferryman.engine.queue_keys import QueueKey
 from ferryman.engine.secrets import SecretStore
@@ -44,15 +44,13 @@ async def render(
     and routes.txt: those records read back as a table of routes
     (``wire/route_table.py``).
     """
-    paths = prepared(checked_paths(output), None, "--output")
-    try:
-        return await _render(
-            settings, paths, notes if notes is not None else [],
-            warnings if warnings is not None else [], kinds,
-        )  # fmt: skip
-    finally:
-        # Named in the output as a run would name its own; nothing listens there.
-        remove_short_socket_dir(paths)
+    paths = prepared(
+        checked_paths(output), None, "--output", short_dir=lambda: render_socket_dir(output)
+    )
+    return await _render(
+        settings, paths, notes if notes is not None else [],
+        warnings if warnings is not None else [], kinds,
+    )  # fmt: skip
 
 
 async def _render(

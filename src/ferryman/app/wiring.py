@@ -3,6 +3,9 @@ shape of the data plane, its prepared state directory."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 from ferryman.dataplane.main_file import MainFile
 from ferryman.dataplane.private_dir import UnsafeDirectoryError
 from ferryman.dataplane.state_dir import Paths, prepare_state_dir
@@ -24,9 +27,15 @@ def shape(main: MainFile, user: str | None) -> Shape:
     return Shape(stream=main.stream(user), tls_socket=main.tls_socket(user), h2c=h2c, h2c_hop=hop)
 
 
-def prepared(paths: Paths, worker_uid: int | None, flag: str = "--state-dir") -> Paths:
-    """``paths`` with the state directory made safe to run from (``flag`` names it)."""
+def prepared(
+    paths: Paths,
+    worker_uid: int | None,
+    flag: str = "--state-dir",
+    short_dir: Callable[[], Path] | None = None,
+) -> Paths:
+    """``paths`` with the state directory made safe to run from (``flag`` names
+    it; ``short_dir``: as ``prepare_state_dir``)."""
     try:
-        return prepare_state_dir(paths, worker_uid)
+        return prepare_state_dir(paths, worker_uid, short_dir)
     except UnsafeDirectoryError as e:
         raise SettingsError(f"{flag} {paths.state_dir}: {e}") from e

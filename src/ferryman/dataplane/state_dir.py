@@ -14,10 +14,13 @@ writes into it without starting one.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import socket
 import stat
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -111,9 +114,13 @@ def remove_if_stale(path: Path) -> None:
             pass
 
 
-def prepare_state_dir(paths: Paths, worker_uid: int | None) -> Paths:
+def prepare_state_dir(
+    paths: Paths, worker_uid: int | None, short_dir: Callable[[], Path] | None = None
+) -> Paths:
     """Create the layout; returns ``paths`` with the private socket directory
-    (``private_dir``: raises ``UnsafeDirectoryError`` when it is not private)."""
+    (``private_dir``: raises ``UnsafeDirectoryError`` when it is not private),
+    made by ``short_dir`` when the state dir is too deep (a new random one by
+    default)."""
     paths.state_dir.mkdir(parents=True, exist_ok=True)
     # Workers (maybe another user) must reach tmp/, but nobody else need list it.
     paths.state_dir.chmod(0o711)
@@ -126,7 +133,21 @@ def prepare_state_dir(paths: Paths, worker_uid: int | None) -> Paths:
     if paths.sockets_fit_in_state_dir:
         private_directory(paths.socket_dir)
         return paths
-    return replace(paths, short_socket_dir=new_private_directory("ferryman-"))
+    made = short_dir() if short_dir else new_private_directory("ferryman-")
+    return replace(paths, short_socket_dir=made)
+
+
+def render_socket_dir(output: Path) -> Path:
+    """Where ``render`` names the sockets when ``output`` is too deep for them:
+    a private directory named for ``output``, kept after the render, so that
+    ``nginx -t`` of the output can bind them (nothing else ever listens
+    there), and rendering the same output again reuses it rather than leaving
+    one more behind. A directory of that name that is not ours is refused
+    (``private_directory``), as a run's would be."""
+    digest = hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"ferryman-render-{digest}"
+    private_directory(path)
+    return path
 
 
 def remove_short_socket_dir(paths: Paths) -> None:
