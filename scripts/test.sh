@@ -25,16 +25,22 @@ tools/conformance/build.sh >/dev/null
 # minutes each cold, cached by input hash).
 ./scripts/build-image.sh nginx-1.30 >/dev/null
 ./scripts/build-image.sh angie >/dev/null
-# pytest: the unit and data-plane tests on two workers (pytest-xdist; a file's
-# tests stay on one worker, so its module fixtures start once), then the
-# cluster tests (one API server, its controllers and kubelets, the images) on
-# one, as they always ran. Naming a test or a directory runs just that, once.
+# pytest: the cluster tests (one API server, its controllers and kubelets, the
+# images; mostly waiting on them) in one process, beside the unit and
+# data-plane tests on two workers (pytest-xdist; a file's tests stay on one
+# worker, so its module fixtures start once). Its report follows theirs.
+# Naming a test or a directory runs just that, in one process.
 for arg in "$@"; do
   if [[ "$arg" != -* && -e "${arg%%::*}" ]]; then
     exec .venv/bin/pytest "$@"
   fi
 done
+cluster_log=$(mktemp)
+trap 'rm -f "$cluster_log"' EXIT
+.venv/bin/pytest tests/kubernetes tests/gateway tests/container "$@" >"$cluster_log" 2>&1 &
+cluster=$!
 rc=0
 .venv/bin/pytest -n "${FERRYMAN_TEST_WORKERS:-2}" --dist loadfile tests/unit tests/integration "$@" || rc=$?
-.venv/bin/pytest tests/kubernetes tests/gateway tests/container "$@" || rc=$((rc ? rc : $?))
+wait "$cluster" || rc=$((rc ? rc : $?))
+cat "$cluster_log"
 exit "$rc"
