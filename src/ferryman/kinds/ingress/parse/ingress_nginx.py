@@ -271,11 +271,12 @@ ENTRIES: dict[str, Entry] = {
     ),
     "proxy-ssl-secret": Entry(
         DIFFERS,
-        "as an egressMTLS Policy's client certificate (tls.crt/tls.key; the Secret must be "
-        "of type kubernetes.io/tls, in the Ingress's namespace), with proxy-ssl-name and "
-        "proxy-ssl-server-name, proxy-ssl-protocols and proxy-ssl-ciphers (applied per "
-        "request, no reload); proxy-ssl-verify on rejects the Ingress (ingress-nginx "
-        "verifies with the same Secret's ca.crt, which ferryman's store does not keep)",
+        "as an egressMTLS Policy: the client certificate (tls.crt/tls.key; the Secret must "
+        "be of type kubernetes.io/tls, in the Ingress's namespace), proxy-ssl-name and "
+        "proxy-ssl-server-name, proxy-ssl-protocols and proxy-ssl-ciphers; proxy-ssl-verify "
+        "on verifies the backend against the Secret's ca.crt to proxy-ssl-verify-depth "
+        "(applied per request, no reload); verify on without ca.crt answers 500 (ingress-"
+        "nginx would proxy unverified), without proxy-ssl-secret rejects the Ingress",
         reads=access.PROXY_SSL[1:],
     ),
     "auth-type": Entry(
@@ -418,7 +419,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     # Access annotations: a value that cannot be enforced rejects the Ingress.
     reads = (
         (lambda: access.access_control(annotations), ", so as not to serve more openly"),
-        (lambda: access.egress_tls(annotations, namespace), ""),
+        (lambda: access.egress_tls(annotations, namespace, out.warnings), ""),
         (lambda: access.external_auth(annotations), ", so as not to serve unauthenticated"),
         (lambda: access.client_certs(annotations, namespace), ", so as not to serve unverified"),
     )
