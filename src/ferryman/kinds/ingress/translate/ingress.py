@@ -409,6 +409,7 @@ class IngressTranslator(Translator):
 
     def withdraw(self, ref: ObjectRef) -> None:
         self._refused.forget(ref)
+        self._d.write_streams(ref, {})  # its ssl-passthrough hosts' S records
         self._worker.render_all(self._ports.release(ref) | self._excluded.set(ref, {}))
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
