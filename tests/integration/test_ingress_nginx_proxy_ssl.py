@@ -88,11 +88,12 @@ def test_proxy_ssl_verify_serves_a_backend_of_the_secrets_ca_and_502s_another(
     assert (r.status, r.json()) == (200, {"client": "alice"})
     assert seen.sni[-1] == NAME
     assert last(f)["reason"] == "AddedOrUpdated"
-    served = len(seen.client)
     # Another CA: the backend's certificate does not verify.
     f.write("secret", _proxy_ssl_secret("backend-tls", authority("other-ca").cert_pem))
     eventually(lambda: f.get(HOST, "/").status == 502, 60, "another CA")
-    assert len(seen.client) == served  # no request reached the backend
+    served = len(seen.client)
+    assert f.get(HOST, "/").status == 502
+    assert len(seen.client) == served  # the request did not reach the backend
     assert "upstream SSL certificate verify error" in f.log_path.read_text(errors="replace")
     # No ca.crt: fail closed, said.
     f.write("secret", _proxy_ssl_secret("backend-tls", None))
