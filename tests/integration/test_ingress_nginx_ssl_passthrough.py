@@ -64,11 +64,16 @@ def test_the_hosts_tls_reaches_the_backend_of_slash_undecrypted(
     f = ferryman
     root, other = tls_backends
     f.extra_args += ["--enable-ssl-passthrough"]
-    _start(f, root, other, _passed({P + "ssl-passthrough": "true"}))
+    passed = {P + "ssl-passthrough": "true"}
+    _start(f, root, other, _passed(passed))
     reloads = f.reloads()
     certificate, response = https(f.https_port, HOST)
     assert certificate == root.certificate  # the backend's own, not the Ingress's Secret's
     assert response.endswith("hello from pod root\n"), response
+    # The HTTP port serves the Ingress as without the annotation: its TLS redirects
+    # to HTTPS (NIC's ssl-redirect), where the connection passes through.
+    r = f.get(HOST, "/x")
+    assert (r.status, r.headers["location"]) == (301, f"https://{HOST}:{f.https_port}/x")
     # Paths are not routed: TLS is never ended, so /other reaches / 's backend too.
     assert https(f.https_port, HOST, path="/other")[1].endswith("hello from pod root\n")
     assert f.events_for("pass")[-1]["reason"] == "AddedOrUpdated"
@@ -85,7 +90,7 @@ def test_the_hosts_tls_reaches_the_backend_of_slash_undecrypted(
         60,
         "TLS ended in NGINX",
     )
-    f.write("ing", _passed({P + "ssl-passthrough": "true"}))
+    f.write("ing", _passed(passed))
     eventually(lambda: https(f.https_port, HOST)[0] == root.certificate, 60, "passed again")
     assert f.reloads() == reloads
 
