@@ -61,15 +61,15 @@ def start_tls_backend(name: str, hosts: list[str]) -> TlsBackend:
     return TlsBackend(name, server.getsockname()[1], der, server)
 
 
-def https(port: int, host: str, address: str = "127.0.0.1") -> tuple[bytes, str]:
-    """(the certificate the server presented, the response) for SNI ``host``."""
+def https(port: int, host: str, address: str = "127.0.0.1", path: str = "/") -> tuple[bytes, str]:
+    """(the certificate the server presented, the response to GET ``path``) for SNI ``host``."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     raw = socket.create_connection((address, port), timeout=5)
     with context.wrap_socket(raw, server_hostname=host) as tls:
         der = tls.getpeercert(binary_form=True) or b""
-        tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        tls.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while chunk := tls.recv(65536):
             data += chunk

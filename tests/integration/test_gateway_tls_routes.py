@@ -160,3 +160,28 @@ def test_a_tls_route_with_an_older_claim_on_its_name_is_not_served_there(gw: Fer
     gw.start()
     assert backend_of(POOL[0], port, "app.example.com") == "app"
     assert backend_of(POOL[0], port, "only.example.com") == "shop"
+
+
+def test_a_transport_servers_change_leaves_the_tls_routes(
+    gw: Ferryman, tls_backends: dict[str, TlsBackend]
+) -> None:
+    """TransportServers and TLSRoutes share the stream records: a passthrough
+    TransportServer added or removed used to remove every S record it had not
+    written, the Gateway's with them, and its TLSRoute's connections were closed
+    until the Gateway changed."""
+    from testkit.transport_docs import transport_server
+
+    port = free_port()
+    gw.extra_args += ["--enable-tls-passthrough"]
+    gw.write("gateways", gateway("one", [passthrough("tls", port)]))
+    gw.write("routes", tls_route("r1", "one", ["app.example.com"], "app"))
+    gw.start()
+    address = POOL[0]
+    assert backend_of(address, port, "app.example.com") == "app"
+    ts = transport_server("ts", "tls-passthrough", "TLS_PASSTHROUGH", "shop", 8443, host="ts.test")
+    gw.write("ts", ts)
+    eventually(lambda: https(gw.https_port, "ts.test")[0] == tls_backends["shop"].certificate)
+    assert backend_of(address, port, "app.example.com") == "app"
+    gw.remove("ts")
+    eventually(lambda: backend_of("127.0.0.1", gw.https_port, "ts.test") != "shop", what="gone")
+    assert backend_of(address, port, "app.example.com") == "app"

@@ -326,7 +326,9 @@ def test_class_nginx_with_ingress_nginxs_ingressclass_is_served_when_asked(
 def test_backend_https_with_a_client_certificate(ferryman: Ferryman, tmp_path: Path) -> None:
     """backend-protocol HTTPS with proxy-ssl-secret and proxy-ssl-name: the
     backend that requires a client certificate sees the Secret's, and the name
-    as SNI; proxy-ssl-verify on is refused rather than served unverified."""
+    as SNI; proxy-ssl-verify on without proxy-ssl-secret (no CAs to verify
+    with) is refused rather than served unverified (verifying:
+    test_ingress_nginx_proxy_ssl.py)."""
     f = ferryman
     seen = Seen()
     httpd = _backend(tmp_path, seen)
@@ -345,9 +347,11 @@ def test_backend_https_with_a_client_certificate(ferryman: Ferryman, tmp_path: P
         assert (r.status, r.json()) == (200, {"client": "shop-client"})
         assert seen.sni[-1] == "secure-app.example.com"
         assert last(f)["reason"] == "AddedOrUpdated"
-        f.write("doc0", annotated({**tls, P + "proxy-ssl-verify": "on"}))
+        unverifiable = {**tls, P + "proxy-ssl-verify": "on"}
+        del unverifiable[P + "proxy-ssl-secret"]
+        f.write("doc0", annotated(unverifiable))
         eventually(lambda: last(f)["reason"] == "Rejected", 60, "refused")
-        assert "proxy-ssl-verify: ferryman does not verify" in last(f)["message"]
+        assert "proxy-ssl-verify: on needs" in last(f)["message"]
         assert f.get(HOST, "/").status == 404
         assert f.reloads() == 1
     finally:

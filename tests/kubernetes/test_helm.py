@@ -57,6 +57,9 @@ NOT_IN_CHART = {"-h", "--help", "--manifests", "--kubeconfig", "--nginx-binary"}
 NOT_IN_CHART |= {"--nginx-modules-dir", "--data-plane-binary"}
 # Retired with Angie's classic flavour; accepted so old deployments start.
 NOT_IN_CHART |= {"--angie-dns-port"}
+# ingress-nginx's name for --enable-tls-passthrough, which the chart passes
+# (controller.enableTLSPassthrough).
+NOT_IN_CHART |= {"--enable-ssl-passthrough"}
 
 # Every value that turns a flag on or changes how it is rendered.
 EVERYTHING: dict[str, Any] = {

@@ -374,8 +374,40 @@ def test_proxy_ssl_as_egress_tls() -> None:
     other = translate(a, SPEC, "web")
     assert other.policies == []
     assert "reads the Secret in the Ingress's namespace only" in other.problems[0]
-    verify = translate({**a, P + "proxy-ssl-verify": "on"}, SPEC, "shop")
-    assert verify.policies == [] and "does not verify backends" in verify.problems[0]
+    verify = translate(
+        {**a, P + "proxy-ssl-verify": "on", P + "proxy-ssl-verify-depth": "2"}, SPEC, "shop"
+    )
+    assert (verify.problems, verify.warnings) == ([], [])
+    assert verify.policies == [
+        EgressMTLS(
+            tls_secret="client",
+            verify_server=True,
+            verify_depth=2,
+            protocols=("TLSv1.2", "TLSv1.3"),
+            server_name=True,
+            ssl_name="app.internal",
+            trusted_in_tls_secret=True,
+        )
+    ]
+    # ingress-nginx's default depth for 0; off is no verification.
+    (zero,) = translate(
+        {**a, P + "proxy-ssl-verify": "on", P + "proxy-ssl-verify-depth": "0"}, SPEC, "shop"
+    ).policies
+    assert isinstance(zero, EgressMTLS) and zero.verify_depth == 1
+    (off,) = translate({**a, P + "proxy-ssl-verify": "off"}, SPEC, "shop").policies
+    assert isinstance(off, EgressMTLS) and not off.verify_server and not off.trusted_in_tls_secret
+    # A value ingress-nginx does not take is its default, off, said.
+    odd = translate({**a, P + "proxy-ssl-verify": "true"}, SPEC, "shop")
+    assert "'true' is not on or off: off" in odd.warnings[0]
+    # Verifying needs the Secret's CAs and a name to check (else every request 502s).
+    alone = translate({P + "proxy-ssl-verify": "on"}, SPEC, "shop")
+    assert alone.policies == [] and "on needs nginx.ingress" in alone.problems[0]
+    nameless = translate(
+        {P + "proxy-ssl-secret": "client", P + "proxy-ssl-verify": "on"}, SPEC, "shop"
+    )
+    assert "without nginx.ingress.kubernetes.io/proxy-ssl-name" in nameless.warnings[0]
+    deep = translate({**a, P + "proxy-ssl-verify-depth": "two"}, SPEC, "shop")
+    assert "'two' is not a whole number" in deep.problems[0]
     bad = translate({P + "proxy-ssl-name": "a b"}, SPEC, "shop")
     assert "is not a host name" in bad.problems[0]
     bad = translate({P + "proxy-ssl-protocols": "TLSv1.2 TLSv9"}, SPEC, "shop")

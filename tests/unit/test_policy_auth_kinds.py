@@ -168,3 +168,46 @@ def test_egress_secret_problems(
 ) -> None:
     attached = _attach(Objects(_policy("e", egressMTLS=spec), *objs), "e")
     assert attached.error and message in attached.warnings[0]
+
+
+def _tls_with_ca(name: str, ca: bytes | None) -> dict[str, Any]:
+    obj = _tls(name)
+    if ca is not None:
+        obj["data"]["ca.crt"] = base64.b64encode(ca).decode()
+    return obj
+
+
+def _proxy_ssl(objs: Objects) -> Any:
+    """ingress-nginx's proxy-ssl-verify on with proxy-ssl-secret ``client``, as
+    kinds/ingress/parse/ingress_nginx_access.py hands it to the translator."""
+    from ferryman.kinds.policy.parse.policy import EgressMTLS, Policy
+    from ferryman.kinds.policy.records.egress_mtls import translate
+    from ferryman.resources.meta import Meta
+
+    model = EgressMTLS(
+        tls_secret="client",
+        verify_server=True,
+        verify_depth=2,
+        ssl_name="app.test",
+        trusted_in_tls_secret=True,
+    )
+    owner = Owner("ns", "cafe", "ns", "cafe", SPEC, "/", True, "ferryman")
+    return translate(Policy(Meta("cafe", "ns"), "", model), "(annotations)", None, owner, objs)
+
+
+def test_proxy_ssl_verify_trusts_the_tls_secrets_own_ca() -> None:
+    """ingress-nginx's proxy-ssl-secret holds the backend's CAs in ca.crt beside
+    the client pair: the item verifies with them; without ca.crt, or with one
+    that is not a certificate, the routes fail closed (an error, never unverified)."""
+    ca = authority("backend-ca").cert_pem
+    step = _proxy_ssl(Objects(_secret(_tls_with_ca("client", ca))))
+    assert not step.error and isinstance(step.config, Egress)
+    assert step.config.trusted == ca and step.config.depth == 2
+    assert step.config.chain == issue("unit-ca", "client").cert_pem
+    missing = _proxy_ssl(Objects(_secret(_tls_with_ca("client", None))))
+    assert missing.error and missing.config is None
+    assert "ns/client: it has no data field ca.crt" in missing.warnings[0]
+    junk = _proxy_ssl(Objects(_secret(_tls_with_ca("client", b"junk"))))
+    assert junk.error and "ca.crt must hold a valid CERTIFICATE PEM block" in junk.warnings[0]
+    absent = _proxy_ssl(Objects())
+    assert absent.error and "secret doesn't exist" in absent.warnings[0]

@@ -115,6 +115,15 @@ def test_what_no_parser_reads_is_not_kept() -> None:
     }
 
 
+def test_a_tls_secret_keeps_its_pair_and_ca_only() -> None:
+    """ca.crt is read (ingress-nginx's proxy-ssl-secret: the backend's CAs); the
+    store used to drop it, so proxy-ssl-verify could not be served."""
+    data = {"tls.crt": "Yw==", "tls.key": "aw==", "ca.crt": "Y2E=", "extra": "eA=="}
+    secret = {"kind": "Secret", "metadata": {"name": "s"}, "type": "kubernetes.io/tls"}
+    kept = slim({**secret, "data": data}, kinds=KINDS)
+    assert kept["data"] == {"tls.crt": "Yw==", "tls.key": "aw==", "ca.crt": "Y2E="}
+
+
 @pytest.mark.parametrize(
     "conditions",
     [

@@ -17,22 +17,27 @@ GC_REF = ObjectRef("GlobalConfiguration", "nginx-ingress", "gc")
 
 
 class World:
-    def __init__(self, *, stream: bool = True) -> None:
+    def __init__(self, *, stream: bool = True, owners: dict[str, ObjectRef] | None = None) -> None:
         self.store = Store()
         self.records: dict[RecordKey, str] = {}
         self.files: dict[str, str] = {}
         self.states: dict[ObjectRef, tuple[str, str, str]] = {}
         self.events: list[tuple[ObjectRef, str, str, str]] = []
         self.backends: dict[ObjectRef, frozenset[str]] = {}
+        self.writers: dict[str, ObjectRef] = {}
         settings = Settings(
-            Path("/nonexistent"), global_configuration=("nginx-ingress", "gc"), http_port=80
+            Path("/nonexistent"),
+            global_configuration=("nginx-ingress", "gc"),
+            http_port=80,
+            tls_passthrough=owners is not None,
         )
+        hosts = owners if owners is not None else {}
         self.ts = TransportServers(
             settings, self.store, self.records, self.files, stream=stream,
             served_class=lambda: "ferryman",
             state=lambda ref, *s: self.states.__setitem__(ref, s),
             event=lambda ref, *e: self.events.append((ref, *e)),
-            set_backends=self.backends.__setitem__,
+            set_backends=self.backends.__setitem__, owner=hosts.get, writers=self.writers,
         )  # fmt: skip
 
     def put(self, obj: dict[str, Any]) -> ObjectRef:
@@ -155,3 +160,43 @@ def test_a_refused_record_rejects_its_transport_server_until_it_changes() -> Non
     assert w.records == {} and w.ts.holder("l7006") is None
     w.put(ts("t", "l7006", sessionParameters={"timeout": "1m"}))  # changed: served again
     assert w.states[t][0] == "Valid" and w.ts.holder("l7006") == t
+
+
+def test_a_change_leaves_the_records_other_kinds_wrote() -> None:
+    """A Gateway's S records (gateway.<port>/<name>, kinds/gateway) share the
+    records: a TransportServer's change used to remove every S record it had
+    not written itself, a Gateway's TLSRoutes with them."""
+    w = World()
+    w.records[("S", "gateway.443/a.test")] = "default/tls:443 random2lc 1 10000 0 0 1 0"
+    w.put(gc(7007))
+    t = w.put(ts("t", "l7007"))
+    w.drop(t)
+    assert w.records == {("S", "gateway.443/a.test"): "default/tls:443 random2lc 1 10000 0 0 1 0"}
+
+
+def passthrough_ts(name: str, host: str) -> dict[str, Any]:
+    obj = ts(name, "tls-passthrough", host=host)
+    obj["spec"]["listener"]["protocol"] = "TLS_PASSTHROUGH"
+    return obj
+
+
+def test_a_passthrough_host_an_ingress_takes_over_keeps_the_ingress_record() -> None:
+    """The host's owner writes tls-passthrough/<host>; when an (older) Ingress with
+    ssl-passthrough takes the host and writes it first, the TransportServer's
+    next change does not remove the Ingress's record (Desired.stream_writer)."""
+    owners: dict[str, ObjectRef] = {}
+    w = World(owners=owners)
+    t = ObjectRef("TransportServer", "default", "t")
+    owners["p.test"] = t
+    w.put(passthrough_ts("t", "p.test"))
+    assert w.records == {("S", "tls-passthrough/p.test"): "default/t:80 random2lc 1 10000 0 0 0 0"}
+    assert w.writers == {"tls-passthrough/p.test": t}
+    ing = ObjectRef("Ingress", "default", "old")
+    owners["p.test"] = ing
+    ingress_record = "default/app:443 random2lc 1 10000 0 0 0 0"
+    w.records[("S", "tls-passthrough/p.test")] = ingress_record
+    w.writers["tls-passthrough/p.test"] = ing
+    w.ts.host_owners_changed()
+    assert w.states[t] == ("Warning", "Rejected", "Host is taken by another resource")
+    assert w.records == {("S", "tls-passthrough/p.test"): ingress_record}
+    assert w.writers == {"tls-passthrough/p.test": ing}

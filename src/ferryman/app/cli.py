@@ -143,9 +143,12 @@ def _common(p: argparse.ArgumentParser, *, render: bool = False) -> None:
     )
     serve.add_argument(
         "--enable-tls-passthrough",
+        # ingress-nginx's name for it (its ssl-passthrough annotation's flag).
+        "--enable-ssl-passthrough",
         action="store_true",
-        help="TransportServers on the built-in tls-passthrough listener: TLS connections "
-        "on the HTTPS port go by SNI name to their backends, undecrypted",
+        help="TransportServers on the built-in tls-passthrough listener, and Ingresses "
+        "with nginx.ingress.kubernetes.io/ssl-passthrough: TLS connections on the HTTPS "
+        "port go by SNI name to their backends, undecrypted",
     )
     serve.add_argument(
         "--disable-ipv6",

@@ -53,7 +53,9 @@ _ANNOTATIONS_READ: dict[str, tuple[str, ...] | None] = {
 }
 # The keys above and these are written into slim objects: interned, as the
 # strings of a ``compacted`` object are (names made of letters only are anyway).
-_SECRET_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"))
+# A TLS Secret keeps its pair and its ca.crt: ingress-nginx's proxy-ssl-secret
+# verifies the backend against it (a few KB, where cert-manager writes one).
+_SECRET_KEYS = (sys.intern("tls.crt"), sys.intern("tls.key"), sys.intern("ca.crt"))
 # Strings up to this long are interned: namespaces, kinds, label keys, Service
 # names, port names and paths repeat across objects; a certificate does not.
 # The parsed objects the controller keeps then share them (interning only the
@@ -160,7 +162,7 @@ def _pod_status(status: object) -> object:
 
 
 def _data(data: object, secret_type: object) -> object:
-    """A TLS Secret's pair; everything a policy's Secret (nginx.org/...) holds."""
+    """A TLS Secret's pair and CAs; everything a policy's Secret (nginx.org/...) holds."""
     if not isinstance(data, Mapping):
         return data
     if isinstance(secret_type, str) and secret_type.startswith("nginx.org/"):

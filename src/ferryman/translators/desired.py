@@ -12,7 +12,7 @@ across kinds is ``Configuration``'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ferryman.certificates.wanted import Asked
 from ferryman.configs.model import VirtualHost
@@ -49,6 +49,10 @@ class Desired:
         self.host_writer: dict[str, ObjectRef] = {}
         self.ref_hosts: dict[ObjectRef, set[str]] = {}
         self.host_cert: dict[str, str] = {}
+        # Who wrote each S record (stream routing) of the TLS passthrough
+        # listener: a TransportServer or an Ingress with ssl-passthrough, the
+        # host's owner; each drops only its own.
+        self.stream_writer: dict[str, ObjectRef] = {}
         gates = settings.ingress_class if settings.readiness_gates else None
         self.endpoints = EndpointSets(
             store,
@@ -159,6 +163,15 @@ class Desired:
         for kind in HOST_RECORDS:
             self.records.pop((kind, host), None)
         self.host_cert.pop(host, None)
+
+    def write_streams(self, ref: ObjectRef, wanted: Mapping[str, str]) -> None:
+        """``ref``'s S records (name -> value) are ``wanted``: the others it wrote go."""
+        for name in [n for n, w in self.stream_writer.items() if w == ref and n not in wanted]:
+            del self.stream_writer[name]
+            self.records.pop((Record.STREAM, name), None)
+        for name, value in wanted.items():
+            self.records[(Record.STREAM, name)] = value
+            self.stream_writer[name] = ref
 
     def drop_hosts_of(self, ref: ObjectRef, keep: Iterable[str] = ()) -> None:
         """Drop the hosts ``ref`` wrote but for ``keep``, found by writer rather

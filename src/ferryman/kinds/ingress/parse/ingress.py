@@ -110,6 +110,9 @@ class Ingress:
     fallback_service: str | None = None
     # ingress-nginx's proxy-request-buffering: "off" (the body streamed upstream).
     request_streamed: bool = False
+    # ingress-nginx's ssl-passthrough: its hosts' TLS goes undecrypted to the
+    # backend of "/" (ingress_nginx_passthrough, records/passthrough.py).
+    ssl_passthrough: bool = False
 
     @property
     def ssl_redirect(self) -> bool:
@@ -405,6 +408,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         client_limits=translated.limits,
         fallback_service=translated.fallback,
         request_streamed=translated.streamed,
+        ssl_passthrough=translated.passthrough,
     )
 
 

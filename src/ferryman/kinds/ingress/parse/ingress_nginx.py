@@ -36,7 +36,9 @@ from ferryman.kinds.ingress.parse import ingress_nginx_access as access
 from ferryman.kinds.ingress.parse import ingress_nginx_backend as fallback
 from ferryman.kinds.ingress.parse import ingress_nginx_canary as canary
 from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
+from ferryman.kinds.ingress.parse import ingress_nginx_known as known
 from ferryman.kinds.ingress.parse import ingress_nginx_limits as client
+from ferryman.kinds.ingress.parse import ingress_nginx_passthrough as passthrough
 from ferryman.kinds.ingress.parse import ingress_nginx_paths as path_rules
 from ferryman.kinds.policy.parse.cors import CORS
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
@@ -62,6 +64,7 @@ class Translated:
     limits: client.ClientLimits | None = None  # limit-connections, limit-allowlist
     fallback: str | None = None  # default-backend: a Service of the Ingress's namespace
     streamed: bool = False  # proxy-request-buffering: off
+    passthrough: bool = False  # ssl-passthrough: true
 
 
 @dataclass(frozen=True)
@@ -271,11 +274,12 @@ ENTRIES: dict[str, Entry] = {
     ),
     "proxy-ssl-secret": Entry(
         DIFFERS,
-        "as an egressMTLS Policy's client certificate (tls.crt/tls.key; the Secret must be "
-        "of type kubernetes.io/tls, in the Ingress's namespace), with proxy-ssl-name and "
-        "proxy-ssl-server-name, proxy-ssl-protocols and proxy-ssl-ciphers (applied per "
-        "request, no reload); proxy-ssl-verify on rejects the Ingress (ingress-nginx "
-        "verifies with the same Secret's ca.crt, which ferryman's store does not keep)",
+        "as an egressMTLS Policy: the client certificate (tls.crt/tls.key; the Secret must "
+        "be of type kubernetes.io/tls, in the Ingress's namespace), proxy-ssl-name and "
+        "proxy-ssl-server-name, proxy-ssl-protocols and proxy-ssl-ciphers; proxy-ssl-verify "
+        "on verifies the backend against the Secret's ca.crt to proxy-ssl-verify-depth "
+        "(applied per request, no reload); verify on without ca.crt answers 500 (ingress-"
+        "nginx would proxy unverified), without proxy-ssl-secret rejects the Ingress",
         reads=access.PROXY_SSL[1:],
     ),
     "auth-type": Entry(
@@ -314,6 +318,15 @@ ENTRIES: dict[str, Entry] = {
         reads=access.AUTH_TLS[1:],
         closed=True,
     ),
+    "ssl-passthrough": Entry(
+        DIFFERS,
+        "with --enable-ssl-passthrough (an alias of --enable-tls-passthrough; without it "
+        "TLS is ended, in a Warning): connections on the HTTPS port with a host's SNI name go "
+        "undecrypted to the backend of its / path (or defaultBackend), in the SNI table "
+        "TransportServers share (no reload); the HTTP port serves the Ingress as without it; "
+        "a host a TransportServer passes through too is the oldest's (reported); not a "
+        "host-less rule, nor server-alias names",
+    ),
     # canary (parse/ingress_nginx_canary.py, records/canary_host.py)
     "canary": Entry(
         DIFFERS,
@@ -343,40 +356,8 @@ for _entry in list(ENTRIES.values()):
     for _key in _entry.reads:
         ENTRIES.setdefault(_key, Entry(_entry.status, "read with its group"))
 
-# Every other annotation ingress-nginx reads (its documentation and its
-# parsers, v1.15.1): known, not applied yet, said in a Warning.
-KNOWN_NOT_YET = (
-    frozenset(
-        """
-        affinity-canary-behavior affinity-mode allowlist-source-range app-root
-        auth-always-set-cookie auth-cache-duration auth-cache-key auth-keepalive
-        auth-keepalive-requests auth-keepalive-share-vars auth-keepalive-timeout auth-method
-        auth-proxy-set-headers auth-realm auth-request-redirect auth-response-headers
-        auth-secret auth-secret-type auth-signin auth-signin-redirect-param
-        auth-tls-error-page auth-tls-match-cn auth-tls-pass-certificate-to-upstream
-        auth-tls-secret auth-tls-verify-client auth-tls-verify-depth auth-type auth-url
-        connection-proxy-header
-        cors-allow-credentials cors-allow-headers cors-allow-methods cors-allow-origin
-        cors-expose-headers cors-max-age custom-headers custom-http-errors default-backend
-        denylist-source-range disable-proxy-intercept-errors enable-access-log enable-cors
-        enable-global-auth enable-modsecurity enable-opentelemetry enable-owasp-core-rules
-        enable-rewrite-log fastcgi-index fastcgi-params-configmap force-ssl-redirect
-        from-to-www-redirect http2-push-preload limit-allowlist limit-connections limit-rate
-        limit-rate-after limit-whitelist mirror-host mirror-request-body mirror-target
-        modsecurity-transaction-id opentelemetry-operation-name
-        opentelemetry-trust-incoming-span permanent-redirect permanent-redirect-code
-        preserve-trailing-slash proxy-cookie-domain proxy-cookie-path proxy-http-version
-        proxy-request-buffering proxy-ssl-ciphers proxy-ssl-name proxy-ssl-protocols
-        proxy-ssl-secret proxy-ssl-server-name proxy-ssl-verify proxy-ssl-verify-depth
-        relative-redirects rewrite-target satisfy server-alias
-        session-cookie-change-on-failure session-cookie-conditional-samesite-none
-        ssl-ciphers ssl-passthrough ssl-prefer-server-ciphers temporal-redirect
-        temporal-redirect-code upstream-hash-by-subset upstream-hash-by-subset-size
-        use-port-in-redirects use-regex whitelist-source-range
-        """.split()  # noqa: SIM905 (a word list)
-    )
-    - ENTRIES.keys()
-)
+# Every other annotation ingress-nginx reads: known, not applied yet, said in a Warning.
+KNOWN_NOT_YET = known.ANNOTATIONS - ENTRIES.keys()
 
 
 def entry(key: str) -> Entry | None:
@@ -418,7 +399,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     # Access annotations: a value that cannot be enforced rejects the Ingress.
     reads = (
         (lambda: access.access_control(annotations), ", so as not to serve more openly"),
-        (lambda: access.egress_tls(annotations, namespace), ""),
+        (lambda: access.egress_tls(annotations, namespace, out.warnings), ""),
         (lambda: access.external_auth(annotations), ", so as not to serve unauthenticated"),
         (lambda: access.client_certs(annotations, namespace), ", so as not to serve unverified"),
     )
@@ -432,6 +413,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     out.limits = client.client_limits(annotations, out.warnings)
     out.fallback = fallback.fallback_service(annotations, out.warnings)
     out.streamed = cv.request_streamed(annotations, out.warnings)
+    out.passthrough = passthrough.ssl_passthrough(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

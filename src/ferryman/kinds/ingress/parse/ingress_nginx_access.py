@@ -187,23 +187,20 @@ _SSL_NAME = re.compile(r"[A-Za-z0-9.\-]+")
 _CIPHERS = re.compile(r"[A-Za-z0-9!:+@_.=-]{1,1024}")
 
 
-def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | None:
+def egress_tls(
+    annotations: Mapping[str, str], namespace: str, warnings: list[str]
+) -> EgressMTLS | None:
     """proxy-ssl-* as an egressMTLS configuration (TLS to the backend: its
-    client certificate and the name sent as SNI); None: none set. Asked to
-    verify the backend, which ferryman cannot do yet, the Ingress is rejected
-    rather than served unverified."""
+    client certificate, the name sent as SNI and, with proxy-ssl-verify on,
+    the backend's certificate verified against proxy-ssl-secret's ca.crt);
+    None: none set. A verification that cannot be done as asked rejects the
+    Ingress rather than serving it unverified."""
     if not any(PREFIX + k in annotations for k in PROXY_SSL):
         return None
 
     def read(key: str) -> str:
         return annotations.get(PREFIX + key, "").strip()
 
-    if read("proxy-ssl-verify").lower() == "on":
-        raise Refused(
-            f"{PREFIX}proxy-ssl-verify: ferryman does not verify backends' certificates "
-            "against proxy-ssl-secret's ca.crt yet (its store keeps only a TLS Secret's "
-            "tls.crt and tls.key)"
-        )
     secret = ""
     if raw := read("proxy-ssl-secret"):
         ns, _, name = raw.rpartition("/")
@@ -213,9 +210,27 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
                 "Ingress's namespace only"
             )
         secret = name
+    verify = read("proxy-ssl-verify").lower()
+    if verify not in ("", "on", "off"):
+        # ingress-nginx's default for a value it does not take.
+        warnings.append(f"annotation {PREFIX}proxy-ssl-verify: {verify!r} is not on or off: off")
+    if verify == "on" and not secret:
+        raise Refused(
+            f"{PREFIX}proxy-ssl-verify: on needs {PREFIX}proxy-ssl-secret, whose ca.crt the "
+            "backend's certificate is verified against"
+        )
+    depth_text = read("proxy-ssl-verify-depth") or "1"
+    if not depth_text.isdigit() or len(depth_text) > 3:
+        raise Refused(f"{PREFIX}proxy-ssl-verify-depth: {depth_text!r} is not a whole number")
     ssl_name = read("proxy-ssl-name")
     if ssl_name and not _SSL_NAME.fullmatch(ssl_name):
         raise Refused(f"{PREFIX}proxy-ssl-name: {ssl_name!r} is not a host name")
+    if verify == "on" and not ssl_name:
+        # ingress-nginx checks $proxy_host, "upstream_balancer", which no certificate holds.
+        warnings.append(
+            f"annotation {PREFIX}proxy-ssl-verify: on without {PREFIX}proxy-ssl-name: no name "
+            "is checked, so no certificate matches (502), as in ingress-nginx"
+        )
     protocols = tuple(read("proxy-ssl-protocols").split())
     if unknown := [p for p in protocols if p not in TLS_PROTOCOLS]:
         raise Refused(f"{PREFIX}proxy-ssl-protocols: {unknown[0]!r} is not a TLS protocol")
@@ -224,10 +239,14 @@ def egress_tls(annotations: Mapping[str, str], namespace: str) -> EgressMTLS | N
         raise Refused(f"{PREFIX}proxy-ssl-ciphers: {ciphers[:80]!r} is not an OpenSSL cipher list")
     return EgressMTLS(
         tls_secret=secret,
+        verify_server=verify == "on",
+        # ingress-nginx's: 0 is its default, 1.
+        verify_depth=int(depth_text) or 1,
         protocols=protocols,
         ciphers=ciphers,
         server_name=read("proxy-ssl-server-name").lower() == "on",
         ssl_name=ssl_name,
+        trusted_in_tls_secret=verify == "on",
     )
 
 

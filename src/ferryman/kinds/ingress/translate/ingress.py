@@ -48,6 +48,7 @@ from ferryman.kinds.ingress.records.mergeable import (
     mergeable_host,
     minion_event,
 )
+from ferryman.kinds.ingress.records.passthrough import passed_through
 from ferryman.kinds.ingress.records.virtual_hosts import (
     WILDCARD,
     secret_names,
@@ -90,8 +91,12 @@ class IngressTranslator(Translator):
         worker: Worker,
         status: IngressStatusSink | None,
         ports: ListenPorts | None = None,
+        passthrough: bool = False,
     ) -> None:
+        """``passthrough``: the data plane has the tls-passthrough listener
+        (--enable-tls-passthrough and the stream module): ssl-passthrough is served."""
         self._settings = settings
+        self._passthrough = passthrough
         self._store = store
         self._queue = queue
         self._d = desired
@@ -237,6 +242,10 @@ class IngressTranslator(Translator):
             warnings += outcome.warnings
         written, more, others = listen_ports(ing, ref, written, reads, self._settings, self._ports)
         warnings += more
+        # ssl-passthrough: the owned hosts' S records (records/passthrough.py).
+        passed = passed_through(ing, d.config.owned_hosts(ref) if vhosts else (), self._passthrough)
+        d.write_streams(ref, passed.records)
+        warnings += passed.warnings
         if ing is not None and ing.canary is not None:
             self._report_canary(ref, ing, reads)
         d.declare(ref, reads.refs)
@@ -250,7 +259,7 @@ class IngressTranslator(Translator):
             # A main's hosts: their canaries say again whether they are served.
             hosts = before | new_hosts
             self._canary_hosts_changed(ref, {"" if h == CATCH_ALL else h for h in hosts})
-        backends: set[BackendKey] = set()
+        backends: set[BackendKey] = set(passed.backends)
         for w in written:
             backends |= w.backends
         d.endpoints.set_backends(ref, frozenset(backends))
@@ -400,6 +409,7 @@ class IngressTranslator(Translator):
 
     def withdraw(self, ref: ObjectRef) -> None:
         self._refused.forget(ref)
+        self._d.write_streams(ref, {})  # its ssl-passthrough hosts' S records
         self._worker.render_all(self._ports.release(ref) | self._excluded.set(ref, {}))
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
@@ -424,5 +434,5 @@ def build(context: Context) -> IngressTranslator:
     c = context
     return IngressTranslator(
         c.settings, c.store, c.queue, c.desired, c.worker, c.sinks.ingress,
-        ports=c.ports,
+        ports=c.ports, passthrough=bool(c.shape.tls_socket),
     )  # fmt: skip

@@ -110,6 +110,9 @@ class EgressMTLS:
     session_reuse: bool = True
     server_name: bool = False
     ssl_name: str = ""
+    # ingress-nginx's proxy-ssl-secret (never a Policy's): the CAs verifying
+    # the server are the ca.crt of tls_secret, a kubernetes.io/tls Secret.
+    trusted_in_tls_secret: bool = False
 
 
 PolicyKind = (

@@ -30,7 +30,7 @@ from ferryman.kinds.policy.parse.policy import EgressMTLS, Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources.secret import TLS_TYPE, TLSPair, parse_tls_secret
-from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret
+from ferryman.resources.secret_ca import CA_TYPE, CABundle, parse_ca_secret, parse_tls_ca
 
 # NIC's defaults (policy.go: generateString(..., "TLSv1 TLSv1.1 TLSv1.2"), "DEFAULT").
 _NIC_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2")
@@ -108,6 +108,14 @@ def translate(
         read = reads.secret_read(ns, e.trusted_cert_secret, parse_ca_secret)
         where = f"{ns}/{e.trusted_cert_secret}"
         if problem := secret_problem("EgressMTLS", key, where, read, CA_TYPE):
+            return Step(None, (problem,), error=True)
+        assert isinstance(read.value, CABundle)
+        trusted = read.value.certificates
+    if e.trusted_in_tls_secret and e.verify_server:
+        # ingress-nginx's proxy-ssl-verify: the CAs are proxy-ssl-secret's ca.crt;
+        # without one the routes fail closed (500), never proxied unverified.
+        read = reads.secret_read(ns, e.tls_secret, parse_tls_ca)
+        if problem := secret_problem("EgressMTLS", key, f"{ns}/{e.tls_secret}", read, TLS_TYPE):
             return Step(None, (problem,), error=True)
         assert isinstance(read.value, CABundle)
         trusted = read.value.certificates

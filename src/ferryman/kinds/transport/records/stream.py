@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.configs.render import template_environment
-from ferryman.kinds.transport.parse.globalconfiguration import Listener
+from ferryman.kinds.transport.parse.globalconfiguration import TLS_PASSTHROUGH, Listener
 from ferryman.kinds.transport.parse.transportserver import (
     DEFAULT_CONNECT_TIMEOUT_MS,
+    DEFAULT_FAIL_TIMEOUT_MS,
+    DEFAULT_LB_METHOD,
     DEFAULT_SESSION_TIMEOUT_MS,
     LB_METHODS,
     TransportServer,
@@ -121,6 +123,19 @@ def stream_record(ts: TransportServer) -> str:
     if up.backup:
         fields.append(backend_key(ts.meta.namespace, up.backup, str(up.backup_port)))
     return " ".join(fields)
+
+
+def passthrough_name(host: str) -> str:
+    """The S record's key for ``host`` on the tls-passthrough listener."""
+    return f"{TLS_PASSTHROUGH}/{host}"
+
+
+def passthrough_record(backend: BackendKey) -> str:
+    """The S record of a host another kind passes through on the tls-passthrough
+    listener (an Ingress's ssl-passthrough): ``backend`` balanced as a
+    TransportServer's upstream with NIC's defaults (``stream_record``'s fields)."""
+    fields = (LB_METHODS[DEFAULT_LB_METHOD], "1", str(DEFAULT_FAIL_TIMEOUT_MS), "0 0 0 0")
+    return " ".join((backend, *fields))
 
 
 def render_stream(

@@ -103,13 +103,17 @@ class TransportServers:
         http_listeners: bool = False,
         set_http_listeners: Callable[[Iterable[Listener]], None] | None = None,
         class_checked: Callable[[ObjectRef, str, bool], None] = lambda ref, c, served: None,
+        writers: MutableMapping[str, ObjectRef] | None = None,
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
         loaded); without it every TransportServer is refused, saying why.
         ``http_listeners``: nginx.conf's public server takes the HTTP listeners
         (kinds/transport/records/http_listeners.py),
         handed to ``set_http_listeners`` (translators/listen_ports.py, which adds
-        the Ingresses' ports; None: this writes the files itself)."""
+        the Ingresses' ports; None: this writes the files itself).
+        ``writers``: who wrote each S record (shared with the other kinds that
+        write them: an Ingress passing a host through); only the records these
+        TransportServers wrote are ever removed here."""
         self._settings = settings
         self._store = store
         self._records = records
@@ -136,6 +140,8 @@ class TransportServers:
         self._reported: dict[ObjectRef, Outcome] = {}
         self._holders: set[ObjectRef] = set()
         self._record_writers: dict[str, ObjectRef] = {}
+        self._writers: MutableMapping[str, ObjectRef] = {} if writers is None else writers
+        self._written: set[RecordKey] = set()  # the S and T records written here
         self._certificates: dict[RecordKey, str] = {}
         # Only with --global-configuration: nginx.conf includes the files then.
         self._http_listeners = http_listeners and settings.global_configuration is not None
@@ -356,10 +362,18 @@ class TransportServers:
         }
         wanted.update(self._certificates)
         self._record_writers = {record_name(ts): _ref(ts) for ts in holders.values()}
-        kinds = (STREAM_RECORD, CERTIFICATE_RECORD)
-        for key in [k for k in self._records if k[0] in kinds and k not in wanted]:
-            del self._records[key]
+        # Only what was written here goes: Gateways' S records, and an Ingress's
+        # for a passthrough host it now owns, are others'.
+        for key in self._written - wanted.keys():
+            writer = self._writers.get(key[1]) if key[0] == STREAM_RECORD else None
+            if writer is None or writer.kind == "TransportServer":
+                self._records.pop(key, None)
+                if writer is not None:
+                    del self._writers[key[1]]
         self._records.update(wanted)
+        for name, ref in self._record_writers.items():
+            self._writers[name] = ref
+        self._written = set(wanted)
         holder_refs = {_ref(ts) for ts in holders.values()}
         for ref in self._holders - holder_refs:
             self._set_backends(ref, frozenset())

@@ -56,7 +56,7 @@ class TransportTranslator(Translator):
             owner=desired.config.owner, claim=self._claim, https_socket=tls_socket,
             read_secret=self._secret, http_listeners=http_listeners,
             set_http_listeners=listen_ports.set_listeners if listen_ports else None,
-            class_checked=desired.class_checked,
+            class_checked=desired.class_checked, writers=desired.stream_writer,
         )  # fmt: skip
         if listen_ports is not None:
             listen_ports.gateway_ports_observers.append(self.servers.set_gateway_ports)
@@ -99,12 +99,16 @@ class TransportTranslator(Translator):
         return self.servers.block(ports)
 
     def holder(self, kind: str, name: str) -> ObjectRef | None:
-        return self.servers.holder(name)
+        """Who wrote the record: a TransportServer, or an Ingress passing its host
+        through (Desired.stream_writer)."""
+        return self.servers.holder(name) or self._d.stream_writer.get(name)
 
     def refuse_record(self, kind: str, name: str, why: str) -> None:
         """NGINX refused its record: rejected until it changes."""
         if (holder := self.servers.holder(name)) is not None:
             self.servers.refuse(holder, f"the stream record {kind}:{name} {why}")
+        elif (writer := self._d.stream_writer.get(name)) is not None:
+            self._worker.reject(writer, f"the stream record {kind}:{name} {why}")
 
     def withdraw(self, ref: ObjectRef) -> None:
         pass
