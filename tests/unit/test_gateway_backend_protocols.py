@@ -12,12 +12,18 @@ from ferryman.configs.render import Renderer
 from ferryman.dataplane.main_file import main_config
 from ferryman.dataplane.state_dir import Paths
 from ferryman.engine.settings import Settings
-from ferryman.kinds.gateway.parse.gateway_api import Gateway, HTTPRoute, parse_gateway
-from ferryman.kinds.gateway.parse.gateway_api import parse_http_route
+from ferryman.kinds.gateway.parse.gateway_api import (
+    Gateway,
+    HTTPRoute,
+    parse_gateway,
+    parse_http_route,
+)
 from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.records.attach import Attachment, Route, attach
 from ferryman.kinds.gateway.records.backend_protocols import H2C, app_protocol, mark_h2c
 from ferryman.kinds.gateway.records.routes import gateway_record
+from ferryman.wire.records import Record
+from ferryman.wire.route_table import rows
 
 LISTENER = ("gw", "g", "http")
 
@@ -170,3 +176,13 @@ def test_the_gateway_server_has_an_h2c_location(tmp_path: Path) -> None:
     assert conf.count("location @ferryman_grpc_unavailable {") == 2
     grpc = conf.split("location @ferryman_grpc {")[2].split("\n        }\n")[0]
     assert "error_page 429 502 503 504 = @ferryman_grpc_unavailable;" in grpc
+
+
+def test_the_route_table_shows_the_h2c_splits() -> None:
+    att = run(http_route("r", ("echo", 8080, 1), ("echo", 8081, 3)))
+    record, _ = gateway_record(att.table[LISTENER][""])
+    found = rows({(Record.GATEWAY, "127.0.0.100:80/_"): f"- 0 {record}"}, lambda k: None)
+    assert [(r.match, r.action) for r in found] == [
+        ("PathPrefix,weight=1/4", "proxy"),
+        ("PathPrefix,weight=3/4", "proxy:h2c"),
+    ]

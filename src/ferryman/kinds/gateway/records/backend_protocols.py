@@ -41,9 +41,7 @@ def app_protocol(service: Mapping[str, Any] | None, port: int) -> str | None:
     return None
 
 
-def mark_h2c(
-    table: MutableMapping[Any, dict[str, list[RouteEntry]]], service: ServiceGet
-) -> None:
+def mark_h2c(table: MutableMapping[Any, dict[str, list[RouteEntry]]], service: ServiceGet) -> None:
     """Set each HTTPRoute entry's ``h2c`` (in place): per backend, whether its
     Service port's appProtocol is ``kubernetes.io/h2c``. Each Service is read
     once per call, however many entries name it."""
