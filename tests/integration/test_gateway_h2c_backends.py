@@ -162,3 +162,26 @@ def test_an_unreachable_h2c_backend_is_an_http_502(gw: Ferryman) -> None:
     r = request(port)
     assert r.status_code == 502
     assert "grpc-status" not in r.headers
+
+
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+def test_a_mirrored_request_to_an_h2c_backend_is_copied(
+    gw: Ferryman, echoes: dict[str, H2cEcho], backends: Backends
+) -> None:
+    """RequestMirror on a rule whose backend speaks h2c: the request goes on
+    in @ferryman_h2c_mirror_1, which sends the copy (HTTP/1.1, to the
+    mirror's backend) as @ferryman_mirror_1 does."""
+    port = free_port()
+    copy = backends.start("copy")
+    gw.write("svc-copy", service_with_backends("copy", [copy]))
+    gw.write("gateways", gateway("one", [{"name": "http", "port": port, "protocol": "HTTP"}]))
+    rule = to("h2")
+    rule["filters"] = [{"type": "RequestMirror",
+                        "requestMirror": {"backendRef": {"name": "copy", "port": 80}}}]  # fmt: skip
+    gw.write("routes", route("mirrored", "one", [HOST], [rule]))
+    gw.start()
+    for i in range(3):
+        r = request(port, f"/m{i}")
+        assert (r.status_code, r.json()["name"]) == (200, "h2"), r.text
+    eventually(lambda: copy.hits == 3, what="three copies")
+    assert echoes["h2"].hits == 3

@@ -172,6 +172,15 @@ def test_the_gateway_server_has_an_h2c_location(tmp_path: Path) -> None:
     assert "grpc_pass $ferryman_upstream_target;" in h2c
     assert "set $ferryman_upstream_target grpc://ferryman_grpc;" in h2c
     assert "error_page" not in h2c
+    # With a rule's RequestMirror copies, as @ferryman_mirror_<n> sends them.
+    for n in (1, 2, 3):
+        head = f"location @ferryman_h2c_mirror_{n} {{"
+        assert conf.count(head) == 1
+        mirrored = conf.split(head)[1].split("\n        }\n")[0]
+        assert mirrored.count("mirror /_ferryman/mirror/") == n
+        assert f"mirror /_ferryman/mirror/{n};" in mirrored
+        assert 'set $ferryman_variant "h2c";' in mirrored and "error_page" not in mirrored
+    assert "location @ferryman_h2c_mirror_4" not in conf
     # The gRPC locations keep their mapping, and exist once each.
     assert conf.count("location @ferryman_grpc_unavailable {") == 2
     grpc = conf.split("location @ferryman_grpc {")[2].split("\n        }\n")[0]

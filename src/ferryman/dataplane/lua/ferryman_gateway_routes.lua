@@ -216,8 +216,7 @@ end
 function _M.mirror(route, vs)
     local var, n = ngx.var, 0
     if var.ferryman_variant == "h2c" then
-        -- Here from a mirroring location, whose copies are not sent (its
-        -- mirror phase never ran): going back there would loop.
+        -- The copies were chosen before (@ferryman_h2c_mirror_<n> sends them).
         return
     end
     for _, m in ipairs(route.mirrors) do
@@ -260,10 +259,17 @@ end
 -- and the response header changes the header filter applies (``none``:
 -- ferryman_vs's empty list).
 function _M.apply(route, action, uri, none)
-    if action.h2c and ngx.var.ferryman_variant ~= "h2c" then
+    local var = ngx.var
+    if action.h2c and var.ferryman_variant ~= "h2c" then
         -- An h2c backend: HTTP/2 by grpc_pass (grpc-locations.conf.tmpl),
-        -- before any header changes (that location applies them).
-        return ngx.exec("@ferryman_h2c")
+        -- before any header changes (that location applies them); from
+        -- @ferryman_mirror_<n>, to the h2c location sending the same copies.
+        local n = 0
+        while n < MAX_MIRRORS and var.ferryman_variant == "mirror"
+            and (var["ferryman_mirror_" .. (n + 1)] or "") ~= "" do
+            n = n + 1
+        end
+        return ngx.exec(n > 0 and "@ferryman_h2c_mirror_" .. n or "@ferryman_h2c")
     end
     if route.request_headers then
         request_headers(route.request_headers)
