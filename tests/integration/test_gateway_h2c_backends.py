@@ -100,7 +100,8 @@ def test_an_h2c_backend_gets_http_2_whatever_the_client_speaks(
     ]  # fmt: skip
     gw.write("routes", route("h2c", "one", [HOST], [rule]))
     gw.start()
-    r = request(port, "/some/path?q=1")
+    # Proxy-Connection, as older HTTP/1.1 clients send it: malformed in HTTP/2.
+    r = request(port, "/some/path?q=1", headers={"Proxy-Connection": "keep-alive"})
     assert r.status_code == 200, r.text
     answer = r.json()
     assert (answer["name"], answer["protocol"], answer["method"]) == ("h2", "HTTP/2.0", "GET")

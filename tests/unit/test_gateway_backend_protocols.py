@@ -172,6 +172,7 @@ def test_the_gateway_server_has_an_h2c_location(tmp_path: Path) -> None:
     assert "grpc_pass $ferryman_upstream_target;" in h2c
     assert "set $ferryman_upstream_target grpc://ferryman_grpc;" in h2c
     assert "error_page" not in h2c
+    assert 'grpc_set_header Proxy-Connection "";' in h2c
     # With a rule's RequestMirror copies, as @ferryman_mirror_<n> sends them.
     for n in (1, 2, 3):
         head = f"location @ferryman_h2c_mirror_{n} {{"
