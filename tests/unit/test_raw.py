@@ -47,7 +47,7 @@ def enriched(obj: Mapping[str, Any]) -> dict[str, Any]:
         ports = out["spec"].get("ports")
         for p in ports if isinstance(ports, list) else []:
             if isinstance(p, dict):
-                p.update(protocol="TCP", appProtocol="http")
+                p.update(protocol="TCP")
     if out.get("kind") == "EndpointSlice":
         endpoints = out.get("endpoints")
         for e in endpoints if isinstance(endpoints, list) else []:
@@ -113,6 +113,14 @@ def test_what_no_parser_reads_is_not_kept() -> None:
         "nodeName": "n1",
         "targetRef": {"kind": "Pod", "name": "web-1"},
     }
+
+
+def test_a_service_ports_app_protocol_is_kept() -> None:
+    """Gateway API's backends honour it (kinds/gateway/records/backend_protocols.py)."""
+    svc = enriched(VALID["Service"][0])
+    svc["spec"]["ports"][0]["appProtocol"] = "kubernetes.io/h2c"
+    (port, *_) = stored(svc)["spec"]["ports"]
+    assert port["appProtocol"] == "kubernetes.io/h2c" and "protocol" not in port
 
 
 @pytest.mark.parametrize(
