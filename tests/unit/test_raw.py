@@ -47,7 +47,7 @@ def enriched(obj: Mapping[str, Any]) -> dict[str, Any]:
         ports = out["spec"].get("ports")
         for p in ports if isinstance(ports, list) else []:
             if isinstance(p, dict):
-                p.update(protocol="TCP", appProtocol="http")
+                p.update(protocol="TCP")
     if out.get("kind") == "EndpointSlice":
         endpoints = out.get("endpoints")
         for e in endpoints if isinstance(endpoints, list) else []:
@@ -122,6 +122,14 @@ def test_a_tls_secret_keeps_its_pair_and_ca_only() -> None:
     secret = {"kind": "Secret", "metadata": {"name": "s"}, "type": "kubernetes.io/tls"}
     kept = slim({**secret, "data": data}, kinds=KINDS)
     assert kept["data"] == {"tls.crt": "Yw==", "tls.key": "aw==", "ca.crt": "Y2E="}
+
+
+def test_a_service_ports_app_protocol_is_kept() -> None:
+    """Gateway API's backends honour it (kinds/gateway/records/backend_protocols.py)."""
+    svc = enriched(VALID["Service"][0])
+    svc["spec"]["ports"][0]["appProtocol"] = "kubernetes.io/h2c"
+    (port, *_) = stored(svc)["spec"]["ports"]
+    assert port["appProtocol"] == "kubernetes.io/h2c" and "protocol" not in port
 
 
 @pytest.mark.parametrize(

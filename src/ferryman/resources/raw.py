@@ -107,14 +107,12 @@ def _metadata(md: object, kind: str) -> object:
     return out
 
 
-def _ports(ports: object) -> object:
-    """A port list: name and number of each entry (all that is read)."""
+def _ports(ports: object, read: tuple[str, ...] = ("name", "port")) -> object:
+    """A port list: the fields of each entry that are read (name and number;
+    a Service's appProtocol too, which Gateway API's backends honour)."""
     if not isinstance(ports, list):
         return ports
-    return [
-        {k: p[k] for k in ("name", "port") if k in p} if isinstance(p, Mapping) else p
-        for p in ports
-    ]
+    return [{k: p[k] for k in read if k in p} if isinstance(p, Mapping) else p for p in ports]
 
 
 _CONDITIONS = ("ready", "serving", "terminating")
@@ -193,7 +191,8 @@ def slim(
     elif kind == "Service":
         spec = obj.get("spec")
         if isinstance(spec, Mapping):
-            out["spec"] = {"ports": _ports(spec["ports"])} if "ports" in spec else {}
+            ports = _ports(spec.get("ports"), ("name", "port", "appProtocol"))
+            out["spec"] = {"ports": ports} if "ports" in spec else {}
             if "selector" in spec:  # which pods get a readiness gate
                 out["spec"]["selector"] = spec["selector"]
             for k in ("clusterIP", "type"):  # nginx.org/use-cluster-ip

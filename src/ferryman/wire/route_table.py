@@ -254,15 +254,17 @@ def _gateway_match(h: _Host, f: list[str], up: Callable[[_Outcome], str]) -> Ite
             name, _, value = text.partition("=")
             cond.append(f"{name}~{value[1:]}" if value.startswith("~") else f"{name}={value[1:]}")
     letters = [x.split(":", 1)[0] for x in filters.split(";") if x]
+    # "h": the splits (1-based) whose backends speak h2c (backend_protocols.py).
+    h2c = {n for x in filters.split(";") if x.startswith("h:") for n in x[2:].split("^")}
     outcomes = _splits(splits)
     # Gateway API's weights are relative: shown out of their sum.
     total = sum(int(o.weight) for o in outcomes if o.weight.isdigit())
-    for o in outcomes:
+    for i, o in enumerate(outcomes, 1):
         weight = [f"weight={o.weight}/{total}"] if len(outcomes) > 1 else []
-        action = o.action
+        action = o.action.replace("proxy", "proxy:h2c", 1) if str(i) in h2c else o.action
         if "d" in letters:
             action = "redirect"
-        extra = [_FILTERS.get(x, x) for x in letters if x != "d"]
+        extra = [_FILTERS.get(x, x) for x in letters if x not in ("d", "h")]
         if extra:
             action += "+" + "+".join(extra)
         match = ",".join([_GW_PATHS.get(path_kind, path_kind), *cond, *weight])

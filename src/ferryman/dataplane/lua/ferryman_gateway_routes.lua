@@ -58,6 +58,9 @@ local function filters_of(text, entry)
         elseif letter == "g" then
             -- A GRPCRoute's match: ferryman_vs goes on in @ferryman_grpc.
             entry.grpc = true
+        elseif letter == "h" then
+            -- The splits whose backends speak h2c (marked below).
+            entry.h2c = cut(payload, "^")
         elseif letter == "m" then
             entry.mirrors = {}
             for _, m in ipairs(cut(payload, "^")) do
@@ -106,7 +109,29 @@ function _M.decode(f, splits_of)
         end
         entry[key] = nil
     end
+    if entry.h2c then
+        -- Their actions go on in @ferryman_h2c, which picks among them alone.
+        local splits = {}
+        for _, n in ipairs(entry.h2c) do
+            local split = entry.default[tonumber(n)]
+            if split then
+                split[2].h2c = true
+                splits[#splits + 1] = split
+            end
+        end
+        entry.h2c = #splits > 0 and splits or nil
+    end
     return entry
+end
+
+-- The splits a request on ``route`` picks from: in @ferryman_h2c those of
+-- its h2c backends (a request there picked one of them already, so each
+-- backend keeps its share of the rule's requests).
+function _M.splits(route)
+    if route.h2c and ngx.var.ferryman_variant == "h2c" then
+        return route.h2c
+    end
+    return route.default
 end
 
 -- The first match (in the record's order) whose path and conditions all hold
@@ -190,6 +215,10 @@ end
 -- Gateway server); returns only when none is.
 function _M.mirror(route, vs)
     local var, n = ngx.var, 0
+    if var.ferryman_variant == "h2c" then
+        -- The copies were chosen before (@ferryman_h2c_mirror_<n> sends them).
+        return
+    end
     for _, m in ipairs(route.mirrors) do
         local upstream = vs.upstreams[m[1]]
         if upstream and n < MAX_MIRRORS and (m[2] >= 100 or math.random() * 100 < m[2]) then
@@ -230,6 +259,18 @@ end
 -- and the response header changes the header filter applies (``none``:
 -- ferryman_vs's empty list).
 function _M.apply(route, action, uri, none)
+    local var = ngx.var
+    if action.h2c and var.ferryman_variant ~= "h2c" then
+        -- An h2c backend: HTTP/2 by grpc_pass (grpc-locations.conf.tmpl),
+        -- before any header changes (that location applies them); from
+        -- @ferryman_mirror_<n>, to the h2c location sending the same copies.
+        local n = 0
+        while n < MAX_MIRRORS and var.ferryman_variant == "mirror"
+            and (var["ferryman_mirror_" .. (n + 1)] or "") ~= "" do
+            n = n + 1
+        end
+        return ngx.exec(n > 0 and "@ferryman_h2c_mirror_" .. n or "@ferryman_h2c")
+    end
     if route.request_headers then
         request_headers(route.request_headers)
     end

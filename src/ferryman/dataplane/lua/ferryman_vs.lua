@@ -434,7 +434,7 @@ function _M.route(vs)
         end
         policies.enforce(set, response)
     end
-    local splits = route.default
+    local splits = route.h2c and gateway_routes.splits(route) or route.default
     for _, m in ipairs(route.matches) do
         local all = true
         for _, c in ipairs(m[1]) do

@@ -119,6 +119,8 @@ class RouteEntry:
     mirrors: tuple[tuple[str, str, int, float], ...] = ()
     # Each backend's own filters, in the order of ``backends``.
     backend_filters: tuple[tuple[Filter, ...], ...] = ()
+    # Whether each backend speaks h2c (records/backend_protocols.py); () none does.
+    h2c: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,12 @@ redirect), each G item one match:
   (no payload) a GRPCRoute's match: the router goes on in the gRPC location
   (grpc_pass over HTTP/2, grpc-locations.conf.tmpl), and an invalid
   backend's share is answered 503, which gRPC clients read as UNAVAILABLE
-  (what the specification asks of a GRPCRoute).
+  (what the specification asks of a GRPCRoute); ``h`` the splits (1-based,
+  ``^``-separated) whose backends speak h2c (their Service port's appProtocol
+  ``kubernetes.io/h2c``, records/backend_protocols.py): a request that picks
+  one goes on in the h2c location (grpc_pass of a plain HTTP request over
+  HTTP/2), where it picks again among those splits alone, so each backend
+  keeps its share.
 
 Every string from the route is base64, as in every V record.
 """
@@ -82,8 +87,10 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
         splits = []
         per_backend = []
         backend_filters = entry.backend_filters or ((),) * len(entry.backends)
-        for (namespace, service, port, weight), own in zip(
-            entry.backends, backend_filters, strict=True
+        h2c_marks = entry.h2c or (False,) * len(entry.backends)
+        h2c = []
+        for (namespace, service, port, weight), own, is_h2c in zip(
+            entry.backends, backend_filters, h2c_marks, strict=True
         ):
             if weight <= 0:
                 continue
@@ -93,6 +100,8 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
                 n = upstream(backend_key(namespace, service, str(port)))
                 splits.append(f"{weight}:p.{n}..")
                 per_backend += _backend_filters(len(splits), own)
+                if is_h2c:
+                    h2c.append(str(len(splits)))
         if not splits:
             splits = [f"1:{error}"]
         filters = ";".join(f for f in (_filters(entry.rule.filters), *per_backend) if f)
@@ -108,6 +117,8 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
             filters = ";".join(f for f in (filters, f"m:{mirrors}") if f)
         if grpc:
             filters = ";".join(f for f in (filters, "g:") if f)
+        elif h2c:
+            filters = ";".join(f for f in (filters, "h:" + "^".join(h2c)) if f)
         routes.append(_item(entry.match, ",".join(splits), filters))
     return " ".join(items + routes), frozenset(upstreams)
 

@@ -45,6 +45,7 @@ from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
+from ferryman.kinds.gateway.records.backend_protocols import mark_h2c
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
     passthrough_records,
@@ -341,6 +342,7 @@ class GatewayTranslator(Translator):
             gateways, routes, grants, secret, namespace_labels, service_exists,
             self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
         )  # fmt: skip
+        mark_h2c(att.table, lambda namespace, name: store.get("Service", namespace, name))
         out = serving(
             gateways, outcomes, att, self._status_addresses,
             lambda namespace, name: reads.secret(namespace, name).cert_id,
