@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import subprocess
 import time
 
@@ -165,7 +166,11 @@ def test_rate_limit_dry_run_only_logs(ferryman: Ferryman, backends: Backends) ->
         60,
         "NGINX's log line",
     )[0]
-    assert "[warn]" in line and "excess: 1.000 by zone" in line
+    # 1.000 when the requests came within a millisecond; the bucket drains
+    # 1/60 a second, so a loaded machine's slower requests log a little less.
+    excess = re.search(r"excess: (\d+\.\d{3}) by zone", line)
+    assert "[warn]" in line and excess is not None, line
+    assert 0.9 <= float(excess.group(1)) <= 2.0, line
     assert "pol_rl_default_dry_default_cafe_vs" in line
 
 

@@ -267,8 +267,13 @@ def test_a_secret_given_is_used_as_it_is(
         _gated_once_trusted(kube, ns, {"app": "web"})
         assert kube.get(Secret, "given", namespace=ns).data == given.secret_data()
         # Someone wipes the caBundle (a re-applied manifest): ferryman puts it back.
+        before = f.logs().count("caBundle set")
         apply(kube, doc)
         wait_until(lambda: _ca_bundles(kube, config) == [want, want], 60, "caBundle restored")
+        # Its log line follows the write the API server already shows (a loaded
+        # run read the log between the two and counted one short).
+        restored = lambda: f.logs().count("caBundle set") > before  # noqa: E731
+        wait_until(restored, 60, "the restore logged")
         # A replica starting finds everything as it should be: it writes nothing
         # (the API server would not tell: it drops a patch that changes nothing).
         written = f.logs().count("caBundle set")
