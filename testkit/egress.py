@@ -6,9 +6,11 @@ Moved from tests/integration/test_egress_lua.py, whose tests and others share th
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import ssl
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -76,6 +78,35 @@ class _Peer:
     def __init__(self, port: int) -> None:
         self.name = "mtls"
         self.port = port
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def chain_backend(tmp: Path, chain_pem: bytes, key_pem: bytes) -> Iterator[_Peer]:
+    """A TLS backend answering "ok" that presents ``chain_pem`` (a leaf and the
+    intermediates above it): what upstream verification depths are tried on."""
+    (tmp / "chain.pem").write_bytes(chain_pem)
+    (tmp / "key.pem").write_bytes(key_pem)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp / "chain.pem", tmp / "key.pem")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield _Peer(int(httpd.server_address[1]))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def _client_secret(name: str, client: str) -> dict[str, Any]:

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import base64
 import datetime
-import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from testkit.annotated_ingress import HOST, annotated, last
-from testkit.egress import Seen, _backend, _Peer
+from testkit.egress import Seen, _backend, _Peer, chain_backend
 from testkit.harness import Ferryman, eventually, service_with_backends
 from testkit.pki import Issued, authority, issue
 
@@ -145,27 +142,9 @@ def test_proxy_ssl_verify_depth(ferryman: Ferryman, tmp_path: Path) -> None:
     depth (1) is 502, proxy-ssl-verify-depth 2 serves it (NGINX's
     proxy_ssl_verify_depth: the intermediates counted, not the trusted root)."""
     root, chain, key = _deep_chain()
-    (tmp_path / "chain.pem").write_bytes(chain)
-    (tmp_path / "key.pem").write_bytes(key)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(tmp_path / "chain.pem", tmp_path / "key.pem")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with chain_backend(tmp_path, chain, key) as peer:
         f = ferryman
-        f.write("svc", service_with_backends("app", [_Peer(int(httpd.server_address[1]))]))
+        f.write("svc", service_with_backends("app", [peer]))
         f.write("secret", _proxy_ssl_secret("root", root))
         f.write("doc0", annotated(_verified("root")))
         f.start()
@@ -173,6 +152,3 @@ def test_proxy_ssl_verify_depth(ferryman: Ferryman, tmp_path: Path) -> None:
         f.write("doc0", annotated(_verified("root", **{P + "proxy-ssl-verify-depth": "2"})))
         eventually(lambda: f.get(HOST, "/").status == 200, 60, "depth 2")
         assert f.reloads() == 1
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from testkit.egress import Seen, _backend, _client_secret, _Peer
+from testkit.egress import Seen, _backend, _client_secret, _Peer, chain_backend
 from testkit.external_auth import AuthService
 from testkit.harness import (
     Backends,
@@ -106,32 +106,10 @@ def test_verify_depth(ferryman: Ferryman, tmp_path: Path) -> None:
     trusted with verifyDepth 1 (NIC's default) verifies, with verifyDepth 0 it is
     502, as NGINX's proxy_ssl_verify_depth (OpenSSL's limit on the intermediates
     above the certificate: the trusted root is not counted)."""
-    import ssl
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     leaf = issue("mid-ca", NAME, server=True, parent="root-ca")
-    (tmp_path / "chain.pem").write_bytes(leaf.chain_pem)
-    (tmp_path / "key.pem").write_bytes(leaf.key_pem)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(tmp_path / "chain.pem", tmp_path / "key.pem")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with chain_backend(tmp_path, leaf.chain_pem, leaf.key_pem) as peer:
         f = ferryman
-        f.write("svc", service_with_backends("app", [_Peer(int(httpd.server_address[1]))]))
+        f.write("svc", service_with_backends("app", [peer]))
         f.write("ca", ca_secret("root", authority("root-ca").cert_pem))
         policy = {"trustedCertSecret": "root", "verifyServer": True, "sslName": NAME}
         for name, depth in (("deep", 1), ("shallow", 0)):
@@ -147,9 +125,6 @@ def test_verify_depth(ferryman: Ferryman, tmp_path: Path) -> None:
         f.start()
         assert f.get("m.test", "/deep").status == 200
         assert f.get("m.test", "/shallow").status == 502
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_a_bad_verify_policy_is_rejected_and_the_rest_serves(
