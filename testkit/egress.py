@@ -92,18 +92,38 @@ class _Ok(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def chain_backend(tmp: Path, chain_pem: bytes, key_pem: bytes) -> Iterator[_Peer]:
-    """A TLS backend answering "ok" that presents ``chain_pem`` (a leaf and the
-    intermediates above it): what upstream verification depths are tried on."""
-    (tmp / "chain.pem").write_bytes(chain_pem)
-    (tmp / "key.pem").write_bytes(key_pem)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(tmp / "chain.pem", tmp / "key.pem")
+def ok_backend(ctx: ssl.SSLContext) -> Iterator[_Peer]:
+    """A TLS backend answering "ok" with the server context ``ctx``."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
     httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield _Peer(int(httpd.server_address[1]))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@contextlib.contextmanager
+def chain_backend(tmp: Path, chain_pem: bytes, key_pem: bytes) -> Iterator[_Peer]:
+    """``ok_backend`` presenting ``chain_pem`` (a leaf and the intermediates
+    above it): what upstream verification depths are tried on."""
+    (tmp / "chain.pem").write_bytes(chain_pem)
+    (tmp / "key.pem").write_bytes(key_pem)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp / "chain.pem", tmp / "key.pem")
+    with ok_backend(ctx) as peer:
+        yield peer
+
+
+@contextlib.contextmanager
+def client_cert_backend(tmp: Path) -> Iterator[tuple[_Peer, Seen]]:
+    """``_backend`` (backend-ca's certificate for secure-app.example.com, asking
+    for egress-client-ca's client certificates) and what it saw, stopped after."""
+    seen = Seen()
+    httpd = _backend(tmp, seen)
+    try:
+        yield _Peer(int(httpd.server_address[1])), seen
     finally:
         httpd.shutdown()
         httpd.server_close()

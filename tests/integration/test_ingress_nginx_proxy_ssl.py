@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from testkit.annotated_ingress import HOST, annotated, last
-from testkit.egress import Seen, _backend, _Peer, chain_backend
+from testkit.egress import Seen, _Peer, chain_backend, client_cert_backend
 from testkit.harness import Ferryman, eventually, service_with_backends
 from testkit.pki import Issued, authority, issue
 
@@ -57,13 +57,8 @@ def _verified(secret: str, **more: str) -> dict[str, str]:
 
 @pytest.fixture
 def backend(tmp_path: Path) -> Iterator[tuple[_Peer, Seen]]:
-    seen = Seen()
-    httpd = _backend(tmp_path, seen)  # its certificate: backend-ca's, for NAME
-    try:
-        yield _Peer(int(httpd.server_address[1])), seen
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with client_cert_backend(tmp_path) as served:
+        yield served
 
 
 @pytest.mark.flavours("nginx", "nginx-1.30", "angie")

@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from testkit.egress import Seen, _backend, _client_secret, _Peer, chain_backend
+from testkit.egress import (
+    Seen,
+    _client_secret,
+    _Peer,
+    chain_backend,
+    client_cert_backend,
+    ok_backend,
+)
 from testkit.external_auth import AuthService
 from testkit.harness import (
     Backends,
@@ -45,13 +52,8 @@ def _verify(name: str, ca: str, **spec: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def backend(tmp_path: Path) -> Iterator[tuple[_Peer, Seen]]:
-    seen = Seen()
-    httpd = _backend(tmp_path, seen)
-    try:
-        yield _Peer(int(httpd.server_address[1])), seen
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with client_cert_backend(tmp_path) as served:
+        yield served
 
 
 @pytest.mark.flavours("nginx", "nginx-1.30", "angie")
@@ -247,8 +249,6 @@ def test_protocols_and_ciphers(ferryman: Ferryman, tmp_path: Path) -> None:
     or another cipher, 200 to one offering them; a Policy changed is served
     with no reload."""
     import ssl
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     cert = issue("backend-ca", NAME, server=True)
     (tmp_path / "crt.pem").write_bytes(cert.cert_pem)
@@ -258,28 +258,14 @@ def test_protocols_and_ciphers(ferryman: Ferryman, tmp_path: Path) -> None:
     ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-
     def policy(name: str, **spec: Any) -> dict[str, Any]:
         doc = _egress(name, **spec)
         del doc["spec"]["egressMTLS"]["tlsSecret"]
         return doc
 
-    try:
+    with ok_backend(ctx) as peer:
         f = ferryman
-        f.write("svc", service_with_backends("app", [_Peer(int(httpd.server_address[1]))]))
+        f.write("svc", service_with_backends("app", [peer]))
         f.write("p1", policy("tls13", protocols="TLSv1.3"))
         f.write("p2", policy("tls12", protocols="TLSv1.2 TLSv1.3"))
         f.write("p3", policy("other-cipher", ciphers="ECDHE-ECDSA-AES256-GCM-SHA384"))
@@ -306,6 +292,3 @@ def test_protocols_and_ciphers(ferryman: Ferryman, tmp_path: Path) -> None:
         f.write("p1", policy("tls13", protocols="TLSv1.2"))
         eventually(lambda: f.get("m.test", "/tls13").status == 200, 60, "TLSv1.2")
         assert f.reloads() == 1
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
