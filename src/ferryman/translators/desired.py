@@ -53,6 +53,9 @@ class Desired:
         # listener: a TransportServer or an Ingress with ssl-passthrough, the
         # host's owner; each drops only its own.
         self.stream_writer: dict[str, ObjectRef] = {}
+        # The names each ``write_streams`` caller wrote, so that an Ingress's
+        # translation touches its own few, not every S record.
+        self._streams_of: dict[ObjectRef, set[str]] = {}
         gates = settings.ingress_class if settings.readiness_gates else None
         self.endpoints = EndpointSets(
             store,
@@ -165,13 +168,17 @@ class Desired:
         self.host_cert.pop(host, None)
 
     def write_streams(self, ref: ObjectRef, wanted: Mapping[str, str]) -> None:
-        """``ref``'s S records (name -> value) are ``wanted``: the others it wrote go."""
-        for name in [n for n, w in self.stream_writer.items() if w == ref and n not in wanted]:
-            del self.stream_writer[name]
-            self.records.pop((Record.STREAM, name), None)
+        """``ref``'s S records (name -> value) are ``wanted``: the others it wrote go
+        (unless another writer has taken the name since)."""
+        for name in self._streams_of.pop(ref, set()) - wanted.keys():
+            if self.stream_writer.get(name) == ref:
+                del self.stream_writer[name]
+                self.records.pop((Record.STREAM, name), None)
         for name, value in wanted.items():
             self.records[(Record.STREAM, name)] = value
             self.stream_writer[name] = ref
+        if wanted:
+            self._streams_of[ref] = set(wanted)
 
     def drop_hosts_of(self, ref: ObjectRef, keep: Iterable[str] = ()) -> None:
         """Drop the hosts ``ref`` wrote but for ``keep``, found by writer rather
