@@ -324,7 +324,11 @@ def test_listeners_come_and_go_with_one_reload_each(ferryman: Ferryman, echoes: 
         return False
 
     eventually(refused, what="the port closed")
-    assert ferryman.events_for("ts")[-1]["message"] == "Listener echo-tcp doesn't exist"
+    # The Event comes after the reload that closed the port.
+    eventually(
+        lambda: ferryman.events_for("ts")[-1]["message"] == "Listener echo-tcp doesn't exist",
+        what="ts told its listener is gone",
+    )
 
 
 def _outcome(port: int) -> bytes:
