@@ -184,7 +184,9 @@ class _EchoHandler(BaseHTTPRequestHandler):
                 "body": body.decode("latin-1"),
             }
         ).encode()
-        self.send_response(200)
+        # ?status=NNN: answered with that status (an upstream's error).
+        status = re.search(r"[?&]status=(\d{3})(&|$)", self.path)
+        self.send_response(int(status.group(1)) if status else 200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()

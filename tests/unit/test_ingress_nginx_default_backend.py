@@ -1,5 +1,6 @@
-"""ingress-nginx's default-backend annotation: parse/ingress_nginx_backend.py and
-its backend in the Ingress's records (records/hosts.py, as_virtualserver.py)."""
+"""ingress-nginx's default-backend and custom-http-errors annotations:
+parse/ingress_nginx_backend.py and their backend and codes in the Ingress's
+records (records/hosts.py, as_virtualserver.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
-from ferryman.kinds.ingress.parse.ingress_nginx_backend import fallback_service
+from ferryman.kinds.ingress.parse.ingress_nginx_backend import (
+    MAX_CODES,
+    error_codes,
+    fallback_service,
+)
 from ferryman.kinds.ingress.records.hosts import ingress_records
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.resources.service import Service, ServicePort
@@ -77,3 +82,44 @@ def test_the_upstream_names_the_fallback_and_its_endpoints_are_pushed() -> None:
     assert written.fast is None  # the Lua slow path's: the C module answers 503
     (plain,) = _written({}).written
     assert plain.routing is None
+
+
+def test_the_upstream_lists_the_codes_and_the_ingress() -> None:
+    out = _written({P + "default-backend": "errors", P + "custom-http-errors": "503,404,503"})
+    (written,) = out.written
+    assert out.warnings == []
+    (upstream,) = [i.split("|") for i in written.routing.split(" ") if i.startswith("U|")]
+    assert upstream[10].split(".")[6:] == ["404,503", base64.b64encode(b"a").decode()]
+    # Without default-backend: not applied, and said.
+    ing = parse_ingress(
+        ingress(
+            "a", [rule("b.test", path("/", "s"))], annotations={P + "custom-http-errors": "404"}
+        )
+    )
+    assert ing.warnings == (
+        f"annotation {P}custom-http-errors is not applied: it needs {P}default-backend "
+        "(ferryman has no controller-wide default backend to send the errors to)",
+    )
+
+
+@given(st.text(max_size=40))
+def test_any_codes_are_a_list_the_module_takes_or_a_warning(value: str) -> None:
+    """What the parser passes, ngx_http_ferryman_errors.c takes: 1-32 distinct
+    three-digit codes 400-599, ","-joined; anything else is a Warning."""
+    warnings: list[str] = []
+    codes = error_codes({P + "custom-http-errors": value}, "errors", warnings)
+    if codes:
+        assert warnings == []
+        assert 1 <= len(codes) <= MAX_CODES and list(codes) == sorted(set(codes))
+        assert all(400 <= c <= 599 for c in codes)
+        assert re.fullmatch(r"[45]\d\d(,[45]\d\d)*", ",".join(map(str, codes)))
+    else:
+        assert len(warnings) == 1 and repr(value) in warnings[0]
+
+
+def test_more_codes_than_the_module_takes_are_a_warning() -> None:
+    warnings: list[str] = []
+    many = ",".join(str(c) for c in range(400, 400 + MAX_CODES + 1))
+    assert error_codes({P + "custom-http-errors": many}, "errors", warnings) == ()
+    assert warnings[0].endswith(f"more than {MAX_CODES} codes: not applied")
+    assert error_codes({P + "custom-http-errors": "599, 400"}, "errors", []) == (400, 599)

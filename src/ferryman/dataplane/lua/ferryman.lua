@@ -58,6 +58,7 @@ local balancing = require("ferryman_balancer")
 local connections = require("ferryman_policy_conn")
 local filters = require("ferryman_filters")
 local upstream_fields = require("ferryman_vs_upstream")
+local custom_errors = require("ferryman_custom_errors")
 
 local store = ngx.shared.ferryman
 local counters = ngx.shared.ferryman_balancer
@@ -430,6 +431,9 @@ local function proxy_to(key, entry, host)
     if #peers == 0 then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
+    if host.error_codes and key ~= host.fallback then
+        custom_errors.intercept(host)
+    end
     ngx.var.ferryman_backend = key
     ngx.var.ferryman_vhost = entry.key
     local ctx = ngx.ctx
@@ -568,6 +572,9 @@ _M.body_filter = filters.body_filter
 -- The slow path's balancer and log phase (ferryman_balancer); externalAuth's
 -- subrequests release their counted attempts as requests do.
 _M.balance = balancing.balance
+function _M.custom_error()
+    return custom_errors.serve(peers_for)
+end
 -- The log phase also gives back limit-connections' counts (ferryman_policy_conn).
 function _M.log()
     balancing.log()

@@ -253,6 +253,10 @@ function _M.balance()
     -- slow path proxies only what a push raced past the module's routing).
     counters:incr(peer[5], 1, 0)
     ctx.ferryman_counted = true
+    if ctx.ferryman_error_pages then
+        -- An error page's location ends the count (ngx.ctx does not follow).
+        ngx.var.ferryman_counted = peer[5]
+    end
     return use(peer)
 end
 

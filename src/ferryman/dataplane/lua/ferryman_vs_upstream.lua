@@ -25,7 +25,8 @@ end
 -- status code from balancer_by_lua would be a 500 on this NGINX).
 _M.NO_LIVE_UPSTREAMS = -3
 
--- The U record's last field: <tls>.<max_conns>.<body>.<next_timeout>.<keepalive>.
+-- The U record's last field: <tls>.<max_conns>.<body>.<next_timeout>.<keepalive>,
+-- then [.<fallback>[.<error codes>.<ingress>]].
 function _M.decode(text, upstream)
     if text == nil or text == "" then
         return
@@ -48,6 +49,12 @@ function _M.decode(text, upstream)
     -- ingress-nginx's default-backend: the backend key serving while this
     -- upstream's endpoint set is empty (ferryman.lua's proxy_to).
     upstream.fallback = f[6] and f[6] ~= "" and decode_base64(f[6]) or nil
+    -- ingress-nginx's custom-http-errors: the codes the fallback answers
+    -- ("404,503") and the Ingress's name (ferryman_custom_errors).
+    if upstream.fallback and f[7] and f[7] ~= "" then
+        upstream.error_codes = f[7]
+        upstream.error_ingress = decode_base64(f[8] or "") or ""
+    end
 end
 
 -- "^"-separated base64 names as a list, nil when empty.

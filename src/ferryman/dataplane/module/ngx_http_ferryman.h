@@ -12,6 +12,7 @@
  *   ngx_http_ferryman_peers.c       per-peer state in the zone: failures,
  *                                   least_conn's counts
  *   ngx_http_ferryman_flight.c      requests in flight per peer (drains)
+ *   ngx_http_ferryman_errors.c      error pages per request (custom-http-errors)
  *   ngx_http_ferryman_stream_api.c  what ngx_stream_ferryman_module calls
  *   ngx_http_ferryman_vs*.c         VirtualServer routes: the F record
  *                                   (ngx_http_ferryman_vs_record.h) and

@@ -108,6 +108,7 @@ class Ingress:
     client_limits: ClientLimits | None = None
     # ingress-nginx's default-backend: the Service serving while a path's has no endpoint.
     fallback_service: str | None = None
+    error_codes: tuple[int, ...] = ()  # custom-http-errors, which fallback_service answers
     # ingress-nginx's proxy-request-buffering: "off" (the body streamed upstream).
     request_streamed: bool = False
     # ingress-nginx's ssl-passthrough: its hosts' TLS goes undecrypted to the
@@ -407,6 +408,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         canary=canary,
         client_limits=translated.limits,
         fallback_service=translated.fallback,
+        error_codes=translated.error_codes,
         request_streamed=translated.streamed,
         ssl_passthrough=translated.passthrough,
     )

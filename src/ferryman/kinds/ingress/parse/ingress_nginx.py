@@ -63,6 +63,7 @@ class Translated:
     paths: path_rules.Paths = field(default_factory=path_rules.Paths)
     limits: client.ClientLimits | None = None  # limit-connections, limit-allowlist
     fallback: str | None = None  # default-backend: a Service of the Ingress's namespace
+    error_codes: tuple[int, ...] = ()  # custom-http-errors: what the fallback answers
     streamed: bool = False  # proxy-request-buffering: off
     passthrough: bool = False  # ssl-passthrough: true
 
@@ -170,8 +171,16 @@ ENTRIES: dict[str, Entry] = {
     "default-backend": Entry(
         DIFFERS,
         "a Service of the Ingress's namespace (its first port) serving the Ingress's "
-        "requests while a path's Service has no endpoint, on the Lua slow path; with "
-        "custom-http-errors (not applied yet) it does not serve error pages",
+        "requests while a path's Service has no endpoint, on the Lua slow path; and the "
+        "error responses custom-http-errors lists",
+    ),
+    "custom-http-errors": Entry(
+        DIFFERS,
+        "codes 400-599 of the upstream's or NGINX's responses answered by the "
+        "default-backend annotation's Service (required: ferryman has no controller-wide "
+        "default backend), asked GET / with ingress-nginx's X-Code, X-Format, "
+        "X-Original-URI, X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port and "
+        "X-Request-ID; its answer is the client's; no reload",
     ),
     # paths and redirects
     "use-regex": Entry(
@@ -412,6 +421,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     out.paths = path_rules.paths(annotations, out.warnings, spec)
     out.limits = client.client_limits(annotations, out.warnings)
     out.fallback = fallback.fallback_service(annotations, out.warnings)
+    out.error_codes = fallback.error_codes(annotations, out.fallback, out.warnings)
     out.streamed = cv.request_streamed(annotations, out.warnings)
     out.passthrough = passthrough.ssl_passthrough(annotations, out.warnings)
     cors, warned = access.cors(annotations)

@@ -200,6 +200,11 @@ def _ingress_nginx(locations: list[_Location], o: IngressOptions) -> list[_Locat
     return out
 
 
+def _custom_errors(errors: tuple[str, tuple[int, ...]]) -> list[str]:
+    name, codes = errors
+    return [",".join(str(c) for c in codes), b64(name)]
+
+
 def _upstream(
     key: BackendKey, tls: bool, o: IngressOptions, sticky: StickyCookie | None = None
 ) -> str:
@@ -219,8 +224,10 @@ def _upstream(
             "-" if o.client_max_body_size is None else str(o.client_max_body_size),
             str(o.next_upstream_timeout_ms) if o.next_upstream_timeout_ms else "-",
             "-" if o.keepalive is None else str(o.keepalive),
-            # ingress-nginx's default-backend (ferryman_vs_upstream.lua).
+            # ingress-nginx's default-backend, and the codes it answers with
+            # the Ingress's name (ferryman_vs_upstream.lua).
             *([b64(o.fallback)] if o.fallback else []),
+            *(_custom_errors(o.custom_errors) if o.fallback and o.custom_errors else []),
         ]
     )
     return "|".join(

@@ -98,6 +98,7 @@ def ingress_records(
         force_ssl_redirect=ing.paths.force_ssl_redirect,
         www=ing.paths.www,
         fallback=fallback_key(ing),
+        custom_errors=custom_errors(ing),
         request_buffering=not ing.request_streamed,
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
@@ -187,6 +188,11 @@ def fallback_key(ing: Ingress) -> str | None:
     return backend_key(ing.meta.namespace, service, "") if service else None
 
 
+def custom_errors(ing: Ingress) -> tuple[str, tuple[int, ...]] | None:
+    """ingress-nginx's custom-http-errors as the options carry them (IngressOptions)."""
+    return (ing.meta.name, ing.error_codes) if ing.error_codes else None
+
+
 def cluster_ip_host(vh: VirtualHost) -> VirtualHost:
     """``vh`` routing to its Services' ClusterIPs (``nginx.org/use-cluster-ip``):
     each backend key names the ClusterIP endpoint set (configs/endpoints.py)."""
@@ -207,7 +213,10 @@ def _minion(
     own, _ = minion_annotations(minion, master)
     options, warnings = ingress_options(own, configmap)
     options = replace(
-        options, fallback=fallback_key(minion), request_buffering=not minion.request_streamed
+        options,
+        fallback=fallback_key(minion),
+        custom_errors=custom_errors(minion),
+        request_buffering=not minion.request_streamed,
     )
     served = replace(minion, meta=replace(minion.meta, annotations=own))
     auth = _route_configs(served, options, reads)

@@ -109,6 +109,9 @@ class IngressOptions:
     # ingress-nginx's default-backend: the backend serving while a path's Service
     # has no endpoint (the Service's first port: port ref ""); None: none.
     fallback: str | None = None
+    # ingress-nginx's custom-http-errors: the Ingress's name (X-Ingress-Name) and
+    # the codes the fallback answers; None: none.
+    custom_errors: tuple[str, tuple[int, ...]] | None = None
     # ingress-nginx's proxy-request-buffering: "off" is False (the route flag
     # ``s``: the slow path's @ferryman_streamed_* locations).
     request_buffering: bool = True
