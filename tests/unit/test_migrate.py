@@ -16,6 +16,7 @@ import yaml
 
 from ferryman.app import migrate, migrate_gateway
 from ferryman.kinds.gateway.parse import gateway_api
+from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.resources import reference_grant
 
@@ -144,6 +145,7 @@ def _parse(obj: Mapping[str, Any]) -> list[str]:
     parse = {
         "Gateway": gateway_api.parse_gateway,
         "HTTPRoute": gateway_api.parse_http_route,
+        "TLSRoute": parse_tls_route,
         "ReferenceGrant": reference_grant.parse_reference_grant,
     }[obj["kind"]]
     parsed = parse(obj)
@@ -362,3 +364,34 @@ def test_a_header_and_cookie_canary_becomes_header_rules_before_the_split() -> N
         (None, [{**main_ref, "weight": 90}, {**canary_ref, "weight": 10}]),
     ]
     assert all(r["matches"][0]["path"] == {"type": "PathPrefix", "value": "/"} for r in rules)
+
+
+def test_ssl_passthrough_becomes_a_tls_listener_and_a_tls_route() -> None:
+    """Each host: a Passthrough listener on 443 and a TLSRoute to its '/' path's
+    Service; no HTTPS listener for it (ingress-nginx never ends TLS there); the
+    HTTPRoute stays for port 80."""
+    one = _ingress(
+        {P + "ssl-passthrough": "true"},
+        tls=[{"hosts": ["a.example.com"], "secretName": "a-tls"}],
+    )
+    one["spec"]["rules"].append({"host": "b.example.com", "http": {"paths": []}})
+    converted = migrate_gateway.convert([one], namespace="gw")
+    [gateway] = [o for o in converted.objects if o["kind"] == "Gateway"]
+    assert [(li["protocol"], li.get("hostname")) for li in gateway["spec"]["listeners"]] == [
+        ("HTTP", None),
+        ("TLS", "a.example.com"),
+    ]
+    assert gateway["spec"]["listeners"][1]["tls"] == {"mode": "Passthrough"}
+    [route] = [o for o in converted.objects if o["kind"] == "TLSRoute"]
+    assert route["metadata"] == {"name": "one-passthrough-1", "namespace": "ns"}
+    assert route["spec"] == {
+        "parentRefs": [{"name": "nginx", "namespace": "gw", "sectionName": "tls-1"}],
+        "hostnames": ["a.example.com"],
+        "rules": [{"backendRefs": [{"name": "svc", "port": 80}]}],
+    }
+    assert _route(converted, "one")["spec"]["parentRefs"] == [{"name": "nginx", "namespace": "gw"}]
+    assert converted.not_expressed["ns/one"] == [
+        f"{P}ssl-passthrough: b.example.com has no '/' path or defaultBackend with a port number"
+    ]
+    for obj in converted.objects:
+        assert _parse(obj) == [], obj

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ferryman.app.migrate_gateway_canary import GatewayCanary, canaries, canary_rules
+from ferryman.app.migrate_gateway_passthrough import passthrough
 from ferryman.kinds.gateway.parse.gateway_api import parse_http_route
 from ferryman.kinds.ingress.parse.ingress_nginx import PREFIX
 
@@ -37,6 +38,7 @@ _EXPRESSED = frozenset(
         "canary-by-header-pattern",
         "canary-by-cookie",
         "use-regex",
+        "ssl-passthrough",
     }
 )
 
@@ -236,10 +238,11 @@ def _http_route(
 
 
 def _listeners(
-    ingresses: list[Mapping[str, Any]], gateway_namespace: str
+    ingresses: list[Mapping[str, Any]], gateway_namespace: str, passed: set[str]
 ) -> tuple[list[dict[str, Any]], dict[str, str], list[dict[str, Any]]]:
     """An HTTPS listener per TLS host (its Secret in the Ingress's namespace, a
-    ReferenceGrant letting the Gateway read it), and "namespace/host" -> listener."""
+    ReferenceGrant letting the Gateway read it), and "namespace/host" -> listener;
+    none for the hosts ``passed`` through ("namespace/host")."""
     listeners: list[dict[str, Any]] = []
     by_host: dict[str, str] = {}
     granted: dict[str, dict[str, Any]] = {}
@@ -249,7 +252,7 @@ def _listeners(
         for t in (obj.get("spec") or {}).get("tls") or []:
             secret = t.get("secretName")
             for host in t.get("hosts") or []:
-                if not secret or host in seen_hosts:
+                if not secret or host in seen_hosts or f"{namespace}/{host}" in passed:
                     continue  # one listener per host (the first Ingress's Secret)
                 seen_hosts.add(host)
                 listener = f"https-{len(listeners) + 1}"
@@ -295,7 +298,8 @@ def convert(
     """A Gateway named after the class (HTTP, and HTTPS per TLS host), the
     ReferenceGrants its certificates need, and the Ingresses' HTTPRoutes."""
     out = Converted()
-    https, by_host, grants = _listeners(ingresses, namespace)
+    passed = passthrough(ingresses, namespace, class_name)
+    https, by_host, grants = _listeners(ingresses, namespace, passed.hosts)
     http = {
         "name": "http",
         "port": 80,
@@ -307,7 +311,10 @@ def convert(
             "apiVersion": GATEWAY_API,
             "kind": "Gateway",
             "metadata": {"name": class_name, "namespace": namespace},
-            "spec": {"gatewayClassName": "ferryman", "listeners": [http, *https]},
+            "spec": {
+                "gatewayClassName": "ferryman",
+                "listeners": [http, *https, *passed.listeners],
+            },
         }
     )
     out.objects += grants
@@ -333,5 +340,6 @@ def convert(
                 missing.append(f"HTTPRoute {route['metadata']['name']} not written: {problems}")
             else:
                 out.objects.append(route)
-        out.not_expressed[key] = missing
+        out.objects += passed.routes.get(key, [])
+        out.not_expressed[key] = missing + passed.missing.get(key, [])
     return out
