@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import copy
 import ssl
-import time
 from pathlib import Path
 
 import httpx
@@ -277,10 +276,15 @@ def test_a_secret_given_is_used_as_it_is(
         # A replica starting finds everything as it should be: it writes nothing
         # (the API server would not tell: it drops a patch that changes nothing).
         written = f.logs().count("caBundle set")
+        checked = f.logs().count("caBundle current")
         assert f.stop() == 0
+        f.extra_args += ["--log-level", "debug"]
         f.start()
         wait_until(lambda: _pod(kube, ns, {"app": "web"}) == [GATE], 60, "serving again")
-        time.sleep(1)  # its watches have delivered the Secret and the configuration
+        # Its two watches (the Secret's, the configuration's) have each delivered
+        # their object and found the caBundle current.
+        current = lambda: f.logs().count("caBundle current") >= checked + 2  # noqa: E731
+        wait_until(current, 60, "the configuration checked")
         assert f.logs().count("caBundle set") == written
     finally:
         assert f.stop() == 0

@@ -125,6 +125,12 @@ async def ensure_ca_bundle(
     want = base64.b64encode(ca).decode()
     stale = [w.name for w in config.webhooks or () if w.clientConfig.caBundle != want]
     if not stale:
+        # Debug: a watch's every (re)start checks; what a test of "writes
+        # nothing" waits for, rather than for time.
+        log.debug(
+            "readiness gate webhook: caBundle current",
+            extra={"fields": {"configuration": config.metadata.name}},
+        )
         return
     # Strategic merge: webhooks merge by name, so only those entries' caBundle
     # changes, whatever else the owner of the configuration set.
