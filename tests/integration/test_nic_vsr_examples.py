@@ -43,6 +43,16 @@ def _event_is(
     assert _event(f, kind, namespace, name) == expected
 
 
+def _vsr_added(f: Ferryman, namespace: str, name: str) -> None:
+    _event_is(
+        f,
+        "VirtualServerRoute",
+        namespace,
+        name,
+        ("Normal", "AddedOrUpdated", f"Configuration for {namespace}/{name} was added or updated"),
+    )
+
+
 def _cafe(f: Ferryman, backends: Backends, namespaces: dict[str, str]) -> None:
     """tea-svc and coffee-svc, each in its namespace; the TLS Secret in the VS's."""
     for app, ns in namespaces.items():
@@ -66,17 +76,7 @@ def test_basic_configuration_vsr(ferryman: Ferryman, backends: Backends) -> None
     assert _served(f, "/tea") == "tea"
     assert _served(f, "/coffee") == "coffee"
     for name in ("tea", "coffee"):
-        _event_is(
-            f,
-            "VirtualServerRoute",
-            "default",
-            name,
-            (
-                "Normal",
-                "AddedOrUpdated",
-                f"Configuration for default/{name} was added or updated",
-            ),
-        )
+        _vsr_added(f, "default", name)
     _event_is(
         f,
         "VirtualServer",
@@ -116,17 +116,7 @@ def _cross_namespace(f: Ferryman, backends: Backends, folder: str) -> None:
     eventually(lambda: _served(f, "/coffee") == "coffee", 60, "coffee")
     assert _served(f, "/tea") == "tea"
     for ns in ("tea", "coffee"):
-        _event_is(
-            f,
-            "VirtualServerRoute",
-            ns,
-            ns,
-            (
-                "Normal",
-                "AddedOrUpdated",
-                f"Configuration for {ns}/{ns} was added or updated",
-            ),
-        )
+        _vsr_added(f, ns, ns)
     _event_is(
         f,
         "VirtualServer",
@@ -184,17 +174,7 @@ def test_vsr_multiple_regex_routes(ferryman: Ferryman) -> None:
         )
     assert get("/IMAGES/PNG")[0] == 200  # ~*: case-insensitive
     for name in ("vsr-api", "vsr-media"):
-        _event_is(
-            f,
-            "VirtualServerRoute",
-            "default",
-            name,
-            (
-                "Normal",
-                "AddedOrUpdated",
-                f"Configuration for default/{name} was added or updated",
-            ),
-        )
+        _vsr_added(f, "default", name)
     eventually(
         lambda: _event(f, "VirtualServer", "default", "api-gateway")[1] == "AddedOrUpdated",
         30,
