@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from testkit.egress import ok_backend
+from testkit.egress import _client_secret, client_cert_backend, ok_backend
 from testkit.gateway_docs import gateway, gateway_class, get_at, route, to
 from testkit.harness import Backends, Ferryman, eventually, free_port, service_with_backends
 from testkit.pki import authority
@@ -176,4 +176,36 @@ def test_backend_tls_policy_verifies_without_reloads(
         # Policies removed: plain HTTP again.
         ferryman.write("policies", *[p for p in policies if p["metadata"]["name"] != "plain"])
         eventually(lambda: at("/plain") == "plain", what="the policy removed")
+        assert ferryman.reloads() == reloads
+
+
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+def test_gateway_presents_its_backend_client_certificate(
+    ferryman: Ferryman, tmp_path: Path
+) -> None:
+    """GatewayBackendClientCertificate: a backend that asks for a client
+    certificate gets the Gateway's (spec.tls.backend.clientCertificateRef);
+    without one its handshake fails; adding the reference is a push."""
+    port = free_port()
+    listener = [{"name": "http", "port": port, "protocol": "HTTP"}]
+    with client_cert_backend(tmp_path) as (peer, seen):
+        ferryman.write("svc", service_with_backends("secure", [peer]))
+        ferryman.write("class", gateway_class())
+        ferryman.write("gw", gateway("gw", listener))
+        ferryman.write("route", route("r", "gw", [HOST], [to("secure")]))
+        ferryman.write("ca", _ca_map("ca", "backend-ca"))
+        ferryman.write("policy", _policy("p", "secure", "ca", "secure-app.example.com"))
+        ferryman.write("client", _client_secret("client", "gateway-client"))
+        ferryman.extra_args += ["--enable-gateway-api", "--gateway-addresses", ADDRESS]
+        ferryman.start()
+
+        def at() -> int:
+            return get_at(ADDRESS, port, HOST).status
+
+        eventually(lambda: at() == 502, 60, "the backend refusing no certificate")
+        reloads = ferryman.reloads()
+        backend = {"clientCertificateRef": {"name": "client"}}
+        ferryman.write("gw", gateway("gw", listener, tls={"backend": backend}))
+        eventually(lambda: at() == 200, what="the Gateway's client certificate")
+        assert seen.client[-1] == "gateway-client"
         assert ferryman.reloads() == reloads

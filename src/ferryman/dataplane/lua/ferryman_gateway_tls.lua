@@ -5,8 +5,10 @@
 -- verification is ferryman_upstream_verify's (ngx_http_ferryman_verify.c), as
 -- egressMTLS verifyServer's: a policy or ConfigMap change is a new W record,
 -- never a reload.
--- The U item's last field: <CAs>.<hostname>.<SANs>, base64 each, the SANs
--- "^"-separated base64 of "H<name>" or "U<URI>".
+-- The Gateway's spec.tls.backend.clientCertificateRef is presented as
+-- egressMTLS's certificate is ($ferryman_egress_cert, "data:<PEM>").
+-- The U item's last field: <CAs>.<hostname>.<SANs>[.<chain>.<key>], base64
+-- each, the SANs "^"-separated base64 of "H<name>" or "U<URI>".
 
 local decode_base64 = ngx.decode_base64
 local verify = require("ferryman_upstream_verify")
@@ -33,7 +35,11 @@ function _M.decode(text, upstream)
     sans = table.concat(sans, "\n")
     local flags = verify.SNI + verify.VERIFY + (sans ~= "" and verify.SANS or 0)
     upstream.tls = true
+    local chain = decode_base64(f[4] or "") or ""
+    local key = decode_base64(f[5] or "") or ""
     upstream.backend_tls = {
+        cert = chain ~= "" and ("data:" .. chain) or "",
+        key = key ~= "" and ("data:" .. key) or "",
         name = decode_base64(f[2] or "") or "",
         verify = verify.set(cas, DEPTH, flags, "", "", sans),
         verify_grpc = verify.set(cas, DEPTH, flags + verify.H2, "", "", sans),
@@ -47,6 +53,8 @@ end
 function _M.check(config)
     local var = ngx.var
     var.ferryman_egress_name = config.name
+    var.ferryman_egress_cert = config.cert
+    var.ferryman_egress_key = config.key
     local set = var.ferryman_variant == "grpc" and config.verify_grpc or config.verify
     if not verify.keep(set) then
         return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)

@@ -50,12 +50,20 @@ class BackendTLS:
     hostname: str
     sans: tuple[tuple[str, str], ...]  # (Hostname | URI, value)
     usable: bool = True
+    # The Gateway's client certificate chain and key (PEM; b"": none):
+    # spec.tls.backend.clientCertificateRef, per Gateway (translate/backend_tls.py).
+    cert: bytes = b""
+    key: bytes = b""
 
     def item(self) -> str:
-        """The U item's backend TLS field: ``<CAs>.<hostname>.<SANs>``, base64
-        each, the SANs ``^``-separated ``H<name>``/``U<uri>`` (ferryman_gateway_tls.lua)."""
+        """The U item's backend TLS field: ``<CAs>.<hostname>.<SANs>``, then,
+        with a client certificate, ``.<chain>.<key>``; base64 each, the SANs
+        ``^``-separated ``H<name>``/``U<uri>`` (ferryman_gateway_tls.lua)."""
         sans = "^".join(b64(("H" if t == "Hostname" else "U") + v) for t, v in self.sans)
-        return ".".join([b64(self.cas) if self.cas else "", b64(self.hostname), sans])
+        fields = [b64(self.cas) if self.cas else "", b64(self.hostname), sans]
+        if self.cert:
+            fields += [b64(self.cert), b64(self.key)]
+        return ".".join(fields)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
+from ferryman.kinds.gateway.records.backend_client_cert import client_certificates
 from ferryman.kinds.gateway.records.backend_protocols import mark_h2c
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
@@ -64,7 +65,7 @@ from ferryman.kinds.gateway.records.status import (
     invalid_gateway_status,
     route_parents,
 )
-from ferryman.kinds.gateway.translate.backend_tls import apply_backend_tls
+from ferryman.kinds.gateway.translate import backend_tls
 from ferryman.kinds.gateway.translate.classes import age, skipped
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
@@ -356,14 +357,15 @@ class GatewayTranslator(Translator):
         service = lambda namespace, name: store.get("Service", namespace, name)  # noqa: E731
         mark_h2c(att.table, service)
         config_map = lambda namespace, name: store.get("ConfigMap", namespace, name)  # noqa: E731
-        tls = apply_backend_tls(
-            att.table, policies, service, config_map, settings.gateway_controller_name
-        )
+        client = client_certificates(gateways, grants, backend_tls.pair_reader(reads))
+        tls = backend_tls.apply_backend_tls(att.table, policies, service, config_map,
+                                settings.gateway_controller_name, client.pairs)  # fmt: skip
         wanted.update({ObjectRef("BackendTLSPolicy", *k): v for k, v in tls.items()})
         out = serving(
             gateways, outcomes, att, self._status_addresses,
             lambda namespace, name: reads.secret(namespace, name).cert_id,
         )  # fmt: skip
+        backend_tls.with_resolved_refs(out.statuses, gateways, client.resolved)
         wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
