@@ -200,3 +200,50 @@ def test_the_status_writer_stamps_ancestors_and_keeps_other_controllers() -> Non
     assert mine["conditions"][0]["lastTransitionTime"] == "NOW"
     assert mine["ancestorRef"]["kind"] == "Gateway"
     assert shows(ref, {"ancestors": list(reversed(out["ancestors"]))}, out)
+
+
+def _gateway(**tls: Any) -> Any:
+    from ferryman.kinds.gateway.parse.gateway_api import parse_gateway
+
+    parsed = parse_gateway(
+        {"metadata": {"name": "gw", "namespace": "default", "generation": 3},
+         "spec": {"gatewayClassName": "ferryman", "tls": tls,
+                  "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}
+    )  # fmt: skip
+    assert parsed.resource is not None, parsed.message()
+    return parsed.resource
+
+
+def test_backend_client_certificates_resolve_or_say_why() -> None:
+    from ferryman.kinds.gateway.records.backend_client_cert import client_certificates
+    from ferryman.resources.secret import TLSPair
+
+    pair = TLSPair(b"CHAIN", b"KEY")
+
+    def read(namespace: str, name: str) -> TLSPair | str:
+        return pair if name == "good" else "it does not exist"
+
+    def ref(**r: str) -> dict[str, Any]:
+        return {"backend": {"clientCertificateRef": r}}
+
+    cases = {
+        "good": (_gateway(**ref(name="good")), (True, "ResolvedRefs")),
+        "missing": (_gateway(**ref(name="gone")), (False, "InvalidClientCertificateRef")),
+        "kind": (_gateway(**ref(name="good", kind="ConfigMap")),
+                 (False, "InvalidClientCertificateRef")),
+        "grant": (_gateway(**ref(name="good", namespace="other")), (False, "RefNotPermitted")),
+    }  # fmt: skip
+    for what, (gw, want) in cases.items():
+        out = client_certificates([gw], [], read)
+        assert out.resolved[("default", "gw")][:2] == want, what
+        assert (("default", "gw") in out.pairs) == want[0], what
+    assert client_certificates([_gateway()], [], read).resolved == {}
+    # The frontend half is another feature's: read by nothing, refused by nothing.
+    assert _gateway(frontend={"default": {"validation": {}}}).backend_client_cert is None
+
+
+def test_the_client_certificate_rides_in_the_u_item() -> None:
+    tls = BackendTLS(b"", "abc.example.com", (), cert=b"CHAIN", key=b"KEY")
+    fields = tls.item().split(".")
+    assert len(fields) == 5 and fields[0] == "" and fields[2] == ""
+    assert base64.b64decode(fields[3]) == b"CHAIN" and base64.b64decode(fields[4]) == b"KEY"

@@ -31,6 +31,7 @@ SUPPORTED_FEATURES = (
     "GRPCRoute",
     "GRPCRouteNamedRouteRule",
     "GatewayAddressEmpty",
+    "GatewayBackendClientCertificate",
     "GatewayHTTPListenerIsolation",
     "GatewayHTTPSListenerDetectMisdirectedRequests",
     "GatewayPort8080",
