@@ -208,13 +208,14 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   {{- if .Values.controller.gatewayAPI.enable }}
   # Gateway API: its objects read, status written; Namespaces for allowedRoutes.
   - apiGroups: ["gateway.networking.k8s.io"]
-    resources: ["gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants"]
+    resources: ["gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants", "backendtlspolicies"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["gateway.networking.k8s.io"]
-    resources: ["gatewayclasses/status", "gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status"]
+    resources: ["gatewayclasses/status", "gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "backendtlspolicies/status"]
     verbs: ["patch", "update"]
+  # Namespaces for allowedRoutes; ConfigMaps for BackendTLSPolicy's caCertificateRefs.
   - apiGroups: [""]
-    resources: ["namespaces"]
+    resources: ["namespaces", "configmaps"]
     verbs: ["list", "watch"]
   {{- end }}
   {{- if .Values.controller.enableCertManager }}

@@ -229,8 +229,10 @@ class Controller:
         elif ref.kind == NAMESPACE.kind:  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
             self._touch()  # labels a Gateway's allowedRoutes select by
-        elif ref.kind == CONFIG_MAP.kind and self._files.sync_configmap(ref):
-            self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
+        elif ref.kind == CONFIG_MAP.kind:
+            if self._files.sync_configmap(ref):
+                self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
+            self._touch()  # a BackendTLSPolicy's CA certificates
 
     def status_addresses(self) -> tuple[str, ...] | None:
         """The ConfigMap's ``external-status-address``, which overrides the

@@ -9,7 +9,8 @@ those whose ``KindSpec.status`` is ``OWN``: the registry hands them over):
 * conditions get their ``lastTransitionTime`` here: kept from the object while
   a condition of that type keeps its status, else now (RFC 3339, seconds, Z),
   so a resync that changes nothing changes no timestamp;
-* a route's ``status.parents`` (HTTPRoute's, TLSRoute's) holds other
+* a route's ``status.parents`` (HTTPRoute's, TLSRoute's), and a policy's
+  ``status.ancestors`` (BackendTLSPolicy's), hold other
   controllers' entries too: those (by ``controllerName``) are kept, ours
   replaced;
 * nothing is written when the object already shows it (first by the store's
@@ -85,10 +86,17 @@ def _by(items: Any, key: Callable[[Mapping[str, Any]], Any]) -> dict[Any, Mappin
     return {key(i): i for i in (items if isinstance(items, list) else []) if isinstance(i, Mapping)}
 
 
-def _parent_key(entry: Mapping[str, Any], namespace: str) -> tuple[Any, ...]:
+# The per-parent lists: a route's parents (parentRef), a policy's ancestors
+# (ancestorRef: BackendTLSPolicy's), each entry with its controllerName.
+_PARENT_LISTS = (("parents", "parentRef"), ("ancestors", "ancestorRef"))
+
+
+def _parent_key(
+    entry: Mapping[str, Any], namespace: str, field: str = "parentRef"
+) -> tuple[Any, ...]:
     """A route parent entry's identity: its controller and its parentRef with
     the CRD's defaults (group, kind) and the route's namespace filled in."""
-    ref = entry.get("parentRef")
+    ref = entry.get(field)
     ref = ref if isinstance(ref, Mapping) else {}
     return (
         entry.get("controllerName"),
@@ -109,11 +117,11 @@ def _defaulted_kinds(kinds: Any) -> Any:
     return [{"group": GROUP, **k} if isinstance(k, Mapping) else k for k in kinds]
 
 
-def _defaulted_parent(entry: Mapping[str, Any]) -> dict[str, Any]:
-    ref = entry.get("parentRef")
+def _defaulted_parent(entry: Mapping[str, Any], field: str = "parentRef") -> dict[str, Any]:
+    ref = entry.get(field)
     if not isinstance(ref, Mapping):
         return dict(entry)
-    return {**entry, "parentRef": {"group": GROUP, "kind": "Gateway", **ref}}
+    return {**entry, field: {"group": GROUP, "kind": "Gateway", **ref}}
 
 
 def desired(
@@ -121,22 +129,29 @@ def desired(
 ) -> dict[str, Any]:
     """The whole status ``ref`` should show, given what it shows (``have``)."""
     out = copy.deepcopy(dict(wanted))
-    if "parents" in wanted:  # a route's
-        before = _by(have.get("parents"), lambda p: _parent_key(p, ref.namespace))
+    for key, field in _PARENT_LISTS:  # a route's, a policy's
+        if key not in wanted:
+            continue
+        had = have.get(key)
+        had_by = {
+            _parent_key(p, ref.namespace, field): p
+            for p in (had if isinstance(had, list) else [])
+            if isinstance(p, Mapping)
+        }
         ours = []
-        for p in out.get("parents") or []:
+        for p in out.get(key) or []:
             if isinstance(p, Mapping):
-                old = before.get(_parent_key(p, ref.namespace), {})
-                p = {**_defaulted_parent(p), "conditions": stamped(
+                old = had_by.get(_parent_key(p, ref.namespace, field), {})
+                p = {**_defaulted_parent(p, field), "conditions": stamped(
                     p.get("conditions"), old.get("conditions"), now
                 )}  # fmt: skip
             ours.append(p)
         others = [
             p
-            for p in (have.get("parents") or [])
+            for p in (have.get(key) or [])
             if isinstance(p, Mapping) and p.get("controllerName") != controller
         ]
-        out["parents"] = others + ours
+        out[key] = others + ours
         return out
     if "conditions" in out:
         out["conditions"] = stamped(out["conditions"], have.get("conditions"), now)
@@ -159,14 +174,16 @@ def _canonical(value: Any) -> str:
 
 
 def shows(ref: ObjectRef, have: Status, want: Status) -> bool:
-    """Whether the object's status ``have`` is ``want`` (route parents in any order)."""
-    if "parents" not in want:
+    """Whether the object's status ``have`` is ``want`` (route parents, policy
+    ancestors in any order)."""
+    key = next((k for k, _ in _PARENT_LISTS if k in want), None)
+    if key is None:
         return _canonical(have) == _canonical(want)
-    rest = {k: v for k, v in have.items() if k != "parents"}
-    if _canonical(rest) != _canonical({k: v for k, v in want.items() if k != "parents"}):
+    rest = {k: v for k, v in have.items() if k != key}
+    if _canonical(rest) != _canonical({k: v for k, v in want.items() if k != key}):
         return False
-    parents = sorted(_canonical(p) for p in have.get("parents") or [])
-    return parents == sorted(_canonical(p) for p in want.get("parents") or [])
+    parents = sorted(_canonical(p) for p in have.get(key) or [])
+    return parents == sorted(_canonical(p) for p in want.get(key) or [])
 
 
 def merge_patch(have: Status, want: Status) -> dict[str, Any]:

@@ -107,6 +107,9 @@ CORE_KINDS = (
 # Every Namespace, for a kind that ``needs`` them (Gateway API:
 # allowedRoutes.namespaces.selector matches their labels).
 ALL_NAMESPACES = Kind("Namespace", Namespace, namespaced=False)
+# Every ConfigMap (in the watched namespaces), for a kind that ``needs`` them
+# (BackendTLSPolicy's caCertificateRefs).
+ALL_CONFIGMAPS = Kind("ConfigMap", ConfigMap)
 
 # Readiness gates (--readiness-gates): only opted-in namespaces are held (the
 # API server filters), and Pods only in those (sources/pods.py).
@@ -164,10 +167,12 @@ class KubernetesSource:
         self._sink = sink
         specs = tuple(kinds)
         all_namespaces = any("Namespace" in spec.needs for spec in specs)
+        all_configmaps = any("ConfigMap" in spec.needs for spec in specs)
         self._kinds = (
             *(kind_of(spec) for spec in specs),
             *CORE_KINDS,
             *((ALL_NAMESPACES,) if all_namespaces else ()),
+            *((ALL_CONFIGMAPS,) if all_configmaps else ()),
         )
         # Both Namespace informers: one store entry per namespace, merged.
         self._merge = NamespaceMerge(sink) if all_namespaces and pods_client else None

@@ -25,6 +25,7 @@ local _M = {}
 _M.SNI = 1 -- send the name as SNI
 _M.H2 = 2 -- gRPC's ALPN
 _M.VERIFY = 4 -- verify the certificate (else protocols and ciphers only)
+_M.SANS = 8 -- the certificate holds one of the set's SANs, not the name
 -- Its protocol bits.
 local PROTOCOLS = {
     ["TLSv1"] = 1, ["TLSv1.1"] = 2, ["TLSv1.2"] = 4, ["TLSv1.3"] = 8, ["SSLv2"] = 16, ["SSLv3"] = 32,
@@ -35,7 +36,7 @@ do
     pcall(ffi.cdef, [[
         int ngx_http_ferryman_upstream_verify(void *r, const char *key, size_t key_len,
             const char *pem, size_t pem_len, int depth, int flags, int protocols,
-            const char *ciphers, size_t ciphers_len);
+            const char *ciphers, size_t ciphers_len, const char *sans, size_t sans_len);
     ]])
     if pcall(function()
         return ffi.C.ngx_http_ferryman_upstream_verify
@@ -55,16 +56,19 @@ local function lookup(key)
 end
 
 -- A context's settings: the CA set (PEM; none: the system's), its depth and
--- flags, the protocols (names, ","-separated; "": the location's) and the
--- cipher list ("": DEFAULT); and its key, a digest of them.
-function _M.set(pem, depth, flags, protocols, ciphers)
+-- flags, the protocols (names, ","-separated; "": the location's), the
+-- cipher list ("": DEFAULT) and the SANs (SANS: "\n"-separated "H<name>",
+-- "U<URI>"; ferryman_gateway_tls.lua); and its key, a digest of them.
+function _M.set(pem, depth, flags, protocols, ciphers, sans)
     local mask = 0
     for name in string.gmatch(protocols or "", "[^,]+") do
         mask = bor(mask, PROTOCOLS[name] or 0)
     end
     ciphers = ciphers or ""
+    sans = sans or ""
     return {
-        key = md5(depth .. "|" .. flags .. "|" .. mask .. "|" .. ciphers .. "|" .. pem),
+        key = md5(depth .. "|" .. flags .. "|" .. mask .. "|" .. ciphers .. "|" .. sans .. "|" .. pem),
+        sans = sans,
         pem = pem,
         depth = depth,
         flags = flags,
@@ -108,7 +112,7 @@ function _M.apply()
     end
     local rc = native.ngx_http_ferryman_upstream_verify(
         base.get_request(), key, #key, set.pem, #set.pem, set.depth, set.flags,
-        set.protocols, set.ciphers, #set.ciphers
+        set.protocols, set.ciphers, #set.ciphers, set.sans, #set.sans
     )
     return rc == 0
 end

@@ -8,6 +8,7 @@
 -- takes, to the slow path.
 
 local policies = require("ferryman_policy")
+local gateway_tls = require("ferryman_gateway_tls")
 
 local decode_base64 = ngx.decode_base64
 local find, sub, lower, gsub, byte = string.find, string.sub, string.lower, string.gsub, string.byte
@@ -147,6 +148,7 @@ function _M.decode(raw)
             }
             upstream_fields.decode(f[11], vs.upstreams[#vs.upstreams])
             sticky.decode(f[12], vs.upstreams[#vs.upstreams]) -- sticky cookie, if any
+            gateway_tls.decode(f[13], vs.upstreams[#vs.upstreams]) -- BackendTLSPolicy
         elseif f[1] == "R" then
             local route = {
                 modifier = MODIFIERS[f[2]],

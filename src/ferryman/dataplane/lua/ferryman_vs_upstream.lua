@@ -6,6 +6,7 @@
 
 local find, lower, gsub = string.find, string.lower, string.gsub
 local decode_base64 = ngx.decode_base64
+local gateway_tls = require("ferryman_gateway_tls")
 
 local counters = ngx.shared.ferryman_balancer
 
@@ -161,6 +162,10 @@ function _M.on_route(upstream)
     _M.check_body(upstream.body_max)
     if upstream.keepalive == 0 and var.ferryman_h_connection == "" then
         var.ferryman_h_connection = "close"
+    end
+    if upstream.backend_tls then
+        -- A BackendTLSPolicy's: its SNI name and CA set (ferryman_gateway_tls).
+        gateway_tls.check(upstream.backend_tls)
     end
     if upstream.tls then
         -- A connection opened with an egressMTLS client certificate is never

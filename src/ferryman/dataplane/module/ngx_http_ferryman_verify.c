@@ -42,6 +42,8 @@
 #define FERRYMAN_VERIFY_SNI  1   /* send the name as SNI (proxy_ssl_server_name) */
 #define FERRYMAN_VERIFY_H2   2   /* gRPC: ALPN h2, as ngx_http_grpc_set_ssl */
 #define FERRYMAN_VERIFY_ON   4   /* verify (else only protocols and ciphers) */
+#define FERRYMAN_VERIFY_SANS 8   /* the certificate holds one of the SANs,
+                                  * instead of the name (BackendTLSPolicy) */
 
 /* Its protocols: bits as ferryman_upstream_verify.lua sets them. */
 #define FERRYMAN_TLSv1    1
@@ -65,12 +67,110 @@ typedef struct {
 
 static ferryman_verify_ctx_t  ferryman_verify_ctxs[FERRYMAN_VERIFY_CONTEXTS];
 static ngx_uint_t             ferryman_verify_next;
+/* The SSL_CTX ex_data index of a context's SANs (FERRYMAN_VERIFY_SANS). */
+static int                    ferryman_verify_sans_index = -1;
 
 
 static void
 ferryman_verify_release(void *data)
 {
     SSL_CTX_free(data);
+}
+
+
+static void
+ferryman_verify_sans_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+    free(ptr);
+}
+
+
+/* Whether the certificate holds one of the SANs: "\n"-separated entries,
+ * "H<DNS name>" (matched as NGINX matches proxy_ssl_name: X509_check_host,
+ * wildcards in the certificate) or "U<URI>" (a URI SAN, byte for byte). */
+static int
+ferryman_verify_sans_match(X509 *cert, const u_char *sans)
+{
+    int                      i, n, found;
+    size_t                   len;
+    const u_char            *p, *end;
+    GENERAL_NAME            *name;
+    STACK_OF(GENERAL_NAME)  *names;
+
+    names = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    found = 0;
+
+    for (p = sans; *p != '\0' && !found; p = (*end == '\0') ? end : end + 1) {
+        end = (const u_char *) ngx_strchr(p, '\n');
+        if (end == NULL) {
+            end = p + ngx_strlen(p);
+        }
+
+        len = end - p;
+        if (len < 2) {
+            continue;
+        }
+
+        if (*p == 'H') {
+            found = X509_check_host(cert, (const char *) p + 1, len - 1, 0, NULL)
+                    == 1;
+            continue;
+        }
+
+        n = names ? sk_GENERAL_NAME_num(names) : 0;
+        for (i = 0; i < n && !found; i++) {
+            name = sk_GENERAL_NAME_value(names, i);
+            if (name->type == GEN_URI
+                && (size_t) ASN1_STRING_length(name->d.uniformResourceIdentifier)
+                   == len - 1
+                && ngx_memcmp(ASN1_STRING_get0_data(name->d.uniformResourceIdentifier),
+                              p + 1, len - 1) == 0)
+            {
+                found = 1;
+            }
+        }
+    }
+
+    if (names) {
+        GENERAL_NAMES_free(names);
+    }
+
+    return found;
+}
+
+
+/* OpenSSL's verification callback of a FERRYMAN_VERIFY_SANS context: the
+ * chain as OpenSSL verified it, then the leaf's SANs. A failure fails the
+ * handshake (SSL_VERIFY_PEER), so the attempt fails as any connect error. */
+static int
+ferryman_verify_sans_callback(int ok, X509_STORE_CTX *store)
+{
+    SSL           *ssl;
+    const u_char  *sans;
+
+    if (!ok || X509_STORE_CTX_get_error_depth(store) != 0) {
+        return ok;
+    }
+
+    ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx());
+    sans = ssl ? SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl),
+                                     ferryman_verify_sans_index)
+               : NULL;
+
+    if (sans != NULL
+        && ferryman_verify_sans_match(X509_STORE_CTX_get_current_cert(store),
+                                      sans))
+    {
+        return 1;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "ferryman: upstream certificate holds none of the "
+                  "BackendTLSPolicy's subjectAltNames");
+    X509_STORE_CTX_set_error(store, X509_V_ERR_HOSTNAME_MISMATCH);
+
+    return 0;
 }
 
 
@@ -99,9 +199,10 @@ ferryman_verify_protocols(int protocols)
 static ngx_ssl_t *
 ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
     int depth, int flags, int protocols, const u_char *ciphers,
-    size_t ciphers_len, ngx_log_t *log)
+    size_t ciphers_len, const u_char *sans, size_t sans_len, ngx_log_t *log)
 {
     int          n;
+    u_char      *copy;
     BIO         *bio;
     X509        *x509;
     u_char       list[FERRYMAN_VERIFY_CIPHERS + 1];
@@ -203,6 +304,34 @@ ferryman_verify_create(ngx_ssl_t *like, const u_char *pem, size_t pem_len,
         goto failed;
     }
 
+    if (flags & FERRYMAN_VERIFY_SANS) {
+        if (ferryman_verify_sans_index == -1) {
+            ferryman_verify_sans_index = SSL_CTX_get_ex_new_index(0, NULL, NULL,
+                                             NULL, ferryman_verify_sans_free);
+            if (ferryman_verify_sans_index == -1) {
+                goto failed;
+            }
+        }
+
+        copy = malloc(sans_len + 1);
+        if (copy == NULL) {
+            goto failed;
+        }
+
+        ngx_memcpy(copy, sans, sans_len);
+        copy[sans_len] = '\0';
+
+        if (SSL_CTX_set_ex_data(ssl->ctx, ferryman_verify_sans_index, copy)
+            == 0)
+        {
+            free(copy);
+            goto failed;
+        }
+
+        SSL_CTX_set_verify(ssl->ctx, SSL_VERIFY_PEER,
+                           ferryman_verify_sans_callback);
+    }
+
     return ssl;
 
 failed:
@@ -217,7 +346,8 @@ failed:
 static ngx_ssl_t *
 ferryman_verify_lookup(ngx_ssl_t *like, const u_char *key, size_t key_len,
     const u_char *pem, size_t pem_len, int depth, int flags, int protocols,
-    const u_char *ciphers, size_t ciphers_len, ngx_log_t *log)
+    const u_char *ciphers, size_t ciphers_len, const u_char *sans,
+    size_t sans_len, ngx_log_t *log)
 {
     ngx_uint_t              i;
     ngx_ssl_t              *ssl;
@@ -234,7 +364,7 @@ ferryman_verify_lookup(ngx_ssl_t *like, const u_char *key, size_t key_len,
     }
 
     ssl = ferryman_verify_create(like, pem, pem_len, depth, flags, protocols,
-                                 ciphers, ciphers_len, log);
+                                 ciphers, ciphers_len, sans, sans_len, log);
     if (ssl == NULL) {
         return NULL;
     }
@@ -259,15 +389,18 @@ ferryman_verify_lookup(ngx_ssl_t *like, const u_char *key, size_t key_len,
 /*
  * Called by the balancer of a TLS upstream (before each attempt's connect):
  * key identifies the context: the CA set (pem, PEM certificates; none: the
- * system's) with depth and flags, the protocols (0: the location's) and the
- * ciphers (none: "DEFAULT").
+ * system's) with depth and flags, the protocols (0: the location's), the
+ * ciphers (none: "DEFAULT") and, with FERRYMAN_VERIFY_SANS, the SANs one of
+ * which the certificate must hold ("\n"-separated "H<name>", "U<URI>"): the
+ * name is then sent as SNI only (NGINX's own check of it is off).
  * Returns 0, or -1 (no upstream, too long a key, a context that could not be
  * made: the balancer fails the request).
  */
 int
 ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
-    int protocols, const u_char *ciphers, size_t ciphers_len)
+    int protocols, const u_char *ciphers, size_t ciphers_len,
+    const u_char *sans, size_t sans_len)
 {
     ngx_ssl_t                 *ssl;
     ngx_pool_cleanup_t        *cln;
@@ -284,7 +417,7 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
 
     ssl = ferryman_verify_lookup(u->conf->ssl, key, key_len, pem, pem_len,
                                  depth, flags, protocols, ciphers, ciphers_len,
-                                 r->connection->log);
+                                 sans, sans_len, r->connection->log);
     if (ssl == NULL) {
         return -1;
     }
@@ -312,7 +445,9 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     conf->ssl_session_reuse = 0;
 
     if (flags & FERRYMAN_VERIFY_ON) {
-        conf->ssl_verify = 1;
+        /* With SANs OpenSSL's callback verifies (the context's); NGINX's
+         * check would compare the certificate with the SNI name. */
+        conf->ssl_verify = (flags & FERRYMAN_VERIFY_SANS) ? 0 : 1;
         conf->ssl_server_name = (flags & FERRYMAN_VERIFY_SNI) ? 1 : 0;
     }
 
@@ -326,7 +461,8 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
 int
 ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
-    int protocols, const u_char *ciphers, size_t ciphers_len)
+    int protocols, const u_char *ciphers, size_t ciphers_len,
+    const u_char *sans, size_t sans_len)
 {
     return -1;
 }

@@ -49,4 +49,12 @@ REFERENCE_GRANT = KindSpec(
     "ReferenceGrant", GROUP, "v1beta1", "referencegrants", custom=True, enabled=_grants,
     referenced=True, counted=False,
 )  # fmt: skip
-SPECS = (GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, REFERENCE_GRANT)
+# v1 since Gateway API v1.4's standard channel; its CA certificates are
+# ConfigMaps (every ConfigMap is then watched).
+BACKEND_TLS_POLICY = KindSpec(
+    "BackendTLSPolicy", GROUP, "v1", "backendtlspolicies", custom=True, enabled=_enabled,
+    needs=("ConfigMap",), status=OWN, counted=False,
+)  # fmt: skip
+SPECS = (
+    GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, REFERENCE_GRANT, BACKEND_TLS_POLICY,
+)  # fmt: skip

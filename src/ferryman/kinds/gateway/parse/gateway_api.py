@@ -118,9 +118,13 @@ class Gateway:
     class_name: str
     listeners: tuple[Listener, ...]
     addresses: tuple[tuple[str, str], ...]  # (type, value)
+    # spec.tls.backend.clientCertificateRef: the certificate presented to
+    # backends spoken to in TLS (a BackendTLSPolicy's).
+    backend_client_cert: ObjectReference | None = None
 
 
 _LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
+_REF_KEYS = frozenset({"group", "kind", "name", "namespace"})
 
 
 def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
@@ -158,9 +162,16 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     addresses = []
     for a in spec.objs("addresses", frozenset({"type", "value"})):
         addresses.append((a.text("type") or "IPAddress", a.text("value")))
+    client_cert = None
+    tls = spec.obj("tls", frozenset({"backend", "frontend"}))
+    backend = tls.obj("backend", frozenset({"clientCertificateRef"})) if tls else None
+    ref = backend.obj("clientCertificateRef", _REF_KEYS) if backend else None
+    if ref is not None:
+        client_cert = parse_reference(ref, "Secret")
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
-    return Parsed(Gateway(meta, class_name, tuple(listeners), tuple(addresses)), ())
+    gateway = Gateway(meta, class_name, tuple(listeners), tuple(addresses), client_cert)
+    return Parsed(gateway, ())
 
 
 def _listener(o: Obj) -> Listener:

@@ -52,6 +52,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
 )
 from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch, GRPCRoute
 from ferryman.kinds.gateway.parse.tls_route import TLSBackend, TLSRoute, TLSRule
+from ferryman.kinds.gateway.records.backend_tls import BackendTLS
 from ferryman.kinds.gateway.records.listeners import (
     Condition,
     GatewayStatus,
@@ -121,6 +122,9 @@ class RouteEntry:
     backend_filters: tuple[tuple[Filter, ...], ...] = ()
     # Whether each backend speaks h2c (records/backend_protocols.py); () none does.
     h2c: tuple[bool, ...] = ()
+    # Each backend's BackendTLSPolicy settings (records/backend_tls.py,
+    # BackendTLS; None: plain HTTP); () none has one.
+    tls: tuple[BackendTLS | None, ...] = ()
 
 
 @dataclass(frozen=True)

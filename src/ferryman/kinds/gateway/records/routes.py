@@ -44,6 +44,11 @@ redirect), each G item one match:
   HTTP/2), where it picks again among those splits alone, so each backend
   keeps its share.
 
+A backend a BackendTLSPolicy names (records/backend_tls.py) is spoken to in
+TLS: its U item's fields say ``1`` (TLS) and, after an empty sticky field,
+``<CAs>.<hostname>.<SANs>`` (ferryman_gateway_tls.lua verifies with them per
+request); one whose policy is not accepted is answered as an invalid backend.
+
 Every string from the route is base64, as in every V record.
 """
 
@@ -59,6 +64,7 @@ from ferryman.kinds.gateway.parse.filters import Filter, HeaderChanges
 from ferryman.kinds.gateway.parse.gateway_api import Match
 from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch
 from ferryman.kinds.gateway.records.attach import RouteEntry
+from ferryman.kinds.gateway.records.backend_tls import BackendTLS
 
 # The answer for requests an invalid backend would have had, or a rule with
 # none (the specification: 500).
@@ -72,12 +78,14 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
     items = ["-"]
     upstreams: dict[BackendKey, int] = {}
 
-    def upstream(key: BackendKey) -> int:
+    def upstream(key: BackendKey, tls: BackendTLS | None = None) -> int:
         if key not in upstreams:
             upstreams[key] = len(upstreams) + 1
             # round robin, max_fails 1, fail_timeout 10 s (NGINX's defaults), no
-            # timeouts or tries of its own, no hash key, no upstream fields.
-            items.append(f"U|{key}|rr|1|10|-|-|-|0||0.-.-.-.-")
+            # timeouts or tries of its own, no hash key, no upstream fields
+            # but TLS (a BackendTLSPolicy's, with how to verify).
+            fields = "0.-.-.-.-" if tls is None else f"1.-.-.-.-||{tls.item()}"
+            items.append(f"U|{key}|rr|1|10|-|-|-|0||{fields}")
         return upstreams[key]
 
     routes = []
@@ -88,16 +96,17 @@ def gateway_record(entries: list[RouteEntry]) -> tuple[str, frozenset[BackendKey
         per_backend = []
         backend_filters = entry.backend_filters or ((),) * len(entry.backends)
         h2c_marks = entry.h2c or (False,) * len(entry.backends)
+        tls_of = entry.tls or (None,) * len(entry.backends)
         h2c = []
-        for (namespace, service, port, weight), own, is_h2c in zip(
-            entry.backends, backend_filters, h2c_marks, strict=True
+        for (namespace, service, port, weight), own, is_h2c, tls in zip(
+            entry.backends, backend_filters, h2c_marks, tls_of, strict=True
         ):
             if weight <= 0:
                 continue
-            if service is None:
+            if service is None or (tls is not None and not tls.usable):
                 splits.append(f"{weight}:{error}")
             else:
-                n = upstream(backend_key(namespace, service, str(port)))
+                n = upstream(backend_key(namespace, service, str(port)), tls)
                 splits.append(f"{weight}:p.{n}..")
                 per_backend += _backend_filters(len(splits), own)
                 if is_h2c:

@@ -22,6 +22,8 @@ from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus
 # GATEWAY-HTTP, GATEWAY-TLS and GATEWAY-GRPC and the extended features the
 # route engine implements.
 SUPPORTED_FEATURES = (
+    "BackendTLSPolicy",
+    "BackendTLSPolicySANValidation",
     "Gateway",
     "HTTPRoute",
     "ReferenceGrant",
@@ -29,6 +31,7 @@ SUPPORTED_FEATURES = (
     "GRPCRoute",
     "GRPCRouteNamedRouteRule",
     "GatewayAddressEmpty",
+    "GatewayBackendClientCertificate",
     "GatewayHTTPListenerIsolation",
     "GatewayHTTPSListenerDetectMisdirectedRequests",
     "GatewayPort8080",

@@ -35,6 +35,7 @@ from ferryman.configs.model import BackendKey, backend_key
 from ferryman.engine.reads import Reads
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
+from ferryman.kinds.gateway.parse.backend_tls import BackendTLSPolicy, parse_backend_tls_policy
 from ferryman.kinds.gateway.parse.gateway_api import (
     Gateway,
     parse_gateway,
@@ -45,6 +46,7 @@ from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
+from ferryman.kinds.gateway.records.backend_client_cert import client_certificates
 from ferryman.kinds.gateway.records.backend_protocols import mark_h2c
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
@@ -63,6 +65,8 @@ from ferryman.kinds.gateway.records.status import (
     invalid_gateway_status,
     route_parents,
 )
+from ferryman.kinds.gateway.translate import backend_tls
+from ferryman.kinds.gateway.translate.classes import age, skipped
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
 from ferryman.kinds.gateway.translate.serving import serving
@@ -79,7 +83,8 @@ from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant")
+KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant",
+         "BackendTLSPolicy")  # fmt: skip
 ROUTES = ("HTTPRoute", "GRPCRoute", "TLSRoute")
 # Where W records' certificates are noted in Desired.host_cert (no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
@@ -284,7 +289,7 @@ class GatewayTranslator(Translator):
         for ref, p in self._parse_all("Gateway", parse_gateway):
             seen.add(ref)
             ours = p.class_name in classes
-            self._d.class_checked(ref, p.class_name, ours, _skipped(p.class_name, controllers))
+            self._d.class_checked(ref, p.class_name, ours, skipped(p.class_name, controllers))
             if not ours:
                 continue
             if p.parsed.resource is None:
@@ -292,7 +297,7 @@ class GatewayTranslator(Translator):
                 wanted[ref] = invalid_gateway_status(p.generation, p.parsed.message())
                 continue
             gateways.append(p.parsed.resource)
-        gateways.sort(key=_age)
+        gateways.sort(key=age)
         routes: list[Route] = []
         for kind, parser in (
             ("HTTPRoute", parse_http_route),
@@ -310,6 +315,13 @@ class GatewayTranslator(Translator):
             seen.add(ref)
             if p.parsed.resource is not None:
                 grants.append(p.parsed.resource)
+        policies: list[BackendTLSPolicy] = []
+        for ref, p in self._parse_all("BackendTLSPolicy", parse_backend_tls_policy):
+            seen.add(ref)
+            if p.parsed.resource is None:
+                self._reject(ref, p.parsed)
+            else:
+                policies.append(p.parsed.resource)
         for gone in [r for r in self._parsed if r not in seen]:
             del self._parsed[gone]
             self._d.class_checked(gone, None, True)  # deleted: nothing to say
@@ -342,11 +354,18 @@ class GatewayTranslator(Translator):
             gateways, routes, grants, secret, namespace_labels, service_exists,
             self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
         )  # fmt: skip
-        mark_h2c(att.table, lambda namespace, name: store.get("Service", namespace, name))
+        service = lambda namespace, name: store.get("Service", namespace, name)  # noqa: E731
+        mark_h2c(att.table, service)
+        config_map = lambda namespace, name: store.get("ConfigMap", namespace, name)  # noqa: E731
+        client = client_certificates(gateways, grants, backend_tls.pair_reader(reads))
+        tls = backend_tls.apply_backend_tls(att.table, policies, service, config_map,
+                                settings.gateway_controller_name, client.pairs)  # fmt: skip
+        wanted.update({ObjectRef("BackendTLSPolicy", *k): v for k, v in tls.items()})
         out = serving(
             gateways, outcomes, att, self._status_addresses,
             lambda namespace, name: reads.secret(namespace, name).cert_id,
         )  # fmt: skip
+        backend_tls.with_resolved_refs(out.statuses, gateways, client.resolved)
         wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
@@ -456,20 +475,6 @@ class _Parse:
     parsed: Parsed[Any]
     class_name: str  # a Gateway's spec.gatewayClassName, as written
     generation: int
-
-
-def _skipped(class_name: str, controllers: Mapping[str, str]) -> str:
-    """Why a Gateway of ``class_name`` is not ferryman's to serve."""
-    if class_name not in controllers:
-        return f"GatewayClass {class_name} does not exist (or is invalid)"
-    return (
-        f"GatewayClass {class_name} is {controllers[class_name]}'s; ferryman serves the "
-        "GatewayClasses whose controllerName is --gateway-controller-name's"
-    )
-
-
-def _age(g: Gateway) -> tuple[str, str, str]:
-    return (g.meta.creation_timestamp or "", g.meta.namespace, g.meta.name)
 
 
 def build(context: Context) -> list[GatewayTranslator]:
