@@ -63,8 +63,7 @@ from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")
 
-# A custom resource's status: (ref, state, reason, message, referencedBy), NIC's
-# fields; referencedBy only for a VirtualServerRoute.
+# A custom resource's status, NIC's fields: (ref, state, reason, message, referencedBy).
 ResourceStatusSink = Callable[[ObjectRef, str, str, str, str | None], None]
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
 # the hosts other Ingresses take over) goes in the next round.
@@ -80,7 +79,6 @@ class Applied(Protocol):
     """What a flush observer reads: what this replica's NGINX has confirmed."""
 
     def applied_gated_pods(self) -> frozenset[PodId]: ...
-
     def leaving_applied(self) -> frozenset[str]: ...
     def gate_routed_namespaces(self) -> frozenset[str]: ...
 
@@ -229,10 +227,10 @@ class Controller:
         elif ref.kind == NAMESPACE.kind:  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
             self._touch()  # labels a Gateway's allowedRoutes select by
-        elif ref.kind == CONFIG_MAP.kind:
+        elif ref.kind == CONFIG_MAP.kind:  # route defaults, or a BackendTLSPolicy's CAs
             if self._files.sync_configmap(ref):
-                self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
-            self._touch()  # a BackendTLSPolicy's CA certificates
+                self._d.stale |= set(self._d.config.refs())
+            self._touch()
 
     def status_addresses(self) -> tuple[str, ...] | None:
         """The ConfigMap's ``external-status-address``, which overrides the
