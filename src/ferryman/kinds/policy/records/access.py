@@ -27,13 +27,18 @@ class Access(Enforced):
     deny: tuple[str, ...]
     letter = "a"
 
+    def rules(self) -> tuple[bool, tuple[str, ...]]:
+        """(whether the networks are allowed, the networks): allow rules decide
+        when there are any (NIC's "deny all" follows them), else "allow all"
+        follows the deny ones."""
+        return (True, self.allow) if self.allow else (False, self.deny)
+
     def fields(self) -> tuple[str, ...]:
-        # Allow rules decide when there are any (NIC's "deny all" follows them).
-        action, networks = ("allow", self.allow) if self.allow else ("deny", self.deny)
-        return (action, networks_field(networks))
+        allow, networks = self.rules()
+        return ("allow" if allow else "deny", networks_field(networks))
 
 
-def _network(text: str) -> str:
+def network_text(text: str) -> str:
     """``<4|6>.<network address, hex>.<prefix length>``: NGINX masks an address's
     host bits (``10.0.0.1/8`` is ``10.0.0.0/8``), and a plain address is /32 or /128."""
     net = ipaddress.ip_network(text, strict=False)
@@ -42,7 +47,7 @@ def _network(text: str) -> str:
 
 def networks_field(networks: tuple[str, ...]) -> str:
     """Networks as the data plane reads them (ferryman_policy_access.lua's)."""
-    return ",".join(_network(n) for n in networks)
+    return ",".join(network_text(n) for n in networks)
 
 
 def translate(
