@@ -266,3 +266,29 @@ def test_a_malformed_network_leaves_the_host_to_the_slow_path(
     assert from_(ferryman, "127.0.0.1", "/g") == (FORBIDDEN, "lua")
     assert from_(ferryman, "127.0.0.1", "/") == ("b", "lua")
     assert _workers(ferryman) == workers
+
+
+# ingress-nginx's source-range lists: the same check, on an Ingress's routes.
+
+
+def test_ingress_source_ranges_in_the_module(ferryman: Ferryman, backends: Backends) -> None:
+    from testkit.annotated_ingress import HOST as INGRESS_HOST
+    from testkit.annotated_ingress import annotated, start
+
+    p = "nginx.ingress.kubernetes.io/"
+    start(ferryman, backends, annotated({p + "whitelist-source-range": "127.0.0.2, ::1"}))
+    eventually(
+        lambda: from_(ferryman, "127.0.0.2", "/", INGRESS_HOST) == ("a", "module"), 60, "live"
+    )
+    assert from_(ferryman, "::1", "/", INGRESS_HOST) == ("a", "module")
+    assert from_(ferryman, "127.0.0.1", "/", INGRESS_HOST) == (FORBIDDEN, "module")
+    # Denied first, then allowed (ingress-nginx's order): 127.0.0.2 is out.
+    lists = {p + "whitelist-source-range": "127.0.0.0/8", p + "denylist-source-range": "127.0.0.2"}
+    ferryman.write("doc0", annotated(lists))
+    eventually(
+        lambda: from_(ferryman, "127.0.0.2", "/", INGRESS_HOST) == (FORBIDDEN, "module"),
+        30,
+        "the new lists",
+    )
+    assert from_(ferryman, "127.0.0.3", "/", INGRESS_HOST) == ("a", "module")
+    assert ferryman.reloads() == 1

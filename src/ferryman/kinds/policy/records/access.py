@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ferryman.kinds.policy.parse.policy import AccessControl, Policy
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
+
+if TYPE_CHECKING:  # attach imports the translators, this module among them
+    from ferryman.kinds.policy.records.attach import Attached
 
 _BOTH = (
     "AccessControl policy (or policies) with deny rules is overridden by policy (or policies) "
@@ -43,6 +47,21 @@ def network_text(text: str) -> str:
     host bits (``10.0.0.1/8`` is ``10.0.0.0/8``), and a plain address is /32 or /128."""
     net = ipaddress.ip_network(text, strict=False)
     return f"{net.version}.{net.network_address.packed.hex()}.{net.prefixlen}"
+
+
+def module_field(access: Access) -> str:
+    """The F record's <access> (dataplane/module/ngx_http_ferryman_access.c):
+    whether the networks are allowed, their count, then each network."""
+    allow, networks = access.rules()
+    return " ".join([str(int(allow)), str(len(networks)), *map(network_text, networks)])
+
+
+def module_access(attached: Attached) -> str | None:
+    """``module_field`` of policies that are an accessControl only, else None."""
+    access = attached.configs.get(Access)
+    if attached.error or len(attached.configs) != 1 or not isinstance(access, Access):
+        return None
+    return module_field(access)
 
 
 def networks_field(networks: tuple[str, ...]) -> str:

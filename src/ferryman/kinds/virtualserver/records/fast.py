@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.record_text import unquote
-from ferryman.kinds.policy.records.access import Access, network_text
+from ferryman.kinds.policy.records.access import Access, module_field
 from ferryman.kinds.policy.records.attach import NONE, Attached
 from ferryman.kinds.policy.records.rate import Limit, RateLimits
 from ferryman.kinds.virtualserver.parse.action import Action, Pass, Proxy
@@ -272,12 +272,6 @@ def _rate_limits(rate: RateLimits) -> str:
     return " ".join([head, str(len(limits)), *limits])
 
 
-def _access(access: Access) -> str:
-    """The access field: whether the networks are allowed, then them."""
-    allow, networks = access.rules()
-    return " ".join([str(int(allow)), str(len(networks)), *map(network_text, networks)])
-
-
 def _kind(r: FastRoute) -> str:
     """The ``l`` item's kind and its policies: ``f`` (none), ``q <limits>``,
     and either after ``a <access>``."""
@@ -285,7 +279,7 @@ def _kind(r: FastRoute) -> str:
         return "f"
     rate, access = _served(r.attached)
     kind = f"q {_rate_limits(rate)}" if rate else "f"
-    return f"a {_access(access)} {kind}" if access else kind
+    return f"a {module_field(access)} {kind}" if access else kind
 
 
 def _host(spec: Attached) -> list[str]:
@@ -294,7 +288,7 @@ def _host(spec: Attached) -> list[str]:
         return []
     rate, access = _served(spec)
     return ([f"h {_rate_limits(rate)}"] if rate else []) + (
-        [f"g {_access(access)}"] if access else []
+        [f"g {module_field(access)}"] if access else []
     )
 
 
