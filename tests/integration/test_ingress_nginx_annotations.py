@@ -275,7 +275,8 @@ def test_basic_auth_from_a_nic_htpasswd_secret(ferryman: Ferryman, backends: Bac
 
 @pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_source_ranges_are_enforced_on_every_server(ferryman: Ferryman, backends: Backends) -> None:
-    """The Lua slow path enforces them on NGINX 1.22, 1.30 and Angie alike."""
+    """Enforced on NGINX 1.22, 1.30 and Angie alike (by ngx_http_ferryman_module:
+    test_vs_fast_access.py)."""
     f = ferryman
     start(f, backends, annotated({P + "whitelist-source-range": "10.0.0.0/8"}))
     r = f.get(HOST, "/")

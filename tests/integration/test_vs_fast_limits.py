@@ -66,7 +66,8 @@ def moved(f: Ferryman, before: tuple[float, float]) -> tuple[int, int]:
 def test_a_rate_limited_route_is_served_and_refused_by_the_module(
     ferryman: Ferryman, backends: Backends
 ) -> None:
-    allow = policy("allow", accessControl={"allow": ["127.0.0.1"]})
+    # egressMTLS: a policy the module does not enforce.
+    allow = policy("allow", egressMTLS={"sslName": "backend.example.com"})
     routes = [
         limited("/limited", "burst2"),
         limited("/plain-limit", "once"),

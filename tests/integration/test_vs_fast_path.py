@@ -102,11 +102,13 @@ def test_a_split_is_rolled_per_request_in_the_module(
 def test_host_policies_keep_every_route_on_the_slow_path(
     ferryman: Ferryman, backends: Backends
 ) -> None:
+    # egressMTLS: a policy the module does not enforce (accessControl and
+    # rate limits it does: test_vs_fast_access.py, test_vs_fast_limits.py).
     allow = {
         "apiVersion": "k8s.nginx.org/v1",
         "kind": "Policy",
         "metadata": {"name": "allow-local", "namespace": "default"},
-        "spec": {"accessControl": {"allow": ["127.0.0.1"]}},
+        "spec": {"egressMTLS": {"sslName": "backend.example.com"}},
     }
     host_policy = virtual_server(
         [{"path": "/", "action": {"pass": "a"}}], policies=[{"name": "allow-local"}]

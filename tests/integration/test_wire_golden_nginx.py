@@ -152,6 +152,10 @@ def test_the_module_decodes_the_golden_pushes(ferryman: Ferryman, backends: Back
     assert _served(ferryman, "vs.example.com", "/match") == ("tea", "module")
     matched = ferryman.get("vs.example.com", "/match", headers={"X-Version": "v2"})
     assert matched.served_by in ("coffee-a", "coffee-b")
+    # accessControl in the module: an allow list holding 127.0.0.1, a deny list
+    # holding it.
+    assert _served(ferryman, "vs.example.com", "/guarded") == ("tea", "module")
+    assert _served(ferryman, "vs.example.com", "/closed") == ("403", "module")
     # S: the stream listener forwards to its record's endpoint set.
     assert b'"name": "echo"' in _tcp_ask(tcp_port)
 

@@ -59,7 +59,11 @@ def test_a_virtualserver_is_a_row_per_split_and_per_match() -> None:
         (vs, "^/r[0-9]+$", "Regex", "proxy", "default/coffee:80",
          "127.0.55.2:8080 127.0.55.3:8080"),
         (vs, "/exact", "Exact", "return:200", "-", "-"),
+        (vs, "/guarded", "Prefix", "proxy", "default/tea:80", "127.0.55.1:8080"),
+        (vs, "/closed", "Prefix", "proxy", "default/tea:80", "127.0.55.1:8080"),
     ]  # fmt: skip
+    routes = {r.path: r.policies for r in _golden() if r.host == "vs.example.com"}
+    assert routes["/guarded"] == routes["/closed"] == "accessControl"
 
 
 def test_policies_gateway_routes_and_transportservers_are_rows_too() -> None:

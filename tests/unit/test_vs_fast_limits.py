@@ -101,11 +101,14 @@ def test_what_the_module_cannot_enforce_stays_with_lua() -> None:
         _route("/missing", "nothing-here"),
         {"path": "/plain", "action": {"pass": "a"}},
     ]
-    assert locations(_record(routes, *objs)) == ["s", "s", "s", "s", "s", "s", "f"]
+    # /both: a rate limit beside accessControl, the module's too.
+    assert locations(_record(routes, *objs)) == ["s", "s", "s", "s", "a", "s", "f"]
 
 
 def test_a_zone_is_counted_by_the_module_or_by_lua_never_both() -> None:
-    objs = [_rate("shared"), _rate("own"), _policy("allow", accessControl={"allow": ["::1"]})]
+    # egressMTLS: a policy the module does not enforce (the route is slow).
+    egress = _policy("allow", egressMTLS={"sslName": "backend.example.com"})
+    objs = [_rate("shared"), _rate("own"), egress]
     # /slow counts "shared" in Lua: /also must too; /own's zone is its own.
     routes = [
         _route("/also", "shared"),
@@ -139,9 +142,9 @@ def test_the_virtual_servers_own_rate_limits_count_routes_and_no_route() -> None
     assert f"l P {b64('/own')} 0 q 0 4 503 1 {b64('ns/own/ns/v')} " in record
     assert host.split(" ", 1)[1] in record
     # Another kind of policy on the VirtualServer: no record, as before.
-    allow = _policy("allow", accessControl={"allow": ["10.0.0.0/8"]})
-    assert _record([plain], allow, policies=[{"name": "allow"}]) is None
-    assert _record([plain], *own, allow, policies=[{"name": "host"}, {"name": "allow"}]) is None
+    egress = _policy("egress", egressMTLS={"sslName": "backend.example.com"})
+    assert _record([plain], egress, policies=[{"name": "egress"}]) is None
+    assert _record([plain], *own, egress, policies=[{"name": "host"}, {"name": "egress"}]) is None
     # A slow route inheriting the VirtualServer's limit gives its zone to the
     # slow path: no "h", and every route counting in it is slow.
     paged = {**plain, "path": "/paged", "errorPages": [{"codes": [502], "return": {"body": "x"}}]}

@@ -18,6 +18,7 @@
  *                                   (ngx_http_ferryman_vs_record.h) and
  *                                   requests (ngx_http_ferryman_vs.h)
  *   ngx_http_ferryman_limit*.c      their rate limits (ngx_http_ferryman_limit.h)
+ *   ngx_http_ferryman_access.c      their accessControl (allow/deny lists)
  *   ngx_ferryman_fields.h           record readers both .so files share
  */
 

@@ -55,6 +55,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
     ferryman_balance_t        *balance;
     ferryman_vs_upstream_t    *upstream;
     ferryman_limits_t         *limits;
+    ferryman_access_t         *access;
     ferryman_cache_t          *cache;
     ferryman_backend_t        *backend;
     ngx_http_core_srv_conf_t  *cscf;
@@ -94,8 +95,9 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 
     if (host->vs != NULL) {
         limits = NULL;
+        access = NULL;
 
-        rc = ferryman_vs_route(r, host->vs, &upstream, &limits);
+        rc = ferryman_vs_route(r, host->vs, &upstream, &limits, &access);
 
         if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
             return rc;
@@ -105,11 +107,11 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
             return NGX_ERROR;
         }
 
-        if (limits != NULL) {
-            if (!limit) {
-                return NGX_ERROR;
-            }
+        if ((limits != NULL || access != NULL) && !limit) {
+            return NGX_ERROR;
+        }
 
+        if (limits != NULL) {
             status = ferryman_limit_check(r, limits, &delay);
 
             if (status != NGX_DECLINED) {
@@ -117,11 +119,18 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
             }
         }
 
-        if (rc == NGX_HTTP_NOT_FOUND) {
-            /* No route: the VirtualServer's limits passed it; answered
-             * once its delay is over. */
+        /* allow/deny after limit_req, as NGINX's phases order them (and the
+         * Lua router): a refused request has counted in the limits and
+         * waited their delay. */
+        if (access != NULL && ferryman_access_check(r, access) != NGX_OK) {
+            rc = NGX_HTTP_FORBIDDEN;
+        }
+
+        if (rc == NGX_HTTP_NOT_FOUND || rc == NGX_HTTP_FORBIDDEN) {
+            /* No route or refused: the limits passed it; answered once
+             * their delay is over. */
             if (delay == 0) {
-                return NGX_HTTP_NOT_FOUND;
+                return rc;
             }
 
             ctx = ferryman_new_ctx(r, cache, host, delay);
@@ -129,7 +138,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
 
-            ctx->status = NGX_HTTP_NOT_FOUND;
+            ctx->status = rc;
             ngx_http_set_ctx(r, ctx, ngx_http_ferryman_module);
 
             return NGX_OK;

@@ -198,7 +198,8 @@ ferryman_vs_holds(ngx_http_request_t *r, ferryman_vs_condition_t *c)
 
 ngx_int_t
 ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
-    ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits)
+    ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits,
+    ferryman_access_t **access)
 {
     ngx_int_t                rc, failed;
     ngx_uint_t               i, j, roll, none;
@@ -213,10 +214,12 @@ ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
         return failed;
     }
 
-    if (loc == NULL && none && vs->limits != NULL) {
-        /* No route, under the VirtualServer's own limits: the module
-         * answers, as the slow path would (its limits, then 404). */
+    if (loc == NULL && none && (vs->limits != NULL || vs->access != NULL)) {
+        /* No route, under the VirtualServer's own policies: the module
+         * answers, as the slow path would (its limits, its access, then
+         * 404). */
         *limits = vs->limits;
+        *access = vs->access;
         return NGX_HTTP_NOT_FOUND;
     }
 
@@ -225,6 +228,7 @@ ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
     }
 
     *limits = loc->limits;
+    *access = loc->access;
 
     /* The first match whose every condition holds, else the default. */
     m = NULL;

@@ -12,6 +12,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_ferryman_limit.h"
+#include "ngx_http_ferryman_access.h"
 
 
 /* How a request's peers are chosen and tried: an Ingress host's, or a
@@ -42,13 +43,15 @@ typedef struct ferryman_vs_s  ferryman_vs_t;
 ferryman_vs_t *ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log,
     ngx_str_t *text);
 
-/* The upstream this request is proxied to and the route's rate limits (NULL:
- * none) (NGX_OK); NGX_HTTP_NOT_FOUND: no route, and the VirtualServer's own
- * rate limits (*limits) apply before that answer; NGX_DECLINED: the slow
+/* The upstream this request is proxied to, the route's rate limits and
+ * accessControl (NULL: none) (NGX_OK); NGX_HTTP_NOT_FOUND: no route, and the
+ * VirtualServer's own rate limits and accessControl (*limits, *access)
+ * apply before that answer; NGX_DECLINED: the slow
  * path answers it (no route, a route it must serve, an auto_redirect); or
  * NGX_HTTP_INTERNAL_SERVER_ERROR: a regex failed to run, answered at once. */
 ngx_int_t ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
-    ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits);
+    ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits,
+    ferryman_access_t **access);
 
 
 #endif /* _NGX_HTTP_FERRYMAN_VS_H_INCLUDED_ */

@@ -18,9 +18,15 @@
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> f <n> <match>... <splits>
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> q <limits> <n> <match>... <splits>
  *     (q: a fast route under rate limits, ngx_http_ferryman_limit.c)
+ *   l <E|N|P|X|I> <path:str> <proxies 0|1> a <access> <f|q ...>
+ *     (a: a fast route under an accessControl Policy, checked after its
+ *      rate limits if any: ngx_http_ferryman_access.c)
  *   h <limits>     (at most one: the VirtualServer's own rate limits, for
  *                   requests no route takes, which the module then answers:
  *                   404 once the limits let them through)
+ *   g <access>     (at most one: the VirtualServer's own accessControl, for
+ *                   requests no route takes: the module answers them, 403
+ *                   or, after h's limits if any, 404)
  *     match:  <n> <condition>... <splits>
  *     condition: <negate 0|1> <s|r|i> <variable:str> <value:str>
  *                (s: caseless string; r, i: regular expression, i caseless)
@@ -30,6 +36,9 @@
  *     limit:  <zone:str> <rate, thousandths r/s> <burst> <delay>
  *             <nodelay 0|1> <n, odd> <literal:str> [<variable:str>
  *             <literal:str>]...          (the key, ${variable}s in between)
+ *     access: <allow 0|1> <n> <network>...   (allow: "deny all" after
+ *             the networks, else "allow all")
+ *     network: <4|6>.<address, hex, 8|32 digits>.<prefix length>
  *
  * Memory safety: every read is bounded by the record's end, counts by the
  * bytes left, numbers by their width; anything unexpected rejects the whole
@@ -226,6 +235,14 @@ ferryman_vs_parse_location(ferryman_vs_parser_t *ps,
         return NGX_OK;
     }
 
+    if (kind == 'a') {
+        if (ferryman_vs_parse_access(ps, &loc->access) != NGX_OK
+            || ferryman_vs_char(ps, &kind) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
     if (kind == 'q') {
         if (ferryman_vs_parse_limits(ps, &loc->limits) != NGX_OK) {
             return NGX_ERROR;
@@ -334,10 +351,12 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
     ngx_array_t              locations;
     ferryman_vs_t           *vs;
     ferryman_limits_t       *host_limits;
+    ferryman_access_t       *host_access;
     ferryman_vs_parser_t     ps;
     ferryman_vs_location_t  *loc, *locs;
 
     host_limits = NULL;
+    host_access = NULL;
     ps.p = text->data;
     ps.end = text->data + text->len;
     ps.pool = pool;
@@ -380,6 +399,16 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
             continue;
         }
 
+        if (item == 'g') {
+            if (host_access != NULL
+                || ferryman_vs_parse_access(&ps, &host_access) != NGX_OK)
+            {
+                return NULL;
+            }
+
+            continue;
+        }
+
         if (item != 'l') {
             return NULL;
         }
@@ -406,6 +435,7 @@ ferryman_vs_parse(ngx_pool_t *pool, ngx_log_t *log, ngx_str_t *text)
     }
 
     vs->limits = host_limits;
+    vs->access = host_access;
 
     vs->exact = ngx_palloc(pool, (n + 1) * sizeof(ferryman_vs_location_t *));
     vs->prefix = ngx_palloc(pool, (n + 1) * sizeof(ferryman_vs_location_t *));

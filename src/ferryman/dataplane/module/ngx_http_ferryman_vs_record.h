@@ -14,6 +14,7 @@
 
 #include "ngx_http_ferryman_vs.h"
 #include "ngx_http_ferryman_limit.h"
+#include "ngx_http_ferryman_access.h"
 
 
 #define FERRYMAN_VS_MAX_NUMBER   999999999
@@ -53,6 +54,7 @@ typedef struct {
     ferryman_vs_match_t      *matches;
     ngx_uint_t                nmatches;
     ferryman_limits_t        *limits;      /* NULL: none */
+    ferryman_access_t        *access;      /* NULL: none */
 } ferryman_vs_location_t;
 
 
@@ -68,6 +70,7 @@ struct ferryman_vs_s {
     size_t                   *lengths;     /* of the prefixes, longest first */
     ngx_uint_t                nlengths;
     ferryman_limits_t        *limits;      /* h: for no route, NULL: none */
+    ferryman_access_t        *access;      /* g: for no route, NULL: none */
 };
 
 
@@ -102,6 +105,10 @@ ngx_regex_t *ferryman_vs_regex(ferryman_vs_parser_t *ps, ngx_str_t *pattern,
 /* ngx_http_ferryman_vs_limits.c */
 ngx_int_t ferryman_vs_parse_limits(ferryman_vs_parser_t *ps,
     ferryman_limits_t **out);
+
+/* ngx_http_ferryman_access.c */
+ngx_int_t ferryman_vs_parse_access(ferryman_vs_parser_t *ps,
+    ferryman_access_t **out);
 
 
 #pragma GCC visibility pop

@@ -259,7 +259,8 @@ ENTRIES: dict[str, Entry] = {
     ),
     "whitelist-source-range": Entry(
         SERVED,
-        "as an accessControl Policy (403); an invalid address rejects the Ingress",
+        "as an accessControl Policy (403; checked by the C module on the routes it serves); "
+        "an invalid address rejects the Ingress",
         reads=("allowlist-source-range",),
     ),
     "allowlist-source-range": Entry(SERVED, "as whitelist-source-range"),

@@ -64,6 +64,7 @@ from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
 from ferryman.kinds.ingress.records.canary import canary_route_fields
 from ferryman.kinds.ingress.records.canary_host import Joined
 from ferryman.kinds.ingress.records.options import IngressOptions
+from ferryman.kinds.policy.records.access import module_access
 from ferryman.kinds.policy.records.attach import NONE, Attached, PolicyItems
 from ferryman.kinds.policy.records.auth import Basic
 from ferryman.kinds.policy.records.base import Enforced
@@ -363,17 +364,21 @@ def ingress_vs_routing(
     # host asks for nothing its own answers would lack (HSTS, server tokens,
     # redirect-to-https, policies of unmatched requests).
     fast_locations: list[str] = []
+    # The module checks an accessControl (ingress-nginx's source-range lists)
+    # on the routes it serves; the requests no path takes, the slow path's
+    # (no "g" item: they go there as before).
     host_fast = (
         server.hsts is None
         and not server.server_tokens
         and not server.redirect_to_https
         and server.force_ssl_redirect is None
-        and not spec.configs
-        and not spec.error
+        and ((not spec.configs and not spec.error) or module_access(spec) is not None)
     )
     for part in parts:
         o = part.options
         enforced = items.reference(part.policies)
+        access = module_access(part.policies) if enforced else None
+        kind = f"a {access} f" if access is not None else "f"
         hide = "^".join(b64(n) for n in o.hide_headers)
         passed = "^".join(b64(n) for n in o.pass_headers)
         set_headers = "^".join(f"{b64(n)}~{b64(v)}" for n, v in o.set_headers)
@@ -396,13 +401,13 @@ def ingress_vs_routing(
             joined = part.canaries.get(loc.source) if loc.source is not None else None
             served = (
                 _fast_options(o)
-                and not enforced
+                and (not enforced or access is not None)
                 and loc.rewrite is None
                 and loc.backend.service not in o.ssl_services
                 and joined is None  # the module has no matches nor splits
             )
             head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
-            fast_locations.append(f"{head} f 0 1 100 {number}" if served else f"{head} s")
+            fast_locations.append(f"{head} {kind} 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
             # The action less its upstream's number.
             tail = f".{rewrite}.{set_headers}.{add}.{hide}..{passed}."

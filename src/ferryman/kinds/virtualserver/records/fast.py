@@ -10,14 +10,23 @@ route is ``s`` (slow): the module hands its requests to the slow path, which
 routes them from ``V`` as before.
 
 A route is served in C when every part of it is something the module does the
-same way as the Lua router: no policy but rate limits, no error pages, and
+same way as the Lua router: no policy but rate limits and accessControl, no error pages, and
 actions that pass to an upstream (``pass``, or ``proxy`` changing nothing) whose
 load balancing the module has (round-robin, least_conn; max_fails, fail_timeout,
 the three timeouts, next-upstream-tries). The test is "every other field at its
 default", so a field added to the models later keeps its routes on the slow path
 until this module learns it. A VirtualServer with policies of its own other than
-rate limits, or with tls.redirect, gets no ``F`` record: all its requests go to
-the slow path, as before.
+rate limits and accessControl, or with tls.redirect, gets no ``F`` record: all
+its requests go to the slow path, as before.
+
+accessControl (``kinds/policy/records/access.py``) is enforced by the module
+(``dataplane/module/ngx_http_ferryman_access.c``) on the address the Lua router
+checks ($binary_remote_addr, after realip), after the route's rate limits
+(NGINX's order: limit_req in the preaccess phase, allow/deny in the access
+phase; the Lua router's too), answering 403. A VirtualServer's own one (the
+``g`` item) is checked for the requests no route takes too, which the module
+then answers (403, else 404), unless the slow path counts those in a rate
+limit's zone (no ``h`` item: then no ``g`` either).
 
 Rate limits (``rateLimit`` Policies, ``kinds/policy/records/rate.py``) are enforced by
 the module (``dataplane/module/ngx_http_ferryman_limit.c``, NGINX's limit_req
@@ -44,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.record_text import unquote
+from ferryman.kinds.policy.records.access import Access, module_field
 from ferryman.kinds.policy.records.attach import NONE, Attached
 from ferryman.kinds.policy.records.rate import Limit, RateLimits
 from ferryman.kinds.virtualserver.parse.action import Action, Pass, Proxy
@@ -239,24 +249,47 @@ def _limit(limit: Limit) -> str:
     return f"{_text(limit.zone)} {limit.rate} {limit.burst} {delay} {int(nodelay)} {key}"
 
 
-def _limits(r: FastRoute) -> str:
-    """The ``q`` location's limits field; "" for a route without policies."""
-    if not r.policies:
-        return ""
-    return _rate_limits(r.attached)
-
-
-def _rate_limits(attached: Attached) -> str:
-    """The limits field of policies that must be rate limits only."""
+def _served(attached: Attached) -> tuple[RateLimits | None, Access | None]:
+    """The rate limits and accessControl of policies that must be those only
+    (at least one of them)."""
     configs = attached.configs
     rate = configs.get(RateLimits)
-    if attached.error or len(configs) != 1 or not isinstance(rate, RateLimits):
+    access = configs.get(Access)
+    if attached.error or not configs or set(configs) - {RateLimits, Access}:
         raise _Unserved
+    return (
+        rate if isinstance(rate, RateLimits) else None,
+        access if isinstance(access, Access) else None,
+    )
+
+
+def _rate_limits(rate: RateLimits) -> str:
+    """The limits field."""
     if rate.log_level not in _LOG_LEVELS or not rate.limits:
         raise _Unserved
     limits = [_limit(limit) for limit in rate.limits]
     head = f"{int(rate.dry_run)} {_LOG_LEVELS[rate.log_level]} {rate.reject_code}"
     return " ".join([head, str(len(limits)), *limits])
+
+
+def _kind(r: FastRoute) -> str:
+    """The ``l`` item's kind and its policies: ``f`` (none), ``q <limits>``,
+    and either after ``a <access>``."""
+    if not r.policies:
+        return "f"
+    rate, access = _served(r.attached)
+    kind = f"q {_rate_limits(rate)}" if rate else "f"
+    return f"a {module_field(access)} {kind}" if access else kind
+
+
+def _host(spec: Attached) -> list[str]:
+    """The ``h`` and ``g`` items of the VirtualServer's own policies."""
+    if spec == NONE:
+        return []
+    rate, access = _served(spec)
+    return ([f"h {_rate_limits(rate)}"] if rate else []) + (
+        [f"g {module_field(access)}"] if access else []
+    )
 
 
 def _zones(attached: Attached) -> frozenset[str]:
@@ -276,25 +309,24 @@ def _location(r: FastRoute, fast: set[int], slow_zones: frozenset[str]) -> str:
     try:
         if not _defaults_except(route, _ROUTE_FIELDS) or _zones(r.attached) & slow_zones:
             raise _Unserved
-        limits = _limits(r)
+        kind = _kind(r)
         matches = [_match(m, r.upstreams, fast) for m in route.matches]
         default = _splits(route.action, route.splits, r.upstreams, fast)
     except _Unserved:
         return f"{head} s"
-    kind = f"q {limits}" if limits else "f"
     return " ".join([head, kind, str(len(matches)), *matches, default])
 
 
 def _items(routes: Sequence[FastRoute], fast: set[int], spec: Attached) -> list[str]:
-    """The ``h`` item (none when the slow path counts the requests no route
-    takes) and every route's ``l`` item; a zone the slow path counts in (a slow
-    route's, or the no-route requests') makes every route counting in it slow
-    (repeated: such a route's other zones are then slow too)."""
+    """The ``h`` and ``g`` items (none when the slow path counts the requests no
+    route takes) and every route's ``l`` item; a zone the slow path counts in (a
+    slow route's, or the no-route requests') makes every route counting in it
+    slow (repeated: such a route's other zones are then slow too)."""
     host_zones = _zones(spec)
     slow_zones: frozenset[str] = frozenset()
     while True:
         host_slow = bool(host_zones & slow_zones)
-        host = [f"h {_rate_limits(spec)}"] if host_zones and not host_slow else []
+        host = [] if host_slow else _host(spec)
         locations = [_location(r, fast, slow_zones) for r in routes]
         now_slow = set(host_zones if host_slow else ())
         for r, loc in zip(routes, locations, strict=True):
@@ -320,7 +352,7 @@ def fast_record(
         return None
     if vs.policies:
         try:
-            _rate_limits(spec)  # rate limits the module enforces, or no record
+            _host(spec)  # policies the module enforces, or no record
         except _Unserved:
             return None
     items = ["1"]
