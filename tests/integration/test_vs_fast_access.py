@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from testkit.fast_path import _push_raw, _start, _workers, virtual_server
 from testkit.harness import Backends, Ferryman, eventually, fast_path_counts
+from testkit.vs_fast import mutated
 from testkit.vs_policies import policy
 
 pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
@@ -198,15 +198,6 @@ TOKENS = ["0", "1", "2", "3", "a", "g", "f", "q", "4.7f000001.32", "4.7f000001.3
           "999999999", "-", "", " "]  # fmt: skip
 
 
-@st.composite
-def _records(draw: st.DrawFn) -> str:
-    tokens = BASE.split(" ")
-    for _ in range(draw(st.integers(1, 4))):
-        i = draw(st.integers(0, len(tokens) - 1))
-        tokens[i] = draw(st.sampled_from([*TOKENS, tokens[i][:-1], tokens[i] + "x"]))
-    return " ".join(tokens)[: draw(st.integers(1, 400))]
-
-
 @pytest.fixture
 def guarded_host(ferryman: Ferryman, backends: Backends) -> tuple[Ferryman, set[int]]:
     _start(ferryman, backends, virtual_server([{"path": "/", "action": {"pass": "a"}}]))
@@ -226,7 +217,7 @@ def guarded_host(ferryman: Ferryman, backends: Backends) -> tuple[Ferryman, set[
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(record=_records())
+@given(record=mutated(BASE, TOKENS))
 def test_no_f_record_with_networks_crashes_nginx(
     guarded_host: tuple[Ferryman, set[int]], record: str
 ) -> None:

@@ -6,18 +6,10 @@ is the ``g`` item for requests no route takes."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
-from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
-from ferryman.kinds.virtualserver.records.virtualserver import vs_records
-from ferryman.wire.push import record_problem
-from testkit.policy_objects import Objects, _policy
-from testkit.vs_fast import locations
-
-
-def b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode() if text else "-"
+from testkit.policy_objects import _policy
+from testkit.vs_fast import b64, fast_record, locations
 
 
 def _access(name: str, **rules: list[str]) -> dict[str, Any]:
@@ -27,25 +19,6 @@ def _access(name: str, **rules: list[str]) -> dict[str, Any]:
 def _rate(name: str) -> dict[str, Any]:
     limit = {"rate": "10r/s", "key": "${binary_remote_addr}", "zoneSize": "1M"}
     return _policy(name, rateLimit=limit)
-
-
-def _record(routes: list[dict[str, Any]], *objs: dict[str, Any], **spec: Any) -> str | None:
-    obj = {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServer",
-        "metadata": {"name": "v", "namespace": "ns"},
-        "spec": {
-            "host": "v.example.com",
-            "upstreams": [{"name": "a", "service": "a", "port": 80}],
-            "routes": routes,
-            **spec,
-        },
-    }
-    parsed = parse_virtual_server(obj)
-    assert parsed.problems == () and parsed.resource is not None
-    record = vs_records(parsed.resource, None, reads=Objects(*objs), ingress_class="ferryman").fast
-    assert record is None or record_problem(("F", "v.example.com"), record) is None
-    return record
 
 
 def _route(path: str, *policies: str) -> dict[str, Any]:
@@ -60,7 +33,7 @@ def test_allow_and_deny_lists_are_the_modules() -> None:
         _access("allow", allow=["127.0.0.1", "10.1.2.3/8"]),
         _access("deny", deny=["::1", "2001:db8::1/32"]),
     ]
-    record = _record([_route("/in", "allow"), _route("/out", "deny"), PLAIN], *objs)
+    record = fast_record([_route("/in", "allow"), _route("/out", "deny"), PLAIN], *objs)
     assert locations(record) == ["a", "a", "f"]
     assert record is not None
     # Allow (1), two networks, host bits masked; then the route as a plain one.
@@ -75,14 +48,16 @@ def test_several_policies_add_up_and_allow_rules_decide() -> None:
         _access("a2", allow=["10.0.0.2"]),
         _access("d", deny=["10.0.0.3"]),
     ]
-    record = _record([_route("/x", "a1", "d", "a2")], *objs)
+    record = fast_record([_route("/x", "a1", "d", "a2")], *objs)
     assert record is not None
     # NIC: allow rules then "deny all"; the deny ones never decide.
     assert f"l P {b64('/x')} 0 a 1 2 4.0a000001.32 4.0a000002.32 f " in record
 
 
 def test_access_with_a_rate_limit_both_in_the_module() -> None:
-    record = _record([_route("/x", "lim", "allow")], _rate("lim"), _access("allow", allow=["::"]))
+    record = fast_record(
+        [_route("/x", "lim", "allow")], _rate("lim"), _access("allow", allow=["::"])
+    )
     assert record is not None
     zone = b64("ns/lim/ns/v")
     assert f"l P {b64('/x')} 0 a 1 1 6.{'0' * 32}.128 q 0 4 503 1 {zone} 10000 " in record
@@ -91,7 +66,7 @@ def test_access_with_a_rate_limit_both_in_the_module() -> None:
 def test_the_virtual_servers_own_access_is_inherited_and_answers_no_route() -> None:
     objs = [_access("host", deny=["192.168.0.0/16"]), _access("own", allow=["127.0.0.1"])]
     routes = [PLAIN, _route("/own", "own")]
-    record = _record(routes, *objs, policies=[{"name": "host"}])
+    record = fast_record(routes, *objs, policies=[{"name": "host"}])
     assert record is not None
     assert locations(record) == ["a", "a"]
     assert " g 0 1 4.c0a80000.16 " in record
@@ -105,7 +80,7 @@ def test_the_virtual_servers_own_access_is_inherited_and_answers_no_route() -> N
 def test_the_virtual_servers_access_and_rate_limit_or_neither() -> None:
     objs = [_access("host", allow=["10.0.0.0/8"]), _rate("lim")]
     policies = [{"name": "host"}, {"name": "lim"}]
-    record = _record([PLAIN], *objs, policies=policies)
+    record = fast_record([PLAIN], *objs, policies=policies)
     assert record is not None
     assert " h 0 4 503 1 " in record and " g 1 1 4.0a000000.8 " in record
     assert f"l P {b64('/plain')} 0 a 1 1 4.0a000000.8 q " in record
@@ -113,7 +88,9 @@ def test_the_virtual_servers_access_and_rate_limit_or_neither() -> None:
     # the no-route requests, so the module answers none of them (no h, no g);
     # a route with its own limit still is the module's.
     paged = {**PLAIN, "path": "/paged", "errorPages": [{"codes": [502], "return": {"body": "x"}}]}
-    record = _record([PLAIN, paged, _route("/own", "own")], *objs, _rate("own"), policies=policies)
+    record = fast_record(
+        [PLAIN, paged, _route("/own", "own")], *objs, _rate("own"), policies=policies
+    )
     assert locations(record) == ["s", "s", "a"]
     assert record is not None and " h " not in record and " g " not in record
 
@@ -122,7 +99,7 @@ def test_what_the_module_cannot_enforce_stays_with_lua() -> None:
     egress = _policy("egress", egressMTLS={"sslName": "backend.example.com"})
     objs = [_access("allow", allow=["10.0.0.0/8"]), egress]
     routes = [_route("/both", "allow", "egress"), _route("/missing", "allow", "nothing"), PLAIN]
-    assert locations(_record(routes, *objs)) == ["s", "s", "f"]
+    assert locations(fast_record(routes, *objs)) == ["s", "s", "f"]
     # The VirtualServer's own: accessControl beside another kind, no record.
     policies = [{"name": "allow"}, {"name": "egress"}]
-    assert _record([PLAIN], *objs, policies=policies) is None
+    assert fast_record([PLAIN], *objs, policies=policies) is None

@@ -5,7 +5,6 @@ one of the two only."""
 
 from __future__ import annotations
 
-import base64
 import re
 from typing import Any
 
@@ -13,15 +12,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ferryman.kinds.policy.parse.policy import parse_policy
-from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
-from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.wire.push import record_problem
-from testkit.policy_objects import Objects, _policy
-from testkit.vs_fast import locations
-
-
-def b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode() if text else "-"
+from testkit.policy_objects import _policy
+from testkit.vs_fast import b64, fast_record, locations
 
 
 def _rate(name: str, **fields: Any) -> dict[str, Any]:
@@ -29,29 +22,12 @@ def _rate(name: str, **fields: Any) -> dict[str, Any]:
     return _policy(name, rateLimit=limit)
 
 
-def _record(routes: list[dict[str, Any]], *objs: dict[str, Any], **spec: Any) -> str | None:
-    obj = {
-        "apiVersion": "k8s.nginx.org/v1",
-        "kind": "VirtualServer",
-        "metadata": {"name": "v", "namespace": "ns"},
-        "spec": {
-            "host": "v.example.com",
-            "upstreams": [{"name": "a", "service": "a", "port": 80}],
-            "routes": routes,
-            **spec,
-        },
-    }
-    parsed = parse_virtual_server(obj)
-    assert parsed.problems == () and parsed.resource is not None
-    return vs_records(parsed.resource, None, reads=Objects(*objs), ingress_class="ferryman").fast
-
-
 def _route(path: str, *policies: str) -> dict[str, Any]:
     return {"path": path, "action": {"pass": "a"}, "policies": [{"name": p} for p in policies]}
 
 
 def test_a_route_whose_only_policy_is_a_rate_limit_is_the_modules() -> None:
-    record = _record(
+    record = fast_record(
         [_route("/l", "lim")],
         _rate("lim", burst=5, delay=2, rejectCode=429, logLevel="warn", dryRun=True),
     )
@@ -63,7 +39,7 @@ def test_a_route_whose_only_policy_is_a_rate_limit_is_the_modules() -> None:
 
 
 def test_nodelay_rate_per_minute_and_a_key_of_several_variables() -> None:
-    record = _record(
+    record = fast_record(
         [_route("/l", "lim")],
         _rate("lim", rate="1r/m", noDelay=True, key="u-${http_X_user}.${request_uri}"),
     )
@@ -102,7 +78,7 @@ def test_what_the_module_cannot_enforce_stays_with_lua() -> None:
         {"path": "/plain", "action": {"pass": "a"}},
     ]
     # /both: a rate limit beside accessControl, the module's too.
-    assert locations(_record(routes, *objs)) == ["s", "s", "s", "s", "a", "s", "f"]
+    assert locations(fast_record(routes, *objs)) == ["s", "s", "s", "s", "a", "s", "f"]
 
 
 def test_a_zone_is_counted_by_the_module_or_by_lua_never_both() -> None:
@@ -115,24 +91,24 @@ def test_a_zone_is_counted_by_the_module_or_by_lua_never_both() -> None:
         _route("/slow", "shared", "allow"),
         _route("/own", "own"),
     ]
-    assert locations(_record(routes, *objs)) == ["s", "s", "q"]
+    assert locations(fast_record(routes, *objs)) == ["s", "s", "q"]
     # A route slow for another reason (an error page) takes its zones along.
     paged = {
         **_route("/paged", "own"),
         "errorPages": [{"codes": [502], "return": {"code": 200, "body": "x"}}],
     }
     plain = {"path": "/plain", "action": {"pass": "a"}}
-    assert locations(_record([_route("/own", "own"), paged, plain], *objs)) == ["s", "s", "f"]
+    assert locations(fast_record([_route("/own", "own"), paged, plain], *objs)) == ["s", "s", "f"]
     # Several limits on one route: both zones follow it.
     chained = [_route("/two", "own", "shared"), _route("/one", "shared", "allow")]
     routes = [*chained, _route("/own", "own"), plain]
-    assert locations(_record(routes, *objs)) == ["s", "s", "s", "f"]
+    assert locations(fast_record(routes, *objs)) == ["s", "s", "s", "f"]
 
 
 def test_the_virtual_servers_own_rate_limits_count_routes_and_no_route() -> None:
     plain = {"path": "/plain", "action": {"pass": "a"}}
     own = [_rate("host", burst=1), _rate("own")]
-    record = _record([plain, _route("/own", "own")], *own, policies=[{"name": "host"}])
+    record = fast_record([plain, _route("/own", "own")], *own, policies=[{"name": "host"}])
     assert record is not None
     host = f"1 4 503 1 {b64('ns/host/ns/v')} 10000 1 0 0 3 - {b64('binary_remote_addr')} -"
     # "h": the requests no route takes; /plain inherits the VirtualServer's
@@ -143,13 +119,15 @@ def test_the_virtual_servers_own_rate_limits_count_routes_and_no_route() -> None
     assert host.split(" ", 1)[1] in record
     # Another kind of policy on the VirtualServer: no record, as before.
     egress = _policy("egress", egressMTLS={"sslName": "backend.example.com"})
-    assert _record([plain], egress, policies=[{"name": "egress"}]) is None
-    assert _record([plain], *own, egress, policies=[{"name": "host"}, {"name": "egress"}]) is None
+    assert fast_record([plain], egress, policies=[{"name": "egress"}]) is None
+    assert (
+        fast_record([plain], *own, egress, policies=[{"name": "host"}, {"name": "egress"}]) is None
+    )
     # A slow route inheriting the VirtualServer's limit gives its zone to the
     # slow path: no "h", and every route counting in it is slow.
     paged = {**plain, "path": "/paged", "errorPages": [{"codes": [502], "return": {"body": "x"}}]}
     routes = [plain, paged, _route("/own", "own")]
-    record = _record(routes, *own, policies=[{"name": "host"}])
+    record = fast_record(routes, *own, policies=[{"name": "host"}])
     assert locations(record) == ["s", "s", "q"]
     assert record is not None and " h " not in record
 
@@ -161,7 +139,7 @@ def test_the_virtual_servers_own_rate_limits_count_routes_and_no_route() -> None
 def test_keys_travel_as_base64(literal: str, variable: str) -> None:
     key = literal + variable + literal
     assume(parse_policy(_rate("lim", key=key)).problems == ())
-    record = _record([_route("/l", "lim")], _rate("lim", key=key))
+    record = fast_record([_route("/l", "lim")], _rate("lim", key=key))
     assert locations(record) == ["q"]
     assert record is not None
     assert record_problem(("F", "v.example.com"), record) is None
