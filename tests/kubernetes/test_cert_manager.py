@@ -15,6 +15,7 @@ from lightkube import ApiError, Client, codecs
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.events_v1 import Event
+from lightkube.types import PatchType
 
 from testkit.apiserver import apply, wait_until
 from testkit.cert_manager import CRD
@@ -40,9 +41,13 @@ def _vs(namespace: str, cm: dict[str, Any], secret: str = "shop-tls") -> dict[st
 
 
 def _edit(kube: Client, ns: str, cm: dict[str, Any], secret: str = "shop-tls") -> None:
-    current = kube.get(VirtualServer, "shop", namespace=ns).to_dict()
-    current["spec"] = _vs(ns, cm, secret)["spec"]
-    kube.replace(VirtualServer.from_dict(current))
+    # The whole spec replaced by a JSON patch, which names no resourceVersion: a
+    # read-then-replace lost to ferryman's status write in between (409 Conflict).
+    spec = _vs(ns, cm, secret)["spec"]
+    kube.patch(
+        VirtualServer, "shop", [{"op": "replace", "path": "/spec", "value": spec}],
+        namespace=ns, patch_type=PatchType.JSON,
+    )  # fmt: skip
 
 
 def _certificate(kube: Client, ns: str, name: str) -> dict[str, Any] | None:
