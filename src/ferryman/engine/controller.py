@@ -134,6 +134,7 @@ class Controller:
         self._translators = list(kinds.translators(context))
         # Kinds whose change translates their readers again (the dependency index).
         self._referenced = {s.kind for s in (*CORE, *kinds.specs) if s.referenced}
+        self._needed = {k for s in kinds.specs for k in s.needs}  # read whole by a kind
         ports.on_owners_changed = self._touch
         self._files.on_unbindable = Unbindable(settings, ports, self._d, self._translators).refuse
         self._syncs = {kind: t for t in self._translators for kind in t.kinds}
@@ -226,10 +227,9 @@ class Controller:
             self._touch()  # a backendRef resolves, or no longer
         elif ref.kind == NAMESPACE.kind:  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
-            self._touch()  # labels a Gateway's allowedRoutes select by
-        elif ref.kind == CONFIG_MAP.kind:  # route defaults, or a BackendTLSPolicy's CAs
-            if self._files.sync_configmap(ref):
-                self._d.stale |= set(self._d.config.refs())
+        elif ref.kind == CONFIG_MAP.kind and self._files.sync_configmap(ref):
+            self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
+        if ref.kind in self._needed:  # e.g. allowedRoutes' namespace labels, CA ConfigMaps
             self._touch()
 
     def status_addresses(self) -> tuple[str, ...] | None:
