@@ -82,7 +82,7 @@ class StaticRouteTranslator(Translator):
             except InvalidResource as e:
                 d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {e}")
         affected = d.config.upsert(route) if route else d.config.delete(ref)
-        self._c.worker.render_all(affected | {ref})
+        self._c.renders.render_all(affected | {ref})
 
     def render(self, ref: ObjectRef) -> None:
         d = self._c.desired

@@ -661,19 +661,23 @@ def test_any_text_reads_as_pyyaml_builds_it(text: str) -> None:
 
 def test_manifests_build_in_well_under_pyyaml_s_time() -> None:
     """PyYAML's constructor was half of the start-up at 10,000 Ingresses (issue
-    17); maps, lists and strings are built directly. CPU time, best of three."""
+    17); maps, lists and strings are built directly. CPU time."""
     docs = [yaml.safe_load(SERVICE), yaml.safe_load(INGRESS)] * 200
     text = yaml.safe_dump_all(docs)
 
     def cpu(loader: type[Any]) -> float:
-        best = float("inf")
-        for _ in range(3):
-            started = time.process_time()
-            list(yaml.load_all(text, Loader=loader))
-            best = min(best, time.process_time() - started)
-        return best
+        started = time.process_time()
+        list(yaml.load_all(text, Loader=loader))
+        return time.process_time() - started
 
-    assert cpu(manifest_yaml.Loader) < 0.8 * cpu(_PyYAMLConstructor)
+    # Interleaved, best of seven each: on a busy machine (other processes
+    # evicting caches) a run of one loader alone could catch a slow spell the
+    # other's missed; alternating exposes both to the same spells.
+    ours, pyyaml = float("inf"), float("inf")
+    for _ in range(7):
+        ours = min(ours, cpu(manifest_yaml.Loader))
+        pyyaml = min(pyyaml, cpu(_PyYAMLConstructor))
+    assert ours < 0.8 * pyyaml
 
 
 GATEWAY_API = """\

@@ -3,14 +3,17 @@ records and stream.conf it writes, and the Events and states it reports."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.kinds.transport.records.stream import STREAM_FILE
 from ferryman.kinds.transport.translate.servers import TransportServers
 from ferryman.resources.meta import ObjectRef
+from ferryman.translators.desired import Desired
 from ferryman.wire.records import RecordKey
 
 GC_REF = ObjectRef("GlobalConfiguration", "nginx-ingress", "gc")
@@ -19,12 +22,10 @@ GC_REF = ObjectRef("GlobalConfiguration", "nginx-ingress", "gc")
 class World:
     def __init__(self, *, stream: bool = True, owners: dict[str, ObjectRef] | None = None) -> None:
         self.store = Store()
-        self.records: dict[RecordKey, str] = {}
         self.files: dict[str, str] = {}
         self.states: dict[ObjectRef, tuple[str, str, str]] = {}
         self.events: list[tuple[ObjectRef, str, str, str]] = []
         self.backends: dict[ObjectRef, frozenset[str]] = {}
-        self.writers: dict[str, ObjectRef] = {}
         settings = Settings(
             Path("/nonexistent"),
             global_configuration=("nginx-ingress", "gc"),
@@ -32,13 +33,24 @@ class World:
             tls_passthrough=owners is not None,
         )
         hosts = owners if owners is not None else {}
+        # The records are Desired's, which the other kinds writing S records share.
+        self.desired = Desired(settings, self.store, SecretStore())
         self.ts = TransportServers(
-            settings, self.store, self.records, self.files, stream=stream,
+            settings, self.store, self.files, stream=stream,
             served_class=lambda: "ferryman",
             state=lambda ref, *s: self.states.__setitem__(ref, s),
             event=lambda ref, *e: self.events.append((ref, *e)),
-            set_backends=self.backends.__setitem__, owner=hosts.get, writers=self.writers,
+            set_backends=self.backends.__setitem__, owner=hosts.get,
+            write_streams=self.desired.write_streams, write_records=self.desired.write_records,
         )  # fmt: skip
+
+    @property
+    def records(self) -> Mapping[RecordKey, str]:
+        return self.desired.records
+
+    @property
+    def writers(self) -> dict[str, ObjectRef]:
+        return self.desired.stream_writers()
 
     def put(self, obj: dict[str, Any]) -> ObjectRef:
         self.store.upsert(obj)
@@ -167,7 +179,9 @@ def test_a_change_leaves_the_records_other_kinds_wrote() -> None:
     records: a TransportServer's change used to remove every S record it had
     not written itself, a Gateway's TLSRoutes with them."""
     w = World()
-    w.records[("S", "gateway.443/a.test")] = "default/tls:443 random2lc 1 10000 0 0 1 0"
+    w.desired.write_records(
+        "S", {"gateway.443/a.test": "default/tls:443 random2lc 1 10000 0 0 1 0"}, prefix="gateway."
+    )
     w.put(gc(7007))
     t = w.put(ts("t", "l7007"))
     w.drop(t)
@@ -194,8 +208,7 @@ def test_a_passthrough_host_an_ingress_takes_over_keeps_the_ingress_record() -> 
     ing = ObjectRef("Ingress", "default", "old")
     owners["p.test"] = ing
     ingress_record = "default/app:443 random2lc 1 10000 0 0 0 0"
-    w.records[("S", "tls-passthrough/p.test")] = ingress_record
-    w.writers["tls-passthrough/p.test"] = ing
+    w.desired.write_streams(ing, {"tls-passthrough/p.test": ingress_record})
     w.ts.host_owners_changed()
     assert w.states[t] == ("Warning", "Rejected", "Host is taken by another resource")
     assert w.records == {("S", "tls-passthrough/p.test"): ingress_record}

@@ -49,8 +49,6 @@ from ferryman.observability.metrics import Metrics
 from ferryman.report import (
     ADDED_OR_UPDATED,
     ADDED_OR_UPDATED_WITH_WARNING,
-    REJECTED,
-    WARNING,
     Reporter,
 )
 from ferryman.resources.meta import ObjectRef
@@ -58,6 +56,7 @@ from ferryman.translators import internal
 from ferryman.translators.context import Context, Kinds, Shape, Sinks
 from ferryman.translators.desired import DEFAULT_CERTIFICATE, Desired
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.translators.renders import Renders
 from ferryman.translators.unbindable import Unbindable
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
@@ -128,17 +127,19 @@ class Controller:
         self._applied = AppliedRecords(dataplane, settings, metrics)
         # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
         ports = ListenPorts(self._files.desired, ipv6=not settings.disable_ipv6)
+        self._renders = Renders(self._d)
         context = Context(
-            settings, store, queue, self._d, self, self._files.desired, secrets, ports, shape, sinks
-        )
+            settings, store, queue, self._d, self._renders, self._files.route_defaults,
+            self._files.desired, secrets, ports, shape, sinks,
+        )  # fmt: skip
         self._translators = list(kinds.translators(context))
+        self._renders.register(self._translators)
         # Kinds whose change translates their readers again (the dependency index).
         self._referenced = {s.kind for s in (*CORE, *kinds.specs) if s.referenced}
         self._needed = {k for s in kinds.specs for k in s.needs}  # read whole by a kind
         ports.on_owners_changed = self._touch
         self._files.on_unbindable = Unbindable(settings, ports, self._d, self._translators).refuse
         self._syncs = {kind: t for t in self._translators for kind in t.kinds}
-        self._renders = {kind: t for t in self._translators for kind in t.renders}
         self._record_owners = {kind: t for t in self._translators for kind in t.records}
         self._leaving: frozenset[str] = frozenset()
         self._leaving_applied: frozenset[str] = frozenset()
@@ -228,7 +229,7 @@ class Controller:
         elif ref.kind == NAMESPACE.kind:  # opted in or out of readiness gates
             self._queue_services(endpoints.keys_in(ref.name))
         elif ref.kind == CONFIG_MAP.kind and self._files.sync_configmap(ref):
-            self._d.stale |= set(self._d.config.refs())  # every route's defaults moved
+            self._d.mark_stale(self._d.config.refs())  # every route's defaults moved
         if ref.kind in self._needed:  # e.g. allowedRoutes' namespace labels, CA ConfigMaps
             self._touch()
 
@@ -259,42 +260,15 @@ class Controller:
                 log.exception("endpoints failed", extra={"fields": {"backend": key}})
                 self._d.endpoints.drop(key)
                 for user in sorted(self._d.endpoints.users(key)):
-                    self.reject(user, f"computing the endpoint set {key} failed: {internal(e)}")
-
-    def render_all(self, refs: Iterable[ObjectRef]) -> None:
-        """Render each; one that fails is rejected and the others still render."""
-        for ref in sorted(refs):
-            try:
-                self._renders[ref.kind].render(ref)
-            except Exception as e:
-                log.exception("render failed", extra={"fields": {"key": str(ref)}})
-                self.reject(ref, internal(e))
-
-    def reject(self, ref: ObjectRef, reason: str) -> None:
-        """Take ``ref`` out of the configuration until it changes: withdraw what it
-        wrote, hand its hosts to the next claimants, say why in a Rejected Event."""
-        translator = self._renders[ref.kind]
-        if translator.reject_itself(ref, reason):
-            return
-        message = f"{ref.namespace}/{ref.name} was rejected: {reason}"
-        self._d.event(ref, WARNING, REJECTED, message, translator.rejected_state)
-        affected = self._d.config.delete(ref)
-        try:
-            self._d.ref_hosts.pop(ref, None)
-            self._d.drop_hosts_of(ref)
-            self._d.declare(ref, ())
-            self._d.endpoints.set_backends(ref, frozenset())
-            translator.withdraw(ref)
-        except Exception:
-            log.exception("withdrawing records failed", extra={"fields": {"key": str(ref)}})
-        self.render_all(affected - {ref})
+                    self._renders.reject(
+                        user, f"computing the endpoint set {key} failed: {internal(e)}"
+                    )
 
     # ---- flush: desired -> NGINX ---------------------------------------------------
 
     async def flush(self) -> None:
         started = time.monotonic()
-        stale, self._d.stale = self._d.stale, set()
-        self.render_all(stale)
+        self._renders.render_all(self._d.take_stale())
         self._before_flush()
         self._d.certificate_records(self._secrets)
         records = self._record_changes()
@@ -326,17 +300,15 @@ class Controller:
         """Report the pending Events, but hold back those that say a resource is
         live while its records are not in NGINX yet (said once a push takes them)."""
         d = self._d
-        pending, d.pending = d.pending, {}
-        for ref, (type_, reason, message) in sorted(pending.items()):
+        for ref, (type_, reason, message) in sorted(d.take_events().items()):
             if reason in _LIVE and ref in waiting:
-                d.pending.setdefault(ref, (type_, reason, message))
+                d.hold_event(ref, (type_, reason, message))
                 continue
             self._reporter.event(ref, type_, reason, message)
-            if (translator := self._renders.get(ref.kind)) is not None:
+            if (translator := self._renders.of(ref.kind)) is not None:
                 translator.reported(ref, reason, message)
-            if (state := d.states.pop(ref, None)) and self._resource_status is not None:
-                by = d.referenced_by.pop(ref, None)
-                self._resource_status(ref, state, reason, message, by)
+            if (status := d.take_state(ref)) and self._resource_status is not None:
+                self._resource_status(ref, status[0], reason, message, status[1])
 
     def resend_everything(self) -> None:
         """NGINX lost its memory (it was restarted): the next flush pushes all records."""
@@ -345,7 +317,7 @@ class Controller:
 
     def settled(self) -> bool:
         """Everything queued is synced and NGINX holds its records (catching up)."""
-        return not len(self._queue) and not self._d.stale and not self._record_changes()
+        return not len(self._queue) and not self._d.has_stale() and not self._record_changes()
 
     def push_failing_since(self) -> float | None:
         return self._applied.failing_since  # following.py: behind after a while
@@ -354,7 +326,7 @@ class Controller:
         """The resource record ``key`` is written for (``ferryman render``'s
         routes); None for records many share (endpoints, certificates)."""
         kind, name = key
-        if kind in HOST_RECORDS and (writer := self._d.host_writer.get(name)) is not None:
+        if kind in HOST_RECORDS and (writer := self._d.writer_of(name)) is not None:
             return writer
         owner = self._record_owners.get(kind)
         return owner.holder(kind, name) if owner else None
@@ -364,15 +336,15 @@ class Controller:
         d = self._d
         waiting: set[ObjectRef] = set()
         for kind, name in outstanding:
-            if kind in HOST_RECORDS and (writer := d.host_writer.get(name)) is not None:
+            if kind in HOST_RECORDS and (writer := d.writer_of(name)) is not None:
                 waiting.add(writer)
             elif (owner := self._record_owners.get(kind)) and (holder := owner.holder(kind, name)):
                 waiting.add(holder)
             elif kind == Record.ENDPOINTS:
                 waiting |= d.endpoints.users(name)
             elif kind == Record.CERTIFICATE:
-                hosts = [h for h, cert in d.host_cert.items() if cert == name]
-                waiting |= {w for h in hosts if (w := d.host_writer.get(h)) is not None}
+                hosts = d.hosts_with_certificate(name)
+                waiting |= {w for h in hosts if (w := d.writer_of(h)) is not None}
         also: set[ObjectRef] = set()
         for translator in self._translators:
             also |= translator.waiting(waiting)
@@ -432,15 +404,15 @@ class Controller:
         """Reject the resources whose records were refused."""
         for (kind, name), why in sorted(refused.items()):
             if kind in HOST_RECORDS:
-                if (owner := self._d.host_writer.get(name)) is None:
+                if (owner := self._d.writer_of(name)) is None:
                     continue
                 # No room: a host assembled from several resources sheds a share.
-                translator = self._renders[owner.kind]
-                if not (memory_refusal(why) and translator.shed(owner, why)):
-                    self.reject(owner, f"the virtual host {name} {why}")
+                translator = self._renders.of(owner.kind)
+                if translator is None or not (memory_refusal(why) and translator.shed(owner, why)):
+                    self._renders.reject(owner, f"the virtual host {name} {why}")
             elif kind == Record.ENDPOINTS:
                 for user in sorted(self._d.endpoints.users(name)):
-                    self.reject(user, f"the endpoint set {name} {why}")
+                    self._renders.reject(user, f"the endpoint set {name} {why}")
             elif kind == Record.CERTIFICATE and name == DEFAULT_CERTIFICATE:
                 log.error("the default server TLS secret was refused: %s", why)
             elif kind == Record.CERTIFICATE:
@@ -449,7 +421,7 @@ class Controller:
                 namespace, _, rest = name.partition("/")
                 secret = ObjectRef(SECRET.kind, namespace, rest.partition("@")[0])
                 self._d.cache.refuse(secret, f"its certificate {why}")
-                self.render_all(self._d.deps.users(secret))
+                self._renders.render_all(self._d.readers_of(secret))
             elif (records := self._record_owners.get(kind)) is not None:
                 records.refuse_record(kind, name, why)
         self._before_flush()  # records again without what was refused
@@ -461,10 +433,10 @@ class Controller:
         try:
             self.sync(ref)
         except Exception as e:
-            if isinstance(ref, ObjectRef) and ref.kind in self._renders:
+            if isinstance(ref, ObjectRef) and self._renders.of(ref.kind) is not None:
                 # A retry would fail the same way: rejected until it changes.
                 log.exception("sync failed", extra={"fields": {"key": str(ref)}})
-                self.reject(ref, internal(e))
+                self._renders.reject(ref, internal(e))
             else:
                 delay = self._queue.retry(ref)
                 log.exception("sync failed", extra={"fields": {"key": str(ref), "retry_in": delay}})

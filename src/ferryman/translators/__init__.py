@@ -1,33 +1,23 @@
 """Each kind's translator: a resource in the store -> records in ``Desired``.
 
 The worker (engine/controller.py) owns the queue, the flush and the pushes; it hands
-each key to the translator of its kind and asks the translator of a resource to
-render it again when host ownership or something it read changes. A new kind is
-a parser (resources/), a translation (configs/) and a translator here; the
-worker does not grow.
+each key to the translator of its kind, and tells every translator of what any
+of them may read (``touch``) and of each flush. A new kind is a package of
+``ferryman.kinds`` with its translator; the worker does not grow.
 
-What a translator may call back: ``Worker.render_all`` (render these
-resources, whatever their kind: a host handed from one kind to another),
-``Worker.reject`` (take a resource out until it changes) and
-``Worker.route_defaults`` (the ConfigMap's route-level keys, which annotations
-override; every resource is rendered again when they change).
+A translator never calls the worker back. What it reaches beyond its own kind
+is in its ``Context``: ``Desired`` (the records, Events and host ownership all
+kinds share), ``Renders`` (render other resources again, whatever their kind,
+or reject one: a host handed from one kind to another) and the ConfigMap's
+route-level defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Protocol
+from collections.abc import Mapping
 
 from ferryman.observability.metrics import Metrics
 from ferryman.resources.meta import ObjectRef
-
-
-class Worker(Protocol):
-    def render_all(self, refs: Iterable[ObjectRef]) -> None: ...
-
-    def reject(self, ref: ObjectRef, reason: str) -> None: ...
-
-    def route_defaults(self) -> Mapping[str, str]: ...
 
 
 class Translator:

@@ -7,7 +7,7 @@ factories (``ferryman.kinds.translators``): it names no kind itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from ferryman.engine.kind_spec import KindSpec
@@ -17,9 +17,10 @@ from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
 from ferryman.report import GatewayStatusSink, IngressStatusSink
-from ferryman.translators import Translator, Worker
+from ferryman.translators import Translator
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.translators.renders import Renders
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,11 @@ class Context:
     store: Store
     queue: WorkQueue[QueueKey]
     desired: Desired
-    worker: Worker
+    # Other kinds' resources rendered again, or rejected (a host changed hands).
+    renders: Renders
+    # The ConfigMap's route-level keys in force, which annotations override
+    # (every resource is rendered again when they change).
+    route_defaults: Callable[[], Mapping[str, str]]
     # The configuration files NGINX runs (path -> text), as desired.
     files: MutableMapping[str, str]
     secrets: SecretStore

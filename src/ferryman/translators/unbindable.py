@@ -40,7 +40,7 @@ class Unbindable:
         """Refuse ``ports`` (port -> NGINX's reason) to whoever asked for them
         (rendered again by the next flush, and told); what the reload does next."""
         changed, dropped = self._ports.block(ports)
-        self._d.stale |= changed
+        self._d.mark_stale(changed)
         if dropped:
             for translator in self._translators:
                 translator.touch()

@@ -75,10 +75,11 @@ from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
 from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
-from ferryman.translators import Translator, Worker
+from ferryman.translators import Translator
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.translators.renders import Renders
 from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
@@ -86,7 +87,7 @@ log = logging.getLogger("ferryman.gateway")
 KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant",
          "BackendTLSPolicy")  # fmt: skip
 ROUTES = ("HTTPRoute", "GRPCRoute", "TLSRoute")
-# Where W records' certificates are noted in Desired.host_cert (no host name
+# Where W records' certificates are noted (Desired.note_certificates: no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
 _CERT_PREFIX = "gateway:"
 
@@ -105,7 +106,7 @@ class GatewayTranslator(Translator):
         settings: Settings,
         store: Store,
         desired: Desired,
-        worker: Worker,
+        renders: Renders,
         files: MutableMapping[str, str],
         status: GatewayStatusSink | None,
         ports: ListenPorts | None = None,
@@ -129,7 +130,7 @@ class GatewayTranslator(Translator):
         self._port_rules = PortRules(settings, store, ports)
         self._store = store
         self._d = desired
-        self._worker = worker
+        self._renders = renders
         self._files = files
         self._sink = status
         self._stale = True
@@ -382,7 +383,7 @@ class GatewayTranslator(Translator):
             ) + (render_hops(out.sockets, ipv6=self._ipv6) if hop else "")
         if self._ports is not None:
             if changed := self._ports.set_gateway_ports(out.held, out.asked):
-                self._worker.render_all(changed)
+                self._renders.render_all(changed)
             self._ports.tell_gateway_ports(out.held)
         controller = settings.gateway_controller_name
         for route in routes:
@@ -412,20 +413,10 @@ class GatewayTranslator(Translator):
         """W records of HTTP listeners (``wanted``), S records of TLS ones
         (``passed``), and the endpoint sets their routes use."""
         d = self._d
-        for key in [k for k in d.records if k[0] == Record.GATEWAY and k[1] not in wanted]:
-            del d.records[key]
-        for name, value in wanted.items():
-            d.records[(Record.GATEWAY, name)] = value
-        ours = [k for k in d.records if k[0] == Record.STREAM and k[1].startswith("gateway.")]
-        for key in [k for k in ours if k[1] not in passed]:
-            del d.records[key]
-        for name, value in passed.items():
-            d.records[(Record.STREAM, name)] = value
-        for host in [h for h in d.host_cert if h.startswith(_CERT_PREFIX)]:
-            del d.host_cert[host]
-        for i, s in enumerate(served):
-            if s.cert_id:
-                d.host_cert[f"{_CERT_PREFIX}{i}"] = s.cert_id
+        d.write_records(Record.GATEWAY, wanted)
+        d.write_records(Record.STREAM, passed, prefix="gateway.")
+        certs = {f"{_CERT_PREFIX}{i}": s.cert_id for i, s in enumerate(served) if s.cert_id}
+        d.note_certificates(_CERT_PREFIX, certs)
         # Which backends each route uses: their endpoint sets are computed and
         # kept while some route on a served listener uses them.
         uses: dict[ObjectRef, set[BackendKey]] = {}
@@ -487,7 +478,7 @@ def build(context: Context) -> list[GatewayTranslator]:
             c.settings,
             c.store,
             c.desired,
-            c.worker,
+            c.renders,
             c.files,
             c.sinks.gateway,
             c.ports,

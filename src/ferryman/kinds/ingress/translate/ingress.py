@@ -14,7 +14,7 @@ render only says, in its Event, what it joins.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ferryman.configs.model import CATCH_ALL, BackendKey, VirtualHost
@@ -68,11 +68,12 @@ from ferryman.report import (
     IngressStatusSink,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
-from ferryman.translators import Translator, Worker, internal
+from ferryman.translators import Translator, internal
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
 from ferryman.translators.record_fit import Exclusions, Refusals, largest
+from ferryman.translators.renders import Renders
 
 log = logging.getLogger("ferryman.controller")
 
@@ -88,7 +89,8 @@ class IngressTranslator(Translator):
         store: Store,
         queue: WorkQueue[QueueKey],
         desired: Desired,
-        worker: Worker,
+        renders: Renders,
+        route_defaults: Callable[[], Mapping[str, str]],
         status: IngressStatusSink | None,
         ports: ListenPorts | None = None,
         passthrough: bool = False,
@@ -100,7 +102,8 @@ class IngressTranslator(Translator):
         self._store = store
         self._queue = queue
         self._d = desired
-        self._worker = worker
+        self._renders = renders
+        self._route_defaults = route_defaults  # the ConfigMap's route-level keys
         self._status = status
         self._addresses: tuple[str, ...] = ()
         self._status_shown: set[ObjectRef] = set()
@@ -122,9 +125,9 @@ class IngressTranslator(Translator):
             affected = self._d.config.upsert(ing) if ing else self._d.config.delete(ref)
         except Exception as e:
             log.exception("sync failed", extra={"fields": {"key": str(ref)}})
-            self._worker.reject(ref, internal(e))
+            self._renders.reject(ref, internal(e))
             return
-        self._worker.render_all(affected)
+        self._renders.render_all(affected)
         if ing is None:
             if obj is None:
                 self._status_shown.discard(ref)  # deleted: no status to clear
@@ -139,14 +142,14 @@ class IngressTranslator(Translator):
             old = self._d.config.get(ref)
             ing = old if isinstance(old, Ingress) else None
         if (host := mergeable_host(ing)) is not None:
-            self._d.stale |= self._d.deps.users(ObjectRef(MERGEABLE_HOST, "", host)) - {ref}
+            self._d.mark_stale(self._d.readers_of(ObjectRef(MERGEABLE_HOST, "", host)) - {ref})
         if ing is not None and ing.canary is not None:
             # A canary: its main (and the other canaries of its hosts) again.
             self._canary_hosts_changed(ref, rule_hosts(ing))
 
     def _canary_hosts_changed(self, ref: ObjectRef, hosts: Iterable[str]) -> None:
         for host in hosts:
-            self._d.stale |= self._d.deps.users(ObjectRef(CANARY_HOST, "", host)) - {ref}
+            self._d.mark_stale(self._d.readers_of(ObjectRef(CANARY_HOST, "", host)) - {ref})
 
     def _served_canaries(self, reads: Reads, host: str) -> list[Ingress]:
         """The canary Ingresses of ``host`` this controller serves."""
@@ -190,7 +193,7 @@ class IngressTranslator(Translator):
         served, reasons = canary_outcome(ing, mains, canaries)
         warn, reason, message = canary_event(ing, served, denied + reasons)
         if reason != REJECTED:
-            d.ref_hosts[ref] = set()  # served (its main's host): status shown
+            d.serve(ref, ())  # served (its main's host): status shown
         d.event(ref, WARNING if warn else NORMAL, reason, message)
 
     def _parse(self, ref: ObjectRef, obj: Mapping[str, Any] | None) -> Ingress | None:
@@ -215,7 +218,7 @@ class IngressTranslator(Translator):
         claimant = d.config.get(ref)
         assert claimant is None or isinstance(claimant, Ingress)
         ing = claimant
-        before = d.ref_hosts.pop(ref, set())
+        before = d.forget_served(ref)
         vhosts: list[VirtualHost] = []
         warnings: list[str] = []
         reads = Reads(d.cache)
@@ -254,7 +257,7 @@ class IngressTranslator(Translator):
         for w in written:
             d.write_host(ref, w.host, w.routing, w.client_check, w.fast)
         if new_hosts:
-            d.ref_hosts[ref] = new_hosts
+            d.serve(ref, new_hosts)
         if ing is None or ing.canary is None:
             # A main's hosts: their canaries say again whether they are served.
             hosts = before | new_hosts
@@ -265,7 +268,7 @@ class IngressTranslator(Translator):
         d.endpoints.set_backends(ref, frozenset(backends))
         if ing is None:
             self._refused.forget(ref)
-            self._worker.render_all(self._excluded.set(ref, {}))
+            self._renders.render_all(self._excluded.set(ref, {}))
         minion = ing if ing is not None and ing.mergeable == "minion" else None
         if minion is not None and (why := denied_minion(minion, d.config)) is not None:
             d.event(ref, WARNING, REJECTED, f"{ref.namespace}/{ref.name} was rejected: {why}")
@@ -279,11 +282,11 @@ class IngressTranslator(Translator):
                 )
             d.event(ref, WARNING if warn else NORMAL, reason, message)
             if reason not in (NO_MASTER, REJECTED):
-                d.ref_hosts[ref] = set()  # served (its master's host): status shown
+                d.serve(ref, ())  # served (its master's host): status shown
         elif ing is not None and ing.canary is None:
             self._report(ref, bool(vhosts), warnings)
         # Ingresses whose ports changed scheme hands (kinds/ingress/records/ports.py).
-        self._worker.render_all(others)
+        self._renders.render_all(others)
 
     def _fitted(
         self,
@@ -304,7 +307,7 @@ class IngressTranslator(Translator):
                 vhosts,
                 PolicyReading(reads),
                 self._d.policy.served,
-                self._worker.route_defaults(),
+                self._route_defaults(),
                 mergeable=merged,
                 canaries=joined,
             )
@@ -313,7 +316,7 @@ class IngressTranslator(Translator):
         minions = [m for m in mergeable or [] if m.mergeable == "minion"]
         if ing.mergeable != "master" or not vhosts:
             self._refused.forget(ref)
-            self._worker.render_all(self._excluded.set(ref, {}))
+            self._renders.render_all(self._excluded.set(ref, {}))
             return render(minions)
         out, why = self._refused.fit(
             ref,
@@ -325,7 +328,7 @@ class IngressTranslator(Translator):
             vhosts[0].host,
         )
         excluded = {ObjectRef("Ingress", *name.split("/", 1)): w for name, w in why.items()}
-        self._worker.render_all(self._excluded.set(ref, excluded))
+        self._renders.render_all(self._excluded.set(ref, excluded))
         return out
 
     def shed(self, ref: ObjectRef, why: str) -> bool:
@@ -336,7 +339,7 @@ class IngressTranslator(Translator):
         if not isinstance(ing, Ingress) or ing.mergeable != "master":
             return False
         self._refused.shrink(ref, why)
-        self._worker.render_all([ref])
+        self._renders.render_all([ref])
         return self._refused.shed
 
     def _report(self, ref: ObjectRef, serving: bool, warnings: list[str]) -> None:
@@ -384,7 +387,7 @@ class IngressTranslator(Translator):
             cls = None
         policy = ClassPolicy(self._settings.ingress_class, cls)
         if policy != self._d.policy:
-            self._d.policy = policy
+            self._d.set_policy(policy)
             for ing_ref in self._store.refs("Ingress"):
                 self._queue.add(ing_ref)
 
@@ -400,7 +403,7 @@ class IngressTranslator(Translator):
     def _publish_status(self, ref: ObjectRef) -> None:
         if self._status is None or ref.kind != "Ingress":
             return
-        if ref in self._d.ref_hosts:
+        if self._d.is_served(ref):
             self._status(ref, self._addresses)
             self._status_shown.add(ref)
         elif ref in self._status_shown:  # rejected, deleted or no longer ours: clear
@@ -410,7 +413,7 @@ class IngressTranslator(Translator):
     def withdraw(self, ref: ObjectRef) -> None:
         self._refused.forget(ref)
         self._d.write_streams(ref, {})  # its ssl-passthrough hosts' S records
-        self._worker.render_all(self._ports.release(ref) | self._excluded.set(ref, {}))
+        self._renders.render_all(self._ports.release(ref) | self._excluded.set(ref, {}))
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
         self._publish_status(ref)
@@ -433,6 +436,6 @@ def _largest(outcome: Outcome) -> int:
 def build(context: Context) -> IngressTranslator:
     c = context
     return IngressTranslator(
-        c.settings, c.store, c.queue, c.desired, c.worker, c.sinks.ingress,
+        c.settings, c.store, c.queue, c.desired, c.renders, c.route_defaults, c.sinks.ingress,
         ports=c.ports, passthrough=bool(c.shape.tls_socket),
     )  # fmt: skip

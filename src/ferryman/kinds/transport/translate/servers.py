@@ -38,7 +38,6 @@ from ferryman.kinds.transport.records.http_listeners import listener_files
 from ferryman.kinds.transport.records.stream import (
     CERTIFICATE_RECORD,
     STREAM_FILE,
-    STREAM_RECORD,
     Passthrough,
     StreamServer,
     backends,
@@ -60,7 +59,6 @@ from ferryman.report import (
     WARNING_STATE,
 )
 from ferryman.resources.meta import ObjectRef
-from ferryman.wire.records import RecordKey
 
 KINDS = frozenset({"GlobalConfiguration", "TransportServer"})
 # NIC's Event reason for a GlobalConfiguration taken as it is.
@@ -71,6 +69,10 @@ StateSink = Callable[[ObjectRef, str, str, str], None]
 # (ref, type, reason, message): an Event only (the GlobalConfiguration's).
 EventSink = Callable[[ObjectRef, str, str, str], None]
 BackendsSink = Callable[[ObjectRef, frozenset[BackendKey]], None]
+# (writer, S record name -> value): what that writer's S records are now.
+StreamsSink = Callable[[ObjectRef, Mapping[str, str]], None]
+# (record kind, name -> value): every record of that kind.
+RecordsSink = Callable[[str, Mapping[str, str]], None]
 # (reader, Secret name or None) -> (its certificate record, or None and why): the
 # controller reads it (and records the dependency; None: reads none).
 SecretReader = Callable[[ObjectRef, str | None], tuple[str | None, str]]
@@ -88,7 +90,6 @@ class TransportServers:
         self,
         settings: Settings,
         store: Store,
-        records: MutableMapping[RecordKey, str],
         files: MutableMapping[str, str],
         *,
         stream: bool,
@@ -103,7 +104,8 @@ class TransportServers:
         http_listeners: bool = False,
         set_http_listeners: Callable[[Iterable[Listener]], None] | None = None,
         class_checked: Callable[[ObjectRef, str, bool], None] = lambda ref, c, served: None,
-        writers: MutableMapping[str, ObjectRef] | None = None,
+        write_streams: StreamsSink = lambda ref, streams: None,
+        write_records: RecordsSink = lambda kind, records: None,
     ) -> None:
         """``stream``: nginx.conf has the stream block (the stream module is
         loaded); without it every TransportServer is refused, saying why.
@@ -111,12 +113,11 @@ class TransportServers:
         (kinds/transport/records/http_listeners.py),
         handed to ``set_http_listeners`` (translators/listen_ports.py, which adds
         the Ingresses' ports; None: this writes the files itself).
-        ``writers``: who wrote each S record (shared with the other kinds that
-        write them: an Ingress passing a host through); only the records these
-        TransportServers wrote are ever removed here."""
+        ``write_streams``: a TransportServer's S records (Desired.write_streams:
+        shared with the other kinds that write them, an Ingress passing a host
+        through, so each drops only its own); ``write_records``: every T record."""
         self._settings = settings
         self._store = store
-        self._records = records
         self._files = files
         self._stream = stream
         self._served_class = served_class
@@ -140,9 +141,9 @@ class TransportServers:
         self._reported: dict[ObjectRef, Outcome] = {}
         self._holders: set[ObjectRef] = set()
         self._record_writers: dict[str, ObjectRef] = {}
-        self._writers: MutableMapping[str, ObjectRef] = {} if writers is None else writers
-        self._written: set[RecordKey] = set()  # the S and T records written here
-        self._certificates: dict[RecordKey, str] = {}
+        self._write_streams = write_streams
+        self._write_records = write_records
+        self._certificates: dict[str, str] = {}  # T records: listener -> certificate
         # Only with --global-configuration: nginx.conf includes the files then.
         self._http_listeners = http_listeners and settings.global_configuration is not None
         self._set_http_listeners = set_http_listeners or (
@@ -327,7 +328,6 @@ class TransportServers:
     def _served(self, ref: ObjectRef, ts: TransportServer) -> Outcome:
         """A holder's outcome; its certificate record, when it ends TLS."""
         who = f"{ref.namespace}/{ref.name}"
-        key = (CERTIFICATE_RECORD, record_name(ts))
         record, why = self._read_secret(ref, ts.tls_secret or None)
         if not ts.tls_secret:
             # NIC's text, its trailing space included.
@@ -335,7 +335,7 @@ class TransportServers:
                 VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
             )
         if record is not None:
-            self._certificates[key] = certificate_record(record)
+            self._certificates[record_name(ts)] = certificate_record(record)
             return Outcome(
                 VALID, ADDED_OR_UPDATED, f"Configuration for {who} was added or updated "
             )
@@ -357,23 +357,15 @@ class TransportServers:
         return None
 
     def _write(self, holders: Mapping[tuple[str, str], TransportServer]) -> None:
-        wanted: dict[RecordKey, str] = {
-            (STREAM_RECORD, record_name(ts)): stream_record(ts) for ts in holders.values()
-        }
-        wanted.update(self._certificates)
+        streams: dict[ObjectRef, dict[str, str]] = {}
+        for ts in holders.values():
+            streams.setdefault(_ref(ts), {})[record_name(ts)] = stream_record(ts)
+        for ref in set(self._record_writers.values()) - streams.keys():
+            self._write_streams(ref, {})
+        for ref, wanted in streams.items():
+            self._write_streams(ref, wanted)
+        self._write_records(CERTIFICATE_RECORD, dict(self._certificates))
         self._record_writers = {record_name(ts): _ref(ts) for ts in holders.values()}
-        # Only what was written here goes: Gateways' S records, and an Ingress's
-        # for a passthrough host it now owns, are others'.
-        for key in self._written - wanted.keys():
-            writer = self._writers.get(key[1]) if key[0] == STREAM_RECORD else None
-            if writer is None or writer.kind == "TransportServer":
-                self._records.pop(key, None)
-                if writer is not None:
-                    del self._writers[key[1]]
-        self._records.update(wanted)
-        for name, ref in self._record_writers.items():
-            self._writers[name] = ref
-        self._written = set(wanted)
         holder_refs = {_ref(ts) for ts in holders.values()}
         for ref in self._holders - holder_refs:
             self._set_backends(ref, frozenset())

@@ -16,10 +16,11 @@ from ferryman.kinds.transport.translate.servers import KINDS, TransportServers
 from ferryman.observability.metrics import Metrics
 from ferryman.report import NORMAL, VALID, WARNING
 from ferryman.resources.meta import ObjectRef
-from ferryman.translators import Translator, Worker
+from ferryman.translators import Translator
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.listen_ports import ListenPorts
+from ferryman.translators.renders import Renders
 from ferryman.wire.records import Record
 
 # The records a TransportServer holds (kinds/transport/translate/servers.py): S, its stream
@@ -39,7 +40,7 @@ class TransportTranslator(Translator):
         store: Store,
         files: MutableMapping[str, str],
         desired: Desired,
-        worker: Worker,
+        renders: Renders,
         secrets: SecretStore,
         stream: bool,
         tls_socket: str,
@@ -47,16 +48,17 @@ class TransportTranslator(Translator):
         listen_ports: ListenPorts | None = None,
     ) -> None:
         self._d = desired
-        self._worker = worker
+        self._renders = renders
         self._secrets = secrets
         self.servers = TransportServers(
-            settings, store, desired.records, files, stream=stream,
+            settings, store, files, stream=stream,
             served_class=lambda: desired.policy.served, state=self._state,
             event=desired.event, set_backends=desired.endpoints.set_backends,
             owner=desired.config.owner, claim=self._claim, https_socket=tls_socket,
             read_secret=self._secret, http_listeners=http_listeners,
             set_http_listeners=listen_ports.set_listeners if listen_ports else None,
-            class_checked=desired.class_checked, writers=desired.stream_writer,
+            class_checked=desired.class_checked, write_streams=desired.write_streams,
+            write_records=desired.write_records,
         )  # fmt: skip
         if listen_ports is not None:
             listen_ports.gateway_ports_observers.append(self.servers.set_gateway_ports)
@@ -77,7 +79,7 @@ class TransportTranslator(Translator):
     def _claim(self, ref: ObjectRef, ts: TransportServer | None) -> None:
         """A TLS passthrough host joins (or leaves) the shared host ownership."""
         config = self._d.config
-        self._worker.render_all(config.upsert(ts) if ts else config.delete(ref))
+        self._renders.render_all(config.upsert(ts) if ts else config.delete(ref))
 
     def sync(self, ref: ObjectRef) -> None:
         self.servers.sync(ref)
@@ -100,15 +102,15 @@ class TransportTranslator(Translator):
 
     def holder(self, kind: str, name: str) -> ObjectRef | None:
         """Who wrote the record: a TransportServer, or an Ingress passing its host
-        through (Desired.stream_writer)."""
-        return self.servers.holder(name) or self._d.stream_writer.get(name)
+        through (Desired.stream_writer_of)."""
+        return self.servers.holder(name) or self._d.stream_writer_of(name)
 
     def refuse_record(self, kind: str, name: str, why: str) -> None:
         """NGINX refused its record: rejected until it changes."""
         if (holder := self.servers.holder(name)) is not None:
             self.servers.refuse(holder, f"the stream record {kind}:{name} {why}")
-        elif (writer := self._d.stream_writer.get(name)) is not None:
-            self._worker.reject(writer, f"the stream record {kind}:{name} {why}")
+        elif (writer := self._d.stream_writer_of(name)) is not None:
+            self._renders.reject(writer, f"the stream record {kind}:{name} {why}")
 
     def withdraw(self, ref: ObjectRef) -> None:
         pass
@@ -127,6 +129,6 @@ class TransportTranslator(Translator):
 def build(context: Context) -> TransportTranslator:
     c = context
     return TransportTranslator(
-        c.settings, c.store, c.files, c.desired, c.worker, c.secrets, c.shape.stream,
+        c.settings, c.store, c.files, c.desired, c.renders, c.secrets, c.shape.stream,
         c.shape.tls_socket, http_listeners=True, listen_ports=c.ports,
     )  # fmt: skip

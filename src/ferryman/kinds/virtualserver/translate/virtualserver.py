@@ -9,7 +9,7 @@ translates again exactly the VirtualServers that read it (``Desired.deps``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,10 +37,11 @@ from ferryman.report import (
     WARNING_STATE,
 )
 from ferryman.resources.meta import ObjectRef
-from ferryman.translators import Translator, Worker
+from ferryman.translators import Translator
 from ferryman.translators.context import Context
 from ferryman.translators.desired import Desired
 from ferryman.translators.record_fit import Refusals, largest
+from ferryman.translators.renders import Renders
 
 
 class VirtualServerTranslator(Translator):
@@ -48,15 +49,24 @@ class VirtualServerTranslator(Translator):
     renders: tuple[str, ...] = ("VirtualServer",)
     rejected_state: str | None = INVALID
 
-    def __init__(self, settings: Settings, store: Store, desired: Desired, worker: Worker) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        desired: Desired,
+        renders: Renders,
+        route_defaults: Callable[[], Mapping[str, str]],
+    ) -> None:
+        """``route_defaults``: the ConfigMap's route-level keys in force."""
         self._settings = settings
         self._store = store
         self._d = desired
-        self._worker = worker
+        self._renders = renders
+        self._route_defaults = route_defaults
         self._routes = RouteStatuses(
             desired.cache,
             lambda: desired.policy.served,
-            desired.host_writer.get,
+            desired.writer_of,
             self._route_status,
             desired.config.allows,
         )
@@ -104,7 +114,7 @@ class VirtualServerTranslator(Translator):
         if vs is not None and isinstance(old, VirtualServer) and _same(old, vs):
             return  # only its status or resourceVersion moved
         affected = self._d.config.upsert(vs) if vs else self._d.config.delete(ref)
-        self._worker.render_all(affected)
+        self._renders.render_all(affected)
 
     def _policy_changed(self, ref: ObjectRef) -> bool:
         """Report a changed Policy's own status and Event (NIC's syncPolicy); False
@@ -128,13 +138,13 @@ class VirtualServerTranslator(Translator):
         self, ref: ObjectRef, state: str, reason: str, message: str, referenced_by: str
     ) -> None:
         self._event(ref, state, reason, message)
-        self._d.referenced_by[ref] = referenced_by
+        self._d.referenced(ref, referenced_by)
 
     def render(self, ref: ObjectRef) -> None:
         d = self._d
         res = d.config.get(ref)
         vs = res if isinstance(res, VirtualServer) else None
-        d.ref_hosts.pop(ref, None)
+        d.forget_served(ref)
         owned = d.config.owned_hosts(ref) if vs is not None else ()
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
         reads = Reads(d.cache)
@@ -161,7 +171,7 @@ class VirtualServerTranslator(Translator):
             # NIC's words: the resource is kept, its host is served by another.
             self._event(ref, WARNING_STATE, REJECTED, "Host is taken by another resource")
             return
-        http2 = self._worker.route_defaults().get("http2") == "true"
+        http2 = self._route_defaults().get("http2") == "true"
 
         def render(delegated: Sequence[Delegated]) -> VSRecords:
             return vs_records(
@@ -193,7 +203,7 @@ class VirtualServerTranslator(Translator):
             listener_warnings = [warning] if warning else []
         d.declare(ref, reads.refs)
         d.write_host(ref, host, out.record, out.client_check, out.fast)
-        d.ref_hosts[ref] = {out.host.host}
+        d.serve(ref, {out.host.host})
         d.endpoints.set_backends(ref, out.backends)
         self._routes.served(ref, vs.host, out.routes)
         for name, why in sorted(left_out.items()):
@@ -224,11 +234,11 @@ class VirtualServerTranslator(Translator):
         instead of being rejected (True), until that one changes; False when
         it delegates to none."""
         self._refused.shrink(ref, why)
-        self._worker.render_all([ref])
+        self._renders.render_all([ref])
         return self._refused.shed
 
     def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
-        pass  # the worker publishes status.state (Desired.states) itself
+        pass  # the worker publishes status.state (Desired.take_state) itself
 
     def waiting(self, refs: set[ObjectRef]) -> set[ObjectRef]:
         return self._routes.serving(refs)
@@ -260,4 +270,4 @@ def _name(d: Delegated) -> str:
 
 def build(context: Context) -> VirtualServerTranslator:
     c = context
-    return VirtualServerTranslator(c.settings, c.store, c.desired, c.worker)
+    return VirtualServerTranslator(c.settings, c.store, c.desired, c.renders, c.route_defaults)
