@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
-from ferryman.kinds.ingress.parse.ingressclass import parse_ingress_class
+from ferryman.resources.ingress_class import parse_ingress_class
 from ferryman.resources.secret import parse_tls_secret
 from ferryman.resources.service import parse_endpoint_slice, parse_service
 from testkit.strategies import yaml_scalars, yaml_values

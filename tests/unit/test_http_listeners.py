@@ -1,5 +1,5 @@
 """VirtualServers on GlobalConfiguration HTTP listeners: the listen lines and
-the map (kinds/transport/records/http_listeners.py), the H record's listener suffix, NIC's
+the map (configs/http_listeners.py), the H record's listener suffix, NIC's
 checks of ``spec.listener`` and the controller re-rendering a VirtualServer
 when the GlobalConfiguration changes."""
 
@@ -14,22 +14,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferryman.configs.model import VirtualHost
-from ferryman.configs.render import Renderer
-from ferryman.configs.routes import decode_host, decode_listeners, encode_host
-from ferryman.kinds.transport.parse.globalconfiguration import GlobalConfiguration, Listener
-from ferryman.kinds.transport.records.http_listeners import (
+from ferryman.configs.http_listeners import (
     HTTP_LISTENERS_FILE,
     LISTENER_MAP_FILE,
     listener_files,
     render_listens,
     render_map,
 )
+from ferryman.configs.model import VirtualHost
+from ferryman.configs.render import Renderer
+from ferryman.configs.routes import decode_host, decode_listeners, encode_host
 from ferryman.kinds.virtualserver.parse.virtualserver import Listeners, parse_virtual_server
 from ferryman.kinds.virtualserver.records.listeners import (
     NO_GLOBAL_CONFIGURATION,
     resolve_listeners,
 )
+from ferryman.resources.global_configuration import GlobalConfiguration, Listener
 from testkit.controller_kit import Kit, _service
 from testkit.nginx_check import STATE, assert_nginx_t
 from testkit.render import MAIN

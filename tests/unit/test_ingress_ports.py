@@ -1,5 +1,5 @@
 """``nginx.org/listen-ports`` and ``listen-ports-ssl`` (kinds/ingress/records/ports.py,
-translators/listen_ports.py, kinds/transport/records/http_listeners.py) and
+translators/listen_ports.py, configs/http_listeners.py) and
 ``nginx.org/use-cluster-ip`` (configs/endpoints.py): NIC's parsing, ports
 refused with a warning, the H record's listeners, the files that open the
 ports (and that they pass ``nginx -t``), and the ClusterIP endpoint set."""
@@ -16,6 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.endpoints import CLUSTER_IP, Peer, cluster_ip_peers
+from ferryman.configs.http_listeners import (
+    HTTP_LISTENERS_FILE,
+    LISTENER_MAP_FILE,
+    listener_files,
+    render_listens,
+    render_map,
+)
 from ferryman.configs.render import Renderer
 from ferryman.kinds.ingress.parse.annotations import validate
 from ferryman.kinds.ingress.records.ports import (
@@ -29,14 +36,7 @@ from ferryman.kinds.ingress.records.ports import (
     reserved_ports,
     wanted,
 )
-from ferryman.kinds.transport.parse.globalconfiguration import Listener
-from ferryman.kinds.transport.records.http_listeners import (
-    HTTP_LISTENERS_FILE,
-    LISTENER_MAP_FILE,
-    listener_files,
-    render_listens,
-    render_map,
-)
+from ferryman.resources.global_configuration import Listener
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.service import parse_service
 from ferryman.translators.listen_ports import ListenPorts

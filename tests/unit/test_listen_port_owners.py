@@ -6,11 +6,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferryman.configs.http_listeners import HTTP_LISTENERS_FILE, Claim
 from ferryman.dataplane.nginx_messages import bind_failure, master_failure
 from ferryman.engine.configuration import AgeKey
-from ferryman.kinds.ingress.records.ports import Claim
-from ferryman.kinds.transport.parse.globalconfiguration import parse_global_configuration
-from ferryman.kinds.transport.records.http_listeners import HTTP_LISTENERS_FILE
+from ferryman.resources.global_configuration import parse_global_configuration
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators.listen_ports import ListenPorts
 

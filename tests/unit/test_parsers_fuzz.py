@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from ferryman.engine.secrets import SecretStore
 from ferryman.kinds import REGISTRY
-from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
 from ferryman.resources import validation
+from ferryman.resources.ingress_class import raw_class_name
 from ferryman.resources.meta import InvalidResource, parse_meta, ref_of
 from ferryman.resources.secret import parse_tls_secret
 from ferryman.resources.service import service_name_of

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ferryman.engine.kind_spec import by_kind
 from ferryman.engine.store import Store
 from ferryman.kinds import REGISTRY
-from ferryman.kinds.ingress.parse.ingressclass import raw_class_name
+from ferryman.resources.ingress_class import raw_class_name
 from ferryman.resources.meta import InvalidResource, ref_of
 from ferryman.resources.raw import LAST_APPLIED, Packed, pack, slim
 from ferryman.resources.service import service_name_of

@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman import kinds
-from ferryman.kinds.transport.parse.globalconfiguration import Listener, parse_global_configuration
 from ferryman.kinds.transport.parse.transportserver import TransportServer, parse_transport_server
 from ferryman.kinds.transport.records.stream import (
     render_stream,
     stream_record,
     stream_server,
 )
+from ferryman.resources.global_configuration import Listener, parse_global_configuration
 from ferryman.resources.nic_fields import Context
 from testkit.nic_fixtures import nic_examples
 

@@ -90,7 +90,7 @@ class MainConfig:
     # HTTPS server listens here (PROXY protocol) for the SNI names it terminates.
     tls_socket: str = ""
     # The public server takes the GlobalConfiguration's HTTP listeners and the
-    # Ingresses' nginx.org/listen-ports (kinds/transport/records/http_listeners.py; the
+    # Ingresses' nginx.org/listen-ports (configs/http_listeners.py; the
     # controller writes both files).
     http_listeners: bool = False
     # --enable-gateway-api: the Gateway server, listening where

@@ -26,7 +26,7 @@ from ferryman.engine.dependencies import ANY
 from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
-from ferryman.kinds.transport.parse.globalconfiguration import (
+from ferryman.resources.global_configuration import (
     GlobalConfiguration,
     parse_global_configuration,
 )

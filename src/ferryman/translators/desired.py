@@ -25,7 +25,7 @@ from ferryman.engine.reads import Cache
 from ferryman.engine.secrets import SecretStore
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
-from ferryman.kinds.ingress.parse.ingressclass import ClassPolicy
+from ferryman.resources.ingress_class import ClassPolicy
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators.other_class import OtherClass
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey

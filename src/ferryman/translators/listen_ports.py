@@ -5,7 +5,7 @@ GlobalConfiguration's HTTP listeners (kinds/transport/translate/servers.py hands
 and Ingresses' ``nginx.org/listen-ports``/``listen-ports-ssl``
 (kinds/ingress/records/ports.py checks them; the Ingress translator claims them
 here). This holds both and writes ``http-listeners.conf`` and
-``http-listener-map.conf`` (kinds/transport/records/http_listeners.py) from them, so the
+``http-listener-map.conf`` (configs/http_listeners.py) from them, so the
 files change only when the set of ports does: that reloads once, and the
 controller does it with the rest of the flush.
 
@@ -28,10 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
+from ferryman.configs.http_listeners import HTTP_LISTENERS_FILE, Claim, listener_files
 from ferryman.engine.configuration import AgeKey
-from ferryman.kinds.ingress.records.ports import Claim
-from ferryman.kinds.transport.parse.globalconfiguration import Listener
-from ferryman.kinds.transport.records.http_listeners import HTTP_LISTENERS_FILE, listener_files
+from ferryman.resources.global_configuration import Listener
 from ferryman.resources.meta import ObjectRef
 
 

@@ -247,7 +247,7 @@ end
 
 -- The virtual host serving a request: its name's, else the catch-all "_";
 -- nil when the request came in on a listener the host is not served on
--- ($ferryman_listener: kinds/transport/records/http_listeners.py; nil where no map defines it).
+-- ($ferryman_listener: configs/http_listeners.py; nil where no map defines it).
 local function vhost(host)
     local entry = named_host(host) or host_entry("_")
     if entry == nil then

@@ -234,7 +234,7 @@ int ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
 
 /* The zone (ferryman_fast_zone), NULL: none in this configuration. */
 extern ngx_shm_zone_t    *ferryman_zone;
-/* $ferryman_listener's index (kinds/transport/records/http_listeners.py's map), NGX_ERROR when
+/* $ferryman_listener's index (configs/http_listeners.py's map), NGX_ERROR when
  * the configuration defines no such variable: every request is then on the
  * default ports' listener, "". */
 extern ngx_int_t          ferryman_listener_index;

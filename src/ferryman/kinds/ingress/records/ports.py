@@ -5,7 +5,7 @@ NIC writes one ``listen`` per port into the Ingress's own server block, so the
 host answers on those ports only (NIC's defaults, 80 and 443, are listed
 explicitly to keep them). ferryman keeps its one public server: each port
 becomes one more ``listen`` of it and a listener named by its number in the
-``$ferryman_listener`` map (kinds/transport/records/http_listeners.py), and the host's H record
+``$ferryman_listener`` map (configs/http_listeners.py), and the host's H record
 names the listeners it is served on (``listeners``: ``"0"`` names the default
 ports, configs/routes.py). A port nobody used before reloads once; moving a
 host between ports already open changes its record only.
@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ferryman.configs.http_listeners import Claim
 from ferryman.kinds.ingress.parse.annotations import PREFIX
 from ferryman.resources.annotation_values import BadValue, parse_ports
 
@@ -63,14 +64,6 @@ class Limits:
     http_port: int
     https_port: int
     reserved: Mapping[int, str]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The ports an Ingress asks ``ListenPorts`` for (its defaults excluded)."""
-
-    plain: frozenset[int] = frozenset()
-    ssl: frozenset[int] = frozenset()
 
 
 def wanted(annotations: Mapping[str, str]) -> Wanted:

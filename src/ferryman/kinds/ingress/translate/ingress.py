@@ -27,12 +27,6 @@ from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
 from ferryman.kinds.ingress.parse.ingress import Ingress, parse_ingress
-from ferryman.kinds.ingress.parse.ingressclass import (
-    SERVED_CONTROLLERS,
-    ClassPolicy,
-    parse_ingress_class,
-    raw_class_name,
-)
 from ferryman.kinds.ingress.records.canary_host import (
     JoinedPaths,
     canary_event,
@@ -66,6 +60,12 @@ from ferryman.report import (
     REJECTED,
     WARNING,
     IngressStatusSink,
+)
+from ferryman.resources.ingress_class import (
+    SERVED_CONTROLLERS,
+    ClassPolicy,
+    parse_ingress_class,
+    raw_class_name,
 )
 from ferryman.resources.meta import InvalidResource, ObjectRef, valid_or_none
 from ferryman.translators import Translator, internal

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ferryman.kinds.transport.parse.globalconfiguration import (
+from ferryman.resources import nic_rules as rules
+from ferryman.resources.global_configuration import (
     TLS_PASSTHROUGH,
     TLS_PASSTHROUGH_PROTOCOL,
     listener_name_problems,
     protocol_problems,
 )
-from ferryman.resources import nic_rules as rules
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
     Context,

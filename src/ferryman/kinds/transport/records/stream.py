@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from ferryman.configs.model import BackendKey, backend_key
 from ferryman.configs.render import template_environment
-from ferryman.kinds.transport.parse.globalconfiguration import TLS_PASSTHROUGH, Listener
 from ferryman.kinds.transport.parse.transportserver import (
     DEFAULT_CONNECT_TIMEOUT_MS,
     DEFAULT_FAIL_TIMEOUT_MS,
@@ -29,6 +28,7 @@ from ferryman.kinds.transport.parse.transportserver import (
     LB_METHODS,
     TransportServer,
 )
+from ferryman.resources.global_configuration import TLS_PASSTHROUGH, Listener
 from ferryman.wire.records import Record
 
 STREAM_FILE = "stream.conf"

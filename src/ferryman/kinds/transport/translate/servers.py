@@ -23,18 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
+from ferryman.configs.http_listeners import listener_files
 from ferryman.configs.model import BackendKey
 from ferryman.engine.configuration import age_key
 from ferryman.engine.reads import forbidden_ports
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
-from ferryman.kinds.transport.parse.globalconfiguration import (
-    GlobalConfiguration,
-    Listener,
-    parse_global_configuration,
-)
 from ferryman.kinds.transport.parse.transportserver import TransportServer, parse_transport_server
-from ferryman.kinds.transport.records.http_listeners import listener_files
 from ferryman.kinds.transport.records.stream import (
     CERTIFICATE_RECORD,
     STREAM_FILE,
@@ -57,6 +52,11 @@ from ferryman.report import (
     VALID,
     WARNING,
     WARNING_STATE,
+)
+from ferryman.resources.global_configuration import (
+    GlobalConfiguration,
+    Listener,
+    parse_global_configuration,
 )
 from ferryman.resources.meta import ObjectRef
 
@@ -110,7 +110,7 @@ class TransportServers:
         """``stream``: nginx.conf has the stream block (the stream module is
         loaded); without it every TransportServer is refused, saying why.
         ``http_listeners``: nginx.conf's public server takes the HTTP listeners
-        (kinds/transport/records/http_listeners.py),
+        (configs/http_listeners.py),
         handed to ``set_http_listeners`` (translators/listen_ports.py, which adds
         the Ingresses' ports; None: this writes the files itself).
         ``write_streams``: a TransportServer's S records (Desired.write_streams:

@@ -6,14 +6,14 @@ listeners: it warns (one warning, the first that applies, in this order) and
 serves the host on the listeners that fit, which is none when nothing fits:
 the http one must be an HTTP listener without ssl, the https one an HTTP
 listener with ssl. A host with ``listener`` is never served on the default
-ports (kinds/transport/records/http_listeners.py explains how requests are told apart).
+ports (configs/http_listeners.py explains how requests are told apart).
 """
 
 from __future__ import annotations
 
-from ferryman.kinds.transport.parse.globalconfiguration import GlobalConfiguration, Listener
-from ferryman.kinds.transport.records.http_listeners import HTTP
+from ferryman.configs.http_listeners import HTTP
 from ferryman.kinds.virtualserver.parse.virtualserver import Listeners
+from ferryman.resources.global_configuration import GlobalConfiguration, Listener
 
 NO_GLOBAL_CONFIGURATION = "Listeners defined, but no GlobalConfiguration is deployed"
 

@@ -1,4 +1,7 @@
-"""networking.k8s.io/v1 IngressClass: which Ingresses are ferryman's."""
+"""networking.k8s.io/v1 IngressClass: which Ingresses are ferryman's.
+
+Shared vocabulary: the class it says is served (``ClassPolicy``) decides for
+VirtualServers and TransportServers too (their ``ingressClassName``)."""
 
 from __future__ import annotations
 

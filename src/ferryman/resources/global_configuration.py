@@ -1,5 +1,8 @@
 """NIC's GlobalConfiguration (k8s.nginx.org/v1): the TCP/UDP listeners TransportServers use.
 
+Shared vocabulary rather than the transport kind's own parser: VirtualServers
+(their HTTP listeners), Ingresses (the ports it holds) and Gateways read it too.
+
 One object, named by ``--global-configuration namespace/name``. NIC validates it
 listener by listener: an invalid listener, a second one with a name already
 taken, or one whose ip:port/protocol collides with an earlier one is left out
