@@ -22,7 +22,7 @@ import pytest
 from ferryman.dataplane.main_file import LUA_DIR
 from ferryman.kinds.policy.records.attach import attach
 from ferryman.kinds.policy.records.base import ROUTE, Owner
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 from testkit.egress import Seen, _backend
 from testkit.harness import free_port
 from testkit.lua_nginx import running

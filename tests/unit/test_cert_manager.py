@@ -1,4 +1,4 @@
-"""A VirtualServer's tls.cert-manager: NIC's rules (kinds/virtualserver/parse/cert_manager.py),
+"""A VirtualServer's tls.cert-manager: NIC's rules (resources/cert_manager.py),
 the Certificate it asks for and what to write (certificates/decide.py)."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from ferryman.certificates.decide import Wanted, certificate, plan
 from ferryman.certificates.wanted import Asked
-from ferryman.kinds.virtualserver.parse.cert_manager import CertManager, go_duration
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
+from ferryman.kinds.virtualserver.translate.virtualserver import asked_of
+from ferryman.resources.cert_manager import CertManager, go_duration
 from ferryman.resources.meta import ObjectRef
 
 
@@ -114,8 +115,8 @@ def test_asked_tells_the_writer_only_of_changes() -> None:
     asked.changed = lambda: told.append(1)
     ref = ObjectRef("VirtualServer", "default", "shop")
     vs = parse_virtual_server(_vs({"cluster-issuer": "le"}), cert_manager=True).resource
-    asked.set(ref, vs)
-    asked.set(ref, vs)
+    asked.set(ref, *asked_of(vs))
+    asked.set(ref, *asked_of(vs))
     assert len(told) == 1 and [w.secret for w in asked.wanted()] == ["tls"]
-    asked.set(ref, None)
+    asked.set(ref, *asked_of(None))
     assert len(told) == 2 and asked.wanted() == [] and asked.served() == {}

@@ -14,7 +14,7 @@ from ferryman.kinds.ingress.parse.ingress import parse_ingress, policy_refs
 from ferryman.kinds.ingress.records.policies import ingress_policies, ingress_routing
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from ferryman.kinds.policy.records.access import Access
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 from testkit.policy_objects import Objects, _policy
 
 DENY = {"accessControl": {"deny": ["10.0.0.0/8"]}}

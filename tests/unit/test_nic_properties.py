@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferryman.kinds.policy.parse.policy import parse_policy
+from ferryman.kinds.virtualserver.parse.route import split_path
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
-from ferryman.resources.nic_route import split_path
 from testkit.nic_edit import edited
 from testkit.nic_fixtures import POLICIES, VIRTUAL_SERVER, meta
 

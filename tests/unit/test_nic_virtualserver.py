@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from ferryman.kinds.virtualserver.parse.action import Proxy, Redirect, Return
+from ferryman.kinds.virtualserver.parse.route import RouteRef
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.parse.virtualserverroute import (
     check_for_virtual_server,
     parse_virtual_server_route,
 )
-from ferryman.resources.nic_route import RouteRef
 from ferryman.resources.nic_upstream import LoadBalancing
 from testkit.nic_edit import DELETE, edited
 from testkit.nic_fixtures import VIRTUAL_SERVER, VIRTUAL_SERVER_ROUTE

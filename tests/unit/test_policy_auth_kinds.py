@@ -13,7 +13,7 @@ from ferryman.kinds.policy.records.base import ROUTE, SPEC, Owner
 from ferryman.kinds.policy.records.egress_mtls import Egress
 from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
 from ferryman.kinds.policy.records.jwt import JWTAuth
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 from testkit.jose import jwk, jwk_secret, jwks
 from testkit.pki import authority, ca_secret, issue
 from testkit.policy_objects import Objects

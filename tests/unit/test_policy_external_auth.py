@@ -13,7 +13,7 @@ from ferryman.kinds.policy.parse.policy import Policy, parse_policy
 from ferryman.kinds.policy.records.attach import attach
 from ferryman.kinds.policy.records.base import ROUTE, Owner
 from ferryman.kinds.policy.records.external import External
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 from testkit.harness import tls_secret
 from testkit.pki import authority, ca_secret
 from testkit.policy_objects import Objects

@@ -18,7 +18,7 @@ from ferryman.kinds.policy.records.rate import RateLimits
 from ferryman.kinds.policy.records.status import policy_status
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_virtual_server
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 from ferryman.wire.push import record_problem
 from testkit.policy_objects import Objects, _policy, _secret
 

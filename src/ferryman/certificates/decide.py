@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.kinds.virtualserver.parse.cert_manager import DEFAULT_USAGES, CertManager
+from ferryman.resources.cert_manager import DEFAULT_USAGES, CertManager
 
 API_VERSION = "cert-manager.io/v1"
 # NIC's Event reasons.

@@ -1,12 +1,12 @@
 """What the VirtualServers ferryman serves ask of cert-manager, as their
-translator last read them; the writer is told when it changes."""
+translator last read them (kinds/virtualserver/translate/virtualserver.py
+says what each asks); the writer is told when it changes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ferryman.certificates.decide import Wanted
-from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.resources.meta import ObjectRef
 
 
@@ -16,27 +16,20 @@ class Asked:
         self._served: dict[ObjectRef, tuple[str, str]] = {}  # ref -> (uid, name)
         self.changed: Callable[[], None] = lambda: None
 
-    def set(self, ref: ObjectRef, vs: VirtualServer | None) -> None:
-        """``ref`` is served as ``vs`` (None: not served, or gone)."""
+    def set(
+        self, ref: ObjectRef, served: tuple[str, str] | None, wanted: Wanted | None = None
+    ) -> None:
+        """``ref`` is served (``served``: its uid and name; None: not served, or
+        gone), asking for the Certificate ``wanted`` (None: none)."""
         before = (self._wanted.get(ref), self._served.get(ref))
-        if vs is None:
-            self._wanted.pop(ref, None)
+        if served is None:
             self._served.pop(ref, None)
         else:
-            self._served[ref] = (vs.meta.uid, vs.meta.name)
-            cm = vs.tls.cert_manager if vs.tls is not None else None
-            if cm is not None and vs.tls is not None and vs.tls.secret:
-                self._wanted[ref] = Wanted(
-                    vs.meta.namespace,
-                    vs.meta.name,
-                    vs.meta.uid,
-                    tuple(sorted(vs.meta.labels.items())),
-                    vs.host,
-                    vs.tls.secret,
-                    cm,
-                )
-            else:
-                self._wanted.pop(ref, None)
+            self._served[ref] = served
+        if served is None or wanted is None:
+            self._wanted.pop(ref, None)
+        else:
+            self._wanted[ref] = wanted
         if (self._wanted.get(ref), self._served.get(ref)) != before:
             self.changed()
 

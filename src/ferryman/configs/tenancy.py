@@ -22,10 +22,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ferryman.kinds.ingress.parse.ingress import Ingress
-from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
-from ferryman.kinds.virtualserver.parse.virtualserverroute import VirtualServerRoute
-
 FLAG = "--allowed-host-suffixes"
 NIC_GROUP = "k8s.nginx.org"
 # The group a ReferenceGrant's ``from`` names for each referring kind.
@@ -63,21 +59,6 @@ class Grants(Protocol):
 def host_denied(namespace: str, host: str) -> str:
     """Why a namespace's minion or VirtualServerRoute adds nothing to ``host``."""
     return f"host {host or '(any host)'} is not allowed in namespace {namespace} ({FLAG})"
-
-
-def denied_minion(minion: Ingress, hosts: HostRules) -> str | None:
-    """Why a mergeable minion adds nothing to its master's host, or None."""
-    host = minion.rules[0].host if minion.rules else ""
-    allowed = hosts.allows(minion.meta.namespace, host)
-    return None if allowed else host_denied(minion.meta.namespace, host)
-
-
-def tenant_problem(vsr: VirtualServerRoute, vs: VirtualServer, hosts: HostRules | None) -> str:
-    """Why a VirtualServerRoute may not serve under ``vs`` ("" when it may)."""
-    namespace = vsr.meta.namespace
-    if hosts is None or hosts.allows(namespace, vs.host):
-        return ""
-    return host_denied(namespace, vs.host)
 
 
 def refused(

@@ -22,7 +22,7 @@ from ferryman.kinds.policy.parse.policy import AccessControl, EgressMTLS, Ingres
 from ferryman.resources import validation
 from ferryman.resources.meta import InvalidResource, Meta, parse_meta
 from ferryman.resources.nic_fields import required
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 
 LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 SSL_REDIRECT_ANNOTATION = "nginx.org/ssl-redirect"

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from ferryman.configs.tenancy import HostRules, host_denied
 from ferryman.kinds.ingress.parse.annotations import PREFIX
 from ferryman.kinds.ingress.parse.ingress import Ingress, Rule
 
@@ -224,3 +225,10 @@ def ingress_kinds(resources: Iterable[object]) -> dict[str, int]:
         if isinstance(res, Ingress):
             counts[res.mergeable or "regular"] += 1
     return counts
+
+
+def denied_minion(minion: Ingress, hosts: HostRules) -> str | None:
+    """Tenant mode: why a mergeable minion adds nothing to its master's host, or None."""
+    host = minion.rules[0].host if minion.rules else ""
+    allowed = hosts.allows(minion.meta.namespace, host)
+    return None if allowed else host_denied(minion.meta.namespace, host)

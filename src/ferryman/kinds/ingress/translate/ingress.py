@@ -19,7 +19,6 @@ from typing import Any
 
 from ferryman.configs.model import CATCH_ALL, BackendKey, VirtualHost
 from ferryman.configs.routes import encode_host
-from ferryman.configs.tenancy import denied_minion
 from ferryman.engine.configuration import covering_wildcard
 from ferryman.engine.queue_keys import QueueKey
 from ferryman.engine.reads import Reads
@@ -37,6 +36,7 @@ from ferryman.kinds.ingress.records.canary_host import (
 from ferryman.kinds.ingress.records.hosts import Outcome, Written, ingress_records
 from ferryman.kinds.ingress.records.mergeable import (
     NO_MASTER,
+    denied_minion,
     ingress_kinds,
     key_of,
     mergeable_host,

@@ -36,7 +36,7 @@ from ferryman.configs.tenancy import POLICY, check
 from ferryman.kinds.policy.records.base import Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.kinds.policy.records.registry import TRANSLATORS
-from ferryman.resources.nic_route import PolicyRef
+from ferryman.resources.policy_ref import PolicyRef
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ferryman.kinds.virtualserver.parse.cert_manager import CertManager, parse_cert_manager
+from ferryman.kinds.virtualserver.parse.route import (
+    Route,
+    RouteRef,
+    parse_policy_refs,
+    parse_routes,
+    split_path,
+)
 from ferryman.resources import nic_rules as rules
+from ferryman.resources.cert_manager import CertManager, parse_cert_manager
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
     Context,
@@ -21,15 +28,8 @@ from ferryman.resources.nic_fields import (
     parse_object_meta,
     required,
 )
-from ferryman.resources.nic_route import (
-    PolicyRef,
-    Route,
-    RouteRef,
-    parse_policy_refs,
-    parse_routes,
-    split_path,
-)
 from ferryman.resources.nic_upstream import Upstream, parse_upstreams
+from ferryman.resources.policy_ref import PolicyRef
 
 KIND = "VirtualServer"
 SPEC_KEYS = frozenset(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferryman.kinds.virtualserver.parse.route import Route, parse_routes, split_path
 from ferryman.kinds.virtualserver.parse.virtualserver import parse_host
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
@@ -23,7 +24,6 @@ from ferryman.resources.nic_fields import (
     invalid,
     parse_object_meta,
 )
-from ferryman.resources.nic_route import Route, parse_routes, split_path
 from ferryman.resources.nic_upstream import Upstream, parse_upstreams
 
 KIND = "VirtualServerRoute"

@@ -34,8 +34,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ferryman.configs.tenancy import HostRules, tenant_problem
+from ferryman.configs.tenancy import HostRules, host_denied
 from ferryman.kinds.virtualserver.parse.action import ErrorPage
+from ferryman.kinds.virtualserver.parse.route import Route
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.kinds.virtualserver.parse.virtualserverroute import (
     KIND,
@@ -44,7 +45,7 @@ from ferryman.kinds.virtualserver.parse.virtualserverroute import (
 )
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
-from ferryman.resources.nic_route import PolicyRef, Route
+from ferryman.resources.policy_ref import PolicyRef
 
 
 class RouteReads(Protocol):
@@ -200,3 +201,11 @@ def resolve(
         for vsr in vsrs
     )
     return Delegations(routes, tuple(res.warnings))
+
+
+def tenant_problem(vsr: VirtualServerRoute, vs: VirtualServer, hosts: HostRules | None) -> str:
+    """Tenant mode: why a VirtualServerRoute may not serve under ``vs`` ("" when it may)."""
+    namespace = vsr.meta.namespace
+    if hosts is None or hosts.allows(namespace, vs.host):
+        return ""
+    return host_denied(namespace, vs.host)

@@ -58,9 +58,9 @@ from ferryman.kinds.policy.records.attach import NONE, Attached
 from ferryman.kinds.policy.records.rate import Limit, RateLimits
 from ferryman.kinds.virtualserver.parse.action import Action, Pass, Proxy
 from ferryman.kinds.virtualserver.parse.match import Match, Split
+from ferryman.kinds.virtualserver.parse.route import Route
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.kinds.virtualserver.records.locations import Location, source_variable
-from ferryman.resources.nic_route import Route
 from ferryman.resources.nic_upstream import Upstream
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}

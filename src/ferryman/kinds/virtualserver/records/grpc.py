@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 
 from ferryman.kinds.virtualserver.parse.action import Action, ErrorPage, Pass, Proxy
-from ferryman.resources.nic_route import Route
+from ferryman.kinds.virtualserver.parse.route import Route
 from ferryman.resources.nic_upstream import Upstream
 
 GRPC_FLAG = "g"  # the R item's flag for a gRPC route (ferryman_vs.lua reads it)

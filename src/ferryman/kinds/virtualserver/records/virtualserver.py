@@ -87,6 +87,7 @@ from ferryman.kinds.policy.records.ingress_mtls import ClientCerts
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.kinds.virtualserver.parse.action import Action, Pass, Proxy, Redirect
 from ferryman.kinds.virtualserver.parse.match import Split
+from ferryman.kinds.virtualserver.parse.route import Route
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer
 from ferryman.kinds.virtualserver.records.delegation import Delegated
 from ferryman.kinds.virtualserver.records.fast import FastRoute, fast_record
@@ -102,7 +103,6 @@ from ferryman.kinds.virtualserver.records.locations import Location, source_vari
 from ferryman.kinds.virtualserver.records.response import UNIGNORABLE, unignorable
 from ferryman.kinds.virtualserver.records.upstream import buffer_tier, unsupported, upstream_fields
 from ferryman.resources.meta import ObjectRef
-from ferryman.resources.nic_route import Route
 from ferryman.resources.nic_upstream import Upstream
 
 _MODIFIERS = {"=": "E", "^~": "N", "": "P", "~": "X", "~*": "I"}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ferryman.certificates.decide import Wanted
 from ferryman.configs.routes import encode_host
 from ferryman.engine.reads import Reads
 from ferryman.engine.settings import Settings
@@ -109,7 +110,7 @@ class VirtualServerTranslator(Translator):
                 who = f"{ref.namespace}/{ref.name}"
                 message = f"VirtualServer {who} was rejected with error: {error}"
                 self._event(ref, INVALID, REJECTED, message)
-        self._d.certificates.set(ref, vs)
+        self._d.certificates.set(ref, *asked_of(vs))
         old = self._d.config.get(ref)
         if vs is not None and isinstance(old, VirtualServer) and _same(old, vs):
             return  # only its status or resourceVersion moved
@@ -246,6 +247,22 @@ class VirtualServerTranslator(Translator):
     def gauges(self, metrics: Metrics) -> None:
         metrics.virtualserver_resources.set(self._d.config.count("VirtualServer"))
         metrics.virtualserverroute_resources.set(self._routes.count())
+
+
+def asked_of(vs: VirtualServer | None) -> tuple[tuple[str, str] | None, Wanted | None]:
+    """What a VirtualServer served as ``vs`` (None: not served) tells
+    cert-manager's writer: its uid and name, and the Certificate its
+    ``tls.cert-manager`` asks for."""
+    if vs is None:
+        return None, None
+    cm = vs.tls.cert_manager if vs.tls is not None else None
+    if cm is None or vs.tls is None or not vs.tls.secret:
+        return (vs.meta.uid, vs.meta.name), None
+    labels = tuple(sorted(vs.meta.labels.items()))
+    wanted = Wanted(
+        vs.meta.namespace, vs.meta.name, vs.meta.uid, labels, vs.host, vs.tls.secret, cm
+    )
+    return (vs.meta.uid, vs.meta.name), wanted
 
 
 def _vs_class(obj: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from ferryman.resources.nic_fields import (
     required,
 )
 from ferryman.resources.pcre import pcre_error
+from ferryman.resources.policy_ref import PolicyRef
 
 ROUTE_KEYS = frozenset(
     [
@@ -69,12 +70,6 @@ class RoutePath:
         if self.modifier.startswith("~"):
             return "regex"
         return {"=": "exact", "^~": "longest-prefix"}.get(self.modifier, "prefix")
-
-
-@dataclass(frozen=True)
-class PolicyRef:
-    name: str
-    namespace: str  # the referring resource's namespace when the reference names none
 
 
 @dataclass(frozen=True)
