@@ -30,3 +30,15 @@ def _checked() -> list[set[str]]:
 
 def test_the_drawn_layers_are_the_checked_ones() -> None:
     assert _drawn() == _checked()
+
+
+def test_the_worker_names_no_registered_kind() -> None:
+    """The worker (engine/controller.py) takes its kinds from the registry: no
+    kind's name, code or comment, is written in it (import-linter sees only
+    imports; a string like "Ingress" would not be caught there)."""
+    from ferryman.kinds import REGISTRY
+
+    text = (ROOT / "src" / "ferryman" / "engine" / "controller.py").read_text()
+    words = set(re.findall(r"[A-Za-z]+", text))
+    named = {w for spec in REGISTRY for w in (spec.kind, spec.kind + "s", spec.kind + "es")}
+    assert not named & words

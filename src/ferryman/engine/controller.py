@@ -8,7 +8,7 @@ ferryman's own settings and the --nginx-configmaps ConfigMap change files), and
 finally reports Events. ``run`` batches: while the queue holds items, or new ones
 arrive within ``batch_window``, no flush happens.
 
-One resource's failure rejects that resource only: an Ingress whose parsing or
+One resource's failure rejects that resource only: one whose parsing or
 rendering raises, or whose record is too large or does not fit in NGINX's
 memory, is taken out of the configuration (its records withdrawn, a Rejected
 Event naming the reason) until it changes, and every other one is still synced
@@ -65,7 +65,7 @@ log = logging.getLogger("ferryman.controller")
 # A custom resource's status, NIC's fields: (ref, state, reason, message, referencedBy).
 ResourceStatusSink = Callable[[ObjectRef, str, str, str, str | None], None]
 # Pushes per flush: a refused record rejects its resource, whose withdrawal (and
-# the hosts other Ingresses take over) goes in the next round.
+# the hosts other resources take over) goes in the next round.
 PUSH_ROUNDS = 4
 # A data plane that routes per request, with no status written (manifests mode).
 _ROUTED = Shape()
@@ -125,7 +125,7 @@ class Controller:
         # Files (path -> text) change by reload; records (in Desired) by push.
         self._files = NginxFiles(files, dataplane, queue, reporter, store, configmap)
         self._applied = AppliedRecords(dataplane, settings, metrics)
-        # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
+        # The ports beyond the default two that kinds open (translators/listen_ports.py).
         ports = ListenPorts(self._files.desired, ipv6=not settings.disable_ipv6)
         self._renders = Renders(self._d)
         context = Context(
@@ -184,7 +184,7 @@ class Controller:
 
     @property
     def certificates_asked(self) -> Asked:
-        """What served VirtualServers ask of cert-manager (--enable-cert-manager)."""
+        """What served resources ask of cert-manager (--enable-cert-manager)."""
         return self._d.certificates
 
     def _settle_leaving(self, outstanding: Iterable[RecordKey]) -> None:
@@ -202,7 +202,7 @@ class Controller:
         return self._files.applied(path)
 
     def set_addresses(self, addresses: tuple[str, ...]) -> None:
-        """The addresses Ingress status shows; every served Ingress is updated."""
+        """The addresses status shows; every served resource's is updated."""
         for translator in self._translators:
             translator.set_addresses(addresses)
 
@@ -219,7 +219,7 @@ class Controller:
             self._compute_endpoints(endpoints.set_leaving(self._leaving))
             return
         ref = key
-        if ref.kind in self._referenced:  # a Secret, a ReferenceGrant
+        if ref.kind in self._referenced:  # a Secret, or a kind read by others
             self._d.referenced_changed(ref)
         if (translator := self._syncs.get(ref.kind)) is not None:
             translator.sync(ref)
