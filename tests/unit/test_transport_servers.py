@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import ListenSettings, Settings, TransportSettings
 from ferryman.engine.store import Store
 from ferryman.kinds.transport.records.stream import STREAM_FILE
 from ferryman.kinds.transport.translate.servers import TransportServers
@@ -27,9 +27,11 @@ class World:
         self.writers: dict[str, ObjectRef] = {}
         settings = Settings(
             Path("/nonexistent"),
-            global_configuration=("nginx-ingress", "gc"),
-            http_port=80,
-            tls_passthrough=owners is not None,
+            listen=ListenSettings(http_port=80),
+            transport=TransportSettings(
+                global_configuration=("nginx-ingress", "gc"),
+                tls_passthrough=owners is not None,
+            ),
         )
         hosts = owners if owners is not None else {}
         self.ts = TransportServers(

@@ -127,7 +127,7 @@ class Controller:
         self._files = NginxFiles(files, dataplane, queue, reporter, store, configmap)
         self._applied = AppliedRecords(dataplane, settings, metrics)
         # GlobalConfiguration HTTP listeners and Ingresses' nginx.org/listen-ports.
-        ports = ListenPorts(self._files.desired, ipv6=not settings.disable_ipv6)
+        ports = ListenPorts(self._files.desired, ipv6=not settings.listen.disable_ipv6)
         context = Context(
             settings, store, queue, self._d, self, self._files.desired, secrets, ports, shape, sinks
         )
@@ -489,10 +489,10 @@ class Controller:
         await self.flush()
 
     async def run(self) -> None:
-        window = self._settings.batch_window
+        window = self._settings.batch.window
         while True:
             self._sync_logged(await self._queue.get())
-            deadline = time.monotonic() + self._settings.batch_max_delay
+            deadline = time.monotonic() + self._settings.batch.max_delay
             while len(self._queue) or (
                 time.monotonic() < deadline and await self._queue.wait_for_item(window)
             ):
