@@ -6,7 +6,7 @@ hosts, certificates, endpoint sets) and files. ``flush`` pushes changed records
 (never a reload), then applies changed files with one test + reload (only
 ferryman's own settings and the --nginx-configmaps ConfigMap change files), and
 finally reports Events. ``run`` batches: while the queue holds items, or new ones
-arrive within ``batch_window``, no flush happens.
+arrive within ``settings.batch.window``, no flush happens.
 
 One resource's failure rejects that resource only: an Ingress whose parsing or
 rendering raises, or whose record is too large or does not fit in NGINX's
