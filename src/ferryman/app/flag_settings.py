@@ -73,6 +73,7 @@ def render_settings(args: argparse.Namespace) -> Settings:
     )
 
 
+# The groups ``render`` and ``run`` take alike, so the two cannot drift apart.
 def _tls(args: argparse.Namespace) -> TLSSettings:
     return TLSSettings(
         default_server_secret=args.default_server_tls_secret,
