@@ -25,7 +25,7 @@ from ferryman.dataplane.fake import FakeDataPlane
 from ferryman.engine.controller import Controller
 from ferryman.engine.queue_keys import QueueKey
 from ferryman.engine.secrets import SecretStore
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import ReadinessGateSettings, Settings
 from ferryman.engine.store import Store
 from ferryman.engine.workqueue import WorkQueue
 from ferryman.kinds import REGISTRY
@@ -125,7 +125,9 @@ class _Bench:
         self.store = Store(REGISTRY)
         self.queue: WorkQueue[QueueKey] = WorkQueue()
         self.controller = Controller(
-            Settings(state_dir=Path(tempfile.mkdtemp()), readiness_gates=gates),
+            Settings(
+                state_dir=Path(tempfile.mkdtemp()), gates=ReadinessGateSettings(enabled=gates)
+            ),
             self.store,
             self.queue,
             FakeDataPlane(),

@@ -47,7 +47,7 @@ class Kit:
         stream: bool = False,
         **settings: Any,
     ) -> None:
-        """``settings``: Settings fields to set (``max_record_bytes=...``);
+        """``settings``: Settings fields to set (``nginx=NginxSettings(...)``);
         ``configmap``: the --nginx-configmaps keys and what they render; ``stream``:
         nginx.conf has the stream block (TransportServers)."""
         self.store = Store(REGISTRY)

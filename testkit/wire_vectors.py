@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.app.render import render
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import GatewaySettings, ListenSettings, Settings, TransportSettings
 from ferryman.wire.push import push_body, push_order
 from ferryman.wire.records import Record, RecordKey
 
@@ -87,11 +87,9 @@ def _render(manifests: Path) -> dict[RecordKey, str]:
         settings = Settings(
             state_dir=out,
             manifests=manifests,
-            http_port=18080,
-            https_port=18443,
-            global_configuration=GLOBAL_CONFIGURATION,
-            gateway_api=True,
-            gateway_addresses=(GATEWAY_ADDRESS,),
+            listen=ListenSettings(http_port=18080, https_port=18443),
+            transport=TransportSettings(global_configuration=GLOBAL_CONFIGURATION),
+            gateway=GatewaySettings(enabled=True, addresses=(GATEWAY_ADDRESS,)),
         )
         problems = asyncio.run(render(settings, out))
         assert not problems, problems

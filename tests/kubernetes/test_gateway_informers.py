@@ -20,7 +20,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
 from ferryman.engine.kind_spec import KindSpec, enabled
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import GatewaySettings, Settings
 from ferryman.engine.store import Store
 from ferryman.kinds import REGISTRY
 from ferryman.sources.kubernetes import KubernetesSource
@@ -60,7 +60,9 @@ def run_source(apiserver: APIServer, store: Store, gateway_api: bool, scenario: 
 
     async def go() -> None:
         client = AsyncClient(config=KubeConfig.from_file(apiserver.kubeconfig))
-        source = KubernetesSource(client, store, kinds=watched(gateway_api=gateway_api))
+        source = KubernetesSource(
+            client, store, kinds=watched(gateway=GatewaySettings(enabled=gateway_api))
+        )
         stop = asyncio.Event()
         task = asyncio.create_task(source.run(stop))
         try:

@@ -38,19 +38,19 @@ def test_a_binary_without_modules_beside_it_uses_the_systems(tmp_path: Path) -> 
     assert beside(str(lone)) is None
     assert beside(str(tmp_path / "missing")) is None
     args = parser().parse_args(["run", "--state-dir", str(tmp_path), "--nginx-binary", str(lone)])
-    assert run_settings(args).nginx_modules_dir == Path("/usr/lib/nginx/modules")
+    assert run_settings(args).nginx.modules_dir == Path("/usr/lib/nginx/modules")
 
 
 def test_run_takes_the_builds_tree_unless_told_otherwise(tmp_path: Path) -> None:
     binary = _tree(tmp_path / "b")
     base = ["run", "--state-dir", str(tmp_path), "--nginx-binary", str(binary)]
     s = run_settings(parser().parse_args(base))
-    assert (s.nginx_modules_dir, s.nginx_lua_dir) == (
+    assert (s.nginx.modules_dir, s.nginx.lua_dir) == (
         tmp_path / "b" / "modules",
         tmp_path / "b" / "lua",
     )
     s = run_settings(parser().parse_args([*base, "--nginx-modules-dir", "/opt/m"]))
-    assert (s.nginx_modules_dir, s.nginx_lua_dir) == (Path("/opt/m"), None)
+    assert (s.nginx.modules_dir, s.nginx.lua_dir) == (Path("/opt/m"), None)
 
 
 def test_angie_runs_from_a_build_with_the_lua_runtime_beside_it(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_angie_runs_from_a_build_with_the_lua_runtime_beside_it(tmp_path: Path) 
     as_built = [*base, "--data-plane-binary", str(tmp_path / "b" / "sbin" / "angie")]
     assert run_combination_error(parser().parse_args(as_built)) is None
     s = run_settings(parser().parse_args(as_built))
-    assert (s.nginx_binary, s.nginx_modules_dir) == (as_built[-1], tmp_path / "b" / "modules")
+    assert (s.nginx.binary, s.nginx.modules_dir) == (as_built[-1], tmp_path / "b" / "modules")
     (tmp_path / "sys").mkdir()
     plain = tmp_path / "sys" / "angie"
     plain.write_text("#!/bin/sh\n")

@@ -273,7 +273,7 @@ def test_the_readiness_gate_webhook_implies_gated_routing(
     webhook += ["--readiness-gate-webhook-cert-secret", "ferryman/cert"]
     assert cli.main([*base, *webhook]) == 0
     assert cli.main([*base, "--readiness-gates"]) == 0
-    assert [s.readiness_gates for s in seen] == [False, True, True]
+    assert [s.gates.enabled for s in seen] == [False, True, True]
 
 
 def test_the_retired_angie_dns_port_still_starts_and_is_said_ignored(

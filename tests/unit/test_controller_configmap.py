@@ -9,6 +9,7 @@ from typing import Any
 
 from ferryman.configs.configmap import ConfigMapState, Tuning
 from ferryman.dataplane.fake import FakeDataPlane
+from ferryman.engine.settings import TransportSettings
 from testkit.controller_kit import Kit
 
 
@@ -104,7 +105,7 @@ def test_after_a_refused_reload_other_files_still_reach_nginx(tmp_path: Path) ->
         FakeDataPlane(refuse=frozenset({"worker_connections 4096"})),
         configmap=ConfigMapState("ic", "nginx-config", _render),
         stream=True,
-        global_configuration=("ic", "gc"),
+        transport=TransportSettings(global_configuration=("ic", "gc")),
     )
     _sync(kit, _cm(worker_connections="1024"))
     _sync(kit, _cm(worker_connections="4096"))

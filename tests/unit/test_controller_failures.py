@@ -15,6 +15,7 @@ import ferryman.engine.endpoint_sets
 import ferryman.kinds.ingress.translate.ingress
 import ferryman.translators.desired
 from ferryman.dataplane.fake import FakeDataPlane
+from ferryman.engine.settings import NginxSettings
 from ferryman.resources.meta import ObjectRef
 from testkit.controller_kit import Kit, _service
 from testkit.harness import ingress, path, rule, tls_secret
@@ -38,7 +39,7 @@ def _hosts(kit: Kit) -> set[str]:
 
 
 def test_a_record_over_the_cap_rejects_its_ingress_and_clears_its_status(tmp_path: Path) -> None:
-    kit = Kit(tmp_path, max_record_bytes=2000)
+    kit = Kit(tmp_path, nginx=NginxSettings(max_record_bytes=2000))
     kit.controller.set_addresses(("192.0.2.1",))
     kit.add(*_service("app", "10.0.0.1"), _small("big", "big.test"), _small("ok", "ok.test"))
     asyncio.run(kit.drain())
@@ -133,7 +134,7 @@ def test_an_unencodable_record_rejects_its_resource_not_the_push(
 
 
 def test_an_endpoint_set_over_the_cap_rejects_the_ingresses_routing_to_it(tmp_path: Path) -> None:
-    kit = Kit(tmp_path, max_record_bytes=300)
+    kit = Kit(tmp_path, nginx=NginxSettings(max_record_bytes=300))
     kit.add(*_service("app", *(f"10.0.0.{n}" for n in range(1, 40))), *_service("web", "10.0.1.1"))
     kit.add(_small("a", "a.test"), _small("b", "b.test"), _small("w", "w.test", svc="web"))
     asyncio.run(kit.drain())
@@ -148,7 +149,7 @@ def test_an_endpoint_set_over_the_cap_rejects_the_ingresses_routing_to_it(tmp_pa
 
 
 def test_an_unusable_certificate_record_leaves_its_hosts_without_tls(tmp_path: Path) -> None:
-    kit = Kit(tmp_path, max_record_bytes=600)
+    kit = Kit(tmp_path, nginx=NginxSettings(max_record_bytes=600))
     kit.add(*_service("app", "10.0.0.1"), tls_secret("tls", ["s.test"]))
     kit.add(
         ingress(
@@ -325,7 +326,7 @@ def test_a_chain_of_rejections_settles_over_more_flushes(tmp_path: Path) -> None
                 break
         task.cancel()
 
-    kit = Kit(tmp_path, max_record_bytes=2000)
+    kit = Kit(tmp_path, nginx=NginxSettings(max_record_bytes=2000))
     claimants = [_big(f"big-{n}", "shared.test") for n in range(6)] + [
         _small("small", "shared.test")
     ]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from ferryman.engine.settings import NginxSettings
 from ferryman.kinds.virtualserver.translate import virtualserver as vs_translator
 from ferryman.resources.meta import ObjectRef
 from testkit.controller_kit import Kit, _service
@@ -145,7 +146,7 @@ def test_a_vsr_left_out_for_its_size_is_invalid_with_no_referenced_by(tmp_path: 
     big["spec"]["subroutes"] = [
         {"path": f"/tea/{i:03d}/" + "y" * 80, "action": {"pass": "up"}} for i in range(100)
     ]
-    kit = Kit(tmp_path, max_record_bytes=6000)
+    kit = Kit(tmp_path, nginx=NginxSettings(max_record_bytes=6000))
     kit.add(*_service("app", "10.0.0.1", namespace="team"), big, _vs())
     asyncio.run(kit.drain())
     state, reason, message = _last(kit, VSR)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ferryman.drains import decide
 from ferryman.drains.decide import DrainReport, Patch, Step, machine_view, our_hook
 from ferryman.drains.replica import decode, encode
+from ferryman.engine.settings import DrainSettings
 from ferryman.machines.hooks import Hook, hooks_of
 from testkit.controller_kit import Kit
 from testkit.harness import ingress, path, rule
@@ -287,7 +288,7 @@ SERVICE = {
 
 @pytest.fixture
 def kit(tmp_path: Path) -> Kit:
-    k = Kit(tmp_path, machine_lifecycle_hooks="openshift")
+    k = Kit(tmp_path, drain=DrainSettings(machine_hooks="openshift"))
     k.add(SERVICE, ingress("web", [rule("a.test", path("/", "web"))], namespace="ns"))
     return k
 

@@ -16,7 +16,7 @@ from ferryman.configs.render import Renderer
 from ferryman.dataplane import ipv6
 from ferryman.dataplane.main_file import main_config
 from ferryman.dataplane.state_dir import Paths
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import ListenSettings, NginxSettings, Settings
 from ferryman.kinds.gateway.records.passthrough import render_passthrough
 from ferryman.kinds.transport.records.stream import Passthrough, StreamServer, render_stream
 
@@ -38,8 +38,12 @@ def test_listen_lines_of_each_family() -> None:
     assert listens(80, ipv6_only=False) == ["listen 80;", "listen [::]:80;"]
 
 
-def _main(tmp_path: Path, **settings: object) -> str:
-    s = Settings(state_dir=tmp_path, nginx_status_port=8080, **settings)  # type: ignore[arg-type]
+def _main(tmp_path: Path, disable_ipv6: bool = False) -> str:
+    s = Settings(
+        state_dir=tmp_path,
+        listen=ListenSettings(disable_ipv6=disable_ipv6),
+        nginx=NginxSettings(status_port=8080),
+    )
     return Renderer().main(main_config(s, Paths(tmp_path), None, public=True))
 
 
@@ -122,14 +126,14 @@ def test_run_falls_back_to_ipv4_with_one_warning(
     settings = Settings(state_dir=tmp_path)
     monkeypatch.setattr(ipv6, "unavailable", lambda: "no IPv6 socket: nope")
     with caplog.at_level(logging.WARNING):
-        assert root._listen_families(settings).disable_ipv6 is True
+        assert root._listen_families(settings).listen.disable_ipv6 is True
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
         "IPv6 is not available here: listening on IPv4 only, as with --disable-ipv6"
     ]
     # Asked for IPv4 only: the machine is not asked.
     monkeypatch.setattr(ipv6, "unavailable", lambda: pytest.fail("asked"))
-    disabled = Settings(state_dir=tmp_path, disable_ipv6=True)
+    disabled = Settings(state_dir=tmp_path, listen=ListenSettings(disable_ipv6=True))
     assert root._listen_families(disabled) is disabled
     # IPv6 there: as asked.
     monkeypatch.setattr(ipv6, "unavailable", lambda: "")

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import ferryman.engine.endpoint_sets
 from ferryman.engine.queue_keys import PodAddress, keys_for_event
+from ferryman.engine.settings import ReadinessGateSettings
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.readiness_gate import INJECT_ENABLED, INJECT_LABEL
 from testkit.controller_kit import Kit
@@ -58,8 +59,8 @@ NOT_READY = {"ready": False, "serving": False, "terminating": False}
 READY = {"ready": True, "serving": True, "terminating": False}
 
 
-def gated_kit(tmp: Path, *objs: dict[str, Any], **settings: Any) -> Kit:
-    kit = Kit(tmp, **{"readiness_gates": True, **settings})
+def gated_kit(tmp: Path, *objs: dict[str, Any], gates: bool = True) -> Kit:
+    kit = Kit(tmp, gates=ReadinessGateSettings(enabled=gates))
     kit.add(*objs)
     asyncio.run(kit.drain())
     return kit
@@ -86,7 +87,7 @@ def test_without_the_flag_a_not_ready_endpoint_is_never_a_peer(tmp_path: Path) -
         namespace(),
         *web(**{"10_0_0_1": NOT_READY}),
         pod_obj("web-1", "10.0.0.1"),
-        readiness_gates=False,
+        gates=False,
     )
     assert peers(kit) is None
     assert kit.controller.applied_gated_pods() == frozenset()
@@ -151,7 +152,11 @@ def test_a_pods_change_reroutes_without_any_slice_change(tmp_path: Path) -> None
 
 def test_applied_gated_pods_waits_for_nginx_to_confirm_the_push(tmp_path: Path) -> None:
     calls: list[frozenset[Any]] = []
-    kit = Kit(tmp_path, readiness_gates=True, on_gates_applied=lambda: calls.append(applied()))
+    kit = Kit(
+        tmp_path,
+        gates=ReadinessGateSettings(enabled=True),
+        on_gates_applied=lambda: calls.append(applied()),
+    )
     applied = kit.controller.applied_gated_pods
     kit.add(namespace(), *web(**{"10_0_0_1": NOT_READY, "10_0_0_2": READY}))
     asyncio.run(kit.drain())

@@ -11,7 +11,7 @@ from typing import Any
 from ferryman.configs.render import Renderer
 from ferryman.dataplane.main_file import main_config
 from ferryman.dataplane.state_dir import Paths
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import GatewaySettings, NginxSettings, Settings
 from ferryman.kinds.gateway.parse.gateway_api import (
     Gateway,
     HTTPRoute,
@@ -162,7 +162,9 @@ def test_the_gateway_server_has_an_h2c_location(tmp_path: Path) -> None:
     binary.write_text("#!/bin/sh\necho 'nginx version: nginx/1.30.4' >&2\n")
     binary.chmod(0o755)
     settings = Settings(
-        state_dir=tmp_path, gateway_api=True, nginx_binary=str(binary), nginx_modules_dir=modules
+        state_dir=tmp_path,
+        gateway=GatewaySettings(enabled=True),
+        nginx=NginxSettings(binary=str(binary), modules_dir=modules),
     )
     conf = Renderer().main(main_config(settings, Paths(tmp_path), None, public=True))
     assert conf.count("location @ferryman_h2c {") == 1

@@ -16,7 +16,7 @@ from ferryman.configs.render import Renderer
 from ferryman.dataplane.main_file import main_config
 from ferryman.dataplane.server_version import h2c_from
 from ferryman.dataplane.state_dir import Paths
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import GatewaySettings, NginxSettings, Settings
 from ferryman.kinds.gateway.parse.gateway_api import Gateway, parse_gateway, parse_http_route
 from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch, GRPCRoute, parse_grpc_route
 from ferryman.kinds.gateway.records.attach import Attachment, Route, attach, route_kind
@@ -245,7 +245,9 @@ def _server(tmp_path: Path, version: str, h2c_module: bool, user: str | None = N
     binary.write_text(f"#!/bin/sh\necho 'nginx version: {version}' >&2\n")
     binary.chmod(0o755)
     settings = Settings(
-        state_dir=tmp_path, gateway_api=True, nginx_binary=str(binary), nginx_modules_dir=modules
+        state_dir=tmp_path,
+        gateway=GatewaySettings(enabled=True),
+        nginx=NginxSettings(binary=str(binary), modules_dir=modules),
     )
     return Renderer().main(main_config(settings, Paths(tmp_path), user, public=True))
 

@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from ferryman.engine.settings import GatewaySettings, ListenSettings, NginxSettings
 from ferryman.kinds.gateway.records.servers import GATEWAY_LISTENS_FILE
 from ferryman.resources.meta import ObjectRef
 from testkit.controller_kit import Kit
@@ -16,7 +17,11 @@ POOL = ("10.0.0.1", "10.0.0.2")
 
 
 def _kit(tmp: Path, pool: tuple[str, ...] = POOL) -> Kit:
-    return Kit(tmp, gateway_api=True, gateway_addresses=pool, http_port=18080, https_port=18443)
+    return Kit(
+        tmp,
+        gateway=GatewaySettings(enabled=True, addresses=pool),
+        listen=ListenSettings(http_port=18080, https_port=18443),
+    )
 
 
 def _class(name: str = "ferryman", controller: str = "ferryman.io/gateway-controller") -> dict:
@@ -218,7 +223,11 @@ def test_a_route_too_large_for_its_records_is_not_accepted_and_the_others_are(
     """Kubernetes mode's status for an HTTPRoute whose rules would make the
     listener's records larger than --max-record-bytes; the names it alone
     served fall through to wider ones, as without it."""
-    kit = Kit(tmp_path, gateway_api=True, gateway_addresses=POOL, max_record_bytes=4000)
+    kit = Kit(
+        tmp_path,
+        gateway=GatewaySettings(enabled=True, addresses=POOL),
+        nginx=NginxSettings(max_record_bytes=4000),
+    )
     big = _route("big", host="b.example.com")
     big["spec"]["rules"] = [
         {

@@ -24,6 +24,7 @@ from ferryman.configs.http_listeners import (
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.render import Renderer
 from ferryman.configs.routes import decode_host, decode_listeners, encode_host
+from ferryman.engine.settings import TransportSettings
 from ferryman.kinds.virtualserver.parse.virtualserver import Listeners, parse_virtual_server
 from ferryman.kinds.virtualserver.records.listeners import (
     NO_GLOBAL_CONFIGURATION,
@@ -191,7 +192,10 @@ def _gc(*listeners: dict[str, Any]) -> dict[str, Any]:
 def test_a_global_configuration_change_renders_its_virtual_servers_again(
     tmp_path: Path,
 ) -> None:
-    kit = Kit(tmp_path, global_configuration=("nginx-ingress", "nginx-configuration"))
+    kit = Kit(
+        tmp_path,
+        transport=TransportSettings(global_configuration=("nginx-ingress", "nginx-configuration")),
+    )
     kit.add(*_service("app", "10.0.0.1"), _vs({"http": "http-8083"}))
     asyncio.run(kit.drain())
     assert kit.dataplane.records[("H", "cafe.test")] == "- 0:-:- - rr:1:10"

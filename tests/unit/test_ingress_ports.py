@@ -24,6 +24,7 @@ from ferryman.configs.http_listeners import (
     render_map,
 )
 from ferryman.configs.render import Renderer
+from ferryman.engine.settings import ListenSettings
 from ferryman.kinds.ingress.parse.annotations import validate
 from ferryman.kinds.ingress.records.ports import (
     DEFAULT,
@@ -209,7 +210,7 @@ def _ing(name: str, host: str, annotations: dict[str, str], created: str) -> dic
 
 
 def test_the_controller_names_the_ports_in_the_h_record(tmp_path: Path) -> None:
-    kit = Kit(tmp_path, http_port=80, https_port=443)
+    kit = Kit(tmp_path, listen=ListenSettings(http_port=80, https_port=443))
     kit.add(*_service("app", "10.0.0.1"))
     kit.add(_ing("b", "b.test", {"nginx.org/listen-ports": "9000,80"}, "2021-01-01T00:00:00Z"))
     asyncio.run(kit.drain())
@@ -285,7 +286,7 @@ def test_use_cluster_ip_is_an_endpoint_set(tmp_path: Path) -> None:
 def test_tls_ports_need_a_tls_host(tmp_path: Path) -> None:
     """NIC writes the TLS listens only for a server with TLS: without a tls
     entry listen-ports-ssl opens nothing (a Warning says so)."""
-    kit = Kit(tmp_path, http_port=80, https_port=443)
+    kit = Kit(tmp_path, listen=ListenSettings(http_port=80, https_port=443))
     kit.add(*_service("app", "10.0.0.1"))
     kit.add(_ing("a", "a.test", {"nginx.org/listen-ports-ssl": "9443"}, "2020-01-01T00:00:00Z"))
     asyncio.run(kit.drain())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ferryman.engine.settings import NginxSettings
 from ferryman.observability import latency
 from ferryman.observability.latency import LatencyReceiver, parse
 from ferryman.observability.metrics import Metrics
@@ -171,7 +172,7 @@ def test_pod_name_is_the_endpoints_pod() -> None:
 def test_the_controller_knows_the_pod_of_a_peer(tmp_path: Path) -> None:
     """With latency metrics on, the EndpointSlice's targetRef names the pod of
     each peer; an endpoint whose targetRef is not a Pod has none."""
-    kit = Kit(tmp_path, latency_metrics=True)
+    kit = Kit(tmp_path, nginx=NginxSettings(latency_metrics=True))
     pod = {"kind": "Pod", "name": "web-0", "namespace": "default", "uid": "u"}
     kit.add(
         ingress("web", [rule("a.example.com", path("/", "web"))]),

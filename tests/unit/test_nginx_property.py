@@ -26,7 +26,7 @@ from ferryman.app.render import render
 from ferryman.configs.routes import encode_host
 from ferryman.configs.secret_state import SecretState
 from ferryman.engine.secrets import SecretStore
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import ListenSettings, Settings
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
 from ferryman.kinds.ingress.records.virtual_hosts import virtual_hosts
 from testkit.nginx_cases import (
@@ -143,7 +143,11 @@ def check(cases: list[Case]) -> dict[tuple[str, str], str]:
             (manifests / f"ingress-{n}.yaml").write_text(yaml.safe_dump(case.manifest))
         problems = asyncio.run(
             render(
-                Settings(state_dir=out, manifests=manifests, http_port=18080, https_port=18443),
+                Settings(
+                    state_dir=out,
+                    manifests=manifests,
+                    listen=ListenSettings(http_port=18080, https_port=18443),
+                ),
                 out,
             )
         )

@@ -195,21 +195,21 @@ def test_nics_command_line_serves_nics_default_class() -> None:
 
 
 def test_disable_ipv6_is_a_setting_ipv6_on_by_default_as_in_nic() -> None:
-    assert _parsed(["run"])[1].disable_ipv6 is False
-    assert _parsed(["-disable-ipv6"])[1].disable_ipv6 is True
-    assert _parsed(["-disable-ipv6=true"])[1].disable_ipv6 is True
-    assert _parsed(["-disable-ipv6=false"])[1].disable_ipv6 is False
-    assert _parsed(["run", "--disable-ipv6"])[1].disable_ipv6 is True
+    assert _parsed(["run"])[1].listen.disable_ipv6 is False
+    assert _parsed(["-disable-ipv6"])[1].listen.disable_ipv6 is True
+    assert _parsed(["-disable-ipv6=true"])[1].listen.disable_ipv6 is True
+    assert _parsed(["-disable-ipv6=false"])[1].listen.disable_ipv6 is False
+    assert _parsed(["run", "--disable-ipv6"])[1].listen.disable_ipv6 is True
 
 
 def test_render_takes_disable_ipv6(tmp_path: Path) -> None:
     p = cli.parser()
     args = nic_flags.parse_args(p, ["render", "-manifests=/tmp", f"-output={tmp_path}"])
-    assert flag_settings.render_settings(args).disable_ipv6 is False
+    assert flag_settings.render_settings(args).listen.disable_ipv6 is False
     args = nic_flags.parse_args(
         p, ["render", "-manifests=/tmp", f"-output={tmp_path}", "-disable-ipv6"]
     )
-    assert flag_settings.render_settings(args).disable_ipv6 is True
+    assert flag_settings.render_settings(args).listen.disable_ipv6 is True
 
 
 def test_render_takes_nics_metrics_and_status_switches_as_nothing_to_do(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_external_service_by_name_is_in_the_controllers_namespace(
 ) -> None:
     monkeypatch.setenv("POD_NAMESPACE", "nginx-ingress")
     _, s = _parsed(["-external-service=nginx-ingress-controller"])
-    assert s.external_service == "nginx-ingress/nginx-ingress-controller"
+    assert s.kubernetes.external_service == "nginx-ingress/nginx-ingress-controller"
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -320,24 +320,29 @@ def test_nic_charts_default_args_run_ferryman_as_nic_would(
     monkeypatch.setenv("POD_NAMESPACE", "nginx-ingress")
     args, s = _parsed(NIC_CHART_ARGS)
     assert args["command"] == "run"
-    assert (s.ingress_class, s.nginx_configmap) == ("nginx", ("nginx-ingress", "nginx-ingress"))
-    assert (s.http_port, s.https_port, s.ready_port, s.metrics_port) == (80, 443, 8081, 9113)
-    assert (s.nginx_status_port, s.nginx_status_allow) == (8080, ("127.0.0.1/32",))
-    assert s.nginx_reload_timeout == 60
-    assert s.report_ingress_status and s.leader_election
-    assert s.external_service == "nginx-ingress/nginx-ingress-controller"
-    assert s.leader_lock_name == "nginx-ingress-leader-election"
+    assert (s.ingress_class, s.nginx.configmap) == ("nginx", ("nginx-ingress", "nginx-ingress"))
+    assert (
+        s.listen.http_port,
+        s.listen.https_port,
+        s.listen.ready_port,
+        s.listen.metrics_port,
+    ) == (80, 443, 8081, 9113)
+    assert (s.nginx.status_port, s.nginx.status_allow) == (8080, ("127.0.0.1/32",))
+    assert s.nginx.reload_timeout == 60
+    assert s.kubernetes.report_status and s.leader_election.enabled
+    assert s.kubernetes.external_service == "nginx-ingress/nginx-ingress-controller"
+    assert s.leader_election.lock_name == "nginx-ingress-leader-election"
     assert (args["log_format"], args["log_level"]) == ("text", "info")
-    assert s.health_uri == ""
-    assert s.disable_ipv6 is False  # -disable-ipv6=false: IPv4 and IPv6
+    assert s.nginx.health_uri == ""
+    assert s.listen.disable_ipv6 is False  # -disable-ipv6=false: IPv4 and IPv6
 
 
 def test_nic_deployment_manifests_args_run_ferryman() -> None:
     # deployments/deployment/nginx-ingress.yaml, NIC 5.5.4.
     _, s = _parsed(["-nginx-configmaps=default/nginx-config", "-report-ingress-status",
                     "-external-service=nginx-ingress"])  # fmt: skip
-    assert s.nginx_configmap == ("default", "nginx-config")
-    assert s.report_ingress_status
+    assert s.nginx.configmap == ("default", "nginx-config")
+    assert s.kubernetes.report_status
 
 
 def test_every_flag_takes_no_value_or_one() -> None:
@@ -352,5 +357,5 @@ def test_default_server_and_wildcard_tls_secrets_reach_the_settings() -> None:
     settings = _parsed(["-default-server-tls-secret=ops/default", "-wildcard-tls-secret=ops/wild"])[
         1
     ]
-    assert settings.default_server_tls_secret == ("ops", "default")
-    assert settings.wildcard_tls_secret == ("ops", "wild")
+    assert settings.tls.default_server_secret == ("ops", "default")
+    assert settings.tls.wildcard_secret == ("ops", "wild")

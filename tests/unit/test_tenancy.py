@@ -17,7 +17,7 @@ from ferryman.engine.dependencies import ANY
 from ferryman.engine.kind_spec import enabled
 from ferryman.engine.reads import Cache, Reads
 from ferryman.engine.secrets import SecretStore
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import GatewaySettings, Settings
 from ferryman.engine.store import Store
 from ferryman.kinds import REGISTRY
 from ferryman.resources.meta import ObjectRef
@@ -135,7 +135,9 @@ def _record(kit: Kit) -> str:
 def test_a_grant_change_translates_its_readers_again(tmp_path: Path) -> None:
     for gateway_api in (False, True):  # Gateway API's translator reads grants too
         kit = Kit(
-            tmp_path / str(gateway_api), allowed_host_suffixes=TENANTS, gateway_api=gateway_api
+            tmp_path / str(gateway_api),
+            allowed_host_suffixes=TENANTS,
+            gateway=GatewaySettings(enabled=gateway_api),
         )
         kit.add(_vs("billing/internal"))
         asyncio.run(kit.drain())
@@ -208,4 +210,6 @@ def test_kubernetes_mode_watches_grants_in_tenant_mode() -> None:
 
     assert kinds() == []
     assert kinds(allowed_host_suffixes=tenants) == ["ReferenceGrant"]
-    assert kinds(allowed_host_suffixes=tenants, gateway_api=True) == ["ReferenceGrant"]
+    assert kinds(allowed_host_suffixes=tenants, gateway=GatewaySettings(enabled=True)) == [
+        "ReferenceGrant"
+    ]

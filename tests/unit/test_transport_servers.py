@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ferryman.engine.secrets import SecretStore
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import ListenSettings, Settings, TransportSettings
 from ferryman.engine.store import Store
 from ferryman.kinds.transport.records.stream import STREAM_FILE
 from ferryman.kinds.transport.translate.servers import TransportServers
@@ -28,9 +28,11 @@ class World:
         self.backends: dict[ObjectRef, frozenset[str]] = {}
         settings = Settings(
             Path("/nonexistent"),
-            global_configuration=("nginx-ingress", "gc"),
-            http_port=80,
-            tls_passthrough=owners is not None,
+            listen=ListenSettings(http_port=80),
+            transport=TransportSettings(
+                global_configuration=("nginx-ingress", "gc"),
+                tls_passthrough=owners is not None,
+            ),
         )
         hosts = owners if owners is not None else {}
         # The records are Desired's, which the other kinds writing S records share.

@@ -15,7 +15,18 @@ import shutil
 from pathlib import Path
 
 from ferryman.app.build_tree import SYSTEM_MODULES, beside
-from ferryman.engine.settings import Settings
+from ferryman.engine.settings import (
+    DrainSettings,
+    GatewaySettings,
+    KubernetesSettings,
+    LeaderElectionSettings,
+    ListenSettings,
+    NginxSettings,
+    ReadinessGateSettings,
+    Settings,
+    TLSSettings,
+    TransportSettings,
+)
 
 
 def data_plane_binary(args: argparse.Namespace) -> str:
@@ -45,20 +56,43 @@ def render_settings(args: argparse.Namespace) -> Settings:
     return Settings(
         state_dir=args.output,
         manifests=args.manifests,
-        http_port=args.http_port,
-        https_port=args.https_port,
         ingress_class=args.ingress_class,
-        nginx_modules_dir=args.nginx_modules_dir or SYSTEM_MODULES,
-        nginx_configmap=args.nginx_configmaps,
-        ingress_nginx_configmap=args.ingress_nginx_configmap,
+        listen=ListenSettings(
+            http_port=args.http_port,
+            https_port=args.https_port,
+            disable_ipv6=args.disable_ipv6,
+        ),
+        nginx=NginxSettings(
+            modules_dir=args.nginx_modules_dir or SYSTEM_MODULES,
+            configmap=args.nginx_configmaps,
+            ingress_nginx_configmap=args.ingress_nginx_configmap,
+        ),
+        tls=_tls(args),
+        transport=_transport(args),
+        gateway=_gateway(args),
+    )
+
+
+# The groups ``render`` and ``run`` take alike, so the two cannot drift apart.
+def _tls(args: argparse.Namespace) -> TLSSettings:
+    return TLSSettings(
+        default_server_secret=args.default_server_tls_secret,
+        wildcard_secret=args.wildcard_tls_secret,
+    )
+
+
+def _transport(args: argparse.Namespace) -> TransportSettings:
+    return TransportSettings(
         global_configuration=args.global_configuration,
-        default_server_tls_secret=args.default_server_tls_secret,
-        wildcard_tls_secret=args.wildcard_tls_secret,
         tls_passthrough=args.enable_tls_passthrough,
-        disable_ipv6=args.disable_ipv6,
-        gateway_api=args.enable_gateway_api,
-        gateway_controller_name=args.gateway_controller_name,
-        gateway_addresses=args.gateway_addresses,
+    )
+
+
+def _gateway(args: argparse.Namespace) -> GatewaySettings:
+    return GatewaySettings(
+        enabled=args.enable_gateway_api,
+        controller_name=args.gateway_controller_name,
+        addresses=args.gateway_addresses,
     )
 
 
@@ -92,63 +126,75 @@ def run_combination_error(args: argparse.Namespace) -> str | None:
 
 def run_settings(args: argparse.Namespace) -> Settings:
     """``ferryman run``'s settings (its flags checked by ``run_combination_error``)."""
-    modules_dir, lua_dir = _build_tree(args)
     return Settings(
         state_dir=args.state_dir,
         manifests=args.manifests,
-        kubeconfig=args.kubeconfig,
-        http_port=args.http_port,
-        https_port=args.https_port,
-        ready_port=args.ready_port,
-        metrics_port=args.metrics_port,
         ingress_class=args.ingress_class,
-        nginx_binary=data_plane_binary(args),
-        nginx_reload_timeout=_reload_timeout(args.nginx_reload_timeout),
-        nginx_modules_dir=modules_dir,
-        nginx_lua_dir=lua_dir,
+        allowed_host_suffixes=args.allowed_host_suffixes,
+        listen=ListenSettings(
+            http_port=args.http_port,
+            https_port=args.https_port,
+            ready_port=args.ready_port,
+            metrics_port=args.metrics_port,
+            disable_ipv6=args.disable_ipv6,
+        ),
+        nginx=_nginx(args),
+        kubernetes=KubernetesSettings(
+            kubeconfig=args.kubeconfig,
+            watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
+            report_status=args.report_ingress_status,
+            external_service=args.external_service,
+            ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
+            cert_manager=args.enable_cert_manager,
+        ),
+        leader_election=LeaderElectionSettings(
+            enabled=args.enable_leader_election,
+            lock_name=args.leader_election_lock_name,
+            lock_namespace=args.leader_election_namespace,
+            lease_duration=args.leader_election_lease_duration,
+            renew_deadline=args.leader_election_renew_deadline,
+            retry_period=args.leader_election_retry_period,
+        ),
+        gates=ReadinessGateSettings(
+            # The webhook's gates hold pods back until ferryman routes to them: it
+            # implies gated routing, or gated pods would never turn Ready.
+            enabled=args.readiness_gates or bool(args.readiness_gate_webhook_port),
+            timeout=args.readiness_gate_timeout,
+            webhook_port=args.readiness_gate_webhook_port,
+            webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
+            webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
+            webhook_configuration=args.readiness_gate_webhook_configuration,
+        ),
+        drain=DrainSettings(
+            grace_period=args.shutdown_grace_period,
+            machine_hooks=args.machine_lifecycle_hooks,
+            machine_timeout=args.machine_drain_timeout,
+            in_flight_timeout=args.drain_in_flight_timeout,
+            node_name=os.environ.get("NODE_NAME", ""),
+        ),
+        tls=_tls(args),
+        transport=_transport(args),
+        gateway=_gateway(args),
+    )
+
+
+def _nginx(args: argparse.Namespace) -> NginxSettings:
+    modules_dir, lua_dir = _build_tree(args)
+    return NginxSettings(
+        binary=data_plane_binary(args),
+        reload_timeout=_reload_timeout(args.nginx_reload_timeout),
+        modules_dir=modules_dir,
+        lua_dir=lua_dir,
         worker_processes=args.worker_processes,
         worker_shutdown_timeout=args.worker_shutdown_timeout or "",
-        shutdown_grace_period=args.shutdown_grace_period,
-        watch_namespaces=tuple(n for n in args.watch_namespace.split(",") if n),
-        # The webhook's gates hold pods back until ferryman routes to them: it
-        # implies gated routing, or gated pods would never turn Ready.
-        readiness_gates=args.readiness_gates or bool(args.readiness_gate_webhook_port),
-        report_ingress_status=args.report_ingress_status,
-        external_service=args.external_service,
-        ingress_addresses=tuple(a for a in args.ingress_address.split(",") if a),
-        leader_election=args.enable_leader_election,
-        leader_lock_name=args.leader_election_lock_name,
-        leader_lock_namespace=args.leader_election_namespace,
-        lease_duration=args.leader_election_lease_duration,
-        renew_deadline=args.leader_election_renew_deadline,
-        retry_period=args.leader_election_retry_period,
-        readiness_gate_timeout=args.readiness_gate_timeout,
-        machine_lifecycle_hooks=args.machine_lifecycle_hooks,
-        machine_drain_timeout=args.machine_drain_timeout,
-        drain_in_flight_timeout=args.drain_in_flight_timeout,
-        node_name=os.environ.get("NODE_NAME", ""),
-        nginx_status_port=args.nginx_status_port,
-        nginx_status_allow=args.nginx_status_allow_cidrs,
+        shared_dict_size=args.records_memory_size,
+        max_record_bytes=args.max_record_bytes,
+        status_port=args.nginx_status_port,
+        status_allow=args.nginx_status_allow_cidrs,
         health_uri=args.health_status_uri if args.health_status else "",
         latency_metrics=args.enable_latency_metrics,
         compute_full_forwarded_for=args.compute_full_forwarded_for,
         strict_request_paths=args.strict_request_paths,
-        global_configuration=args.global_configuration,
-        default_server_tls_secret=args.default_server_tls_secret,
-        wildcard_tls_secret=args.wildcard_tls_secret,
-        tls_passthrough=args.enable_tls_passthrough,
-        disable_ipv6=args.disable_ipv6,
-        gateway_api=args.enable_gateway_api,
-        gateway_controller_name=args.gateway_controller_name,
-        gateway_addresses=args.gateway_addresses,
-        shared_dict_size=args.records_memory_size,
-        max_record_bytes=args.max_record_bytes,
-        allowed_host_suffixes=args.allowed_host_suffixes,
-        readiness_gate_webhook_port=args.readiness_gate_webhook_port,
-        readiness_gate_webhook_cert_secret=args.readiness_gate_webhook_cert_secret,
-        readiness_gate_webhook_cert_hosts=args.readiness_gate_webhook_cert_hosts,
-        readiness_gate_webhook_configuration=args.readiness_gate_webhook_configuration,
-        nginx_configmap=args.nginx_configmaps,
+        configmap=args.nginx_configmaps,
         ingress_nginx_configmap=args.ingress_nginx_configmap,
-        enable_cert_manager=args.enable_cert_manager,
     )

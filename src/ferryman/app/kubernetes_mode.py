@@ -75,35 +75,37 @@ class KubernetesMode:
         self._status_of: Callable[[], tuple[str, ...] | None] = lambda: None
         self.lease: ReplicaLease | None = None
         self.pending: PendingIndex | None = None
-        if settings.readiness_gates:
+        if settings.gates.enabled:
             from ferryman.gates.pods import PendingIndex
 
             self.pending = PendingIndex(settings.ingress_class)
         try:
-            self.client = make_client(settings.kubeconfig)
+            self.client = make_client(settings.kubernetes.kubeconfig)
         except KubeconfigError as e:
             raise SettingsError(str(e)) from e
         self.source = KubernetesSource(
             self.client,
             QueueingSink(store, queue, self.pending),
-            settings.watch_namespaces,
-            make_client(settings.kubeconfig, http2=True) if settings.readiness_gates else None,
+            settings.kubernetes.watch_namespaces,
+            make_client(settings.kubernetes.kubeconfig, http2=True)
+            if settings.gates.enabled
+            else None,
             settings.ingress_class,
-            [c for c in (settings.nginx_configmap, settings.ingress_nginx_configmap) if c],
+            [c for c in (settings.nginx.configmap, settings.nginx.ingress_nginx_configmap) if c],
             enabled(kinds, settings),
         )
         self.reporter = KubernetesReporter(
-            self.client, store.uid, settings.gateway_controller_name, store.get, kinds
+            self.client, store.uid, settings.gateway.controller_name, store.get, kinds
         )
         self.elector = LeaderElector(
             self.client,
-            settings.leader_lock_namespace,
-            settings.leader_lock_name,
+            settings.leader_election.lock_namespace,
+            settings.leader_election.lock_name,
             instance_name(),
             self.reporter.set_leader,
-            settings.lease_duration,
-            settings.renew_deadline,
-            settings.retry_period,
+            settings.leader_election.lease_duration,
+            settings.leader_election.renew_deadline,
+            settings.leader_election.retry_period,
         )
 
     def tasks(
@@ -120,25 +122,25 @@ class KubernetesMode:
             asyncio.create_task(self.reporter.run(), name="reporter"),
             asyncio.create_task(self._addresses(controller), name="addresses"),
         ]
-        if self.settings.leader_election:
+        if self.settings.leader_election.enabled:
             tasks.append(asyncio.create_task(self.elector.run(), name="leader-election"))
         else:
             self.reporter.set_leader(True)
         settings = self.settings
-        if settings.enable_cert_manager:
+        if settings.kubernetes.cert_manager:
             from ferryman.certificates.writer import CertificateWriter
 
             writer = CertificateWriter(
                 self.client,
                 controller.certificates_asked,
-                lambda: self.elector.leader or not settings.leader_election,
+                lambda: self.elector.leader or not settings.leader_election.enabled,
                 self.reporter,
-                settings.watch_namespaces,
+                settings.kubernetes.watch_namespaces,
             )
             tasks.append(asyncio.create_task(writer.run(), name="certificates"))
             writer.kick()
-        hooks = settings.machine_lifecycle_hooks
-        if not settings.readiness_gates and hooks == "off":
+        hooks = settings.drain.machine_hooks
+        if not settings.gates.enabled and hooks == "off":
             return tasks
         identity = instance_name()
         # A report lasts as long as the leader's Lease: a replica that stops
@@ -146,16 +148,16 @@ class KubernetesMode:
         # holds status.
         self.lease = lease = ReplicaLease(
             self.client,
-            settings.leader_lock_namespace,
-            lease_name(settings.leader_lock_name, identity),
+            settings.leader_election.lock_namespace,
+            lease_name(settings.leader_election.lock_name, identity),
             identity,
             settings.ingress_class,
-            controller.applied_gated_pods if settings.readiness_gates else frozenset,
-            settings.lease_duration,
+            controller.applied_gated_pods if settings.gates.enabled else frozenset,
+            settings.leader_election.lease_duration,
             (lambda: self.drains.annotations() if self.drains else {}),
         )
         tasks.append(asyncio.create_task(lease.run(), name=REPLICA_REPORT))
-        if settings.readiness_gates:
+        if settings.gates.enabled:
             self.gates = self._gate_keeper(controller, lease)
             tasks += self.gates.tasks()
         if hooks != "off":
@@ -174,23 +176,29 @@ class KubernetesMode:
 
         settings = self.settings
         flavour: Flavour = (
-            "openshift" if settings.machine_lifecycle_hooks == "openshift" else "cluster-api"
+            "openshift" if settings.drain.machine_hooks == "openshift" else "cluster-api"
         )
         self.drains = agent = DrainAgent(
-            self.client, flavour, identity, settings.node_name, controller, in_flight, lease.changed
+            self.client,
+            flavour,
+            identity,
+            settings.drain.node_name,
+            controller,
+            in_flight,
+            lease.changed,
         )
         keeper = HookKeeper(
             self.client,
             agent,
             identity,
-            settings.leader_lock_namespace,
+            settings.leader_election.lock_namespace,
             settings.ingress_class,
             controller.nodes_in_use,
-            lambda: self.elector.leader or not settings.leader_election,
-            settings.machine_drain_timeout,
+            lambda: self.elector.leader or not settings.leader_election.enabled,
+            settings.drain.machine_timeout,
             self.metrics,
             lease.duration,
-            settings.drain_in_flight_timeout,
+            settings.drain.in_flight_timeout,
         )
         return [
             asyncio.create_task(agent.run(), name="machine-drains"),
@@ -211,7 +219,7 @@ class KubernetesMode:
                 await asyncio.sleep(0.05)
 
         return Following(
-            self.settings.lease_duration,
+            self.settings.leader_election.lease_duration,
             self.source.resync,
             caught_up,
             (
@@ -263,7 +271,7 @@ class KubernetesMode:
             instance_name(),
             lease,
             pending,
-            lambda: self.elector.leader or not self.settings.leader_election,
+            lambda: self.elector.leader or not self.settings.leader_election.enabled,
             warn,
             self.metrics,
         )
@@ -281,18 +289,18 @@ class KubernetesMode:
             self._status_changed.clear()
             self._status_override = override = controller.status_addresses()
             # NIC: ports come from the external Service only.
-            addresses, ports = self.settings.ingress_addresses, ""
+            addresses, ports = self.settings.kubernetes.ingress_addresses, ""
             if override is not None:
                 addresses = override
-            elif self.settings.external_service:
+            elif self.settings.kubernetes.external_service:
                 addresses, ports = await external_addresses(
-                    self.client, self.settings.external_service
+                    self.client, self.settings.kubernetes.external_service
                 )
             if (addresses, ports) != last:
                 last = (addresses, ports)
                 controller.set_addresses(addresses)
                 self.reporter.set_external_endpoints(addresses, ports)
-            polling = override is None and bool(self.settings.external_service)
+            polling = override is None and bool(self.settings.kubernetes.external_service)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._status_changed.wait(), 10 if polling else None)
 
@@ -311,11 +319,11 @@ def webhook(
     from ferryman.webhook.cluster import CertificateSecret
     from ferryman.webhook.server import WebhookServer
 
-    assert settings.readiness_gate_webhook_cert_secret is not None
-    namespace, name = settings.readiness_gate_webhook_cert_secret
+    assert settings.gates.webhook_cert_secret is not None
+    namespace, name = settings.gates.webhook_cert_secret
     client = cluster.client
     return WebhookServer(
-        bound or settings.readiness_gate_webhook_port,
+        bound or settings.gates.webhook_port,
         Injector(
             settings.ingress_class,
             CachedServices(controller.served_services, store.get, store.stamp),
@@ -324,7 +332,7 @@ def webhook(
             cluster.source.opted_in,
         ),
         client,
-        CertificateSecret(client, namespace, name, settings.readiness_gate_webhook_cert_hosts),
-        settings.readiness_gate_webhook_configuration,
+        CertificateSecret(client, namespace, name, settings.gates.webhook_cert_hosts),
+        settings.gates.webhook_configuration,
         lambda result: metrics.readiness_gate_reviews.labels(result=result).inc(),
     )

@@ -136,7 +136,7 @@ async def run(settings: Settings, kinds: Kinds = BUILT_IN) -> int:
 def _listen_families(settings: Settings) -> Settings:
     """``settings`` with --disable-ipv6 set when the machine has no IPv6: NGINX
     could not bind ``[::]`` and would serve nothing, so IPv4 serves alone."""
-    if settings.disable_ipv6:
+    if settings.listen.disable_ipv6:
         return settings
     why = ipv6.unavailable()
     if not why:
@@ -145,7 +145,7 @@ def _listen_families(settings: Settings) -> Settings:
         "IPv6 is not available here: listening on IPv4 only, as with --disable-ipv6",
         extra={"fields": {"reason": why}},
     )
-    return replace(settings, disable_ipv6=True)
+    return replace(settings, listen=replace(settings.listen, disable_ipv6=True))
 
 
 async def _run(
@@ -173,9 +173,9 @@ async def _run(
     )
     store = Store(kinds.specs)
     nginx = NginxManager(
-        settings.nginx_binary,
+        settings.nginx.binary,
         paths,
-        settings.nginx_reload_timeout,
+        settings.nginx.reload_timeout,
         main.config_version,
         ReloadLog(metrics),
     )
@@ -187,7 +187,7 @@ async def _run(
         extra={
             "fields": {
                 "runs_in": "ngx_http_ferryman_module" if fast else "lua",
-                "module": str(settings.nginx_modules_dir / FAST_MODULE),
+                "module": str(settings.nginx.modules_dir / FAST_MODULE),
             }
         },
     )
@@ -203,15 +203,15 @@ async def _run(
             if settings.manifests is None
             else None
         )
-        if cluster is not None and settings.readiness_gate_webhook_port:
+        if cluster is not None and settings.gates.webhook_port:
             webhook_sockets = _bind_webhook(
-                settings.readiness_gate_webhook_port, not settings.disable_ipv6
+                settings.gates.webhook_port, not settings.listen.disable_ipv6
             )
     except BaseException:
         await _abandon(nginx, starting)
         raise
     reporter: Reporter = cluster.reporter if cluster else LogReporter()
-    status = cluster.reporter.status if cluster and settings.report_ingress_status else None
+    status = cluster.reporter.status if cluster and settings.kubernetes.report_status else None
     sinks = Sinks(
         ingress=status,
         gateway=(
@@ -249,8 +249,8 @@ async def _run(
 
     following: Following | None = None
     probes = ProbeServer(
-        settings.ready_port,
-        settings.metrics_port,
+        settings.listen.ready_port,
+        settings.listen.metrics_port,
         metrics,
         # Not while a restarted NGINX waits for its records with its listeners
         # closed, nor once asked to stop (the grace period's first step), nor
@@ -265,7 +265,7 @@ async def _run(
         ),
         counters,
         in_flight_reading,
-        ipv6=not settings.disable_ipv6,
+        ipv6=not settings.listen.disable_ipv6,
     )
     stop = asyncio.Event()  # signalled: readiness fails, the grace period begins
     hurry = asyncio.Event()  # a second signal: the grace period ends now
@@ -293,7 +293,7 @@ async def _run(
         life.on_stop("webhook socket", _closer(*webhook_sockets))
     life.on_stop("probes", probes.stop)
     try:
-        if settings.latency_metrics:
+        if settings.nginx.latency_metrics:
             receiver = LatencyReceiver(
                 paths.latency_socket,
                 metrics,
@@ -343,7 +343,7 @@ async def _run(
             following = cluster.following(controller)
             life.run("following", following.run())
             life.adopt(cluster.tasks(stop, controller, nginx.in_flight))
-            if settings.readiness_gate_webhook_port:  # once the caches are whole
+            if settings.gates.webhook_port:  # once the caches are whole
                 webhook = readiness_gate_webhook(
                     settings, cluster, store, controller, metrics, webhook_sockets
                 )
@@ -365,7 +365,7 @@ async def _run(
         stop.set()
         stopper.cancel()
         if code == 0 and served:
-            await _grace_period(settings.shutdown_grace_period, hurry)
+            await _grace_period(settings.drain.grace_period, hurry)
     finally:
         started = False
         unwatch.set()

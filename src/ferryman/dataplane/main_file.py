@@ -57,19 +57,23 @@ def checked_paths(state_dir: Path) -> Paths:
 def main_config(
     settings: Settings, paths: Paths, worker_user: str | None, *, public: bool
 ) -> MainConfig:
-    modules_dir = checked_path("--nginx-modules-dir", settings.nginx_modules_dir)
+    modules_dir = checked_path("--nginx-modules-dir", settings.nginx.modules_dir)
     modules = tuple(str(modules_dir / m) for m in MODULES if (modules_dir / m).exists())
     # The stream block serves TransportServers' listeners, TLS passthrough and
     # Gateways' TLS listeners (TLSRoutes).
     stream = (
-        bool(settings.global_configuration or settings.tls_passthrough or settings.gateway_api)
+        bool(
+            settings.transport.global_configuration
+            or settings.transport.tls_passthrough
+            or settings.gateway.enabled
+        )
         and str(modules_dir / FAST_MODULE) in modules
         and str(modules_dir / "ngx_stream_module.so") in modules
         and (modules_dir / STREAM_MODULE).exists()
     )
     if stream:
         modules += (str(modules_dir / STREAM_MODULE),)
-    h2c = settings.gateway_api and serves_h2c(settings.nginx_binary)
+    h2c = settings.gateway.enabled and serves_h2c(settings.nginx.binary)
     # Without h2c of its own, the Gateway's HTTP sockets are stream servers
     # that hand each connection to the Gateway server's HTTP/1.1 or HTTP/2
     # socket by its first bytes (nginx.conf.tmpl), where the module is.
@@ -78,7 +82,7 @@ def main_config(
     # else the HTTP listeners stay HTTP/1.1 only (and take no GRPCRoute).
     reachable = worker_user is None or traversable_by_others(paths.state_dir)
     h2c_hop = (
-        settings.gateway_api
+        settings.gateway.enabled
         and stream
         and not h2c
         and reachable
@@ -86,38 +90,40 @@ def main_config(
     )
     if h2c_hop:
         modules += (str(modules_dir / H2C_MODULE),)
-    lua_dir = settings.nginx_lua_dir
+    lua_dir = settings.nginx.lua_dir
     build_lua = f"{checked_path('--nginx-binary', lua_dir)}/?.lua;" if lua_dir else ""
     return MainConfig(
         state_dir=str(paths.state_dir),
         endpoints_socket=str(paths.endpoints_socket),
-        http_port=settings.http_port,
-        https_port=settings.https_port,
+        http_port=settings.listen.http_port,
+        https_port=settings.listen.https_port,
         lua_package_path=f"{LUA_DIR}/?.lua;{build_lua}/usr/share/lua/5.1/?.lua;;",
         modules=modules,
         fast_module=str(modules_dir / FAST_MODULE) in modules,
-        worker_processes=settings.worker_processes,
-        worker_shutdown_timeout=settings.worker_shutdown_timeout,
+        worker_processes=settings.nginx.worker_processes,
+        worker_shutdown_timeout=settings.nginx.worker_shutdown_timeout,
         worker_user=worker_user,
-        shared_dict_size=settings.shared_dict_size,
+        shared_dict_size=settings.nginx.shared_dict_size,
         fallback_certificate=str(paths.fallback_certificate),
         status_socket=str(paths.status_socket),
-        status_port=settings.nginx_status_port,
-        status_allow=settings.nginx_status_allow,
-        health_uri=settings.health_uri,
-        latency_socket=str(paths.latency_socket) if settings.latency_metrics else "",
+        status_port=settings.nginx.status_port,
+        status_allow=settings.nginx.status_allow,
+        health_uri=settings.nginx.health_uri,
+        latency_socket=str(paths.latency_socket) if settings.nginx.latency_metrics else "",
         public=public,
-        compute_full_forwarded_for=settings.compute_full_forwarded_for,
-        strict_request_paths=settings.strict_request_paths,
+        compute_full_forwarded_for=settings.nginx.compute_full_forwarded_for,
+        strict_request_paths=settings.nginx.strict_request_paths,
         stream=stream,
         # Beside latency.sock, in the state dir NGINX's workers can traverse.
-        tls_socket=str(paths.state_dir / "tls.sock") if stream and settings.tls_passthrough else "",
+        tls_socket=str(paths.state_dir / "tls.sock")
+        if stream and settings.transport.tls_passthrough
+        else "",
         # Always: Ingresses' nginx.org/listen-ports open ports too (translators/listen_ports.py).
         http_listeners=True,
-        gateway=settings.gateway_api,
+        gateway=settings.gateway.enabled,
         h2c=h2c,
         h2c_hop=h2c_hop,
-        ipv6=not settings.disable_ipv6,
+        ipv6=not settings.listen.disable_ipv6,
     )
 
 
@@ -157,10 +163,10 @@ class MainFile:
     def configmap(self, user: str | None) -> ConfigMapState | None:
         """--nginx-configmaps (and --ingress-nginx-configmap): its keys, rendering
         the public configuration."""
-        inn = self.settings.ingress_nginx_configmap
-        if self.settings.nginx_configmap is None and inn is None:
+        inn = self.settings.nginx.ingress_nginx_configmap
+        if self.settings.nginx.configmap is None and inn is None:
             return None
-        namespace, name = self.settings.nginx_configmap or ("", "")
+        namespace, name = self.settings.nginx.configmap or ("", "")
 
         def render(tuning: Tuning) -> dict[str, str]:
             return {self.name: self.main(user, public=True, tuning=tuning)}

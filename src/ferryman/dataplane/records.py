@@ -82,7 +82,7 @@ class AppliedRecords:
 
     def _screen(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
         """Records that must not be sent at all, with why: too large, or not one line."""
-        limit = self._settings.max_record_bytes
+        limit = self._settings.nginx.max_record_bytes
         refused: dict[RecordKey, str] = {}
         for key, value in changes.items():
             if not value:
@@ -109,7 +109,7 @@ class AppliedRecords:
             if ratio >= MEMORY_WARNING_RATIO > before:
                 log.warning(
                     "NGINX's record memory is filling up: raise --records-memory-size",
-                    extra={"fields": {**fields, "size": self._settings.shared_dict_size}},
+                    extra={"fields": {**fields, "size": self._settings.nginx.shared_dict_size}},
                 )
             elif before >= MEMORY_WARNING_RATIO > ratio:
                 log.info(
@@ -119,7 +119,7 @@ class AppliedRecords:
 
     def _refusal(self, code: str, size: int) -> str:
         """A refusal's reason, naming the limit that was hit."""
-        memory = f"--records-memory-size {self._settings.shared_dict_size}"
+        memory = f"--records-memory-size {self._settings.nginx.shared_dict_size}"
         full = f"{self._memory.get('dict', 1.0):.0%} full"
         if code == NO_MEMORY:
             return f"does not fit in NGINX's record memory ({memory}, {full})"

@@ -6,7 +6,7 @@ hosts, certificates, endpoint sets) and files. ``flush`` pushes changed records
 (never a reload), then applies changed files with one test + reload (only
 ferryman's own settings and the --nginx-configmaps ConfigMap change files), and
 finally reports Events. ``run`` batches: while the queue holds items, or new ones
-arrive within ``batch_window``, no flush happens.
+arrive within ``settings.batch.window``, no flush happens.
 
 One resource's failure rejects that resource only: one whose parsing or
 rendering raises, or whose record is too large or does not fit in NGINX's
@@ -126,7 +126,7 @@ class Controller:
         self._files = NginxFiles(files, dataplane, queue, reporter, store, configmap)
         self._applied = AppliedRecords(dataplane, settings, metrics)
         # The ports beyond the default two that kinds open (translators/listen_ports.py).
-        ports = ListenPorts(self._files.desired, ipv6=not settings.disable_ipv6)
+        ports = ListenPorts(self._files.desired, ipv6=not settings.listen.disable_ipv6)
         self._renders = Renders(self._d)
         context = Context(
             settings, store, queue, self._d, self._renders, self._files.route_defaults,
@@ -461,10 +461,10 @@ class Controller:
         await self.flush()
 
     async def run(self) -> None:
-        window = self._settings.batch_window
+        window = self._settings.batch.window
         while True:
             self._sync_logged(await self._queue.get())
-            deadline = time.monotonic() + self._settings.batch_max_delay
+            deadline = time.monotonic() + self._settings.batch.max_delay
             while len(self._queue) or (
                 time.monotonic() < deadline and await self._queue.wait_for_item(window)
             ):

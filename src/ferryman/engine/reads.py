@@ -59,10 +59,10 @@ def own_ports(settings: Settings) -> dict[int, str]:
     webhook binds after NGINX's first reload; a listener there would stop it)."""
     s = settings
     flags = (
-        (s.ready_port, "--ready-port"),
-        (s.metrics_port, "--metrics-port"),
-        (s.nginx_status_port, "--nginx-status-port"),
-        (s.readiness_gate_webhook_port, "--readiness-gate-webhook-port"),
+        (s.listen.ready_port, "--ready-port"),
+        (s.listen.metrics_port, "--metrics-port"),
+        (s.nginx.status_port, "--nginx-status-port"),
+        (s.gates.webhook_port, "--readiness-gate-webhook-port"),
     )
     return {port: flag for port, flag in flags if port}
 
@@ -70,7 +70,9 @@ def own_ports(settings: Settings) -> dict[int, str]:
 def forbidden_ports(settings: Settings) -> frozenset[int]:
     """The ports no GlobalConfiguration listener may take: NIC forbids its own
     (HTTP, HTTPS, readiness, metrics, stub_status); ferryman its webhook's too."""
-    return frozenset({settings.http_port, settings.https_port, *own_ports(settings)} - {0})
+    return frozenset(
+        {settings.listen.http_port, settings.listen.https_port, *own_ports(settings)} - {0}
+    )
 
 
 class Cache:
@@ -81,7 +83,7 @@ class Cache:
         and the ports its listeners may not take; None: none is."""
         self._store = store
         self._secrets = secrets
-        self._gc_name = settings.global_configuration if settings else None
+        self._gc_name = settings.transport.global_configuration if settings else None
         self._gc_forbidden = forbidden_ports(settings) if settings else frozenset()
         # The served GlobalConfiguration parsed ([None]: absent), once per change.
         self._gc: list[GlobalConfiguration | None] = []

@@ -31,13 +31,13 @@ class GateKeeper:
         metrics: Metrics,
     ) -> None:
         self._client = client
-        self._namespace = settings.leader_lock_namespace
+        self._namespace = settings.leader_election.lock_namespace
         self._class = settings.ingress_class
         self._identity = identity
         self.lease = lease
         self.flipper = Flipper(
             lambda key, patch: write_condition(client, key, patch),
-            GateSettings(gate_type(self._class), settings.readiness_gate_timeout),
+            GateSettings(gate_type(self._class), settings.gates.timeout),
             pending,
             self._reports,
             is_leader,

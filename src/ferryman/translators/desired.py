@@ -64,18 +64,18 @@ class Desired:
         # The names each ``write_streams`` caller wrote, so that an Ingress's
         # translation touches its own few, not every S record.
         self._streams_of: dict[ObjectRef, set[str]] = {}
-        gates = settings.ingress_class if settings.readiness_gates else None
+        gates = settings.ingress_class if settings.gates.enabled else None
         self._endpoints = EndpointSets(
             store,
             self._records,
             gates,
-            track_nodes=settings.machine_lifecycle_hooks != "off",
-            track_pods=settings.latency_metrics,
+            track_nodes=settings.drain.machine_hooks != "off",
+            track_pods=settings.nginx.latency_metrics,
         )
         self._deps = Dependencies()
         self._cache = Cache(store, secrets, settings)
         # --default-server-tls-secret, and why it is unusable ("" : it is usable).
-        self._default_tls = settings.default_server_tls_secret
+        self._default_tls = settings.tls.default_server_secret
         self._default_tls_error: str | None = None
         # Events to report at the next flush, and for NIC's custom resources
         # the state (status.state) and referencedBy each reports.

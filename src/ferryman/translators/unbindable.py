@@ -48,6 +48,6 @@ class Unbindable:
         if any(refused) or dropped:
             return DROPPED
         s = self._settings
-        if ports.keys() & {s.http_port, s.https_port, s.nginx_status_port}:
+        if ports.keys() & {s.listen.http_port, s.listen.https_port, s.nginx.status_port}:
             return RETRY
         return GIVE_UP

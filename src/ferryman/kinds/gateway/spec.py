@@ -10,13 +10,13 @@ GROUP = "gateway.networking.k8s.io"
 
 
 def _enabled(settings: Settings) -> bool:
-    return settings.gateway_api
+    return settings.gateway.enabled
 
 
 def _grants(settings: Settings) -> bool:
     """Gateway API's references across namespaces, and tenant mode's
     (--allowed-host-suffixes, configs/tenancy.py)."""
-    return settings.gateway_api or bool(settings.allowed_host_suffixes)
+    return settings.gateway.enabled or bool(settings.allowed_host_suffixes)
 
 
 # A listener's allowedRoutes select namespaces by their labels.

@@ -153,7 +153,7 @@ class GatewayTranslator(Translator):
         files.setdefault(GATEWAY_LISTENS_FILE, render_listens(()))
         if stream:
             files.setdefault(PASSTHROUGH_FILE, render_passthrough(()))
-        self._ipv6 = not settings.disable_ipv6  # every-address sockets on IPv6 too
+        self._ipv6 = not settings.listen.disable_ipv6  # every-address sockets on IPv6 too
 
     # ---- Translator protocol -------------------------------------------------------
 
@@ -283,7 +283,7 @@ class GatewayTranslator(Translator):
             gc = p.parsed.resource
             if gc is not None:
                 controllers[gc.meta.name] = gc.controller
-            if gc is not None and gc.controller == settings.gateway_controller_name:
+            if gc is not None and gc.controller == settings.gateway.controller_name:
                 classes.add(gc.meta.name)
                 wanted[ref] = gateway_class_status(gc.meta.generation, True)
         gateways: list[Gateway] = []
@@ -360,7 +360,7 @@ class GatewayTranslator(Translator):
         config_map = lambda namespace, name: store.get("ConfigMap", namespace, name)  # noqa: E731
         client = client_certificates(gateways, grants, backend_tls.pair_reader(reads))
         tls = backend_tls.apply_backend_tls(att.table, policies, service, config_map,
-                                settings.gateway_controller_name, client.pairs)  # fmt: skip
+                                settings.gateway.controller_name, client.pairs)  # fmt: skip
         wanted.update({ObjectRef("BackendTLSPolicy", *k): v for k, v in tls.items()})
         out = serving(
             gateways, outcomes, att, self._status_addresses,
@@ -370,7 +370,7 @@ class GatewayTranslator(Translator):
         wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
-        fitted = fit_routes(without(out.served, set(refused)), settings.max_record_bytes)
+        fitted = fit_routes(without(out.served, set(refused)), settings.nginx.max_record_bytes)
         too_large = fitted.why | refused
         self._served = fitted.served
         passed, passing_uses = passthrough_records(out.passing)
@@ -385,7 +385,7 @@ class GatewayTranslator(Translator):
             if changed := self._ports.set_gateway_ports(out.held, out.asked):
                 self._renders.render_all(changed)
             self._ports.tell_gateway_ports(out.held)
-        controller = settings.gateway_controller_name
+        controller = settings.gateway.controller_name
         for route in routes:
             ref = ObjectRef(route.kind, route.meta.namespace, route.meta.name)
             parents = att.routes.get((route.meta.namespace, route.meta.name), ())
@@ -445,7 +445,7 @@ class GatewayTranslator(Translator):
         asking = [Asking((g.meta.namespace, g.meta.name), g.addresses) for g in gateways]
         self._assigned, outcomes = assign(
             asking,
-            self._settings.gateway_addresses,
+            self._settings.gateway.addresses,
             self._assigned,
             self._had_address,
             self._status_addresses,
@@ -471,7 +471,7 @@ class _Parse:
 def build(context: Context) -> list[GatewayTranslator]:
     """--enable-gateway-api."""
     c = context
-    if not c.settings.gateway_api:
+    if not c.settings.gateway.enabled:
         return []
     return [
         GatewayTranslator(

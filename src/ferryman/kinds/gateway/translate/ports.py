@@ -81,7 +81,7 @@ class PortRules:
     def _gc_older(self, g: Gateway) -> bool:
         """The GlobalConfiguration is older than ``g``: its listeners keep their
         ports (else it leaves out those ``g``'s listeners take)."""
-        name = self._settings.global_configuration
+        name = self._settings.transport.global_configuration
         obj = self._store.get("GlobalConfiguration", *name) if name else None
         meta = (obj or {}).get("metadata") or {}
         ts = meta.get("creationTimestamp")
@@ -91,15 +91,15 @@ class PortRules:
 
     def _own_port(self, port: int) -> str | None:
         s = self._settings
-        own = {s.ready_port: "readiness", s.metrics_port: "metrics"}
-        if s.nginx_status_port:
-            own[s.nginx_status_port] = "NGINX status"
-        if s.readiness_gate_webhook_port:
-            own[s.readiness_gate_webhook_port] = "readiness gate webhook"
-        if not s.gateway_addresses or s.tls_passthrough:
-            own[s.https_port] = "Ingress HTTPS"
-        if not s.gateway_addresses:
-            own[s.http_port] = "Ingress HTTP"
+        own = {s.listen.ready_port: "readiness", s.listen.metrics_port: "metrics"}
+        if s.nginx.status_port:
+            own[s.nginx.status_port] = "NGINX status"
+        if s.gates.webhook_port:
+            own[s.gates.webhook_port] = "readiness gate webhook"
+        if not s.gateway.addresses or s.transport.tls_passthrough:
+            own[s.listen.https_port] = "Ingress HTTPS"
+        if not s.gateway.addresses:
+            own[s.listen.http_port] = "Ingress HTTP"
         if port in own:
             return f"port {port} is ferryman's {own[port]} port"
         return None

@@ -226,7 +226,7 @@ class IngressTranslator(Translator):
         mergeable = None
         if ing is not None:
             states = {n: reads.secret(ref.namespace, n) for n in secret_names(ing)}
-            wildcard = self._settings.wildcard_tls_secret
+            wildcard = self._settings.tls.wildcard_secret
             if wildcard is not None and any(not t.secret_name for t in ing.tls):
                 states[WILDCARD] = reads.secret(*wildcard)
             vhosts, warnings = virtual_hosts(ing, d.config.owned_hosts(ref), states)
@@ -323,7 +323,7 @@ class IngressTranslator(Translator):
             minions,
             render,
             _largest,
-            self._settings.max_record_bytes,
+            self._settings.nginx.max_record_bytes,
             "its paths",
             vhosts[0].host,
         )

@@ -35,7 +35,7 @@ def limits(settings: Settings, reads: Reads) -> Limits:
     s = settings
     held = [(listener.name, listener.port) for listener in gc.listeners] if gc else []
     reserved = reserved_ports(own_ports(s), held)
-    return Limits(s.http_port, s.https_port, reserved)
+    return Limits(s.listen.http_port, s.listen.https_port, reserved)
 
 
 def listen_ports(

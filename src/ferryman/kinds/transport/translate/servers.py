@@ -145,23 +145,25 @@ class TransportServers:
         self._write_records = write_records
         self._certificates: dict[str, str] = {}  # T records: listener -> certificate
         # Only with --global-configuration: nginx.conf includes the files then.
-        self._http_listeners = http_listeners and settings.global_configuration is not None
+        self._http_listeners = (
+            http_listeners and settings.transport.global_configuration is not None
+        )
         self._set_http_listeners = set_http_listeners or (
             lambda listeners: files.update(
-                listener_files(listeners, ipv6=not settings.disable_ipv6)
+                listener_files(listeners, ipv6=not settings.listen.disable_ipv6)
             )
         )
         if self._http_listeners:
             self._set_http_listeners(())
         if stream:
             files[STREAM_FILE] = render_stream(
-                [], self._passthrough(), ipv6=not settings.disable_ipv6
+                [], self._passthrough(), ipv6=not settings.listen.disable_ipv6
             )
 
     def _passthrough(self) -> Passthrough | None:
-        if not self._settings.tls_passthrough or not self._https_socket:
+        if not self._settings.transport.tls_passthrough or not self._https_socket:
             return None
-        return Passthrough(self._settings.https_port, self._https_socket)
+        return Passthrough(self._settings.listen.https_port, self._https_socket)
 
     # ---- sync ----------------------------------------------------------------------
 
@@ -241,13 +243,13 @@ class TransportServers:
         return True
 
     def _parse_again(self) -> None:
-        if (name := self._settings.global_configuration) is not None:
+        if (name := self._settings.transport.global_configuration) is not None:
             ref = ObjectRef("GlobalConfiguration", *name)
             self._sync_global_configuration(ref)
             self._recompute(changed={ref})
 
     def _sync_global_configuration(self, ref: ObjectRef) -> None:
-        if self._settings.global_configuration != (ref.namespace, ref.name):
+        if self._settings.transport.global_configuration != (ref.namespace, ref.name):
             return  # NIC watches the one it is told about, by name
         obj = self._store.get("GlobalConfiguration", ref.namespace, ref.name)
         if obj is None:
@@ -286,7 +288,9 @@ class TransportServers:
         self._class_checked(ref, _class(obj), _class(obj) in ("", self._served_class()))
         if _class(obj) not in ("", self._served_class()):
             return
-        parsed = parse_transport_server(obj, tls_passthrough=self._settings.tls_passthrough)
+        parsed = parse_transport_server(
+            obj, tls_passthrough=self._settings.transport.tls_passthrough
+        )
         who = f"{ref.namespace}/{ref.name}"
         if parsed.resource is None:
             message = f"TransportServer {who} was rejected with error: {parsed.message()}"
@@ -383,7 +387,7 @@ class TransportServers:
                 holder = by_listener.get(listener.name)
                 servers.append(stream_server(listener, holder, listener.name in ssl))
         self._files[STREAM_FILE] = render_stream(
-            servers, self._passthrough(), ipv6=not self._settings.disable_ipv6
+            servers, self._passthrough(), ipv6=not self._settings.listen.disable_ipv6
         )
 
 

@@ -103,7 +103,7 @@ class VirtualServerTranslator(Translator):
         served = named in ("", self._d.policy.served)
         self._d.class_checked(ref, named, obj is None or served)  # deleted: nothing to say
         if obj is not None and served:
-            parsed = parse_virtual_server(obj, cert_manager=self._settings.enable_cert_manager)
+            parsed = parse_virtual_server(obj, cert_manager=self._settings.kubernetes.cert_manager)
             vs = parsed.resource
             error = parsed.message()
             if vs is None:
@@ -150,7 +150,7 @@ class VirtualServerTranslator(Translator):
         secret = vs.tls.secret if vs is not None and vs.tls and vs.tls.secret else None
         reads = Reads(d.cache)
         state = reads.secret(ref.namespace, secret) if secret else None
-        wildcard = self._settings.wildcard_tls_secret
+        wildcard = self._settings.tls.wildcard_secret
         if vs is not None and vs.tls and not secret and wildcard is not None:
             # NIC: a tls block naming no Secret terminates TLS with --wildcard-tls-secret.
             state = reads.secret(*wildcard)
@@ -191,7 +191,7 @@ class VirtualServerTranslator(Translator):
             delegations.routes,
             render,
             _largest,
-            self._settings.max_record_bytes,
+            self._settings.nginx.max_record_bytes,
             "its subroutes",
             vs.host,
         )
