@@ -152,3 +152,33 @@ def test_ingress_nginxs_configmap_is_watched_under_nics(
         )
     finally:
         f.stop()
+
+
+def test_a_named_configmap_stays_whole_when_every_configmap_is_watched(
+    tmp_path: Path, apiserver: APIServer, kube: Client, namespace: str, backends: BackendHost
+) -> None:
+    """With Gateway API every ConfigMap of the watched namespaces is watched and
+    held with ca.crt only (BackendTLSPolicy's CA bundles); the --nginx-configmaps
+    one, in a watched namespace here, is seen by both informers and kept whole:
+    its keys still reach NGINX."""
+    apply(kube, *service_with_backends("app", [backends.start("a")], namespace=namespace))
+    apply(kube, ingress("web", [rule("whole.k8s.test", path("/", "app"))], namespace=namespace))
+    apply(kube, _cm(namespace, server_tokens="true"))
+    f = Ferryman(
+        tmp_path / "a",
+        extra_args=[
+            "--watch-namespace", namespace, "--nginx-configmaps", f"{namespace}/nginx-config",
+            "--enable-gateway-api",
+        ],
+        kubeconfig=apiserver.kubeconfig,
+        env={"POD_NAME": "ferryman-cm-whole"},
+    )  # fmt: skip
+    f.start()
+    try:
+        assert f.get("whole.k8s.test").headers["server"].startswith("nginx/")
+        apply(kube, _cm(namespace, server_tokens="false"))
+        wait_until(
+            lambda: f.get("whole.k8s.test").headers["server"] == "nginx", 60, "server tokens off"
+        )
+    finally:
+        f.stop()

@@ -74,6 +74,11 @@ class KindSpec:
     # The engine's own kinds it reads beyond those always watched (Gateway
     # API's listeners select Namespaces by label: every Namespace is watched).
     needs: tuple[str, ...] = ()
+    # With "ConfigMap" in ``needs``: the keys of a ConfigMap's ``data`` it reads
+    # (BackendTLSPolicy's CA bundles: ca.crt). Every ConfigMap of the watched
+    # namespaces is then held with those keys only, not whole (a cluster's
+    # ConfigMaps hold dashboards and scripts of megabytes); () reads them whole.
+    configmap_keys: tuple[str, ...] = ()
     # Read by other resources' translations (the dependency index): a change
     # translates its readers again, whatever translator syncs it.
     referenced: bool = False

@@ -29,8 +29,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ferryman.engine.kind_spec import KindSpec
@@ -78,6 +78,8 @@ class Kind:
     # A custom resource whose CRD may not be installed: while the API server
     # answers 404 for it, it counts as listed and empty (and is asked again).
     optional: bool = False
+    # What of each object is handed on (None: all of it).
+    project: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
@@ -117,6 +119,38 @@ NAMESPACES = Kind("Namespace", Namespace, namespaced=False, labels={INJECT_LABEL
 PODS = Kind("Pod", Pod)
 
 
+def configmap_keys(specs: Iterable[KindSpec]) -> frozenset[str] | None:
+    """The ``data`` keys of ConfigMaps the kinds needing every ConfigMap read
+    (None: one reads them whole)."""
+    keys: set[str] = set()
+    for spec in specs:
+        if "ConfigMap" in spec.needs:
+            if not spec.configmap_keys:
+                return None
+            keys.update(spec.configmap_keys)
+    return frozenset(keys)
+
+
+def keys_only(
+    keys: frozenset[str], whole: frozenset[tuple[str, str]]
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ConfigMap with ``keys`` of its ``data`` only, unless it is one of
+    ``whole`` (namespace, name): the --nginx-configmaps ConfigMaps, read key by
+    key, which their own informers hand on too."""
+
+    def project(obj: dict[str, Any]) -> dict[str, Any]:
+        md = obj.get("metadata") or {}
+        if (md.get("namespace", ""), md.get("name", "")) in whole:
+            return obj
+        out = {k: v for k, v in obj.items() if k not in ("data", "binaryData")}
+        data = obj.get("data")
+        if isinstance(data, Mapping):
+            out["data"] = {k: v for k, v in data.items() if k in keys}
+        return out
+
+    return project
+
+
 def configmap_kind(name: str) -> Kind:
     """One ConfigMap by name (the API server filters): --nginx-configmaps's,
     --ingress-nginx-configmap's."""
@@ -138,10 +172,12 @@ async def _either(*events: asyncio.Event) -> None:
             w.cancel()
 
 
-def _plain(obj: Any, kind: str) -> dict[str, Any]:
+def _plain(
+    obj: Any, kind: str, project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> dict[str, Any]:
     data: dict[str, Any] = obj.to_dict()
     data.setdefault("kind", kind)
-    return data
+    return project(data) if project is not None else data
 
 
 class KubernetesSource:
@@ -166,13 +202,17 @@ class KubernetesSource:
         self._pods_client = pods_client
         self._sink = sink
         specs = tuple(kinds)
+        configmaps = tuple(configmaps)
         all_namespaces = any("Namespace" in spec.needs for spec in specs)
-        all_configmaps = any("ConfigMap" in spec.needs for spec in specs)
+        all_configmaps = ALL_CONFIGMAPS
+        if (keys := configmap_keys(specs)) is not None:
+            project = keys_only(keys, frozenset(configmaps))
+            all_configmaps = replace(ALL_CONFIGMAPS, project=project)
         self._kinds = (
             *(kind_of(spec) for spec in specs),
             *CORE_KINDS,
             *((ALL_NAMESPACES,) if all_namespaces else ()),
-            *((ALL_CONFIGMAPS,) if all_configmaps else ()),
+            *((all_configmaps,) if any("ConfigMap" in s.needs for s in specs) else ()),
         )
         # Both Namespace informers: one store entry per namespace, merged.
         self._merge = NamespaceMerge(sink) if all_namespaces and pods_client else None
@@ -348,7 +388,7 @@ class KubernetesSource:
         sink = self._sink_of(kind)
         seen: dict[ObjectRef, str] = {}
         async for obj in listing:
-            data = _plain(obj, kind.name)
+            data = _plain(obj, kind.name, kind.project)
             ref = ref_of(data)
             if ref is None:
                 continue
@@ -365,7 +405,7 @@ class KubernetesSource:
         self._known[(kind.key, namespace)] = seen
 
     def _event(self, kind: Kind, namespace: str, event: str, obj: Any) -> None:
-        data = _plain(obj, kind.name)
+        data = _plain(obj, kind.name, kind.project)
         ref = ref_of(data)
         if ref is None:
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ferryman.engine.kind_spec import OWN, KindSpec
 from ferryman.engine.settings import Settings
+from ferryman.kinds.gateway.records.backend_tls import CA_KEY
 
 GROUP = "gateway.networking.k8s.io"
 
@@ -50,10 +51,10 @@ REFERENCE_GRANT = KindSpec(
     referenced=True, counted=False,
 )  # fmt: skip
 # v1 since Gateway API v1.4's standard channel; its CA certificates are
-# ConfigMaps (every ConfigMap is then watched).
+# ConfigMaps' ca.crt (every ConfigMap is then watched, held with that key only).
 BACKEND_TLS_POLICY = KindSpec(
     "BackendTLSPolicy", GROUP, "v1", "backendtlspolicies", custom=True, enabled=_enabled,
-    needs=("ConfigMap",), status=OWN, counted=False,
+    needs=("ConfigMap",), configmap_keys=(CA_KEY,), status=OWN, counted=False,
 )  # fmt: skip
 SPECS = (
     GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, REFERENCE_GRANT, BACKEND_TLS_POLICY,
