@@ -11,6 +11,8 @@
 --   F\t<host>\t1 u ... l ...                  VirtualServer routes the module serves
 --   W\t<address>:<port>/<name>\t<cert> <listener> <V record>   a Gateway listener's
 --                                              routing (ferryman_gateway)
+--   K\t<address>:<port>#<listener>\t<mode> <depth> <id> <CAs>   a Gateway listener's
+--                                              client certificates (ferryman_gateway_mtls)
 --   S, T: TransportServers and their certificates (ngx_stream_ferryman_module)
 -- (ferryman_records.lua stores them.)
 -- ferryman.configs.routes documents the host record and holds the reference

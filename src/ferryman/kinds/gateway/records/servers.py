@@ -52,6 +52,9 @@ class Served:
     listener: Listener
     table: Mapping[str, list[RouteEntry]]
     cert_id: str | None
+    # Its K record's value: the client certificate validation of an HTTPS
+    # listener (records/frontend_tls.py); None: none.
+    client: str | None = None
 
 
 def socket_key(address: str, port: int) -> str:
