@@ -44,7 +44,9 @@ def _validation(ca_map: str, mode: str = "AllowValidOnly") -> dict[str, Any]:
     return {"validation": {"caCertificateRefs": [ref], "mode": mode}}
 
 
-def _gateway(strict: int, fallback: int, plain: int, ca_map: str = "client-ca") -> dict[str, Any]:
+def _gateway(
+    strict: int, fallback: int, plain: int, ca_map: str = "client-ca", mode: str = "AllowValidOnly"
+) -> dict[str, Any]:
     cert = {"certificateRefs": [{"kind": "Secret", "name": "gw-cert"}]}
     listeners = [
         {"name": "strict", "port": strict, "protocol": "HTTPS", "hostname": STRICT, "tls": cert},
@@ -53,7 +55,7 @@ def _gateway(strict: int, fallback: int, plain: int, ca_map: str = "client-ca") 
         {"name": "http", "port": plain, "protocol": "HTTP"},
     ]  # fmt: skip
     frontend = {
-        "default": _validation(ca_map),
+        "default": _validation(ca_map, mode),
         "perPort": [{"port": fallback, "tls": _validation(ca_map, "AllowInsecureFallback")}],
     }
     return gateway("gw", listeners, tls={"frontend": frontend})
@@ -117,6 +119,13 @@ def test_client_certificates_verified_per_listener_without_reloads(
     eventually(lambda: verdicts(strict, STRICT) == ("refused", "refused", "app"),
                what="the ConfigMap's new CA")  # fmt: skip
     assert verdicts(fallback, FALLBACK) == ("app", "app", "app")
+    assert ferryman.reloads() == reloads
+    # The strict port falls back too: a push as well.
+    ferryman.write("gw", _gateway(strict, fallback, plain, mode="AllowInsecureFallback"))
+    eventually(lambda: verdicts(strict, STRICT) == ("app", "app", "app"), what="the new mode")
+    ferryman.write("gw", _gateway(strict, fallback, plain))
+    eventually(lambda: verdicts(strict, STRICT) == ("refused", "refused", "app"),
+               what="AllowValidOnly again")  # fmt: skip
     assert ferryman.reloads() == reloads
 
     # A reference that does not resolve: its HTTPS listeners are not served

@@ -71,6 +71,14 @@ local function validation_of(store, entry)
     return found
 end
 
+-- Whether the listener of W entry ``entry`` (nil: none) verifies client
+-- certificates: a request without SNI on a connection another listener's
+-- handshake made is then misdirected (ferryman.gateway_route), as one whose
+-- SNI names another listener is.
+function _M.validated(store, entry)
+    return entry ~= nil and validation_of(store, entry) ~= false
+end
+
 -- ssl_certificate_by_lua: false when the handshake must be refused (the CAs
 -- are not usable, OpenSSL refused them: fail closed).
 function _M.certificate(store, entry)
