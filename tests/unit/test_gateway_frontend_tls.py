@@ -195,8 +195,8 @@ def test_k_records_number_listeners_per_socket() -> None:
         Served("10.0.0.1", a, {}, "cert", "optional 10 id CAS"),
     ]
     assert client_records(served) == {
-        "10.0.0.1:443#0": "required 10 id CAS",
-        "10.0.0.1:443#1": "optional 10 id CAS",
+        "10.0.0.1:443#0v": "required 10 id CAS",
+        "10.0.0.1:443#1v": "optional 10 id CAS",
     }
 
 
@@ -246,18 +246,20 @@ def test_the_translator_pushes_k_records_that_follow_the_config_map(tmp_path: Pa
     kit.add(gc, _secret(), _config_map(CA), _gateway_obj({"default": _validation()}))
     asyncio.run(kit.drain())
     records = kit.dataplane.records
-    first = records[("K", "10.0.0.1:443#0")]
+    first = records[("K", "10.0.0.1:443#0v")]
     assert first.startswith("required 10 ")
-    assert ("K", "10.0.0.1:8443#0") in records
+    assert ("K", "10.0.0.1:8443#0v") in records
+    # Its W records say a K record is required ("v"): no handshake without it.
+    assert records[("W", "10.0.0.1:443/a.example.com")].split(" ")[1] == "0v"
     listens = kit.dataplane.files["gateway-listens.conf"]
     kit.add(_config_map(OTHER_CA))
     asyncio.run(kit.drain())
-    assert records[("K", "10.0.0.1:443#0")] != first
-    assert base64.b64decode(records[("K", "10.0.0.1:443#0")].split(" ")[3]).decode() == OTHER_CA
+    assert records[("K", "10.0.0.1:443#0v")] != first
+    assert base64.b64decode(records[("K", "10.0.0.1:443#0v")].split(" ")[3]).decode() == OTHER_CA
     assert kit.dataplane.files["gateway-listens.conf"] == listens  # no new socket: no reload
     kit.add(_gateway_obj({"default": _validation(_ref("gone"))}))
     asyncio.run(kit.drain())
-    assert ("K", "10.0.0.1:443#0") not in kit.dataplane.records
+    assert ("K", "10.0.0.1:443#0v") not in kit.dataplane.records
     status = kit.gateway_statuses[ObjectRef("Gateway", "default", "gw")]
     a = next(s for s in status["listeners"] if s["name"] == "a")
     reasons = {c["type"]: c["reason"] for c in a["conditions"]}

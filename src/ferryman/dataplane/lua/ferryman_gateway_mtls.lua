@@ -5,8 +5,9 @@
 --
 --   K\t<address>:<port>#<listener>\t<required|optional> <depth> <CA id> <base64 PEM CAs>
 --
--- (the listener numbered within its socket as in its W records; the CA id
--- names the CAs' content: parsed bundles are cached by it).
+-- (the listener's field in its W records: its number within its socket and
+-- "v", which says the K record is required; the CA id names the CAs'
+-- content: parsed bundles are cached by it).
 -- certificate() runs in the certificate phase, after the listener's own
 -- certificate is set (ferryman_certificates.gateway_certificate): it asks the
 -- client for a certificate issued by the CAs (ngx.ssl.verify_client: OpenSSL
@@ -49,10 +50,15 @@ local function validation_of(store, entry)
     if found ~= nil then
         return found
     end
+    -- A listener whose field ends in "v" verifies: without its K record (not
+    -- pushed yet, refused) its handshakes are refused, never let through.
+    local required = string.sub(entry.listener, -1) == "v"
     found = false
     local socket = string.match(entry.key, "^W:(.-)/")
     local raw = socket and store:get("K:" .. socket .. "#" .. entry.listener)
-    if raw then
+    if required and not raw then
+        found = { required = true, depth = 1, certs = false }
+    elseif raw then
         local mode, depth, id, cas = string.match(raw, "^(%a+) (%d+) (%S+) (%S+)$")
         local certs = id and bundles:get(id)
         if mode and not certs then

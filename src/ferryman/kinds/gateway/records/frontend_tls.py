@@ -13,8 +13,9 @@ is not programmed: it never serves without the validation it asks for. HTTP
 listeners are not touched, whatever their port.
 
 A listener served with a validation has a K record, keyed
-``<address>:<port>#<listener>`` (its socket and its number there, as in its W
-records, records/servers.py), holding ``<mode> <depth> <CA id> <base64 CAs>``:
+``<address>:<port>#<listener>`` (its socket and its field in its W records,
+its number there and ``v``: records/servers.py; the data plane refuses the
+handshake of such a listener without its K record), holding ``<mode> <depth> <CA id> <base64 CAs>``:
 mode ``required`` (AllowValidOnly: a handshake without a certificate that
 verifies is refused) or ``optional`` (AllowInsecureFallback: asked for,
 verified, never required), the CAs re-serialised from the ConfigMaps' PEM,
@@ -36,7 +37,7 @@ from ferryman.kinds.gateway.parse.frontend_tls import FrontendValidation
 from ferryman.kinds.gateway.parse.gateway_api import GROUP, Gateway, Listener
 from ferryman.kinds.gateway.records.backend_tls import ObjectGet, ca_certificates
 from ferryman.kinds.gateway.records.listeners import granted
-from ferryman.kinds.gateway.records.servers import Served, socket_key
+from ferryman.kinds.gateway.records.servers import Served, listener_id, socket_key
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.reference_grant import ReferenceGrant
 
@@ -129,7 +130,7 @@ def client_records(served: Iterable[Served]) -> dict[str, str]:
         index = count.get(socket, 0)
         count[socket] = index + 1
         if s.client is not None:
-            out[f"{socket}#{index}"] = s.client
+            out[f"{socket}#{listener_id(index, s)}"] = s.client
     return out
 
 
