@@ -238,8 +238,10 @@ def test_backend_client_certificates_resolve_or_say_why() -> None:
         assert out.resolved[("default", "gw")][:2] == want, what
         assert (("default", "gw") in out.pairs) == want[0], what
     assert client_certificates([_gateway()], [], read).resolved == {}
-    # The frontend half is another feature's: read by nothing, refused by nothing.
-    assert _gateway(frontend={"default": {"validation": {}}}).backend_client_cert is None
+    # The frontend half is another feature's (parse/frontend_tls.py).
+    ca = {"group": "", "kind": "ConfigMap", "name": "ca"}
+    front = {"default": {"validation": {"caCertificateRefs": [ca]}}}
+    assert _gateway(frontend=front).backend_client_cert is None
 
 
 def test_the_client_certificate_rides_in_the_u_item() -> None:

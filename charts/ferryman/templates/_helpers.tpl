@@ -213,7 +213,8 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   - apiGroups: ["gateway.networking.k8s.io"]
     resources: ["gatewayclasses/status", "gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "backendtlspolicies/status"]
     verbs: ["patch", "update"]
-  # Namespaces for allowedRoutes; ConfigMaps for BackendTLSPolicy's caCertificateRefs.
+  # Namespaces for allowedRoutes; ConfigMaps for the caCertificateRefs of
+  # BackendTLSPolicies and of Gateways' client certificate validation.
   - apiGroups: [""]
     resources: ["namespaces", "configmaps"]
     verbs: ["list", "watch"]

@@ -53,6 +53,7 @@ _ORDER: dict[str, int] = {
     Record.CERTIFICATE: 2,
     Record.STREAM_CERTIFICATE: 2,
     Record.CLIENT_CHECK: 3,
+    Record.GATEWAY_CLIENT: 3,
     Record.ROUTING: 3,
     Record.FAST_ROUTES: 3,
     Record.STREAM: 3,

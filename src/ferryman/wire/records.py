@@ -35,6 +35,9 @@ class Record(StrEnum):
     # Keyed by address:port/listener: a Gateway listener's routing
     # (kinds/gateway/records/routes.py).
     GATEWAY = "W"
+    # Keyed by address:port#listener: a Gateway HTTPS listener's client
+    # certificate validation (kinds/gateway/records/frontend_tls.py).
+    GATEWAY_CLIENT = "K"
 
 
 # The records of a virtual host, each keyed by the host: HOST (served by the

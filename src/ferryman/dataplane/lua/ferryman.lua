@@ -11,6 +11,8 @@
 --   F\t<host>\t1 u ... l ...                  VirtualServer routes the module serves
 --   W\t<address>:<port>/<name>\t<cert> <listener> <V record>   a Gateway listener's
 --                                              routing (ferryman_gateway)
+--   K\t<address>:<port>#<listener>\t<mode> <depth> <id> <CAs>   a Gateway listener's
+--                                              client certificates (ferryman_gateway_mtls)
 --   S, T: TransportServers and their certificates (ngx_stream_ferryman_module)
 -- (ferryman_records.lua stores them.)
 -- ferryman.configs.routes documents the host record and holds the reference
@@ -52,6 +54,7 @@ local virtual_servers = require("ferryman_vs")
 local mtls = require("ferryman_mtls")
 local guarded_ingress = require("ferryman_ingress")
 local gateways = require("ferryman_gateway")
+local gateway_mtls = require("ferryman_gateway_mtls")
 local records = require("ferryman_records")
 local certificates = require("ferryman_certificates")
 local balancing = require("ferryman_balancer")
@@ -537,12 +540,13 @@ function _M.gateway_route()
     end
     local entry = gateways.lookup(store, address, port, host)
     if var.https == "on" then
-        -- Another listener than the one its SNI name chose serves this Host:
-        -- misdirected (HTTP/2 reuses a connection for names it covers).
-        local name = var.ssl_server_name
-        if name and name ~= "" and name ~= host then
-            local by_name = gateways.lookup(store, address, port, string.lower(name))
-            if by_name and (entry == nil or entry.listener ~= by_name.listener) then
+        -- Another listener than its SNI name's serves this Host: misdirected (HTTP/2
+        -- reuses connections); without SNI, when that listener verifies clients.
+        local name = string.lower(var.ssl_server_name or "")
+        if name ~= host then
+            local by_name = gateways.lookup(store, address, port, name)
+            if by_name and (entry == nil or entry.listener ~= by_name.listener)
+                and (name ~= "" or gateway_mtls.validated(store, entry)) then
                 return ngx.exit(421)
             end
         end

@@ -10,6 +10,7 @@
 local ssl = require("ngx.ssl")
 local mtls = require("ferryman_mtls")
 local gateways = require("ferryman_gateway")
+local gateway_mtls = require("ferryman_gateway_mtls")
 
 local store = ngx.shared.ferryman
 
@@ -119,7 +120,8 @@ function _M.certificate()
 end
 
 -- The Gateway server's certificate: that of the HTTPS listener serving the
--- SNI name on this address and port; no listener, no handshake.
+-- SNI name on this address and port, then the listener's client certificate
+-- validation (ferryman_gateway_mtls); no listener, no handshake.
 function _M.gateway_certificate()
     refresh()
     local name = ssl.server_name()
@@ -130,7 +132,7 @@ function _M.gateway_certificate()
         name and string.lower(name) or ""
     )
     local pair = entry and entry.tls ~= "-" and certificate_pair(entry.tls)
-    if not pair or not serve(pair, name) then
+    if not pair or not serve(pair, name) or not gateway_mtls.certificate(store, entry) then
         return ngx.exit(ngx.ERROR)
     end
 end

@@ -226,6 +226,8 @@ int ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
     int protocols, const u_char *ciphers, size_t ciphers_len,
     const u_char *sans, size_t sans_len);
+/* A Gateway listener's client certificate required (ngx_http_ferryman_verify.c). */
+int ngx_http_ferryman_client_verify_required(void *ssl_conn);
 
 
 /* The rest stays inside the .so: direct calls, not through its PLT, as when

@@ -456,6 +456,34 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     return 0;
 }
 
+
+/* A client's certificate required and verified in the handshake: a Gateway's
+ * spec.tls.frontend validation in mode AllowValidOnly. ngx.ssl.verify_client
+ * (ferryman_gateway_mtls.lua, in the certificate phase) gives the connection
+ * its CAs with lua-nginx-module's callback, which accepts any outcome as
+ * NGINX's does; here the callback passes OpenSSL's verdict on instead, and a
+ * client sending no certificate fails too: the handshake is refused with
+ * OpenSSL's alert, no request is read. */
+static int
+ferryman_client_verify_callback(int ok, X509_STORE_CTX *store)
+{
+    return ok;
+}
+
+
+int
+ngx_http_ferryman_client_verify_required(void *ssl_conn)
+{
+    if (ssl_conn == NULL) {
+        return -1;
+    }
+
+    SSL_set_verify(ssl_conn, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                   ferryman_client_verify_callback);
+
+    return 0;
+}
+
 #else
 
 int
@@ -463,6 +491,12 @@ ngx_http_ferryman_upstream_verify(ngx_http_request_t *r, const u_char *key,
     size_t key_len, const u_char *pem, size_t pem_len, int depth, int flags,
     int protocols, const u_char *ciphers, size_t ciphers_len,
     const u_char *sans, size_t sans_len)
+{
+    return -1;
+}
+
+int
+ngx_http_ferryman_client_verify_required(void *ssl_conn)
 {
     return -1;
 }

@@ -26,9 +26,10 @@ GATEWAY_CLASS = KindSpec(
     "GatewayClass", GROUP, "v1", "gatewayclasses", namespaced=False, custom=True,
     enabled=_enabled, needs=_NAMESPACES, status=OWN, counted=False,
 )  # fmt: skip
+# Its listeners' client certificate validation reads CA ConfigMaps' ca.crt too.
 GATEWAY = KindSpec(
-    "Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled, needs=_NAMESPACES,
-    status=OWN,
+    "Gateway", GROUP, "v1", "gateways", custom=True, enabled=_enabled,
+    needs=(*_NAMESPACES, "ConfigMap"), configmap_keys=(CA_KEY,), status=OWN,
 )  # fmt: skip
 HTTP_ROUTE = KindSpec(
     "HTTPRoute", GROUP, "v1", "httproutes", custom=True, enabled=_enabled, needs=_NAMESPACES,

@@ -33,6 +33,7 @@ from ferryman.kinds.gateway.parse.fields import (
     parse_reference,
 )
 from ferryman.kinds.gateway.parse.filters import FILTER_KEYS, Filter, check_filters, parse_filter
+from ferryman.kinds.gateway.parse.frontend_tls import FrontendTLS, parse_frontend
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
     Context,
@@ -121,6 +122,8 @@ class Gateway:
     # spec.tls.backend.clientCertificateRef: the certificate presented to
     # backends spoken to in TLS (a BackendTLSPolicy's).
     backend_client_cert: ObjectReference | None = None
+    # spec.tls.frontend: client certificate validation (parse/frontend_tls.py).
+    frontend: FrontendTLS | None = None
 
 
 _LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
@@ -168,9 +171,10 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     ref = backend.obj("clientCertificateRef", _REF_KEYS) if backend else None
     if ref is not None:
         client_cert = parse_reference(ref, "Secret")
+    frontend = parse_frontend(tls)
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
-    gateway = Gateway(meta, class_name, tuple(listeners), tuple(addresses), client_cert)
+    gateway = Gateway(meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend)
     return Parsed(gateway, ())
 
 

@@ -155,6 +155,11 @@ ServiceExists = Callable[[str, str], bool]
 PortCheck = Callable[[Gateway, Listener], str | None]
 
 
+# What is wrong with a listener's client certificate validation
+# (records/frontend_tls.py: reason, message, no CA usable); None: nothing.
+FrontendCheck = Callable[[Gateway, Listener], tuple[str, str, bool] | None]
+
+
 def _any_port(gateway: Gateway, listener: Listener) -> str | None:
     return None
 
@@ -169,6 +174,7 @@ def attach(
     port_unavailable: PortCheck = _any_port,
     tls_passthrough: bool = False,
     h2c: bool = True,
+    frontend: FrontendCheck = lambda gateway, listener: None,
 ) -> Attachment:
     """Statuses and routing for ``gateways`` (this class's only) and ``routes``;
     ``tls_passthrough``: TLS listeners can be served; ``h2c``: HTTP listeners
@@ -180,7 +186,14 @@ def attach(
     for key, g in by_name.items():
         listeners[key] = {
             lst.name: listener_status(
-                g, lst, grants, secret, port_unavailable(g, lst), tls_passthrough, h2c
+                g,
+                lst,
+                grants,
+                secret,
+                port_unavailable(g, lst),
+                tls_passthrough,
+                h2c,
+                frontend(g, lst),
             )
             for lst in g.listeners
         }

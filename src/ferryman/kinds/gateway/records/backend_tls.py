@@ -180,7 +180,7 @@ def _resolve(p: BackendTLSPolicy, config_map: ObjectGet) -> _Resolved:
         if ref.group != "" or ref.kind != "ConfigMap":
             bad_kind.append(f"{ref.kind} {ref.name}: only ConfigMaps are supported")
             continue
-        pem, why = _ca_certificates(config_map(p.meta.namespace, ref.name), ref)
+        pem, why = ca_certificates(config_map(p.meta.namespace, ref.name), ref)
         if pem:
             pems.append(pem)
         else:
@@ -205,7 +205,7 @@ def _resolve(p: BackendTLSPolicy, config_map: ObjectGet) -> _Resolved:
 _PARSED: dict[str, bytes] = {}
 
 
-def _ca_certificates(obj: Mapping[str, Any] | None, ref: LocalRef) -> tuple[bytes, str]:
+def ca_certificates(obj: Mapping[str, Any] | None, ref: LocalRef) -> tuple[bytes, str]:
     """The certificates of a ConfigMap's ``ca.crt``, re-serialised (b"" and why not)."""
     if obj is None:
         return b"", f"ConfigMap {ref.name} does not exist"

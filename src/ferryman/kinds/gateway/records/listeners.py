@@ -71,10 +71,14 @@ def listener_status(
     port_problem: str | None,
     tls_passthrough: bool = False,
     h2c: bool = True,
+    frontend: tuple[str, str, bool] | None = None,
 ) -> ListenerStatus:
     """``tls_passthrough``: TLS listeners can be served (the data plane has
     the stream module); ``h2c``: HTTP listeners serve HTTP/2 without TLS
-    beside HTTP/1.1, so they take GRPCRoutes."""
+    beside HTTP/1.1, so they take GRPCRoutes; ``frontend``: what is wrong
+    with an HTTPS listener's client certificate validation (its ResolvedRefs
+    reason, message, and whether no CA reference is usable:
+    records/frontend_tls.py)."""
     conditions: list[Condition] = []
     served = lst.protocol in SUPPORTED_PROTOCOLS or (tls_passthrough and lst.protocol == "TLS")
     passes_through = lst.protocol != "TLS" or lst.tls_mode == "Passthrough"
@@ -93,6 +97,8 @@ def listener_status(
     elif not passes_through:
         only = "a TLS listener passes TLS through only (tls mode Passthrough)"
         conditions.append(Condition("Accepted", False, "UnsupportedValue", only))
+    elif frontend is not None and frontend[2]:
+        conditions.append(Condition("Accepted", False, "NoValidCACertificate", frontend[1]))
     else:
         conditions.append(Condition("Accepted", True, "Accepted"))
     refs = Condition("ResolvedRefs", True, "ResolvedRefs")
@@ -101,6 +107,8 @@ def listener_status(
                          f"unsupported route kinds: {', '.join(bad_kinds)}")  # fmt: skip
     elif lst.protocol == "HTTPS":
         why = _certificates(gw, lst, grants, secret)
+        if why is None and frontend is not None:
+            why = frontend[:2]
         if why is not None:
             refs = Condition("ResolvedRefs", False, why[0], why[1])
     conditions.append(refs)

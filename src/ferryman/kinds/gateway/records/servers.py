@@ -11,7 +11,8 @@ is records.
 A W record is keyed ``<address>:<port>/<name>``, name an exact hostname, a
 wildcard ``*.<suffix>`` or ``_`` (any host), and holds
 ``<certificate id or -> <listener> <V record>`` (the listener serving the
-name, numbered within the socket: over HTTPS a request whose Host another
+name, numbered within the socket, ``v`` after the number when it verifies
+client certificates: over HTTPS a request whose Host another
 listener serves than its SNI name's is misdirected, 421; the V record of G
 items, kinds/gateway/records/routes.py). The router (ferryman_gateway.lua) looks a
 request's name up at its socket as the specification picks listeners: the
@@ -52,10 +53,20 @@ class Served:
     listener: Listener
     table: Mapping[str, list[RouteEntry]]
     cert_id: str | None
+    # Its K record's value: the client certificate validation of an HTTPS
+    # listener (records/frontend_tls.py); None: none.
+    client: str | None = None
 
 
 def socket_key(address: str, port: int) -> str:
     return f"{address}:{port}"
+
+
+def listener_id(index: int, served: Served) -> str:
+    """A listener's field in its W records: its number within its socket,
+    ``v`` after it when it verifies client certificates (its K record,
+    records/frontend_tls.py, is then required: no handshake without it)."""
+    return f"{index}v" if served.client is not None else str(index)
 
 
 def render_listens(
@@ -142,7 +153,9 @@ def records(served: Iterable[Served]) -> tuple[dict[str, str], frozenset[Backend
             if best is None:
                 continue
             record, used = gateway_record(_entries_for(best.table, name))
-            out[f"{socket}/{name}"] = f"{best.cert_id or '-'} {best_index} {record}"
+            out[f"{socket}/{name}"] = (
+                f"{best.cert_id or '-'} {listener_id(best_index, best)} {record}"
+            )
             backends |= used
     return out, frozenset(backends)
 

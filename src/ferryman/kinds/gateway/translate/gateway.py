@@ -44,6 +44,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
 )
 from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
+from ferryman.kinds.gateway.records import frontend_tls
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
 from ferryman.kinds.gateway.records.backend_client_cert import client_certificates
@@ -70,7 +71,6 @@ from ferryman.kinds.gateway.translate.classes import age, skipped
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
 from ferryman.kinds.gateway.translate.serving import serving
-from ferryman.observability.metrics import Metrics
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
@@ -99,7 +99,7 @@ class GatewayTranslator(Translator):
     # The S records of TLS listeners are TransportServers' kind too; the
     # engine asks one owner per kind, and theirs never share a name with ours
     # (records/passthrough.py), nor are refused (a few validated fields).
-    records: tuple[str, ...] = (Record.GATEWAY,)
+    records: tuple[str, ...] = (Record.GATEWAY, Record.GATEWAY_CLIENT)
 
     def __init__(
         self,
@@ -165,15 +165,6 @@ class GatewayTranslator(Translator):
 
     def withdraw(self, ref: ObjectRef) -> None:
         self._stale = True
-
-    def reported(self, ref: ObjectRef, reason: str, message: str) -> None:
-        pass
-
-    def waiting(self, refs: set[ObjectRef]) -> set[ObjectRef]:
-        return set()
-
-    def gauges(self, metrics: Metrics) -> None:
-        pass
 
     # ---- the worker's hooks --------------------------------------------------------
 
@@ -351,22 +342,25 @@ class GatewayTranslator(Translator):
             lst.port: lst.name for lst in (gc.listeners if gc else ()) if lst.protocol != "UDP"
         }
         self._port_rules.update(gateways, outcomes, gc_ports)
+        config_map = lambda namespace, name: store.get("ConfigMap", namespace, name)  # noqa: E731
+        front = frontend_tls.resolve(gateways, grants, config_map)
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists,
             self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
+            frontend=front.problem,
         )  # fmt: skip
         service = lambda namespace, name: store.get("Service", namespace, name)  # noqa: E731
         mark_h2c(att.table, service)
-        config_map = lambda namespace, name: store.get("ConfigMap", namespace, name)  # noqa: E731
         client = client_certificates(gateways, grants, backend_tls.pair_reader(reads))
         tls = backend_tls.apply_backend_tls(att.table, policies, service, config_map,
                                 settings.gateway.controller_name, client.pairs)  # fmt: skip
         wanted.update({ObjectRef("BackendTLSPolicy", *k): v for k, v in tls.items()})
         out = serving(
             gateways, outcomes, att, self._status_addresses,
-            lambda namespace, name: reads.secret(namespace, name).cert_id,
+            lambda namespace, name: reads.secret(namespace, name).cert_id, front.value,
         )  # fmt: skip
         backend_tls.with_resolved_refs(out.statuses, gateways, client.resolved)
+        frontend_tls.with_insecure_mode(out.statuses, gateways)
         wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
@@ -410,10 +404,11 @@ class GatewayTranslator(Translator):
         passed: Mapping[str, str],
         passing_uses: Mapping[str, frozenset[BackendKey]],
     ) -> None:
-        """W records of HTTP listeners (``wanted``), S records of TLS ones
-        (``passed``), and the endpoint sets their routes use."""
+        """W and K records of HTTP listeners (``wanted``; records/frontend_tls.py),
+        S records of TLS ones (``passed``), and the endpoint sets their routes use."""
         d = self._d
         d.write_records(Record.GATEWAY, wanted)
+        d.write_records(Record.GATEWAY_CLIENT, frontend_tls.client_records(served))
         d.write_records(Record.STREAM, passed, prefix="gateway.")
         certs = {f"{_CERT_PREFIX}{i}": s.cert_id for i, s in enumerate(served) if s.cert_id}
         d.note_certificates(_CERT_PREFIX, certs)

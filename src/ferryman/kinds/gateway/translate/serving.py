@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferryman.kinds.gateway.parse.gateway_api import Gateway
+from ferryman.kinds.gateway.parse.gateway_api import Gateway, Listener
 from ferryman.kinds.gateway.records.addresses import NoAddress, Outcome
 from ferryman.kinds.gateway.records.attach import Attachment
 from ferryman.kinds.gateway.records.passthrough import PassthroughServed
@@ -42,10 +42,13 @@ def serving(
     att: Attachment,
     status_addresses: Sequence[str],
     cert_id: Callable[[str, str], str | None],
+    client: Callable[[tuple[str, str], Listener], str | None] = lambda gw, lst: None,
 ) -> Serving:
     """``status_addresses``: what a Gateway on every address shows as its
     addresses (the Ingresses' status addresses); ``cert_id(namespace, name)``:
-    the certificate id of a Secret (None: unusable)."""
+    the certificate id of a Secret (None: unusable); ``client(gateway,
+    listener)``: the K record of an HTTPS listener's client certificate
+    validation (records/frontend_tls.py; None: none)."""
     out = Serving()
     for g in gateways:
         key = (g.meta.namespace, g.meta.name)
@@ -78,7 +81,7 @@ def serving(
                 cref = lst.certificates[0]
                 cert = cert_id(cref.namespace or g.meta.namespace, cref.name)
             table = att.table.get((*key, lst.name), {})
-            out.served.append(Served(address, lst, table, cert))
+            out.served.append(Served(address, lst, table, cert, client(key, lst)))
             out.sockets.add((address, lst.port, lst.protocol == "HTTPS"))
     return out
 
