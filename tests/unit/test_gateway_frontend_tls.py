@@ -11,6 +11,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
+from ferryman.engine.settings import GatewaySettings, ListenSettings
 from ferryman.kinds.gateway.parse.frontend_tls import ALLOW_INSECURE_FALLBACK, ALLOW_VALID_ONLY
 from ferryman.kinds.gateway.parse.gateway_api import parse_gateway
 from ferryman.kinds.gateway.records.frontend_tls import (
@@ -238,8 +239,11 @@ def _config_map(pem: str) -> dict[str, Any]:
 
 
 def test_the_translator_pushes_k_records_that_follow_the_config_map(tmp_path: Path) -> None:
-    kit = Kit(tmp_path, gateway_api=True, gateway_addresses=("10.0.0.1",), http_port=18080,
-              https_port=18443)  # fmt: skip
+    kit = Kit(
+        tmp_path,
+        gateway=GatewaySettings(enabled=True, addresses=("10.0.0.1",)),
+        listen=ListenSettings(http_port=18080, https_port=18443),
+    )
     gc = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
           "metadata": {"name": "ferryman", "generation": 1},
           "spec": {"controllerName": "ferryman.io/gateway-controller"}}  # fmt: skip
