@@ -13,10 +13,9 @@ from testkit.harness import Ferryman
 from testkit.pki import Issued
 
 
-def mtls_get(
-    f: Ferryman, tmp: Path, host: str, client: Issued | None, path: str = "/"
-) -> tuple[int, str]:
-    """GET over TLS to ``host`` (SNI and Host), presenting ``client``'s certificate."""
+def client_context(tmp: Path, client: Issued | None) -> ssl.SSLContext:
+    """A TLS client context that trusts any server and presents ``client``'s
+    certificate chain (None: no certificate); its files are written in ``tmp``."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -25,6 +24,14 @@ def mtls_get(
         cert.write_bytes(client.chain_pem)
         key.write_bytes(client.key_pem)
         ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def mtls_get(
+    f: Ferryman, tmp: Path, host: str, client: Issued | None, path: str = "/"
+) -> tuple[int, str]:
+    """GET over TLS to ``host`` (SNI and Host), presenting ``client``'s certificate."""
+    ctx = client_context(tmp, client)
     conn = http.client.HTTPSConnection("127.0.0.1", f.https_port, context=ctx, timeout=10)
     conn.sock = ctx.wrap_socket(
         socket.create_connection(("127.0.0.1", f.https_port), 10),

@@ -8,7 +8,6 @@ reference that does not resolve stops the listener, never the others."""
 
 from __future__ import annotations
 
-import ssl
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from testkit.harness import (
     service_with_backends,
     tls_secret,
 )
+from testkit.mtls import client_context
 from testkit.pki import Issued, authority, issue
 
 ADDRESS = "127.0.0.13"
@@ -61,23 +61,11 @@ def _gateway(
     return gateway("gw", listeners, tls={"frontend": frontend})
 
 
-def _client(tmp: Path, who: Issued | None) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    if who is not None:
-        crt, key = tmp / f"{id(who)}.crt", tmp / f"{id(who)}.key"
-        crt.write_bytes(who.cert_pem)
-        key.write_bytes(who.key_pem)
-        ctx.load_cert_chain(crt, key)
-    return ctx
-
-
 def _ask(tmp: Path, port: int, host: str, who: Issued | None) -> str:
     """The backend that answered, the status, or "refused" (the handshake
     failed: TLS 1.3 clients learn it at their first read)."""
     try:
-        with httpx.Client(verify=_client(tmp, who), timeout=10) as c:
+        with httpx.Client(verify=client_context(tmp, who), timeout=10) as c:
             req = c.build_request(
                 "GET", f"https://{ADDRESS}:{port}/", headers={"Host": host},
                 extensions={"sni_hostname": host},

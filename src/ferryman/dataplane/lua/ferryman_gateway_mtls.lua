@@ -22,12 +22,9 @@
 
 local ffi = require("ffi")
 local ssl = require("ngx.ssl")
-local base = require("resty.core.base")
-local C = require("ferryman_openssl")
+local mtls = require("ferryman_mtls")
 
 local _M = {}
-
-local SSL_OP_NO_TICKET = 0x4000ULL
 
 local native = nil
 do
@@ -96,19 +93,10 @@ function _M.certificate(store, entry)
         ngx.log(ngx.ERR, "ferryman: the client CA bundle of ", entry.key, " is not usable")
         return false
     end
-    local ok, err = ssl.verify_client(validation.certs, validation.depth)
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot request client certificates for ", entry.key, ": ", err)
-        return false
-    end
-    local connection = C.ngx_http_lua_ffi_get_req_ssl_pointer(base.get_request())
+    local connection = mtls.ask(entry.key, validation.certs, validation.depth)
     if connection == nil then
         return false
     end
-    -- No session ticket: a resumed session skips this phase and keeps its
-    -- verification, which must not outlive a change of the CAs.
-    C.SSL_set_options(connection, SSL_OP_NO_TICKET)
-    C.SSL_set_num_tickets(connection, 0)
     if validation.required then
         if native == nil or native.ngx_http_ferryman_client_verify_required(connection) ~= 0 then
             ngx.log(ngx.ERR, "ferryman: cannot require client certificates for ", entry.key)

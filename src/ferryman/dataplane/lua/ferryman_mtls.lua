@@ -93,6 +93,31 @@ local function policy_of(store, entry)
     return policy
 end
 
+-- In the certificate phase: ask the client for a certificate issued by
+-- ``certs`` (OpenSSL verifies it in the handshake) and issue no session
+-- ticket. Returns the connection's SSL pointer, or nil when the handshake
+-- must be refused (``key`` names the host or listener in the error log).
+-- Ingress hosts and Gateway listeners (ferryman_gateway_mtls.lua) share it.
+function _M.ask(key, certs, depth)
+    local ok, err = ssl.verify_client(certs, depth)
+    if not ok then
+        ngx.log(ngx.ERR, "ferryman: cannot request client certificates for ", key, ": ", err)
+        return nil
+    end
+    local connection = C.ngx_http_lua_ffi_get_req_ssl_pointer(base.get_request())
+    if connection == nil then
+        return nil
+    end
+    -- No session ticket: a resumed session skips the certificate phase and
+    -- keeps its verification result, which must neither outlive a change of
+    -- the CAs nor serve another host's (NGINX's tickets do not outlive the
+    -- reload such a change takes there). TLS 1.2 by the option; TLS 1.3 sends
+    -- its tickets after the handshake, unless told to send none.
+    C.SSL_set_options(connection, SSL_OP_NO_TICKET)
+    C.SSL_set_num_tickets(connection, 0)
+    return connection
+end
+
 -- ssl_certificate_by_lua, after the host's certificate is set: ask for and
 -- verify the client's certificate. Returns false when the handshake must be
 -- refused (the host's CAs are not usable: fail closed, as a reload with a bad
@@ -107,21 +132,10 @@ function _M.certificate(store, entry)
         ngx.log(ngx.ERR, "ferryman: the client CA bundle of ", entry.key, " is not usable")
         return false
     end
-    local ok, err = ssl.verify_client(cas.certs, policy.depth)
-    if not ok then
-        ngx.log(ngx.ERR, "ferryman: cannot request client certificates for ", entry.key, ": ", err)
-        return false
-    end
-    local connection = C.ngx_http_lua_ffi_get_req_ssl_pointer(base.get_request())
+    local connection = _M.ask(entry.key, cas.certs, policy.depth)
     if connection == nil then
         return false
     end
-    -- No session ticket: a resumed session keeps its verification result, which
-    -- must not outlive a change of the host's CAs (NGINX's tickets do not
-    -- outlive the reload such a change takes there). TLS 1.2 by the option;
-    -- TLS 1.3 sends its tickets after the handshake, unless told to send none.
-    C.SSL_set_options(connection, SSL_OP_NO_TICKET)
-    C.SSL_set_num_tickets(connection, 0)
     if cas.crl then
         local verify_store = ffi.new("void *[1]")
         if C.SSL_ctrl(connection, SSL_CTRL_GET_VERIFY_CERT_STORE, 0, verify_store) ~= 1
