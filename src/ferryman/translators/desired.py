@@ -64,6 +64,9 @@ class Desired:
         # The names each ``write_streams`` caller wrote, so that an Ingress's
         # translation touches its own few, not every S record.
         self._streams_of: dict[ObjectRef, set[str]] = {}
+        # The names each ``write_records`` share (kind, prefix) holds: a
+        # TransportServer's change touches its own few, not every record.
+        self._written: dict[tuple[str, str], set[str]] = {}
         gates = settings.ingress_class if settings.gates.enabled else None
         self._endpoints = EndpointSets(
             store,
@@ -134,11 +137,12 @@ class Desired:
     def write_records(self, kind: str, wanted: Mapping[str, str], prefix: str = "") -> None:
         """The records of ``kind`` whose names start with ``prefix`` are exactly
         ``wanted`` (a kind, or a share of one, only one writer writes)."""
-        for key in [k for k in self._records if k[0] == kind and k[1].startswith(prefix)]:
-            if key[1] not in wanted:
-                del self._records[key]
+        for name in self._written.pop((kind, prefix), set()) - wanted.keys():
+            self._records.pop((kind, name), None)
         for name, value in wanted.items():
             self._records[(kind, name)] = value
+        if wanted:
+            self._written[(kind, prefix)] = set(wanted)
 
     def writer_of(self, host: str) -> ObjectRef | None:
         """The resource that wrote virtual host ``host``'s records."""
