@@ -3,10 +3,14 @@ Gateway's TLS listener (mode Passthrough) passes each connection, still
 encrypted, to the backend of the TLSRoute that names its SNI name (the client
 sees the backend's own certificate), wildcard names cover every depth, a name
 no route takes is closed, and route changes go live without a reload, beside
-HTTP listeners of the same Gateway."""
+HTTP listeners of the same Gateway. A TLS listener of mode Terminate ends TLS
+with its own certificate and passes the plain bytes on; routes and
+certificates change without a reload there too."""
 
 from __future__ import annotations
 
+import base64
+import json
 import ssl
 from collections.abc import Iterator
 from typing import Any
@@ -14,7 +18,14 @@ from typing import Any
 import pytest
 
 from testkit.gateway_docs import gateway, gateway_class, route, served, to
-from testkit.harness import Backends, Ferryman, eventually, free_port, service_with_backends
+from testkit.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    free_port,
+    service_with_backends,
+    tls_secret,
+)
 from testkit.tls_backends import TlsBackend, https, start_tls_backend
 
 POOL = ("127.0.0.20", "127.0.0.21")
@@ -185,3 +196,72 @@ def test_a_transport_servers_change_leaves_the_tls_routes(
     gw.remove("ts")
     eventually(lambda: backend_of("127.0.0.1", gw.https_port, "ts.test") != "shop", what="gone")
     assert backend_of(address, port, "app.example.com") == "app"
+
+
+def terminate(name: str, port: int, secret: str, hostname: str) -> dict[str, Any]:
+    return {
+        "name": name, "port": port, "protocol": "TLS", "hostname": hostname,
+        "tls": {"mode": "Terminate", "certificateRefs": [{"name": secret}]},
+    }  # fmt: skip
+
+
+def plain_backend_of(address: str, port: int, host: str) -> tuple[bytes, str]:
+    """(the certificate the listener presented, the plain HTTP backend that
+    answered), ("", "closed") when the handshake or connection was refused."""
+    try:
+        der, response = https(port, host, address)
+    except (OSError, ssl.SSLError):
+        return b"", "closed"
+    if not response:
+        return der, "closed"  # after the handshake
+    body = response.split("\r\n\r\n", 1)[-1]
+    try:
+        return der, str(json.loads(body)["name"])
+    except (ValueError, KeyError):
+        return der, response
+
+
+def certificate_of(secret: list[dict[str, Any]] | dict[str, Any]) -> bytes:
+    doc = secret[0] if isinstance(secret, list) else secret
+    pem = base64.b64decode(doc["data"]["tls.crt"]).decode()
+    return ssl.PEM_cert_to_DER_cert(pem)
+
+
+@pytest.mark.flavours("nginx", "nginx-1.30", "angie")
+def test_a_terminating_tls_listener_ends_tls_and_passes_plain_bytes(
+    gw: Ferryman, backends: Backends
+) -> None:
+    port = free_port()
+    for name in ("tea", "coffee"):
+        gw.write(f"svc-{name}", service_with_backends(name, [backends.start(name)], port=8443))
+    site = tls_secret("site", ["*.example.com"])
+    gw.write("secret", site)
+    gw.write("gateways", gateway("one", [terminate("tls", port, "site", "*.example.com")]))
+    gw.write(
+        "routes",
+        tls_route("app", "one", ["app.example.com"], "tea"),
+        tls_route("shop", "one", ["*.shop.example.com"], "coffee"),
+    )
+    gw.start()
+    address = POOL[0]
+    # The listener's certificate, and the plain backend behind it.
+    assert plain_backend_of(address, port, "app.example.com") == (certificate_of(site), "tea")
+    # Wildcards cover every depth, for routes and for the listener's certificate.
+    assert plain_backend_of(address, port, "a.b.shop.example.com")[1] == "coffee"
+    # A name no route takes: closed; one outside the listener's hostname: no certificate.
+    assert plain_backend_of(address, port, "other.example.com")[1] == "closed"
+    assert plain_backend_of(address, port, "app.example.org")[1] == "closed"
+    reloads = gw.reloads()
+    gw.write(
+        "routes",
+        tls_route("app", "one", ["app.example.com"], "coffee"),
+        tls_route("shop", "one", ["*.shop.example.com"], "coffee"),
+    )
+    eventually(lambda: plain_backend_of(address, port, "app.example.com")[1] == "coffee")
+    rotated = tls_secret("site", ["*.example.com"])
+    gw.write("secret", rotated)
+    eventually(
+        lambda: plain_backend_of(address, port, "app.example.com")[0] == certificate_of(rotated),
+        what="rotated certificate",
+    )
+    assert gw.reloads() == reloads

@@ -87,15 +87,15 @@ def test_stream_servers_listen_on_both_families_unless_disabled() -> None:
 
 
 def test_gateway_tls_servers_on_every_address_listen_on_ipv6_too() -> None:
-    sockets = [("*", 8443), ("10.0.0.5", 9443)]
+    sockets = [("*", 8443, False), ("10.0.0.5", 9443, True)]
     assert _listen_lines(render_passthrough(sockets)) == [
         "listen 8443;",
         "listen [::]:8443 ipv6only=on;",
-        "listen 10.0.0.5:9443;",
+        "listen 10.0.0.5:9443 ssl;",
     ]
     assert _listen_lines(render_passthrough(sockets, ipv6=False)) == [
         "listen 8443;",
-        "listen 10.0.0.5:9443;",
+        "listen 10.0.0.5:9443 ssl;",
     ]
 
 

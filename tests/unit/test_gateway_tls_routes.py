@@ -1,6 +1,7 @@
-"""TLSRoute: its parser's rules (v1's CRD), its attachment to TLS passthrough
-listeners with the conditions the specification asks for, the stream servers
-and S records it becomes, and one socket per NGINX block across Gateways."""
+"""TLSRoute: its parser's rules (v1's CRD), its attachment to TLS listeners
+(passing TLS through or ending it) with the conditions the specification asks
+for, the stream servers and S and T records it becomes, and one socket per
+kind across Gateways."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from ferryman.kinds.gateway.parse.tls_route import TLSRoute, parse_tls_route
 from ferryman.kinds.gateway.records.attach import Attachment, Route, attach
 from ferryman.kinds.gateway.records.passthrough import (
     PassthroughServed,
+    certificate_records,
     passthrough_records,
     render_passthrough,
     stream_name,
 )
 from ferryman.kinds.gateway.translate.ports import PortRules
+from ferryman.resources.secret import TLSPair
 
 TLS = {"name": "tls", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
 SERVICES = {("gw", "app"), ("gw", "shop"), ("other", "app")}
@@ -163,10 +166,44 @@ def test_route_kinds_follow_the_listeners_protocol() -> None:
     assert bad["ResolvedRefs"] == "InvalidRouteKinds"
 
 
+TERMINATE = dict(TLS, tls={"mode": "Terminate", "certificateRefs": [{"name": "c"}]})
+
+
+def test_a_terminating_listener_needs_its_certificate() -> None:
+    _, reasons = listener(run([gateway(TERMINATE)], []))
+    assert reasons["ResolvedRefs"] == "InvalidCertificateRef"
+    assert (reasons["Accepted"], reasons["Programmed"]) == ("Accepted", "Invalid")
+    att = attach(
+        [gateway(TERMINATE)], [tls_route("t", ["app.example.com"])], (),
+        lambda ns, n: None, lambda ns: {}, lambda ns, n: (ns, n) in SERVICES,
+        tls_passthrough=True,
+    )  # fmt: skip
+    status, reasons = listener(att)
+    assert reasons == {
+        "Accepted": "Accepted", "ResolvedRefs": "ResolvedRefs",
+        "Conflicted": "NoConflicts", "Programmed": "Programmed",
+    }  # fmt: skip
+    assert status.supported_kinds == (("gateway.networking.k8s.io", "TLSRoute"),)
+    assert conditions(att, "t")["Accepted"] == "Accepted"
+
+
+def test_one_port_either_ends_tls_or_passes_it_through() -> None:
+    """TLSRouteModeMixed is not claimed: both listeners are refused, as the
+    conformance suite's TLSRouteListenerMixedTerminationNotSupported asks."""
+    passing = dict(TLS, name="pass", hostname="p.example.com")
+    ending = dict(TERMINATE, name="end", hostname="e.example.com")
+    att = attach(
+        [gateway(passing, ending)], [], (), lambda ns, n: None, lambda ns: {},
+        lambda ns, n: True, tls_passthrough=True,
+    )  # fmt: skip
+    for name in ("pass", "end"):
+        status, reasons = listener(att, name)
+        assert (reasons["Accepted"], reasons["Conflicted"]) == ("ProtocolConflict",) * 2
+        assert reasons["Programmed"] == "Invalid"
+        assert status.supported_kinds == ()
+
+
 def test_what_is_not_served_says_so() -> None:
-    terminate = dict(TLS, tls={"mode": "Terminate", "certificateRefs": [{"name": "c"}]})
-    _, reasons = listener(run([gateway(terminate)], []))
-    assert (reasons["Accepted"], reasons["Programmed"]) == ("UnsupportedValue", "Invalid")
     # No stream module in NGINX (Angie): TLS listeners are not served at all.
     _, reasons = listener(run([gateway(TLS)], [], passthrough=False))
     assert reasons["Accepted"] == "UnsupportedProtocol"
@@ -211,10 +248,31 @@ def test_records_name_the_socket_and_the_sni_name() -> None:
     }
     assert list(uses) == ["gw/r"]
     assert stream_name("*", 443) == "gateway.443"
-    conf = render_passthrough([("*", 443), ("10.0.0.5", 8443), ("*", 443)])
+    conf = render_passthrough([("*", 443, False), ("10.0.0.5", 8443, False), ("*", 443, False)])
     assert conf.count("server {") == 2
     assert "listen 443;\n" in conf and "listen 10.0.0.5:8443;\n" in conf
     assert "ferryman_stream_preread;" in conf and "ssl_preread on;" in conf
+    assert "ssl_certificate" not in conf
+
+
+def test_a_terminating_socket_takes_its_certificates_from_t_records() -> None:
+    pair = TLSPair(b"CHAIN", b"KEY")
+    named = gateway(dict(TERMINATE, hostname="*.example.com")).listeners[0]
+    anyhost = gateway(dict(TERMINATE, port=8443)).listeners[0]
+    served = [
+        PassthroughServed("*", named, {}, pair),
+        PassthroughServed("10.0.0.5", anyhost, {}, pair),
+        PassthroughServed("*", gateway(TLS).listeners[0], {}, None),
+    ]
+    assert certificate_records(served) == {
+        "gateway.443/*.example.com": "Q0hBSU4= S0VZ",
+        "gateway.10.0.0.5.8443": "Q0hBSU4= S0VZ",
+    }
+    conf = render_passthrough([("10.0.0.5", 8443, True)])
+    assert "listen 10.0.0.5:8443 ssl;\n" in conf and "ssl_preread" not in conf
+    assert "ssl_certificate data:$ferryman_stream_certificate;" in conf
+    # Every covering wildcard first, then the name as the handshake ended it.
+    assert conf.index("ferryman_stream_preread;") < conf.index("ferryman_stream_sni;")
 
 
 def test_an_older_gateways_socket_keeps_its_nginx_block(tmp_path: Path) -> None:
@@ -231,3 +289,8 @@ def test_an_older_gateways_socket_keeps_its_nginx_block(tmp_path: Path) -> None:
     # Different addresses: both.
     rules.update([old, young], {("gw", "old"): "10.0.0.4", ("gw", "young"): "10.0.0.5"}, {})
     assert rules.unavailable(young, young.listeners[0]) is None
+    # One stream socket cannot both pass TLS through and end it.
+    ending = gateway(dict(TERMINATE, port=9443), name="ending", age="2026-03-01T00:00:00Z")
+    rules.update([young, ending], {("gw", "young"): "*", ("gw", "ending"): "*"}, {})
+    why = rules.unavailable(ending, ending.listeners[0])
+    assert why == "port 9443 is Gateway gw/young's TLS passthrough socket"

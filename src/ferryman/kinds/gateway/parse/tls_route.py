@@ -2,9 +2,10 @@
 channel's validation (v1.6's CRD: one rule, 1-16 backendRefs, 1-1024
 hostnames that are names, not addresses).
 
-A TLSRoute routes a TLS connection by its SNI name, without ending TLS
-(listeners of protocol TLS, mode Passthrough): the backend sees the client's
-handshake. Its parentRefs and hostnames read as an HTTPRoute's
+A TLSRoute routes a TLS connection by its SNI name, on listeners of protocol
+TLS: without ending TLS (mode Passthrough), so the backend sees the client's
+handshake, or after ending it with the listener's certificate (mode
+Terminate), so the backend sees plain bytes. Its parentRefs and hostnames read as an HTTPRoute's
 (``gateway_api``), its backendRefs without filters.
 """
 

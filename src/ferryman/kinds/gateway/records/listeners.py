@@ -3,11 +3,13 @@ kinds it takes, and the Gateway's own conditions from its listeners' (pure).
 
 The rules (gateway-api v1.6, apis/v1 gateway_types.go): a listener is usable
 when its protocol is served (HTTP and HTTPS by the HTTP route engine; TLS,
-passthrough only, by the stream module's records where NGINX has it), its
-port is free, an HTTPS listener's certificateRefs resolve (core Secrets,
-across namespaces only with a ReferenceGrant, present and usable), and no
-other listener on its port conflicts (a different protocol:
-ProtocolConflict; the same hostname: HostnameConflict). Each protocol takes
+passed through or ended, by the stream module's records where NGINX has it),
+its port is free, the certificateRefs of a listener ending TLS (HTTPS, TLS in
+mode Terminate) resolve (core Secrets, across namespaces only with a
+ReferenceGrant, present and usable), and no other listener on its port
+conflicts (a different protocol, or TLS listeners of both modes, which one
+stream server cannot be: ProtocolConflict; the same hostname:
+HostnameConflict). Each protocol takes
 its route kinds: HTTPRoute and GRPCRoute over HTTP and HTTPS, TLSRoute over
 TLS. GRPCRoute over HTTP needs HTTP/2 without TLS (h2c, prior knowledge) beside
 HTTP/1.1 on one socket, which NGINX serves since 1.25.1 (``http2 on``: the
@@ -81,10 +83,9 @@ def listener_status(
     records/frontend_tls.py)."""
     conditions: list[Condition] = []
     served = lst.protocol in SUPPORTED_PROTOCOLS or (tls_passthrough and lst.protocol == "TLS")
-    passes_through = lst.protocol != "TLS" or lst.tls_mode == "Passthrough"
-    # A TLS listener not served takes no route kind.
-    tls_unserved = lst.protocol == "TLS" and not (served and passes_through)
-    kinds, bad_kinds = ((), []) if tls_unserved else _route_kinds(lst, h2c)
+    modes = _mixed_modes(gw, lst)
+    # A TLS listener not served takes no route kind, nor one of two modes on a port.
+    kinds, bad_kinds = ((), []) if not served or modes else _route_kinds(lst, h2c)
     conflict = _conflict(gw, lst)
     if not served:
         conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
@@ -94,9 +95,8 @@ def listener_status(
     elif lst.protocol == "HTTPS" and lst.tls_mode == "Passthrough":
         conditions.append(Condition("Accepted", False, "UnsupportedValue",
                                     "tls mode Passthrough needs protocol TLS"))  # fmt: skip
-    elif not passes_through:
-        only = "a TLS listener passes TLS through only (tls mode Passthrough)"
-        conditions.append(Condition("Accepted", False, "UnsupportedValue", only))
+    elif modes is not None:
+        conditions.append(Condition("Accepted", False, "ProtocolConflict", modes))
     elif frontend is not None and frontend[2]:
         conditions.append(Condition("Accepted", False, "NoValidCACertificate", frontend[1]))
     else:
@@ -105,7 +105,7 @@ def listener_status(
     if bad_kinds:
         refs = Condition("ResolvedRefs", False, "InvalidRouteKinds",
                          f"unsupported route kinds: {', '.join(bad_kinds)}")  # fmt: skip
-    elif lst.protocol == "HTTPS":
+    elif lst.protocol == "HTTPS" or (lst.protocol == "TLS" and lst.tls_mode == "Terminate"):
         why = _certificates(gw, lst, grants, secret)
         if why is None and frontend is not None:
             why = frontend[:2]
@@ -143,10 +143,24 @@ def _conflict(gw: Gateway, lst: Listener) -> str | None:
     for other in gw.listeners:
         if other is lst or other.port != lst.port:
             continue
-        if other.protocol != lst.protocol:
+        if other.protocol != lst.protocol or other.tls_mode != lst.tls_mode:
             return "ProtocolConflict"
         if other.hostname == lst.hostname:
             return "HostnameConflict"
+    return None
+
+
+def _mixed_modes(gw: Gateway, lst: Listener) -> str | None:
+    """Why a TLS listener shares its port with one of the other mode (the
+    TLSRouteModeMixed feature, which ferryman does not claim), else None."""
+    if lst.protocol != "TLS":
+        return None
+    for other in gw.listeners:
+        if other.port == lst.port and other.protocol == "TLS" and other.tls_mode != lst.tls_mode:
+            return (
+                f"listener {other.name} on port {lst.port} is TLS of mode {other.tls_mode}: "
+                "one port either ends TLS or passes it through"
+            )
     return None
 
 
@@ -154,7 +168,7 @@ def _certificates(
     gw: Gateway, lst: Listener, grants: list[ReferenceGrant], secret: SecretCheck
 ) -> tuple[str, str] | None:
     if not lst.certificates:
-        return "InvalidCertificateRef", "an HTTPS listener needs a certificateRef"
+        return "InvalidCertificateRef", "a listener ending TLS needs a certificateRef"
     for ref in lst.certificates:
         if (ref.group, ref.kind) != ("", "Secret"):
             return "InvalidCertificateRef", f"unsupported certificateRef {ref.group}/{ref.kind}"

@@ -28,6 +28,7 @@ SUPPORTED_FEATURES = (
     "HTTPRoute",
     "ReferenceGrant",
     "TLSRoute",
+    "TLSRouteModeTerminate",
     "GRPCRoute",
     "GRPCRouteNamedRouteRule",
     "GatewayAddressEmpty",

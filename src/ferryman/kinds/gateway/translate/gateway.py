@@ -51,6 +51,8 @@ from ferryman.kinds.gateway.records.backend_client_cert import client_certificat
 from ferryman.kinds.gateway.records.backend_protocols import mark_h2c
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
+    PassthroughServed,
+    certificate_records,
     passthrough_records,
     render_passthrough,
 )
@@ -351,13 +353,14 @@ class GatewayTranslator(Translator):
         )  # fmt: skip
         service = lambda namespace, name: store.get("Service", namespace, name)  # noqa: E731
         mark_h2c(att.table, service)
-        client = client_certificates(gateways, grants, backend_tls.pair_reader(reads))
+        pair = backend_tls.pair_reader(reads)
+        client = client_certificates(gateways, grants, pair)
         tls = backend_tls.apply_backend_tls(att.table, policies, service, config_map,
                                 settings.gateway.controller_name, client.pairs)  # fmt: skip
         wanted.update({ObjectRef("BackendTLSPolicy", *k): v for k, v in tls.items()})
         out = serving(
             gateways, outcomes, att, self._status_addresses,
-            lambda namespace, name: reads.secret(namespace, name).cert_id, front.value,
+            lambda namespace, name: reads.secret(namespace, name).cert_id, front.value, pair,
         )  # fmt: skip
         backend_tls.with_resolved_refs(out.statuses, gateways, client.resolved)
         frontend_tls.with_insecure_mode(out.statuses, gateways)
@@ -367,13 +370,13 @@ class GatewayTranslator(Translator):
         fitted = fit_routes(without(out.served, set(refused)), settings.nginx.max_record_bytes)
         too_large = fitted.why | refused
         self._served = fitted.served
-        passed, passing_uses = passthrough_records(out.passing)
-        self._write_records(fitted.served, fitted.records, passed, passing_uses)
+        self._write_records(fitted.served, fitted.records, out.passing)
         hop = self._h2c_hop
         self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6, hop=hop)
         if self._stream:
             self._files[PASSTHROUGH_FILE] = render_passthrough(
-                ((s.address, s.listener.port) for s in out.passing), ipv6=self._ipv6
+                ((s.address, s.listener.port, s.terminates) for s in out.passing),
+                ipv6=self._ipv6,
             ) + (render_hops(out.sockets, ipv6=self._ipv6) if hop else "")
         if self._ports is not None:
             if changed := self._ports.set_gateway_ports(out.held, out.asked):
@@ -401,15 +404,16 @@ class GatewayTranslator(Translator):
         self,
         served: list[Served],
         wanted: Mapping[str, str],
-        passed: Mapping[str, str],
-        passing_uses: Mapping[str, frozenset[BackendKey]],
+        passing: list[PassthroughServed],
     ) -> None:
         """W and K records of HTTP listeners (``wanted``; records/frontend_tls.py),
-        S records of TLS ones (``passed``), and the endpoint sets their routes use."""
+        S and T records of TLS ones, and the endpoint sets their routes use."""
         d = self._d
         d.write_records(Record.GATEWAY, wanted)
         d.write_records(Record.GATEWAY_CLIENT, frontend_tls.client_records(served))
+        passed, passing_uses = passthrough_records(passing)
         d.write_records(Record.STREAM, passed, prefix="gateway.")
+        d.write_records(Record.STREAM_CERTIFICATE, certificate_records(passing), prefix="gateway.")
         certs = {f"{_CERT_PREFIX}{i}": s.cert_id for i, s in enumerate(served) if s.cert_id}
         d.note_certificates(_CERT_PREFIX, certs)
         # Which backends each route uses: their endpoint sets are computed and

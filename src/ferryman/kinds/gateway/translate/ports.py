@@ -32,7 +32,7 @@ class PortRules:
         # name), whatever Gateways took from it since.
         self.gc_ports: dict[int, str] = {}
         self.outcomes: Mapping[tuple[str, str], Outcome] = {}
-        self.families: dict[tuple[str, int], tuple[AgeKey, bool, str]] = {}
+        self.families: dict[tuple[str, int], tuple[AgeKey, str, str]] = {}
 
     def update(
         self,
@@ -64,18 +64,17 @@ class PortRules:
         return None
 
     def _other_block(self, g: Gateway, lst: Listener) -> str | None:
-        """An older Gateway's socket on this port of the other NGINX block
-        (stream for TLS passthrough, http for HTTP and HTTPS): one socket
-        cannot be both."""
+        """An older Gateway's socket on this port of another kind (a stream
+        server passing TLS through or ending it, or the http block's HTTP and
+        HTTPS): one socket cannot be two."""
         address = self.outcomes.get((g.meta.namespace, g.meta.name))
         if not isinstance(address, str):
             return None
-        tls, mine = lst.protocol == "TLS", _age_key(g)
-        for (where, port), (age, holder_tls, who) in self.families.items():
+        mine = _age_key(g)
+        for (where, port), (age, holder, who) in self.families.items():
             overlaps = where == address or ANY_ADDRESS in (where, address)
-            if port == lst.port and overlaps and holder_tls != tls and age < mine:
-                what = "TLS passthrough" if holder_tls else "HTTP"
-                return f"port {port} is Gateway {who}'s {what} socket"
+            if port == lst.port and overlaps and holder != _socket_kind(lst) and age < mine:
+                return f"port {port} is Gateway {who}'s {holder} socket"
         return None
 
     def _gc_older(self, g: Gateway) -> bool:
@@ -111,16 +110,22 @@ def _age_key(g: Gateway) -> AgeKey:
     return (ts is None, ts or "", g.meta.namespace, g.meta.name, "Gateway")
 
 
+def _socket_kind(lst: Listener) -> str:
+    if lst.protocol != "TLS":
+        return "HTTP"
+    return "TLS passthrough" if lst.tls_mode == "Passthrough" else "TLS terminating"
+
+
 def _families(
     gateways: list[Gateway], outcomes: Mapping[tuple[str, str], Outcome]
-) -> dict[tuple[str, int], tuple[AgeKey, bool, str]]:
-    """Each (address, port) socket's oldest Gateway: its age, whether its
-    listener there is TLS passthrough, its namespace/name."""
-    out: dict[tuple[str, int], tuple[AgeKey, bool, str]] = {}
+) -> dict[tuple[str, int], tuple[AgeKey, str, str]]:
+    """Each (address, port) socket's oldest Gateway: its age, the kind of
+    socket its listener there asks for (``_socket_kind``), its namespace/name."""
+    out: dict[tuple[str, int], tuple[AgeKey, str, str]] = {}
     for g in sorted(gateways, key=_age_key):
         address = outcomes.get((g.meta.namespace, g.meta.name))
         if isinstance(address, str):
             for lst in g.listeners:
                 who = f"{g.meta.namespace}/{g.meta.name}"
-                out.setdefault((address, lst.port), (_age_key(g), lst.protocol == "TLS", who))
+                out.setdefault((address, lst.port), (_age_key(g), _socket_kind(lst), who))
     return out

@@ -22,6 +22,7 @@ from ferryman.kinds.gateway.records.passthrough import PassthroughServed
 from ferryman.kinds.gateway.records.servers import ANY_ADDRESS, Served
 from ferryman.kinds.gateway.records.status import address_entry, gateway_status, without_address
 from ferryman.resources.meta import ObjectRef
+from ferryman.resources.secret import TLSPair
 
 
 @dataclass
@@ -43,12 +44,15 @@ def serving(
     status_addresses: Sequence[str],
     cert_id: Callable[[str, str], str | None],
     client: Callable[[tuple[str, str], Listener], str | None] = lambda gw, lst: None,
+    tls_pair: Callable[[str, str], TLSPair | str] = lambda namespace, name: "not read",
 ) -> Serving:
     """``status_addresses``: what a Gateway on every address shows as its
     addresses (the Ingresses' status addresses); ``cert_id(namespace, name)``:
     the certificate id of a Secret (None: unusable); ``client(gateway,
     listener)``: the K record of an HTTPS listener's client certificate
-    validation (records/frontend_tls.py; None: none)."""
+    validation (records/frontend_tls.py; None: none); ``tls_pair(namespace,
+    name)``: a Secret's pair, for a TLS listener ending TLS (or why it is
+    unusable: the listener's ResolvedRefs already says so)."""
     out = Serving()
     for g in gateways:
         key = (g.meta.namespace, g.meta.name)
@@ -74,7 +78,12 @@ def serving(
                 out.held.setdefault(lst.port, f"is Gateway {who}'s port")
             if lst.protocol == "TLS":
                 passes = att.passthrough.get((*key, lst.name), {})
-                out.passing.append(PassthroughServed(address, lst, passes))
+                pair = None
+                if lst.tls_mode == "Terminate" and lst.certificates:
+                    cref = lst.certificates[0]
+                    read = tls_pair(cref.namespace or g.meta.namespace, cref.name)
+                    pair = None if isinstance(read, str) else read
+                out.passing.append(PassthroughServed(address, lst, passes, pair))
                 continue
             cert = None
             if lst.protocol == "HTTPS" and lst.certificates:
