@@ -245,3 +245,21 @@ def test_a_route_too_large_for_its_records_is_not_accepted_and_the_others_are(
     assert _conditions(parent)["Accepted"] == ("True", "Accepted", 1)
     assert ("W", "10.0.0.1:80/a.example.com") in kit.dataplane.records
     assert ("W", "10.0.0.1:80/b.example.com") not in kit.dataplane.records
+
+
+def test_a_gateway_with_infrastructure_parameters_is_invalid_parameters(tmp_path: Path) -> None:
+    """ferryman has no parameters kind for Gateways: a parametersRef cannot
+    resolve, so the Gateway is not accepted (the specification's
+    InvalidParameters) and not served; its labels and annotations are fine."""
+    kit = _kit(tmp_path)
+    ref = {"group": "invalid.io", "kind": "InvalidParameters", "name": "invalid"}
+    labelled = {"labels": {"team": "a"}, "annotations": {"note": "b"}}
+    _sync(kit, _class(), _service())
+    _sync(kit, _gateway("one", infrastructure={"parametersRef": ref}), _route("r1"))
+    _sync(kit, _gateway("two", port=81, infrastructure=labelled), _route("r2", gateway="two"))
+    gw = kit.gateway_statuses[ObjectRef("Gateway", "infra", "one")]
+    assert _conditions(gw)["Accepted"] == ("False", "InvalidParameters", 2)
+    assert "invalid.io/InvalidParameters invalid" in kit.messages("one")[0]
+    assert not any(k[1].endswith(":80/a.example.com") for k in kit.dataplane.records)
+    two = kit.gateway_statuses[ObjectRef("Gateway", "infra", "two")]
+    assert _conditions(two)["Accepted"] == ("True", "Accepted", 2)

@@ -124,6 +124,9 @@ class Gateway:
     backend_client_cert: ObjectReference | None = None
     # spec.tls.frontend: client certificate validation (parse/frontend_tls.py).
     frontend: FrontendTLS | None = None
+    # spec.infrastructure.parametersRef: ferryman has no parameters kind for
+    # Gateways, so any reference makes the Gateway InvalidParameters.
+    parameters: ObjectReference | None = None
 
 
 _LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
@@ -172,9 +175,20 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     if ref is not None:
         client_cert = parse_reference(ref, "Secret")
     frontend = parse_frontend(tls)
+    infrastructure = spec.obj(
+        "infrastructure", frozenset({"labels", "annotations", "parametersRef"})
+    )
+    parameters_ref = (
+        infrastructure.obj("parametersRef", frozenset({"group", "kind", "name"}))
+        if infrastructure
+        else None
+    )
+    parameters = parse_reference(parameters_ref, "") if parameters_ref else None
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
-    gateway = Gateway(meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend)
+    gateway = Gateway(
+        meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend, parameters
+    )
     return Parsed(gateway, ())
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ferryman.kinds.gateway.parse.gateway_api import GROUP
+from ferryman.kinds.gateway.parse.gateway_api import GROUP, Gateway
 from ferryman.kinds.gateway.records.addresses import NoAddress
 from ferryman.kinds.gateway.records.attach import ParentStatus
 from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus
@@ -105,17 +105,34 @@ def gateway_status(status: GatewayStatus, generation: int, address: str | None) 
     }
 
 
-def invalid_gateway_status(generation: int, message: str) -> dict[str, Any]:
-    """A Gateway the API server would not have taken (manifests mode)."""
+def invalid_gateway_status(
+    generation: int, message: str, reason: str = "Invalid"
+) -> dict[str, Any]:
+    """A Gateway the API server would not have taken (manifests mode), or
+    one whose parameters are unusable (``InvalidParameters``)."""
     return {
         "conditions": conditions(
             [
-                Condition("Accepted", False, "Invalid", message),
+                Condition("Accepted", False, reason, message),
                 Condition("Programmed", False, "Invalid", message),
             ],
             generation,
         ),
     }
+
+
+def parameters_problem(gw: Gateway) -> str | None:
+    """Why ``gw`` is not accepted for its ``infrastructure.parametersRef``:
+    ferryman has no parameters kind for Gateways (their infrastructure is the
+    controller's own NGINX), so any reference is one it cannot resolve."""
+    p = gw.parameters
+    if p is None:
+        return None
+    what = f"{p.group}/{p.kind}" if p.group else p.kind
+    return (
+        f"infrastructure.parametersRef {what} {p.name}: ferryman serves every Gateway "
+        "from its own NGINX and takes no parameters for one"
+    )
 
 
 def route_parents(

@@ -66,6 +66,7 @@ from ferryman.kinds.gateway.records.servers import (
 from ferryman.kinds.gateway.records.status import (
     gateway_class_status,
     invalid_gateway_status,
+    parameters_problem,
     route_parents,
 )
 from ferryman.kinds.gateway.translate import backend_tls
@@ -227,8 +228,8 @@ class GatewayTranslator(Translator):
             out.append((ref, cached))
         return out
 
-    def _reject(self, ref: ObjectRef, parsed: Parsed[Any]) -> None:
-        message = f"{ref.namespace}/{ref.name} was rejected: {parsed.message()}"
+    def _reject(self, ref: ObjectRef, why: str) -> None:
+        message = f"{ref.namespace}/{ref.name} was rejected: {why}"
         if self._rejected.get(ref) != message:
             self._rejected[ref] = message
             self._d.event(ref, WARNING, REJECTED, message)
@@ -287,8 +288,12 @@ class GatewayTranslator(Translator):
             if not ours:
                 continue
             if p.parsed.resource is None:
-                self._reject(ref, p.parsed)
+                self._reject(ref, p.parsed.message())
                 wanted[ref] = invalid_gateway_status(p.generation, p.parsed.message())
+                continue
+            if (why := parameters_problem(p.parsed.resource)) is not None:
+                self._reject(ref, why)
+                wanted[ref] = invalid_gateway_status(p.generation, why, "InvalidParameters")
                 continue
             gateways.append(p.parsed.resource)
         gateways.sort(key=age)
@@ -301,7 +306,7 @@ class GatewayTranslator(Translator):
             for ref, p in self._parse_all(kind, parser):
                 seen.add(ref)
                 if p.parsed.resource is None:
-                    self._reject(ref, p.parsed)
+                    self._reject(ref, p.parsed.message())
                 else:
                     routes.append(p.parsed.resource)
         grants: list[ReferenceGrant] = []
@@ -313,7 +318,7 @@ class GatewayTranslator(Translator):
         for ref, p in self._parse_all("BackendTLSPolicy", parse_backend_tls_policy):
             seen.add(ref)
             if p.parsed.resource is None:
-                self._reject(ref, p.parsed)
+                self._reject(ref, p.parsed.message())
             else:
                 policies.append(p.parsed.resource)
         for gone in [r for r in self._parsed if r not in seen]:
