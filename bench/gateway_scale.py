@@ -1,7 +1,8 @@
 """1,000 HTTPRoutes (or TLSRoutes, or GRPCRoutes) on one Gateway: start-up, reloads, and
 time-to-route for route creation, backend changes and deletion.
 
-    .venv/bin/python -m bench.gateway_scale [--routes 1000] [--samples 30] [--kind tls|grpc]
+    .venv/bin/python -m bench.gateway_scale [--routes 1000] [--samples 30]
+        [--kind http|tls|tls-terminate|grpc]
 
 The Gateway takes 127.0.0.10 (``--gateway-addresses``) and listens on one
 port; HTTPRoute ``r<i>`` serves ``r<i>.bench.test`` with three rules (a path
@@ -19,6 +20,11 @@ prefix to Service ``a``, a header match, and ``/`` split by weight between
 TLS listener (mode Passthrough) to TLS backend ``a`` (two of them,
 ``testkit.tls_backends``, each answering its name); the change moves a route
 from ``a`` to ``b``, and a deleted route's name is closed.
+
+``--kind tls-terminate``: the same TLSRoutes on a TLS listener of mode
+Terminate, which ends TLS with its certificate (a ``*.bench.test`` Secret)
+and passes plain HTTP to backends ``a`` and ``b`` of the HTTP runs (each
+answering its port number).
 
 ``--kind grpc``: GRPCRoute ``g<i>`` for ``g<i>.bench.test``, called over h2c
 (bench/gateway_scale_grpc.py); the change moves its calls to greeter ``b``,
@@ -44,7 +50,8 @@ from bench.processes import (
     write_yaml,
 )
 from bench.run import _percentile, _wait
-from testkit.tls_backends import TlsBackend, https, start_tls_backend
+from testkit.harness import tls_secret
+from testkit.tls_backends import https, start_tls_backend
 
 ADDRESS = "127.0.0.10"
 
@@ -112,11 +119,16 @@ def route(i: int, weights: tuple[int, int] = (1, 0)) -> dict[str, Any]:
     }
 
 
-def tls_docs(backends: dict[str, TlsBackend], listen: int) -> list[dict[str, Any]]:
-    listener = {"name": "tls", "port": listen, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
-    docs = gateway_docs(listener)
-    for name, backend in backends.items():
-        docs += service(name, 8443, backend.port)
+def tls_docs(ports: dict[str, int], listen: int, terminate: bool) -> list[dict[str, Any]]:
+    """The Gateway with one TLS listener, Services ``a`` and ``b`` on ``ports``."""
+    tls: dict[str, Any] = {"mode": "Passthrough"}
+    extra: list[dict[str, Any]] = []
+    if terminate:
+        tls = {"mode": "Terminate", "certificateRefs": [{"name": "bench-tls"}]}
+        extra.append(tls_secret("bench-tls", ["*.bench.test"]))
+    docs = gateway_docs({"name": "tls", "port": listen, "protocol": "TLS", "tls": tls}) + extra
+    for name, port in ports.items():
+        docs += service(name, 8443, port)
     return docs
 
 
@@ -199,41 +211,54 @@ def _summary(f: Ferryman, result: dict[str, Any], times: dict[str, list[float]])
     return result
 
 
-def scale_tls(f: Ferryman, n: int, samples: int) -> dict[str, Any]:
+def scale_tls(
+    f: Ferryman, n: int, samples: int, plain: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """``plain``: the ports of plain HTTP backends ``a`` and ``b`` behind a
+    listener ending TLS (mode Terminate); None: TLS backends of its own,
+    passed through."""
+    if plain is not None:
+        names = {"a": str(plain[0]), "b": str(plain[1])}
+        return _scale_tls(f, n, samples, {"a": plain[0], "b": plain[1]}, names)
     backends = {name: start_tls_backend(name, ["*.bench.test"]) for name in ("a", "b")}
     try:
-        return _scale_tls(f, n, samples, backends)
+        ports = {name: b.port for name, b in backends.items()}
+        return _scale_tls(f, n, samples, ports, {"a": "a", "b": "b"})
     finally:
         for backend in backends.values():
             backend.close()
 
 
 def _scale_tls(
-    f: Ferryman, n: int, samples: int, backends: dict[str, TlsBackend]
+    f: Ferryman, n: int, samples: int, ports: dict[str, int], says: dict[str, str]
 ) -> dict[str, Any]:
+    """``says``: what backends ``a`` and ``b`` answer (the response's last word)."""
     listen = free_port()
-    write_yaml(f.manifests / "base.yaml", tls_docs(backends, listen))
+    terminate = says["a"] != "a"
+    write_yaml(f.manifests / "base.yaml", tls_docs(ports, listen, terminate))
     for i in range(n):
         write_yaml(f.manifests / f"t{i}.yaml", [tls_route(i)])
-    result: dict[str, Any] = {"tls_routes": n, "ready_s": round(f.start(), 3)}
+    key = "tls_terminate_routes" if terminate else "tls_routes"
+    result: dict[str, Any] = {key: n, "ready_s": round(f.start(), 3)}
 
     def answer(i: int) -> str:
-        """The backend that answered SNI ``t<i>.bench.test``, "" when closed."""
+        """What answered SNI ``t<i>.bench.test``, "" when closed."""
         try:
-            return https(listen, f"t{i}.bench.test", ADDRESS)[1].rsplit(" ", 1)[-1].strip()
+            response = https(listen, f"t{i}.bench.test", ADDRESS)[1].strip()
         except OSError:
             return ""
+        return response.rsplit(" ", 1)[-1].rsplit("\n", 1)[-1].strip() if response else ""
 
     started = time.monotonic()
-    _wait(lambda: answer(n - 1) == "a", 300, "the last route", interval=0.05)
+    _wait(lambda: answer(n - 1) == says["a"], 300, "the last route", interval=0.05)
     result["last_route_after_ready_s"] = round(time.monotonic() - started, 3)
     result["startup_reloads"] = f.reloads()
     result.update({k: round(v, 1) for k, v in f.memory().items()})
     times = _changes(
         f, n, samples, "t",
         lambda i, changed: tls_route(i, "b" if changed else "a"),
-        lambda i: answer(i) == "a",
-        lambda i: answer(i) == "b",
+        lambda i: answer(i) == says["a"],
+        lambda i: answer(i) == says["b"],
         lambda i: answer(i) == "",
         "backend",
     )  # fmt: skip
@@ -244,13 +269,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--routes", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=30)
-    ap.add_argument("--kind", choices=("http", "tls", "grpc"), default="http")
+    ap.add_argument("--kind", choices=("http", "tls", "tls-terminate", "grpc"), default="http")
     args = ap.parse_args()
     with bench_bed(
         "fbench-gateway-", extra_args=["--enable-gateway-api", "--gateway-addresses", ADDRESS]
     ) as (_work, backends, f):
         if args.kind == "tls":
             print(scale_tls(f, args.routes, args.samples))
+        elif args.kind == "tls-terminate":
+            plain = (backends.ports[0], backends.ports[1])
+            print(scale_tls(f, args.routes, args.samples, plain))
         elif args.kind == "grpc":
             print(scale_grpc(f, args.routes, args.samples, ADDRESS))
         else:
