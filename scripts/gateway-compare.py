@@ -2,7 +2,12 @@
 Gateway Fabric's and Envoy Gateway's published ones, feature by feature.
 
     .venv/bin/python scripts/gateway-compare.py            # print the Markdown table
+    .venv/bin/python scripts/gateway-compare.py --write    # into README.md
     .venv/bin/python scripts/gateway-compare.py OURS A B    # other reports
+
+README.md holds the table between ``<!-- generated: gateway-compare -->`` and
+``<!-- end: gateway-compare -->``; tests/unit/test_gateway_compare.py checks
+that its ferryman column is what docs/gateway-conformance/report.yaml says.
 
 The published reports are those the gateway-api release ships under
 ``conformance/reports/`` (the Go module the conformance tool builds from, so
@@ -103,12 +108,24 @@ def table(reports: list[dict[str, Any]], channels: dict[str, str]) -> str:
     return "\n".join("| " + " | ".join(row) + " |" for row in rows) + "\n"
 
 
+README = ROOT / "README.md"
+BEGIN, END = "<!-- generated: gateway-compare -->\n", "<!-- end: gateway-compare -->\n"
+
+
 def main(argv: list[str]) -> int:
+    write = "--write" in argv
+    argv = [a for a in argv if a != "--write"]
     cache = _module_cache()
     reports_dir = cache / f"gateway-api/conformance@{VERSION}" / "reports"
     paths = [Path(p) for p in argv] or [OURS, *(reports_dir / p for p in PUBLISHED)]
     reports = [yaml.safe_load(p.read_text()) for p in paths]
-    sys.stdout.write(table(reports, _channels(cache)))
+    text = table(reports, _channels(cache))
+    if not write:
+        sys.stdout.write(text)
+        return 0
+    readme = README.read_text()
+    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    README.write_text(readme[:start] + text + readme[end:])
     return 0
 
 
