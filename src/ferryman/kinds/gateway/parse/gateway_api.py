@@ -29,6 +29,7 @@ from ferryman.kinds.gateway.parse.fields import (
     HOSTNAME_RE,
     PATH_RE,
     ObjectReference,
+    allowed_listeners,
     parse_duration,
     parse_reference,
 )
@@ -101,6 +102,15 @@ class RouteKind:
 
 
 @dataclass(frozen=True)
+class ListenerOrigin:
+    """The ListenerSet a Gateway's listener came from (records/listener_sets.py)."""
+
+    namespace: str
+    name: str
+    section: str  # the listener's name within the ListenerSet
+
+
+@dataclass(frozen=True)
 class Listener:
     name: str
     hostname: str | None
@@ -111,6 +121,9 @@ class Listener:
     namespaces_from: str  # All | Same | Selector
     namespace_selector: Mapping[str, Any] | None
     kinds: tuple[RouteKind, ...] | None  # None: the protocol's defaults
+    # None: the Gateway's own; else the ListenerSet it was merged from, whose
+    # namespace is the listener's (allowedRoutes Same, certificateRefs).
+    origin: ListenerOrigin | None = None
 
 
 @dataclass(frozen=True)
@@ -124,9 +137,13 @@ class Gateway:
     backend_client_cert: ObjectReference | None = None
     # spec.tls.frontend: client certificate validation (parse/frontend_tls.py).
     frontend: FrontendTLS | None = None
+    # spec.allowedListeners.namespaces: which ListenerSets may attach (None
+    # by default, or Same, Selector, All) and the Selector's label selector.
+    listener_sets_from: str = "None"
+    listener_sets_selector: Mapping[str, Any] | None = None
 
 
-_LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
+LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
 _REF_KEYS = frozenset({"group", "kind", "name", "namespace"})
 
 
@@ -145,7 +162,7 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     class_name = spec.text("gatewayClassName")
     if (why := dns1123_subdomain(class_name)) is not None:
         ctx.add(invalid("spec.gatewayClassName", class_name, why))
-    listeners = [_listener(o) for o in spec.objs("listeners", _LISTENER_KEYS)]
+    listeners = [parse_listener(o) for o in spec.objs("listeners", LISTENER_KEYS)]
     if not listeners:
         ctx.add(required("spec.listeners", "must have at least one listener"))
     elif len(listeners) > 64:
@@ -172,13 +189,18 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     if ref is not None:
         client_cert = parse_reference(ref, "Secret")
     frontend = parse_frontend(tls)
+    sets_from, sets_selector = allowed_listeners(spec)
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
-    gateway = Gateway(meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend)
+    gateway = Gateway(
+        meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend,
+        sets_from, sets_selector,
+    )  # fmt: skip
     return Parsed(gateway, ())
 
 
-def _listener(o: Obj) -> Listener:
+def parse_listener(o: Obj) -> Listener:
+    """A Gateway's listener, or a ListenerSet's (their fields are the same)."""
     ctx = o.ctx
     name = o.text("name")
     if len(name) > 253 or not _SECTION_NAME_RE.fullmatch(name):

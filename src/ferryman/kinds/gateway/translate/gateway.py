@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ferryman.configs.model import BackendKey, backend_key
@@ -43,12 +44,15 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     parse_http_route,
 )
 from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
+from ferryman.kinds.gateway.parse.listener_set import parse_listener_set
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records import frontend_tls
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
 from ferryman.kinds.gateway.records.backend_client_cert import client_certificates
 from ferryman.kinds.gateway.records.backend_protocols import mark_h2c
+from ferryman.kinds.gateway.records.listener_sets import merge, split
+from ferryman.kinds.gateway.records.listeners import listener_status
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
     passthrough_records,
@@ -66,7 +70,7 @@ from ferryman.kinds.gateway.records.status import (
     invalid_gateway_status,
     route_parents,
 )
-from ferryman.kinds.gateway.translate import backend_tls
+from ferryman.kinds.gateway.translate import backend_tls, listener_sets
 from ferryman.kinds.gateway.translate.classes import age, skipped
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
@@ -84,8 +88,8 @@ from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant",
-         "BackendTLSPolicy")  # fmt: skip
+KINDS = ("GatewayClass", "Gateway", "ListenerSet", "HTTPRoute", "GRPCRoute", "TLSRoute",
+         "ReferenceGrant", "BackendTLSPolicy")  # fmt: skip
 ROUTES = ("HTTPRoute", "GRPCRoute", "TLSRoute")
 # Where W records' certificates are noted (Desired.note_certificates: no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
@@ -290,6 +294,9 @@ class GatewayTranslator(Translator):
                 continue
             gateways.append(p.parsed.resource)
         gateways.sort(key=age)
+        set_parses = self._parse_all("ListenerSet", parse_listener_set)
+        seen.update(ref for ref, _ in set_parses)
+        sets = listener_sets.parsed(set_parses, self._reject)
         routes: list[Route] = []
         for kind, parser in (
             ("HTTPRoute", parse_http_route),
@@ -336,6 +343,8 @@ class GatewayTranslator(Translator):
         def service_exists(namespace: str, name: str) -> bool:
             return store.get("Service", namespace, name) is not None
 
+        merged = merge(gateways, sets, namespace_labels)
+        gateways = merged.gateways  # with their ListenerSets' listeners, served alike
         outcomes = self._addresses(gateways)
         gc = reads.global_configuration() if self._ports is not None else None
         gc_ports = {
@@ -347,8 +356,12 @@ class GatewayTranslator(Translator):
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists,
             self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
-            frontend=front.problem,
+            frontend=front.problem, listener_sets=merged.parents,
         )  # fmt: skip
+        set_statuses, attached = split(merged, att.gateways, partial(
+            listener_status, grants=grants, secret=secret, port_problem=None,
+            tls_passthrough=self._stream, h2c=self._h2c,
+        ))  # fmt: skip
         service = lambda namespace, name: store.get("Service", namespace, name)  # noqa: E731
         mark_h2c(att.table, service)
         client = client_certificates(gateways, grants, backend_tls.pair_reader(reads))
@@ -361,6 +374,7 @@ class GatewayTranslator(Translator):
         )  # fmt: skip
         backend_tls.with_resolved_refs(out.statuses, gateways, client.resolved)
         frontend_tls.with_insecure_mode(out.statuses, gateways)
+        listener_sets.publish(merged, set_statuses, attached, out.statuses)
         wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
