@@ -62,6 +62,7 @@ SUPPORTED_FEATURES = (
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet",
 )
 
 

@@ -1,5 +1,6 @@
 """Gateway API (--enable-gateway-api): GatewayClasses naming ferryman's
-controller, their Gateways, the HTTPRoutes and TLSRoutes attached to them and
+controller, their Gateways (with the ListenerSets' listeners they admit:
+records/listener_sets.py), the routes attached to them and
 the ReferenceGrants they need -> the Gateway server's sockets, W records, the
 TLS listeners' stream servers and S records, and every object's status.
 
