@@ -5,7 +5,7 @@ result (ListenerSet, Gateway, route parents)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,8 @@ from ferryman.kinds.gateway.records.attach import Attachment, attach
 from ferryman.kinds.gateway.records.listener_sets import Merged, SetStatus, merge, split
 from ferryman.kinds.gateway.records.listeners import listener_status
 from ferryman.kinds.gateway.records.status import listener_set_status, with_listener_sets
+from ferryman.kinds.gateway.translate.listener_sets import publish
+from ferryman.resources.meta import ObjectRef
 from ferryman.resources.reference_grant import ReferenceGrant, parse_reference_grant
 
 LABELS: dict[str, dict[str, str]] = {"gw": {}, "team": {"tenant": "yes"}, "other": {}}
@@ -217,3 +219,23 @@ def test_the_statuses_as_written() -> None:
         "conditions": [],
         "attachedListenerSets": 1,
     }
+
+
+def test_a_listener_set_of_a_gateway_not_accepted_or_not_programmed_is_not_either() -> None:
+    bad = {"name": "own", "port": 80, "protocol": "UDP"}  # UnsupportedProtocol: none valid
+    _, _, statuses, _ = run(
+        gateway(bad, allowed={"from": "Same"}), [listener_set("s", http("l", "b.com"))]
+    )
+    assert accepted(statuses[("gw", "s")]) == (False, "ParentNotAccepted") * 2
+    gw = gateway(http("own", "a.com"), allowed={"from": "Same"})
+    merged, _, statuses, attached = run(gw, [listener_set("s", http("l", "b.com"))])
+    programmed = {"type": "Programmed", "status": "False", "message": "no address"}
+    no_address = {"conditions": [{"type": "Accepted", "status": "True"}, programmed]}
+    bodies: dict[ObjectRef, Mapping[str, Any]] = {ObjectRef("Gateway", "gw", "g"): no_address}
+    publish(merged, statuses, attached, bodies)
+    conditions = bodies[ObjectRef("ListenerSet", "gw", "s")]["conditions"]
+    assert [(c["type"], c["status"], c["reason"]) for c in conditions] == [
+        ("Accepted", "True", "Accepted"),
+        ("Programmed", "False", "Pending"),
+    ]
+    assert bodies[ObjectRef("Gateway", "gw", "g")]["attachedListenerSets"] == 1

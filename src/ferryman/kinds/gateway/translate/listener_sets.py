@@ -5,10 +5,12 @@ Gateway's own listeners with ``attachedListenerSets``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from dataclasses import replace
 from typing import Any
 
 from ferryman.kinds.gateway.parse.listener_set import ListenerSet
 from ferryman.kinds.gateway.records.listener_sets import Merged, SetStatus
+from ferryman.kinds.gateway.records.listeners import Condition
 from ferryman.kinds.gateway.records.status import listener_set_status, with_listener_sets
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
@@ -23,7 +25,13 @@ def publish(
     for p in merged.placed:
         meta = p.listener_set.meta
         ref = ObjectRef("ListenerSet", meta.namespace, meta.name)
-        statuses[ref] = listener_set_status(sets[(meta.namespace, meta.name)], meta.generation)
+        status = sets[(meta.namespace, meta.name)]
+        why = _not_programmed(statuses.get(ObjectRef("Gateway", *p.gateway)))
+        if status.programmed.status and why is not None:
+            # Its listeners are served where the Gateway is: nowhere yet.
+            message = f"its Gateway is not programmed: {why}"
+            status = replace(status, programmed=Condition("Programmed", False, "Pending", message))
+        statuses[ref] = listener_set_status(status, meta.generation)
     for g in merged.gateways:
         key = (g.meta.namespace, g.meta.name)
         ref = ObjectRef("Gateway", *key)
@@ -46,3 +54,11 @@ def parsed(
         else:
             out.append(p.parsed.resource)
     return out
+
+
+def _not_programmed(body: Mapping[str, Any] | None) -> str | None:
+    """Why a Gateway's status says it is not Programmed (None: it is, or no status)."""
+    for c in (body or {}).get("conditions") or ():
+        if c.get("type") == "Programmed" and c.get("status") == "False":
+            return str(c.get("message") or c.get("reason") or "")
+    return None
