@@ -1,6 +1,6 @@
 """ferryman reads every Gateway API object of the conformance suite's own
 manifests (v1.6.3) as the API server accepts them: each GatewayClass, Gateway,
-HTTPRoute and ReferenceGrant parses without a problem, with the CRDs' defaults."""
+ListenerSet, HTTPRoute and ReferenceGrant parses without a problem, with the CRDs' defaults."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import yaml
 
 from ferryman.kinds.gateway.parse.gateway_api import (
     parse_gateway,
-    parse_gateway_class,
     parse_http_route,
 )
+from ferryman.kinds.gateway.parse.gateway_class import parse_gateway_class
+from ferryman.kinds.gateway.parse.listener_set import parse_listener_set
 from ferryman.resources.nic_fields import Parsed
 from ferryman.resources.reference_grant import parse_reference_grant
 from testkit.gateway_environment import Conformance
@@ -23,6 +24,7 @@ PARSERS: dict[str, Callable[[Mapping[str, Any]], Parsed[Any]]] = {
     "Gateway": parse_gateway,
     "HTTPRoute": parse_http_route,
     "ReferenceGrant": parse_reference_grant,
+    "ListenerSet": parse_listener_set,
 }
 
 
@@ -48,3 +50,4 @@ def test_every_object_of_the_suites_manifests_parses(conformance: Conformance) -
                 problems.append(f"{path.name} {doc['metadata']['name']}: {parsed.message()}")
     assert not problems
     assert counts["HTTPRoute"] > 100 and counts["Gateway"] > 20 and counts["ReferenceGrant"] > 3
+    assert counts["ListenerSet"] > 15

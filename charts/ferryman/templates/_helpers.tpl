@@ -208,12 +208,12 @@ the ClusterRole, or in a Role per watchNamespace. Secrets are listed and watched
   {{- if .Values.controller.gatewayAPI.enable }}
   # Gateway API: its objects read, status written; Namespaces for allowedRoutes.
   - apiGroups: ["gateway.networking.k8s.io"]
-    resources: ["gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants", "backendtlspolicies"]
+    resources: ["gatewayclasses", "gateways", "listenersets", "httproutes", "grpcroutes", "tlsroutes", "referencegrants", "backendtlspolicies"]
     verbs: ["get", "list", "watch"]
   - apiGroups: ["gateway.networking.k8s.io"]
-    resources: ["gatewayclasses/status", "gateways/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "backendtlspolicies/status"]
+    resources: ["gatewayclasses/status", "gateways/status", "listenersets/status", "httproutes/status", "grpcroutes/status", "tlsroutes/status", "backendtlspolicies/status"]
     verbs: ["patch", "update"]
-  # Namespaces for allowedRoutes; ConfigMaps for the caCertificateRefs of
+  # Namespaces for allowedRoutes and allowedListeners; ConfigMaps for the caCertificateRefs of
   # BackendTLSPolicies and of Gateways' client certificate validation.
   - apiGroups: [""]
     resources: ["namespaces", "configmaps"]

@@ -57,6 +57,13 @@ BACKEND_TLS_POLICY = KindSpec(
     "BackendTLSPolicy", GROUP, "v1", "backendtlspolicies", custom=True, enabled=_enabled,
     needs=("ConfigMap",), configmap_keys=(CA_KEY,), status=OWN, counted=False,
 )  # fmt: skip
+# v1 since Gateway API v1.5's standard channel: listeners a Gateway takes from
+# other namespaces (its allowedListeners); a Gateway's Selector reads Namespaces.
+LISTENER_SET = KindSpec(
+    "ListenerSet", GROUP, "v1", "listenersets", custom=True, enabled=_enabled, needs=_NAMESPACES,
+    status=OWN,
+)  # fmt: skip
 SPECS = (
-    GATEWAY_CLASS, GATEWAY, HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, REFERENCE_GRANT, BACKEND_TLS_POLICY,
+    GATEWAY_CLASS, GATEWAY, LISTENER_SET, HTTP_ROUTE, GRPC_ROUTE, TLS_ROUTE, REFERENCE_GRANT,
+    BACKEND_TLS_POLICY,
 )  # fmt: skip

@@ -10,9 +10,11 @@ by the same pattern without importing one another.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from ferryman.resources.nic_fields import Obj, invalid
+from ferryman.resources.nic_fields import Obj, invalid, required
 
 # The CRDs' patterns (gateway-api v1.6 apis/v1/shared_types.go).
 HOSTNAME_RE = re.compile(
@@ -61,3 +63,20 @@ def parse_duration(o: Obj, key: str) -> float | None:
         o.ctx.add(invalid(o.at(key), text, "must be a Gateway API Duration such as 500ms or 1h2m"))
         return None
     return sum(float(n) * _UNITS[u] for n, u in re.findall(r"([0-9]+)(ms|h|m|s)", text))
+
+
+def allowed_listeners(spec: Obj) -> tuple[str, Mapping[str, Any] | None]:
+    """A Gateway's ``spec.allowedListeners.namespaces``: from (the CRD's default None) and
+    the selector."""
+    allowed = spec.obj("allowedListeners", frozenset({"namespaces"}))
+    ns = allowed.obj("namespaces", frozenset({"from", "selector"})) if allowed else None
+    if ns is None:
+        return "None", None
+    from_ = ns.text("from") or "None"
+    if from_ not in ("All", "Same", "Selector", "None"):
+        ns.ctx.add(invalid(ns.at("from"), from_, "must be All, Same, Selector or None"))
+    raw = ns.raw.get("selector")
+    selector = raw if isinstance(raw, Mapping) else None
+    if from_ == "Selector" and selector is None:
+        ns.ctx.add(required(ns.at("selector"), "selector must be set when from is Selector"))
+    return from_, selector

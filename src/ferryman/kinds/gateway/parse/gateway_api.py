@@ -1,5 +1,5 @@
-"""gateway.networking.k8s.io/v1 GatewayClass, Gateway and HTTPRoute: typed
-views with the standard channel's validation.
+"""gateway.networking.k8s.io/v1 Gateway and HTTPRoute: typed views with the
+standard channel's validation (GatewayClass's: ``gateway_class``).
 
 On a cluster the API server holds these to the CRDs' schemas and CEL rules
 (v1.6); in manifests mode nothing does, so the parsers check the same rules
@@ -29,6 +29,7 @@ from ferryman.kinds.gateway.parse.fields import (
     HOSTNAME_RE,
     PATH_RE,
     ObjectReference,
+    allowed_listeners,
     parse_duration,
     parse_reference,
 )
@@ -52,9 +53,6 @@ CONTROLLER_NAME = "ferryman.io/gateway-controller"
 
 # The CRDs' patterns only these kinds use (the shared ones: gateway_fields).
 _SECTION_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_CONTROLLER_RE = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[A-Za-z0-9\/\-._~%!$&'()*+,;=:]+$"
-)
 # The CRD's pattern: any such name is valid (an unknown one is reported in the
 # listener's status, UnsupportedProtocol), not only the five the spec names.
 _PROTOCOL_RE = re.compile(
@@ -65,32 +63,6 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE
 MAX_WEIGHT = 1_000_000
 
 
-# ---- GatewayClass -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GatewayClass:
-    meta: Meta
-    controller: str
-
-
-def parse_gateway_class(obj: Mapping[str, Any]) -> Parsed[GatewayClass]:
-    ctx = Context()
-    meta = parse_object_meta(obj, ctx)
-    spec = Obj.root(
-        ctx, obj.get("spec"), "spec", frozenset({"controllerName", "parametersRef", "description"})
-    )
-    controller = spec.text("controllerName") if spec else ""
-    if spec is not None:
-        if not controller:
-            ctx.add(required("spec.controllerName"))
-        elif len(controller) > 253 or not _CONTROLLER_RE.fullmatch(controller):
-            ctx.add(invalid("spec.controllerName", controller, "must be a domain-prefixed path"))
-    if meta is None or ctx.problems:
-        return Parsed(None, tuple(ctx.problems))
-    return Parsed(GatewayClass(meta, controller), ())
-
-
 # ---- Gateway ------------------------------------------------------------------------
 
 
@@ -98,6 +70,15 @@ def parse_gateway_class(obj: Mapping[str, Any]) -> Parsed[GatewayClass]:
 class RouteKind:
     group: str
     kind: str
+
+
+@dataclass(frozen=True)
+class ListenerOrigin:
+    """The ListenerSet a Gateway's listener came from (records/listener_sets.py)."""
+
+    namespace: str
+    name: str
+    section: str  # the listener's name within the ListenerSet
 
 
 @dataclass(frozen=True)
@@ -111,6 +92,9 @@ class Listener:
     namespaces_from: str  # All | Same | Selector
     namespace_selector: Mapping[str, Any] | None
     kinds: tuple[RouteKind, ...] | None  # None: the protocol's defaults
+    # None: the Gateway's own; else the ListenerSet it was merged from, whose
+    # namespace is the listener's (allowedRoutes Same, certificateRefs).
+    origin: ListenerOrigin | None = None
 
 
 @dataclass(frozen=True)
@@ -124,13 +108,18 @@ class Gateway:
     backend_client_cert: ObjectReference | None = None
     # spec.tls.frontend: client certificate validation (parse/frontend_tls.py).
     frontend: FrontendTLS | None = None
+    # spec.allowedListeners.namespaces: which ListenerSets may attach (None
+    # by default, or Same, Selector, All) and the Selector's label selector.
+    listener_sets_from: str = "None"
+    listener_sets_selector: Mapping[str, Any] | None = None
     # spec.infrastructure.parametersRef: ferryman has no parameters kind for
     # Gateways, so any reference makes the Gateway InvalidParameters.
     parameters: ObjectReference | None = None
 
 
-_LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
+LISTENER_KEYS = frozenset({"name", "hostname", "port", "protocol", "tls", "allowedRoutes"})
 _REF_KEYS = frozenset({"group", "kind", "name", "namespace"})
+_PARAMS_KEYS = frozenset({"group", "kind", "name"})
 
 
 def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
@@ -148,7 +137,7 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     class_name = spec.text("gatewayClassName")
     if (why := dns1123_subdomain(class_name)) is not None:
         ctx.add(invalid("spec.gatewayClassName", class_name, why))
-    listeners = [_listener(o) for o in spec.objs("listeners", _LISTENER_KEYS)]
+    listeners = [parse_listener(o) for o in spec.objs("listeners", LISTENER_KEYS)]
     if not listeners:
         ctx.add(required("spec.listeners", "must have at least one listener"))
     elif len(listeners) > 64:
@@ -175,24 +164,22 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     if ref is not None:
         client_cert = parse_reference(ref, "Secret")
     frontend = parse_frontend(tls)
+    sets_from, sets_selector = allowed_listeners(spec)
     infrastructure = spec.obj(
         "infrastructure", frozenset({"labels", "annotations", "parametersRef"})
     )
-    parameters_ref = (
-        infrastructure.obj("parametersRef", frozenset({"group", "kind", "name"}))
-        if infrastructure
-        else None
-    )
-    parameters = parse_reference(parameters_ref, "") if parameters_ref else None
+    params = infrastructure.obj("parametersRef", _PARAMS_KEYS) if infrastructure else None
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
     gateway = Gateway(
-        meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend, parameters
-    )
+        meta, class_name, tuple(listeners), tuple(addresses), client_cert, frontend,
+        sets_from, sets_selector, parse_reference(params, "") if params else None,
+    )  # fmt: skip
     return Parsed(gateway, ())
 
 
-def _listener(o: Obj) -> Listener:
+def parse_listener(o: Obj) -> Listener:
+    """A Gateway's listener, or a ListenerSet's (their fields are the same)."""
     ctx = o.ctx
     name = o.text("name")
     if len(name) > 253 or not _SECTION_NAME_RE.fullmatch(name):

@@ -11,8 +11,10 @@ grpcroute_types.go and tlsroute_types.go):
   never merged (grpcroute_types.go): the older takes the listener, the other
   is not Accepted there;
 - a route's parentRef selects a Gateway of this class, then its listeners by
-  sectionName and port; of those, the ones whose allowedRoutes admit the
-  route's namespace (Same, All, Selector) and kind take it (else
+  sectionName and port (a ListenerSet parentRef: that ListenerSet's listeners
+  merged into its Gateway, records/listener_sets.py; a Gateway's: its own);
+  of those, the ones whose allowedRoutes admit the route's namespace (Same,
+  All, Selector; Same: the ListenerSet's for its listeners) and kind take it (else
   NotAllowedByListeners); a route with hostnames needs one that intersects a
   taking listener's hostname (else NoMatchingListenerHostname);
 - a backendRef must be a core Service (InvalidKind), in the route's namespace
@@ -51,6 +53,7 @@ from ferryman.kinds.gateway.parse.gateway_api import (
     Rule,
 )
 from ferryman.kinds.gateway.parse.grpc_route import GRPCMatch, GRPCRoute
+from ferryman.kinds.gateway.parse.listener_set import owner, section
 from ferryman.kinds.gateway.parse.tls_route import TLSBackend, TLSRoute, TLSRule
 from ferryman.kinds.gateway.records.backend_tls import BackendTLS
 from ferryman.kinds.gateway.records.listeners import (
@@ -62,6 +65,7 @@ from ferryman.kinds.gateway.records.listeners import (
     granted,
     listener_status,
 )
+from ferryman.kinds.gateway.records.selectors import NamespaceLabels, namespace_allowed
 from ferryman.resources.reference_grant import ReferenceGrant
 
 Route = HTTPRoute | TLSRoute | GRPCRoute
@@ -148,8 +152,6 @@ class Attachment:
     )
 
 
-# A namespace's labels (Selector), None when it does not exist.
-NamespaceLabels = Callable[[str], Mapping[str, str] | None]
 ServiceExists = Callable[[str, str], bool]
 # Why a Gateway's listener cannot have its port (None: it can).
 PortCheck = Callable[[Gateway, Listener], str | None]
@@ -175,10 +177,12 @@ def attach(
     tls_passthrough: bool = False,
     h2c: bool = True,
     frontend: FrontendCheck = lambda gateway, listener: None,
+    listener_sets: Mapping[tuple[str, str], tuple[str, str]] | None = None,
 ) -> Attachment:
     """Statuses and routing for ``gateways`` (this class's only) and ``routes``;
     ``tls_passthrough``: TLS listeners can be served; ``h2c``: HTTP listeners
-    serve HTTP/2 without TLS (GRPCRoutes)."""
+    serve HTTP/2 without TLS (GRPCRoutes); ``listener_sets``: each ListenerSet
+    of these Gateways -> its Gateway (routes' ListenerSet parentRefs)."""
     grants = list(grants)
     out = Attachment()
     listeners: dict[tuple[str, str], dict[str, ListenerStatus]] = {}
@@ -206,9 +210,11 @@ def attach(
     for route in ordered:
         parents = []
         for parent in route.parents:
-            if (parent.group, parent.kind) != (GROUP, "Gateway"):
-                continue
             gw_key = (parent.namespace or route.meta.namespace, parent.name)
+            if parent.group != GROUP or parent.kind not in ("Gateway", "ListenerSet"):
+                continue
+            if parent.kind == "ListenerSet":
+                gw_key = (listener_sets or {}).get(gw_key, ("", ""))
             if (gw := by_name.get(gw_key)) is None:
                 continue  # not one of ours: its controller reports it
             statuses = listeners[gw_key]
@@ -249,10 +255,15 @@ def _parent_conditions(
     namespace_labels: NamespaceLabels,
 ) -> tuple[tuple[Condition, ...], list[Listener]]:
     """The Accepted condition for one parentRef, and the listeners that take the route."""
+    # A Gateway parentRef selects its own listeners, a ListenerSet's that
+    # ListenerSet's (merged into the Gateway: records/listener_sets.py).
+    origin = (parent.namespace or route.meta.namespace, parent.name)
     selected = [
         lst
         for lst in gw.listeners
-        if parent.section_name in (None, lst.name) and parent.port in (None, lst.port)
+        if (owner(lst) == origin if parent.kind == "ListenerSet" else lst.origin is None)
+        and parent.section_name in (None, section(lst))
+        and parent.port in (None, lst.port)
     ]
     if not selected:
         return (
@@ -262,7 +273,13 @@ def _parent_conditions(
         lst
         for lst in selected
         if (GROUP, route.kind) in statuses[lst.name].supported_kinds
-        and _namespace_allowed(lst, gw.meta.namespace, route.meta.namespace, namespace_labels)
+        and namespace_allowed(
+            lst.namespaces_from,
+            lst.namespace_selector,
+            lst.origin.namespace if lst.origin else gw.meta.namespace,
+            route.meta.namespace,
+            namespace_labels,
+        )
     ]
     if not allowing:
         reason = "NotAllowedByListeners"
@@ -323,41 +340,6 @@ def _claim(
 def _overlap(a: str, b: str) -> bool:
     """Two hostnames of the tables ("" any) that a request can match both."""
     return a == "" or b == "" or covers(a, b) or covers(b, a)
-
-
-def _namespace_allowed(
-    lst: Listener, gw_namespace: str, route_namespace: str, namespace_labels: NamespaceLabels
-) -> bool:
-    if lst.namespaces_from == "All":
-        return True
-    if lst.namespaces_from == "Same":
-        return route_namespace == gw_namespace
-    labels = namespace_labels(route_namespace)
-    return labels is not None and _selects(lst.namespace_selector or {}, labels)
-
-
-def _selects(selector: Mapping[str, object], labels: Mapping[str, str]) -> bool:
-    """A label selector (matchLabels and matchExpressions) against ``labels``."""
-    match_labels = selector.get("matchLabels") or {}
-    if isinstance(match_labels, Mapping) and any(
-        labels.get(str(k)) != v for k, v in match_labels.items()
-    ):
-        return False
-    expressions = selector.get("matchExpressions") or []
-    for e in expressions if isinstance(expressions, list) else []:
-        if not isinstance(e, Mapping):
-            return False
-        key, op, values = str(e.get("key")), e.get("operator"), e.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
 
 
 def _intersect(listener: str | None, hostnames: tuple[str, ...]) -> list[str]:

@@ -172,13 +172,17 @@ def _certificates(
     for ref in lst.certificates:
         if (ref.group, ref.kind) != ("", "Secret"):
             return "InvalidCertificateRef", f"unsupported certificateRef {ref.group}/{ref.kind}"
-        namespace = ref.namespace or gw.meta.namespace
-        if namespace != gw.meta.namespace and not granted(
-            grants, (GROUP, "Gateway"), gw.meta.namespace, ("", "Secret"), namespace, ref.name
+        # A ListenerSet's listener refers from the ListenerSet (its namespace, its grants).
+        kind, home = (
+            ("ListenerSet", lst.origin.namespace) if lst.origin else ("Gateway", gw.meta.namespace)
+        )
+        namespace = ref.namespace or home
+        if namespace != home and not granted(
+            grants, (GROUP, kind), home, ("", "Secret"), namespace, ref.name
         ):
             return (
                 "RefNotPermitted",
-                f"Secret {namespace}/{ref.name} is not granted to this Gateway",
+                f"Secret {namespace}/{ref.name} is not granted to this {kind}",
             )
         if (why := secret(namespace, ref.name)) is not None:
             return "InvalidCertificateRef", f"Secret {namespace}/{ref.name}: {why}"

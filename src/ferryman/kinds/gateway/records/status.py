@@ -15,7 +15,8 @@ from typing import Any
 from ferryman.kinds.gateway.parse.gateway_api import GROUP, Gateway
 from ferryman.kinds.gateway.records.addresses import NoAddress
 from ferryman.kinds.gateway.records.attach import ParentStatus
-from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus
+from ferryman.kinds.gateway.records.listener_sets import SetStatus
+from ferryman.kinds.gateway.records.listeners import Condition, GatewayStatus, ListenerStatus
 
 # What ferryman serves of the specification (GatewayClass
 # status.supportedFeatures, which the conformance suite reads): the core of
@@ -62,6 +63,7 @@ SUPPORTED_FEATURES = (
     "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet",
 )
 
 
@@ -93,16 +95,38 @@ def gateway_status(status: GatewayStatus, generation: int, address: str | None) 
     return {
         "addresses": [{"type": "IPAddress", "value": address}] if address else [],
         "conditions": conditions(status.conditions, generation),
-        "listeners": [
-            {
-                "name": s.name,
-                "supportedKinds": [{"group": g, "kind": k} for g, k in s.supported_kinds],
-                "attachedRoutes": s.attached_routes,
-                "conditions": conditions(s.conditions, generation),
-            }
-            for s in status.listeners
-        ],
+        "listeners": _listeners(status.listeners, generation),
     }
+
+
+def _listeners(listeners: Iterable[ListenerStatus], generation: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": s.name,
+            "supportedKinds": [{"group": g, "kind": k} for g, k in s.supported_kinds],
+            "attachedRoutes": s.attached_routes,
+            "conditions": conditions(s.conditions, generation),
+        }
+        for s in listeners
+    ]
+
+
+def listener_set_status(status: SetStatus, generation: int) -> dict[str, Any]:
+    return {
+        "conditions": conditions((status.accepted, status.programmed), generation),
+        "listeners": _listeners(status.listeners, generation),
+    }
+
+
+def with_listener_sets(body: dict[str, Any], attached: int | None) -> dict[str, Any]:
+    """A Gateway's status without its ListenerSets' listeners (merged ones are
+    named ``namespace/name/listener``: records/listener_sets.py), with
+    ``attachedListenerSets`` when it admits ListenerSets (``attached``)."""
+    listeners = [li for li in body.get("listeners", ()) if "/" not in li["name"]]
+    out = {**body, "listeners": listeners}
+    if attached is not None:
+        out["attachedListenerSets"] = attached
+    return out
 
 
 def invalid_gateway_status(

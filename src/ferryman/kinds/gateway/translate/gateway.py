@@ -1,5 +1,6 @@
 """Gateway API (--enable-gateway-api): GatewayClasses naming ferryman's
-controller, their Gateways, the HTTPRoutes and TLSRoutes attached to them and
+controller, their Gateways (with the ListenerSets' listeners they admit:
+records/listener_sets.py), the routes attached to them and
 the ReferenceGrants they need -> the Gateway server's sockets, W records, the
 TLS listeners' stream servers and S records, and every object's status.
 
@@ -29,9 +30,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from ferryman.configs.model import BackendKey, backend_key
+from ferryman.configs.model import BackendKey
 from ferryman.engine.reads import Reads
 from ferryman.engine.settings import Settings
 from ferryman.engine.store import Store
@@ -39,16 +41,19 @@ from ferryman.kinds.gateway.parse.backend_tls import BackendTLSPolicy, parse_bac
 from ferryman.kinds.gateway.parse.gateway_api import (
     Gateway,
     parse_gateway,
-    parse_gateway_class,
     parse_http_route,
 )
+from ferryman.kinds.gateway.parse.gateway_class import parse_gateway_class
 from ferryman.kinds.gateway.parse.grpc_route import parse_grpc_route
+from ferryman.kinds.gateway.parse.listener_set import parse_listener_set
 from ferryman.kinds.gateway.parse.tls_route import parse_tls_route
 from ferryman.kinds.gateway.records import frontend_tls
 from ferryman.kinds.gateway.records.addresses import Asking, Outcome, assign
 from ferryman.kinds.gateway.records.attach import Route, attach, route_id, route_kind
 from ferryman.kinds.gateway.records.backend_client_cert import client_certificates
 from ferryman.kinds.gateway.records.backend_protocols import mark_h2c
+from ferryman.kinds.gateway.records.listener_sets import merge, split
+from ferryman.kinds.gateway.records.listeners import listener_status
 from ferryman.kinds.gateway.records.passthrough import (
     PASSTHROUGH_FILE,
     PassthroughServed,
@@ -69,11 +74,11 @@ from ferryman.kinds.gateway.records.status import (
     parameters_problem,
     route_parents,
 )
-from ferryman.kinds.gateway.translate import backend_tls
+from ferryman.kinds.gateway.translate import backend_tls, listener_sets
 from ferryman.kinds.gateway.translate.classes import age, skipped
 from ferryman.kinds.gateway.translate.fit import fit_routes, not_accepted, without
 from ferryman.kinds.gateway.translate.ports import PortRules
-from ferryman.kinds.gateway.translate.serving import serving
+from ferryman.kinds.gateway.translate.serving import backends_used, serving
 from ferryman.report import REJECTED, WARNING, GatewayStatusSink
 from ferryman.resources.meta import ObjectRef
 from ferryman.resources.nic_fields import Parsed
@@ -87,8 +92,8 @@ from ferryman.wire.records import Record
 
 log = logging.getLogger("ferryman.gateway")
 
-KINDS = ("GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "TLSRoute", "ReferenceGrant",
-         "BackendTLSPolicy")  # fmt: skip
+KINDS = ("GatewayClass", "Gateway", "ListenerSet", "HTTPRoute", "GRPCRoute", "TLSRoute",
+         "ReferenceGrant", "BackendTLSPolicy")  # fmt: skip
 ROUTES = ("HTTPRoute", "GRPCRoute", "TLSRoute")
 # Where W records' certificates are noted (Desired.note_certificates: no host name
 # holds a ":", so these never meet an Ingress's or VirtualServer's host).
@@ -297,6 +302,9 @@ class GatewayTranslator(Translator):
                 continue
             gateways.append(p.parsed.resource)
         gateways.sort(key=age)
+        set_parses = self._parse_all("ListenerSet", parse_listener_set)
+        seen.update(ref for ref, _ in set_parses)
+        sets = listener_sets.parsed(set_parses, self._reject)
         routes: list[Route] = []
         for kind, parser in (
             ("HTTPRoute", parse_http_route),
@@ -343,6 +351,8 @@ class GatewayTranslator(Translator):
         def service_exists(namespace: str, name: str) -> bool:
             return store.get("Service", namespace, name) is not None
 
+        merged = merge(gateways, sets, namespace_labels)
+        gateways = merged.gateways  # with their ListenerSets' listeners, served alike
         outcomes = self._addresses(gateways)
         gc = reads.global_configuration() if self._ports is not None else None
         gc_ports = {
@@ -354,8 +364,12 @@ class GatewayTranslator(Translator):
         att = attach(
             gateways, routes, grants, secret, namespace_labels, service_exists,
             self._port_rules.unavailable, tls_passthrough=self._stream, h2c=self._h2c,
-            frontend=front.problem,
+            frontend=front.problem, listener_sets=merged.parents,
         )  # fmt: skip
+        set_statuses, attached = split(merged, att.gateways, partial(
+            listener_status, grants=grants, secret=secret, port_problem=None,
+            tls_passthrough=self._stream, h2c=self._h2c,
+        ))  # fmt: skip
         service = lambda namespace, name: store.get("Service", namespace, name)  # noqa: E731
         mark_h2c(att.table, service)
         pair = backend_tls.pair_reader(reads)
@@ -369,6 +383,7 @@ class GatewayTranslator(Translator):
         )  # fmt: skip
         backend_tls.with_resolved_refs(out.statuses, gateways, client.resolved)
         frontend_tls.with_insecure_mode(out.statuses, gateways)
+        listener_sets.publish(merged, set_statuses, attached, out.statuses)
         wanted.update(out.statuses)
         self._d.declare(ObjectRef("Gateway", "", "*"), reads.refs)
         refused = self._still_refused()
@@ -423,18 +438,7 @@ class GatewayTranslator(Translator):
         d.note_certificates(_CERT_PREFIX, certs)
         # Which backends each route uses: their endpoint sets are computed and
         # kept while some route on a served listener uses them.
-        uses: dict[ObjectRef, set[BackendKey]] = {}
-        for s in served:
-            for entries in s.table.values():
-                for e in entries:
-                    keys = uses.setdefault(ObjectRef(*route_kind(e.route)), set())
-                    for ns, service, port, _ in e.backends:
-                        if service is not None:
-                            keys.add(backend_key(ns, service, str(port)))
-                    for ns, service, port, _ in e.mirrors:
-                        keys.add(backend_key(ns, service, str(port)))
-        for route, used in passing_uses.items():
-            uses[ObjectRef("TLSRoute", *route.split("/", 1))] = set(used)
+        uses = backends_used(served, passing_uses)
         for ref in set(self._route_backends) | set(uses):
             backends = frozenset(uses.get(ref, ()))
             if self._route_backends.get(ref) != backends:

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ferryman.configs.model import BackendKey, backend_key
 from ferryman.kinds.gateway.parse.gateway_api import Gateway, Listener
 from ferryman.kinds.gateway.records.addresses import NoAddress, Outcome
-from ferryman.kinds.gateway.records.attach import Attachment
+from ferryman.kinds.gateway.records.attach import Attachment, route_kind
 from ferryman.kinds.gateway.records.passthrough import PassthroughServed
 from ferryman.kinds.gateway.records.servers import ANY_ADDRESS, Served
 from ferryman.kinds.gateway.records.status import address_entry, gateway_status, without_address
@@ -97,3 +98,23 @@ def serving(
 
 def _programmed(conditions: Iterable[Any]) -> bool:
     return any(c.type == "Programmed" and c.status for c in conditions)
+
+
+def backends_used(
+    served: Iterable[Served], passing_uses: Mapping[str, frozenset[BackendKey]]
+) -> dict[ObjectRef, set[BackendKey]]:
+    """Each route's backends (mirrors included) on the served listeners; the
+    TLSRoutes' from ``passing_uses`` (namespace/name -> keys)."""
+    uses: dict[ObjectRef, set[BackendKey]] = {}
+    for s in served:
+        for entries in s.table.values():
+            for e in entries:
+                keys = uses.setdefault(ObjectRef(*route_kind(e.route)), set())
+                for ns, service, port, _ in e.backends:
+                    if service is not None:
+                        keys.add(backend_key(ns, service, str(port)))
+                for ns, service, port, _ in e.mirrors:
+                    keys.add(backend_key(ns, service, str(port)))
+    for route, used in passing_uses.items():
+        uses[ObjectRef("TLSRoute", *route.split("/", 1))] = set(used)
+    return uses
