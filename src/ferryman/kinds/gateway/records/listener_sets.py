@@ -35,7 +35,7 @@ from ferryman.kinds.gateway.records.listeners import (
     Condition,
     GatewayStatus,
     ListenerStatus,
-    _conflict,  # the Gateway's own rule, so both sides conflict alike
+    conflict_of,  # the Gateway's own rule, so both sides conflict alike
     gateway_conditions,
 )
 from ferryman.kinds.gateway.records.selectors import NamespaceLabels, namespace_allowed
@@ -101,7 +101,7 @@ def merge(
             merged, left_out = [], []
             for lst in ls.listeners:
                 m = _merged(ls, lst)
-                if (why := _conflict(replace(g, listeners=(*listeners, m)), m)) is not None:
+                if (why := conflict_of(replace(g, listeners=(*listeners, m)), m)) is not None:
                     left_out.append((m, why))
                     continue
                 listeners.append(m)

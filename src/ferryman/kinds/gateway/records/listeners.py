@@ -86,7 +86,7 @@ def listener_status(
     modes = _mixed_modes(gw, lst)
     # A TLS listener not served takes no route kind, nor one of two modes on a port.
     kinds, bad_kinds = ((), []) if not served or modes else _route_kinds(lst, h2c)
-    conflict = _conflict(gw, lst)
+    conflict = conflict_of(gw, lst)
     if not served:
         conditions.append(Condition("Accepted", False, "UnsupportedProtocol",
                                     f"protocol {lst.protocol} is not supported"))  # fmt: skip
@@ -139,7 +139,9 @@ def _route_kinds(lst: Listener, h2c: bool) -> tuple[tuple[tuple[str, str], ...],
     return good, bad
 
 
-def _conflict(gw: Gateway, lst: Listener) -> str | None:
+def conflict_of(gw: Gateway, lst: Listener) -> str | None:
+    """The Conflicted reason of ``lst`` among ``gw``'s listeners on its port
+    (a ListenerSet's listener is checked the same way: listener_sets.py)."""
     for other in gw.listeners:
         if other is lst or other.port != lst.port:
             continue
