@@ -311,7 +311,17 @@ ENTRIES: dict[str, Entry] = {
         "$http_host, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri filled "
         "in; another variable rejects the Ingress); auth-response-headers set on the proxied "
         "request (removed when the auth response has none); auth-method GET only (another "
-        "rejects the Ingress); Set-Cookie from the auth service is not passed on",
+        "rejects the Ingress). X-Auth-Request-Redirect is auth-request-redirect (those "
+        "variables filled in) or the request URI; the auth service's Set-Cookie is added "
+        "to a 200/201/204/206/301/302/303/304/307/308 answer, any with "
+        "auth-always-set-cookie. auth-cache-key ($http_*, $cookie_*, $arg_*, $remote_user, "
+        "$remote_addr, $host, $uri, $request_uri, $scheme) with auth-cache-duration "
+        "(proxy_cache_valid's form) keeps answers in a shared dict, one key space per host "
+        "and auth configuration (ingress-nginx: per location), never one with Set-Cookie or "
+        "Cache-Control no-cache/no-store/private (max-age wins); another variable: not "
+        "cached, a Warning. auth-keepalive, -requests, -timeout, -share-vars: not applied, "
+        "a Warning: ferryman always keeps connections to the auth service (its backends' "
+        "pool, 64 idle per worker) and shares no variables",
         reads=access.AUTH[1:],
         closed=True,
     ),
@@ -347,6 +357,12 @@ ENTRIES: dict[str, Entry] = {
         "main's apply: load-balance and affinity too, said in a Warning); the weight is "
         "served in whole percent (rounded, said); not on a mergeable host",
         reads=canary.READS,
+    ),
+    "auth-proxy-set-headers": Entry(
+        REFUSED,
+        "ferryman reads no ConfigMap but its own, so the headers it names cannot be sent to "
+        "the auth service (which may decide by them): the Ingress is rejected rather than "
+        "authenticated without them",
     ),
     # snippets
     **{
@@ -410,7 +426,10 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     reads = (
         (lambda: access.access_control(annotations), ", so as not to serve more openly"),
         (lambda: access.egress_tls(annotations, namespace, out.warnings), ""),
-        (lambda: access.external_auth(annotations), ", so as not to serve unauthenticated"),
+        (
+            lambda: access.external_auth(annotations, out.warnings),
+            ", so as not to serve unauthenticated",
+        ),
         (lambda: access.client_certs(annotations, namespace), ", so as not to serve unverified"),
     )
     for read, why in reads:

@@ -19,6 +19,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 
+from ferryman.kinds.ingress.parse import ingress_nginx_auth as auth_extras
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import (
@@ -257,6 +258,7 @@ AUTH = (
     "auth-signin-redirect-param",
     "auth-response-headers",
     "auth-method",
+    *auth_extras.EXTRAS,
 )
 _AUTH_URL = re.compile(
     r"(https?)://([a-z0-9.\-]+)(?::([0-9]{1,5}))?(/[^\s?#$;{}\"'\\]*(?:\?[^\s#$;{}\"'\\]*)?)?"
@@ -289,14 +291,19 @@ def _service(host: str) -> tuple[str, str] | None:
     return parts[0], parts[1] if len(parts) == 2 else ""
 
 
-def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
+def external_auth(annotations: Mapping[str, str], warnings: list[str]) -> ExternalAuth | None:
     """auth-url (a cluster Service's URL) as an externalAuth configuration;
     None: not set. A URL ferryman cannot reach as a Service, or a setting it
     cannot honour, rejects the Ingress rather than serving it unauthenticated."""
     if PREFIX + "auth-url" not in annotations:
-        for key in AUTH[1:]:
+        for key in AUTH[1:5]:  # asking for authentication without a service: refused
             if PREFIX + key in annotations:
                 raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-url")
+        warnings.extend(
+            f"annotation {PREFIX}{key}: not applied without {PREFIX}auth-url"
+            for key in auth_extras.EXTRAS
+            if PREFIX + key in annotations
+        )
         return None
 
     def read(key: str) -> str:
@@ -330,6 +337,12 @@ def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
     for h in headers:
         if not _HEADER_NAME.fullmatch(h):
             raise Refused(f"{PREFIX}auth-response-headers: {h!r} is not a header name")
+    try:
+        redirect = auth_extras.request_redirect(annotations, SIGNIN_VARIABLES)
+    except auth_extras.Bad as b:
+        raise Refused(f"{PREFIX}auth-request-redirect: {b}") from None
+    cache_key, cache_valid = auth_extras.cache(annotations, warnings)
+    auth_extras.keepalive(annotations, warnings)
     name, namespace = found
     default = 443 if scheme == "https" else 80
     return ExternalAuth(
@@ -341,6 +354,10 @@ def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
         ssl_enabled=scheme == "https",
         redirect_param=param,
         response_headers=headers,
+        request_redirect=redirect,
+        set_cookie=auth_extras.set_cookie(annotations, warnings),
+        cache_key=cache_key,
+        cache_valid=cache_valid,
     )
 
 
