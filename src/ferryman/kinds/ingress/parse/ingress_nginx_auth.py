@@ -180,3 +180,32 @@ def keepalive(annotations: Mapping[str, str], warnings: list[str]) -> None:
             f"annotation {PREFIX}auth-keepalive-share-vars: not applied: ferryman's auth "
             "subrequest shares no variables with the request (as false)"
         )
+
+
+# The table rows of docs/ingress-nginx.md (ingress_nginx.ENTRIES).
+AUTH_URL = (
+    "as an externalAuth Policy: the URL must name a cluster Service "
+    "(http(s)://<service>[.<namespace>[.svc[.cluster.local]]][:port]/path[?query], no "
+    "NGINX variables); an external host or anything else rejects the Ingress. "
+    "auth-signin: a 401 answered 302 to it with <auth-signin-redirect-param, "
+    "rd>=<scheme>://<host><escaped URI> unless it names that parameter (its $host, "
+    "$http_host, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri filled "
+    "in; another variable rejects the Ingress); auth-response-headers set on the proxied "
+    "request (removed when the auth response has none); auth-method GET only (another "
+    "rejects the Ingress). X-Auth-Request-Redirect is auth-request-redirect (those "
+    "variables filled in) or the request URI; the auth service's Set-Cookie is added "
+    "to a 200/201/204/206/301/302/303/304/307/308 answer, any with "
+    "auth-always-set-cookie. auth-cache-key ($http_*, $cookie_*, $arg_*, $remote_user, "
+    "$remote_addr, $host, $uri, $request_uri, $scheme) with auth-cache-duration "
+    "(proxy_cache_valid's form) keeps answers in a shared dict, one key space per host "
+    "and auth configuration (ingress-nginx: per location), never one with Set-Cookie or "
+    "Cache-Control no-cache/no-store/private (max-age wins); another variable: not "
+    "cached, a Warning. auth-keepalive, -requests, -timeout, -share-vars: not applied, "
+    "a Warning: ferryman always keeps connections to the auth service (its backends' "
+    "pool, 64 idle per worker) and shares no variables"
+)
+PROXY_SET_HEADERS = (
+    "ferryman reads no ConfigMap but its own, so the headers it names cannot be sent to "
+    "the auth service (which may decide by them): the Ingress is rejected rather than "
+    "authenticated without them"
+)
