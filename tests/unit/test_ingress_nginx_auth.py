@@ -99,3 +99,17 @@ def test_any_redirect_is_refused_or_safe_in_a_header(value: str) -> None:
     if not problems and value.strip():
         assert a is not None
         assert not any(ord(c) < 0x20 or ord(c) == 0x7F for c in a.request_redirect)
+
+
+def test_auth_tls_error_page_with_its_secret() -> None:
+    from ferryman.kinds.policy.parse.policy import IngressMTLS
+
+    tls = {P + "auth-tls-secret": "ca"}
+    t = translate({**tls, P + "auth-tls-error-page": "https://certs.example/help"}, SPEC)
+    (m,) = [p for p in t.policies if isinstance(p, IngressMTLS)]
+    assert m.error_page == "https://certs.example/help" and not t.problems
+    for bad in ("$scheme://x", "https://a b", "certs.example", "/x\r\nSet-Cookie: a=b"):
+        t = translate({**tls, P + "auth-tls-error-page": bad}, SPEC)
+        assert t.problems and "auth-tls-error-page" in t.problems[0], bad
+    t = translate({P + "auth-tls-error-page": "/help"}, SPEC)
+    assert not t.problems and any("auth-tls-error-page" in w for w in t.warnings)

@@ -305,7 +305,9 @@ ENTRIES: dict[str, Entry] = {
         "auth-tls-verify-depth as NGINX's; auth-tls-match-cn and "
         "auth-tls-pass-certificate-to-upstream true are not implemented and reject the "
         "Ingress (served without them, a certificate of another CN or a client's own "
-        "ssl-client-cert header would reach the backend); anything else rejects the Ingress",
+        "ssl-client-cert header would reach the backend); auth-tls-error-page: a missing or "
+        "refused certificate answered 302 to it (http(s)://host/path or /path; another "
+        "value rejects the Ingress); anything else rejects the Ingress",
         reads=access.AUTH_TLS[1:],
         closed=True,
     ),
@@ -396,7 +398,10 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
             lambda: access.external_auth(annotations, out.warnings),
             ", so as not to serve unauthenticated",
         ),
-        (lambda: access.client_certs(annotations, namespace), ", so as not to serve unverified"),
+        (
+            lambda: access.client_certs(annotations, namespace, out.warnings),
+            ", so as not to serve unverified",
+        ),
     )
     for read, why in reads:
         try:

@@ -390,12 +390,16 @@ AUTH_TLS = (
     "auth-tls-verify-depth",
     "auth-tls-match-cn",
     "auth-tls-pass-certificate-to-upstream",
+    "auth-tls-error-page",
 )
+_ERROR_PAGE = re.compile(r"(?:https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?)?/[^\s\"'\\$;{}<>]{0,2000}")
 _SECRET_NAME = re.compile(r"[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?")
 _VERIFY = ("on", "off", "optional", "optional_no_ca")
 
 
-def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS | None:
+def client_certs(
+    annotations: Mapping[str, str], namespace: str, warnings: list[str]
+) -> IngressMTLS | None:
     """auth-tls-* as an ingressMTLS configuration (the host's client
     certificates); None: auth-tls-secret not set. A value that cannot be
     enforced rejects the Ingress."""
@@ -403,6 +407,11 @@ def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS 
         for key in AUTH_TLS[1:4]:  # asking for checks without a CA: refused
             if PREFIX + key in annotations:
                 raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-tls-secret")
+        if PREFIX + "auth-tls-error-page" in annotations:
+            warnings.append(
+                f"annotation {PREFIX}auth-tls-error-page: not applied without "
+                f"{PREFIX}auth-tls-secret"
+            )
         return None
 
     def read(key: str) -> str:
@@ -433,4 +442,16 @@ def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS 
     depth_text = read("auth-tls-verify-depth") or "1"
     if not depth_text.isdigit() or len(depth_text) > 3:
         raise Refused(f"{PREFIX}auth-tls-verify-depth: {depth_text!r} is not a whole number")
-    return IngressMTLS(client_cert_secret=name, verify_client=verify, verify_depth=int(depth_text))
+    page = read("auth-tls-error-page")
+    if page and not _ERROR_PAGE.fullmatch(page):
+        # Not applied, the 400 stays: refused, so the page is not silently lost.
+        raise Refused(
+            f"{PREFIX}auth-tls-error-page: {page[:80]!r} is not a URL (http(s)://host/path "
+            "or /path, no NGINX variables)"
+        )
+    return IngressMTLS(
+        client_cert_secret=name,
+        verify_client=verify,
+        verify_depth=int(depth_text),
+        error_page=page,
+    )
