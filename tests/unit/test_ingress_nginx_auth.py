@@ -80,6 +80,9 @@ def test_values_not_applied_are_said_and_unsafe_ones_refused() -> None:
     )
     assert a is not None and a.cache_valid == (((200, 202, 401), 300),)
     assert any("auth-cache-duration" in w for w in warnings)
+    a, warnings, _ = _auth({P + "auth-cache-key": "fixed"})
+    assert a is not None and a.cache_key == "fixed"
+    assert any("names no variable" in w for w in warnings)
     _, warnings, _ = _auth({P + "auth-keepalive": "10", P + "auth-keepalive-share-vars": "true"})
     assert sum("keepalive" in w for w in warnings) == 2
     _, _, problems = _auth({P + "auth-request-redirect": "$secret_var"})

@@ -148,6 +148,12 @@ def cache(annotations: Mapping[str, str], warnings: list[str]) -> tuple[str, Cac
             "$remote_addr, $host, $http_host, $uri, $request_uri, $scheme, $server_name)"
         )
         return "", ()
+    if "${" not in key_template:
+        # Served as asked (ingress-nginx's e2e tests use such a key), but said.
+        warnings.append(
+            f"annotation {PREFIX}auth-cache-key: {key[:80]!r} names no variable: one kept "
+            "answer is given to every client of the host"
+        )
     try:
         valid = cache_valid(duration if duration is not None else DEFAULT_CACHE_VALID)
     except Bad as b:
@@ -205,7 +211,8 @@ AUTH_URL = (
     "pool, 64 idle per worker) and shares no variables"
 )
 PROXY_SET_HEADERS = (
-    "ferryman reads no ConfigMap but its own, so the headers it names cannot be sent to "
-    "the auth service (which may decide by them): the Ingress is rejected rather than "
-    "authenticated without them"
+    "not implemented: ferryman does not read arbitrary ConfigMaps for Ingresses (it holds "
+    "ConfigMaps by the keys its kinds name, and these keys are header names), and the "
+    "auth service may decide by the headers it names: the Ingress is rejected rather "
+    "than authenticated without them"
 )
