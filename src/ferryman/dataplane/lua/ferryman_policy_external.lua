@@ -207,7 +207,10 @@ end
 -- The request's outcome for the auth service's answer (fresh or kept).
 local function outcome(config, status, header)
     local cookie = config.pass_cookie and header["Set-Cookie"] or nil
-    if cookie and (status < 300 or config.always_cookie) then
+    local passed = status >= 200 and status < 300
+        or (config.always_cookie and (status == 401 or status == 403))
+    -- (auth_request_set reads no other answer: a 5xx is the client's 500 alone.)
+    if cookie and passed then
         -- ferryman_filters adds them once the response's status is known.
         ngx.ctx.ferryman_auth_cookies = { values = cookie, always = config.always_cookie }
     end
