@@ -14,7 +14,14 @@ from typing import Any
 from ferryman.dataplane.fallback import self_signed
 
 # The answers the auth service gives, by Authorization header.
-ANSWERS = {"Bearer ok": 200, "Bearer no": 403, "Bearer boom": 500, "Basic Zm9vOmJhcg==": 204}
+ANSWERS = {
+    "Bearer ok": 200,
+    "Bearer no": 403,
+    "Bearer boom": 500,
+    "Basic Zm9vOmJhcg==": 204,
+    "Bearer cookie": 200,  # with a Set-Cookie (an oauth2-proxy refreshing its session)
+    "Bearer fresh": 200,  # with Cache-Control: no-store
+}
 
 
 class _AuthHandler(BaseHTTPRequestHandler):
@@ -29,10 +36,17 @@ class _AuthHandler(BaseHTTPRequestHandler):
                 "path": self.path,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
                 "body": self.rfile.read(length) if length else b"",
+                # The connection's port: the same one again is a kept connection.
+                "port": self.client_address[1],
             }
         )
-        code = ANSWERS.get(self.headers.get("Authorization", ""), 401)
+        authorization = self.headers.get("Authorization", "")
+        code = ANSWERS.get(authorization, 401)
         self.send_response(code)
+        if authorization == "Bearer cookie":
+            self.send_header("Set-Cookie", "_oauth2_proxy=refreshed; Path=/; HttpOnly")
+        if authorization == "Bearer fresh":
+            self.send_header("Cache-Control", "no-store")
         if code == 401:
             self.send_header("WWW-Authenticate", 'Basic realm="Protected Area"')
         if code == 200:  # the identity an oauth2-proxy would hand on

@@ -461,6 +461,9 @@ def test_auth_url_naming_a_service_is_external_auth(
         service_namespace=namespace,
         ports=(port,),
         ssl_enabled=ssl,
+        # ingress-nginx's defaults: the request's URI, Set-Cookie on success.
+        request_redirect="${request_uri}",
+        set_cookie="success",
     )
 
 

@@ -31,3 +31,6 @@ class StickyCookie:
     httponly: bool = False
     secure: bool = False
     samesite: str = ""  # strict, lax, none; "": not sent
+    # ingress-nginx's session-cookie-conditional-samesite-none: SameSite=None
+    # left out for the clients that reject such a cookie or read it as Strict.
+    samesite_none_conditional: bool = False

@@ -2,13 +2,15 @@
 -- body_filter_by_lua on @ferryman, slow-path.conf.tmpl and
 -- grpc-locations.conf.tmpl): a VirtualServer route's response changes and
 -- error pages (ferryman_vs), the sticky cookie of the peer that answered
--- (ferryman_sticky), and an Ingress host's hsts and server-tokens. Its own
+-- (ferryman_sticky), an Ingress host's hsts and server-tokens, and the
+-- auth service's Set-Cookie (ferryman_policy_external). Its own
 -- module because these run once the answer is coming and only read what
 -- routing and the balancer left in ngx.ctx; ferryman.lua exports
 -- header_filter and body_filter as they are.
 
 local virtual_servers = require("ferryman_vs")
 local sticky = require("ferryman_sticky")
+local external_auth = require("ferryman_policy_external")
 
 local _M = {}
 
@@ -49,6 +51,10 @@ function _M.header_filter()
     local options = ctx.ferryman_options
     if options then
         ingress_options(options)
+    end
+    local auth_cookies = ctx.ferryman_auth_cookies
+    if auth_cookies then
+        external_auth.header_filter(auth_cookies)
     end
 end
 

@@ -4,6 +4,7 @@
 -- instead of directives, so neither a policy nor its CA Secret reloads NGINX:
 --
 --   M\t<host>\t<verifyClient> <verifyDepth> <bundle id> <base64 PEM CAs>[ <base64 PEM CRL>]
+--   (with ingress-nginx's auth-tls-error-page: `<CRL or -> <base64 URL>` after the CAs)
 --
 -- (the bundle id names the CA Secret's content: parsed bundles are cached by it).
 -- The certificate phase (certificate(), for the host the SNI names) asks for
@@ -82,11 +83,16 @@ local function policy_of(store, entry)
     local policy = entry.mtls
     if policy == nil then
         local raw = store:get("M:" .. entry.key)
-        local mode, depth, id, certs, crl =
-            string.match(raw or "", "^(%S+) (%d+) (%S+) (%S+) ?(%S*)$")
+        local mode, depth, id, certs, crl, page =
+            string.match(raw or "", "^(%S+) (%d+) (%S+) (%S+) ?(%S*) ?(%S*)$")
         policy = false
         if mode then
-            policy = { mode = mode, depth = tonumber(depth), cas = bundle(id, certs, crl) }
+            policy = {
+                mode = mode,
+                depth = tonumber(depth),
+                cas = bundle(id, certs, crl == "-" and "" or crl),
+                error_page = page ~= "" and ngx.decode_base64(page) or nil,
+            }
         end
         entry.mtls = policy
     end
@@ -150,6 +156,15 @@ function _M.certificate(store, entry)
     return true
 end
 
+-- NGINX's 400 for a missing or refused certificate, or, with ingress-nginx's
+-- auth-tls-error-page (its error_page 495 496 = <url>), a 302 to that page.
+local function refuse(policy, code)
+    if policy.error_page then
+        return ngx.redirect(policy.error_page, ngx.HTTP_MOVED_TEMPORARILY)
+    end
+    return ngx.exit(code)
+end
+
 -- Access phase of a request to entry's host (named host): nothing, or
 -- NGINX's answers: 421 when the connection's SNI named another host (its
 -- certificate was verified for that one, if at all), else the 400s.
@@ -167,7 +182,7 @@ function _M.check(store, entry, host)
     end
     if verify == "NONE" then
         if policy.mode == "on" then
-            return ngx.exit(HTTPS_NO_CERT)
+            return refuse(policy, HTTPS_NO_CERT)
         end
         return
     end
@@ -178,7 +193,7 @@ function _M.check(store, entry, host)
         end
     end
     ngx.log(ngx.INFO, "ferryman: client certificate refused: ", verify)
-    return ngx.exit(HTTPS_CERT_ERROR)
+    return refuse(policy, HTTPS_CERT_ERROR)
 end
 
 return _M

@@ -3,7 +3,9 @@
 -- in the slow path's balancer, from the U item's twelfth field
 -- (ferryman.configs.sticky_field):
 --
---   <name b64>~<expires s, -1 none, -2 max>~<domain b64>~<path b64>~<samesite b64>~<flags h/s>
+--   <name b64>~<expires s, -1 none, -2 max>~<domain b64>~<path b64>~<samesite b64>~<flags h/s/c>
+--
+-- (c: ingress-nginx's session-cookie-conditional-samesite-none.)
 --
 -- As NGINX: the cookie's value names a peer (the MD5 of its "address:port",
 -- NGINX's default); a request whose cookie names a peer that is there, not
@@ -13,6 +15,7 @@
 local decode_base64 = ngx.decode_base64
 local find, sub = string.find, string.sub
 local md5 = ngx.md5
+local re_find, re_match = ngx.re.find, ngx.re.match
 
 local _M = {}
 
@@ -40,7 +43,46 @@ function _M.decode(text, upstream)
         samesite = decode_base64(f[5] or ""),
         httponly = find(f[6] or "", "h", 1, true) ~= nil,
         secure = find(f[6] or "", "s", 1, true) ~= nil,
+        none_conditional = find(f[6] or "", "c", 1, true) ~= nil,
     }
+end
+
+-- The clients Chromium's "SameSite=None: known incompatible clients" names:
+-- iOS 12 and macOS 10.14's Safari and web views read SameSite=None as
+-- Strict; Chrome/Chromium 51-66 and UC Browser before 12.13.2 reject the
+-- cookie. A cookie for them goes without the attribute (Lax by default there).
+local function none_unsafe(agent)
+    if agent == nil then
+        return false
+    end
+    if re_find(agent, [[\(iP.+; CPU .*OS 12[_\d]*.*\) AppleWebKit/]], "jo") then
+        return true
+    end
+    if re_find(agent, [[\(Macintosh;.*Mac OS X 10_14[_\d]*.*\) AppleWebKit/]], "jo") then
+        local safari = re_find(agent, [[Version/.* Safari/]], "jo")
+            and not re_find(agent, [[Chrom(e|ium)]], "jo")
+        local webview = re_find(agent,
+            [[^Mozilla/[.\d]+ \(Macintosh;.*Mac OS X [_\d]+\) AppleWebKit/[.\d]+ \(KHTML, like Gecko\)$]],
+            "jo")
+        if safari or webview then
+            return true
+        end
+    end
+    if re_find(agent, [[Chrom(e|ium)/(5[1-9]|6[0-6])\.]], "jo") then
+        return true
+    end
+    local uc = re_match(agent, [[UCBrowser/(\d+)\.(\d+)\.(\d+)]], "jo")
+    if uc then
+        local major, minor, build = tonumber(uc[1]), tonumber(uc[2]), tonumber(uc[3])
+        if major ~= 12 then
+            return major < 12
+        end
+        if minor ~= 13 then
+            return minor < 13
+        end
+        return build < 2
+    end
+    return false
 end
 
 local function id_of(peer)
@@ -86,7 +128,8 @@ function _M.header_filter(cookie, peer)
     if cookie.httponly then
         parts[#parts + 1] = "httponly"
     end
-    if cookie.samesite ~= "" then
+    if cookie.samesite ~= "" and not (cookie.samesite == "none" and cookie.none_conditional
+            and none_unsafe(ngx.var.http_user_agent)) then
         parts[#parts + 1] = "samesite=" .. cookie.samesite
     end
     if cookie.secure then

@@ -114,6 +114,8 @@ class Ingress:
     # ingress-nginx's ssl-passthrough: its hosts' TLS goes undecrypted to the
     # backend of "/" (ingress_nginx_passthrough, records/passthrough.py).
     ssl_passthrough: bool = False
+    # ingress-nginx's session-cookie-conditional-samesite-none (StickyCookie's).
+    samesite_none_conditional: bool = False
 
     @property
     def ssl_redirect(self) -> bool:
@@ -411,6 +413,7 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         error_codes=translated.error_codes,
         request_streamed=translated.streamed,
         ssl_passthrough=translated.passthrough,
+        samesite_none_conditional=translated.samesite_none_conditional,
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from ferryman.kinds.ingress.parse import annotations as nginx_org
 from ferryman.kinds.ingress.parse import ingress_nginx_access as access
+from ferryman.kinds.ingress.parse import ingress_nginx_auth as auth_notes
 from ferryman.kinds.ingress.parse import ingress_nginx_backend as fallback
 from ferryman.kinds.ingress.parse import ingress_nginx_canary as canary
 from ferryman.kinds.ingress.parse import ingress_nginx_convert as cv
@@ -66,6 +67,7 @@ class Translated:
     error_codes: tuple[int, ...] = ()  # custom-http-errors: what the fallback answers
     streamed: bool = False  # proxy-request-buffering: off
     passthrough: bool = False  # ssl-passthrough: true
+    samesite_none_conditional: bool = False  # session-cookie-conditional-samesite-none
 
 
 @dataclass(frozen=True)
@@ -132,21 +134,8 @@ ENTRIES: dict[str, Entry] = {
         "of the Ingress (GRPC needs the ConfigMap's http2, as NIC); AUTO_HTTP and FCGI refused",
         cv.backend_protocol,
     ),
-    "affinity": Entry(
-        SERVED,
-        "cookie, as nginx.org/sticky-cookie-services for every Service of the Ingress "
-        "(NGINX's sticky cookie: HttpOnly, path, domain, samesite, secure, expires)",
-        cv.affinity,
-        (
-            "session-cookie-name",
-            "session-cookie-path",
-            "session-cookie-domain",
-            "session-cookie-samesite",
-            "session-cookie-secure",
-            "session-cookie-expires",
-            "session-cookie-max-age",
-        ),
-    ),
+    "affinity": Entry(SERVED, cv.AFFINITY_NOTE, cv.affinity, cv.AFFINITY_READS),
+    "session-cookie-change-on-failure": Entry(DIFFERS, cv.CHANGE_ON_FAILURE_NOTE),
     # headers
     "upstream-vhost": Entry(
         SERVED, "as nginx.org/proxy-set-headers: Host", cv.header("Host", "upstream-vhost")
@@ -303,15 +292,7 @@ ENTRIES: dict[str, Entry] = {
     ),
     "auth-url": Entry(
         DIFFERS,
-        "as an externalAuth Policy: the URL must name a cluster Service "
-        "(http(s)://<service>[.<namespace>[.svc[.cluster.local]]][:port]/path[?query], no "
-        "NGINX variables); an external host or anything else rejects the Ingress. "
-        "auth-signin: a 401 answered 302 to it with <auth-signin-redirect-param, "
-        "rd>=<scheme>://<host><escaped URI> unless it names that parameter (its $host, "
-        "$http_host, $scheme, $pass_access_scheme, $request_uri, $escaped_request_uri filled "
-        "in; another variable rejects the Ingress); auth-response-headers set on the proxied "
-        "request (removed when the auth response has none); auth-method GET only (another "
-        "rejects the Ingress); Set-Cookie from the auth service is not passed on",
+        auth_notes.AUTH_URL,
         reads=access.AUTH[1:],
         closed=True,
     ),
@@ -324,7 +305,9 @@ ENTRIES: dict[str, Entry] = {
         "auth-tls-verify-depth as NGINX's; auth-tls-match-cn and "
         "auth-tls-pass-certificate-to-upstream true are not implemented and reject the "
         "Ingress (served without them, a certificate of another CN or a client's own "
-        "ssl-client-cert header would reach the backend); anything else rejects the Ingress",
+        "ssl-client-cert header would reach the backend); auth-tls-error-page: a missing or "
+        "refused certificate answered 302 to it (http(s)://host/path or /path; another "
+        "value rejects the Ingress); anything else rejects the Ingress",
         reads=access.AUTH_TLS[1:],
         closed=True,
     ),
@@ -348,6 +331,7 @@ ENTRIES: dict[str, Entry] = {
         "served in whole percent (rounded, said); not on a mergeable host",
         reads=canary.READS,
     ),
+    "auth-proxy-set-headers": Entry(REFUSED, auth_notes.PROXY_SET_HEADERS),
     # snippets
     **{
         key: Entry(REFUSED, f"{_SNIPPET}; {replacement}")
@@ -410,8 +394,14 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     reads = (
         (lambda: access.access_control(annotations), ", so as not to serve more openly"),
         (lambda: access.egress_tls(annotations, namespace, out.warnings), ""),
-        (lambda: access.external_auth(annotations), ", so as not to serve unauthenticated"),
-        (lambda: access.client_certs(annotations, namespace), ", so as not to serve unverified"),
+        (
+            lambda: access.external_auth(annotations, out.warnings),
+            ", so as not to serve unauthenticated",
+        ),
+        (
+            lambda: access.client_certs(annotations, namespace, out.warnings),
+            ", so as not to serve unverified",
+        ),
     )
     for read, why in reads:
         try:
@@ -425,6 +415,7 @@ def translate(annotations: Mapping[str, str], spec: Any, namespace: str = "") ->
     out.error_codes = fallback.error_codes(annotations, out.fallback, out.warnings)
     out.streamed = cv.request_streamed(annotations, out.warnings)
     out.passthrough = passthrough.ssl_passthrough(annotations, out.warnings)
+    out.samesite_none_conditional = cv.affinity_extras(annotations, out.warnings)
     cors, warned = access.cors(annotations)
     out.warnings += warned
     if cors is not None:

@@ -19,6 +19,7 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 
+from ferryman.kinds.ingress.parse import ingress_nginx_auth as auth_extras
 from ferryman.kinds.policy.parse.cors import CORS, origin_problem
 from ferryman.kinds.policy.parse.external_auth import ExternalAuth
 from ferryman.kinds.policy.parse.policy import (
@@ -257,6 +258,7 @@ AUTH = (
     "auth-signin-redirect-param",
     "auth-response-headers",
     "auth-method",
+    *auth_extras.EXTRAS,
 )
 _AUTH_URL = re.compile(
     r"(https?)://([a-z0-9.\-]+)(?::([0-9]{1,5}))?(/[^\s?#$;{}\"'\\]*(?:\?[^\s#$;{}\"'\\]*)?)?"
@@ -289,14 +291,19 @@ def _service(host: str) -> tuple[str, str] | None:
     return parts[0], parts[1] if len(parts) == 2 else ""
 
 
-def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
+def external_auth(annotations: Mapping[str, str], warnings: list[str]) -> ExternalAuth | None:
     """auth-url (a cluster Service's URL) as an externalAuth configuration;
     None: not set. A URL ferryman cannot reach as a Service, or a setting it
     cannot honour, rejects the Ingress rather than serving it unauthenticated."""
     if PREFIX + "auth-url" not in annotations:
-        for key in AUTH[1:]:
+        for key in AUTH[1:5]:  # asking for authentication without a service: refused
             if PREFIX + key in annotations:
                 raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-url")
+        warnings.extend(
+            f"annotation {PREFIX}{key}: not applied without {PREFIX}auth-url"
+            for key in auth_extras.EXTRAS
+            if PREFIX + key in annotations
+        )
         return None
 
     def read(key: str) -> str:
@@ -330,6 +337,12 @@ def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
     for h in headers:
         if not _HEADER_NAME.fullmatch(h):
             raise Refused(f"{PREFIX}auth-response-headers: {h!r} is not a header name")
+    try:
+        redirect = auth_extras.request_redirect(annotations, SIGNIN_VARIABLES)
+    except auth_extras.Bad as b:
+        raise Refused(f"{PREFIX}auth-request-redirect: {b}") from None
+    cache_key, cache_valid = auth_extras.cache(annotations, warnings)
+    auth_extras.keepalive(annotations, warnings)
     name, namespace = found
     default = 443 if scheme == "https" else 80
     return ExternalAuth(
@@ -341,6 +354,10 @@ def external_auth(annotations: Mapping[str, str]) -> ExternalAuth | None:
         ssl_enabled=scheme == "https",
         redirect_param=param,
         response_headers=headers,
+        request_redirect=redirect,
+        set_cookie=auth_extras.set_cookie(annotations, warnings),
+        cache_key=cache_key,
+        cache_valid=cache_valid,
     )
 
 
@@ -373,12 +390,16 @@ AUTH_TLS = (
     "auth-tls-verify-depth",
     "auth-tls-match-cn",
     "auth-tls-pass-certificate-to-upstream",
+    "auth-tls-error-page",
 )
+_ERROR_PAGE = re.compile(r"(?:https?://[A-Za-z0-9.\-]+(?::[0-9]{1,5})?)?/[^\s\"'\\$;{}<>]{0,2000}")
 _SECRET_NAME = re.compile(r"[a-z0-9]([a-z0-9.\-]{0,251}[a-z0-9])?")
 _VERIFY = ("on", "off", "optional", "optional_no_ca")
 
 
-def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS | None:
+def client_certs(
+    annotations: Mapping[str, str], namespace: str, warnings: list[str]
+) -> IngressMTLS | None:
     """auth-tls-* as an ingressMTLS configuration (the host's client
     certificates); None: auth-tls-secret not set. A value that cannot be
     enforced rejects the Ingress."""
@@ -386,6 +407,11 @@ def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS 
         for key in AUTH_TLS[1:4]:  # asking for checks without a CA: refused
             if PREFIX + key in annotations:
                 raise Refused(f"{PREFIX}{key}: needs {PREFIX}auth-tls-secret")
+        if PREFIX + "auth-tls-error-page" in annotations:
+            warnings.append(
+                f"annotation {PREFIX}auth-tls-error-page: not applied without "
+                f"{PREFIX}auth-tls-secret"
+            )
         return None
 
     def read(key: str) -> str:
@@ -416,4 +442,16 @@ def client_certs(annotations: Mapping[str, str], namespace: str) -> IngressMTLS 
     depth_text = read("auth-tls-verify-depth") or "1"
     if not depth_text.isdigit() or len(depth_text) > 3:
         raise Refused(f"{PREFIX}auth-tls-verify-depth: {depth_text!r} is not a whole number")
-    return IngressMTLS(client_cert_secret=name, verify_client=verify, verify_depth=int(depth_text))
+    page = read("auth-tls-error-page")
+    if page and not _ERROR_PAGE.fullmatch(page):
+        # Not applied, the 400 stays: refused, so the page is not silently lost.
+        raise Refused(
+            f"{PREFIX}auth-tls-error-page: {page[:80]!r} is not a URL (http(s)://host/path "
+            "or /path, no NGINX variables)"
+        )
+    return IngressMTLS(
+        client_cert_secret=name,
+        verify_client=verify,
+        verify_depth=int(depth_text),
+        error_page=page,
+    )

@@ -277,6 +277,29 @@ def affinity(a: Mapping[str, str], services: frozenset[str]) -> dict[str, str]:
     }
 
 
+def affinity_extras(a: Mapping[str, str], warnings: list[str]) -> bool:
+    """session-cookie-conditional-samesite-none (returned) and what ferryman
+    says of session-cookie-change-on-failure, with affinity: cookie."""
+    if a.get(PREFIX + "affinity", "").strip() != "cookie":
+        return False
+    change = a.get(PREFIX + "session-cookie-change-on-failure")
+    if change is not None and change.strip().lower() != "true":
+        # NGINX's sticky never sends a retry to the peer that failed.
+        warnings.append(
+            f"annotation {PREFIX}session-cookie-change-on-failure: {change!r} is not applied: "
+            "ferryman retries a failed request on another peer and sets the cookie to it (true)"
+        )
+    raw = a.get(PREFIX + "session-cookie-conditional-samesite-none")
+    if raw is None:
+        return False
+    if raw.strip().lower() not in ("true", "false"):
+        warnings.append(
+            f"annotation {PREFIX}session-cookie-conditional-samesite-none: {raw!r} is not "
+            "true or false: false"
+        )
+    return raw.strip().lower() == "true"
+
+
 class Differs(Exception):
     """Applied, with a difference a Warning says."""
 
@@ -305,3 +328,29 @@ def raw_services(spec: object) -> frozenset[str]:
             if isinstance(p, Mapping):
                 backend(p.get("backend"))
     return frozenset(found)
+
+
+# The table rows of docs/ingress-nginx.md (ingress_nginx.ENTRIES).
+AFFINITY_NOTE = (
+    "cookie, as nginx.org/sticky-cookie-services for every Service of the Ingress "
+    "(NGINX's sticky cookie: HttpOnly, path, domain, samesite, secure, expires); "
+    "session-cookie-conditional-samesite-none leaves SameSite=None out for the clients "
+    "Chromium lists as rejecting it or reading it as Strict (Chrome/Chromium 51-66, UC "
+    "Browser before 12.13.2, iOS 12, Safari and web views of macOS 10.14)"
+)
+AFFINITY_READS = (
+    "session-cookie-name",
+    "session-cookie-path",
+    "session-cookie-domain",
+    "session-cookie-samesite",
+    "session-cookie-secure",
+    "session-cookie-expires",
+    "session-cookie-max-age",
+    "session-cookie-conditional-samesite-none",
+)
+CHANGE_ON_FAILURE_NOTE = (
+    "true is served: a request whose peer failed is retried on another (never the one "
+    "that failed, as NGINX's sticky) and the cookie is set to the peer that answered; "
+    "false, ingress-nginx's default (the retry to the cookie's peer again), is not, said "
+    "in a Warning when set"
+)

@@ -48,6 +48,7 @@ from ferryman.kinds.ingress.records.virtual_hosts import backend_of
 from ferryman.kinds.policy.records.attach import NONE, Attached
 from ferryman.kinds.policy.records.reads import PolicyReads
 from ferryman.resources import validation
+from ferryman.resources.sticky_cookie import StickyCookie
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ def ingress_records(
         fallback=fallback_key(ing),
         custom_errors=custom_errors(ing),
         request_buffering=not ing.request_streamed,
+        sticky=_conditional(options.sticky, ing.samesite_none_conditional),
     )
     # The fast path's settings as resolved with the ConfigMap's defaults.
     vhosts = [
@@ -217,6 +219,7 @@ def _minion(
         fallback=fallback_key(minion),
         custom_errors=custom_errors(minion),
         request_buffering=not minion.request_streamed,
+        sticky=_conditional(options.sticky, minion.samesite_none_conditional),
     )
     served = replace(minion, meta=replace(minion.meta, annotations=own))
     auth = _route_configs(served, options, reads)
@@ -291,3 +294,10 @@ def _balancing(o: IngressOptions) -> str:
     method = "lc" if o.lb_method == "least_conn" else "rr"
     timeout = f"{o.fail_timeout_ms / 1000:.3f}".rstrip("0").rstrip(".")
     return f"{method}:{o.max_fails}:{timeout}"
+
+
+def _conditional(sticky: Mapping[str, StickyCookie], on: bool) -> Mapping[str, StickyCookie]:
+    """The cookies with ingress-nginx's session-cookie-conditional-samesite-none."""
+    if not on:
+        return sticky
+    return {s: replace(c, samesite_none_conditional=True) for s, c in sticky.items()}

@@ -44,6 +44,14 @@ class ExternalAuth:
     signin_url: str = ""
     redirect_param: str = "rd"
     response_headers: tuple[str, ...] = ()
+    # ingress-nginx's auth-url only: X-Auth-Request-Redirect (a template as
+    # signin_url's), when the service's Set-Cookie reaches the client ("":
+    # never, NIC's; "success"; "always"), and the answer's cache key (a
+    # template, "": none) with its times by status (codes () means any).
+    request_redirect: str = ""
+    set_cookie: str = ""
+    cache_key: str = ""
+    cache_valid: tuple[tuple[tuple[int, ...], int], ...] = ()
 
 
 def _uri(e: Obj, key: str) -> str:

@@ -97,6 +97,9 @@ class IngressMTLS:
     client_cert_secret: str  # a Secret of type nginx.org/ca
     verify_client: str = "on"
     verify_depth: int = 1
+    # ingress-nginx's auth-tls-error-page (no Policy field sets it): a request
+    # whose certificate is missing or refused is answered 302 to this URL.
+    error_page: str = ""
 
 
 @dataclass(frozen=True)

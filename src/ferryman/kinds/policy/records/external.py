@@ -28,7 +28,10 @@ ignored (NIC's warning).
 P item: ``x|<backend key>|<authURI, base64>|<ssl 0|1>``, then, for
 ingress-nginx's auth-url or sslVerify only, ``|<signin, base64, or ->|<redirect param>|
 <response headers, ``,``-separated, or ->``, and with sslVerify only
-``|<CAs, base64, or ->|<sslVerifyDepth>|<name, base64>``.
+``|<CAs, base64, or ->|<sslVerifyDepth>|<name, base64>`` (for ingress-nginx's
+auth-url, three empty fields without sslVerify), then for ingress-nginx's
+auth-url ``|<X-Auth-Request-Redirect, base64>|<success or always>|<cache key,
+base64, or ->|<cache times: <codes .-separated, or *>=<seconds>;..., or ->``.
 """
 
 from __future__ import annotations
@@ -63,11 +66,16 @@ class External(Enforced):
     trusted: bytes = b""
     depth: int = 1
     name: str = ""
+    # ingress-nginx's auth-url (ExternalAuth's fields of the same names).
+    request_redirect: str = ""
+    set_cookie: str = ""
+    cache_key: str = ""
+    cache_valid: tuple[tuple[tuple[int, ...], int], ...] = ()
     letter = "x"
 
     def fields(self) -> tuple[str, ...]:
         fields: tuple[str, ...] = (self.backend, b64(self.auth_uri), "1" if self.ssl else "0")
-        if not self.signin and not self.response_headers and not self.verify:
+        if not (self.signin or self.response_headers or self.verify or self.set_cookie):
             return fields  # NIC's Policy: the item as before
         fields = (
             *fields,
@@ -75,10 +83,23 @@ class External(Enforced):
             self.redirect_param,
             ",".join(self.response_headers) or "-",
         )
-        if not self.verify:
+        if self.verify:
+            trusted = b64(self.trusted) if self.trusted else "-"
+            fields = (*fields, trusted, str(self.depth), b64(self.name))
+        elif self.set_cookie:
+            fields = (*fields, "", "", "")
+        if not self.set_cookie:
             return fields
-        trusted = b64(self.trusted) if self.trusted else "-"
-        return (*fields, trusted, str(self.depth), b64(self.name))
+        times = ";".join(
+            f"{'.'.join(map(str, codes)) or '*'}={ttl}" for codes, ttl in self.cache_valid
+        )
+        return (
+            *fields,
+            b64(self.request_redirect),
+            self.set_cookie,
+            b64(self.cache_key) if self.cache_key else "-",
+            times or "-",
+        )
 
     def backends(self) -> tuple[BackendKey, ...]:
         return (self.backend,)
@@ -140,6 +161,10 @@ def translate(
             trusted,
             min(e.ssl_verify_depth, MAX_VERIFY_DEPTH),
             (e.sni_name or f"{e.service}.{namespace}.svc") if e.ssl_verify else "",
+            e.request_redirect,
+            e.set_cookie,
+            e.cache_key,
+            e.cache_valid,
         ),
         warnings,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from ferryman.configs.record_text import b64
 from ferryman.kinds.policy.parse.policy import IngressMTLS, Policy
 from ferryman.kinds.policy.records.base import SPEC, Enforced, Owner, Step
 from ferryman.kinds.policy.records.reads import PolicyReads
@@ -23,6 +24,7 @@ class ClientCerts(Enforced):
     verify: str  # on, off, optional, optional_no_ca
     depth: int
     bundle: CABundle
+    error_page: str = ""  # ingress-nginx's auth-tls-error-page
     # Enforced at the handshake and for every request of the host, from the M
     # record: the V record's item only marks it (ferryman_policy.lua skips it).
     letter = "m"
@@ -32,10 +34,15 @@ class ClientCerts(Enforced):
 
     def record(self) -> str:
         """The host's M record (ferryman_mtls.lua): verify, depth, an id naming the
-        CA content (workers cache the parsed bundle by it), the bundle."""
+        CA content (workers cache the parsed bundle by it), the bundle; with an
+        error page, the CRL ("-": none) and the page's URL in base64."""
         value = self.bundle.record()
         digest = hashlib.sha256(value.encode()).hexdigest()[:16]
-        return f"{self.verify} {self.depth} {digest} {value}"
+        record = f"{self.verify} {self.depth} {digest} {value}"
+        if not self.error_page:
+            return record
+        crl = "" if self.bundle.crl else " -"
+        return f"{record}{crl} {b64(self.error_page)}"
 
 
 def translate(
@@ -71,4 +78,4 @@ def translate(
             f'IngressMTLS policy "{key}" references an invalid secret {secret_key}: {read.error}'
         )
         return Step(None, (message,), error=True)
-    return Step(ClientCerts(m.verify_client, m.verify_depth, read.value))
+    return Step(ClientCerts(m.verify_client, m.verify_depth, read.value, m.error_page))
