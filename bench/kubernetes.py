@@ -16,7 +16,8 @@ NGINX runs in a network namespace of its own, as in tests/kubernetes). Then:
   created; seconds to its first 200 (p50/p99 of ``--samples``);
 * endpoint churn: rounds of 100 EndpointSlices moved to another backend port;
   reloads, and seconds until all 100 hosts answer from the new port;
-* the controller's RSS once ready and after the churn.
+* the controller's RSS and NGINX's PSS (master and workers) once ready and
+  after the churn.
 
 Python's bytecode is compiled first, as the image's pip install does.
 """
@@ -39,11 +40,13 @@ from bench.processes import (
     FERRYMAN,
     ROOT,
     BackendNginx,
+    children,
     compile_bytecode,
     free_port,
     get,
     ingress_docs,
     process_cpu_seconds,
+    pss_kib,
     rss_kib,
 )
 
@@ -170,6 +173,11 @@ class Controller:
         assert self.proc is not None
         return round(rss_kib(self.proc.pid) / 1024, 1)
 
+    def nginx_pss_mb(self) -> float:
+        """NGINX's master and workers, shared pages split among them."""
+        master = int((self.dir / "state" / "nginx.pid").read_text())
+        return round(sum(pss_kib(p) for p in (master, *children(master))) / 1024, 1)
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -228,6 +236,7 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
         try:
             time.sleep(2)  # the status updates of N Ingresses go out first
             result["controller_rss_mb"] = c.rss_mb()
+            result["nginx_pss_mb"] = c.nginx_pss_mb()
             client = server.client()
             ttr = []
             for s in range(args.samples):
@@ -265,6 +274,7 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
                 "follow_max_s": round(max(follow), 3),
             }
             result["controller_rss_after_mb"] = c.rss_mb()
+            result["nginx_pss_after_mb"] = c.nginx_pss_mb()
         finally:
             c.stop()
         return result
