@@ -55,6 +55,9 @@ class Desired:
         # Who wrote each virtual host, the hosts each resource serves (its
         # status shows them), and the certificate each host serves.
         self._host_writer: dict[str, ObjectRef] = {}
+        # The same, by writer: a render drops its own hosts without scanning
+        # every host (10,000 Ingresses starting: 26 s of CPU spent scanning).
+        self._hosts_by_writer: dict[ObjectRef, set[str]] = {}
         self._ref_hosts: dict[ObjectRef, set[str]] = {}
         self._host_cert: dict[str, str] = {}
         # Who wrote each S record (stream routing) of the TLS passthrough
@@ -266,7 +269,11 @@ class Desired:
                 self._records.pop((kind, vh.host), None)
             else:
                 self._records[(kind, vh.host)] = value
+        previous = self._host_writer.get(vh.host)
+        if previous is not None and previous != ref:
+            self._forget_writer(previous, vh.host)
         self._host_writer[vh.host] = ref
+        self._hosts_by_writer.setdefault(ref, set()).add(vh.host)
         if vh.cert_id:
             self._host_cert[vh.host] = vh.cert_id
         else:
@@ -289,7 +296,7 @@ class Desired:
         return self._endpoints.pod_of(backend, address)
 
     def drop_host(self, host: str) -> None:
-        del self._host_writer[host]
+        self._forget_writer(self._host_writer.pop(host), host)
         for kind in HOST_RECORDS:
             self._records.pop((kind, host), None)
         self._host_cert.pop(host, None)
@@ -319,9 +326,15 @@ class Desired:
         """Drop the hosts ``ref`` wrote but for ``keep``, found by writer rather
         than ``ref_hosts``: a render that failed half-way may have written hosts
         it has not recorded there."""
-        kept = set(keep)
-        for host in [h for h, w in self._host_writer.items() if w == ref and h not in kept]:
+        for host in self._hosts_by_writer.get(ref, set()) - set(keep):
             self.drop_host(host)
+
+    def _forget_writer(self, writer: ObjectRef, host: str) -> None:
+        hosts = self._hosts_by_writer.get(writer)
+        if hosts is not None:
+            hosts.discard(host)
+            if not hosts:
+                del self._hosts_by_writer[writer]
 
     def certificate_records(self, secrets: SecretStore) -> None:
         """Hold exactly the certificates some virtual host refers to, and the
