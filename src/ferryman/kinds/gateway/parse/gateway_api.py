@@ -137,23 +137,7 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
     class_name = spec.text("gatewayClassName")
     if (why := dns1123_subdomain(class_name)) is not None:
         ctx.add(invalid("spec.gatewayClassName", class_name, why))
-    listeners = [parse_listener(o) for o in spec.objs("listeners", LISTENER_KEYS)]
-    if not listeners:
-        ctx.add(required("spec.listeners", "must have at least one listener"))
-    elif len(listeners) > 64:
-        ctx.add(invalid("spec.listeners", len(listeners), "must have at most 64 items"))
-    seen: set[str] = set()
-    for i, listener in enumerate(listeners):
-        if listener.name in seen:
-            ctx.add(duplicate(f"spec.listeners[{i}].name", listener.name))
-        seen.add(listener.name)
-    # The CRD's rule: port, protocol and hostname together unique.
-    combos: set[tuple[int, str, str | None]] = set()
-    for i, listener in enumerate(listeners):
-        combo = (listener.port, listener.protocol, listener.hostname)
-        if combo in combos:
-            ctx.add(duplicate(f"spec.listeners[{i}]", "port, protocol and hostname"))
-        combos.add(combo)
+    listeners = parse_listeners(spec)
     addresses = []
     for a in spec.objs("addresses", frozenset({"type", "value"})):
         addresses.append((a.text("type") or "IPAddress", a.text("value")))
@@ -176,6 +160,29 @@ def parse_gateway(obj: Mapping[str, Any]) -> Parsed[Gateway]:
         sets_from, sets_selector, parse_reference(params, "") if params else None,
     )  # fmt: skip
     return Parsed(gateway, ())
+
+
+def parse_listeners(spec: Obj) -> list[Listener]:
+    """``spec.listeners`` of a Gateway or a ListenerSet, with the CRDs' rules on
+    the list: 1 to 64 items, names unique, and port, protocol and hostname
+    together unique."""
+    ctx = spec.ctx
+    listeners = [parse_listener(o) for o in spec.objs("listeners", LISTENER_KEYS)]
+    if not listeners:
+        ctx.add(required("spec.listeners", "must have at least one listener"))
+    elif len(listeners) > 64:
+        ctx.add(invalid("spec.listeners", len(listeners), "must have at most 64 items"))
+    names: set[str] = set()
+    combos: set[tuple[int, str, str | None]] = set()
+    for i, listener in enumerate(listeners):
+        if listener.name in names:
+            ctx.add(duplicate(f"spec.listeners[{i}].name", listener.name))
+        names.add(listener.name)
+        combo = (listener.port, listener.protocol, listener.hostname)
+        if combo in combos:
+            ctx.add(duplicate(f"spec.listeners[{i}]", "port, protocol and hostname"))
+        combos.add(combo)
+    return listeners
 
 
 def parse_listener(o: Obj) -> Listener:

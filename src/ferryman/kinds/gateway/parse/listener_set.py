@@ -16,18 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ferryman.kinds.gateway.parse.gateway_api import (
-    GROUP,
-    LISTENER_KEYS,
-    Listener,
-    parse_listener,
-)
+from ferryman.kinds.gateway.parse.gateway_api import GROUP, Listener, parse_listeners
 from ferryman.resources.meta import Meta
 from ferryman.resources.nic_fields import (
     Context,
     Obj,
     Parsed,
-    duplicate,
     invalid,
     parse_object_meta,
     required,
@@ -64,21 +58,7 @@ def parse_listener_set(obj: Mapping[str, Any]) -> Parsed[ListenerSet]:
         for key, value in (("name", name), ("namespace", namespace)):
             if (why := dns1123_subdomain(value)) is not None:
                 ctx.add(invalid(parent.at(key), value, why))
-    listeners = [parse_listener(o) for o in spec.objs("listeners", LISTENER_KEYS)]
-    if not listeners:
-        ctx.add(required("spec.listeners", "must have at least one listener"))
-    elif len(listeners) > 64:
-        ctx.add(invalid("spec.listeners", len(listeners), "must have at most 64 items"))
-    names: set[str] = set()
-    combos: set[tuple[int, str, str | None]] = set()
-    for i, listener in enumerate(listeners):
-        if listener.name in names:
-            ctx.add(duplicate(f"spec.listeners[{i}].name", listener.name))
-        names.add(listener.name)
-        combo = (listener.port, listener.protocol, listener.hostname)
-        if combo in combos:
-            ctx.add(duplicate(f"spec.listeners[{i}]", "port, protocol and hostname"))
-        combos.add(combo)
+    listeners = parse_listeners(spec)
     if ctx.problems:
         return Parsed(None, tuple(ctx.problems))
     return Parsed(ListenerSet(meta, namespace, name, tuple(listeners)), ())
