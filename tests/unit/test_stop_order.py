@@ -5,6 +5,9 @@ NGINX serves), then DNS, the webhook socket and the probes."""
 from __future__ import annotations
 
 import asyncio
+import logging
+
+import pytest
 
 from ferryman.app.lifecycle import REPLICA_REPORT, STOP_ORDER, Lifecycle
 
@@ -41,3 +44,68 @@ def test_everything_stops_in_the_declared_order() -> None:
         "stopped nginx", f"cancelled {REPLICA_REPORT}", "stopped dns", "stopped probes",
     ]  # fmt: skip
     assert STOP_ORDER.index("nginx") < STOP_ORDER.index(REPLICA_REPORT)
+
+
+def test_a_worker_that_ignores_its_cancellation_is_named_and_left_behind(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A worker stuck in a call (here: one that swallows its cancellation and
+    waits on) is logged with where it waits, then abandoned: NGINX still gets
+    its graceful stop, where the old stop waited for the worker forever."""
+    stopped: list[str] = []
+    release = asyncio.Event()
+
+    async def stuck_in_a_call() -> None:
+        await release.wait()
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await stuck_in_a_call()
+
+    async def nginx_stop() -> None:
+        stopped.append("nginx")
+
+    async def scenario() -> None:
+        life = Lifecycle(slow_after=0.01, abandon_after=0.05)
+        life.on_stop("nginx", nginx_stop)
+        worker = life.run("stubborn", stubborn())
+        await asyncio.sleep(0)
+        await life.stop()
+        assert not worker.done() and life.abandoned == [worker]
+        release.set()
+        await worker
+
+    with caplog.at_level(logging.WARNING, logger="ferryman.lifecycle"):
+        asyncio.run(scenario())
+    assert stopped == ["nginx"]
+    said = [(r.getMessage(), r.fields) for r in caplog.records]  # type: ignore[attr-defined]
+    assert [m for m, _ in said] == ["stop step slow", "stop step abandoned"]
+    fields = said[1][1]
+    assert fields["step"] == "workers" and fields["task"] == "stubborn"
+    assert fields["waiting_in"].startswith("stubborn (")
+    assert " > stuck_in_a_call (" in fields["waiting_in"]
+
+
+def test_a_failing_stop_step_is_logged_and_the_later_steps_still_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stopped: list[str] = []
+
+    async def nginx_stop() -> None:
+        raise OSError("no such process")
+
+    async def probes_stop() -> None:
+        stopped.append("probes")
+
+    async def scenario() -> None:
+        life = Lifecycle()
+        life.on_stop("nginx", nginx_stop)
+        life.on_stop("probes", probes_stop)
+        await life.stop()
+
+    with caplog.at_level(logging.ERROR, logger="ferryman.lifecycle"):
+        asyncio.run(scenario())
+    assert stopped == ["probes"]
+    assert [r.getMessage() for r in caplog.records] == ["stop step failed"]

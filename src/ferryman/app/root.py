@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -371,6 +373,12 @@ async def _run(
         unwatch.set()
         await life.stop()  # in app/lifecycle.py's STOP_ORDER
     log.info("stopped", extra={"fields": {"code": code}})
+    if life.abandoned:
+        # Closing the loop, asyncio.run would cancel them and wait again, for
+        # ever: NGINX has stopped and every step is done, so the process ends here.
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(code)
     return code
 
 
