@@ -37,10 +37,11 @@ for arg in "$@"; do
 done
 cluster_log=$(mktemp)
 trap 'rm -f "$cluster_log"' EXIT
-.venv/bin/pytest tests/kubernetes tests/gateway tests/container "$@" >"$cluster_log" 2>&1 &
+# --durations: where the time goes (issue 31 item 5), in every run's report.
+.venv/bin/pytest --durations=25 tests/kubernetes tests/gateway tests/container "$@" >"$cluster_log" 2>&1 &
 cluster=$!
 rc=0
-.venv/bin/pytest -n "${FERRYMAN_TEST_WORKERS:-2}" --dist loadfile tests/unit tests/integration "$@" || rc=$?
+.venv/bin/pytest -n "${FERRYMAN_TEST_WORKERS:-2}" --dist loadfile --durations=25 tests/unit tests/integration "$@" || rc=$?
 wait "$cluster" || rc=$((rc ? rc : $?))
 cat "$cluster_log"
 exit "$rc"
