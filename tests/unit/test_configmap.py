@@ -85,8 +85,13 @@ FULL: dict[str, str] = {
 }
 
 
+# One, as ferryman has: each Renderer compiles the templates again (half of
+# a render's time, and this file renders hundreds of times).
+_RENDERER = Renderer()
+
+
 def _main(values: Mapping[str, str]) -> str:
-    return Renderer().main(dataclasses.replace(MAIN, tuning=tuning(values)))
+    return _RENDERER.main(dataclasses.replace(MAIN, tuning=tuning(values)))
 
 
 def test_full_covers_every_supported_key() -> None:
