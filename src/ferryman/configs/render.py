@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jinja2
 
 from ferryman.configs import buffer_tiers
@@ -9,8 +11,11 @@ from ferryman.configs.listen import listens
 from ferryman.configs.model import MainConfig
 
 
+@functools.cache
 def template_environment() -> jinja2.Environment:
-    """The one Jinja2 set-up for every NGINX/Angie template."""
+    """The one Jinja2 set-up for every NGINX/Angie template, made once: its
+    cache keeps each template compiled (compiling nginx.conf.tmpl takes as long
+    as rendering it, and the stream configuration asked for a new one each time)."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("ferryman.configs", "templates"),
         undefined=jinja2.StrictUndefined,
