@@ -3,6 +3,7 @@ subcommands and each subcommand's flags, from the parser itself."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 
@@ -19,6 +20,7 @@ printf '%s\n' "${{COMPREPLY[@]}}"
 """
 
 
+@functools.cache  # one ferryman start per shell, not one per completion asked
 def _script(shell: str) -> str:
     return subprocess.run(
         [sys.executable, "-m", "ferryman.app.cli", "completion", shell],
