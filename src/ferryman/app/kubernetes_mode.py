@@ -87,7 +87,7 @@ class KubernetesMode:
             self.client,
             QueueingSink(store, queue, self.pending),
             settings.kubernetes.watch_namespaces,
-            make_client(settings.kubernetes.kubeconfig, http2=True)
+            make_client(settings.kubernetes.kubeconfig, many_watches=True)
             if settings.gates.enabled
             else None,
             settings.ingress_class,

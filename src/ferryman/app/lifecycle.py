@@ -117,19 +117,25 @@ def _log_waiting(what: str, step: str, pending: set[asyncio.Task[Any]], seconds:
         )
 
 
+# A coroutine's, a generator's (``yield from``), an async generator's
+# (``async for`` over a stream) frame and what it waits on.
+_FRAMES = ("cr_frame", "gi_frame", "ag_frame")
+_AWAITS = ("cr_await", "gi_yieldfrom", "ag_await")
+
+
 def awaiting(task: asyncio.Task[Any]) -> list[str]:
     """Where ``task`` waits, outermost call first: ``Task.get_stack`` gives the
     outermost coroutine's frame alone, and the stuck call is the innermost."""
     where: list[str] = []
     step: Any = task.get_coro()
     while step is not None:
-        frame = getattr(step, "cr_frame", None) or getattr(step, "gi_frame", None)
+        frame = next((f for a in _FRAMES if (f := getattr(step, a, None)) is not None), None)
         if frame is None:
             if isinstance(step, asyncio.Future):
                 where.append(_future(step))
             break
         where.append(f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})")
-        step = getattr(step, "cr_await", None) or getattr(step, "gi_yieldfrom", None)
+        step = next((w for a in _AWAITS if (w := getattr(step, a, None)) is not None), None)
     return where
 
 

@@ -7,7 +7,9 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
 
+import httpx2
 from lightkube import AsyncClient
+from lightkube.config.client_adapter import verify_cluster
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.types import PatchType
 
@@ -20,14 +22,24 @@ class KubeconfigError(ValueError):
     """No usable configuration to reach the Kubernetes API."""
 
 
-def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
+def make_client(kubeconfig: str | None, *, many_watches: bool = False) -> AsyncClient:
     """From ``--kubeconfig``, else ``KUBECONFIG``/~/.kube/config, else in-cluster.
 
-    ``http2``: every request over one connection (the Pod watches, one per opted-in
-    namespace: over HTTP/1.1 each holds one of the client's 100 connections)."""
+    ``many_watches``: a connection per request with no cap (the Pod watches, one
+    per opted-in namespace, each holds its connection; the default pool stops at
+    100). Not HTTP/2, which would carry them all on one connection: with the
+    HTTP/2 client lightkube uses (httpcore2 2.16), a watch cancelled while others
+    stream on the connection (a namespace opted out, a watch restarted, a stop)
+    can leave the next request on it waiting for ever, and a stop with it
+    (reproduced: one watch of four cancelled, then a PATCH never answered, in
+    most tries; never over HTTP/1.1)."""
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-        return AsyncClient(config=config, field_manager="ferryman", http2=http2)
+        return AsyncClient(
+            config=config,
+            field_manager="ferryman",
+            transport=_uncapped(config) if many_watches else None,
+        )
     # lightkube lets through whatever reading a malformed file raises (YAML
     # errors, KeyError, AttributeError): each is a configuration ferryman cannot use.
     except Exception as e:
@@ -36,6 +48,17 @@ def make_client(kubeconfig: str | None, *, http2: bool = False) -> AsyncClient:
         raise KubeconfigError(
             f"no usable kubeconfig ({where}): {type(e).__name__}: {reason}"
         ) from e
+
+
+def _uncapped(config: KubeConfig) -> httpx2.AsyncHTTPTransport:
+    """lightkube's TLS set-up (CA, client certificate) on a pool of no fixed size.
+    httpx2 is lightkube's HTTP client (a dependency of it, pinned with it in
+    uv.lock): lightkube takes a transport but no pool limits."""
+    single = config.get()
+    assert single is not None and single.user is not None
+    verify = verify_cluster(single.cluster, single.user, single.abs_file)
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
+    return httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
 
 
 def _raw(client: AsyncClient) -> Any:
