@@ -379,6 +379,10 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         # A master has no paths: its rule carries the host (and TLS) only.
         spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}
     regex = meta.annotations.get(nginx_org.PATH_REGEX) in ("case_sensitive", "case_insensitive")
+    # A canary's path only names the main's path it joins (ingress-nginx's
+    # use-regex is the host's: the main's makes its regex path a location), so
+    # it is read as a regex path is; it never becomes a location of its own.
+    regex = regex or canary is not None
     rules = _rules(spec.get("rules"), errors, regex)
     tls = _tls(spec.get("tls"), errors)
     if canary is not None and tls:
