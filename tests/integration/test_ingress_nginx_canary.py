@@ -159,7 +159,8 @@ def test_a_canary_needs_its_main(ferryman: Ferryman, backends: Backends) -> None
 
 @pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 def test_a_canary_is_served_on_every_server(ferryman: Ferryman, backends: Backends) -> None:
-    """The matches and splits are the Lua slow path's, which every server runs."""
+    """The matches and splits are the module's F record's (and the Lua slow
+    path's beside it), which every server runs."""
     f = ferryman
     begin(f, backends, canary({P + "canary-weight": "100"}))
     eventually(lambda: who(f) == "c", 10, "canary served")

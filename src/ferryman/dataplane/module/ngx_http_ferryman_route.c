@@ -56,6 +56,7 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
     ferryman_vs_upstream_t    *upstream;
     ferryman_limits_t         *limits;
     ferryman_access_t         *access;
+    ferryman_vs_rewrite_t     *rewrite;
     ferryman_cache_t          *cache;
     ferryman_backend_t        *backend;
     ngx_http_core_srv_conf_t  *cscf;
@@ -92,12 +93,14 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
     }
 
     delay = 0;
+    rewrite = NULL;
 
     if (host->vs != NULL) {
         limits = NULL;
         access = NULL;
 
-        rc = ferryman_vs_route(r, host->vs, &upstream, &limits, &access);
+        rc = ferryman_vs_route(r, host->vs, &upstream, &limits, &access,
+                               &rewrite);
 
         if (rc == NGX_HTTP_INTERNAL_SERVER_ERROR) {
             return rc;
@@ -173,6 +176,15 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
          * chosen (a split already rolled), so answer as the slow path would
          * rather than let it route again. */
         return host->vs != NULL ? NGX_HTTP_SERVICE_UNAVAILABLE : NGX_ERROR;
+    }
+
+    /* Only now: a request handed to the slow path must keep the URI it
+     * routes by. */
+    if (rewrite != NULL) {
+        rc = ferryman_vs_rewrite(r, rewrite);
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
     ctx = ferryman_new_ctx(r, cache, host, delay);

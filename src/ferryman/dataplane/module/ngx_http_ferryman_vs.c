@@ -199,7 +199,7 @@ ferryman_vs_holds(ngx_http_request_t *r, ferryman_vs_condition_t *c)
 ngx_int_t
 ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
     ferryman_vs_upstream_t **upstream, ferryman_limits_t **limits,
-    ferryman_access_t **access)
+    ferryman_access_t **access, ferryman_vs_rewrite_t **rewrite)
 {
     ngx_int_t                rc, failed;
     ngx_uint_t               i, j, roll, none;
@@ -229,6 +229,7 @@ ferryman_vs_route(ngx_http_request_t *r, ferryman_vs_t *vs,
 
     *limits = loc->limits;
     *access = loc->access;
+    *rewrite = loc->rewrite;
 
     /* The first match whose every condition holds, else the default. */
     m = NULL;

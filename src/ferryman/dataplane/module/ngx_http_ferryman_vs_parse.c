@@ -21,6 +21,9 @@
  *   l <E|N|P|X|I> <path:str> <proxies 0|1> a <access> <f|q ...>
  *     (a: a fast route under an accessControl Policy, checked after its
  *      rate limits if any: ngx_http_ferryman_access.c)
+ *   l <E|N|P|X|I> <path:str> <proxies 0|1> <w|r> <target:str> <a|f|q ...>
+ *     (an Ingress route's rewrite-target, applied once the request is
+ *      proxied: ngx_http_ferryman_vs_rewrite.c; r on X and I only)
  *   h <limits>     (at most one: the VirtualServer's own rate limits, for
  *                   requests no route takes, which the module then answers:
  *                   404 once the limits let them through)
@@ -233,6 +236,14 @@ ferryman_vs_parse_location(ferryman_vs_parser_t *ps,
 
     if (kind == 's') {
         return NGX_OK;
+    }
+
+    if (kind == 'w' || kind == 'r') {
+        if (ferryman_vs_parse_rewrite(ps, loc, kind) != NGX_OK
+            || ferryman_vs_char(ps, &kind) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
     }
 
     if (kind == 'a') {

@@ -43,6 +43,13 @@ typedef struct {
 } ferryman_vs_match_t;
 
 
+struct ferryman_vs_rewrite_s {
+    ngx_str_t                 target;
+    ngx_regex_t              *regex;       /* NULL: the URI becomes target */
+    ngx_str_t                 path;        /* the regex's, for the log */
+};
+
+
 typedef struct {
     ngx_str_t                 path;
     ngx_uint_t                index;       /* in the record */
@@ -55,6 +62,7 @@ typedef struct {
     ngx_uint_t                nmatches;
     ferryman_limits_t        *limits;      /* NULL: none */
     ferryman_access_t        *access;      /* NULL: none */
+    ferryman_vs_rewrite_t    *rewrite;     /* NULL: none */
 } ferryman_vs_location_t;
 
 
@@ -105,6 +113,10 @@ ngx_regex_t *ferryman_vs_regex(ferryman_vs_parser_t *ps, ngx_str_t *pattern,
 /* ngx_http_ferryman_vs_limits.c */
 ngx_int_t ferryman_vs_parse_limits(ferryman_vs_parser_t *ps,
     ferryman_limits_t **out);
+
+/* ngx_http_ferryman_vs_rewrite.c: kind 'w' or 'r'. */
+ngx_int_t ferryman_vs_parse_rewrite(ferryman_vs_parser_t *ps,
+    ferryman_vs_location_t *loc, u_char kind);
 
 /* ngx_http_ferryman_access.c */
 ngx_int_t ferryman_vs_parse_access(ferryman_vs_parser_t *ps,

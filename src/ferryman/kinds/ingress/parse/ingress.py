@@ -379,7 +379,14 @@ def parse_ingress(obj: Mapping[str, Any]) -> Ingress:
         # A master has no paths: its rule carries the host (and TLS) only.
         spec = {**spec, "rules": [_host_only(r) for r in spec.get("rules") or []]}
     regex = meta.annotations.get(nginx_org.PATH_REGEX) in ("case_sensitive", "case_insensitive")
-    rules = _rules(spec.get("rules"), errors, regex)
+    plain: list[str] = []
+    rules = _rules(spec.get("rules"), plain, regex) if canary is not None else []
+    if canary is None or plain:
+        # A canary's path only names the main's path it joins (ingress-nginx's
+        # use-regex is the host's: the main's makes its regex path a location),
+        # so one that is no plain path is read as a regex path is; it never
+        # becomes a location of its own.
+        rules = _rules(spec.get("rules"), errors, regex or canary is not None)
     tls = _tls(spec.get("tls"), errors)
     if canary is not None and tls:
         # ingress-nginx builds no server from a canary: the main's TLS serves its host.

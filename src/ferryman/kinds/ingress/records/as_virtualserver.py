@@ -53,6 +53,7 @@ its requests go to the slow path's location of that buffer tier
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -61,7 +62,7 @@ from ferryman.configs.model import BackendKey, VirtualHost, backend_key
 from ferryman.configs.record_text import b64
 from ferryman.configs.sticky_field import sticky_field
 from ferryman.kinds.ingress.parse.ingress import Ingress, ServiceBackend
-from ferryman.kinds.ingress.records.canary import canary_route_fields
+from ferryman.kinds.ingress.records.canary import canary_module_fields, canary_route_fields
 from ferryman.kinds.ingress.records.canary_host import Joined
 from ferryman.kinds.ingress.records.options import IngressOptions
 from ferryman.kinds.policy.records.access import module_access
@@ -309,9 +310,28 @@ def _fast_options(o: IngressOptions) -> bool:
         fail_timeout_ms=o.fail_timeout_ms,
         next_upstream_tries=o.next_upstream_tries,
         path_regex=o.path_regex,
+        rewrite_target=o.rewrite_target,  # the location's (_module_rewrite)
         websocket_services=o.websocket_services,
         use_cluster_ip=o.use_cluster_ip,
     )
+
+
+def _module_rewrite(loc: _Location) -> str | None:
+    """The F record's rewrite of ``loc`` (``ngx_http_ferryman_vs_rewrite.c``):
+    empty for none, ``w <uri> `` when the URI becomes the target (its ``$<digit>``
+    dropped, as ferryman_vs.lua's rewrite() drops them), ``r <target> `` when
+    the location's regex is the rewrite's (anchored, caseless alike); None when
+    the module would rewrite otherwise than the slow path (a prefix replaced,
+    nginx.org/rewrites, or a URI left empty, which Lua answers 500)."""
+    if loc.rewrite is None:
+        return ""
+    if loc.whole:
+        uri = re.sub(r"\$[0-9]", "", loc.rewrite)
+        return f"w {b64(uri)} " if uri else None
+    regex = loc.modifier in ("X", "I") and loc.caseless == (loc.modifier == "I")
+    if regex and loc.path.startswith("^"):
+        return f"r {b64(loc.rewrite)} "
+    return None
 
 
 def _fast_upstream(key: BackendKey, o: IngressOptions) -> str:
@@ -399,15 +419,6 @@ def ingress_vs_routing(
             tls = loc.backend.service in o.ssl_services
             number = ups.number(_upstream(key, tls, o, o.sticky.get(loc.backend.service)), key, o)
             joined = part.canaries.get(loc.source) if loc.source is not None else None
-            served = (
-                _fast_options(o)
-                and (not enforced or access is not None)
-                and loc.rewrite is None
-                and loc.backend.service not in o.ssl_services
-                and joined is None  # the module has no matches nor splits
-            )
-            head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
-            fast_locations.append(f"{head} {kind} 0 1 100 {number}" if served else f"{head} s")
             rewrite = b64(loc.rewrite) if loc.rewrite is not None else ""
             # The action less its upstream's number.
             tail = f".{rewrite}.{set_headers}.{add}.{hide}..{passed}."
@@ -415,6 +426,7 @@ def ingress_vs_routing(
                 tail += "." + redirect  # the tenth field, after the ignored headers
             action = f"p.{number}{tail}"
             matches, default = "", f"100:{action}"
+            program = f"0 1 100 {number}"
             if joined is not None:
                 # The canary's backend proxied as the main's path is: the main's
                 # annotations apply to both (ingress-nginx's alternative backend).
@@ -422,8 +434,21 @@ def ingress_vs_routing(
                 other = backend_key(joined.namespace, b.service, b.port_ref)
                 other += CLUSTER_IP if o.use_cluster_ip else ""
                 keys.add(other)
-                to_canary = f"p.{ups.number(_upstream(other, tls, o), other, o)}{tail}"
+                canary = ups.number(_upstream(other, tls, o), other, o)
+                to_canary = f"p.{canary}{tail}"
                 matches, default = canary_route_fields(joined.canary, action, to_canary)
+                program = canary_module_fields(joined.canary, number, canary)
+            module_rewrite = _module_rewrite(loc)
+            served = (
+                _fast_options(o)
+                and (not enforced or access is not None)
+                and module_rewrite is not None
+                and loc.backend.service not in o.ssl_services
+            )
+            head = f"l {loc.modifier} {b64(loc.path)} {int(loc.proxies)}"
+            fast_locations.append(
+                f"{head} {module_rewrite}{kind} {program}" if served else f"{head} s"
+            )
             proxies = "1" if loc.proxies else "0"
             fields = ["R", loc.modifier, b64(loc.path), proxies, matches, default, "", enforced]
             flags = "g" if loc.backend.service in o.grpc_services else ""

@@ -14,7 +14,8 @@ annotations are read by ``parse/ingress_nginx_canary.py``):
   the data plane applies it; the random draw is passed in so the rule stays pure.
 
 - :func:`canary_route_fields` the main path's route as the VirtualServer engine
-  reads it: the header/cookie matches, then the weighted split.
+  reads it: the header/cookie matches, then the weighted split;
+  :func:`canary_module_fields` the same for the module's F record.
 
 ``canary_host.py`` joins these to the translator (the main's host re-rendered
 when its canary changes).
@@ -29,6 +30,7 @@ from typing import NamedTuple
 
 from ferryman.configs.record_text import b64, unquote
 from ferryman.kinds.ingress.parse.ingress_nginx_canary import PREFIX, Canary
+from ferryman.kinds.virtualserver.records.fast import module_condition
 from ferryman.kinds.virtualserver.records.locations import source_variable
 
 
@@ -212,3 +214,27 @@ def canary_route_fields(canary: Canary, main: str, to_canary: str) -> tuple[str,
     else:
         default = f"{100 - percent}:{main},{percent}:{to_canary}"
     return matches, default
+
+
+def _split(percent: int, main: int, to_canary: int) -> str:
+    if percent <= 0:
+        return f"1 100 {main}"
+    if percent >= 100:
+        return f"1 100 {to_canary}"
+    return f"2 {100 - percent} {main} {percent} {to_canary}"
+
+
+def canary_module_fields(canary: Canary, main: int, to_canary: int) -> str:
+    """The same route as :func:`canary_route_fields` in the F record's grammar
+    (``dataplane/module/ngx_http_ferryman_vs_parse.c``): ``<n> <match>...
+    <splits>``, ``main`` and ``to_canary`` the upstreams' numbers. The module
+    reads conditions and rolls splits as ferryman_vs.lua does, so the main's
+    path stays on the fast path with its canary."""
+    matches = [
+        "1 "
+        + module_condition(source_variable(m.kind, m.name), unquote(m.value))
+        + f" 1 100 {to_canary if m.to_canary else main}"
+        for m in canary_matches(canary)
+    ]
+    percent, _ = canary_percent(canary)
+    return " ".join([str(len(matches)), *matches, _split(percent, main, to_canary)])

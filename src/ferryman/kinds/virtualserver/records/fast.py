@@ -173,8 +173,9 @@ def _upstream(key: str, u: Upstream) -> str | None:
     )
 
 
-def _condition(variable: str, value: str) -> str:
-    """vs_routes.condition_holds's reading of ``value``, for the module."""
+def module_condition(variable: str, value: str) -> str:
+    """vs_routes.condition_holds's reading of ``value``, for the module (an
+    Ingress's canary matches are written with it too)."""
     negate = value.startswith("!")
     if negate:
         value = value[1:]
@@ -211,7 +212,7 @@ def _match(m: Match, upstreams: Mapping[str, int], fast: set[int]) -> str:
     if not _defaults_except(m, _MATCH_FIELDS) or not m.conditions:
         raise _Unserved
     conditions = [
-        _condition(source_variable(c.kind, c.name), unquote(c.value)) for c in m.conditions
+        module_condition(source_variable(c.kind, c.name), unquote(c.value)) for c in m.conditions
     ]
     return " ".join(
         [str(len(conditions)), *conditions, _splits(m.action, m.splits, upstreams, fast)]
