@@ -4,14 +4,16 @@ kube-apiserver, and ``ferryman run --kubeconfig`` against it (issue 17).
     .venv/bin/python -m bench.kubernetes [--sizes 100,1000,3000,10000] [--starts 3]
         [--samples 20] [--churn-rounds 10] [--out bench/results/kubernetes.json]
 
-Per size, a fresh API server holding N Ingresses, each its own host with 3
-Prefix paths, its own Service and one EndpointSlice with 2 ready endpoints (two
+Per size, a fresh API server holding N Ingresses (written into its etcd before
+it starts, bench/seeding.py; ``--populate api`` creates them through the API),
+each its own host with 3 Prefix paths, its own headless Service and one
+EndpointSlice with 2 ready endpoints (two
 addresses of a test host: the API server refuses loopback ones, so the backend
 NGINX runs in a network namespace of its own, as in tests/kubernetes). Then:
 
 * start -> ready: ``--starts`` fresh ferryman processes, each timed from spawn
   to ``/nginx-ready`` answering 200 (median and each), and the reloads each
-  made before ready;
+  made before ready; the last one goes on for what follows;
 * time-to-route: with N live, an Ingress, its Service and its EndpointSlice
   created; seconds to its first 200 (p50/p99 of ``--samples``);
 * endpoint churn: rounds of 100 EndpointSlices moved to another backend port;
@@ -49,7 +51,7 @@ from bench.processes import (
     pss_kib,
     rss_kib,
 )
-from bench.seeding import PROBE, seeded_server
+from bench.seeding import PROBE, seed_seconds, seeded_server
 
 POOL = 8  # backend ports
 NET = "10.232"
@@ -226,9 +228,15 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
             "objects_created_s": round(populated, 1),
             "objects_per_s": round(len(docs) / populated),
         }
+        if args.populate == "seed":
+            # The rest of the populating time is two API server starts and a probe.
+            result["etcd_writes_s"] = seed_seconds(server)
         del docs
         readies, cpus, reloads = [], [], []
+        c: Controller | None = None
         for s in range(args.starts):
+            if c is not None:
+                c.stop()
             c = Controller(work / f"ferryman{n}-{s}", server.kubeconfig)
             try:
                 readies.append(round(c.start(), 3))
@@ -237,14 +245,15 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
                 reloads.append(c.reloads())
                 status, _ = c.request(f"app{n - 1}.bench.test", "/p2/x")
                 assert status == 200, f"the last Ingress answered {status}"
-            finally:
+            except BaseException:
                 c.stop()
+                raise
         result["ready_s"] = statistics.median(readies)
         result["ready_s_each"] = readies
         result["controller_cpu_to_ready_s"] = statistics.median(cpus)
         result["startup_reloads"] = reloads
-        c = Controller(work / f"ferryman{n}", server.kubeconfig)
-        c.start()
+        # The last start goes on for the rest (a start at 100,000 takes minutes).
+        assert c is not None
         try:
             time.sleep(2)  # the status updates of N Ingresses go out first
             result["controller_rss_mb"] = c.rss_mb()
