@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 
 from ferryman.certificates.wanted import Asked
 from ferryman.configs.model import VirtualHost
@@ -28,6 +27,7 @@ from ferryman.engine.store import Store
 from ferryman.resources.ingress_class import ClassPolicy
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators.other_class import OtherClass
+from ferryman.translators.tracked_records import TrackedRecords
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")
@@ -51,7 +51,7 @@ class Desired:
         policy = settings.allowed_host_suffixes
         self._config = Configuration(HostPolicy(policy) if policy else None)
         self._policy = ClassPolicy(settings.ingress_class, None)
-        self._records: dict[RecordKey, str] = {}
+        self._records = TrackedRecords()
         # Who wrote each virtual host, the hosts each resource serves (its
         # status shows them), and the certificate each host serves.
         self._host_writer: dict[str, ObjectRef] = {}
@@ -135,7 +135,12 @@ class Desired:
     @property
     def records(self) -> Mapping[RecordKey, str]:
         """Every record wanted, read-only (the flush compares it with NGINX's)."""
-        return MappingProxyType(self._records)
+        return self._records.view()
+
+    def take_touched_records(self) -> set[RecordKey]:
+        """The record keys written or removed since the last call: only these
+        can differ from NGINX's beyond what the last flush left unsent."""
+        return self._records.take_touched()
 
     def write_records(self, kind: str, wanted: Mapping[str, str], prefix: str = "") -> None:
         """The records of ``kind`` whose names start with ``prefix`` are exactly
