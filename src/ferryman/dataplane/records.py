@@ -43,7 +43,7 @@ class AppliedRecords:
         self.full = False  # the next push replaces everything NGINX holds
         # Keys that may differ from the desired records besides those touched
         # since: all of them (None) at first and once NGINX lost its memory, else
-        # the last ``changes`` (unsent, refused, or a failed push).
+        # the last ``changes`` not pushed since (unsent, refused, a failed push).
         self._unsettled: set[RecordKey] | None = None
         self._memory: dict[str, float] = {}  # store -> last fill ratio NGINX told
         # Since when (monotonic) pushes fail: NGINX runs what it had (engine/following.py).
@@ -96,6 +96,8 @@ class AppliedRecords:
         self.failing_since = None
         self.full = False
         self._record(sendable, result)
+        if self._unsettled is not None:  # held as sent now: the next changes skip them
+            self._unsettled.difference_update(k for k in sendable if k not in result.refused)
         for key, code in result.refused.items():
             refused[key] = self._refusal(code, len(sendable.get(key, "")))
             self._metrics.records_refused.labels(reason=code).inc()
