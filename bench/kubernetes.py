@@ -4,14 +4,16 @@ kube-apiserver, and ``ferryman run --kubeconfig`` against it (issue 17).
     .venv/bin/python -m bench.kubernetes [--sizes 100,1000,3000,10000] [--starts 3]
         [--samples 20] [--churn-rounds 10] [--out bench/results/kubernetes.json]
 
-Per size, a fresh API server holding N Ingresses, each its own host with 3
-Prefix paths, its own Service and one EndpointSlice with 2 ready endpoints (two
+Per size, a fresh API server holding N Ingresses (written into its etcd before
+it starts, bench/seeding.py; ``--populate api`` creates them through the API),
+each its own host with 3 Prefix paths, its own headless Service and one
+EndpointSlice with 2 ready endpoints (two
 addresses of a test host: the API server refuses loopback ones, so the backend
 NGINX runs in a network namespace of its own, as in tests/kubernetes). Then:
 
 * start -> ready: ``--starts`` fresh ferryman processes, each timed from spawn
   to ``/nginx-ready`` answering 200 (median and each), and the reloads each
-  made before ready;
+  made before ready; the last one goes on for what follows;
 * time-to-route: with N live, an Ingress, its Service and its EndpointSlice
   created; seconds to its first 200 (p50/p99 of ``--samples``);
 * endpoint churn: rounds of 100 EndpointSlices moved to another backend port;
@@ -49,6 +51,7 @@ from bench.processes import (
     pss_kib,
     rss_kib,
 )
+from bench.seeding import PROBE, seed_seconds, seeded_server
 
 POOL = 8  # backend ports
 NET = "10.232"
@@ -96,6 +99,9 @@ class TestHost:
 def objects(i: int, host: TestHost, port: int) -> list[dict[str, Any]]:
     """Ingress i, its Service and one EndpointSlice with two ready endpoints."""
     ingress, service, slice_ = ingress_docs(i, (port,))
+    # Headless: the test API server's /16 of cluster IPs holds 65,534, fewer than
+    # 100,000 Services, and ferryman routes to the slices' endpoints anyway.
+    service["spec"]["clusterIP"] = "None"
     slice_["endpoints"] = [
         {"addresses": [a], "conditions": {"ready": True}} for a in host.addresses
     ]
@@ -203,20 +209,34 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
 
     from testkit.apiserver import APIServer, build
 
-    server = APIServer(build(), work / f"apiserver{n}")
-    server.start()
+    docs = [d for i in range(n) for d in objects(i, host, host.ports[i % POOL])]
+    started = time.monotonic()
+    if args.populate == "seed":
+        unused = 10**9  # an index no Ingress of the bench has: renamed to PROBE
+        text = json.dumps(objects(unused, host, host.ports[0]))
+        probe = json.loads(text.replace(f"app{unused}", PROBE))
+        server = seeded_server(build(), work / f"apiserver{n}", probe, docs)
+    else:
+        server = APIServer(build(), work / f"apiserver{n}")
+        server.start()
+        create_all(server.kubeconfig, docs)
     try:
-        started = time.monotonic()
-        create_all(
-            server.kubeconfig,
-            [d for i in range(n) for d in objects(i, host, host.ports[i % POOL])],
-        )
+        populated = time.monotonic() - started
         result: dict[str, Any] = {
             "ingresses": n,
-            "objects_created_s": round(time.monotonic() - started, 1),
+            "populate": args.populate,
+            "objects_created_s": round(populated, 1),
+            "objects_per_s": round(len(docs) / populated),
         }
+        if args.populate == "seed":
+            # The rest of the populating time is two API server starts and a probe.
+            result["etcd_writes_s"] = seed_seconds(server)
+        del docs
         readies, cpus, reloads = [], [], []
+        c: Controller | None = None
         for s in range(args.starts):
+            if c is not None:
+                c.stop()
             c = Controller(work / f"ferryman{n}-{s}", server.kubeconfig)
             try:
                 readies.append(round(c.start(), 3))
@@ -225,14 +245,15 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
                 reloads.append(c.reloads())
                 status, _ = c.request(f"app{n - 1}.bench.test", "/p2/x")
                 assert status == 200, f"the last Ingress answered {status}"
-            finally:
+            except BaseException:
                 c.stop()
+                raise
         result["ready_s"] = statistics.median(readies)
         result["ready_s_each"] = readies
         result["controller_cpu_to_ready_s"] = statistics.median(cpus)
         result["startup_reloads"] = reloads
-        c = Controller(work / f"ferryman{n}", server.kubeconfig)
-        c.start()
+        # The last start goes on for the rest (a start at 100,000 takes minutes).
+        assert c is not None
         try:
             time.sleep(2)  # the status updates of N Ingresses go out first
             result["controller_rss_mb"] = c.rss_mb()
@@ -288,6 +309,13 @@ def main() -> None:
     ap.add_argument("--starts", type=int, default=3, help="ferryman starts per size")
     ap.add_argument("--samples", type=int, default=20, help="time-to-route samples")
     ap.add_argument("--churn-rounds", type=int, default=10)
+    ap.add_argument(
+        "--populate",
+        choices=("seed", "api"),
+        default="seed",
+        help="objects written into the API server's etcd before it starts (bench.seeding), "
+        "or created through the API (~30x slower)",
+    )
     ap.add_argument("--out", type=Path, default=Path("bench/results/kubernetes.json"))
     args = ap.parse_args()
     compile_bytecode()
@@ -295,7 +323,7 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{len(os.sched_getaffinity(0))} cores",
         "command": f"python -m bench.kubernetes --sizes {args.sizes} --starts {args.starts} "
-        f"--samples {args.samples} --churn-rounds {args.churn_rounds}",
+        f"--samples {args.samples} --churn-rounds {args.churn_rounds} --populate {args.populate}",
         "kubernetes": [],
     }
     with tempfile.TemporaryDirectory(prefix="fkbench-", dir="/tmp") as tmp:

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	testapiserver --dir DIR [--port N] [--etcd-compaction-interval 5m] [--controllers deployment,...] [-- EXTRA-KUBE-APISERVER-FLAGS...]
+//	testapiserver --dir DIR [--port N] [--etcd-compaction-interval 5m] [--controllers deployment,...] [--seed FILE] [-- EXTRA-KUBE-APISERVER-FLAGS...]
 //
 // Once /readyz answers 200 it prints exactly one line, KUBECONFIG=<path>,
 // to stdout. Everything else (apiserver and etcd logs) goes to stderr.
@@ -65,6 +65,7 @@ type options struct {
 	readyTimeout       time.Duration
 	etcdFsync          bool
 	exitOnStdinClose   bool
+	seed               string
 	controllers        []string
 	extraArgs          []string
 }
@@ -79,6 +80,7 @@ func parseFlags() (*options, error) {
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 3*time.Minute, "give up (exit 1) if /readyz is not 200 within this time")
 	fs.BoolVar(&o.etcdFsync, "etcd-fsync", false, "let etcd fsync its WAL/backend (off by default: faster, and data still survives a clean shutdown)")
 	fs.BoolVar(&o.exitOnStdinClose, "exit-on-stdin-close", false, "shut down when stdin reaches EOF (lets a test harness that dies take the server with it)")
+	fs.StringVar(&o.seed, "seed", "", "write the objects of this JSON stream (Ingress, Service, EndpointSlice) into etcd before the apiserver starts, as creates would store them (see seed.go)")
 	controllers := fs.String("controllers", "", "comma list of kube-controller-manager controllers to run in process once the apiserver is ready ("+strings.Join(knownControllers, ",")+", or all); empty (default) runs none")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: testapiserver --dir DIR [flags] [-- extra kube-apiserver flags]\n")
@@ -169,6 +171,16 @@ func run() int {
 		etcd.Close()
 		logf("etcd stopped")
 	}()
+
+	if o.seed != "" {
+		began := time.Now()
+		n, err := seed(ctx, etcd, o.seed)
+		if err != nil {
+			logf("--seed %s: %v", o.seed, err)
+			return 1
+		}
+		logf("seeded %d objects in %s", n, time.Since(began).Round(time.Millisecond))
+	}
 
 	kubeconfig := filepath.Join(o.dir, "kubeconfig")
 	if err := writeKubeconfig(kubeconfig, pki, st.APIServer); err != nil {

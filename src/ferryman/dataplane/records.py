@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ferryman.dataplane import BAD_KEY, FAST_ZONE_FULL, NO_MEMORY, RESERVED, DataPlane, PushResult
 from ferryman.dataplane.errors import PushError
@@ -41,6 +41,10 @@ class AppliedRecords:
         self._metrics = metrics
         self._applied: dict[RecordKey, str] = {}
         self.full = False  # the next push replaces everything NGINX holds
+        # Keys that may differ from the desired records besides those touched
+        # since: all of them (None) at first and once NGINX lost its memory, else
+        # the last ``changes`` not pushed since (unsent, refused, a failed push).
+        self._unsettled: set[RecordKey] | None = None
         self._memory: dict[str, float] = {}  # store -> last fill ratio NGINX told
         # Since when (monotonic) pushes fail: NGINX runs what it had (engine/following.py).
         self.failing_since: float | None = None
@@ -48,16 +52,33 @@ class AppliedRecords:
     def forget_all(self) -> None:
         """NGINX lost its memory (it was restarted): the next push sends everything."""
         self._applied.clear()
+        self._unsettled = None
         self.full = True
 
     def held(self, key: RecordKey) -> str | None:
         """The value NGINX confirmed holding for ``key`` (None: none)."""
         return self._applied.get(key)
 
-    def changes(self, desired: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
-        """Records that differ from what NGINX holds ("" deletes one)."""
-        changes = {k: v for k, v in desired.items() if self._applied.get(k) != v}
-        changes.update({k: "" for k in self._applied if k not in desired})
+    def changes(
+        self, desired: Mapping[RecordKey, str], touched: Collection[RecordKey] | None = None
+    ) -> dict[RecordKey, str]:
+        """Records that differ from what NGINX holds ("" deletes one). ``touched``:
+        the keys of ``desired`` set or removed since the last call (None: any
+        may have been); only those and the last call's changes are compared, so
+        a flush costs what changed, not every record."""
+        if touched is None or self._unsettled is None:
+            changes = {k: v for k, v in desired.items() if self._applied.get(k) != v}
+            changes.update({k: "" for k in self._applied if k not in desired})
+        else:
+            changes = {}
+            for k in self._unsettled.union(touched):
+                v = desired.get(k)
+                if v is not None:
+                    if self._applied.get(k) != v:
+                        changes[k] = v
+                elif k in self._applied:
+                    changes[k] = ""
+        self._unsettled = set(changes) if touched is not None else None
         return changes
 
     async def push(self, changes: Mapping[RecordKey, str]) -> dict[RecordKey, str]:
@@ -75,6 +96,8 @@ class AppliedRecords:
         self.failing_since = None
         self.full = False
         self._record(sendable, result)
+        if self._unsettled is not None:  # held as sent now: the next changes skip them
+            self._unsettled.difference_update(k for k in sendable if k not in result.refused)
         for key, code in result.refused.items():
             refused[key] = self._refusal(code, len(sendable.get(key, "")))
             self._metrics.records_refused.labels(reason=code).inc()

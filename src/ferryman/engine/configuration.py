@@ -21,6 +21,7 @@ changed, so the caller re-renders exactly those.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -78,6 +79,9 @@ class Configuration:
         self._owner: dict[str, ObjectRef] = {}
         # Exact hosts with an owner, by the wildcard that covers them ("*.suffix").
         self._under: dict[str, set[str]] = {}
+        # Claimants by (kind, mergeable type): the resource gauges, set at every
+        # flush, read these instead of counting every claimant each time.
+        self._tally: Counter[tuple[str, str]] = Counter()
 
     def __len__(self) -> int:
         return len(self._ingresses)
@@ -90,7 +94,12 @@ class Configuration:
         return self._ingresses.get(ref)
 
     def count(self, kind: str) -> int:
-        return sum(1 for ref in self._ingresses if ref.kind == kind)
+        return sum(n for (k, _), n in self._tally.items() if k == kind)
+
+    def tally(self, kind: str) -> dict[str, int]:
+        """How many claimants of ``kind`` there are by mergeable type ("": none,
+        "master", "minion"; only Ingresses have one)."""
+        return {t: n for (k, t), n in self._tally.items() if k == kind and n}
 
     def refs(self) -> list[ObjectRef]:
         return list(self._ingresses)
@@ -112,6 +121,9 @@ class Configuration:
         ref = ingress_ref(ing)
         old = self._ingresses.get(ref)
         self._ingresses[ref] = ing
+        if old is not None:
+            self._tally[_tag(ref, old)] -= 1
+        self._tally[_tag(ref, ing)] += 1
         old_hosts = set(self._claimable(old)) if old else set()
         new_hosts = set(self._claimable(ing))
         for host in old_hosts - new_hosts:
@@ -124,6 +136,7 @@ class Configuration:
         old = self._ingresses.pop(ref, None)
         if old is None:
             return set()
+        self._tally[_tag(ref, old)] -= 1
         hosts = set(self._claimable(old))
         for host in hosts:
             self._claims[host].discard(ref)
@@ -187,3 +200,8 @@ def covering_wildcard(host: str) -> str | None:
     if host.startswith("*.") or "." not in host:
         return None
     return "*." + host.partition(".")[2]
+
+
+def _tag(ref: ObjectRef, claimant: Claimant) -> tuple[str, str]:
+    # Only Ingresses have a mergeable type (nginx.org/mergeable-ingress-type).
+    return ref.kind, getattr(claimant, "mergeable", None) or ""

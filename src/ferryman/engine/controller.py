@@ -351,7 +351,8 @@ class Controller:
         return waiting | also
 
     def _record_changes(self) -> dict[RecordKey, str]:
-        return self._applied.changes(self._d.records)  # "" deletes one
+        # "" deletes one
+        return self._applied.changes(self._d.records, self._d.take_touched_records())
 
     async def _push_records(self, changes: dict[RecordKey, str]) -> dict[RecordKey, str]:
         """Push ``changes``; a record that is refused (too large, not encodable, no

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -109,6 +110,11 @@ def parse_meta(obj: Mapping[str, Any]) -> Meta:
     return meta
 
 
+# RFC 3339 in UTC to the second: already the text ``_timestamp_text`` makes
+# (a string of this shape that is not a time, month 13, is kept as it is too).
+_API_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
 def _timestamp_text(ts: object, errors: list[str]) -> str | None:
     """RFC 3339 in UTC with "Z", as the API server writes it, so text order is time order.
 
@@ -118,6 +124,8 @@ def _timestamp_text(ts: object, errors: list[str]) -> str | None:
     """
     if ts is None or ts == "":
         return None
+    if isinstance(ts, str) and _API_TIME.fullmatch(ts):
+        return ts  # the API server's own form, what every object of a cluster has
     if isinstance(ts, datetime.date) and not isinstance(ts, datetime.datetime):
         ts = ts.isoformat()
     if not isinstance(ts, str | datetime.datetime):

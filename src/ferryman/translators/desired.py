@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 
 from ferryman.certificates.wanted import Asked
 from ferryman.configs.model import VirtualHost
@@ -28,6 +27,7 @@ from ferryman.engine.store import Store
 from ferryman.resources.ingress_class import ClassPolicy
 from ferryman.resources.meta import ObjectRef
 from ferryman.translators.other_class import OtherClass
+from ferryman.translators.tracked_records import TrackedRecords
 from ferryman.wire.records import HOST_RECORDS, Record, RecordKey
 
 log = logging.getLogger("ferryman.controller")
@@ -51,7 +51,10 @@ class Desired:
         policy = settings.allowed_host_suffixes
         self._config = Configuration(HostPolicy(policy) if policy else None)
         self._policy = ClassPolicy(settings.ingress_class, None)
-        self._records: dict[RecordKey, str] = {}
+        self._records = TrackedRecords()
+        # The names of the C records: each flush drops those no host needs
+        # without looking at every record.
+        self._certificate_names: set[str] = set()
         # Who wrote each virtual host, the hosts each resource serves (its
         # status shows them), and the certificate each host serves.
         self._host_writer: dict[str, ObjectRef] = {}
@@ -135,7 +138,12 @@ class Desired:
     @property
     def records(self) -> Mapping[RecordKey, str]:
         """Every record wanted, read-only (the flush compares it with NGINX's)."""
-        return MappingProxyType(self._records)
+        return self._records.view()
+
+    def take_touched_records(self) -> set[RecordKey]:
+        """The record keys written or removed since the last call: only these
+        can differ from NGINX's beyond what the last flush left unsent."""
+        return self._records.take_touched()
 
     def write_records(self, kind: str, wanted: Mapping[str, str], prefix: str = "") -> None:
         """The records of ``kind`` whose names start with ``prefix`` are exactly
@@ -340,14 +348,16 @@ class Desired:
         """Hold exactly the certificates some virtual host refers to, and the
         default server's (``DEFAULT_CERTIFICATE``)."""
         needed = set(self._host_cert.values())
-        for key in [k for k in self._records if k[0] == Record.CERTIFICATE and k[1] not in needed]:
-            del self._records[key]
+        for name in [n for n in self._certificate_names if n not in needed]:
+            self._records.pop((Record.CERTIFICATE, name), None)
+            self._certificate_names.discard(name)
         self._default_certificate(secrets)
         for cert_id in needed:
             if (Record.CERTIFICATE, cert_id) not in self._records:
                 record = secrets.record(cert_id)
                 if record is not None:
                     self._records[(Record.CERTIFICATE, cert_id)] = record
+                    self._certificate_names.add(cert_id)
 
     def _default_certificate(self, secrets: SecretStore) -> None:
         """--default-server-tls-secret's pair under ``DEFAULT_CERTIFICATE``: read
@@ -373,5 +383,7 @@ class Desired:
                 log.info("default server TLS secret in use", extra={"fields": fields})
         if record is None:
             self._records.pop((Record.CERTIFICATE, DEFAULT_CERTIFICATE), None)
+            self._certificate_names.discard(DEFAULT_CERTIFICATE)
         else:
             self._records[(Record.CERTIFICATE, DEFAULT_CERTIFICATE)] = record
+            self._certificate_names.add(DEFAULT_CERTIFICATE)

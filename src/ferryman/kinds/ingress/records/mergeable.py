@@ -22,7 +22,6 @@ minion's change translates its master again and a master's its minions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ferryman.configs.tenancy import HostRules, host_denied
@@ -216,15 +215,6 @@ def minion_event(
         message = f"Configuration for {who} was added or updated with warning(s): "
         return True, "AddedOrUpdatedWithWarning", message + "; ".join(every)
     return False, "AddedOrUpdated", f"Configuration for {who} was added or updated"
-
-
-def ingress_kinds(resources: Iterable[object]) -> dict[str, int]:
-    """NIC's ``ingress_resources_total{type}``: regular, master and minion Ingresses."""
-    counts = {"regular": 0, "master": 0, "minion": 0}
-    for res in resources:
-        if isinstance(res, Ingress):
-            counts[res.mergeable or "regular"] += 1
-    return counts
 
 
 def denied_minion(minion: Ingress, hosts: HostRules) -> str | None:

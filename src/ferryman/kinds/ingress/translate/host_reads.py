@@ -9,7 +9,7 @@ kept here (``HostIngresses``, one per engine cache) until their Ingress changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ferryman.engine.reads import Reads
@@ -30,54 +30,85 @@ CANARY = INGRESS_NGINX + "canary"
 _Key = tuple[str, str]
 
 
+class _ByHost:
+    """The Ingresses of one sort (parsed by ``parse``, None: not of the sort)
+    by host: every Ingress is read once, then only those changed since
+    (``forget``). Looking a host up costs its own Ingresses, not all of them:
+    each Ingress's translation looks up its hosts, so a scan of every Ingress
+    per lookup made a start with many mergeable or canary Ingresses quadratic."""
+
+    def __init__(
+        self,
+        store: Store,
+        parse: Callable[[Mapping[str, Any] | None], Ingress | None],
+        hosts_of: Callable[[Ingress], Iterable[str]],
+    ) -> None:
+        self._store = store
+        self._parse = parse
+        self._hosts_of = hosts_of
+        self._parsed: dict[_Key, Ingress] = {}
+        self._by_host: dict[str, dict[_Key, None]] = {}  # a dict: the order they came in
+        # Keys to read again (a dict: once each, in order); None: nothing read yet.
+        self._changed: dict[_Key, None] | None = None
+
+    def of(self, host: str) -> list[Ingress]:
+        if self._changed is None:
+            self._changed = {(r.namespace, r.name): None for r in self._store.refs("Ingress")}
+        for key in self._changed:
+            self._read(key)
+        self._changed = {}
+        return [self._parsed[k] for k in self._by_host.get(host, ())]
+
+    def forget(self, key: _Key) -> None:
+        if self._changed is not None:
+            self._changed[key] = None
+
+    def _read(self, key: _Key) -> None:
+        old = self._parsed.pop(key, None)
+        if old is not None:
+            for host in self._hosts_of(old):
+                keys = self._by_host.get(host, {})
+                keys.pop(key, None)
+                if not keys:
+                    self._by_host.pop(host, None)
+        ing = self._parse(self._store.get("Ingress", *key))
+        if ing is not None:
+            self._parsed[key] = ing
+            for host in self._hosts_of(ing):
+                self._by_host.setdefault(host, {})[key] = None
+
+
 class HostIngresses:
-    """Parsed mergeable and canary Ingresses, until they change."""
+    """Parsed mergeable and canary Ingresses by host, until they change."""
 
     def __init__(self, store: Store) -> None:
-        self._store = store
-        # Parsed mergeable Ingresses (None: not mergeable, or invalid).
-        self._mergeable: dict[_Key, Ingress | None] = {}
-        # Parsed canary Ingresses, once read (None: not read yet), and the
-        # Ingresses changed since, parsed again at the next read.
-        self._canaries: dict[_Key, Ingress] | None = None
-        self._canaries_changed: set[_Key] = set()
+        self._mergeable = _ByHost(store, _parse_mergeable, _first_host)
+        self._canaries = _ByHost(store, _parse_canary, _rule_hosts)
 
     def mergeable(self, host: str) -> list[Ingress]:
-        """The valid master and minion Ingresses whose host is ``host``. Every
-        Ingress is looked at (NIC indexes minions by host; a master's or
-        minion's change is what translates this reader again)."""
-        found = []
-        for ref in self._store.refs("Ingress"):
-            key = (ref.namespace, ref.name)
-            if key not in self._mergeable:
-                self._mergeable[key] = _parse_mergeable(self._store.get("Ingress", *key))
-            ing = self._mergeable[key]
-            if ing is not None and ing.rules and ing.rules[0].host == host:
-                found.append(ing)
-        return found
+        """The valid master and minion Ingresses whose (first rule's) host is
+        ``host`` (NIC indexes minions by host; a master's or minion's change
+        is what translates this reader again)."""
+        return self._mergeable.of(host)
 
     def canaries(self, host: str) -> list[Ingress]:
-        """The valid canary Ingresses with a rule for ``host``. Every Ingress is
-        looked at once; then only those changed (``forget``)."""
-        if self._canaries is None:
-            self._canaries = {}
-            self._canaries_changed = {(r.namespace, r.name) for r in self._store.refs("Ingress")}
-        for key in self._canaries_changed:
-            ing = _parse_canary(self._store.get("Ingress", *key))
-            if ing is None:
-                self._canaries.pop(key, None)
-            else:
-                self._canaries[key] = ing
-        self._canaries_changed = set()
-        return [c for c in self._canaries.values() if any(r.host == host for r in c.rules)]
+        """The valid canary Ingresses with a rule for ``host``."""
+        return self._canaries.of(host)
 
     def forget(self, ref: ObjectRef) -> None:
         if ref.kind != "Ingress":
             return
         key = (ref.namespace, ref.name)
-        self._mergeable.pop(key, None)
-        if self._canaries is not None:
-            self._canaries_changed.add(key)
+        self._mergeable.forget(key)
+        self._canaries.forget(key)
+
+
+def _first_host(ing: Ingress) -> tuple[str, ...]:
+    return (ing.rules[0].host,) if ing.rules else ()
+
+
+def _rule_hosts(ing: Ingress) -> set[str]:
+    return {r.host for r in ing.rules}
 
 
 def canaries(reads: Reads, host: str) -> list[Ingress]:

@@ -37,7 +37,6 @@ from ferryman.kinds.ingress.records.hosts import Outcome, Written, ingress_recor
 from ferryman.kinds.ingress.records.mergeable import (
     NO_MASTER,
     denied_minion,
-    ingress_kinds,
     key_of,
     mergeable_host,
     minion_event,
@@ -422,9 +421,13 @@ class IngressTranslator(Translator):
         return set()
 
     def gauges(self, metrics: Metrics) -> None:
-        config = self._d.config
-        for kind, count in ingress_kinds(config.get(r) for r in config.refs()).items():
-            metrics.ingress_resources.labels(type=kind).set(count)
+        tally = self._d.config.tally("Ingress")
+        for kind in ("regular", "master", "minion"):
+            metrics.ingress_resources.labels(type=kind).set(tally.get(MERGEABLE_TYPE[kind], 0))
+
+
+# The gauge's type label -> the mergeable type Configuration.tally counts by.
+MERGEABLE_TYPE = {"regular": "", "master": "master", "minion": "minion"}
 
 
 def _largest(outcome: Outcome) -> int:
