@@ -8,23 +8,26 @@ export PATH="$HOME/.local/bin:$PATH"
 .venv/bin/ruff format --check src tests bench examples testkit
 .venv/bin/mypy src
 .venv/bin/lint-imports
-# Build the Go tools the Kubernetes tests use before pytest (whose per-test
-# timeout would cut a cold build short); warm runs find them cached by input hash.
-tools/testapiserver/build.sh >/dev/null
-tools/helm/build.sh >/dev/null
-# The Gateway API conformance suite and echo-basic for tests/gateway (about 1.5 min cold).
-tools/conformance/build.sh >/dev/null
-# The same for the container image tests/container runs (podman on a debootstrap base).
-./scripts/build-image.sh >/dev/null
 # NGINX 1.30.4 and Angie 1.12.1 with their Lua runtime and ferryman's modules
 # for the nginx-1.30 and angie flavours' tests (1-3 min each cold, cached by
-# input hash).
+# input hash); the data-plane tests need them, so they come first.
 ./scripts/build-nginx.sh >/dev/null
 ./scripts/build-angie.sh >/dev/null
-# The image on each of them (Dockerfile.server on the image above; a few
-# minutes each cold, cached by input hash).
-./scripts/build-image.sh nginx-1.30 >/dev/null
-./scripts/build-image.sh angie >/dev/null
+# What only the cluster tests use, built beside the unit and data-plane tests
+# (a cold machine spends minutes here, which used to hold back every test):
+# the Go tools, before pytest (whose per-test timeout would cut a cold build
+# short; warm runs find them cached by input hash); the Gateway API
+# conformance suite and echo-basic (about 1.5 min cold); the container image
+# (podman on a debootstrap base) and the same on NGINX 1.30 and Angie
+# (Dockerfile.server, a few minutes each cold, cached by input hash).
+cluster_builds() {
+  tools/testapiserver/build.sh >/dev/null
+  tools/helm/build.sh >/dev/null
+  tools/conformance/build.sh >/dev/null
+  ./scripts/build-image.sh >/dev/null
+  ./scripts/build-image.sh nginx-1.30 >/dev/null
+  ./scripts/build-image.sh angie >/dev/null
+}
 # pytest: the cluster tests (one API server, its controllers and kubelets, the
 # images; mostly waiting on them) in one process, beside the unit and
 # data-plane tests on two workers (pytest-xdist; a file's tests stay on one
@@ -32,13 +35,18 @@ tools/conformance/build.sh >/dev/null
 # Naming a test or a directory runs just that, in one process.
 for arg in "$@"; do
   if [[ "$arg" != -* && -e "${arg%%::*}" ]]; then
+    cluster_builds
     exec .venv/bin/pytest "$@"
   fi
 done
 cluster_log=$(mktemp)
 trap 'rm -f "$cluster_log"' EXIT
 # --durations: where the time goes (issue 31 item 5), in every run's report.
-.venv/bin/pytest --durations=25 tests/kubernetes tests/gateway tests/container "$@" >"$cluster_log" 2>&1 &
+(
+  set -e
+  cluster_builds
+  exec .venv/bin/pytest --durations=25 tests/kubernetes tests/gateway tests/container "$@"
+) >"$cluster_log" 2>&1 &
 cluster=$!
 rc=0
 .venv/bin/pytest -n "${FERRYMAN_TEST_WORKERS:-2}" --dist loadfile --durations=25 tests/unit tests/integration "$@" || rc=$?
