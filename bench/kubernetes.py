@@ -19,7 +19,9 @@ NGINX runs in a network namespace of its own, as in tests/kubernetes). Then:
 * endpoint churn: rounds of 100 EndpointSlices moved to another backend port;
   reloads, and seconds until all 100 hosts answer from the new port;
 * the controller's RSS and NGINX's PSS (master and workers) once ready and
-  after the churn.
+  after the churn, and NGINX's memory as it holds it: private pages, and its
+  shared zones' allocated pages counted once (PSS counts a zone's page only in
+  processes that touched it: see ``nginx_memory_kib``).
 
 Python's bytecode is compiled first, as the image's pip install does.
 """
@@ -47,6 +49,7 @@ from bench.processes import (
     free_port,
     get,
     ingress_docs,
+    nginx_memory_kib,
     process_cpu_seconds,
     pss_kib,
     rss_kib,
@@ -184,6 +187,12 @@ class Controller:
         master = int((self.dir / "state" / "nginx.pid").read_text())
         return round(sum(pss_kib(p) for p in (master, *children(master))) / 1024, 1)
 
+    def nginx_memory_mb(self) -> dict[str, float]:
+        """NGINX's private pages and its zones' allocated pages (each once)."""
+        master = int((self.dir / "state" / "nginx.pid").read_text())
+        private, zones = nginx_memory_kib(master)
+        return {"private": round(private / 1024, 1), "zones": round(zones / 1024, 1)}
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -258,6 +267,7 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
             time.sleep(2)  # the status updates of N Ingresses go out first
             result["controller_rss_mb"] = c.rss_mb()
             result["nginx_pss_mb"] = c.nginx_pss_mb()
+            result["nginx_memory_mb"] = c.nginx_memory_mb()
             client = server.client()
             ttr = []
             for s in range(args.samples):
@@ -296,6 +306,7 @@ def measure(n: int, args: argparse.Namespace, host: TestHost, work: Path) -> dic
             }
             result["controller_rss_after_mb"] = c.rss_mb()
             result["nginx_pss_after_mb"] = c.nginx_pss_mb()
+            result["nginx_memory_after_mb"] = c.nginx_memory_mb()
         finally:
             c.stop()
         return result

@@ -106,6 +106,36 @@ def pss_kib(pid: int) -> int:
     return int(m.group(1)) if m else 0
 
 
+def nginx_memory_kib(master: int) -> tuple[int, int]:
+    """What an NGINX master and its workers hold: their private pages, and the
+    pages allocated to their shared memory zones, each zone counted once.
+    PSS alone misleads for zones: a page is counted only in processes that
+    touched it, so records the start-up's pre-reload workers wrote show up
+    only when today's workers first read them (at 100,000 Ingresses PSS rose
+    ~60 MB over the first requests while the zones' allocated pages did not)."""
+    private = 0
+    zones: dict[int, int] = {}
+    for pid in (master, *children(master)):
+        proc = Path(f"/proc/{pid}")
+        try:
+            rollup = (proc / "smaps_rollup").read_text()
+            mapped = list((proc / "map_files").iterdir())
+        except OSError:
+            continue
+        private += sum(
+            int(m) for m in re.findall(r"^Private_(?:Clean|Dirty):\s+(\d+)", rollup, re.M)
+        )
+        for path in mapped:
+            try:
+                # NGINX's zones are shared anonymous mappings, shown as /dev/zero.
+                if str(path.readlink()).startswith("/dev/zero"):
+                    st = path.stat()
+                    zones[st.st_ino] = st.st_blocks * 512 // 1024
+            except OSError:
+                continue
+    return private, sum(zones.values())
+
+
 def children(pid: int) -> list[int]:
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
