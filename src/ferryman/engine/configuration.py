@@ -42,6 +42,12 @@ class Claimant(Protocol):
 
     def hosts(self) -> tuple[str, ...]: ...
 
+    @property
+    def variety(self) -> str:
+        """What the kind's resource gauge tells its resources apart by ("":
+        nothing; an Ingress: its mergeable type)."""
+        ...
+
 
 def age_key(res: Claimant) -> AgeKey:
     ts = res.meta.creation_timestamp
@@ -79,7 +85,7 @@ class Configuration:
         self._owner: dict[str, ObjectRef] = {}
         # Exact hosts with an owner, by the wildcard that covers them ("*.suffix").
         self._under: dict[str, set[str]] = {}
-        # Claimants by (kind, mergeable type): the resource gauges, set at every
+        # Claimants by (kind, variety): the resource gauges, set at every
         # flush, read these instead of counting every claimant each time.
         self._tally: Counter[tuple[str, str]] = Counter()
 
@@ -97,8 +103,7 @@ class Configuration:
         return sum(n for (k, _), n in self._tally.items() if k == kind)
 
     def tally(self, kind: str) -> dict[str, int]:
-        """How many claimants of ``kind`` there are by mergeable type ("": none,
-        "master", "minion"; only Ingresses have one)."""
+        """How many claimants of ``kind`` there are by variety (``Claimant.variety``)."""
         return {t: n for (k, t), n in self._tally.items() if k == kind and n}
 
     def refs(self) -> list[ObjectRef]:
@@ -203,5 +208,4 @@ def covering_wildcard(host: str) -> str | None:
 
 
 def _tag(ref: ObjectRef, claimant: Claimant) -> tuple[str, str]:
-    # Only Ingresses have a mergeable type (nginx.org/mergeable-ingress-type).
-    return ref.kind, getattr(claimant, "mergeable", None) or ""
+    return ref.kind, claimant.variety

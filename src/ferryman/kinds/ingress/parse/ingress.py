@@ -118,6 +118,11 @@ class Ingress:
     samesite_none_conditional: bool = False
 
     @property
+    def variety(self) -> str:
+        """The resource gauge's split (Claimant): "", "master" or "minion"."""
+        return self.mergeable or ""
+
+    @property
     def ssl_redirect(self) -> bool:
         return self.meta.annotations.get(SSL_REDIRECT_ANNOTATION, "true").lower() != "false"
 

@@ -426,7 +426,7 @@ class IngressTranslator(Translator):
             metrics.ingress_resources.labels(type=kind).set(tally.get(MERGEABLE_TYPE[kind], 0))
 
 
-# The gauge's type label -> the mergeable type Configuration.tally counts by.
+# The gauge's type label -> the variety (mergeable type) Configuration.tally counts by.
 MERGEABLE_TYPE = {"regular": "", "master": "master", "minion": "minion"}
 
 

@@ -122,6 +122,8 @@ class TransportServer:
     next_upstream_tries: int = 0
     tls_secret: str = ""  # TLS ends in NGINX with this Secret's pair ("": no TLS)
 
+    variety = ""  # its resource gauge has no split (Claimant)
+
     @property
     def passthrough(self) -> bool:
         return self.listener == TLS_PASSTHROUGH

@@ -99,6 +99,8 @@ class VirtualServer:
     routes: tuple[Route, ...]
     listener: Listeners | None = None
 
+    variety = ""  # its resource gauge has no split (Claimant)
+
     def hosts(self) -> tuple[str, ...]:
         """The hosts it claims (as ``Ingress.hosts``): its one host."""
         return (self.host,)
