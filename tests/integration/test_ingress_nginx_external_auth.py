@@ -35,6 +35,15 @@ def test_request_redirect_set_cookie_and_kept_connections(
         ok = {"Authorization": "Bearer ok", "X-Auth-Request-Redirect": "https://evil.example/"}
         assert f.get(HOST, "/x?y=1", headers=ok).served_by == "a"
         assert auth.seen[-1]["headers"]["x-auth-request-redirect"] == "/x?y=1"
+        # The original request, as ingress-nginx's auth location tells it
+        # (Authelia's and authentik's auth-request endpoints read these); a
+        # client's own X-Original-URL is replaced.
+        spoofed = {**ok, "X-Original-URL": "http://evil.example/admin"}
+        assert f.get(HOST, "/x?y=1", method="POST", headers=spoofed).served_by == "a"
+        told = auth.seen[-1]["headers"]
+        assert told["x-original-url"] == f"http://{HOST}/x?y=1"
+        assert told["x-original-method"] == "POST"
+        assert told["x-sent-from"] == "nginx-ingress-controller"
         cookie = {"Authorization": "Bearer cookie"}
         r = f.get(HOST, "/", headers=cookie)
         assert r.served_by == "a"

@@ -70,7 +70,7 @@ def test_auth_request_answers_and_what_the_service_is_sent(
     assert f.get("cafe.test", "/open", headers=_bearer("no")).status == 403
     assert f.get("cafe.test", "/open", headers=_bearer("boom")).status == 500
     auth.seen.clear()
-    headers = {**_bearer("ok"), "Proxy": "http://evil"}
+    headers = {**_bearer("ok"), "Proxy": "http://evil", "X-Original-URL": "/admin"}
     r = f.get("cafe.test", "/open?q=1", method="POST", content=b"secret", headers=headers)
     assert r.served_by == "b"
     (seen,) = auth.seen
@@ -79,6 +79,8 @@ def test_auth_request_answers_and_what_the_service_is_sent(
     assert h["authorization"] == "Bearer ok" and h["host"] == "cafe.test"
     assert h["x-scheme"] == "http" and h["content-length"] == "0"
     assert h["x-forwarded-for"] == "127.0.0.1" and "proxy" not in h
+    # ingress-nginx's headers are its auth-url's only; a client's never passes.
+    assert "x-original-url" not in h and "x-sent-from" not in h
     # The subrequests' peer counts (least_conn, GET /in-flight) are given back.
     assert in_flight(f).peers.get(f"127.0.0.1:{auth.port}", 0) == 0
     assert f.reloads() == 1

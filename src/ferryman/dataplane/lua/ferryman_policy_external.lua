@@ -101,6 +101,10 @@ function _M.decode(f)
         redirect = f[10] and decode_base64(f[10]) or nil,
         always_cookie = f[11] == "always",
         pass_cookie = f[11] ~= nil,
+        -- ingress-nginx's auth location tells the service the original
+        -- request (X-Original-URL, X-Original-Method, X-Sent-From), which
+        -- auth-request services such as Authelia and authentik read.
+        tells_original = f[11] ~= nil,
         cache_key = (f[12] and f[12] ~= "-") and decode_base64(f[12]) or nil,
         cache_times = times,
         -- One key space per auth configuration (and host, in cache_key_of).
@@ -264,6 +268,13 @@ function _M.check(config)
         ferryman_auth_redirect = config.redirect and fill(config.redirect)
             or (ngx.var.http_x_auth_request_redirect or ""),
     }
+    if config.tells_original then
+        local var = ngx.var
+        vars.ferryman_auth_original_url = var.scheme .. "://" .. (var.http_host or var.host)
+            .. var.request_uri
+        vars.ferryman_auth_original_method = var.request_method
+        vars.ferryman_auth_sent_from = "nginx-ingress-controller"
+    end
     if config.verify then
         if not upstream_verify.keep(config.verify) then
             return ngx.HTTP_INTERNAL_SERVER_ERROR
