@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ferryman.app import flag_types
-from ferryman.kube.client import KubeconfigError, make_client
 from ferryman.machines import lifecycle
 from ferryman.observability import logs
 
@@ -120,6 +119,10 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # Here, not above: `ferryman run` builds this subcommand's parser too, and
+    # lightkube is Kubernetes mode's alone (tests/unit/test_footprint.py).
+    from ferryman.kube.client import KubeconfigError
+
     try:
         asyncio.run(_run(options))
     except KubeconfigError as e:
@@ -131,6 +134,7 @@ def main(args: argparse.Namespace) -> int:
 async def _run(options: Options) -> None:
     # Here, not above: `ferryman run` builds this subcommand's parser too, and
     # must not carry the controller's modules.
+    from ferryman.kube.client import make_client
     from ferryman.machines import reconciler, webhook
     from ferryman.machines.events import EventWriter
     from ferryman.machines.provider import LocalProvider
