@@ -206,7 +206,8 @@ def measure(
     """Saturation per shape, then the rounds at each of ``--loads`` of it."""
     log = work / "h2load.log"
     saturation = {}
-    for shape in SHAPES:
+    shapes = args.shapes.split(",")
+    for shape in shapes:
         for side in SIDES:  # warm both: upstream keepalive connections, Lua caches
             port, _ = sides[side][shape]
             h2load(port, HOSTS[shape], 1, None, log)
@@ -216,10 +217,10 @@ def measure(
         print(f"{shape}: hand-written saturation {saturation[shape]:.0f} req/s {runs}", flush=True)
     loads = [float(x) for x in args.loads.split(",")]
     raw: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
-        shape: {f"{load:.0%}": {side: [] for side in SIDES} for load in loads} for shape in SHAPES
+        shape: {f"{load:.0%}": {side: [] for side in SIDES} for load in loads} for shape in shapes
     }
     for k in range(args.rounds):
-        for shape in SHAPES:
+        for shape in shapes:
             for load in loads:
                 for side in alternating(SIDES, k):
                     port, master = sides[side][shape]
@@ -293,7 +294,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     # 10%: the latency a request adds with little queueing; 50% and 90%: issue 31's loads.
     ap.add_argument("--loads", default="0.1,0.5,0.9", help="fractions of the saturation rate")
+    # One shape alone: a change to one shape measured in a third of the time.
+    ap.add_argument("--shapes", default=",".join(SHAPES), help=f"some of {', '.join(SHAPES)}")
     args = ap.parse_args()
+    unknown = set(args.shapes.split(",")) - set(SHAPES)
+    if unknown:
+        ap.error(f"unknown shapes: {', '.join(sorted(unknown))}")
     with bench_bed("fbench-lat-", ["--enable-gateway-api"]) as (work, backends, f):
         ports = (backends.ports[0], backends.ports[1])
         gateway_port = free_port()
@@ -330,6 +336,7 @@ def main() -> None:
     result["command"] = (
         f".venv/bin/python -m bench.latency --seconds {args.seconds:g} --rounds {args.rounds} "
         f"--loads {args.loads}"
+        + ("" if args.shapes == ",".join(SHAPES) else f" --shapes {args.shapes}")
     )
     result["h2load"] = (
         f"--h1 -t1 -D{args.seconds:g} --warm-up-time=1; saturation -c{SATURATION_CLIENTS} "
