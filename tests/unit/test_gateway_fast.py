@@ -73,6 +73,8 @@ def test_what_stays_slow() -> None:
         entry("Exact", "/x", filters=(Filter("RequestHeaderModifier"),)),
         entry("Exact", "/x", mirrors=(("ns", "m", 80, 100.0),)),
         entry("Exact", "/x", h2c=(True,)),
+        entry("Exact", "/x", backend_filters=((Filter("RequestHeaderModifier"),),)),
+        entry("Exact", "/x", tls=(object(),)),
     ]
     for e in slow:
         assert gateway_fast_record([e]) is None, e
@@ -81,6 +83,12 @@ def test_what_stays_slow() -> None:
         timed.route, Rule((timed.match,), (), (), request_timeout=5), timed.match, timed.backends
     )
     assert gateway_fast_record([timed]) is None
+
+
+def test_what_attach_gives_every_backend_is_fast() -> None:
+    # attach: one (empty) filter tuple per backend; no h2c or TLS mark.
+    e = entry("Exact", "/x", backend_filters=((),), h2c=(False,), tls=(None,))
+    assert gateway_fast_record([e]) is not None
 
 
 def test_no_record_with_regex() -> None:

@@ -53,7 +53,9 @@ from ferryman.kinds.gateway.parse.gateway_api import Match
 from ferryman.kinds.gateway.records.attach import RouteEntry
 
 # The fields of each model the module serves; any other must keep its default.
-_ENTRY_FIELDS = frozenset(["route", "rule", "match", "backends"])
+# The per-backend tuples (one item per backend, or empty) are checked empty of
+# anything: attach gives every backend its (possibly empty) filters.
+_ENTRY_FIELDS = frozenset(["route", "rule", "match", "backends", "backend_filters", "h2c", "tls"])
 # filters: required, checked empty; timeouts: 0 is "disabled", what none is too.
 _RULE_FIELDS = frozenset(
     ["matches", "filters", "backends", "name", "request_timeout", "backend_timeout"]
@@ -118,6 +120,9 @@ def _served(entry: RouteEntry) -> bool:
         and _defaults_except(entry, _ENTRY_FIELDS)
         and _defaults_except(entry.rule, _RULE_FIELDS)
         and not entry.rule.filters
+        and not any(entry.backend_filters)
+        and not any(entry.h2c)
+        and all(tls is None for tls in entry.tls)
         and not entry.rule.request_timeout
         and not entry.rule.backend_timeout
     )
