@@ -29,6 +29,8 @@ from testkit.harness import Backend, Backends, Ferryman, eventually, fast_path_c
 pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
 HOST = "gw-fast.example.com"
+# A Service that exists but has no endpoint set.
+NO_ENDPOINTS = "idle"
 
 
 def _prefix(path: str, *backends: dict[str, Any], **match: Any) -> dict[str, Any]:
@@ -67,7 +69,7 @@ def _records(rules: list[dict[str, Any]], backends: dict[str, Backend]) -> list[
     assert route is not None and gateway is not None
     att = attach(
         [gateway], [route], [], lambda ns, n: None, lambda ns: {},
-        lambda ns, n: n in backends,
+        lambda ns, n: n in backends or n == NO_ENDPOINTS,
     )  # fmt: skip
     entries = att.table[("default", "gw", "http")][HOST]
     record, used = gateway_record(entries)
@@ -76,6 +78,8 @@ def _records(rules: list[dict[str, Any]], backends: dict[str, Backend]) -> list[
     lines = []
     for key in sorted(used):
         service = key.partition("/")[2].partition(":")[0]
+        if service == NO_ENDPOINTS:
+            continue
         lines.append(f"E\t{key}\t127.0.0.1#{backends[service].port}")
     lines += [f"V\t{HOST}\t{record}", f"F\t{HOST}\t{fast}"]
     lines.append(f"H\t{HOST}\t{encode_host(VirtualHost(HOST, (), None))}")
@@ -84,8 +88,14 @@ def _records(rules: list[dict[str, Any]], backends: dict[str, Backend]) -> list[
 
 def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends) -> None:
     named = {n: backends.start(n) for n in ("p0", "exact", "header", "h", "v1", "v2", "filtered")}
+    set_header = {
+        "type": "RequestHeaderModifier",
+        "requestHeaderModifier": {"set": [{"name": "X-Set", "value": "1"}]},
+    }
     rules = [
         _prefix("/p0", _backend("p0")),
+        _prefix("/idle", _backend(NO_ENDPOINTS)),
+        {**_prefix("/idle-slow", _backend(NO_ENDPOINTS)), "filters": [set_header]},
         {
             "matches": [{"path": {"type": "Exact", "value": "/e"}}],
             "backendRefs": [_backend("exact")],
@@ -94,15 +104,7 @@ def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends)
         _prefix("/h", _backend("header"), headers=[{"name": "X-Version", "value": "two"}]),
         _prefix("/h", _backend("h")),
         _prefix("/w", _backend("v1", 1), _backend("v2", 3)),
-        {
-            **_prefix("/f", _backend("filtered")),
-            "filters": [
-                {
-                    "type": "RequestHeaderModifier",
-                    "requestHeaderModifier": {"set": [{"name": "X-Set", "value": "1"}]},
-                }
-            ],
-        },
+        {**_prefix("/f", _backend("filtered")), "filters": [set_header]},
     ]
     ferryman.start()
     r = ferryman.push_lines(_records(rules, named))
@@ -127,6 +129,12 @@ def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends)
     r = ferryman.get(HOST, "/f")
     assert r.json()["headers"]["x-set"] == "1"
     assert by("/f") == ("filtered", "lua")
+    # A Service without endpoints: the module answers as the Lua router does.
+    idle, idle_slow = by("/idle"), by("/idle-slow")
+    assert idle[1] == "module" and idle_slow[1] == "lua" and idle[0] == idle_slow[0], (
+        idle,
+        idle_slow,
+    )
     seen = [by("/w")[0] for _ in range(200)]
     assert all(by("/w")[1] == "module" for _ in range(5))
     # 1:3 of 200 is 50 v1, standard deviation 6.1: within about 4.5 of them.
