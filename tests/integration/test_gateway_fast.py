@@ -14,9 +14,12 @@ by tests/unit/test_gateway_fast.py."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ferryman.configs.model import VirtualHost
 from ferryman.configs.routes import encode_host
@@ -44,9 +47,11 @@ def _backend(name: str, weight: int = 1) -> dict[str, Any]:
     return {"name": name, "port": 80, "weight": weight}
 
 
-def _records(rules: list[dict[str, Any]], backends: dict[str, Backend]) -> list[str]:
-    """The push's lines: E, then V and F, then H (the stub last: once it is in
-    force, its routing is there)."""
+def _records(
+    rules: list[dict[str, Any]], backends: dict[str, Backend], host: str = HOST, fast: bool = True
+) -> list[str]:
+    """The push's lines for ``host``: E, then V and F (``fast``: else none),
+    then H (the stub last: once it is in force, its routing is there)."""
     route = parse_http_route(
         {
             "metadata": {
@@ -54,7 +59,7 @@ def _records(rules: list[dict[str, Any]], backends: dict[str, Backend]) -> list[
                 "namespace": "default",
                 "creationTimestamp": "2026-01-01T00:00:00Z",
             },
-            "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [HOST], "rules": rules},
+            "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [host], "rules": rules},
         }
     ).resource
     gateway = parse_gateway(
@@ -71,18 +76,19 @@ def _records(rules: list[dict[str, Any]], backends: dict[str, Backend]) -> list[
         [gateway], [route], [], lambda ns, n: None, lambda ns: {},
         lambda ns, n: n in backends or n == NO_ENDPOINTS,
     )  # fmt: skip
-    entries = att.table[("default", "gw", "http")][HOST]
+    entries = att.table[("default", "gw", "http")][host]
     record, used = gateway_record(entries)
-    fast = gateway_fast_record(entries)
-    assert fast is not None
+    program = gateway_fast_record(entries)
     lines = []
     for key in sorted(used):
         service = key.partition("/")[2].partition(":")[0]
         if service == NO_ENDPOINTS:
             continue
         lines.append(f"E\t{key}\t127.0.0.1#{backends[service].port}")
-    lines += [f"V\t{HOST}\t{record}", f"F\t{HOST}\t{fast}"]
-    lines.append(f"H\t{HOST}\t{encode_host(VirtualHost(HOST, (), None))}")
+    lines.append(f"V\t{host}\t{record}")
+    if fast and program is not None:
+        lines.append(f"F\t{host}\t{program}")
+    lines.append(f"H\t{host}\t{encode_host(VirtualHost(host, (), None))}")
     return lines
 
 
@@ -107,7 +113,9 @@ def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends)
         {**_prefix("/f", _backend("filtered")), "filters": [set_header]},
     ]
     ferryman.start()
-    r = ferryman.push_lines(_records(rules, named))
+    lines = _records(rules, named)
+    assert any(line.startswith("F\t") for line in lines)
+    r = ferryman.push_lines(lines)
     assert r.status_code == 200, r.text
 
     def by(path: str, **headers: str) -> tuple[str, str]:
@@ -139,4 +147,53 @@ def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends)
     assert all(by("/w")[1] == "module" for _ in range(5))
     # 1:3 of 200 is 50 v1, standard deviation 6.1: within about 4.5 of them.
     assert 22 <= seen.count("v1") <= 78 and seen.count("v1") + seen.count("v2") == 200
+    assert ferryman.reloads() == 1
+
+
+_SEGMENTS = ["/a", "/b", "/ab", "/a/b", "/a/", "/", "/a/bc", "/b/a"]
+_URIS = [*_SEGMENTS, "/abc", "/a/b/c", "/b/", "/c", "/a//b", "/a/./b", "/A"]
+
+
+@st.composite
+def _rules(draw: st.DrawFn) -> list[dict[str, Any]]:
+    rules = []
+    for i in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["Exact", "PathPrefix"]))
+        match: dict[str, Any] = {"path": {"type": kind, "value": draw(st.sampled_from(_SEGMENTS))}}
+        if draw(st.integers(0, 3)) == 0:
+            match["headers"] = [{"name": "X-H", "value": "1"}]
+        rules.append({"matches": [match], "backendRefs": [_backend(f"s{i}")]})
+    return rules
+
+
+def test_the_module_answers_as_the_lua_router(ferryman: Ferryman, backends: Backends) -> None:
+    """Random path rules on two hosts, one with the F record, one without: every
+    request gets the same answer from both, and the module takes some of them."""
+    named = {f"s{i}": backends.start(f"s{i}") for i in range(5)}
+    ferryman.start()
+    examples = itertools.count()
+    proxied = []
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(_rules())
+    def check(rules: list[dict[str, Any]]) -> None:
+        n = next(examples)
+        fast, slow = f"f{n}.gw-fast.example.com", f"s{n}.gw-fast.example.com"
+        lines = _records(rules, named, fast) + _records(rules, named, slow, fast=False)
+        r = ferryman.push_lines(lines)
+        assert r.status_code == 200, r.text
+        before = fast_path_counts(ferryman)[0]
+        for uri in _URIS:
+            for headers in ({}, {"X-H": "1"}):
+                answers = [ferryman.get(h, uri, headers=headers) for h in (fast, slow)]
+                seen = [a.served_by if a.status == 200 else a.status for a in answers]
+                assert seen[0] == seen[1], (uri, headers, seen, rules)
+        proxied.append(fast_path_counts(ferryman)[0] - before)
+
+    check()
+    assert sum(proxied) > 0, proxied
     assert ferryman.reloads() == 1
