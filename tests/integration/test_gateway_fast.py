@@ -1,16 +1,19 @@
-"""HTTPRoute matches served by ngx_http_ferryman_module from the F record
-kinds/gateway/records/fast.py writes, on every server.
+"""HTTPRoute matches served by ngx_http_ferryman_module on a Gateway listener,
+on every server: Gateway and HTTPRoute objects through the normal pipeline, the
+X records kinds/gateway/records/servers.py pushes beside the W records, and the
+Gateway server's ``ferryman_gateway_route`` (ngx_http_ferryman_gateway.c).
 
-The Gateway server's location routes in Lua only, and its W records never
-reach the module (fast.py's docstring), so this pushes the records the way
-test_gateway_routes.py does: the G items' V record, its F record and a stub H
-for a host of the main server, whose location the module routes. What it
-shows: the module answers a fast location's requests as the Lua router
-answers them from the G items (element-wise prefixes, Exact first, weights),
-counted on the fast path, and hands every other request (a conditional first
-match, a filter, a path no location takes) to the Lua router, which answers
-as before. The answers are checked against Gateway API's order for any paths
-by tests/unit/test_gateway_fast.py."""
+What it shows, with the fast-path counters saying which path answered each
+request (so it fails where the module does not route Gateways): the module
+answers a fast location's requests as the Lua router answers them from the W
+record (element-wise prefixes, Exact first, weights, a Service without
+endpoints, the name a listener hostname takes, "any host" routes), with the
+headers the slow path sends, and hands every other request (a conditional
+first match, a filter, HTTPS, a name a more specific listener holds without
+routes) to the Lua router, which answers as before; route changes take no
+reload. Then random path rules on pairs of hostnames, one whose rules all have
+a filter (Lua's alone), get the same answers from both. The breadth of that
+comparison is tests/unit/test_gateway_fast.py's, against Gateway API's order."""
 
 from __future__ import annotations
 
@@ -21,19 +24,31 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ferryman.configs.model import VirtualHost
-from ferryman.configs.routes import encode_host
-from ferryman.kinds.gateway.parse.gateway_api import parse_gateway, parse_http_route
-from ferryman.kinds.gateway.records.attach import attach
-from ferryman.kinds.gateway.records.fast import gateway_fast_record
-from ferryman.kinds.gateway.records.routes import gateway_record
-from testkit.harness import Backend, Backends, Ferryman, eventually, fast_path_counts
+from testkit.gateway_docs import gateway, gateway_class, get_at, route, to
+from testkit.harness import (
+    Backends,
+    Ferryman,
+    eventually,
+    fast_path_counts,
+    free_port,
+    service_with_backends,
+    tls_secret,
+)
 
 pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
-HOST = "gw-fast.example.com"
-# A Service that exists but has no endpoint set.
-NO_ENDPOINTS = "idle"
+ADDRESS = "127.0.0.10"
+HOST = "cafe.example.com"
+# A Service that exists but has no endpoints.
+IDLE = "idle"
+SERVICES = ("p0", "exact", "header", "h", "v1", "v2", "filtered", "any", "tea", "moved")
+RANDOM = tuple(f"s{i}" for i in range(4))
+SET_HEADER = {
+    "type": "RequestHeaderModifier",
+    "requestHeaderModifier": {"set": [{"name": "X-Set", "value": "1"}]},
+}
+# What the Lua router and the module both send upstream, compared between them.
+FORWARDED = ("host", "x-real-ip", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port")
 
 
 def _prefix(path: str, *backends: dict[str, Any], **match: Any) -> dict[str, Any]:
@@ -47,61 +62,11 @@ def _backend(name: str, weight: int = 1) -> dict[str, Any]:
     return {"name": name, "port": 80, "weight": weight}
 
 
-def _records(
-    rules: list[dict[str, Any]], backends: dict[str, Backend], host: str = HOST, fast: bool = True
-) -> list[str]:
-    """The push's lines for ``host``: E, then V and F (``fast``: else none),
-    then H (the stub last: once it is in force, its routing is there)."""
-    route = parse_http_route(
-        {
-            "metadata": {
-                "name": "r",
-                "namespace": "default",
-                "creationTimestamp": "2026-01-01T00:00:00Z",
-            },
-            "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [host], "rules": rules},
-        }
-    ).resource
-    gateway = parse_gateway(
-        {
-            "metadata": {"name": "gw", "namespace": "default"},
-            "spec": {
-                "gatewayClassName": "ferryman",
-                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
-            },
-        }
-    ).resource
-    assert route is not None and gateway is not None
-    att = attach(
-        [gateway], [route], [], lambda ns, n: None, lambda ns: {},
-        lambda ns, n: n in backends or n == NO_ENDPOINTS,
-    )  # fmt: skip
-    entries = att.table[("default", "gw", "http")][host]
-    record, used = gateway_record(entries)
-    program = gateway_fast_record(entries)
-    lines = []
-    for key in sorted(used):
-        service = key.partition("/")[2].partition(":")[0]
-        if service == NO_ENDPOINTS:
-            continue
-        lines.append(f"E\t{key}\t127.0.0.1#{backends[service].port}")
-    lines.append(f"V\t{host}\t{record}")
-    if fast and program is not None:
-        lines.append(f"F\t{host}\t{program}")
-    lines.append(f"H\t{host}\t{encode_host(VirtualHost(host, (), None))}")
-    return lines
-
-
-def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends) -> None:
-    named = {n: backends.start(n) for n in ("p0", "exact", "header", "h", "v1", "v2", "filtered")}
-    set_header = {
-        "type": "RequestHeaderModifier",
-        "requestHeaderModifier": {"set": [{"name": "X-Set", "value": "1"}]},
-    }
-    rules = [
-        _prefix("/p0", _backend("p0")),
-        _prefix("/idle", _backend(NO_ENDPOINTS)),
-        {**_prefix("/idle-slow", _backend(NO_ENDPOINTS)), "filters": [set_header]},
+def _rules(p0: str = "p0") -> list[dict[str, Any]]:
+    return [
+        _prefix("/p0", _backend(p0)),
+        _prefix("/idle", _backend(IDLE)),
+        {**_prefix("/idle-slow", _backend(IDLE)), "filters": [SET_HEADER]},
         {
             "matches": [{"path": {"type": "Exact", "value": "/e"}}],
             "backendRefs": [_backend("exact")],
@@ -110,90 +75,138 @@ def test_path_rules_served_by_the_module(ferryman: Ferryman, backends: Backends)
         _prefix("/h", _backend("header"), headers=[{"name": "X-Version", "value": "two"}]),
         _prefix("/h", _backend("h")),
         _prefix("/w", _backend("v1", 1), _backend("v2", 3)),
-        {**_prefix("/f", _backend("filtered")), "filters": [set_header]},
+        {**_prefix("/f", _backend("filtered")), "filters": [SET_HEADER]},
     ]
-    ferryman.start()
-    lines = _records(rules, named)
-    assert any(line.startswith("F\t") for line in lines)
-    r = ferryman.push_lines(lines)
-    assert r.status_code == 200, r.text
 
-    def by(path: str, **headers: str) -> tuple[str, str]:
-        """(the backend's name or the status, which path answered)."""
-        before = fast_path_counts(ferryman)
-        r = ferryman.get(HOST, path, headers=headers)
-        after = fast_path_counts(ferryman)
-        moved = (after[0] - before[0], after[1] - before[1])
-        taken = {(1, 0): "module", (0, 1): "lua"}.get(moved, f"counts moved by {moved}")
-        return (r.served_by if r.status == 200 else str(r.status)) or "", taken
 
-    eventually(lambda: by("/p0") == ("p0", "module"), 60, "the records live")
-    assert by("/p0/x/y") == ("p0", "module")
-    assert by("/p0x") == ("404", "lua")  # element-wise: no location of ours; Lua's 404
-    assert by("/e") == ("exact", "module")
-    assert by("/e/") == ("404", "lua")
-    assert by("/h/x", **{"X-Version": "two"}) == ("header", "lua")
-    assert by("/h/x") == ("h", "lua")  # the fall-through, in Lua
-    r = ferryman.get(HOST, "/f")
-    assert r.json()["headers"]["x-set"] == "1"
-    assert by("/f") == ("filtered", "lua")
-    # A Service without endpoints: the module answers as the Lua router does.
-    idle, idle_slow = by("/idle"), by("/idle-slow")
-    assert idle[1] == "module" and idle_slow[1] == "lua" and idle[0] == idle_slow[0], (
-        idle,
-        idle_slow,
-    )
-    seen = [by("/w")[0] for _ in range(200)]
-    assert all(by("/w")[1] == "module" for _ in range(5))
-    # 1:3 of 200 is 50 v1, standard deviation 6.1: within about 4.5 of them.
-    assert 22 <= seen.count("v1") <= 78 and seen.count("v1") + seen.count("v2") == 200
-    assert ferryman.reloads() == 1
+def _listeners(http: int, https: int) -> list[dict[str, Any]]:
+    return [
+        {"name": "http", "port": http, "protocol": "HTTP"},
+        # A more specific listener of the socket without routes: its name is
+        # never served by the "any host" routes, in C or in Lua.
+        {"name": "held", "port": http, "protocol": "HTTP", "hostname": "held.example.com"},
+        {
+            "name": "https",
+            "port": https,
+            "protocol": "HTTPS",
+            "hostname": "secure.example.com",
+            "tls": {"certificateRefs": [{"name": "secure"}]},
+        },
+    ]
+
+
+def _routes(p0: str = "p0", extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    cafe = route("cafe", "gw", [HOST], _rules(p0))
+    cafe["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "http"}]
+    anything = route("any", "gw", [], [to("any")])
+    anything["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "http"}]
+    secure = route("secure", "gw", [], [to("tea")])
+    secure["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "https"}]
+    return [cafe, anything, secure, *(extra or [])]
+
+
+@st.composite
+def _random_rules(draw: st.DrawFn) -> list[dict[str, Any]]:
+    rules = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["Exact", "PathPrefix"]))
+        match: dict[str, Any] = {"path": {"type": kind, "value": draw(st.sampled_from(_SEGMENTS))}}
+        if draw(st.integers(0, 3)) == 0:
+            match["headers"] = [{"name": "X-H", "value": "1"}]
+        rules.append({"matches": [match], "backendRefs": [_backend(draw(st.sampled_from(RANDOM)))]})
+    return rules
 
 
 _SEGMENTS = ["/a", "/b", "/ab", "/a/b", "/a/", "/", "/a/bc", "/b/a"]
 _URIS = [*_SEGMENTS, "/abc", "/a/b/c", "/b/", "/c", "/a//b", "/a/./b", "/A"]
 
 
-@st.composite
-def _rules(draw: st.DrawFn) -> list[dict[str, Any]]:
-    rules = []
-    for i in range(draw(st.integers(1, 5))):
-        kind = draw(st.sampled_from(["Exact", "PathPrefix"]))
-        match: dict[str, Any] = {"path": {"type": kind, "value": draw(st.sampled_from(_SEGMENTS))}}
-        if draw(st.integers(0, 3)) == 0:
-            match["headers"] = [{"name": "X-H", "value": "1"}]
-        rules.append({"matches": [match], "backendRefs": [_backend(f"s{i}")]})
-    return rules
-
-
-def test_the_module_answers_as_the_lua_router(ferryman: Ferryman, backends: Backends) -> None:
-    """Random path rules on two hosts, one with the F record, one without: every
-    request gets the same answer from both, and the module takes some of them."""
-    named = {f"s{i}": backends.start(f"s{i}") for i in range(5)}
+def test_gateway_routes_served_by_the_module(ferryman: Ferryman, backends: Backends) -> None:
+    services = [service_with_backends(n, [backends.start(n)]) for n in (*SERVICES, *RANDOM)] + [
+        service_with_backends(IDLE, [])
+    ]
+    ferryman.write("services", *services)
+    ferryman.write("secret", tls_secret("secure", ["secure.example.com"]))
+    ferryman.write("class", gateway_class())
+    http, https = free_port(), free_port()
+    ferryman.write("gateways", gateway("gw", _listeners(http, https)))
+    ferryman.write("routes", *_routes())
+    ferryman.extra_args += ["--enable-gateway-api", "--gateway-addresses", ADDRESS]
     ferryman.start()
+
+    def by(host: str, path: str, **kw: Any) -> tuple[str, str]:
+        """(the backend's name or the status, which path answered)."""
+        before = fast_path_counts(ferryman)
+        r = get_at(ADDRESS, https if kw.get("https") else http, host, path, **kw)
+        after = fast_path_counts(ferryman)
+        moved = (after[0] - before[0], after[1] - before[1])
+        taken = {(1, 0): "module", (0, 1): "lua"}.get(moved, f"counts moved by {moved}")
+        return (r.served_by if r.status == 200 else str(r.status)) or "", taken
+
+    eventually(lambda: by(HOST, "/p0") == ("p0", "module"), 60, "the routes live")
+    reloads = ferryman.reloads()
+    assert by(HOST, "/p0/x/y") == ("p0", "module")
+    assert by(HOST, "/p0x") == ("any", "module")  # element-wise: the "any host" route's "/"
+    assert by(HOST, "/e") == ("exact", "module")
+    assert by(HOST, "/h/x", **{"headers": {"X-Version": "two"}}) == ("header", "lua")
+    assert by(HOST, "/h/x") == ("h", "lua")  # the fall-through, in Lua
+    assert by(HOST, "/f") == ("filtered", "lua")
+    assert by("other.example.com", "/f") == ("any", "module")  # the "_" record
+    assert by("held.example.com", "/") == ("404", "lua")  # its listener's, without routes
+    assert by("secure.example.com", "/", https=True) == ("tea", "lua")  # HTTPS: Lua's checks
+    # A Service without endpoints: the module answers as the Lua router does.
+    idle, idle_slow = by(HOST, "/idle"), by(HOST, "/idle-slow")
+    assert idle[1] == "module" and idle_slow[1] == "lua" and idle[0] == idle_slow[0], (
+        idle,
+        idle_slow,
+    )
+    # The headers upstream: the module's as the slow path's.
+    fast, slow = get_at(ADDRESS, http, HOST, "/p0"), get_at(ADDRESS, http, HOST, "/h")
+    assert fast.served_by == "p0" and slow.served_by == "h"
+    sent = [{k: r.json()["headers"].get(k) for k in FORWARDED} for r in (fast, slow)]
+    assert sent[0] == sent[1] and sent[0]["x-forwarded-port"] == str(http), sent
+    before = fast_path_counts(ferryman)
+    seen = [get_at(ADDRESS, http, HOST, "/w").served_by for _ in range(100)]
+    after = fast_path_counts(ferryman)
+    assert (after[0] - before[0], after[1] - before[1]) == (100, 0)
+    # 1:3 of 100 is 25 v1, standard deviation 4.3: within about 4.5 of them.
+    assert 6 <= seen.count("v1") <= 44 and seen.count("v1") + seen.count("v2") == 100, seen
+    # A route change: records only.
+    ferryman.write("routes", *_routes("moved"))
+    eventually(lambda: by(HOST, "/p0") == ("moved", "module"), what="the edit live")
+    assert ferryman.reloads() == reloads
+
+    # Random rules on pairs of hostnames, one with a filter on every rule
+    # (the Lua router's alone): the same answers, some of them the module's.
     examples = itertools.count()
     proxied = []
 
     @settings(
-        max_examples=25,
+        max_examples=2,
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
-    @given(_rules())
-    def check(rules: list[dict[str, Any]]) -> None:
+    @given(st.lists(_random_rules(), min_size=4, max_size=4))
+    def check(rule_sets: list[list[dict[str, Any]]]) -> None:
         n = next(examples)
-        fast, slow = f"f{n}.gw-fast.example.com", f"s{n}.gw-fast.example.com"
-        lines = _records(rules, named, fast) + _records(rules, named, slow, fast=False)
-        r = ferryman.push_lines(lines)
-        assert r.status_code == 200, r.text
+        extra = []
+        for i, rules in enumerate(rule_sets):
+            slow = [{**rule, "filters": [SET_HEADER]} for rule in rules]
+            for name, these in ((f"f{n}-{i}", rules), (f"s{n}-{i}", slow)):
+                r = route(name, "gw", [f"{name}.rand.example.com"], these)
+                r["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "http"}]
+                extra.append(r)
+        ready = route(f"ready{n}", "gw", [f"ready{n}.example.com"], [to("tea")])
+        ferryman.write("routes", *_routes("moved", [*extra, ready]))
+        eventually(lambda: by(f"ready{n}.example.com", "/")[0] == "tea", what="the rules live")
         before = fast_path_counts(ferryman)[0]
-        for uri in _URIS:
-            for headers in ({}, {"X-H": "1"}):
-                answers = [ferryman.get(h, uri, headers=headers) for h in (fast, slow)]
-                seen = [a.served_by if a.status == 200 else a.status for a in answers]
-                assert seen[0] == seen[1], (uri, headers, seen, rules)
+        for i, uri, headers in itertools.product(range(len(rule_sets)), _URIS, ({}, {"X-H": "1"})):
+            pair = (f"f{n}-{i}.rand.example.com", f"s{n}-{i}.rand.example.com")
+            answers = [get_at(ADDRESS, http, h, uri, headers=headers) for h in pair]
+            seen = [a.served_by if a.status == 200 else a.status for a in answers]
+            assert seen[0] == seen[1], (uri, headers, seen, rule_sets[i])
         proxied.append(fast_path_counts(ferryman)[0] - before)
 
     check()
     assert sum(proxied) > 0, proxied
-    assert ferryman.reloads() == 1
+    assert ferryman.reloads() == reloads

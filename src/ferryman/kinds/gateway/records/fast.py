@@ -3,12 +3,12 @@ ngx_http_ferryman_module could serve in C, in the grammar it already reads for
 VirtualServers (``dataplane/module/ngx_http_ferryman_vs_parse.c``,
 ``kinds/virtualserver/records/fast.py``).
 
-Not pushed yet: the Gateway server's location routes in Lua only
-(``ferryman.gateway_route()``), its records are keyed by socket and name
-(``W:<address>:<port>/<name>``) and never reach the module's zone, while the
-module finds a host by the Host header alone, in the namespace of the main
-server's H records. docs/gateway-api.md, "Routes the module could serve", lists
-what the module needs before this record can be used.
+Pushed as the X record beside each W record of a plaintext socket
+(``servers.fast_records``): the Gateway server's ``location /`` routes by it in
+C (``ferryman_gateway_route``, ``dataplane/module/ngx_http_ferryman_gateway.c``),
+looking it up by socket and name as ``ferryman_gateway.lua`` looks up W records,
+and hands the rest to ``ferryman.gateway_route()``. docs/gateway-api.md,
+"Routes the module serves", says what stays in Lua and why.
 
 Gateway API's precedence (``attach._precedence``: Exact, then the longest
 PathPrefix, then method, most headers, most query parameters, then route age
