@@ -100,9 +100,11 @@ def _routes(p0: str = "p0", extra: list[dict[str, Any]] | None = None) -> list[d
     cafe["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "http"}]
     anything = route("any", "gw", [], [to("any")])
     anything["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "http"}]
+    wild = route("wild", "gw", ["*.wild.example.com"], [to("tea", "/t")])
+    wild["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "http"}]
     secure = route("secure", "gw", [], [to("tea")])
     secure["spec"]["parentRefs"] = [{"name": "gw", "sectionName": "https"}]
-    return [cafe, anything, secure, *(extra or [])]
+    return [cafe, anything, wild, secure, *(extra or [])]
 
 
 @st.composite
@@ -152,6 +154,9 @@ def test_gateway_routes_served_by_the_module(ferryman: Ferryman, backends: Backe
     assert by(HOST, "/h/x") == ("h", "lua")  # the fall-through, in Lua
     assert by(HOST, "/f") == ("filtered", "lua")
     assert by("other.example.com", "/f") == ("any", "module")  # the "_" record
+    # A wildcard's record (the longest suffix first), whatever the Host's case.
+    assert by("a.B.Wild.example.com", "/t/x") == ("tea", "module")
+    assert by("a.wild.example.com", "/x") == ("any", "module")
     assert by("held.example.com", "/") == ("404", "lua")  # its listener's, without routes
     assert by("secure.example.com", "/", https=True) == ("tea", "lua")  # HTTPS: Lua's checks
     # A Service without endpoints: the module answers as the Lua router does.
