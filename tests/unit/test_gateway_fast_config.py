@@ -5,6 +5,7 @@ module that has the directive, and accepted by ``nginx -t``."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,12 +55,13 @@ def test_only_a_module_with_the_directive_routes_the_gateway_server(tmp_path: Pa
 
 
 @pytest.mark.skipif(not (DEBIAN / "ngx_http_lua_module.so").exists(), reason="no NGINX here")
-def test_nginx_accepts_the_gateway_server(tmp_path: Path) -> None:
+def test_nginx_accepts_the_gateway_server() -> None:
     # A private build of the module when the tests have one.
     modules = Path(os.environ.get("FERRYMAN_TEST_NGINX_MODULES_DIR") or DEBIAN)
-    state = tmp_path / "state"
-    state.mkdir()
-    main = main_config(_settings(state, modules), Paths(state), None, public=True)
-    conf = Renderer().main(main)
-    assert ("ferryman_gateway_route" in conf) == main.gateway_fast
-    assert_nginx_t(state, conf, {"stream.conf": ""})
+    # A short path: the unix sockets' paths must fit sun_path.
+    with tempfile.TemporaryDirectory(prefix="fgw", dir="/tmp") as tmp:
+        state = Path(tmp)
+        main = main_config(_settings(state, modules), Paths(state), None, public=True)
+        conf = Renderer().main(main)
+        assert ("ferryman_gateway_route" in conf) == main.gateway_fast
+        assert_nginx_t(state, conf, {"stream.conf": ""})
