@@ -2,9 +2,12 @@
 hand-written NGINX configuration for the same route, at fixed request rates
 (issue 31 item 4; goal: <= 1.05x at every percentile).
 
-    .venv/bin/python -m bench.latency [--seconds 4] [--rounds 4]
+    .venv/bin/python -m bench.latency [--seconds 4] [--rounds 4] [--shapes httproute]
+        [--server nginx|nginx-1.30|angie]
 
-Three route shapes, each on both sides (the same NGINX binary, 2 workers):
+Three route shapes, each on both sides (the same server binary, 2 workers;
+Debian's NGINX 1.22 unless ``--server``: on 1.22 the Gateway's HTTP listener is
+the stream block's h2c hop, which NGINX 1.30 and Angie do not need):
 
 - ``ingress``: an Ingress host ``app0.bench.test`` with a Prefix path ``/p0``
   to a Service with 2 endpoints; hand-written: ``location /p0`` proxying to an
