@@ -157,13 +157,23 @@ function _M.push()
         store:safe_set("version", 0)
     end
     local refused = {}
+    -- Keys of W records refused in this push: the module holds no X record
+    -- where Lua holds no W, so both look a name up past it alike.
+    local no_gateway = {}
     for _, r in ipairs(records) do
-        local kind, key = r[1], r[2]
+        local kind, key, value = r[1], r[2], r[3]
         local name = kind .. ":" .. key
         local old = kind == "E" and before == nil and store:get(name) or nil
-        local problem = store_record(to_module, kind, name, r[3])
+        if kind == "X" and no_gateway[key] then
+            value = ""
+        end
+        local problem = store_record(to_module, kind, name, value)
         if problem then
             refused[#refused + 1] = "R\t" .. kind .. "\t" .. key .. "\t" .. problem
+            if kind == "W" then
+                no_gateway[key] = true
+                store_record(to_module, "X", "X:" .. key, "")
+            end
         end
         if old then
             flights.gone(flights.peer_ids(old), flights.peer_ids(store:get(name)))
