@@ -133,7 +133,9 @@ def test_gateway_routes_served_by_the_module(ferryman: Ferryman, backends: Backe
     http, https = free_port(), free_port()
     ferryman.write("gateways", gateway("gw", _listeners(http, https)))
     ferryman.write("routes", *_routes())
+    # A small dict, so that a W record pushed by hand below is too large for it.
     ferryman.extra_args += ["--enable-gateway-api", "--gateway-addresses", ADDRESS]
+    ferryman.extra_args += ["--records-memory-size", "2m"]
     ferryman.start()
 
     def by(host: str, path: str, **kw: Any) -> tuple[str, str]:
@@ -176,6 +178,18 @@ def test_gateway_routes_served_by_the_module(ferryman: Ferryman, backends: Backe
     assert (after[0] - before[0], after[1] - before[1]) == (100, 0)
     # 1:3 of 100 is 25 v1, standard deviation 4.3: within about 4.5 of them.
     assert 6 <= seen.count("v1") <= 44 and seen.count("v1") + seen.count("v2") == 100, seen
+    # A W record the dict refuses takes its X out of the module, whether the X
+    # came before it in the push or after: the name falls through to "_" in C
+    # as in Lua, rather than the module serving routes Lua does not hold.
+    to_tea = "1 u ZGVmYXVsdC90ZWE6ODA= 0 1 10000 0 0 0 0 l N Lw== 0 f 0 1 100 1"
+    key = f"{ADDRESS}:{http}/big%d.example.com"
+    big = "- 0 - " + "x" * (3 << 20)
+    lines = [f"X\t{key % 1}\t{to_tea}", f"W\t{key % 1}\t{big}", f"W\t{key % 2}\t{big}"]
+    answer = ferryman.push_lines([*lines, f"X\t{key % 2}\t{to_tea}", f"X\t{key % 3}\t{to_tea}"])
+    assert answer.status_code == 200 and answer.text.count("\tno_memory") == 2, answer.text
+    eventually(lambda: by("big3.example.com", "/") == ("tea", "module"), what="the push")
+    assert by("big1.example.com", "/") == ("any", "module")
+    assert by("big2.example.com", "/") == ("any", "module")
     # A route change: records only.
     ferryman.write("routes", *_routes("moved"))
     eventually(lambda: by(HOST, "/p0") == ("moved", "module"), what="the edit live")
