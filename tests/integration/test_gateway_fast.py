@@ -37,6 +37,9 @@ from testkit.harness import (
 
 pytestmark = pytest.mark.flavours("nginx", "nginx-1.30", "angie")
 
+# The Gateway has no address of its own (no --gateway-addresses): it listens on
+# every address, its records are keyed "*", and the module looks the request's
+# own address up first, then "*" (ngx_http_ferryman_gateway.c), as Lua does.
 ADDRESS = "127.0.0.10"
 HOST = "cafe.example.com"
 # A Service that exists but has no endpoints.
@@ -134,7 +137,7 @@ def test_gateway_routes_served_by_the_module(ferryman: Ferryman, backends: Backe
     ferryman.write("gateways", gateway("gw", _listeners(http, https)))
     ferryman.write("routes", *_routes())
     # A small dict, so that a W record pushed by hand below is too large for it.
-    ferryman.extra_args += ["--enable-gateway-api", "--gateway-addresses", ADDRESS]
+    ferryman.extra_args += ["--enable-gateway-api"]
     ferryman.extra_args += ["--records-memory-size", "2m"]
     ferryman.start()
 
@@ -182,7 +185,7 @@ def test_gateway_routes_served_by_the_module(ferryman: Ferryman, backends: Backe
     # came before it in the push or after: the name falls through to "_" in C
     # as in Lua, rather than the module serving routes Lua does not hold.
     to_tea = "1 u ZGVmYXVsdC90ZWE6ODA= 0 1 10000 0 0 0 0 l N Lw== 0 f 0 1 100 1"
-    key = f"{ADDRESS}:{http}/big%d.example.com"
+    key = f"*:{http}/big%d.example.com"
     big = "- 0 - " + "x" * (3 << 20)
     lines = [f"X\t{key % 1}\t{to_tea}", f"W\t{key % 1}\t{big}", f"W\t{key % 2}\t{big}"]
     answer = ferryman.push_lines([*lines, f"X\t{key % 2}\t{to_tea}", f"X\t{key % 3}\t{to_tea}"])
