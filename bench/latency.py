@@ -2,9 +2,12 @@
 hand-written NGINX configuration for the same route, at fixed request rates
 (issue 31 item 4; goal: <= 1.05x at every percentile).
 
-    .venv/bin/python -m bench.latency [--seconds 4] [--rounds 4]
+    .venv/bin/python -m bench.latency [--seconds 4] [--rounds 4] [--shapes httproute]
+        [--server nginx|nginx-1.30|angie]
 
-Three route shapes, each on both sides (the same NGINX binary, 2 workers):
+Three route shapes, each on both sides (the same server binary, 2 workers;
+Debian's NGINX 1.22 unless ``--server``: on 1.22 the Gateway's HTTP listener is
+the stream block's h2c hop, which NGINX 1.30 and Angie do not need):
 
 - ``ingress``: an Ingress host ``app0.bench.test`` with a Prefix path ``/p0``
   to a Service with 2 endpoints; hand-written: ``location /p0`` proxying to an
@@ -46,6 +49,7 @@ from bench.processes import (
     get,
     ingress_docs,
     publish,
+    server_binary,
     when_and_where,
     write_yaml,
 )
@@ -296,18 +300,23 @@ def main() -> None:
     ap.add_argument("--loads", default="0.1,0.5,0.9", help="fractions of the saturation rate")
     # One shape alone: a change to one shape measured in a third of the time.
     ap.add_argument("--shapes", default=",".join(SHAPES), help=f"some of {', '.join(SHAPES)}")
+    # Both sides on one server: Debian's 1.22 (its Gateway HTTP listener is the
+    # stream block's h2c hop), or NGINX 1.30 / Angie (h2c of their own, no hop).
+    ap.add_argument("--server", default="nginx", choices=("nginx", "nginx-1.30", "angie"))
     args = ap.parse_args()
     unknown = set(args.shapes.split(",")) - set(SHAPES)
     if unknown:
         ap.error(f"unknown shapes: {', '.join(sorted(unknown))}")
-    with bench_bed("fbench-lat-", ["--enable-gateway-api"]) as (work, backends, f):
+    with bench_bed("fbench-lat-", ["--enable-gateway-api"], args.server) as (work, backends, f):
         ports = (backends.ports[0], backends.ports[1])
         gateway_port = free_port()
         write_yaml(f.manifests / "shapes.yaml", ferryman_docs(ports, gateway_port))
         f.start()
         hw_port, hw_gateway_port = free_port(), free_port()
         http = hand_written_http(hw_port, hw_gateway_port, ports)
-        plain = hand_written_nginx(work, hw_port, http, (HOSTS["ingress"], PATH))
+        plain = hand_written_nginx(
+            work, hw_port, http, (HOSTS["ingress"], PATH), server_binary(args.server)
+        )
         master = int((f.workdir / "state" / "nginx.pid").read_text())
         sides = {
             "ferryman": {

@@ -369,12 +369,12 @@ def dump(path: Path, data: object) -> None:
 
 @contextlib.contextmanager
 def bench_bed(
-    prefix: str, extra_args: list[str] | None = None
+    prefix: str, extra_args: list[str] | None = None, flavour: str = "nginx"
 ) -> Iterator[tuple[Path, BackendNginx, Ferryman]]:
     """A benchmark's work directory under /tmp (NGINX's unix sockets want short
-    paths), a backend NGINX on two ports and a ferryman not yet started; both
-    are stopped after the block. Bytecode is compiled first, so that no start
-    measured includes compiling."""
+    paths), a backend NGINX on two ports and a ferryman not yet started (on
+    ``flavour``'s server, ``server_args``); both are stopped after the block.
+    Bytecode is compiled first, so that no start measured includes compiling."""
     compile_bytecode()
     with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as tmp:
         work = Path(tmp)
@@ -382,7 +382,7 @@ def bench_bed(
         # state dir: TLS passthrough's hop, the Gateway's h2c hop on 1.22.
         work.chmod(0o711)
         backends = BackendNginx(work / "backends", [free_port(), free_port()])
-        f = Ferryman(work / "ferryman", extra_args=extra_args or [])
+        f = Ferryman(work / "ferryman", flavour=flavour, extra_args=extra_args or [])
         try:
             yield work, backends, f
         finally:

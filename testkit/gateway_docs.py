@@ -50,12 +50,23 @@ def to(service: str, path: str = "/", kind: str = "PathPrefix") -> dict[str, Any
     }
 
 
-def get_at(address: str, port: int, host: str, path: str = "/", *, https: bool = False) -> Response:
+def get_at(
+    address: str,
+    port: int,
+    host: str,
+    path: str = "/",
+    *,
+    https: bool = False,
+    headers: dict[str, str] | None = None,
+) -> Response:
     scheme = "https" if https else "http"
     ext = {"sni_hostname": host} if https else {}
     with httpx.Client(verify=_insecure_context(), timeout=10) as c:
         req = c.build_request(
-            "GET", f"{scheme}://{address}:{port}{path}", headers={"Host": host}, extensions=ext
+            "GET",
+            f"{scheme}://{address}:{port}{path}",
+            headers={**(headers or {}), "Host": host},
+            extensions=ext,
         )
         r = c.send(req, follow_redirects=False)
     return Response(r.status_code, r.headers, r.text)

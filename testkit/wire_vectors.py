@@ -164,12 +164,15 @@ def write(pushes: list[Push]) -> None:
 
 def state_after(pushes: list[Push]) -> dict[str, str]:
     """What the data plane holds after ``pushes`` in order, as ferryman_records.lua
-    names it in its dict: "<kind>:<key>" -> value."""
+    names it in its dict: "<kind>:<key>" -> value. X records go to
+    ngx_http_ferryman_module's zone only (Lua routes by the W beside each)."""
     held: dict[str, str] = {}
     for p in pushes:
         if p.full:
             held.clear()
         for kind, key, value in p.records:
+            if kind == Record.GATEWAY_FAST:
+                continue
             if value:
                 held[f"{kind}:{key}"] = value
             else:

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from ferryman.kinds.gateway.parse.gateway_api import Listener, Match, Rule
 from ferryman.kinds.gateway.records.attach import RouteEntry
-from ferryman.kinds.gateway.records.servers import Served, records, render_listens
+from ferryman.kinds.gateway.records.servers import (
+    NO_FAST,
+    Served,
+    fast_records,
+    records,
+    render_listens,
+)
 
 
 def _listener(name: str, hostname: str | None, port: int = 80) -> Listener:
@@ -119,3 +125,22 @@ def test_record_strings_are_base64() -> None:
     out, _ = records([Served("10.0.0.1", _listener("l", None), table, None)])
     item = next(i for i in out["10.0.0.1:80/_"].split(" ") if i.startswith("G|"))
     assert base64.b64decode(item.split("|")[2]) == b"/a;b{}"
+
+
+def test_an_x_record_beside_every_w_record_of_a_plaintext_socket() -> None:
+    """Same keys as W on HTTP sockets, so the module's look-up stops where
+    Lua's does (a name without fast routes included, as "-"); none on HTTPS
+    sockets, whose requests stay Lua's; "-" past the record size limit."""
+    https = Listener("s", "secure.example.com", 443, "HTTPS", "Terminate", (), "Same", None, None)
+    served = [
+        Served("10.0.0.1", _listener("wild", "*.example.com"), {"": [_entry("r", "w")]}, None),
+        Served("10.0.0.1", _listener("held", "a.example.com"), {}, None),
+        Served("10.0.0.1", https, {"secure.example.com": [_entry("r", "s")]}, "cert"),
+    ]
+    out, _ = records(served)
+    fast = fast_records(served, 10_000)
+    assert set(fast) == {k for k in out if k.startswith("10.0.0.1:80/")}
+    assert fast["10.0.0.1:80/a.example.com"] == NO_FAST
+    wild = fast["10.0.0.1:80/*.example.com"]
+    assert wild.startswith("1 u ") and " f 0 1 100 1" in wild
+    assert fast_records(served, len(wild) - 1)["10.0.0.1:80/*.example.com"] == NO_FAST

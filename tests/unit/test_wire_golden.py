@@ -32,7 +32,7 @@ UPDATE = os.environ.get("FERRYMAN_UPDATE_GOLDEN") == "1"
 
 # The grammar as ferryman_records.lua reads it: a header, then records.
 HEADER = re.compile(r"(\d+)( full)?")
-LINE = re.compile(r"([EHCVMFSTWK])\t([^\t]+)\t(.*)")
+LINE = re.compile(r"([EHCVMFSTWKX])\t([^\t]+)\t(.*)")
 
 
 def decode(body: bytes) -> tuple[int, bool, list[tuple[str, str, str]]]:

@@ -104,6 +104,10 @@ class MainConfig:
     # connection (PROXY protocol) to the Gateway server's HTTP/1.1 or HTTP/2
     # unix socket (ngx_stream_ferryman_h2c_module).
     h2c_hop: bool = False
+    # The module routes Gateway listeners' requests too (its X records,
+    # ferryman_gateway_route): a module built before it lacks the directive,
+    # and the Gateway server is then Lua's alone (dataplane/main_file.py).
+    gateway_fast: bool = False
     # Public ports listen on IPv6 too ([::], configs/listen.py): unless
     # --disable-ipv6, or the machine has no IPv6 (dataplane/ipv6.py).
     ipv6: bool = True

@@ -12,6 +12,7 @@ there stays about wiring.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +39,31 @@ STREAM_MODULE = "ngx_stream_ferryman_module.so"
 # Debian's NGINX 1.22 only (scripts/build-h2c-module.sh): HTTP/2's preface
 # read ahead on the Gateway's HTTP sockets (dataplane/server_version.py).
 H2C_MODULE = "ngx_stream_ferryman_h2c_module.so"
+
+
+# The directive of the module's Gateway routing (ngx_http_ferryman_gateway.c).
+GATEWAY_ROUTE_DIRECTIVE = b"ferryman_gateway_route"
+
+
+def routes_gateways(module: Path) -> bool:
+    """Whether the module at ``module`` has ``ferryman_gateway_route``: one built
+    from an older checkout does not, and NGINX would refuse a configuration
+    naming it. Its directive names are strings in the .so (read once per
+    version of the file)."""
+    try:
+        st = module.stat()
+    except OSError:
+        return False
+    return _has_directive(str(module), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _has_directive(path: str, mtime_ns: int, size: int) -> bool:
+    del mtime_ns, size  # only tell versions of the file apart
+    try:
+        return GATEWAY_ROUTE_DIRECTIVE in Path(path).read_bytes()
+    except OSError:
+        return False
 
 
 def checked_path(flag: str, path: Path) -> Path:
@@ -100,6 +126,9 @@ def main_config(
         lua_package_path=f"{LUA_DIR}/?.lua;{build_lua}/usr/share/lua/5.1/?.lua;;",
         modules=modules,
         fast_module=str(modules_dir / FAST_MODULE) in modules,
+        gateway_fast=settings.gateway.enabled
+        and str(modules_dir / FAST_MODULE) in modules
+        and routes_gateways(modules_dir / FAST_MODULE),
         worker_processes=settings.nginx.worker_processes,
         worker_shutdown_timeout=settings.nginx.worker_shutdown_timeout,
         worker_user=worker_user,

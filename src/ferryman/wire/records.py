@@ -38,6 +38,10 @@ class Record(StrEnum):
     # Keyed by address:port#listener: a Gateway HTTPS listener's client
     # certificate validation (kinds/gateway/records/frontend_tls.py).
     GATEWAY_CLIENT = "K"
+    # Keyed as GATEWAY: the HTTPRoute matches ngx_http_ferryman_module serves
+    # itself for that name (an F record, kinds/gateway/records/fast.py), "-"
+    # for none; plaintext sockets only (kinds/gateway/records/servers.py).
+    GATEWAY_FAST = "X"
 
 
 # The records of a virtual host, each keyed by the host: HOST (served by the

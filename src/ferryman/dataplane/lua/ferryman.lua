@@ -14,7 +14,7 @@
 --   K\t<address>:<port>#<listener>\t<mode> <depth> <id> <CAs>   a Gateway listener's
 --                                              client certificates (ferryman_gateway_mtls)
 --   S, T: TransportServers and their certificates (ngx_stream_ferryman_module)
--- (ferryman_records.lua stores them.)
+--   X\t<as W>\t<F record or ->   its routes the module serves (ferryman_records.lua stores them)
 -- ferryman.configs.routes documents the host record and holds the reference
 -- implementation of the path matching done here. A VirtualServer host has an H
 -- record without routes (so Lua's fast path hands all its requests to the slow

@@ -57,6 +57,17 @@ local LARGE_RESERVE, SMALL_RESERVE = 0.1, 0.02
 -- a value the other lost (a failed safe_set may already have dropped the old
 -- one), and the rest of the push goes on.
 local function store_record(module, kind, name, value)
+    if kind == "X" then
+        -- A Gateway listener's routes for the module (beside its W record,
+        -- ngx_http_ferryman_gateway.c): in its zone only, as Lua routes by
+        -- the W record. Never refused: a module that cannot hold one sends
+        -- every Gateway request to Lua until the next full push, and one
+        -- that does not read X records ignores them.
+        if module then
+            module.ngx_http_ferryman_put(name, #name, value, #value)
+        end
+        return nil
+    end
     -- The module holds what it routes with: H, E and F (VirtualServer routes
     -- it serves itself, ferryman.kinds.virtualserver.records.fast) records, and S and T
     -- (TransportServers and their certificates, for ngx_stream_ferryman_module).
@@ -115,7 +126,7 @@ function _M.push()
     end
     local records = {}
     for line in string.gmatch(rest, "[^\n]+") do
-        local kind, key, value = string.match(line, "^([EHCVMFSTWK])\t([^\t]+)\t?(.*)$")
+        local kind, key, value = string.match(line, "^([EHCVMFSTWKX])\t([^\t]+)\t?(.*)$")
         if kind == nil then
             ngx.status = ngx.HTTP_BAD_REQUEST
             ngx.say("bad record: ", string.sub(line, 1, 80))
@@ -146,13 +157,23 @@ function _M.push()
         store:safe_set("version", 0)
     end
     local refused = {}
+    -- Keys of W records refused in this push: the module holds no X record
+    -- where Lua holds no W, so both look a name up past it alike.
+    local no_gateway = {}
     for _, r in ipairs(records) do
-        local kind, key = r[1], r[2]
+        local kind, key, value = r[1], r[2], r[3]
         local name = kind .. ":" .. key
         local old = kind == "E" and before == nil and store:get(name) or nil
-        local problem = store_record(to_module, kind, name, r[3])
+        if kind == "X" and no_gateway[key] then
+            value = ""
+        end
+        local problem = store_record(to_module, kind, name, value)
         if problem then
             refused[#refused + 1] = "R\t" .. kind .. "\t" .. key .. "\t" .. problem
+            if kind == "W" then
+                no_gateway[key] = true
+                store_record(to_module, "X", "X:" .. key, "")
+            end
         end
         if old then
             flights.gone(flights.peer_ids(old), flights.peer_ids(store:get(name)))

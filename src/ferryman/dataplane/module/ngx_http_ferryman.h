@@ -8,6 +8,8 @@
  *   ngx_http_ferryman_cache.c       a worker's decoded records: hosts, peers
  *   ngx_http_ferryman_host.c        an Ingress host's record and path match
  *   ngx_http_ferryman_route.c       the precontent phase: a request's route
+ *   ngx_http_ferryman_gateway.c     a Gateway listener's routes (X records):
+ *                                   the look-up by socket and name
  *   ngx_http_ferryman_balancer.c    the upstream: peer choice per attempt
  *   ngx_http_ferryman_peers.c       per-peer state in the zone: failures,
  *                                   least_conn's counts
@@ -121,6 +123,11 @@ typedef struct {
     /* [worker][0]: proxied here; [worker][1]: handed to the slow path */
     ngx_atomic_t            counts[FERRYMAN_COUNTER_SLOTS]
                                   [FERRYMAN_COUNTER_STRIDE];
+    /* An X record (a Gateway listener's routes) was refused since the last
+     * flush: the module's copy of them has a hole, through which a name
+     * could reach a wider name's record, so every Gateway request goes to
+     * the slow path until a full push (ngx_http_ferryman_gateway.c). */
+    ngx_atomic_t            gateway_gaps;
 } ferryman_shctx_t;
 
 
@@ -189,6 +196,8 @@ typedef struct {
 
 typedef struct {
     ngx_str_t               slow_path;   /* ferryman_route's named location */
+    /* ferryman_gateway_route: hosts by socket and name (X records) */
+    ngx_flag_t              gateway;
 } ferryman_loc_conf_t;
 
 
@@ -271,6 +280,16 @@ void ferryman_count(ferryman_shctx_t *sh, ngx_uint_t which);
 
 /* ngx_http_ferryman_cache.c */
 ferryman_cache_t *ferryman_current_cache(ferryman_shctx_t *sh);
+/* Record kind:name as a host of the cache (H: an Ingress or VirtualServer
+ * host, with its F record; X: a Gateway listener's, whose value is an F
+ * record or "-"), NULL when there is none. */
+ferryman_host_t *ferryman_cached_host(ferryman_cache_t *cache, u_char kind,
+    ngx_str_t *name);
+ngx_uint_t ferryman_possible_host(ngx_str_t *name);
+
+/* ngx_http_ferryman_gateway.c: the Gateway server's routing
+ * (ferryman_gateway_route): NGX_ERROR hands the request to the slow path. */
+ngx_int_t ferryman_gateway_route(ngx_http_request_t *r, ferryman_shctx_t *sh);
 void ferryman_release_cache(void *data);
 ferryman_host_t *ferryman_vhost(ferryman_cache_t *cache, ngx_str_t *name);
 ferryman_backend_t *ferryman_backend(ferryman_cache_t *cache,
@@ -286,6 +305,10 @@ ngx_uint_t ferryman_wrong_listener(ngx_http_request_t *r,
 /* ngx_http_ferryman_route.c */
 ngx_int_t ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh,
     ngx_uint_t limit);
+/* The rest of it once the host is found (cache's): NGX_OK, NGX_ERROR or a
+ * status, as ferryman_route. */
+ngx_int_t ferryman_route_host(ngx_http_request_t *r, ferryman_cache_t *cache,
+    ferryman_host_t *host, ngx_uint_t limit);
 ngx_int_t ngx_http_ferryman_route_handler(ngx_http_request_t *r);
 
 /* ngx_http_ferryman_balancer.c */

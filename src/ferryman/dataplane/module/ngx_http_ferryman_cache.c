@@ -106,8 +106,12 @@ ferryman_cache_node(ferryman_cache_t *cache, ngx_str_t *name, uint32_t hash,
 }
 
 
-static ferryman_host_t *
-ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
+/* Kind 'H': an Ingress or VirtualServer host ("<tls> <redirect> ...") and
+ * its F record; kind 'X': a Gateway listener's routes for one name at one
+ * socket, an F record, or "-" when the slow path serves them all. Both live
+ * in one tree: an X name holds a ":", which no host name has. */
+ferryman_host_t *
+ferryman_cached_host(ferryman_cache_t *cache, u_char kind, ngx_str_t *name)
 {
     uint32_t          hash, slot;
     ngx_str_t         value;
@@ -118,7 +122,7 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
     host = (ferryman_host_t *) ngx_str_rbtree_lookup(&cache->hosts, name, hash);
 
     if (host == NULL) {
-        if (ferryman_fetch(cache, 'H', name, &value, &slot) != NGX_OK) {
+        if (ferryman_fetch(cache, kind, name, &value, &slot) != NGX_OK) {
             return NULL;
         }
 
@@ -128,8 +132,17 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
             return NULL;
         }
 
-        if (value.len > 0
-            && ferryman_parse_host(cache->pool, host, &value) == NGX_OK)
+        if (kind == 'X' && value.len > 0) {
+            /* Found, whatever it holds: the look-up stops at this name. */
+            host->found = 1;
+
+            if (!(value.len == 1 && value.data[0] == '-')) {
+                host->vs = ferryman_vs_parse(cache->pool, ngx_cycle->log,
+                                             &value);
+            }
+
+        } else if (kind == 'H' && value.len > 0
+                   && ferryman_parse_host(cache->pool, host, &value) == NGX_OK)
         {
             host->found = 1;
 
@@ -156,10 +169,17 @@ ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
 }
 
 
+static ferryman_host_t *
+ferryman_host(ferryman_cache_t *cache, ngx_str_t *name)
+{
+    return ferryman_cached_host(cache, 'H', name);
+}
+
+
 /* Whether a name could be a virtual host's (a validated DNS name; $host is
  * lowercased): only those are looked up and cached, any other reaches the
  * catch-all at once, so clients cannot fill the cache with them. */
-static ngx_uint_t
+ngx_uint_t
 ferryman_possible_host(ngx_str_t *name)
 {
     u_char  c, *p, *end;

@@ -53,6 +53,8 @@
 
 static char *ngx_http_ferryman_fast(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_ferryman_gateway_route(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_ferryman_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_ferryman_postconfiguration(ngx_conf_t *cf);
 static void *ngx_http_ferryman_create_loc_conf(ngx_conf_t *cf);
@@ -84,6 +86,15 @@ static ngx_command_t  ngx_http_ferryman_commands[] = {
     { ngx_string("ferryman_route"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ferryman_loc_conf_t, slow_path),
+      NULL },
+
+    /* ferryman_gateway_route @named_location: the same for the Gateway
+     * server, by socket and name (ngx_http_ferryman_gateway.c). */
+    { ngx_string("ferryman_gateway_route"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_ferryman_gateway_route,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ferryman_loc_conf_t, slow_path),
       NULL },
@@ -345,8 +356,17 @@ ngx_http_ferryman_postconfiguration(ngx_conf_t *cf)
 static void *
 ngx_http_ferryman_create_loc_conf(ngx_conf_t *cf)
 {
+    ferryman_loc_conf_t  *conf;
+
     /* slow_path: { 0, NULL }, i.e. unset */
-    return ngx_pcalloc(cf->pool, sizeof(ferryman_loc_conf_t));
+    conf = ngx_pcalloc(cf->pool, sizeof(ferryman_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    conf->gateway = NGX_CONF_UNSET;
+
+    return conf;
 }
 
 
@@ -356,7 +376,17 @@ ngx_http_ferryman_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ferryman_loc_conf_t  *prev = parent;
     ferryman_loc_conf_t  *conf = child;
 
+    /* Both from the same directive (ferryman_route or
+     * ferryman_gateway_route), here or inherited. */
+    if (conf->slow_path.data == NULL) {
+        conf->gateway = prev->gateway;
+
+    } else if (conf->gateway == NGX_CONF_UNSET) {
+        conf->gateway = 0;
+    }
+
     ngx_conf_merge_str_value(conf->slow_path, prev->slow_path, "");
+    ngx_conf_merge_value(conf->gateway, prev->gateway, 0);
 
     if (conf->slow_path.len > 0 && conf->slow_path.data[0] != '@') {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -364,6 +394,25 @@ ngx_http_ferryman_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                            &conf->slow_path);
         return NGX_CONF_ERROR;
     }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_ferryman_gateway_route(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ferryman_loc_conf_t  *flcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_str_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    flcf->gateway = 1;
 
     return NGX_CONF_OK;
 }

@@ -46,19 +46,10 @@ ferryman_new_ctx(ngx_http_request_t *r, ferryman_cache_t *cache,
 ngx_int_t
 ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 {
-    ngx_int_t                  rc, status;
-    ngx_msec_t                 delay;
-    ngx_str_t                 *name, *backend_name;
+    ngx_str_t                 *name;
     ngx_uint_t                 https;
-    ferryman_ctx_t            *ctx;
     ferryman_host_t           *host;
-    ferryman_balance_t        *balance;
-    ferryman_vs_upstream_t    *upstream;
-    ferryman_limits_t         *limits;
-    ferryman_access_t         *access;
-    ferryman_vs_rewrite_t     *rewrite;
     ferryman_cache_t          *cache;
-    ferryman_backend_t        *backend;
     ngx_http_core_srv_conf_t  *cscf;
 
     cache = ferryman_current_cache(sh);
@@ -91,6 +82,25 @@ ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
     if (ferryman_wrong_listener(r, host, https)) {
         return NGX_ERROR;
     }
+
+    return ferryman_route_host(r, cache, host, limit);
+}
+
+
+ngx_int_t
+ferryman_route_host(ngx_http_request_t *r, ferryman_cache_t *cache,
+    ferryman_host_t *host, ngx_uint_t limit)
+{
+    ngx_int_t                  rc, status;
+    ngx_msec_t                 delay;
+    ngx_str_t                 *backend_name;
+    ferryman_ctx_t            *ctx;
+    ferryman_balance_t        *balance;
+    ferryman_vs_upstream_t    *upstream;
+    ferryman_limits_t         *limits;
+    ferryman_access_t         *access;
+    ferryman_vs_rewrite_t     *rewrite;
+    ferryman_backend_t        *backend;
 
     delay = 0;
     rewrite = NULL;
@@ -286,7 +296,8 @@ ngx_http_ferryman_route_handler(ngx_http_request_t *r)
     }
 
     if (sh != NULL) {
-        rc = ferryman_route(r, sh, 1);
+        rc = flcf->gateway ? ferryman_gateway_route(r, sh)
+                           : ferryman_route(r, sh, 1);
         /* Answered here (proxied, refused by a rate limit, no endpoint) or
          * handed to the slow path. */
         ferryman_count(sh, rc == NGX_ERROR ? 1 : 0);

@@ -131,15 +131,20 @@ ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
     }
 
     if (key_len < 3 || key_len > FERRYMAN_MAX_KEY || key[1] != ':') {
+        if (key_len > 0 && key[0] == 'X') {
+            sh->gateway_gaps = 1;
+        }
+
         return FERRYMAN_BAD_KEY;
     }
 
     if (key[0] != 'H' && key[0] != 'E' && key[0] != 'F' && key[0] != 'S'
-        && key[0] != 'T')
+        && key[0] != 'T' && key[0] != 'X')
     {
-        /* Only virtual hosts, endpoint sets, VirtualServer routes and
+        /* Only virtual hosts, endpoint sets, VirtualServer routes,
          * TransportServers' listeners and certificates
-         * (ngx_stream_ferryman_module) are read here. */
+         * (ngx_stream_ferryman_module) and Gateway listeners' routes
+         * (ngx_http_ferryman_gateway.c) are read here. */
         return FERRYMAN_OK;
     }
 
@@ -171,6 +176,12 @@ ngx_http_ferryman_put(const u_char *key, size_t key_len, const u_char *value,
                                 sizeof(ferryman_record_t) + key_len + value_len);
     if (rec == NULL) {
         rc = FERRYMAN_NO_MEMORY;
+
+        if (key[0] == 'X') {
+            /* ferryman.lua removes the old value: a hole in the look-up. */
+            sh->gateway_gaps = 1;
+        }
+
         goto done;
     }
 
@@ -228,6 +239,7 @@ ngx_http_ferryman_flush(void)
 
     sh->next_slot = 0;
     sh->nfree = 0;
+    sh->gateway_gaps = 0;
 
     ngx_shmtx_unlock(&shpool->mutex);
 

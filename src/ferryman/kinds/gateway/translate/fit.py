@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from ferryman.configs.record_shares import fit
 from ferryman.kinds.gateway.records.attach import ParentStatus, RouteEntry
 from ferryman.kinds.gateway.records.listeners import Condition
-from ferryman.kinds.gateway.records.servers import Served, records, socket_key
+from ferryman.kinds.gateway.records.servers import Served, fast_records, records, socket_key
 from ferryman.translators.record_fit import largest, too_large
 
 # The Gateway API's reason for a route the implementation does not serve as
@@ -29,6 +29,7 @@ class Fit:
     served: list[Served]  # without the routes left out
     records: dict[str, str]  # the W records of ``served``
     why: dict[str, str]  # route (namespace/name) left out -> why
+    fast: dict[str, str]  # the X records of ``served`` (records/servers.py)
 
 
 def fit_routes(served: list[Served], limit: int) -> Fit:
@@ -37,7 +38,7 @@ def fit_routes(served: list[Served], limit: int) -> Fit:
     wanted, _ = records(served)
     big = {key.partition("/")[0] for key, value in wanted.items() if len(value.encode()) > limit}
     if not big:
-        return Fit(served, wanted, {})
+        return Fit(served, wanted, {}, fast_records(served, limit))
     at = [s for s in served if socket_key(s.address, s.listener.port) in big]
     # Each route's entries, where they are (listener, name, position): a
     # render builds the tables of the routes it keeps, not all of them, so
@@ -68,7 +69,7 @@ def fit_routes(served: list[Served], limit: int) -> Fit:
         for e in fitted.excluded
     }
     kept = without(served, set(why))
-    return Fit(kept, records(kept)[0], why)
+    return Fit(kept, records(kept)[0], why, fast_records(kept, limit))
 
 
 def without(served: Iterable[Served], routes: set[str]) -> list[Served]:

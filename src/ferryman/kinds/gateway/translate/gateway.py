@@ -390,7 +390,7 @@ class GatewayTranslator(Translator):
         fitted = fit_routes(without(out.served, set(refused)), settings.nginx.max_record_bytes)
         too_large = fitted.why | refused
         self._served = fitted.served
-        self._write_records(fitted.served, fitted.records, out.passing)
+        self._write_records(fitted.served, fitted.records, out.passing, fitted.fast)
         hop = self._h2c_hop
         self._files[GATEWAY_LISTENS_FILE] = render_listens(out.sockets, ipv6=self._ipv6, hop=hop)
         if self._stream:
@@ -425,11 +425,13 @@ class GatewayTranslator(Translator):
         served: list[Served],
         wanted: Mapping[str, str],
         passing: list[PassthroughServed],
+        fast: Mapping[str, str],
     ) -> None:
-        """W and K records of HTTP listeners (``wanted``; records/frontend_tls.py),
+        """W, X (``fast``) and K records of HTTP listeners (``wanted``; records/frontend_tls.py),
         S and T records of TLS ones, and the endpoint sets their routes use."""
         d = self._d
         d.write_records(Record.GATEWAY, wanted)
+        d.write_records(Record.GATEWAY_FAST, fast)
         d.write_records(Record.GATEWAY_CLIENT, frontend_tls.client_records(served))
         passed, passing_uses = passthrough_records(passing)
         d.write_records(Record.STREAM, passed, prefix="gateway.")
