@@ -4,15 +4,20 @@ the ConfigMap as defaults (kinds/ingress/records/options.py), and mergeable rule
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ferryman.kinds.ingress.parse.annotations import validate
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records import options as options_module
 from ferryman.kinds.ingress.records.mergeable import merge, minion_annotations, minion_event
 from ferryman.kinds.ingress.records.options import IngressOptions, ingress_options
 from ferryman.resources.meta import InvalidResource
+from testkit import harness
+from testkit.controller_kit import Kit
 
 
 def _problems(annotations: dict[str, str]) -> list[str]:
@@ -246,3 +251,38 @@ def test_configmap_defaults_reach_the_fast_path_record() -> None:
     (written,) = out.written
     assert written.routing is None  # still the fast path
     assert written.host.balancing == "lc:3:10" and not written.host.redirect_https
+
+
+def test_ingresses_sharing_annotations_resolve_their_options_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start resolves the options of each set of annotations (and ConfigMap
+    keys) once, not once per Ingress; the warnings are each caller's own list."""
+    calls: list[int] = []
+    resolve = options_module._options
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return resolve(*args)
+
+    monkeypatch.setattr(options_module, "_options", counted)
+    options_module._remembered.cache_clear()
+    kit = Kit(tmp_path)
+    team = {"nginx.org/proxy-read-timeout": "30s", "nginx.org/server-snippets": "x"}
+    kit.add(
+        *(
+            harness.ingress(
+                f"i{n}", [harness.rule(f"h{n}.test", harness.path("/", "app"))], annotations=team
+            )
+            for n in range(200)
+        )
+    )
+    asyncio.run(kit.drain())
+    assert ("H", "h199.test") in kit.dataplane.records
+    assert len(calls) == 1  # 200 before
+    options, warnings = ingress_options(team, {})
+    warnings.append("mine")
+    assert ingress_options(team, {}) == (
+        options,
+        ["nginx.org/server-snippets: snippets are not supported by ferryman; ignored"],
+    )
