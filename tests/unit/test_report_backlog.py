@@ -147,3 +147,23 @@ def test_the_worker_is_idle_only_once_a_change_is_pushed(tmp_path: Path) -> None
         task.cancel()
 
     asyncio.run(scenario())
+
+
+def test_a_status_written_is_not_taken_back_from_a_store_behind_it() -> None:
+    """The store shows ferryman's own write only once the watch brings it: a
+    status wanted again before then is written, not judged by the older copy."""
+
+    async def scenario() -> list[tuple[str, str]]:
+        store, client = Store((INGRESS,)), FakeClient()
+        store.upsert(ingress("web", "1"))  # no status shown
+        r = reporter(store, client)
+        task = asyncio.create_task(r.run())
+        ref = ObjectRef("Ingress", "ns", "web")
+        r.status(ref, ("192.0.2.1",))
+        await until(lambda: ("patch", "web") in client.calls)
+        r.status(ref, ())  # rejected before the watch brought the write back
+        await until(lambda: client.calls.count(("patch", "web")) == 2)
+        task.cancel()
+        return client.calls
+
+    assert asyncio.run(scenario()) == [("patch", "web"), ("patch", "web")]

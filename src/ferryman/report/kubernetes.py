@@ -214,7 +214,11 @@ class KubernetesReporter:
         if self._wanted.get(s.ref) != s.addresses or self._written.get(s.ref) == s.addresses:
             return  # superseded, or already there
         stored = self._read(s.ref.kind, s.ref.namespace, s.ref.name) if self._read else None
-        if stored is not None:
+        if s.ref in self._written:
+            # Written since this replica leads: the store may not show that write
+            # yet (its watch event is on the way), so it cannot say what is there.
+            have = self._written[s.ref]
+        elif stored is not None:
             # What the informer last saw (NIC reads its cache too): no read per
             # Ingress, and no write at all where the status is already right.
             have = _addresses(stored.get("status"))
