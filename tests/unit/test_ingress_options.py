@@ -12,6 +12,7 @@ import pytest
 
 from ferryman.kinds.ingress.parse.annotations import validate
 from ferryman.kinds.ingress.parse.ingress import parse_ingress
+from ferryman.kinds.ingress.records import hosts as hosts_module
 from ferryman.kinds.ingress.records import options as options_module
 from ferryman.kinds.ingress.records.mergeable import merge, minion_annotations, minion_event
 from ferryman.kinds.ingress.records.options import IngressOptions, ingress_options
@@ -286,3 +287,28 @@ def test_ingresses_sharing_annotations_resolve_their_options_once(
         options,
         ["nginx.org/server-snippets: snippets are not supported by ferryman; ignored"],
     )
+
+
+def test_options_and_hosts_already_as_wanted_are_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An Ingress asking for nothing special keeps its options and virtual hosts
+    as they are (a start copied both for each Ingress: 4.6% of its CPU)."""
+    copies: list[str] = []
+    copy = hosts_module.replace
+
+    def counted(obj: Any, **changes: Any) -> Any:
+        copies.append(type(obj).__name__)
+        return copy(obj, **changes)
+
+    monkeypatch.setattr(hosts_module, "replace", counted)
+    kit = Kit(tmp_path)
+    kit.add(
+        *(
+            harness.ingress(f"i{n}", [harness.rule(f"h{n}.test", harness.path("/", "app"))])
+            for n in range(50)
+        )
+    )
+    asyncio.run(kit.drain())
+    assert ("H", "h49.test") in kit.dataplane.records
+    assert copies == []  # before: 100, an IngressOptions and a VirtualHost per Ingress
