@@ -74,7 +74,10 @@ class TestHost:
         self.host_if, self.peer_if = f"fbh{os.getpid()}"[:15], f"fbp{os.getpid()}"[:15]
         self.host_address = f"{NET}.{n >> 8}.{n | 1}"
         self.addresses = (f"{NET}.{n >> 8}.{n | 2}", f"{NET}.{n >> 8}.{n | 3}")
-        self.ports = [free_port() for _ in range(POOL)]
+        self.ports: list[int] = []
+        while len(self.ports) < POOL:  # the kernel may hand a closed port out twice
+            if (port := free_port()) not in self.ports:
+                self.ports.append(port)
         self.dir = workdir
         self.nginx: BackendNginx | None = None
 

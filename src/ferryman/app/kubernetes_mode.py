@@ -118,6 +118,7 @@ class KubernetesMode:
         from ferryman.gates.report import ReplicaLease, lease_name
         from ferryman.report.kubernetes import instance_name
 
+        self.reporter.defer_to(controller.idle)
         tasks = [
             asyncio.create_task(self.reporter.run(), name="reporter"),
             asyncio.create_task(self._addresses(controller), name="addresses"),

@@ -17,6 +17,7 @@ and pushed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -147,6 +148,9 @@ class Controller:
         # Seconds spent turning resources into records since the last flush.
         self._generation_seconds = 0.0
         self._resource_status = resource_status
+        # Set while the worker waits for work: what the reporter's writes wait
+        # for, so a backlog of Events and status never delays a change's push.
+        self.idle = asyncio.Event()
         # The latency histogram's questions: who serves a peer, and its pod.
         self.latency_owner = self._d.latency_owner
         self.latency_pod = self._d.latency_pod
@@ -464,7 +468,11 @@ class Controller:
     async def run(self) -> None:
         window = self._settings.batch.window
         while True:
-            self._sync_logged(await self._queue.get())
+            if not len(self._queue):
+                self.idle.set()
+            key = await self._queue.get()
+            self.idle.clear()
+            self._sync_logged(key)
             deadline = time.monotonic() + self._settings.batch.max_delay
             while len(self._queue) or (
                 time.monotonic() < deadline and await self._queue.wait_for_item(window)

@@ -64,6 +64,11 @@ class KindSpec:
     # Top-level fields its parsers read besides apiVersion, kind and metadata;
     # None: the object is kept whole (metadata too).
     keeps: tuple[str, ...] | None = None
+    # Top-level fields kept for the reporter alone, never read by a parser
+    # (an Ingress's status: NIC reads it from its informer's cache to skip a
+    # write that changes nothing). An update that changes only these (and
+    # resourceVersion: ferryman's own status write comes back so) syncs nothing.
+    reported: tuple[str, ...] = ()
     # The CRD ferryman ships for it (NIC's); None for a kind someone else defines.
     crd: Crd | None = field(default=None, compare=False)
     # The status ferryman writes into its objects (leader only): "" none,

@@ -27,11 +27,15 @@ class QueueingSink:
         self._also = also
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
-        old = self._store.upsert(obj)
+        old, changed = self._store.put(obj)
         # A packed object (manifests mode) unpacks whole per field read.
         view = obj.unpack() if isinstance(obj, Packed) else obj
-        for key in keys_for_event(view, old):
-            self._queue.add(key)
+        # Nothing a parser reads changed (ferryman's own status write came
+        # back): no sync. A Namespace still is, since the Pod informers' own
+        # state (a namespace opting in again while drained) rides on it.
+        if changed or view.get("kind") == "Namespace":
+            for key in keys_for_event(view, old):
+                self._queue.add(key)
         if self._also is not None:
             self._also.upsert(obj)
 

@@ -39,6 +39,13 @@ class Store:
 
     def upsert(self, obj: RawObject) -> RawObject | None:
         """Keep ``obj`` (slimmed: ``raw.slim``); returns the version it replaces."""
+        return self.put(obj)[0]
+
+    def put(self, obj: RawObject) -> tuple[RawObject | None, bool]:
+        """``upsert``, and whether what the parsers read changed: False when the
+        kept object differs from the one it replaces only in resourceVersion and
+        its kind's ``reported`` fields (ferryman's own status write, seen again
+        through the watch), which then counts as no change of the store."""
         # A packed object unpacks whole per field read: read one copy.
         view = obj.unpack() if isinstance(obj, Packed) else obj
         ref = ref_of(view)
@@ -46,10 +53,12 @@ class Store:
             raise ValueError("object without kind or metadata.name")
         key = (ref.namespace, ref.name)
         packed = pack(obj, kinds=self._specs)
-        self.changes += 1
         old_packed = self._objects.setdefault(ref.kind, {}).get(key)
         self._objects[ref.kind][key] = packed
         old = None if old_packed is None else old_packed.unpack()
+        if old is not None and self._same_but_written(ref.kind, old, packed.unpack()):
+            return old, False
+        self.changes += 1
         if ref.kind == "EndpointSlice":
             self._unindex_slice(ref)
             service = service_name_of(view)
@@ -61,7 +70,12 @@ class Store:
             for ip in ips_of(view):
                 at = (ref.namespace, ip)
                 self._pods_at[at] = (*self._pods_at.get(at, ()), ref.name)
-        return old
+        return old, True
+
+    def _same_but_written(self, kind: str, old: RawObject, new: RawObject) -> bool:
+        spec = self._specs.get(kind)
+        reported = spec.reported if spec is not None else ()
+        return _without(old, reported) == _without(new, reported)
 
     def delete(self, ref: ObjectRef) -> RawObject | None:
         packed = self._objects.get(ref.kind, {}).pop((ref.namespace, ref.name), None)
@@ -135,3 +149,12 @@ class Store:
             pods[(namespace, n)].unpack()
             for n in sorted(self._pods_at.get((namespace, address), ()))
         ]
+
+
+def _without(obj: RawObject, fields: tuple[str, ...]) -> dict[str, Any]:
+    """``obj`` without the top-level ``fields`` and metadata's resourceVersion."""
+    out = {k: v for k, v in obj.items() if k not in fields}
+    md = out.get("metadata")
+    if isinstance(md, Mapping):
+        out["metadata"] = {k: v for k, v in md.items() if k != "resourceVersion"}
+    return out

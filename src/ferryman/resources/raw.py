@@ -185,7 +185,7 @@ def slim(
     if "metadata" in obj:
         out["metadata"] = _metadata(obj["metadata"], kind if isinstance(kind, str) else "")
     if spec is not None and spec.keeps is not None:
-        for k in spec.keeps:
+        for k in (*spec.keeps, *spec.reported):
             if k in obj:
                 out[k] = obj[k]
     elif kind == "Service":
