@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from ferryman.configs.served_fields import defaults_except
 from ferryman.kinds.virtualserver.parse.virtualserver import VirtualServer, parse_virtual_server
-from ferryman.kinds.virtualserver.records.fast import _defaults_except
 from ferryman.kinds.virtualserver.records.virtualserver import vs_records
 from ferryman.resources.nic_upstream import Upstream
 from ferryman.wire.push import record_problem
@@ -80,8 +80,8 @@ def test_no_record_when_the_host_is_the_slow_paths() -> None:
 def test_a_field_added_later_keeps_the_default_rule() -> None:
     # Every field the module does not serve must hold its default.
     u = Upstream("a", "a", None, 80)
-    assert _defaults_except(u, frozenset(f.name for f in dataclasses.fields(u)))
-    assert not _defaults_except(dataclasses.replace(u, keepalive=4), frozenset(["name"]))
+    assert defaults_except(u, frozenset(f.name for f in dataclasses.fields(u)))
+    assert not defaults_except(dataclasses.replace(u, keepalive=4), frozenset(["name"]))
 
 
 @given(st.text(alphabet="ab A~*!^$./\\-_:|;,&>", min_size=1, max_size=20))

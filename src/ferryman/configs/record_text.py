@@ -13,6 +13,11 @@ def b64(text: str | bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
+def b64_or_dash(text: str) -> str:
+    """A record field that may be empty: "-" for none (an F record's texts)."""
+    return b64(text) if text else "-"
+
+
 _ESCAPES = {'"': '"', "'": "'", "\\": "\\", "t": "\t", "r": "\r", "n": "\n"}
 
 

@@ -43,12 +43,11 @@ regex locations after prefixes, Gateway API's order is not that.
 
 from __future__ import annotations
 
-import base64
-import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from ferryman.configs.model import backend_key
+from ferryman.configs.record_text import b64_or_dash
+from ferryman.configs.served_fields import defaults_except
 from ferryman.kinds.gateway.parse.gateway_api import Match
 from ferryman.kinds.gateway.records.attach import RouteEntry
 
@@ -66,26 +65,6 @@ _ROLL = 100
 # The V record's upstream: round robin, max_fails 1, fail_timeout 10 s,
 # NGINX's timeouts, no tries of its own (routes.py's U item).
 _UPSTREAM = "0 1 10000 0 0 0 0"
-
-
-def _text(value: str) -> str:
-    return base64.b64encode(value.encode()).decode("ascii") if value else "-"
-
-
-def _defaults_except(obj: Any, served: frozenset[str]) -> bool:
-    """Whether every field of dataclass ``obj`` outside ``served`` holds its default."""
-    for f in dataclasses.fields(obj):
-        if f.name in served:
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            return False
-        if getattr(obj, f.name) != default:
-            return False
-    return True
 
 
 def locations(m: Match) -> list[tuple[str, str]]:
@@ -116,9 +95,9 @@ def _served(entry: RouteEntry) -> bool:
     return (
         isinstance(m, Match)
         and m.path_type in ("Exact", "PathPrefix")
-        and _defaults_except(m, _MATCH_FIELDS)
-        and _defaults_except(entry, _ENTRY_FIELDS)
-        and _defaults_except(entry.rule, _RULE_FIELDS)
+        and defaults_except(m, _MATCH_FIELDS)
+        and defaults_except(entry, _ENTRY_FIELDS)
+        and defaults_except(entry.rule, _RULE_FIELDS)
         and not entry.rule.filters
         and not any(entry.backend_filters)
         and not any(entry.h2c)
@@ -143,10 +122,10 @@ def gateway_fast_record(entries: Sequence[RouteEntry]) -> str | None:
     for (modifier, path), entry in firsts.items():
         splits = _splits(entry, upstream) if _served(entry) else None
         program = "s" if splits is None else f"f 0 {splits}"
-        items.append(f"l {'E' if modifier == '=' else 'N'} {_text(path)} 0 {program}")
+        items.append(f"l {'E' if modifier == '=' else 'N'} {b64_or_dash(path)} 0 {program}")
     if all(item.endswith(" s") for item in items):
         return None
     if ("^~", "/") not in firsts:
-        items.append(f"l N {_text('/')} 0 s")
-    ups = [f"u {_text(key)} {_UPSTREAM}" for key in upstream]
+        items.append(f"l N {b64_or_dash('/')} 0 s")
+    ups = [f"u {b64_or_dash(key)} {_UPSTREAM}" for key in upstream]
     return " ".join(["1", *ups, *items])

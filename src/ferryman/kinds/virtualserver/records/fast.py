@@ -45,14 +45,13 @@ in one of their zones (then the slow path counts them all, as before).
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ferryman.configs.record_text import unquote
+from ferryman.configs.record_text import b64_or_dash, unquote
+from ferryman.configs.served_fields import defaults_except
 from ferryman.kinds.policy.records.access import Access, module_field
 from ferryman.kinds.policy.records.attach import NONE, Attached
 from ferryman.kinds.policy.records.rate import Limit, RateLimits
@@ -125,26 +124,6 @@ class FastRoute:
     attached: Attached = NONE
 
 
-def _defaults_except(obj: Any, served: frozenset[str]) -> bool:
-    """Whether every field of dataclass ``obj`` outside ``served`` holds its default."""
-    for f in dataclasses.fields(obj):
-        if f.name in served:
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            return False  # a required field the module does not know
-        if getattr(obj, f.name) != default:
-            return False
-    return True
-
-
-def _text(value: str) -> str:
-    return base64.b64encode(value.encode()).decode("ascii") if value else "-"
-
-
 def _ms(ms: int | None) -> str:
     return str(ms or 0)
 
@@ -154,14 +133,14 @@ def _upstream(key: str, u: Upstream) -> str | None:
     method = u.lb_method.method if u.lb_method else "round_robin"
     if (
         method not in _LB_METHODS
-        or not _defaults_except(u, _UPSTREAM_FIELDS)
+        or not defaults_except(u, _UPSTREAM_FIELDS)
         or (u.next_upstream and set(u.next_upstream) != _NEXT_UPSTREAM)
     ):
         return None
     return " ".join(
         [
             "u",
-            _text(key),
+            b64_or_dash(key),
             _LB_METHODS[method],
             str(_MAX_FAILS if u.max_fails is None else u.max_fails),
             str(_FAIL_TIMEOUT_MS if u.fail_timeout_ms is None else u.fail_timeout_ms),
@@ -187,7 +166,7 @@ def module_condition(variable: str, value: str) -> str:
         kind = "s"
         if value.startswith("\\"):
             value = value[1:]
-    return f"{int(negate)} {kind} {_text(variable)} {_text(value)}"
+    return f"{int(negate)} {kind} {b64_or_dash(variable)} {b64_or_dash(value)}"
 
 
 class _Unserved(Exception):
@@ -209,7 +188,7 @@ def _splits(
 
 
 def _match(m: Match, upstreams: Mapping[str, int], fast: set[int]) -> str:
-    if not _defaults_except(m, _MATCH_FIELDS) or not m.conditions:
+    if not defaults_except(m, _MATCH_FIELDS) or not m.conditions:
         raise _Unserved
     conditions = [
         module_condition(source_variable(c.kind, c.name), unquote(c.value)) for c in m.conditions
@@ -231,7 +210,7 @@ def _key(key: str) -> str | None:
         parts += [key[start : m.start()], name]
         start = m.end()
     parts.append(key[start:])
-    return " ".join([str(len(parts)), *(_text(p) for p in parts)])
+    return " ".join([str(len(parts)), *(b64_or_dash(p) for p in parts)])
 
 
 def _limit(limit: Limit) -> str:
@@ -247,7 +226,7 @@ def _limit(limit: Limit) -> str:
         raise _Unserved
     nodelay = limit.delay < 0
     delay = 0 if nodelay else limit.delay
-    return f"{_text(limit.zone)} {limit.rate} {limit.burst} {delay} {int(nodelay)} {key}"
+    return f"{b64_or_dash(limit.zone)} {limit.rate} {limit.burst} {delay} {int(nodelay)} {key}"
 
 
 def _served(attached: Attached) -> tuple[RateLimits | None, Access | None]:
@@ -305,10 +284,10 @@ def _zones(attached: Attached) -> frozenset[str]:
 
 def _location(r: FastRoute, fast: set[int], slow_zones: frozenset[str]) -> str:
     loc = r.location
-    head = f"l {_MODIFIERS[loc.modifier]} {_text(loc.path)} {int(loc.proxies)}"
+    head = f"l {_MODIFIERS[loc.modifier]} {b64_or_dash(loc.path)} {int(loc.proxies)}"
     route = r.route
     try:
-        if not _defaults_except(route, _ROUTE_FIELDS) or _zones(r.attached) & slow_zones:
+        if not defaults_except(route, _ROUTE_FIELDS) or _zones(r.attached) & slow_zones:
             raise _Unserved
         kind = _kind(r)
         matches = [_match(m, r.upstreams, fast) for m in route.matches]
@@ -363,7 +342,7 @@ def fast_record(
         item = _upstream(key, u)
         if item is not None:
             fast.add(number)
-        items.append(item or f"u {_text(key)} 0 0 0 0 0 0 0")
+        items.append(item or f"u {b64_or_dash(key)} 0 0 0 0 0 0 0")
     found = _items(routes, fast, spec if vs.policies else NONE)
     if all(item.endswith(" s") for item in found if item.startswith("l ")):
         return None
