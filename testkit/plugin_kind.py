@@ -37,6 +37,7 @@ SPEC = KindSpec(KIND, "example.ferryman.test", "v1", "staticroutes", keeps=("spe
 @dataclass(frozen=True)
 class StaticRoute:
     kind: ClassVar[str] = KIND
+    variety: ClassVar[str] = ""  # its gauge has no split (Claimant)
     meta: Meta
     host: str
     service: str
