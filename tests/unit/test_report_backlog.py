@@ -109,6 +109,25 @@ def test_a_status_only_update_syncs_nothing() -> None:
     assert store.changes == changes + 1
 
 
+def test_a_namespace_update_syncs_even_when_nothing_kept_changed() -> None:
+    # The Pod informers' own state rides on a Namespace's updates (a namespace
+    # opting in again while drained): KindSpec.syncs_unchanged.
+    store, queue = Store((INGRESS,)), WorkQueue[QueueKey]()
+    sink = QueueingSink(store, queue)
+    ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "ns", "resourceVersion": "1"},
+    }
+    sink.upsert(ns)
+    first = len(queue)
+    assert first > 0
+    queue._items.clear()
+    queue._queued.clear()
+    sink.upsert({**ns, "metadata": {"name": "ns", "resourceVersion": "2"}})
+    assert len(queue) == first
+
+
 def test_events_and_status_wait_while_the_worker_has_work() -> None:
     async def scenario() -> None:
         store, client = Store((INGRESS,)), FakeClient()

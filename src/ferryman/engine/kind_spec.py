@@ -69,6 +69,10 @@ class KindSpec:
     # write that changes nothing). An update that changes only these (and
     # resourceVersion: ferryman's own status write comes back so) syncs nothing.
     reported: tuple[str, ...] = ()
+    # Every update syncs, even one that changes nothing kept: a Namespace's
+    # (the Pod informers' own state, a namespace opting in again while
+    # drained, rides on its updates).
+    syncs_unchanged: bool = False
     # The CRD ferryman ships for it (NIC's); None for a kind someone else defines.
     crd: Crd | None = field(default=None, compare=False)
     # The status ferryman writes into its objects (leader only): "" none,
@@ -144,7 +148,9 @@ SERVICE = KindSpec("Service", "", "v1", "services")
 ENDPOINT_SLICE = KindSpec("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices")
 SECRET = KindSpec("Secret", "", "v1", "secrets", referenced=True)
 CONFIG_MAP = KindSpec("ConfigMap", "", "v1", "configmaps")
-NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
+NAMESPACE = KindSpec(
+    "Namespace", "", "v1", "namespaces", namespaced=False, syncs_unchanged=True
+)
 CORE = (SERVICE, ENDPOINT_SLICE, SECRET, CONFIG_MAP, NAMESPACE)
 
 

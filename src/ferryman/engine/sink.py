@@ -31,9 +31,8 @@ class QueueingSink:
         # A packed object (manifests mode) unpacks whole per field read.
         view = obj.unpack() if isinstance(obj, Packed) else obj
         # Nothing a parser reads changed (ferryman's own status write came
-        # back): no sync. A Namespace still is, since the Pod informers' own
-        # state (a namespace opting in again while drained) rides on it.
-        if changed or view.get("kind") == "Namespace":
+        # back): no sync (Store.put says which kinds sync anyway).
+        if changed:
             for key in keys_for_event(view, old):
                 self._queue.add(key)
         if self._also is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ferryman.engine.kind_spec import KindSpec, by_kind
+from ferryman.engine.kind_spec import CORE, KindSpec, by_kind
 from ferryman.resources.meta import ObjectRef, ref_of
 from ferryman.resources.pod import ips_of
 from ferryman.resources.raw import Packed, pack
@@ -25,6 +25,9 @@ class Store:
         """``kinds``: the registered kinds, whose objects keep only what their
         spec says their parsers read (any other object is kept whole)."""
         self._specs = by_kind(kinds)
+        self._syncs_unchanged = {
+            s.kind for s in (*CORE, *self._specs.values()) if s.syncs_unchanged
+        }
         self._objects: dict[str, dict[tuple[str, str], Packed]] = {}
         # (namespace, Service) -> its EndpointSlices' names; and each slice's Service.
         self._slices: dict[tuple[str, str], set[str]] = {}
@@ -45,7 +48,8 @@ class Store:
         """``upsert``, and whether what the parsers read changed: False when the
         kept object differs from the one it replaces only in resourceVersion and
         its kind's ``reported`` fields (ferryman's own status write, seen again
-        through the watch), which then counts as no change of the store."""
+        through the watch), which then counts as no change of the store; always
+        True for a kind whose every update syncs (``KindSpec.syncs_unchanged``)."""
         # A packed object unpacks whole per field read: read one copy.
         view = obj.unpack() if isinstance(obj, Packed) else obj
         ref = ref_of(view)
@@ -73,6 +77,8 @@ class Store:
         return old, True
 
     def _same_but_written(self, kind: str, old: RawObject, new: RawObject) -> bool:
+        if kind in self._syncs_unchanged:
+            return False
         spec = self._specs.get(kind)
         reported = spec.reported if spec is not None else ()
         return _without(old, reported) == _without(new, reported)

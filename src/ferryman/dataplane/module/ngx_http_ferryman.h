@@ -303,6 +303,7 @@ ngx_uint_t ferryman_wrong_listener(ngx_http_request_t *r,
     ferryman_host_t *host, ngx_uint_t https);
 
 /* ngx_http_ferryman_route.c */
+ngx_str_t *ferryman_request_name(ngx_http_request_t *r);
 ngx_int_t ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh,
     ngx_uint_t limit);
 /* The rest of it once the host is found (cache's): NGX_OK, NGX_ERROR or a

@@ -122,7 +122,6 @@ ferryman_gateway_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
     ngx_uint_t                 port, usable, i;
     ferryman_host_t           *host;
     ferryman_cache_t          *cache;
-    ngx_http_core_srv_conf_t  *cscf;
 
 #if (NGX_HTTP_SSL)
     if (r->connection->ssl != NULL) {
@@ -148,13 +147,7 @@ ferryman_gateway_route(ngx_http_request_t *r, ferryman_shctx_t *sh)
         return NGX_ERROR;
     }
 
-    /* $host: the Host header's name (lowercased by NGINX), else the
-     * server's name ("_", not a usable name). */
-    name = &r->headers_in.server;
-    if (name->len == 0) {
-        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
-        name = &cscf->server_name;
-    }
+    name = ferryman_request_name(r);
 
     usable = ferryman_possible_host(name);
     host = NULL;

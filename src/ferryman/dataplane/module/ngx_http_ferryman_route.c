@@ -39,6 +39,22 @@ ferryman_new_ctx(ngx_http_request_t *r, ferryman_cache_t *cache,
 }
 
 
+/* $host: the Host header's name (lowercased by NGINX), else the server's
+ * name ("_", never a usable name). */
+ngx_str_t *
+ferryman_request_name(ngx_http_request_t *r)
+{
+    ngx_http_core_srv_conf_t  *cscf;
+
+    if (r->headers_in.server.len) {
+        return &r->headers_in.server;
+    }
+
+    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+    return &cscf->server_name;
+}
+
+
 /* NGX_OK: proxy (the context set); NGX_ERROR: the slow path answers; or a
  * status the module answers. "limit": whether a route's rate limits can be
  * enforced here (in the precontent phase), else such a route is the slow
@@ -46,25 +62,16 @@ ferryman_new_ctx(ngx_http_request_t *r, ferryman_cache_t *cache,
 ngx_int_t
 ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh, ngx_uint_t limit)
 {
-    ngx_str_t                 *name;
-    ngx_uint_t                 https;
-    ferryman_host_t           *host;
-    ferryman_cache_t          *cache;
-    ngx_http_core_srv_conf_t  *cscf;
+    ngx_uint_t         https;
+    ferryman_host_t   *host;
+    ferryman_cache_t  *cache;
 
     cache = ferryman_current_cache(sh);
     if (cache == NULL) {
         return NGX_ERROR;
     }
 
-    /* $host: the Host header's name, else the server's name ("_"). */
-    name = &r->headers_in.server;
-    if (name->len == 0) {
-        cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
-        name = &cscf->server_name;
-    }
-
-    host = ferryman_vhost(cache, name);
+    host = ferryman_vhost(cache, ferryman_request_name(r));
     if (host == NULL) {
         return NGX_ERROR;
     }
