@@ -21,7 +21,13 @@ from pathlib import Path
 from ferryman.configs import ingress_nginx_configmap as inn_configmap
 from ferryman.kinds.ingress.parse import ingress_nginx
 from ferryman.kinds.ingress.parse.annotations import KNOWN, OTHER_NIC, PLUS_ONLY, PREFIX
-from ferryman.resources.configmap import GLOBAL_KEYS, ROUTE_KEYS, STATUS_KEYS, UNSUPPORTED
+from ferryman.resources.configmap import (
+    GLOBAL_KEYS,
+    OWN_KEYS,
+    ROUTE_KEYS,
+    STATUS_KEYS,
+    UNSUPPORTED,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +58,10 @@ def configmap_keys() -> str:
 
 def configmap_rows() -> list[tuple[str, str]]:
     rows = [(f"`{k}`", "served (docs/operations.md, ConfigMap)") for k in GLOBAL_KEYS]
-    rows += [(f"`{k}`", "served, the default of every route") for k in ROUTE_KEYS]
+    # NIC's keys: ferryman's own (OWN_KEYS) are docs/operations.md's.
+    rows += [
+        (f"`{k}`", "served, the default of every route") for k in ROUTE_KEYS if k not in OWN_KEYS
+    ]
     rows += [(f"`{k}`", "served (status addresses)") for k in STATUS_KEYS]
     rows += [(f"`{k}`", f"refused with a Warning: {why}") for k, why in UNSUPPORTED.items()]
     return sorted(rows)
@@ -113,7 +122,10 @@ def ingress_nginx_annotations() -> str:
 def ingress_nginx_configmap_keys() -> str:
     rows = []
     for key, (target, _) in sorted(inn_configmap.KEYS.items()):
-        rows.append((f"`{key}`", f"served, as NIC's `{target}`"))
+        if target in OWN_KEYS:
+            rows.append((f"`{key}`", f"served, as ferryman's `{target}` (docs/operations.md)"))
+        else:
+            rows.append((f"`{key}`", f"served, as NIC's `{target}`"))
     rows += [
         (f"`{k}`", "served: real-ip settings, as ingress-nginx writes them")
         for k in inn_configmap.REAL_IP

@@ -16,6 +16,7 @@ from testkit.harness import (
     path,
     rule,
     service_with_backends,
+    tls_secret,
 )
 
 INN_NS, INN_NAME = "ingress-nginx", "ingress-nginx-controller"
@@ -33,10 +34,15 @@ def _events(f: Ferryman) -> list[tuple[str, str]]:
     ]
 
 
-def _start(f: Ferryman, backends: Backends, *docs: tuple[str, dict[str, Any]]) -> None:
+def _start(
+    f: Ferryman, backends: Backends, *docs: tuple[str, dict[str, Any]], tls: bool = False
+) -> None:
     f.extra_args += ["--ingress-nginx-configmap", f"{INN_NS}/{INN_NAME}"]
     f.write("svc", service_with_backends("app", [backends.start("app")]))
-    f.write("ing", ingress("app", [rule("cm.test", path("/", "app"))]))
+    spec_tls = [{"hosts": ["cm.test"], "secretName": "cert"}] if tls else None
+    if tls:
+        f.write("cert", tls_secret("cert", ["cm.test"]))
+    f.write("ing", ingress("app", [rule("cm.test", path("/", "app"))], tls=spec_tls))
     for name, doc in docs:
         f.write(name, doc)
     f.start()
@@ -103,3 +109,31 @@ def test_nics_configmap_wins_and_says_so(ferryman: Ferryman, backends: Backends)
         f"ConfigMap {INN_NS}/{INN_NAME}: not applied: client-max-body-size: the NIC "
         "ConfigMap's value is used (--nginx-configmaps)",
     ) in _events(f)
+
+
+def test_hsts_as_ingress_nginx_sends_it(ferryman: Ferryman, backends: Backends) -> None:
+    # ingress-nginx's hsts-preload is false unless set; NIC's header always
+    # carries preload (test_configmap.py), which asks browsers' preload lists
+    # to take the domain: never sent for an ingress-nginx ConfigMap that did not.
+    f = ferryman
+    _start(f, backends, ("inn", _inn(hsts="true", hsts_max_age="100")), tls=True)
+
+    def header() -> str | None:
+        return f.get("cm.test", https=True).headers.get("strict-transport-security")
+
+    eventually(lambda: header() == "max-age=100", 60, "HSTS without preload")
+    f.write("inn", _inn(hsts="true", hsts_max_age="100", hsts_preload="true"))
+    eventually(lambda: header() == "max-age=100; preload", 60, "hsts-preload: true")
+    assert not [m for r, m in _events(f) if r == "NotApplied"]
+    # An Ingress's own nginx.org/hsts: the ConfigMap's preload choice too.
+    f.write("inn", _inn(hsts_preload="false"))
+    f.write(
+        "ing",
+        ingress(
+            "app",
+            [rule("cm.test", path("/", "app"))],
+            tls=[{"hosts": ["cm.test"], "secretName": "cert"}],
+            annotations={"nginx.org/hsts": "true", "nginx.org/hsts-max-age": "7"},
+        ),
+    )
+    eventually(lambda: header() == "max-age=7", 60, "the Ingress's HSTS, no preload")

@@ -73,6 +73,7 @@ FULL: dict[str, str] = {
     "hsts-max-age": "31536000",
     "hsts-include-subdomains": "true",
     "hsts-behind-proxy": "false",
+    "hsts-preload": "false",
     "redirect-to-https": "true",
     "add-header": 'X-Frame-Options: DENY, X-Q: a \\"{b;c}\\" d: always',
     "ssl-redirect": "true",

@@ -26,6 +26,7 @@ def test_keys_become_nics() -> None:
         "worker-connections": "4096",
         "http2": "true",
         "hsts": "false",
+        "hsts-preload": "false",  # ingress-nginx's default, not NIC's
     }
     assert t.warnings == []
 

@@ -96,6 +96,7 @@ IN_NGINX_CONF = frozenset(
         "hsts-max-age",
         "hsts-include-subdomains",
         "hsts-behind-proxy",
+        "hsts-preload",
         "redirect-to-https",
         "add-header",
     }
@@ -202,8 +203,14 @@ def _hsts(values: Mapping[str, str]) -> str:
     if not _on(values, "hsts"):
         return ""
     age = values.get("hsts-max-age", "2592000")  # NIC's default, 30 days
-    subdomains = "includeSubDomains; " if _on(values, "hsts-include-subdomains") else ""
-    return f"max-age={age}; {subdomains}preload"
+    subdomains = "; includeSubDomains" if _on(values, "hsts-include-subdomains") else ""
+    return f"max-age={age}{subdomains}{hsts_preload(values)}"
+
+
+def hsts_preload(values: Mapping[str, str]) -> str:
+    """The header's "; preload": NIC always sends it; ``hsts-preload: false``
+    (ingress-nginx's default, with its ConfigMap) leaves it out."""
+    return "" if values.get("hsts-preload") == "false" else "; preload"
 
 
 def tuning(values: Mapping[str, str]) -> Tuning:

@@ -98,6 +98,7 @@ KEYS: dict[str, tuple[str, Callable[[str], str]]] = {
     "hsts": ("hsts", _same),
     "hsts-max-age": ("hsts-max-age", _same),
     "hsts-include-subdomains": ("hsts-include-subdomains", _same),
+    "hsts-preload": ("hsts-preload", _same),
     "server-tokens": ("server-tokens", _same),
     "worker-processes": ("worker-processes", _same),
     "worker-shutdown-timeout": ("worker-shutdown-timeout", _same),
@@ -185,7 +186,6 @@ KNOWN = (
             "gzip-min-length",
             "gzip-types",
             "hide-headers",
-            "hsts-preload",
             "http-access-log-path",
             "http2-max-concurrent-streams",
             "http2-max-field-size",
@@ -328,6 +328,8 @@ def translate(data: Mapping[str, str]) -> Translated:
             out.warnings.append(f"{key}: not applied by ferryman yet")
         elif key not in REAL_IP:
             out.warnings.append(f"{key}: not an ingress-nginx ConfigMap key (misspelt?): ignored")
+    if "hsts" in out.data and "hsts-preload" not in out.data:
+        out.data["hsts-preload"] = "false"  # ingress-nginx's default; NIC's is preload
     _real_ip(data, out)
     return out
 

@@ -148,9 +148,7 @@ SERVICE = KindSpec("Service", "", "v1", "services")
 ENDPOINT_SLICE = KindSpec("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices")
 SECRET = KindSpec("Secret", "", "v1", "secrets", referenced=True)
 CONFIG_MAP = KindSpec("ConfigMap", "", "v1", "configmaps")
-NAMESPACE = KindSpec(
-    "Namespace", "", "v1", "namespaces", namespaced=False, syncs_unchanged=True
-)
+NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False, syncs_unchanged=True)
 CORE = (SERVICE, ENDPOINT_SLICE, SECRET, CONFIG_MAP, NAMESPACE)
 
 

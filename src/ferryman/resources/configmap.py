@@ -372,6 +372,9 @@ ROUTE_KEYS: Mapping[str, Parser] = {
     "hsts-max-age": _integer(0, 2**63 - 1),
     "hsts-include-subdomains": parse_bool,
     "hsts-behind-proxy": parse_bool,
+    # ferryman's (NIC always sends preload, its default here): ingress-nginx's
+    # key, whose default is false, read from --ingress-nginx-configmap too.
+    "hsts-preload": parse_bool,
     "redirect-to-https": parse_bool,
     "ssl-redirect": parse_bool,
     "http-redirect-code": parse_redirect_code,
@@ -449,8 +452,11 @@ UNSUPPORTED: Mapping[str, str] = {
     },
 }
 
+# Keys of ferryman's own, which NIC's ConfigMap does not have.
+OWN_KEYS = frozenset({"hsts-preload"})
+
 # The HSTS keys NIC takes or drops together.
-HSTS_OPTIONS = ("hsts-max-age", "hsts-include-subdomains", "hsts-behind-proxy")
+HSTS_OPTIONS = ("hsts-max-age", "hsts-include-subdomains", "hsts-behind-proxy", "hsts-preload")
 
 
 @dataclass(frozen=True)

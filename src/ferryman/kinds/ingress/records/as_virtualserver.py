@@ -464,7 +464,7 @@ def ingress_vs_routing(
     if not server.redirect_to_https and server.force_ssl_redirect is not None:
         # ingress-nginx's force-ssl-redirect: 308 (its http-redirect-code) by the scheme.
         redirect = "308:s" if server.force_ssl_redirect else "308:t"
-    hsts = b64(server.hsts + "; preload") if server.hsts else ""
+    hsts = b64(server.hsts) if server.hsts else ""
     opts = f"O|{hsts}|{int(server.hsts_behind_proxy)}|{int(server.server_tokens)}"
     unmatched = items.reference(spec, route_only=frozenset("c"))
     record_spec = ["S|" + unmatched] if unmatched else []

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ferryman.configs.buffer_tiers import BufferAsk, TooLarge, parse_buffers, tier_kib
+from ferryman.configs.configmap import hsts_preload
 from ferryman.kinds.ingress.parse.annotations import OTHER_NIC, PREFIX, parse_value
 from ferryman.kinds.ingress.records.limit_req import LimitReq, limit_req
 from ferryman.resources.annotation_values import BadValue
@@ -188,6 +189,7 @@ def _options(
         hsts = f"max-age={max_age}"
         if get("hsts-include-subdomains", False) is True:
             hsts += "; includeSubDomains"
+        hsts += hsts_preload(configmap)
     next_upstream = get("proxy-next-upstream", ("error", "timeout"))
     if isinstance(next_upstream, tuple) and set(next_upstream) != {"error", "timeout"}:
         warnings.append(
