@@ -44,6 +44,9 @@ def test_request_redirect_set_cookie_and_kept_connections(
         assert told["x-original-url"] == f"http://{HOST}/x?y=1"
         assert told["x-original-method"] == "POST"
         assert told["x-sent-from"] == "nginx-ingress-controller"
+        # Host: the auth URL's, as ingress-nginx's auth location sends it (a
+        # Policy's externalAuth sends the client's, NIC's $host).
+        assert told["host"] == "oauth2-proxy.default.svc"
         cookie = {"Authorization": "Bearer cookie"}
         r = f.get(HOST, "/", headers=cookie)
         assert r.served_by == "a"

@@ -464,6 +464,8 @@ def test_auth_url_naming_a_service_is_external_auth(
         # ingress-nginx's defaults: the request's URI, Set-Cookie on success.
         request_redirect="${request_uri}",
         set_cookie="success",
+        # Its auth location's Host: the URL's host as written.
+        host_header=url.split("://")[1].split("/")[0].split(":")[0],
     )
 
 

@@ -6,8 +6,8 @@
 -- subrequest's upstream verifies the service's certificate
 -- (ferryman_upstream_verify.lua), the name sent as SNI (three empty fields
 -- without), then for ingress-nginx's auth-url |<X-Auth-Request-Redirect,
--- base64>|<success|always>|<cache key, base64, or ->|<cache times or ->
--- (kinds/policy/records/external.py).
+-- base64>|<success|always>|<cache key, base64, or ->|<cache times or ->|
+-- <Host, base64, or -> (kinds/policy/records/external.py).
 --
 -- The subrequest goes to nginx.conf's internal location AUTH_LOCATION, whose
 -- proxy_pass is $ferryman_auth_url ("http(s)://ferryman_backend<authURI>");
@@ -107,6 +107,8 @@ function _M.decode(f)
         tells_original = f[11] ~= nil,
         cache_key = (f[12] and f[12] ~= "-") and decode_base64(f[12]) or nil,
         cache_times = times,
+        -- ingress-nginx's Host: the auth URL's (nil: the client's, NIC's).
+        auth_host = (f[14] and f[14] ~= "-") and decode_base64(f[14]) or nil,
         -- One key space per auth configuration (and host, in cache_key_of).
         space = md5(table.concat(f, "|")),
         verify = verify,
@@ -265,6 +267,7 @@ function _M.check(config)
     local ctx = { ferryman_peers = peers, ferryman_host = config.host }
     local vars = {
         ferryman_auth_url = config.url,
+        ferryman_auth_host = config.auth_host or ngx.var.host,
         ferryman_auth_redirect = config.redirect and fill(config.redirect)
             or (ngx.var.http_x_auth_request_redirect or ""),
     }

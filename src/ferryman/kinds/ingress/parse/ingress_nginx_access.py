@@ -358,6 +358,7 @@ def external_auth(annotations: Mapping[str, str], warnings: list[str]) -> Extern
         set_cookie=auth_extras.set_cookie(annotations, warnings),
         cache_key=cache_key,
         cache_valid=cache_valid,
+        host_header=host,
     )
 
 

@@ -52,6 +52,9 @@ class ExternalAuth:
     set_cookie: str = ""
     cache_key: str = ""
     cache_valid: tuple[tuple[tuple[int, ...], int], ...] = ()
+    # ingress-nginx's auth-url: the Host its auth location sends, the URL's
+    # host ("": the client's, NIC's).
+    host_header: str = ""
 
 
 def _uri(e: Obj, key: str) -> str:

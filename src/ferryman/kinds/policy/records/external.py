@@ -31,7 +31,8 @@ ingress-nginx's auth-url or sslVerify only, ``|<signin, base64, or ->|<redirect 
 ``|<CAs, base64, or ->|<sslVerifyDepth>|<name, base64>`` (for ingress-nginx's
 auth-url, three empty fields without sslVerify), then for ingress-nginx's
 auth-url ``|<X-Auth-Request-Redirect, base64>|<success or always>|<cache key,
-base64, or ->|<cache times: <codes .-separated, or *>=<seconds>;..., or ->``.
+base64, or ->|<cache times: <codes .-separated, or *>=<seconds>;..., or ->|
+<Host, base64, or ->`` (``-``: the client's, as NIC sends it).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class External(Enforced):
     set_cookie: str = ""
     cache_key: str = ""
     cache_valid: tuple[tuple[tuple[int, ...], int], ...] = ()
+    host_header: str = ""
     letter = "x"
 
     def fields(self) -> tuple[str, ...]:
@@ -99,6 +101,7 @@ class External(Enforced):
             self.set_cookie,
             b64(self.cache_key) if self.cache_key else "-",
             times or "-",
+            b64(self.host_header) if self.host_header else "-",
         )
 
     def backends(self) -> tuple[BackendKey, ...]:
@@ -165,6 +168,7 @@ def translate(
             e.set_cookie,
             e.cache_key,
             e.cache_valid,
+            e.host_header,
         ),
         warnings,
     )
