@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from typing import Any
 
@@ -172,6 +173,10 @@ def test_a_virtual_server_of_another_class_is_said_once_then_served_when_its_cla
         assert "msg=ready ingresses=2 " in ready  # mine, legacy
         assert " virtualservers=1 " in ready  # tea
         assert ready.endswith(" other_class=3")  # other, classless, cafe
+        # Before it, when the first lists (or manifests) were all in, and how long
+        # that took: where a slow start's time went.
+        (listed,) = [line for line in f.logs().splitlines() if "msg=listed " in line]
+        assert re.search(r" objects=[1-9][0-9]* seconds=[0-9.]+$", listed), listed
         # An unrelated change: the worker runs, nothing is said again.
         f.write("probe", ingress("probe", [rule("probe.test", path("/", "app"))]))
         eventually(lambda: served_by(f, "probe.test", "/") == "app", 60, "probe served")

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -157,6 +158,7 @@ async def _run(
     uid: int | None,
     kinds: Kinds,
 ) -> int:
+    began = time.monotonic()
     settings = _listen_families(settings)
     main = MainFile(settings, paths)
     if uid is not None and not traversable_by_others(paths.state_dir):
@@ -325,6 +327,14 @@ async def _run(
             return 1
         metrics.workers.master_pid = lambda: nginx.pid
         await first
+        # client-go's "caches are synced": where a slow start's time went
+        # (the lists, or the first drain after them).
+        log.info(
+            "listed",
+            extra={
+                "fields": {"objects": store.total(), "seconds": round(time.monotonic() - began, 3)}
+            },
+        )
         if manifests is not None:
             life.run("manifests", manifests.run(unwatch))
         fallback_made()

@@ -140,6 +140,10 @@ class Store:
     def count(self, kind: str) -> int:
         return len(self._objects.get(kind, {}))
 
+    def total(self) -> int:
+        """Every object held, of every kind."""
+        return sum(len(objects) for objects in self._objects.values())
+
     def slices_for(self, namespace: str, service: str) -> list[RawObject]:
         slices = self._objects.get("EndpointSlice", {})
         return [
