@@ -111,6 +111,9 @@ def test_what_only_some_controllers_need_is_not_imported_up_front() -> None:
         # through importlib.metadata), the migrate report's parsers migrate's.
         "yaml",
         "shtab",
+        # aiohttp (~130 ms, two TLS contexts made at import) serves the TLS
+        # webhooks alone: NGINX's sockets and the probes are h11's.
+        "aiohttp",
         "ferryman.app.migrate",
         "ferryman.app.render",
     )
