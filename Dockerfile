@@ -30,6 +30,8 @@ FROM ${BASE} AS python
 # refuses anything else. ferryman itself goes in without dependencies. pip
 # compiles every module's bytecode as it installs: the read-only root could not
 # take it later, and each start would compile ferryman and its libraries again.
+# The NGINX templates are compiled likewise, into the cache each start reads
+# (ferryman/configs/render.py).
 ARG PIP_CERT
 ARG UV_VERSION=0.13.9
 RUN apt-get update \
@@ -43,7 +45,8 @@ RUN cd /build \
       --format requirements-txt --output-file /build/requirements.txt >/dev/null \
  && python3 -m venv /opt/ferryman \
  && /opt/ferryman/bin/pip install --no-cache-dir --require-hashes -r /build/requirements.txt \
- && /opt/ferryman/bin/pip install --no-cache-dir --no-deps /build
+ && /opt/ferryman/bin/pip install --no-cache-dir --no-deps /build \
+ && /opt/ferryman/bin/python -m ferryman.configs.render
 
 FROM ${BASE}
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import gc
+import json
 import subprocess
 import sys
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 from ferryman.engine.store import Store
@@ -104,10 +106,50 @@ def test_what_only_some_controllers_need_is_not_imported_up_front() -> None:
         "cryptography",
         "watchfiles",
         "lightkube",
+        # Issue 31: PyYAML is manifests mode's (and migrate's, render's, the
+        # CRD files'), shtab the completion command's (it reads its version
+        # through importlib.metadata), the migrate report's parsers migrate's.
+        "yaml",
+        "shtab",
+        # aiohttp (~130 ms, two TLS contexts made at import) serves the TLS
+        # webhooks alone: NGINX's sockets and the probes are h11's.
+        "aiohttp",
+        "ferryman.app.migrate",
+        "ferryman.app.render",
     )
     code = (
         "import sys, ferryman.app.launch, ferryman.app.cli; ferryman.app.cli.parser(); "
+        "import ferryman.app.root; "
         f"print(sorted(set({lazy}) & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+_GATEWAY_MODULES = (
+    "import json, sys; from testkit.controller_kit import Kit; {kit}; "
+    "print(json.dumps(sorted(m for m in sys.modules if m.startswith('ferryman.kinds.gateway.')"
+    " and not m.startswith('ferryman.kinds.gateway.parse'))))"
+)
+
+
+def test_gateway_api_is_imported_only_when_enabled(tmp_path: Path) -> None:
+    """Gateway API's translator and records (~90 dataclasses, ~50 ms of every
+    start; issue 31) are imported by a worker serving them, not by one that
+    does not: its spec alone is (the registry), and the key it reads."""
+    root = Path(__file__).resolve().parents[2]
+
+    def imported(kit: str) -> list[str]:
+        code = _GATEWAY_MODULES.format(kit=kit)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+        )
+        names: list[str] = json.loads(out.stdout)
+        return names
+
+    assert imported(f"Kit({str(tmp_path)!r})") == ["ferryman.kinds.gateway.spec"]
+    enabled = (
+        "from ferryman.engine.settings import GatewaySettings; "
+        f"Kit({str(tmp_path)!r}, gateway=GatewaySettings(enabled=True))"
+    )
+    assert "ferryman.kinds.gateway.translate.gateway" in imported(enabled)

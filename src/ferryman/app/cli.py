@@ -19,7 +19,6 @@ from ferryman.app import (
     flag_types,
     migrate_command,
     nic_flags,
-    render,
     wiring,
 )
 from ferryman.app import root as app
@@ -415,6 +414,8 @@ def main(argv: list[str] | None = None, kinds: wiring.Kinds = wiring.BUILT_IN) -
         print(completion.script(parser(), args.shell))
         return 0
     if args.command == "render":
+        from ferryman.app import render  # with manifests mode's PyYAML: not run's
+
         logs.setup("text", "warning")
         settings = flag_settings.render_settings(args)
         try:

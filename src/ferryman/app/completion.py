@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import shtab
-
 SHELLS = ("bash", "zsh")
 
 
@@ -22,4 +20,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    # Imported here: shtab reads its own version through importlib.metadata at
+    # import, ~10-20 ms of every command's start (issue 31).
+    import shtab
+
     return shtab.complete(parser, shell=shell)

@@ -13,10 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ferryman.app import migrate, migrate_gateway
-
 
 def add_parser(
     sub: argparse._SubParsersAction[Any], help_class: type[argparse.HelpFormatter]
@@ -58,6 +54,13 @@ async def _from_cluster(kubeconfig: str, namespace: str | None) -> list[tuple[di
 
 
 def main(args: argparse.Namespace) -> int:
+    # Imported here, not with the parser every command builds: the report's
+    # parsers, Gateway API's converter and PyYAML are ~0.1 s that ``ferryman
+    # run`` never uses (issue 31).
+    import yaml
+
+    from ferryman.app import migrate, migrate_gateway
+
     if args.to and args.output_dir is None:
         print("ferryman migrate: --to needs --output-dir", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferryman.app.kubernetes_mode import KubernetesMode
 from ferryman.app.kubernetes_mode import webhook as readiness_gate_webhook
@@ -52,8 +52,10 @@ from ferryman.observability.latency import LatencyReceiver
 from ferryman.observability.metrics import Metrics, parse_stub_status
 from ferryman.observability.probes import ProbeServer
 from ferryman.report import LogReporter, Reporter
-from ferryman.sources.manifests import ManifestsSource
 from ferryman.translators.context import Sinks
+
+if TYPE_CHECKING:
+    from ferryman.sources.manifests import ManifestsSource
 
 log = logging.getLogger("ferryman")
 
@@ -312,6 +314,9 @@ async def _run(
             first = asyncio.create_task(cluster.source.wait_synced(), name="synced")
         else:
             assert settings.manifests is not None
+            # Here, not at the top: PyYAML is manifests mode's alone.
+            from ferryman.sources.manifests import ManifestsSource
+
             manifests = ManifestsSource(
                 settings.manifests, QueueingSink(store, queue), _log_problem, kinds.specs
             )

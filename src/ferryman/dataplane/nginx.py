@@ -21,9 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import aiohttp
-
-from ferryman.dataplane import PushResult
+from ferryman.dataplane import PushResult, unix_http
 from ferryman.dataplane.capabilities import pass_on_bind_capability
 from ferryman.dataplane.errors import (
     ConfigError,
@@ -61,14 +59,9 @@ _DELETED_VERSION_SOCKET_RE = re.compile(
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-async def unix_get(socket: Path, url: str) -> tuple[int, str]:
-    """GET ``url`` from the data plane's server on a unix socket: (status, body)."""
-    connector = aiohttp.UnixConnector(path=str(socket), force_close=True)
-    async with (
-        aiohttp.ClientSession(connector=connector) as session,
-        session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp,
-    ):
-        return resp.status, await resp.text()
+async def unix_get(socket: Path, path: str) -> tuple[int, str]:
+    """GET ``path`` from the data plane's server on a unix socket: (status, body)."""
+    return await unix_http.request(socket, "GET", path)
 
 
 # Loaded here, not in the forked child, which must not touch the loader's locks.
@@ -316,10 +309,10 @@ class NginxManager:
                 )
             try:
                 answering = self._paths.generation_socket(version)
-                last = (await unix_get(answering, "http://nginx/configVersion"))[1]
+                last = (await unix_get(answering, "/configVersion"))[1]
                 if last == want:
                     return
-            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            except (OSError, TimeoutError) as e:
                 last = str(e) or type(e).__name__
             await asyncio.sleep(delay)
             delay = min(delay * 2, _POLL_INTERVAL)
@@ -331,16 +324,16 @@ class NginxManager:
     async def stub_status(self) -> str:
         """NGINX's stub_status text (raises DataPlaneError when NGINX does not answer)."""
         try:
-            return (await unix_get(self._paths.status_socket, "http://nginx/stub_status"))[1]
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            return (await unix_get(self._paths.status_socket, "/stub_status"))[1]
+        except (OSError, TimeoutError) as e:
             raise DataPlaneError(f"stub_status: {e}") from e
 
     async def fast_path_counts(self) -> tuple[int, int] | None:
         """(proxied, handed over) requests of ngx_http_ferryman_module's fast
         path since NGINX started; None without the module."""
         try:
-            status, text = await unix_get(self._paths.endpoints_socket, "http://nginx/fast-path")
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            status, text = await unix_get(self._paths.endpoints_socket, "/fast-path")
+        except (OSError, TimeoutError) as e:
             raise DataPlaneError(f"fast-path counts: {e}") from e
         fields = text.split()
         if status != 200 or len(fields) != 2 or not all(f.isdigit() for f in fields):
@@ -362,9 +355,9 @@ class NginxManager:
         request is not in it, and its own request is: minus one.
         """
         try:
-            _, status_text = await unix_get(self._paths.status_socket, "http://nginx/stub_status")
-            status, text = await unix_get(self._paths.endpoints_socket, "http://nginx/in-flight")
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            _, status_text = await unix_get(self._paths.status_socket, "/stub_status")
+            status, text = await unix_get(self._paths.endpoints_socket, "/in-flight")
+        except (OSError, TimeoutError) as e:
             raise DataPlaneError(f"in-flight: {e or type(e).__name__}") from e
         reading = parse_stub_status(status_text)
         if reading is None:
@@ -388,22 +381,15 @@ class NginxManager:
     async def _push(self, records: Mapping[RecordKey, str], full: bool) -> PushResult:
         version = self._push_version + 1
         body = push_body(version, records, full)
-        connector = aiohttp.UnixConnector(path=str(self._paths.endpoints_socket), force_close=True)
         try:
-            async with (
-                aiohttp.ClientSession(connector=connector) as session,
-                session.post(
-                    "http://nginx/push",
-                    data=body.encode(),
-                    timeout=aiohttp.ClientTimeout(total=30),
-                ) as resp,
-            ):
-                answer = await resp.text()
-                result = parse_push_answer(answer) if resp.status == 200 else None
-                if result is None or result.version != version:
-                    raise PushError(f"push refused: {resp.status} {answer[:200].strip()}")
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            status, answer = await unix_http.request(
+                self._paths.endpoints_socket, "POST", "/push", body.encode(), timeout=30
+            )
+        except (OSError, TimeoutError) as e:
             raise PushError(f"push socket: {e}") from e
+        result = parse_push_answer(answer) if status == 200 else None
+        if result is None or result.version != version:
+            raise PushError(f"push refused: {status} {answer[:200].strip()}")
         self._push_version = version
         return result
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
 from ferryman.engine.kind_spec import Crd, KindSpec
 
 GROUP = "k8s.nginx.org"
@@ -406,16 +404,19 @@ _HEADER_COMMENT = """\
 """
 
 
-class _NoAliases(yaml.SafeDumper):
-    """Schemas share sub-schemas (one action, many places); the files spell each out."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def files(specs: Iterable[KindSpec]) -> dict[str, str]:
     """File name -> YAML text of each kind that ships a CRD, for deploy/crds and
     the chart's crds/."""
+    # Imported here: the kinds' specs import this module for their schemas on
+    # every start, and PyYAML is ~10-20 ms that Kubernetes mode never uses.
+    import yaml
+
+    class _NoAliases(yaml.SafeDumper):
+        """Schemas share sub-schemas (one action, many places); the files spell each out."""
+
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
     out = {}
     for spec in specs:
         if spec.crd is None:

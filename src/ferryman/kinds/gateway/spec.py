@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ferryman.engine.kind_spec import OWN, KindSpec
 from ferryman.engine.settings import Settings
-from ferryman.kinds.gateway.records.backend_tls import CA_KEY
+from ferryman.kinds.gateway.parse.backend_tls import CA_KEY
 
 GROUP = "gateway.networking.k8s.io"
 

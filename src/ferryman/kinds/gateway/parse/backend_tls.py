@@ -37,6 +37,8 @@ _SECTION_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 _URI_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:[\x21-\x7e]+$")
 _KIND_RE = re.compile(r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$")
 _GROUP_RE = re.compile(r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# The key of a ConfigMap's CA certificates (the specification's).
+CA_KEY = "ca.crt"
 MAX_CA_REFS = 8
 MAX_SANS = 5
 MAX_TARGETS = 16

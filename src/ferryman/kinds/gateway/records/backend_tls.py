@@ -29,11 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferryman.configs.record_text import b64
-from ferryman.kinds.gateway.parse.backend_tls import BackendTLSPolicy, LocalRef
+from ferryman.kinds.gateway.parse.backend_tls import CA_KEY, BackendTLSPolicy, LocalRef
 from ferryman.kinds.gateway.parse.gateway_api import GROUP
 
-# The key of a ConfigMap's CA certificates (the specification's).
-CA_KEY = "ca.crt"
 MAX_CA_BYTES = 256 * 1024
 SYSTEM = "System"
 
