@@ -24,7 +24,8 @@
  * connection to ngx_http_v2_init, which reads the preface itself. Until then
  * the connection waits under the default server's client_header_timeout, as
  * a new HTTP connection does, and is reusable (NGINX may close it when it
- * runs out of connections).
+ * runs out of connections). Closed here, it is closed as NGINX closes an HTTP
+ * connection (ngx_http_close_connection: stub_status's active count too).
  *
  * The twin is found from the socket: its ls->servers is this file's
  * ferryman_h2c_port_t, whose first member is the ngx_http_port_t
@@ -216,19 +217,6 @@ ferryman_h2c_init_module(ngx_cycle_t *cycle)
 
 
 static void
-ferryman_h2c_close(ngx_connection_t *c)
-{
-    ngx_pool_t  *pool;
-
-    /* As ngx_http_close_connection, before any HTTP state exists. */
-    c->destroyed = 1;
-    pool = c->pool;
-    ngx_close_connection(c);
-    ngx_destroy_pool(pool);
-}
-
-
-static void
 ferryman_h2c_accept(ngx_connection_t *c)
 {
     ngx_event_t          *rev;
@@ -257,7 +245,7 @@ ferryman_h2c_accept(ngx_connection_t *c)
     ngx_reusable_connection(c, 1);
 
     if (ngx_handle_read_event(rev, 0) != NGX_OK) {
-        ferryman_h2c_close(c);
+        ngx_http_close_connection(c);
     }
 }
 
@@ -277,7 +265,7 @@ ferryman_h2c_wait(ngx_connection_t *c, ngx_msec_t timeout)
     ngx_reusable_connection(c, 1);
 
     if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
-        ferryman_h2c_close(c);
+        ngx_http_close_connection(c);
     }
 }
 
@@ -297,13 +285,13 @@ ferryman_h2c_peek(ngx_event_t *rev)
 
     if (rev->timedout) {
         ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT, "client timed out");
-        ferryman_h2c_close(c);
+        ngx_http_close_connection(c);
         return;
     }
 
     /* NGINX is short of connections (ngx_drain_connections) */
     if (c->close) {
-        ferryman_h2c_close(c);
+        ngx_http_close_connection(c);
         return;
     }
 
@@ -318,13 +306,13 @@ ferryman_h2c_peek(ngx_event_t *rev)
         }
 
         ngx_connection_error(c, err, "recv() failed");
-        ferryman_h2c_close(c);
+        ngx_http_close_connection(c);
         return;
     }
 
     if (n == 0) {
         /* closed before a byte */
-        ferryman_h2c_close(c);
+        ngx_http_close_connection(c);
         return;
     }
 
