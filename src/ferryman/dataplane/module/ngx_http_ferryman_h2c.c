@@ -60,8 +60,9 @@ static void ferryman_h2c_accept(ngx_connection_t *c);
 static void ferryman_h2c_peek(ngx_event_t *rev);
 
 
-/* Whether the addresses of the socket of "family" in port all have the
- * directive and are plaintext HTTP/1 (n: how many). */
+/* Whether every address of port (a socket of "family") has a default server
+ * with the directive and is plaintext HTTP/1: any other would be peeked at in
+ * vain (TLS, PROXY protocol) or is HTTP/2 already. */
 static ngx_uint_t
 ferryman_h2c_wanted(int family, ngx_http_port_t *port)
 {
