@@ -4,8 +4,9 @@ knowledge) beside HTTP/1.1 on the same socket, an HTTPS listener over ALPN h2;
 calls go by service and method, headers and weights to the gRPC location
 (grpc_pass), a call no route takes is UNIMPLEMENTED, and route changes go
 live without a reload. On every server: Debian's NGINX 1.22, which cannot
-tell h2c from HTTP/1.1 on one socket, through the stream block's hop
-(ngx_stream_ferryman_h2c_module, dataplane/server_version.py)."""
+tell h2c from HTTP/1.1 on one socket, through ferryman's module's detection
+(ngx_http_ferryman_h2c.c), or the stream block's hop with a module built
+before it (ngx_stream_ferryman_h2c_module, dataplane/main_file.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferryman.configs.render import Renderer
-from ferryman.dataplane.main_file import main_config
+from ferryman.dataplane.main_file import MainFile, main_config
 from ferryman.dataplane.server_version import h2c_from
 from ferryman.dataplane.state_dir import Paths
 from ferryman.engine.settings import GatewaySettings, NginxSettings, Settings
@@ -232,23 +232,31 @@ def test_without_h2c_the_plaintext_sockets_are_the_stream_blocks() -> None:
     assert hops.count("proxy_protocol on;") == 2
 
 
-def _server(tmp_path: Path, version: str, h2c_module: bool, user: str | None = None) -> str:
-    """nginx.conf for a server whose ``-v`` prints ``version``, with the
-    modules a Gateway needs (and the h2c module or not), its workers run as
-    ``user`` (None: ferryman's)."""
+def _settings(tmp_path: Path, version: str, h2c_module: bool, module: bytes = b"") -> Settings:
+    """Settings of a server whose ``-v`` prints ``version``, with the modules
+    a Gateway needs (and the h2c module or not), ferryman's holding ``module``."""
     modules = tmp_path / "modules"
     modules.mkdir(parents=True)
     names = ["ngx_http_ferryman_module.so", "ngx_stream_module.so", "ngx_stream_ferryman_module.so"]
     for name in names + (["ngx_stream_ferryman_h2c_module.so"] if h2c_module else []):
         (modules / name).touch()
+    (modules / "ngx_http_ferryman_module.so").write_bytes(module)
     binary = tmp_path / "server"
     binary.write_text(f"#!/bin/sh\necho 'nginx version: {version}' >&2\n")
     binary.chmod(0o755)
-    settings = Settings(
+    return Settings(
         state_dir=tmp_path,
         gateway=GatewaySettings(enabled=True),
         nginx=NginxSettings(binary=str(binary), modules_dir=modules),
     )
+
+
+def _server(
+    tmp_path: Path, version: str, h2c_module: bool, user: str | None = None, module: bytes = b""
+) -> str:
+    """nginx.conf for ``_settings``'s server, its workers run as ``user``
+    (None: ferryman's)."""
+    settings = _settings(tmp_path, version, h2c_module, module)
     return Renderer().main(main_config(settings, Paths(tmp_path), user, public=True))
 
 
@@ -274,3 +282,28 @@ def test_nginx_conf_serves_h2c_as_each_server_can(tmp_path: Path) -> None:
     # The gRPC location in the Gateway server, routed by the Gateway's router.
     assert own.count("location @ferryman_grpc {") == 2
     assert "ferryman.gateway_route()" in own.split("location @ferryman_grpc {")[2]
+
+
+# A module with the preface detection (ngx_http_ferryman_h2c.c): its
+# directive's name is a string in the .so.
+DETECTING = b"\x7fELF...ferryman_gateway_route\0ferryman_h2c_detect\0"
+
+
+def test_a_module_that_detects_h2c_takes_the_hops_place(tmp_path: Path) -> None:
+    """Debian's 1.22 with a module that reads HTTP/2's preface itself: the
+    Gateway server listens on the plaintext sockets directly (no stream
+    server, no PROXY protocol), with ``ferryman_h2c_detect``, and its HTTP
+    listeners still take GRPCRoutes. NGINX 1.30 keeps ``http2 on``."""
+    conf = _server(tmp_path / "a", "nginx/1.22.1", h2c_module=True, module=DETECTING)
+    gateway = conf.split("# Gateway API listeners")[1]
+    assert "        ferryman_h2c_detect;" in gateway
+    assert "http2 on;" not in conf and "gateway-h2c.sock" not in conf
+    assert "ngx_stream_ferryman_h2c_module.so" not in conf
+    assert "$ferryman_gateway_hop" not in conf and "$ferryman_gateway_port" not in conf
+    assert "real_ip_header proxy_protocol;" not in gateway
+    settings = _settings(tmp_path / "b", "nginx/1.22.1", h2c_module=True, module=DETECTING)
+    assert MainFile(settings, Paths(tmp_path / "b")).h2c(None) == (True, False)
+    hopping = _settings(tmp_path / "c", "nginx/1.22.1", h2c_module=True)
+    assert MainFile(hopping, Paths(tmp_path / "c")).h2c(None) == (True, True)
+    own = _server(tmp_path / "d", "nginx/1.30.4", h2c_module=False, module=DETECTING)
+    assert "        http2 on;" in own and "ferryman_h2c_detect" not in own

@@ -167,7 +167,7 @@ async def _run(
         log.warning(
             "NGINX workers run as nobody and cannot reach --state-dir: proxy buffering "
             "to disk, latency metrics and TLS passthrough's hop to HTTPS will fail, and "
-            "Gateway HTTP listeners take no GRPCRoute where NGINX has no h2c of its own; "
+            "Gateway HTTP listeners take no GRPCRoute where only the h2c hop serves h2c; "
             "make its parents world-executable",
             extra={"fields": {"state_dir": str(paths.state_dir)}},
         )

@@ -99,8 +99,12 @@ class MainConfig:
     # The Gateway server's plaintext sockets serve HTTP/2 with prior knowledge
     # (h2c, gRPC) beside HTTP/1.1: ``http2 on`` (dataplane/server_version.py).
     h2c: bool = False
-    # No h2c of the server's own (Debian's 1.22): the Gateway's HTTP sockets
-    # are stream servers reading HTTP/2's preface ahead, which hand each
+    # No h2c of the server's own (Debian's 1.22), but ferryman's module tells
+    # HTTP/2's preface apart itself: the Gateway server listens on the HTTP
+    # sockets directly, with ``ferryman_h2c_detect`` (ngx_http_ferryman_h2c.c).
+    h2c_detect: bool = False
+    # Neither (a module built before ferryman_h2c_detect): the Gateway's HTTP
+    # sockets are stream servers reading HTTP/2's preface ahead, which hand each
     # connection (PROXY protocol) to the Gateway server's HTTP/1.1 or HTTP/2
     # unix socket (ngx_stream_ferryman_h2c_module).
     h2c_hop: bool = False

@@ -43,27 +43,37 @@ H2C_MODULE = "ngx_stream_ferryman_h2c_module.so"
 
 # The directive of the module's Gateway routing (ngx_http_ferryman_gateway.c).
 GATEWAY_ROUTE_DIRECTIVE = b"ferryman_gateway_route"
+# The directive of its HTTP/2 preface detection (ngx_http_ferryman_h2c.c).
+H2C_DETECT_DIRECTIVE = b"ferryman_h2c_detect"
 
 
 def routes_gateways(module: Path) -> bool:
     """Whether the module at ``module`` has ``ferryman_gateway_route``: one built
     from an older checkout does not, and NGINX would refuse a configuration
-    naming it. Its directive names are strings in the .so (read once per
-    version of the file)."""
+    naming it."""
+    return has_directive(module, GATEWAY_ROUTE_DIRECTIVE)
+
+
+def has_directive(module: Path, directive: bytes) -> bool:
+    """Whether the module at ``module`` has ``directive``. Its directive names
+    are strings in the .so (read once per version of the file)."""
     try:
         st = module.stat()
     except OSError:
         return False
-    return _has_directive(str(module), st.st_mtime_ns, st.st_size)
+    return directive in _strings(str(module), st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=8)
-def _has_directive(path: str, mtime_ns: int, size: int) -> bool:
+def _strings(path: str, mtime_ns: int, size: int) -> frozenset[bytes]:
+    """The directives among (GATEWAY_ROUTE_DIRECTIVE, H2C_DETECT_DIRECTIVE)
+    the file at ``path`` holds."""
     del mtime_ns, size  # only tell versions of the file apart
     try:
-        return GATEWAY_ROUTE_DIRECTIVE in Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except OSError:
-        return False
+        return frozenset()
+    return frozenset(d for d in (GATEWAY_ROUTE_DIRECTIVE, H2C_DETECT_DIRECTIVE) if d in data)
 
 
 def checked_path(flag: str, path: Path) -> Path:
@@ -100,7 +110,16 @@ def main_config(
     if stream:
         modules += (str(modules_dir / STREAM_MODULE),)
     h2c = settings.gateway.enabled and serves_h2c(settings.nginx.binary)
-    # Without h2c of its own, the Gateway's HTTP sockets are stream servers
+    fast_module = str(modules_dir / FAST_MODULE) in modules
+    # Without h2c of its own, ferryman's module reads HTTP/2's preface on the
+    # Gateway server's own HTTP sockets (ngx_http_ferryman_h2c.c).
+    h2c_detect = (
+        settings.gateway.enabled
+        and not h2c
+        and fast_module
+        and has_directive(modules_dir / FAST_MODULE, H2C_DETECT_DIRECTIVE)
+    )
+    # With a module built before that, the Gateway's HTTP sockets are stream servers
     # that hand each connection to the Gateway server's HTTP/1.1 or HTTP/2
     # socket by its first bytes (nginx.conf.tmpl), where the module is.
     # Its workers connect to the Gateway server's unix sockets in the state
@@ -111,6 +130,7 @@ def main_config(
         settings.gateway.enabled
         and stream
         and not h2c
+        and not h2c_detect
         and reachable
         and (modules_dir / H2C_MODULE).exists()
     )
@@ -125,9 +145,9 @@ def main_config(
         https_port=settings.listen.https_port,
         lua_package_path=f"{LUA_DIR}/?.lua;{build_lua}/usr/share/lua/5.1/?.lua;;",
         modules=modules,
-        fast_module=str(modules_dir / FAST_MODULE) in modules,
+        fast_module=fast_module,
         gateway_fast=settings.gateway.enabled
-        and str(modules_dir / FAST_MODULE) in modules
+        and fast_module
         and routes_gateways(modules_dir / FAST_MODULE),
         worker_processes=settings.nginx.worker_processes,
         worker_shutdown_timeout=settings.nginx.worker_shutdown_timeout,
@@ -151,6 +171,7 @@ def main_config(
         http_listeners=True,
         gateway=settings.gateway.enabled,
         h2c=h2c,
+        h2c_detect=h2c_detect,
         h2c_hop=h2c_hop,
         ipv6=not settings.listen.disable_ipv6,
     )
@@ -185,9 +206,10 @@ class MainFile:
 
     def h2c(self, user: str | None) -> tuple[bool, bool]:
         """The Gateway's plaintext listeners serve h2c beside HTTP/1.1
-        (GRPCRoutes), and whether through the stream block's hop."""
+        (GRPCRoutes): NGINX's own, the module's detection or the stream
+        block's hop; and whether through that hop."""
         main = main_config(self.settings, self.paths, user, public=True)
-        return main.h2c or main.h2c_hop, main.h2c_hop
+        return main.h2c or main.h2c_detect or main.h2c_hop, main.h2c_hop
 
     def configmap(self, user: str | None) -> ConfigMapState | None:
         """--nginx-configmaps (and --ingress-nginx-configmap): its keys, rendering

@@ -32,11 +32,13 @@ class Shape:
     # Where ferryman's HTTPS server listens behind TLS passthrough.
     tls_socket: str = ""
     # Plaintext listeners serve HTTP/2 with prior knowledge (h2c) beside
-    # HTTP/1.1: NGINX 1.25.1 and later, Angie, or through the hop below
-    # (dataplane/server_version.py).
+    # HTTP/1.1: NGINX 1.25.1 and later, Angie, ferryman's module on Debian's
+    # 1.22 (ferryman_h2c_detect), or through the hop below
+    # (dataplane/server_version.py, dataplane/main_file.py).
     h2c: bool = False
-    # ... through the stream block's hop (Debian's 1.22): the Gateway's HTTP
-    # sockets are stream servers (kinds/gateway/records/servers.py).
+    # ... through the stream block's hop (Debian's 1.22 with a module built
+    # before ferryman_h2c_detect): the Gateway's HTTP sockets are stream
+    # servers (kinds/gateway/records/servers.py).
     h2c_hop: bool = False
 
 

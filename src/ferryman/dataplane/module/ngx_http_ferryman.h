@@ -15,6 +15,8 @@
  *                                   least_conn's counts
  *   ngx_http_ferryman_flight.c      requests in flight per peer (drains)
  *   ngx_http_ferryman_errors.c      error pages per request (custom-http-errors)
+ *   ngx_http_ferryman_h2c.c         HTTP/1.x and h2c on one plaintext socket
+ *                                   (NGINX before 1.25.1)
  *   ngx_http_ferryman_stream_api.c  what ngx_stream_ferryman_module calls
  *   ngx_http_ferryman_vs*.c         VirtualServer routes: the F record
  *                                   (ngx_http_ferryman_vs_record.h) and
@@ -201,6 +203,12 @@ typedef struct {
 } ferryman_loc_conf_t;
 
 
+/* ferryman_h2c_detect (ngx_http_ferryman_h2c.c) */
+typedef struct {
+    ngx_flag_t              h2c_detect;
+} ferryman_srv_conf_t;
+
+
 typedef struct {
     ferryman_cache_t       *cache;
     ferryman_host_t        *host;
@@ -311,6 +319,13 @@ ngx_int_t ferryman_route(ngx_http_request_t *r, ferryman_shctx_t *sh,
 ngx_int_t ferryman_route_host(ngx_http_request_t *r, ferryman_cache_t *cache,
     ferryman_host_t *host, ngx_uint_t limit);
 ngx_int_t ngx_http_ferryman_route_handler(ngx_http_request_t *r);
+
+/* ngx_http_ferryman_h2c.c: ferryman_h2c_detect, and the accept handler of
+ * the sockets whose servers have it (set at init_module). */
+char *ferryman_h2c_detect_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void *ngx_http_ferryman_create_srv_conf(ngx_conf_t *cf);
+ngx_int_t ferryman_h2c_init_module(ngx_cycle_t *cycle);
 
 /* ngx_http_ferryman_balancer.c */
 ngx_int_t ferryman_init_upstream(ngx_conf_t *cf,

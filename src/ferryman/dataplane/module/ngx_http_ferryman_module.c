@@ -99,6 +99,15 @@ static ngx_command_t  ngx_http_ferryman_commands[] = {
       offsetof(ferryman_loc_conf_t, slow_path),
       NULL },
 
+    /* HTTP/1.x and h2c on one plaintext socket before NGINX 1.25.1
+     * (ngx_http_ferryman_h2c.c). */
+    { ngx_string("ferryman_h2c_detect"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_NOARGS,
+      ferryman_h2c_detect_directive,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
     /* The rate limits' zone (ngx_http_ferryman_limit.c): optional. */
     { ngx_string("ferryman_limit_zone"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
@@ -116,7 +125,7 @@ static ngx_http_module_t  ngx_http_ferryman_module_ctx = {
     ngx_http_ferryman_postconfiguration,   /* postconfiguration */
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
-    NULL,                                  /* create server configuration */
+    ngx_http_ferryman_create_srv_conf,     /* create server configuration */
     NULL,                                  /* merge server configuration */
     ngx_http_ferryman_create_loc_conf,     /* create location configuration */
     ngx_http_ferryman_merge_loc_conf       /* merge location configuration */
@@ -129,7 +138,7 @@ ngx_module_t  ngx_http_ferryman_module = {
     ngx_http_ferryman_commands,            /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ferryman_h2c_init_module,              /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */

@@ -97,8 +97,9 @@ def render_listens(
 
 def render_hops(sockets: Iterable[tuple[str, int, bool]], *, ipv6: bool = True) -> str:
     """The stream servers of the plaintext sockets among (address, port, tls)
-    where the server has no h2c of its own (Debian's NGINX 1.22,
-    dataplane/server_version.py): each reads a connection's first bytes ahead
+    where neither the server nor ferryman's module tells h2c from HTTP/1.1
+    (Debian's NGINX 1.22 with a module built before ``ferryman_h2c_detect``,
+    dataplane/main_file.py): each reads a connection's first bytes ahead
     (HTTP/2's preface or not) and hands it, with the PROXY protocol, to the
     Gateway server's HTTP/2 or HTTP/1.1 unix socket (nginx.conf.tmpl's
     ``$ferryman_gateway_hop``). Idle connections are the HTTP server's to
