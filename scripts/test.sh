@@ -4,6 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$HOME/.local/bin:$PATH"
+# What the tests themselves run besides ferryman's own needs: iptables (a
+# black-holed endpoint in a network namespace, test_connect_timeout.py). Podman
+# brings it too, but the image is built beside the tests now, minutes later.
+command -v iptables >/dev/null || scripts/apt-install.sh test iptables
 .venv/bin/ruff check src tests bench examples testkit
 .venv/bin/ruff format --check src tests bench examples testkit
 .venv/bin/mypy src
