@@ -47,16 +47,11 @@ GATEWAY_ROUTE_DIRECTIVE = b"ferryman_gateway_route"
 H2C_DETECT_DIRECTIVE = b"ferryman_h2c_detect"
 
 
-def routes_gateways(module: Path) -> bool:
-    """Whether the module at ``module`` has ``ferryman_gateway_route``: one built
-    from an older checkout does not, and NGINX would refuse a configuration
-    naming it."""
-    return has_directive(module, GATEWAY_ROUTE_DIRECTIVE)
-
-
 def has_directive(module: Path, directive: bytes) -> bool:
-    """Whether the module at ``module`` has ``directive``. Its directive names
-    are strings in the .so (read once per version of the file)."""
+    """Whether the module at ``module`` has ``directive``: one built from an
+    older checkout may not, and NGINX would refuse a configuration naming it.
+    Its directive names are strings in the .so (read once per version of the
+    file)."""
     try:
         st = module.stat()
     except OSError:
@@ -148,7 +143,7 @@ def main_config(
         fast_module=fast_module,
         gateway_fast=settings.gateway.enabled
         and fast_module
-        and routes_gateways(modules_dir / FAST_MODULE),
+        and has_directive(modules_dir / FAST_MODULE, GATEWAY_ROUTE_DIRECTIVE),
         worker_processes=settings.nginx.worker_processes,
         worker_shutdown_timeout=settings.nginx.worker_shutdown_timeout,
         worker_user=worker_user,
