@@ -58,6 +58,7 @@ typedef struct {
 
 static void ferryman_h2c_accept(ngx_connection_t *c);
 static void ferryman_h2c_peek(ngx_event_t *rev);
+static void ferryman_h2c_wait(ngx_connection_t *c, ngx_msec_t timeout);
 
 
 /* Whether every address of port (a socket of "family") has a default server
@@ -242,12 +243,7 @@ ferryman_h2c_accept(ngx_connection_t *c)
         return;
     }
 
-    ngx_add_timer(rev, fport->timeout);
-    ngx_reusable_connection(c, 1);
-
-    if (ngx_handle_read_event(rev, 0) != NGX_OK) {
-        ngx_http_close_connection(c);
-    }
+    ferryman_h2c_wait(c, fport->timeout);
 }
 
 
