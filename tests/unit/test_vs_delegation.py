@@ -79,6 +79,22 @@ def test_conflicting_subroutes_drop_the_later_route() -> None:
     )
 
 
+def test_a_subroute_on_a_prefix_the_virtualserver_has_with_caret_tilde_is_dropped() -> None:
+    # /b/b and ^~/b/b are one NGINX location: the pair is a duplicate, as
+    # /b/b twice is (found by test_vsr_router_property.py: the router served
+    # the subroute where the VirtualServer's ^~ route should answer).
+    vs = _vs(
+        {"path": "/b", "route": "pre"}, {"path": "^~/b/b", "action": {"return": {"body": "x"}}}
+    )
+    assert _names(vs, Reads(_vsr("pre", "/b/b"))) == (
+        [],
+        (
+            "path /b/b of VirtualServerRoute default/pre is a route of the VirtualServer "
+            "too (ferryman)",
+        ),
+    )
+
+
 def test_regex_routes_to_one_route_are_checked_together_after_the_others() -> None:
     vs = _vs(
         {"path": "~ ^/r1", "route": "rx"},

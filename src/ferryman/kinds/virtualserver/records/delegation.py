@@ -161,13 +161,17 @@ class _Resolver:
         return out
 
     def without_conflicts(self, vsrs: list[VirtualServerRoute]) -> list[VirtualServerRoute]:
-        own = {str(r.path) for r in self.vs.routes if r.route is None and not r.route_selector}
+        own = {
+            _location(str(r.path))
+            for r in self.vs.routes
+            if r.route is None and not r.route_selector
+        }
         paths: dict[str, str] = {}
         dropped: set[str] = set()
         for vsr in vsrs:
             for sub in vsr.subroutes:
                 path = str(sub.path)
-                if path in own:
+                if _location(path) in own:
                     self.warnings.append(
                         f"path {path} of VirtualServerRoute {_key(vsr)} is a route of the "
                         "VirtualServer too (ferryman)"
@@ -180,6 +184,12 @@ class _Resolver:
                 else:
                     paths[path] = _key(vsr)
         return [v for v in vsrs if _key(v) not in dropped]
+
+
+def _location(path: str) -> str:
+    """The NGINX location a route's path is, for duplicates: ``/p`` and ``^~/p``
+    are one location (NGINX refuses the pair as a duplicate)."""
+    return path.removeprefix("^~")
 
 
 def resolve(
